@@ -1,0 +1,1 @@
+"""drover: run AI coding agents in a loop over a project's work items."""

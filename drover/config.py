@@ -1,0 +1,223 @@
+"""drover.toml -> a frozen Config. Every key, its default and its type live in one table."""
+from __future__ import annotations
+
+import re
+import tomllib
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from .errors import ConfigError
+
+CONFIG_FILE = "drover.toml"
+SLOTS = ("implement", "review", "draft")
+PRESETS = ("claude", "codex", "aider", "gemini", "opencode", "demo", "script")
+GUIDANCE_LEVELS = ("lean", "detailed")
+TRACKER_BACKENDS = ("none", "file", "github")
+
+# table -> key -> (type, default). `str` values may be further checked in _check_value.
+SCHEMA: dict[str, dict[str, tuple[type, Any]]] = {
+    "project": {"prefix": (str, "D"), "items": (str, "items"), "commit_items": (bool, False)},
+    "agent": {
+        "preset": (str, "claude"),
+        "command": (str, ""),
+        "name": (str, ""),
+        "timeout": (str, "2h"),
+        "guidance": (str, "detailed"),
+    },
+    "prompts": {slot: (str, "") for slot in SLOTS},
+    "run": {"base": (str, "main"), "branch": (str, "drover/{{ Id | lower }}"), "worktree": (bool, True)},
+    "review": {"max_rounds": (int, 3)},
+    "tracker": {
+        "backend": (str, "none"),
+        "repo": (str, ""),
+        "follow_up_label": (str, "follow-up"),
+        "register": (str, "follow-ups.md"),
+    },
+}
+# [verify] is an open table of key -> command string; `default` always exists.
+VERIFY_DEFAULT = {"default": "make test"}
+
+_TYPE_WORDS = {str: "a string", int: "an integer", bool: "true or false"}
+_DURATION = re.compile(r"^(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$")
+
+
+@dataclass(frozen=True)
+class AgentConfig:
+    preset: str = "claude"
+    command: str = ""
+    name: str = ""
+    timeout: str = "2h"
+    guidance: str = "detailed"
+
+    @property
+    def identity(self) -> str:
+        """Who this agent is in the ledger: `name`, else the preset."""
+        return self.name or self.preset
+
+    @property
+    def timeout_seconds(self) -> int:
+        return parse_duration(self.timeout)
+
+
+@dataclass(frozen=True)
+class TrackerConfig:
+    backend: str = "none"
+    repo: str = ""
+    follow_up_label: str = "follow-up"
+    register: str = "follow-ups.md"
+
+
+@dataclass(frozen=True)
+class Config:
+    prefix: str = "D"
+    items: str = "items"
+    commit_items: bool = False
+    agent: AgentConfig = field(default_factory=AgentConfig)
+    slot_agents: dict[str, AgentConfig] = field(default_factory=dict)
+    prompts: dict[str, str] = field(default_factory=lambda: {slot: "" for slot in SLOTS})
+    base: str = "main"
+    branch: str = "drover/{{ Id | lower }}"
+    worktree: bool = True
+    verify: dict[str, str] = field(default_factory=lambda: dict(VERIFY_DEFAULT))
+    max_rounds: int = 3
+    tracker: TrackerConfig = field(default_factory=TrackerConfig)
+
+    def agent_for(self, slot: str) -> AgentConfig:
+        """The agent a slot runs: [agent.<slot>] over [agent]."""
+        return self.slot_agents.get(slot, self.agent)
+
+
+def parse_duration(text: str) -> int:
+    """'2h', '90m', '1h30m', '45s' or a bare number of seconds -> seconds."""
+    text = text.strip()
+    if text.isdigit():
+        return int(text)
+    match = _DURATION.match(text)
+    if not text or not match:
+        raise ValueError(text)
+    hours, minutes, seconds = (int(group or 0) for group in match.groups())
+    return hours * 3600 + minutes * 60 + seconds
+
+
+def _where(table: str, key: str) -> str:
+    return f"{CONFIG_FILE}: [{table}] {key}"
+
+
+def _check_value(table: str, key: str, value: Any) -> Any:
+    expected, _ = SCHEMA[table][key]
+    # bool is an int in Python; keep them apart so `max_rounds = true` is an error.
+    if not isinstance(value, expected) or (expected is int and isinstance(value, bool)):
+        raise ConfigError(f"{_where(table, key)}: expected {_TYPE_WORDS[expected]}")
+    choices = {
+        ("agent", "preset"): PRESETS,
+        ("agent", "guidance"): GUIDANCE_LEVELS,
+        ("tracker", "backend"): TRACKER_BACKENDS,
+    }.get((table, key))
+    if choices and value not in choices:
+        raise ConfigError(f"{_where(table, key)}: expected one of {', '.join(choices)}, not {value!r}")
+    if (table, key) == ("agent", "timeout"):
+        try:
+            parse_duration(value)
+        except ValueError:
+            raise ConfigError(f"{_where(table, key)}: expected a duration such as 2h, 90m or 45s") from None
+    if (table, key) == ("review", "max_rounds") and value < 1:
+        raise ConfigError(f"{_where(table, key)}: expected an integer of at least 1")
+    if (table, key) == ("project", "prefix") and not re.fullmatch(r"[A-Za-z][A-Za-z0-9]*", value):
+        raise ConfigError(f"{_where(table, key)}: expected letters and digits, starting with a letter")
+    return value
+
+
+def _read_table(table: str, raw: Any, nested: tuple[str, ...] = ()) -> dict[str, Any]:
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{CONFIG_FILE}: [{table}]: expected a table")
+    values = {}
+    for key, value in raw.items():
+        if key in nested:
+            continue
+        if key not in SCHEMA[table]:
+            raise ConfigError(f"{_where(table, key)}: unknown key" + _suggest(key, SCHEMA[table]))
+        values[key] = _check_value(table, key, value)
+    return values
+
+
+def _suggest(word: str, choices) -> str:
+    import difflib
+
+    close = difflib.get_close_matches(word, list(choices), n=1)
+    return f" (did you mean {close[0]}?)" if close else ""
+
+
+def parse_config(data: dict[str, Any]) -> Config:
+    """Validate a parsed drover.toml and build the Config."""
+    known = set(SCHEMA) | {"verify"}
+    for table in data:
+        if table not in known:
+            raise ConfigError(f"{CONFIG_FILE}: [{table}]: unknown table" + _suggest(table, known))
+    project = _read_table("project", data.get("project", {}))
+    agent_raw = data.get("agent", {})
+    agent = AgentConfig(**_read_table("agent", agent_raw, nested=SLOTS))
+    slot_agents = {}
+    if isinstance(agent_raw, dict):
+        for slot in SLOTS:
+            if slot in agent_raw:
+                # a slot table names only what differs from [agent]; timeout and the rest carry over
+                overrides = _read_table(f"agent", agent_raw[slot]) if isinstance(agent_raw[slot], dict) else None
+                if overrides is None:
+                    raise ConfigError(f"{CONFIG_FILE}: [agent.{slot}]: expected a table")
+                if "preset" in overrides and "name" not in overrides:
+                    overrides["name"] = ""
+                if "preset" in overrides and "command" not in overrides:
+                    overrides["command"] = ""
+                slot_agents[slot] = replace(agent, **overrides)
+    prompts = {slot: "" for slot in SLOTS} | _read_table("prompts", data.get("prompts", {}))
+    run = _read_table("run", data.get("run", {}))
+    review = _read_table("review", data.get("review", {}))
+    tracker = TrackerConfig(**_read_table("tracker", data.get("tracker", {})))
+    verify_raw = data.get("verify", {})
+    if not isinstance(verify_raw, dict):
+        raise ConfigError(f"{CONFIG_FILE}: [verify]: expected a table")
+    verify = dict(VERIFY_DEFAULT)
+    for key, value in verify_raw.items():
+        if not isinstance(value, str):
+            raise ConfigError(f"{CONFIG_FILE}: [verify] {key}: expected a string")
+        verify[key] = value
+    if tracker.backend == "github" and not tracker.repo:
+        pass  # gh infers the repository from the checkout's remote; an empty repo is allowed
+    return Config(
+        **project,
+        agent=agent,
+        slot_agents=slot_agents,
+        prompts=prompts,
+        **{key: run[key] for key in run},
+        verify=verify,
+        **review,
+        tracker=tracker,
+    )
+
+
+def load_config(path: Path) -> Config:
+    """Read and validate drover.toml; every problem is one ConfigError naming the key."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot read: {exc.strerror}", path=CONFIG_FILE) from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        line = getattr(exc, "lineno", None) or _line_of(str(exc))
+        message = str(exc).split(" (at line")[0]
+        raise ConfigError(message, path=CONFIG_FILE, line=line) from None
+    return parse_config(data)
+
+
+def _line_of(message: str) -> int | None:
+    match = re.search(r"at line (\d+)", message)
+    return int(match.group(1)) if match else None
+
+
+def default_config_text() -> str:
+    """The commented drover.toml `drover init` writes (kept beside the built-in templates)."""
+    from .resources import read_resource
+
+    return read_resource("drover.toml")

@@ -1,0 +1,48 @@
+"""The error hierarchy: the CLI turns each into one line and a chosen exit code."""
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class DroverError(Exception):
+    """A failure the user can act on. Printed as one line, never a traceback."""
+
+    exit_code = 2
+
+    def __init__(self, message: str, *, path: str | Path | None = None, line: int | None = None):
+        super().__init__(message)
+        self.message = message
+        self.path = str(path) if path is not None else None
+        self.line = line
+
+    def __str__(self) -> str:
+        where = ""
+        if self.path:
+            where = f"{self.path}:{self.line}: " if self.line else f"{self.path}: "
+        return f"{where}{self.message}"
+
+
+class UsageError(DroverError):
+    """The command line asked for something that cannot be done as asked (exit 2)."""
+
+
+class ConfigError(DroverError):
+    """drover.toml is missing, unreadable, or holds an unknown key or a wrong type (exit 2)."""
+
+
+class TemplateError(DroverError):
+    """A template does not parse, names an unknown field or block, or renders empty (exit 2)."""
+
+
+class ItemError(DroverError):
+    """An item file cannot be used for the command at hand (exit 2)."""
+
+
+class Refused(DroverError):
+    """An action was refused on purpose: the round cap, outstanding changes, a live run (exit 1)."""
+
+    exit_code = 1
+
+
+class GitError(DroverError):
+    """git did not do what drover asked; carries git's own words."""

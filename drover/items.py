@@ -1,0 +1,324 @@
+"""The item file: Markdown with YAML frontmatter. Parse, sections, ids, atomic writes.
+
+drover owns three things in a body: the provenance line, the Guarantees section and the
+Changes section. Every write changes one section and leaves every other byte as it was.
+"""
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+# One constant for the heading both request-changes (the writer) and templates (the readers) use.
+CHANGES_HEADING = "## Changes requested"
+GUARANTEES_HEADING = "## Guarantees"
+REQUIREMENTS_HEADING = "## Requirements"
+CLEARED_MARKER = "<!-- drover: cleared -->"
+PROVENANCE_PREFIX = "Finding:"
+
+# The wording of each unreadable state: what `list`, `show`, `check` and `Unreadable` say.
+MISSING = "has no file"
+NO_BODY = "has no body"
+NO_PARSE = "will not parse"
+SHELVED = "is shelved"
+ID_MISMATCH = "has an id that disagrees with its file name"
+NOT_AN_ID = "does not resolve to an item id"
+
+_FRONTMATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)(?:\r?\n)?^---[ \t]*(?:\r?\n|\Z)", re.S | re.M)
+_HEADING = re.compile(r"^(#{1,6})[ \t]+\S|^(#{1,6})[ \t]*$")
+_FENCE = re.compile(r"^[ \t]{0,3}(```|~~~)")
+TRUE_WORDS = ("yes", "true", "on", "y")
+
+
+class Unreadable(Exception):
+    """An item that cannot be used; `.wording` is its state, `.detail` what went wrong."""
+
+    def __init__(self, wording: str, detail: str = "", line: int | None = None):
+        super().__init__(wording)
+        self.wording = wording
+        self.detail = detail
+        self.line = line
+
+
+def id_pattern(prefix: str) -> re.Pattern[str]:
+    return re.compile(rf"^{re.escape(prefix)}-([1-9][0-9]*)$")
+
+
+def id_number(item_id: str, prefix: str) -> int | None:
+    match = id_pattern(prefix).match(item_id)
+    return int(match.group(1)) if match else None
+
+
+def truthy(value: Any) -> bool:
+    """yes/no/true/false all read as booleans."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str):
+        return value.strip().lower() in TRUE_WORDS
+    return False
+
+
+@dataclass(frozen=True)
+class Item:
+    """A readable item: its frontmatter, its body, and the whole file text as read."""
+
+    id: str
+    path: Path
+    meta: dict[str, Any]
+    body: str
+    text: str
+    body_offset: int
+    bad_deps: tuple[str, ...] = field(default=())
+
+    @property
+    def title(self) -> str:
+        return _text(self.meta.get("title"))
+
+    @property
+    def kind(self) -> str:
+        return _text(self.meta.get("kind"))
+
+    @property
+    def deps(self) -> tuple[str, ...]:
+        return tuple(_text(dep) for dep in _as_list(self.meta.get("deps")))
+
+    @property
+    def closes(self) -> tuple[int, ...]:
+        numbers = []
+        for value in _as_list(self.meta.get("closes")):
+            try:
+                numbers.append(int(str(value).lstrip("#")))
+            except ValueError:
+                continue
+        return tuple(numbers)
+
+    @property
+    def origin(self) -> int | None:
+        value = self.meta.get("origin")
+        try:
+            return int(str(value).lstrip("#")) if value not in (None, "") else None
+        except ValueError:
+            return None
+
+    def section(self, heading: str) -> str | None:
+        """The text under `heading`, heading excluded and blank edges trimmed; None when absent."""
+        span = section_span(self.text, heading, self.body_offset)
+        if span is None:
+            return None
+        start, end = span
+        content = self.text[start:end].split("\n", 1)
+        return content[1].strip("\n") if len(content) > 1 else ""
+
+    @property
+    def guarantees(self) -> str:
+        return self.section(GUARANTEES_HEADING) or ""
+
+    @property
+    def changes(self) -> str:
+        return self.section(CHANGES_HEADING) or ""
+
+    @property
+    def cleared(self) -> bool:
+        return is_cleared(self.changes)
+
+    @property
+    def outstanding(self) -> bool:
+        """The Changes section holds findings nobody has discharged."""
+        return bool(self.changes.strip()) and not self.cleared
+
+    @property
+    def finding(self) -> str:
+        """The provenance line, "" when the body does not open with one."""
+        first = self.body.lstrip("\n").split("\n", 1)[0]
+        return first.strip() if first.startswith(PROVENANCE_PREFIX) else ""
+
+    @property
+    def finding_source(self) -> str:
+        """The item the provenance line names."""
+        words = self.finding[len(PROVENANCE_PREFIX):].split()
+        return words[0].rstrip(".,;:") if words else ""
+
+
+def _text(value: Any) -> str:
+    return "" if value is None else str(value)
+
+
+def _as_list(value: Any) -> list[Any]:
+    if value in (None, ""):
+        return []
+    return list(value) if isinstance(value, (list, tuple)) else [value]
+
+
+def split_frontmatter(text: str) -> tuple[str, int] | None:
+    """(frontmatter source, offset where the body starts), or None when there is no frontmatter."""
+    match = _FRONTMATTER.match(text)
+    if not match:
+        return None
+    return match.group(1), match.end()
+
+
+def parse_item(text: str, path: Path, prefix: str, *, expected_id: str | None = None) -> Item:
+    """Parse an item file's text; raises Unreadable with the state's wording."""
+    split = split_frontmatter(text)
+    if split is None:
+        raise Unreadable(NO_PARSE, "no YAML frontmatter between --- lines", line=1)
+    source, offset = split
+    try:
+        meta = yaml.safe_load(source) if source.strip() else {}
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = mark.line + 2 if mark is not None else 1
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise Unreadable(NO_PARSE, f"YAML: {problem}", line=line) from None
+    if not isinstance(meta, dict):
+        raise Unreadable(NO_PARSE, "the frontmatter is not a mapping of keys to values", line=2)
+    body = text[offset:]
+    item_id = _text(meta.get("id"))
+    expected = expected_id if expected_id is not None else path.stem
+    if item_id != expected:
+        raise Unreadable(ID_MISMATCH, f"id {item_id or '(none)'} in a file named {path.name}", line=_key_line(source, "id"))
+    if id_number(item_id, prefix) is None:
+        raise Unreadable(NOT_AN_ID, f"id {item_id} is not {prefix}-<number>", line=_key_line(source, "id"))
+    if truthy(meta.get("shelved")):
+        raise Unreadable(SHELVED, "shelved: yes", line=_key_line(source, "shelved"))
+    if not body.strip():
+        raise Unreadable(NO_BODY, "nothing below the frontmatter", line=text[:offset].count("\n") + 1)
+    pattern = id_pattern(prefix)
+    bad = tuple(_text(dep) for dep in _as_list(meta.get("deps")) if not pattern.match(_text(dep)))
+    return Item(id=item_id, path=path, meta=meta, body=body, text=text, body_offset=offset, bad_deps=bad)
+
+
+def _key_line(source: str, key: str) -> int | None:
+    for number, line in enumerate(source.split("\n"), start=2):
+        if line.startswith(f"{key}:"):
+            return number
+    return None
+
+
+def read_item(path: Path, prefix: str) -> Item:
+    """Read and parse an item file; raises Unreadable (MISSING when there is no file)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise Unreadable(MISSING) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise Unreadable(NO_PARSE, f"cannot read: {exc}") from None
+    return parse_item(text, path, prefix)
+
+
+def _headings(text: str, start: int):
+    """(offset, level, line) for every ATX heading at or after `start`, outside code fences."""
+    fence = None
+    offset = start
+    for line in text[start:].splitlines(keepends=True):
+        stripped = line.rstrip("\r\n")
+        marker = _FENCE.match(stripped)
+        if marker:
+            if fence is None:
+                fence = marker.group(1)
+            elif marker.group(1) == fence:
+                fence = None
+        elif fence is None:
+            heading = _HEADING.match(stripped)
+            if heading:
+                yield offset, len(heading.group(1) or heading.group(2)), stripped
+        offset += len(line)
+
+
+def section_span(text: str, heading: str, body_offset: int) -> tuple[int, int] | None:
+    """[start, end) of the section opened by `heading`: to the next level-1/2 heading or the end."""
+    start = None
+    for offset, level, line in _headings(text, body_offset):
+        if start is None:
+            if line.strip() == heading:
+                start = offset
+        elif level <= 2:
+            return start, offset
+    return (start, len(text)) if start is not None else None
+
+
+def demote_headings(findings: str) -> str:
+    """Level-1 and level-2 headings in findings become level 3, so they cannot end the section."""
+    demote = {offset for offset, level, _ in _headings(findings, 0) if level <= 2}
+    out, offset = [], 0
+    for line in findings.splitlines(keepends=True):
+        out.append("###" + line.lstrip("#") if offset in demote else line)
+        offset += len(line)
+    return "".join(out)
+
+
+def replace_section(text: str, heading: str, content: str, body_offset: int) -> str:
+    """The file text with `heading`'s section holding `content`; created at the end when absent."""
+    content = content.strip("\n")
+    block = f"{heading}\n\n{content}\n" if content else f"{heading}\n"
+    span = section_span(text, heading, body_offset)
+    if span is None:
+        prefix = text if text.endswith("\n") or not text else text + "\n"
+        if prefix[body_offset:].strip() and not prefix.endswith("\n\n"):
+            prefix += "\n"
+        return prefix + block
+    start, end = span
+    if end < len(text):
+        block += "\n"
+    return text[:start] + block + text[end:]
+
+
+def cleared_block(round_number: int, when: str, by: str, note: str = "") -> str:
+    """What close-changes (or an approving audit) leaves in the Changes section."""
+    lines = [
+        CLEARED_MARKER,
+        f"Nothing is outstanding: round {round_number} was discharged on {when} by {by}.",
+    ]
+    if note.strip():
+        lines.append(f"Note: {note.strip()}")
+    return "\n".join(lines)
+
+
+def is_cleared(changes: str) -> bool:
+    return changes.strip().startswith(CLEARED_MARKER)
+
+
+def headline(findings: str) -> str:
+    """The first non-empty line, its heading marks removed."""
+    for line in findings.splitlines():
+        if line.strip():
+            return line.strip().lstrip("#").strip()
+    return ""
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write through a temporary file and a rename, so a reader never sees half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        if path.exists():
+            os.chmod(tmp, path.stat().st_mode & 0o777)
+        else:
+            os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+def new_item_text(item_id: str, title: str, kind: str, deps: list[str], finding_source: str = "") -> str:
+    """The file `drover new` writes: frontmatter, an optional provenance line, Requirements."""
+    meta: dict[str, Any] = {"id": item_id, "title": title, "kind": kind, "deps": list(deps)}
+    front = yaml.safe_dump(meta, sort_keys=False, allow_unicode=True, default_flow_style=None)
+    body = ""
+    if finding_source:
+        body += f"{PROVENANCE_PREFIX} {finding_source} (raised while reviewing {finding_source})\n\n"
+    body += f"{REQUIREMENTS_HEADING}\n\n- To be written: run `drover draft {item_id}` or list the numbered requirements here.\n"
+    return f"---\n{front}---\n\n{body}"

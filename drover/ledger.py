@@ -1,0 +1,360 @@
+"""The SQLite ledger: opening it, its migrations (applied here and nowhere else), every query.
+
+Write transactions begin IMMEDIATE so concurrent writers queue on the busy timeout instead
+of failing, and numbers such as a round's are allocated inside the transaction.
+"""
+from __future__ import annotations
+
+import json
+import sqlite3
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Iterator
+
+import sqlite_utils
+from sqlite_utils.migrations import Migrations
+
+BUSY_TIMEOUT_MS = 30_000
+LEVELS = ("claimed", "reviewed", "verified")
+
+migrations = Migrations("drover")
+
+
+@migrations(name="0001_initial")
+def _initial(db: sqlite_utils.Database) -> None:
+    db["runs"].create(
+        {
+            "id": str, "item": str, "slot": str, "agent": str, "argv": str,
+            "started": str, "finished": str, "exit_status": int, "outcome": str,
+            "pid": int, "log_path": str, "prompt_path": str, "branch": str, "worktree": str,
+            "requested_source": str, "resolved_source": str, "base_hashes": str,
+            "template_sha256": str, "prompt_sha256": str,
+        },
+        pk="id",
+        not_null={"item", "slot", "agent", "started"},
+    )
+    db["runs"].create_index(["item", "slot"])
+    db["rounds"].create(
+        {
+            "item": str, "n": int, "digest": str, "headline": str, "path": str,
+            "by": str, "at": str, "cleared_at": str, "cleared_by": str,
+        },
+        pk=("item", "n"),
+        not_null={"item", "n", "digest", "at"},
+    )
+    db["audits"].create(
+        {"id": int, "item": str, "level": str, "by": str, "note": str, "at": str, "authors": str},
+        pk="id",
+        not_null={"item", "level", "at"},
+    )
+    db["audits"].create_index(["item"])
+    db["dispositions"].create(
+        {
+            "id": int, "item": str, "issue": int, "disposition": str, "by": str,
+            "note": str, "at": str, "applied": str,
+        },
+        pk="id",
+        not_null={"item", "issue", "disposition", "at"},
+    )
+    db["dispositions"].create_index(["item", "issue"])
+    db["items"].create(
+        {
+            "id": str, "number": int, "created_at": str, "done": int, "done_at": str,
+            "parked": int, "parked_reason": str, "parked_at": str,
+        },
+        pk="id",
+        defaults={"done": 0, "parked": 0},
+    )
+    db["items"].create_index(["number"])
+    # The metadata cache: what an item file said when it had this size and mtime.
+    db["item_files"].create(
+        {"path": str, "size": int, "mtime_ns": int, "id": str, "title": str, "kind": str,
+         "deps": str, "meta": str, "outstanding": int, "cleared": int, "unreadable": str,
+         "detail": str, "line": int},
+        pk="path",
+    )
+    db["events"].create(
+        {"id": int, "at": str, "command": str, "item": str, "by": str, "detail": str},
+        pk="id",
+    )
+    db["events"].create_index(["item"])
+
+
+def now() -> str:
+    """UTC timestamps to the millisecond, sortable as text."""
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+class Ledger:
+    """One open ledger. Use as a context manager, or call close()."""
+
+    def __init__(self, path: Path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        # isolation_level=None: drover issues BEGIN itself, so every write begins IMMEDIATE.
+        conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA foreign_keys = ON")
+        self.db = sqlite_utils.Database(conn, execute_plugins=False)
+        self.path = path
+        self._migrate()
+
+    def _migrate(self) -> None:
+        """The one place migrations are applied."""
+        if not migrations.pending(self.db):
+            return
+        with self.write():
+            migrations.apply(self.db)
+
+    def close(self) -> None:
+        self.db.conn.close()
+
+    def __enter__(self) -> "Ledger":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    @contextmanager
+    def write(self) -> Iterator["Ledger"]:
+        """One IMMEDIATE transaction; nested calls join the outer one."""
+        conn = self.db.conn
+        if conn.in_transaction:
+            yield self
+            return
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield self
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        else:
+            conn.execute("COMMIT")
+
+    def _rows(self, sql: str, params: tuple | list = ()) -> list[dict[str, Any]]:
+        return [dict(row) for row in self.db.query(sql, params)]
+
+    # items --------------------------------------------------------------------------------
+
+    def allocate_item(self, prefix: str, floor: int) -> str:
+        """The next item id: above every id ever allocated and every number on disk (`floor`)."""
+        with self.write():
+            (highest,) = self.db.execute("SELECT coalesce(max(number), 0) FROM items").fetchone()
+            number = max(highest, floor) + 1
+            item_id = f"{prefix}-{number}"
+            self.db["items"].insert({"id": item_id, "number": number, "created_at": now()})
+            return item_id
+
+    def item_row(self, item_id: str) -> dict[str, Any]:
+        rows = self._rows("SELECT * FROM items WHERE id = ?", (item_id,))
+        return rows[0] if rows else {"id": item_id, "done": 0, "parked": 0}
+
+    def item_rows(self) -> dict[str, dict[str, Any]]:
+        return {row["id"]: row for row in self._rows("SELECT * FROM items")}
+
+    def _ensure_item(self, item_id: str) -> None:
+        self.db.execute("INSERT OR IGNORE INTO items (id, done, parked) VALUES (?, 0, 0)", (item_id,))
+
+    def mark_done(self, item_id: str) -> None:
+        with self.write():
+            self._ensure_item(item_id)
+            self.db.execute("UPDATE items SET done = 1, done_at = ? WHERE id = ?", (now(), item_id))
+
+    def park(self, item_id: str, reason: str) -> None:
+        with self.write():
+            self._ensure_item(item_id)
+            self.db.execute(
+                "UPDATE items SET parked = 1, parked_reason = ?, parked_at = ? WHERE id = ?",
+                (reason, now(), item_id),
+            )
+
+    def unpark(self, item_id: str) -> None:
+        with self.write():
+            self._ensure_item(item_id)
+            self.db.execute(
+                "UPDATE items SET parked = 0, parked_reason = NULL, parked_at = NULL WHERE id = ?",
+                (item_id,),
+            )
+
+    def done_ids(self) -> set[str]:
+        return {row["id"] for row in self._rows("SELECT id FROM items WHERE done = 1")}
+
+    # the metadata cache ------------------------------------------------------------------
+
+    def cached_files(self) -> dict[str, dict[str, Any]]:
+        return {row["path"]: row for row in self._rows("SELECT * FROM item_files")}
+
+    def cached_files_for(self, paths: list[str]) -> dict[str, dict[str, Any]]:
+        marks = ", ".join("?" for _ in paths)
+        return {row["path"]: row for row in self._rows(f"SELECT * FROM item_files WHERE path IN ({marks})", paths)}
+
+    def store_files(self, rows: list[dict[str, Any]], stale_paths: list[str] = ()) -> None:
+        """Refresh cache rows (dicts with every item_files column) and drop vanished paths."""
+        if not rows and not stale_paths:
+            return
+        with self.write():
+            if rows:
+                self.db["item_files"].upsert_all(rows, pk="path")
+            for path in stale_paths:
+                self.db.execute("DELETE FROM item_files WHERE path = ?", (path,))
+
+    # runs ----------------------------------------------------------------------------------
+
+    def start_run(self, run: dict[str, Any]) -> None:
+        row = dict(run)
+        for key in ("argv", "base_hashes"):
+            if key in row and not isinstance(row[key], str):
+                row[key] = json.dumps(row[key])
+        row.setdefault("started", now())
+        with self.write():
+            self._ensure_item(row["item"])
+            self.db["runs"].insert(row)
+
+    def set_run_pid(self, run_id: str, pid: int) -> None:
+        with self.write():
+            self.db.execute("UPDATE runs SET pid = ? WHERE id = ?", (pid, run_id))
+
+    def finish_run(self, run_id: str, exit_status: int | None, outcome: str) -> None:
+        with self.write():
+            self.db.execute(
+                "UPDATE runs SET finished = ?, exit_status = ?, outcome = ? WHERE id = ?",
+                (now(), exit_status, outcome, run_id),
+            )
+
+    def run(self, run_id: str) -> dict[str, Any] | None:
+        rows = self._rows("SELECT * FROM runs WHERE id = ?", (run_id,))
+        return _decode_run(rows[0]) if rows else None
+
+    def runs(self, item_id: str, slot: str | None = None) -> list[dict[str, Any]]:
+        """An item's runs, oldest first, optionally of one slot."""
+        if slot:
+            rows = self._rows(
+                "SELECT * FROM runs WHERE item = ? AND slot = ? ORDER BY started, rowid", (item_id, slot)
+            )
+        else:
+            rows = self._rows("SELECT * FROM runs WHERE item = ? ORDER BY started, rowid", (item_id,))
+        return [_decode_run(row) for row in rows]
+
+    def activity(self) -> dict[str, dict[str, Any]]:
+        """Per item, what its state needs: implementing runs, newest round, newest approval."""
+        return {row["item"]: row for row in self._rows(_activity_sql())}
+
+    def unfinished_runs(self) -> list[dict[str, Any]]:
+        return [_decode_run(row) for row in self._rows("SELECT * FROM runs WHERE finished IS NULL")]
+
+    def authors(self, item_id: str) -> list[str]:
+        """The agent identities of implementing runs plus the `by` of claimed audits."""
+        rows = self._rows(
+            "SELECT agent AS who, started AS at FROM runs WHERE item = ? AND slot = 'implement' "
+            "UNION ALL SELECT by AS who, at FROM audits WHERE item = ? AND level = 'claimed' "
+            "ORDER BY at",
+            (item_id, item_id),
+        )
+        seen: list[str] = []
+        for row in rows:
+            if row["who"] and row["who"] not in seen:
+                seen.append(row["who"])
+        return seen
+
+    # rounds --------------------------------------------------------------------------------
+
+    def rounds(self, item_id: str) -> list[dict[str, Any]]:
+        return self._rows("SELECT * FROM rounds WHERE item = ? ORDER BY n", (item_id,))
+
+    def add_round(self, item_id: str, digest: str, headline: str, path: str, by: str) -> int:
+        """Record the next round; the number is taken inside the transaction."""
+        with self.write():
+            (highest,) = self.db.execute(
+                "SELECT coalesce(max(n), 0) FROM rounds WHERE item = ?", (item_id,)
+            ).fetchone()
+            number = highest + 1
+            self._ensure_item(item_id)
+            self.db["rounds"].insert(
+                {"item": item_id, "n": number, "digest": digest, "headline": headline,
+                 "path": path, "by": by, "at": now()}
+            )
+            return number
+
+    def clear_round(self, item_id: str, by: str) -> int | None:
+        """Mark the newest uncleared round cleared; returns its number."""
+        with self.write():
+            row = self.db.execute(
+                "SELECT max(n) FROM rounds WHERE item = ? AND cleared_at IS NULL", (item_id,)
+            ).fetchone()
+            if row[0] is None:
+                return None
+            self.db.execute(
+                "UPDATE rounds SET cleared_at = ?, cleared_by = ? WHERE item = ? AND n = ?",
+                (now(), by, item_id, row[0]),
+            )
+            return row[0]
+
+    # audits and dispositions ---------------------------------------------------------------
+
+    def add_audit(self, item_id: str, level: str, by: str, note: str) -> int:
+        with self.write():
+            self._ensure_item(item_id)
+            authors = self.authors(item_id)
+            return self.db["audits"].insert(
+                {"item": item_id, "level": level, "by": by, "note": note, "at": now(),
+                 "authors": json.dumps(authors)}
+            ).last_pk
+
+    def audits(self, item_id: str) -> list[dict[str, Any]]:
+        rows = self._rows("SELECT * FROM audits WHERE item = ? ORDER BY at, id", (item_id,))
+        for row in rows:
+            row["authors"] = json.loads(row["authors"] or "[]")
+        return rows
+
+    def add_disposition(self, item_id: str, issue: int, disposition: str, by: str, note: str) -> None:
+        with self.write():
+            self._ensure_item(item_id)
+            self.db["dispositions"].insert(
+                {"item": item_id, "issue": issue, "disposition": disposition, "by": by,
+                 "note": note, "at": now(), "applied": ""}
+            )
+
+    def dispositions(self, item_id: str) -> list[dict[str, Any]]:
+        """Every disposition recorded, oldest first (the newest per issue is the judgment)."""
+        return self._rows("SELECT * FROM dispositions WHERE item = ? ORDER BY at, id", (item_id,))
+
+    def set_applied(self, disposition_id: int, applied: str) -> None:
+        with self.write():
+            self.db.execute("UPDATE dispositions SET applied = ? WHERE id = ?", (applied, disposition_id))
+
+    # events ---------------------------------------------------------------------------------
+
+    def log_event(self, command: str, item: str | None, by: str = "", **detail: Any) -> None:
+        with self.write():
+            self.db["events"].insert(
+                {"at": now(), "command": command, "item": item, "by": by,
+                 "detail": json.dumps(detail, sort_keys=True, default=str)}
+            )
+
+    def events(self, item_id: str | None = None) -> list[dict[str, Any]]:
+        if item_id is None:
+            return self._rows("SELECT * FROM events ORDER BY id")
+        return self._rows("SELECT * FROM events WHERE item = ? ORDER BY id", (item_id,))
+
+
+def _decode_run(row: dict[str, Any]) -> dict[str, Any]:
+    row = dict(row)
+    row["argv"] = json.loads(row["argv"]) if row.get("argv") else []
+    row["base_hashes"] = json.loads(row["base_hashes"]) if row.get("base_hashes") else {}
+    return row
+
+
+def open_ledger(path: Path) -> Ledger:
+    return Ledger(path)
+
+
+def _activity_sql() -> str:
+    return """
+    SELECT i.id AS item,
+      (SELECT count(*) FROM runs r WHERE r.item = i.id AND r.slot = 'implement') AS implement_runs,
+      (SELECT max(finished) FROM runs r WHERE r.item = i.id AND r.slot = 'implement') AS implement_finished,
+      (SELECT max(at) FROM rounds o WHERE o.item = i.id) AS newest_round,
+      (SELECT max(at) FROM audits a WHERE a.item = i.id AND a.level IN ('reviewed', 'verified')) AS newest_approval
+    FROM (SELECT id FROM items UNION SELECT item FROM runs UNION SELECT item FROM rounds) i
+    """

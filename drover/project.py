@@ -1,0 +1,92 @@
+"""Finding the project: the main checkout's root, its config and its local state folders."""
+from __future__ import annotations
+
+import os
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from .config import CONFIG_FILE, Config, load_config
+from .errors import ConfigError
+
+STATE_DIR = ".drover"
+
+
+@dataclass(frozen=True)
+class Project:
+    """The main checkout: items and the ledger live here, whichever worktree a command runs in."""
+
+    root: Path
+    config: Config
+
+    @property
+    def items_dir(self) -> Path:
+        return self.root / self.config.items
+
+    @property
+    def state_dir(self) -> Path:
+        return self.root / STATE_DIR
+
+    @property
+    def ledger_path(self) -> Path:
+        return self.state_dir / "ledger.db"
+
+    @property
+    def runs_dir(self) -> Path:
+        return self.state_dir / "runs"
+
+    @property
+    def worktrees_dir(self) -> Path:
+        return self.state_dir / "worktrees"
+
+    @property
+    def parked_dir(self) -> Path:
+        return self.state_dir / "parked"
+
+    def item_path(self, item_id: str) -> Path:
+        return self.items_dir / f"{item_id}.md"
+
+    def relpath(self, path: Path | str) -> str:
+        """A path as the user sees it: relative to the repository root where it lies inside."""
+        path = Path(path)
+        try:
+            return path.resolve().relative_to(self.root.resolve()).as_posix()
+        except ValueError:
+            return str(path)
+
+
+def find_root(start: Path | None = None) -> Path:
+    """The main checkout's root: $DROVER_REPO, else git's common directory, else a drover.toml above."""
+    env = os.environ.get("DROVER_REPO")
+    if env:
+        return Path(env).resolve()
+    start = (start or Path.cwd()).resolve()
+    try:
+        common = subprocess.run(
+            ["git", "rev-parse", "--path-format=absolute", "--git-common-dir"],
+            cwd=start, capture_output=True, text=True, check=True,
+        ).stdout.strip()
+    except (subprocess.CalledProcessError, FileNotFoundError):
+        common = ""
+    if common:
+        common_path = Path(common)
+        if common_path.name == ".git":
+            return common_path.parent.resolve()
+        toplevel = subprocess.run(
+            ["git", "rev-parse", "--show-toplevel"], cwd=start, capture_output=True, text=True,
+        ).stdout.strip()
+        if toplevel:
+            return Path(toplevel).resolve()
+    for folder in (start, *start.parents):
+        if (folder / CONFIG_FILE).is_file():
+            return folder
+    return start
+
+
+def open_project(start: Path | None = None) -> Project:
+    """The project around `start` (default: the working directory), its config loaded."""
+    root = find_root(start)
+    config_path = root / CONFIG_FILE
+    if not config_path.is_file():
+        raise ConfigError(f"no {CONFIG_FILE} in {root}: run `drover init` first")
+    return Project(root=root, config=load_config(config_path))

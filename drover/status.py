@@ -1,0 +1,293 @@
+"""An item's state from the ledger and its file; the catalogue behind list, show and check."""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import items as itemfile
+from .errors import UsageError
+from .items import Unreadable
+from .ledger import LEVELS, Ledger
+from .project import Project
+
+STATES = ("ready", "blocked", "running", "in review", "changes requested", "approved",
+          "parked", "done", "unreadable")
+
+
+@dataclass(frozen=True)
+class Entry:
+    """What the catalogue knows of one item file, from the metadata cache or a fresh parse."""
+
+    id: str
+    rel: str
+    title: str = ""
+    kind: str = ""
+    deps: tuple[str, ...] = ()
+    meta: dict[str, Any] = field(default_factory=dict)
+    outstanding: bool = False
+    cleared: bool = False
+    unreadable: str = ""
+    detail: str = ""
+    line: int | None = None
+
+    @property
+    def problem(self) -> str:
+        """One line naming file and line: what check, list and show print for an unreadable item."""
+        where = f"{self.rel}:{self.line}" if self.line else self.rel
+        return f"{where}: {self.id} {self.unreadable}" + (f" ({self.detail})" if self.detail else "")
+
+
+@dataclass(frozen=True)
+class AuditProvenance:
+    level: str = ""
+    by: str = ""
+    weak: bool = True
+
+
+def _entry_from_file(project: Project, path: Path) -> tuple[Entry, dict[str, Any]]:
+    rel = project.relpath(path)
+    try:
+        item = itemfile.read_item(path, project.config.prefix)
+    except Unreadable as exc:
+        entry = Entry(id=path.stem, rel=rel, unreadable=exc.wording, detail=exc.detail, line=exc.line)
+    else:
+        entry = Entry(
+            id=item.id, rel=rel, title=item.title, kind=item.kind, deps=item.deps,
+            meta=_jsonable(item.meta), outstanding=item.outstanding, cleared=item.cleared,
+        )
+    return entry, _cache_row(entry, path)
+
+
+def _jsonable(meta: dict[str, Any]) -> dict[str, Any]:
+    return json.loads(json.dumps(meta, default=str))
+
+
+def _cache_row(entry: Entry, path: Path) -> dict[str, Any]:
+    stat = path.stat()
+    return {
+        "path": entry.rel, "size": stat.st_size, "mtime_ns": stat.st_mtime_ns, "id": entry.id,
+        "title": entry.title, "kind": entry.kind, "deps": json.dumps(list(entry.deps)),
+        "meta": json.dumps(entry.meta), "outstanding": int(entry.outstanding),
+        "cleared": int(entry.cleared), "unreadable": entry.unreadable, "detail": entry.detail,
+        "line": entry.line,
+    }
+
+
+def _entry_from_cache(row: dict[str, Any]) -> Entry:
+    return Entry(
+        id=row["id"], rel=row["path"], title=row["title"] or "", kind=row["kind"] or "",
+        deps=tuple(json.loads(row["deps"] or "[]")), meta=json.loads(row["meta"] or "{}"),
+        outstanding=bool(row["outstanding"]), cleared=bool(row["cleared"]),
+        unreadable=row["unreadable"] or "", detail=row["detail"] or "", line=row["line"],
+    )
+
+
+def catalogue(project: Project, ledger: Ledger) -> dict[str, Entry]:
+    """Every item file, by id (its file name), parsing only files whose size or mtime changed."""
+    cache = ledger.cached_files()
+    entries: dict[str, Entry] = {}
+    fresh: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    folder = project.items_dir
+    paths = sorted(folder.glob("*.md")) if folder.is_dir() else []
+    for path in paths:
+        rel = project.relpath(path)
+        seen.add(rel)
+        try:
+            stat = path.stat()
+        except FileNotFoundError:
+            continue
+        row = cache.get(rel)
+        if row and row["size"] == stat.st_size and row["mtime_ns"] == stat.st_mtime_ns:
+            entry = _entry_from_cache(row)
+        else:
+            entry, cache_row = _entry_from_file(project, path)
+            fresh.append(cache_row)
+        entries[path.stem] = entry
+    ledger.store_files(fresh, [rel for rel in cache if rel not in seen])
+    return dict(sorted(entries.items(), key=lambda pair: _sort_key(pair[0], project.config.prefix)))
+
+
+def entry(project: Project, ledger: Ledger, item_id: str) -> Entry:
+    """One item's entry, through the cache, without reading any other file."""
+    path = project.item_path(item_id)
+    rel = project.relpath(path)
+    try:
+        stat = path.stat()
+    except FileNotFoundError:
+        return Entry(id=item_id, rel=rel, unreadable=itemfile.MISSING)
+    row = ledger.cached_files_for([rel]).get(rel)
+    if row and row["size"] == stat.st_size and row["mtime_ns"] == stat.st_mtime_ns:
+        return _entry_from_cache(row)
+    found, cache_row = _entry_from_file(project, path)
+    ledger.store_files([cache_row])
+    return found
+
+
+def _sort_key(item_id: str, prefix: str) -> tuple[int, str]:
+    number = itemfile.id_number(item_id, prefix)
+    return (number if number is not None else 1 << 62, item_id)
+
+
+def pid_alive(pid: int | None) -> bool:
+    if not pid:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def audit_provenance(audits: list[dict[str, Any]]) -> AuditProvenance:
+    """The best audit (highest level, newest on ties) and whether it leaves the item unconfirmed.
+
+    Weak: no audit, only a claim, an audit by one of the item's own authors, or an audit made
+    before any author was recorded.
+    """
+    if not audits:
+        return AuditProvenance()
+    best = max(audits, key=lambda row: (LEVELS.index(row["level"]), row["at"], row["id"]))
+    authors = best.get("authors") or []
+    weak = best["level"] == "claimed" or not authors or best["by"] in authors
+    return AuditProvenance(level=best["level"], by=best["by"] or "", weak=weak)
+
+
+def compute_state(entry: Entry, row: dict[str, Any], activity: dict[str, Any] | None,
+                  live: bool, deps_done: bool) -> str:
+    """The first state that applies, in the order an operator cares about."""
+    if entry.unreadable:
+        return "unreadable"
+    if row.get("done"):
+        return "done"
+    if row.get("parked"):
+        return "parked"
+    if live:
+        return "running"
+    if entry.outstanding:
+        return "changes requested"
+    activity = activity or {}
+    approval = activity.get("newest_approval")
+    if approval and approval > (activity.get("newest_round") or ""):
+        return "approved"
+    if activity.get("implement_finished"):
+        return "in review"
+    if not deps_done:
+        return "blocked"
+    return "ready"
+
+
+@dataclass(frozen=True)
+class Listed:
+    entry: Entry
+    state: str
+    note: str = ""
+
+
+def list_items(project: Project, ledger: Ledger) -> list[Listed]:
+    """Every item with its state; a bad file is one row, never a failure of the whole list."""
+    entries = catalogue(project, ledger)
+    rows = ledger.item_rows()
+    activity = ledger.activity()
+    live = {run["item"] for run in ledger.unfinished_runs() if pid_alive(run["pid"])}
+    done = {item_id for item_id, row in rows.items() if row.get("done")}
+    pattern = itemfile.id_pattern(project.config.prefix)
+    listed = []
+    for item_id, found in entries.items():
+        bad = [dep for dep in found.deps if not pattern.match(dep)]
+        missing = [dep for dep in found.deps if pattern.match(dep) and dep not in done]
+        state = compute_state(found, rows.get(item_id, {}), activity.get(item_id), item_id in live,
+                              not bad and not missing)
+        note = ""
+        if state == "unreadable":
+            note = found.problem
+        elif bad:
+            note = "; ".join(f"dep {dep} {itemfile.NOT_AN_ID}" for dep in bad)
+        elif state == "blocked":
+            note = "waiting on " + ", ".join(missing)
+        elif state == "parked":
+            note = rows[item_id].get("parked_reason") or ""
+        listed.append(Listed(found, state, note))
+    return listed
+
+
+def is_ready(listed: Listed) -> bool:
+    """Work drive would take: readable, not done, parked or running, every dep done."""
+    return listed.state not in ("unreadable", "done", "parked", "running", "blocked", "approved") \
+        and not listed.note.startswith("dep ")
+
+
+def require_item(project: Project, item_id: str) -> itemfile.Item:
+    """The parsed item, or a one-line error naming file and line (exit 2)."""
+    if itemfile.id_number(item_id, project.config.prefix) is None:
+        raise UsageError(f"{item_id} {itemfile.NOT_AN_ID} (ids look like {project.config.prefix}-1)")
+    path = project.item_path(item_id)
+    try:
+        return itemfile.read_item(path, project.config.prefix)
+    except Unreadable as exc:
+        detail = f" ({exc.detail})" if exc.detail else ""
+        raise itemfile_error(project, path, exc, item_id, detail) from None
+
+
+def itemfile_error(project: Project, path: Path, exc: Unreadable, item_id: str, detail: str):
+    from .errors import ItemError
+
+    return ItemError(f"{item_id} {exc.wording}{detail}", path=project.relpath(path), line=exc.line)
+
+
+def show_item(project: Project, ledger: Ledger, item_id: str) -> dict[str, Any]:
+    """Everything the ledger and the file say of one item, as plain data (show and show --json)."""
+    found = entry(project, ledger, item_id)
+    if found.unreadable == itemfile.MISSING and not ledger.runs(item_id) and not ledger.rounds(item_id):
+        raise UsageError(f"no item {item_id} (no file {found.rel})")
+    row = ledger.item_row(item_id)
+    runs = ledger.runs(item_id)
+    live = any(run["finished"] is None and pid_alive(run["pid"]) for run in runs)
+    done = ledger.done_ids()
+    pattern = itemfile.id_pattern(project.config.prefix)
+    deps = []
+    for dep in found.deps:
+        if not pattern.match(dep):
+            deps.append({"id": dep, "title": "", "done": False, "unreadable": itemfile.NOT_AN_ID,
+                         "level": "", "by": "", "weak": True})
+            continue
+        dep_entry = entry(project, ledger, dep)
+        provenance = audit_provenance(ledger.audits(dep))
+        deps.append({"id": dep, "title": dep_entry.title, "done": dep in done,
+                     "unreadable": dep_entry.unreadable, "level": provenance.level,
+                     "by": provenance.by, "weak": provenance.weak})
+    deps_done = all(dep["done"] and not dep["unreadable"] == itemfile.NOT_AN_ID for dep in deps)
+    state = compute_state(found, row, ledger.activity().get(item_id), live, deps_done)
+    return {
+        "id": item_id,
+        "path": found.rel,
+        "title": found.title,
+        "kind": found.kind,
+        "state": state,
+        "unreadable": found.problem if found.unreadable else "",
+        "meta": found.meta,
+        "cleared": found.cleared,
+        "outstanding": found.outstanding,
+        "done": bool(row.get("done")),
+        "done_at": row.get("done_at") or "",
+        "parked": bool(row.get("parked")),
+        "parked_reason": row.get("parked_reason") or "",
+        "authors": ledger.authors(item_id),
+        "deps": deps,
+        "runs": [_run_view(run) for run in runs],
+        "rounds": ledger.rounds(item_id),
+        "audits": ledger.audits(item_id),
+        "dispositions": ledger.dispositions(item_id),
+    }
+
+
+def _run_view(run: dict[str, Any]) -> dict[str, Any]:
+    view = dict(run)
+    view["unfinished"] = run["finished"] is None
+    view["live"] = view["unfinished"] and pid_alive(run["pid"])
+    return view

@@ -1,0 +1,86 @@
+"""What every tracker backend answers: the Issue row, the one failure, the Tracker protocol."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Iterable, Protocol, Sequence
+
+from ..errors import DroverError
+
+DISPOSITIONS = ("close", "comment", "keep")
+
+# An item id as a tracker row may name it; the tracker cannot know the project's prefix.
+ITEM_ID = re.compile(r"[A-Za-z][A-Za-z0-9]*-[0-9]+")
+# `Owner: D-3`, also `owner: D-3, D-5` and as a list item; the ids follow the colon.
+_OWNER_LINE = re.compile(r"^[ \t]*(?:[-*][ \t]+)?owner:[ \t]*(.*)$", re.IGNORECASE | re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class Issue:
+    """One tracker row, as the tracker gave it."""
+
+    number: int
+    title: str = ""
+    body: str = ""  # "" when the tracker row carries none
+    state: str = ""  # "open" / "closed", lower-cased whatever the tracker's spelling
+    url: str = ""
+    labels: tuple[str, ...] = ()
+    owners: tuple[str, ...] = ()  # item ids named by `Owner: <id>` lines (or the register row)
+    body_unavailable: str = ""  # why the text could not be reached
+
+
+class TrackerUnavailable(DroverError):
+    """The tracker could not answer; `reason` is one line saying why.
+
+    `found` holds the rows read before the failure, so a caller can render them as a floor
+    of the list rather than as the list (SPEC 9.1: FollowUps under RegisterUnreadable).
+    """
+
+    exit_code = 1
+
+    def __init__(self, reason: str, *, found: Iterable[Issue] = ()):
+        reason = " ".join(reason.split())  # one line, whatever a subprocess printed
+        super().__init__(reason)
+        self.reason = reason
+        self.found = tuple(found)
+
+
+class Tracker(Protocol):
+    name: str
+
+    def follow_ups(self, owner_ids: Sequence[str]) -> list[Issue]:
+        """Open follow-up rows owned by any of `owner_ids`; raises TrackerUnavailable."""
+        ...
+
+    def owned(self, item_id: str, origin: int | None) -> list[Issue]:
+        """Open issues owned by `item_id` that are not follow-ups; raises TrackerUnavailable."""
+        ...
+
+    def issue(self, number: int) -> Issue:
+        """One issue read fresh; raises TrackerUnavailable."""
+        ...
+
+    def apply(self, number: int, disposition: str, note: str) -> str:
+        """Write a disposition to the tracker; returns what was applied ("" for keep)."""
+        ...
+
+    def probe(self) -> str:
+        """"" when the tracker can be reached, else a one-line reason."""
+        ...
+
+
+def owners_in(body: str) -> tuple[str, ...]:
+    """The item ids named by `Owner:` lines in an issue body, in order, without repeats."""
+    found: list[str] = []
+    for match in _OWNER_LINE.finditer(body or ""):
+        for word in re.split(r"[,\s]+", match.group(1)):
+            word = word.strip("`*_.;()")
+            if ITEM_ID.fullmatch(word) and word not in found:
+                found.append(word)
+    return tuple(found)
+
+
+def check_disposition(disposition: str) -> None:
+    """Refuse a disposition drover does not know; callers validate earlier, so this is a bug."""
+    if disposition not in DISPOSITIONS:
+        raise ValueError(f"unknown disposition {disposition!r}; expected one of {', '.join(DISPOSITIONS)}")
