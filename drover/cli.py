@@ -212,6 +212,188 @@ def unpark(item_id: str) -> None:
     with opened() as (project, ledger):
         echo_outcome(act(project, ledger, item_id))
 
+# --- prompts and templates -----------------------------------------------------------------
+
+
+@cli.command()
+@click.argument("item_id", metavar="ID")
+@click.option("--slot", required=True, type=click.Choice(["implement", "review", "draft", "branch"]))
+@click.option("--guidance", type=click.Choice(["lean", "detailed"]), help="Override [agent] guidance.")
+@click.option("--diff-guidance", is_flag=True, help="Show what the lean level drops, with token counts.")
+@click.option("--template", "explicit", metavar="SRC", help="Inline template text, or @path in the repository.")
+def prompt(item_id: str, slot: str, guidance: str | None, diff_guidance: bool, explicit: str | None) -> None:
+    """Print the rendered prompt for one item and slot; changes nothing."""
+    from . import data, templates
+
+    with opened() as (project, ledger):
+        from .status import require_item
+
+        require_item(project, item_id)
+        built = data.build(project, ledger, item_id, slot, guidance=guidance)
+        if slot == "branch":
+            click.echo(built.Branch if built.Branch else templates.render_branch(built, project.config.branch))
+            return
+        if diff_guidance:
+            dropped = templates.guidance_diff(slot, built, root=project.root, config=project.config)
+            for line, tokens in dropped:
+                click.echo(f"- [~{tokens} tokens] {line}")
+            total = sum(tokens for _, tokens in dropped)
+            click.echo(f"lean drops {len(dropped)} lines, about {total} tokens (4 characters a token)")
+            return
+        rendered = templates.render(slot, built, root=project.root, config=project.config, explicit=explicit)
+    for warning in rendered.warnings:
+        click.echo(f"drover: warning: {warning}", err=True)
+    click.echo(rendered.text, nl=False)
+
+
+@cli.command()
+@click.option("--diff", is_flag=True, help="Show how each stale override's default changed.")
+@click.option("--color", type=COLOR_CHOICES, default="auto", show_default=True, help="Colour the diff.")
+def check(diff: bool, color: str) -> None:
+    """Check items, deps, config and templates; exit 1 when anything is wrong."""
+    from . import templates
+    from .checks import run_check
+
+    with opened() as (project, ledger):
+        if diff:
+            text = templates.diff_stale(project.root, project.config, templates.use_color(color, sys.stdout))
+            if text:
+                click.echo(text, nl=not text.endswith("\n"))
+        findings = run_check(project, ledger)
+    errors = [found for found in findings if found.error]
+    if not diff:
+        for found in findings:
+            click.echo(found.message if found.error else f"warning: {found.message}")
+        if not findings:
+            click.echo("no problems found")
+    sys.exit(1 if errors else 0)
+
+
+@cli.command()
+@click.option("--prompts", is_flag=True, help="Every block of every slot, with its default and hash (JSON).")
+@click.option("--fields", is_flag=True, help="Every template field: type, slots, meaning.")
+@json_option
+def schema(prompts: bool, fields: bool, as_json: bool) -> None:
+    """Describe the template blocks (--prompts) or the template fields (--fields)."""
+    from .errors import UsageError
+
+    if prompts == fields:
+        raise UsageError("say which: --prompts or --fields")
+    if prompts:
+        from .templates import schema_prompts
+
+        echo_json(schema_prompts())
+        return
+    from .data import field_schema
+
+    described = field_schema()
+    if as_json:
+        echo_json(described)
+        return
+    width = max(len(row["name"]) for row in described)
+    for row in described:
+        click.echo(f"{row['name']:<{width}}  {row['type']:<16}  {','.join(row['slots']):<28}  {row['meaning']}")
+
+
+# --- agents ------------------------------------------------------------------------------
+
+
+def _launch_command(item_id: str, slot: str, dry_run: bool, explicit: str | None = None) -> None:
+    from .runs import describe, execute, prepare
+
+    with opened() as (project, ledger):
+        launch = prepare(project, ledger, item_id, slot, explicit_template=explicit)
+        for warning in launch.warnings:
+            click.echo(f"drover: warning: {warning}", err=True)
+        if dry_run:
+            click.echo(launch.prompt, nl=False)
+            click.echo("--- drover: dry run; nothing was launched or written")
+            for line in describe(project, launch):
+                click.echo(line)
+            return
+        result = execute(project, ledger, launch, echo=True)
+    ending = f"exited {result.exit_code}" if result.outcome == "exited" else result.outcome
+    click.echo(f"{item_id}: {slot} run {result.run_id} {ending} after {result.elapsed:.1f}s "
+               f"(log: {project.relpath(result.log_path)})")
+    if result.outcome != "exited" or result.exit_code != 0:
+        sys.exit(1)
+
+
+def dry_run_option(func):
+    return click.option("--dry-run", is_flag=True,
+                        help="Print the prompt, argv, environment, branch and directory; write nothing.")(func)
+
+
+@cli.command()
+@click.argument("item_id", metavar="ID")
+@dry_run_option
+@click.option("--template", "explicit", metavar="SRC", help="Inline template text, or @path in the repository.")
+def run(item_id: str, dry_run: bool, explicit: str | None) -> None:
+    """Launch the implementing agent on an item in its worktree."""
+    _launch_command(item_id, "implement", dry_run, explicit)
+
+
+@cli.command()
+@click.argument("item_id", metavar="ID")
+@dry_run_option
+@click.option("--print", "print_only", is_flag=True, help="Write the review prompt to stdout; record no launch.")
+def review(item_id: str, dry_run: bool, print_only: bool) -> None:
+    """Launch the reviewing agent on an item's branch."""
+    if print_only:
+        from . import data, templates
+        from .status import require_item
+
+        with opened() as (project, ledger):
+            require_item(project, item_id)
+            built = data.build(project, ledger, item_id, "review")
+            rendered = templates.render("review", built, root=project.root, config=project.config)
+        for warning in rendered.warnings:
+            click.echo(f"drover: warning: {warning}", err=True)
+        click.echo(rendered.text, nl=False)
+        return
+    _launch_command(item_id, "review", dry_run)
+
+
+@cli.command()
+@click.argument("item_id", metavar="ID")
+@dry_run_option
+def draft(item_id: str, dry_run: bool) -> None:
+    """Launch the drafting agent: it writes the item's numbered requirements."""
+    _launch_command(item_id, "draft", dry_run)
+
+
+@cli.command()
+@click.argument("item_id", metavar="ID")
+def finish(item_id: str) -> None:
+    """Merge an approved item's branch into base locally (never pushes) and mark it done."""
+    from .finish import finish as act
+
+    with opened() as (project, ledger):
+        finished = act(project, ledger, item_id)
+    for line in finished.lines:
+        click.echo(line)
+    for problem in finished.problems:
+        click.echo(f"drover: {problem}", err=True)
+    if finished.problems:
+        sys.exit(1)
+
+
+@cli.command()
+@click.argument("item_ids", metavar="[ID]...", nargs=-1)
+@click.option("--jobs", default=1, show_default=True, type=int, help="Items worked at once, each in its own worktree.")
+@click.option("--finish", "finish_items", is_flag=True, help="Finish each approved item (local merge into base).")
+def drive(item_ids: tuple[str, ...], jobs: int, finish_items: bool) -> None:
+    """Implement and review ready items (or the ids given) until approved, parked or failed."""
+    from .loop import drive as run_drive, summary
+    from .project import open_project
+
+    project = open_project()
+    results = run_drive(project, list(item_ids), jobs=jobs, finish=finish_items,
+                        say=click.echo, echo=sys.stdout.isatty())
+    for line in summary(results):
+        click.echo(line)
+    sys.exit(0 if all(row.approved for row in results) else 1)
+
 
 if __name__ == "__main__":
     main()

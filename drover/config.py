@@ -104,40 +104,43 @@ def _where(table: str, key: str) -> str:
     return f"{CONFIG_FILE}: [{table}] {key}"
 
 
-def _check_value(table: str, key: str, value: Any) -> Any:
+def _check_value(table: str, key: str, value: Any, shown: str = "") -> Any:
+    """`shown` is the table as the user wrote it ([agent.review] checks against [agent])."""
     expected, _ = SCHEMA[table][key]
+    where = _where(shown or table, key)
     # bool is an int in Python; keep them apart so `max_rounds = true` is an error.
     if not isinstance(value, expected) or (expected is int and isinstance(value, bool)):
-        raise ConfigError(f"{_where(table, key)}: expected {_TYPE_WORDS[expected]}")
+        raise ConfigError(f"{where}: expected {_TYPE_WORDS[expected]}")
     choices = {
         ("agent", "preset"): PRESETS,
         ("agent", "guidance"): GUIDANCE_LEVELS,
         ("tracker", "backend"): TRACKER_BACKENDS,
     }.get((table, key))
     if choices and value not in choices:
-        raise ConfigError(f"{_where(table, key)}: expected one of {', '.join(choices)}, not {value!r}")
+        raise ConfigError(f"{where}: expected one of {', '.join(choices)}, not {value!r}")
     if (table, key) == ("agent", "timeout"):
         try:
             parse_duration(value)
         except ValueError:
-            raise ConfigError(f"{_where(table, key)}: expected a duration such as 2h, 90m or 45s") from None
+            raise ConfigError(f"{where}: expected a duration such as 2h, 90m or 45s") from None
     if (table, key) == ("review", "max_rounds") and value < 1:
-        raise ConfigError(f"{_where(table, key)}: expected an integer of at least 1")
+        raise ConfigError(f"{where}: expected an integer of at least 1")
     if (table, key) == ("project", "prefix") and not re.fullmatch(r"[A-Za-z][A-Za-z0-9]*", value):
-        raise ConfigError(f"{_where(table, key)}: expected letters and digits, starting with a letter")
+        raise ConfigError(f"{where}: expected letters and digits, starting with a letter")
     return value
 
 
-def _read_table(table: str, raw: Any, nested: tuple[str, ...] = ()) -> dict[str, Any]:
+def _read_table(table: str, raw: Any, nested: tuple[str, ...] = (), shown: str = "") -> dict[str, Any]:
+    shown = shown or table
     if not isinstance(raw, dict):
-        raise ConfigError(f"{CONFIG_FILE}: [{table}]: expected a table")
+        raise ConfigError(f"{CONFIG_FILE}: [{shown}]: expected a table")
     values = {}
     for key, value in raw.items():
         if key in nested:
             continue
         if key not in SCHEMA[table]:
-            raise ConfigError(f"{_where(table, key)}: unknown key" + _suggest(key, SCHEMA[table]))
-        values[key] = _check_value(table, key, value)
+            raise ConfigError(f"{_where(shown, key)}: unknown key" + _suggest(key, SCHEMA[table]))
+        values[key] = _check_value(table, key, value, shown)
     return values
 
 
@@ -151,9 +154,15 @@ def _suggest(word: str, choices) -> str:
 def parse_config(data: dict[str, Any]) -> Config:
     """Validate a parsed drover.toml and build the Config."""
     known = set(SCHEMA) | {"verify"}
-    for table in data:
-        if table not in known:
-            raise ConfigError(f"{CONFIG_FILE}: [{table}]: unknown table" + _suggest(table, known))
+    for table, value in data.items():
+        if table in known:
+            continue
+        if not isinstance(value, dict):
+            # a key above every table: say which table it belongs in, when it belongs in one
+            homes = [name for name, keys in SCHEMA.items() if table in keys]
+            hint = f" (did you mean [{homes[0]}] {table}?)" if homes else ""
+            raise ConfigError(f"{CONFIG_FILE}: {table}: unknown key{hint}")
+        raise ConfigError(f"{CONFIG_FILE}: [{table}]: unknown table" + _suggest(table, known))
     project = _read_table("project", data.get("project", {}))
     agent_raw = data.get("agent", {})
     agent = AgentConfig(**_read_table("agent", agent_raw, nested=SLOTS))
@@ -162,9 +171,7 @@ def parse_config(data: dict[str, Any]) -> Config:
         for slot in SLOTS:
             if slot in agent_raw:
                 # a slot table names only what differs from [agent]; timeout and the rest carry over
-                overrides = _read_table(f"agent", agent_raw[slot]) if isinstance(agent_raw[slot], dict) else None
-                if overrides is None:
-                    raise ConfigError(f"{CONFIG_FILE}: [agent.{slot}]: expected a table")
+                overrides = _read_table("agent", agent_raw[slot], shown=f"agent.{slot}")
                 if "preset" in overrides and "name" not in overrides:
                     overrides["name"] = ""
                 if "preset" in overrides and "command" not in overrides:

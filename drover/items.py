@@ -31,7 +31,7 @@ NOT_AN_ID = "does not resolve to an item id"
 
 _FRONTMATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)(?:\r?\n)?^---[ \t]*(?:\r?\n|\Z)", re.S | re.M)
 _HEADING = re.compile(r"^(#{1,6})[ \t]+\S|^(#{1,6})[ \t]*$")
-_FENCE = re.compile(r"^[ \t]{0,3}(```|~~~)")
+_FENCE = re.compile(r"^[ \t]{0,3}(`{3,}|~{3,})")
 TRUE_WORDS = ("yes", "true", "on", "y")
 
 
@@ -111,7 +111,7 @@ class Item:
         if span is None:
             return None
         start, end = span
-        content = self.text[start:end].split("\n", 1)
+        content = self.text[start:end].replace("\r\n", "\n").split("\n", 1)
         return content[1].strip("\n") if len(content) > 1 else ""
 
     @property
@@ -211,23 +211,31 @@ def read_item(path: Path, prefix: str) -> Item:
     return parse_item(text, path, prefix)
 
 
-def _headings(text: str, start: int):
-    """(offset, level, line) for every ATX heading at or after `start`, outside code fences."""
+def _headings(text: str, start: int, open_fence: list[str] | None = None):
+    """(offset, level, line) for every ATX heading at or after `start`, outside code fences.
+
+    A fence closes only on a bare run of its own character at least as long as the opening
+    (as Markdown has it), so a ``` line inside a ```` block stays text. `open_fence`, when
+    given, receives the fence still open at the end of the text.
+    """
     fence = None
     offset = start
-    for line in text[start:].splitlines(keepends=True):
-        stripped = line.rstrip("\r\n")
+    for line in text[start:].split("\n"):
+        stripped = line.rstrip("\r")
         marker = _FENCE.match(stripped)
-        if marker:
-            if fence is None:
-                fence = marker.group(1)
-            elif marker.group(1) == fence:
+        if marker and fence is None:
+            fence = marker.group(1)
+        elif marker and fence is not None:
+            run = marker.group(1)
+            if run[0] == fence[0] and len(run) >= len(fence) and not stripped[marker.end():].strip():
                 fence = None
         elif fence is None:
             heading = _HEADING.match(stripped)
             if heading:
                 yield offset, len(heading.group(1) or heading.group(2)), stripped
-        offset += len(line)
+        offset += len(line) + 1
+    if open_fence is not None and fence is not None:
+        open_fence.append(fence)
 
 
 def section_span(text: str, heading: str, body_offset: int) -> tuple[int, int] | None:
@@ -243,28 +251,46 @@ def section_span(text: str, heading: str, body_offset: int) -> tuple[int, int] |
 
 
 def demote_headings(findings: str) -> str:
-    """Level-1 and level-2 headings in findings become level 3, so they cannot end the section."""
-    demote = {offset for offset, level, _ in _headings(findings, 0) if level <= 2}
+    """Level-1 and level-2 headings in findings become level 3, so they cannot end the section.
+
+    A code fence the findings leave open is closed: open, it would run to the end of the
+    file and swallow every section after Changes.
+    """
+    still_open: list[str] = []
+    demote = {offset for offset, level, _ in _headings(findings, 0, still_open) if level <= 2}
     out, offset = [], 0
-    for line in findings.splitlines(keepends=True):
+    for line in findings.split("\n"):
         out.append("###" + line.lstrip("#") if offset in demote else line)
-        offset += len(line)
-    return "".join(out)
+        offset += len(line) + 1
+    text = "\n".join(out)
+    if still_open:
+        text += ("" if text.endswith("\n") else "\n") + still_open[0] + "\n"
+    return text
 
 
 def replace_section(text: str, heading: str, content: str, body_offset: int) -> str:
-    """The file text with `heading`'s section holding `content`; created at the end when absent."""
-    content = content.strip("\n")
-    block = f"{heading}\n\n{content}\n" if content else f"{heading}\n"
+    """The file text with `heading`'s section holding `content`; created at the end when absent.
+
+    The new text takes the file's own line endings (CRLF stays CRLF).
+    """
+    nl = "\r\n" if "\r\n" in text else "\n"
+    content = content.replace("\r\n", "\n").strip("\n").replace("\n", nl)
+    block = f"{heading}{nl}{nl}{content}{nl}" if content else f"{heading}{nl}"
     span = section_span(text, heading, body_offset)
     if span is None:
-        prefix = text if text.endswith("\n") or not text else text + "\n"
-        if prefix[body_offset:].strip() and not prefix.endswith("\n\n"):
-            prefix += "\n"
+        prefix = text if text.endswith("\n") or not text else text + nl
+        still_open: list[str] = []
+        for _ in _headings(prefix, body_offset, still_open):
+            pass
+        if still_open:
+            # the body ends inside a code fence: close it, or the heading would be fenced text
+            prefix += still_open[0] + nl
+        if prefix[body_offset:].strip() and not prefix.endswith(nl + nl):
+            prefix += nl
         return prefix + block
     start, end = span
     if end < len(text):
-        block += "\n"
+        block += nl
     return text[:start] + block + text[end:]
 
 

@@ -187,6 +187,8 @@ def dispose(project: Project, ledger: Ledger, item_id: str, issue: int, disposit
     """Record the reviewer's judgment of one issue the item closes."""
     if disposition not in DISPOSITIONS:
         raise UsageError(f"--as must be one of {', '.join(DISPOSITIONS)}, not {disposition!r}")
+    if disposition == "comment" and not note.strip():
+        raise UsageError("--as comment needs --note: the note is the comment finish writes")
     item = require_item(project, item_id)
     if issue not in item.closes:
         closes = ", ".join(f"#{n}" for n in item.closes) or "none"

@@ -2,12 +2,12 @@
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from . import items as itemfile
+from .agents import pid_alive
 from .errors import UsageError
 from .items import Unreadable
 from .ledger import LEVELS, Ledger
@@ -130,18 +130,6 @@ def entry(project: Project, ledger: Ledger, item_id: str) -> Entry:
 def _sort_key(item_id: str, prefix: str) -> tuple[int, str]:
     number = itemfile.id_number(item_id, prefix)
     return (number if number is not None else 1 << 62, item_id)
-
-
-def pid_alive(pid: int | None) -> bool:
-    if not pid:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def audit_provenance(audits: list[dict[str, Any]]) -> AuditProvenance:

@@ -11,8 +11,11 @@ DISPOSITIONS = ("close", "comment", "keep")
 
 # An item id as a tracker row may name it; the tracker cannot know the project's prefix.
 ITEM_ID = re.compile(r"[A-Za-z][A-Za-z0-9]*-[0-9]+")
-# `Owner: D-3`, also `owner: D-3, D-5` and as a list item; the ids follow the colon.
-_OWNER_LINE = re.compile(r"^[ \t]*(?:[-*][ \t]+)?owner:[ \t]*(.*)$", re.IGNORECASE | re.MULTILINE)
+# `Owner: D-3`, also `owner: D-3, D-5`, `**Owner:** D-3` and as a list item; ids follow the colon.
+_OWNER_LINE = re.compile(
+    r"^[ \t]*(?:[-*][ \t]+)?(?:\*\*|__)?owner(?:\*\*|__)?:(?:\*\*|__)?[ \t]*(.*)$",
+    re.IGNORECASE | re.MULTILINE,
+)
 
 
 @dataclass(frozen=True)
@@ -65,7 +68,7 @@ class Tracker(Protocol):
         ...
 
     def probe(self) -> str:
-        """"" when the tracker can be reached, else a one-line reason."""
+        """Empty when the tracker can be reached; else a one-line reason."""
         ...
 
 
@@ -78,6 +81,12 @@ def owners_in(body: str) -> tuple[str, ...]:
             if ITEM_ID.fullmatch(word) and word not in found:
                 found.append(word)
     return tuple(found)
+
+
+def cannot_apply(number: int, disposition: str, why: str) -> TrackerUnavailable:
+    """The failure for a disposition a backend has nowhere to write."""
+    verb = "comment on" if disposition == "comment" else disposition
+    return TrackerUnavailable(f"cannot {verb} issue #{number}: {why}")
 
 
 def check_disposition(disposition: str) -> None:

@@ -15,7 +15,7 @@ import re
 from pathlib import Path
 from typing import Sequence
 
-from .base import ITEM_ID, Issue, TrackerUnavailable, check_disposition
+from .base import ITEM_ID, Issue, TrackerUnavailable, cannot_apply, check_disposition
 
 ROW_FORMAT = "- <owner id>[, <owner id>...]: <headline>"
 _LIST_ITEM = re.compile(r"^[-*+][ \t]+(.*)$")
@@ -47,28 +47,25 @@ class FileTracker:
 
     def issue(self, number: int) -> Issue:
         """Always unavailable: a register holds follow-up rows, not issues."""
-        raise TrackerUnavailable(
-            f"issue #{number} cannot be read: the register {self.register} has no issues "
-            '([tracker] backend = "file")'
-        )
+        raise TrackerUnavailable(f"issue #{number} cannot be read: {self._no_issues()}")
 
     def apply(self, number: int, disposition: str, note: str) -> str:
         """`keep` needs no tracker; the register has no issues to close or comment on."""
         check_disposition(disposition)
         if disposition == "keep":
             return ""
-        raise TrackerUnavailable(
-            f"cannot {disposition} issue #{number}: the register {self.register} has no issues "
-            '([tracker] backend = "file")'
-        )
+        raise cannot_apply(number, disposition, self._no_issues())
 
     def probe(self) -> str:
-        """"" when the register exists and every row parses, else the reason."""
+        """Empty when the register exists and every row parses; else the reason."""
         try:
             self.follow_ups(())
         except TrackerUnavailable as exc:
             return exc.reason
         return ""
+
+    def _no_issues(self) -> str:
+        return f'the register {self.register} has no issues ([tracker] backend = "file")'
 
     def _read(self) -> tuple[list[Issue], list[tuple[int, str]]]:
         """Every row (ticked ones included) and every (line, problem) for a list line that is not a row."""

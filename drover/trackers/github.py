@@ -93,7 +93,7 @@ class GitHubTracker:
         return "commented"
 
     def probe(self) -> str:
-        """"" when gh is installed, logged in and can see the repository; else why not."""
+        """Empty when gh is installed, logged in and can see the repository; else why not."""
         try:
             self._run(["auth", "status"], "gh auth status")
             self._run(["repo", "view", *([self.repo] if self.repo else []), "--json", "nameWithOwner"], "gh repo view")
@@ -169,7 +169,8 @@ def _issue(data: Any, what: str) -> Issue:
         title=data.get("title") or "",
         body=body,
         state=(data.get("state") or "").lower(),
-        url=data.get("url") or data.get("html_url") or "",
+        # the REST API's `url` is the API's own address; `gh issue` fields have only `url`
+        url=data.get("html_url") or data.get("url") or "",
         labels=labels,
         owners=owners_in(body),
     )

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from .base import Issue, TrackerUnavailable, check_disposition
+from .base import Issue, TrackerUnavailable, cannot_apply, check_disposition
 
 NOT_CONFIGURED = 'no tracker is configured ([tracker] backend = "none")'
 
@@ -28,7 +28,7 @@ class NoTracker:
         check_disposition(disposition)
         if disposition == "keep":
             return ""
-        raise TrackerUnavailable(f"cannot {disposition} issue #{number}: {NOT_CONFIGURED}")
+        raise cannot_apply(number, disposition, NOT_CONFIGURED)
 
     def probe(self) -> str:
         """Always reachable: there is nothing to reach."""

@@ -1,0 +1,97 @@
+"""`drover check`: items, deps, config and templates, one line per finding."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from . import agents, templates
+from . import items as itemfile
+from .ledger import Ledger
+from .project import Project
+from .status import catalogue
+from .trackers import open_tracker
+
+
+@dataclass(frozen=True)
+class Finding:
+    message: str
+    error: bool = True
+
+
+def check_items(project: Project, ledger: Ledger) -> tuple[list[Finding], set[str]]:
+    """Unreadable files, deps that do not resolve, dependency cycles; and the frontmatter keys used."""
+    entries = catalogue(project, ledger)
+    findings: list[Finding] = []
+    keys: set[str] = set()
+    known = set(entries) | set(ledger.item_rows())
+    pattern = itemfile.id_pattern(project.config.prefix)
+    for item_id, found in entries.items():
+        keys.update(found.meta)
+        if found.unreadable and found.unreadable != itemfile.SHELVED:
+            findings.append(Finding(found.problem))
+        for dep in found.deps:
+            if not pattern.match(dep):
+                findings.append(Finding(f"{found.rel}: {item_id} dep {dep} {itemfile.NOT_AN_ID}"))
+            elif dep not in known:
+                findings.append(Finding(f"{found.rel}: {item_id} dep {dep} does not resolve to an item (no {project.config.items}/{dep}.md)"))
+    for cycle in dependency_cycles({item_id: found.deps for item_id, found in entries.items()}):
+        findings.append(Finding(f"dependency cycle: {' -> '.join(cycle)}"))
+    return findings, keys
+
+
+def dependency_cycles(graph: dict[str, tuple[str, ...]]) -> list[list[str]]:
+    """Every cycle once, each as the path that closes it (D-1 -> D-2 -> D-1)."""
+    cycles, seen_cycles = [], set()
+    state: dict[str, int] = {}  # 1: on the current path, 2: finished
+
+    def visit(node: str, path: list[str]) -> None:
+        state[node] = 1
+        path.append(node)
+        for dep in graph.get(node, ()):
+            if state.get(dep) == 1:
+                cycle = path[path.index(dep):] + [dep]
+                key = frozenset(cycle)
+                if key not in seen_cycles:
+                    seen_cycles.add(key)
+                    cycles.append(cycle)
+            elif dep in graph and state.get(dep) is None:
+                visit(dep, path)
+        path.pop()
+        state[node] = 2
+
+    for node in sorted(graph):
+        if state.get(node) is None:
+            visit(node, [])
+    return cycles
+
+
+def check_warnings(project: Project) -> list[Finding]:
+    """Things worth knowing that do not fail the check."""
+    config = project.config
+    findings = []
+    default = config.verify.get("default", "")
+    for key, command in sorted(config.verify.items()):
+        if key != "default" and default and default not in command:
+            findings.append(Finding(
+                f"[verify] {key} does not contain the default command ({default!r}): "
+                f"items with {key}: yes would silently run less", error=False))
+    agents_seen = {}
+    for slot in ("implement", "review", "draft"):
+        agent = config.agent_for(slot)
+        agents_seen.setdefault((agent.preset, agent.command), (slot, agent))
+    for slot, agent in agents_seen.values():
+        missing = agents.binary_missing(agent)
+        if missing:
+            findings.append(Finding(f"agent for {slot}: {missing}", error=False))
+    reason = open_tracker(config.tracker, project.root).probe()
+    if reason:
+        findings.append(Finding(f"tracker {config.tracker.backend}: {reason}", error=False))
+    return findings
+
+
+def run_check(project: Project, ledger: Ledger) -> list[Finding]:
+    item_findings, keys = check_items(project, ledger)
+    template_findings = [
+        Finding(found.message, found.error)
+        for found in templates.check_templates(project.root, project.config, used_keys=keys)
+    ]
+    return item_findings + template_findings + check_warnings(project)

@@ -1,0 +1,101 @@
+"""`drover finish`: the refusals, the local merge into base, the dispositions, done."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from . import git
+from .errors import Refused
+from .ledger import Ledger
+from .project import Project
+from .review import actor
+from .status import require_item
+from .trackers import open_tracker
+from .trackers.base import TrackerUnavailable
+
+
+@dataclass(frozen=True)
+class Finished:
+    lines: tuple[str, ...]
+    problems: tuple[str, ...] = ()
+
+
+def newest_dispositions(ledger: Ledger, item_id: str) -> dict[int, dict]:
+    """The judgment in force per issue: the newest disposition recorded for it."""
+    newest: dict[int, dict] = {}
+    for row in ledger.dispositions(item_id):
+        newest[row["issue"]] = row
+    return newest
+
+
+def finish(project: Project, ledger: Ledger, item_id: str) -> Finished:
+    """Refuse while anything is outstanding; merge the branch locally (never a push); mark done."""
+    item = require_item(project, item_id)
+    row = ledger.item_row(item_id)
+    judged = newest_dispositions(ledger, item_id)
+    if item.outstanding:
+        raise Refused(f"{item_id} has outstanding changes in {project.relpath(item.path)}: "
+                      "clear them (a review audit or `drover close-changes`) before finishing")
+    undisposed = [number for number in item.closes if number not in judged]
+    if undisposed:
+        listed = ", ".join(f"#{n}" for n in undisposed)
+        raise Refused(f"{item_id} closes {listed} with no disposition: "
+                      f"`drover dispose {item_id} ISSUE --as close|comment|keep` first")
+    lines = []
+    if not row.get("done"):
+        branch = _item_branch(ledger, item_id)
+        if not branch or not git.branch_exists(project.root, branch):
+            raise Refused(f"{item_id} has no branch to merge (no implementing run made one)")
+        dirty = [path for path in git.dirty_paths(project.root) if not _tolerated(project, path)]
+        if dirty:
+            shown = ", ".join(dirty[:5]) + (" ..." if len(dirty) > 5 else "")
+            raise Refused(f"the checkout at {project.root} has uncommitted changes ({shown}): "
+                          "commit or stash them before finishing")
+        worktree = project.worktrees_dir / item_id
+        if worktree.exists():
+            git.remove_worktree(project.root, worktree)
+        sha = git.merge(project.root, branch, project.config.base,
+                        f"drover: merge {item_id}: {item.title}")
+        with ledger.write():
+            ledger.mark_done(item_id)
+            ledger.log_event("finish", item_id, actor(project, ledger), branch=branch, merge=sha)
+        lines.append(f"{item_id}: merged {branch} into {project.config.base} ({sha[:12]}); done. Nothing was pushed.")
+    problems = _apply_dispositions(project, ledger, item_id, judged, lines)
+    return Finished(tuple(lines), tuple(problems))
+
+
+def _tolerated(project: Project, path: str) -> bool:
+    """drover's own uncommitted edits to item files do not block a finish."""
+    items = project.config.items.rstrip("/") + "/"
+    return path.startswith(items) or path.startswith(".drover/")
+
+
+def _item_branch(ledger: Ledger, item_id: str) -> str:
+    for run in reversed(ledger.runs(item_id)):
+        if run["slot"] == "implement" and run["branch"]:
+            return run["branch"]
+    return ""
+
+
+def _apply_dispositions(project: Project, ledger: Ledger, item_id: str, judged: dict[int, dict],
+                        lines: list[str]) -> list[str]:
+    """Write each judgment to the tracker once; a failure is reported and retried by the next finish."""
+    pending = [row for row in judged.values() if not row["applied"] and row["disposition"] != "keep"]
+    if not pending:
+        return []
+    if project.config.tracker.backend != "github":
+        # no tracker to write to: the judgment stays in the ledger, and saying so once is enough
+        for row in pending:
+            ledger.set_applied(row["id"], f"recorded only ([tracker] backend = \"{project.config.tracker.backend}\")")
+            lines.append(f"#{row['issue']}: {row['disposition']} recorded; no tracker to write it to")
+        return []
+    tracker = open_tracker(project.config.tracker, project.root)
+    problems = []
+    for row in pending:
+        try:
+            applied = tracker.apply(row["issue"], row["disposition"], row["note"] or "")
+        except TrackerUnavailable as exc:
+            problems.append(f"#{row['issue']}: not applied ({exc.reason}); run `drover finish {item_id}` again to retry")
+            continue
+        ledger.set_applied(row["id"], applied or row["disposition"])
+        lines.append(f"#{row['issue']}: {applied or row['disposition']}")
+    return problems

@@ -1,0 +1,192 @@
+"""`drover drive`: implement, review, and again while changes are outstanding and the cap allows."""
+from __future__ import annotations
+
+import threading
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+from typing import Callable
+
+from . import runs, templates
+from .errors import DroverError, UsageError
+from .ledger import Ledger
+from .project import Project
+from .status import is_ready, list_items, show_item
+
+APPROVED = ("approved", "finished")
+
+
+@dataclass(frozen=True)
+class Driven:
+    """How one item's drive ended."""
+
+    item_id: str
+    result: str  # finished | approved | parked | failed | no verdict | skipped
+    rounds: int
+    runs: int
+    note: str = ""
+
+    @property
+    def approved(self) -> bool:
+        return self.result in APPROVED
+
+
+def header(project: Project, ids: list[str], jobs: int, finish: bool) -> list[str]:
+    """Agents per slot, template warnings, and the work ahead."""
+    lines = ["drover drive"]
+    for slot in runs.LAUNCH_SLOTS[:2]:
+        agent = project.config.agent_for(slot)
+        lines.append(f"  {slot:<9} agent {agent.identity} (preset {agent.preset}, timeout {agent.timeout})")
+        for warning in templates.launch_warnings(slot, root=project.root, config=project.config):
+            lines.append(f"  warning: {warning}")
+    ahead = ", ".join(ids) if ids else "nothing is ready"
+    lines.append(f"  items: {ahead}")
+    lines.append(f"  jobs: {jobs}; cap: {project.config.max_rounds} rounds; finish: {'yes' if finish else 'no'}")
+    return lines
+
+
+def _state(project: Project, ledger: Ledger, item_id: str) -> dict:
+    return show_item(project, ledger, item_id)
+
+
+class Driver:
+    """Drives items, each in its own thread with its own ledger connection."""
+
+    def __init__(self, project: Project, *, finish: bool, say: Callable[[str], None], echo: bool):
+        self.project = project
+        self.finish = finish
+        self.say = say
+        self.echo = echo
+        self.merge_lock = threading.Lock()
+        # Ctrl-C reaches only the main thread; this tells every launch in flight to end its agent.
+        self.cancel = threading.Event()
+
+    def drive_item(self, item_id: str) -> Driven:
+        with Ledger(self.project.ledger_path) as ledger:
+            try:
+                return self._drive(ledger, item_id)
+            except DroverError as exc:
+                self.say(f"{item_id}: stopped: {exc}")
+                shown = _state(self.project, ledger, item_id)
+                return Driven(item_id, "parked" if shown["parked"] else "failed",
+                              len(shown["rounds"]), len(shown["runs"]), str(exc))
+
+    def _launch(self, ledger: Ledger, item_id: str, slot: str) -> runs.RunResult:
+        launch = runs.prepare(self.project, ledger, item_id, slot)
+        for warning in launch.warnings:
+            self.say(f"{item_id}: warning: {warning}")
+        self.say(f"{item_id}: {slot} by {launch.agent.identity} ...")
+        result = runs.execute(self.project, ledger, launch, echo=self.echo, cancel=self.cancel)
+        ending = f"exit {result.exit_code}" if result.outcome == "exited" else result.outcome
+        self.say(f"{item_id}: {slot} {ending} after {result.elapsed:.1f}s")
+        return result
+
+    def _drive(self, ledger: Ledger, item_id: str) -> Driven:
+        project = self.project
+        shown = _state(project, ledger, item_id)
+        if shown["state"] in ("done", "parked", "unreadable"):
+            return Driven(item_id, "skipped", len(shown["rounds"]), len(shown["runs"]), f"{shown['state']}")
+        # One implement and one review per round, plus the first pass.
+        for _ in range(project.config.max_rounds + 1):
+            if self.cancel.is_set():
+                return self._ended(ledger, item_id, "failed", "interrupted")
+            if shown["state"] not in ("in review", "approved"):
+                result = self._launch(ledger, item_id, "implement")
+                if result.outcome != "exited" or result.exit_code != 0:
+                    return self._ended(ledger, item_id, "failed", f"implement agent {_ending(result)}")
+            shown = _state(project, ledger, item_id)
+            if shown["state"] != "approved":
+                result = self._launch(ledger, item_id, "review")
+                shown = _state(project, ledger, item_id)
+                # a capped send-back parks the item and may fail the agent's command: parked wins
+                if shown["state"] != "parked" and (result.outcome != "exited" or result.exit_code != 0):
+                    return self._ended(ledger, item_id, "failed", f"review agent {_ending(result)}")
+            if shown["state"] == "approved":
+                if not self.finish:
+                    return self._ended(ledger, item_id, "approved", "")
+                from .finish import finish
+
+                with self.merge_lock:
+                    finished = finish(project, ledger, item_id)
+                for line in finished.lines:
+                    self.say(line)
+                for problem in finished.problems:
+                    self.say(f"{item_id}: {problem}")
+                return self._ended(ledger, item_id, "finished", "; ".join(finished.problems))
+            if shown["state"] == "parked":
+                return self._ended(ledger, item_id, "parked", shown["parked_reason"])
+            if shown["state"] != "changes requested":
+                return self._ended(ledger, item_id, "no verdict",
+                                   "the review neither requested changes nor approved")
+        return self._ended(ledger, item_id, "failed", "the loop did not settle")
+
+    def _ended(self, ledger: Ledger, item_id: str, result: str, note: str) -> Driven:
+        shown = _state(self.project, ledger, item_id)
+        return Driven(item_id, result, len(shown["rounds"]), len(shown["runs"]), note)
+
+
+def _ending(result: runs.RunResult) -> str:
+    return f"exited {result.exit_code}" if result.outcome == "exited" else result.outcome
+
+
+def ready_ids(project: Project) -> list[str]:
+    with Ledger(project.ledger_path) as ledger:
+        return [row.entry.id for row in list_items(project, ledger) if is_ready(row)]
+
+
+def drive(project: Project, ids: list[str], *, jobs: int = 1, finish: bool = False,
+          say: Callable[[str], None] = print, echo: bool = False) -> list[Driven]:
+    """Drive the given ids, or every ready item (and, with finish, those that become ready)."""
+    if jobs < 1:
+        raise UsageError("--jobs must be at least 1")
+    if jobs > 1 and not project.config.worktree:
+        raise UsageError("--jobs above 1 needs worktrees: set [run] worktree = true")
+    explicit = bool(ids)
+    queue = list(ids) if explicit else ready_ids(project)
+    for line in header(project, queue, jobs, finish):
+        say(line)
+    lock = threading.Lock()
+
+    def locked_say(line: str) -> None:
+        with lock:
+            say(line)
+
+    driver = Driver(project, finish=finish, say=locked_say, echo=echo)
+    results: list[Driven] = []
+    attempted: set[str] = set()
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        running: dict[Future, str] = {}
+        while queue or running:
+            while queue and len(running) < jobs:
+                item_id = queue.pop(0)
+                if item_id in attempted:
+                    continue
+                attempted.add(item_id)
+                running[pool.submit(driver.drive_item, item_id)] = item_id
+            if not running:
+                break
+            try:
+                done, _ = wait(running, return_when=FIRST_COMPLETED)
+            except KeyboardInterrupt:
+                driver.cancel.set()
+                wait(running)
+                raise
+            for future in done:
+                running.pop(future)
+                results.append(future.result())
+            if not explicit and finish:
+                # finishing an item can make the items that depend on it ready
+                queue += [item for item in ready_ids(project) if item not in attempted and item not in queue]
+    return results
+
+
+def summary(results: list[Driven]) -> list[str]:
+    """The table drive ends with."""
+    if not results:
+        return ["nothing to drive"]
+    width = max(len("item"), *(len(row.item_id) for row in results))
+    lines = [f"{'item':<{width}}  {'result':<10}  rounds  runs  note"]
+    for row in results:
+        lines.append(f"{row.item_id:<{width}}  {row.result:<10}  {row.rounds:>6}  {row.runs:>4}  {row.note}".rstrip())
+    approved = sum(row.approved for row in results)
+    lines.append(f"{approved} of {len(results)} approved")
+    return lines

@@ -1,0 +1,175 @@
+"""run, review and draft: prepare a launch (pure), then execute it (branch, worktree, ledger, agent).
+
+`prepare` computes everything a launch needs and writes nothing, which is what --dry-run
+prints; `execute` does the work and records it.
+"""
+from __future__ import annotations
+
+import os
+import secrets
+import shlex
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+from . import agents, git
+from . import data as template_data
+from . import templates
+from .config import AgentConfig
+from .errors import Refused, TemplateError, UsageError
+from .items import id_number
+from .ledger import Ledger
+from .project import Project
+from .agents import pid_alive
+from .status import require_item
+
+LAUNCH_SLOTS = ("implement", "review", "draft")
+
+
+@dataclass(frozen=True)
+class Launch:
+    """Everything one agent launch needs; computing it changes nothing."""
+
+    item_id: str
+    slot: str
+    run_id: str
+    agent: AgentConfig
+    argv: tuple[str, ...]
+    prompt_via: str
+    prompt: str
+    provenance: templates.Provenance
+    warnings: tuple[str, ...]
+    branch: str
+    workdir: Path
+    worktree: Path | None
+    run_dir: Path
+    env_add: dict[str, str] = field(default_factory=dict)
+    binary_missing: str = ""
+
+    @property
+    def prompt_path(self) -> Path:
+        return self.run_dir / "prompt.md"
+
+    @property
+    def log_path(self) -> Path:
+        return self.run_dir / "agent.log"
+
+
+@dataclass(frozen=True)
+class RunResult:
+    run_id: str
+    exit_code: int | None
+    outcome: str
+    elapsed: float
+    log_path: Path
+
+
+def new_run_id(item_id: str, slot: str) -> str:
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S")
+    return f"{stamp}-{item_id}-{slot}-{secrets.token_hex(2)}"
+
+
+def live_run(ledger: Ledger, item_id: str) -> dict | None:
+    """A run of this item whose process is still alive, if any."""
+    for run in ledger.runs(item_id):
+        if run["finished"] is None and pid_alive(run["pid"]):
+            return run
+    return None
+
+
+def prepare(project: Project, ledger: Ledger, item_id: str, slot: str, *,
+            explicit_template: str | None = None) -> Launch:
+    """Render the prompt and work out argv, environment, branch and directory. Writes nothing."""
+    if slot not in LAUNCH_SLOTS:
+        raise UsageError(f"unknown slot {slot!r}: expected one of {', '.join(LAUNCH_SLOTS)}")
+    require_item(project, item_id)
+    row = ledger.item_row(item_id)
+    if row.get("done"):
+        raise Refused(f"{item_id} is done; nothing to {slot}")
+    if row.get("parked"):
+        raise Refused(f"{item_id} is parked ({row.get('parked_reason') or 'no reason given'}): `drover unpark {item_id}` first")
+    running = live_run(ledger, item_id)
+    if running:
+        raise Refused(f"{item_id} already has a live run {running['id']} (pid {running['pid']})")
+    data = template_data.build(project, ledger, item_id, slot)
+    branch = data.Branch
+    if slot != "draft" and not git.valid_branch_name(branch):
+        raise TemplateError(f"[run] branch renders {branch!r} for {item_id}, which is not a valid git branch name",
+                            path="drover.toml")
+    rendered = templates.render(slot, data, root=project.root, config=project.config, explicit=explicit_template)
+    agent = project.config.agent_for(slot)
+    run_id = new_run_id(item_id, slot)
+    run_dir = project.runs_dir / run_id
+    if slot == "draft" or not project.config.worktree:
+        worktree, workdir = None, project.root
+    else:
+        worktree = project.worktrees_dir / item_id
+        workdir = worktree
+    argv, via = agents.agent_argv(agent, run_dir / "prompt.md")
+    env_add = agents.agent_env(item_id=item_id, slot=slot, run_id=run_id,
+                               prompt_file=run_dir / "prompt.md", repo=project.root)
+    return Launch(
+        item_id=item_id, slot=slot, run_id=run_id, agent=agent, argv=tuple(argv), prompt_via=via,
+        prompt=rendered.text, provenance=rendered.provenance, warnings=tuple(rendered.warnings),
+        branch=branch if slot != "draft" else "", workdir=workdir, worktree=worktree, run_dir=run_dir,
+        env_add=env_add, binary_missing=agents.binary_missing(agent),
+    )
+
+
+def describe(project: Project, launch: Launch) -> list[str]:
+    """What --dry-run prints after the prompt: argv, environment additions, branch, directory."""
+    lines = [f"argv: {shlex.join(launch.argv)}", f"prompt: via {launch.prompt_via}"]
+    lines += [f"env: {key}={value}" for key, value in sorted(launch.env_add.items()) if key != "PATH"]
+    if "PATH" in launch.env_add:
+        lines.append(f"env: PATH={launch.env_add['PATH'].split(os.pathsep)[0]}{os.pathsep}...")
+    lines.append(f"branch: {launch.branch or '(none: drafts run in the main checkout)'}")
+    where = project.relpath(launch.workdir) if launch.workdir != project.root else "."
+    lines.append(f"directory: {where}" + (" (a worktree, created at launch)" if launch.worktree else ""))
+    lines.append(f"agent: {launch.agent.identity} (timeout {launch.agent.timeout})")
+    if launch.binary_missing:
+        lines.append(f"note: {launch.binary_missing}; a real launch would stop here")
+    return lines
+
+
+def _ready_workdir(project: Project, launch: Launch) -> None:
+    """The branch and the directory the agent works in: a worktree, or this checkout switched."""
+    base = project.config.base
+    if launch.slot == "draft":
+        return
+    if launch.worktree is not None:
+        git.ensure_worktree(project.root, launch.worktree, launch.branch, base)
+    else:
+        git.checkout_branch(project.root, launch.branch, base, ignore=[project.config.items + "/"])
+
+
+def execute(project: Project, ledger: Ledger, launch: Launch, *, echo: bool = True,
+            cancel=None) -> RunResult:
+    """Create the branch and worktree, save the prompt, record the run, launch, record the end."""
+    if launch.binary_missing:
+        raise UsageError(launch.binary_missing)
+    _ready_workdir(project, launch)
+    launch.run_dir.mkdir(parents=True, exist_ok=True)
+    launch.prompt_path.write_text(launch.prompt, encoding="utf-8")
+    provenance = launch.provenance
+    ledger.start_run({
+        "id": launch.run_id, "item": launch.item_id, "slot": launch.slot,
+        "agent": launch.agent.identity, "argv": list(launch.argv),
+        "log_path": project.relpath(launch.log_path), "prompt_path": project.relpath(launch.prompt_path),
+        "branch": launch.branch, "worktree": project.relpath(launch.worktree) if launch.worktree else "",
+        "requested_source": provenance.requested, "resolved_source": provenance.resolved,
+        "base_hashes": provenance.base_hashes, "template_sha256": provenance.template_sha256,
+        "prompt_sha256": provenance.prompt_sha256,
+    })
+    ledger.log_event(launch.slot, launch.item_id, launch.agent.identity, run=launch.run_id)
+    try:
+        result = agents.launch(
+            list(launch.argv), cwd=launch.workdir, env_add=launch.env_add, prompt=launch.prompt,
+            prompt_via=launch.prompt_via, log_path=launch.log_path,
+            timeout=launch.agent.timeout_seconds or None, label=f"{launch.item_id} {launch.slot}",
+            echo=echo, on_start=lambda pid: ledger.set_run_pid(launch.run_id, pid), cancel=cancel,
+        )
+    except OSError as exc:
+        ledger.finish_run(launch.run_id, None, "failed to start")
+        raise UsageError(f"{launch.agent.identity}: could not start {launch.argv[0]}: {exc.strerror}") from None
+    ledger.finish_run(launch.run_id, result.exit_code, result.outcome)
+    return RunResult(launch.run_id, result.exit_code, result.outcome, result.elapsed, launch.log_path)

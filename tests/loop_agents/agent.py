@@ -1,0 +1,52 @@
+#!/usr/bin/env python3
+"""A scripted agent for the loop tests: it edits, commits, and calls drover through PATH.
+
+AGENT_MODE steers it: `normal` (request changes once, then approve), `stubborn` (always
+request changes), `fail` (exit 3), `sleep` (start a grandchild and sleep), `silent` (review
+records nothing).
+"""
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+mode = os.environ.get("AGENT_MODE", "normal")
+prompt = sys.stdin.read()
+item, slot = os.environ["DROVER_ITEM"], os.environ["DROVER_SLOT"]
+print(f"script agent: {slot} {item} in {Path.cwd().name}; prompt of {len(prompt)} characters", flush=True)
+marker = os.environ.get("AGENT_MARKER")
+if marker:
+    Path(marker).write_text(json.dumps({key: value for key, value in os.environ.items() if key.startswith("DROVER_")}))
+
+if mode == "fail":
+    sys.exit(3)
+if mode == "sleep":
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    Path(os.environ["AGENT_PIDFILE"]).write_text(f"{os.getpid()} {child.pid}")
+    time.sleep(120)
+    sys.exit(0)
+
+
+def drover(*args, stdin=None):
+    done = subprocess.run(["drover", *args], input=stdin, text=True, capture_output=True)
+    print(done.stdout + done.stderr, end="", flush=True)
+    return done
+
+
+if slot == "implement":
+    target = Path(f"{item.lower()}.txt")
+    passes = int(target.read_text().count("\n")) if target.exists() else 0
+    with target.open("a") as handle:
+        handle.write(f"pass {passes + 1}\n")
+    subprocess.run(["git", "add", str(target)], check=True)
+    subprocess.run(["git", "commit", "-q", "-m", f"{item}: pass {passes + 1}"], check=True)
+elif slot == "review":
+    shown = json.loads(subprocess.run(["drover", "show", item, "--json"], capture_output=True, text=True, check=True).stdout)
+    if mode == "silent":
+        sys.exit(0)
+    if mode == "stubborn" or not shown["rounds"]:
+        done = drover("request-changes", item, stdin=f"# Pass {len(shown['rounds']) + 1} is not enough\n\nDo it again.\n")
+        sys.exit(done.returncode)
+    sys.exit(drover("audit", item, "--level", "reviewed", "--note", "looks right").returncode)

@@ -1,0 +1,328 @@
+"""drover.agents: presets checked against the real CLIs, argv, environment, and launching."""
+from __future__ import annotations
+
+import io
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from drover import agents
+from drover.agents import PRESETS, PROMPT_FILE, agent_argv, agent_env, binary_missing, launch, pid_alive
+from drover.config import AgentConfig
+from drover.errors import ConfigError
+
+AGENTS = Path(__file__).parent / "agents"
+ECHO = AGENTS / "echo_agent.py"
+SLEEPER = AGENTS / "sleeper.py"
+DRIVER = AGENTS / "driver.py"
+LINE_PREFIX = re.compile(r"^\[D-1 implement \d+:\d\d\] ")
+
+
+def gone(pid: int) -> bool:
+    """The process no longer runs (a zombie waiting for init to reap it counts as gone)."""
+    if not pid_alive(pid):
+        return True
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return True
+    return state == "Z"
+
+
+def wait_until(condition, timeout: float = 10.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.05)
+    return condition()
+
+
+@pytest.fixture
+def pidfile(tmp_path):
+    """Where sleeper.py records its pid and its grandchild's; anything left is killed afterwards."""
+    path = tmp_path / "pids"
+    yield path
+    if path.exists():
+        for pid in map(int, path.read_text().split()):
+            try:
+                # Only our own sleepers: the pid may have gone and been reused since.
+                if b"sleep" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                    os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+
+
+def recorded_pids(path: Path) -> tuple[int, int]:
+    assert wait_until(path.exists), "the sleeper never recorded its pids"
+    agent_pid, grandchild_pid = map(int, path.read_text().split())
+    return agent_pid, grandchild_pid
+
+
+def run(argv, tmp_path, **overrides):
+    options = dict(cwd=tmp_path, env_add={}, prompt="the prompt", prompt_via="stdin",
+                   log_path=tmp_path / "run" / "agent.log", timeout=None, label="D-1 implement", echo=False)
+    options.update(overrides)
+    return launch([str(word) for word in argv], **options)
+
+
+# presets and argv -----------------------------------------------------------------------
+
+@pytest.mark.parametrize(
+    ("preset", "argv", "via"),
+    [
+        ("claude", ["claude", "-p", "--permission-mode", "bypassPermissions"], "stdin"),
+        ("codex", ["codex", "exec", "--sandbox", "danger-full-access", "--color", "never", "-"], "stdin"),
+        ("aider", ["aider", "--message-file", "/runs/1/prompt.md", "--yes-always", "--no-gitignore",
+                   "--no-dirty-commits", "--no-check-update", "--no-pretty"], "file"),
+        ("gemini", ["gemini", "--prompt", "", "--approval-mode", "yolo", "--skip-trust"], "stdin"),
+        ("opencode", ["opencode", "run", "--auto"], "stdin"),
+        ("demo", [sys.executable, "-m", "drover.demo", "agent"], "stdin"),
+    ],
+)
+def test_preset_argv_and_how_the_prompt_travels(preset, argv, via):
+    assert agent_argv(AgentConfig(preset=preset), Path("/runs/1/prompt.md")) == (argv, via)
+
+
+def test_command_replaces_the_preset_argv_without_a_shell():
+    agent = AgentConfig(preset="claude", command="claude -p --model 'opus 4' ; rm -rf x")
+    assert agent_argv(agent, Path("p.md")) == (["claude", "-p", "--model", "opus 4", ";", "rm", "-rf", "x"], "stdin")
+
+
+def test_command_placeholders_choose_file_or_arg():
+    by_file = AgentConfig(preset="script", command="my-agent --prompt-file={prompt_file}")
+    assert agent_argv(by_file, Path("/r/prompt.md")) == (["my-agent", "--prompt-file=/r/prompt.md"], "file")
+    by_arg = AgentConfig(preset="script", command="my-agent --say {prompt}")
+    assert agent_argv(by_arg, Path("/r/prompt.md")) == (["my-agent", "--say", "{prompt}"], "arg")
+
+
+def test_script_preset_needs_a_command():
+    with pytest.raises(ConfigError, match=r"\[agent\] command: the script preset"):
+        agent_argv(AgentConfig(preset="script"), Path("p.md"))
+
+
+def test_unbalanced_quotes_in_command_are_a_config_error():
+    with pytest.raises(ConfigError, match=r"drover.toml: \[agent\] command: No closing quotation"):
+        agent_argv(AgentConfig(preset="script", command="agent 'unclosed"), Path("p.md"))
+
+
+def test_binary_missing_names_the_preset_and_what_to_install(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert binary_missing(AgentConfig(preset="claude")) == (
+        "claude is not installed: npm install -g @anthropic-ai/claude-code")
+    assert binary_missing(AgentConfig(preset="codex")) == "codex is not installed: npm install -g @openai/codex"
+    assert binary_missing(AgentConfig(preset="script", command="my-agent --x")) == (
+        "my-agent (from [agent] command) is not installed or not on PATH")
+    fake = tmp_path / "claude"
+    fake.write_text("#!/bin/sh\n")
+    fake.chmod(0o755)
+    assert binary_missing(AgentConfig(preset="claude")) == ""
+    assert binary_missing(AgentConfig(preset="claude", command="claude -p")) == ""
+    assert binary_missing(AgentConfig(preset="demo")) == ""
+
+
+@pytest.mark.parametrize("name", ["claude", "codex", "aider", "gemini", "opencode"])
+def test_preset_flags_appear_in_the_real_clis_help(name):
+    """Every flag (and flag value) a preset passes is one the installed CLI documents."""
+    preset = PRESETS[name]
+    binary = shutil.which(preset.binary)
+    if binary is None:
+        pytest.skip(f"{preset.binary} is not installed (put it on PATH to check this preset)")
+    words = list(preset.argv[1:])
+    subcommands = []
+    while words and not words[0].startswith("-"):
+        subcommands.append(words.pop(0))
+    done = subprocess.run([binary, *subcommands, "--help"], capture_output=True, text=True,
+                          stdin=subprocess.DEVNULL, timeout=180)
+    text = done.stdout + done.stderr
+    assert done.returncode == 0, text
+    missing = []
+    for word in words:
+        if word in ("", PROMPT_FILE):
+            continue
+        if word == "-":
+            present = "`-`" in text  # how `codex exec --help` documents reading stdin
+        else:
+            present = re.search(rf"(?<![\w-]){re.escape(word)}(?![\w-])", text) is not None
+        if not present:
+            missing.append(word)
+    assert not missing, f"{name} --help does not mention {missing}"
+
+
+# environment --------------------------------------------------------------------------------
+
+def test_agent_env_adds_the_drover_variables(tmp_path):
+    env = agent_env(item_id="D-1", slot="review", run_id="r1", prompt_file=tmp_path / "prompt.md", repo=tmp_path)
+    assert {key: env[key] for key in env if key != "PATH"} == {
+        "DROVER_ITEM": "D-1", "DROVER_SLOT": "review", "DROVER_RUN": "r1",
+        "DROVER_PROMPT_FILE": str(tmp_path / "prompt.md"), "DROVER_REPO": str(tmp_path),
+    }
+
+
+def test_agent_path_reaches_this_drover_first(tmp_path, monkeypatch):
+    ours = agents.drover_bin_dir()
+    assert ours is not None and (ours / "drover").exists()
+    impostor = tmp_path / "bin"
+    impostor.mkdir()
+    (impostor / "drover").write_text("#!/bin/sh\necho wrong drover\n")
+    (impostor / "drover").chmod(0o755)
+    monkeypatch.setenv("PATH", os.pathsep.join([str(impostor), "/usr/bin", "/bin"]))
+    env = agent_env(item_id="D-1", slot="implement", run_id="r", prompt_file=tmp_path / "p", repo=tmp_path)
+    assert env["PATH"].split(os.pathsep)[:2] == [str(ours), str(impostor)]
+    # When PATH already finds it first, PATH is left as it was.
+    monkeypatch.setenv("PATH", os.pathsep.join([str(ours), "/usr/bin"]))
+    env = agent_env(item_id="D-1", slot="implement", run_id="r", prompt_file=tmp_path / "p", repo=tmp_path)
+    assert env["PATH"] == os.pathsep.join([str(ours), "/usr/bin"])
+
+
+def test_the_agent_sees_the_environment_additions(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    env = agent_env(item_id="D-1", slot="implement", run_id="r-7", prompt_file=tmp_path / "prompt.md", repo=tmp_path)
+    result = run([sys.executable, ECHO], tmp_path, env_add=env)
+    log = (tmp_path / "run" / "agent.log").read_text()
+    assert result.exit_code == 0
+    for key in ("DROVER_ITEM=D-1", "DROVER_SLOT=implement", "DROVER_RUN=r-7",
+                f"DROVER_PROMPT_FILE={tmp_path / 'prompt.md'}", f"DROVER_REPO={tmp_path}"):
+        assert f"env: {key}\n" in log
+    assert f"which drover: {agents.drover_bin_dir() / 'drover'}\n" in log
+
+
+# launching ----------------------------------------------------------------------------------
+
+def test_output_streams_to_the_log_as_it_arrives_and_to_the_screen(tmp_path):
+    go = tmp_path / "go"
+    screen = io.StringIO()
+    log = tmp_path / "run" / "agent.log"
+    results = []
+    worker = threading.Thread(target=lambda: results.append(
+        run([sys.executable, ECHO, "--wait-for", go], tmp_path, echo=True, out=screen)))
+    worker.start()
+    try:
+        # "first" reaches the log while the agent is still running (it waits for `go`).
+        assert wait_until(lambda: log.exists() and "first\n" in log.read_text())
+        assert worker.is_alive() and "second" not in log.read_text()
+    finally:
+        go.write_text("")
+        worker.join(30)
+    assert results and results[0].outcome == "exited" and results[0].exit_code == 0
+    text = log.read_text()
+    assert "first\nsecond\nstdin: the prompt\n" in text
+    assert "to stderr\n" in text  # stderr joins stdout in the one log
+    shown = screen.getvalue().splitlines()
+    assert all(LINE_PREFIX.match(line) for line in shown)
+    assert [LINE_PREFIX.sub("", line) for line in shown[:3]] == ["first", "second", "stdin: the prompt"]
+
+
+def test_exit_code_is_recorded(tmp_path):
+    result = run([sys.executable, ECHO, "--exit", "3"], tmp_path)
+    assert (result.exit_code, result.outcome) == (3, "exited")
+    assert result.elapsed > 0
+
+
+def test_prompt_by_file_leaves_stdin_empty(tmp_path):
+    prompt_file = tmp_path / "prompt.md"
+    prompt_file.write_text("prompt in a file")
+    agent = AgentConfig(preset="script", command=f"{sys.executable} {ECHO} --file {PROMPT_FILE}")
+    argv, via = agent_argv(agent, prompt_file)
+    result = run(argv, tmp_path, prompt_via=via, prompt="prompt in a file")
+    log = (tmp_path / "run" / "agent.log").read_text()
+    assert result.exit_code == 0
+    assert "file: prompt in a file\n" in log and "stdin: (empty)\n" in log
+
+
+def test_prompt_as_an_argument(tmp_path):
+    agent = AgentConfig(preset="script", command=f"{sys.executable} {ECHO} {{prompt}}")
+    argv, via = agent_argv(agent, tmp_path / "prompt.md")
+    run(argv, tmp_path, prompt_via=via, prompt="do {{ this }} exactly")
+    assert "word: do {{ this }} exactly\n" in (tmp_path / "run" / "agent.log").read_text()
+
+
+def test_a_large_prompt_on_stdin_does_not_deadlock(tmp_path):
+    prompt = "x" * 300_000  # several pipe buffers
+    result = run([sys.executable, ECHO], tmp_path, prompt=prompt, timeout=60)
+    assert result.outcome == "exited"
+    assert f"stdin: {prompt}\n" in (tmp_path / "run" / "agent.log").read_text()
+
+
+def test_timeout_ends_the_whole_process_group(tmp_path, pidfile):
+    started = []
+    result = run([sys.executable, SLEEPER, pidfile], tmp_path, timeout=1.5, grace=2, on_start=started.append)
+    agent_pid, grandchild_pid = recorded_pids(pidfile)
+    assert result.outcome == "timeout"
+    assert result.exit_code == -signal.SIGTERM
+    assert 1.5 <= result.elapsed < 30
+    assert started == [agent_pid]
+    assert wait_until(lambda: gone(agent_pid) and gone(grandchild_pid))
+    log = (tmp_path / "run" / "agent.log").read_text()
+    assert log.startswith("ready\n")
+    assert re.search(r"\n\[drover\] timed out after 0:0\d: ended the agent's process group\n$", log)
+
+
+def test_sigterm_ignored_is_followed_by_sigkill(tmp_path, pidfile):
+    result = run([sys.executable, SLEEPER, pidfile, "--ignore-term"], tmp_path, timeout=1, grace=0.5)
+    agent_pid, grandchild_pid = recorded_pids(pidfile)
+    assert (result.outcome, result.exit_code) == ("timeout", -signal.SIGKILL)
+    assert wait_until(lambda: gone(agent_pid) and gone(grandchild_pid))
+
+
+def test_what_an_agent_leaves_running_is_ended_when_it_exits(tmp_path, pidfile):
+    result = run([sys.executable, SLEEPER, pidfile, "--exit-early"], tmp_path, grace=2)
+    _, grandchild_pid = recorded_pids(pidfile)
+    assert (result.outcome, result.exit_code) == ("exited", 0)
+    assert result.elapsed < 30
+    assert wait_until(lambda: gone(grandchild_pid))
+
+
+def test_cancel_event_interrupts(tmp_path, pidfile):
+    cancel = threading.Event()
+    threading.Timer(1.0, cancel.set).start()
+    result = run([sys.executable, SLEEPER, pidfile], tmp_path, cancel=cancel, grace=2)
+    agent_pid, grandchild_pid = recorded_pids(pidfile)
+    assert result.outcome == "interrupted"
+    assert wait_until(lambda: gone(agent_pid) and gone(grandchild_pid))
+
+
+def test_sigint_to_drover_ends_the_agents_group_and_is_reported(tmp_path, pidfile):
+    driver = subprocess.Popen([sys.executable, str(DRIVER), str(tmp_path)],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert wait_until(lambda: pidfile.exists() or driver.poll() is not None, 30)
+        assert driver.poll() is None, driver.communicate()
+        agent_pid, grandchild_pid = recorded_pids(pidfile)
+        assert pid_alive(agent_pid) and not gone(grandchild_pid)
+        driver.send_signal(signal.SIGINT)
+        out, err = driver.communicate(timeout=30)
+    finally:
+        if driver.poll() is None:
+            driver.kill()
+    assert driver.returncode == 0, err
+    assert f"started {agent_pid}\n" in out
+    assert f"outcome interrupted -{int(signal.SIGTERM)}\n" in out
+    assert wait_until(lambda: gone(agent_pid) and gone(grandchild_pid))
+    assert "[drover] interrupted after" in (tmp_path / "agent.log").read_text()
+
+
+def test_a_program_that_cannot_start_raises_oserror(tmp_path):
+    with pytest.raises(FileNotFoundError):
+        run([tmp_path / "no-such-agent"], tmp_path)
+
+
+def test_pid_alive(tmp_path):
+    assert pid_alive(os.getpid())
+    assert not pid_alive(0) and not pid_alive(None) and not pid_alive(-1)
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    assert not pid_alive(child.pid)
+
+
+@pytest.mark.parametrize(("seconds", "shown"), [(0, "0:00"), (12.9, "0:12"), (754, "12:34"), (3723, "1:02:03")])
+def test_format_elapsed(seconds, shown):
+    assert agents.format_elapsed(seconds) == shown

@@ -1,0 +1,220 @@
+"""drover.toml: every key's default, the commented file `init` writes, one-line errors naming the key."""
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from drover.cli import cli
+from drover.config import SCHEMA, Config, load_config, parse_config, parse_duration
+from drover.errors import ConfigError
+from drover.resources import read_resource
+
+
+def write_config(root: Path, text: str) -> Path:
+    path = root / "drover.toml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def config_error(tmp_path: Path, text: str) -> str:
+    with pytest.raises(ConfigError) as caught:
+        load_config(write_config(tmp_path, text))
+    return str(caught.value)
+
+
+# --- defaults and the commented file ---------------------------------------------------------
+
+
+def test_an_empty_file_gives_every_default(tmp_path):
+    config = load_config(write_config(tmp_path, ""))
+    assert config == Config()
+    assert config.prefix == "D"
+    assert config.items == "items"
+    assert config.commit_items is False
+    assert config.agent.preset == "claude"
+    assert config.agent.command == ""
+    assert config.agent.name == ""
+    assert config.agent.identity == "claude"
+    assert config.agent.timeout == "2h"
+    assert config.agent.timeout_seconds == 7200
+    assert config.agent.guidance == "detailed"
+    assert config.slot_agents == {}
+    assert config.prompts == {"implement": "", "review": "", "draft": ""}
+    assert config.base == "main"
+    assert config.branch == "drover/{{ Id | lower }}"
+    assert config.worktree is True
+    assert config.verify == {"default": "make test"}
+    assert config.max_rounds == 3
+    assert config.tracker.backend == "none"
+    assert config.tracker.repo == ""
+    assert config.tracker.follow_up_label == "follow-up"
+    assert config.tracker.register == "follow-ups.md"
+
+
+def test_the_file_init_writes_states_every_default():
+    text = read_resource("drover.toml")
+    assert parse_config(tomllib.loads(text)) == Config()
+    data = tomllib.loads(text)
+    for table, keys in SCHEMA.items():
+        for key, (_, default) in keys.items():
+            assert data[table][key] == default, f"[{table}] {key}"
+    assert data["verify"] == {"default": "make test"}
+    # commented: every table carries an explanation, and the example slot table is commented out
+    assert text.count("#") > 20
+    assert "# [agent.review]" in text
+
+
+def test_init_writes_the_commented_file(repo):
+    result = CliRunner().invoke(cli, ["init"])
+    assert result.exit_code == 0, result.output
+    assert (repo / "drover.toml").read_text(encoding="utf-8") == read_resource("drover.toml")
+    assert load_config(repo / "drover.toml") == Config()
+
+
+def test_every_key_can_be_set(tmp_path):
+    config = load_config(write_config(tmp_path, """
+[project]
+prefix = "WI"
+items = "work"
+commit_items = true
+[agent]
+preset = "script"
+command = "my-agent --fast"
+name = "bot"
+timeout = "1h30m"
+guidance = "lean"
+[agent.review]
+preset = "codex"
+[prompts]
+implement = "docs/kickoff.tmpl"
+review = "docs/review.tmpl"
+draft = "docs/draft.tmpl"
+[run]
+base = "trunk"
+branch = "work/{{ Id }}"
+worktree = false
+[verify]
+default = "pytest"
+migration = "pytest && alembic check"
+[review]
+max_rounds = 5
+[tracker]
+backend = "github"
+repo = "me/proj"
+follow_up_label = "later"
+register = "later.md"
+"""))
+    assert (config.prefix, config.items, config.commit_items) == ("WI", "work", True)
+    assert config.agent.identity == "bot"
+    assert config.agent.timeout_seconds == 5400
+    assert config.agent.guidance == "lean"
+    assert config.prompts == {"implement": "docs/kickoff.tmpl", "review": "docs/review.tmpl",
+                              "draft": "docs/draft.tmpl"}
+    assert (config.base, config.branch, config.worktree) == ("trunk", "work/{{ Id }}", False)
+    assert config.verify == {"default": "pytest", "migration": "pytest && alembic check"}
+    assert config.max_rounds == 5
+    assert (config.tracker.backend, config.tracker.repo) == ("github", "me/proj")
+    assert (config.tracker.follow_up_label, config.tracker.register) == ("later", "later.md")
+
+
+def test_a_slot_table_overrides_only_what_it_names(tmp_path):
+    config = load_config(write_config(tmp_path, """
+[agent]
+preset = "claude"
+name = "writer"
+timeout = "30m"
+guidance = "lean"
+[agent.review]
+preset = "codex"
+[agent.draft]
+guidance = "detailed"
+"""))
+    review = config.agent_for("review")
+    # a new preset brings its own identity: the [agent] name belongs to the other preset
+    assert (review.preset, review.identity, review.timeout, review.guidance) == ("codex", "codex", "30m", "lean")
+    draft = config.agent_for("draft")
+    assert (draft.preset, draft.identity, draft.guidance) == ("claude", "writer", "detailed")
+    assert config.agent_for("implement") == config.agent
+
+
+@pytest.mark.parametrize("text, seconds", [("2h", 7200), ("90m", 5400), ("1h30m", 5400), ("45s", 45), ("600", 600)])
+def test_durations(text, seconds):
+    assert parse_duration(text) == seconds
+
+
+# --- errors name the key -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("text, message", [
+    ("[review]\nmax_rouns = 2\n", "drover.toml: [review] max_rouns: unknown key (did you mean max_rounds?)"),
+    ("[review]\nmax_rounds = \"2\"\n", "drover.toml: [review] max_rounds: expected an integer"),
+    ("[review]\nmax_rounds = true\n", "drover.toml: [review] max_rounds: expected an integer"),
+    ("[review]\nmax_rounds = 0\n", "drover.toml: [review] max_rounds: expected an integer of at least 1"),
+    ("[project]\ncommit_items = \"yes\"\n", "drover.toml: [project] commit_items: expected true or false"),
+    ("[project]\nprefix = 3\n", "drover.toml: [project] prefix: expected a string"),
+    ("[project]\nprefix = \"D-\"\n", "drover.toml: [project] prefix: expected letters and digits, starting with a letter"),
+    ("[run]\nworktree = 1\n", "drover.toml: [run] worktree: expected true or false"),
+    ("[agent]\npreset = \"claud\"\n",
+     "drover.toml: [agent] preset: expected one of claude, codex, aider, gemini, opencode, demo, script, not 'claud'"),
+    ("[agent]\nguidance = \"short\"\n", "drover.toml: [agent] guidance: expected one of lean, detailed, not 'short'"),
+    ("[agent]\ntimeout = \"soon\"\n", "drover.toml: [agent] timeout: expected a duration such as 2h, 90m or 45s"),
+    ("[agent.review]\npreset = \"codx\"\n",
+     "drover.toml: [agent.review] preset: expected one of claude, codex, aider, gemini, opencode, demo, script, not 'codx'"),
+    ("[agent.review]\npresett = \"codex\"\n", "drover.toml: [agent.review] presett: unknown key (did you mean preset?)"),
+    ("[agent]\nreview = \"codex\"\n", "drover.toml: [agent.review]: expected a table"),
+    ("[tracker]\nbackend = \"jira\"\n", "drover.toml: [tracker] backend: expected one of none, file, github, not 'jira'"),
+    ("[verify]\nmigration = 1\n", "drover.toml: [verify] migration: expected a string"),
+    ("[revew]\nmax_rounds = 2\n", "drover.toml: [revew]: unknown table (did you mean review?)"),
+    ("review = 3\n", "drover.toml: [review]: expected a table"),
+    ("prefix = \"X\"\n", "drover.toml: prefix: unknown key (did you mean [project] prefix?)"),
+])
+def test_errors_name_the_key(tmp_path, text, message):
+    assert config_error(tmp_path, text) == message
+
+
+def test_bad_toml_syntax_names_the_line(tmp_path):
+    message = config_error(tmp_path, "[project]\nprefix = \"D\"\n\n[review]\nmax_rounds = \n")
+    assert message.startswith("drover.toml:5: ")
+    assert "\n" not in message
+
+
+def _one_line_error(result, exit_code: int = 2) -> str:
+    assert result.exit_code == exit_code, result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    assert "Traceback" not in result.output
+    assert result.stdout == ""
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("drover: ")
+    return lines[0]
+
+
+@pytest.mark.parametrize("text, line", [
+    ("[review]\nmax_rouns = 2\n", "drover: drover.toml: [review] max_rouns: unknown key (did you mean max_rounds?)"),
+    ("[review]\nmax_rounds = \"two\"\n", "drover: drover.toml: [review] max_rounds: expected an integer"),
+    ("[review\nmax_rounds = 2\n", None),
+])
+@pytest.mark.parametrize("command", [["list"], ["list", "--json"], ["show", "D-1"], ["new", "x"],
+                                     ["request-changes", "D-1"], ["init"]])
+def test_a_broken_config_is_one_line_and_exit_2_for_every_command(repo, text, line, command):
+    write_config(repo, text)
+    (repo / "items").mkdir()
+    before = sorted(p.relative_to(repo).as_posix() for p in repo.rglob("*") if ".git" not in p.parts)
+    result = CliRunner().invoke(cli, command, input="finding\n")
+    said = _one_line_error(result)
+    if line:
+        assert said == line
+    else:
+        assert said.startswith("drover: drover.toml:1: ")
+    after = sorted(p.relative_to(repo).as_posix() for p in repo.rglob("*") if ".git" not in p.parts)
+    assert after == before
+
+
+def test_outside_a_project_is_one_line_and_exit_2(repo):
+    result = CliRunner().invoke(cli, ["list"])
+    said = _one_line_error(result)
+    assert "drover.toml" in said and "drover init" in said
+    assert not (repo / ".drover").exists()

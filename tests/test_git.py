@@ -1,0 +1,380 @@
+"""drover.git against real repositories: branches, worktrees, recent commits, scope, merges."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from drover import git as dgit
+from drover.data import Recent
+from drover.errors import GitError, Refused
+
+from conftest import git
+
+
+def commit_file(root: Path, path: str, text: str | bytes, message: str) -> None:
+    target = root / path
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(text, bytes):
+        target.write_bytes(text)
+    else:
+        target.write_text(text)
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", message)
+
+
+def snapshot(root: Path) -> tuple[str, str, str]:
+    """What must not change when drover backs out: branch, HEAD, and the full status."""
+    return (
+        git(root, "symbolic-ref", "--short", "HEAD").strip(),
+        git(root, "rev-parse", "HEAD").strip(),
+        git(root, "status", "--porcelain", "--untracked-files=all"),
+    )
+
+
+def test_git_returns_stdout_and_raises_one_line_with_gits_words(repo):
+    assert dgit.git(["rev-parse", "--abbrev-ref", "HEAD"], repo).strip() == "main"
+    with pytest.raises(GitError) as caught:
+        dgit.git(["rev-parse", "--verify", "no-such-rev"], repo)
+    message = str(caught.value)
+    assert "\n" not in message
+    assert message.startswith("git rev-parse: ") and "Needed a single revision" in message
+    assert dgit.git(["rev-parse", "--verify", "no-such-rev"], repo, check=False) == ""
+
+
+def test_current_branch_and_detached_head(repo):
+    assert dgit.current_branch(repo) == "main"
+    git(repo, "switch", "-q", "--detach", "HEAD")
+    assert dgit.current_branch(repo) == ""
+
+
+def test_branch_exists(repo):
+    assert dgit.branch_exists(repo, "main")
+    assert not dgit.branch_exists(repo, "drover/d-1")
+    git(repo, "branch", "drover/d-1")
+    assert dgit.branch_exists(repo, "drover/d-1")
+    assert not dgit.branch_exists(repo, "")
+
+
+@pytest.mark.parametrize("name", ["drover/d-1", "feature", "a-b_c.d/e"])
+def test_valid_branch_names(name):
+    assert dgit.valid_branch_name(name)
+
+
+@pytest.mark.parametrize("name", ["", "bad name", "a..b", "-x", "x.lock", "@{-1}", "a/", "HEAD", "a~1", "a:b"])
+def test_invalid_branch_names(name):
+    assert not dgit.valid_branch_name(name)
+
+
+def test_user_name(repo, monkeypatch, tmp_path):
+    assert dgit.user_name(repo) == "Test Operator"
+    empty = tmp_path / "empty.gitconfig"
+    empty.write_text("")
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(empty))
+    assert dgit.user_name(repo) == ""
+
+
+# recent commits -------------------------------------------------------------------------
+
+def test_recent_commits_lists_branch_commits_oldest_first_with_sizes(repo):
+    git(repo, "switch", "-q", "-c", "drover/d-1")
+    commit_file(repo, "src/a.py", "one\ntwo\nthree\n", "add a")
+    (repo / "README.md").write_text("# project, changed\n")
+    (repo / "logo.bin").write_bytes(b"\x00\x01\x02")
+    commit_file(repo, "src/a.py", "one\n2\nthree\nfour\n", "edit a, readme and a binary")
+    git(repo, "switch", "-q", "main")
+    commit_file(repo, "main-only.txt", "x\n", "on main only")
+
+    recent = dgit.recent_commits(repo, "drover/d-1", "main")
+
+    assert recent.Unavailable == ""
+    assert [c.Subject for c in recent.Commits] == ["add a", "edit a, readme and a binary"]
+    first, second = recent.Commits
+    assert (first.Files, first.Insertions, first.Deletions) == (1, 3, 0)
+    # a.py +2 -1, README +1 -1, logo.bin counted as a file with no line counts
+    assert (second.Files, second.Insertions, second.Deletions) == (3, 3, 2)
+    full = git(repo, "rev-parse", "drover/d-1").strip()
+    assert second.Sha == full[:12] and len(first.Sha) == 12
+
+
+def test_recent_commits_counts_a_rename_as_one_file(repo):
+    commit_file(repo, "old.txt", "same\ntext\nhere\n", "old")
+    git(repo, "switch", "-q", "-c", "drover/d-1")
+    git(repo, "mv", "old.txt", "new.txt")
+    git(repo, "commit", "-q", "-m", "rename")
+    (commit,) = dgit.recent_commits(repo, "drover/d-1", "main").Commits
+    assert (commit.Subject, commit.Files, commit.Insertions, commit.Deletions) == ("rename", 1, 0, 0)
+
+
+def test_recent_commits_empty_when_branch_has_nothing_new(repo):
+    git(repo, "branch", "drover/d-1")
+    assert dgit.recent_commits(repo, "drover/d-1", "main") == Recent()
+
+
+@pytest.mark.parametrize(
+    ("branch", "base", "why"),
+    [
+        ("drover/missing", "main", "branch drover/missing does not exist"),
+        ("main", "trunk", "base trunk does not exist"),
+        ("", "main", "no branch"),
+    ],
+)
+def test_recent_commits_unavailable_never_with_commits(repo, branch, base, why):
+    recent = dgit.recent_commits(repo, branch, base)
+    assert why in recent.Unavailable
+    assert recent.Commits == ()
+
+
+def test_recent_commits_outside_a_repository(tmp_path):
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    recent = dgit.recent_commits(plain, "drover/d-1", "main")
+    assert "not a git repository" in recent.Unavailable and recent.Commits == ()
+
+
+# modified files -------------------------------------------------------------------------
+
+def test_modified_files_excludes_added_and_deleted_and_uses_the_merge_base(repo):
+    commit_file(repo, "src/keep.py", "k\n", "keep")
+    commit_file(repo, "src/gone.py", "g\n", "gone")
+    commit_file(repo, "old_name.txt", "r\nr\nr\nr\n", "to rename")
+    commit_file(repo, "empty.txt", "", "an empty file")
+    commit_file(repo, "main_later.txt", "m\n", "touched on main after branching")
+    git(repo, "switch", "-q", "-c", "drover/d-1")
+    (repo / "README.md").write_text("# changed\n")
+    (repo / "src/keep.py").write_text("k\nmore\n")
+    (repo / "src/gone.py").unlink()
+    (repo / "src/new.py").write_text("n\n")
+    (repo / "empty.txt").write_text("now it has text\n")
+    git(repo, "mv", "old_name.txt", "new_name.txt")
+    commit_file(repo, "added.bin", b"\x00bin", "work")
+    git(repo, "switch", "-q", "main")
+    commit_file(repo, "main_later.txt", "changed on main\n", "main moves on")
+
+    paths, why = dgit.modified_files(repo, "drover/d-1", "main")
+
+    assert why == ""
+    assert paths == ["README.md", "empty.txt", "new_name.txt", "src/keep.py"]
+
+
+def test_modified_files_reports_why_when_git_cannot_answer(repo):
+    assert dgit.modified_files(repo, "drover/missing", "main") == ([], "branch drover/missing does not exist")
+
+
+# dirty paths ------------------------------------------------------------------------------
+
+def test_dirty_paths_lists_changes_untracked_files_and_both_sides_of_a_rename(repo):
+    commit_file(repo, "a.txt", "a\n", "a")
+    (repo / "README.md").write_text("changed\n")
+    (repo / "new" / "deep").mkdir(parents=True)
+    (repo / "new" / "deep" / "file.txt").write_text("u\n")
+    git(repo, "mv", "a.txt", "b.txt")
+    (repo / ".gitignore").write_text("ignored.log\n")
+    (repo / "ignored.log").write_text("x\n")
+    assert sorted(dgit.dirty_paths(repo)) == [".gitignore", "README.md", "a.txt", "b.txt", "new/deep/file.txt"]
+
+
+def test_dirty_paths_clean(repo):
+    assert dgit.dirty_paths(repo) == []
+
+
+# worktrees ----------------------------------------------------------------------------------
+
+def test_ensure_worktree_creates_the_branch_from_base_and_reuses_the_worktree(repo):
+    path = repo / ".drover" / "worktrees" / "D-1"
+    made = dgit.ensure_worktree(repo, path, "drover/d-1", "main")
+    assert made == path.resolve()
+    assert (path / "README.md").read_text() == "# project\n"
+    assert dgit.current_branch(path) == "drover/d-1"
+    assert git(repo, "rev-parse", "drover/d-1") == git(repo, "rev-parse", "main")
+    assert dgit.current_branch(repo) == "main"
+
+    (path / "work.txt").write_text("in progress\n")
+    again = dgit.ensure_worktree(repo, path, "drover/d-1", "main")
+    assert again == made
+    assert (path / "work.txt").read_text() == "in progress\n"
+
+
+def test_ensure_worktree_uses_an_existing_branch(repo):
+    git(repo, "switch", "-q", "-c", "drover/d-2")
+    commit_file(repo, "on-branch.txt", "b\n", "branch work")
+    git(repo, "switch", "-q", "main")
+    path = dgit.ensure_worktree(repo, repo.parent / "wt", "drover/d-2", "main")
+    assert (path / "on-branch.txt").exists()
+
+
+def test_ensure_worktree_errors_clearly_when_base_is_missing(repo):
+    with pytest.raises(GitError, match="base branch 'trunk' does not exist"):
+        dgit.ensure_worktree(repo, repo.parent / "wt", "drover/d-1", "trunk")
+    assert not dgit.branch_exists(repo, "drover/d-1")
+
+
+def test_ensure_worktree_refuses_a_worktree_on_another_branch(repo):
+    path = dgit.ensure_worktree(repo, repo.parent / "wt", "drover/d-1", "main")
+    with pytest.raises(GitError, match="is on drover/d-1, not drover/d-2"):
+        dgit.ensure_worktree(repo, path, "drover/d-2", "main")
+
+
+def test_ensure_worktree_recreates_a_worktree_deleted_by_hand(repo):
+    import shutil
+
+    path = dgit.ensure_worktree(repo, repo.parent / "wt", "drover/d-1", "main")
+    shutil.rmtree(path)
+    again = dgit.ensure_worktree(repo, path, "drover/d-1", "main")
+    assert (again / "README.md").exists()
+
+
+def test_remove_worktree(repo):
+    path = dgit.ensure_worktree(repo, repo.parent / "wt", "drover/d-1", "main")
+    (path / "build-output.txt").write_text("untracked junk\n")
+    dgit.remove_worktree(repo, path)
+    assert not path.exists()
+    assert str(path) not in git(repo, "worktree", "list")
+    assert dgit.branch_exists(repo, "drover/d-1")
+    dgit.remove_worktree(repo, path)  # nothing there: nothing to do
+
+
+def test_remove_worktree_refuses_uncommitted_tracked_changes_unless_forced(repo):
+    path = dgit.ensure_worktree(repo, repo.parent / "wt", "drover/d-1", "main")
+    (path / "README.md").write_text("unsaved work\n")
+    with pytest.raises(Refused, match="README.md"):
+        dgit.remove_worktree(repo, path)
+    assert (path / "README.md").read_text() == "unsaved work\n"
+    dgit.remove_worktree(repo, path, force=True)
+    assert not path.exists()
+
+
+# checkout without worktrees -------------------------------------------------------------
+
+def test_checkout_branch_creates_and_switches(repo):
+    dgit.checkout_branch(repo, "drover/d-1", "main")
+    assert dgit.current_branch(repo) == "drover/d-1"
+    git(repo, "switch", "-q", "main")
+    dgit.checkout_branch(repo, "drover/d-1", "main")
+    assert dgit.current_branch(repo) == "drover/d-1"
+
+
+def test_checkout_branch_refuses_a_dirty_checkout(repo):
+    (repo / "README.md").write_text("local edit\n")
+    before = snapshot(repo)
+    with pytest.raises(Refused, match="README.md"):
+        dgit.checkout_branch(repo, "drover/d-1", "main", ignore=["items/"])
+    assert snapshot(repo) == before
+    assert not dgit.branch_exists(repo, "drover/d-1")
+
+
+def test_checkout_branch_lets_item_edits_travel(repo):
+    commit_file(repo, "items/D-1.md", "---\nid: D-1\n---\nbody\n", "item")
+    (repo / "items" / "D-1.md").write_text("---\nid: D-1\n---\nbody edited by drover\n")
+    (repo / "items" / "D-2.md").write_text("new item\n")
+    dgit.checkout_branch(repo, "drover/d-1", "main", ignore=["items"])
+    assert dgit.current_branch(repo) == "drover/d-1"
+    assert sorted(dgit.dirty_paths(repo)) == ["items/D-1.md", "items/D-2.md"]
+
+
+def test_checkout_branch_stays_on_the_branch_with_work_in_progress(repo):
+    dgit.checkout_branch(repo, "drover/d-1", "main")
+    (repo / "README.md").write_text("agent's unfinished work\n")
+    dgit.checkout_branch(repo, "drover/d-1", "main")
+    assert dgit.current_branch(repo) == "drover/d-1"
+
+
+def test_checkout_branch_missing_base(repo):
+    with pytest.raises(GitError, match="base branch 'trunk' does not exist"):
+        dgit.checkout_branch(repo, "drover/d-1", "trunk")
+
+
+# merge --------------------------------------------------------------------------------------
+
+def test_merge_makes_a_no_ff_merge_commit_on_base(repo):
+    git(repo, "switch", "-q", "-c", "drover/d-1")
+    commit_file(repo, "feature.txt", "f\n", "feature")
+    git(repo, "switch", "-q", "main")
+    main_before = git(repo, "rev-parse", "main").strip()
+
+    sha = dgit.merge(repo, "drover/d-1", "main", "drover: merge D-1: a feature")
+
+    assert sha == git(repo, "rev-parse", "HEAD").strip()
+    assert dgit.current_branch(repo) == "main"
+    parents = git(repo, "rev-list", "--parents", "-n", "1", "HEAD").split()[1:]
+    assert parents == [main_before, git(repo, "rev-parse", "drover/d-1").strip()]
+    assert git(repo, "log", "-1", "--format=%s").strip() == "drover: merge D-1: a feature"
+    assert (repo / "feature.txt").exists()
+
+
+def test_merge_switches_a_clean_checkout_to_base(repo):
+    git(repo, "switch", "-q", "-c", "drover/d-1")
+    commit_file(repo, "feature.txt", "f\n", "feature")
+    dgit.merge(repo, "drover/d-1", "main", "merge")
+    assert dgit.current_branch(repo) == "main"
+    assert (repo / "feature.txt").exists()
+
+
+def test_merge_keeps_unrelated_uncommitted_item_edits(repo):
+    commit_file(repo, "items/D-1.md", "item\n", "item")
+    git(repo, "switch", "-q", "-c", "drover/d-1")
+    commit_file(repo, "feature.txt", "f\n", "feature")
+    git(repo, "switch", "-q", "main")
+    (repo / "items" / "D-1.md").write_text("item, edited by drover\n")
+    dgit.merge(repo, "drover/d-1", "main", "merge")
+    assert (repo / "items" / "D-1.md").read_text() == "item, edited by drover\n"
+
+
+def _conflicting_branch(repo: Path) -> None:
+    git(repo, "switch", "-q", "-c", "drover/d-1")
+    commit_file(repo, "README.md", "# from the branch\n", "branch edits readme")
+    commit_file(repo, "clean.txt", "no conflict here\n", "branch adds a file")
+    git(repo, "switch", "-q", "main")
+    commit_file(repo, "README.md", "# from main\n", "main edits readme")
+
+
+def test_merge_conflict_is_aborted_and_leaves_the_repository_as_it_was(repo):
+    _conflicting_branch(repo)
+    commit_file(repo, "items/D-1.md", "item\n", "item")
+    (repo / "items" / "D-1.md").write_text("uncommitted item edit\n")
+    (repo / "notes.txt").write_text("untracked\n")
+    before = snapshot(repo)
+
+    with pytest.raises(Refused) as caught:
+        dgit.merge(repo, "drover/d-1", "main", "merge")
+
+    assert "README.md" in str(caught.value) and "clean.txt" not in str(caught.value)
+    assert snapshot(repo) == before
+    assert not (repo / ".git" / "MERGE_HEAD").exists()
+    assert (repo / "items" / "D-1.md").read_text() == "uncommitted item edit\n"
+    assert not (repo / "clean.txt").exists()
+
+
+def test_merge_conflict_switches_back_to_the_original_branch(repo):
+    _conflicting_branch(repo)
+    git(repo, "switch", "-q", "-c", "elsewhere")
+    before = snapshot(repo)
+    with pytest.raises(Refused, match="README.md"):
+        dgit.merge(repo, "drover/d-1", "main", "merge")
+    assert snapshot(repo) == before
+
+
+def test_merge_refuses_a_dirty_checkout_on_another_branch(repo):
+    git(repo, "switch", "-q", "-c", "drover/d-1")
+    commit_file(repo, "feature.txt", "f\n", "feature")
+    (repo / "README.md").write_text("dirty\n")
+    before = snapshot(repo)
+    with pytest.raises(Refused, match="switch it to main"):
+        dgit.merge(repo, "drover/d-1", "main", "merge")
+    assert snapshot(repo) == before
+
+
+def test_merge_that_would_overwrite_local_changes_fails_untouched(repo):
+    git(repo, "switch", "-q", "-c", "drover/d-1")
+    commit_file(repo, "README.md", "# branch\n", "branch edits readme")
+    git(repo, "switch", "-q", "main")
+    (repo / "README.md").write_text("local edit\n")
+    before = snapshot(repo)
+    with pytest.raises(GitError, match="README.md"):
+        dgit.merge(repo, "drover/d-1", "main", "merge")
+    assert snapshot(repo) == before
+
+
+def test_merge_of_a_missing_branch(repo):
+    with pytest.raises(GitError, match="branch drover/nope does not exist"):
+        dgit.merge(repo, "drover/nope", "main", "merge")

@@ -1,0 +1,282 @@
+"""The SQLite ledger: WAL, busy timeout, migrations applied once in one place, transactions,
+the metadata cache, and concurrent writers in real processes."""
+from __future__ import annotations
+
+import multiprocessing
+import os
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+import sqlite_utils
+
+from drover import ledger as ledger_module
+from drover.config import Config
+from drover.ledger import BUSY_TIMEOUT_MS, Ledger, migrations
+from drover.project import Project
+from drover.status import catalogue
+
+# Every table and column a blank ledger gets. A new migration changes this on purpose.
+EXPECTED_COLUMNS = {
+    "_sqlite_migrations": ["id", "migration_set", "name", "applied_at"],
+    "runs": ["id", "item", "slot", "agent", "argv", "started", "finished", "exit_status", "outcome",
+             "pid", "log_path", "prompt_path", "branch", "worktree", "requested_source",
+             "resolved_source", "base_hashes", "template_sha256", "prompt_sha256"],
+    "rounds": ["item", "n", "digest", "headline", "path", "by", "at", "cleared_at", "cleared_by"],
+    "audits": ["id", "item", "level", "by", "note", "at", "authors"],
+    "dispositions": ["id", "item", "issue", "disposition", "by", "note", "at", "applied"],
+    "items": ["id", "number", "created_at", "done", "done_at", "parked", "parked_reason", "parked_at"],
+    "item_files": ["path", "size", "mtime_ns", "id", "title", "kind", "deps", "meta", "outstanding",
+                   "cleared", "unreadable", "detail", "line"],
+    "events": ["id", "at", "command", "item", "by", "detail"],
+}
+
+
+def schema(path: Path) -> dict[str, list[str]]:
+    db = sqlite_utils.Database(path)
+    try:
+        return {table.name: [column.name for column in table.columns] for table in db.tables}
+    finally:
+        db.close()
+
+
+def dump(path: Path) -> dict[str, list[tuple]]:
+    conn = sqlite3.connect(path)
+    try:
+        names = [row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+        return {name: sorted(conn.execute(f"SELECT * FROM [{name}]").fetchall(), key=repr) for name in names}
+    finally:
+        conn.close()
+
+
+@pytest.fixture
+def ledger(tmp_path):
+    opened = Ledger(tmp_path / ".drover" / "ledger.db")
+    yield opened
+    opened.close()
+
+
+# --- opening and migrations -------------------------------------------------------------------
+
+
+def test_a_blank_ledger_gets_every_table_and_column(tmp_path):
+    path = tmp_path / ".drover" / "ledger.db"
+    Ledger(path).close()
+    assert schema(path) == EXPECTED_COLUMNS
+
+
+def test_migrations_are_recorded_by_name_and_applying_twice_is_a_no_op(tmp_path):
+    path = tmp_path / "ledger.db"
+    Ledger(path).close()
+    first = dump(path)
+    names = [row[2] for row in first["_sqlite_migrations"]]
+    assert names == [migration.name for migration in migrations._migrations]
+    assert "0001_initial" in names
+    assert all(row[1] == "drover" for row in first["_sqlite_migrations"])
+    with Ledger(path) as again:
+        assert migrations.pending(again.db) == []
+        migrations.apply(again.db)  # explicitly, too: still nothing to do
+    assert dump(path) == first
+    assert schema(path) == EXPECTED_COLUMNS
+
+
+def test_a_ledger_with_data_survives_reopening(tmp_path):
+    path = tmp_path / "ledger.db"
+    with Ledger(path) as one:
+        one.add_round("D-1", "d" * 64, "headline", "", "me")
+    with Ledger(path) as two:
+        assert [row["n"] for row in two.rounds("D-1")] == [1]
+
+
+def test_migrations_are_applied_in_exactly_one_place():
+    package = Path(ledger_module.__file__).parent
+    callers = [
+        path.relative_to(package).as_posix()
+        for path in package.rglob("*.py")
+        if "migrations.apply(" in path.read_text(encoding="utf-8")
+    ]
+    assert callers == ["ledger.py"]
+    assert ledger_module.Path(ledger_module.__file__).read_text(encoding="utf-8").count("migrations.apply(") == 1
+
+
+def test_wal_mode_and_busy_timeout(ledger):
+    assert ledger.db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert ledger.db.execute("PRAGMA busy_timeout").fetchone()[0] == BUSY_TIMEOUT_MS
+    assert BUSY_TIMEOUT_MS >= 5000
+    # WAL is a property of the file: a plain connection sees it too
+    conn = sqlite3.connect(ledger.path)
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    conn.close()
+
+
+def test_a_file_that_is_not_a_ledger_is_a_one_line_error(tmp_path):
+    from drover.errors import DroverError
+
+    path = tmp_path / "ledger.db"
+    path.write_bytes(b"this is not a database, just text that goes on for a while\n" * 20)
+    with pytest.raises(DroverError) as caught:
+        Ledger(path)
+    assert "ledger.db" in str(caught.value)
+    assert "\n" not in str(caught.value)
+
+
+# --- transactions -------------------------------------------------------------------------------
+
+
+def test_a_failed_write_rolls_back_every_row(ledger, tmp_path):
+    before = dump(ledger.path)
+    with pytest.raises(RuntimeError):
+        with ledger.write():
+            ledger.add_round("D-1", "a" * 64, "one", "", "me")
+            ledger.log_event("request-changes", "D-1", "me")
+            ledger.park("D-1", "why")
+            raise RuntimeError("boom")
+    assert dump(ledger.path) == before
+    assert not ledger.db.conn.in_transaction
+
+
+def test_writes_begin_immediate_so_a_second_writer_waits_instead_of_failing(tmp_path):
+    path = tmp_path / "ledger.db"
+    Ledger(path).close()
+    holder = Ledger(path)
+    holding = threading.Event()
+
+    def hold() -> None:
+        with holder.write():
+            holder.add_round("D-1", "a" * 64, "held", "", "one")
+            holding.set()
+            time.sleep(0.6)
+
+    thread = threading.Thread(target=hold)
+    thread.start()
+    holding.wait()
+    started = time.monotonic()
+    with Ledger(path) as other:
+        number = other.add_round("D-1", "b" * 64, "waited", "", "two")
+    waited = time.monotonic() - started
+    thread.join()
+    holder.close()
+    assert number == 2  # allocated after the first writer committed, inside its own transaction
+    assert waited >= 0.3
+
+
+def test_round_numbers_are_allocated_inside_the_transaction(ledger):
+    assert [ledger.add_round("D-1", "a" * 64, f"r{n}", "", "me") for n in range(3)] == [1, 2, 3]
+    assert ledger.add_round("D-2", "a" * 64, "other item", "", "me") == 1
+
+
+def test_item_ids_are_never_reused(ledger):
+    assert ledger.allocate_item("D", 0) == "D-1"
+    assert ledger.allocate_item("D", 0) == "D-2"
+    # a file on disk numbered higher raises the floor
+    assert ledger.allocate_item("D", 7) == "D-8"
+    # a lower floor (files deleted) never brings an old number back
+    assert ledger.allocate_item("D", 0) == "D-9"
+
+
+def test_ids_the_ledger_saw_without_allocating_them_are_not_reused(ledger):
+    # an item written by hand and parked, then its file deleted: its number stays taken
+    ledger.park("D-12", "hand-written")
+    assert ledger.allocate_item("D", 0) == "D-13"
+
+
+def _add_rounds(path: str, who: str, count: int) -> None:
+    with Ledger(Path(path)) as opened:
+        for _ in range(count):
+            opened.add_round("D-1", "c" * 64, who, "", who)
+            opened.log_event("request-changes", "D-1", who)
+
+
+def test_concurrent_processes_allocate_distinct_round_numbers(tmp_path):
+    path = tmp_path / "ledger.db"
+    Ledger(path).close()
+    context = multiprocessing.get_context("spawn")
+    workers = [context.Process(target=_add_rounds, args=(str(path), f"w{n}", 15)) for n in range(3)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(120)
+    assert [worker.exitcode for worker in workers] == [0, 0, 0]
+    with Ledger(path) as opened:
+        numbers = [row["n"] for row in opened.rounds("D-1")]
+        assert numbers == list(range(1, 46))
+        assert len(opened.events("D-1")) == 45
+
+
+def test_concurrent_first_opens_migrate_once(tmp_path):
+    path = tmp_path / "fresh.db"
+    code = "import sys; from pathlib import Path; from drover.ledger import Ledger; Ledger(Path(sys.argv[1])).close()"
+    procs = [subprocess.Popen([sys.executable, "-c", code, str(path)], stderr=subprocess.PIPE, text=True)
+             for _ in range(4)]
+    errors = [proc.communicate(timeout=120)[1] for proc in procs]
+    assert [proc.returncode for proc in procs] == [0, 0, 0, 0], errors
+    rows = dump(path)["_sqlite_migrations"]
+    assert len(rows) == len(migrations._migrations)
+
+
+# --- the metadata cache ----------------------------------------------------------------------------
+
+
+def _project(tmp_path: Path) -> Project:
+    (tmp_path / "items").mkdir(exist_ok=True)
+    return Project(root=tmp_path, config=Config())
+
+
+def _item(project: Project, item_id: str, title: str) -> Path:
+    path = project.item_path(item_id)
+    path.write_text(f"---\nid: {item_id}\ntitle: {title}\n---\n\nbody\n", encoding="utf-8")
+    return path
+
+
+def test_the_cache_is_keyed_by_path_size_and_mtime(tmp_path, monkeypatch):
+    project = _project(tmp_path)
+    one = _item(project, "D-1", "one")
+    _item(project, "D-2", "two")
+    with Ledger(project.ledger_path) as opened:
+        assert {key: entry.title for key, entry in catalogue(project, opened).items()} == {"D-1": "one", "D-2": "two"}
+        rows = opened.cached_files()
+        assert set(rows) == {"items/D-1.md", "items/D-2.md"}
+        assert rows["items/D-1.md"]["size"] == one.stat().st_size
+        assert rows["items/D-1.md"]["mtime_ns"] == one.stat().st_mtime_ns
+
+        # unchanged files are not parsed again
+        from drover import items as itemfile
+
+        parsed: list[Path] = []
+        real = itemfile.read_item
+        monkeypatch.setattr(itemfile, "read_item", lambda path, prefix: parsed.append(path) or real(path, prefix))
+        catalogue(project, opened)
+        assert parsed == []
+
+        # a changed size refreshes the row
+        _item(project, "D-1", "one, renamed")
+        assert catalogue(project, opened)["D-1"].title == "one, renamed"
+        assert parsed == [one]
+        assert opened.cached_files()["items/D-1.md"]["title"] == "one, renamed"
+
+        # the same size with a new mtime refreshes it too
+        one.write_text(one.read_text().replace("one, renamed", "one, RENAMED"))
+        stamp = one.stat().st_mtime_ns + 5_000_000_000
+        os.utime(one, ns=(stamp, stamp))
+        assert catalogue(project, opened)["D-1"].title == "one, RENAMED"
+        assert opened.cached_files()["items/D-1.md"]["mtime_ns"] == stamp
+
+        # a deleted file's row goes
+        project.item_path("D-2").unlink()
+        assert list(catalogue(project, opened)) == ["D-1"]
+        assert set(opened.cached_files()) == {"items/D-1.md"}
+
+
+def test_the_cache_remembers_unreadable_files_with_their_wording(tmp_path):
+    project = _project(tmp_path)
+    project.item_path("D-3").write_text("---\nid: D-3\ntitle: [\n---\nbody\n")
+    with Ledger(project.ledger_path) as opened:
+        first = catalogue(project, opened)["D-3"]
+        second = catalogue(project, opened)["D-3"]  # from the cache this time
+    assert first == second
+    assert second.unreadable == "will not parse"
+    assert second.line == 3

@@ -1,0 +1,316 @@
+"""run, review, finish and drive on real git repositories with a real scripted agent."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import git
+
+AGENT = Path(__file__).parent / "loop_agents" / "agent.py"
+BIN = Path(sys.executable).parent
+
+
+def drover(root: Path, *args: str, stdin: str | None = None, env: dict | None = None, check: bool = False):
+    full_env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}", **(env or {})}
+    done = subprocess.run([str(BIN / "drover"), *args], cwd=root, input=stdin, text=True,
+                          capture_output=True, env=full_env)
+    if check and done.returncode != 0:
+        raise AssertionError(f"drover {' '.join(args)} exited {done.returncode}:\n{done.stdout}{done.stderr}")
+    return done
+
+
+def configure(root: Path, extra: str = "") -> None:
+    drover(root, "init", check=True)
+    config = (root / "drover.toml").read_text()
+    config = config.replace('preset = "claude" ', f'preset = "script" ', 1)
+    config = config.replace('command = ""  ', f'command = "{sys.executable} {AGENT}"', 1)
+    config = config.replace('name = ""     ', 'name = "implementer"', 1)
+    config += '\n[agent.review]\nname = "reviewer"\n' + extra
+    (root / "drover.toml").write_text(config)
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "drover init")
+
+
+def new_item(root: Path, title: str, *args: str) -> str:
+    out = drover(root, "new", title, *args, check=True).stdout
+    item_id = out.split()[0]
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", f"item {item_id}")
+    return item_id
+
+
+def snapshot(root: Path) -> dict:
+    """Everything a dry run must leave alone: ledger rows, git refs and worktrees, the file tree."""
+    ledger = root / ".drover" / "ledger.db"
+    rows = {}
+    if ledger.exists():
+        conn = sqlite3.connect(ledger)
+        for (table,) in conn.execute("SELECT name FROM sqlite_master WHERE type='table' AND name != 'item_files'"):
+            rows[table] = conn.execute(f"SELECT * FROM {table}").fetchall()
+        conn.close()
+    files = sorted(
+        str(path.relative_to(root)) for path in root.rglob("*")
+        if ".git" not in path.parts and not path.name.startswith("ledger.db")
+    )
+    return {
+        "rows": rows,
+        "refs": git(root, "for-each-ref"),
+        "worktrees": git(root, "worktree", "list", "--porcelain"),
+        "status": git(root, "status", "--porcelain"),
+        "files": files,
+    }
+
+
+@pytest.fixture
+def project(repo):
+    configure(repo)
+    return repo
+
+
+def test_dry_run_writes_nothing(project):
+    item = new_item(project, "Add a thing")
+    drover(project, "list", check=True)  # the metadata cache may refresh before the snapshot
+    before = snapshot(project)
+    done = drover(project, "run", item, "--dry-run", check=True)
+    assert "argv: " in done.stdout and str(AGENT) in done.stdout
+    assert f"env: DROVER_ITEM={item}" in done.stdout
+    assert "branch: drover/d-1" in done.stdout
+    assert "Add a thing" in done.stdout  # the prompt itself
+    assert snapshot(project) == before
+
+
+def test_dry_run_works_without_the_agent_binary(project):
+    config = project / "drover.toml"
+    config.write_text(config.read_text().replace('preset = "script"', 'preset = "claude"')
+                      .replace(f'command = "{sys.executable} {AGENT}"', 'command = ""'))
+    item = new_item(project, "Add a thing")
+    done = drover(project, "run", item, "--dry-run", env={"PATH": str(BIN) + os.pathsep + "/usr/bin:/bin"})
+    assert done.returncode == 0, done.stderr
+    assert "not installed" in done.stdout
+
+
+def test_missing_binary_refuses_and_records_nothing(project):
+    config = project / "drover.toml"
+    config.write_text(config.read_text().replace('preset = "script"', 'preset = "claude"')
+                      .replace(f'command = "{sys.executable} {AGENT}"', 'command = ""'))
+    item = new_item(project, "Add a thing")
+    drover(project, "list", check=True)
+    before = snapshot(project)
+    done = drover(project, "run", item, env={"PATH": str(BIN) + os.pathsep + "/usr/bin:/bin"})
+    assert done.returncode == 2
+    assert len(done.stderr.strip().splitlines()) == 1 and "claude" in done.stderr
+    assert snapshot(project) == before
+
+
+def test_run_records_the_run_with_its_prompt_log_and_provenance(project):
+    item = new_item(project, "Add a thing")
+    marker = project.parent / "env.json"
+    done = drover(project, "run", item, env={"AGENT_MARKER": str(marker)}, check=True)
+    assert "exited 0" in done.stdout
+    shown = json.loads(drover(project, "show", item, "--json", check=True).stdout)
+    (run,) = shown["runs"]
+    assert run["slot"] == "implement" and run["agent"] == "implementer" and run["exit_status"] == 0
+    assert run["finished"] and run["resolved_source"] and len(run["prompt_sha256"]) == 64
+    prompt = (project / run["prompt_path"]).read_text()
+    assert "Add a thing" in prompt
+    import hashlib
+    assert hashlib.sha256(prompt.encode()).hexdigest() == run["prompt_sha256"]
+    assert "script agent: implement D-1" in (project / run["log_path"]).read_text()
+    env = json.loads(marker.read_text())
+    assert env["DROVER_ITEM"] == item and env["DROVER_SLOT"] == "implement" and env["DROVER_RUN"] == run["id"]
+    assert Path(env["DROVER_REPO"]).resolve() == project.resolve()
+    assert Path(env["DROVER_PROMPT_FILE"]).read_text() == prompt
+    # the agent's commit is on the item's branch, in its worktree, not on main
+    assert "D-1: pass 1" in git(project, "log", "--format=%s", "drover/d-1")
+    assert "D-1: pass 1" not in git(project, "log", "--format=%s", "main")
+    assert (project / ".drover" / "worktrees" / item / "d-1.txt").exists()
+
+
+def test_agent_failure_is_recorded_and_reported(project):
+    item = new_item(project, "Add a thing")
+    done = drover(project, "run", item, env={"AGENT_MODE": "fail"})
+    assert done.returncode == 1 and "exited 3" in done.stdout
+    (run,) = json.loads(drover(project, "show", item, "--json").stdout)["runs"]
+    assert run["exit_status"] == 3 and run["outcome"] == "exited"
+
+
+def test_invalid_branch_template_fails_before_anything_is_created(project):
+    config = project / "drover.toml"
+    config.write_text(config.read_text().replace('branch = "drover/{{ Id | lower }}"', 'branch = "bad name..{{ Id }}"'))
+    item = new_item(project, "Add a thing")
+    drover(project, "list", check=True)
+    before = snapshot(project)
+    done = drover(project, "run", item)
+    assert done.returncode == 2 and "branch" in done.stderr and "Traceback" not in done.stderr
+    assert snapshot(project) == before
+
+
+def _wait_for(path: Path, seconds: float = 20) -> str:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if path.exists() and path.read_text().strip():
+            return path.read_text()
+        time.sleep(0.1)
+    raise AssertionError(f"{path} never appeared")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # a zombie still answers kill(0); read its state
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def _start_run(project: Path, item: str, pidfile: Path) -> subprocess.Popen:
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}", "AGENT_MODE": "sleep",
+           "AGENT_PIDFILE": str(pidfile)}
+    return subprocess.Popen([str(BIN / "drover"), "run", item], cwd=project, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def test_sigint_ends_the_agents_whole_process_group(project):
+    item = new_item(project, "Add a thing")
+    pidfile = project.parent / "pids"
+    proc = _start_run(project, item, pidfile)
+    agent_pid, grandchild = map(int, _wait_for(pidfile).split())
+    proc.send_signal(signal.SIGINT)
+    proc.communicate(timeout=30)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and (_alive(agent_pid) or _alive(grandchild)):
+        time.sleep(0.1)
+    assert not _alive(agent_pid) and not _alive(grandchild)
+    assert proc.returncode != 0
+    (run,) = json.loads(drover(project, "show", item, "--json").stdout)["runs"]
+    assert run["finished"] and run["outcome"] == "interrupted"
+
+
+def test_a_run_killed_from_outside_stays_unfinished(project):
+    item = new_item(project, "Add a thing")
+    pidfile = project.parent / "pids"
+    proc = _start_run(project, item, pidfile)
+    agent_pid, grandchild = map(int, _wait_for(pidfile).split())
+    proc.kill()  # SIGKILL: drover records nothing more
+    proc.communicate(timeout=30)
+    os.killpg(os.getpgid(agent_pid), signal.SIGKILL)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and _alive(agent_pid):
+        time.sleep(0.1)
+    shown = json.loads(drover(project, "show", item, "--json").stdout)
+    (run,) = shown["runs"]
+    assert run["finished"] is None and run["unfinished"] and not run["live"]
+    assert shown["state"] != "running"
+    # the review sees Unfinished and the log; the implement posture resumes
+    done = drover(project, "prompt", item, "--slot", "review", "--template",
+                  "{{ Unfinished }} {{ LogPath }}", check=True)
+    assert done.stdout.startswith("True .drover/runs/")
+    done = drover(project, "prompt", item, "--slot", "implement", "--template", "{{ Posture }}", check=True)
+    assert done.stdout.strip() == "resume"
+
+
+def test_drive_takes_an_item_through_a_send_back_to_approval_and_finish(project):
+    item = new_item(project, "Add a thing")
+    done = drover(project, "drive", "--finish")
+    assert done.returncode == 0, done.stdout + done.stderr
+    shown = json.loads(drover(project, "show", item, "--json").stdout)
+    assert shown["state"] == "done"
+    assert [run["slot"] for run in shown["runs"]] == ["implement", "review", "implement", "review"]
+    assert len(shown["rounds"]) == 1 and shown["rounds"][0]["cleared_at"]
+    assert shown["audits"][-1]["level"] == "reviewed" and shown["audits"][-1]["by"] == "reviewer"
+    assert "D-1: pass 2" in git(project, "log", "--format=%s", "main")
+    assert "finished" in done.stdout and "1 of 1 approved" in done.stdout
+
+
+def test_drive_parks_an_item_that_does_not_converge(project):
+    config = project / "drover.toml"
+    config.write_text(config.read_text().replace("max_rounds = 3", "max_rounds = 2"))
+    item = new_item(project, "Add a thing")
+    done = drover(project, "drive", env={"AGENT_MODE": "stubborn"})
+    assert done.returncode == 1
+    shown = json.loads(drover(project, "show", item, "--json").stdout)
+    assert shown["state"] == "parked" and len(shown["rounds"]) == 2
+    assert (project / ".drover" / "parked" / f"{item}-3.md").exists()
+    assert "parked" in done.stdout
+
+
+def test_drive_two_jobs_finishes_two_independent_items(project):
+    first = new_item(project, "First thing")
+    second = new_item(project, "Second thing")
+    done = drover(project, "drive", "--jobs", "2", "--finish")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "database is locked" not in done.stdout + done.stderr
+    for item in (first, second):
+        assert json.loads(drover(project, "show", item, "--json").stdout)["state"] == "done"
+    log = git(project, "log", "--format=%s", "main")
+    assert "D-1: pass 2" in log and "D-2: pass 2" in log
+
+
+def test_drive_takes_a_dependent_item_once_its_dep_is_finished(project):
+    first = new_item(project, "First thing")
+    second = new_item(project, "Second thing", "--dep", first)
+    done = drover(project, "drive", "--finish")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert json.loads(drover(project, "show", second, "--json").stdout)["state"] == "done"
+
+
+def test_finish_refuses_outstanding_changes_and_leaves_everything(project):
+    item = new_item(project, "Add a thing")
+    drover(project, "run", item, check=True)
+    drover(project, "request-changes", item, stdin="Not yet.\n", check=True)
+    head = git(project, "rev-parse", "main")
+    done = drover(project, "finish", item)
+    assert done.returncode == 1 and "outstanding" in done.stderr
+    assert git(project, "rev-parse", "main") == head
+    assert json.loads(drover(project, "show", item, "--json").stdout)["state"] != "done"
+
+
+def test_finish_refuses_a_dirty_checkout(project):
+    item = new_item(project, "Add a thing")
+    drover(project, "run", item, check=True)
+    (project / "README.md").write_text("edited by hand\n")
+    head = git(project, "rev-parse", "main")
+    done = drover(project, "finish", item)
+    assert done.returncode == 1 and "uncommitted" in done.stderr
+    assert git(project, "rev-parse", "main") == head
+    assert (project / "README.md").read_text() == "edited by hand\n"
+
+
+def test_finish_refuses_an_undisposed_closes_issue(project):
+    item = new_item(project, "Add a thing")
+    path = project / "items" / f"{item}.md"
+    path.write_text(path.read_text().replace("deps: []", "deps: []\ncloses: [7]"))
+    drover(project, "run", item, check=True)
+    done = drover(project, "finish", item)
+    assert done.returncode == 1 and "#7" in done.stderr
+    drover(project, "dispose", item, "7", "--as", "keep", check=True)
+    done = drover(project, "finish", item)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(drover(project, "show", item, "--json").stdout)["state"] == "done"
+
+
+def test_demo_runs_the_whole_loop(tmp_path):
+    root = tmp_path / "demo"
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
+    done = subprocess.run([sys.executable, "-m", "drover.demo", str(root)], text=True,
+                          capture_output=True, env=env, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    for item in ("D-1", "D-2", "D-3"):
+        assert f"$ drover show {item}" in done.stdout
+        shown = json.loads(subprocess.run([str(BIN / "drover"), "show", item, "--json"], cwd=root,
+                                          capture_output=True, text=True, env=env).stdout)
+        assert shown["state"] == "done"
+        assert len(shown["rounds"]) == 1 and shown["rounds"][0]["cleared_at"]
+        assert [audit["level"] for audit in shown["audits"]][-1] == "reviewed"
+    assert (root / "greet" / "d_1.py").exists()
