@@ -165,7 +165,12 @@ def pid_alive(pid: int | None) -> bool:
         return False
     except PermissionError:
         return True
-    return True
+    # A killed agent whose parent died lingers as a zombie until init reaps it: it is not running.
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True
+    return stat.rsplit(")", 1)[-1].split()[0] != "Z"
 
 
 def format_elapsed(seconds: float) -> str:

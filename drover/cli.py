@@ -16,15 +16,43 @@ COLOR_CHOICES = click.Choice(["auto", "always", "never"])
 class DroverGroup(click.Group):
     """Turns every DroverError into one line on stderr and its exit code; never a traceback."""
 
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        try:
+            return super().parse_args(ctx, args)
+        except click.UsageError as exc:
+            _usage_line(ctx, exc)
+
     def invoke(self, ctx: click.Context):
+        import sqlite3
+
         try:
             return super().invoke(ctx)
         except DroverError as exc:
             click.echo(f"drover: {exc}", err=True)
             ctx.exit(exc.exit_code)
+        except click.UsageError as exc:
+            _usage_line(ctx, exc)
         except KeyboardInterrupt:
             click.echo("drover: interrupted", err=True)
             ctx.exit(130)
+        except OSError as exc:
+            # the machine said no (permissions, a full disk): its words, on one line
+            where = f"{exc.filename}: " if exc.filename else ""
+            click.echo(f"drover: {where}{exc.strerror or exc}", err=True)
+            ctx.exit(2)
+        except sqlite3.Error as exc:
+            click.echo(f"drover: .drover/ledger.db: {exc}", err=True)
+            ctx.exit(2)
+
+
+def _usage_line(ctx: click.Context, exc: click.UsageError) -> None:
+    """A usage error as one line, like every other drover error (exit 2)."""
+    if isinstance(exc, getattr(click.exceptions, "NoArgsIsHelpError", ())):
+        raise exc  # bare `drover`: the help text is the answer, as click shows it
+    command = exc.ctx.command_path if exc.ctx is not None else ctx.command_path
+    message = " ".join(exc.format_message().split()).rstrip(".")
+    click.echo(f"drover: {message} (see `{command} --help`)", err=True)
+    ctx.exit(exc.exit_code)
 
 
 @click.group(cls=DroverGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -73,9 +101,14 @@ def read_text_arg(file: str | None) -> str:
             return Path(file).read_text(encoding="utf-8")
         except OSError as exc:
             raise UsageError(f"cannot read: {exc.strerror}", path=file) from None
+        except UnicodeDecodeError as exc:
+            raise UsageError(f"cannot read: not UTF-8 text ({exc.reason} at byte {exc.start})", path=file) from None
     if sys.stdin is None or (sys.stdin.isatty() and not file):
         raise UsageError("no findings given: pass --file F or pipe them on standard input")
-    return sys.stdin.read()
+    try:
+        return sys.stdin.read()
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"cannot read standard input: not UTF-8 text ({exc.reason})") from None
 
 
 # --- the foundation ------------------------------------------------------------------------
@@ -168,7 +201,8 @@ def close_changes(item_id: str, note: str) -> None:
 
 @cli.command()
 @click.argument("item_id", metavar="ID")
-@click.option("--level", required=True, type=click.Choice(["claimed", "reviewed", "verified"]))
+@click.option("--level", required=True, type=click.Choice(["claimed", "reviewed", "verified"]),
+              help="claimed < reviewed < verified; reviewed or above also clears outstanding changes.")
 @click.option("--by", default="", help="Who audits (default: the run's agent, else git user.name).")
 @click.option("--note", default="", help="Recorded verbatim.")
 def audit(item_id: str, level: str, by: str, note: str) -> None:
@@ -182,7 +216,8 @@ def audit(item_id: str, level: str, by: str, note: str) -> None:
 @cli.command()
 @click.argument("item_id", metavar="ID")
 @click.argument("issue", type=int)
-@click.option("--as", "disposition", required=True, type=click.Choice(["close", "comment", "keep"]))
+@click.option("--as", "disposition", required=True, type=click.Choice(["close", "comment", "keep"]),
+              help="What finish does with the issue: close it, comment on it, or keep it open.")
 @click.option("--note", default="", help="The comment finish writes, or why the issue stays.")
 def dispose(item_id: str, issue: int, disposition: str, note: str) -> None:
     """Record the reviewer's judgment of an issue the item closes."""
@@ -256,9 +291,11 @@ def check(diff: bool, color: str) -> None:
 
     with opened() as (project, ledger):
         if diff:
-            text = templates.diff_stale(project.root, project.config, templates.use_color(color, sys.stdout))
+            colored = templates.use_color(color, sys.stdout)
+            text = templates.diff_stale(project.root, project.config, colored)
             if text:
-                click.echo(text, nl=not text.endswith("\n"))
+                # click strips ANSI codes off a pipe unless told the colour was asked for
+                click.echo(text, nl=not text.endswith("\n"), color=colored)
         findings = run_check(project, ledger)
     errors = [found for found in findings if found.error]
     if not diff:

@@ -68,7 +68,8 @@ class Destination:
         """This destination as one paragraph, every line indented by `indent` spaces."""
         pad = " " * int(indent)
         text = f"{self.Token}: {self.Where}. For {self.Found}. Do: {self.Do}"
-        return textwrap.fill(text, width=88, initial_indent=pad, subsequent_indent=pad + "  ")
+        return textwrap.fill(text, width=88, initial_indent=pad, subsequent_indent=pad + "  ",
+                             break_on_hyphens=False, break_long_words=False)
 
 
 @dataclass(frozen=True)
@@ -586,8 +587,8 @@ _SCHEMA: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
     ("Path", "str", _ALL, "the item file, relative to the repository root"),
     ("Body", "str", _ALL, "the item's Markdown below the frontmatter, blank edge lines removed"),
     ("Meta", "dict", _ALL, "the whole frontmatter"),
-    ("Get", "method Get(key) -> value", _ALL, "a frontmatter value, \"\" when the item does not set the key"),
-    ("Is", "method Is(key) -> bool", _ALL, "the frontmatter key is set to yes (yes/true/on)"),
+    ("Get", "method(key)", _ALL, "Get(\"key\"): a frontmatter value, \"\" when the item does not set the key"),
+    ("Is", "method(key)", _ALL, "Is(\"key\"): true when the frontmatter key is set to yes (yes/true/on)"),
     ("Guarantees", "str", _ALL, "the Guarantees section, heading excluded: invariants that accumulate"),
     ("Changes", "str", _ALL, "the Changes section, heading excluded; \"\" when absent"),
     ("ChangesHeading", "str", _ALL, "the Changes section's heading, the one constant drover writes"),

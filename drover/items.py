@@ -203,7 +203,8 @@ def _key_line(source: str, key: str) -> int | None:
 def read_item(path: Path, prefix: str) -> Item:
     """Read and parse an item file; raises Unreadable (MISSING when there is no file)."""
     try:
-        text = path.read_text(encoding="utf-8")
+        # bytes, then decode: read_text would turn CRLF into LF and a rewrite would change every line
+        text = path.read_bytes().decode("utf-8")
     except FileNotFoundError:
         raise Unreadable(MISSING) from None
     except (OSError, UnicodeDecodeError) as exc:
@@ -271,9 +272,10 @@ def demote_headings(findings: str) -> str:
 def replace_section(text: str, heading: str, content: str, body_offset: int) -> str:
     """The file text with `heading`'s section holding `content`; created at the end when absent.
 
-    The new text takes the file's own line endings (CRLF stays CRLF).
+    The new text takes the file's own line endings (CRLF stays CRLF), judged by its first line.
     """
-    nl = "\r\n" if "\r\n" in text else "\n"
+    first_end = text.find("\n")
+    nl = "\r\n" if first_end > 0 and text[first_end - 1] == "\r" else "\n"
     content = content.replace("\r\n", "\n").strip("\n").replace("\n", nl)
     block = f"{heading}{nl}{nl}{content}{nl}" if content else f"{heading}{nl}"
     span = section_span(text, heading, body_offset)

@@ -6,23 +6,25 @@ of failing, and numbers such as a round's are allocated inside the transaction.
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterator
+from functools import cached_property
+from typing import TYPE_CHECKING, Any, Iterator
 
-import sqlite_utils
-from sqlite_utils.migrations import Migrations
+from .errors import DroverError
+
+if TYPE_CHECKING:
+    import sqlite_utils
 
 BUSY_TIMEOUT_MS = 30_000
 LEVELS = ("claimed", "reviewed", "verified")
+MIGRATION_SET = "drover"
 
-migrations = Migrations("drover")
 
-
-@migrations(name="0001_initial")
-def _initial(db: sqlite_utils.Database) -> None:
+def _initial(db: "sqlite_utils.Database") -> None:
     db["runs"].create(
         {
             "id": str, "item": str, "slot": str, "agent": str, "argv": str,
@@ -81,6 +83,20 @@ def _initial(db: sqlite_utils.Database) -> None:
     db["events"].create_index(["item"])
 
 
+# Named migrations, applied in this order by Ledger._migrate and nowhere else. Append only.
+MIGRATIONS = (("0001_initial", _initial),)
+
+
+def migrations():
+    """The migration set, built on demand: sqlite-utils is imported only when one is pending."""
+    from sqlite_utils.migrations import Migrations
+
+    registered = Migrations(MIGRATION_SET)
+    for name, function in MIGRATIONS:
+        registered(name=name)(function)
+    return registered
+
+
 def now() -> str:
     """UTC timestamps to the millisecond, sortable as text."""
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
@@ -91,24 +107,43 @@ class Ledger:
 
     def __init__(self, path: Path):
         path.parent.mkdir(parents=True, exist_ok=True)
-        # isolation_level=None: drover issues BEGIN itself, so every write begins IMMEDIATE.
-        conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
-        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-        conn.execute("PRAGMA journal_mode = WAL")
-        conn.execute("PRAGMA foreign_keys = ON")
-        self.db = sqlite_utils.Database(conn, execute_plugins=False)
         self.path = path
-        self._migrate()
+        try:
+            # isolation_level=None: drover issues BEGIN itself, so every write begins IMMEDIATE.
+            self.conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+            self.conn.row_factory = sqlite3.Row
+            self.conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            self.conn.execute("PRAGMA journal_mode = WAL")
+            self.conn.execute("PRAGMA foreign_keys = ON")
+            self._migrate()
+        except sqlite3.DatabaseError as exc:
+            raise DroverError(f"cannot open the ledger: {exc}", path=path) from None
+
+    @cached_property
+    def db(self) -> "sqlite_utils.Database":
+        """sqlite-utils over the same connection, for schema changes and row writes."""
+        import sqlite_utils
+
+        return sqlite_utils.Database(self.conn, execute_plugins=False)
 
     def _migrate(self) -> None:
         """The one place migrations are applied."""
-        if not migrations.pending(self.db):
-            return
+        if self._applied_migrations() >= {name for name, _ in MIGRATIONS}:
+            return  # the common case, answered without importing sqlite-utils
         with self.write():
-            migrations.apply(self.db)
+            migrations().apply(self.db)
+
+    def _applied_migrations(self) -> set[str]:
+        try:
+            rows = self.conn.execute(
+                "SELECT name FROM _sqlite_migrations WHERE migration_set = ?", (MIGRATION_SET,)
+            ).fetchall()
+        except sqlite3.OperationalError:  # no migrations table yet: a blank ledger
+            return set()
+        return {row[0] for row in rows}
 
     def close(self) -> None:
-        self.db.conn.close()
+        self.conn.close()
 
     def __enter__(self) -> "Ledger":
         return self
@@ -119,7 +154,7 @@ class Ledger:
     @contextmanager
     def write(self) -> Iterator["Ledger"]:
         """One IMMEDIATE transaction; nested calls join the outer one."""
-        conn = self.db.conn
+        conn = self.conn
         if conn.in_transaction:
             yield self
             return
@@ -133,14 +168,22 @@ class Ledger:
             conn.execute("COMMIT")
 
     def _rows(self, sql: str, params: tuple | list = ()) -> list[dict[str, Any]]:
-        return [dict(row) for row in self.db.query(sql, params)]
+        return [dict(row) for row in self.conn.execute(sql, params)]
 
     # items --------------------------------------------------------------------------------
 
     def allocate_item(self, prefix: str, floor: int) -> str:
         """The next item id: above every id ever allocated and every number on disk (`floor`)."""
         with self.write():
-            (highest,) = self.db.execute("SELECT coalesce(max(number), 0) FROM items").fetchone()
+            (highest,) = self.conn.execute("SELECT coalesce(max(number), 0) FROM items").fetchone()
+            # ids the ledger met without allocating them (hand-written files that were parked,
+            # run, or listed) stay taken even after their files are gone
+            pattern = re.compile(rf"^{re.escape(prefix)}-([1-9][0-9]*)$")
+            seen = self.conn.execute("SELECT id FROM items UNION SELECT id FROM item_files").fetchall()
+            for (known,) in seen:
+                match = pattern.match(known or "")
+                if match:
+                    highest = max(highest, int(match.group(1)))
             number = max(highest, floor) + 1
             item_id = f"{prefix}-{number}"
             self.db["items"].insert({"id": item_id, "number": number, "created_at": now()})
@@ -154,17 +197,17 @@ class Ledger:
         return {row["id"]: row for row in self._rows("SELECT * FROM items")}
 
     def _ensure_item(self, item_id: str) -> None:
-        self.db.execute("INSERT OR IGNORE INTO items (id, done, parked) VALUES (?, 0, 0)", (item_id,))
+        self.conn.execute("INSERT OR IGNORE INTO items (id, done, parked) VALUES (?, 0, 0)", (item_id,))
 
     def mark_done(self, item_id: str) -> None:
         with self.write():
             self._ensure_item(item_id)
-            self.db.execute("UPDATE items SET done = 1, done_at = ? WHERE id = ?", (now(), item_id))
+            self.conn.execute("UPDATE items SET done = 1, done_at = ? WHERE id = ?", (now(), item_id))
 
     def park(self, item_id: str, reason: str) -> None:
         with self.write():
             self._ensure_item(item_id)
-            self.db.execute(
+            self.conn.execute(
                 "UPDATE items SET parked = 1, parked_reason = ?, parked_at = ? WHERE id = ?",
                 (reason, now(), item_id),
             )
@@ -172,7 +215,7 @@ class Ledger:
     def unpark(self, item_id: str) -> None:
         with self.write():
             self._ensure_item(item_id)
-            self.db.execute(
+            self.conn.execute(
                 "UPDATE items SET parked = 0, parked_reason = NULL, parked_at = NULL WHERE id = ?",
                 (item_id,),
             )
@@ -197,7 +240,7 @@ class Ledger:
             if rows:
                 self.db["item_files"].upsert_all(rows, pk="path")
             for path in stale_paths:
-                self.db.execute("DELETE FROM item_files WHERE path = ?", (path,))
+                self.conn.execute("DELETE FROM item_files WHERE path = ?", (path,))
 
     # runs ----------------------------------------------------------------------------------
 
@@ -213,11 +256,11 @@ class Ledger:
 
     def set_run_pid(self, run_id: str, pid: int) -> None:
         with self.write():
-            self.db.execute("UPDATE runs SET pid = ? WHERE id = ?", (pid, run_id))
+            self.conn.execute("UPDATE runs SET pid = ? WHERE id = ?", (pid, run_id))
 
     def finish_run(self, run_id: str, exit_status: int | None, outcome: str) -> None:
         with self.write():
-            self.db.execute(
+            self.conn.execute(
                 "UPDATE runs SET finished = ?, exit_status = ?, outcome = ? WHERE id = ?",
                 (now(), exit_status, outcome, run_id),
             )
@@ -265,7 +308,7 @@ class Ledger:
     def add_round(self, item_id: str, digest: str, headline: str, path: str, by: str) -> int:
         """Record the next round; the number is taken inside the transaction."""
         with self.write():
-            (highest,) = self.db.execute(
+            (highest,) = self.conn.execute(
                 "SELECT coalesce(max(n), 0) FROM rounds WHERE item = ?", (item_id,)
             ).fetchone()
             number = highest + 1
@@ -277,16 +320,20 @@ class Ledger:
             return number
 
     def clear_round(self, item_id: str, by: str) -> int | None:
-        """Mark the newest uncleared round cleared; returns its number."""
+        """Mark every uncleared round cleared; returns the newest one's number.
+
+        Earlier uncleared rounds were replaced by the newest one's findings, so discharging the
+        newest discharges them too: once the Changes section is cleared no round is outstanding.
+        """
         with self.write():
-            row = self.db.execute(
+            row = self.conn.execute(
                 "SELECT max(n) FROM rounds WHERE item = ? AND cleared_at IS NULL", (item_id,)
             ).fetchone()
             if row[0] is None:
                 return None
-            self.db.execute(
-                "UPDATE rounds SET cleared_at = ?, cleared_by = ? WHERE item = ? AND n = ?",
-                (now(), by, item_id, row[0]),
+            self.conn.execute(
+                "UPDATE rounds SET cleared_at = ?, cleared_by = ? WHERE item = ? AND cleared_at IS NULL",
+                (now(), by, item_id),
             )
             return row[0]
 
@@ -321,7 +368,7 @@ class Ledger:
 
     def set_applied(self, disposition_id: int, applied: str) -> None:
         with self.write():
-            self.db.execute("UPDATE dispositions SET applied = ? WHERE id = ?", (applied, disposition_id))
+            self.conn.execute("UPDATE dispositions SET applied = ? WHERE id = ?", (applied, disposition_id))
 
     # events ---------------------------------------------------------------------------------
 

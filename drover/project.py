@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 import subprocess
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from .config import CONFIG_FILE, Config, load_config
 from .errors import ConfigError
@@ -45,6 +45,10 @@ class Project:
 
     def item_path(self, item_id: str) -> Path:
         return self.items_dir / f"{item_id}.md"
+
+    def item_rel(self, name: str) -> str:
+        """An item file's path as the user sees it, without touching the disk (a hot path)."""
+        return (PurePosixPath(self.config.items) / name).as_posix()
 
     def relpath(self, path: Path | str) -> str:
         """A path as the user sees it: relative to the repository root where it lies inside."""

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import items as itemfile
-from .errors import Refused, UsageError
+from .errors import GitError, Refused, UsageError
 from .ledger import LEVELS, Ledger, now
 from .project import Project
 from .status import require_item
@@ -46,11 +46,20 @@ def _commit_items(project: Project, paths: list[Path], message: str) -> None:
     if not project.config.commit_items:
         return
     rels = [project.relpath(path) for path in paths]
-    subprocess.run(["git", "add", "--", *rels], cwd=project.root, check=True, capture_output=True)
-    subprocess.run(
-        ["git", "commit", "-q", "-m", message, "--only", "--", *rels],
-        cwd=project.root, check=True, capture_output=True,
-    )
+    changed = subprocess.run(
+        ["git", "status", "--porcelain", "--untracked-files=all", "--", *rels],
+        cwd=project.root, capture_output=True, text=True,
+    ).stdout.strip()
+    if not changed:
+        return  # the same text written again: nothing to commit
+    for argv in (["git", "add", "--", *rels], ["git", "commit", "-q", "-m", message, "--only", "--", *rels]):
+        done = subprocess.run(argv, cwd=project.root, capture_output=True, text=True)
+        if done.returncode != 0:
+            said = (done.stderr or done.stdout).strip().splitlines()
+            raise GitError(
+                f"the edit is made but {' '.join(argv[:2])} failed ([project] commit_items): "
+                + (said[-1] if said else f"exit {done.returncode}")
+            )
 
 
 def _write_item(path: Path, old: str, new: str, ledger_step) -> None:
@@ -66,7 +75,7 @@ def _write_item(path: Path, old: str, new: str, ledger_step) -> None:
 def new_item(project: Project, ledger: Ledger, title: str, kind: str, deps: list[str],
              finding_source: str = "") -> str:
     """Create the next item file; returns its id. Ids are never reused."""
-    title = title.strip()
+    title = " ".join(title.split())  # one line: a title is a headline, and YAML-safe that way
     if not title:
         raise UsageError("an item needs a title")
     pattern = itemfile.id_pattern(project.config.prefix)
@@ -110,6 +119,10 @@ def request_changes(project: Project, ledger: Ledger, item_id: str, findings: st
         rounds = len(ledger.rounds(item_id))
         if rounds >= cap:
             kept = project.parked_dir / f"{item_id}-{rounds + 1}.md"
+            extra = rounds + 1
+            while kept.exists():  # an earlier refusal kept its findings here: never overwrite them
+                extra += 1
+                kept = project.parked_dir / f"{item_id}-{extra}.md"
             itemfile.write_atomic(kept, written)
             reason = f"review did not converge: {rounds} rounds of changes, the cap is {cap}"
             ledger.park(item_id, reason)

@@ -1,9 +1,11 @@
 """`drover init`: the files a project starts with."""
 from __future__ import annotations
 
+import tomllib
 from pathlib import Path
 
-from .config import CONFIG_FILE, default_config_text, load_config
+from .config import CONFIG_FILE, default_config_text, load_config, parse_config
+from .errors import UsageError
 from .items import write_atomic
 from .project import STATE_DIR, find_root
 
@@ -15,21 +17,33 @@ def init_project(start: Path) -> list[str]:
     root = find_root(start)
     said = []
     config_path = root / CONFIG_FILE
-    if config_path.exists():
-        config = load_config(config_path)
-        said.append(f"{CONFIG_FILE} already exists; left as it is")
-    else:
-        write_atomic(config_path, default_config_text())
-        config = load_config(config_path)
-        said.append(f"wrote {CONFIG_FILE}")
+    fresh = not config_path.exists()
+    config = parse_config(tomllib.loads(default_config_text())) if fresh else load_config(config_path)
     items = root / config.items
+    # refuse before writing anything: a failed init leaves the checkout as it was
+    for path, what in ((items, config.items), (root / STATE_DIR, STATE_DIR)):
+        if path.exists() and not path.is_dir():
+            raise UsageError(f"{what} exists and is not a folder: move it aside first")
+    if fresh:
+        write_atomic(config_path, default_config_text())
+        said.append(f"wrote {CONFIG_FILE}")
+    else:
+        said.append(f"{CONFIG_FILE} already exists; left as it is")
     if not items.is_dir():
         items.mkdir(parents=True)
         said.append(f"created {config.items}/")
     (root / STATE_DIR).mkdir(exist_ok=True)
+    ledger_path = root / STATE_DIR / "ledger.db"
+    if not ledger_path.exists():
+        # created here, migrated, so no later command (least of all a failing one) creates it
+        from .ledger import Ledger
+
+        Ledger(ledger_path).close()
+        said.append(f"created {STATE_DIR}/ledger.db")
     gitignore = root / ".gitignore"
-    existing = gitignore.read_text(encoding="utf-8") if gitignore.exists() else ""
-    if IGNORE_LINE not in existing.splitlines() and STATE_DIR not in existing.splitlines():
+    existing = gitignore.read_bytes().decode("utf-8") if gitignore.exists() else ""
+    ignored = {line.strip().strip("/") for line in existing.splitlines()}
+    if STATE_DIR not in ignored:
         text = existing + ("" if not existing or existing.endswith("\n") else "\n") + IGNORE_LINE + "\n"
         write_atomic(gitignore, text)
         said.append(f"added {IGNORE_LINE} to .gitignore")

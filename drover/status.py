@@ -48,7 +48,7 @@ class AuditProvenance:
 
 
 def _entry_from_file(project: Project, path: Path) -> tuple[Entry, dict[str, Any]]:
-    rel = project.relpath(path)
+    rel = project.item_rel(path.name)
     try:
         item = itemfile.read_item(path, project.config.prefix)
     except Unreadable as exc:
@@ -94,7 +94,7 @@ def catalogue(project: Project, ledger: Ledger) -> dict[str, Entry]:
     folder = project.items_dir
     paths = sorted(folder.glob("*.md")) if folder.is_dir() else []
     for path in paths:
-        rel = project.relpath(path)
+        rel = project.item_rel(path.name)
         seen.add(rel)
         try:
             stat = path.stat()
@@ -114,7 +114,7 @@ def catalogue(project: Project, ledger: Ledger) -> dict[str, Entry]:
 def entry(project: Project, ledger: Ledger, item_id: str) -> Entry:
     """One item's entry, through the cache, without reading any other file."""
     path = project.item_path(item_id)
-    rel = project.relpath(path)
+    rel = project.item_rel(path.name)
     try:
         stat = path.stat()
     except FileNotFoundError:
@@ -175,6 +175,7 @@ class Listed:
     entry: Entry
     state: str
     note: str = ""
+    deps_done: bool = True
 
 
 def list_items(project: Project, ledger: Ledger) -> list[Listed]:
@@ -200,14 +201,15 @@ def list_items(project: Project, ledger: Ledger) -> list[Listed]:
             note = "waiting on " + ", ".join(missing)
         elif state == "parked":
             note = rows[item_id].get("parked_reason") or ""
-        listed.append(Listed(found, state, note))
+        listed.append(Listed(found, state, note, deps_done=not bad and not missing))
     return listed
 
 
 def is_ready(listed: Listed) -> bool:
     """Work drive would take: readable, not done, parked or running, every dep done."""
+    # a state that outranks "blocked" (changes requested, in review) must not hide a dep not done
     return listed.state not in ("unreadable", "done", "parked", "running", "blocked", "approved") \
-        and not listed.note.startswith("dep ")
+        and listed.deps_done
 
 
 def require_item(project: Project, item_id: str) -> itemfile.Item:
@@ -232,6 +234,8 @@ def show_item(project: Project, ledger: Ledger, item_id: str) -> dict[str, Any]:
     """Everything the ledger and the file say of one item, as plain data (show and show --json)."""
     found = entry(project, ledger, item_id)
     if found.unreadable == itemfile.MISSING and not ledger.runs(item_id) and not ledger.rounds(item_id):
+        if itemfile.id_number(item_id, project.config.prefix) is None:
+            raise UsageError(f"{item_id} {itemfile.NOT_AN_ID} (ids look like {project.config.prefix}-1)")
         raise UsageError(f"no item {item_id} (no file {found.rel})")
     row = ledger.item_row(item_id)
     runs = ledger.runs(item_id)

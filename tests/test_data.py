@@ -4,6 +4,7 @@ from __future__ import annotations
 import dataclasses
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -679,3 +680,9 @@ def test_every_field_fixture_renders_on_every_slot(env):
         assert ("Close 3 origin" in rendered) == (slot == "review")
         assert ("Sibling D-1" in rendered) == (slot == "draft")
         assert ("FollowUp 8" in rendered) == (slot != "branch")
+
+
+def test_the_data_module_imports_neither_jinja2_nor_click():
+    code = "import sys, drover.data; print(sorted(m for m in ('jinja2', 'click') if m in sys.modules))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"

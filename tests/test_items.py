@@ -294,7 +294,7 @@ def test_changes_round_trip_leaves_every_other_byte(before, after, findings, sec
     twice_text = replace_section(first, CHANGES_HEADING, demote_headings(second), once.body_offset)
     twice = parse(twice_text)
     assert _split(twice_text, twice) == (head, tail)
-    assert findings.strip() not in twice.changes or findings.strip() in second
+    assert twice.changes.replace("\r\n", "\n").strip("\n") == demote_headings(second).strip("\n")
     # close-changes: only the section changed
     cleared_text = replace_section(twice_text, CHANGES_HEADING, cleared_block(2, "now", "me"), twice.body_offset)
     cleared = parse(cleared_text)
@@ -325,12 +325,11 @@ def test_a_new_item_is_readable_at_once():
     assert plain.finding == "" and plain.body.lstrip().startswith(itemfile.REQUIREMENTS_HEADING)
 
 
-@given(title=st.text(min_size=1).filter(lambda t: t.strip() and "\x00" not in t))
-@settings(max_examples=100)
-def test_any_title_round_trips(title):
-    text = new_item_text("D-1", title.strip(), "bug", [])
-    item = parse(text, "D-1")
-    assert item.title == title.strip() or item.title == " ".join(title.split())
+@given(title=st.text(min_size=1).map(lambda t: " ".join(t.split())).filter(lambda t: t and "\x00" not in t))
+@settings(max_examples=200)
+def test_any_one_line_title_round_trips(title):
+    item = parse(new_item_text("D-1", title, "bug", []), "D-1")
+    assert item.title == title
 
 
 def test_write_atomic_replaces_in_one_step_and_keeps_the_mode(tmp_path):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import re
 import sqlite3
 import subprocess
 import sys
@@ -16,7 +17,7 @@ import sqlite_utils
 
 from drover import ledger as ledger_module
 from drover.config import Config
-from drover.ledger import BUSY_TIMEOUT_MS, Ledger, migrations
+from drover.ledger import BUSY_TIMEOUT_MS, MIGRATIONS, Ledger, migrations
 from drover.project import Project
 from drover.status import catalogue
 
@@ -74,12 +75,12 @@ def test_migrations_are_recorded_by_name_and_applying_twice_is_a_no_op(tmp_path)
     Ledger(path).close()
     first = dump(path)
     names = [row[2] for row in first["_sqlite_migrations"]]
-    assert names == [migration.name for migration in migrations._migrations]
+    assert names == [name for name, _ in MIGRATIONS]
     assert "0001_initial" in names
     assert all(row[1] == "drover" for row in first["_sqlite_migrations"])
     with Ledger(path) as again:
-        assert migrations.pending(again.db) == []
-        migrations.apply(again.db)  # explicitly, too: still nothing to do
+        assert migrations().pending(again.db) == []
+        migrations().apply(again.db)  # explicitly, too: still nothing to do
     assert dump(path) == first
     assert schema(path) == EXPECTED_COLUMNS
 
@@ -94,13 +95,13 @@ def test_a_ledger_with_data_survives_reopening(tmp_path):
 
 def test_migrations_are_applied_in_exactly_one_place():
     package = Path(ledger_module.__file__).parent
-    callers = [
-        path.relative_to(package).as_posix()
+    applies = re.compile(r"migrations(\(\))?\.apply\(")
+    callers = {
+        path.relative_to(package).as_posix(): len(applies.findall(path.read_text(encoding="utf-8")))
         for path in package.rglob("*.py")
-        if "migrations.apply(" in path.read_text(encoding="utf-8")
-    ]
-    assert callers == ["ledger.py"]
-    assert ledger_module.Path(ledger_module.__file__).read_text(encoding="utf-8").count("migrations.apply(") == 1
+        if applies.search(path.read_text(encoding="utf-8"))
+    }
+    assert callers == {"ledger.py": 1}
 
 
 def test_wal_mode_and_busy_timeout(ledger):
@@ -142,24 +143,23 @@ def test_a_failed_write_rolls_back_every_row(ledger, tmp_path):
 def test_writes_begin_immediate_so_a_second_writer_waits_instead_of_failing(tmp_path):
     path = tmp_path / "ledger.db"
     Ledger(path).close()
-    holder = Ledger(path)
     holding = threading.Event()
 
     def hold() -> None:
-        with holder.write():
+        # a connection belongs to the thread that opened it
+        with Ledger(path) as holder, holder.write():
             holder.add_round("D-1", "a" * 64, "held", "", "one")
             holding.set()
             time.sleep(0.6)
 
     thread = threading.Thread(target=hold)
     thread.start()
-    holding.wait()
+    assert holding.wait(10)
     started = time.monotonic()
     with Ledger(path) as other:
         number = other.add_round("D-1", "b" * 64, "waited", "", "two")
     waited = time.monotonic() - started
-    thread.join()
-    holder.close()
+    thread.join(10)
     assert number == 2  # allocated after the first writer committed, inside its own transaction
     assert waited >= 0.3
 
@@ -215,7 +215,7 @@ def test_concurrent_first_opens_migrate_once(tmp_path):
     errors = [proc.communicate(timeout=120)[1] for proc in procs]
     assert [proc.returncode for proc in procs] == [0, 0, 0, 0], errors
     rows = dump(path)["_sqlite_migrations"]
-    assert len(rows) == len(migrations._migrations)
+    assert len(rows) == len(MIGRATIONS)
 
 
 # --- the metadata cache ----------------------------------------------------------------------------

@@ -556,3 +556,21 @@ def test_launch_warnings_for_an_unknown_slot_is_a_usage_error(repo):
 def test_dep_fields_reach_templates(repo):
     data = item(Deps=(Dep(Id="D-1", Level="reviewed"),))
     assert render(repo, Config(), data=data, explicit="<% for d in Deps %>{{ d.Id }}={{ d.Level }}<% endfor %>").text == "D-1=reviewed"
+
+
+@pytest.mark.parametrize("slot", ["implement", "review", "draft"])
+def test_builtin_fields_are_known(slot):
+    """render() skips the static field walk for the shipped templates; this is where it runs."""
+    assert templates.field_problems(templates.builtin_source(slot), templates.builtin_display(slot)) == []
+
+
+def test_compiled_builtins_are_cached_outside_the_repository(repo, tmp_path, monkeypatch):
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(cache))
+    templates.environment.cache_clear()
+    try:
+        env = templates.environment()
+        env.get_template(templates.builtin_name("implement"))
+        assert list((cache / "drover" / "jinja").glob("sandbox-*.cache"))
+    finally:
+        templates.environment.cache_clear()

@@ -1,0 +1,125 @@
+"""`drover check`, `check --diff`, `schema` and `prompt` through the command line."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from drover import templates
+from drover.cli import cli
+from drover.data import FIELD_NAMES
+
+OLD_SCOPE = "2c3ce7b7956f"  # the implement/scope default first shipped, kept in history.json
+
+
+def invoke(*args: str, env: dict | None = None):
+    return CliRunner().invoke(cli, list(args), env=env, catch_exceptions=False)
+
+
+@pytest.fixture
+def project(repo):
+    assert invoke("init").exit_code == 0
+    assert invoke("new", "A thing").exit_code == 0
+    return repo
+
+
+def use_override(root, text: str) -> None:
+    (root / "docs-internal").mkdir(exist_ok=True)
+    (root / "docs-internal" / "kickoff.tmpl").write_text(text)
+    config = root / "drover.toml"
+    config.write_text(config.read_text().replace('implement = ""', 'implement = "docs-internal/kickoff.tmpl"'))
+
+
+def test_an_override_written_against_an_old_default_is_stale_and_diffs(project):
+    assert OLD_SCOPE in templates.load_history()["implement/scope"]
+    today = templates.default_hash("implement", "scope")
+    assert today != OLD_SCOPE
+    use_override(project, f"<% block scope %>\n<# drover-base: {OLD_SCOPE} #>\n- Own only this item's files.\n<% endblock %>\n")
+    checked = invoke("check")
+    assert checked.exit_code == 1
+    assert "STALE OVERRIDE implement/scope in docs-internal/kickoff.tmpl" in checked.output.splitlines()
+    diffed = invoke("check", "--diff", "--color", "never")
+    lines = diffed.output.splitlines()
+    assert lines[:3] == [
+        "==> implement/scope in docs-internal/kickoff.tmpl",
+        f"--- {OLD_SCOPE} (the override's base)",
+        f"+++ {today} (today's default)",
+    ]
+    old = templates.load_history()["implement/scope"][OLD_SCOPE].splitlines()
+    assert [line[2:] for line in lines[3:] if line.startswith(("  ", "- "))] == old
+    assert any(line.startswith("+ ") for line in lines[3:])
+    assert "\x1b[" not in diffed.output
+    coloured = invoke("check", "--diff", "--color", "always")
+    assert "\x1b[32m+ " in coloured.output
+    plain = invoke("check", "--diff", env={"NO_COLOR": "1"})
+    assert "\x1b[" not in plain.output
+
+
+def test_an_up_to_date_override_passes_and_the_prompt_carries_it(project):
+    today = templates.default_hash("implement", "scope")
+    use_override(project, f"<% block scope %>\n<# drover-base: {today} #>\n- Own only this item's files.\n<% endblock %>\n")
+    checked = invoke("check")
+    assert "STALE" not in checked.output
+    assert checked.exit_code == 0, checked.output
+    prompt = invoke("prompt", "D-1", "--slot", "implement")
+    assert "- Own only this item's files." in prompt.output
+    assert "smallest change" not in prompt.output
+
+
+def test_schema_prompts_lists_every_block_of_every_slot(project):
+    listed = json.loads(invoke("schema", "--prompts").output)
+    pairs = {(row["slot"], row["block"]) for row in listed}
+    for slot in ("implement", "review", "draft"):
+        assert {(slot, block) for block in templates.builtin_blocks(slot)} <= pairs
+    assert {("implement", "scope"), ("implement", "done"), ("implement", "checks"), ("review", "verify"),
+            ("review", "checks"), ("draft", "requirements"), ("draft", "checks")} <= pairs
+    for row in listed:
+        assert set(row) == {"slot", "block", "default", "hash", "addition"}
+        assert row["addition"] == (row["default"] == "")
+        assert row["hash"] == templates.base_hash(row["default"])
+
+
+def test_schema_fields_lists_every_field(project):
+    shown = invoke("schema", "--fields")
+    assert shown.exit_code == 0
+    names = {line.split()[0] for line in shown.output.splitlines() if line.strip()}
+    assert set(FIELD_NAMES) <= names
+    as_json = json.loads(invoke("schema", "--fields", "--json").output)
+    assert {row["name"] for row in as_json} >= set(FIELD_NAMES)
+
+
+def test_a_typo_in_a_field_fails_with_did_you_mean(project):
+    done = invoke("prompt", "D-1", "--slot", "implement", "--template", "{{ Titel }}")
+    assert done.exit_code == 2
+    assert "unknown field Titel (did you mean Title?)" in done.output
+
+
+def test_check_reports_dependency_problems_and_cycles(project):
+    assert invoke("new", "Second", "--dep", "D-1").exit_code == 0
+    first = project / "items" / "D-1.md"
+    first.write_text(first.read_text().replace("deps: []", "deps: [D-2, D-9, nonsense]"))
+    done = invoke("check")
+    assert done.exit_code == 1
+    assert "dep nonsense does not resolve to an item id" in done.output
+    assert "dep D-9 does not resolve to an item" in done.output
+    assert any(line.startswith("dependency cycle: D-1 -> D-2 -> D-1") for line in done.output.splitlines())
+
+
+def test_check_reports_an_unparseable_item_and_a_narrow_verify_command(project):
+    (project / "items" / "D-2.md").write_text("---\nid: D-2\ntitle: [unclosed\n---\nbody\n")
+    config = project / "drover.toml"
+    config.write_text(config.read_text()
+                      .replace('default = "make test"', 'default = "make test"\nmigration = "make migrate-check"'))
+    done = invoke("check")
+    assert done.exit_code == 1
+    assert any(line.startswith("items/D-2.md:3: D-2 will not parse") for line in done.output.splitlines())
+    assert "warning: [verify] migration does not contain the default command" in done.output
+
+
+def test_a_broken_config_is_one_line_and_exit_2(project):
+    config = project / "drover.toml"
+    config.write_text(config.read_text().replace("max_rounds = 3", "max_rounds = \"three\""))
+    done = invoke("check")
+    assert done.exit_code == 2
+    assert done.output.strip() == "drover: drover.toml: [review] max_rounds: expected an integer"

@@ -1,0 +1,787 @@
+"""The foundation commands through the CLI, on real git repositories and real ledgers:
+init, new, list, show, request-changes, close-changes, audit, dispose, park, unpark."""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from conftest import git
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_items import _chunk, _findings
+from drover.cli import cli
+from drover.items import CHANGES_HEADING, CLEARED_MARKER, parse_item, section_span
+from drover.ledger import Ledger
+
+# --- helpers ----------------------------------------------------------------------------------------
+
+
+def drover(*args: str, input: str | None = None):
+    return CliRunner().invoke(cli, list(args), input=input)
+
+
+def ok(*args: str, input: str | None = None) -> str:
+    result = drover(*args, input=input)
+    assert result.exit_code == 0, (result.stdout, result.stderr, result.exception)
+    return result.stdout
+
+
+def fails(result, exit_code: int) -> str:
+    """The single stderr line of a failed command, after checking it is one line and no traceback."""
+    assert result.exit_code == exit_code, (result.stdout, result.stderr, result.exception)
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    assert "Traceback" not in result.output
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("drover: ")
+    return lines[0]
+
+
+def ledger_rows(root: Path) -> dict[str, list[tuple]]:
+    path = root / ".drover" / "ledger.db"
+    if not path.exists():
+        return {}
+    conn = sqlite3.connect(path)
+    try:
+        names = [row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+        return {name: sorted(conn.execute(f"SELECT * FROM [{name}]").fetchall(), key=repr) for name in names}
+    finally:
+        conn.close()
+
+
+def files(root: Path) -> dict[str, bytes]:
+    """Every file of the checkout but git's own and the ledger's, with its bytes."""
+    found = {}
+    for path in sorted(root.rglob("*")):
+        rel = path.relative_to(root).as_posix()
+        if rel.startswith(".git/") or rel.startswith(".drover/ledger.db") or path.is_dir():
+            continue
+        found[rel] = path.read_bytes()
+    return found
+
+
+def snapshot(root: Path):
+    return files(root), ledger_rows(root)
+
+
+def item_text(root: Path, item_id: str) -> str:
+    return (root / "items" / f"{item_id}.md").read_bytes().decode("utf-8")  # no newline translation
+
+
+def set_config(root: Path, table: str, line: str) -> None:
+    """Set one key of the commented drover.toml `init` wrote (replacing its default line)."""
+    path = root / "drover.toml"
+    key = line.split("=")[0].strip()
+    text = path.read_bytes().decode("utf-8")
+    lines = text.splitlines(keepends=True)
+    at = [n for n, old in enumerate(lines) if old.split("=")[0].strip() == key]
+    if at:
+        lines[at[0]] = line + "\n"
+    else:
+        lines[lines.index(f"[{table}]\n") if f"[{table}]\n" in lines else 0] += line + "\n"
+    path.write_text("".join(lines), encoding="utf-8")
+
+
+@pytest.fixture
+def project(repo) -> Path:
+    ok("init")
+    return repo
+
+
+def shown(item_id: str) -> dict:
+    return json.loads(ok("show", item_id, "--json"))
+
+
+def listed() -> dict[str, dict]:
+    return {row["id"]: row for row in json.loads(ok("list", "--json"))}
+
+
+# --- the done-when scenario -------------------------------------------------------------------------
+
+
+def test_a_new_user_from_init_to_two_rounds_and_a_cleared_item(repo):
+    said = ok("init")
+    assert "drover.toml" in said
+    out = ok("new", "Parse the config strictly")
+    assert out.split()[0] == "D-1"
+    ok("request-changes", "D-1", input="## Unknown keys pass silently\nReject them, naming the key.\n")
+    (repo / "second.md").write_text("Wrong types are still accepted.\n")
+    ok("request-changes", "D-1", "--file", "second.md")
+    assert "Wrong types are still accepted." in item_text(repo, "D-1")
+    assert "Unknown keys pass silently" not in item_text(repo, "D-1")
+    ok("close-changes", "D-1", "--note", "fixed in the parser")
+    data = shown("D-1")
+    assert [row["n"] for row in data["rounds"]] == [1, 2]
+    assert [row["headline"] for row in data["rounds"]] == ["Unknown keys pass silently",
+                                                           "Wrong types are still accepted."]
+    assert data["cleared"] is True and data["outstanding"] is False
+    assert all(row["cleared_at"] for row in data["rounds"])
+    for key in ("runs", "rounds", "audits", "dispositions"):
+        assert isinstance(data[key], list)
+    # list keeps working beside a broken item file
+    (repo / "items" / "D-2.md").write_text("---\nid: D-2\ntitle: [unclosed\n---\nbody\n")
+    out = ok("list")
+    assert "D-1" in out and "Parse the config strictly" in out
+    assert "D-2" in out and "unreadable" in out and "will not parse" in out
+
+
+# --- init ------------------------------------------------------------------------------------------------
+
+
+def test_init_writes_the_project_files(repo):
+    out = ok("init")
+    assert (repo / "drover.toml").is_file()
+    assert (repo / "items").is_dir()
+    assert (repo / ".drover" / "ledger.db").is_file()
+    assert (repo / ".gitignore").read_text() == ".drover/\n"
+    assert "wrote drover.toml" in out and "items/" in out and ".gitignore" in out
+    # the ledger is already migrated
+    assert "_sqlite_migrations" in ledger_rows(repo)
+    # git does not see .drover/
+    assert ".drover" not in git(repo, "status", "--porcelain", "--untracked-files=all")
+
+
+def test_init_twice_changes_nothing(repo):
+    (repo / ".gitignore").write_text("*.pyc")  # no final newline
+    ok("init")
+    before = snapshot(repo)
+    out = ok("init")
+    assert "already exists" in out
+    assert snapshot(repo) == before
+    assert (repo / ".gitignore").read_text() == "*.pyc\n.drover/\n"
+
+
+def test_init_from_a_subdirectory_writes_at_the_repository_root(repo):
+    sub = repo / "src" / "deep"
+    sub.mkdir(parents=True)
+    os.chdir(sub)
+    ok("init")
+    assert (repo / "drover.toml").is_file() and not (sub / "drover.toml").exists()
+    ok("new", "from below")
+    assert (repo / "items" / "D-1.md").is_file()
+
+
+def test_a_gitignore_that_already_ignores_drover_is_left_alone(repo):
+    (repo / ".gitignore").write_text("/.drover\n")
+    ok("init")
+    assert (repo / ".gitignore").read_text() == "/.drover\n"
+
+
+# --- new ------------------------------------------------------------------------------------------------------
+
+
+def test_new_prints_the_id_first_and_writes_a_readable_item(project):
+    out = ok("new", "Add a cache", "--kind", "chore", "--dep", "D-7", "--dep", "D-8")
+    assert out.split()[0] == "D-1"
+    text = item_text(project, "D-1")
+    assert text.startswith("---\nid: D-1\ntitle: Add a cache\nkind: chore\n")
+    assert "## Requirements" in text
+    data = shown("D-1")
+    assert data["title"] == "Add a cache" and data["kind"] == "chore"
+    assert [dep["id"] for dep in data["deps"]] == ["D-7", "D-8"]
+    assert data["state"] == "blocked"
+    events = ledger_rows(project)["events"]
+    assert [row[2] for row in events] == ["new"]
+
+
+def test_new_with_a_finding_source_writes_the_provenance_line(project):
+    ok("new", "The reviewer's side finding", "-f", "D-3")
+    body = item_text(project, "D-1").split("---\n", 2)[2]
+    first = body.lstrip("\n").splitlines()[0]
+    assert first.startswith("Finding: D-3")
+
+
+def test_ids_are_never_reused(project):
+    for title in ("one", "two"):
+        ok("new", title)
+    (project / "items" / "D-2.md").unlink()
+    assert ok("new", "three").split()[0] == "D-3"
+    # a hand-written file numbered above every allocation raises the floor
+    (project / "items" / "D-9.md").write_text("---\nid: D-9\ntitle: by hand\n---\nbody\n")
+    assert ok("new", "four").split()[0] == "D-10"
+    (project / "items" / "D-9.md").unlink()
+    (project / "items" / "D-10.md").unlink()
+    assert ok("new", "five").split()[0] == "D-11"
+
+
+@pytest.mark.parametrize("args, words", [
+    (["new", "x", "--dep", "the-parser"], "the-parser does not resolve to an item id"),
+    (["new", "x", "-f", "7"], "7 does not resolve to an item id"),
+    (["new", "   "], "needs a title"),
+])
+def test_new_refuses_bad_input_and_writes_nothing(project, args, words):
+    before = snapshot(project)
+    said = fails(drover(*args), 2)
+    assert words in said
+    assert snapshot(project) == before
+
+
+# --- list and show ------------------------------------------------------------------------------------
+
+
+def test_list_shows_each_state(project):
+    for title in ("plain", "waits on 1", "parked one", "with findings", "done dep"):
+        ok("new", title)
+    # D-2 depends on D-1 (not done) -> blocked; D-6 depends on D-5 (done) -> ready
+    text = item_text(project, "D-2").replace("deps: []", "deps: [D-1]")
+    (project / "items" / "D-2.md").write_text(text)
+    ok("park", "D-3", "--why", "needs a decision")
+    ok("request-changes", "D-4", input="- fix it\n")
+    with Ledger(project / ".drover" / "ledger.db") as ledger:
+        ledger.mark_done("D-5")
+    states = {key: row["state"] for key, row in listed().items()}
+    assert states == {"D-1": "ready", "D-2": "blocked", "D-3": "parked", "D-4": "changes requested",
+                      "D-5": "done"}
+    rows = listed()
+    assert rows["D-2"]["note"] == "waiting on D-1"
+    assert rows["D-3"]["note"] == "needs a decision"
+    assert set(rows["D-1"]) >= {"id", "title", "kind", "state", "path", "deps", "note"}
+    ready = [row["id"] for row in json.loads(ok("list", "--ready", "--json"))]
+    assert ready == ["D-1", "D-4"]
+    text_out = ok("list", "--ready")
+    assert "D-1" in text_out and "D-2" not in text_out and "D-3" not in text_out
+
+
+def test_show_text(project):
+    ok("new", "Show me", "--dep", "D-5")
+    ok("request-changes", "D-1", input="The first finding\n")
+    out = ok("show", "D-1")
+    assert out.splitlines()[0].startswith("D-1  Show me")
+    assert "state: changes requested" in out
+    assert "rounds:" in out and "1. The first finding" in out
+    assert "deps:" in out and "D-5" in out and "has no file" in out
+    assert "changes: outstanding" in out
+
+
+BAD_FILES = {
+    "bad yaml": ("---\nid: D-2\ntitle: x\ndeps: [D-1\n---\nbody\n", "will not parse", 4),
+    "no body": ("---\nid: D-2\ntitle: x\n---\n  \n\n", "has no body", 5),
+    "shelved": ("---\nid: D-2\ntitle: x\nshelved: yes\n---\nbody\n", "is shelved", 4),
+    "wrong id": ("---\nid: D-3\ntitle: x\n---\nbody\n", "has an id that disagrees with its file name", 2),
+    "no frontmatter": ("just text\n", "will not parse", 1),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_FILES))
+def test_each_unreadable_state_is_reported_and_never_stops_the_others(project, case):
+    text, wording, line = BAD_FILES[case]
+    ok("new", "good before")
+    (project / "items" / "D-2.md").write_text(text)
+    ok("new", "good after")  # D-3
+    rows = listed()
+    assert [rows[key]["state"] for key in ("D-1", "D-2", "D-3")] == ["ready", "unreadable", "ready"]
+    assert rows["D-2"]["note"].startswith(f"items/D-2.md:{line}: D-2 {wording}")
+    out = ok("list")
+    assert f"items/D-2.md:{line}: D-2 {wording}" in out
+    data = shown("D-2")
+    assert data["state"] == "unreadable"
+    assert data["unreadable"].startswith(f"items/D-2.md:{line}: D-2 {wording}")
+    assert wording in ok("show", "D-2")
+    # commands about other items go on; commands about the bad one fail in one line naming file:line
+    ok("request-changes", "D-1", input="finding\n")
+    before = snapshot(project)
+    said = fails(drover("request-changes", "D-2", input="finding\n"), 2)
+    assert said.startswith(f"drover: items/D-2.md:{line}: D-2 {wording}")
+    assert snapshot(project) == before
+
+
+def test_a_dep_that_is_not_an_id(project):
+    ok("new", "has a bad dep")
+    text = item_text(project, "D-1").replace("deps: []", "deps: [the-lexer]")
+    (project / "items" / "D-1.md").write_text(text)
+    ok("new", "fine")
+    rows = listed()
+    assert rows["D-1"]["note"] == "dep the-lexer does not resolve to an item id"
+    assert rows["D-1"]["state"] == "blocked"
+    assert rows["D-2"]["state"] == "ready"
+    dep = shown("D-1")["deps"][0]
+    assert dep["id"] == "the-lexer" and dep["unreadable"] == "does not resolve to an item id"
+    assert "does not resolve to an item id" in ok("show", "D-1")
+
+
+def test_a_missing_file_is_reported_as_a_dep_and_in_show(project):
+    ok("new", "will vanish")
+    ok("new", "depends on it", "--dep", "D-1")
+    ok("request-changes", "D-1", input="finding\n")
+    (project / "items" / "D-1.md").unlink()
+    assert list(listed()) == ["D-2"]
+    dep = shown("D-2")["deps"][0]
+    assert dep["unreadable"] == "has no file"
+    data = shown("D-1")  # it has ledger history, so show still tells it
+    assert data["state"] == "unreadable" and "has no file" in data["unreadable"]
+
+
+def test_list_on_an_empty_project(project):
+    assert ok("list") == ""
+    assert json.loads(ok("list", "--json")) == []
+
+
+# --- error paths: one line, the right exit code, nothing written -------------------------------------------
+
+ERRORS = [
+    (["show", "D-9"], None, 2, "no item D-9"),
+    (["show", "X-1"], None, 2, "X-1 does not resolve to an item id"),
+    (["request-changes", "D-9"], "x\n", 2, "D-9"),
+    (["request-changes", "D-1", "--file", "nope.md"], None, 2, "nope.md: cannot read"),
+    (["request-changes", "D-1"], "", 2, "no findings given"),
+    (["request-changes", "D-1"], " \n\n\t\n", 2, "no findings given"),
+    (["request-changes", "notanid"], "x\n", 2, "notanid does not resolve to an item id"),
+    (["close-changes", "D-1"], None, 1, "no outstanding changes"),
+    (["close-changes", "D-9"], None, 2, "D-9"),
+    (["audit", "D-1", "--level", "approved"], None, 2, "--level"),
+    (["audit", "D-1"], None, 2, "Missing option '--level'"),
+    (["audit", "D-9", "--level", "reviewed"], None, 2, "D-9"),
+    (["dispose", "D-1", "99", "--as", "close"], None, 2, "does not close #99"),
+    (["dispose", "D-1", "12", "--as", "shred"], None, 2, "--as"),
+    (["dispose", "D-1", "twelve", "--as", "close"], None, 2, "ISSUE"),
+    (["park", "D-9", "--why", "x"], None, 2, "no item D-9"),
+    (["park", "D-1"], None, 2, "--why"),
+    (["park", "D-1", "--why", "  "], None, 2, "--why"),
+    (["unpark", "D-1"], None, 1, "D-1 is not parked"),
+    (["unpark", "D-9"], None, 2, "no item D-9"),
+    (["new"], None, 2, "Missing argument"),
+    (["nosuchcommand"], None, 2, "No such command"),
+    (["list", "--bogus"], None, 2, "No such option"),
+]
+
+
+@pytest.mark.parametrize("args, stdin, code, words", ERRORS, ids=[" ".join(e[0]) for e in ERRORS])
+def test_errors_are_one_line_with_their_exit_code_and_write_nothing(project, args, stdin, code, words):
+    ok("new", "an item")
+    text = item_text(project, "D-1").replace("deps: []", "deps: []\ncloses: [12]")
+    (project / "items" / "D-1.md").write_text(text)
+    ok("list")  # settle the metadata cache first
+    before = snapshot(project)
+    said = fails(drover(*args, input=stdin), code)
+    assert words in said
+    assert snapshot(project) == before
+
+
+def test_a_findings_file_that_is_not_text(project):
+    ok("new", "x")
+    (project / "bin.md").write_bytes(b"\xff\xfe\x00bad")
+    before = snapshot(project)
+    said = fails(drover("request-changes", "D-1", "--file", "bin.md"), 2)
+    assert said.startswith("drover: bin.md: cannot read")
+    assert snapshot(project) == before
+
+
+def test_outside_a_project(repo):
+    for args in (["list"], ["show", "D-1"], ["new", "x"], ["park", "D-1", "--why", "x"]):
+        said = fails(drover(*args), 2)
+        assert "drover init" in said
+    assert not (repo / ".drover").exists()
+
+
+def test_a_broken_config_stops_every_command_with_one_line(project):
+    ok("new", "x")
+    set_config(project, "review", "max_rouns = 2")
+    before = snapshot(project)
+    for args in (["list"], ["show", "D-1"], ["new", "y"], ["close-changes", "D-1"]):
+        said = fails(drover(*args), 2)
+        assert said == "drover: drover.toml: [review] max_rouns: unknown key (did you mean max_rounds?)"
+    assert snapshot(project) == before
+
+
+# --- request-changes and close-changes ---------------------------------------------------------------------
+
+BODY = """---
+id: D-1
+title: A body with everything
+kind: feature
+deps: []
+---
+
+Finding: D-0 is not a real id but this is free text
+
+## Requirements
+
+1. Keep CRLF?  No, keep bytes.
+   Trailing spaces stay.   
+
+```markdown
+## Changes requested
+this fenced heading is not the section
+```
+
+## Guarantees
+
+- The cache is never stale.
+
+# Appendix
+
+tail text without a final newline"""
+
+
+def test_request_then_close_changes_touch_only_the_changes_section(project):
+    path = project / "items" / "D-1.md"
+    path.write_text(BODY, encoding="utf-8")
+    ok("request-changes", "D-1", input="# Big heading\n\n- one\n- two\n## Another\n")
+    after_request = path.read_bytes().decode("utf-8")
+    assert after_request.startswith(BODY)
+    added = after_request[len(BODY):]
+    assert added == f"\n\n{CHANGES_HEADING}\n\n### Big heading\n\n- one\n- two\n### Another\n"
+    ok("request-changes", "D-1", input="only this now\n")
+    after_second = path.read_bytes().decode("utf-8")
+    assert after_second == BODY + f"\n\n{CHANGES_HEADING}\n\nonly this now\n"
+    ok("close-changes", "D-1")
+    closed = path.read_bytes().decode("utf-8")
+    assert closed.startswith(BODY + f"\n\n{CHANGES_HEADING}\n\n{CLEARED_MARKER}\n")
+    assert "Nothing is outstanding" in closed
+
+
+@settings(max_examples=25, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(before=st.lists(_chunk, max_size=3).map("".join), after=st.lists(_chunk, max_size=3).map("".join),
+       findings=_findings, crlf=st.booleans(), with_section=st.booleans())
+def test_round_trip_through_the_cli_keeps_every_byte_outside_changes(project, before, after, findings, crlf,
+                                                                    with_section):
+    set_config(project, "review", "max_rounds = 1000")
+    nl = "\r\n" if crlf else "\n"
+    body = "\nIntro.\n" + before + (f"{CHANGES_HEADING}\nstale\n" + after if with_section else "")
+    original = ("---\nid: D-1\ntitle: t\n---\n" + body).replace("\n", nl)
+    path = project / "items" / "D-1.md"
+    path.write_bytes(original.encode("utf-8"))
+    item = parse_item(original, path, "D")
+    span = section_span(original, CHANGES_HEADING, item.body_offset)
+    if (span is not None) != with_section:
+        return  # generated text holds the heading elsewhere; the unit property covers it
+    ok("request-changes", "D-1", input=findings)
+    ok("request-changes", "D-1", input="second\n")
+    ok("close-changes", "D-1")
+    final = path.read_bytes().decode("utf-8")
+    new_span = section_span(final, CHANGES_HEADING, item.body_offset)
+    assert new_span is not None
+    if with_section:
+        assert final[:new_span[0]] == original[:span[0]]
+        assert final[new_span[1]:] == original[span[1]:]
+    else:
+        assert final[:new_span[0]].startswith(original) and new_span[1] == len(final)
+    assert CLEARED_MARKER in final[new_span[0]:new_span[1]]
+
+
+def test_an_existing_changes_section_in_the_middle_is_replaced_in_place(project):
+    head = "---\nid: D-1\ntitle: t\n---\n\nIntro.\n\n"
+    tail = "## Guarantees\n\n- kept\r\n\n# Later\nend\n"
+    path = project / "items" / "D-1.md"
+    path.write_text(head + f"{CHANGES_HEADING}\n\nold findings\n\n" + tail, encoding="utf-8")
+    ok("request-changes", "D-1", input="new findings\n")
+    assert item_text(project, "D-1") == head + f"{CHANGES_HEADING}\n\nnew findings\n\n" + tail
+    ok("close-changes", "D-1")
+    text = item_text(project, "D-1")
+    assert text.startswith(head + f"{CHANGES_HEADING}\n\n{CLEARED_MARKER}\n")
+    assert text.endswith("\n\n" + tail)
+
+
+def test_request_changes_records_the_round(project):
+    ok("new", "x")
+    findings = "\n\n## The parser drops comments\nDetails here.\n"
+    out = ok("request-changes", "D-1", input=findings)
+    assert "round 1 of 3" in out
+    (round_,) = shown("D-1")["rounds"]
+    written = "### The parser drops comments\nDetails here.\n"
+    assert round_["digest"] == hashlib.sha256(written.encode()).hexdigest()
+    assert round_["headline"] == "The parser drops comments"
+    assert round_["by"] == "Test Operator"
+    assert round_["cleared_at"] is None
+    assert round_["path"] == ""
+    # the findings' text lives only in the item file
+    assert "Details here" not in json.dumps(ledger_rows(project)["rounds"])
+    assert shown("D-1")["state"] == "changes requested"
+
+
+def test_request_changes_from_a_file_and_from_dash(project):
+    ok("new", "x")
+    (project / "f.md").write_text("from a file\n")
+    ok("request-changes", "D-1", "--file", "f.md")
+    assert "from a file" in item_text(project, "D-1")
+    ok("request-changes", "D-1", "--file", "-", input="from stdin\n")
+    text = item_text(project, "D-1")
+    assert "from stdin" in text and "from a file" not in text
+    assert text.count(CHANGES_HEADING) == 1
+
+
+def test_close_changes_marks_the_round_cleared_and_is_refused_twice(project):
+    ok("new", "x")
+    ok("request-changes", "D-1", input="one\n")
+    ok("close-changes", "D-1", "--note", "done in abc123")
+    data = shown("D-1")
+    assert data["rounds"][0]["cleared_at"] and data["rounds"][0]["cleared_by"] == "Test Operator"
+    assert "done in abc123" in item_text(project, "D-1")
+    said = fails(drover("close-changes", "D-1"), 1)
+    assert "already cleared" in said
+
+
+def test_the_round_cap_refuses_keeps_the_findings_and_parks(project):
+    set_config(project, "review", "max_rounds = 2")
+    ok("new", "stubborn")
+    ok("request-changes", "D-1", input="round one\n")
+    ok("request-changes", "D-1", input="round two\n")
+    before = item_text(project, "D-1")
+    result = drover("request-changes", "D-1", input="## round three\n")
+    said = fails(result, 1)
+    kept = project / ".drover" / "parked" / "D-1-3.md"
+    assert kept.read_text() == "### round three\n"
+    assert "refused" in said and ".drover/parked/D-1-3.md" in said and "parked" in said
+    assert item_text(project, "D-1") == before
+    assert listed()["D-1"]["state"] == "parked"
+    data = shown("D-1")
+    assert len(data["rounds"]) == 2 and data["parked"] is True
+    assert "max_rounds" in data["parked_reason"] or "cap" in data["parked_reason"]
+    # asking again keeps these findings too, beside the first ones
+    fails(drover("request-changes", "D-1", input="round four\n"), 1)
+    assert kept.read_text() == "### round three\n"
+    assert (project / ".drover" / "parked" / "D-1-4.md").read_text() == "round four\n"
+
+
+def test_the_review_runs_log_is_the_rounds_path(project, monkeypatch):
+    ok("new", "x")
+    with Ledger(project / ".drover" / "ledger.db") as ledger:
+        ledger.start_run({"id": "r-review", "item": "D-1", "slot": "review", "agent": "codex",
+                          "log_path": ".drover/runs/r-review/agent.log"})
+    monkeypatch.setenv("DROVER_RUN", "r-review")
+    ok("request-changes", "D-1", input="found\n")
+    (round_,) = shown("D-1")["rounds"]
+    assert round_["path"] == ".drover/runs/r-review/agent.log"
+    assert round_["by"] == "codex"
+
+
+# --- audit --------------------------------------------------------------------------------------------------
+
+
+def test_audit_by_defaults_to_git_user_name(project):
+    ok("new", "x")
+    git(project, "config", "user.name", "Repo Person")
+    ok("audit", "D-1", "--level", "claimed", "--note", "  verbatim  note ")
+    (row,) = shown("D-1")["audits"]
+    assert row["by"] == "Repo Person"
+    assert row["note"] == "  verbatim  note "
+    assert row["level"] == "claimed"
+
+
+def test_audit_by_inside_a_run_is_the_runs_agent(project, monkeypatch):
+    ok("new", "x")
+    with Ledger(project / ".drover" / "ledger.db") as ledger:
+        ledger.start_run({"id": "run-1", "item": "D-1", "slot": "review", "agent": "reviewer-bot"})
+    monkeypatch.setenv("DROVER_RUN", "run-1")
+    ok("audit", "D-1", "--level", "reviewed")
+    assert shown("D-1")["audits"][0]["by"] == "reviewer-bot"
+    ok("audit", "D-1", "--level", "verified", "--by", "someone")
+    assert shown("D-1")["audits"][1]["by"] == "someone"
+
+
+@pytest.mark.parametrize("level", ["reviewed", "verified"])
+def test_an_approving_audit_clears_outstanding_changes_in_the_same_step(project, level):
+    ok("new", "x")
+    ok("request-changes", "D-1", input="fix this\n")
+    out = ok("audit", "D-1", "--level", level, "--note", "looks right")
+    assert "cleared" in out
+    data = shown("D-1")
+    assert data["cleared"] is True and data["outstanding"] is False
+    assert data["rounds"][0]["cleared_at"]
+    assert CLEARED_MARKER in item_text(project, "D-1")
+    assert data["state"] == "approved"
+
+
+def test_a_claim_does_not_clear(project):
+    ok("new", "x")
+    ok("request-changes", "D-1", input="fix this\n")
+    before = item_text(project, "D-1")
+    ok("audit", "D-1", "--level", "claimed")
+    assert item_text(project, "D-1") == before
+    data = shown("D-1")
+    assert data["outstanding"] is True and data["rounds"][0]["cleared_at"] is None
+
+
+def test_an_audit_records_the_authors_at_audit_time(project):
+    ok("new", "x")
+    ok("audit", "D-1", "--level", "reviewed", "--by", "early")
+    with Ledger(project / ".drover" / "ledger.db") as ledger:
+        ledger.start_run({"id": "impl-1", "item": "D-1", "slot": "implement", "agent": "claude-writer"})
+    ok("audit", "D-1", "--level", "claimed", "--by", "claude-writer")
+    ok("audit", "D-1", "--level", "verified", "--by", "checker")
+    audits = shown("D-1")["audits"]
+    assert [row["authors"] for row in audits] == [[], ["claude-writer"], ["claude-writer"]]
+    assert shown("D-1")["authors"] == ["claude-writer"]
+
+
+# --- dispose, park, unpark -------------------------------------------------------------------------------
+
+
+def test_dispose_records_a_judgment_for_an_issue_the_item_closes(project):
+    ok("new", "x")
+    text = item_text(project, "D-1").replace("deps: []", "deps: []\ncloses: [12, 14]")
+    (project / "items" / "D-1.md").write_text(text)
+    out = ok("dispose", "D-1", "12", "--as", "close", "--note", "fixed by this item")
+    assert "#12" in out and "close" in out
+    ok("dispose", "D-1", "14", "--as", "keep")
+    rows = shown("D-1")["dispositions"]
+    assert [(row["issue"], row["disposition"], row["note"]) for row in rows] == [
+        (12, "close", "fixed by this item"), (14, "keep", "")]
+    assert rows[0]["by"] == "Test Operator" and rows[0]["applied"] == ""
+    assert "#12 close" in ok("show", "D-1")
+
+
+def test_park_and_unpark(project):
+    ok("new", "x")
+    out = ok("park", "D-1", "--why", "which database?")
+    assert "parked" in out
+    assert listed()["D-1"]["state"] == "parked"
+    assert shown("D-1")["parked_reason"] == "which database?"
+    ok("unpark", "D-1")
+    assert listed()["D-1"]["state"] == "ready"
+    fails(drover("unpark", "D-1"), 1)
+    events = [row[2] for row in ledger_rows(project)["events"]]
+    assert events == ["new", "park", "unpark"]
+
+
+# --- the commit decision (SPEC 7) ----------------------------------------------------------------------------
+
+
+def _commit_count(root: Path) -> int:
+    return int(git(root, "rev-list", "--count", "HEAD").strip())
+
+
+def test_by_default_drovers_item_edits_stay_uncommitted(project):
+    before = _commit_count(project)
+    ok("new", "x")
+    ok("request-changes", "D-1", input="f\n")
+    ok("close-changes", "D-1")
+    assert _commit_count(project) == before
+    assert "items/D-1.md" in git(project, "status", "--porcelain", "--untracked-files=all")
+
+
+def test_commit_items_commits_only_the_item_files_with_a_clear_message(project):
+    set_config(project, "project", "commit_items = true")
+    git(project, "add", "drover.toml", ".gitignore")
+    git(project, "commit", "-q", "-m", "drover init")
+    # the operator's own work in progress, staged and unstaged, must stay out of drover's commits
+    (project / "README.md").write_text("# project\nwork in progress\n")
+    (project / "staged.txt").write_text("staged\n")
+    git(project, "add", "staged.txt")
+    base = _commit_count(project)
+    ok("new", "Committed item")
+    ok("request-changes", "D-1", input="the finding\n")
+    ok("request-changes", "D-1", input="the finding\n")  # identical text: nothing new to commit
+    ok("close-changes", "D-1")
+    ok("audit", "D-1", "--level", "claimed")  # changes no file: no commit
+    assert _commit_count(project) == base + 3
+    log = git(project, "log", "--format=%s", f"-3").splitlines()
+    assert log[0].startswith("drover: ") and "D-1" in log[0] and "cleared" in log[0]
+    assert "changes requested on D-1" in log[1]
+    assert log[2] == "drover: new item D-1: Committed item"
+    for sha in git(project, "rev-list", "-3", "HEAD").split():
+        assert git(project, "show", "--name-only", "--format=", sha).split() == ["items/D-1.md"]
+    status = git(project, "status", "--porcelain")
+    assert " M README.md" in status and "A  staged.txt" in status
+    assert "items/" not in status
+
+
+def test_a_failing_commit_is_one_line(project):
+    set_config(project, "project", "commit_items = true")
+    hook = project / ".git" / "hooks" / "pre-commit"
+    hook.write_text("#!/bin/sh\necho 'hook says no' >&2\nexit 1\n")
+    hook.chmod(0o755)
+    said = fails(drover("new", "x"), 2)
+    assert "git commit" in said and "hook says no" in said
+
+
+# --- concurrency: real processes ----------------------------------------------------------------------------
+
+
+def test_concurrent_commands_on_different_items_do_not_fail(project):
+    set_config(project, "review", "max_rounds = 50")
+    for n in range(3):
+        ok("new", f"item {n + 1}")
+    script = (
+        "import sys\n"
+        "from drover.cli import cli\n"
+        "item, kind = sys.argv[1], sys.argv[2]\n"
+        "for n in range(6):\n"
+        "    args = ['request-changes', item, '--file', f'{item}.md'] if kind == 'rc' else "
+        "['audit', item, '--level', 'claimed', '--note', str(n)]\n"
+        "    try:\n"
+        "        cli.main(args, prog_name='drover', standalone_mode=False)\n"
+        "    except SystemExit as exc:\n"
+        "        if exc.code: raise\n"
+    )
+    for item_id in ("D-1", "D-2"):
+        (project / f"{item_id}.md").write_text(f"finding for {item_id}\n")
+    jobs = [("D-1", "rc"), ("D-2", "rc"), ("D-3", "audit"), ("D-1", "audit")]
+    procs = [subprocess.Popen([sys.executable, "-c", script, item, kind], cwd=project,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for item, kind in jobs]
+    results = [proc.communicate(timeout=300) for proc in procs]
+    assert [proc.returncode for proc in procs] == [0, 0, 0, 0], [err for _, err in results]
+    assert [row["n"] for row in shown("D-1")["rounds"]] == list(range(1, 7))
+    assert [row["n"] for row in shown("D-2")["rounds"]] == list(range(1, 7))
+    assert len(shown("D-3")["audits"]) == 6 and len(shown("D-1")["audits"]) == 6
+    assert item_text(project, "D-1").count(CHANGES_HEADING) == 1
+
+
+# --- odds and ends ---------------------------------------------------------------------------------------------
+
+
+def test_a_title_is_one_line(project):
+    ok("new", "two\nlines\u2028and  more")
+    assert shown("D-1")["title"] == "two lines and more"
+
+
+def test_a_refused_round_is_recorded_as_an_event_and_nothing_else(project):
+    set_config(project, "review", "max_rounds = 1")
+    ok("new", "x")
+    ok("request-changes", "D-1", input="one\n")
+    fails(drover("request-changes", "D-1", input="two\n"), 1)
+    events = ledger_rows(project)["events"]
+    detail = json.loads(events[-1][5])
+    assert events[-1][2] == "request-changes" and detail["refused"] is True
+    assert detail["kept"] == ".drover/parked/D-1-2.md"
+    assert len(shown("D-1")["rounds"]) == 1
+
+
+def test_commands_act_on_the_checkout_named_by_drover_repo(project, tmp_path, monkeypatch):
+    ok("new", "x")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    monkeypatch.setenv("DROVER_REPO", str(project))
+    assert list(listed()) == ["D-1"]
+    ok("request-changes", "D-1", input="from a worktree\n")
+    assert "from a worktree" in item_text(project, "D-1")
+
+
+def test_a_ledger_that_is_not_a_database_is_one_line(project):
+    ok("new", "x")
+    for suffix in ("", "-wal", "-shm"):
+        (project / ".drover" / f"ledger.db{suffix}").unlink(missing_ok=True)
+    (project / ".drover" / "ledger.db").write_bytes(b"not sqlite at all " * 100)
+    said = fails(drover("list"), 2)
+    assert "ledger.db" in said
+
+
+def test_ready_means_every_dep_done_whatever_else_the_state_says(project):
+    ok("new", "the dep")
+    ok("new", "depends", "--dep", "D-1")
+    ok("request-changes", "D-2", input="finding\n")  # "changes requested" outranks "blocked"
+    assert listed()["D-2"]["state"] == "changes requested"
+    assert [row["id"] for row in json.loads(ok("list", "--ready", "--json"))] == ["D-1"]
+    with Ledger(project / ".drover" / "ledger.db") as ledger:
+        ledger.mark_done("D-1")
+    assert [row["id"] for row in json.loads(ok("list", "--ready", "--json"))] == ["D-2"]
+
+
+@pytest.mark.parametrize("blocker", ["items", ".drover"])
+def test_init_refuses_before_writing_when_a_file_is_in_the_way(repo, blocker):
+    (repo / blocker).write_text("a file, not a folder\n")
+    before = snapshot(repo)
+    said = fails(drover("init"), 2)
+    assert blocker in said
+    assert snapshot(repo) == before
