@@ -314,3 +314,49 @@ def test_demo_runs_the_whole_loop(tmp_path):
         assert len(shown["rounds"]) == 1 and shown["rounds"][0]["cleared_at"]
         assert [audit["level"] for audit in shown["audits"]][-1] == "reviewed"
     assert (root / "greet" / "d_1.py").exists()
+
+
+def test_a_second_run_refuses_while_the_first_is_alive(project):
+    item = new_item(project, "Add a thing")
+    pidfile = project.parent / "pids"
+    proc = _start_run(project, item, pidfile)
+    try:
+        _wait_for(pidfile)
+        done = drover(project, "run", item)
+        assert done.returncode == 1 and "live run" in done.stderr
+        assert len(json.loads(drover(project, "show", item, "--json").stdout)["runs"]) == 1
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=30)
+
+
+@pytest.mark.parametrize("command", [("review",), ("draft",), ("review", "--print")])
+def test_review_and_draft_previews_write_nothing(project, command):
+    item = new_item(project, "Add a thing")
+    drover(project, "list", check=True)
+    before = snapshot(project)
+    args = (command[0], item, *command[1:]) if len(command) > 1 else (command[0], item, "--dry-run")
+    done = drover(project, *args, check=True)
+    assert "Add a thing" in done.stdout
+    assert snapshot(project) == before
+
+
+def test_draft_runs_in_the_main_checkout_and_is_recorded(project):
+    item = new_item(project, "Add a thing")
+    done = drover(project, "draft", item, check=True)
+    assert "exited 0" in done.stdout
+    (run,) = json.loads(drover(project, "show", item, "--json").stdout)["runs"]
+    assert run["slot"] == "draft" and run["worktree"] == "" and run["branch"] == ""
+    assert not (project / ".drover" / "worktrees" / item).exists()
+    assert "script agent: draft D-1 in project" in (project / run["log_path"]).read_text()
+
+
+def test_commands_act_on_the_main_checkout_from_a_subfolder_and_a_worktree(project):
+    item = new_item(project, "Add a thing")
+    drover(project, "run", item, check=True)
+    sub = project / "items"
+    assert item in drover(sub, "list", check=True).stdout
+    worktree = project / ".drover" / "worktrees" / item
+    drover(worktree, "request-changes", item, stdin="From the worktree.\n", check=True)
+    assert "From the worktree." in (project / "items" / f"{item}.md").read_text()
+    assert not (worktree / "items" / f"{item}.md").read_text().count("From the worktree.")
