@@ -252,21 +252,25 @@ def unpark(item_id: str) -> None:
 
 @cli.command()
 @click.argument("item_id", metavar="ID")
-@click.option("--slot", required=True, type=click.Choice(["implement", "review", "draft", "branch"]))
+@click.option("--slot", required=True, type=click.Choice(["implement", "review", "draft", "branch"]),
+              help="Which prompt: implement, review, draft, or the branch name.")
 @click.option("--guidance", type=click.Choice(["lean", "detailed"]), help="Override [agent] guidance.")
 @click.option("--diff-guidance", is_flag=True, help="Show what the lean level drops, with token counts.")
 @click.option("--template", "explicit", metavar="SRC", help="Inline template text, or @path in the repository.")
 def prompt(item_id: str, slot: str, guidance: str | None, diff_guidance: bool, explicit: str | None) -> None:
     """Print the rendered prompt for one item and slot; changes nothing."""
+    show_prompt(item_id, slot, guidance=guidance, explicit=explicit, diff_guidance=diff_guidance)
+
+
+def show_prompt(item_id: str, slot: str, *, guidance: str | None = None, explicit: str | None = None,
+                diff_guidance: bool = False) -> None:
+    """Render one item's prompt and print it (or, with diff_guidance, what lean drops)."""
     from . import data, templates
 
     with opened() as (project, ledger):
-        from .status import require_item
-
-        require_item(project, item_id)
         built = data.build(project, ledger, item_id, slot, guidance=guidance)
         if slot == "branch":
-            click.echo(built.Branch if built.Branch else templates.render_branch(built, project.config.branch))
+            click.echo(templates.render_branch(built, project.config.branch))
             return
         if diff_guidance:
             dropped = templates.guidance_diff(slot, built, root=project.root, config=project.config)
@@ -377,16 +381,7 @@ def run(item_id: str, dry_run: bool, explicit: str | None) -> None:
 def review(item_id: str, dry_run: bool, print_only: bool) -> None:
     """Launch the reviewing agent on an item's branch."""
     if print_only:
-        from . import data, templates
-        from .status import require_item
-
-        with opened() as (project, ledger):
-            require_item(project, item_id)
-            built = data.build(project, ledger, item_id, "review")
-            rendered = templates.render("review", built, root=project.root, config=project.config)
-        for warning in rendered.warnings:
-            click.echo(f"drover: warning: {warning}", err=True)
-        click.echo(rendered.text, nl=False)
+        show_prompt(item_id, "review")
         return
     _launch_command(item_id, "review", dry_run)
 
