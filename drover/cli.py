@@ -325,7 +325,7 @@ def schema(prompts: bool, fields: bool, as_json: bool) -> None:
 
         echo_json(schema_prompts())
         return
-    from .data import field_schema
+    from .fields import field_schema
 
     described = field_schema()
     if as_json:

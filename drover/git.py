@@ -5,7 +5,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from .data import Commit, Recent
+from .fields import Commit, Recent
 from .errors import GitError, Refused
 
 # Config that would change what drover parses (quoted paths, missing a/ b/ prefixes, colour,

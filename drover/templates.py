@@ -26,7 +26,7 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from . import __version__ as _VERSION
 from .config import Config
-from .data import FIELD_NAMES, Origin, TemplateData
+from .fields import FIELD_NAMES, Origin, TemplateData
 from .errors import DroverError, TemplateError, UsageError
 from .resources import builtin_dir
 
