@@ -265,6 +265,7 @@ def show_item(project: Project, ledger: Ledger, item_id: str) -> dict[str, Any]:
         "meta": found.meta,
         "cleared": found.cleared,
         "outstanding": found.outstanding,
+        "finding": _finding(project, item_id) if not found.unreadable else "",
         "done": bool(row.get("done")),
         "done_at": row.get("done_at") or "",
         "parked": bool(row.get("parked")),
@@ -283,3 +284,11 @@ def _run_view(run: dict[str, Any]) -> dict[str, Any]:
     view["unfinished"] = run["finished"] is None
     view["live"] = view["unfinished"] and pid_alive(run["pid"])
     return view
+
+
+def _finding(project: Project, item_id: str) -> str:
+    """The provenance line: show reads the one file, the cache does not keep the body."""
+    try:
+        return itemfile.read_item(project.item_path(item_id), project.config.prefix).finding
+    except Unreadable:
+        return ""

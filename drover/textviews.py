@@ -11,6 +11,8 @@ def render_show(shown: dict[str, Any]) -> str:
         lines.append(f"  unreadable: {shown['unreadable']}")
     if shown["kind"]:
         lines.append(f"  kind:  {shown['kind']}")
+    if shown.get("finding"):
+        lines.append(f"  from:  {shown['finding']}")
     if shown["parked"]:
         lines.append(f"  parked: {shown['parked_reason']}")
     if shown["done"]:

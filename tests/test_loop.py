@@ -314,6 +314,10 @@ def test_demo_runs_the_whole_loop(tmp_path):
         assert len(shown["rounds"]) == 1 and shown["rounds"][0]["cleared_at"]
         assert [audit["level"] for audit in shown["audits"]][-1] == "reviewed"
     assert (root / "greet" / "d_1.py").exists()
+    shown = json.loads(subprocess.run([str(BIN / "drover"), "show", "D-3", "--json"], cwd=root,
+                                      capture_output=True, text=True, env=env).stdout)
+    assert shown["finding"].startswith("Finding: D-1")
+    assert "from:  Finding: D-1" in done.stdout
 
 
 def test_a_second_run_refuses_while_the_first_is_alive(project):
