@@ -61,7 +61,15 @@ def cli() -> None:
     """Run AI coding agents in a loop over a project's work items, and keep the record."""
 
 
+def _terminated(signum, frame) -> None:
+    # SIGTERM ends a launch the way Ctrl-C does: the agent's process group goes, the run is recorded.
+    raise KeyboardInterrupt
+
+
 def main() -> None:
+    import signal
+
+    signal.signal(signal.SIGTERM, _terminated)
     cli(prog_name="drover")
 
 

@@ -181,12 +181,13 @@ def _start_run(project: Path, item: str, pidfile: Path) -> subprocess.Popen:
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
-def test_sigint_ends_the_agents_whole_process_group(project):
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_ctrl_c_or_sigterm_ends_the_agents_whole_process_group(project, signum):
     item = new_item(project, "Add a thing")
     pidfile = project.parent / "pids"
     proc = _start_run(project, item, pidfile)
     agent_pid, grandchild = map(int, _wait_for(pidfile).split())
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(signum)
     proc.communicate(timeout=30)
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline and (_alive(agent_pid) or _alive(grandchild)):
@@ -364,3 +365,24 @@ def test_commands_act_on_the_main_checkout_from_a_subfolder_and_a_worktree(proje
     drover(worktree, "request-changes", item, stdin="From the worktree.\n", check=True)
     assert "From the worktree." in (project / "items" / f"{item}.md").read_text()
     assert not (worktree / "items" / f"{item}.md").read_text().count("From the worktree.")
+
+
+def test_ctrl_c_during_drive_ends_every_agent_and_records_the_runs(project):
+    items = [new_item(project, "First thing"), new_item(project, "Second thing")]
+    pidfile = project.parent / "pids"
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}", "AGENT_MODE": "sleep",
+           "AGENT_PIDFILE": str(pidfile)}
+    proc = subprocess.Popen([str(BIN / "drover"), "drive", "--jobs", "2"], cwd=project, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    agent_pid, grandchild = map(int, _wait_for(pidfile).split())
+    time.sleep(0.5)  # let the second item's agent start too
+    proc.send_signal(signal.SIGINT)
+    proc.communicate(timeout=60)
+    assert proc.returncode != 0
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and (_alive(agent_pid) or _alive(grandchild)):
+        time.sleep(0.1)
+    assert not _alive(agent_pid) and not _alive(grandchild)
+    for item in items:
+        runs = json.loads(drover(project, "show", item, "--json").stdout)["runs"]
+        assert runs and all(run["finished"] and run["outcome"] == "interrupted" for run in runs)
