@@ -173,6 +173,24 @@ def pid_alive(pid: int | None) -> bool:
     return stat.rsplit(")", 1)[-1].split()[0] != "Z"
 
 
+def process_start(pid: int) -> str:
+    """When the process started, in the kernel's clock ticks since boot; "" where unknown."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return ""
+    fields = stat.rsplit(")", 1)[-1].split()
+    return fields[19] if len(fields) > 19 else ""
+
+
+def run_alive(run: dict) -> bool:
+    """An unfinished run whose agent is still that same process (a reused pid is not it)."""
+    if run.get("finished") or not pid_alive(run.get("pid")):
+        return False
+    recorded = run.get("pid_start") or ""
+    return not recorded or process_start(run["pid"]) in ("", recorded)
+
+
 def format_elapsed(seconds: float) -> str:
     """0:12, 12:34, 1:02:03."""
     whole = int(seconds)

@@ -83,8 +83,13 @@ def _initial(db: "sqlite_utils.Database") -> None:
     db["events"].create_index(["item"])
 
 
+def _run_pid_start(db: "sqlite_utils.Database") -> None:
+    # With the pid alone, a pid the system reused after an agent died would look like a live run.
+    db["runs"].add_column("pid_start", str)
+
+
 # Named migrations, applied in this order by Ledger._migrate and nowhere else. Append only.
-MIGRATIONS = (("0001_initial", _initial),)
+MIGRATIONS = (("0001_initial", _initial), ("0002_run_pid_start", _run_pid_start))
 
 
 def migrations():
@@ -254,9 +259,9 @@ class Ledger:
             self._ensure_item(row["item"])
             self.db["runs"].insert(row)
 
-    def set_run_pid(self, run_id: str, pid: int) -> None:
+    def set_run_pid(self, run_id: str, pid: int, started: str = "") -> None:
         with self.write():
-            self.conn.execute("UPDATE runs SET pid = ? WHERE id = ?", (pid, run_id))
+            self.conn.execute("UPDATE runs SET pid = ?, pid_start = ? WHERE id = ?", (pid, started, run_id))
 
     def finish_run(self, run_id: str, exit_status: int | None, outcome: str) -> None:
         with self.write():

@@ -20,7 +20,7 @@ from .errors import Refused, TemplateError, UsageError
 from .items import id_number
 from .ledger import Ledger
 from .project import Project
-from .agents import pid_alive
+from .agents import process_start, run_alive
 from .status import require_item
 
 LAUNCH_SLOTS = ("implement", "review", "draft")
@@ -72,7 +72,7 @@ def new_run_id(item_id: str, slot: str) -> str:
 def live_run(ledger: Ledger, item_id: str) -> dict | None:
     """A run of this item whose process is still alive, if any."""
     for run in ledger.runs(item_id):
-        if run["finished"] is None and pid_alive(run["pid"]):
+        if run_alive(run):
             return run
     return None
 
@@ -166,7 +166,7 @@ def execute(project: Project, ledger: Ledger, launch: Launch, *, echo: bool = Tr
             list(launch.argv), cwd=launch.workdir, env_add=launch.env_add, prompt=launch.prompt,
             prompt_via=launch.prompt_via, log_path=launch.log_path,
             timeout=launch.agent.timeout_seconds or None, label=f"{launch.item_id} {launch.slot}",
-            echo=echo, on_start=lambda pid: ledger.set_run_pid(launch.run_id, pid), cancel=cancel,
+            echo=echo, on_start=lambda pid: ledger.set_run_pid(launch.run_id, pid, process_start(pid)), cancel=cancel,
         )
     except OSError as exc:
         ledger.finish_run(launch.run_id, None, "failed to start")

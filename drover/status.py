@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from . import items as itemfile
-from .agents import pid_alive
+from .agents import run_alive
 from .errors import UsageError
 from .items import Unreadable
 from .ledger import LEVELS, Ledger
@@ -183,7 +183,7 @@ def list_items(project: Project, ledger: Ledger) -> list[Listed]:
     entries = catalogue(project, ledger)
     rows = ledger.item_rows()
     activity = ledger.activity()
-    live = {run["item"] for run in ledger.unfinished_runs() if pid_alive(run["pid"])}
+    live = {run["item"] for run in ledger.unfinished_runs() if run_alive(run)}
     done = {item_id for item_id, row in rows.items() if row.get("done")}
     pattern = itemfile.id_pattern(project.config.prefix)
     listed = []
@@ -239,7 +239,7 @@ def show_item(project: Project, ledger: Ledger, item_id: str) -> dict[str, Any]:
         raise UsageError(f"no item {item_id} (no file {found.rel})")
     row = ledger.item_row(item_id)
     runs = ledger.runs(item_id)
-    live = any(run["finished"] is None and pid_alive(run["pid"]) for run in runs)
+    live = any(run_alive(run) for run in runs)
     done = ledger.done_ids()
     pattern = itemfile.id_pattern(project.config.prefix)
     deps = []
@@ -282,7 +282,7 @@ def show_item(project: Project, ledger: Ledger, item_id: str) -> dict[str, Any]:
 def _run_view(run: dict[str, Any]) -> dict[str, Any]:
     view = dict(run)
     view["unfinished"] = run["finished"] is None
-    view["live"] = view["unfinished"] and pid_alive(run["pid"])
+    view["live"] = run_alive(run)
     return view
 
 

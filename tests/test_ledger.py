@@ -26,7 +26,7 @@ EXPECTED_COLUMNS = {
     "_sqlite_migrations": ["id", "migration_set", "name", "applied_at"],
     "runs": ["id", "item", "slot", "agent", "argv", "started", "finished", "exit_status", "outcome",
              "pid", "log_path", "prompt_path", "branch", "worktree", "requested_source",
-             "resolved_source", "base_hashes", "template_sha256", "prompt_sha256"],
+             "resolved_source", "base_hashes", "template_sha256", "prompt_sha256", "pid_start"],
     "rounds": ["item", "n", "digest", "headline", "path", "by", "at", "cleared_at", "cleared_by"],
     "audits": ["id", "item", "level", "by", "note", "at", "authors"],
     "dispositions": ["id", "item", "issue", "disposition", "by", "note", "at", "applied"],
@@ -83,6 +83,32 @@ def test_migrations_are_recorded_by_name_and_applying_twice_is_a_no_op(tmp_path)
         migrations().apply(again.db)  # explicitly, too: still nothing to do
     assert dump(path) == first
     assert schema(path) == EXPECTED_COLUMNS
+
+
+def test_a_ledger_from_before_a_migration_is_upgraded_with_its_rows(tmp_path):
+    import sqlite_utils
+
+    path = tmp_path / "ledger.db"
+    old = sqlite_utils.Database(path)
+    migrations().apply(old, stop_before="0002_run_pid_start")  # the schema as 0.1 first shipped it
+    old["runs"].insert({"id": "r1", "item": "D-1", "slot": "implement", "agent": "claude",
+                        "started": "2026-01-01T00:00:00.000Z", "pid": 4242})
+    old.conn.close()
+    assert "pid_start" not in schema(path)["runs"]
+    with Ledger(path) as upgraded:
+        (run,) = upgraded.runs("D-1")
+        assert run["pid"] == 4242 and run["pid_start"] is None
+    assert schema(path) == EXPECTED_COLUMNS
+    assert [row[2] for row in dump(path)["_sqlite_migrations"]] == ["0001_initial", "0002_run_pid_start"]
+
+
+def test_a_reused_pid_is_not_a_live_run():
+    from drover.agents import process_start, run_alive
+
+    me = {"finished": None, "pid": os.getpid(), "pid_start": process_start(os.getpid())}
+    assert run_alive(me)
+    assert not run_alive({**me, "pid_start": "1"})  # the same pid, another process
+    assert not run_alive({**me, "finished": "2026-01-01T00:00:00.000Z"})
 
 
 def test_a_ledger_with_data_survives_reopening(tmp_path):
