@@ -14,7 +14,7 @@ import pytest
 
 from conftest import git
 
-AGENT = Path(__file__).parent / "loop_agents" / "agent.py"
+AGENT = Path(__file__).parent / "agents" / "loop_agent.py"
 BIN = Path(sys.executable).parent
 
 
