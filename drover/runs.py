@@ -17,7 +17,6 @@ from . import data as template_data
 from . import templates
 from .config import AgentConfig
 from .errors import Refused, TemplateError, UsageError
-from .items import id_number
 from .ledger import Ledger
 from .project import Project
 from .agents import process_start, run_alive

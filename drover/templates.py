@@ -636,7 +636,7 @@ def launch_warnings(slot: str, *, root: Path, config: Config, explicit: str | No
 
 def render_branch(data: TemplateData, template: str) -> str:
     """The item's branch name from the one-line branch template (tracker fields empty)."""
-    display = f"drover.toml: [run] branch"
+    display = "drover.toml: [run] branch"
     _raise_first(field_problems(template, display))
     compiled = _compile(template, display)
     branch_data = dataclasses.replace(data, Branch="", **_TRACKER_EMPTY)

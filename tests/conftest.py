@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import sqlite3
 import subprocess
 from pathlib import Path
 
@@ -19,6 +20,16 @@ def git(cwd: Path, *args: str) -> str:
     return subprocess.run(
         ["git", *args], cwd=cwd, check=True, capture_output=True, text=True
     ).stdout
+
+
+def ledger_tables(path: Path) -> dict[str, list[tuple]]:
+    """Every table of a SQLite file, its rows sorted: for before/after comparisons."""
+    conn = sqlite3.connect(path)
+    try:
+        names = [row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+        return {name: sorted(conn.execute(f"SELECT * FROM [{name}]").fetchall(), key=repr) for name in names}
+    finally:
+        conn.close()
 
 
 @pytest.fixture(autouse=True)

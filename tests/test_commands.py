@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -13,7 +12,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from conftest import git
+from conftest import git, ledger_tables
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_items import _chunk, _findings
@@ -49,12 +48,7 @@ def ledger_rows(root: Path) -> dict[str, list[tuple]]:
     path = root / ".drover" / "ledger.db"
     if not path.exists():
         return {}
-    conn = sqlite3.connect(path)
-    try:
-        names = [row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
-        return {name: sorted(conn.execute(f"SELECT * FROM [{name}]").fetchall(), key=repr) for name in names}
-    finally:
-        conn.close()
+    return ledger_tables(path)
 
 
 def files(root: Path) -> dict[str, bytes]:

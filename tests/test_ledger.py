@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 import sqlite_utils
 
+from conftest import ledger_tables
 from drover import ledger as ledger_module
 from drover.config import Config
 from drover.ledger import BUSY_TIMEOUT_MS, MIGRATIONS, Ledger, migrations
@@ -45,13 +46,7 @@ def schema(path: Path) -> dict[str, list[str]]:
         db.close()
 
 
-def dump(path: Path) -> dict[str, list[tuple]]:
-    conn = sqlite3.connect(path)
-    try:
-        names = [row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
-        return {name: sorted(conn.execute(f"SELECT * FROM [{name}]").fetchall(), key=repr) for name in names}
-    finally:
-        conn.close()
+dump = ledger_tables
 
 
 @pytest.fixture

@@ -4,7 +4,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import sqlite3
 import subprocess
 import sys
 import time
@@ -12,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import git
+from conftest import git, ledger_tables
 
 AGENT = Path(__file__).parent / "agents" / "loop_agent.py"
 BIN = Path(sys.executable).parent
@@ -30,7 +29,7 @@ def drover(root: Path, *args: str, stdin: str | None = None, env: dict | None = 
 def configure(root: Path, extra: str = "") -> None:
     drover(root, "init", check=True)
     config = (root / "drover.toml").read_text()
-    config = config.replace('preset = "claude" ', f'preset = "script" ', 1)
+    config = config.replace('preset = "claude" ', 'preset = "script" ', 1)
     config = config.replace('command = ""  ', f'command = "{sys.executable} {AGENT}"', 1)
     config = config.replace('name = ""     ', 'name = "implementer"', 1)
     config += '\n[agent.review]\nname = "reviewer"\n' + extra
@@ -50,12 +49,9 @@ def new_item(root: Path, title: str, *args: str) -> str:
 def snapshot(root: Path) -> dict:
     """Everything a dry run must leave alone: ledger rows, git refs and worktrees, the file tree."""
     ledger = root / ".drover" / "ledger.db"
-    rows = {}
-    if ledger.exists():
-        conn = sqlite3.connect(ledger)
-        for (table,) in conn.execute("SELECT name FROM sqlite_master WHERE type='table' AND name != 'item_files'"):
-            rows[table] = conn.execute(f"SELECT * FROM {table}").fetchall()
-        conn.close()
+    # the metadata cache may refresh on a dry run (SPEC 6); nothing else may change
+    rows = {name: table for name, table in ledger_tables(ledger).items() if name != "item_files"} \
+        if ledger.exists() else {}
     files = sorted(
         str(path.relative_to(root)) for path in root.rglob("*")
         if ".git" not in path.parts and not path.name.startswith("ledger.db")
