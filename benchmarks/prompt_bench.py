@@ -91,7 +91,7 @@ def make_project(root: Path, count: int) -> None:
                          "outcome": "exited", "log_path": f".drover/runs/{item}-run-{k}/agent.log",
                          "branch": f"drover/{item.lower()}"})
         for k in (1, 2):
-            rounds.append({"item": item, "n": k, "digest": "0" * 64, "headline": f"finding {k} on {item}",
+            rounds.append({"item": item, "number": k, "digest": "0" * 64, "headline": f"finding {k} on {item}",
                            "path": "", "by": "codex", "at": stamp, "cleared_at": stamp if k == 1 else None})
         audits.append({"item": item, "level": "claimed", "by": "claude", "note": "", "at": stamp,
                        "authors": json.dumps(["claude"])})

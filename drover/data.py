@@ -92,7 +92,7 @@ def render_item_branch(project, data: TemplateData) -> str:
 def _every_slot(project, ledger, item, deps: list[Dep], runs: list[dict]) -> dict[str, Any]:
     """Every field the four slots share, none read from a tracker; Branch stays ""."""
     rounds = [
-        Round(N=row["n"], Headline=row["headline"] or "", Path=_rel(project, row["path"]),
+        Round(N=row["number"], Headline=row["headline"] or "", Path=_rel(project, row["path"]),
               At=row["at"] or "", By=row["by"] or "")
         for row in ledger.rounds(item.id)
     ]

@@ -39,11 +39,11 @@ def _initial(db: "sqlite_utils.Database") -> None:
     db["runs"].create_index(["item", "slot"])
     db["rounds"].create(
         {
-            "item": str, "n": int, "digest": str, "headline": str, "path": str,
+            "item": str, "number": int, "digest": str, "headline": str, "path": str,
             "by": str, "at": str, "cleared_at": str, "cleared_by": str,
         },
-        pk=("item", "n"),
-        not_null={"item", "n", "digest", "at"},
+        pk=("item", "number"),
+        not_null={"item", "number", "digest", "at"},
     )
     db["audits"].create(
         {"id": int, "item": str, "level": str, "by": str, "note": str, "at": str, "authors": str},
@@ -308,18 +308,18 @@ class Ledger:
     # rounds --------------------------------------------------------------------------------
 
     def rounds(self, item_id: str) -> list[dict[str, Any]]:
-        return self._rows("SELECT * FROM rounds WHERE item = ? ORDER BY n", (item_id,))
+        return self._rows("SELECT * FROM rounds WHERE item = ? ORDER BY number", (item_id,))
 
     def add_round(self, item_id: str, digest: str, headline: str, path: str, by: str) -> int:
         """Record the next round; the number is taken inside the transaction."""
         with self.write():
             (highest,) = self.conn.execute(
-                "SELECT coalesce(max(n), 0) FROM rounds WHERE item = ?", (item_id,)
+                "SELECT coalesce(max(number), 0) FROM rounds WHERE item = ?", (item_id,)
             ).fetchone()
             number = highest + 1
             self._ensure_item(item_id)
             self.db["rounds"].insert(
-                {"item": item_id, "n": number, "digest": digest, "headline": headline,
+                {"item": item_id, "number": number, "digest": digest, "headline": headline,
                  "path": path, "by": by, "at": now()}
             )
             return number
@@ -332,7 +332,7 @@ class Ledger:
         """
         with self.write():
             row = self.conn.execute(
-                "SELECT max(n) FROM rounds WHERE item = ? AND cleared_at IS NULL", (item_id,)
+                "SELECT max(number) FROM rounds WHERE item = ? AND cleared_at IS NULL", (item_id,)
             ).fetchone()
             if row[0] is None:
                 return None

@@ -154,7 +154,7 @@ def request_changes(project: Project, ledger: Ledger, item_id: str, findings: st
 def _clear(project: Project, ledger: Ledger, item: itemfile.Item, by: str, note: str) -> int:
     """Write the cleared block and mark the newest round cleared (inside the caller's transaction)."""
     rounds = ledger.rounds(item.id)
-    number = rounds[-1]["n"] if rounds else 0
+    number = rounds[-1]["number"] if rounds else 0
     block = itemfile.cleared_block(number, now(), by, note)
     new_text = itemfile.replace_section(item.text, itemfile.CHANGES_HEADING, block, item.body_offset)
     _write_item(item.path, item.text, new_text, lambda: ledger.clear_round(item.id, by))

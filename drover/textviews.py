@@ -46,7 +46,7 @@ def render_show(shown: dict[str, Any]) -> str:
         lines.append("rounds:")
         for round_ in shown["rounds"]:
             cleared = f", cleared {round_['cleared_at']}" if round_["cleared_at"] else ""
-            lines.append(f"  {round_['n']}. {round_['headline']}  ({round_['by']}, {round_['at']}{cleared})")
+            lines.append(f"  {round_['number']}. {round_['headline']}  ({round_['by']}, {round_['at']}{cleared})")
     if shown["audits"]:
         lines.append("audits:")
         for row in shown["audits"]:

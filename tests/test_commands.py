@@ -113,7 +113,7 @@ def test_a_new_user_from_init_to_two_rounds_and_a_cleared_item(repo):
     assert "Unknown keys pass silently" not in item_text(repo, "D-1")
     ok("close-changes", "D-1", "--note", "fixed in the parser")
     data = shown("D-1")
-    assert [row["n"] for row in data["rounds"]] == [1, 2]
+    assert [row["number"] for row in data["rounds"]] == [1, 2]
     assert [row["headline"] for row in data["rounds"]] == ["Unknown keys pass silently",
                                                            "Wrong types are still accepted."]
     assert data["cleared"] is True and data["outstanding"] is False
@@ -715,8 +715,8 @@ def test_concurrent_commands_on_different_items_do_not_fail(project):
              for item, kind in jobs]
     results = [proc.communicate(timeout=300) for proc in procs]
     assert [proc.returncode for proc in procs] == [0, 0, 0, 0], [err for _, err in results]
-    assert [row["n"] for row in shown("D-1")["rounds"]] == list(range(1, 7))
-    assert [row["n"] for row in shown("D-2")["rounds"]] == list(range(1, 7))
+    assert [row["number"] for row in shown("D-1")["rounds"]] == list(range(1, 7))
+    assert [row["number"] for row in shown("D-2")["rounds"]] == list(range(1, 7))
     assert len(shown("D-3")["audits"]) == 6 and len(shown("D-1")["audits"]) == 6
     assert item_text(project, "D-1").count(CHANGES_HEADING) == 1
 

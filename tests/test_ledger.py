@@ -28,7 +28,7 @@ EXPECTED_COLUMNS = {
     "runs": ["id", "item", "slot", "agent", "argv", "started", "finished", "exit_status", "outcome",
              "pid", "log_path", "prompt_path", "branch", "worktree", "requested_source",
              "resolved_source", "base_hashes", "template_sha256", "prompt_sha256", "pid_start"],
-    "rounds": ["item", "n", "digest", "headline", "path", "by", "at", "cleared_at", "cleared_by"],
+    "rounds": ["item", "number", "digest", "headline", "path", "by", "at", "cleared_at", "cleared_by"],
     "audits": ["id", "item", "level", "by", "note", "at", "authors"],
     "dispositions": ["id", "item", "issue", "disposition", "by", "note", "at", "applied"],
     "items": ["id", "number", "created_at", "done", "done_at", "parked", "parked_reason", "parked_at"],
@@ -111,7 +111,7 @@ def test_a_ledger_with_data_survives_reopening(tmp_path):
     with Ledger(path) as one:
         one.add_round("D-1", "d" * 64, "headline", "", "me")
     with Ledger(path) as two:
-        assert [row["n"] for row in two.rounds("D-1")] == [1]
+        assert [row["number"] for row in two.rounds("D-1")] == [1]
 
 
 def test_migrations_are_applied_in_exactly_one_place():
@@ -223,7 +223,7 @@ def test_concurrent_processes_allocate_distinct_round_numbers(tmp_path):
         worker.join(120)
     assert [worker.exitcode for worker in workers] == [0, 0, 0]
     with Ledger(path) as opened:
-        numbers = [row["n"] for row in opened.rounds("D-1")]
+        numbers = [row["number"] for row in opened.rounds("D-1")]
         assert numbers == list(range(1, 46))
         assert len(opened.events("D-1")) == 45
 
