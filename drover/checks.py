@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import agents, templates
+from . import agents, git, templates
 from . import items as itemfile
 from .ledger import Ledger
 from .project import Project
@@ -64,6 +64,15 @@ def dependency_cycles(graph: dict[str, tuple[str, ...]]) -> list[list[str]]:
     return cycles
 
 
+def check_config(project: Project) -> list[Finding]:
+    """What drover.toml names that this repository lacks (a file that loads can still be wrong)."""
+    base = project.config.base
+    if not git.branch_exists(project.root, base):
+        return [Finding(f"drover.toml: [run] base: no branch {base!r} in this repository "
+                        "(items start from it and merge into it)")]
+    return []
+
+
 def check_warnings(project: Project) -> list[Finding]:
     """Things worth knowing that do not fail the check."""
     config = project.config
@@ -94,4 +103,4 @@ def run_check(project: Project, ledger: Ledger) -> list[Finding]:
         Finding(found.message, found.error)
         for found in templates.check_templates(project.root, project.config, used_keys=keys)
     ]
-    return item_findings + template_findings + check_warnings(project)
+    return item_findings + check_config(project) + template_findings + check_warnings(project)

@@ -35,6 +35,10 @@ class DroverGroup(click.Group):
         except KeyboardInterrupt:
             click.echo("drover: interrupted", err=True)
             ctx.exit(130)
+        except BrokenPipeError:
+            # the reader stopped early (`drover schema --fields | head`): what it wanted arrived
+            _drop_stdout()
+            ctx.exit(0)
         except OSError as exc:
             # the machine said no (permissions, a full disk): its words, on one line
             where = f"{exc.filename}: " if exc.filename else ""
@@ -43,6 +47,16 @@ class DroverGroup(click.Group):
         except sqlite3.Error as exc:
             click.echo(f"drover: .drover/ledger.db: {exc}", err=True)
             ctx.exit(2)
+
+
+def _drop_stdout() -> None:
+    """Point stdout at /dev/null, so the interpreter's final flush into a closed pipe says nothing."""
+    import os
+
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
 
 
 def _usage_line(ctx: click.Context, exc: click.UsageError) -> None:
@@ -278,7 +292,9 @@ def show_prompt(item_id: str, slot: str, *, guidance: str | None = None, explici
     with opened() as (project, ledger):
         built = data.build(project, ledger, item_id, slot, guidance=guidance)
         if slot == "branch":
-            click.echo(templates.render_branch(built, project.config.branch))
+            from .runs import require_valid_branch
+
+            click.echo(require_valid_branch(built.Id, templates.render_branch(built, project.config.branch)))
             return
         if diff_guidance:
             dropped = templates.guidance_diff(slot, built, root=project.root, config=project.config)

@@ -60,6 +60,8 @@ def finish(project: Project, ledger: Ledger, item_id: str) -> Finished:
             ledger.log_event("finish", item_id, actor(project, ledger), branch=branch, merge=sha)
         lines.append(f"{item_id}: merged {branch} into {project.config.base} ({sha[:12]}); done. Nothing was pushed.")
     problems = _apply_dispositions(project, ledger, item_id, judged, lines)
+    if not lines and not problems:
+        lines.append(f"{item_id} is already done; every disposition is applied: nothing to do")
     return Finished(tuple(lines), tuple(problems))
 
 

@@ -141,7 +141,12 @@ def drive(project: Project, ids: list[str], *, jobs: int = 1, finish: bool = Fal
     if jobs > 1 and not project.config.worktree:
         raise UsageError("--jobs above 1 needs worktrees: set [run] worktree = true")
     explicit = bool(ids)
-    queue = list(ids) if explicit else ready_ids(project)
+    if explicit:
+        # an id that names no item is a usage error before anything starts, not a row in the table
+        with Ledger(project.ledger_path) as ledger:
+            for item_id in ids:
+                show_item(project, ledger, item_id)
+    queue = list(dict.fromkeys(ids)) if explicit else ready_ids(project)
     for line in header(project, queue, jobs, finish):
         say(line)
     lock = threading.Lock()

@@ -76,6 +76,14 @@ def live_run(ledger: Ledger, item_id: str) -> dict | None:
     return None
 
 
+def require_valid_branch(item_id: str, branch: str) -> str:
+    """The branch name `[run] branch` rendered, refused unless git accepts it as a branch name."""
+    if not git.valid_branch_name(branch):
+        raise TemplateError(f"[run] branch renders {branch!r} for {item_id}, which is not a valid git branch name",
+                            path="drover.toml")
+    return branch
+
+
 def prepare(project: Project, ledger: Ledger, item_id: str, slot: str, *,
             explicit_template: str | None = None) -> Launch:
     """Render the prompt and work out argv, environment, branch and directory. Writes nothing."""
@@ -92,9 +100,8 @@ def prepare(project: Project, ledger: Ledger, item_id: str, slot: str, *,
         raise Refused(f"{item_id} already has a live run {running['id']} (pid {running['pid']})")
     data = template_data.build(project, ledger, item_id, slot)
     branch = data.Branch
-    if slot != "draft" and not git.valid_branch_name(branch):
-        raise TemplateError(f"[run] branch renders {branch!r} for {item_id}, which is not a valid git branch name",
-                            path="drover.toml")
+    if slot != "draft":
+        require_valid_branch(item_id, branch)
     rendered = templates.render(slot, data, root=project.root, config=project.config, explicit=explicit_template)
     agent = project.config.agent_for(slot)
     run_id = new_run_id(item_id, slot)

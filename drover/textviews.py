@@ -39,6 +39,8 @@ def render_show(shown: dict[str, Any]) -> str:
                 end = "running" if run["live"] else "unfinished"
             lines.append(f"  {run['id']}  {run['slot']:<9}  {run['agent']}  {run['started']}  {end}")
             source = run.get("resolved_source") or "builtin"
+            if run.get("requested_source") and run["requested_source"] != source:
+                source += f" (requested {run['requested_source']})"
             hashes = ", ".join(f"{block}@{value}" for block, value in run["base_hashes"].items())
             lines.append(f"    template: {source}" + (f" ({hashes})" if hashes else "")
                          + (f"  prompt sha256 {run['prompt_sha256'][:12]}" if run.get("prompt_sha256") else ""))
