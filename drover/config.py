@@ -139,6 +139,10 @@ def _read_table(table: str, raw: Any, nested: tuple[str, ...] = (), shown: str =
         if key in nested:
             continue
         if key not in SCHEMA[table]:
+            if nested and isinstance(value, dict):
+                # [agent.<name>] with a name that is not a slot
+                raise ConfigError(f"{CONFIG_FILE}: [{shown}.{key}]: unknown slot (expected one of "
+                                  f"{', '.join(nested)})" + _suggest(key, nested))
             raise ConfigError(f"{_where(shown, key)}: unknown key" + _suggest(key, SCHEMA[table]))
         values[key] = _check_value(table, key, value, shown)
     return values

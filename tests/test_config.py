@@ -218,3 +218,14 @@ def test_outside_a_project_is_one_line_and_exit_2(repo):
     said = _one_line_error(result)
     assert "drover.toml" in said and "drover init" in said
     assert not (repo / ".drover").exists()
+
+
+def test_an_agent_table_for_a_slot_that_does_not_exist_names_the_slots(tmp_path):
+    path = tmp_path / "drover.toml"
+    path.write_text('[agent.reveiw]\npreset = "codex"\n')
+    with pytest.raises(ConfigError) as caught:
+        load_config(path)
+    assert str(caught.value) == (
+        "drover.toml: [agent.reveiw]: unknown slot (expected one of implement, review, draft)"
+        " (did you mean review?)"
+    )
