@@ -13,6 +13,7 @@ from pathlib import Path
 
 from . import items as itemfile
 from .errors import GitError, Refused, UsageError
+from .git import user_name
 from .ledger import LEVELS, Ledger, now
 from .project import Project
 from .status import require_item
@@ -32,13 +33,7 @@ def actor(project: Project, ledger: Ledger) -> str:
         run = ledger.run(run_id)
         if run and run["agent"]:
             return run["agent"]
-    try:
-        name = subprocess.run(
-            ["git", "config", "user.name"], cwd=project.root, capture_output=True, text=True
-        ).stdout.strip()
-    except FileNotFoundError:
-        name = ""
-    return name or os.environ.get("USER", "") or "operator"
+    return user_name(project.root) or os.environ.get("USER", "") or "operator"
 
 
 def _commit_items(project: Project, paths: list[Path], message: str) -> None:
