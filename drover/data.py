@@ -130,25 +130,10 @@ def _every_slot(project, ledger, item, deps: list[Dep], runs: list[dict]) -> dic
 
 def _deps(project, ledger, item) -> tuple[list[Dep], dict[str, Any]]:
     """Every dep with its done flag, readability and audit provenance; their cache entries by id."""
-    from . import items as itemfile
     from . import status
 
-    pattern = itemfile.id_pattern(project.config.prefix)
-    deps: list[Dep] = []
-    entries: dict[str, Any] = {}
-    for dep_id in dict.fromkeys(item.deps):
-        if not pattern.match(dep_id):
-            deps.append(Dep(Id=dep_id, Unreadable=itemfile.NOT_AN_ID, Weak=True))
-            continue
-        found = status.entry(project, ledger, dep_id)
-        entries[dep_id] = found
-        provenance = status.audit_provenance(ledger.audits(dep_id))
-        deps.append(Dep(
-            Id=dep_id, Title=found.title, Path=found.rel,
-            Done=bool(ledger.item_row(dep_id).get("done")), Unreadable=found.unreadable,
-            Level=provenance.level, By=provenance.by, Weak=provenance.weak,
-        ))
-    return deps, entries
+    described = status.describe_deps(project, ledger, item.deps)
+    return [dep for dep, _ in described], {dep.Id: found for dep, found in described if found is not None}
 
 
 def verify_command(verify: dict[str, str], meta: dict[str, Any]) -> str:

@@ -16,7 +16,7 @@ from .errors import GitError, Refused, UsageError
 from .git import user_name
 from .ledger import LEVELS, Ledger, now
 from .project import Project
-from .status import require_item
+from .status import not_an_id, require_item
 
 
 @dataclass(frozen=True)
@@ -76,7 +76,7 @@ def new_item(project: Project, ledger: Ledger, title: str, kind: str, deps: list
     pattern = itemfile.id_pattern(project.config.prefix)
     for dep in [*deps, *([finding_source] if finding_source else [])]:
         if not pattern.match(dep):
-            raise UsageError(f"{dep} {itemfile.NOT_AN_ID} (ids look like {project.config.prefix}-1)")
+            raise not_an_id(project, dep)
     on_disk = [
         itemfile.id_number(path.stem, project.config.prefix) or 0
         for path in project.items_dir.glob("*.md")
@@ -234,6 +234,6 @@ def unpark(project: Project, ledger: Ledger, item_id: str) -> Outcome:
 
 def _require_known(project: Project, ledger: Ledger, item_id: str) -> None:
     if itemfile.id_number(item_id, project.config.prefix) is None:
-        raise UsageError(f"{item_id} {itemfile.NOT_AN_ID} (ids look like {project.config.prefix}-1)")
+        raise not_an_id(project, item_id)
     if not project.item_path(item_id).exists() and not ledger.runs(item_id):
         raise UsageError(f"no item {item_id} (no file {project.relpath(project.item_path(item_id))})")

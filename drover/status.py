@@ -9,6 +9,7 @@ from typing import Any
 from . import items as itemfile
 from .agents import run_alive
 from .errors import UsageError
+from .fields import Dep
 from .items import Unreadable
 from .ledger import LEVELS, Ledger
 from .project import Project
@@ -212,10 +213,15 @@ def is_ready(listed: Listed) -> bool:
         and listed.deps_done
 
 
+def not_an_id(project: Project, word: str) -> UsageError:
+    """The usage error for a word that is not an item id of this project."""
+    return UsageError(f"{word} {itemfile.NOT_AN_ID} (ids look like {project.config.prefix}-1)")
+
+
 def require_item(project: Project, item_id: str) -> itemfile.Item:
     """The parsed item, or a one-line error naming file and line (exit 2)."""
     if itemfile.id_number(item_id, project.config.prefix) is None:
-        raise UsageError(f"{item_id} {itemfile.NOT_AN_ID} (ids look like {project.config.prefix}-1)")
+        raise not_an_id(project, item_id)
     path = project.item_path(item_id)
     try:
         return itemfile.read_item(path, project.config.prefix)
@@ -230,30 +236,43 @@ def itemfile_error(project: Project, path: Path, exc: Unreadable, item_id: str, 
     return ItemError(f"{item_id} {exc.wording}{detail}", path=project.relpath(path), line=exc.line)
 
 
+def describe_deps(project: Project, ledger: Ledger, dep_ids) -> list[tuple[Dep, Entry | None]]:
+    """Each dep once: done (the ledger), readable (its file, through the cache), its best audit.
+
+    A dep that is not an id has no entry. `show` and the template data both describe deps so.
+    """
+    pattern = itemfile.id_pattern(project.config.prefix)
+    described: list[tuple[Dep, Entry | None]] = []
+    for dep_id in dict.fromkeys(dep_ids):
+        if not pattern.match(dep_id):
+            described.append((Dep(Id=dep_id, Unreadable=itemfile.NOT_AN_ID, Weak=True), None))
+            continue
+        found = entry(project, ledger, dep_id)
+        provenance = audit_provenance(ledger.audits(dep_id))
+        described.append((Dep(
+            Id=dep_id, Title=found.title, Path=found.rel,
+            Done=bool(ledger.item_row(dep_id).get("done")), Unreadable=found.unreadable,
+            Level=provenance.level, By=provenance.by, Weak=provenance.weak,
+        ), found))
+    return described
+
+
 def show_item(project: Project, ledger: Ledger, item_id: str) -> dict[str, Any]:
     """Everything the ledger and the file say of one item, as plain data (show and show --json)."""
     found = entry(project, ledger, item_id)
     if found.unreadable == itemfile.MISSING and not ledger.runs(item_id) and not ledger.rounds(item_id):
         if itemfile.id_number(item_id, project.config.prefix) is None:
-            raise UsageError(f"{item_id} {itemfile.NOT_AN_ID} (ids look like {project.config.prefix}-1)")
+            raise not_an_id(project, item_id)
         raise UsageError(f"no item {item_id} (no file {found.rel})")
     row = ledger.item_row(item_id)
     runs = ledger.runs(item_id)
     live = any(run_alive(run) for run in runs)
-    done = ledger.done_ids()
-    pattern = itemfile.id_pattern(project.config.prefix)
-    deps = []
-    for dep in found.deps:
-        if not pattern.match(dep):
-            deps.append({"id": dep, "title": "", "done": False, "unreadable": itemfile.NOT_AN_ID,
-                         "level": "", "by": "", "weak": True})
-            continue
-        dep_entry = entry(project, ledger, dep)
-        provenance = audit_provenance(ledger.audits(dep))
-        deps.append({"id": dep, "title": dep_entry.title, "done": dep in done,
-                     "unreadable": dep_entry.unreadable, "level": provenance.level,
-                     "by": provenance.by, "weak": provenance.weak})
-    deps_done = all(dep["done"] and not dep["unreadable"] == itemfile.NOT_AN_ID for dep in deps)
+    deps = [
+        {"id": dep.Id, "title": dep.Title, "path": dep.Path, "done": dep.Done, "unreadable": dep.Unreadable,
+         "level": dep.Level, "by": dep.By, "weak": dep.Weak}
+        for dep, _ in describe_deps(project, ledger, found.deps)
+    ]
+    deps_done = all(dep["done"] for dep in deps)
     state = compute_state(found, row, ledger.activity().get(item_id), live, deps_done)
     return {
         "id": item_id,
