@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from .cliparts import ITEM_ID
 from .errors import DroverError
 
 COLOR_CHOICES = click.Choice(["auto", "always", "never"])
@@ -21,6 +22,11 @@ class DroverGroup(click.Group):
             return super().parse_args(ctx, args)
         except click.UsageError as exc:
             _usage_line(ctx, exc)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        from .cliparts import format_sections
+
+        format_sections(self, ctx, formatter)
 
     def invoke(self, ctx: click.Context):
         import sqlite3
@@ -138,7 +144,10 @@ def read_text_arg(file: str | None) -> str:
 
 @cli.command()
 def init() -> None:
-    """Write drover.toml, items/ and .drover/, and git-ignore .drover/."""
+    """Write drover.toml, items/ and .drover/, and git-ignore .drover/.
+
+    Example: drover init
+    """
     from .scaffold import init_project
 
     for line in init_project(Path.cwd()):
@@ -148,10 +157,14 @@ def init() -> None:
 @cli.command()
 @click.argument("title")
 @click.option("--kind", default="feature", show_default=True, help="A free word: bug, feature, chore, ...")
-@click.option("--dep", "deps", multiple=True, metavar="ID", help="An item this one depends on (repeatable).")
-@click.option("-f", "finding", metavar="SRC", default="", help="The item whose review produced this one.")
+@click.option("--dep", "deps", multiple=True, metavar="ID", type=ITEM_ID, help="An item this one depends on (repeatable).")
+@click.option("-f", "--finding", "finding", metavar="ID", type=ITEM_ID, default="",
+              help="The item whose review produced this one.")
 def new(title: str, kind: str, deps: tuple[str, ...], finding: str) -> None:
-    """Create the next item and print its id first."""
+    """Create the next item and print its id first.
+
+    Example: drover new "Reject unknown config keys" --kind bug --dep D-2
+    """
     from .review import new_item
 
     with opened() as (project, ledger):
@@ -163,7 +176,10 @@ def new(title: str, kind: str, deps: tuple[str, ...], finding: str) -> None:
 @click.option("--ready", is_flag=True, help="Only items drive would take now.")
 @json_option
 def list_cmd(ready: bool, as_json: bool) -> None:
-    """Items with their state."""
+    """Items with their state.
+
+    Example: drover list --state approved --state parked
+    """
     from .status import is_ready, list_items
 
     with opened() as (project, ledger):
@@ -183,10 +199,13 @@ def list_cmd(ready: bool, as_json: bool) -> None:
 
 
 @cli.command()
-@click.argument("item_id", metavar="ID")
+@click.argument("item_id", metavar="ID", type=ITEM_ID)
 @json_option
 def show(item_id: str, as_json: bool) -> None:
-    """One item: frontmatter, deps, runs, rounds, audits, dispositions."""
+    """One item: frontmatter, deps, runs, rounds, audits, dispositions.
+
+    Example: drover show D-3
+    """
     from .status import show_item
     from .textviews import render_show
 
@@ -199,22 +218,31 @@ def show(item_id: str, as_json: bool) -> None:
 
 
 @cli.command(name="request-changes")
-@click.argument("item_id", metavar="ID")
+@click.argument("item_id", metavar="ID", type=ITEM_ID)
 @click.option("--file", "file", metavar="F", help="Findings file ('-' or absent: standard input).")
 def request_changes(item_id: str, file: str | None) -> None:
-    """Replace the item's Changes section with findings and record a round."""
+    """Replace the item's Changes section with findings and record a round.
+
+    Example: drover request-changes D-3 --file findings.md
+    """
     from .review import request_changes as act
 
-    findings = read_text_arg(file)
+    from .status import require_item
+
     with opened() as (project, ledger):
+        require_item(project, item_id)  # a missing item is said before anything about the findings
+        findings = read_text_arg(file)
         echo_outcome(act(project, ledger, item_id, findings))
 
 
 @cli.command(name="close-changes")
-@click.argument("item_id", metavar="ID")
+@click.argument("item_id", metavar="ID", type=ITEM_ID)
 @click.option("--note", default="", help="What discharged the changes.")
 def close_changes(item_id: str, note: str) -> None:
-    """Replace the Changes section with a cleared block and mark the round cleared."""
+    """Replace the Changes section with a cleared block and mark the round cleared.
+
+    Example: drover close-changes D-3 --note "fixed in the parser"
+    """
     from .review import close_changes as act
 
     with opened() as (project, ledger):
@@ -222,13 +250,16 @@ def close_changes(item_id: str, note: str) -> None:
 
 
 @cli.command()
-@click.argument("item_id", metavar="ID")
+@click.argument("item_id", metavar="ID", type=ITEM_ID)
 @click.option("--level", required=True, type=click.Choice(["claimed", "reviewed", "verified"]),
               help="claimed < reviewed < verified; reviewed or above also clears outstanding changes.")
 @click.option("--by", default="", help="Who audits (default: the run's agent, else git user.name).")
 @click.option("--note", default="", help="Recorded verbatim.")
 def audit(item_id: str, level: str, by: str, note: str) -> None:
-    """Record an audit; at reviewed or above it also clears outstanding changes."""
+    """Record an audit; at reviewed or above it also clears outstanding changes.
+
+    Example: drover audit D-3 --level reviewed --note "tests cover each requirement"
+    """
     from .review import audit as act
 
     with opened() as (project, ledger):
@@ -236,13 +267,16 @@ def audit(item_id: str, level: str, by: str, note: str) -> None:
 
 
 @cli.command()
-@click.argument("item_id", metavar="ID")
+@click.argument("item_id", metavar="ID", type=ITEM_ID)
 @click.argument("issue", type=int)
 @click.option("--as", "disposition", required=True, type=click.Choice(["close", "comment", "keep"]),
               help="What finish does with the issue: close it, comment on it, or keep it open.")
 @click.option("--note", default="", help="The comment finish writes, or why the issue stays.")
 def dispose(item_id: str, issue: int, disposition: str, note: str) -> None:
-    """Record the reviewer's judgment of an issue the item closes."""
+    """Record the reviewer's judgment of an issue the item closes.
+
+    Example: drover dispose D-3 42 --as close
+    """
     from .review import dispose as act
 
     with opened() as (project, ledger):
@@ -250,10 +284,13 @@ def dispose(item_id: str, issue: int, disposition: str, note: str) -> None:
 
 
 @cli.command()
-@click.argument("item_id", metavar="ID")
+@click.argument("item_id", metavar="ID", type=ITEM_ID)
 @click.option("--why", required=True, help="What the operator needs to decide.")
 def park(item_id: str, why: str) -> None:
-    """Hand an item to the operator."""
+    """Hand an item to the operator.
+
+    Example: drover park D-3 --why "needs a decision on the file format"
+    """
     from .review import park as act
 
     with opened() as (project, ledger):
@@ -261,9 +298,12 @@ def park(item_id: str, why: str) -> None:
 
 
 @cli.command()
-@click.argument("item_id", metavar="ID")
+@click.argument("item_id", metavar="ID", type=ITEM_ID)
 def unpark(item_id: str) -> None:
-    """Take an item back from the operator."""
+    """Take an item back from the operator.
+
+    Example: drover unpark D-3
+    """
     from .review import unpark as act
 
     with opened() as (project, ledger):
@@ -273,14 +313,17 @@ def unpark(item_id: str) -> None:
 
 
 @cli.command()
-@click.argument("item_id", metavar="ID")
+@click.argument("item_id", metavar="ID", type=ITEM_ID)
 @click.option("--slot", required=True, type=click.Choice(["implement", "review", "draft", "branch"]),
               help="Which prompt: implement, review, draft, or the branch name.")
 @click.option("--guidance", type=click.Choice(["lean", "detailed"]), help="Override [agent] guidance.")
 @click.option("--diff-guidance", is_flag=True, help="Show what the lean level drops, with token counts.")
 @click.option("--template", "explicit", metavar="SRC", help="Inline template text, or @path in the repository.")
 def prompt(item_id: str, slot: str, guidance: str | None, diff_guidance: bool, explicit: str | None) -> None:
-    """Print the rendered prompt for one item and slot; changes nothing."""
+    """Print the rendered prompt for one item and slot; changes nothing.
+
+    Example: drover prompt D-3 --slot implement
+    """
     show_prompt(item_id, slot, guidance=guidance, explicit=explicit, diff_guidance=diff_guidance)
 
 
@@ -313,7 +356,10 @@ def show_prompt(item_id: str, slot: str, *, guidance: str | None = None, explici
 @click.option("--diff", is_flag=True, help="Show how each stale override's default changed.")
 @click.option("--color", type=COLOR_CHOICES, default="auto", show_default=True, help="Colour the diff.")
 def check(diff: bool, color: str) -> None:
-    """Check items, deps, config and templates; exit 1 when anything is wrong."""
+    """Check items, deps, config and templates; exit 1 when anything is wrong.
+
+    Example: drover check
+    """
     from . import templates
     from .checks import run_check
 
@@ -339,7 +385,10 @@ def check(diff: bool, color: str) -> None:
 @click.option("--fields", is_flag=True, help="Every template field: type, slots, meaning.")
 @json_option
 def schema(prompts: bool, fields: bool, as_json: bool) -> None:
-    """Describe the template blocks (--prompts) or the template fields (--fields)."""
+    """Describe the template blocks (--prompts) or the template fields (--fields).
+
+    Example: drover schema --fields
+    """
     from .errors import UsageError
 
     if prompts == fields:
@@ -390,20 +439,26 @@ def dry_run_option(func):
 
 
 @cli.command()
-@click.argument("item_id", metavar="ID")
+@click.argument("item_id", metavar="ID", type=ITEM_ID)
 @dry_run_option
 @click.option("--template", "explicit", metavar="SRC", help="Inline template text, or @path in the repository.")
 def run(item_id: str, dry_run: bool, explicit: str | None) -> None:
-    """Launch the implementing agent on an item in its worktree."""
+    """Launch the implementing agent on an item in its worktree.
+
+    Example: drover run D-3 --dry-run
+    """
     _launch_command(item_id, "implement", dry_run, explicit)
 
 
 @cli.command()
-@click.argument("item_id", metavar="ID")
+@click.argument("item_id", metavar="ID", type=ITEM_ID)
 @dry_run_option
 @click.option("--print", "print_only", is_flag=True, help="Write the review prompt to stdout; record no launch.")
 def review(item_id: str, dry_run: bool, print_only: bool) -> None:
-    """Launch the reviewing agent on an item's branch."""
+    """Launch the reviewing agent on an item's branch.
+
+    Example: drover review D-3
+    """
     if print_only:
         show_prompt(item_id, "review")
         return
@@ -411,17 +466,23 @@ def review(item_id: str, dry_run: bool, print_only: bool) -> None:
 
 
 @cli.command()
-@click.argument("item_id", metavar="ID")
+@click.argument("item_id", metavar="ID", type=ITEM_ID)
 @dry_run_option
 def draft(item_id: str, dry_run: bool) -> None:
-    """Launch the drafting agent: it writes the item's numbered requirements."""
+    """Launch the drafting agent: it writes the item's numbered requirements.
+
+    Example: drover draft D-3
+    """
     _launch_command(item_id, "draft", dry_run)
 
 
 @cli.command()
-@click.argument("item_id", metavar="ID")
+@click.argument("item_id", metavar="ID", type=ITEM_ID)
 def finish(item_id: str) -> None:
-    """Merge an approved item's branch into base locally (never pushes) and mark it done."""
+    """Merge an approved item's branch into base locally (never pushes) and mark it done.
+
+    Example: drover finish D-3
+    """
     from .finish import finish as act
 
     with opened() as (project, ledger):
@@ -435,11 +496,14 @@ def finish(item_id: str) -> None:
 
 
 @cli.command()
-@click.argument("item_ids", metavar="[ID]...", nargs=-1)
+@click.argument("item_ids", metavar="[ID]...", nargs=-1, type=ITEM_ID)
 @click.option("--jobs", default=1, show_default=True, type=int, help="Items worked at once, each in its own worktree.")
 @click.option("--finish", "finish_items", is_flag=True, help="Finish each approved item (local merge into base).")
 def drive(item_ids: tuple[str, ...], jobs: int, finish_items: bool) -> None:
-    """Implement and review ready items (or the ids given) until approved, parked or failed."""
+    """Implement and review ready items (or the ids given) until approved, parked or failed.
+
+    Example: drover drive --jobs 2 --finish
+    """
     from .loop import drive as run_drive, summary
     from .project import open_project
 
@@ -450,6 +514,10 @@ def drive(item_ids: tuple[str, ...], jobs: int, finish_items: bool) -> None:
         click.echo(line)
     sys.exit(0 if all(row.approved for row in results) else 1)
 
+
+from .cliparts import register as _register_setup_commands  # noqa: E402  (needs `cli` defined above)
+
+_register_setup_commands(cli)
 
 if __name__ == "__main__":
     main()

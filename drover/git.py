@@ -57,6 +57,31 @@ def current_branch(cwd: Path) -> str:
     return done.stdout.strip()
 
 
+def inside_repository(cwd: Path) -> bool:
+    """`cwd` lies inside a git repository (a checkout or one of its worktrees)."""
+    try:
+        return _ok(["rev-parse", "--git-dir"], cwd)
+    except GitError:
+        return False
+
+
+def detect_base(root: Path) -> str:
+    """The branch items should start from: origin/HEAD, else the current branch, else main or master."""
+    done = _run(["symbolic-ref", "--quiet", "refs/remotes/origin/HEAD"], root)
+    if done.returncode == 0 and done.stdout.strip():
+        return done.stdout.strip().removeprefix("refs/remotes/origin/")
+    try:
+        current = current_branch(root)
+    except GitError:
+        current = ""
+    if current:
+        return current
+    for name in ("main", "master"):
+        if branch_exists(root, name):
+            return name
+    return "main"
+
+
 def branch_exists(root: Path, name: str) -> bool:
     """A local branch called `name` exists."""
     return bool(name) and _ok(["show-ref", "--verify", "--quiet", f"refs/heads/{name}"], root)

@@ -312,10 +312,11 @@ def is_cleared(changes: str) -> bool:
 
 
 def headline(findings: str) -> str:
-    """The first non-empty line, its heading marks removed."""
+    """The first non-empty line, its heading hashes and list marker (`- `, `* `, `1. `) removed."""
     for line in findings.splitlines():
         if line.strip():
-            return line.strip().lstrip("#").strip()
+            text = line.strip().lstrip("#").strip()
+            return re.sub(r"^(?:[-*+]|[0-9]+[.)])[ \t]+", "", text).strip() or text
     return ""
 
 

@@ -18,3 +18,20 @@ def builtin_dir() -> Path:
 
 def read_resource(name: str) -> str:
     return (builtin_dir() / name).read_text(encoding="utf-8")
+
+
+# `drover help TOPIC`: the reference pages of docs/, shipped in the wheel as drover/help/.
+HELP_TOPICS = ("configuration", "items", "templates", "fields", "agents", "trackers", "commands", "ledger")
+
+
+@lru_cache(maxsize=1)
+def help_dir() -> Path:
+    """The folder of reference pages, wherever this install keeps it."""
+    for candidate in (_HERE / "help", _HERE.parent / "docs"):
+        if (candidate / "configuration.md").is_file():
+            return candidate
+    raise FileNotFoundError("drover's reference pages are missing from this install")
+
+
+def help_page(topic: str) -> str:
+    return (help_dir() / f"{topic}.md").read_text(encoding="utf-8")

@@ -16,7 +16,7 @@ from .errors import GitError, Refused, UsageError
 from .git import user_name
 from .ledger import LEVELS, Ledger, now
 from .project import Project
-from .status import not_an_id, require_item
+from .status import missing_item, not_an_id, require_item
 
 
 @dataclass(frozen=True)
@@ -77,6 +77,9 @@ def new_item(project: Project, ledger: Ledger, title: str, kind: str, deps: list
     for dep in [*deps, *([finding_source] if finding_source else [])]:
         if not pattern.match(dep):
             raise not_an_id(project, dep)
+        if not project.item_path(dep).exists() and dep not in ledger.item_rows():
+            # a dep on nothing would block the new item forever; say so before writing anything
+            raise missing_item(project, ledger, dep)
     on_disk = [
         itemfile.id_number(path.stem, project.config.prefix) or 0
         for path in project.items_dir.glob("*.md")
@@ -103,9 +106,9 @@ def _review_log(ledger: Ledger) -> str:
 
 def request_changes(project: Project, ledger: Ledger, item_id: str, findings: str) -> Outcome:
     """Replace the Changes section with the findings and record a round; refuse past the cap."""
+    item = require_item(project, item_id)  # a missing item is the first thing to hear about
     if not findings.strip():
         raise UsageError("no findings given: pass --file F or write them on standard input")
-    item = require_item(project, item_id)
     by = actor(project, ledger)
     written = itemfile.demote_headings(findings.strip("\n") + "\n")
     digest = hashlib.sha256(written.encode("utf-8")).hexdigest()
@@ -236,4 +239,4 @@ def _require_known(project: Project, ledger: Ledger, item_id: str) -> None:
     if itemfile.id_number(item_id, project.config.prefix) is None:
         raise not_an_id(project, item_id)
     if not project.item_path(item_id).exists() and not ledger.runs(item_id):
-        raise UsageError(f"no item {item_id} (no file {project.relpath(project.item_path(item_id))})")
+        raise missing_item(project, ledger, item_id)

@@ -1,8 +1,11 @@
 """`drover init`: the files a project starts with."""
 from __future__ import annotations
 
+import re
 import tomllib
 from pathlib import Path
+
+from . import git
 
 from .config import CONFIG_FILE, default_config_text, load_config, parse_config
 from .errors import UsageError
@@ -15,18 +18,21 @@ IGNORE_LINE = f"{STATE_DIR}/"
 def init_project(start: Path) -> list[str]:
     """Create drover.toml (unless present), the items folder, .drover/ and its ignore line."""
     root = find_root(start)
+    if not git.inside_repository(root):
+        raise UsageError(f"{root} is not inside a git repository: run `git init` first, then `drover init`")
     said = []
     config_path = root / CONFIG_FILE
     fresh = not config_path.exists()
-    config = parse_config(tomllib.loads(default_config_text())) if fresh else load_config(config_path)
+    text = config_text_for(root) if fresh else ""
+    config = parse_config(tomllib.loads(text)) if fresh else load_config(config_path)
     items = root / config.items
     # refuse before writing anything: a failed init leaves the checkout as it was
     for path, what in ((items, config.items), (root / STATE_DIR, STATE_DIR)):
         if path.exists() and not path.is_dir():
             raise UsageError(f"{what} exists and is not a folder: move it aside first")
     if fresh:
-        write_atomic(config_path, default_config_text())
-        said.append(f"wrote {CONFIG_FILE}")
+        write_atomic(config_path, text)
+        said.append(f"wrote {CONFIG_FILE} (base branch: {config.base})")
     else:
         said.append(f"{CONFIG_FILE} already exists; left as it is")
     if not items.is_dir():
@@ -47,4 +53,28 @@ def init_project(start: Path) -> list[str]:
         text = existing + ("" if not existing or existing.endswith("\n") else "\n") + IGNORE_LINE + "\n"
         write_atomic(gitignore, text)
         said.append(f"added {IGNORE_LINE} to .gitignore")
-    return said
+    return said + next_steps(config.prefix)
+
+
+def config_text_for(root: Path) -> str:
+    """The commented drover.toml, its `base` set to the branch this repository works from."""
+    base = git.detect_base(root)
+    return re.sub(r'^base = "main"', lambda _: f"base = {_toml_string(base)}", default_config_text(),
+                  count=1, flags=re.M)
+
+
+def _toml_string(value: str) -> str:
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def next_steps(prefix: str) -> list[str]:
+    """What a person does after init, in order."""
+    return [
+        "",
+        "next steps:",
+        f"  git add {CONFIG_FILE} .gitignore && git commit -m 'Set up drover'",
+        '  drover new "What the first item should do"',
+        f"  drover draft {prefix}-1          # or write its requirements yourself",
+        f"  drover run --dry-run {prefix}-1  # see the prompt and the launch, change nothing",
+        "  drover help configuration   # every key of drover.toml explained",
+    ]

@@ -218,6 +218,15 @@ def not_an_id(project: Project, word: str) -> UsageError:
     return UsageError(f"{word} {itemfile.NOT_AN_ID} (ids look like {project.config.prefix}-1)")
 
 
+def missing_item(project: Project, ledger: Ledger | None, item_id: str) -> UsageError:
+    """`no item D-13 (did you mean D-12?)`: the nearest id with a file or a ledger row."""
+    from .ids import no_item
+
+    known = ledger.item_rows().keys() if ledger is not None else ()
+    return no_item(item_id, project.relpath(project.item_path(item_id)), project.items_dir,
+                   project.config.prefix, known)
+
+
 def require_item(project: Project, item_id: str) -> itemfile.Item:
     """The parsed item, or a one-line error naming file and line (exit 2)."""
     if itemfile.id_number(item_id, project.config.prefix) is None:
@@ -226,6 +235,8 @@ def require_item(project: Project, item_id: str) -> itemfile.Item:
     try:
         return itemfile.read_item(path, project.config.prefix)
     except Unreadable as exc:
+        if exc.wording == itemfile.MISSING:
+            raise missing_item(project, None, item_id) from None
         detail = f" ({exc.detail})" if exc.detail else ""
         raise itemfile_error(project, path, exc, item_id, detail) from None
 
@@ -263,7 +274,7 @@ def show_item(project: Project, ledger: Ledger, item_id: str) -> dict[str, Any]:
     if found.unreadable == itemfile.MISSING and not ledger.runs(item_id) and not ledger.rounds(item_id):
         if itemfile.id_number(item_id, project.config.prefix) is None:
             raise not_an_id(project, item_id)
-        raise UsageError(f"no item {item_id} (no file {found.rel})")
+        raise missing_item(project, ledger, item_id)
     row = ledger.item_row(item_id)
     runs = ledger.runs(item_id)
     live = any(run_alive(run) for run in runs)

@@ -173,24 +173,27 @@ def test_a_gitignore_that_already_ignores_drover_is_left_alone(repo):
 
 
 def test_new_prints_the_id_first_and_writes_a_readable_item(project):
-    out = ok("new", "Add a cache", "--kind", "chore", "--dep", "D-7", "--dep", "D-8")
-    assert out.split()[0] == "D-1"
-    text = item_text(project, "D-1")
-    assert text.startswith("---\nid: D-1\ntitle: Add a cache\nkind: chore\n")
+    ok("new", "First")
+    ok("new", "Second")
+    out = ok("new", "Add a cache", "--kind", "chore", "--dep", "D-1", "--dep", "d2")
+    assert out.split()[0] == "D-3"
+    text = item_text(project, "D-3")
+    assert text.startswith("---\nid: D-3\ntitle: Add a cache\nkind: chore\n")
     assert "## Requirements" in text
-    data = shown("D-1")
+    data = shown("D-3")
     assert data["title"] == "Add a cache" and data["kind"] == "chore"
-    assert [dep["id"] for dep in data["deps"]] == ["D-7", "D-8"]
+    assert [dep["id"] for dep in data["deps"]] == ["D-1", "D-2"]
     assert data["state"] == "blocked"
     events = ledger_rows(project)["events"]
-    assert [row[2] for row in events] == ["new"]
+    assert [row[2] for row in events] == ["new", "new", "new"]
 
 
 def test_new_with_a_finding_source_writes_the_provenance_line(project):
-    ok("new", "The reviewer's side finding", "-f", "D-3")
-    body = item_text(project, "D-1").split("---\n", 2)[2]
+    ok("new", "The reviewed item")
+    ok("new", "The reviewer's side finding", "--finding", "#1")
+    body = item_text(project, "D-2").split("---\n", 2)[2]
     first = body.lstrip("\n").splitlines()[0]
-    assert first.startswith("Finding: D-3")
+    assert first.startswith("Finding: D-1")
 
 
 def test_ids_are_never_reused(project):
@@ -208,7 +211,9 @@ def test_ids_are_never_reused(project):
 
 @pytest.mark.parametrize("args, words", [
     (["new", "x", "--dep", "the-parser"], "the-parser does not resolve to an item id"),
-    (["new", "x", "-f", "7"], "7 does not resolve to an item id"),
+    (["new", "x", "-f", "x7"], "x7 does not resolve to an item id"),
+    (["new", "x", "--dep", "D-99"], "no item D-99 (no file items/D-99.md)"),
+    (["new", "x", "--finding", "D-9"], "no item D-9 (no file items/D-9.md)"),
     (["new", "   "], "needs a title"),
 ])
 def test_new_refuses_bad_input_and_writes_nothing(project, args, words):
@@ -245,7 +250,8 @@ def test_list_shows_each_state(project):
 
 
 def test_show_text(project):
-    ok("new", "Show me", "--dep", "D-5")
+    ok("new", "Show me")
+    (project / "items" / "D-1.md").write_text(item_text(project, "D-1").replace("deps: []", "deps: [D-5]"))
     ok("request-changes", "D-1", input="The first finding\n")
     out = ok("show", "D-1")
     assert out.splitlines()[0].startswith("D-1  Show me")

@@ -1,0 +1,148 @@
+"""The command line's furniture: grouped help, forgiving item ids, and the set-up commands
+(`help`, `completion`, `demo`). cli.py imports this module at its end to register them."""
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import click
+
+# `drover --help` lists commands in the order a person meets them. A new command joins a
+# section by adding its name here; a command in no section is listed under "Other".
+SECTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("Set up", ("init", "help", "demo", "completion")),
+    ("Items", ("new", "list", "show")),
+    ("The loop", ("draft", "run", "review", "drive", "finish")),
+    ("Review verbs", ("request-changes", "close-changes", "audit", "dispose", "park", "unpark", "override")),
+    ("Inspection", ("check", "prompt", "schema", "log", "ledger")),
+)
+
+
+def format_sections(group: click.Group, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+    """The command list of `drover --help`, one titled block per section."""
+    commands = {name: group.get_command(ctx, name) for name in group.list_commands(ctx)}
+    visible = {name: cmd for name, cmd in commands.items() if cmd is not None and not cmd.hidden}
+    placed: set[str] = set()
+    blocks: list[tuple[str, list[str]]] = []
+    for title, names in SECTIONS:
+        present = [name for name in names if name in visible]
+        placed.update(present)
+        blocks.append((title, present))
+    blocks.append(("Other", sorted(set(visible) - placed)))
+    for title, names in blocks:
+        if not names:
+            continue
+        width = formatter.width - 6 - max(len(name) for name in names)
+        rows = [(name, visible[name].get_short_help_str(max(width, 30))) for name in names]
+        with formatter.section(title):
+            formatter.write_dl(rows)
+
+
+# --- item ids --------------------------------------------------------------------------------
+
+
+def _prefix() -> str | None:
+    """The project's id prefix, or None outside a project (the command then says what is wrong)."""
+    from .errors import DroverError
+    from .project import open_project
+
+    try:
+        return open_project().config.prefix
+    except DroverError:
+        return None
+
+
+class ItemId(click.ParamType):
+    """An item id as a person types it: `D-1`, `d-1`, `D1`, `1`, `#1` all become D-1."""
+
+    name = "id"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if not isinstance(value, str):
+            return value
+        prefix = _prefix()
+        if prefix is None:
+            return value
+        from .ids import resolve
+
+        return resolve(value, prefix)
+
+    def shell_complete(self, ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
+        from click.shell_completion import CompletionItem
+
+        from .errors import DroverError
+        from .ids import existing_ids
+        from .project import open_project
+
+        try:
+            project = open_project()
+        except DroverError:
+            return []
+        ids = existing_ids(project.items_dir, project.config.prefix)
+        return [CompletionItem(item_id) for item_id in ids if item_id.lower().startswith(incomplete.lower())]
+
+
+ITEM_ID = ItemId()
+
+
+# --- set-up commands -------------------------------------------------------------------------
+
+
+def register(cli: click.Group) -> None:
+    """Add the set-up commands to the group."""
+
+    @cli.command(name="help")
+    @click.argument("topic", required=False)
+    @click.pass_context
+    def help_cmd(ctx: click.Context, topic: str | None) -> None:
+        """Print a reference page (configuration, items, templates, ...) or a command's help.
+
+        Example: drover help configuration
+        """
+        from .errors import UsageError
+        from .resources import HELP_TOPICS, help_page
+
+        if not topic:
+            click.echo("Reference pages (drover help TOPIC):")
+            for name in HELP_TOPICS:
+                click.echo(f"  {name}")
+            click.echo("Command help: drover help COMMAND, or drover COMMAND --help")
+            return
+        if topic in HELP_TOPICS:
+            click.echo(help_page(topic), nl=False)
+            return
+        command = cli.get_command(ctx, topic)
+        if command is not None:
+            with click.Context(command, info_name=topic, parent=ctx.parent) as sub:
+                click.echo(command.get_help(sub))
+            return
+        import difflib
+
+        choices = [*HELP_TOPICS, *cli.list_commands(ctx)]
+        close = difflib.get_close_matches(topic, choices, n=1)
+        hint = f" (did you mean {close[0]}?)" if close else f" (topics: {', '.join(HELP_TOPICS)})"
+        raise UsageError(f"no help topic {topic!r}{hint}")
+
+    @cli.command()
+    @click.argument("shell", type=click.Choice(["bash", "zsh", "fish"]))
+    def completion(shell: str) -> None:
+        """Print the shell completion script; ids, slots and options complete.
+
+        Example: eval "$(drover completion bash)"   (in ~/.bashrc)
+        """
+        from click.shell_completion import get_completion_class
+
+        completer = get_completion_class(shell)
+        assert completer is not None  # click ships all three
+        click.echo(completer(cli, {}, "drover", "_DROVER_COMPLETE").source())
+
+    @cli.command()
+    @click.argument("folder", required=False, type=click.Path(file_okay=False))
+    def demo(folder: str | None) -> None:
+        """Build a throw-away project and drive it with a scripted agent (no network).
+
+        Example: drover demo /tmp/drover-demo
+        """
+        from .demo import main as run_demo
+
+        sys.exit(run_demo([folder] if folder else []))
