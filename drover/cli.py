@@ -34,7 +34,8 @@ class DroverGroup(click.Group):
         try:
             return super().invoke(ctx)
         except DroverError as exc:
-            click.echo(f"drover: {exc}", err=True)
+            for line in exc.lines:
+                click.echo(f"drover: {line}", err=True)
             ctx.exit(exc.exit_code)
         except click.UsageError as exc:
             _usage_line(ctx, exc)

@@ -1,11 +1,17 @@
-"""drover.toml -> a frozen Config. Every key, its default and its type live in one table."""
+"""drover.toml -> a frozen Config.
+
+Each key is defined once, as a dataclass field made by `key(...)`: its table, default, meaning,
+allowed values and extra check. SCHEMA, validation, the commented drover.toml `init` writes and
+the tables of docs/configuration.md are all derived from those fields. Adding a key is one
+`key(...)` line in the dataclass that holds it.
+"""
 from __future__ import annotations
 
 import re
 import tomllib
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from .errors import ConfigError
 
@@ -14,27 +20,6 @@ SLOTS = ("implement", "review", "draft")
 PRESETS = ("claude", "codex", "aider", "gemini", "opencode", "demo", "script")
 GUIDANCE_LEVELS = ("lean", "detailed")
 TRACKER_BACKENDS = ("none", "file", "github")
-
-# table -> key -> (type, default). `str` values may be further checked in _check_value.
-SCHEMA: dict[str, dict[str, tuple[type, Any]]] = {
-    "project": {"prefix": (str, "D"), "items": (str, "items"), "commit_items": (bool, False)},
-    "agent": {
-        "preset": (str, "claude"),
-        "command": (str, ""),
-        "name": (str, ""),
-        "timeout": (str, "2h"),
-        "guidance": (str, "detailed"),
-    },
-    "prompts": {slot: (str, "") for slot in SLOTS},
-    "run": {"base": (str, "main"), "branch": (str, "drover/{{ Id | lower }}"), "worktree": (bool, True)},
-    "review": {"max_rounds": (int, 3)},
-    "tracker": {
-        "backend": (str, "none"),
-        "repo": (str, ""),
-        "follow_up_label": (str, "follow-up"),
-        "register": (str, "follow-ups.md"),
-    },
-}
 # [verify] is an open table of key -> command string; `default` always exists.
 VERIFY_DEFAULT = {"default": "make test"}
 
@@ -43,49 +28,24 @@ _DURATION = re.compile(r"^(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$")
 
 
 @dataclass(frozen=True)
-class AgentConfig:
-    preset: str = "claude"
-    command: str = ""
-    name: str = ""
-    timeout: str = "2h"
-    guidance: str = "detailed"
+class KeyInfo:
+    """One key of drover.toml, as its field declares it."""
 
-    @property
-    def identity(self) -> str:
-        """Who this agent is in the ledger: `name`, else the preset."""
-        return self.name or self.preset
-
-    @property
-    def timeout_seconds(self) -> int:
-        return parse_duration(self.timeout)
+    table: str
+    name: str
+    type: type
+    default: Any
+    meaning: str
+    choices: tuple[str, ...] = ()
+    # returns "" when the value is fine, else what was expected ("an integer of at least 1")
+    check: Callable[[Any], str] | None = None
 
 
-@dataclass(frozen=True)
-class TrackerConfig:
-    backend: str = "none"
-    repo: str = ""
-    follow_up_label: str = "follow-up"
-    register: str = "follow-ups.md"
-
-
-@dataclass(frozen=True)
-class Config:
-    prefix: str = "D"
-    items: str = "items"
-    commit_items: bool = False
-    agent: AgentConfig = field(default_factory=AgentConfig)
-    slot_agents: dict[str, AgentConfig] = field(default_factory=dict)
-    prompts: dict[str, str] = field(default_factory=lambda: {slot: "" for slot in SLOTS})
-    base: str = "main"
-    branch: str = "drover/{{ Id | lower }}"
-    worktree: bool = True
-    verify: dict[str, str] = field(default_factory=lambda: dict(VERIFY_DEFAULT))
-    max_rounds: int = 3
-    tracker: TrackerConfig = field(default_factory=TrackerConfig)
-
-    def agent_for(self, slot: str) -> AgentConfig:
-        """The agent a slot runs: [agent.<slot>] over [agent]."""
-        return self.slot_agents.get(slot, self.agent)
+def key(table: str, default: Any, meaning: str, *, choices: tuple[str, ...] = (),
+        check: Callable[[Any], str] | None = None) -> Any:
+    """A dataclass field that is also a drover.toml key: the one place its facts are written."""
+    return field(default=default, metadata={"table": table, "meaning": meaning, "choices": choices,
+                                            "check": check})
 
 
 def parse_duration(text: str) -> int:
@@ -100,55 +60,162 @@ def parse_duration(text: str) -> int:
     return hours * 3600 + minutes * 60 + seconds
 
 
-def _where(table: str, key: str) -> str:
-    return f"{CONFIG_FILE}: [{table}] {key}"
+def _duration(value: str) -> str:
+    try:
+        parse_duration(value)
+    except ValueError:
+        return "a duration such as 2h, 90m or 45s"
+    return ""
 
 
-def _check_value(table: str, key: str, value: Any, shown: str = "") -> Any:
-    """`shown` is the table as the user wrote it ([agent.review] checks against [agent])."""
-    expected, _ = SCHEMA[table][key]
-    where = _where(shown or table, key)
+def _prefix(value: str) -> str:
+    return "" if re.fullmatch(r"[A-Za-z][A-Za-z0-9]*", value) else "letters and digits, starting with a letter"
+
+
+def _at_least_one(value: int) -> str:
+    return "" if value >= 1 else "an integer of at least 1"
+
+
+@dataclass(frozen=True)
+class AgentConfig:
+    preset: str = key("agent", "claude", "the agent CLI to launch", choices=PRESETS)
+    command: str = key("agent", "", "argv as shell-like words (never run through a shell); overrides the preset")
+    name: str = key("agent", "", "identity recorded as author / auditor; default: the preset name")
+    timeout: str = key("agent", "2h", "the agent's whole process group is ended after this long "
+                                            "(2h, 90m, 1h30m, 45s or seconds)", check=_duration)
+    guidance: str = key("agent", "detailed", "how much coaching the built-in prompts carry",
+                        choices=GUIDANCE_LEVELS)
+
+    @property
+    def identity(self) -> str:
+        """Who this agent is in the ledger: `name`, else the preset."""
+        return self.name or self.preset
+
+    @property
+    def timeout_seconds(self) -> int:
+        return parse_duration(self.timeout)
+
+
+@dataclass(frozen=True)
+class PromptFiles:
+    """[prompts]: Config keeps these as a dict by slot; this type only declares the keys."""
+
+    implement: str = key("prompts", "", "override file for the implement slot; \"\" renders the built-in template")
+    review: str = key("prompts", "", "override file for the review slot")
+    draft: str = key("prompts", "", "override file for the draft slot")
+
+
+@dataclass(frozen=True)
+class TrackerConfig:
+    backend: str = key("tracker", "none", "where issues live", choices=TRACKER_BACKENDS)
+    repo: str = key("tracker", "", "owner/name for github; \"\" lets gh use this checkout's remote")
+    follow_up_label: str = key("tracker", "follow-up", "the label that marks follow-up issues (github)")
+    register: str = key("tracker", "follow-ups.md", "the follow-up register file (backend file)")
+
+
+@dataclass(frozen=True)
+class Config:
+    prefix: str = key("project", "D", "item ids are D-1, D-2, ...: letters and digits, starting with a letter",
+                      check=_prefix)
+    items: str = key("project", "items", "the folder holding one Markdown file per item")
+    commit_items: bool = key("project", False, "true: drover commits its own edits to item files")
+    agent: AgentConfig = field(default_factory=AgentConfig, metadata={"holds": AgentConfig})
+    slot_agents: dict[str, AgentConfig] = field(default_factory=dict)
+    prompts: dict[str, str] = field(default_factory=lambda: {slot: "" for slot in SLOTS},
+                                    metadata={"holds": PromptFiles})
+    base: str = key("run", "main", "the branch items start from and merge into")
+    branch: str = key("run", "drover/{{ Id | lower }}", "the branch template; must render a valid git branch name")
+    worktree: bool = key("run", True, "each item is worked in .drover/worktrees/<ID>; false: in this checkout")
+    setup: str = key("run", "", "a command run once in each new worktree before its first agent, e.g. \"uv sync\"")
+    verify: dict[str, str] = field(default_factory=lambda: dict(VERIFY_DEFAULT))
+    max_rounds: int = key("review", 3, "rounds of changes an item may have (at least 1); past it request-changes "
+                                       "refuses, keeps the findings and parks the item", check=_at_least_one)
+    tracker: TrackerConfig = field(default_factory=TrackerConfig, metadata={"holds": TrackerConfig})
+
+    def agent_for(self, slot: str) -> AgentConfig:
+        """The agent a slot runs: [agent.<slot>] over [agent]."""
+        return self.slot_agents.get(slot, self.agent)
+
+
+def _declared(cls: type) -> list[KeyInfo]:
+    """The keys a dataclass declares, in field order, nested holders expanded where they sit."""
+    found: list[KeyInfo] = []
+    for item in fields(cls):
+        meta = item.metadata
+        if "holds" in meta:
+            found += _declared(meta["holds"])
+        elif "table" in meta:
+            found.append(KeyInfo(meta["table"], item.name, type(item.default), item.default, meta["meaning"],
+                                 meta["choices"], meta["check"]))
+    return found
+
+
+# table -> key -> KeyInfo, in the order drover.toml lists them; SCHEMA is its (type, default) view.
+KEYS: dict[str, dict[str, KeyInfo]] = {}
+for _info in _declared(Config):
+    KEYS.setdefault(_info.table, {})[_info.name] = _info
+SCHEMA: dict[str, dict[str, tuple[type, Any]]] = {
+    table: {name: (info.type, info.default) for name, info in keys.items()} for table, keys in KEYS.items()
+}
+
+
+class _Problems:
+    """Every problem found in one reading of drover.toml; raised together at the end."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def add(self, message: str) -> None:
+        self.lines.append(message)
+
+    def raise_any(self) -> None:
+        if self.lines:
+            raise ConfigError.several(self.lines)
+
+
+def _where(table: str, name: str) -> str:
+    return f"{CONFIG_FILE}: [{table}] {name}"
+
+
+def _check_value(info: KeyInfo, value: Any, shown: str) -> str:
+    """"" when `value` suits the key; else the one-line problem. `shown` is the table as written."""
+    where = _where(shown, info.name)
     # bool is an int in Python; keep them apart so `max_rounds = true` is an error.
-    if not isinstance(value, expected) or (expected is int and isinstance(value, bool)):
-        raise ConfigError(f"{where}: expected {_TYPE_WORDS[expected]}")
-    choices = {
-        ("agent", "preset"): PRESETS,
-        ("agent", "guidance"): GUIDANCE_LEVELS,
-        ("tracker", "backend"): TRACKER_BACKENDS,
-    }.get((table, key))
-    if choices and value not in choices:
-        raise ConfigError(f"{where}: expected one of {', '.join(choices)}, not {value!r}")
-    if (table, key) == ("agent", "timeout"):
-        try:
-            parse_duration(value)
-        except ValueError:
-            raise ConfigError(f"{where}: expected a duration such as 2h, 90m or 45s") from None
-    if (table, key) == ("review", "max_rounds") and value < 1:
-        raise ConfigError(f"{where}: expected an integer of at least 1")
-    if (table, key) == ("project", "prefix") and not re.fullmatch(r"[A-Za-z][A-Za-z0-9]*", value):
-        raise ConfigError(f"{where}: expected letters and digits, starting with a letter")
-    return value
+    if not isinstance(value, info.type) or (info.type is int and isinstance(value, bool)):
+        return f"{where}: expected {_TYPE_WORDS[info.type]}"
+    if info.choices and value not in info.choices:
+        return f"{where}: expected one of {', '.join(info.choices)}, not {value!r}"
+    expected = info.check(value) if info.check else ""
+    return f"{where}: expected {expected}" if expected else ""
 
 
-def _read_table(table: str, raw: Any, nested: tuple[str, ...] = (), shown: str = "") -> dict[str, Any]:
+def _read_table(table: str, raw: Any, problems: _Problems, nested: tuple[str, ...] = (),
+                shown: str = "") -> dict[str, Any]:
     shown = shown or table
     if not isinstance(raw, dict):
-        raise ConfigError(f"{CONFIG_FILE}: [{shown}]: expected a table")
+        problems.add(f"{CONFIG_FILE}: [{shown}]: expected a table")
+        return {}
     values = {}
-    for key, value in raw.items():
-        if key in nested:
+    for name, value in raw.items():
+        if name in nested:
             continue
-        if key not in SCHEMA[table]:
+        if name not in KEYS[table]:
             if nested and isinstance(value, dict):
                 # [agent.<name>] with a name that is not a slot
-                raise ConfigError(f"{CONFIG_FILE}: [{shown}.{key}]: unknown slot (expected one of "
-                                  f"{', '.join(nested)})" + _suggest(key, nested))
-            raise ConfigError(f"{_where(shown, key)}: unknown key" + _suggest(key, SCHEMA[table]))
-        values[key] = _check_value(table, key, value, shown)
+                problems.add(f"{CONFIG_FILE}: [{shown}.{name}]: unknown slot (expected one of "
+                             f"{', '.join(nested)})" + _suggest(name, nested))
+            else:
+                problems.add(f"{_where(shown, name)}: unknown key" + _suggest(name, KEYS[table]))
+            continue
+        problem = _check_value(KEYS[table][name], value, shown)
+        if problem:
+            problems.add(problem)
+        else:
+            values[name] = value
     return values
 
 
-def _suggest(word: str, choices) -> str:
+def _suggest(word: str, choices: Any) -> str:
     import difflib
 
     close = difflib.get_close_matches(word, list(choices), n=1)
@@ -156,59 +223,55 @@ def _suggest(word: str, choices) -> str:
 
 
 def parse_config(data: dict[str, Any]) -> Config:
-    """Validate a parsed drover.toml and build the Config."""
-    known = set(SCHEMA) | {"verify"}
+    """Validate a parsed drover.toml and build the Config; every problem is reported, one line each."""
+    problems = _Problems()
+    known = set(KEYS) | {"verify"}
     for table, value in data.items():
         if table in known:
             continue
         if not isinstance(value, dict):
             # a key above every table: say which table it belongs in, when it belongs in one
-            homes = [name for name, keys in SCHEMA.items() if table in keys]
+            homes = [name for name, keys in KEYS.items() if table in keys]
             hint = f" (did you mean [{homes[0]}] {table}?)" if homes else ""
-            raise ConfigError(f"{CONFIG_FILE}: {table}: unknown key{hint}")
-        raise ConfigError(f"{CONFIG_FILE}: [{table}]: unknown table" + _suggest(table, known))
-    project = _read_table("project", data.get("project", {}))
+            problems.add(f"{CONFIG_FILE}: {table}: unknown key{hint}")
+        else:
+            problems.add(f"{CONFIG_FILE}: [{table}]: unknown table" + _suggest(table, known))
+    project = _read_table("project", data.get("project", {}), problems)
     agent_raw = data.get("agent", {})
-    agent = AgentConfig(**_read_table("agent", agent_raw, nested=SLOTS))
+    agent = AgentConfig(**_read_table("agent", agent_raw, problems, nested=SLOTS))
     slot_agents = {}
     if isinstance(agent_raw, dict):
         for slot in SLOTS:
             if slot in agent_raw:
                 # a slot table names only what differs from [agent]; timeout and the rest carry over
-                overrides = _read_table("agent", agent_raw[slot], shown=f"agent.{slot}")
+                overrides = _read_table("agent", agent_raw[slot], problems, shown=f"agent.{slot}")
                 if "preset" in overrides and "name" not in overrides:
                     overrides["name"] = ""
                 if "preset" in overrides and "command" not in overrides:
                     overrides["command"] = ""
                 slot_agents[slot] = replace(agent, **overrides)
-    prompts = {slot: "" for slot in SLOTS} | _read_table("prompts", data.get("prompts", {}))
-    run = _read_table("run", data.get("run", {}))
-    review = _read_table("review", data.get("review", {}))
-    tracker = TrackerConfig(**_read_table("tracker", data.get("tracker", {})))
+    prompts = {slot: "" for slot in SLOTS} | _read_table("prompts", data.get("prompts", {}), problems)
+    run = _read_table("run", data.get("run", {}), problems)
+    review = _read_table("review", data.get("review", {}), problems)
+    tracker = TrackerConfig(**_read_table("tracker", data.get("tracker", {}), problems))
+    verify = dict(VERIFY_DEFAULT)
     verify_raw = data.get("verify", {})
     if not isinstance(verify_raw, dict):
-        raise ConfigError(f"{CONFIG_FILE}: [verify]: expected a table")
-    verify = dict(VERIFY_DEFAULT)
-    for key, value in verify_raw.items():
-        if not isinstance(value, str):
-            raise ConfigError(f"{CONFIG_FILE}: [verify] {key}: expected a string")
-        verify[key] = value
-    if tracker.backend == "github" and not tracker.repo:
-        pass  # gh infers the repository from the checkout's remote; an empty repo is allowed
-    return Config(
-        **project,
-        agent=agent,
-        slot_agents=slot_agents,
-        prompts=prompts,
-        **{key: run[key] for key in run},
-        verify=verify,
-        **review,
-        tracker=tracker,
-    )
+        problems.add(f"{CONFIG_FILE}: [verify]: expected a table")
+        verify_raw = {}
+    for name, value in verify_raw.items():
+        if isinstance(value, str):
+            verify[name] = value
+        else:
+            problems.add(f"{CONFIG_FILE}: [verify] {name}: expected a string")
+    problems.raise_any()
+    # an empty [tracker] repo with github is allowed: gh infers the repository from the remote
+    return Config(**project, agent=agent, slot_agents=slot_agents, prompts=prompts, **run, verify=verify,
+                  **review, tracker=tracker)
 
 
 def load_config(path: Path) -> Config:
-    """Read and validate drover.toml; every problem is one ConfigError naming the key."""
+    """Read and validate drover.toml; every problem is a line of one ConfigError naming the key."""
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
@@ -227,8 +290,8 @@ def _line_of(message: str) -> int | None:
     return int(match.group(1)) if match else None
 
 
-def default_config_text() -> str:
-    """The commented drover.toml `drover init` writes (kept beside the built-in templates)."""
-    from .resources import read_resource
+def default_config_text(base: str = "main") -> str:
+    """The commented drover.toml `drover init` writes, every key at its default (base as given)."""
+    from .config_text import render_config
 
-    return read_resource("drover.toml")
+    return render_config(KEYS, VERIFY_DEFAULT, base=base)

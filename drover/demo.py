@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-from .resources import builtin_dir
 
 DEMO_DIR = "demo"
 
@@ -90,11 +90,11 @@ def build_project(root: Path) -> None:
     (root / "greet" / "__init__.py").write_text('"""A tiny greeting program for the drover demo."""\n')
     (root / "Makefile").write_text("test:\n\tpython3 -m compileall -q greet\n")
     _drover("init", cwd=root)
-    config = (builtin_dir() / "drover.toml").read_text()
-    config = config.replace('preset = "claude"         #', 'preset = "demo"           #', 1)
-    config = config.replace('# [agent.review]          # a different agent for one slot (implement, review or draft)\n# preset = "codex"',
-                            '[agent.review]\npreset = "demo"\nname = "demo-reviewer"')
-    config = config.replace('name = ""                 #', 'name = "demo-implementer" #', 1)
+    config = (root / "drover.toml").read_text()
+    config = re.sub(r'^preset = "claude"', 'preset = "demo"', config, count=1, flags=re.M)
+    config = re.sub(r'^name = ""', 'name = "demo-implementer"', config, count=1, flags=re.M)
+    config = re.sub(r'^# \[agent\.review\].*\n# preset = "codex"', '[agent.review]\npreset = "demo"\nname = "demo-reviewer"',
+                    config, count=1, flags=re.M)
     (root / "drover.toml").write_text(config)
     _drover("new", "Greet a person by name", "--kind", "feature", cwd=root)
     _drover("new", "Greet loudly", "--kind", "feature", "--dep", "D-1", cwd=root)

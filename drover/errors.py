@@ -15,6 +15,11 @@ class DroverError(Exception):
         self.path = str(path) if path is not None else None
         self.line = line
 
+    @property
+    def lines(self) -> tuple[str, ...]:
+        """What the CLI prints, one `drover: ` line each (several only for a config with several problems)."""
+        return (str(self),)
+
     def __str__(self) -> str:
         where = ""
         if self.path:
@@ -27,7 +32,22 @@ class UsageError(DroverError):
 
 
 class ConfigError(DroverError):
-    """drover.toml is missing, unreadable, or holds an unknown key or a wrong type (exit 2)."""
+    """drover.toml is missing, unreadable, or holds an unknown key or a wrong type (exit 2).
+
+    One reading reports every problem it finds: `lines` holds them, one each, in file order.
+    """
+
+    @classmethod
+    def several(cls, lines: list[str]) -> "ConfigError":
+        error = cls(lines[0])
+        error.extra = tuple(lines[1:])
+        return error
+
+    extra: tuple[str, ...] = ()
+
+    @property
+    def lines(self) -> tuple[str, ...]:
+        return (str(self), *self.extra)
 
 
 class TemplateError(DroverError):

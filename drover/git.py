@@ -144,6 +144,11 @@ def ensure_worktree(root: Path, path: Path, branch: str, base: str) -> Path:
     return path
 
 
+def private_dir(worktree: Path) -> Path:
+    """The worktree's own folder inside git's common dir: it goes when the worktree is removed."""
+    return Path(git(["rev-parse", "--absolute-git-dir"], worktree).strip())
+
+
 def _under(path: str, prefixes: list[str] | tuple[str, ...]) -> bool:
     for prefix in prefixes:
         prefix = prefix.strip("/")

@@ -132,6 +132,8 @@ def describe(project: Project, launch: Launch) -> list[str]:
     where = project.relpath(launch.workdir) if launch.workdir != project.root else "."
     lines.append(f"directory: {where}" + (" (a worktree, created at launch)" if launch.worktree else ""))
     lines.append(f"agent: {launch.agent.identity} (timeout {launch.agent.timeout})")
+    if launch.worktree is not None and project.config.setup:
+        lines.append(f"setup: {project.config.setup} (once, in a new worktree, before the agent)")
     if launch.binary_missing:
         lines.append(f"note: {launch.binary_missing}; a real launch would stop here")
     return lines
@@ -155,6 +157,11 @@ def execute(project: Project, ledger: Ledger, launch: Launch, *, echo: bool = Tr
         raise UsageError(launch.binary_missing)
     _ready_workdir(project, launch)
     launch.run_dir.mkdir(parents=True, exist_ok=True)
+    if launch.worktree is not None and project.config.setup:
+        from .worktree_setup import run_setup
+
+        run_setup(project.config.setup, launch.worktree, launch.log_path, item_id=launch.item_id,
+                  shown_log=project.relpath(launch.log_path), timeout=launch.agent.timeout_seconds or None)
     launch.prompt_path.write_text(launch.prompt, encoding="utf-8")
     provenance = launch.provenance
     ledger.start_run({

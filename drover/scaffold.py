@@ -1,7 +1,6 @@
 """`drover init`: the files a project starts with."""
 from __future__ import annotations
 
-import re
 import tomllib
 from pathlib import Path
 
@@ -58,13 +57,7 @@ def init_project(start: Path) -> list[str]:
 
 def config_text_for(root: Path) -> str:
     """The commented drover.toml, its `base` set to the branch this repository works from."""
-    base = git.detect_base(root)
-    return re.sub(r'^base = "main"', lambda _: f"base = {_toml_string(base)}", default_config_text(),
-                  count=1, flags=re.M)
-
-
-def _toml_string(value: str) -> str:
-    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return default_config_text(base=git.detect_base(root))
 
 
 def next_steps(prefix: str) -> list[str]:

@@ -8,9 +8,8 @@ import pytest
 from click.testing import CliRunner
 
 from drover.cli import cli
-from drover.config import SCHEMA, Config, load_config, parse_config, parse_duration
+from drover.config import SCHEMA, Config, default_config_text, load_config, parse_config, parse_duration
 from drover.errors import ConfigError
-from drover.resources import read_resource
 
 
 def write_config(root: Path, text: str) -> Path:
@@ -55,7 +54,7 @@ def test_an_empty_file_gives_every_default(tmp_path):
 
 
 def test_the_file_init_writes_states_every_default():
-    text = read_resource("drover.toml")
+    text = default_config_text()
     assert parse_config(tomllib.loads(text)) == Config()
     data = tomllib.loads(text)
     for table, keys in SCHEMA.items():
@@ -70,7 +69,7 @@ def test_the_file_init_writes_states_every_default():
 def test_init_writes_the_commented_file(repo):
     result = CliRunner().invoke(cli, ["init"])
     assert result.exit_code == 0, result.output
-    assert (repo / "drover.toml").read_text(encoding="utf-8") == read_resource("drover.toml")
+    assert (repo / "drover.toml").read_text(encoding="utf-8") == default_config_text()
     assert load_config(repo / "drover.toml") == Config()
 
 
@@ -229,3 +228,38 @@ def test_an_agent_table_for_a_slot_that_does_not_exist_names_the_slots(tmp_path)
         "drover.toml: [agent.reveiw]: unknown slot (expected one of implement, review, draft)"
         " (did you mean review?)"
     )
+
+
+# --- one definition per key ----------------------------------------------------------------------
+
+
+def test_every_problem_is_reported_at_once_one_line_each(repo):
+    write_config(repo, '[agent]\npreset = "codx"\n[review]\nmax_round = 2\n[tracker]\nbackend = "jira"\n')
+    result = CliRunner().invoke(cli, ["list"])
+    assert result.exit_code == 2
+    assert result.stderr.splitlines() == [
+        "drover: drover.toml: [agent] preset: expected one of claude, codex, aider, gemini, opencode, demo, script,"
+        " not 'codx'",
+        "drover: drover.toml: [review] max_round: unknown key (did you mean max_rounds?)",
+        "drover: drover.toml: [tracker] backend: expected one of none, file, github, not 'jira'",
+    ]
+
+
+def test_the_docs_tables_are_rendered_from_the_key_declarations():
+    from drover.config import KEYS
+    from drover.config_text import markdown_table
+
+    page = (Path(__file__).resolve().parents[1] / "docs" / "configuration.md").read_text(encoding="utf-8")
+    for table, keys in KEYS.items():
+        assert markdown_table(keys) in page, f"docs/configuration.md: [{table}] table is stale"
+
+
+def test_a_key_declared_once_reaches_schema_file_and_docs():
+    from drover.config import KEYS
+
+    text = default_config_text()
+    for table, keys in KEYS.items():
+        for name, info in keys.items():
+            assert SCHEMA[table][name] == (type(info.default), info.default)
+            assert info.meaning in text, f"[{table}] {name}: meaning missing from the commented file"
+    assert default_config_text(base="master").count('base = "master"') == 1

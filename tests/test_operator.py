@@ -1,0 +1,191 @@
+"""The operator's day through the installed CLI on real repositories: init, help, forgiving ids,
+worktree setup, intake, JSON output, completion, the demo."""
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import git
+from test_loop import BIN, configure, drover, new_item
+
+
+def ok(root: Path, *args: str, stdin: str | None = None) -> str:
+    return drover(root, *args, stdin=stdin, check=True).stdout
+
+
+def one_line_error(done: subprocess.CompletedProcess, code: int) -> str:
+    assert done.returncode == code, (done.stdout, done.stderr)
+    assert "Traceback" not in done.stderr
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("drover: "), done.stderr
+    return lines[0]
+
+
+def set_key(root: Path, key: str, value: str) -> None:
+    """Replace one `key = ...` line of the drover.toml init wrote."""
+    path = root / "drover.toml"
+    text, count = re.subn(rf"^{key} = .*$", lambda _: f"{key} = {value}", path.read_text(), count=1, flags=re.M)
+    assert count == 1, key
+    path.write_text(text)
+
+
+# --- init ----------------------------------------------------------------------------------------
+
+
+def test_init_outside_a_repository_refuses_and_writes_nothing(tmp_path):
+    folder = tmp_path / "plain"
+    folder.mkdir()
+    said = one_line_error(drover(folder, "init"), 2)
+    assert "not inside a git repository" in said
+    assert list(folder.iterdir()) == []
+
+
+def test_init_takes_the_base_from_the_current_branch(tmp_path):
+    root = tmp_path / "lib"
+    root.mkdir()
+    git(root, "init", "-q", "-b", "master")
+    git(root, "commit", "-q", "--allow-empty", "-m", "first")
+    out = ok(root, "init")
+    assert 'base = "master"' in (root / "drover.toml").read_text()
+    assert "base branch: master" in out
+    steps = out[out.index("next steps:"):]
+    assert "git add drover.toml .gitignore" in steps
+    assert "drover new" in steps and "drover run --dry-run D-1" in steps
+    assert "drover help configuration" in steps
+    assert "docs/configuration.md" not in (root / "drover.toml").read_text()
+    assert "drover help configuration" in (root / "drover.toml").read_text()
+
+
+def test_init_prefers_origin_head(tmp_path):
+    upstream = tmp_path / "upstream"
+    upstream.mkdir()
+    git(upstream, "init", "-q", "-b", "trunk")
+    git(upstream, "commit", "-q", "--allow-empty", "-m", "first")
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", str(upstream), str(clone))
+    git(clone, "switch", "-q", "-c", "topic")
+    ok(clone, "init")
+    assert 'base = "trunk"' in (clone / "drover.toml").read_text()
+
+
+def test_init_on_a_detached_head_falls_back_to_an_existing_master(tmp_path):
+    root = tmp_path / "lib"
+    root.mkdir()
+    git(root, "init", "-q", "-b", "master")
+    git(root, "commit", "-q", "--allow-empty", "-m", "first")
+    git(root, "checkout", "-q", "--detach")
+    ok(root, "init")
+    assert 'base = "master"' in (root / "drover.toml").read_text()
+
+
+# --- help ----------------------------------------------------------------------------------------
+
+TOPICS = ("configuration", "templates", "fields", "agents", "trackers", "items")
+
+
+@pytest.mark.parametrize("topic", TOPICS)
+def test_help_prints_each_reference_page(repo, topic):
+    out = ok(repo, "help", topic)
+    shipped = Path(__file__).resolve().parents[1] / "docs" / f"{topic}.md"
+    assert out == shipped.read_text(encoding="utf-8")
+
+
+def test_help_lists_topics_names_commands_and_suggests(repo):
+    listing = ok(repo, "help")
+    for topic in TOPICS:
+        assert f"  {topic}\n" in listing
+    assert "Usage: drover new" in ok(repo, "help", "new")
+    said = one_line_error(drover(repo, "help", "configuraton"), 2)
+    assert "did you mean configuration?" in said
+
+
+def test_top_level_help_is_grouped_and_each_command_has_an_example(repo):
+    out = ok(repo, "--help")
+    order = [out.index(title + ":") for title in ("Set up", "Items", "The loop", "Review verbs", "Inspection")]
+    assert order == sorted(order)
+    assert out.index("  init") < out.index("Items:") < out.index("  new ") < out.index("The loop:")
+    from drover.cli import cli
+
+    for name in cli.commands:
+        assert "Example: " in ok(repo, name, "--help"), name
+
+
+# --- ids ------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def project(repo):
+    configure(repo)
+    return repo
+
+
+@pytest.mark.parametrize("spelling", ["D-2", "d-2", "D2", "2", "#2", "d2"])
+def test_every_command_accepts_the_forgiving_spellings(project, spelling):
+    for title in ("one", "two"):
+        new_item(project, title)
+    assert json.loads(ok(project, "show", spelling, "--json"))["id"] == "D-2"
+    ok(project, "park", spelling, "--why", "a question")
+    ok(project, "unpark", spelling)
+    assert ok(project, "prompt", spelling, "--slot", "branch") == "drover/d-2\n"
+
+
+def test_a_missing_item_suggests_the_nearest(project):
+    for title in ("one", "two"):
+        new_item(project, title)
+    assert one_line_error(drover(project, "show", "D-13"), 2) == "drover: no item D-13 (did you mean D-2?)"
+    assert one_line_error(drover(project, "run", "3"), 2) == "drover: no item D-3 (did you mean D-2?)"
+    said = one_line_error(drover(project, "request-changes", "D-9"), 2)
+    assert said == "drover: no item D-9 (did you mean D-2?)"  # before any word about missing findings
+
+
+def test_new_refuses_unknown_deps_and_findings_writing_nothing(project):
+    new_item(project, "one")
+    before = sorted(path.name for path in (project / "items").iterdir())
+    assert "no item D-99" in one_line_error(drover(project, "new", "x", "--dep", "D-99"), 2)
+    assert "no item D-9" in one_line_error(drover(project, "new", "x", "--finding", "D-9"), 2)
+    assert sorted(path.name for path in (project / "items").iterdir()) == before
+    assert ok(project, "new", "y", "--dep", "1", "-f", "#1").split()[0] == "D-2"
+
+
+def test_round_headlines_drop_list_markers_and_hashes(project):
+    item = new_item(project, "one")
+    ok(project, "request-changes", item, stdin="- Requirement 2 is not met\n- and more\n")
+    ok(project, "request-changes", item, stdin="## 3. Parser drops keys\n")
+    rounds = json.loads(ok(project, "show", item, "--json"))["rounds"]
+    assert [row["headline"] for row in rounds] == ["Requirement 2 is not met", "Parser drops keys"]
+
+
+# --- [run] setup ----------------------------------------------------------------------------------
+
+
+def test_setup_runs_once_per_new_worktree_into_the_runs_log(project):
+    set_key(project, "setup", '"echo setting-up; echo built > built.txt"')
+    item = new_item(project, "one")
+    assert "setup: echo setting-up" in ok(project, "run", item, "--dry-run")
+    ok(project, "run", item)
+    worktree = project / ".drover" / "worktrees" / item
+    assert (worktree / "built.txt").read_text() == "built\n"
+    logs = sorted((project / ".drover" / "runs").glob("*/agent.log"))
+    assert len(logs) == 1 and "setting-up" in logs[0].read_text()
+    (worktree / "built.txt").unlink()
+    drover(project, "run", item)  # the second launch in the same worktree: no setup
+    assert not (worktree / "built.txt").exists()
+    logs = sorted((project / ".drover" / "runs").glob("*/agent.log"))
+    assert len(logs) == 2 and sum("setting-up" in log.read_text() for log in logs) == 1
+
+
+def test_a_failing_setup_stops_before_the_agent(project):
+    set_key(project, "setup", '"echo no-network; exit 3"')
+    item = new_item(project, "one")
+    said = one_line_error(drover(project, "run", item), 1)
+    match = re.fullmatch(rf"drover: {item}: worktree setup failed \(exit 3\); log: (\S+)", said)
+    assert match, said
+    assert "no-network" in (project / match.group(1)).read_text()
+    conn = sqlite3.connect(project / ".drover" / "ledger.db")
+    assert conn.execute("SELECT count(*) FROM runs").fetchone()[0] == 0
+    conn.close()
