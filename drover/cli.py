@@ -145,10 +145,7 @@ def read_text_arg(file: str | None) -> str:
 
 @cli.command()
 def init() -> None:
-    """Write drover.toml, items/ and .drover/, and git-ignore .drover/.
-
-    Example: drover init
-    """
+    """Write drover.toml, items/ and .drover/, and git-ignore .drover/."""
     from .scaffold import init_project
 
     for line in init_project(Path.cwd()):
@@ -156,31 +153,47 @@ def init() -> None:
 
 
 @cli.command()
-@click.argument("title")
-@click.option("--kind", default="feature", show_default=True, help="A free word: bug, feature, chore, ...")
+@click.argument("title", required=False)
+@click.option("--kind", default=None, help="A free word: bug, feature, chore, ... (default: feature, or the "
+              "issue's labels through [tracker] kinds)")
 @click.option("--dep", "deps", multiple=True, metavar="ID", type=ITEM_ID, help="An item this one depends on (repeatable).")
 @click.option("-f", "--finding", "finding", metavar="ID", type=ITEM_ID, default="",
               help="The item whose review produced this one.")
-def new(title: str, kind: str, deps: tuple[str, ...], finding: str) -> None:
-    """Create the next item and print its id first.
-
-    Example: drover new "Reject unknown config keys" --kind bug --dep D-2
-    """
+@click.option("--issue", type=int, metavar="N", help="Create the item from tracker issue N (title, kind, text).")
+@json_option
+def new(title: str | None, kind: str | None, deps: tuple[str, ...], finding: str, issue: int | None,
+        as_json: bool) -> None:
+    """Create the next item and print its id first."""
+    from .errors import UsageError
     from .review import new_item
 
+    if issue is not None and (title or finding):
+        raise UsageError("new --issue takes its title from the issue: give no TITLE and no --finding")
+    if issue is None and title is None:
+        raise UsageError("missing TITLE: drover new \"What the item should do\" (or --issue N)")
     with opened() as (project, ledger):
-        item_id = new_item(project, ledger, title, kind, list(deps), finding)
-        click.echo(f"{item_id} {project.relpath(project.item_path(item_id))}")
+        if issue is not None:
+            from .intake import new_from_issue
+
+            item_id = new_from_issue(project, ledger, issue, kind, list(deps))
+        else:
+            item_id = new_item(project, ledger, title or "", kind or "feature", list(deps), finding)
+        path = project.relpath(project.item_path(item_id))
+        if as_json:
+            from .items import read_item
+
+            made = read_item(project.item_path(item_id), project.config.prefix)
+            echo_json({"id": item_id, "path": path, "title": made.title, "kind": made.kind,
+                       "deps": list(made.deps), "finding": finding or None, "origin": made.origin})
+        else:
+            click.echo(f"{item_id} {path}")
 
 
 @cli.command(name="list")
 @click.option("--ready", is_flag=True, help="Only items drive would take now.")
 @json_option
 def list_cmd(ready: bool, as_json: bool) -> None:
-    """Items with their state.
-
-    Example: drover list --state approved --state parked
-    """
+    """Items with their state."""
     from .status import is_ready, list_items
 
     with opened() as (project, ledger):
@@ -203,10 +216,7 @@ def list_cmd(ready: bool, as_json: bool) -> None:
 @click.argument("item_id", metavar="ID", type=ITEM_ID)
 @json_option
 def show(item_id: str, as_json: bool) -> None:
-    """One item: frontmatter, deps, runs, rounds, audits, dispositions.
-
-    Example: drover show D-3
-    """
+    """One item: frontmatter, deps, runs, rounds, audits, dispositions."""
     from .status import show_item
     from .textviews import render_show
 
@@ -222,10 +232,7 @@ def show(item_id: str, as_json: bool) -> None:
 @click.argument("item_id", metavar="ID", type=ITEM_ID)
 @click.option("--file", "file", metavar="F", help="Findings file ('-' or absent: standard input).")
 def request_changes(item_id: str, file: str | None) -> None:
-    """Replace the item's Changes section with findings and record a round.
-
-    Example: drover request-changes D-3 --file findings.md
-    """
+    """Replace the item's Changes section with findings and record a round."""
     from .review import request_changes as act
 
     from .status import require_item
@@ -240,10 +247,7 @@ def request_changes(item_id: str, file: str | None) -> None:
 @click.argument("item_id", metavar="ID", type=ITEM_ID)
 @click.option("--note", default="", help="What discharged the changes.")
 def close_changes(item_id: str, note: str) -> None:
-    """Replace the Changes section with a cleared block and mark the round cleared.
-
-    Example: drover close-changes D-3 --note "fixed in the parser"
-    """
+    """Replace the Changes section with a cleared block and mark the round cleared."""
     from .review import close_changes as act
 
     with opened() as (project, ledger):
@@ -257,10 +261,7 @@ def close_changes(item_id: str, note: str) -> None:
 @click.option("--by", default="", help="Who audits (default: the run's agent, else git user.name).")
 @click.option("--note", default="", help="Recorded verbatim.")
 def audit(item_id: str, level: str, by: str, note: str) -> None:
-    """Record an audit; at reviewed or above it also clears outstanding changes.
-
-    Example: drover audit D-3 --level reviewed --note "tests cover each requirement"
-    """
+    """Record an audit; at reviewed or above it also clears outstanding changes."""
     from .review import audit as act
 
     with opened() as (project, ledger):
@@ -274,10 +275,7 @@ def audit(item_id: str, level: str, by: str, note: str) -> None:
               help="What finish does with the issue: close it, comment on it, or keep it open.")
 @click.option("--note", default="", help="The comment finish writes, or why the issue stays.")
 def dispose(item_id: str, issue: int, disposition: str, note: str) -> None:
-    """Record the reviewer's judgment of an issue the item closes.
-
-    Example: drover dispose D-3 42 --as close
-    """
+    """Record the reviewer's judgment of an issue the item closes."""
     from .review import dispose as act
 
     with opened() as (project, ledger):
@@ -288,10 +286,7 @@ def dispose(item_id: str, issue: int, disposition: str, note: str) -> None:
 @click.argument("item_id", metavar="ID", type=ITEM_ID)
 @click.option("--why", required=True, help="What the operator needs to decide.")
 def park(item_id: str, why: str) -> None:
-    """Hand an item to the operator.
-
-    Example: drover park D-3 --why "needs a decision on the file format"
-    """
+    """Hand an item to the operator."""
     from .review import park as act
 
     with opened() as (project, ledger):
@@ -301,10 +296,7 @@ def park(item_id: str, why: str) -> None:
 @cli.command()
 @click.argument("item_id", metavar="ID", type=ITEM_ID)
 def unpark(item_id: str) -> None:
-    """Take an item back from the operator.
-
-    Example: drover unpark D-3
-    """
+    """Take an item back from the operator."""
     from .review import unpark as act
 
     with opened() as (project, ledger):
@@ -321,10 +313,7 @@ def unpark(item_id: str) -> None:
 @click.option("--diff-guidance", is_flag=True, help="Show what the lean level drops, with token counts.")
 @click.option("--template", "explicit", metavar="SRC", help="Inline template text, or @path in the repository.")
 def prompt(item_id: str, slot: str, guidance: str | None, diff_guidance: bool, explicit: str | None) -> None:
-    """Print the rendered prompt for one item and slot; changes nothing.
-
-    Example: drover prompt D-3 --slot implement
-    """
+    """Print the rendered prompt for one item and slot; changes nothing."""
     show_prompt(item_id, slot, guidance=guidance, explicit=explicit, diff_guidance=diff_guidance)
 
 
@@ -357,10 +346,7 @@ def show_prompt(item_id: str, slot: str, *, guidance: str | None = None, explici
 @click.option("--diff", is_flag=True, help="Show how each stale override's default changed.")
 @click.option("--color", type=COLOR_CHOICES, default="auto", show_default=True, help="Colour the diff.")
 def check(diff: bool, color: str) -> None:
-    """Check items, deps, config and templates; exit 1 when anything is wrong.
-
-    Example: drover check
-    """
+    """Check items, deps, config and templates; exit 1 when anything is wrong."""
     from . import templates
     from .checks import run_check
 
@@ -386,10 +372,7 @@ def check(diff: bool, color: str) -> None:
 @click.option("--fields", is_flag=True, help="Every template field: type, slots, meaning.")
 @json_option
 def schema(prompts: bool, fields: bool, as_json: bool) -> None:
-    """Describe the template blocks (--prompts) or the template fields (--fields).
-
-    Example: drover schema --fields
-    """
+    """Describe the template blocks (--prompts) or the template fields (--fields)."""
     from .errors import UsageError
 
     if prompts == fields:
@@ -444,10 +427,7 @@ def dry_run_option(func):
 @dry_run_option
 @click.option("--template", "explicit", metavar="SRC", help="Inline template text, or @path in the repository.")
 def run(item_id: str, dry_run: bool, explicit: str | None) -> None:
-    """Launch the implementing agent on an item in its worktree.
-
-    Example: drover run D-3 --dry-run
-    """
+    """Launch the implementing agent on an item in its worktree."""
     _launch_command(item_id, "implement", dry_run, explicit)
 
 
@@ -456,10 +436,7 @@ def run(item_id: str, dry_run: bool, explicit: str | None) -> None:
 @dry_run_option
 @click.option("--print", "print_only", is_flag=True, help="Write the review prompt to stdout; record no launch.")
 def review(item_id: str, dry_run: bool, print_only: bool) -> None:
-    """Launch the reviewing agent on an item's branch.
-
-    Example: drover review D-3
-    """
+    """Launch the reviewing agent on an item's branch."""
     if print_only:
         show_prompt(item_id, "review")
         return
@@ -470,20 +447,14 @@ def review(item_id: str, dry_run: bool, print_only: bool) -> None:
 @click.argument("item_id", metavar="ID", type=ITEM_ID)
 @dry_run_option
 def draft(item_id: str, dry_run: bool) -> None:
-    """Launch the drafting agent: it writes the item's numbered requirements.
-
-    Example: drover draft D-3
-    """
+    """Launch the drafting agent: it writes the item's numbered requirements."""
     _launch_command(item_id, "draft", dry_run)
 
 
 @cli.command()
 @click.argument("item_id", metavar="ID", type=ITEM_ID)
 def finish(item_id: str) -> None:
-    """Merge an approved item's branch into base locally (never pushes) and mark it done.
-
-    Example: drover finish D-3
-    """
+    """Merge an approved item's branch into base locally (never pushes) and mark it done."""
     from .finish import finish as act
 
     with opened() as (project, ledger):
@@ -501,10 +472,7 @@ def finish(item_id: str) -> None:
 @click.option("--jobs", default=1, show_default=True, type=int, help="Items worked at once, each in its own worktree.")
 @click.option("--finish", "finish_items", is_flag=True, help="Finish each approved item (local merge into base).")
 def drive(item_ids: tuple[str, ...], jobs: int, finish_items: bool) -> None:
-    """Implement and review ready items (or the ids given) until approved, parked or failed.
-
-    Example: drover drive --jobs 2 --finish
-    """
+    """Implement and review ready items (or the ids given) until approved, parked or failed."""
     from .loop import drive as run_drive, summary
     from .project import open_project
 

@@ -17,6 +17,39 @@ SECTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Inspection", ("check", "prompt", "schema", "log", "ledger")),
 )
 
+# One example per command, shown at the end of its --help. A new command adds its line here.
+EXAMPLES: dict[str, str] = {
+    "init": "drover init",
+    "help": "drover help configuration",
+    "demo": "drover demo /tmp/drover-demo",
+    "completion": 'eval "$(drover completion bash)"    # in ~/.bashrc',
+    "new": 'drover new "Reject unknown config keys" --kind bug --dep D-2',
+    "list": "drover list --state approved --state parked",
+    "show": "drover show D-3",
+    "draft": "drover draft D-3",
+    "run": "drover run D-3 --dry-run",
+    "review": "drover review D-3",
+    "drive": "drover drive --jobs 2 --finish",
+    "finish": "drover finish D-3",
+    "request-changes": "drover request-changes D-3 --file findings.md",
+    "close-changes": 'drover close-changes D-3 --note "fixed in the parser"',
+    "audit": 'drover audit D-3 --level reviewed --note "tests cover each requirement"',
+    "dispose": "drover dispose D-3 42 --as close",
+    "park": 'drover park D-3 --why "needs a decision on the file format"',
+    "unpark": "drover unpark D-3",
+    "check": "drover check --json",
+    "prompt": "drover prompt D-3 --slot implement",
+    "schema": "drover schema --fields",
+}
+
+
+def add_examples(group: click.Group) -> None:
+    """Close each command's --help with its example (a command's own epilog wins)."""
+    for name, command in group.commands.items():
+        if name in EXAMPLES and not command.epilog:
+            # click rewraps epilogs; \b keeps the example on its own line as written
+            command.epilog = f"\b\nExample: {EXAMPLES[name]}"
+
 
 def format_sections(group: click.Group, ctx: click.Context, formatter: click.HelpFormatter) -> None:
     """The command list of `drover --help`, one titled block per section."""
@@ -96,8 +129,6 @@ def register(cli: click.Group) -> None:
     @click.pass_context
     def help_cmd(ctx: click.Context, topic: str | None) -> None:
         """Print a reference page (configuration, items, templates, ...) or a command's help.
-
-        Example: drover help configuration
         """
         from .errors import UsageError
         from .resources import HELP_TOPICS, help_page
@@ -127,8 +158,6 @@ def register(cli: click.Group) -> None:
     @click.argument("shell", type=click.Choice(["bash", "zsh", "fish"]))
     def completion(shell: str) -> None:
         """Print the shell completion script; ids, slots and options complete.
-
-        Example: eval "$(drover completion bash)"   (in ~/.bashrc)
         """
         from click.shell_completion import get_completion_class
 
@@ -140,9 +169,9 @@ def register(cli: click.Group) -> None:
     @click.argument("folder", required=False, type=click.Path(file_okay=False))
     def demo(folder: str | None) -> None:
         """Build a throw-away project and drive it with a scripted agent (no network).
-
-        Example: drover demo /tmp/drover-demo
         """
         from .demo import main as run_demo
 
         sys.exit(run_demo([folder] if folder else []))
+
+    add_examples(cli)

@@ -23,7 +23,7 @@ TRACKER_BACKENDS = ("none", "file", "github")
 # [verify] is an open table of key -> command string; `default` always exists.
 VERIFY_DEFAULT = {"default": "make test"}
 
-_TYPE_WORDS = {str: "a string", int: "an integer", bool: "true or false"}
+_TYPE_WORDS = {str: "a string", int: "an integer", bool: "true or false", dict: "a table"}
 _DURATION = re.compile(r"^(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$")
 
 
@@ -43,9 +43,14 @@ class KeyInfo:
 
 def key(table: str, default: Any, meaning: str, *, choices: tuple[str, ...] = (),
         check: Callable[[Any], str] | None = None) -> Any:
-    """A dataclass field that is also a drover.toml key: the one place its facts are written."""
-    return field(default=default, metadata={"table": table, "meaning": meaning, "choices": choices,
-                                            "check": check})
+    """A dataclass field that is also a drover.toml key: the one place its facts are written.
+
+    A dict default is a table of strings; what the user writes is laid over it.
+    """
+    metadata = {"table": table, "meaning": meaning, "choices": choices, "check": check, "default": default}
+    if isinstance(default, dict):
+        return field(default_factory=lambda: dict(default), metadata=metadata)
+    return field(default=default, metadata=metadata)
 
 
 def parse_duration(text: str) -> int:
@@ -74,6 +79,15 @@ def _prefix(value: str) -> str:
 
 def _at_least_one(value: int) -> str:
     return "" if value >= 1 else "an integer of at least 1"
+
+
+def _strings(value: dict[str, Any]) -> str:
+    return "" if all(isinstance(word, str) for word in value.values()) else "a table of strings"
+
+
+# label -> kind for `drover new --issue`; a project's [tracker] kinds adds to these
+KIND_LABELS = {"bug": "bug", "enhancement": "feature", "feature": "feature", "documentation": "docs",
+               "chore": "chore", "refactor": "refactor", "performance": "performance", "security": "security"}
 
 
 @dataclass(frozen=True)
@@ -111,6 +125,8 @@ class TrackerConfig:
     repo: str = key("tracker", "", "owner/name for github; \"\" lets gh use this checkout's remote")
     follow_up_label: str = key("tracker", "follow-up", "the label that marks follow-up issues (github)")
     register: str = key("tracker", "follow-ups.md", "the follow-up register file (backend file)")
+    kinds: dict[str, str] = key("tracker", KIND_LABELS, "issue label -> item kind for `drover new --issue`; "
+                                "yours are added to these", check=_strings)
 
 
 @dataclass(frozen=True)
@@ -145,7 +161,8 @@ def _declared(cls: type) -> list[KeyInfo]:
         if "holds" in meta:
             found += _declared(meta["holds"])
         elif "table" in meta:
-            found.append(KeyInfo(meta["table"], item.name, type(item.default), item.default, meta["meaning"],
+            default = meta["default"]
+            found.append(KeyInfo(meta["table"], item.name, type(default), default, meta["meaning"],
                                  meta["choices"], meta["check"]))
     return found
 
@@ -207,11 +224,12 @@ def _read_table(table: str, raw: Any, problems: _Problems, nested: tuple[str, ..
             else:
                 problems.add(f"{_where(shown, name)}: unknown key" + _suggest(name, KEYS[table]))
             continue
-        problem = _check_value(KEYS[table][name], value, shown)
+        info = KEYS[table][name]
+        problem = _check_value(info, value, shown)
         if problem:
             problems.add(problem)
         else:
-            values[name] = value
+            values[name] = {**info.default, **value} if info.type is dict else value
     return values
 
 

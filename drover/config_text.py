@@ -3,6 +3,7 @@ of docs/configuration.md, both rendered from the key definitions in config.py.""
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, Mapping
 
 HEADER = (
@@ -23,11 +24,17 @@ EXAMPLES = {
 COLUMN = 26  # where the comments start, so the values read as a column
 
 
+def toml_key(word: str) -> str:
+    return word if re.fullmatch(r"[A-Za-z0-9_-]+", word) else json.dumps(word, ensure_ascii=False)
+
+
 def toml_value(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int):
         return str(value)
+    if isinstance(value, dict):
+        return "{ " + ", ".join(f"{toml_key(name)} = {toml_value(item)}" for name, item in value.items()) + " }"
     return json.dumps(value, ensure_ascii=False)  # a TOML basic string is a JSON string for these values
 
 
@@ -55,9 +62,15 @@ def render_config(keys: Mapping[str, Mapping[str, Any]], verify: Mapping[str, st
             lines += [f"{name} = {toml_value(command)}" for name, command in verify.items()]
         else:
             for name, info in keys[table].items():
+                if isinstance(info.default, dict):
+                    continue  # a table of its own, below
                 value = base if (table, name) == ("run", "base") else info.default
                 lines.append(_line(f"{name} = {toml_value(value)}", _comment(info)))
         lines += EXAMPLES.get(table, ())
+        for name, info in keys.get(table, {}).items():
+            if isinstance(info.default, dict):
+                lines += ["", _line(f"[{table}.{name}]", _comment(info))]
+                lines += [f"{toml_key(word)} = {toml_value(meaning)}" for word, meaning in info.default.items()]
         blocks.append("\n".join(lines) + "\n")
     return "\n".join(blocks)
 

@@ -342,12 +342,18 @@ def write_atomic(path: Path, text: str) -> None:
         raise
 
 
-def new_item_text(item_id: str, title: str, kind: str, deps: list[str], finding_source: str = "") -> str:
-    """The file `drover new` writes: frontmatter, an optional provenance line, Requirements."""
+def new_item_text(item_id: str, title: str, kind: str, deps: list[str], finding_source: str = "", *,
+                  origin: int | None = None, scaffold: str = "") -> str:
+    """The file `drover new` writes: frontmatter, an optional provenance line, an optional
+    scaffold (an issue's text, from intake), Requirements."""
     meta: dict[str, Any] = {"id": item_id, "title": title, "kind": kind, "deps": list(deps)}
+    if origin is not None:
+        meta["origin"] = origin
     front = yaml.safe_dump(meta, sort_keys=False, allow_unicode=True, default_flow_style=None)
     body = ""
     if finding_source:
         body += f"{PROVENANCE_PREFIX} {finding_source} (raised while reviewing {finding_source})\n\n"
+    if scaffold:
+        body += scaffold.rstrip("\n") + "\n\n"
     body += f"{REQUIREMENTS_HEADING}\n\n- To be written: run `drover draft {item_id}` or list the numbered requirements here.\n"
     return f"---\n{front}---\n\n{body}"

@@ -68,7 +68,7 @@ def _write_item(path: Path, old: str, new: str, ledger_step) -> None:
 
 
 def new_item(project: Project, ledger: Ledger, title: str, kind: str, deps: list[str],
-             finding_source: str = "") -> str:
+             finding_source: str = "", *, origin: int | None = None, scaffold: str = "") -> str:
     """Create the next item file; returns its id. Ids are never reused."""
     title = " ".join(title.split())  # one line: a title is a headline, and YAML-safe that way
     if not title:
@@ -87,7 +87,8 @@ def new_item(project: Project, ledger: Ledger, title: str, kind: str, deps: list
     with ledger.write():
         item_id = ledger.allocate_item(project.config.prefix, max(on_disk, default=0))
         path = project.item_path(item_id)
-        itemfile.write_atomic(path, itemfile.new_item_text(item_id, title, kind, deps, finding_source))
+        itemfile.write_atomic(path, itemfile.new_item_text(item_id, title, kind, deps, finding_source,
+                                                          origin=origin, scaffold=scaffold))
         try:
             ledger.log_event("new", item_id, actor(project, ledger), title=title, finding=finding_source)
         except BaseException:

@@ -189,3 +189,60 @@ def test_a_failing_setup_stops_before_the_agent(project):
     conn = sqlite3.connect(project / ".drover" / "ledger.db")
     assert conn.execute("SELECT count(*) FROM runs").fetchone()[0] == 0
     conn.close()
+
+
+# --- intake: new --issue ------------------------------------------------------------------------
+
+from test_trackers import gh, gh_issue  # noqa: E402,F401  (the fake gh fixture)
+
+
+def use_tracker(root: Path, backend: str, extra: str = "") -> None:
+    set_key(root, "backend", f'"{backend}"')
+    if extra:
+        path = root / "drover.toml"
+        text = path.read_text()
+        header = text.index("\n", text.index("[tracker.kinds]")) + 1
+        path.write_text(text[:header] + extra + text[header:])
+
+
+def test_new_from_a_github_issue(project, gh):
+    use_tracker(project, "github", '"needs-triage" = "triage"\n')  # added to [tracker.kinds]
+    gh.answer("issue-view-42", gh_issue(42, "Parser drops unknown keys", "Steps:\n- load a file\n\nIt crashes.",
+                                       labels=("needs-triage", "bug")))
+    made = json.loads(ok(project, "new", "--issue", "42", "--json"))
+    assert made == {"id": "D-1", "path": "items/D-1.md", "title": "Parser drops unknown keys", "kind": "triage",
+                    "deps": [], "finding": None, "origin": 42}
+    text = (project / "items" / "D-1.md").read_text()
+    assert "origin: 42\n" in text
+    assert "> Steps:\n> - load a file\n>\n> It crashes.\n" in text
+    assert "https://github.com/acme/widgets/issues/42" in text
+    assert ["issue", "view", "42"] == gh.calls()[0][:3]
+    # the same issue again names the item that has it instead of making a second
+    said = one_line_error(drover(project, "new", "--issue", "#42"[1:]), 1)
+    assert said == "drover: issue #42 already has an item: D-1 (items/D-1.md)"
+    assert sorted(path.name for path in (project / "items").iterdir()) == ["D-1.md"]
+
+
+def test_new_from_an_issue_takes_the_kind_from_default_labels(project, gh):
+    use_tracker(project, "github")
+    gh.answer("issue-view-7", gh_issue(7, "Crash on empty file", "", labels=("bug",)))
+    assert json.loads(ok(project, "new", "--issue", "7", "--json"))["kind"] == "bug"
+    gh.answer("issue-view-8", gh_issue(8, "Speak French", "", labels=("wontfix",)))
+    assert json.loads(ok(project, "new", "--issue", "8", "--json"))["kind"] == "feature"
+    gh.fail("issue-view-9", "GraphQL: Could not resolve to an issue with the number of 9.")
+    said = one_line_error(drover(project, "new", "--issue", "9"), 2)
+    assert said.startswith("drover: issue #9: ") and "Could not resolve" in said
+
+
+def test_new_from_a_register_row(project):
+    use_tracker(project, "file")
+    (project / "follow-ups.md").write_text("# Follow-ups\n\n- [ ] D-9: Cache the parsed config\n")
+    made = json.loads(ok(project, "new", "--issue", "3", "--json"))
+    assert made["title"] == "Cache the parsed config" and made["origin"] == 3
+    assert "From the register row follow-ups.md:3, as it read at intake:\n\n> Cache the parsed config\n" in (project / "items" / "D-1.md").read_text()
+
+
+def test_new_from_an_issue_without_a_tracker_is_one_line(project):
+    said = one_line_error(drover(project, "new", "--issue", "42"), 2)
+    assert "[tracker] backend" in said
+    assert not any((project / "items").iterdir())

@@ -49,6 +49,14 @@ class FileTracker:
         """Always unavailable: a register holds follow-up rows, not issues."""
         raise TrackerUnavailable(f"issue #{number} cannot be read: {self._no_issues()}")
 
+    def row(self, number: int) -> Issue:
+        """The register row on line `number` (intake: `drover new --issue N`)."""
+        rows, _ = self._read()
+        for found in rows:
+            if found.number == number:
+                return found
+        raise TrackerUnavailable(f"{self.register} has no row on line {number}")
+
     def apply(self, number: int, disposition: str, note: str) -> str:
         """`keep` needs no tracker; the register has no issues to close or comment on."""
         check_disposition(disposition)
