@@ -512,7 +512,7 @@ def test_output_into_a_closed_pipe_ends_quietly(project):
 
 def test_drive_refuses_an_id_that_names_no_item_before_starting(project):
     item = new_item(project, "Add a thing")
-    for bad, message in (("D-7", "drover: no item D-7 (no file items/D-7.md)"),
+    for bad, message in (("D-7", "drover: no item D-7 (did you mean D-1?)"),
                          ("nonsense", "drover: nonsense does not resolve to an item id (ids look like D-1)")):
         done = drover(project, "drive", item, bad)
         assert (done.returncode, done.stdout, done.stderr.splitlines()) == (2, "", [message])
