@@ -12,6 +12,8 @@ from .cliparts import ITEM_ID
 from .errors import DroverError
 
 COLOR_CHOICES = click.Choice(["auto", "always", "never"])
+STATE_CHOICES = ("ready", "blocked", "running", "in review", "changes requested", "approved", "parked", "done",
+                 "unreadable")
 
 
 class DroverGroup(click.Group):
@@ -191,13 +193,16 @@ def new(title: str | None, kind: str | None, deps: tuple[str, ...], finding: str
 
 @cli.command(name="list")
 @click.option("--ready", is_flag=True, help="Only items drive would take now.")
+@click.option("--state", "states", multiple=True, metavar="STATE", type=click.Choice(STATE_CHOICES),
+              help="Only items in this state (repeatable; quote states with a space).")
 @json_option
-def list_cmd(ready: bool, as_json: bool) -> None:
+def list_cmd(ready: bool, states: tuple[str, ...], as_json: bool) -> None:
     """Items with their state."""
     from .status import is_ready, list_items
 
     with opened() as (project, ledger):
-        listed = [row for row in list_items(project, ledger) if not ready or is_ready(row)]
+        listed = [row for row in list_items(project, ledger)
+                  if (not ready or is_ready(row)) and (not states or row.state in states)]
     if as_json:
         echo_json([
             {"id": row.entry.id, "title": row.entry.title, "kind": row.entry.kind, "state": row.state,
@@ -205,11 +210,11 @@ def list_cmd(ready: bool, as_json: bool) -> None:
             for row in listed
         ])
         return
-    width = max((len(row.entry.id) for row in listed), default=4)
-    for row in listed:
-        title = row.entry.title if not row.entry.unreadable else ""
-        note = f"  ({row.note})" if row.note else ""
-        click.echo(f"{row.entry.id:<{width}}  {row.state:<17}  {title}{note}".rstrip())
+    from .textviews import table
+
+    for line in table([(row.entry.id, row.state, (row.entry.title if not row.entry.unreadable else "")
+                        + (f"  ({row.note})" if row.note else "")) for row in listed], widths=(0, 17)):
+        click.echo(line)
 
 
 @cli.command()
@@ -312,13 +317,15 @@ def unpark(item_id: str) -> None:
 @click.option("--guidance", type=click.Choice(["lean", "detailed"]), help="Override [agent] guidance.")
 @click.option("--diff-guidance", is_flag=True, help="Show what the lean level drops, with token counts.")
 @click.option("--template", "explicit", metavar="SRC", help="Inline template text, or @path in the repository.")
-def prompt(item_id: str, slot: str, guidance: str | None, diff_guidance: bool, explicit: str | None) -> None:
+@json_option
+def prompt(item_id: str, slot: str, guidance: str | None, diff_guidance: bool, explicit: str | None,
+           as_json: bool) -> None:
     """Print the rendered prompt for one item and slot; changes nothing."""
-    show_prompt(item_id, slot, guidance=guidance, explicit=explicit, diff_guidance=diff_guidance)
+    show_prompt(item_id, slot, guidance=guidance, explicit=explicit, diff_guidance=diff_guidance, as_json=as_json)
 
 
 def show_prompt(item_id: str, slot: str, *, guidance: str | None = None, explicit: str | None = None,
-                diff_guidance: bool = False) -> None:
+                diff_guidance: bool = False, as_json: bool = False) -> None:
     """Render one item's prompt and print it (or, with diff_guidance, what lean drops)."""
     from . import data, templates
 
@@ -327,7 +334,11 @@ def show_prompt(item_id: str, slot: str, *, guidance: str | None = None, explici
         if slot == "branch":
             from .runs import require_valid_branch
 
-            click.echo(require_valid_branch(built.Id, templates.render_branch(built, project.config.branch)))
+            branch = require_valid_branch(built.Id, templates.render_branch(built, project.config.branch))
+            if as_json:
+                echo_json({"id": built.Id, "slot": slot, "text": branch})
+            else:
+                click.echo(branch)
             return
         if diff_guidance:
             dropped = templates.guidance_diff(slot, built, root=project.root, config=project.config)
@@ -337,6 +348,11 @@ def show_prompt(item_id: str, slot: str, *, guidance: str | None = None, explici
             click.echo(f"lean drops {len(dropped)} lines, about {total} tokens (4 characters a token)")
             return
         rendered = templates.render(slot, built, root=project.root, config=project.config, explicit=explicit)
+    if as_json:
+        from .reports import prompt_report
+
+        echo_json(prompt_report(built.Id, slot, rendered))
+        return
     for warning in rendered.warnings:
         click.echo(f"drover: warning: {warning}", err=True)
     click.echo(rendered.text, nl=False)
@@ -345,7 +361,8 @@ def show_prompt(item_id: str, slot: str, *, guidance: str | None = None, explici
 @cli.command()
 @click.option("--diff", is_flag=True, help="Show how each stale override's default changed.")
 @click.option("--color", type=COLOR_CHOICES, default="auto", show_default=True, help="Colour the diff.")
-def check(diff: bool, color: str) -> None:
+@json_option
+def check(diff: bool, color: str, as_json: bool) -> None:
     """Check items, deps, config and templates; exit 1 when anything is wrong."""
     from . import templates
     from .checks import run_check
@@ -359,7 +376,11 @@ def check(diff: bool, color: str) -> None:
                 click.echo(text, nl=not text.endswith("\n"), color=colored)
         findings = run_check(project, ledger)
     errors = [found for found in findings if found.error]
-    if not diff:
+    if as_json:
+        from .reports import check_report
+
+        echo_json(check_report(findings))
+    elif not diff:
         for found in findings:
             click.echo(found.message if found.error else f"warning: {found.message}")
         if not findings:
@@ -396,13 +417,23 @@ def schema(prompts: bool, fields: bool, as_json: bool) -> None:
 # --- agents ------------------------------------------------------------------------------
 
 
-def _launch_command(item_id: str, slot: str, dry_run: bool, explicit: str | None = None) -> None:
+def _launch_command(item_id: str, slot: str, dry_run: bool, explicit: str | None = None,
+                    as_json: bool = False) -> None:
+    from .errors import UsageError
     from .runs import describe, execute, prepare
 
+    if as_json and not dry_run:
+        raise UsageError("--json goes with --dry-run (a launch reports as it runs)")
     with opened() as (project, ledger):
         launch = prepare(project, ledger, item_id, slot, explicit_template=explicit)
         for warning in launch.warnings:
             click.echo(f"drover: warning: {warning}", err=True)
+        if dry_run and as_json:
+            from .reports import launch_report
+
+            where = project.relpath(launch.workdir) if launch.workdir != project.root else "."
+            echo_json(launch_report(launch, where, project.config.setup))
+            return
         if dry_run:
             click.echo(launch.prompt, nl=False)
             click.echo("--- drover: dry run; nothing was launched or written")
@@ -418,6 +449,7 @@ def _launch_command(item_id: str, slot: str, dry_run: bool, explicit: str | None
 
 
 def dry_run_option(func):
+    func = click.option("--json", "as_json", is_flag=True, help="With --dry-run: print it as JSON.")(func)
     return click.option("--dry-run", is_flag=True,
                         help="Print the prompt, argv, environment, branch and directory; write nothing.")(func)
 
@@ -426,39 +458,45 @@ def dry_run_option(func):
 @click.argument("item_id", metavar="ID", type=ITEM_ID)
 @dry_run_option
 @click.option("--template", "explicit", metavar="SRC", help="Inline template text, or @path in the repository.")
-def run(item_id: str, dry_run: bool, explicit: str | None) -> None:
+def run(item_id: str, dry_run: bool, as_json: bool, explicit: str | None) -> None:
     """Launch the implementing agent on an item in its worktree."""
-    _launch_command(item_id, "implement", dry_run, explicit)
+    _launch_command(item_id, "implement", dry_run, explicit, as_json)
 
 
 @cli.command()
 @click.argument("item_id", metavar="ID", type=ITEM_ID)
 @dry_run_option
 @click.option("--print", "print_only", is_flag=True, help="Write the review prompt to stdout; record no launch.")
-def review(item_id: str, dry_run: bool, print_only: bool) -> None:
+def review(item_id: str, dry_run: bool, as_json: bool, print_only: bool) -> None:
     """Launch the reviewing agent on an item's branch."""
     if print_only:
         show_prompt(item_id, "review")
         return
-    _launch_command(item_id, "review", dry_run)
+    _launch_command(item_id, "review", dry_run, as_json=as_json)
 
 
 @cli.command()
 @click.argument("item_id", metavar="ID", type=ITEM_ID)
 @dry_run_option
-def draft(item_id: str, dry_run: bool) -> None:
+def draft(item_id: str, dry_run: bool, as_json: bool) -> None:
     """Launch the drafting agent: it writes the item's numbered requirements."""
-    _launch_command(item_id, "draft", dry_run)
+    _launch_command(item_id, "draft", dry_run, as_json=as_json)
 
 
 @cli.command()
 @click.argument("item_id", metavar="ID", type=ITEM_ID)
-def finish(item_id: str) -> None:
+@json_option
+def finish(item_id: str, as_json: bool) -> None:
     """Merge an approved item's branch into base locally (never pushes) and mark it done."""
     from .finish import finish as act
 
     with opened() as (project, ledger):
         finished = act(project, ledger, item_id)
+    if as_json:
+        from .reports import finish_report
+
+        echo_json(finish_report(item_id, finished))
+        sys.exit(1 if finished.problems else 0)
     for line in finished.lines:
         click.echo(line)
     for problem in finished.problems:
@@ -471,15 +509,23 @@ def finish(item_id: str) -> None:
 @click.argument("item_ids", metavar="[ID]...", nargs=-1, type=ITEM_ID)
 @click.option("--jobs", default=1, show_default=True, type=int, help="Items worked at once, each in its own worktree.")
 @click.option("--finish", "finish_items", is_flag=True, help="Finish each approved item (local merge into base).")
-def drive(item_ids: tuple[str, ...], jobs: int, finish_items: bool) -> None:
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON (progress goes to stderr).")
+def drive(item_ids: tuple[str, ...], jobs: int, finish_items: bool, as_json: bool) -> None:
     """Implement and review ready items (or the ids given) until approved, parked or failed."""
     from .loop import drive as run_drive, summary
     from .project import open_project
 
     project = open_project()
+    def say(line: str) -> None:
+        click.echo(line, err=as_json)
+
     results = run_drive(project, list(item_ids), jobs=jobs, finish=finish_items,
-                        say=click.echo, echo=sys.stdout.isatty())
-    for line in summary(results):
+                        say=say, echo=sys.stdout.isatty() and not as_json)
+    if as_json:
+        from .reports import drive_report
+
+        echo_json(drive_report(results))
+    for line in summary(results) if not as_json else ():
         click.echo(line)
     sys.exit(0 if all(row.approved for row in results) else 1)
 

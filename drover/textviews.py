@@ -62,3 +62,17 @@ def render_show(shown: dict[str, Any]) -> str:
     changes = "cleared" if shown["cleared"] else ("outstanding" if shown["outstanding"] else "none")
     lines.append(f"changes: {changes}")
     return "\n".join(lines)
+
+
+def table(rows: list[tuple[str, ...]], *, widths: tuple[int, ...] = (), header: tuple[str, ...] = ()) -> list[str]:
+    """Rows as aligned text columns, two spaces apart; the last column is never padded.
+
+    `widths` gives a minimum width per column (0: as wide as its widest cell).
+    """
+    every = [header, *rows] if header else list(rows)
+    if not every:
+        return []
+    columns = len(every[0])
+    width = [max([len(row[n]) for row in every] + [widths[n] if n < len(widths) else 0]) for n in range(columns)]
+    return ["  ".join(cell.ljust(width[n]) if n < columns - 1 else cell for n, cell in enumerate(row)).rstrip()
+            for row in every]

@@ -246,3 +246,81 @@ def test_new_from_an_issue_without_a_tracker_is_one_line(project):
     said = one_line_error(drover(project, "new", "--issue", "42"), 2)
     assert "[tracker] backend" in said
     assert not any((project / "items").iterdir())
+
+
+# --- --json on every reporting command -------------------------------------------------------------
+
+
+def test_list_state_filters_repeatably(project):
+    for title in ("one", "two", "three"):
+        new_item(project, title)
+    ok(project, "park", "D-2", "--why", "a question")
+    ok(project, "request-changes", "D-3", stdin="fix it\n")
+    rows = json.loads(ok(project, "list", "--state", "parked", "--state", "changes requested", "--json"))
+    assert [(row["id"], row["state"]) for row in rows] == [("D-2", "parked"), ("D-3", "changes requested")]
+    assert ok(project, "list", "--state", "ready").split() == ["D-1", "ready", "one"]
+    assert "Invalid value for '--state'" in one_line_error(drover(project, "list", "--state", "sleeping"), 2)
+
+
+def test_check_json_gives_code_path_line_and_message(project):
+    new_item(project, "one")
+    (project / "items" / "D-2.md").write_text("---\nid: D-2\ntitle: [unclosed\n---\nbody\n")
+    (project / "items" / "D-3.md").write_text("---\nid: D-3\ntitle: three\ndeps: [D-9]\n---\nbody\n")
+    done = drover(project, "check", "--json")
+    assert done.returncode == 1
+    report = json.loads(done.stdout)
+    assert report["ok"] is False
+    by_code = {problem["code"]: problem for problem in report["problems"]}
+    assert by_code["item-unreadable"]["path"] == "items/D-2.md" and by_code["item-unreadable"]["line"]
+    assert by_code["dep-missing"]["path"] == "items/D-3.md"
+    assert all(set(problem) == {"code", "severity", "path", "line", "message"} for problem in report["problems"])
+    assert all(problem["severity"] in ("error", "warning") for problem in report["problems"])
+    (project / "items" / "D-2.md").unlink()
+    (project / "items" / "D-3.md").unlink()
+    clean = json.loads(ok(project, "check", "--json"))
+    assert clean["ok"] is True and all(problem["severity"] == "warning" for problem in clean["problems"])
+
+
+def test_prompt_json_carries_text_provenance_hashes_and_tokens(project):
+    item = new_item(project, "one")
+    report = json.loads(ok(project, "prompt", item, "--slot", "implement", "--json"))
+    assert report["text"] == ok(project, "prompt", item, "--slot", "implement")
+    assert report["id"] == item and report["slot"] == "implement"
+    assert report["template"]["resolved"].startswith("builtin")
+    import hashlib
+
+    assert report["template"]["prompt_sha256"] == hashlib.sha256(report["text"].encode()).hexdigest()
+    assert report["tokens"] == (len(report["text"]) + 3) // 4
+    assert json.loads(ok(project, "prompt", item, "--slot", "branch", "--json"))["text"] == "drover/d-1"
+
+
+@pytest.mark.parametrize("command, slot", [("run", "implement"), ("review", "review"), ("draft", "draft")])
+def test_dry_run_json_describes_the_launch_and_writes_nothing(project, command, slot):
+    item = new_item(project, "one")
+    refs = git(project, "for-each-ref")
+    report = json.loads(ok(project, command, item, "--dry-run", "--json"))
+    assert report["slot"] == slot and report["id"] == item
+    assert report["argv"][-1].endswith("loop_agent.py")
+    assert report["env"]["DROVER_ITEM"] == item and report["env"]["DROVER_SLOT"] == slot
+    assert report["prompt"] == ok(project, "prompt", item, "--slot", slot)
+    if slot == "draft":
+        assert (report["branch"], report["cwd"], report["worktree"]) == (None, ".", False)
+    else:
+        assert (report["branch"], report["cwd"], report["worktree"]) == ("drover/d-1", ".drover/worktrees/D-1", True)
+    assert git(project, "for-each-ref") == refs
+    assert not (project / ".drover" / "runs").exists() or not any((project / ".drover" / "runs").iterdir())
+    assert "--json goes with --dry-run" in one_line_error(drover(project, command, item, "--json"), 2)
+
+
+def test_drive_and_finish_json(project):
+    item = new_item(project, "one")
+    done = drover(project, "drive", item, "--json")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report == {"items": [{"id": item, "result": "approved", "approved": True, "rounds": 1, "runs": 4,
+                                 "note": report["items"][0]["note"]}], "approved": 1, "total": 1}
+    assert f"{item}: implement" in done.stderr  # progress goes to stderr, leaving stdout to the JSON
+    finished = json.loads(ok(project, "finish", item, "--json"))
+    assert finished["id"] == item and finished["ok"] is True and finished["problems"] == []
+    assert any("merged" in line for line in finished["lines"])
+    assert json.loads(ok(project, "show", item, "--json"))["done"] is True
