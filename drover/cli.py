@@ -79,7 +79,7 @@ def _usage_line(ctx: click.Context, exc: click.UsageError) -> None:
 
 
 @click.group(cls=DroverGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(package_name="drover")
+@click.version_option(package_name="drover-cli")
 def cli() -> None:
     """Run AI coding agents in a loop over a project's work items, and keep the record."""
 
@@ -172,7 +172,7 @@ def new(title: str | None, kind: str | None, deps: tuple[str, ...], finding: str
     if issue is not None and (title or finding):
         raise UsageError("new --issue takes its title from the issue: give no TITLE and no --finding")
     if issue is None and title is None:
-        raise UsageError("missing TITLE: drover new \"What the item should do\" (or --issue N)")
+        raise UsageError("Missing argument 'TITLE': drover new \"What the item should do\" (or --issue N)")
     with opened() as (project, ledger):
         if issue is not None:
             from .intake import new_from_issue

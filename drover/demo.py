@@ -13,6 +13,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 
 DEMO_DIR = "demo"
@@ -43,37 +44,79 @@ def agent() -> int:
     return 0
 
 
+# What the scripted agent does per demo item (by title): the first implementation, the one
+# finding the reviewer raises against it, the fix the second pass adds, and the audit note.
+_SCRIPT: dict[str, dict[str, str]] = {
+    "Greet a person by name": {
+        "body": 'return f"Hello, {name}!"',
+        "finding": "Empty names slip through",
+        "detail": "accepts an empty name and greets nobody",
+        "ask": "Reject an empty or blank name with a ValueError; keep the happy path as it is.",
+        "fix": ['if not name.strip():', '    raise ValueError("a name is required")', 'return {plain}(name)'],
+        "note": "Blank names are rejected with a ValueError; `Hello, Ada!` is unchanged.",
+    },
+    "Greet loudly": {
+        "body": 'return f"Hello, {name}!"',
+        "finding": "The loud greeting is not loud",
+        "detail": "returns the ordinary greeting: nothing is raised to upper case",
+        "ask": "Upper-case the whole greeting, name included, and end it with two exclamation marks.",
+        "fix": ['return {plain}(name).upper().rstrip("!") + "!!"'],
+        "note": "`HELLO, ADA!!` as asked; D-1's greeting is reused, not copied.",
+    },
+    "Say goodbye too": {
+        "body": 'return f"Goodbye, {name}."',
+        "finding": "Goodbye ignores surrounding whitespace",
+        "detail": "keeps the spaces around a name, so `  Ada ` gives `Goodbye,   Ada .`",
+        "ask": "Strip the name before using it, as the greeting does.",
+        "fix": ['return {plain}(name.strip())'],
+        "note": "Names are stripped before the farewell; raised while reviewing D-1, now closed.",
+    },
+}
+_GENERIC = {
+    "body": 'return f"{title}: {name}"',
+    "finding": "Empty input slips through",
+    "detail": "accepts an empty argument",
+    "ask": "Reject an empty or blank argument with a ValueError.",
+    "fix": ['if not name.strip():', '    raise ValueError("a value is required")', 'return {plain}(name)'],
+    "note": "Empty input is rejected now.",
+}
+
+
+def _script(title: str) -> dict[str, Any]:
+    return _SCRIPT.get(title, _GENERIC)
+
+
 def _implement(work: Path, item_id: str, shown: dict) -> int:
     passes = sum(1 for run in shown["runs"] if run["slot"] == "implement")
-    module = work / "greet" / f"{item_id.lower().replace('-', '_')}.py"
+    plain = item_id.lower().replace("-", "_")
+    script = _script(shown["title"])
+    module = work / "greet" / f"{plain}.py"
     module.parent.mkdir(exist_ok=True)
-    lines = [f'"""{item_id}: {shown["title"]}"""', "", "",
-             f"def {item_id.lower().replace('-', '_')}(name: str) -> str:",
-             f'    return f"{shown["title"]}: {{name}}"']
+    body = script["body"].replace("{title}", shown["title"])
+    lines = [f'"""{item_id}: {shown["title"]}"""', "", "", f"def {plain}(name: str) -> str:", f"    {body}"]
     if passes > 1:
-        lines += ["", "", f"def {item_id.lower().replace('-', '_')}_checked(name: str) -> str:",
-                  "    if not name.strip():", '        raise ValueError("a name is required")',
-                  f"    return {item_id.lower().replace('-', '_')}(name)"]
+        lines += ["", "", f"def {plain}_checked(name: str) -> str:"]
+        lines += [f"    {line.replace('{plain}', plain)}" for line in script["fix"]]
     module.write_text("\n".join(lines) + "\n")
     _run(["git", "add", str(module)], work)
-    message = f"{item_id}: {shown['title']}" + (f" (pass {passes}: address review)" if passes > 1 else "")
+    message = f"{item_id}: {shown['title']}" + (f" (pass {passes}: {script['finding'].lower()})" if passes > 1 else "")
     _run(["git", "commit", "-q", "-m", message], work)
     print(f"demo agent: committed {module.relative_to(work)} ({message})")
     return 0
 
 
 def _review(work: Path, item_id: str, shown: dict) -> int:
+    script = _script(shown["title"])
     if not shown["rounds"]:
         findings = (
-            f"# Empty names slip through\n\n"
-            f"- `greet/{item_id.lower().replace('-', '_')}.py` accepts an empty name and greets nobody.\n"
-            "- Reject an empty or blank name with a ValueError, and keep the happy path as it is.\n"
+            f"# {script['finding']}\n\n"
+            f"- `greet/{item_id.lower().replace('-', '_')}.py` {script['detail']}.\n"
+            f"- {script['ask']}\n"
         )
         done = _drover("request-changes", item_id, cwd=work, stdin=findings, check=False)
         print(done.stdout + done.stderr, end="")
         return done.returncode
-    done = _drover("audit", item_id, "--level", "reviewed",
-                   "--note", "Blank names are rejected now; the greeting is unchanged.", cwd=work, check=False)
+    done = _drover("audit", item_id, "--level", "reviewed", "--note", script["note"], cwd=work, check=False)
     print(done.stdout + done.stderr, end="")
     return done.returncode
 
@@ -103,9 +146,24 @@ def build_project(root: Path) -> None:
     _run([*env_git, "commit", "-q", "-m", "A tiny program and three drover items"], root)
 
 
+USAGE = """usage: python -m drover.demo [FOLDER]     (or: drover demo [FOLDER])
+
+Build a throw-away git repository with a tiny program and three items in FOLDER (default: a
+new temporary folder), then drive it to the end with the scripted demo agent: no network, no
+API key. `python -m drover.demo agent` is that agent, launched by the `demo` preset.
+"""
+
+
 def main(argv: list[str]) -> int:
     if argv[:1] == ["agent"]:
         return agent()
+    if argv[:1] and argv[0].startswith("-"):
+        wanted = argv[0] in ("-h", "--help")
+        print(USAGE, end="", file=sys.stdout if wanted else sys.stderr)
+        return 0 if wanted else 2
+    if argv and Path(argv[0]).exists() and any(Path(argv[0]).iterdir()):
+        print(f"drover demo: {argv[0]} exists and is not empty: give a new folder", file=sys.stderr)
+        return 2
     root = Path(argv[0]) if argv else Path(tempfile.mkdtemp(prefix="drover-demo-")) / "project"
     print(f"drover demo: building a throw-away project in {root}")
     os.environ.setdefault("GIT_AUTHOR_NAME", "drover demo")

@@ -324,3 +324,52 @@ def test_drive_and_finish_json(project):
     assert finished["id"] == item and finished["ok"] is True and finished["problems"] == []
     assert any("merged" in line for line in finished["lines"])
     assert json.loads(ok(project, "show", item, "--json"))["done"] is True
+
+
+# --- completion and the demo ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("shell, marker", [("bash", "complete -o nosort -F"), ("zsh", "#compdef drover"),
+                                           ("fish", "complete --no-files --command drover")])
+def test_completion_prints_each_shells_script(repo, shell, marker):
+    assert marker in ok(repo, "completion", shell)
+    assert "Invalid value" in one_line_error(drover(repo, "completion", "tcsh"), 2)
+
+
+def test_completion_offers_item_ids_commands_and_slots(project):
+    for title in ("one", "two"):
+        new_item(project, title)
+
+    def complete(words: str) -> list[str]:
+        env = {"_DROVER_COMPLETE": "bash_complete", "COMP_WORDS": words, "COMP_CWORD": str(len(words.split()) - 1
+                                                                                        + words.endswith(" "))}
+        out = drover(project, env=env).stdout
+        return [line.split(",", 1)[1] for line in out.splitlines()]
+
+    assert complete("drover show ") == ["D-1", "D-2"]
+    assert complete("drover show d") == ["D-1", "D-2"]
+    assert "request-changes" in complete("drover req")
+    assert complete("drover prompt D-1 --slot ") == ["implement", "review", "draft", "branch"]
+
+
+def test_python_m_drover_demo_help_prints_help_and_builds_nothing(tmp_path):
+    done = subprocess.run([str(BIN / "python"), "-m", "drover.demo", "--help"], cwd=tmp_path, text=True,
+                          capture_output=True)
+    assert done.returncode == 0 and done.stdout.startswith("usage: python -m drover.demo")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_drover_demo_drives_three_items_with_fitting_findings(tmp_path):
+    folder = tmp_path / "demo"
+    done = drover(tmp_path, "demo", str(folder))
+    assert done.returncode == 0, done.stdout + done.stderr
+    rounds, notes = {}, {}
+    for item in ("D-1", "D-2", "D-3"):
+        shown = json.loads(ok(folder, "show", item, "--json"))
+        assert shown["done"] is True, item
+        rounds[item] = [row["headline"] for row in shown["rounds"]]
+        notes[item] = [row["note"] for row in shown["audits"]]
+    assert rounds == {"D-1": ["Empty names slip through"], "D-2": ["The loud greeting is not loud"],
+                      "D-3": ["Goodbye ignores surrounding whitespace"]}
+    assert "Blank names" in notes["D-1"][0] and "HELLO, ADA!!" in notes["D-2"][0] and "stripped" in notes["D-3"][0]
+    assert "upper()" in (folder / "greet" / "d_2.py").read_text()

@@ -8,6 +8,8 @@ import venv
 import zipfile
 from pathlib import Path
 
+import pytest
+
 SOURCE = Path(__file__).resolve().parents[1]
 SHIPPED = ("implement.tmpl", "review.tmpl", "draft.tmpl", "history.json", "destinations.toml")
 
@@ -37,20 +39,28 @@ def _run(args, **kwargs) -> subprocess.CompletedProcess:
     return result
 
 
-def test_the_installed_wheel_renders_every_slot(tmp_path):
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory):
+    """The wheel built from this checkout, installed into a fresh venv: (wheel, venv dir, clean env)."""
+    tmp_path = tmp_path_factory.mktemp("wheel")
     dist = tmp_path / "dist"
     _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "-w", str(dist), str(SOURCE)])
-    (wheel,) = dist.glob("drover-*.whl")
-    names = set(zipfile.ZipFile(wheel).namelist())
-    for name in SHIPPED:
-        assert f"drover/builtin_templates/{name}" in names, name
-    assert "drover/templates.py" in names
-
+    (wheel,) = dist.glob("drover_cli-*.whl")
     env_dir = tmp_path / "venv"
     venv.EnvBuilder(with_pip=True).create(env_dir)
     python = env_dir / "bin" / "python"
     clean_env = {key: value for key, value in os.environ.items() if not key.startswith(("PYTHON", "VIRTUAL_ENV"))}
     _run([str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", str(wheel)], env=clean_env)
+    return wheel, env_dir, clean_env
+
+
+def test_the_installed_wheel_renders_every_slot(installed, tmp_path):
+    wheel, env_dir, clean_env = installed
+    python = env_dir / "bin" / "python"
+    names = set(zipfile.ZipFile(wheel).namelist())
+    for name in SHIPPED:
+        assert f"drover/builtin_templates/{name}" in names, name
+    assert "drover/templates.py" in names
 
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
@@ -66,3 +76,56 @@ def test_the_installed_wheel_renders_every_slot(tmp_path):
         assert text.startswith("You are"), slot
         assert "Body {{ x }}" in text, slot
     assert "`make check` passes" in report["prompts"]["implement"]
+
+
+HELP_PAGES = ("configuration", "items", "templates", "fields", "agents", "trackers", "commands", "ledger")
+
+
+def test_the_wheel_is_drover_cli_with_its_metadata_and_help_pages(installed):
+    wheel, _, _ = installed
+    archive = zipfile.ZipFile(wheel)
+    names = set(archive.namelist())
+    for page in HELP_PAGES:
+        assert f"drover/help/{page}.md" in names, page
+    (metadata_name,) = [name for name in names if name.endswith(".dist-info/METADATA")]
+    metadata = archive.read(metadata_name).decode()
+    assert "\nName: drover-cli\n" in metadata
+    assert "Classifier: Environment :: Console" in metadata
+    assert "Project-URL: " in metadata
+    assert "Description-Content-Type: text/markdown" in metadata
+    entry_points = archive.read(metadata_name.replace("METADATA", "entry_points.txt")).decode()
+    assert "drover = drover.cli:main" in entry_points
+
+
+def test_a_new_user_goes_from_the_installed_wheel_to_a_finished_item_on_master(installed, tmp_path):
+    """Only the installed command, a repository whose default branch is master, and the demo agent."""
+    _, env_dir, clean_env = installed
+    env = {**clean_env, "PATH": f"{env_dir / 'bin'}{os.pathsep}{clean_env['PATH']}"}
+    drover = str(env_dir / "bin" / "drover")
+    root = tmp_path / "library"
+    root.mkdir()
+    for argv in (["git", "init", "-q", "-b", "master"], ["git", "commit", "-q", "--allow-empty", "-m", "start"]):
+        _run(argv, cwd=root, env=env)
+    assert _run([drover, "--version"], cwd=root, env=env).stdout.startswith("drover, version ")
+    assert "  configuration\n" in _run([drover, "help"], cwd=root, env=env).stdout
+    assert "[run]" in _run([drover, "help", "configuration"], cwd=root, env=env).stdout
+    said = _run([drover, "init"], cwd=root, env=env).stdout
+    assert "base branch: master" in said and "next steps:" in said
+    config = (root / "drover.toml").read_text()
+    config = config.replace('preset = "claude"', 'preset = "demo"', 1).replace("make test", "true", 1)
+    (root / "drover.toml").write_text(config)
+    _run(["git", "add", "-A"], cwd=root, env=env)
+    _run(["git", "commit", "-q", "-m", "Set up drover"], cwd=root, env=env)
+    item = _run([drover, "new", "Greet a person by name"], cwd=root, env=env).stdout.split()[0]
+    _run(["git", "add", "-A"], cwd=root, env=env)
+    _run(["git", "commit", "-q", "-m", "First item"], cwd=root, env=env)
+    driven = _run([drover, "drive", "--finish", "--json"], cwd=root, env=env)
+    import json
+
+    report = json.loads(driven.stdout)
+    assert report["items"][0]["id"] == item and report["items"][0]["result"] == "finished", driven.stderr
+    shown = json.loads(_run([drover, "show", "1", "--json"], cwd=root, env=env).stdout)
+    assert shown["done"] is True
+    tracked = _run(["git", "ls-files"], cwd=root, env=env).stdout.split()
+    assert f"greet/{item.lower().replace('-', '_')}.py" in tracked  # the agent's work, merged into master
+    assert _run(["git", "branch", "--show-current"], cwd=root, env=env).stdout.strip() == "master"
