@@ -129,3 +129,16 @@ def test_a_new_user_goes_from_the_installed_wheel_to_a_finished_item_on_master(i
     tracked = _run(["git", "ls-files"], cwd=root, env=env).stdout.split()
     assert f"greet/{item.lower().replace('-', '_')}.py" in tracked  # the agent's work, merged into master
     assert _run(["git", "branch", "--show-current"], cwd=root, env=env).stdout.strip() == "master"
+
+
+def test_pipx_install_from_a_checkout_gives_the_drover_command(tmp_path):
+    """`pipx install .`, as the README tells a user: its own venv, the `drover` command on PATH."""
+    home, bin_dir = tmp_path / "pipx-home", tmp_path / "pipx-bin"
+    env = {key: value for key, value in os.environ.items() if not key.startswith(("PYTHON", "VIRTUAL_ENV"))}
+    env.update(PIPX_HOME=str(home), PIPX_BIN_DIR=str(bin_dir), PIPX_MAN_DIR=str(tmp_path / "pipx-man"))
+    _run([sys.executable, "-m", "pipx", "install", "--python", sys.executable, str(SOURCE)], env=env)
+    drover = bin_dir / "drover"
+    assert drover.is_file()
+    assert Path(os.path.realpath(drover)).is_relative_to(home), "the command is not pipx's own"
+    assert _run([str(drover), "--version"], env=env).stdout.startswith("drover, version ")
+    assert "| key | default | meaning |" in _run([str(drover), "help", "configuration"], env=env).stdout
