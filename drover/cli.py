@@ -80,8 +80,14 @@ def _usage_line(ctx: click.Context, exc: click.UsageError) -> None:
 
 @click.group(cls=DroverGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="drover-cli")
-def cli() -> None:
+@click.option("--color", type=COLOR_CHOICES, default="auto", show_default=True,
+              help="Colour the output: auto (a terminal, unless NO_COLOR is set), always, never.")
+@click.pass_context
+def cli(ctx: click.Context, color: str) -> None:
     """Run AI coding agents in a loop over a project's work items, and keep the record."""
+    from .textviews import color_wanted
+
+    ctx.color = color_wanted(color, sys.stdout)
 
 
 def _terminated(signum, frame) -> None:
@@ -210,11 +216,11 @@ def list_cmd(ready: bool, states: tuple[str, ...], as_json: bool) -> None:
             for row in listed
         ])
         return
-    from .textviews import table
+    from .textviews import paint_state, table
 
     for line in table([(row.entry.id, row.state, (row.entry.title if not row.entry.unreadable else "")
                         + (f"  ({row.note})" if row.note else "")) for row in listed], widths=(0, 17)):
-        click.echo(line)
+        click.echo(paint_state(line))
 
 
 @cli.command()
@@ -369,7 +375,9 @@ def check(diff: bool, color: str, as_json: bool) -> None:
 
     with opened() as (project, ledger):
         if diff:
-            colored = templates.use_color(color, sys.stdout)
+            # `drover --color X check --diff` means what `check --diff --color X` means
+            parent = click.get_current_context().find_root()
+            colored = templates.use_color(color, sys.stdout) if color != "auto" else bool(parent.color)
             text = templates.diff_stale(project.root, project.config, colored)
             if text:
                 # click strips ANSI codes off a pipe unless told the colour was asked for

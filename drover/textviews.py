@@ -76,3 +76,35 @@ def table(rows: list[tuple[str, ...]], *, widths: tuple[int, ...] = (), header: 
     width = [max([len(row[n]) for row in every] + [widths[n] if n < len(widths) else 0]) for n in range(columns)]
     return ["  ".join(cell.ljust(width[n]) if n < columns - 1 else cell for n, cell in enumerate(row)).rstrip()
             for row in every]
+
+
+def color_wanted(option: str, stream: Any) -> bool:
+    """never/always as asked; auto: not when NO_COLOR is set, yes when FORCE_COLOR is, else a terminal."""
+    import os
+
+    if option in ("never", "always"):
+        return option == "always"
+    if os.environ.get("NO_COLOR"):
+        return False
+    if os.environ.get("FORCE_COLOR"):
+        return True
+    isatty = getattr(stream, "isatty", None)
+    return bool(isatty and isatty())
+
+
+# A state's colour in `list`; click drops the codes when the output is not wanted in colour.
+STATE_COLORS = {"ready": "cyan", "approved": "green", "done": "green", "blocked": "yellow",
+                "changes requested": "yellow", "parked": "magenta", "unreadable": "red", "running": "blue",
+                "in review": "blue"}
+
+
+def paint_state(line: str) -> str:
+    """A `list` line with its state word styled (the state follows the id and two spaces)."""
+    import click
+
+    for state, colour in STATE_COLORS.items():
+        marker = f"  {state}  "
+        if marker in line or line.endswith(f"  {state}"):
+            at = line.index(f"  {state}") + 2
+            return line[:at] + click.style(state, fg=colour) + line[at + len(state):]
+    return line

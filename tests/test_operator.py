@@ -373,3 +373,12 @@ def test_drover_demo_drives_three_items_with_fitting_findings(tmp_path):
                       "D-3": ["Goodbye ignores surrounding whitespace"]}
     assert "Blank names" in notes["D-1"][0] and "HELLO, ADA!!" in notes["D-2"][0] and "stripped" in notes["D-3"][0]
     assert "upper()" in (folder / "greet" / "d_2.py").read_text()
+
+
+def test_colour_follows_color_and_no_color(project):
+    new_item(project, "one")
+    assert "\x1b[36mready\x1b[0m" in ok(project, "--color", "always", "list")
+    assert "\x1b[" not in ok(project, "--color", "never", "list")
+    assert "\x1b[" not in ok(project, "list")  # a pipe, not a terminal
+    assert "\x1b[" not in drover(project, "list", env={"NO_COLOR": "1", "FORCE_COLOR": "1"}).stdout
+    assert "\x1b[36m" in drover(project, "list", env={"FORCE_COLOR": "1"}).stdout
