@@ -57,8 +57,8 @@ def format_sections(group: click.Group, ctx: click.Context, formatter: click.Hel
     visible = {name: cmd for name, cmd in commands.items() if cmd is not None and not cmd.hidden}
     placed: set[str] = set()
     blocks: list[tuple[str, list[str]]] = []
-    for title, names in SECTIONS:
-        present = [name for name in names if name in visible]
+    for title, listed in SECTIONS:
+        present = [name for name in listed if name in visible]
         placed.update(present)
         blocks.append((title, present))
     blocks.append(("Other", sorted(set(visible) - placed)))

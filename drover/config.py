@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import re
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from .errors import ConfigError
 
@@ -125,7 +126,8 @@ class TrackerConfig:
     repo: str = key("tracker", "", "owner/name for github; \"\" lets gh use this checkout's remote")
     follow_up_label: str = key("tracker", "follow-up", "the label that marks follow-up issues (github)")
     register: str = key("tracker", "follow-ups.md", "the follow-up register file (backend file)")
-    kinds: dict[str, str] = key("tracker", KIND_LABELS, "issue label -> item kind for `drover new --issue`; "
+    # key() gives a dict default its own default_factory, so no instance shares the table
+    kinds: dict[str, str] = key("tracker", KIND_LABELS, "issue label -> item kind for `drover new --issue`; "  # noqa: RUF009
                                 "yours are added to these", check=_strings)
 
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 HEADER = (
     "# drover configuration. Every key below shows its default; delete what you do not change.\n"

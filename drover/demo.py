@@ -46,7 +46,7 @@ def agent() -> int:
 
 # What the scripted agent does per demo item (by title): the first implementation, the one
 # finding the reviewer raises against it, the fix the second pass adds, and the audit note.
-_SCRIPT: dict[str, dict[str, str]] = {
+_SCRIPT: dict[str, dict[str, Any]] = {
     "Greet a person by name": {
         "body": 'return f"Hello, {name}!"',
         "finding": "Empty names slip through",
@@ -72,7 +72,7 @@ _SCRIPT: dict[str, dict[str, str]] = {
         "note": "Names are stripped before the farewell; raised while reviewing D-1, now closed.",
     },
 }
-_GENERIC = {
+_GENERIC: dict[str, Any] = {
     "body": 'return f"{title}: {name}"',
     "finding": "Empty input slips through",
     "detail": "accepts an empty argument",
@@ -134,10 +134,10 @@ def build_project(root: Path) -> None:
     (root / "Makefile").write_text("test:\n\tpython3 -m compileall -q greet\n")
     _drover("init", cwd=root)
     config = (root / "drover.toml").read_text()
-    config = re.sub(r'^preset = "claude"', 'preset = "demo"', config, count=1, flags=re.M)
-    config = re.sub(r'^name = ""', 'name = "demo-implementer"', config, count=1, flags=re.M)
+    config = re.sub(r'^preset = "claude"', 'preset = "demo"', config, count=1, flags=re.MULTILINE)
+    config = re.sub(r'^name = ""', 'name = "demo-implementer"', config, count=1, flags=re.MULTILINE)
     config = re.sub(r'^# \[agent\.review\].*\n# preset = "codex"', '[agent.review]\npreset = "demo"\nname = "demo-reviewer"',
-                    config, count=1, flags=re.M)
+                    config, count=1, flags=re.MULTILINE)
     (root / "drover.toml").write_text(config)
     _drover("new", "Greet a person by name", "--kind", "feature", cwd=root)
     _drover("new", "Greet loudly", "--kind", "feature", "--dep", "D-1", cwd=root)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-_LOCATION = re.compile(r"^(?P<path>[^\s:][^:]*?\.(?:md|toml|tmpl|json|txt))(?::(?P<line>\d+))?: (?P<rest>.*)$", re.S)
+_LOCATION = re.compile(r"^(?P<path>[^\s:][^:]*?\.(?:md|toml|tmpl|json|txt))(?::(?P<line>\d+))?: (?P<rest>.*)$", re.DOTALL)
 # check's problem codes, for findings that do not carry their own: first matching words win
 _CODES = (
     ("STALE OVERRIDE", "stale-override"),

@@ -5,7 +5,6 @@ import tomllib
 from pathlib import Path
 
 from . import git
-
 from .config import CONFIG_FILE, default_config_text, load_config, parse_config
 from .errors import UsageError
 from .items import write_atomic

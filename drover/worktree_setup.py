@@ -43,7 +43,7 @@ def run_setup(command: str, worktree: Path, log_path: Path, *, item_id: str, sho
         # the operator's own command line, like a Makefile recipe: through the shell
         try:
             done = subprocess.run(["/bin/sh", "-c", command], cwd=worktree, env=env, stdin=subprocess.DEVNULL,
-                                  stdout=log, stderr=subprocess.STDOUT, timeout=timeout)
+                                  stdout=log, stderr=subprocess.STDOUT, timeout=timeout, check=False)
             status = f"exit {done.returncode}"
             failed = done.returncode != 0
         except subprocess.TimeoutExpired:
