@@ -118,6 +118,26 @@ class ItemId(click.ParamType):
 ITEM_ID = ItemId()
 
 
+def complete_blocks(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
+    """`shell_complete=` for an argument naming a template block (`slot:block` or `block`)."""
+    from click.shell_completion import CompletionItem
+
+    from .templates import schema_prompts
+
+    names = dict.fromkeys(f"{row['slot']}:{row['block']}" for row in schema_prompts())
+    return [CompletionItem(name) for name in names if name.startswith(incomplete)
+            or name.split(":", 1)[1].startswith(incomplete)]
+
+
+def complete_presets(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
+    """`shell_complete=` for an option naming an agent preset."""
+    from click.shell_completion import CompletionItem
+
+    from .config import PRESETS
+
+    return [CompletionItem(name) for name in PRESETS if name.startswith(incomplete)]
+
+
 # --- set-up commands -------------------------------------------------------------------------
 
 

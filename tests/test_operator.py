@@ -382,3 +382,12 @@ def test_colour_follows_color_and_no_color(project):
     assert "\x1b[" not in ok(project, "list")  # a pipe, not a terminal
     assert "\x1b[" not in drover(project, "list", env={"NO_COLOR": "1", "FORCE_COLOR": "1"}).stdout
     assert "\x1b[36m" in drover(project, "list", env={"FORCE_COLOR": "1"}).stdout
+
+
+def test_block_and_preset_completers_offer_known_names():
+    from drover.cliparts import complete_blocks, complete_presets
+
+    blocks = [item.value for item in complete_blocks(None, None, "implement:")]
+    assert "implement:scope" in blocks and all(name.startswith("implement:") for name in blocks)
+    assert "implement:scope" in [item.value for item in complete_blocks(None, None, "sco")]
+    assert [item.value for item in complete_presets(None, None, "c")] == ["claude", "codex"]
