@@ -417,9 +417,11 @@ def schema(prompts: bool, fields: bool, as_json: bool) -> None:
     if as_json:
         echo_json(described)
         return
-    width = max(len(row["name"]) for row in described)
-    for row in described:
-        click.echo(f"{row['name']:<{width}}  {row['type']:<16}  {','.join(row['slots']):<28}  {row['meaning']}")
+    from .textviews import table
+
+    for line in table([(row["name"], row["type"], ",".join(row["slots"]), row["meaning"]) for row in described],
+                      widths=(0, 16, 28)):
+        click.echo(line)
 
 
 # --- agents ------------------------------------------------------------------------------

@@ -40,15 +40,18 @@ class KeyInfo:
     choices: tuple[str, ...] = ()
     # returns "" when the value is fine, else what was expected ("an integer of at least 1")
     check: Callable[[Any], str] | None = None
+    # turns an accepted other spelling into the declared type before the checks (e.g. 45 -> "45s")
+    convert: Callable[[Any], Any] | None = None
 
 
 def key(table: str, default: Any, meaning: str, *, choices: tuple[str, ...] = (),
-        check: Callable[[Any], str] | None = None) -> Any:
+        check: Callable[[Any], str] | None = None, convert: Callable[[Any], Any] | None = None) -> Any:
     """A dataclass field that is also a drover.toml key: the one place its facts are written.
 
     A dict default is a table of strings; what the user writes is laid over it.
     """
-    metadata = {"table": table, "meaning": meaning, "choices": choices, "check": check, "default": default}
+    metadata = {"table": table, "meaning": meaning, "choices": choices, "check": check, "convert": convert,
+                "default": default}
     if isinstance(default, dict):
         return field(default_factory=lambda: dict(default), metadata=metadata)
     return field(default=default, metadata=metadata)
@@ -165,7 +168,7 @@ def _declared(cls: type) -> list[KeyInfo]:
         elif "table" in meta:
             default = meta["default"]
             found.append(KeyInfo(meta["table"], item.name, type(default), default, meta["meaning"],
-                                 meta["choices"], meta["check"]))
+                                 meta["choices"], meta["check"], meta["convert"]))
     return found
 
 
@@ -227,6 +230,7 @@ def _read_table(table: str, raw: Any, problems: _Problems, nested: tuple[str, ..
                 problems.add(f"{_where(shown, name)}: unknown key" + _suggest(name, KEYS[table]))
             continue
         info = KEYS[table][name]
+        value = info.convert(value) if info.convert else value
         problem = _check_value(info, value, shown)
         if problem:
             problems.add(problem)
