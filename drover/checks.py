@@ -5,6 +5,7 @@ from dataclasses import dataclass
 
 from . import agents, git, templates
 from . import items as itemfile
+from .config import AgentConfig
 from .ledger import Ledger
 from .project import Project
 from .status import catalogue
@@ -83,7 +84,7 @@ def check_warnings(project: Project) -> list[Finding]:
             findings.append(Finding(
                 f"[verify] {key} does not contain the default command ({default!r}): "
                 f"items with {key}: yes would silently run less", error=False))
-    agents_seen = {}
+    agents_seen: dict[tuple[str, str], tuple[str, AgentConfig]] = {}
     for slot in ("implement", "review", "draft"):
         agent = config.agent_for(slot)
         agents_seen.setdefault((agent.preset, agent.command), (slot, agent))

@@ -5,6 +5,7 @@ import json
 import sys
 from contextlib import contextmanager
 from pathlib import Path
+from typing import NoReturn
 
 import click
 
@@ -59,7 +60,7 @@ def _drop_stdout() -> None:
         pass
 
 
-def _usage_line(ctx: click.Context, exc: click.UsageError) -> None:
+def _usage_line(ctx: click.Context, exc: click.UsageError) -> NoReturn:
     """A usage error as one line, like every other drover error (exit 2)."""
     if isinstance(exc, getattr(click.exceptions, "NoArgsIsHelpError", ())):
         raise exc  # bare `drover`: the help text is the answer, as click shows it

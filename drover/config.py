@@ -106,6 +106,7 @@ def _where(table: str, key: str) -> str:
 
 def _check_value(table: str, key: str, value: Any, shown: str = "") -> Any:
     """`shown` is the table as the user wrote it ([agent.review] checks against [agent])."""
+    expected: Any  # not `type`: isinstance against a `type` would narrow `value` to object below
     expected, _ = SCHEMA[table][key]
     where = _where(shown or table, key)
     # bool is an int in Python; keep them apart so `max_rounds = true` is an error.

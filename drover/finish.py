@@ -21,10 +21,7 @@ class Finished:
 
 def newest_dispositions(ledger: Ledger, item_id: str) -> dict[int, dict]:
     """The judgment in force per issue: the newest disposition recorded for it."""
-    newest: dict[int, dict] = {}
-    for row in ledger.dispositions(item_id):
-        newest[row["issue"]] = row
-    return newest
+    return ledger.newest_dispositions(item_id)
 
 
 def finish(project: Project, ledger: Ledger, item_id: str) -> Finished:
