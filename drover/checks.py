@@ -10,6 +10,7 @@ from .ledger import Ledger
 from .project import Project
 from .status import catalogue
 from .trackers import open_tracker
+from .vocabulary import SLOTS
 
 
 @dataclass(frozen=True)
@@ -85,7 +86,7 @@ def check_warnings(project: Project) -> list[Finding]:
                 f"[verify] {key} does not contain the default command ({default!r}): "
                 f"items with {key}: yes would silently run less", error=False))
     agents_seen: dict[tuple[str, str], tuple[str, AgentConfig]] = {}
-    for slot in ("implement", "review", "draft"):
+    for slot in SLOTS:
         agent = config.agent_for(slot)
         agents_seen.setdefault((agent.preset, agent.command), (slot, agent))
     for slot, agent in agents_seen.values():

@@ -8,12 +8,12 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ConfigError
+from .trackers import BACKENDS
+from .vocabulary import GUIDANCE_LEVELS, SLOTS
 
 CONFIG_FILE = "drover.toml"
-SLOTS = ("implement", "review", "draft")
 PRESETS = ("claude", "codex", "aider", "gemini", "opencode", "demo", "script")
-GUIDANCE_LEVELS = ("lean", "detailed")
-TRACKER_BACKENDS = ("none", "file", "github")
+TRACKER_BACKENDS = tuple(BACKENDS)
 
 # table -> key -> (type, default). `str` values may be further checked in _check_value.
 SCHEMA: dict[str, dict[str, tuple[type, Any]]] = {

@@ -15,13 +15,13 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any, Iterator, Sequence, cast
 
 from .errors import DroverError
+from .vocabulary import LEVELS  # noqa: F401 - status and review read it from here
 
 if TYPE_CHECKING:
     import sqlite_utils
     import sqlite_utils.migrations
 
 BUSY_TIMEOUT_MS = 30_000
-LEVELS = ("claimed", "reviewed", "verified")
 MIGRATION_SET = "drover"
 
 

@@ -17,6 +17,7 @@ from .git import user_name
 from .ledger import LEVELS, Ledger, now
 from .project import Project
 from .status import not_an_id, require_item
+from .vocabulary import DISPOSITIONS
 
 
 @dataclass(frozen=True)
@@ -186,9 +187,6 @@ def audit(project: Project, ledger: Ledger, item_id: str, level: str, by: str = 
     if lines:
         _commit_items(project, [item.path], f"drover: changes on {item_id} cleared by a {level} audit")
     return Outcome((f"{item_id}: audited {level} by {by}", *lines))
-
-
-DISPOSITIONS = ("close", "comment", "keep")
 
 
 def dispose(project: Project, ledger: Ledger, item_id: str, issue: int, disposition: str, note: str = "") -> Outcome:

@@ -23,7 +23,7 @@ from .project import Project
 from .agents import process_start, run_alive
 from .status import require_item
 
-LAUNCH_SLOTS = ("implement", "review", "draft")
+from .vocabulary import SLOTS as LAUNCH_SLOTS
 
 
 @dataclass(frozen=True)

@@ -30,8 +30,8 @@ from .fields import FIELD_NAMES, Origin, TemplateData
 from .errors import DroverError, TemplateError, UsageError
 from .resources import builtin_dir
 
-SLOTS = ("implement", "review", "draft")
-BRANCH_SLOT = "branch"
+from .vocabulary import BRANCH_SLOT, SLOTS  # noqa: F401 - read as templates.SLOTS too
+
 HISTORY_FILE = "history.json"
 REPO_TEMPLATES_ENV = "DROVER_REPO_TEMPLATES"
 INLINE = "--template"

@@ -481,3 +481,27 @@ def test_github_probe_reports_a_checkout_gh_cannot_map_to_a_repository(gh, repo)
         "gh repo view failed: none of the git remotes configured for this repository point to a known GitHub host."
     )
     assert gh.calls()[-1] == ["repo", "view", "--json", "nameWithOwner"]
+
+
+# --- the registry ---------------------------------------------------------------------------
+
+def test_config_accepts_exactly_the_registered_backends(tmp_path):
+    from drover.config import parse_config
+    from drover.errors import ConfigError
+    from drover.trackers import BACKENDS
+
+    assert list(BACKENDS) == ["none", "file", "github"]
+    for name, backend in BACKENDS.items():
+        config = parse_config({"tracker": {"backend": name}})
+        opened = open_tracker(config.tracker, tmp_path)
+        assert type(opened) is backend and opened.name == name
+    with pytest.raises(ConfigError) as raised:
+        parse_config({"tracker": {"backend": "jira"}})
+    assert str(raised.value) == "drover.toml: [tracker] backend: expected one of none, file, github, not 'jira'"
+
+
+def test_only_a_tracker_that_writes_back_is_asked_to_apply(tmp_path):
+    from drover.trackers import BACKENDS
+
+    assert {name: backend.writes_back for name, backend in BACKENDS.items()} == \
+        {"none": False, "file": False, "github": True}
