@@ -1,22 +1,15 @@
 """`drover check`: items, deps, config and templates, one line per finding."""
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from . import agents, git, templates
 from . import items as itemfile
 from .config import AgentConfig
+from .errors import Finding
 from .ledger import Ledger
 from .project import Project
 from .status import catalogue
 from .trackers import open_tracker
 from .vocabulary import SLOTS
-
-
-@dataclass(frozen=True)
-class Finding:
-    message: str
-    error: bool = True
 
 
 def check_items(project: Project, ledger: Ledger) -> tuple[list[Finding], set[str]]:
@@ -101,8 +94,5 @@ def check_warnings(project: Project) -> list[Finding]:
 
 def run_check(project: Project, ledger: Ledger) -> list[Finding]:
     item_findings, keys = check_items(project, ledger)
-    template_findings = [
-        Finding(found.message, found.error)
-        for found in templates.check_templates(project.root, project.config, used_keys=keys)
-    ]
+    template_findings = templates.check_templates(project.root, project.config, used_keys=keys)
     return item_findings + check_config(project) + template_findings + check_warnings(project)

@@ -5,9 +5,9 @@ import re
 import tomllib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
-from .errors import ConfigError
+from .errors import ConfigError, did_you_mean
 from .trackers import BACKENDS
 from .vocabulary import GUIDANCE_LEVELS, SLOTS
 
@@ -149,11 +149,9 @@ def _read_table(table: str, raw: Any, nested: tuple[str, ...] = (), shown: str =
     return values
 
 
-def _suggest(word: str, choices) -> str:
-    import difflib
-
-    close = difflib.get_close_matches(word, list(choices), n=1)
-    return f" (did you mean {close[0]}?)" if close else ""
+def _suggest(word: str, choices: Iterable[str]) -> str:
+    close = did_you_mean(word, choices)
+    return f" (did you mean {close}?)" if close else ""
 
 
 def parse_config(data: dict[str, Any]) -> Config:

@@ -25,7 +25,7 @@ from .fields import (  # noqa: F401 - FIELD_NAMES and field_schema are read thro
     TemplateData,
     field_schema,
 )
-from .items import CHANGES_HEADING, truthy
+from .items import CHANGES_HEADING, origin_of, truthy
 
 if TYPE_CHECKING:
     from .items import Item
@@ -187,7 +187,7 @@ def _follow_ups(project: Project, item: Item, dep_entries: dict[str, Any], track
     owned: dict[int, OwnedIssue] = {}
     reasons: list[str] = []
     asks = [(item.id, item.origin, True)]
-    asks += [(dep_id, _origin_of(found.meta), False) for dep_id, found in dep_entries.items()]
+    asks += [(dep_id, origin_of(found.meta), False) for dep_id, found in dep_entries.items()]
     for owner, origin, mine in asks:
         try:
             found_rows = tracker.owned(owner, origin)
@@ -207,14 +207,6 @@ def _follow_ups(project: Project, item: Item, dep_entries: dict[str, Any], track
         "Owned": tuple(owned.values()),
         "OwnedUnreadable": "; ".join(reasons),
     }
-
-
-def _origin_of(meta: dict[str, Any]) -> int | None:
-    value = meta.get("origin")
-    try:
-        return int(str(value).lstrip("#")) if value not in (None, "") else None
-    except ValueError:
-        return None
 
 
 def _posture(item: Item, last_run: dict | None) -> str:

@@ -6,7 +6,6 @@ of failing, and numbers such as a round's are allocated inside the transaction.
 from __future__ import annotations
 
 import json
-import re
 import sqlite3
 from contextlib import contextmanager
 from datetime import datetime, timezone
@@ -184,7 +183,9 @@ class Ledger:
             (highest,) = self.conn.execute("SELECT coalesce(max(number), 0) FROM items").fetchone()
             # ids the ledger met without allocating them (hand-written files that were parked,
             # run, or listed) stay taken even after their files are gone
-            pattern = re.compile(rf"^{re.escape(prefix)}-([1-9][0-9]*)$")
+            from .items import id_pattern  # here, so opening the ledger does not load the item parser
+
+            pattern = id_pattern(prefix)
             seen = self.conn.execute("SELECT id FROM items UNION SELECT id FROM item_files").fetchall()
             for (known,) in seen:
                 match = pattern.match(known or "")
