@@ -9,7 +9,7 @@ from typing import Any, Iterable
 
 from .errors import ConfigError, did_you_mean
 from .trackers import BACKENDS
-from .vocabulary import GUIDANCE_LEVELS, SLOTS
+from .vocabulary import GUIDANCE_LEVELS, PREFIX_PATTERN, SLOTS
 
 CONFIG_FILE = "drover.toml"
 PRESETS = ("claude", "codex", "aider", "gemini", "opencode", "demo", "script")
@@ -126,7 +126,7 @@ def _check_value(table: str, key: str, value: Any, shown: str = "") -> Any:
             raise ConfigError(f"{where}: expected a duration such as 2h, 90m or 45s") from None
     if (table, key) == ("review", "max_rounds") and value < 1:
         raise ConfigError(f"{where}: expected an integer of at least 1")
-    if (table, key) == ("project", "prefix") and not re.fullmatch(r"[A-Za-z][A-Za-z0-9]*", value):
+    if (table, key) == ("project", "prefix") and not re.fullmatch(PREFIX_PATTERN, value):
         raise ConfigError(f"{where}: expected letters and digits, starting with a letter")
     return value
 

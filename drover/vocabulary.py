@@ -16,5 +16,10 @@ GUIDANCE_LEVELS = ("lean", "detailed")
 # Audit levels, weakest first; an audit at `reviewed` or above approves.
 LEVELS = ("claimed", "reviewed", "verified")
 
+# An item id is `<prefix>-<number>`; the prefix is letters and digits, starting with a letter.
+# (items.id_pattern matches one project's ids; this is the shape any project's id has.)
+PREFIX_PATTERN = r"[A-Za-z][A-Za-z0-9]*"
+ANY_ID_PATTERN = PREFIX_PATTERN + r"-[0-9]+"
+
 # What `finish` does with an issue the item closes.
 DISPOSITIONS = ("close", "comment", "keep")

@@ -7,13 +7,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Iterable, Protocol, Sequence
 
 from ..errors import DroverError
-from ..vocabulary import DISPOSITIONS
+from ..vocabulary import ANY_ID_PATTERN, DISPOSITIONS
 
 if TYPE_CHECKING:
     from ..config import TrackerConfig
 
 # An item id as a tracker row may name it; the tracker cannot know the project's prefix.
-ITEM_ID = re.compile(r"[A-Za-z][A-Za-z0-9]*-[0-9]+")
+ITEM_ID = re.compile(ANY_ID_PATTERN)
 # `Owner: D-3`, also `owner: D-3, D-5`, `**Owner:** D-3` and as a list item; ids follow the colon.
 _OWNER_LINE = re.compile(
     r"^[ \t]*(?:[-*][ \t]+)?(?:\*\*|__)?owner(?:\*\*|__)?:(?:\*\*|__)?[ \t]*(.*)$",
