@@ -19,13 +19,10 @@ from drover.ledger import Ledger
 from drover.project import open_project
 from drover.trackers import Issue, TrackerUnavailable
 from drover.trackers.none import NOT_CONFIGURED
+from helpers import git
 
 FIXTURE = Path(__file__).parent / "fixtures" / "every_field.tmpl"
 BODY = "## Requirements\n\n1. Parse `src/app.py` input.\n"
-
-
-def git(cwd: Path, *args: str) -> str:
-    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout
 
 
 class Env:
