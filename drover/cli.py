@@ -5,11 +5,13 @@ import json
 import sys
 from contextlib import contextmanager
 from pathlib import Path
+from typing import NoReturn
 
 import click
 
 from .cliparts import ITEM_ID
 from .errors import DroverError
+from .vocabulary import DISPOSITIONS, GUIDANCE_LEVELS, LEVELS, TEMPLATE_SLOTS
 
 COLOR_CHOICES = click.Choice(["auto", "always", "never"])
 STATE_CHOICES = ("ready", "blocked", "running", "in review", "changes requested", "approved", "parked", "done",
@@ -68,7 +70,7 @@ def _drop_stdout() -> None:
         pass
 
 
-def _usage_line(ctx: click.Context, exc: click.UsageError) -> None:
+def _usage_line(ctx: click.Context, exc: click.UsageError) -> NoReturn:
     """A usage error as one line, like every other drover error (exit 2)."""
     if isinstance(exc, getattr(click.exceptions, "NoArgsIsHelpError", ())):
         raise exc  # bare `drover`: the help text is the answer, as click shows it
@@ -267,7 +269,7 @@ def close_changes(item_id: str, note: str) -> None:
 
 @cli.command()
 @click.argument("item_id", metavar="ID", type=ITEM_ID)
-@click.option("--level", required=True, type=click.Choice(["claimed", "reviewed", "verified"]),
+@click.option("--level", required=True, type=click.Choice(LEVELS),
               help="claimed < reviewed < verified; reviewed or above also clears outstanding changes.")
 @click.option("--by", default="", help="Who audits (default: the run's agent, else git user.name).")
 @click.option("--note", default="", help="Recorded verbatim.")
@@ -282,7 +284,7 @@ def audit(item_id: str, level: str, by: str, note: str) -> None:
 @cli.command()
 @click.argument("item_id", metavar="ID", type=ITEM_ID)
 @click.argument("issue", type=int)
-@click.option("--as", "disposition", required=True, type=click.Choice(["close", "comment", "keep"]),
+@click.option("--as", "disposition", required=True, type=click.Choice(DISPOSITIONS),
               help="What finish does with the issue: close it, comment on it, or keep it open.")
 @click.option("--note", default="", help="The comment finish writes, or why the issue stays.")
 def dispose(item_id: str, issue: int, disposition: str, note: str) -> None:
@@ -318,9 +320,9 @@ def unpark(item_id: str) -> None:
 
 @cli.command()
 @click.argument("item_id", metavar="ID", type=ITEM_ID)
-@click.option("--slot", required=True, type=click.Choice(["implement", "review", "draft", "branch"]),
+@click.option("--slot", required=True, type=click.Choice(TEMPLATE_SLOTS),
               help="Which prompt: implement, review, draft, or the branch name.")
-@click.option("--guidance", type=click.Choice(["lean", "detailed"]), help="Override [agent] guidance.")
+@click.option("--guidance", type=click.Choice(GUIDANCE_LEVELS), help="Override [agent] guidance.")
 @click.option("--diff-guidance", is_flag=True, help="Show what the lean level drops, with token counts.")
 @click.option("--template", "explicit", metavar="SRC", help="Inline template text, or @path in the repository.")
 @json_option

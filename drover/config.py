@@ -9,18 +9,18 @@ from __future__ import annotations
 
 import re
 import tomllib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from .errors import ConfigError
+from .errors import ConfigError, did_you_mean
+from .trackers import BACKENDS
+from .vocabulary import GUIDANCE_LEVELS, PREFIX_PATTERN, SLOTS
 
 CONFIG_FILE = "drover.toml"
-SLOTS = ("implement", "review", "draft")
 PRESETS = ("claude", "codex", "aider", "gemini", "opencode", "demo", "script")
-GUIDANCE_LEVELS = ("lean", "detailed")
-TRACKER_BACKENDS = ("none", "file", "github")
+TRACKER_BACKENDS = tuple(BACKENDS)
 # [verify] is an open table of key -> command string; `default` always exists.
 VERIFY_DEFAULT = {"default": "make test"}
 
@@ -78,7 +78,7 @@ def _duration(value: str) -> str:
 
 
 def _prefix(value: str) -> str:
-    return "" if re.fullmatch(r"[A-Za-z][A-Za-z0-9]*", value) else "letters and digits, starting with a letter"
+    return "" if re.fullmatch(PREFIX_PATTERN, value) else "letters and digits, starting with a letter"
 
 
 def _at_least_one(value: int) -> str:
@@ -239,11 +239,9 @@ def _read_table(table: str, raw: Any, problems: _Problems, nested: tuple[str, ..
     return values
 
 
-def _suggest(word: str, choices: Any) -> str:
-    import difflib
-
-    close = difflib.get_close_matches(word, list(choices), n=1)
-    return f" (did you mean {close[0]}?)" if close else ""
+def _suggest(word: str, choices: Iterable[str]) -> str:
+    close = did_you_mean(word, choices)
+    return f" (did you mean {close}?)" if close else ""
 
 
 def parse_config(data: dict[str, Any]) -> Config:

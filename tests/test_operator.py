@@ -10,8 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import git
-from test_loop import BIN, configure, drover, new_item
+from helpers import BIN, configure, drover, gh_issue, git, new_item
 
 
 def ok(root: Path, *args: str, stdin: str | None = None) -> str:
@@ -192,9 +191,6 @@ def test_a_failing_setup_stops_before_the_agent(project):
 
 
 # --- intake: new --issue ------------------------------------------------------------------------
-
-from test_trackers import gh, gh_issue  # noqa: E402,F401  (the fake gh fixture)
-
 
 def use_tracker(root: Path, backend: str, extra: str = "") -> None:
     set_key(root, "backend", f'"{backend}"')
