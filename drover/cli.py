@@ -190,11 +190,9 @@ def new(title: str | None, kind: str | None, deps: tuple[str, ...], finding: str
             item_id = new_item(project, ledger, title or "", kind or "feature", list(deps), finding)
         path = project.relpath(project.item_path(item_id))
         if as_json:
-            from .items import read_item
+            from .reports import new_report
 
-            made = read_item(project.item_path(item_id), project.config.prefix)
-            echo_json({"id": item_id, "path": path, "title": made.title, "kind": made.kind,
-                       "deps": list(made.deps), "finding": finding or None, "origin": made.origin})
+            echo_json(new_report(project, item_id, finding))
         else:
             click.echo(f"{item_id} {path}")
 
@@ -212,11 +210,9 @@ def list_cmd(ready: bool, states: tuple[str, ...], as_json: bool) -> None:
         listed = [row for row in list_items(project, ledger)
                   if (not ready or is_ready(row)) and (not states or row.state in states)]
     if as_json:
-        echo_json([
-            {"id": row.entry.id, "title": row.entry.title, "kind": row.entry.kind, "state": row.state,
-             "path": row.entry.rel, "deps": list(row.entry.deps), "note": row.note}
-            for row in listed
-        ])
+        from .reports import list_report
+
+        echo_json(list_report(listed))
         return
     from .textviews import paint_state, table
 

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .project import Project
 
 _LOCATION = re.compile(r"^(?P<path>[^\s:][^:]*?\.(?:md|toml|tmpl|json|txt))(?::(?P<line>\d+))?: (?P<rest>.*)$", re.DOTALL)
 # check's problem codes, for findings that do not carry their own: first matching words win
@@ -40,6 +43,21 @@ def problem_code(message: str) -> str:
         if words in message:
             return code
     return "other"
+
+
+def new_report(project: Project, item_id: str, finding: str) -> dict[str, Any]:
+    """`new --json`: the item as written, read back from its file."""
+    from .items import read_item
+
+    made = read_item(project.item_path(item_id), project.config.prefix)
+    return {"id": item_id, "path": project.relpath(project.item_path(item_id)), "title": made.title,
+            "kind": made.kind, "deps": list(made.deps), "finding": finding or None, "origin": made.origin}
+
+
+def list_report(listed: list[Any]) -> list[dict[str, Any]]:
+    """`list --json`: one object per item."""
+    return [{"id": row.entry.id, "title": row.entry.title, "kind": row.entry.kind, "state": row.state,
+             "path": row.entry.rel, "deps": list(row.entry.deps), "note": row.note} for row in listed]
 
 
 def check_report(findings: list[Any]) -> dict[str, Any]:
