@@ -40,6 +40,9 @@ EXAMPLES: dict[str, str] = {
     "check": "drover check --json",
     "prompt": "drover prompt D-3 --slot implement",
     "schema": "drover schema --fields",
+    "log": "drover log D-3 --follow",
+    "ledger": "drover ledger export > ledger.jsonl",
+    "override": "drover override implement scope",
 }
 
 
