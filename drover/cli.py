@@ -294,7 +294,9 @@ def show_prompt(item_id: str, slot: str, *, guidance: str | None = None, explici
         if slot == "branch":
             from .runs import require_valid_branch
 
-            click.echo(require_valid_branch(built.Id, templates.render_branch(built, project.config.branch)))
+            branch = (templates.render_branch(built, templates.branch_source(project.root, explicit), display=explicit)
+                      if explicit is not None else templates.render_branch(built, project.config.branch))
+            click.echo(require_valid_branch(built.Id, branch))
             return
         if diff_guidance:
             dropped = templates.guidance_diff(slot, built, root=project.root, config=project.config)
@@ -310,15 +312,29 @@ def show_prompt(item_id: str, slot: str, *, guidance: str | None = None, explici
 
 
 @cli.command()
-@click.option("--diff", is_flag=True, help="Show how each stale override's default changed.")
+@click.option("--diff", is_flag=True, help="Show how each stale override's default changed, then the other problems.")
+@click.option("--format", "diff_format", type=click.Choice(["words", "unified"]), default="words", show_default=True,
+              help="--diff view: words (coloured on a terminal) or unified (for git apply, delta, diff-so-fancy).")
 @click.option("--color", type=COLOR_CHOICES, default="auto", show_default=True, help="Colour the diff.")
-def check(diff: bool, color: str) -> None:
+@click.option("--update", is_flag=True, help="Upgrade stale overrides by three-way merge (as drover override --update).")
+@click.option("--dry-run", is_flag=True, help="With --update: print the merged blocks, write nothing.")
+def check(diff: bool, diff_format: str, color: str, update: bool, dry_run: bool) -> None:
     """Check items, deps, config and templates; exit 1 when anything is wrong."""
     from . import templates
     from .checks import run_check
+    from .errors import UsageError
 
+    if update:
+        _update_overrides(dry_run)
+    if dry_run:
+        raise UsageError("--dry-run goes with --update")
     with opened() as (project, ledger):
-        if diff:
+        if diff and diff_format == "unified":
+            patch, notes = templates.diff_unified(project.root, project.config)
+            click.echo(patch, nl=False)
+            for note in notes:
+                click.echo(f"drover: {note}", err=True)
+        elif diff:
             colored = templates.use_color(color, sys.stdout)
             text = templates.diff_stale(project.root, project.config, colored)
             if text:
@@ -326,12 +342,52 @@ def check(diff: bool, color: str) -> None:
                 click.echo(text, nl=not text.endswith("\n"), color=colored)
         findings = run_check(project, ledger)
     errors = [found for found in findings if found.error]
-    if not diff:
-        for found in findings:
-            click.echo(found.message if found.error else f"warning: {found.message}")
-        if not findings:
-            click.echo("no problems found")
+    # With --diff the stale lines are the diff's headers; the other problems still need saying.
+    shown = [found for found in findings if not (diff and found.message.startswith("STALE OVERRIDE "))]
+    out_err = diff and diff_format == "unified"  # keep the patch on stdout clean
+    for found in shown:
+        click.echo(found.message if found.error else f"warning: {found.message}", err=out_err)
+    if not findings and not diff:
+        click.echo("no problems found")
     sys.exit(1 if errors else 0)
+
+
+def _update_overrides(dry_run: bool) -> None:
+    from .templates.update import update_overrides
+
+    with opened() as (project, _ledger):
+        result = update_overrides(project, dry_run=dry_run)
+    for line in result.lines:
+        click.echo(line)
+    sys.exit(1 if result.failed else 0)
+
+
+@cli.command()
+@click.argument("slot", required=False, type=click.Choice(["implement", "review", "draft"]))
+@click.argument("block", required=False)
+@click.option("--file", "file", metavar="PATH", help="The override file, when [prompts] names none for the slot yet.")
+@click.option("--addition", is_flag=True, help="Keep the default's lines and add yours after them.")
+@click.option("--update", is_flag=True, help="Upgrade stale overrides by three-way merge.")
+@click.option("--dry-run", is_flag=True, help="With --update: print the merged blocks, write nothing.")
+def override(slot: str | None, block: str | None, file: str | None, addition: bool, update: bool,
+             dry_run: bool) -> None:
+    """Start a block override from today's default (SLOT BLOCK), or --update stale ones by merge."""
+    from .errors import UsageError
+
+    if update:
+        if slot or block or file or addition:
+            raise UsageError("--update takes no SLOT, BLOCK, --file or --addition: it updates every override")
+        _update_overrides(dry_run)
+    if dry_run:
+        raise UsageError("--dry-run goes with --update")
+    if not slot or not block:
+        raise UsageError("say which block: drover override SLOT BLOCK (or drover override --update)")
+    from .templates.update import start_override
+
+    with opened() as (project, _ledger):
+        said = start_override(project, slot, block, file=file, addition=addition)
+    for line in said:
+        click.echo(line)
 
 
 @cli.command()

@@ -355,7 +355,7 @@ def test_an_error_at_render_time_names_the_file_and_line(repo):
     with pytest.raises(TemplateError) as caught:
         render(repo, config)
     assert str(caught.value).startswith(f"{KICKOFF}:3: ")
-    assert "Id" in str(caught.value)
+    assert "no element 0" in str(caught.value)
 
 
 def test_a_missing_map_key_renders_empty(repo):

@@ -21,12 +21,12 @@ from .env import (
 from .fieldcheck import STANDARD_KEYS, field_problems, key_problems, unknown_field_error
 from .history import HISTORY_FILE, current_defaults, history_path, load_history, missing_history, record_history
 from .overrides import INLINE, REPO_TEMPLATES_ENV, Override, OverrideBlock, parse_override, repo_path, repo_templates_enabled
-from .render import Provenance, Rendered, guidance_diff, launch_warnings, render, render_branch
+from .render import Provenance, Rendered, branch_source, guidance_diff, launch_warnings, render, render_branch
 
 __all__ = [
     "BRANCH_SLOT", "BUILTIN_FOLDER", "HISTORY_FILE", "INLINE", "REPO_TEMPLATES_ENV", "SLOTS", "STANDARD_KEYS",
     "Finding", "Override", "OverrideBlock", "Provenance", "Rendered",
-    "base_hash", "builtin_blocks", "builtin_display", "builtin_name", "builtin_source", "check_templates",
+    "base_hash", "branch_source", "builtin_blocks", "builtin_display", "builtin_name", "builtin_source", "check_templates",
     "current_defaults", "default_hash", "diff_stale", "diff_unified", "environment", "field_problems", "find_blocks",
     "guidance_diff", "history_path", "key_problems", "launch_warnings", "load_history", "missing_history",
     "parse_override", "record_history", "render", "render_branch", "repo_path", "repo_templates_enabled",

@@ -19,6 +19,7 @@ from .overrides import (
     REPO_TEMPLATES_ENV, Override, OverrideBlock, Source, override_problems, override_warnings, parse_override,
     read_repo_file, repo_templates_enabled, stale_blocks, unended_blocks,
 )
+from .merge import conflict_lines
 from .render import BRANCH_DISPLAY, prepare, render_branch, render_template
 
 
@@ -100,6 +101,9 @@ def check_templates(root: Path, config: Config, used_keys: set[str] | None = Non
             if not problems:  # otherwise the compiler only restates a block problem reported above
                 report(exc)
             continue
+        for line in conflict_lines(text):
+            report(TemplateError("an unresolved merge conflict marker (drover override --update wrote it)",
+                                 path=written, line=line))
         if not override.whole:
             for block in unended_blocks(text):
                 report(TemplateError(

@@ -23,6 +23,8 @@ from .gosyntax import go_syntax_error
 REPO_TEMPLATES_ENV = "DROVER_REPO_TEMPLATES"
 INLINE = "--template"
 
+# A block that renders `{{ super() }}` keeps the default's lines as shipped: an addition, never stale.
+_SUPER = re.compile(r"\{\{-?\s*super\(\)\s*-?\}\}")
 _BASE_COMMENT = re.compile(r"\s*<#-?\s*drover-base:\s*(?P<hash>[0-9A-Za-z]*)\s*-?#>")
 
 @dataclass(frozen=True)
@@ -48,7 +50,8 @@ class Override:
     def replacements(self) -> list[OverrideBlock]:
         """The blocks that replace a default (the others are additions)."""
         defaults = builtin_blocks(self.slot)
-        return [block for block in self.blocks if defaults.get(block.name, "").strip()]
+        return [block for block in self.blocks
+                if defaults.get(block.name, "").strip() and not _SUPER.search(block.source)]
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from .env import (
 )
 from .fieldcheck import field_problems, unknown_field_error
 from .gosyntax import go_syntax_error
-from .overrides import Source, compose, override_warnings, parse_override, resolve, whole_lines
+from .overrides import Source, compose, override_warnings, parse_override, read_repo_file, resolve, whole_lines
 
 BRANCH_DISPLAY = "drover.toml: [run] branch"
 
@@ -202,6 +202,11 @@ def render_branch(data: TemplateData, template: str, display: str = BRANCH_DISPL
     if not text:
         raise TemplateError("the branch template rendered only whitespace", path=display)
     return text
+
+
+def branch_source(root: Path, explicit: str) -> str:
+    """The text of `--template SRC` for the branch slot: inline, or `@path` in the repository."""
+    return read_repo_file(Path(root), explicit[1:]) if explicit.startswith("@") else explicit
 
 
 def guidance_diff(slot: str, data: TemplateData, *, root: Path, config: Config) -> list[tuple[str, int]]:
