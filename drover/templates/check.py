@@ -33,7 +33,7 @@ class Finding:
 
 def sample_data(config: Config) -> TemplateData:
     """An item with every field at its empty value: what a render must survive for any item."""
-    item_id = f"{config.prefix}1"
+    item_id = f"{config.prefix}-1"
     return TemplateData(
         Id=item_id, Title="Sample item", Kind="feature", Path=f"{config.items}/{item_id}.md",
         Body="Sample body.\n", Meta={"id": item_id, "title": "Sample item"},

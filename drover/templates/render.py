@@ -123,11 +123,16 @@ def _generate(template: jinja2.Template, context: dict[str, Any]) -> str:
         for part in template.generate(context):
             size += len(part)
             limits.check_size(size, "the output")
-            limits.check_time()
             parts.append(part)
         return "".join(parts)
     finally:
         limits.stop()
+
+
+def _location_or_file(exc: BaseException, displays: dict[str, str]) -> tuple[str | None, int | None]:
+    """Where a limit tripped; the template's own file when no template line is on the stack."""
+    path, line = _location(exc, displays)
+    return (path, line) if path else (list(displays.values())[-1], None)
 
 
 def render_template(template: jinja2.Template, data: TemplateData, displays: dict[str, str]) -> str:
@@ -149,10 +154,10 @@ def render_template(template: jinja2.Template, data: TemplateData, displays: dic
         raise TemplateError(exc.message or str(exc), path=displays.get(exc.filename or "", exc.filename),
                             line=exc.lineno) from None
     except RecursionError as exc:
-        path, line = _location(exc, displays)
+        path, line = _location_or_file(exc, displays)
         raise TemplateError("template failed: it recursed too deeply", path=path, line=line) from None
     except (limits.LimitExceeded, MemoryError, OverflowError) as exc:
-        path, line = _location(exc, displays)
+        path, line = _location_or_file(exc, displays)
         raise TemplateError(f"template failed: {exc or 'out of memory'}", path=path, line=line) from None
     except (jinja_errors.TemplateError, TypeError, ValueError, ArithmeticError, LookupError, AttributeError) as exc:
         path, line = _location(exc, displays)
