@@ -350,3 +350,24 @@ def test_check_finds_sandbox_violations_and_runtime_errors(project):
     result = invoke("check")
     assert result.exit_code == 1
     assert any(line.startswith(f"{KICKOFF}:2: ") for line in result.output.splitlines())
+
+
+# ---------------------------------------------------------------------------- destination words
+
+
+@pytest.mark.parametrize("tracker, expected, absent", [
+    ('backend = "none"', "write it under a heading `Follow-ups` in your final report", "file an issue"),
+    ('backend = "file"\nregister = "notes/follow-ups.md"', "add a row `- D-1: HEADLINE` to notes/follow-ups.md",
+     "file an issue"),
+    ('backend = "github"\nrepo = "acme/widgets"\nfollow_up_label = "later"',
+     "file an issue on acme/widgets labelled `later`", "final report (this project"),
+])
+def test_follow_up_destination_speaks_the_configured_tracker(project, tracker, expected, absent):
+    config = project / "drover.toml"
+    text = config.read_text()
+    start = text.index("[tracker]")
+    end = text.find("\n[", start + 1)
+    config.write_text(text[:start] + "[tracker]\n" + tracker + "\n" + (text[end:] if end != -1 else ""))
+    out = " ".join(invoke("prompt", "D-1", "--slot", "implement").output.split())
+    assert expected in out
+    assert absent not in out
