@@ -371,3 +371,21 @@ def test_follow_up_destination_speaks_the_configured_tracker(project, tracker, e
     out = " ".join(invoke("prompt", "D-1", "--slot", "implement").output.split())
     assert expected in out
     assert absent not in out
+
+
+# ---------------------------------------------------------------------------- vanished deps
+
+
+def test_check_reports_a_vanished_dep_in_the_prompts_words(project):
+    assert invoke("new", "Second", "--dep", "D-1").exit_code == 0
+    (project / "items" / "D-1.md").unlink()
+    result = invoke("check")
+    assert result.exit_code == 1
+    assert any(line.startswith("items/D-2.md: D-2: dep D-1 has no file (no items/D-1.md")
+               for line in result.output.splitlines()), result.output
+    prompt = invoke("prompt", "D-2", "--slot", "implement").output
+    assert "- D-1 (items/D-1.md): has no file" in prompt
+    second = project / "items" / "D-2.md"
+    second.write_text(second.read_text().replace("deps: [D-1]", "deps: [D-1, D-5]"))
+    result = invoke("check")
+    assert "items/D-2.md: D-2: dep D-5 has no file (no items/D-5.md)" in result.output.splitlines()
