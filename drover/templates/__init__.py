@@ -13,15 +13,55 @@
 from __future__ import annotations
 
 from ..textviews import use_color
-from .check import Finding, check_templates, diff_stale, diff_unified, sample_data, schema_prompts, stale_overrides
+from .check import (
+    Finding,
+    check_templates,
+    diff_stale,
+    diff_unified,
+    sample_data,
+    schema_prompts,
+    stale_overrides,
+)
 from .env import (
-    BRANCH_SLOT, BUILTIN_FOLDER, SLOTS, base_hash, builtin_blocks, builtin_display, builtin_name, builtin_source,
-    default_hash, environment, find_blocks,
+    BRANCH_SLOT,
+    BUILTIN_FOLDER,
+    SLOTS,
+    base_hash,
+    builtin_blocks,
+    builtin_display,
+    builtin_name,
+    builtin_source,
+    default_hash,
+    environment,
+    find_blocks,
 )
 from .fieldcheck import STANDARD_KEYS, field_problems, key_problems, unknown_field_error
-from .history import HISTORY_FILE, current_defaults, history_path, load_history, missing_history, record_history
-from .overrides import INLINE, REPO_TEMPLATES_ENV, Override, OverrideBlock, parse_override, repo_path, repo_templates_enabled
-from .render import Provenance, Rendered, branch_source, guidance_diff, launch_warnings, render, render_branch
+from .history import (
+    HISTORY_FILE,
+    current_defaults,
+    history_path,
+    load_history,
+    missing_history,
+    record_history,
+)
+from .overrides import (
+    INLINE,
+    REPO_TEMPLATES_ENV,
+    Override,
+    OverrideBlock,
+    parse_override,
+    repo_path,
+    repo_templates_enabled,
+)
+from .render import (
+    Provenance,
+    Rendered,
+    branch_source,
+    guidance_diff,
+    launch_warnings,
+    render,
+    render_branch,
+)
 
 __all__ = [
     "BRANCH_SLOT", "BUILTIN_FOLDER", "HISTORY_FILE", "INLINE", "REPO_TEMPLATES_ENV", "SLOTS", "STANDARD_KEYS",

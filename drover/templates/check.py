@@ -15,11 +15,20 @@ from ..textviews import colour_diff
 from .env import SLOTS, base_hash, builtin_blocks, compile_template, normalise
 from .fieldcheck import field_problems, key_problems
 from .history import load_history
-from .overrides import (
-    REPO_TEMPLATES_ENV, Override, OverrideBlock, Source, override_problems, override_warnings, parse_override,
-    read_repo_file, repo_templates_enabled, stale_blocks, unended_blocks,
-)
 from .merge import conflict_lines
+from .overrides import (
+    REPO_TEMPLATES_ENV,
+    Override,
+    OverrideBlock,
+    Source,
+    override_problems,
+    override_warnings,
+    parse_override,
+    read_repo_file,
+    repo_templates_enabled,
+    stale_blocks,
+    unended_blocks,
+)
 from .render import BRANCH_DISPLAY, prepare, render_branch, render_template
 
 
@@ -84,26 +93,26 @@ def check_templates(root: Path, config: Config, used_keys: set[str] | None = Non
             report(exc)
             continue
         override, problems = override_problems(text, slot, written)
-        for exc in problems:
-            report(exc)
+        for problem in problems:
+            report(problem)
         if override is None:
             continue
-        for line in override_warnings(override):
-            findings.append(Finding(line, True))
+        for warning in override_warnings(override):
+            findings.append(Finding(warning, True))
         try:
             fields = field_problems(text, written)
-            for exc in fields:
-                report(exc)
+            for problem in fields:
+                report(problem)
             if used_keys is not None:
-                for exc in key_problems(text, written, used_keys, config.verify):
-                    report(exc, error=False)
+                for problem in key_problems(text, written, used_keys, config.verify):
+                    report(problem, error=False)
         except TemplateError as exc:
             if not problems:  # otherwise the compiler only restates a block problem reported above
                 report(exc)
             continue
-        for line in conflict_lines(text):
+        for number in conflict_lines(text):
             report(TemplateError("an unresolved merge conflict marker (drover override --update wrote it)",
-                                 path=written, line=line))
+                                 path=written, line=number))
         if not override.whole:
             for block in unended_blocks(text):
                 report(TemplateError(
@@ -111,10 +120,10 @@ def check_templates(root: Path, config: Config, used_keys: set[str] | None = Non
                     "lines, so end it on a line of its own to write what renders", path=written, line=block.line,
                 ), error=False)
         if not problems and not fields:
-            for exc in _sample_problems(slot, text, written, config):
-                report(exc)
-    for exc in _branch_problems(config):
-        report(exc)
+            for problem in _sample_problems(slot, text, written, config):
+                report(problem)
+    for problem in _branch_problems(config):
+        report(problem)
     if not repo_templates_enabled() and any(config.prompts.get(slot) for slot in SLOTS):
         findings.append(Finding(f"{REPO_TEMPLATES_ENV}=0: launches ignore the [prompts] files checked above", False))
     return findings

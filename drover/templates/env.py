@@ -6,7 +6,7 @@ import os
 import re
 import typing
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache, lru_cache
 from pathlib import Path
 
 import jinja2
@@ -144,7 +144,7 @@ def find_blocks(source: str) -> list[Block]:
     return sorted(found, key=lambda block: block.start)
 
 
-@lru_cache(maxsize=None)
+@cache
 def builtin_blocks(slot: str) -> dict[str, str]:
     """Block name -> default source as shipped, in the order the built-in defines them."""
     return {block.name: block.source for block in find_blocks(builtin_source(slot))}

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import typing
-from functools import lru_cache
+from functools import cache, lru_cache
 from typing import Any
 
 from jinja2 import exceptions as jinja_errors
@@ -23,7 +23,7 @@ STANDARD_KEYS = frozenset({"id", "title", "kind", "deps", "origin", "closes", "s
 # What an unknown name may have meant: every field, and the functions the docs feature.
 KNOWN_NAMES = (*FIELD_NAMES, *FUNCTIONS)
 
-@lru_cache(maxsize=None)
+@cache
 def _field_types() -> dict[str, Any]:
     return typing.get_type_hints(TemplateData)
 

@@ -16,8 +16,8 @@ import typing
 from collections.abc import Callable, Iterable, Iterator, Sized
 
 from jinja2 import nodes
-from jinja2.visitor import NodeTransformer
 from jinja2.sandbox import ImmutableSandboxedEnvironment
+from jinja2.visitor import NodeTransformer
 
 RENDER_SECONDS = 5.0
 OUTPUT_LIMIT = 4 * 1024 * 1024  # characters; a prompt is a few tens of kilobytes
@@ -131,7 +131,7 @@ class LimitedEnvironment(ImmutableSandboxedEnvironment):
             check_size(_length(left) + _length(right))
         return _guard_result(super().call_binop(context, operator, left, right))
 
-    def call(__self, __context: typing.Any, __obj: typing.Any, *args: typing.Any,  # noqa: N805
+    def call(__self, __context: typing.Any, __obj: typing.Any, *args: typing.Any,
              **kwargs: typing.Any) -> typing.Any:
         check_time()
         _check_numbers([*args, *kwargs.values()])
@@ -145,9 +145,7 @@ class LimitedEnvironment(ImmutableSandboxedEnvironment):
 
 
 def _stepped(iterable: typing.Any) -> Iterator[typing.Any]:
-    steps = 0
-    for item in iterable:
-        steps += 1
+    for steps, item in enumerate(iterable, 1):
         if steps % _CHECK_EVERY == 0:
             check_time()
         yield item

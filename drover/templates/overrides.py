@@ -15,8 +15,15 @@ from jinja2 import nodes
 from ..config import Config
 from ..errors import TemplateError
 from .env import (
-    BRANCH_SLOT, SLOTS, builtin_blocks, builtin_display, builtin_name, builtin_source, check_slot,
-    default_hash, find_blocks, nearest, parse,
+    builtin_blocks,
+    builtin_display,
+    builtin_name,
+    builtin_source,
+    check_slot,
+    default_hash,
+    find_blocks,
+    nearest,
+    parse,
 )
 from .gosyntax import go_syntax_error
 

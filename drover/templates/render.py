@@ -17,11 +17,25 @@ from ..fields import Origin, TemplateData
 from ..resources import builtin_dir
 from . import limits
 from .env import (
-    BRANCH_SLOT, builtin_display, builtin_name, builtin_source, builtin_template, compile_template, sha256,
+    BRANCH_SLOT,
+    builtin_display,
+    builtin_name,
+    builtin_source,
+    builtin_template,
+    compile_template,
+    sha256,
 )
 from .fieldcheck import field_problems, unknown_field_error
 from .gosyntax import go_syntax_error
-from .overrides import Source, compose, override_warnings, parse_override, read_repo_file, resolve, whole_lines
+from .overrides import (
+    Source,
+    compose,
+    override_warnings,
+    parse_override,
+    read_repo_file,
+    resolve,
+    whole_lines,
+)
 
 BRANCH_DISPLAY = "drover.toml: [run] branch"
 
@@ -169,8 +183,8 @@ def render(slot: str, data: TemplateData, *, root: Path, config: Config, explici
     if slot == BRANCH_SLOT:
         template = explicit if explicit is not None else config.branch
         text = render_branch(data, template, display="--template" if explicit is not None else BRANCH_DISPLAY)
-        source = "inline" if explicit is not None else "[run] branch"
-        return Rendered(text, Provenance(source, source, {}, sha256(template), sha256(text)))
+        origin = "inline" if explicit is not None else "[run] branch"
+        return Rendered(text, Provenance(origin, origin, {}, sha256(template), sha256(text)))
     source = resolve(slot, Path(root), config, explicit)
     prepared = prepare(slot, source)
     text = render_template(prepared.template, data, prepared.displays)
@@ -218,7 +232,7 @@ def guidance_diff(slot: str, data: TemplateData, *, root: Path, config: Config) 
     """The lines the lean prompt drops, each with an approximate token count (characters / 4)."""
     lean = render(slot, dataclasses.replace(data, Guidance="lean"), root=root, config=config).text.splitlines()
     detailed = render(slot, dataclasses.replace(data, Guidance="detailed"), root=root, config=config).text.splitlines()
-    dropped = []
+    dropped: list[str] = []
     for op, _, _, j1, j2 in difflib.SequenceMatcher(None, lean, detailed, autojunk=False).get_opcodes():
         if op in ("insert", "replace"):
             dropped.extend(line for line in detailed[j1:j2] if line.strip())

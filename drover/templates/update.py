@@ -14,8 +14,16 @@ from ..errors import Refused, TemplateError, UsageError
 from ..items import write_atomic
 from ..project import Project
 from .check import StaleBlock, stale_overrides
+from .env import (
+    SLOTS,
+    base_hash,
+    builtin_blocks,
+    check_slot,
+    find_blocks,
+    nearest,
+    normalise,
+)
 from .merge import merge3
-from .env import SLOTS, base_hash, builtin_blocks, check_slot, find_blocks, nearest, normalise
 from .overrides import parse_override, read_repo_file, repo_path
 
 DEFAULT_FOLDER = "prompts"
