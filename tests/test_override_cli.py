@@ -118,6 +118,7 @@ def test_update_merges_cleanly_and_records_todays_hash(project):
     path = use_override(project, "<# the project's rule #>\n" + scope_block(OLD_SCOPE, ours))
     dry = invoke("check", "--update", "--dry-run")
     assert dry.exit_code == 0 and "==> implement/scope in " + KICKOFF in dry.output
+    assert dry.output.startswith(f"would merge implement/scope in {KICKOFF}")
     assert OLD_SCOPE in path.read_text()
     result = invoke("override", "--update")
     today = templates.default_hash("implement", "scope")

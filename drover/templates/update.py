@@ -165,7 +165,7 @@ def update_overrides(project: Project, *, dry_run: bool = False) -> UpdateResult
             text, merged, clean = _merge_one(text, stale)
             changed = True
             if clean:
-                lines.append(f"merged {stale.key} in {stale.written} (base {stale.block.base} -> {stale.today_hash})")
+                lines.append(f"{'would merge' if dry_run else 'merged'} {stale.key} in {stale.written} (base {stale.block.base} -> {stale.today_hash})")
             else:
                 failed = True
                 lines.append(f"CONFLICT {stale.key} in {stale.written}: resolve the marked lines, then set "
