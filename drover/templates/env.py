@@ -43,7 +43,7 @@ def _bytecode_cache() -> jinja2.BytecodeCache | None:
     """Compiled built-ins kept in the user's cache folder, so a prompt skips Jinja's compiler.
 
     Entries are keyed by the template's source checksum, so an edited template recompiles; the
-    pattern names this drover's version and the sandbox, whose generated code differs.
+    pattern names this drover's version and the limited sandbox, whose generated code differs.
     """
     if os.environ.get("DROVER_NO_CACHE"):
         return None
@@ -55,7 +55,7 @@ def _bytecode_cache() -> jinja2.BytecodeCache | None:
         return None
     if not os.access(folder, os.W_OK):
         return None
-    return jinja2.FileSystemBytecodeCache(str(folder), pattern=f"sandbox-{_VERSION}-%s.cache")
+    return jinja2.FileSystemBytecodeCache(str(folder), pattern=f"sandbox-limits-{_VERSION}-%s.cache")
 
 
 def _join(value: typing.Any, separator: str = "") -> str:
