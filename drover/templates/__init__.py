@@ -12,6 +12,8 @@
 """
 from __future__ import annotations
 
+from typing import Any
+
 from ..textviews import use_color
 from .check import (
     Finding,
@@ -36,14 +38,6 @@ from .env import (
     find_blocks,
 )
 from .fieldcheck import STANDARD_KEYS, field_problems, key_problems, unknown_field_error
-from .history import (
-    HISTORY_FILE,
-    current_defaults,
-    history_path,
-    load_history,
-    missing_history,
-    record_history,
-)
 from .overrides import (
     INLINE,
     REPO_TEMPLATES_ENV,
@@ -62,6 +56,21 @@ from .render import (
     render,
     render_branch,
 )
+
+# history.py is loaded on first use, so `python -m drover.templates.history` runs it fresh.
+_HISTORY_NAMES = frozenset({"HISTORY_FILE", "current_defaults", "history_path", "load_history", "missing_history",
+                            "record_history"})
+
+
+def __getattr__(name: str) -> Any:
+    import importlib
+
+    if name == "history":
+        return importlib.import_module(".history", __name__)
+    if name in _HISTORY_NAMES:
+        return getattr(importlib.import_module(".history", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "BRANCH_SLOT", "BUILTIN_FOLDER", "HISTORY_FILE", "INLINE", "REPO_TEMPLATES_ENV", "SLOTS", "STANDARD_KEYS",

@@ -14,7 +14,6 @@ from ..fields import TemplateData
 from ..textviews import colour_diff
 from .env import SLOTS, base_hash, builtin_blocks, compile_template, normalise
 from .fieldcheck import field_problems, key_problems
-from .history import load_history
 from .merge import conflict_lines
 from .overrides import (
     REPO_TEMPLATES_ENV,
@@ -150,6 +149,8 @@ class StaleBlock:
 
 def stale_overrides(root: Path, config: Config) -> list[tuple[Override, list[StaleBlock]]]:
     """Each readable block override file with its stale replacements (check reports the rest)."""
+    from .history import load_history  # on use: `python -m drover.templates.history` loads it fresh
+
     history = load_history()
     found = []
     for slot in SLOTS:
