@@ -149,7 +149,9 @@ class StaleBlock:
 
 def stale_overrides(root: Path, config: Config) -> list[tuple[Override, list[StaleBlock]]]:
     """Each readable block override file with its stale replacements (check reports the rest)."""
-    from .history import load_history  # on use: `python -m drover.templates.history` loads it fresh
+    from .history import (
+        load_history,  # on use: `python -m drover.templates.history` loads it fresh
+    )
 
     history = load_history()
     found = []

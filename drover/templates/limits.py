@@ -131,11 +131,10 @@ class LimitedEnvironment(ImmutableSandboxedEnvironment):
             check_size(_length(left) + _length(right))
         return _guard_result(super().call_binop(context, operator, left, right))
 
-    def call(__self, __context: typing.Any, __obj: typing.Any, *args: typing.Any,
-             **kwargs: typing.Any) -> typing.Any:
+    def call(self, context: typing.Any, obj: typing.Any, /, *args: typing.Any, **kwargs: typing.Any) -> typing.Any:
         check_time()
         _check_numbers([*args, *kwargs.values()])
-        return _guard_result(super().call(__context, __obj, *args, **kwargs))
+        return _guard_result(super().call(context, obj, *args, **kwargs))
 
     def wrap_str_format(self, value: typing.Any) -> Callable[..., str] | None:
         wrapped = super().wrap_str_format(value)
