@@ -10,6 +10,7 @@ from click.testing import CliRunner
 
 from drover import templates
 from drover.cli import cli
+from drover.resources import builtin_dir
 
 OLD_SCOPE = "2c3ce7b7956f"  # the first shipped implement/scope default, kept in history.json
 KICKOFF = "docs-internal/kickoff.tmpl"
@@ -224,7 +225,7 @@ def test_diff_prints_the_other_problems_too(project):
 
 
 def test_history_holds_the_text_of_every_shipped_default():
-    root = Path(templates.builtin_dir() if hasattr(templates, "builtin_dir") else templates.history_path().parent)
+    root = Path(builtin_dir())
     history = templates.load_history()
     assert templates.missing_history() == []
     for key, texts in history.items():
@@ -327,6 +328,7 @@ def test_check_finds_a_branch_template_that_renders_an_invalid_name(project):
 @pytest.mark.parametrize("expression", [
     "{{ 'x' * 10**10 }}",
     "{{ '%*d' % (10**9, 1) }}",
+    "{{ '%0999999999d' % 1 }}",
     "{{ 'x' | indent(10**10) }}",
     "{{ 'x' | center(10**10) }}",
     "{{ 'x'.ljust(10**10) }}",
@@ -344,6 +346,12 @@ def test_a_template_cannot_exhaust_the_machine(project, expression):
     assert len(lines) == 1 and lines[0].startswith(f"drover: {KICKOFF}") and "template failed" in lines[0], lines
     checked = invoke("check")
     assert checked.exit_code == 1 and any("template failed" in line for line in checked.output.splitlines())
+
+
+def test_big_numbers_that_build_nothing_big_still_render(project):
+    use_override(project, "<% block done %>\n- {{ '%d' % 10**12 }} {{ 10**20 }} {{ '%5d' % 7 }}\n<% endblock %>\n")
+    out = invoke("prompt", "D-1", "--slot", "implement").output
+    assert "\n- 1000000000000 100000000000000000000     7\n" in out
 
 
 def test_check_finds_sandbox_violations_and_runtime_errors(project):

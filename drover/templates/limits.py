@@ -25,6 +25,7 @@ _CHECK_EVERY = 1024  # loop steps between clock reads
 
 _state = threading.local()
 _WIDE_FORMAT = re.compile(r"\{[^{}]*\d{7,}[^{}]*\}")
+_WIDE_PERCENT = re.compile(r"%[-#0 +]*\d{7,}|%[-#0 +*\d]*\.\d{7,}")
 
 
 class LimitExceeded(Exception):
@@ -124,7 +125,10 @@ class LimitedEnvironment(ImmutableSandboxedEnvironment):
             if size and isinstance(count, int):
                 check_size(size * max(count, 0))
         elif operator == "%" and isinstance(left, str):
-            _check_numbers(right if isinstance(right, (tuple, list)) else [right])
+            if _WIDE_PERCENT.search(left):
+                raise LimitExceeded("a format width is over the limit")
+            if "*" in left:  # `%*d` takes its width from the arguments
+                _check_numbers(right if isinstance(right, (tuple, list)) else [right])
         elif operator == "**" and isinstance(left, int) and isinstance(right, int) and right > 0:
             check_size(max(abs(left), 2).bit_length() * right // 3, "a number")
         elif operator == "+":
