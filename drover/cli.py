@@ -5,6 +5,7 @@ import json
 import sys
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -322,12 +323,9 @@ def check(diff: bool, diff_format: str, color: str, update: bool, dry_run: bool)
     """Check items, deps, config and templates; exit 1 when anything is wrong."""
     from . import templates
     from .checks import run_check
-    from .errors import UsageError
 
-    if update:
-        _update_overrides(dry_run)
-    if dry_run:
-        raise UsageError("--dry-run goes with --update")
+    if update or dry_run:
+        _override(update=update, dry_run=dry_run)
     with opened() as (project, ledger):
         if diff and diff_format == "unified":
             patch, notes = templates.diff_unified(project.root, project.config)
@@ -352,14 +350,14 @@ def check(diff: bool, diff_format: str, color: str, update: bool, dry_run: bool)
     sys.exit(1 if errors else 0)
 
 
-def _update_overrides(dry_run: bool) -> None:
-    from .templates.update import update_overrides
+def _override(slot: str | None = None, block: str | None = None, **options: Any) -> None:
+    from .templates.update import override_command
 
     with opened() as (project, _ledger):
-        result = update_overrides(project, dry_run=dry_run)
-    for line in result.lines:
+        lines, code = override_command(project, slot, block, **options)
+    for line in lines:
         click.echo(line)
-    sys.exit(1 if result.failed else 0)
+    sys.exit(code)
 
 
 @cli.command()
@@ -372,22 +370,7 @@ def _update_overrides(dry_run: bool) -> None:
 def override(slot: str | None, block: str | None, file: str | None, addition: bool, update: bool,
              dry_run: bool) -> None:
     """Start a block override from today's default (SLOT BLOCK), or --update stale ones by merge."""
-    from .errors import UsageError
-
-    if update:
-        if slot or block or file or addition:
-            raise UsageError("--update takes no SLOT, BLOCK, --file or --addition: it updates every override")
-        _update_overrides(dry_run)
-    if dry_run:
-        raise UsageError("--dry-run goes with --update")
-    if not slot or not block:
-        raise UsageError("say which block: drover override SLOT BLOCK (or drover override --update)")
-    from .templates.update import start_override
-
-    with opened() as (project, _ledger):
-        said = start_override(project, slot, block, file=file, addition=addition)
-    for line in said:
-        click.echo(line)
+    _override(slot, block, file=file, addition=addition, update=update, dry_run=dry_run)
 
 
 @cli.command()

@@ -398,3 +398,14 @@ def test_check_reports_a_vanished_dep_in_the_prompts_words(project):
     second.write_text(second.read_text().replace("deps: [D-1]", "deps: [D-1, D-5]"))
     result = invoke("check")
     assert "items/D-2.md: D-2: dep D-5 has no file (no items/D-5.md)" in result.output.splitlines()
+
+
+@pytest.mark.parametrize("args, message", [
+    (["override"], "say which block: drover override SLOT BLOCK"),
+    (["override", "implement", "scope", "--update"], "--update takes no SLOT"),
+    (["override", "implement", "scope", "--dry-run"], "--dry-run goes with --update"),
+    (["check", "--dry-run"], "--dry-run goes with --update"),
+])
+def test_override_usage_errors_are_one_line_exit_2(project, args, message):
+    result = invoke(*args)
+    assert result.exit_code == 2 and message in result.output and len(result.output.splitlines()) == 1

@@ -177,3 +177,18 @@ def update_overrides(project: Project, *, dry_run: bool = False) -> UpdateResult
     if not lines:
         lines.append("every override is up to date")
     return UpdateResult(tuple(lines), failed)
+
+
+def override_command(project: Project, slot: str | None, block: str | None, *, file: str | None = None,
+                     addition: bool = False, update: bool = False, dry_run: bool = False) -> tuple[list[str], int]:
+    """`drover override` (and `check --update`): the lines to print and the exit code."""
+    if update:
+        if slot or block or file or addition:
+            raise UsageError("--update takes no SLOT, BLOCK, --file or --addition: it updates every override")
+        result = update_overrides(project, dry_run=dry_run)
+        return list(result.lines), 1 if result.failed else 0
+    if dry_run:
+        raise UsageError("--dry-run goes with --update")
+    if not slot or not block:
+        raise UsageError("say which block: drover override SLOT BLOCK (or drover override --update)")
+    return start_override(project, slot, block, file=file, addition=addition), 0
