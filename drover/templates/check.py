@@ -9,7 +9,7 @@ from typing import Any
 
 from .. import git
 from ..config import Config
-from ..errors import DroverError, TemplateError
+from ..errors import DroverError, Finding, TemplateError
 from ..fields import TemplateData
 from ..textviews import colour_diff
 from .env import SLOTS, base_hash, builtin_blocks, compile_template, normalise
@@ -29,14 +29,6 @@ from .overrides import (
     unended_blocks,
 )
 from .render import BRANCH_DISPLAY, prepare, render_branch, render_template
-
-
-@dataclass(frozen=True)
-class Finding:
-    """One line `drover check` prints; `error` findings make it exit 1."""
-
-    message: str
-    error: bool = True
 
 
 def sample_data(config: Config) -> TemplateData:

@@ -15,12 +15,11 @@ from jinja2 import nodes
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from .. import __version__ as _VERSION
-from ..errors import TemplateError, UsageError
+from ..errors import TemplateError, UsageError, did_you_mean
 from ..resources import builtin_dir
+from ..vocabulary import BRANCH_SLOT, SLOTS
 from .limits import LimitedEnvironment
 
-SLOTS = ("implement", "review", "draft")
-BRANCH_SLOT = "branch"
 BUILTIN_FOLDER = "builtin_templates"
 
 _BLOCK_TAG = re.compile(
@@ -157,13 +156,7 @@ def default_hash(slot: str, block: str) -> str:
 def nearest(word: str, choices: typing.Iterable[str]) -> str:
     """The choice closest to a mistyped word (case first, then spelling)."""
     options = list(choices)
-    for choice in options:
-        if choice.lower() == word.lower():
-            return choice
-    import difflib
-
-    close = difflib.get_close_matches(word, options, n=1, cutoff=0.0)
-    return close[0] if close else (options[0] if options else "")
+    return did_you_mean(word, options, cutoff=0.0, fold_case=True) or (options[0] if options else "")
 
 
 def syntax_error(exc: jinja_errors.TemplateSyntaxError, display: str) -> TemplateError:
