@@ -150,6 +150,9 @@ def test_update_conflict_writes_markers_keeps_the_hash_and_exits_1(project):
     checked = invoke("check")
     assert checked.exit_code == 1
     assert any("unresolved merge conflict marker" in line for line in checked.output.splitlines())
+    again = invoke("override", "--update")  # never merges a merge: the markers stay as they are
+    assert again.exit_code == 1 and "still holds the markers of an earlier merge" in again.output
+    assert path.read_text() == text
     # Resolving: keep both, record today's hash; check is clean.
     start, end = text.index("<<<<<<<"), text.index(">>>>>>>")
     end = text.index("\n", end) + 1

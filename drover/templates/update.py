@@ -23,7 +23,7 @@ from .env import (
     nearest,
     normalise,
 )
-from .merge import merge3
+from .merge import conflict_lines, merge3
 from .overrides import parse_override, read_repo_file, repo_path
 
 DEFAULT_FOLDER = "prompts"
@@ -160,6 +160,11 @@ def update_overrides(project: Project, *, dry_run: bool = False) -> UpdateResult
                        else "it records no drover-base hash")
                 lines.append(f"UNKNOWN BASE {stale.key} in {stale.written}: {why}; merge by hand against today's "
                              f"default (drover schema --prompts) and record drover-base: {stale.today_hash}")
+                failed = True
+                continue
+            if conflict_lines(stale.block.source):
+                lines.append(f"CONFLICT {stale.key} in {stale.written}: still holds the markers of an earlier "
+                             f"merge; resolve them, then set drover-base: {stale.today_hash}")
                 failed = True
                 continue
             text, merged, clean = _merge_one(text, stale)
