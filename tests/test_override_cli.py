@@ -412,3 +412,16 @@ def test_check_reports_a_vanished_dep_in_the_prompts_words(project):
 def test_override_usage_errors_are_one_line_exit_2(project, args, message):
     result = invoke(*args)
     assert result.exit_code == 2 and message in result.output and len(result.output.splitlines()) == 1
+
+
+def test_override_adds_the_prompts_table_when_drover_toml_has_none(project):
+    config = project / "drover.toml"
+    text = config.read_text()
+    start = text.index("[prompts]")
+    end = text.find("\n[", start + 1)
+    config.write_text(text[:start] + (text[end + 1:] if end != -1 else ""))
+    assert "[prompts]" not in config.read_text()
+    result = invoke("override", "draft", "requirements", "--file", "docs/draft.tmpl")
+    assert result.exit_code == 0, result.output
+    assert config.read_text().endswith('\n[prompts]\ndraft = "docs/draft.tmpl"\n')
+    assert invoke("check").exit_code == 0
