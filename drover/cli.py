@@ -5,13 +5,13 @@ import json
 import sys
 from contextlib import contextmanager
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import click
 
-from .cliparts import ITEM_ID
+from .cliparts import ITEM_ID, complete_blocks
 from .errors import DroverError
-from .vocabulary import DISPOSITIONS, GUIDANCE_LEVELS, LEVELS, TEMPLATE_SLOTS
+from .vocabulary import DISPOSITIONS, GUIDANCE_LEVELS, LEVELS, SLOTS, TEMPLATE_SLOTS
 
 COLOR_CHOICES = click.Choice(["auto", "always", "never"])
 STATE_CHOICES = ("ready", "blocked", "running", "in review", "changes requested", "approved", "parked", "done",
@@ -87,9 +87,9 @@ def _usage_line(ctx: click.Context, exc: click.UsageError) -> NoReturn:
 @click.pass_context
 def cli(ctx: click.Context, color: str) -> None:
     """Run AI coding agents in a loop over a project's work items, and keep the record."""
-    from .textviews import color_wanted
+    from .textviews import use_color
 
-    ctx.color = color_wanted(color, sys.stdout)
+    ctx.color = use_color(color, sys.stdout)
 
 
 def _terminated(signum, frame) -> None:
@@ -338,7 +338,9 @@ def show_prompt(item_id: str, slot: str, *, guidance: str | None = None, explici
         if slot == "branch":
             from .runs import require_valid_branch
 
-            branch = require_valid_branch(built.Id, templates.render_branch(built, project.config.branch))
+            branch = (templates.render_branch(built, templates.branch_source(project.root, explicit), display=explicit)
+                      if explicit is not None else templates.render_branch(built, project.config.branch))
+            branch = require_valid_branch(built.Id, branch)
             if as_json:
                 echo_json({"id": built.Id, "slot": slot, "text": branch})
             else:
@@ -363,16 +365,27 @@ def show_prompt(item_id: str, slot: str, *, guidance: str | None = None, explici
 
 
 @cli.command()
-@click.option("--diff", is_flag=True, help="Show how each stale override's default changed.")
+@click.option("--diff", is_flag=True, help="Show how each stale override's default changed, then the other problems.")
+@click.option("--format", "diff_format", type=click.Choice(["words", "unified"]), default="words", show_default=True,
+              help="--diff view: words (coloured on a terminal) or unified (for git apply, delta, diff-so-fancy).")
 @click.option("--color", type=COLOR_CHOICES, default="auto", show_default=True, help="Colour the diff.")
+@click.option("--update", is_flag=True, help="Upgrade stale overrides by three-way merge (as drover override --update).")
+@click.option("--dry-run", is_flag=True, help="With --update: print the merged blocks, write nothing.")
 @json_option
-def check(diff: bool, color: str, as_json: bool) -> None:
+def check(diff: bool, diff_format: str, color: str, update: bool, dry_run: bool, as_json: bool) -> None:
     """Check items, deps, config and templates; exit 1 when anything is wrong."""
     from . import templates
     from .checks import run_check
 
+    if update or dry_run:
+        _override(update=update, dry_run=dry_run)
     with opened() as (project, ledger):
-        if diff:
+        if diff and diff_format == "unified":
+            patch, notes = templates.diff_unified(project.root, project.config)
+            click.echo(patch, nl=False)
+            for note in notes:
+                click.echo(f"drover: {note}", err=True)
+        elif diff:
             # `drover --color X check --diff` means what `check --diff --color X` means
             parent = click.get_current_context().find_root()
             colored = templates.use_color(color, sys.stdout) if color != "auto" else bool(parent.color)
@@ -386,12 +399,38 @@ def check(diff: bool, color: str, as_json: bool) -> None:
         from .reports import check_report
 
         echo_json(check_report(findings))
-    elif not diff:
-        for found in findings:
-            click.echo(found.message if found.error else f"warning: {found.message}")
-        if not findings:
-            click.echo("no problems found")
+        sys.exit(1 if errors else 0)
+    # With --diff the stale lines are the diff's headers; the other problems still need saying.
+    shown = [found for found in findings if not (diff and found.message.startswith("STALE OVERRIDE "))]
+    out_err = diff and diff_format == "unified"  # keep the patch on stdout clean
+    for found in shown:
+        click.echo(found.message if found.error else f"warning: {found.message}", err=out_err)
+    if not findings and not diff:
+        click.echo("no problems found")
     sys.exit(1 if errors else 0)
+
+
+def _override(slot: str | None = None, block: str | None = None, **options: Any) -> None:
+    from .templates.update import override_command
+
+    with opened() as (project, _ledger):
+        lines, code = override_command(project, slot, block, **options)
+    for line in lines:
+        click.echo(line)
+    sys.exit(code)
+
+
+@cli.command()
+@click.argument("slot", required=False, type=click.Choice(SLOTS))
+@click.argument("block", required=False, shell_complete=complete_blocks)
+@click.option("--file", "file", metavar="PATH", help="The override file, when [prompts] names none for the slot yet.")
+@click.option("--addition", is_flag=True, help="Keep the default's lines and add yours after them.")
+@click.option("--update", is_flag=True, help="Upgrade stale overrides by three-way merge.")
+@click.option("--dry-run", is_flag=True, help="With --update: print the merged blocks, write nothing.")
+def override(slot: str | None, block: str | None, file: str | None, addition: bool, update: bool,
+             dry_run: bool) -> None:
+    """Start a block override from today's default (SLOT BLOCK), or --update stale ones by merge."""
+    _override(slot, block, file=file, addition=addition, update=update, dry_run=dry_run)
 
 
 @cli.command()

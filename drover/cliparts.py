@@ -121,15 +121,18 @@ class ItemId(click.ParamType):
 ITEM_ID = ItemId()
 
 
-def complete_blocks(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
-    """`shell_complete=` for an argument naming a template block (`slot:block` or `block`)."""
+def complete_blocks(ctx: click.Context | None, param: click.Parameter | None, incomplete: str) -> list[Any]:
+    """`shell_complete=` for an argument naming a template block: the blocks of the SLOT argument
+    already given, else every block as `slot:block`."""
     from click.shell_completion import CompletionItem
 
     from .templates import schema_prompts
 
-    names = dict.fromkeys(f"{row['slot']}:{row['block']}" for row in schema_prompts())
+    slot = (ctx.params.get("slot") if ctx is not None else None) or ""
+    rows = [row for row in schema_prompts() if not slot or row["slot"] == slot]
+    names = dict.fromkeys(row["block"] if slot else f"{row['slot']}:{row['block']}" for row in rows)
     return [CompletionItem(name) for name in names if name.startswith(incomplete)
-            or name.split(":", 1)[1].startswith(incomplete)]
+            or name.split(":", 1)[-1].startswith(incomplete)]
 
 
 def complete_presets(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:

@@ -37,6 +37,11 @@ def location(message: str) -> tuple[str | None, int | None, str]:
 
 
 def problem_code(message: str) -> str:
+    _, _, rest = location(message)
+    if re.match(r"\S+: dep ", rest):  # `D-3: dep D-9 has no file`: a problem of the dep, seen from D-3
+        if "does not resolve to an item id" in rest:
+            return "dep-not-an-id"
+        return "dep-missing" if "has no file" in rest or "does not resolve" in rest else "dep-unreadable"
     if any(words in message for words in _ITEM_WORDS):
         return "item-unreadable"
     for words, code in _CODES:

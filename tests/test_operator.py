@@ -261,7 +261,7 @@ def test_list_state_filters_repeatably(project):
 def test_check_json_gives_code_path_line_and_message(project):
     new_item(project, "one")
     (project / "items" / "D-2.md").write_text("---\nid: D-2\ntitle: [unclosed\n---\nbody\n")
-    (project / "items" / "D-3.md").write_text("---\nid: D-3\ntitle: three\ndeps: [D-9]\n---\nbody\n")
+    (project / "items" / "D-3.md").write_text("---\nid: D-3\ntitle: three\ndeps: [D-9, D-2, x]\n---\nbody\n")
     done = drover(project, "check", "--json")
     assert done.returncode == 1
     report = json.loads(done.stdout)
@@ -269,6 +269,8 @@ def test_check_json_gives_code_path_line_and_message(project):
     by_code = {problem["code"]: problem for problem in report["problems"]}
     assert by_code["item-unreadable"]["path"] == "items/D-2.md" and by_code["item-unreadable"]["line"]
     assert by_code["dep-missing"]["path"] == "items/D-3.md"
+    assert by_code["dep-unreadable"]["path"] == by_code["dep-not-an-id"]["path"] == "items/D-3.md"
+    assert by_code["item-unreadable"]["message"].startswith("items/D-2.md:")
     assert all(set(problem) == {"code", "severity", "path", "line", "message"} for problem in report["problems"])
     assert all(problem["severity"] in ("error", "warning") for problem in report["problems"])
     (project / "items" / "D-2.md").unlink()
@@ -346,6 +348,7 @@ def test_completion_offers_item_ids_commands_and_slots(project):
     assert complete("drover show d") == ["D-1", "D-2"]
     assert "request-changes" in complete("drover req")
     assert complete("drover prompt D-1 --slot ") == ["implement", "review", "draft", "branch"]
+    assert "scope" in complete("drover override implement sc")
 
 
 def test_python_m_drover_demo_help_prints_help_and_builds_nothing(tmp_path):

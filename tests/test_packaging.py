@@ -60,7 +60,7 @@ def test_the_installed_wheel_renders_every_slot(installed, tmp_path):
     names = set(zipfile.ZipFile(wheel).namelist())
     for name in SHIPPED:
         assert f"drover/builtin_templates/{name}" in names, name
-    assert "drover/templates.py" in names
+    assert "drover/templates/__init__.py" in names and "drover/templates/history.py" in names
 
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
