@@ -8,10 +8,10 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ConfigError
+from .presets import PRESET_NAMES as PRESETS
 
 CONFIG_FILE = "drover.toml"
 SLOTS = ("implement", "review", "draft")
-PRESETS = ("claude", "codex", "aider", "gemini", "opencode", "demo", "script")
 GUIDANCE_LEVELS = ("lean", "detailed")
 TRACKER_BACKENDS = ("none", "file", "github")
 
@@ -24,6 +24,7 @@ SCHEMA: dict[str, dict[str, tuple[type, Any]]] = {
         "name": (str, ""),
         "timeout": (str, "2h"),
         "guidance": (str, "detailed"),
+        "sandboxed": (bool, False),
     },
     "prompts": {slot: (str, "") for slot in SLOTS},
     "run": {"base": (str, "main"), "branch": (str, "drover/{{ Id | lower }}"), "worktree": (bool, True)},
@@ -49,6 +50,7 @@ class AgentConfig:
     name: str = ""
     timeout: str = "2h"
     guidance: str = "detailed"
+    sandboxed: bool = False  # the operator says this machine is a sandbox (drover/presets.py)
 
     @property
     def identity(self) -> str:

@@ -79,8 +79,10 @@ def run(argv, tmp_path, **overrides):
 @pytest.mark.parametrize(
     ("preset", "argv", "via"),
     [
-        ("claude", ["claude", "-p", "--permission-mode", "bypassPermissions"], "stdin"),
-        ("codex", ["codex", "exec", "--sandbox", "danger-full-access", "--color", "never", "-"], "stdin"),
+        ("claude", ["claude", "-p", "--permission-mode", "bypassPermissions", "--output-format", "stream-json",
+                    "--verbose"], "stdin"),
+        ("codex", ["codex", "exec", "--sandbox", "danger-full-access", "--color", "never", "--json",
+                   "-c", "allow_login_shell=false", "-"], "stdin"),
         ("aider", ["aider", "--message-file", "/runs/1/prompt.md", "--yes-always", "--no-gitignore",
                    "--no-dirty-commits", "--no-check-update", "--no-pretty"], "file"),
         ("gemini", ["gemini", "--prompt", "", "--approval-mode", "yolo", "--skip-trust"], "stdin"),
@@ -140,13 +142,20 @@ def test_preset_flags_appear_in_the_real_clis_help(name):
     subcommands = []
     while words and not words[0].startswith("-"):
         subcommands.append(words.pop(0))
-    done = subprocess.run([binary, *subcommands, "--help"], capture_output=True, text=True,
+    # `-c key=value` overrides a config key: the flag must be documented, the value must be
+    # key=value, and the CLI must accept it (it is passed along with --help).
+    overrides = []
+    for index, word in enumerate(words):
+        if word == "-c" and index + 1 < len(words):
+            assert re.fullmatch(r"[\w.]+=\S+", words[index + 1]), f"-c {words[index + 1]} is not key=value"
+            overrides += ["-c", words[index + 1]]
+    done = subprocess.run([binary, *subcommands, *overrides, "--help"], capture_output=True, text=True,
                           stdin=subprocess.DEVNULL, timeout=180)
     text = done.stdout + done.stderr
     assert done.returncode == 0, text
     missing = []
-    for word in words:
-        if word in ("", PROMPT_FILE):
+    for index, word in enumerate(words):
+        if word in ("", PROMPT_FILE) or (index and words[index - 1] == "-c"):
             continue
         if word == "-":
             present = "`-`" in text  # how `codex exec --help` documents reading stdin
@@ -263,7 +272,7 @@ def test_timeout_ends_the_whole_process_group(tmp_path, pidfile):
     assert wait_until(lambda: gone(agent_pid) and gone(grandchild_pid))
     log = (tmp_path / "run" / "agent.log").read_text()
     assert log.startswith("ready\n")
-    assert re.search(r"\n\[drover\] timed out after 0:0\d: ended the agent's process group\n$", log)
+    assert re.search(r"\n\[drover\] timed out after 0:0\d: ended the agent's processes\n$", log)
 
 
 def test_sigterm_ignored_is_followed_by_sigkill(tmp_path, pidfile):
