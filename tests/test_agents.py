@@ -319,6 +319,57 @@ def test_sigint_to_drover_ends_the_agents_group_and_is_reported(tmp_path, pidfil
     assert "[drover] interrupted after" in (tmp_path / "agent.log").read_text()
 
 
+# processes that leave the group (setsid, double fork) -----------------------------------------
+
+def escaped_pids(path: Path) -> list[int]:
+    assert wait_until(path.exists), "the sleeper never recorded its pids"
+    pids = list(map(int, path.read_text().split()))
+    assert len(pids) == 3
+    return pids
+
+
+@pytest.mark.parametrize("ending", ["exit", "timeout"])
+def test_a_process_in_its_own_session_is_ended_with_the_run(tmp_path, pidfile, ending):
+    args = ["--escape", "--exit-early"] if ending == "exit" else ["--escape"]
+    result = run([sys.executable, SLEEPER, pidfile, *args], tmp_path, grace=2,
+                 timeout=None if ending == "exit" else 1.5, env_add={"DROVER_RUN": f"r-{ending}"})
+    agent_pid, grandchild_pid, escaped_pid = escaped_pids(pidfile)
+    assert result.outcome == ("exited" if ending == "exit" else "timeout")
+    assert wait_until(lambda: gone(agent_pid) and gone(grandchild_pid) and gone(escaped_pid))
+    assert not Path(f"/proc/{escaped_pid}").exists() or gone(escaped_pid)
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_ctrl_c_and_sigterm_end_a_process_in_its_own_session(tmp_path, pidfile, signum):
+    driver = subprocess.Popen([sys.executable, str(DRIVER), str(tmp_path), "--escape"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        agent_pid, grandchild_pid, escaped_pid = escaped_pids(pidfile)
+        assert os.getsid(escaped_pid) != os.getsid(agent_pid)  # it really left the agent's session
+        driver.send_signal(signum)
+        out, err = driver.communicate(timeout=30)
+    finally:
+        if driver.poll() is None:
+            driver.kill()
+    assert driver.returncode == 0, err
+    assert "outcome interrupted" in out
+    assert wait_until(lambda: gone(agent_pid) and gone(grandchild_pid) and gone(escaped_pid))
+
+
+def test_processes_are_found_by_their_run_marker(tmp_path):
+    from drover.procs import marked_processes
+
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"],
+                             env={**os.environ, "DROVER_RUN": "marker-test"}, start_new_session=True)
+    try:
+        assert wait_until(lambda: child.pid in marked_processes("DROVER_RUN", "marker-test"))
+        assert marked_processes("DROVER_RUN", "marker-tes") == []  # the whole value, not a prefix
+    finally:
+        child.kill()
+        child.wait()
+    assert child.pid not in marked_processes("DROVER_RUN", "marker-test")
+
+
 def test_a_program_that_cannot_start_raises_oserror(tmp_path):
     with pytest.raises(FileNotFoundError):
         run([tmp_path / "no-such-agent"], tmp_path)
