@@ -386,3 +386,52 @@ def test_pid_alive(tmp_path):
 @pytest.mark.parametrize(("seconds", "shown"), [(0, "0:00"), (12.9, "0:12"), (754, "12:34"), (3723, "1:02:03")])
 def test_format_elapsed(seconds, shown):
     assert agents.format_elapsed(seconds) == shown
+
+
+# root and sandboxes ---------------------------------------------------------------------------
+
+def test_claude_bypass_mode_under_root_is_named_with_the_fixes():
+    line = agents.root_refusal(AgentConfig(preset="claude"), uid=0, environ={})
+    assert line == ("claude refuses bypassPermissions as root: if this machine is a sandbox set "
+                    "[agent] sandboxed = true (drover then passes IS_SANDBOX=1), or run drover as another "
+                    "user, or set [agent] command to a narrower permission mode")
+    assert "\n" not in line
+
+
+@pytest.mark.parametrize(("agent", "uid", "environ"), [
+    (AgentConfig(preset="claude"), 1000, {}),  # not root
+    (AgentConfig(preset="claude", sandboxed=True), 0, {}),  # the operator said so
+    (AgentConfig(preset="claude"), 0, {"IS_SANDBOX": "1"}),  # claude's own switch, exported
+    (AgentConfig(preset="claude", command="claude -p --permission-mode acceptEdits"), 0, {}),  # narrower
+    (AgentConfig(preset="codex"), 0, {}),  # codex runs as root
+])
+def test_no_root_refusal_where_the_cli_will_start(agent, uid, environ):
+    assert agents.root_refusal(agent, uid=uid, environ=environ) == ""
+
+
+def test_a_command_with_the_bypass_flag_is_refused_too():
+    agent = AgentConfig(preset="claude", command="/opt/bin/claude -p --dangerously-skip-permissions")
+    assert agents.root_refusal(agent, uid=0, environ={}).startswith(
+        "claude refuses --dangerously-skip-permissions as root")
+
+
+def test_sandboxed_passes_what_the_cli_needs_and_nothing_unasked():
+    assert agents.sandbox_env(AgentConfig(preset="claude", sandboxed=True)) == {"IS_SANDBOX": "1"}
+    assert agents.sandbox_env(AgentConfig(preset="claude")) == {}
+    assert agents.sandbox_env(AgentConfig(preset="codex", sandboxed=True)) == {}
+
+
+# signs of life --------------------------------------------------------------------------------
+
+def test_off_a_terminal_a_silent_agent_gets_progress_lines(tmp_path, monkeypatch):
+    monkeypatch.setenv("DROVER_PROGRESS_SECONDS", "0.3")
+    heard = []
+    result = run([sys.executable, "-c", "import time; print('working', flush=True); time.sleep(1.5)"], tmp_path,
+                 progress=heard.append, progress_label="D-1: implement by claude")
+    assert result.outcome == "exited"
+    assert heard and all(re.fullmatch(r"D-1: implement by claude, \ds, log 8 B", line) for line in heard), heard
+
+
+@pytest.mark.parametrize(("seconds", "shown"), [(45, "45s"), (250, "4m10s"), (3720, "1h02m")])
+def test_progress_elapsed(seconds, shown):
+    assert agents.short_elapsed(seconds) == shown
