@@ -435,3 +435,24 @@ def test_off_a_terminal_a_silent_agent_gets_progress_lines(tmp_path, monkeypatch
 @pytest.mark.parametrize(("seconds", "shown"), [(45, "45s"), (250, "4m10s"), (3720, "1h02m")])
 def test_progress_elapsed(seconds, shown):
     assert agents.short_elapsed(seconds) == shown
+
+
+class TerminalScreen(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_on_a_terminal_a_status_line_shows_while_silent_and_is_cleared_for_output(tmp_path, monkeypatch):
+    monkeypatch.setattr(agents, "STATUS_AFTER", 0.2)
+    screen = TerminalScreen()
+    heard = []
+    script = "import time; print('one', flush=True); time.sleep(1.0); print('two', flush=True); time.sleep(0.6)"
+    result = run([sys.executable, "-c", script], tmp_path, echo=True, out=screen, progress=heard.append)
+    assert result.outcome == "exited"
+    text = screen.getvalue()
+    assert re.search(r"\r\x1b\[K\[D-1 implement 0:0\d\] silent for 0:0\d, log 4 B; last: one", text), text
+    # Each line the agent printed starts on a cleared line; the status line never precedes text unerased.
+    agent_lines = [line.rsplit("\r\x1b[K", 1)[-1] for line in text.split("\n") if line]
+    assert [LINE_PREFIX.sub("", line) for line in agent_lines if LINE_PREFIX.match(line)] == ["one", "two"]
+    assert text.endswith("\r\x1b[K")  # the last status line is erased when the run ends
+    assert heard == []  # on a terminal the status line replaces the progress lines

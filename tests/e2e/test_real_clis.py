@@ -197,6 +197,12 @@ def test_the_whole_loop_with_the_real_cli(name, service, repo, tmp_path):
             2 * standin.INPUT_TOKENS, 2 * standin.OUTPUT_TOKENS, 1), run["id"]
         if name == "claude":
             assert run["model"] and run["cost_usd"] is not None and run["cost_usd"] > 0
+    turns = 4 * 2
+    assert shown["usage"]["input_tokens"] == turns * standin.INPUT_TOKENS
+    assert shown["usage"]["output_tokens"] == turns * standin.OUTPUT_TOKENS
+    assert shown["usage"]["tool_calls"] == 4
+    text = drover(repo, env, "show", item).stdout
+    assert f"  total: {turns * standin.INPUT_TOKENS:,} in / {turns * standin.OUTPUT_TOKENS:,} out tokens" in text
     # The log holds readable text; the raw stream sits beside it.
     log = (repo / runs[0]["log_path"]).read_text()
     assert standin.FINAL_TEXT in log and '"type"' not in log
@@ -206,3 +212,27 @@ def test_the_whole_loop_with_the_real_cli(name, service, repo, tmp_path):
                                      for entry in service.requests), [
         (entry.method, entry.path) for entry in service.requests if entry.answered == "other"]
 
+
+
+@pytest.mark.parametrize("name", CLIS)
+def test_drive_with_the_real_cli_totals_what_it_cost(name, service, repo, tmp_path):
+    binary = cli_binary(name)
+    env = cli_env(name, binary, service, tmp_path)
+    configure(repo, env, name)
+    item = drover(repo, env, "new", "Add a feature file").stdout.split()[0]
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", f"item {item}")
+    # One script for both slots: the agent's shell knows which slot it serves.
+    service.command = (
+        'if [ "$DROVER_SLOT" = implement ]; then printf "one\\n" > feature.txt && git add feature.txt && '
+        f'git commit -qm "{item}: the feature"; else drover audit {item} --level reviewed --note fine; fi')
+    done = drover(repo, env, "drive", "--finish", item)
+    lines = done.stdout.splitlines()
+    per_run = (2 * standin.INPUT_TOKENS, 2 * standin.OUTPUT_TOKENS)
+    tokens = f"{2 * per_run[0]:,} in / {2 * per_run[1]:,} out tokens"
+    assert "1 of 1 approved" in lines and (repo / "feature.txt").read_text() == "one\n"
+    (spent,) = [line for line in lines if line.startswith(f"{item}: ") and "tokens" in line]
+    assert spent.startswith(f"{item}: {tokens}") and spent.endswith("2 tool calls")
+    assert [line for line in lines if line.startswith("total: ")] == [f"total: {spent.split(': ', 1)[1]}"]
+    if name == "claude":
+        assert "$" in spent  # claude reports its cost; codex does not
