@@ -5,14 +5,13 @@ import os
 import select
 import shlex
 import shutil
-import signal
 import subprocess
 import sys
 import threading
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import BinaryIO, Callable, TextIO
+from typing import BinaryIO, Callable, Mapping, TextIO
 
 from .config import CONFIG_FILE, AgentConfig
 from .errors import ConfigError
@@ -97,11 +96,11 @@ def sandbox_env(agent: AgentConfig) -> dict[str, str]:
     return dict(PRESETS[agent.preset].sandbox_env) if agent.sandboxed else {}
 
 
-def root_refusal(agent: AgentConfig, *, uid: int | None = None, environ: dict[str, str] | None = None) -> str:
+def root_refusal(agent: AgentConfig, *, uid: int | None = None, environ: Mapping[str, str] | None = None) -> str:
     """One line when the agent's CLI will refuse to start for this user (uid 0), with the fixes; else ""."""
     own = PRESETS[agent.preset]
     uid = os.geteuid() if uid is None else uid
-    environ = os.environ if environ is None else environ  # type: ignore[assignment]
+    environ = os.environ if environ is None else environ
     if uid != 0 or not own.root_refuses or agent.sandboxed:
         return ""
     needed = dict(own.sandbox_env)
@@ -184,6 +183,7 @@ class _Output:
 
     def __init__(self, log: BinaryIO, raw: BinaryIO | None, reader: StreamReader | None,
                  show: Callable[[str], None] | None) -> None:
+        # raw (agent.jsonl) is given exactly when a reader turns the stream into text
         self.log, self.raw, self.reader, self.show = log, raw, reader, show
         self.pending = b""
         self.last_output = time.monotonic()
@@ -199,11 +199,11 @@ class _Output:
 
     def chunk(self, data: bytes) -> None:
         self.last_output = time.monotonic()
-        if self.reader is None:
+        if self.reader is None or self.raw is None:
             self._write(self.log, data)
             self.size += len(data)
         else:
-            self._write(self.raw, data)  # type: ignore[arg-type]
+            self._write(self.raw, data)
         self.pending += data
         *lines, self.pending = self.pending.split(b"\n")
         for line in lines:
@@ -339,6 +339,7 @@ def launch(
             # terminal reaches drover alone, which then decides.
             start_new_session=True,
         )
+        assert proc.stdout is not None  # stdout=PIPE
         output = _Output(log, raw_log, reader, show if echo else None)
         stop = threading.Event()
         pump = threading.Thread(target=_pump, args=(proc.stdout.fileno(), output, stop), daemon=True)

@@ -58,6 +58,6 @@ def show_log(project: Project, item_id: str, run_id: str | None, *, follow: bool
     def still_running() -> bool:
         with Ledger(project.ledger_path) as ledger:
             latest = ledger.run(run["id"])
-        return bool(latest) and run_alive(latest)
+        return latest is not None and run_alive(latest)
 
     copy_log(path, write, follow=follow, still_running=still_running)

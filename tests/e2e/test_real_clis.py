@@ -236,3 +236,43 @@ def test_drive_with_the_real_cli_totals_what_it_cost(name, service, repo, tmp_pa
     assert [line for line in lines if line.startswith("total: ")] == [f"total: {spent.split(': ', 1)[1]}"]
     if name == "claude":
         assert "$" in spent  # claude reports its cost; codex does not
+
+
+@pytest.mark.parametrize("name", CLIS)
+def test_a_timeout_during_a_tool_call_ends_the_tools_process(name, service, repo, tmp_path):
+    binary = cli_binary(name)
+    env = cli_env(name, binary, service, tmp_path)
+    configure(repo, env, name)
+    config = repo / "drover.toml"
+    config.write_text(config.read_text().replace('timeout = "4m"', 'timeout = "12s"', 1))
+    item = drover(repo, env, "new", "Wait for ever").stdout.split()[0]
+    tag = f"{4300 + os.getpid() % 500}.{len(name)}"
+    service.command = f"sleep {tag}"
+    done = drover(repo, env, "run", item, check=False)
+    assert done.returncode == 1
+    (run,) = runs_table(repo)
+    assert run["outcome"] == "timeout"
+    assert not sleepers(f"sleep {tag}"), "the tool's process outlived the run"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the refusal happens only as root")
+def test_as_root_claude_refuses_its_bypass_mode_and_drover_says_so_first(service, repo, tmp_path):
+    binary = cli_binary("claude")
+    env = cli_env("claude", binary, service, tmp_path)
+    # The real CLI, as the preset starts it, without the sandbox statement: it refuses.
+    plain = {key: value for key, value in {**os.environ, **env}.items() if key != "IS_SANDBOX"}
+    refused = subprocess.run([str(binary), *PRESETS["claude"].argv[1:]], input="hello", text=True,
+                             capture_output=True, env=plain, cwd=repo, timeout=120)
+    assert refused.returncode != 0
+    assert "cannot be used with root/sudo privileges" in refused.stdout + refused.stderr
+    # drover says so before launching, in one line, and the model is never asked.
+    drover(repo, env, "init")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "drover init")
+    item = drover(repo, env, "new", "A thing").stdout.split()[0]
+    asked = len(service.requests)
+    done = drover(repo, env, "run", item, check=False)
+    assert done.returncode == 1
+    assert done.stderr.splitlines() == [done.stderr.splitlines()[0]]
+    assert done.stderr.startswith("drover: claude refuses bypassPermissions as root: ")
+    assert len(service.requests) == asked
