@@ -67,6 +67,9 @@ def isolated_env(tmp_path_factory, monkeypatch):
 
 
 LEFT_BEHIND_KEY = "DROVER_TEST_MARK"
+# multiprocessing's resource tracker is started by the first test that spawns workers and is
+# meant to live as long as pytest does: not a process the test left behind.
+SESSION_HELPER = b"multiprocessing.resource_tracker"
 _tokens = itertools.count(1)
 
 
@@ -84,6 +87,9 @@ def _marked(token: str) -> list[int]:
                     continue
             with open(f"/proc/{entry.name}/stat", encoding="ascii", errors="replace") as handle:
                 if handle.read().rsplit(")", 1)[1].split()[0] in ("Z", "X"):
+                    continue
+            with open(f"/proc/{entry.name}/cmdline", "rb") as handle:
+                if SESSION_HELPER in handle.read():
                     continue
         except (OSError, IndexError):
             continue
