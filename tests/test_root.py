@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import git
+from helpers import git
 
 BIN = Path(sys.executable).parent
 REFUSAL = "claude refuses bypassPermissions as root"

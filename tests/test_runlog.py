@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import git
+from helpers import git
 
 BIN = Path(sys.executable).parent
 AGENT = Path(__file__).parent / "agents" / "echo_agent.py"

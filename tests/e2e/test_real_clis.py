@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 import standin
-from conftest import git
+from helpers import git
 from drover.presets import PRESETS
 
 BIN = Path(sys.executable).parent
