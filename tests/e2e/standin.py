@@ -142,7 +142,9 @@ def responses_events(body: dict, service: Service) -> tuple[str, list[tuple[str,
         if style == "argv":
             arguments = {"command": ["bash", "-c", service.command]}
         elif tool == "exec_command":
-            arguments = {"cmd": service.command}
+            # codex returns from a command still running after yield_time_ms (10 s by default)
+            # and leaves it in a session; wait longer, as a model would for a slow test suite.
+            arguments = {"cmd": service.command, "yield_time_ms": 60000}
         else:
             arguments = {"command": service.command}
         item = {"type": "function_call", "id": "fc_standin_1", "call_id": "call_standin_1", "name": tool,

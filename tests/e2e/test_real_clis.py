@@ -247,9 +247,11 @@ def test_a_timeout_during_a_tool_call_ends_the_tools_process(name, service, repo
     config.write_text(config.read_text().replace('timeout = "4m"', 'timeout = "12s"', 1))
     item = drover(repo, env, "new", "Wait for ever").stdout.split()[0]
     tag = f"{4300 + os.getpid() % 500}.{len(name)}"
-    service.command = f"sleep {tag}"
+    started = tmp_path / "started"
+    service.command = f"touch {started} && sleep {tag}"
     done = drover(repo, env, "run", item, check=False)
-    assert done.returncode == 1
+    assert started.exists(), done.stdout  # the tool call was under way when the time ran out
+    assert done.returncode == 1, done.stdout
     (run,) = runs_table(repo)
     assert run["outcome"] == "timeout"
     assert not sleepers(f"sleep {tag}"), "the tool's process outlived the run"
