@@ -483,16 +483,7 @@ def log_command(item_id: str, run_id: str | None, follow: bool) -> None:
     from .project import open_project
     from .runlog import show_log
 
-    out = sys.stdout.buffer
-
-    def write(data: bytes) -> None:
-        out.write(data)
-        out.flush()
-
-    try:
-        show_log(open_project(), item_id, run_id, follow=follow, write=write)
-    except KeyboardInterrupt:
-        pass  # Ctrl-C ends following; the run goes on
+    show_log(open_project(), item_id, run_id, follow=follow, out=sys.stdout.buffer)
 
 
 @cli.command()

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, BinaryIO, Callable
 
 from .errors import UsageError
 from .ledger import Ledger
@@ -47,8 +47,8 @@ def copy_log(path: Path, write: Callable[[bytes], None], *, follow: bool,
         time.sleep(FOLLOW_POLL)
 
 
-def show_log(project: Project, item_id: str, run_id: str | None, *, follow: bool,
-             write: Callable[[bytes], None]) -> None:
+def show_log(project: Project, item_id: str, run_id: str | None, *, follow: bool, out: BinaryIO) -> None:
+    """Print the run's log to `out`; with `follow`, until the run ends or Ctrl-C (the run goes on)."""
     with Ledger(project.ledger_path) as ledger:
         run = pick_run(project, ledger, item_id, run_id)
     path = project.root / run["log_path"]
@@ -60,4 +60,11 @@ def show_log(project: Project, item_id: str, run_id: str | None, *, follow: bool
             latest = ledger.run(run["id"])
         return latest is not None and run_alive(latest)
 
-    copy_log(path, write, follow=follow, still_running=still_running)
+    def write(data: bytes) -> None:
+        out.write(data)
+        out.flush()
+
+    try:
+        copy_log(path, write, follow=follow, still_running=still_running)
+    except KeyboardInterrupt:
+        pass
