@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ConfigError, did_you_mean
+from .presets import PRESET_NAMES as PRESETS
 from .trackers import BACKENDS
 from .vocabulary import GUIDANCE_LEVELS, PREFIX_PATTERN, SLOTS
 
 CONFIG_FILE = "drover.toml"
-PRESETS = ("claude", "codex", "aider", "gemini", "opencode", "demo", "script")
 TRACKER_BACKENDS = tuple(BACKENDS)
 # [verify] is an open table of key -> command string; `default` always exists.
 VERIFY_DEFAULT = {"default": "make test"}
@@ -103,6 +103,8 @@ class AgentConfig:
                                             "(2h, 90m, 1h30m, 45s or seconds)", check=_duration)
     guidance: str = key("agent", "detailed", "how much coaching the built-in prompts carry",
                         choices=GUIDANCE_LEVELS)
+    sandboxed: bool = key("agent", False, "true states this machine is a sandbox: the preset then runs unattended "
+                                          "as root (claude: IS_SANDBOX=1); see `drover help agents`")
 
     @property
     def identity(self) -> str:
