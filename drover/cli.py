@@ -553,7 +553,7 @@ def finish(item_id: str, as_json: bool) -> None:
 
 
 @cli.command(name="log")
-@click.argument("item_id", metavar="ID")
+@click.argument("item_id", metavar="ID", type=ITEM_ID)
 @click.option("--run", "run_id", metavar="RUN", help="This run of the item (default: its newest).")
 @click.option("--follow", is_flag=True, help="Keep printing what the agent writes until the run ends.")
 def log_command(item_id: str, run_id: str | None, follow: bool) -> None:

@@ -10,10 +10,10 @@ import click
 # `drover --help` lists commands in the order a person meets them. A new command joins a
 # section by adding its name here; a command in no section is listed under "Other".
 SECTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("Set up", ("init", "help", "demo", "completion")),
+    ("Set up", ("init", "help", "demo", "completion", "override")),
     ("Items", ("new", "list", "show")),
     ("The loop", ("draft", "run", "review", "drive", "finish")),
-    ("Review verbs", ("request-changes", "close-changes", "audit", "dispose", "park", "unpark", "override")),
+    ("Review verbs", ("request-changes", "close-changes", "audit", "dispose", "park", "unpark")),
     ("Inspection", ("check", "prompt", "schema", "log", "ledger")),
 )
 
