@@ -69,7 +69,7 @@ def build(project, ledger, item_id: str, slot: str, *, guidance: str | None = No
     implementing = [run for run in runs if run["slot"] == "implement"]
     last = implementing[-1] if implementing else None
     if slot == "implement":
-        values["Posture"] = _posture(item, last)
+        values["Posture"] = _posture(project, ledger, item, last)
     elif slot == "review":
         values.update(_review(project, ledger, item, last, values["Branch"], base["Rounds"], tracker))
     elif slot == "draft":
@@ -211,9 +211,18 @@ def _origin_of(meta: dict[str, Any]) -> int | None:
         return None
 
 
-def _posture(item, last_run: dict | None) -> str:
-    """The first that applies: resume, revise, build, continue."""
-    if last_run is not None and last_run["finished"] is None:
+def _posture(project, ledger, item, last_run: dict | None) -> str:
+    """The first that applies: resume, revise, build, continue.
+
+    `resume` follows the same rule as the interrupted and failed states (status.run_trouble),
+    so list, drive and the prompt agree on it.
+    """
+    from . import status
+
+    approval_at = (ledger.activity(item.id).get(item.id) or {}).get("approval_at") or ""
+    # a live run counts as unfinished work too: its prompt would be the one resuming it
+    trouble, _ = status.run_trouble(last_run, False, approval_at)
+    if trouble:
         return "resume"
     if item.outstanding:
         return "revise"

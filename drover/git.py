@@ -290,3 +290,34 @@ def merge(root: Path, branch: str, base: str, message: str) -> str:
 def user_name(root: Path) -> str:
     """git's user.name for the repository at `root`; "" when unset."""
     return git(["config", "user.name"], root, check=False).strip()
+
+
+def branch_heads(root: Path) -> dict[str, str]:
+    """Every local branch -> the full sha of its head, in one git call."""
+    out = git(["for-each-ref", "--format=%(refname:short)%00%(objectname)", "refs/heads/"], root, check=False)
+    heads: dict[str, str] = {}
+    for line in out.splitlines():
+        name, _, sha = line.partition("\0")
+        if sha:
+            heads[name] = sha
+    return heads
+
+
+def head_of(root: Path, branch: str) -> str:
+    """The full sha `branch` points at; "" when there is no such branch."""
+    if not branch:
+        return ""
+    done = _run(["rev-parse", "--verify", "--quiet", "--end-of-options", f"refs/heads/{branch}^{{commit}}"], root)
+    return done.stdout.strip() if done.returncode == 0 else ""
+
+
+def count_commits(root: Path, since: str, until: str) -> int | None:
+    """Commits `until` has that `since` lacks; None when `since` is not an ancestor (history rewritten)."""
+    if not _ok(["merge-base", "--is-ancestor", since, until], root):
+        return None
+    return int(git(["rev-list", "--count", f"{since}..{until}"], root).strip() or 0)
+
+
+def ahead_of(root: Path, branch: str, base: str) -> int:
+    """Commits on `branch` that `base` lacks."""
+    return int(git(["rev-list", "--count", "--end-of-options", f"{base}..{branch}"], root).strip() or 0)

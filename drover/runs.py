@@ -154,6 +154,8 @@ def execute(project: Project, ledger: Ledger, launch: Launch, *, echo: bool = Tr
     if launch.binary_missing:
         raise UsageError(launch.binary_missing)
     _ready_workdir(project, launch)
+    # the commit the run starts from: what a review reviews, what an implementing run builds on
+    head_start = git.head_of(project.root, launch.branch) if launch.branch else ""
     launch.run_dir.mkdir(parents=True, exist_ok=True)
     launch.prompt_path.write_text(launch.prompt, encoding="utf-8")
     provenance = launch.provenance
@@ -165,6 +167,7 @@ def execute(project: Project, ledger: Ledger, launch: Launch, *, echo: bool = Tr
         "requested_source": provenance.requested, "resolved_source": provenance.resolved,
         "base_hashes": provenance.base_hashes, "template_sha256": provenance.template_sha256,
         "prompt_sha256": provenance.prompt_sha256,
+        "head_start": head_start, "head": head_start if launch.slot == "review" else "",
     })
     ledger.log_event(launch.slot, launch.item_id, launch.agent.identity, run=launch.run_id)
     try:
@@ -177,5 +180,31 @@ def execute(project: Project, ledger: Ledger, launch: Launch, *, echo: bool = Tr
     except OSError as exc:
         ledger.finish_run(launch.run_id, None, "failed to start")
         raise UsageError(f"{launch.agent.identity}: could not start {launch.argv[0]}: {exc.strerror}") from None
-    ledger.finish_run(launch.run_id, result.exit_code, result.outcome)
+    # an implementing run's head is where it left the branch; a review's stays the one it reviewed
+    head = git.head_of(project.root, launch.branch) if launch.slot == "implement" and launch.branch else None
+    ledger.finish_run(launch.run_id, result.exit_code, result.outcome, head)
     return RunResult(launch.run_id, result.exit_code, result.outcome, result.elapsed, launch.log_path)
+
+
+NO_VERDICT = "the review recorded no verdict (neither request-changes nor an approving audit)"
+
+
+def review_verdict(ledger: Ledger, run_id: str) -> str:
+    """What a review run recorded while it ran: "changes requested", "approved", "parked", or "" (none).
+
+    `drover review` and `drive` both judge a review by this, so they say the same thing.
+    """
+    run = ledger.run(run_id)
+    if run is None:
+        return ""
+    item_id, started = run["item"], run["started"]
+    ended = run["finished"] or "\uffff"
+    if any(started <= (row["at"] or "") <= ended for row in ledger.rounds(item_id)):
+        return "changes requested"
+    if any(started <= (row["at"] or "") <= ended and row["level"] in ("reviewed", "verified")
+           for row in ledger.audits(item_id)):
+        return "approved"
+    row = ledger.item_row(item_id)
+    if row.get("parked") and started <= (row.get("parked_at") or ""):
+        return "parked"
+    return ""
