@@ -107,7 +107,7 @@ def request_changes(project: Project, ledger: Ledger, item_id: str, findings: st
         raise UsageError("no findings given: pass --file F or write them on standard input")
     item = require_item(project, item_id)
     by = actor(project, ledger)
-    written = itemfile.demote_headings(findings.strip("\n") + "\n")
+    written = itemfile.as_findings(findings.strip("\n") + "\n")
     digest = hashlib.sha256(written.encode("utf-8")).hexdigest()
     cap = project.config.max_rounds
     with ledger.write():

@@ -155,18 +155,27 @@ def _sort_key(item_id: str, prefix: str) -> tuple[int, str]:
     return (number if number is not None else 1 << 62, item_id)
 
 
-def audit_provenance(audits: list[dict[str, Any]]) -> AuditProvenance:
-    """The best audit (highest level, newest on ties) and whether it leaves the item unconfirmed.
+def audit_provenance(audits: list[dict[str, Any]], authors: list[str] | tuple[str, ...] = ()) -> AuditProvenance:
+    """The audit that best confirms an item, and whether nothing independent confirms it (Weak).
 
-    Weak: no audit, only a claim, an audit by one of the item's own authors, or an audit made
-    before any author was recorded.
+    Independent: at `reviewed` or above, by someone who is not one of the item's authors (those
+    recorded when the audit was given, and `authors`, the item's authors now). An item with no
+    recorded author has no self-audits. Level/By name the best independent audit (highest
+    level, newest on ties), or the best audit of all when none is independent.
     """
     if not audits:
         return AuditProvenance()
-    best = max(audits, key=lambda row: (LEVELS.index(row["level"]), row["at"], row["id"]))
-    authors = best.get("authors") or []
-    weak = best["level"] == "claimed" or not authors or best["by"] in authors
-    return AuditProvenance(level=best["level"], by=best["by"] or "", weak=weak)
+
+    def rank(row: dict[str, Any]) -> tuple[int, str, int]:
+        return (LEVELS.index(row["level"]), row["at"], row["id"])
+
+    independent = [
+        row for row in audits
+        if LEVELS.index(row["level"]) >= LEVELS.index("reviewed")
+        and row["by"] not in {*(row.get("authors") or []), *authors}
+    ]
+    best = max(independent or audits, key=rank)
+    return AuditProvenance(level=best["level"], by=best["by"] or "", weak=not independent)
 
 
 def last_implement(activity: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -328,7 +337,7 @@ def describe_deps(project: Project, ledger: Ledger, dep_ids) -> list[tuple[Dep, 
             described.append((Dep(Id=dep_id, Unreadable=itemfile.NOT_AN_ID, Weak=True), None))
             continue
         found = entry(project, ledger, dep_id)
-        provenance = audit_provenance(ledger.audits(dep_id))
+        provenance = audit_provenance(ledger.audits(dep_id), ledger.authors(dep_id))
         described.append((Dep(
             Id=dep_id, Title=found.title, Path=found.rel,
             Done=bool(ledger.item_row(dep_id).get("done")), Unreadable=found.unreadable,

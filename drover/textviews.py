@@ -7,6 +7,10 @@ from typing import Any
 def render_show(shown: dict[str, Any]) -> str:
     """`drover show ID`: the item, then the ledger's story of it in time order per kind."""
     lines = [f"{shown['id']}  {shown['title']}".rstrip(), f"  state: {shown['state']}", f"  file:  {shown['path']}"]
+    if shown.get("reason"):
+        lines.append(f"  why:   {shown['reason']}")
+    if shown.get("approved_head"):
+        lines.append(f"  approved: {shown['approved_head'][:12]} (the head of {shown['branch']})")
     if shown["unreadable"]:
         lines.append(f"  unreadable: {shown['unreadable']}")
     if shown["kind"]:
