@@ -190,18 +190,18 @@ NO_VERDICT = "the review recorded no verdict (neither request-changes nor an app
 
 
 def review_verdict(ledger: Ledger, run_id: str) -> str:
-    """What a review run recorded while it ran: "changes requested", "approved", "parked", or "" (none).
+    """What a review run recorded since it started: "changes requested", "approved", "parked", or "" (none).
 
-    `drover review` and `drive` both judge a review by this, so they say the same thing.
+    `drover review` and `drive` both judge a review by this right after it ends, so they say
+    the same thing.
     """
     run = ledger.run(run_id)
     if run is None:
         return ""
     item_id, started = run["item"], run["started"]
-    ended = run["finished"] or "\uffff"
-    if any(started <= (row["at"] or "") <= ended for row in ledger.rounds(item_id)):
+    if any(started <= (row["at"] or "") for row in ledger.rounds(item_id)):
         return "changes requested"
-    if any(started <= (row["at"] or "") <= ended and row["level"] in ("reviewed", "verified")
+    if any(started <= (row["at"] or "") and row["level"] in ("reviewed", "verified")
            for row in ledger.audits(item_id)):
         return "approved"
     row = ledger.item_row(item_id)

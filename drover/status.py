@@ -375,7 +375,10 @@ def show_item(project: Project, ledger: Ledger, item_id: str) -> dict[str, Any]:
         "reason": reason if state in (State.INTERRUPTED, State.FAILED, State.IN_REVIEW) else "",
         "branch": branch,
         "head": head,
-        "approved_head": approved_head(activity, head),
+        # the commit the approval covers, while it is what an approved item would merge; once
+        # done, the commit the approval in force at the merge covered
+        "approved_head": (approved_head(activity, head) if state == State.APPROVED
+                          else (activity.get("approval_head") or "") if state == State.DONE else ""),
         "unreadable": found.problem if found.unreadable else "",
         "meta": found.meta,
         "cleared": found.cleared,
