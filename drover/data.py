@@ -69,7 +69,11 @@ def build(project, ledger, item_id: str, slot: str, *, guidance: str | None = No
     implementing = [run for run in runs if run["slot"] == "implement"]
     last = implementing[-1] if implementing else None
     if slot == "implement":
-        values["Posture"] = _posture(project, ledger, item, last)
+        conflicts = _conflicts(project, item.id)
+        posture = _posture(project, ledger, item, last)
+        # SPEC 9.2's order: resume, then conflict, then the rest
+        values["Posture"] = "conflict" if conflicts and posture != "resume" else posture
+        values["Conflicts"] = conflicts
     elif slot == "review":
         values.update(_review(project, ledger, item, last, values["Branch"], base["Rounds"], tracker))
     elif slot == "draft":
@@ -209,6 +213,14 @@ def _origin_of(meta: dict[str, Any]) -> int | None:
         return int(str(value).lstrip("#")) if value not in (None, "") else None
     except ValueError:
         return None
+
+
+def _conflicts(project, item_id: str) -> tuple[str, ...]:
+    """Files a merge of base into the item's branch left conflicting in its checkout."""
+    from . import git
+
+    checkout = project.worktrees_dir / item_id if project.config.worktree else project.root
+    return tuple(git.unmerged_files(checkout))
 
 
 def _posture(project, ledger, item, last_run: dict | None) -> str:

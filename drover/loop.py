@@ -6,7 +6,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Callable
 
-from . import runs, templates
+from . import git, runs, templates
 from .errors import DroverError, Refused, UsageError
 from .ledger import Ledger
 from .project import Project
@@ -92,11 +92,13 @@ class Driver:
         state = State(shown["state"])
         if state in NOT_DRIVEN:
             return Driven(item_id, "skipped", len(shown["rounds"]), len(shown["runs"]), str(state))
-        # One implement and one review per round, plus the first pass.
-        for _ in range(project.config.max_rounds + 1):
+        conflicted = False
+        # One implement and one review per round, plus the first pass (and a merge of base).
+        for _ in range(project.config.max_rounds + 2):
             if self.cancel.is_set():
                 return self._ended(ledger, item_id, "failed", "interrupted")
-            if state in IMPLEMENT_NEXT:
+            if state in IMPLEMENT_NEXT or conflicted:
+                conflicted = False
                 result = self._launch(ledger, item_id, "implement")
                 if result.outcome != "exited" or result.exit_code != 0:
                     return self._ended(ledger, item_id, "failed", f"implement agent {_ending(result)}")
@@ -115,17 +117,39 @@ class Driver:
             if state == State.APPROVED:
                 if not self.finish:
                     return self._ended(ledger, item_id, "approved", "")
-                return self._finish(ledger, item_id)
+                ended = self._finish(ledger, item_id)
+                if ended is not None:
+                    return ended
+                # base went into the branch: merged, the approval no longer covers its head; conflicted,
+                # the merge waits in the worktree for the implementing agent (posture conflict)
+                state = State(_state(project, ledger, item_id)["state"])
+                conflicted = state == State.APPROVED
+                continue
             if state not in IMPLEMENT_NEXT and state != State.IN_REVIEW:
                 return self._ended(ledger, item_id, "failed", f"the item is {state}")
         return self._ended(ledger, item_id, "failed", "the loop did not settle")
 
-    def _finish(self, ledger: Ledger, item_id: str) -> Driven:
+    def _finish(self, ledger: Ledger, item_id: str) -> Driven | None:
+        """Finish the item; None when a conflict with base went back to the loop instead."""
         from .finish import finish
 
         try:
             with self.merge_lock:
                 finished = finish(self.project, ledger, item_id)
+        except git.MergeConflict as exc:
+            if not self.project.config.worktree:
+                reason = str(exc).removeprefix(f"{item_id}: ")
+                return self._ended(ledger, item_id, "approved", NOT_FINISHED + reason)
+            branch = ledger.item_branch(item_id)
+            worktree = git.ensure_worktree(self.project.root, self.project.worktrees_dir / item_id, branch,
+                                           self.project.config.base)
+            conflicts = git.merge_base_into(worktree, self.project.config.base)
+            if conflicts:
+                self.say(f"{item_id}: merging {self.project.config.base} into {branch} conflicts in "
+                         f"{', '.join(conflicts)}: back to the implementing agent")
+            else:
+                self.say(f"{item_id}: merged {self.project.config.base} into {branch}: reviewing again")
+            return None
         except Refused as exc:
             reason = str(exc).removeprefix(f"{item_id}: ")
             self.say(f"{item_id}: {NOT_FINISHED}{reason}")

@@ -20,7 +20,7 @@ from .errors import Refused, TemplateError, UsageError
 from .ledger import Ledger
 from .project import Project
 from .agents import process_start, run_alive
-from .status import require_item
+from .status import State, require_item
 
 LAUNCH_SLOTS = ("implement", "review", "draft")
 
@@ -200,11 +200,11 @@ def review_verdict(ledger: Ledger, run_id: str) -> str:
         return ""
     item_id, started = run["item"], run["started"]
     if any(started <= (row["at"] or "") for row in ledger.rounds(item_id)):
-        return "changes requested"
+        return State.CHANGES_REQUESTED
     if any(started <= (row["at"] or "") and row["level"] in ("reviewed", "verified")
            for row in ledger.audits(item_id)):
-        return "approved"
+        return State.APPROVED
     row = ledger.item_row(item_id)
     if row.get("parked") and started <= (row.get("parked_at") or ""):
-        return "parked"
+        return State.PARKED
     return ""

@@ -6,6 +6,7 @@ scripted agent of tests/agents/loop_agent.py.
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -275,3 +276,47 @@ def test_a_dep_audited_only_by_its_author_is_weak(project):
     drover(project, "audit", dep, "--level", "claimed", "--by", "Ann", check=True)
     (row,) = shown(project, item)["deps"]
     assert (row["weak"], row["level"], row["by"]) == (True, "verified", "implementer")
+
+
+# --- merge conflicts go back to the loop ---
+
+def test_a_conflict_with_base_goes_back_to_the_implementing_agent_then_review(project):
+    item = new_item(project, "Add a thing")
+    assert drover(project, "drive").returncode == 0
+    assert listed(project, item)["state"] == "approved"
+    (project / "d-1.txt").write_text("main wrote this first\n")
+    git(project, "add", "d-1.txt")
+    git(project, "commit", "-q", "-m", "main touches the same file")
+    main = git(project, "rev-parse", "main")
+    alone = drover(project, "finish", item)
+    assert alone.returncode == 1 and "conflicts in d-1.txt" in alone.stderr
+    assert git(project, "rev-parse", "main") == main
+
+    done = drover(project, "drive", "--finish")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "conflicts in d-1.txt: back to the implementing agent" in done.stdout
+    state = shown(project, item)
+    assert state["state"] == "done"
+    conflict_run = [run for run in state["runs"] if run["slot"] == "implement"][-1]
+    prompt = (project / conflict_run["prompt_path"]).read_text()
+    assert "merging the base branch into this branch conflicts in" in prompt and "- d-1.txt" in prompt
+    # the approval that let it merge came after the conflict was resolved, on the merged head
+    last_review = [run for run in state["runs"] if run["slot"] == "review"][-1]
+    assert last_review["started"] > conflict_run["finished"]
+    assert state["approved_head"] == state["audits"][-1]["head"]
+    # the agent kept the branch's side and added its pass; that is what reached main
+    assert git(project, "show", "main:d-1.txt") == "pass 1\npass 2\npass 3\n"
+
+
+def test_the_implement_prompt_names_the_conflicting_files(project):
+    item = new_item(project, "Add a thing")
+    drover(project, "run", item, check=True)
+    (project / "d-1.txt").write_text("main wrote this first\n")
+    git(project, "add", "d-1.txt")
+    git(project, "commit", "-q", "-m", "main touches the same file")
+    worktree = project / ".drover" / "worktrees" / item
+    merged = subprocess.run(["git", "merge", "--no-edit", "main"], cwd=worktree, capture_output=True, text=True)
+    assert merged.returncode != 0
+    data = drover(project, "prompt", item, "--slot", "implement", "--template",
+                  "{{ Posture }}:{{ Conflicts | join(',') }}", check=True)
+    assert data.stdout.strip() == "conflict:d-1.txt"
