@@ -69,7 +69,7 @@ def build(project, ledger, item_id: str, slot: str, *, guidance: str | None = No
     implementing = [run for run in runs if run["slot"] == "implement"]
     last = implementing[-1] if implementing else None
     if slot == "implement":
-        conflicts = _conflicts(project, item.id)
+        conflicts = _conflicts(project, ledger, item.id)
         posture = _posture(project, ledger, item, last)
         # SPEC 9.2's order: resume, then conflict, then the rest
         values["Posture"] = "conflict" if conflicts and posture != "resume" else posture
@@ -215,12 +215,17 @@ def _origin_of(meta: dict[str, Any]) -> int | None:
         return None
 
 
-def _conflicts(project, item_id: str) -> tuple[str, ...]:
+def _conflicts(project, ledger, item_id: str) -> tuple[str, ...]:
     """Files a merge of base into the item's branch left conflicting in its checkout."""
     from . import git
 
-    checkout = project.worktrees_dir / item_id if project.config.worktree else project.root
-    return tuple(git.unmerged_files(checkout))
+    if project.config.worktree:
+        return tuple(git.unmerged_files(project.worktrees_dir / item_id))
+    # without worktrees, a merge in the main checkout is this item's only while its branch is out
+    branch = ledger.item_branch(item_id)
+    if not branch or git.current_branch(project.root) != branch:
+        return ()
+    return tuple(git.unmerged_files(project.root))
 
 
 def _posture(project, ledger, item, last_run: dict | None) -> str:

@@ -36,7 +36,6 @@ class State(StrEnum):
 
 # The states in which drive's next step is an implementing run, a review, or a finish.
 IMPLEMENT_NEXT = frozenset({State.READY, State.BLOCKED, State.INTERRUPTED, State.FAILED, State.CHANGES_REQUESTED})
-REVIEW_NEXT = frozenset({State.IN_REVIEW})
 NOT_DRIVEN = frozenset({State.UNREADABLE, State.DONE, State.PARKED, State.RUNNING})
 
 

@@ -97,7 +97,9 @@ class Walk:
         _env(AGENT_MODE=mode)
         return runs.execute(self.project, self.ledger, launch, echo=False, cancel=cancel)
 
-    def act(self, operation: str, before: dict) -> None:
+    def act(self, operation: str, before: dict) -> dict | None:
+        """Apply one operation and check what it alone promises; returns show's data when it read it."""
+        after = None
         project, ledger, item = self.project, self.ledger, self.item
         if operation.startswith("run "):
             mode = {"run commits": "commit", "run without commits": "none",
@@ -111,10 +113,11 @@ class Walk:
                 assert after["state"] == State.FAILED, after
             if result is not None and mode == "commit":
                 assert after["state"] in (State.IN_REVIEW, State.CHANGES_REQUESTED), after
+            return after
         elif operation.startswith("review "):
             result = self.launch("review", "none")
             if result is None:
-                return
+                return None
             _env(DROVER_RUN=result.run_id)
             try:
                 if operation == "review requests changes":
@@ -136,10 +139,12 @@ class Walk:
                 assert after["audits"][-1]["head"] == reviewed
                 covered = bool(reviewed) and reviewed == after["head"]
                 assert (after["state"] == State.APPROVED) == covered, after
+            return after
         elif operation == "manual audit":
             review.audit(project, ledger, item, "reviewed", by="Ann")
             after = self.state()
             assert after["audits"][-1]["head"] == after["head"]
+            return after
         elif operation == "close-changes":
             try:
                 review.close_changes(project, ledger, item)
@@ -154,6 +159,7 @@ class Walk:
                 review.unpark(project, ledger, item)
             except DroverError:
                 assert not before["parked"]
+        return after
 
     def finish(self, before: dict) -> None:
         base = drover_git.head_of(self.project.root, self.project.config.base)
@@ -176,9 +182,9 @@ class Walk:
         assert merged and set(merged) <= set(covered)
         assert self.state()["state"] == State.DONE
 
-    def check(self) -> dict:
+    def check(self, shown: dict | None = None) -> dict:
         """list, show --json, drive's next step and the prompt's posture agree; returns show's data."""
-        shown = self.state()
+        shown = shown or self.state()
         state = State(shown["state"])
         (row,) = [row for row in list_items(self.project, self.ledger) if row.entry.id == self.item]
         assert row.state == state, (row.state, shown)
@@ -211,5 +217,4 @@ def test_random_sequences_keep_the_invariants(machine, monkeypatch, sequence):
         walk = Walk(project, ledger, item)
         shown = walk.check()
         for operation in sequence:
-            walk.act(operation, shown)
-            shown = walk.check()
+            shown = walk.check(walk.act(operation, shown))
