@@ -98,6 +98,8 @@ def prepare(project: Project, ledger: Ledger, item_id: str, slot: str, *,
     running = live_run(ledger, item_id)
     if running:
         raise Refused(f"{item_id} already has a live run {running['id']} (pid {running['pid']})")
+    if slot == "review":
+        _refuse_unfinished_work(ledger, item_id)
     data = template_data.build(project, ledger, item_id, slot)
     branch = data.Branch
     if slot != "draft":
@@ -120,6 +122,16 @@ def prepare(project: Project, ledger: Ledger, item_id: str, slot: str, *,
         branch=branch if slot != "draft" else "", workdir=workdir, worktree=worktree, run_dir=run_dir,
         env_add=env_add, binary_missing=agents.binary_missing(agent),
     )
+
+
+def _refuse_unfinished_work(ledger: Ledger, item_id: str) -> None:
+    """A review judges finished work: after an interrupted or failed implementing run, resume first."""
+    from .status import last_implement, run_trouble
+
+    activity = ledger.activity(item_id).get(item_id) or {}
+    trouble, why = run_trouble(last_implement(activity), False, activity.get("approval_at") or "")
+    if trouble:
+        raise Refused(f"{item_id} is {trouble} ({why}): resume it with `drover run {item_id}` before a review")
 
 
 def describe(project: Project, launch: Launch) -> list[str]:

@@ -6,13 +6,14 @@ scripted agent of tests/agents/loop_agent.py.
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 from pathlib import Path
 
 import pytest
 
 from conftest import git
-from test_loop import configure, drover, new_item
+from test_loop import _start_run, _wait_for, configure, drover, new_item
 
 MARKER = "<!-- drover: cleared -->"
 
@@ -102,9 +103,23 @@ def test_a_timed_out_run_leaves_the_item_interrupted(project, tmp_path):
     state = shown(project, item)
     assert state["state"] == "interrupted" and "timed out" in state["reason"]
     assert posture(project, item) == "resume"
-    review = drover(project, "prompt", item, "--slot", "review", check=True).stdout
-    assert review  # the review prompt still renders, but drive never chooses it here
     assert listed(project, item)["state"] == "interrupted"
+    # unfinished work is resumed, never reviewed as if finished
+    refused = drover(project, "review", item)
+    assert refused.returncode == 1
+    assert f"{item} is interrupted (implementing run " in refused.stderr and f"drover run {item}" in refused.stderr
+    assert [run["slot"] for run in shown(project, item)["runs"]] == ["implement"]
+
+
+def test_a_ctrl_c_during_a_run_leaves_the_item_interrupted(project, tmp_path):
+    item = new_item(project, "Add a thing")
+    proc = _start_run(project, item, tmp_path / "pids")
+    _wait_for(tmp_path / "pids")
+    proc.send_signal(signal.SIGINT)
+    proc.communicate(timeout=30)
+    state = shown(project, item)
+    assert state["state"] == "interrupted" and "was interrupted" in state["reason"]
+    assert posture(project, item) == "resume"
 
 
 def test_a_branch_with_nothing_beyond_base_cannot_be_finished(project):
@@ -320,3 +335,14 @@ def test_the_implement_prompt_names_the_conflicting_files(project):
     data = drover(project, "prompt", item, "--slot", "implement", "--template",
                   "{{ Posture }}:{{ Conflicts | join(',') }}", check=True)
     assert data.stdout.strip() == "conflict:d-1.txt"
+
+
+def test_every_state_is_in_the_state_table_and_the_list_docs():
+    from drover.status import State
+
+    root = Path(__file__).resolve().parent.parent
+    table = (root / "docs" / "states.md").read_text()
+    listing = (root / "docs" / "commands.md").read_text()
+    for state in State:
+        assert f"\n| `{state}` |" in table, state
+        assert f"`{state}`" in listing, state

@@ -116,6 +116,9 @@ class Walk:
             return after
         elif operation.startswith("review "):
             result = self.launch("review", "none")
+            # a review is refused exactly where drive would not review: done, parked, unfinished work
+            refused = (State.DONE, State.PARKED, State.INTERRUPTED, State.FAILED)
+            assert (result is None) == (before["state"] in refused), before
             if result is None:
                 return None
             _env(DROVER_RUN=result.run_id)
