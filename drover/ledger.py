@@ -6,21 +6,21 @@ of failing, and numbers such as a round's are allocated inside the transaction.
 from __future__ import annotations
 
 import json
-import re
 import sqlite3
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator, Sequence, cast
 
 from .errors import DroverError
+from .vocabulary import LEVELS  # noqa: F401 - status and review read it from here
 
 if TYPE_CHECKING:
     import sqlite_utils
+    import sqlite_utils.migrations
 
 BUSY_TIMEOUT_MS = 30_000
-LEVELS = ("claimed", "reviewed", "verified")
 MIGRATION_SET = "drover"
 
 
@@ -101,7 +101,7 @@ MIGRATIONS = (("0001_initial", _initial), ("0002_run_pid_start", _run_pid_start)
               ("0003_approval_heads", _approval_heads))
 
 
-def migrations():
+def migrations() -> "sqlite_utils.migrations.Migrations":
     """The migration set, built on demand: sqlite-utils is imported only when one is pending."""
     from sqlite_utils.migrations import Migrations
 
@@ -162,7 +162,7 @@ class Ledger:
     def __enter__(self) -> "Ledger":
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     @contextmanager
@@ -192,7 +192,9 @@ class Ledger:
             (highest,) = self.conn.execute("SELECT coalesce(max(number), 0) FROM items").fetchone()
             # ids the ledger met without allocating them (hand-written files that were parked,
             # run, or listed) stay taken even after their files are gone
-            pattern = re.compile(rf"^{re.escape(prefix)}-([1-9][0-9]*)$")
+            from .items import id_pattern  # here, so opening the ledger does not load the item parser
+
+            pattern = id_pattern(prefix)
             seen = self.conn.execute("SELECT id FROM items UNION SELECT id FROM item_files").fetchall()
             for (known,) in seen:
                 match = pattern.match(known or "")
@@ -246,7 +248,7 @@ class Ledger:
         marks = ", ".join("?" for _ in paths)
         return {row["path"]: row for row in self._rows(f"SELECT * FROM item_files WHERE path IN ({marks})", paths)}
 
-    def store_files(self, rows: list[dict[str, Any]], stale_paths: list[str] = ()) -> None:
+    def store_files(self, rows: list[dict[str, Any]], stale_paths: Sequence[str] = ()) -> None:
         """Refresh cache rows (dicts with every item_files column) and drop vanished paths."""
         if not rows and not stale_paths:
             return
@@ -371,10 +373,11 @@ class Ledger:
         with self.write():
             self._ensure_item(item_id)
             authors = self.authors(item_id)
-            return self.db["audits"].insert(
+            # sqlite-utils types last_pk as optional; an insert into a rowid table always sets it
+            return cast(int, self.db["audits"].insert(
                 {"item": item_id, "level": level, "by": by, "note": note, "at": now(),
                  "authors": json.dumps(authors), "head": head}
-            ).last_pk
+            ).last_pk)
 
     def audits(self, item_id: str) -> list[dict[str, Any]]:
         rows = self._rows("SELECT * FROM audits WHERE item = ? ORDER BY at, id", (item_id,))
@@ -389,6 +392,10 @@ class Ledger:
                 {"item": item_id, "issue": issue, "disposition": disposition, "by": by,
                  "note": note, "at": now(), "applied": ""}
             )
+
+    def newest_dispositions(self, item_id: str) -> dict[int, dict[str, Any]]:
+        """The judgment in force per issue: the newest disposition recorded for it."""
+        return {row["issue"]: row for row in self.dispositions(item_id)}
 
     def dispositions(self, item_id: str) -> list[dict[str, Any]]:
         """Every disposition recorded, oldest first (the newest per issue is the judgment)."""

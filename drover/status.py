@@ -216,8 +216,9 @@ def run_trouble(run: dict[str, Any] | None, live: bool, approval_at: str = "") -
 def approval_current(activity: dict[str, Any] | None) -> bool:
     """An approving audit is newer than the newest round (whatever commit it covers)."""
     activity = activity or {}
-    approval = activity.get("approval_at")
-    return bool(approval) and approval > (activity.get("newest_round") or "")
+    approval: str = activity.get("approval_at") or ""
+    newest_round: str = activity.get("newest_round") or ""
+    return bool(approval) and approval > newest_round
 
 
 def approved_head(activity: dict[str, Any] | None, head: str) -> str:

@@ -6,14 +6,15 @@ scripted agent of tests/agents/loop_agent.py.
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
 
-from conftest import git
-from test_loop import _start_run, _wait_for, configure, drover, new_item
+from helpers import BIN, configure, drover, git, new_item
 
 MARKER = "<!-- drover: cleared -->"
 
@@ -113,8 +114,15 @@ def test_a_timed_out_run_leaves_the_item_interrupted(project, tmp_path):
 
 def test_a_ctrl_c_during_a_run_leaves_the_item_interrupted(project, tmp_path):
     item = new_item(project, "Add a thing")
-    proc = _start_run(project, item, tmp_path / "pids")
-    _wait_for(tmp_path / "pids")
+    pidfile = tmp_path / "pids"
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}", "AGENT_MODE": "sleep",
+           "AGENT_PIDFILE": str(pidfile)}
+    proc = subprocess.Popen([str(BIN / "drover"), "run", item], cwd=project, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 30
+    while not (pidfile.exists() and pidfile.read_text().strip()):
+        assert time.monotonic() < deadline, "the agent never started"
+        time.sleep(0.1)
     proc.send_signal(signal.SIGINT)
     proc.communicate(timeout=30)
     state = shown(project, item)
