@@ -10,7 +10,8 @@ def render_show(shown: dict[str, Any]) -> str:
     if shown.get("reason"):
         lines.append(f"  why:   {shown['reason']}")
     if shown.get("approved_head"):
-        lines.append(f"  approved: {shown['approved_head'][:12]} (the head of {shown['branch']})")
+        what = "merged" if shown["done"] else f"the head of {shown['branch']}"
+        lines.append(f"  approved: {shown['approved_head'][:12]} ({what})")
     if shown["unreadable"]:
         lines.append(f"  unreadable: {shown['unreadable']}")
     if shown["kind"]:
