@@ -17,7 +17,6 @@ from .ledger import LEVELS, Ledger
 from .project import Project
 
 
-
 class State(StrEnum):
     """An item's state; docs/states.md is the table of what moves an item out of each."""
 
@@ -34,7 +33,8 @@ class State(StrEnum):
     UNREADABLE = "unreadable"
 
 
-# The states in which drive's next step is an implementing run, a review, or a finish.
+# Where drive's next step is an implementing run (in review: a review; approved: a finish),
+# and the states it does not drive at all.
 IMPLEMENT_NEXT = frozenset({State.READY, State.BLOCKED, State.INTERRUPTED, State.FAILED, State.CHANGES_REQUESTED})
 NOT_DRIVEN = frozenset({State.UNREADABLE, State.DONE, State.PARKED, State.RUNNING})
 
