@@ -96,9 +96,16 @@ def _approval_heads(db: "sqlite_utils.Database") -> None:
     db["audits"].add_column("head", str)
 
 
+def _run_usage(db: "sqlite_utils.Database") -> None:
+    # What a run cost, where the agent CLI reports it (drover/usage.py); NULL when unknown.
+    for column, kind in (("model", str), ("input_tokens", int), ("output_tokens", int),
+                         ("cost_usd", float), ("tool_calls", int)):
+        db["runs"].add_column(column, kind)
+
+
 # Named migrations, applied in this order by Ledger._migrate and nowhere else. Append only.
 MIGRATIONS = (("0001_initial", _initial), ("0002_run_pid_start", _run_pid_start),
-              ("0003_approval_heads", _approval_heads))
+              ("0003_approval_heads", _approval_heads), ("0004_run_usage", _run_usage))
 
 
 def migrations() -> "sqlite_utils.migrations.Migrations":
@@ -291,6 +298,16 @@ class Ledger:
             "ORDER BY started DESC, rowid DESC LIMIT 1", (item_id,)
         ).fetchone()
         return row[0] if row else ""
+
+    def record_usage(self, run_id: str, usage: dict[str, Any]) -> None:
+        """A run's model, tokens in and out, cost and tool calls (see drover/usage.py)."""
+        with self.write():
+            self.conn.execute(
+                "UPDATE runs SET model = ?, input_tokens = ?, output_tokens = ?, cost_usd = ?, tool_calls = ? "
+                "WHERE id = ?",
+                (usage.get("model") or None, usage.get("input_tokens"), usage.get("output_tokens"),
+                 usage.get("cost_usd"), usage.get("tool_calls"), run_id),
+            )
 
     def run(self, run_id: str) -> dict[str, Any] | None:
         rows = self._rows("SELECT * FROM runs WHERE id = ?", (run_id,))
