@@ -1,13 +1,20 @@
 """The SQLite ledger: opening it, its migrations (applied here and nowhere else), every query.
 
-Write transactions begin IMMEDIATE so concurrent writers queue on the busy timeout instead
-of failing, and numbers such as a round's are allocated inside the transaction.
+Write transactions begin IMMEDIATE so concurrent writers queue instead of failing, and numbers
+such as a round's are allocated inside the transaction. Writers first take a lock file next to
+the ledger (`ledger.db.lock`): SQLite's own busy handler is unfair and gives up after its
+timeout, while the lock file makes writers queue for up to WRITE_WAIT_SECONDS. The intent
+journal (`intents`) makes an item-file write and its ledger rows one recoverable step.
 """
 from __future__ import annotations
 
+import errno
+import hashlib
 import json
+import os
 import re
 import sqlite3
+import time
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
@@ -20,6 +27,9 @@ if TYPE_CHECKING:
     import sqlite_utils
 
 BUSY_TIMEOUT_MS = 30_000
+# How long a writer waits for the write lock before it gives up: far longer than any write
+# (milliseconds), so only a stuck process holding the lock makes a writer fail.
+WRITE_WAIT_SECONDS = 300.0
 LEVELS = ("claimed", "reviewed", "verified")
 MIGRATION_SET = "drover"
 
@@ -88,8 +98,18 @@ def _run_pid_start(db: "sqlite_utils.Database") -> None:
     db["runs"].add_column("pid_start", str)
 
 
+def _intents(db: "sqlite_utils.Database") -> None:
+    # An item-file write that its ledger rows already count on: committed with those rows before
+    # the file is renamed into place, deleted after; one left behind is finished on the next open.
+    db.execute(
+        "CREATE TABLE IF NOT EXISTS intents (id INTEGER PRIMARY KEY, command TEXT NOT NULL, "
+        "item TEXT, path TEXT NOT NULL, text TEXT NOT NULL, old_sha256 TEXT, at TEXT NOT NULL)"
+    )
+
+
 # Named migrations, applied in this order by Ledger._migrate and nowhere else. Append only.
 MIGRATIONS = (("0001_initial", _initial), ("0002_run_pid_start", _run_pid_start))
+MIGRATIONS += (("0005_intents", _intents),)
 
 
 def migrations():
@@ -100,6 +120,10 @@ def migrations():
     for name, function in MIGRATIONS:
         registered(name=name)(function)
     return registered
+
+
+def sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def now() -> str:
@@ -113,6 +137,11 @@ class Ledger:
     def __init__(self, path: Path):
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
+        self.lock_path = path.with_name(path.name + ".lock")
+        self.tmp_dir = path.parent / "tmp"  # staged item-file writes; any left here is a kill's
+        self._lock_fd: int | None = None
+        self._lock_depth = 0
+        self._journal = False  # the intents table exists (set once migrations are applied)
         try:
             # isolation_level=None: drover issues BEGIN itself, so every write begins IMMEDIATE.
             self.conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
@@ -121,6 +150,10 @@ class Ledger:
             self.conn.execute("PRAGMA journal_mode = WAL")
             self.conn.execute("PRAGMA foreign_keys = ON")
             self._migrate()
+            self._journal = True
+            if self.pending_intents():
+                with self.locked():
+                    pass  # taking the lock finishes what a killed writer left
         except sqlite3.DatabaseError as exc:
             raise DroverError(f"cannot open the ledger: {exc}", path=path) from None
 
@@ -132,8 +165,15 @@ class Ledger:
         return sqlite_utils.Database(self.conn, execute_plugins=False)
 
     def _migrate(self) -> None:
-        """The one place migrations are applied."""
-        if self._applied_migrations() >= {name for name, _ in MIGRATIONS}:
+        """The one place migrations are applied; a ledger from a newer drover is refused."""
+        known = {name for name, _ in MIGRATIONS}
+        applied = self._applied_migrations()
+        newer = sorted(applied - known)
+        if newer:
+            raise DroverError(
+                f"{self.path.name} is from a newer drover (migration {newer[-1]}): upgrade drover to use it"
+            )
+        if applied >= known:
             return  # the common case, answered without importing sqlite-utils
         with self.write():
             migrations().apply(self.db)
@@ -149,6 +189,9 @@ class Ledger:
 
     def close(self) -> None:
         self.conn.close()
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)
+            self._lock_fd = None
 
     def __enter__(self) -> "Ledger":
         return self
@@ -157,42 +200,192 @@ class Ledger:
         self.close()
 
     @contextmanager
+    def locked(self) -> Iterator["Ledger"]:
+        """Hold the writers' lock (re-entrant). Taking it first finishes any interrupted write."""
+        if self._lock_depth:
+            self._lock_depth += 1
+            try:
+                yield self
+            finally:
+                self._lock_depth -= 1
+            return
+        self._acquire()
+        self._lock_depth = 1
+        try:
+            if self._journal and self.pending_intents():
+                self.recover()
+            self._sweep()
+            yield self
+        finally:
+            self._lock_depth = 0
+            self._release()
+
+    def _acquire(self) -> None:
+        import fcntl
+
+        if self._lock_fd is None:
+            self._lock_fd = os.open(str(self.lock_path), os.O_RDWR | os.O_CREAT, 0o644)
+        deadline = time.monotonic() + WRITE_WAIT_SECONDS
+        pause = 0.002
+        while True:
+            try:
+                fcntl.flock(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return
+            except OSError as exc:
+                if exc.errno not in (errno.EAGAIN, errno.EACCES):
+                    raise
+            if time.monotonic() > deadline:
+                raise DroverError(
+                    f"another drover has held the ledger's write lock for {WRITE_WAIT_SECONDS:.0f} s; "
+                    "gave up waiting", path=self.lock_path.name,
+                )
+            time.sleep(pause)
+            pause = min(pause * 2, 0.05)
+
+    def _sweep(self) -> None:
+        """Under the lock no write is under way: a staged file left here is a killed writer's."""
+        try:
+            left = os.listdir(self.tmp_dir)
+        except FileNotFoundError:
+            return
+        for name in left:
+            try:
+                os.unlink(self.tmp_dir / name)
+            except OSError:
+                pass
+
+    def staging(self, path: Path) -> Path:
+        """Where a journaled write of `path` stages its text (same filesystem as the project)."""
+        return self.tmp_dir / f"{os.getpid()}.{path.name}"
+
+    def _release(self) -> None:
+        import fcntl
+
+        if self._lock_fd is not None:
+            fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
+
+    @contextmanager
     def write(self) -> Iterator["Ledger"]:
-        """One IMMEDIATE transaction; nested calls join the outer one."""
+        """One IMMEDIATE transaction under the writers' lock; nested calls join the outer one."""
         conn = self.conn
         if conn.in_transaction:
             yield self
             return
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            yield self
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-        else:
-            conn.execute("COMMIT")
+        with self.locked():
+            self._begin()
+            try:
+                yield self
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            else:
+                conn.execute("COMMIT")
+
+    def _begin(self) -> None:
+        """BEGIN IMMEDIATE, retried while another program (not a drover) holds SQLite's lock."""
+        deadline = time.monotonic() + WRITE_WAIT_SECONDS
+        while True:
+            try:
+                self.conn.execute("BEGIN IMMEDIATE")
+                return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) and "busy" not in str(exc):
+                    raise
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
+
+    def _insert(self, table: str, row: dict[str, Any], *, replace: bool = False) -> int:
+        """One row by plain SQL: writes need not import sqlite-utils."""
+        columns = ", ".join(f'"{name}"' for name in row)
+        marks = ", ".join("?" for _ in row)
+        verb = "INSERT OR REPLACE" if replace else "INSERT"
+        cursor = self.conn.execute(f'{verb} INTO "{table}" ({columns}) VALUES ({marks})', list(row.values()))
+        return cursor.lastrowid or 0
+
+    # the intent journal --------------------------------------------------------------------
+
+    def add_intent(self, command: str, item: str | None, path: Path, text: str, old: str | None) -> int:
+        """Record, inside the caller's transaction, that `path` is to hold `text`."""
+        return self._insert("intents", {
+            "command": command, "item": item, "path": str(path), "text": text,
+            "old_sha256": sha256(old) if old is not None else None, "at": now(),
+        })
+
+    def pending_intents(self) -> list[dict[str, Any]]:
+        return self._rows("SELECT * FROM intents ORDER BY id")
+
+    def finish_intents(self, ids: list[int]) -> None:
+        if not ids:
+            return
+        with self.write():
+            self.conn.executemany("DELETE FROM intents WHERE id = ?", [(i,) for i in ids])
+
+    def recover(self) -> list[str]:
+        """Finish every interrupted write (under the lock): the ledger already counts on it.
+
+        A file edited by hand since the write began is left as it is (the edit wins); `check`
+        then reports any disagreement it leaves.
+        """
+        from .items import write_atomic
+
+        said = []
+        for intent in self.pending_intents():
+            path = Path(intent["path"])
+            try:
+                current = path.read_bytes().decode("utf-8", "surrogateescape")
+            except FileNotFoundError:
+                current = None
+            except OSError:
+                current = ""
+            expected = intent["old_sha256"]
+            ours = current is None if expected is None else current is not None and sha256(current) == expected
+            if current == intent["text"]:
+                line = ""  # the rename happened; only the journal entry was left
+            elif ours and not path.is_symlink():
+                write_atomic(path, intent["text"], tmp=self.staging(path))
+                line = f"finished an interrupted {intent['command']}: {path.name}"
+            else:
+                line = f"an interrupted {intent['command']} left {path.name} as edited since"
+            with self.write():
+                self.conn.execute("DELETE FROM intents WHERE id = ?", (intent["id"],))
+                if line:
+                    said.append(line)
+                    self._insert("events", {"at": now(), "command": "recover", "item": intent["item"],
+                                            "by": "drover", "detail": json.dumps({"said": line})})
+        return said
 
     def _rows(self, sql: str, params: tuple | list = ()) -> list[dict[str, Any]]:
         return [dict(row) for row in self.conn.execute(sql, params)]
 
     # items --------------------------------------------------------------------------------
 
-    def allocate_item(self, prefix: str, floor: int) -> str:
-        """The next item id: above every id ever allocated and every number on disk (`floor`)."""
+    def allocate_item(self, prefix: str, floor: int, taken=None) -> str:
+        """The next item id: above every id ever allocated and `floor`, skipping numbers `taken` says exist."""
         with self.write():
-            (highest,) = self.conn.execute("SELECT coalesce(max(number), 0) FROM items").fetchone()
-            # ids the ledger met without allocating them (hand-written files that were parked,
-            # run, or listed) stay taken even after their files are gone
-            pattern = re.compile(rf"^{re.escape(prefix)}-([1-9][0-9]*)$")
-            seen = self.conn.execute("SELECT id FROM items UNION SELECT id FROM item_files").fetchall()
-            for (known,) in seen:
-                match = pattern.match(known or "")
-                if match:
-                    highest = max(highest, int(match.group(1)))
-            number = max(highest, floor) + 1
-            item_id = f"{prefix}-{number}"
-            self.db["items"].insert({"id": item_id, "number": number, "created_at": now()})
+            item_id = self.next_item_id(prefix, floor, taken)
+            self._insert("items", {"id": item_id, "number": int(item_id.rsplit("-", 1)[1]), "created_at": now()})
             return item_id
+
+    def next_item_id(self, prefix: str, floor: int, taken=None) -> str:
+        """The id allocate_item would give now (the same one, while the caller holds the lock)."""
+        (highest,) = self.conn.execute("SELECT coalesce(max(number), 0) FROM items").fetchone()
+        # ids the ledger met without allocating them (hand-written files that were parked,
+        # run, or listed) stay taken even after their files are gone
+        # (counted in SQL: `new` must not walk the whole catalogue in Python)
+        start = len(prefix) + 2
+        (met,) = self.conn.execute(
+            "SELECT max(CAST(substr(id, ?) AS INTEGER)) FROM "
+            "(SELECT id FROM items WHERE number IS NULL UNION ALL SELECT id FROM item_files) "
+            "WHERE substr(id, 1, ?) = ? AND substr(id, ?) GLOB '[1-9]*' "
+            "AND substr(id, ?) NOT GLOB '*[^0-9]*'",
+            (start, start - 1, prefix + "-", start, start),
+        ).fetchone()
+        highest = max(highest, met or 0)
+        number = max(highest, floor) + 1
+        while taken is not None and taken(number):
+            number += 1
+        return f"{prefix}-{number}"
 
     def item_row(self, item_id: str) -> dict[str, Any]:
         rows = self._rows("SELECT * FROM items WHERE id = ?", (item_id,))
@@ -242,8 +435,8 @@ class Ledger:
         if not rows and not stale_paths:
             return
         with self.write():
-            if rows:
-                self.db["item_files"].upsert_all(rows, pk="path")
+            for row in rows:
+                self._insert("item_files", row, replace=True)
             for path in stale_paths:
                 self.conn.execute("DELETE FROM item_files WHERE path = ?", (path,))
 
@@ -257,7 +450,7 @@ class Ledger:
         row.setdefault("started", now())
         with self.write():
             self._ensure_item(row["item"])
-            self.db["runs"].insert(row)
+            self._insert("runs", row)
 
     def set_run_pid(self, run_id: str, pid: int, started: str = "") -> None:
         with self.write():
@@ -318,7 +511,7 @@ class Ledger:
             ).fetchone()
             number = highest + 1
             self._ensure_item(item_id)
-            self.db["rounds"].insert(
+            self._insert("rounds",
                 {"item": item_id, "number": number, "digest": digest, "headline": headline,
                  "path": path, "by": by, "at": now()}
             )
@@ -348,10 +541,10 @@ class Ledger:
         with self.write():
             self._ensure_item(item_id)
             authors = self.authors(item_id)
-            return self.db["audits"].insert(
+            return self._insert("audits",
                 {"item": item_id, "level": level, "by": by, "note": note, "at": now(),
                  "authors": json.dumps(authors)}
-            ).last_pk
+            )
 
     def audits(self, item_id: str) -> list[dict[str, Any]]:
         rows = self._rows("SELECT * FROM audits WHERE item = ? ORDER BY at, id", (item_id,))
@@ -362,7 +555,7 @@ class Ledger:
     def add_disposition(self, item_id: str, issue: int, disposition: str, by: str, note: str) -> None:
         with self.write():
             self._ensure_item(item_id)
-            self.db["dispositions"].insert(
+            self._insert("dispositions",
                 {"item": item_id, "issue": issue, "disposition": disposition, "by": by,
                  "note": note, "at": now(), "applied": ""}
             )
@@ -379,7 +572,7 @@ class Ledger:
 
     def log_event(self, command: str, item: str | None, by: str = "", **detail: Any) -> None:
         with self.write():
-            self.db["events"].insert(
+            self._insert("events",
                 {"at": now(), "command": command, "item": item, "by": by,
                  "detail": json.dumps(detail, sort_keys=True, default=str)}
             )

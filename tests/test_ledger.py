@@ -36,6 +36,7 @@ EXPECTED_COLUMNS = {
                    "cleared", "unreadable", "detail", "line"],
     "events": ["id", "at", "command", "item", "by", "detail"],
 }
+EXPECTED_COLUMNS["intents"] = ["id", "command", "item", "path", "text", "old_sha256", "at"]
 
 
 def schema(path: Path) -> dict[str, list[str]]:
@@ -94,7 +95,7 @@ def test_a_ledger_from_before_a_migration_is_upgraded_with_its_rows(tmp_path):
         (run,) = upgraded.runs("D-1")
         assert run["pid"] == 4242 and run["pid_start"] is None
     assert schema(path) == EXPECTED_COLUMNS
-    assert [row[2] for row in dump(path)["_sqlite_migrations"]] == ["0001_initial", "0002_run_pid_start"]
+    assert [row[2] for row in dump(path)["_sqlite_migrations"]] == [name for name, _ in MIGRATIONS]
 
 
 def test_a_reused_pid_is_not_a_live_run():
