@@ -33,6 +33,9 @@ def check_items(project: Project, ledger: Ledger) -> tuple[list[Finding], set[st
                 findings.append(Finding(f"{found.rel}: {item_id} dep {dep} {itemfile.NOT_AN_ID}"))
             elif dep not in known:
                 findings.append(Finding(f"{found.rel}: {item_id} dep {dep} does not resolve to an item (no {project.config.items}/{dep}.md)"))
+    from .agreement import disagreements
+
+    findings.extend(Finding(line) for line in disagreements(project, ledger, entries))
     for cycle in dependency_cycles({item_id: found.deps for item_id, found in entries.items()}):
         findings.append(Finding(f"dependency cycle: {' -> '.join(cycle)}"))
     return findings, keys

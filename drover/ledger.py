@@ -126,6 +126,13 @@ def sha256(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
+def _nonempty(folder: Path) -> bool:
+    try:
+        return bool(os.listdir(folder))
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+
+
 def now() -> str:
     """UTC timestamps to the millisecond, sortable as text."""
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
@@ -151,7 +158,7 @@ class Ledger:
             self.conn.execute("PRAGMA foreign_keys = ON")
             self._migrate()
             self._journal = True
-            if self.pending_intents():
+            if self.pending_intents() or _nonempty(self.tmp_dir):
                 with self.locked():
                     pass  # taking the lock finishes what a killed writer left
         except sqlite3.DatabaseError as exc:
@@ -502,6 +509,14 @@ class Ledger:
 
     def rounds(self, item_id: str) -> list[dict[str, Any]]:
         return self._rows("SELECT * FROM rounds WHERE item = ? ORDER BY number", (item_id,))
+
+    def round_summary(self) -> dict[str, dict[str, int]]:
+        """Per item: how many rounds, how many uncleared, the newest number (for check)."""
+        rows = self._rows(
+            "SELECT item, count(*) AS total, sum(cleared_at IS NULL) AS open, max(number) AS newest "
+            "FROM rounds GROUP BY item"
+        )
+        return {row["item"]: row for row in rows}
 
     def add_round(self, item_id: str, digest: str, headline: str, path: str, by: str) -> int:
         """Record the next round; the number is taken inside the transaction."""

@@ -71,6 +71,7 @@ def _journaled(ledger: Ledger, command: str, item_id: str,
     The caller holds the ledger's lock (ledger.locked()) around this and its own reads.
     """
     staged = [itemfile.stage(path, text, ledger.staging(path)) for path, text, _ in writes]
+    _failpoint("staged")
     try:
         with ledger.write():
             result = record()
@@ -79,10 +80,20 @@ def _journaled(ledger: Ledger, command: str, item_id: str,
         for tmp in staged:
             tmp.unlink(missing_ok=True)
         raise
+    _failpoint("committed")
     for tmp, (path, _, _) in zip(staged, writes):
         os.replace(tmp, path)
+    _failpoint("renamed")
     ledger.finish_intents(ids)
     return result
+
+
+def _failpoint(name: str) -> None:
+    """$DROVER_FAILPOINT=<name> kills this process here, so tests reach each window of a write."""
+    if os.environ.get("DROVER_FAILPOINT") == name:
+        import signal
+
+        os.kill(os.getpid(), signal.SIGKILL)
 
 
 def _writable(project: Project, path: Path) -> None:
@@ -218,6 +229,10 @@ def close_changes(project: Project, ledger: Ledger, item_id: str, note: str = ""
     with ledger.locked():
         # "outstanding" is read under the lock: two racing close-changes cannot both clear
         item = require_item(project, item_id)
+        if item.cleared and not item.outstanding:
+            repaired = _clear_ledger_only(ledger, item_id, by)
+            if repaired:
+                return Outcome((f"{item_id}: round {repaired} cleared in the ledger, as the file already says",))
         if not item.outstanding:
             what = "were already cleared" if item.cleared else "have not been requested"
             raise Refused(f"{item_id}: no outstanding changes to close (changes {what})")
@@ -225,6 +240,15 @@ def close_changes(project: Project, ledger: Ledger, item_id: str, note: str = ""
                         lambda n: ledger.log_event("close-changes", item_id, by, round=n, note=note))
     _commit_items(project, [item.path], f"drover: changes on {item_id} cleared (round {number})")
     return Outcome((f"{item_id}: round {number} cleared; nothing is outstanding",))
+
+
+def _clear_ledger_only(ledger: Ledger, item_id: str, by: str) -> int | None:
+    """The file is cleared but a round is not (a hand edit, a restored backup): clear the round."""
+    with ledger.write():
+        number = ledger.clear_round(item_id, by)
+        if number is not None:
+            ledger.log_event("close-changes", item_id, by, round=number, repaired=True)
+    return number
 
 
 def audit(project: Project, ledger: Ledger, item_id: str, level: str, by: str = "", note: str = "") -> Outcome:
