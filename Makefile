@@ -3,7 +3,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test demo bench venv history clean
+.PHONY: test demo bench venv history clean test-stress
 
 venv: $(STAMP)
 
@@ -15,6 +15,10 @@ $(STAMP): pyproject.toml
 
 test: $(STAMP)
 	$(BIN)/python -m pytest
+
+# SIGKILLs at random points of every writing command, and 16 concurrent writers (tests/stress/).
+test-stress: $(STAMP)
+	DROVER_STRESS=1 $(BIN)/python -m pytest tests/stress -q -s -p no:cacheprovider
 
 demo: $(STAMP)
 	$(BIN)/python -m drover.demo

@@ -93,4 +93,9 @@ def open_project(start: Path | None = None) -> Project:
     config_path = root / CONFIG_FILE
     if not config_path.is_file():
         raise ConfigError(f"no {CONFIG_FILE} in {root}: run `drover init` first")
-    return Project(root=root, config=load_config(config_path))
+    project = Project(root=root, config=load_config(config_path))
+    items = project.items_dir.resolve()
+    if items != root.resolve() and root.resolve() not in items.parents:
+        raise ConfigError(f"[project] items: {project.config.items!r} leads outside the repository "
+                          f"(to {items})", path=CONFIG_FILE)
+    return project

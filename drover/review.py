@@ -99,7 +99,7 @@ def _failpoint(name: str) -> None:
 def _writable(project: Project, path: Path) -> None:
     """Writes replace a file by rename: a symbolic link would silently become a regular file."""
     if path.is_symlink():
-        raise ItemError("is a symbolic link; drover writes only regular item files", path=project.relpath(path))
+        raise ItemError("is a symbolic link; drover writes only regular item files", path=project.item_rel(path.name))
 
 
 def new_item(project: Project, ledger: Ledger, title: str, kind: str, deps: list[str],
