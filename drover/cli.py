@@ -464,5 +464,49 @@ def drive(item_ids: tuple[str, ...], jobs: int, finish_items: bool) -> None:
     sys.exit(0 if all(row.approved for row in results) else 1)
 
 
+# --- the ledger: backup and move ---------------------------------------------------------------
+
+
+@cli.group("ledger")
+def ledger_group() -> None:
+    """Back up and move the ledger (JSON Lines, one row per line)."""
+
+
+@ledger_group.command("export")
+@click.option("-o", "--output", metavar="FILE", help="Write here instead of standard output.")
+def ledger_export(output: str | None) -> None:
+    """Write every table as JSON Lines, the schema version first."""
+    from .ledger_io import export
+
+    with opened() as (project, ledger):
+        if output:
+            from .items import write_atomic
+            import io
+
+            buffer = io.StringIO()
+            counts = export(ledger, buffer)
+            write_atomic(Path(output), buffer.getvalue())
+            click.echo(f"exported {sum(counts.values())} rows of {len(counts)} tables to {output}", err=True)
+        else:
+            export(ledger, sys.stdout)
+
+
+@ledger_group.command("import")
+@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--merge", is_flag=True, help="Add the rows this ledger lacks (keyed by their ids); report conflicts.")
+def ledger_import(file: Path, merge: bool) -> None:
+    """Load an export into an empty ledger (or merge it into this one)."""
+    from .ledger_io import import_file
+
+    with opened() as (project, ledger):
+        done = import_file(ledger, file, merge=merge)
+    added = ", ".join(f"{table} {count}" for table, count in sorted(done.added.items())) or "none"
+    click.echo(f"imported rows: {added}")
+    for line in done.conflicts:
+        click.echo(f"conflict: {line}")
+    if done.conflicts:
+        sys.exit(1)
+
+
 if __name__ == "__main__":
     main()
