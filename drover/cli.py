@@ -81,10 +81,49 @@ def _terminated(signum, frame) -> None:
 
 
 def main() -> None:
+    if sys.argv[1:] in (["--help"], ["-h"]) and _help_from_cache():
+        return
     import signal
 
     signal.signal(signal.SIGTERM, _terminated)
     cli(prog_name="drover")
+
+
+def _help_from_cache() -> bool:
+    """`drover --help` without importing click's machinery twice: the text click rendered last
+    time, kept in the user's cache and keyed on this file's stat and the terminal width, so a
+    changed command list or a resized terminal renders afresh. Any trouble: render as usual."""
+    import os
+
+    try:
+        width = int(os.environ.get("COLUMNS") or 0) or os.get_terminal_size(sys.stdout.fileno()).columns
+    except (OSError, ValueError):
+        width = 80
+    info = os.stat(__file__)
+    key = f"drover-help {info.st_mtime_ns} {info.st_size} {min(width, 80)}\n"
+    cache = os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "drover", "help.txt")
+    try:
+        with open(cache, encoding="utf-8") as handle:
+            if handle.readline() == key:
+                sys.stdout.write(handle.read())
+                return True
+    except (OSError, UnicodeDecodeError):
+        pass
+    try:
+        with cli.context_class(cli, info_name="drover", **cli.context_settings) as ctx:
+            text = cli.get_help(ctx) + "\n"
+    except Exception:  # rendering for the cache must never break help: click will say it
+        return False
+    sys.stdout.write(text)
+    try:
+        os.makedirs(os.path.dirname(cache), exist_ok=True)
+        partial = f"{cache}.{os.getpid()}"
+        with open(partial, "w", encoding="utf-8") as handle:
+            handle.write(key + text)
+        os.replace(partial, cache)
+    except OSError:
+        pass
+    return True
 
 
 @contextmanager

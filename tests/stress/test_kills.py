@@ -1,6 +1,6 @@
 """SIGKILL every writing command at random points, then check file and ledger agree.
 
-The count per command is DROVER_STRESS_KILLS (default 60, so 360 kills over six commands); a
+The count per command is DROVER_STRESS_KILLS (default 50, so 300 kills over six commands); a
 kill counts only when the process was still running when the signal was sent. Half the kill
 times are uniform over the command's whole run, half fall in its last third, where the lock,
 the commit and the rename happen.
@@ -21,7 +21,7 @@ pytestmark = pytest.mark.skipif(not os.environ.get("DROVER_STRESS"), reason="mak
 
 from test_recovery import BIN, FINDINGS, assert_agrees, git, run
 
-KILLS = int(os.environ.get("DROVER_STRESS_KILLS", "60"))
+KILLS = int(os.environ.get("DROVER_STRESS_KILLS", "50"))
 COMMANDS = {
     "new": lambda n: (["new", f"item {n}"], None),
     "request-changes": lambda n: (["request-changes", f"D-{1 + n % 4}"], f"## finding {n}\nfix {n}\n"),
