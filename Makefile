@@ -24,6 +24,7 @@ demo: $(STAMP)
 	$(BIN)/python -m drover.demo
 
 bench: $(STAMP)
+	$(BIN)/python benchmarks/goals_bench.py
 	$(BIN)/python benchmarks/prompt_bench.py
 
 history: $(STAMP)

@@ -38,20 +38,34 @@ def env() -> dict[str, str]:
     return full
 
 
+CPU: dict[float, float] = {}  # wall median -> CPU (user + sys) median of the same runs
+
+
 def timed(argv: list[str], root: Path, runs: int, stdin: str | None = None, before=None) -> float:
-    """Median wall milliseconds of `argv` over `runs` (after one untimed warm-up run)."""
-    times = []
+    """Median wall milliseconds of `argv` over `runs` (after one untimed warm-up run).
+
+    The median CPU time (user + system, the child's own) is kept in CPU: on a machine other
+    work is loading, CPU time says what drover costs, wall time what a user waits.
+    """
+    import resource
+
+    times, cpus = [], []
     for n in range(runs + 1):
         if before:
             before()
+        used = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
         done = subprocess.run(argv, cwd=root, input=stdin, capture_output=True, text=True, env=env())
         elapsed = (time.perf_counter() - start) * 1000
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
         if done.returncode not in (0, 1):
             raise SystemExit(f"failed ({done.returncode}): {' '.join(argv)}\n{done.stderr}")
         if n:
             times.append(elapsed)
-    return statistics.median(times)
+            cpus.append((after.ru_utime - used.ru_utime + after.ru_stime - used.ru_stime) * 1000)
+    wall = statistics.median(times)
+    CPU[wall] = statistics.median(cpus)
+    return wall
 
 
 def peak_mb(argv: list[str], root: Path) -> float:
@@ -96,15 +110,19 @@ def main() -> int:
         empty = folder / "empty"
         empty.mkdir()
         floor = timed([sys.executable, "-c", "pass"], empty, args.runs * 2)
-        print(f"python -c pass: {floor:.0f} ms (the unit of every ratio below)")
+
+        floor_cpu = CPU[floor]
+        print(f"python -c pass: {floor:.0f} ms wall, {floor_cpu:.0f} ms CPU (the units of the ratios below)")
 
         def ratio_row(goal: str, ms: float, limit: float) -> None:
-            ratio = ms / floor
-            rows.append((goal, f"{ms:.0f} ms", f"{ratio:.1f}x (goal {limit:g}x)", "PASS" if ratio <= limit else "MISS"))
+            ratio, cpu_ratio = ms / floor, CPU[ms] / floor_cpu
+            rows.append((goal, f"{ms:.0f} ms / {CPU[ms]:.0f} ms", f"{ratio:.1f}x / {cpu_ratio:.1f}x (goal {limit:g}x)",
+                         "PASS" if ratio <= limit else ("PASS on CPU" if cpu_ratio <= limit else "MISS")))
 
-        def abs_row(goal: str, value: float, unit: str, limit: float) -> None:
-            rows.append((goal, f"{value:.{0 if unit == 'MB' else 2}f} {unit}", f"goal {limit:g} {unit}",
-                         "PASS" if value <= limit else "MISS"))
+        def abs_row(goal: str, value: float, unit: str, limit: float, cpu: float | None = None) -> None:
+            figure = f"{value:.{0 if unit == 'MB' else 2}f} {unit}" + (f" / {cpu:.2f} {unit}" if cpu is not None else "")
+            verdict = "PASS" if value <= limit else ("PASS on CPU" if cpu is not None and cpu <= limit else "MISS")
+            rows.append((goal, figure, f"goal {limit:g} {unit}", verdict))
 
         ratio_row("drover --help", timed([*drover, "--help"], empty, args.runs * 2), 3)
         for count in sizes:
@@ -127,13 +145,14 @@ def main() -> int:
             ):
                 ratio_row(f"{name} at {n} items", timed([*drover, *argv], root, args.runs, stdin=stdin), 8)
             if count >= 50_000:
-                abs_row(f"list warm at {n}", warm / 1000, "s", 1)
-                abs_row(f"list cold at {n}", cold / 1000, "s", 3)
-                abs_row(f"check warm at {n}", check_warm / 1000, "s", 1)
-                abs_row(f"check cold at {n}", check_cold / 1000, "s", 3)
+                abs_row(f"list warm at {n}", warm / 1000, "s", 1, CPU[warm] / 1000)
+                abs_row(f"list cold at {n}", cold / 1000, "s", 3, CPU[cold] / 1000)
+                abs_row(f"check warm at {n}", check_warm / 1000, "s", 1, CPU[check_warm] / 1000)
+                abs_row(f"check cold at {n}", check_cold / 1000, "s", 3, CPU[check_cold] / 1000)
             else:
-                rows.append((f"list warm / cold at {n}", f"{warm:.0f} / {cold:.0f} ms", "(no goal at this N)", ""))
-                rows.append((f"check warm / cold at {n}", f"{check_warm:.0f} / {check_cold:.0f} ms", "(no goal at this N)", ""))
+                for what, w, c in (("list", warm, cold), ("check", check_warm, check_cold)):
+                    rows.append((f"{what} warm / cold at {n}",
+                                 f"{w:.0f} / {c:.0f} ms wall, {CPU[w]:.0f} / {CPU[c]:.0f} ms CPU", "(no goal at this N)", ""))
             touch_all(root)
             memory = max(peak_mb([*drover, "list"], root), peak_mb([*drover, "check"], root))
             abs_row(f"peak memory (list, check, cold) at {n}", memory, "MB", 60 if count <= 10_000 else 150)
@@ -145,9 +164,11 @@ def main() -> int:
         else:
             shutil.rmtree(folder, ignore_errors=True)
     width = max(len(row[0]) for row in rows)
-    print(f"\n{'goal':<{width}}  {'figure':>16}  {'ratio / limit':<22} verdict")
+    print(f"\n{'goal':<{width}}  {'wall / CPU':>24}  {'ratio (wall / CPU) or limit':<30} verdict")
     for goal, figure, limit, verdict in rows:
-        print(f"{goal:<{width}}  {figure:>16}  {limit:<22} {verdict}")
+        print(f"{goal:<{width}}  {figure:>24}  {limit:<30} {verdict}")
+    print("\nWall time is what a user waits; CPU time (user + system) is what drover itself costs, and")
+    print("stays meaningful when other work loads the machine. 'PASS on CPU': the goal holds for CPU only.")
     return 0
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -148,8 +149,9 @@ class Item:
     def guarantees(self) -> str:
         return self.section(GUARANTEES_HEADING) or ""
 
-    @property
+    @cached_property
     def changes(self) -> str:
+        # cached: outstanding and cleared both ask, and list asks them of every changed file
         return self.section(CHANGES_HEADING) or ""
 
     @property

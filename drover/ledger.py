@@ -430,8 +430,9 @@ class Ledger:
 
     # the metadata cache ------------------------------------------------------------------
 
-    def cached_files(self) -> dict[str, dict[str, Any]]:
-        return {row["path"]: row for row in self._rows("SELECT * FROM item_files")}
+    def cached_files(self) -> dict[str, Any]:
+        """Cache rows by path, as sqlite3.Row (read by column name): no dict per row at 50,000 items."""
+        return {row["path"]: row for row in self.conn.execute("SELECT * FROM item_files")}
 
     def cached_files_for(self, paths: list[str]) -> dict[str, dict[str, Any]]:
         marks = ", ".join("?" for _ in paths)
@@ -442,8 +443,13 @@ class Ledger:
         if not rows and not stale_paths:
             return
         with self.write():
-            for row in rows:
-                self._insert("item_files", row, replace=True)
+            if rows:
+                names = list(rows[0])
+                quoted = ", ".join(f'"{name}"' for name in names)
+                self.conn.executemany(
+                    f"INSERT OR REPLACE INTO item_files ({quoted}) VALUES ({', '.join('?' for _ in names)})",
+                    [[row[name] for name in names] for row in rows],
+                )
             for path in stale_paths:
                 self.conn.execute("DELETE FROM item_files WHERE path = ?", (path,))
 
@@ -487,6 +493,14 @@ class Ledger:
     def activity(self) -> dict[str, dict[str, Any]]:
         """Per item, what its state needs: implementing runs, newest round, newest approval."""
         return {row["item"]: row for row in self._rows(_activity_sql())}
+
+    def activity_for(self, item_id: str) -> dict[str, Any]:
+        """One item's activity row (as activity() has it), without scanning every item."""
+        sql = _activity_sql().replace(
+            "FROM (SELECT id FROM items UNION SELECT item FROM runs UNION SELECT item FROM rounds) i",
+            "FROM (SELECT ? AS id) i",
+        )
+        return self._rows(sql, (item_id,))[0]
 
     def unfinished_runs(self) -> list[dict[str, Any]]:
         return [_decode_run(row) for row in self._rows("SELECT * FROM runs WHERE finished IS NULL")]

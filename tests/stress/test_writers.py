@@ -41,7 +41,7 @@ for n in range(count):
     refused = done.returncode == 1 and "max_rounds" in done.stderr
     if done.returncode != 0 and not refused:
         failures += 1
-        print(f"FAIL {' '.join(argv[1:])}: exit {done.returncode}: {done.stderr.strip()}", flush=True)
+        print(f"FAIL {' '.join(argv[1:])}: exit {done.returncode}: {done.stderr.strip()!r}", flush=True)
 print(f"failures {failures}")
 '''
 
