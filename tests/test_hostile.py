@@ -168,3 +168,19 @@ def test_timeout_in_plain_seconds_is_accepted(project):
     config.write_text(text.replace('timeout = "2h"', "timeout = 45", 1))
     assert run(project, "list").returncode == 0
     assert load_config(config).agent.timeout_seconds == 45
+
+
+def test_libyaml_is_used_when_present_and_both_parsers_agree():
+    import yaml
+
+    from drover.items import LOADER, PURE_LOADER, load_frontmatter
+
+    if getattr(yaml, "__with_libyaml__", False):
+        assert issubclass(LOADER, yaml.CSafeLoader)
+    assert issubclass(PURE_LOADER, yaml.SafeLoader) and not issubclass(PURE_LOADER, getattr(yaml, "CSafeLoader", ()))
+    sources = [
+        "id: D-4\ntitle: 'Quoted: yes'\nkind: bug\ndeps: [D-1, D-2]\ncloses: [12, \"#13\"]\nshelved: no\nmigration: yes\n",
+        "id: D-5\ntitle: Émile's item\nmeta:\n  nested: {a: 1, b: [x, y]}\nanchor: &a [1, 2]\nagain: *a\n",
+    ]
+    for source in sources:
+        assert load_frontmatter(source, LOADER) == load_frontmatter(source, PURE_LOADER)

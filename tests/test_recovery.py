@@ -175,3 +175,20 @@ def test_concurrent_audits_clear_once_and_record_every_audit(project):
     with Ledger(project / ".drover" / "ledger.db") as ledger:
         assert len(ledger.audits("D-1")) == 6
     assert_agrees(project)
+
+
+@pytest.mark.parametrize("args, stdin", [
+    (["new", "four"], None),
+    (["request-changes", "D-1"], FINDINGS),
+    (["audit", "D-1", "--level", "reviewed"], None),
+    (["park", "D-2", "--why", "later"], None),
+    (["show", "D-1"], None),
+])
+def test_writes_on_a_migrated_ledger_do_not_import_sqlite_utils(project, args, stdin):
+    code = "import sys; from drover.cli import main; sys.argv = ['drover', *sys.argv[1:]]; main()"
+    done = subprocess.run([sys.executable, "-X", "importtime", "-c", code, *args], cwd=project,
+                          input=stdin, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    imported = [line.split("|")[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")]
+    assert "drover.review" in imported or args[0] == "show"
+    assert not [name for name in imported if name.startswith("sqlite_utils")]
