@@ -3,7 +3,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test demo bench venv history clean test-stress
+.PHONY: test demo bench venv history clean docs lint test-stress
 
 venv: $(STAMP)
 
@@ -15,6 +15,20 @@ $(STAMP): pyproject.toml
 
 test: $(STAMP)
 	$(BIN)/python -m pytest
+	$(MAKE) lint
+
+# The generated reference docs (docs/reference/*.md): `make docs` rewrites them from the code.
+DOCS_GENERATED := $(wildcard docs/reference/*.md)
+COG := $(BIN)/cog -I tools
+
+docs: $(STAMP)
+	$(COG) -r $(DOCS_GENERATED)
+
+# Every gate `make test` runs after pytest: docs up to date, ruff, mypy.
+lint: $(STAMP)
+	$(COG) --check $(DOCS_GENERATED)
+	$(BIN)/ruff check drover tests tools benchmarks
+	$(BIN)/mypy
 
 # SIGKILLs at random points of every writing command, and 16 concurrent writers (tests/stress/).
 test-stress: $(STAMP)

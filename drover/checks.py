@@ -1,20 +1,15 @@
 """`drover check`: items, deps, config and templates, one line per finding."""
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from . import agents, git, templates
 from . import items as itemfile
+from .config import AgentConfig
+from .errors import Finding
 from .ledger import Ledger
 from .project import Project
 from .status import catalogue
 from .trackers import open_tracker
-
-
-@dataclass(frozen=True)
-class Finding:
-    message: str
-    error: bool = True
+from .vocabulary import SLOTS
 
 
 def check_items(project: Project, ledger: Ledger) -> tuple[list[Finding], set[str]]:
@@ -86,8 +81,8 @@ def check_warnings(project: Project) -> list[Finding]:
             findings.append(Finding(
                 f"[verify] {key} does not contain the default command ({default!r}): "
                 f"items with {key}: yes would silently run less", error=False))
-    agents_seen = {}
-    for slot in ("implement", "review", "draft"):
+    agents_seen: dict[tuple[str, str], tuple[str, AgentConfig]] = {}
+    for slot in SLOTS:
         agent = config.agent_for(slot)
         agents_seen.setdefault((agent.preset, agent.command), (slot, agent))
     for slot, agent in agents_seen.values():
@@ -102,8 +97,5 @@ def check_warnings(project: Project) -> list[Finding]:
 
 def run_check(project: Project, ledger: Ledger) -> list[Finding]:
     item_findings, keys = check_items(project, ledger)
-    template_findings = [
-        Finding(found.message, found.error)
-        for found in templates.check_templates(project.root, project.config, used_keys=keys)
-    ]
+    template_findings = templates.check_templates(project.root, project.config, used_keys=keys)
     return item_findings + check_config(project) + template_findings + check_warnings(project)

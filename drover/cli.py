@@ -5,10 +5,12 @@ import json
 import sys
 from contextlib import contextmanager
 from pathlib import Path
+from typing import NoReturn
 
 import click
 
 from .errors import DroverError
+from .vocabulary import DISPOSITIONS, GUIDANCE_LEVELS, LEVELS, TEMPLATE_SLOTS
 
 COLOR_CHOICES = click.Choice(["auto", "always", "never"])
 
@@ -59,7 +61,7 @@ def _drop_stdout() -> None:
         pass
 
 
-def _usage_line(ctx: click.Context, exc: click.UsageError) -> None:
+def _usage_line(ctx: click.Context, exc: click.UsageError) -> NoReturn:
     """A usage error as one line, like every other drover error (exit 2)."""
     if isinstance(exc, getattr(click.exceptions, "NoArgsIsHelpError", ())):
         raise exc  # bare `drover`: the help text is the answer, as click shows it
@@ -275,7 +277,7 @@ def close_changes(item_id: str, note: str) -> None:
 
 @cli.command()
 @click.argument("item_id", metavar="ID")
-@click.option("--level", required=True, type=click.Choice(["claimed", "reviewed", "verified"]),
+@click.option("--level", required=True, type=click.Choice(LEVELS),
               help="claimed < reviewed < verified; reviewed or above also clears outstanding changes.")
 @click.option("--by", default="", help="Who audits (default: the run's agent, else git user.name).")
 @click.option("--note", default="", help="Recorded verbatim.")
@@ -290,7 +292,7 @@ def audit(item_id: str, level: str, by: str, note: str) -> None:
 @cli.command()
 @click.argument("item_id", metavar="ID")
 @click.argument("issue", type=int)
-@click.option("--as", "disposition", required=True, type=click.Choice(["close", "comment", "keep"]),
+@click.option("--as", "disposition", required=True, type=click.Choice(DISPOSITIONS),
               help="What finish does with the issue: close it, comment on it, or keep it open.")
 @click.option("--note", default="", help="The comment finish writes, or why the issue stays.")
 def dispose(item_id: str, issue: int, disposition: str, note: str) -> None:
@@ -326,9 +328,9 @@ def unpark(item_id: str) -> None:
 
 @cli.command()
 @click.argument("item_id", metavar="ID")
-@click.option("--slot", required=True, type=click.Choice(["implement", "review", "draft", "branch"]),
+@click.option("--slot", required=True, type=click.Choice(TEMPLATE_SLOTS),
               help="Which prompt: implement, review, draft, or the branch name.")
-@click.option("--guidance", type=click.Choice(["lean", "detailed"]), help="Override [agent] guidance.")
+@click.option("--guidance", type=click.Choice(GUIDANCE_LEVELS), help="Override [agent] guidance.")
 @click.option("--diff-guidance", is_flag=True, help="Show what the lean level drops, with token counts.")
 @click.option("--template", "explicit", metavar="SRC", help="Inline template text, or @path in the repository.")
 def prompt(item_id: str, slot: str, guidance: str | None, diff_guidance: bool, explicit: str | None) -> None:

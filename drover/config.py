@@ -5,15 +5,15 @@ import re
 import tomllib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
-from .errors import ConfigError
+from .errors import ConfigError, did_you_mean
+from .trackers import BACKENDS
+from .vocabulary import GUIDANCE_LEVELS, PREFIX_PATTERN, SLOTS
 
 CONFIG_FILE = "drover.toml"
-SLOTS = ("implement", "review", "draft")
 PRESETS = ("claude", "codex", "aider", "gemini", "opencode", "demo", "script")
-GUIDANCE_LEVELS = ("lean", "detailed")
-TRACKER_BACKENDS = ("none", "file", "github")
+TRACKER_BACKENDS = tuple(BACKENDS)
 
 # table -> key -> (type, default). `str` values may be further checked in _check_value.
 SCHEMA: dict[str, dict[str, tuple[type, Any]]] = {
@@ -106,6 +106,7 @@ def _where(table: str, key: str) -> str:
 
 def _check_value(table: str, key: str, value: Any, shown: str = "") -> Any:
     """`shown` is the table as the user wrote it ([agent.review] checks against [agent])."""
+    expected: Any  # not `type`: isinstance against a `type` would narrow `value` to object below
     expected, _ = SCHEMA[table][key]
     where = _where(shown or table, key)
     if (table, key) == ("agent", "timeout") and isinstance(value, int) and not isinstance(value, bool):
@@ -129,7 +130,7 @@ def _check_value(table: str, key: str, value: Any, shown: str = "") -> Any:
         raise ConfigError(f"{where}: expected an integer of at least 1")
     if (table, key) == ("project", "items"):
         _check_items_folder(where, value)
-    if (table, key) == ("project", "prefix") and not re.fullmatch(r"[A-Za-z][A-Za-z0-9]*", value):
+    if (table, key) == ("project", "prefix") and not re.fullmatch(PREFIX_PATTERN, value):
         raise ConfigError(f"{where}: expected letters and digits, starting with a letter")
     return value
 
@@ -165,11 +166,9 @@ def _read_table(table: str, raw: Any, nested: tuple[str, ...] = (), shown: str =
     return values
 
 
-def _suggest(word: str, choices) -> str:
-    import difflib
-
-    close = difflib.get_close_matches(word, list(choices), n=1)
-    return f" (did you mean {close[0]}?)" if close else ""
+def _suggest(word: str, choices: Iterable[str]) -> str:
+    close = did_you_mean(word, choices)
+    return f" (did you mean {close}?)" if close else ""
 
 
 def parse_config(data: dict[str, Any]) -> Config:

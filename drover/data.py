@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .fields import (  # noqa: F401 - FIELD_NAMES and field_schema are read through this module too
     FIELD_NAMES,
@@ -25,7 +25,13 @@ from .fields import (  # noqa: F401 - FIELD_NAMES and field_schema are read thro
     TemplateData,
     field_schema,
 )
-from .items import CHANGES_HEADING, truthy
+from .items import CHANGES_HEADING, origin_of, truthy
+
+if TYPE_CHECKING:
+    from .items import Item
+    from .ledger import Ledger
+    from .project import Project
+    from .trackers import Tracker
 
 
 # --- the builder -------------------------------------------------------------------------
@@ -38,8 +44,8 @@ from .items import CHANGES_HEADING, truthy
 # The builder imports status, git, trackers and templates inside its functions, so a command
 # that needs only the field schema does not pay for them.
 
-def build(project, ledger, item_id: str, slot: str, *, guidance: str | None = None,
-          tracker=None) -> TemplateData:
+def build(project: Project, ledger: Ledger, item_id: str, slot: str, *, guidance: str | None = None,
+          tracker: Tracker | None = None) -> TemplateData:
     """The template data for one item in one slot (implement, review, draft or branch)."""
     from . import status
     from .config import GUIDANCE_LEVELS
@@ -77,19 +83,19 @@ def build(project, ledger, item_id: str, slot: str, *, guidance: str | None = No
     return TemplateData(**values)
 
 
-def item_branch(project, ledger, item_id: str) -> str:
+def item_branch(project: Project, ledger: Ledger, item_id: str) -> str:
     """The item's branch name: `[run] branch` rendered from the branch slot's data."""
     return render_item_branch(project, build(project, ledger, item_id, "branch"))
 
 
-def render_item_branch(project, data: TemplateData) -> str:
+def render_item_branch(project: Project, data: TemplateData) -> str:
     """`[run] branch` rendered through the templates module (this module never imports jinja2)."""
     from .templates import render_branch
 
     return render_branch(data, project.config.branch)
 
 
-def _every_slot(project, ledger, item, deps: list[Dep], runs: list[dict]) -> dict[str, Any]:
+def _every_slot(project: Project, ledger: Ledger, item: Item, deps: list[Dep], runs: list[dict]) -> dict[str, Any]:
     """Every field the four slots share, none read from a tracker; Branch stays ""."""
     rounds = [
         Round(N=row["number"], Headline=row["headline"] or "", Path=_rel(project, row["path"]),
@@ -128,7 +134,7 @@ def _every_slot(project, ledger, item, deps: list[Dep], runs: list[dict]) -> dic
     }
 
 
-def _deps(project, ledger, item) -> tuple[list[Dep], dict[str, Any]]:
+def _deps(project: Project, ledger: Ledger, item: Item) -> tuple[list[Dep], dict[str, Any]]:
     """Every dep with its done flag, readability and audit provenance; their cache entries by id."""
     from . import status
 
@@ -163,7 +169,7 @@ def destinations(item_id: str) -> tuple[Destination, ...]:
     )
 
 
-def _follow_ups(project, item, dep_entries: dict[str, Any], tracker) -> dict[str, Any]:
+def _follow_ups(project: Project, item: Item, dep_entries: dict[str, Any], tracker: Tracker) -> dict[str, Any]:
     """FollowUps and Owned for this item and its direct deps (one hop), through the tracker."""
     from .trackers import TrackerUnavailable
 
@@ -181,7 +187,7 @@ def _follow_ups(project, item, dep_entries: dict[str, Any], tracker) -> dict[str
     owned: dict[int, OwnedIssue] = {}
     reasons: list[str] = []
     asks = [(item.id, item.origin, True)]
-    asks += [(dep_id, _origin_of(found.meta), False) for dep_id, found in dep_entries.items()]
+    asks += [(dep_id, origin_of(found.meta), False) for dep_id, found in dep_entries.items()]
     for owner, origin, mine in asks:
         try:
             found_rows = tracker.owned(owner, origin)
@@ -203,15 +209,7 @@ def _follow_ups(project, item, dep_entries: dict[str, Any], tracker) -> dict[str
     }
 
 
-def _origin_of(meta: dict[str, Any]) -> int | None:
-    value = meta.get("origin")
-    try:
-        return int(str(value).lstrip("#")) if value not in (None, "") else None
-    except ValueError:
-        return None
-
-
-def _posture(item, last_run: dict | None) -> str:
+def _posture(item: Item, last_run: dict | None) -> str:
     """The first that applies: resume, revise, build, continue."""
     if last_run is not None and last_run["finished"] is None:
         return "resume"
@@ -222,8 +220,8 @@ def _posture(item, last_run: dict | None) -> str:
     return "continue"
 
 
-def _review(project, ledger, item, last_run: dict | None, branch: str, rounds: int,
-            tracker) -> dict[str, Any]:
+def _review(project: Project, ledger: Ledger, item: Item, last_run: dict | None, branch: str, rounds: int,
+            tracker: Tracker) -> dict[str, Any]:
     from . import git
 
     root, base = project.root, project.config.base
@@ -244,13 +242,11 @@ def _review(project, ledger, item, last_run: dict | None, branch: str, rounds: i
     }
 
 
-def _closes(ledger, item, tracker) -> tuple[Resolution, ...]:
+def _closes(ledger: Ledger, item: Item, tracker: Tracker) -> tuple[Resolution, ...]:
     """One Resolution per `closes` issue: the tracker's issue and the newest disposition."""
     from .trackers import TrackerUnavailable
 
-    judged: dict[int, dict[str, Any]] = {}
-    for row in ledger.dispositions(item.id):  # oldest first: the last one per issue stands
-        judged[row["issue"]] = row
+    judged = ledger.newest_dispositions(item.id)
     resolutions = []
     for number in dict.fromkeys(item.closes):
         row = judged.get(number)
@@ -269,7 +265,7 @@ def _closes(ledger, item, tracker) -> tuple[Resolution, ...]:
     return tuple(resolutions)
 
 
-def _draft(project, ledger, item, tracker) -> dict[str, Any]:
+def _draft(project: Project, ledger: Ledger, item: Item, tracker: Tracker) -> dict[str, Any]:
     from . import status
     from .trackers import TrackerUnavailable
 
@@ -297,7 +293,7 @@ def _draft(project, ledger, item, tracker) -> dict[str, Any]:
             "Siblings": siblings}
 
 
-def _rel(project, path: str | None) -> str:
+def _rel(project: Project, path: str | None) -> str:
     """A recorded path as the user sees it: repo-relative where it lies inside the checkout."""
     if not path:
         return ""

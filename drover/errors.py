@@ -1,7 +1,10 @@
 """The error hierarchy: the CLI turns each into one line and a chosen exit code."""
 from __future__ import annotations
 
+import difflib
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterable
 
 
 class DroverError(Exception):
@@ -42,6 +45,29 @@ class Refused(DroverError):
     """An action was refused on purpose: the round cap, outstanding changes, a live run (exit 1)."""
 
     exit_code = 1
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One line `drover check` prints; `error` findings make it exit 1, the rest are warnings."""
+
+    message: str
+    error: bool = True
+
+
+def did_you_mean(word: str, choices: Iterable[str], *, cutoff: float = 0.6, fold_case: bool = False) -> str:
+    """The choice nearest to `word` ("" when none is within `cutoff`), for a did-you-mean hint.
+
+    `fold_case` takes a choice that differs from `word` only in case first; `cutoff=0.0`
+    always names one.
+    """
+    choices = list(choices)
+    if fold_case:
+        for choice in choices:
+            if choice.lower() == word.lower():
+                return choice
+    close = difflib.get_close_matches(word, choices, n=1, cutoff=cutoff)
+    return close[0] if close else ""
 
 
 class GitError(DroverError):

@@ -13,7 +13,7 @@ from typing import Any
 
 from .items import CHANGES_HEADING, truthy
 
-SLOTS = ("implement", "review", "draft", "branch")
+from .vocabulary import TEMPLATE_SLOTS as SLOTS  # the four slots a template can fill
 
 
 @dataclass(frozen=True)

@@ -21,10 +21,7 @@ class Finished:
 
 def newest_dispositions(ledger: Ledger, item_id: str) -> dict[int, dict]:
     """The judgment in force per issue: the newest disposition recorded for it."""
-    newest: dict[int, dict] = {}
-    for row in ledger.dispositions(item_id):
-        newest[row["issue"]] = row
-    return newest
+    return ledger.newest_dispositions(item_id)
 
 
 def finish(project: Project, ledger: Ledger, item_id: str) -> Finished:
@@ -84,13 +81,13 @@ def _apply_dispositions(project: Project, ledger: Ledger, item_id: str, judged: 
     pending = [row for row in judged.values() if not row["applied"] and row["disposition"] != "keep"]
     if not pending:
         return []
-    if project.config.tracker.backend != "github":
+    tracker = open_tracker(project.config.tracker, project.root)
+    if not tracker.writes_back:
         # no tracker to write to: the judgment stays in the ledger, and saying so once is enough
         for row in pending:
             ledger.set_applied(row["id"], f"recorded only ([tracker] backend = \"{project.config.tracker.backend}\")")
             lines.append(f"#{row['issue']}: {row['disposition']} recorded; no tracker to write it to")
         return []
-    tracker = open_tracker(project.config.tracker, project.root)
     problems = []
     for row in pending:
         try:

@@ -287,6 +287,31 @@ def merge(root: Path, branch: str, base: str, message: str) -> str:
     raise GitError(f"git merge: {said}")
 
 
+def rev_parse(cwd: Path, *args: str) -> str:
+    """`git rev-parse ARGS` in `cwd`, stripped; "" when git fails or is not there (callers fall back)."""
+    try:
+        done = _run(["rev-parse", *args], cwd)
+    except GitError:
+        return ""
+    return done.stdout.strip() if done.returncode == 0 else ""
+
+
+def commit_only(root: Path, paths: list[str], message: str) -> tuple[str, str] | None:
+    """Commit exactly `paths` (add, then `commit --only`), leaving the rest of the index alone.
+
+    None when done, or when the paths hold no change; else the step that failed (`git add`,
+    `git commit`) and git's last line.
+    """
+    if not _run(["status", "--porcelain", "--untracked-files=all", "--", *paths], root).stdout.strip():
+        return None  # the same text written again: nothing to commit
+    for args in (["add", "--", *paths], ["commit", "-q", "-m", message, "--only", "--", *paths]):
+        done = _run(args, root)
+        if done.returncode != 0:
+            said = (done.stderr or done.stdout).strip().splitlines()
+            return f"git {args[0]}", said[-1] if said else f"exit {done.returncode}"
+    return None
+
+
 def user_name(root: Path) -> str:
     """git's user.name for the repository at `root`; "" when unset."""
     return git(["config", "user.name"], root, check=False).strip()

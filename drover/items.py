@@ -76,6 +76,15 @@ class Unreadable(Exception):
         self.line = line
 
 
+def origin_of(meta: dict[str, Any]) -> int | None:
+    """The `origin` issue number a frontmatter names (`41` or `#41`); None when absent or not a number."""
+    value = meta.get("origin")
+    try:
+        return int(str(value).lstrip("#")) if value not in (None, "") else None
+    except ValueError:
+        return None
+
+
 def id_pattern(prefix: str) -> re.Pattern[str]:
     return re.compile(rf"^{re.escape(prefix)}-([1-9][0-9]*)$")
 
@@ -130,11 +139,7 @@ class Item:
 
     @property
     def origin(self) -> int | None:
-        value = self.meta.get("origin")
-        try:
-            return int(str(value).lstrip("#")) if value not in (None, "") else None
-        except ValueError:
-            return None
+        return origin_of(self.meta)
 
     def section(self, heading: str) -> str | None:
         """The text under `heading`, heading excluded and blank edges trimmed; None when absent."""

@@ -12,25 +12,25 @@ import errno
 import hashlib
 import json
 import os
-import re
 import sqlite3
 import time
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator, Sequence, cast
 
 from .errors import DroverError
+from .vocabulary import LEVELS  # noqa: F401 - status and review read it from here
 
 if TYPE_CHECKING:
     import sqlite_utils
+    import sqlite_utils.migrations
 
 BUSY_TIMEOUT_MS = 30_000
 # How long a writer waits for the write lock before it gives up: far longer than any write
 # (milliseconds), so only a stuck process holding the lock makes a writer fail.
 WRITE_WAIT_SECONDS = 300.0
-LEVELS = ("claimed", "reviewed", "verified")
 MIGRATION_SET = "drover"
 
 
@@ -112,7 +112,7 @@ MIGRATIONS = (("0001_initial", _initial), ("0002_run_pid_start", _run_pid_start)
 MIGRATIONS += (("0005_intents", _intents),)
 
 
-def migrations():
+def migrations() -> "sqlite_utils.migrations.Migrations":
     """The migration set, built on demand: sqlite-utils is imported only when one is pending."""
     from sqlite_utils.migrations import Migrations
 
@@ -203,7 +203,7 @@ class Ledger:
     def __enter__(self) -> "Ledger":
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     @contextmanager
@@ -438,7 +438,7 @@ class Ledger:
         marks = ", ".join("?" for _ in paths)
         return {row["path"]: row for row in self._rows(f"SELECT * FROM item_files WHERE path IN ({marks})", paths)}
 
-    def store_files(self, rows: list[dict[str, Any]], stale_paths: list[str] = ()) -> None:
+    def store_files(self, rows: list[dict[str, Any]], stale_paths: Sequence[str] = ()) -> None:
         """Refresh cache rows (dicts with every item_files column) and drop vanished paths."""
         if not rows and not stale_paths:
             return
@@ -588,6 +588,10 @@ class Ledger:
                 {"item": item_id, "issue": issue, "disposition": disposition, "by": by,
                  "note": note, "at": now(), "applied": ""}
             )
+
+    def newest_dispositions(self, item_id: str) -> dict[int, dict[str, Any]]:
+        """The judgment in force per issue: the newest disposition recorded for it."""
+        return {row["issue"]: row for row in self.dispositions(item_id)}
 
     def dispositions(self, item_id: str) -> list[dict[str, Any]]:
         """Every disposition recorded, oldest first (the newest per issue is the judgment)."""

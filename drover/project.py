@@ -2,10 +2,10 @@
 from __future__ import annotations
 
 import os
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from . import git
 from .config import CONFIG_FILE, Config, load_config
 from .errors import ConfigError
 
@@ -69,20 +69,12 @@ def find_root(start: Path | None = None) -> Path:
     if env:
         return Path(env).resolve()
     start = (start or Path.cwd()).resolve()
-    try:
-        common = subprocess.run(
-            ["git", "rev-parse", "--path-format=absolute", "--git-common-dir"],
-            cwd=start, capture_output=True, text=True, check=True,
-        ).stdout.strip()
-    except (subprocess.CalledProcessError, FileNotFoundError):
-        common = ""
+    common = git.rev_parse(start, "--path-format=absolute", "--git-common-dir")
     if common:
         common_path = Path(common)
         if common_path.name == ".git":
             return common_path.parent.resolve()
-        toplevel = subprocess.run(
-            ["git", "rev-parse", "--show-toplevel"], cwd=start, capture_output=True, text=True,
-        ).stdout.strip()
+        toplevel = git.rev_parse(start, "--show-toplevel")
         if toplevel:
             return Path(toplevel).resolve()
     for folder in (start, *start.parents):

@@ -10,17 +10,17 @@ from __future__ import annotations
 
 import hashlib
 import os
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, TypeVar
 
 from . import items as itemfile
 from .errors import GitError, ItemError, Refused, UsageError
-from .git import user_name
+from .git import commit_only, user_name
 from .ledger import LEVELS, Ledger, now
 from .project import Project
 from .status import not_an_id, require_item
+from .vocabulary import DISPOSITIONS
 
 
 @dataclass(frozen=True)
@@ -45,20 +45,10 @@ def _commit_items(project: Project, paths: list[Path], message: str) -> None:
     if not project.config.commit_items:
         return
     rels = [project.relpath(path) for path in paths]
-    changed = subprocess.run(
-        ["git", "status", "--porcelain", "--untracked-files=all", "--", *rels],
-        cwd=project.root, capture_output=True, text=True,
-    ).stdout.strip()
-    if not changed:
-        return  # the same text written again: nothing to commit
-    for argv in (["git", "add", "--", *rels], ["git", "commit", "-q", "-m", message, "--only", "--", *rels]):
-        done = subprocess.run(argv, cwd=project.root, capture_output=True, text=True)
-        if done.returncode != 0:
-            said = (done.stderr or done.stdout).strip().splitlines()
-            raise GitError(
-                f"the edit is made but {' '.join(argv[:2])} failed ([project] commit_items): "
-                + (said[-1] if said else f"exit {done.returncode}")
-            )
+    failed = commit_only(project.root, rels, message)
+    if failed:
+        step, said = failed
+        raise GitError(f"the edit is made but {step} failed ([project] commit_items): {said}")
 
 
 T = TypeVar("T")
@@ -274,9 +264,6 @@ def audit(project: Project, ledger: Ledger, item_id: str, level: str, by: str = 
     if lines:
         _commit_items(project, [item.path], f"drover: changes on {item_id} cleared by a {level} audit")
     return Outcome((f"{item_id}: audited {level} by {by}", *lines))
-
-
-DISPOSITIONS = ("close", "comment", "keep")
 
 
 def dispose(project: Project, ledger: Ledger, item_id: str, issue: int, disposition: str, note: str = "") -> Outcome:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import secrets
 import shlex
+import threading
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -22,7 +23,7 @@ from .project import Project
 from .agents import process_start, run_alive
 from .status import require_item
 
-LAUNCH_SLOTS = ("implement", "review", "draft")
+from .vocabulary import SLOTS as LAUNCH_SLOTS
 
 
 @dataclass(frozen=True)
@@ -149,7 +150,7 @@ def _ready_workdir(project: Project, launch: Launch) -> None:
 
 
 def execute(project: Project, ledger: Ledger, launch: Launch, *, echo: bool = True,
-            cancel=None) -> RunResult:
+            cancel: threading.Event | None = None) -> RunResult:
     """Create the branch and worktree, save the prompt, record the run, launch, record the end."""
     if launch.binary_missing:
         raise UsageError(launch.binary_missing)

@@ -27,11 +27,11 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment
 from . import __version__ as _VERSION
 from .config import Config
 from .fields import FIELD_NAMES, Origin, TemplateData
-from .errors import DroverError, TemplateError, UsageError
+from .errors import DroverError, Finding, TemplateError, UsageError, did_you_mean
 from .resources import builtin_dir
 
-SLOTS = ("implement", "review", "draft")
-BRANCH_SLOT = "branch"
+from .vocabulary import BRANCH_SLOT, SLOTS  # noqa: F401 - read as templates.SLOTS too
+
 HISTORY_FILE = "history.json"
 REPO_TEMPLATES_ENV = "DROVER_REPO_TEMPLATES"
 INLINE = "--template"
@@ -79,14 +79,6 @@ class Rendered:
     text: str
     provenance: Provenance
     warnings: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class Finding:
-    """One line `drover check` prints; `error` findings make it exit 1."""
-
-    message: str
-    error: bool = True
 
 
 @dataclass(frozen=True)
@@ -254,11 +246,7 @@ def _compose(slot: str, override: Override) -> str:
 
 def _nearest(word: str, choices: typing.Iterable[str]) -> str:
     choices = list(choices)
-    for choice in choices:
-        if choice.lower() == word.lower():
-            return choice
-    close = difflib.get_close_matches(word, choices, n=1, cutoff=0.0)
-    return close[0] if close else (choices[0] if choices else "")
+    return did_you_mean(word, choices, cutoff=0.0, fold_case=True) or (choices[0] if choices else "")
 
 
 def _syntax_error(exc: jinja_errors.TemplateSyntaxError, display: str) -> TemplateError:

@@ -2,11 +2,13 @@
 from __future__ import annotations
 
 import os
-import sqlite3
-import subprocess
+import shutil
 from pathlib import Path
 
 import pytest
+
+# re-exported: older tests import these from conftest; new ones import from helpers
+from helpers import FAKE_GH, FakeGh, git, ledger_tables  # noqa: F401
 
 GIT_IDENTITY = {
     "GIT_AUTHOR_NAME": "Test Operator",
@@ -14,22 +16,6 @@ GIT_IDENTITY = {
     "GIT_COMMITTER_NAME": "Test Operator",
     "GIT_COMMITTER_EMAIL": "operator@example.invalid",
 }
-
-
-def git(cwd: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", *args], cwd=cwd, check=True, capture_output=True, text=True
-    ).stdout
-
-
-def ledger_tables(path: Path) -> dict[str, list[tuple]]:
-    """Every table of a SQLite file, its rows sorted: for before/after comparisons."""
-    conn = sqlite3.connect(path)
-    try:
-        names = [row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
-        return {name: sorted(conn.execute(f"SELECT * FROM [{name}]").fetchall(), key=repr) for name in names}
-    finally:
-        conn.close()
 
 
 @pytest.fixture(autouse=True)
@@ -62,3 +48,20 @@ def repo(tmp_path, monkeypatch) -> Path:
     git(root, "commit", "-q", "-m", "initial")
     monkeypatch.chdir(root)
     return root
+
+
+@pytest.fixture
+def gh(repo, tmp_path, monkeypatch) -> FakeGh:
+    """The fake gh first on PATH, answering from an empty canned directory."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    # a copy with the execute bit set, whatever the checkout did to the file's mode
+    shutil.copy(FAKE_GH, bin_dir / "gh")
+    (bin_dir / "gh").chmod(0o755)
+    data = tmp_path / "gh-data"
+    data.mkdir()
+    log = tmp_path / "gh-calls.jsonl"
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("FAKE_GH_DATA", str(data))
+    monkeypatch.setenv("FAKE_GH_LOG", str(log))
+    return FakeGh(data, log)

@@ -15,10 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import git
+from helpers import git
 from drover.templates import load_history
-from test_loop import BIN, configure, drover, new_item
-from test_trackers import gh, gh_issue  # noqa: F401 - gh is the fake-gh fixture
+from helpers import BIN, configure, drover, gh_issue, new_item
 
 KICKOFF = "docs-internal/kickoff.tmpl"
 REVIEW = "docs-internal/review.tmpl"

@@ -75,7 +75,7 @@ def base(item_id: str = "D-7", **changes) -> TemplateData:
         Branch=f"drover/{item_id.lower()}",
         Posture="build",
         Recent=Recent(Commits=(Commit(Sha="0123456789abcdef", Subject="Quote commas", Files=2, Insertions=30, Deletions=4),)),
-        LogPath=f".drover/runs/r1/agent.log",
+        LogPath=".drover/runs/r1/agent.log",
         Origin=Origin(Number=41, Title="CSV export breaks on commas", Body="Rows split in two.", Url="https://example.invalid/41"),
         Siblings=(Sibling(Id="D-8", Title="Export to JSON", Kind="feature"), Sibling(Id="D-2", Title="CSV writer", Done=True)),
     )

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from conftest import git, ledger_tables
+from helpers import git, ledger_tables
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_items import _chunk, _findings
+from helpers import chunk, findings_text
 from drover.cli import cli
 from drover.items import CHANGES_HEADING, CLEARED_MARKER, parse_item, section_span
 from drover.ledger import Ledger
@@ -434,8 +434,8 @@ def test_request_then_close_changes_touch_only_the_changes_section(project):
 
 @settings(max_examples=25, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
-@given(before=st.lists(_chunk, max_size=3).map("".join), after=st.lists(_chunk, max_size=3).map("".join),
-       findings=_findings, crlf=st.booleans(), with_section=st.booleans())
+@given(before=st.lists(chunk, max_size=3).map("".join), after=st.lists(chunk, max_size=3).map("".join),
+       findings=findings_text, crlf=st.booleans(), with_section=st.booleans())
 def test_round_trip_through_the_cli_keeps_every_byte_outside_changes(project, before, after, findings, crlf,
                                                                     with_section):
     set_config(project, "review", "max_rounds = 1000")
@@ -668,7 +668,7 @@ def test_commit_items_commits_only_the_item_files_with_a_clear_message(project):
     ok("close-changes", "D-1")
     ok("audit", "D-1", "--level", "claimed")  # changes no file: no commit
     assert _commit_count(project) == base + 3
-    log = git(project, "log", "--format=%s", f"-3").splitlines()
+    log = git(project, "log", "--format=%s", "-3").splitlines()
     assert log[0].startswith("drover: ") and "D-1" in log[0] and "cleared" in log[0]
     assert "changes requested on D-1" in log[1]
     assert log[2] == "drover: new item D-1: Committed item"

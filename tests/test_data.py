@@ -19,14 +19,10 @@ from drover.ledger import Ledger
 from drover.project import open_project
 from drover.trackers import Issue, TrackerUnavailable
 from drover.trackers.none import NOT_CONFIGURED
+from helpers import git
 
 FIXTURE = Path(__file__).parent / "fixtures" / "every_field.tmpl"
-DOCS = Path(__file__).parent.parent / "docs" / "fields.md"
 BODY = "## Requirements\n\n1. Parse `src/app.py` input.\n"
-
-
-def git(cwd: Path, *args: str) -> str:
-    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout
 
 
 class Env:
@@ -650,14 +646,6 @@ def test_row_members_in_the_schema_match_the_row_types():
         documented = {m["name"].split("(")[0] for m in schema[name]["members"]}
         expected = {f.name for f in dataclasses.fields(row_type)} | ({"Wrap"} if name == "Destinations" else set())
         assert documented == expected, name
-
-
-def test_docs_describe_every_field_with_its_type_and_slots():
-    text = DOCS.read_text()
-    for row in field_schema():
-        slots = ", ".join(row["slots"])
-        pattern = rf"^\| `{re.escape(row['name'])}` \| {re.escape(row['type'])} \| {re.escape(slots)} \| .+\|$"
-        assert re.search(pattern, text, re.M), f"docs/fields.md lacks a row for {row['name']} ({row['type']}; {slots})"
 
 
 def test_the_fixture_names_every_field():

@@ -9,7 +9,7 @@ from drover import git as dgit
 from drover.data import Recent
 from drover.errors import GitError, Refused
 
-from conftest import git
+from helpers import git
 
 
 def commit_file(root: Path, path: str, text: str | bytes, message: str) -> None:

@@ -9,6 +9,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from helpers import chunk, findings_text
+
 from drover import items as itemfile
 from drover.items import (
     CHANGES_HEADING,
@@ -245,16 +247,6 @@ def test_headline_is_the_first_non_empty_line_without_heading_marks():
 
 # --- byte-identical round trip (property) ---------------------------------------------------
 
-_line = st.text(alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\r\n\x00"), max_size=30)
-_para = st.lists(_line, max_size=4).map(lambda lines: "".join(f"{line}\n" for line in lines))
-_other_section = st.sampled_from(["## Notes", "## Guarantees", "# Top", "### Deep", "## Changes requested later"]).flatmap(
-    lambda heading: _para.map(lambda text: f"{heading}\n{text}"))
-_fenced = _para.map(lambda text: f"```\n## fenced heading\n{text}```\n")
-_chunk = st.one_of(_para, _other_section, _fenced)
-_findings = st.lists(st.one_of(_line, st.sampled_from(["# H1", "## H2", "### H3", "```", "~~~", "## Guarantees", ""])),
-                     min_size=1, max_size=8).map("\n".join).filter(lambda s: s.strip())
-
-
 def _split(text: str, item: itemfile.Item):
     span = section_span(text, CHANGES_HEADING, item.body_offset)
     assert span is not None
@@ -262,8 +254,8 @@ def _split(text: str, item: itemfile.Item):
 
 
 @settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
-@given(before=st.lists(_chunk, max_size=4).map("".join), after=st.lists(_chunk, max_size=3).map("".join),
-       findings=_findings, second=_findings, with_section=st.booleans(), crlf=st.booleans(),
+@given(before=st.lists(chunk, max_size=4).map("".join), after=st.lists(chunk, max_size=3).map("".join),
+       findings=findings_text, second=findings_text, with_section=st.booleans(), crlf=st.booleans(),
        final_newline=st.booleans())
 def test_changes_round_trip_leaves_every_other_byte(before, after, findings, second, with_section, crlf,
                                                      final_newline):

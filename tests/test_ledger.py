@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import sqlite_utils
 
-from conftest import ledger_tables
+from helpers import ledger_tables
 from drover import ledger as ledger_module
 from drover.config import Config
 from drover.ledger import BUSY_TIMEOUT_MS, MIGRATIONS, Ledger, migrations

@@ -11,40 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import git, ledger_tables
-
-AGENT = Path(__file__).parent / "agents" / "loop_agent.py"
-BIN = Path(sys.executable).parent
-
-
-def drover(root: Path, *args: str, stdin: str | None = None, env: dict | None = None, check: bool = False):
-    full_env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}", **(env or {})}
-    done = subprocess.run([str(BIN / "drover"), *args], cwd=root, input=stdin, text=True,
-                          capture_output=True, env=full_env)
-    if check and done.returncode != 0:
-        raise AssertionError(f"drover {' '.join(args)} exited {done.returncode}:\n{done.stdout}{done.stderr}")
-    return done
-
-
-def configure(root: Path, extra: str = "") -> None:
-    drover(root, "init", check=True)
-    config = (root / "drover.toml").read_text()
-    config = config.replace('preset = "claude" ', 'preset = "script" ', 1)
-    config = config.replace('command = ""  ', f'command = "{sys.executable} {AGENT}"', 1)
-    config = config.replace('name = ""     ', 'name = "implementer"', 1)
-    config += '\n[agent.review]\nname = "reviewer"\n' + extra
-    (root / "drover.toml").write_text(config)
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", "drover init")
-
-
-def new_item(root: Path, title: str, *args: str) -> str:
-    out = drover(root, "new", title, *args, check=True).stdout
-    item_id = out.split()[0]
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", f"item {item_id}")
-    return item_id
-
+from helpers import AGENT, BIN, configure, drover, git, ledger_tables, new_item  # noqa: F401
 
 def snapshot(root: Path) -> dict:
     """Everything a dry run must leave alone: ledger rows, git refs and worktrees, the file tree."""

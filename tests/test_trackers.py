@@ -1,9 +1,6 @@
 """The tracker backends: none, the file register, and github through a fake `gh` on PATH."""
 from __future__ import annotations
 
-import json
-import os
-import shutil
 from pathlib import Path
 
 import pytest
@@ -15,62 +12,7 @@ from drover.trackers import github
 from drover.trackers.file import FileTracker
 from drover.trackers.github import GitHubTracker
 from drover.trackers.none import NoTracker
-
-FAKE_GH = Path(__file__).parent / "fake_gh" / "gh"
-
-
-class FakeGh:
-    """Canned answers for the fake gh, and the calls it recorded."""
-
-    def __init__(self, data: Path, log: Path):
-        self.data = data
-        self.log = log
-
-    def answer(self, key: str, value) -> None:
-        if isinstance(value, str):
-            (self.data / f"{key}.txt").write_text(value)
-        else:
-            (self.data / f"{key}.json").write_text(json.dumps(value))
-
-    def fail(self, key: str, stderr: str) -> None:
-        (self.data / f"{key}.fail").write_text(stderr)
-
-    def slow(self, key: str, seconds: float) -> None:
-        (self.data / f"{key}.sleep").write_text(str(seconds))
-
-    def calls(self) -> list[list[str]]:
-        if not self.log.exists():
-            return []
-        return [json.loads(line) for line in self.log.read_text().splitlines()]
-
-
-@pytest.fixture
-def gh(repo, tmp_path, monkeypatch) -> FakeGh:
-    """The fake gh first on PATH, answering from an empty canned directory."""
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    # a copy with the execute bit set, whatever the checkout did to the file's mode
-    shutil.copy(FAKE_GH, bin_dir / "gh")
-    (bin_dir / "gh").chmod(0o755)
-    data = tmp_path / "gh-data"
-    data.mkdir()
-    log = tmp_path / "gh-calls.jsonl"
-    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
-    monkeypatch.setenv("FAKE_GH_DATA", str(data))
-    monkeypatch.setenv("FAKE_GH_LOG", str(log))
-    return FakeGh(data, log)
-
-
-def gh_issue(number, title="", body="", state="OPEN", labels=()):
-    """One issue as `gh issue list/view --json` prints it."""
-    return {
-        "number": number,
-        "title": title or f"issue {number}",
-        "body": body,
-        "state": state,
-        "url": f"https://github.com/acme/widgets/issues/{number}",
-        "labels": [{"id": f"L{i}", "name": name, "description": "", "color": "ededed"} for i, name in enumerate(labels)],
-    }
+from helpers import gh_issue
 
 
 def rest_issue(number, body="", state="open", labels=()):
@@ -539,3 +481,27 @@ def test_github_probe_reports_a_checkout_gh_cannot_map_to_a_repository(gh, repo)
         "gh repo view failed: none of the git remotes configured for this repository point to a known GitHub host."
     )
     assert gh.calls()[-1] == ["repo", "view", "--json", "nameWithOwner"]
+
+
+# --- the registry ---------------------------------------------------------------------------
+
+def test_config_accepts_exactly_the_registered_backends(tmp_path):
+    from drover.config import parse_config
+    from drover.errors import ConfigError
+    from drover.trackers import BACKENDS
+
+    assert list(BACKENDS) == ["none", "file", "github"]
+    for name, backend in BACKENDS.items():
+        config = parse_config({"tracker": {"backend": name}})
+        opened = open_tracker(config.tracker, tmp_path)
+        assert type(opened) is backend and opened.name == name
+    with pytest.raises(ConfigError) as raised:
+        parse_config({"tracker": {"backend": "jira"}})
+    assert str(raised.value) == "drover.toml: [tracker] backend: expected one of none, file, github, not 'jira'"
+
+
+def test_only_a_tracker_that_writes_back_is_asked_to_apply(tmp_path):
+    from drover.trackers import BACKENDS
+
+    assert {name: backend.writes_back for name, backend in BACKENDS.items()} == \
+        {"none": False, "file": False, "github": True}

@@ -1,24 +1,28 @@
-"""Tracker backends (none, file, github) behind one small interface; `open_tracker` picks one."""
+"""Tracker backends behind one small interface; `BACKENDS` names them and `open_tracker` picks one.
+
+Adding a backend: its module (a class with `name`, `writes_back`, `from_config` and the
+Tracker methods) and one entry in BACKENDS. config.py validates `[tracker] backend` against it.
+"""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from ..config import TrackerConfig
 from .base import DISPOSITIONS, Issue, Tracker, TrackerUnavailable, owners_in
 from .file import FileTracker
 from .github import GitHubTracker
 from .none import NoTracker
 
-__all__ = ["DISPOSITIONS", "Issue", "Tracker", "TrackerUnavailable", "open_tracker", "owners_in"]
+if TYPE_CHECKING:
+    from ..config import TrackerConfig
+
+__all__ = ["BACKENDS", "DISPOSITIONS", "Issue", "Tracker", "TrackerUnavailable", "open_tracker", "owners_in"]
+
+# name -> backend class, in the order docs and error messages list them
+BACKENDS: dict[str, type[Tracker]] = {backend.name: backend for backend in (NoTracker, FileTracker, GitHubTracker)}
 
 
 def open_tracker(config: TrackerConfig, root: Path) -> Tracker:
     """The backend `[tracker] backend` names, rooted at the main checkout."""
-    if config.backend == "none":
-        return NoTracker()
-    if config.backend == "file":
-        return FileTracker(config.register, root)
-    if config.backend == "github":
-        return GitHubTracker(config.repo, config.follow_up_label, root)
-    # config.py accepts only the three names, so reaching here is a bug, not a user error
-    raise ValueError(f"unknown tracker backend {config.backend!r}")
+    # config.py accepts only the names in BACKENDS, so a KeyError here is a bug, not a user error
+    return BACKENDS[config.backend].from_config(config, root)

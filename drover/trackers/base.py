@@ -3,14 +3,17 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Iterable, Protocol, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Iterable, Protocol, Sequence
 
 from ..errors import DroverError
+from ..vocabulary import ANY_ID_PATTERN, DISPOSITIONS
 
-DISPOSITIONS = ("close", "comment", "keep")
+if TYPE_CHECKING:
+    from ..config import TrackerConfig
 
 # An item id as a tracker row may name it; the tracker cannot know the project's prefix.
-ITEM_ID = re.compile(r"[A-Za-z][A-Za-z0-9]*-[0-9]+")
+ITEM_ID = re.compile(ANY_ID_PATTERN)
 # `Owner: D-3`, also `owner: D-3, D-5`, `**Owner:** D-3` and as a list item; ids follow the colon.
 _OWNER_LINE = re.compile(
     r"^[ \t]*(?:[-*][ \t]+)?(?:\*\*|__)?owner(?:\*\*|__)?:(?:\*\*|__)?[ \t]*(.*)$",
@@ -49,7 +52,13 @@ class TrackerUnavailable(DroverError):
 
 
 class Tracker(Protocol):
-    name: str
+    name: str  # the `[tracker] backend` value that picks it
+    writes_back: bool  # whether `finish` can write a close or a comment to it
+
+    @classmethod
+    def from_config(cls, config: TrackerConfig, root: Path) -> Tracker:
+        """The backend as `[tracker]` configures it, rooted at the main checkout."""
+        ...
 
     def follow_ups(self, owner_ids: Sequence[str]) -> list[Issue]:
         """Open follow-up rows owned by any of `owner_ids`; raises TrackerUnavailable."""

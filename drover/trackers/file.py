@@ -13,9 +13,12 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from .base import ITEM_ID, Issue, TrackerUnavailable, cannot_apply, check_disposition
+
+if TYPE_CHECKING:
+    from ..config import TrackerConfig
 
 ROW_FORMAT = "- <owner id>[, <owner id>...]: <headline>"
 _LIST_ITEM = re.compile(r"^[-*+][ \t]+(.*)$")
@@ -25,6 +28,11 @@ _FENCE = re.compile(r"^[ \t]*(```|~~~)")
 
 class FileTracker:
     name = "file"
+    writes_back = False  # the register is the project's file: finish records judgments, edits nothing
+
+    @classmethod
+    def from_config(cls, config: TrackerConfig, root: Path) -> FileTracker:
+        return cls(config.register, root)
 
     def __init__(self, register: str, root: Path):
         self.register = register  # as written in drover.toml, so every reason names it that way

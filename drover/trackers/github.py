@@ -5,9 +5,12 @@ import json
 import os
 import subprocess
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from .base import Issue, TrackerUnavailable, check_disposition, owners_in
+
+if TYPE_CHECKING:
+    from ..config import TrackerConfig
 
 GH_TIMEOUT = 30.0  # seconds per gh call; a hung network must not hang a prompt
 LIST_LIMIT = 1000  # gh issue list pages up to this many; reaching it means the list may be cut
@@ -19,6 +22,11 @@ GH_ENV = {"GH_PROMPT_DISABLED": "1", "GH_NO_UPDATE_NOTIFIER": "1"}
 
 class GitHubTracker:
     name = "github"
+    writes_back = True
+
+    @classmethod
+    def from_config(cls, config: TrackerConfig, root: Path) -> GitHubTracker:
+        return cls(config.repo, config.follow_up_label, root)
 
     def __init__(self, repo: str, follow_up_label: str, root: Path, timeout: float = GH_TIMEOUT):
         self.repo = repo

@@ -1,15 +1,24 @@
 """backend = "none": no tracker. Nothing to follow up, nothing to read, nothing to write."""
 from __future__ import annotations
 
-from typing import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Sequence
 
 from .base import Issue, TrackerUnavailable, cannot_apply, check_disposition
+
+if TYPE_CHECKING:
+    from ..config import TrackerConfig
 
 NOT_CONFIGURED = 'no tracker is configured ([tracker] backend = "none")'
 
 
 class NoTracker:
     name = "none"
+    writes_back = False
+
+    @classmethod
+    def from_config(cls, config: TrackerConfig, root: Path) -> NoTracker:
+        return cls()
 
     def follow_ups(self, owner_ids: Sequence[str]) -> list[Issue]:
         """No rows: a project that declared no list has failed nothing."""

@@ -1,0 +1,121 @@
+"""What tests share: run drover and git, canned answers for the fake gh, hypothesis strategies.
+
+Tests import from here (or take a fixture from conftest.py), never from another test module.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+from hypothesis import strategies as st
+
+TESTS = Path(__file__).resolve().parent
+AGENT = TESTS / "agents" / "loop_agent.py"
+
+
+def git(cwd: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", *args], cwd=cwd, check=True, capture_output=True, text=True
+    ).stdout
+
+
+def ledger_tables(path: Path) -> dict[str, list[tuple]]:
+    """Every table of a SQLite file, its rows sorted: for before/after comparisons."""
+    conn = sqlite3.connect(path)
+    try:
+        names = [row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+        return {name: sorted(conn.execute(f"SELECT * FROM [{name}]").fetchall(), key=repr) for name in names}
+    finally:
+        conn.close()
+
+
+# --- drover as a subprocess, on a project configured with the scripted loop agent -----------
+
+BIN = Path(sys.executable).parent
+
+
+def drover(root: Path, *args: str, stdin: str | None = None, env: dict | None = None, check: bool = False):
+    full_env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}", **(env or {})}
+    done = subprocess.run([str(BIN / "drover"), *args], cwd=root, input=stdin, text=True,
+                          capture_output=True, env=full_env)
+    if check and done.returncode != 0:
+        raise AssertionError(f"drover {' '.join(args)} exited {done.returncode}:\n{done.stdout}{done.stderr}")
+    return done
+
+
+def configure(root: Path, extra: str = "") -> None:
+    drover(root, "init", check=True)
+    config = (root / "drover.toml").read_text()
+    config = config.replace('preset = "claude" ', 'preset = "script" ', 1)
+    config = config.replace('command = ""  ', f'command = "{sys.executable} {AGENT}"', 1)
+    config = config.replace('name = ""     ', 'name = "implementer"', 1)
+    config += '\n[agent.review]\nname = "reviewer"\n' + extra
+    (root / "drover.toml").write_text(config)
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "drover init")
+
+
+def new_item(root: Path, title: str, *args: str) -> str:
+    out = drover(root, "new", title, *args, check=True).stdout
+    item_id = out.split()[0]
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", f"item {item_id}")
+    return item_id
+
+
+# --- the fake gh (the fixture that puts it on PATH is `gh`, in conftest.py) ------------------
+
+FAKE_GH = TESTS / "fake_gh" / "gh"
+
+
+class FakeGh:
+    """Canned answers for the fake gh, and the calls it recorded."""
+
+    def __init__(self, data: Path, log: Path):
+        self.data = data
+        self.log = log
+
+    def answer(self, key: str, value) -> None:
+        if isinstance(value, str):
+            (self.data / f"{key}.txt").write_text(value)
+        else:
+            (self.data / f"{key}.json").write_text(json.dumps(value))
+
+    def fail(self, key: str, stderr: str) -> None:
+        (self.data / f"{key}.fail").write_text(stderr)
+
+    def slow(self, key: str, seconds: float) -> None:
+        (self.data / f"{key}.sleep").write_text(str(seconds))
+
+    def calls(self) -> list[list[str]]:
+        if not self.log.exists():
+            return []
+        return [json.loads(line) for line in self.log.read_text().splitlines()]
+
+
+def gh_issue(number, title="", body="", state="OPEN", labels=()):
+    """One issue as `gh issue list/view --json` prints it."""
+    return {
+        "number": number,
+        "title": title or f"issue {number}",
+        "body": body,
+        "state": state,
+        "url": f"https://github.com/acme/widgets/issues/{number}",
+        "labels": [{"id": f"L{i}", "name": name, "description": "", "color": "ededed"} for i, name in enumerate(labels)],
+    }
+
+
+# --- item text, for property tests --------------------------------------------------------
+
+line = st.text(alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\r\n\x00"), max_size=30)
+para = st.lists(line, max_size=4).map(lambda lines: "".join(f"{line}\n" for line in lines))
+other_section = st.sampled_from(["## Notes", "## Guarantees", "# Top", "### Deep", "## Changes requested later"]).flatmap(
+    lambda heading: para.map(lambda text: f"{heading}\n{text}"))
+fenced = para.map(lambda text: f"```\n## fenced heading\n{text}```\n")
+chunk = st.one_of(para, other_section, fenced)
+findings_text = st.lists(st.one_of(line, st.sampled_from(["# H1", "## H2", "### H3", "```", "~~~", "## Guarantees", ""])),
+                          min_size=1, max_size=8).map("\n".join).filter(lambda s: s.strip())

@@ -1,0 +1,117 @@
+"""Reference tables for docs/, written from the code by cog (`make docs`; `make test` checks them).
+
+Each function returns Markdown; a cog block in a doc prints it. Nothing here is hand-kept:
+the commands come from walking the click group, the rest from the tables the code acts on.
+"""
+from __future__ import annotations
+
+import sqlite3
+import sys
+import tempfile
+from pathlib import Path
+
+import click
+
+# Help text is wrapped to the terminal; a fixed width makes the output the same everywhere.
+HELP_WIDTH = 100
+
+
+def _commands(group: click.Group, ctx: click.Context) -> list[tuple[click.Command, click.Context]]:
+    """Every command under the group, depth first, each with the context its --help prints from."""
+    found = []
+    for name in group.list_commands(ctx):
+        command = group.get_command(ctx, name)
+        if command is None or command.hidden:
+            continue
+        child = click.Context(command, info_name=name, parent=ctx)
+        found.append((command, child))
+        if isinstance(command, click.Group):
+            found.extend(_commands(command, child))
+    return found
+
+
+def command_reference() -> str:
+    """`drover --help` and each command's `--help`, under a heading per command."""
+    from drover.cli import cli
+
+    root = click.Context(cli, info_name="drover", terminal_width=HELP_WIDTH, max_content_width=HELP_WIDTH)
+    parts = ["## `drover`", "", "```", cli.get_help(root), "```"]
+    for command, ctx in _commands(cli, root):
+        parts += ["", f"## `{ctx.command_path}`", "", "```", command.get_help(ctx), "```"]
+    return "\n".join(parts)
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def field_table() -> str:
+    """The template fields as `drover schema --fields` describes them."""
+    from drover.fields import field_schema
+
+    lines = ["| field | type | slots | meaning |", "|---|---|---|---|"]
+    members = []
+    for row in field_schema():
+        lines.append(f"| `{row['name']}` | {_cell(row['type'])} | {', '.join(row['slots'])} | {_cell(row['meaning'])} |")
+        for member in row.get("members") or ():
+            members.append(f"| `{row['name']}.{member['name']}` | {_cell(member['type'])} | {_cell(member['meaning'])} |")
+    lines += ["", "Members of the structured fields:", "", "| member | type | meaning |", "|---|---|---|", *members]
+    return "\n".join(lines)
+
+
+def _toml(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return str(value)
+
+
+def config_table() -> str:
+    """Every drover.toml key with its type and default, from config.SCHEMA."""
+    from drover import config
+
+    words = {str: "string", int: "integer", bool: "boolean"}
+    lines = ["| table | key | type | default |", "|---|---|---|---|"]
+    for table, keys in config.SCHEMA.items():
+        for key, (kind, default) in keys.items():
+            lines.append(f"| `[{table}]` | `{key}` | {words[kind]} | `{_cell(_toml(default))}` |")
+    for key, command in config.VERIFY_DEFAULT.items():
+        lines.append(f"| `[verify]` | `{key}` (and any other key) | string | `{_cell(_toml(command))}` |")
+    return "\n".join(lines)
+
+
+def preset_table() -> str:
+    """The agent presets, from agents.PRESETS; the running interpreter is shown as `<python>`."""
+    from drover import agents
+
+    lines = ["| preset | argv | the prompt travels | install |", "|---|---|---|---|"]
+    for name, preset in agents.PRESETS.items():
+        words = ["<python>" if word == sys.executable else (word or "''") for word in preset.argv]
+        argv = f"`{' '.join(words)}`" if words else "`[agent] command`"
+        hint = "<python>" if preset.install_hint == sys.executable else preset.install_hint
+        lines.append(f"| `{name}` | {_cell(argv)} | {preset.prompt_via} | {_cell(hint)} |")
+    return "\n".join(lines)
+
+
+def ledger_schema() -> str:
+    """Each table's columns, from migrating a blank ledger in a temporary directory."""
+    from drover.ledger import Ledger
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "ledger.db"
+        Ledger(path).close()
+        db = sqlite3.connect(path)
+        try:
+            tables = [row[0] for row in db.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name")]
+            applied = [row[0] for row in db.execute("SELECT name FROM _sqlite_migrations ORDER BY id")]
+            parts = ["Migrations applied, in order: " + ", ".join(f"`{name}`" for name in applied) + ".", ""]
+            for table in tables:
+                parts += [f"### `{table}`", "", "| column | type | not null | primary key |", "|---|---|---|---|"]
+                for _, name, kind, notnull, _, pk in db.execute(f"PRAGMA table_info([{table}])"):
+                    parts.append(f"| `{name}` | {kind or ''} | {'yes' if notnull else ''} | {pk or ''} |")
+                parts.append("")
+        finally:
+            db.close()
+    return "\n".join(parts).rstrip("\n")
