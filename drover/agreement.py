@@ -22,13 +22,13 @@ def disagreements(project: "Project", ledger: "Ledger", entries: dict[str, "Entr
             continue
         rounds = summary.get(item_id)
         uncleared = int(rounds["open"] or 0) if rounds else 0
-        if found.outstanding and rounds and not uncleared:
+        if found.outstanding and rounds is not None and not uncleared:
             said.append(
                 f"{found.rel}: {item_id} Changes holds findings but the ledger has every round cleared "
                 f"(newest: round {rounds['newest']}): record them with `drover request-changes {item_id} "
                 f"--file F`, or discharge them with `drover close-changes {item_id}`"
             )
-        elif found.cleared and uncleared:
+        elif found.cleared and rounds is not None and uncleared:
             said.append(
                 f"{found.rel}: {item_id} Changes is cleared but the ledger has round {rounds['newest']} "
                 f"uncleared: run `drover close-changes {item_id}` to clear it in the ledger too"

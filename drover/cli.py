@@ -83,49 +83,15 @@ def _terminated(signum, frame) -> None:
 
 
 def main() -> None:
-    if sys.argv[1:] in (["--help"], ["-h"]) and _help_from_cache():
-        return
+    if sys.argv[1:] in (["--help"], ["-h"]):
+        from .helpcache import print_help
+
+        if print_help(cli, __file__):
+            return
     import signal
 
     signal.signal(signal.SIGTERM, _terminated)
     cli(prog_name="drover")
-
-
-def _help_from_cache() -> bool:
-    """`drover --help` without importing click's machinery twice: the text click rendered last
-    time, kept in the user's cache and keyed on this file's stat and the terminal width, so a
-    changed command list or a resized terminal renders afresh. Any trouble: render as usual."""
-    import os
-
-    try:
-        width = int(os.environ.get("COLUMNS") or 0) or os.get_terminal_size(sys.stdout.fileno()).columns
-    except (OSError, ValueError):
-        width = 80
-    info = os.stat(__file__)
-    key = f"drover-help {info.st_mtime_ns} {info.st_size} {min(width, 80)}\n"
-    cache = os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "drover", "help.txt")
-    try:
-        with open(cache, encoding="utf-8") as handle:
-            if handle.readline() == key:
-                sys.stdout.write(handle.read())
-                return True
-    except (OSError, UnicodeDecodeError):
-        pass
-    try:
-        with cli.context_class(cli, info_name="drover", **cli.context_settings) as ctx:
-            text = cli.get_help(ctx) + "\n"
-    except Exception:  # rendering for the cache must never break help: click will say it
-        return False
-    sys.stdout.write(text)
-    try:
-        os.makedirs(os.path.dirname(cache), exist_ok=True)
-        partial = f"{cache}.{os.getpid()}"
-        with open(partial, "w", encoding="utf-8") as handle:
-            handle.write(key + text)
-        os.replace(partial, cache)
-    except OSError:
-        pass
-    return True
 
 
 @contextmanager
@@ -505,48 +471,11 @@ def drive(item_ids: tuple[str, ...], jobs: int, finish_items: bool) -> None:
     sys.exit(0 if all(row.approved for row in results) else 1)
 
 
-# --- the ledger: backup and move ---------------------------------------------------------------
+# --- the ledger: backup and move (drover/ledger_cli.py) -----------------------------------------
 
+from .ledger_cli import ledger_group  # noqa: E402 - registered after the group exists
 
-@cli.group("ledger")
-def ledger_group() -> None:
-    """Back up and move the ledger (JSON Lines, one row per line)."""
-
-
-@ledger_group.command("export")
-@click.option("-o", "--output", metavar="FILE", help="Write here instead of standard output.")
-def ledger_export(output: str | None) -> None:
-    """Write every table as JSON Lines, the schema version first."""
-    from .ledger_io import export
-
-    with opened() as (project, ledger):
-        if output:
-            from .items import write_atomic
-            import io
-
-            buffer = io.StringIO()
-            counts = export(ledger, buffer)
-            write_atomic(Path(output), buffer.getvalue())
-            click.echo(f"exported {sum(counts.values())} rows of {len(counts)} tables to {output}", err=True)
-        else:
-            export(ledger, sys.stdout)
-
-
-@ledger_group.command("import")
-@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--merge", is_flag=True, help="Add the rows this ledger lacks (keyed by their ids); report conflicts.")
-def ledger_import(file: Path, merge: bool) -> None:
-    """Load an export into an empty ledger (or merge it into this one)."""
-    from .ledger_io import import_file
-
-    with opened() as (project, ledger):
-        done = import_file(ledger, file, merge=merge)
-    added = ", ".join(f"{table} {count}" for table, count in sorted(done.added.items())) or "none"
-    click.echo(f"imported rows: {added}")
-    for line in done.conflicts:
-        click.echo(f"conflict: {line}")
-    if done.conflicts:
-        sys.exit(1)
+cli.add_command(ledger_group)
 
 
 if __name__ == "__main__":

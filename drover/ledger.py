@@ -1,26 +1,21 @@
 """The SQLite ledger: opening it, its migrations (applied here and nowhere else), every query.
 
-Write transactions begin IMMEDIATE so concurrent writers queue instead of failing, and numbers
-such as a round's are allocated inside the transaction. Writers first take a lock file next to
-the ledger (`ledger.db.lock`): SQLite's own busy handler is unfair and gives up after its
-timeout, while the lock file makes writers queue for up to WRITE_WAIT_SECONDS. The intent
-journal (`intents`) makes an item-file write and its ledger rows one recoverable step.
+Write transactions take the writers' lock (journal.py), then begin IMMEDIATE; numbers such as
+a round's are allocated inside the transaction.
 """
 from __future__ import annotations
 
-import errno
-import hashlib
 import json
 import os
 import sqlite3
-import time
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, Iterator, Sequence, cast
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
 from .errors import DroverError
+from .journal import Journal, _nonempty, sha256  # noqa: F401 - sha256: the ledger's API
 from .vocabulary import LEVELS  # noqa: F401 - status and review read it from here
 
 if TYPE_CHECKING:
@@ -28,9 +23,6 @@ if TYPE_CHECKING:
     import sqlite_utils.migrations
 
 BUSY_TIMEOUT_MS = 30_000
-# How long a writer waits for the write lock before it gives up: far longer than any write
-# (milliseconds), so only a stuck process holding the lock makes a writer fail.
-WRITE_WAIT_SECONDS = 300.0
 MIGRATION_SET = "drover"
 
 
@@ -108,7 +100,7 @@ def _intents(db: "sqlite_utils.Database") -> None:
 
 
 # Named migrations, applied in this order by Ledger._migrate and nowhere else. Append only.
-MIGRATIONS = (("0001_initial", _initial), ("0002_run_pid_start", _run_pid_start))
+MIGRATIONS: tuple[tuple[str, Any], ...] = (("0001_initial", _initial), ("0002_run_pid_start", _run_pid_start))
 MIGRATIONS += (("0005_intents", _intents),)
 
 
@@ -122,23 +114,12 @@ def migrations() -> "sqlite_utils.migrations.Migrations":
     return registered
 
 
-def sha256(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
-
-
-def _nonempty(folder: Path) -> bool:
-    try:
-        return bool(os.listdir(folder))
-    except (FileNotFoundError, NotADirectoryError):
-        return False
-
-
 def now() -> str:
     """UTC timestamps to the millisecond, sortable as text."""
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-class Ledger:
+class Ledger(Journal):
     """One open ledger. Use as a context manager, or call close()."""
 
     def __init__(self, path: Path):
@@ -207,71 +188,6 @@ class Ledger:
         self.close()
 
     @contextmanager
-    def locked(self) -> Iterator["Ledger"]:
-        """Hold the writers' lock (re-entrant). Taking it first finishes any interrupted write."""
-        if self._lock_depth:
-            self._lock_depth += 1
-            try:
-                yield self
-            finally:
-                self._lock_depth -= 1
-            return
-        self._acquire()
-        self._lock_depth = 1
-        try:
-            if self._journal and self.pending_intents():
-                self.recover()
-            self._sweep()
-            yield self
-        finally:
-            self._lock_depth = 0
-            self._release()
-
-    def _acquire(self) -> None:
-        import fcntl
-
-        if self._lock_fd is None:
-            self._lock_fd = os.open(str(self.lock_path), os.O_RDWR | os.O_CREAT, 0o644)
-        deadline = time.monotonic() + WRITE_WAIT_SECONDS
-        pause = 0.002
-        while True:
-            try:
-                fcntl.flock(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                return
-            except OSError as exc:
-                if exc.errno not in (errno.EAGAIN, errno.EACCES):
-                    raise
-            if time.monotonic() > deadline:
-                raise DroverError(
-                    f"another drover has held the ledger's write lock for {WRITE_WAIT_SECONDS:.0f} s; "
-                    "gave up waiting", path=self.lock_path.name,
-                )
-            time.sleep(pause)
-            pause = min(pause * 2, 0.05)
-
-    def _sweep(self) -> None:
-        """Under the lock no write is under way: a staged file left here is a killed writer's."""
-        try:
-            left = os.listdir(self.tmp_dir)
-        except FileNotFoundError:
-            return
-        for name in left:
-            try:
-                os.unlink(self.tmp_dir / name)
-            except OSError:
-                pass
-
-    def staging(self, path: Path) -> Path:
-        """Where a journaled write of `path` stages its text (same filesystem as the project)."""
-        return self.tmp_dir / f"{os.getpid()}.{path.name}"
-
-    def _release(self) -> None:
-        import fcntl
-
-        if self._lock_fd is not None:
-            fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
-
-    @contextmanager
     def write(self) -> Iterator["Ledger"]:
         """One IMMEDIATE transaction under the writers' lock; nested calls join the outer one."""
         conn = self.conn
@@ -288,20 +204,6 @@ class Ledger:
             else:
                 conn.execute("COMMIT")
 
-    def _begin(self) -> None:
-        """BEGIN IMMEDIATE, retried while another program (not a drover) holds SQLite's lock."""
-        deadline = time.monotonic() + WRITE_WAIT_SECONDS
-        while True:
-            try:
-                self.conn.execute("BEGIN IMMEDIATE")
-                return
-            except sqlite3.OperationalError as exc:
-                if "locked" not in str(exc) and "busy" not in str(exc):
-                    raise
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.05)
-
     def _insert(self, table: str, row: dict[str, Any], *, replace: bool = False) -> int:
         """One row by plain SQL: writes need not import sqlite-utils."""
         columns = ", ".join(f'"{name}"' for name in row)
@@ -310,71 +212,19 @@ class Ledger:
         cursor = self.conn.execute(f'{verb} INTO "{table}" ({columns}) VALUES ({marks})', list(row.values()))
         return cursor.lastrowid or 0
 
-    # the intent journal --------------------------------------------------------------------
-
-    def add_intent(self, command: str, item: str | None, path: Path, text: str, old: str | None) -> int:
-        """Record, inside the caller's transaction, that `path` is to hold `text`."""
-        return self._insert("intents", {
-            "command": command, "item": item, "path": str(path), "text": text,
-            "old_sha256": sha256(old) if old is not None else None, "at": now(),
-        })
-
-    def pending_intents(self) -> list[dict[str, Any]]:
-        return self._rows("SELECT * FROM intents ORDER BY id")
-
-    def finish_intents(self, ids: list[int]) -> None:
-        if not ids:
-            return
-        with self.write():
-            self.conn.executemany("DELETE FROM intents WHERE id = ?", [(i,) for i in ids])
-
-    def recover(self) -> list[str]:
-        """Finish every interrupted write (under the lock): the ledger already counts on it.
-
-        A file edited by hand since the write began is left as it is (the edit wins); `check`
-        then reports any disagreement it leaves.
-        """
-        from .items import write_atomic
-
-        said = []
-        for intent in self.pending_intents():
-            path = Path(intent["path"])
-            try:
-                current = path.read_bytes().decode("utf-8", "surrogateescape")
-            except FileNotFoundError:
-                current = None
-            except OSError:
-                current = ""
-            expected = intent["old_sha256"]
-            ours = current is None if expected is None else current is not None and sha256(current) == expected
-            if current == intent["text"]:
-                line = ""  # the rename happened; only the journal entry was left
-            elif ours and not path.is_symlink():
-                write_atomic(path, intent["text"], tmp=self.staging(path))
-                line = f"finished an interrupted {intent['command']}: {path.name}"
-            else:
-                line = f"an interrupted {intent['command']} left {path.name} as edited since"
-            with self.write():
-                self.conn.execute("DELETE FROM intents WHERE id = ?", (intent["id"],))
-                if line:
-                    said.append(line)
-                    self._insert("events", {"at": now(), "command": "recover", "item": intent["item"],
-                                            "by": "drover", "detail": json.dumps({"said": line})})
-        return said
-
     def _rows(self, sql: str, params: tuple | list = ()) -> list[dict[str, Any]]:
         return [dict(row) for row in self.conn.execute(sql, params)]
 
     # items --------------------------------------------------------------------------------
 
-    def allocate_item(self, prefix: str, floor: int, taken=None) -> str:
+    def allocate_item(self, prefix: str, floor: int, taken: "Callable[[int], bool] | None" = None) -> str:
         """The next item id: above every id ever allocated and `floor`, skipping numbers `taken` says exist."""
         with self.write():
             item_id = self.next_item_id(prefix, floor, taken)
             self._insert("items", {"id": item_id, "number": int(item_id.rsplit("-", 1)[1]), "created_at": now()})
             return item_id
 
-    def next_item_id(self, prefix: str, floor: int, taken=None) -> str:
+    def next_item_id(self, prefix: str, floor: int, taken: "Callable[[int], bool] | None" = None) -> str:
         """The id allocate_item would give now (the same one, while the caller holds the lock)."""
         (highest,) = self.conn.execute("SELECT coalesce(max(number), 0) FROM items").fetchone()
         # ids the ledger met without allocating them (hand-written files that were parked,

@@ -67,11 +67,11 @@ def test_a_hostile_item_is_one_unreadable_item(project, frontmatter, reason):
 
 
 def test_the_pure_python_parser_refuses_the_same_inputs():
-    from drover.items import PURE_LOADER, Unreadable, load_frontmatter
+    from drover.frontmatter import PURE_LOADER, FrontmatterError, load_frontmatter
 
     for source, reason in (("x: " + "[" * 5000 + "]" * 5000, "nested"), (BOMB, "aliases"),
                            ("a: 1\na: 2", "duplicate key"), ("x:\n" + "".join("  " * n + "- \n" for n in range(1, 1200)), "nested")):
-        with pytest.raises(Unreadable) as caught:
+        with pytest.raises(FrontmatterError) as caught:
             load_frontmatter(source, PURE_LOADER)
         assert reason in caught.value.detail
     assert load_frontmatter("id: D-1\ndeps: [D-2]\n", PURE_LOADER) == {"id": "D-1", "deps": ["D-2"]}
@@ -173,7 +173,7 @@ def test_timeout_in_plain_seconds_is_accepted(project):
 def test_libyaml_is_used_when_present_and_both_parsers_agree():
     import yaml
 
-    from drover.items import LOADER, PURE_LOADER, load_frontmatter
+    from drover.frontmatter import LOADER, PURE_LOADER, load_frontmatter
 
     if getattr(yaml, "__with_libyaml__", False):
         assert issubclass(LOADER, yaml.CSafeLoader)
