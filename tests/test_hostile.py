@@ -7,8 +7,7 @@ import subprocess
 
 import pytest
 
-from conftest import ledger_tables
-from test_recovery import BIN, FINDINGS, run
+from helpers import BIN, FINDINGS, ledger_tables, one_line, run
 
 BOMB = "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
     f"{chr(98 + n)}: &{chr(98 + n)} [" + ", ".join([f"*{chr(97 + n)}"] * 10) + "]\n" for n in range(8)
@@ -29,14 +28,6 @@ def state(root):
     ledger = root / ".drover" / "ledger.db"
     rows = {k: v for k, v in ledger_tables(ledger).items() if k != "item_files"} if ledger.exists() else {}
     return files, rows
-
-
-def one_line(done, code: int = 2) -> str:
-    assert done.returncode == code, (done.stdout, done.stderr)
-    assert "Traceback" not in done.stderr
-    lines = done.stderr.splitlines()
-    assert len(lines) == 1 and lines[0].startswith("drover: "), done.stderr
-    return lines[0]
 
 
 def write_item(root, item_id: str, frontmatter: str) -> None:

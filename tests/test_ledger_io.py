@@ -6,9 +6,7 @@ import sqlite3
 
 import pytest
 
-from conftest import git, ledger_tables
-from test_hostile import one_line
-from test_recovery import FINDINGS, run
+from helpers import FINDINGS, git, ledger_tables, one_line, run
 
 
 @pytest.fixture

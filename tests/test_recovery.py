@@ -2,68 +2,14 @@
 checks happen under the lock, and `check` names the repair for any disagreement."""
 from __future__ import annotations
 
-import hashlib
-import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-from conftest import git
-from drover.items import CLEARED_MARKER, demote_headings, read_item
+from helpers import BIN, FINDINGS, assert_agrees, git, run
+from drover.items import CLEARED_MARKER, read_item
 from drover.ledger import Ledger
-
-BIN = Path(sys.executable).parent
-FINDINGS = "## The parser accepts unknown keys\nReject them, naming the key.\n"
-
-
-def run(root: Path, *args: str, stdin: str | None = None, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([str(BIN / "drover"), *args], cwd=root, input=stdin, text=True,
-                          capture_output=True, env={**os.environ, **(env or {})})
-
-
-def leftovers(root: Path) -> list[str]:
-    """Temporary files anywhere drover stages or writes items."""
-    found = [p.name for p in (root / "items").glob(".*")] if (root / "items").is_dir() else []
-    tmp = root / ".drover" / "tmp"
-    found += [p.name for p in tmp.iterdir()] if tmp.is_dir() else []
-    parked = root / ".drover" / "parked"
-    found += [p.name for p in parked.glob(".*")] if parked.is_dir() else []
-    return found
-
-
-def assert_agrees(root: Path) -> dict[str, int]:
-    """Open the ledger as any command does (finishing what a kill left), then compare every item
-    file with the ledger; returns counts of what was seen. Fails on any disagreement."""
-    with Ledger(root / ".drover" / "ledger.db") as ledger:
-        assert ledger.pending_intents() == []
-        allocated = {row["id"] for row in ledger._rows("SELECT id FROM items WHERE number IS NOT NULL")}
-        rounds = {}
-        for row in ledger._rows("SELECT * FROM rounds ORDER BY item, number"):
-            rounds.setdefault(row["item"], []).append(row)
-    assert leftovers(root) == []
-    files = {path.stem: path for path in (root / "items").glob("*.md")}
-    assert set(files) == allocated, "every allocated id has its file and every file its row"
-    seen = {"outstanding": 0, "cleared": 0}
-    for item_id, path in files.items():
-        item = read_item(path, "D")
-        mine = rounds.get(item_id, [])
-        uncleared = [row for row in mine if row["cleared_at"] is None]
-        if item.outstanding:
-            seen["outstanding"] += 1
-            assert uncleared, f"{item_id}: findings in the file, no uncleared round"
-            written = demote_headings(item.changes.strip("\n") + "\n")
-            assert hashlib.sha256(written.encode()).hexdigest() == mine[-1]["digest"], item_id
-        elif item.cleared:
-            seen["cleared"] += 1
-            assert mine and not uncleared, f"{item_id}: a cleared block, an uncleared round"
-            assert f"round {mine[-1]['number']} was discharged" in item.changes
-        else:
-            assert not uncleared, f"{item_id}: no findings in the file, an uncleared round"
-    return seen
-
-
 @pytest.fixture
 def project(repo):
     assert run(repo, "init").returncode == 0

@@ -19,7 +19,7 @@ import pytest
 # Minutes, not seconds: only under `make test-stress` (DROVER_STRESS=1).
 pytestmark = pytest.mark.skipif(not os.environ.get("DROVER_STRESS"), reason="make test-stress runs these")
 
-from test_recovery import BIN, FINDINGS, assert_agrees, git, run
+from helpers import BIN, FINDINGS, assert_agrees, git, run
 
 KILLS = int(os.environ.get("DROVER_STRESS_KILLS", "50"))
 COMMANDS = {

@@ -10,7 +10,7 @@ import pytest
 # Minutes, not seconds: only under `make test-stress` (DROVER_STRESS=1).
 pytestmark = pytest.mark.skipif(not os.environ.get("DROVER_STRESS"), reason="make test-stress runs these")
 
-from test_recovery import BIN, assert_agrees, git, run
+from helpers import BIN, assert_agrees, git, run
 
 PROCESSES = int(os.environ.get("DROVER_STRESS_WRITERS", "16"))
 WRITES = int(os.environ.get("DROVER_STRESS_WRITES", "50"))
