@@ -175,3 +175,15 @@ def test_libyaml_is_used_when_present_and_both_parsers_agree():
     ]
     for source in sources:
         assert load_frontmatter(source, LOADER) == load_frontmatter(source, PURE_LOADER)
+
+
+def test_a_dependency_chain_thousands_long_is_checked_without_recursion():
+    from drover.checks import dependency_cycles
+
+    chain = {f"D-{n}": (f"D-{n - 1}",) if n > 1 else () for n in range(1, 5001)}
+    assert dependency_cycles(chain) == []
+    chain["D-1"] = ("D-5000",)
+    (cycle,) = dependency_cycles(chain)
+    assert len(cycle) == 5001 and cycle[0] == cycle[-1]
+    assert dependency_cycles({"D-1": ("D-2",), "D-2": ("D-1", "D-3"), "D-3": ("D-3",)}) == [
+        ["D-1", "D-2", "D-1"], ["D-3", "D-3"]]
