@@ -27,7 +27,8 @@ from prompt_bench import GIT_ENV, drover_argv, make_project  # noqa: E402
 FINDINGS = "## A finding\nThe parser drops a trailing newline.\n"
 MEASURE_RSS = (
     "import resource, subprocess, sys\n"
-    "subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n"
+    "done = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)\n"
+    "assert done.returncode in (0, 1) and 'Traceback' not in done.stderr, done.stderr[-500:]\n"
     "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n"
 )
 
@@ -58,7 +59,7 @@ def timed(argv: list[str], root: Path, runs: int, stdin: str | None = None, befo
         done = subprocess.run(argv, cwd=root, input=stdin, capture_output=True, text=True, env=env())
         elapsed = (time.perf_counter() - start) * 1000
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        if done.returncode not in (0, 1):
+        if done.returncode not in (0, 1) or "Traceback" in done.stderr:
             raise SystemExit(f"failed ({done.returncode}): {' '.join(argv)}\n{done.stderr}")
         if n:
             times.append(elapsed)
@@ -71,7 +72,7 @@ def timed(argv: list[str], root: Path, runs: int, stdin: str | None = None, befo
 def peak_mb(argv: list[str], root: Path) -> float:
     done = subprocess.run([sys.executable, "-c", MEASURE_RSS, *argv], cwd=root, capture_output=True,
                           text=True, env=env(), check=True)
-    return int(done.stdout.strip()) / 1024
+    return int(done.stdout.strip().splitlines()[-1]) / 1024
 
 
 def touch_all(root: Path) -> None:
