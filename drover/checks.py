@@ -24,10 +24,17 @@ def check_items(project: Project, ledger: Ledger) -> tuple[list[Finding], set[st
         if found.unreadable and found.unreadable != itemfile.SHELVED:
             findings.append(Finding(found.problem))
         for dep in found.deps:
+            # The words are the ones the prompt's Unreadable carries for the same dep (items.py).
             if not pattern.match(dep):
-                findings.append(Finding(f"{found.rel}: {item_id} dep {dep} {itemfile.NOT_AN_ID}"))
-            elif dep not in known:
-                findings.append(Finding(f"{found.rel}: {item_id} dep {dep} does not resolve to an item (no {project.config.items}/{dep}.md)"))
+                findings.append(Finding(f"{found.rel}: {item_id}: dep {dep} {itemfile.NOT_AN_ID}"))
+            elif dep not in entries:
+                # A dep the ledger knows (done, then its file deleted) reads as absent to an agent too.
+                where = "; the ledger knows it" if dep in known else ""
+                findings.append(Finding(f"{found.rel}: {item_id}: dep {dep} {itemfile.MISSING}"
+                                        f" (no {project.config.items}/{dep}.md{where})"))
+            elif entries[dep].unreadable:
+                state = entries[dep].unreadable
+                findings.append(Finding(f"{found.rel}: {item_id}: dep {dep} {state}", error=state != itemfile.SHELVED))
     from .agreement import disagreements
 
     findings.extend(Finding(line) for line in disagreements(project, ledger, entries))
@@ -95,6 +102,9 @@ def check_warnings(project: Project) -> list[Finding]:
         missing = agents.binary_missing(agent)
         if missing:
             findings.append(Finding(f"agent for {slot}: {missing}", error=False))
+        refusal = agents.root_refusal(agent)
+        if refusal:
+            findings.append(Finding(f"agent for {slot}: {refusal}", error=False))
     reason = open_tracker(config.tracker, project.root).probe()
     if reason:
         findings.append(Finding(f"tracker {config.tracker.backend}: {reason}", error=False))

@@ -41,6 +41,16 @@ def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
+def _intents(db: Any) -> None:
+    """Migration 0005_intents (listed in ledger.MIGRATIONS)."""
+    # An item-file write that its ledger rows already count on: committed with those rows before
+    # the file is renamed into place, deleted after; one left behind is finished on the next open.
+    db.execute(
+        "CREATE TABLE IF NOT EXISTS intents (id INTEGER PRIMARY KEY, command TEXT NOT NULL, "
+        "item TEXT, path TEXT NOT NULL, text TEXT NOT NULL, old_sha256 TEXT, at TEXT NOT NULL)"
+    )
+
+
 class Journal:
     """The lock and the journal; Ledger provides the connection, paths and row helpers."""
 

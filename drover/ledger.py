@@ -15,7 +15,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
 from .errors import DroverError
-from .journal import Journal, _nonempty, sha256  # noqa: F401 - sha256: the ledger's API
+from .journal import Journal, _intents, _nonempty, sha256  # noqa: F401 - sha256: the ledger's API
 from .vocabulary import LEVELS  # noqa: F401 - status and review read it from here
 
 if TYPE_CHECKING:
@@ -90,17 +90,16 @@ def _run_pid_start(db: "sqlite_utils.Database") -> None:
     db["runs"].add_column("pid_start", str)
 
 
-def _intents(db: "sqlite_utils.Database") -> None:
-    # An item-file write that its ledger rows already count on: committed with those rows before
-    # the file is renamed into place, deleted after; one left behind is finished on the next open.
-    db.execute(
-        "CREATE TABLE IF NOT EXISTS intents (id INTEGER PRIMARY KEY, command TEXT NOT NULL, "
-        "item TEXT, path TEXT NOT NULL, text TEXT NOT NULL, old_sha256 TEXT, at TEXT NOT NULL)"
-    )
+def _run_usage(db: "sqlite_utils.Database") -> None:
+    # What a run cost, where the agent CLI reports it (drover/usage.py); NULL when unknown.
+    for column, kind in (("model", str), ("input_tokens", int), ("output_tokens", int),
+                         ("cost_usd", float), ("tool_calls", int)):
+        db["runs"].add_column(column, kind)
 
 
 # Named migrations, applied in this order by Ledger._migrate and nowhere else. Append only.
-MIGRATIONS: tuple[tuple[str, Any], ...] = (("0001_initial", _initial), ("0002_run_pid_start", _run_pid_start))
+MIGRATIONS: tuple[tuple[str, Any], ...] = (
+    ("0001_initial", _initial), ("0002_run_pid_start", _run_pid_start), ("0004_run_usage", _run_usage))
 MIGRATIONS += (("0005_intents", _intents),)
 
 
@@ -324,6 +323,16 @@ class Ledger(Journal):
             self.conn.execute(
                 "UPDATE runs SET finished = ?, exit_status = ?, outcome = ? WHERE id = ?",
                 (now(), exit_status, outcome, run_id),
+            )
+
+    def record_usage(self, run_id: str, usage: dict[str, Any]) -> None:
+        """A run's model, tokens in and out, cost and tool calls (see drover/usage.py)."""
+        with self.write():
+            self.conn.execute(
+                "UPDATE runs SET model = ?, input_tokens = ?, output_tokens = ?, cost_usd = ?, tool_calls = ? "
+                "WHERE id = ?",
+                (usage.get("model") or None, usage.get("input_tokens"), usage.get("output_tokens"),
+                 usage.get("cost_usd"), usage.get("tool_calls"), run_id),
             )
 
     def run(self, run_id: str) -> dict[str, Any] | None:
