@@ -81,6 +81,23 @@ def _prefix(value: str) -> str:
     return "" if re.fullmatch(PREFIX_PATTERN, value) else "letters and digits, starting with a letter"
 
 
+def _seconds(value: Any) -> Any:
+    """`timeout = 45` is seconds, as the documentation says."""
+    return f"{value}s" if isinstance(value, int) and not isinstance(value, bool) else value
+
+
+def _items_folder(value: str) -> str:
+    """The items folder lies inside the repository, outside drover's and git's own state."""
+    from pathlib import PurePosixPath
+
+    parts = PurePosixPath(value.strip()).parts if value.strip() else ()
+    if not parts or parts == (".",) or PurePosixPath(value).is_absolute() or ".." in parts:
+        return f"a folder inside the repository, not {value!r}"
+    if parts[0] in (".drover", ".git"):
+        return f"a folder outside {parts[0]}/ (drover's and git's state), not {value!r}"
+    return ""
+
+
 def _at_least_one(value: int) -> str:
     return "" if value >= 1 else "an integer of at least 1"
 
@@ -100,7 +117,7 @@ class AgentConfig:
     command: str = key("agent", "", "argv as shell-like words (never run through a shell); overrides the preset")
     name: str = key("agent", "", "identity recorded as author / auditor; default: the preset name")
     timeout: str = key("agent", "2h", "the agent's whole process group is ended after this long "
-                                            "(2h, 90m, 1h30m, 45s or seconds)", check=_duration)
+                                            "(2h, 90m, 1h30m, 45s or seconds)", check=_duration, convert=_seconds)
     guidance: str = key("agent", "detailed", "how much coaching the built-in prompts carry",
                         choices=GUIDANCE_LEVELS)
     sandboxed: bool = key("agent", False, "true states this machine is a sandbox: the preset then runs unattended "
@@ -140,7 +157,7 @@ class TrackerConfig:
 class Config:
     prefix: str = key("project", "D", "item ids are D-1, D-2, ...: letters and digits, starting with a letter",
                       check=_prefix)
-    items: str = key("project", "items", "the folder holding one Markdown file per item")
+    items: str = key("project", "items", "the folder holding one Markdown file per item", check=_items_folder)
     commit_items: bool = key("project", False, "true: drover commits its own edits to item files")
     agent: AgentConfig = field(default_factory=AgentConfig, metadata={"holds": AgentConfig})
     slot_agents: dict[str, AgentConfig] = field(default_factory=dict)
@@ -297,9 +314,12 @@ def parse_config(data: dict[str, Any]) -> Config:
 def load_config(path: Path) -> Config:
     """Read and validate drover.toml; every problem is a line of one ConfigError naming the key."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_bytes().decode("utf-8")
     except OSError as exc:
         raise ConfigError(f"cannot read: {exc.strerror}", path=CONFIG_FILE) from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"not UTF-8 text ({exc.reason} at byte {exc.start})", path=CONFIG_FILE) from None
+    text = text.removeprefix("\ufeff")
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
