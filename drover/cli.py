@@ -154,10 +154,10 @@ def init() -> None:
 @click.option("-f", "finding", metavar="SRC", default="", help="The item whose review produced this one.")
 def new(title: str, kind: str, deps: tuple[str, ...], finding: str) -> None:
     """Create the next item and print its id first."""
-    from .review import new_item
+    from .outbox import perform
 
     with opened() as (project, ledger):
-        item_id = new_item(project, ledger, title, kind, list(deps), finding)
+        item_id = perform(project, ledger, "new", title=title, kind=kind, deps=list(deps), finding_source=finding)
         click.echo(f"{item_id} {project.relpath(project.item_path(item_id))}")
 
 
@@ -205,11 +205,11 @@ def show(item_id: str, as_json: bool) -> None:
 @click.option("--file", "file", metavar="F", help="Findings file ('-' or absent: standard input).")
 def request_changes(item_id: str, file: str | None) -> None:
     """Replace the item's Changes section with findings and record a round."""
-    from .review import request_changes as act
+    from .outbox import perform
 
     findings = read_text_arg(file)
     with opened() as (project, ledger):
-        echo_outcome(act(project, ledger, item_id, findings))
+        echo_outcome(perform(project, ledger, "request-changes", item_id=item_id, findings=findings))
 
 
 @cli.command(name="close-changes")
@@ -217,10 +217,10 @@ def request_changes(item_id: str, file: str | None) -> None:
 @click.option("--note", default="", help="What discharged the changes.")
 def close_changes(item_id: str, note: str) -> None:
     """Replace the Changes section with a cleared block and mark the round cleared."""
-    from .review import close_changes as act
+    from .outbox import perform
 
     with opened() as (project, ledger):
-        echo_outcome(act(project, ledger, item_id, note))
+        echo_outcome(perform(project, ledger, "close-changes", item_id=item_id, note=note))
 
 
 @cli.command()
@@ -231,10 +231,10 @@ def close_changes(item_id: str, note: str) -> None:
 @click.option("--note", default="", help="Recorded verbatim.")
 def audit(item_id: str, level: str, by: str, note: str) -> None:
     """Record an audit; at reviewed or above it also clears outstanding changes."""
-    from .review import audit as act
+    from .outbox import perform
 
     with opened() as (project, ledger):
-        echo_outcome(act(project, ledger, item_id, level, by, note))
+        echo_outcome(perform(project, ledger, "audit", item_id=item_id, level=level, by=by, note=note))
 
 
 @cli.command()
@@ -245,10 +245,11 @@ def audit(item_id: str, level: str, by: str, note: str) -> None:
 @click.option("--note", default="", help="The comment finish writes, or why the issue stays.")
 def dispose(item_id: str, issue: int, disposition: str, note: str) -> None:
     """Record the reviewer's judgment of an issue the item closes."""
-    from .review import dispose as act
+    from .outbox import perform
 
     with opened() as (project, ledger):
-        echo_outcome(act(project, ledger, item_id, issue, disposition, note))
+        echo_outcome(perform(project, ledger, "dispose", item_id=item_id, issue=issue, disposition=disposition,
+                             note=note))
 
 
 @cli.command()
@@ -256,20 +257,20 @@ def dispose(item_id: str, issue: int, disposition: str, note: str) -> None:
 @click.option("--why", required=True, help="What the operator needs to decide.")
 def park(item_id: str, why: str) -> None:
     """Hand an item to the operator."""
-    from .review import park as act
+    from .outbox import perform
 
     with opened() as (project, ledger):
-        echo_outcome(act(project, ledger, item_id, why))
+        echo_outcome(perform(project, ledger, "park", item_id=item_id, why=why))
 
 
 @cli.command()
 @click.argument("item_id", metavar="ID")
 def unpark(item_id: str) -> None:
     """Take an item back from the operator."""
-    from .review import unpark as act
+    from .outbox import perform
 
     with opened() as (project, ledger):
-        echo_outcome(act(project, ledger, item_id))
+        echo_outcome(perform(project, ledger, "unpark", item_id=item_id))
 
 # --- prompts and templates -----------------------------------------------------------------
 
@@ -366,10 +367,13 @@ def schema(prompts: bool, fields: bool, as_json: bool) -> None:
 
 
 def _launch_command(item_id: str, slot: str, dry_run: bool, explicit: str | None = None) -> None:
+    from .executors import open_executor
     from .runs import describe, execute, prepare
 
     with opened() as (project, ledger):
         launch = prepare(project, ledger, item_id, slot, explicit_template=explicit)
+        # drafts edit the item file in the main checkout, so they always run here
+        runner = open_executor(project, "local" if slot == "draft" else None)
         for warning in launch.warnings:
             click.echo(f"drover: warning: {warning}", err=True)
         if dry_run:
@@ -377,8 +381,14 @@ def _launch_command(item_id: str, slot: str, dry_run: bool, explicit: str | None
             click.echo("--- drover: dry run; nothing was launched or written")
             for line in describe(project, launch):
                 click.echo(line)
+            click.echo(f"executor: {runner.name} ({runner.where()})")
             return
-        result = execute(project, ledger, launch, echo=True)
+        try:
+            result = execute(project, ledger, launch, echo=True, executor=runner)
+        finally:
+            runner.close()
+    for note in result.notes:
+        click.echo(f"drover: {note}", err=True)
     ending = f"exited {result.exit_code}" if result.outcome == "exited" else result.outcome
     click.echo(f"{item_id}: {slot} run {result.run_id} {ending} after {result.elapsed:.1f}s "
                f"(log: {project.relpath(result.log_path)})")
@@ -440,14 +450,19 @@ def finish(item_id: str) -> None:
 @click.argument("item_ids", metavar="[ID]...", nargs=-1)
 @click.option("--jobs", default=1, show_default=True, type=int, help="Items worked at once, each in its own worktree.")
 @click.option("--finish", "finish_items", is_flag=True, help="Finish each approved item (local merge into base).")
-def drive(item_ids: tuple[str, ...], jobs: int, finish_items: bool) -> None:
+@click.option("--executor", type=click.Choice(["local", "ray"]), default=None,
+              help="Where agents run (default: [run] executor).")
+@click.option("--dry-run", is_flag=True, help="Print where each run would go; launch and write nothing.")
+def drive(item_ids: tuple[str, ...], jobs: int, finish_items: bool, executor: str | None, dry_run: bool) -> None:
     """Implement and review ready items (or the ids given) until approved, parked or failed."""
     from .loop import drive as run_drive, summary
     from .project import open_project
 
     project = open_project()
     results = run_drive(project, list(item_ids), jobs=jobs, finish=finish_items,
-                        say=click.echo, echo=sys.stdout.isatty())
+                        say=click.echo, echo=sys.stdout.isatty(), executor=executor, dry_run=dry_run)
+    if dry_run:
+        return
     for line in summary(results):
         click.echo(line)
     sys.exit(0 if all(row.approved for row in results) else 1)

@@ -26,7 +26,8 @@ SCHEMA: dict[str, dict[str, tuple[type, Any]]] = {
         "guidance": (str, "detailed"),
     },
     "prompts": {slot: (str, "") for slot in SLOTS},
-    "run": {"base": (str, "main"), "branch": (str, "drover/{{ Id | lower }}"), "worktree": (bool, True)},
+    "run": {"base": (str, "main"), "branch": (str, "drover/{{ Id | lower }}"), "worktree": (bool, True),
+            "executor": (str, "local")},
     "review": {"max_rounds": (int, 3)},
     "tracker": {
         "backend": (str, "none"),
@@ -34,11 +35,14 @@ SCHEMA: dict[str, dict[str, tuple[type, Any]]] = {
         "follow_up_label": (str, "follow-up"),
         "register": (str, "follow-ups.md"),
     },
+    # [executor.ray]: where `[run] executor = "ray"` sends runs (docs/executors.md).
+    "executor.ray": {"address": (str, "auto"), "num_cpus": (int, 1), "runtime_env": (dict, {})},
 }
+EXECUTORS = ("local", "ray")
 # [verify] is an open table of key -> command string; `default` always exists.
 VERIFY_DEFAULT = {"default": "make test"}
 
-_TYPE_WORDS = {str: "a string", int: "an integer", bool: "true or false"}
+_TYPE_WORDS = {str: "a string", int: "an integer", bool: "true or false", dict: "a table"}
 _DURATION = re.compile(r"^(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$")
 
 
@@ -69,6 +73,13 @@ class TrackerConfig:
 
 
 @dataclass(frozen=True)
+class RayConfig:
+    address: str = "auto"
+    num_cpus: int = 1
+    runtime_env: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class Config:
     prefix: str = "D"
     items: str = "items"
@@ -82,6 +93,8 @@ class Config:
     verify: dict[str, str] = field(default_factory=lambda: dict(VERIFY_DEFAULT))
     max_rounds: int = 3
     tracker: TrackerConfig = field(default_factory=TrackerConfig)
+    executor: str = "local"
+    ray: RayConfig = field(default_factory=RayConfig)
 
     def agent_for(self, slot: str) -> AgentConfig:
         """The agent a slot runs: [agent.<slot>] over [agent]."""
@@ -116,6 +129,7 @@ def _check_value(table: str, key: str, value: Any, shown: str = "") -> Any:
         ("agent", "preset"): PRESETS,
         ("agent", "guidance"): GUIDANCE_LEVELS,
         ("tracker", "backend"): TRACKER_BACKENDS,
+        ("run", "executor"): EXECUTORS,
     }.get((table, key))
     if choices and value not in choices:
         raise ConfigError(f"{where}: expected one of {', '.join(choices)}, not {value!r}")
@@ -124,7 +138,7 @@ def _check_value(table: str, key: str, value: Any, shown: str = "") -> Any:
             parse_duration(value)
         except ValueError:
             raise ConfigError(f"{where}: expected a duration such as 2h, 90m or 45s") from None
-    if (table, key) == ("review", "max_rounds") and value < 1:
+    if (table, key) in (("review", "max_rounds"), ("executor.ray", "num_cpus")) and value < 1:
         raise ConfigError(f"{where}: expected an integer of at least 1")
     if (table, key) == ("project", "prefix") and not re.fullmatch(PREFIX_PATTERN, value):
         raise ConfigError(f"{where}: expected letters and digits, starting with a letter")
@@ -156,7 +170,7 @@ def _suggest(word: str, choices: Iterable[str]) -> str:
 
 def parse_config(data: dict[str, Any]) -> Config:
     """Validate a parsed drover.toml and build the Config."""
-    known = set(SCHEMA) | {"verify"}
+    known = {table for table in SCHEMA if "." not in table} | {"verify", "executor"}
     for table, value in data.items():
         if table in known:
             continue
@@ -184,6 +198,7 @@ def parse_config(data: dict[str, Any]) -> Config:
     run = _read_table("run", data.get("run", {}))
     review = _read_table("review", data.get("review", {}))
     tracker = TrackerConfig(**_read_table("tracker", data.get("tracker", {})))
+    ray = RayConfig(**_read_table("executor.ray", _executor_table(data.get("executor", {})), shown="executor.ray"))
     verify_raw = data.get("verify", {})
     if not isinstance(verify_raw, dict):
         raise ConfigError(f"{CONFIG_FILE}: [verify]: expected a table")
@@ -203,7 +218,18 @@ def parse_config(data: dict[str, Any]) -> Config:
         verify=verify,
         **review,
         tracker=tracker,
+        ray=ray,
     )
+
+
+def _executor_table(raw: Any) -> Any:
+    """[executor.<name>]: one table per executor that has settings; only ray has any."""
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{CONFIG_FILE}: [executor]: expected a table")
+    for name in raw:
+        if name != "ray":
+            raise ConfigError(f"{CONFIG_FILE}: [executor.{name}]: unknown table (expected [executor.ray])")
+    return raw.get("ray", {})
 
 
 def load_config(path: Path) -> Config:

@@ -88,8 +88,14 @@ def _run_pid_start(db: "sqlite_utils.Database") -> None:
     db["runs"].add_column("pid_start", str)
 
 
+def _run_node(db: "sqlite_utils.Database") -> None:
+    # Which machine ran each run (executors), and why a run ended that its exit status cannot say.
+    db["runs"].add_column("node", str)
+    db["runs"].add_column("reason", str)
+
+
 # Named migrations, applied in this order by Ledger._migrate and nowhere else. Append only.
-MIGRATIONS = (("0001_initial", _initial), ("0002_run_pid_start", _run_pid_start))
+MIGRATIONS = (("0001_initial", _initial), ("0002_run_pid_start", _run_pid_start), ("0006_run_node", _run_node))
 
 
 def migrations() -> "sqlite_utils.migrations.Migrations":
@@ -271,6 +277,19 @@ class Ledger:
                 "UPDATE runs SET finished = ?, exit_status = ?, outcome = ? WHERE id = ?",
                 (now(), exit_status, outcome, run_id),
             )
+
+    def set_run_node(self, run_id: str, node: str, reason: str = "") -> None:
+        """Where a run ran, and (for an interrupted one) why it ended."""
+        with self.write():
+            self.conn.execute("UPDATE runs SET node = ?, reason = ? WHERE id = ?", (node, reason, run_id))
+
+    def snapshot(self, dest: Path) -> None:
+        """A consistent copy of the whole ledger in `dest`: what a worker validates against."""
+        copy = sqlite3.connect(str(dest))
+        try:
+            self.conn.backup(copy)
+        finally:
+            copy.close()
 
     def run(self, run_id: str) -> dict[str, Any] | None:
         rows = self._rows("SELECT * FROM runs WHERE id = ?", (run_id,))

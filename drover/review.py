@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,6 +20,16 @@ from .status import not_an_id, require_item
 from .vocabulary import DISPOSITIONS
 
 
+# The run an action is taken for when the coordinator replays a worker's outbox (outbox.py):
+# per thread, because drive replays several items' outboxes at once.
+_acting = threading.local()
+
+
+def acting_run() -> str:
+    """The run an action is taken for: one being replayed from an outbox, else $DROVER_RUN."""
+    return getattr(_acting, "run", "") or os.environ.get("DROVER_RUN", "")
+
+
 @dataclass(frozen=True)
 class Outcome:
     """What an action did, in the words the CLI prints."""
@@ -28,7 +39,7 @@ class Outcome:
 
 def actor(project: Project, ledger: Ledger) -> str:
     """Who is acting: the agent of the run named by $DROVER_RUN, else git's user.name."""
-    run_id = os.environ.get("DROVER_RUN", "")
+    run_id = acting_run()
     if run_id:
         run = ledger.run(run_id)
         if run and run["agent"]:
@@ -86,7 +97,7 @@ def new_item(project: Project, ledger: Ledger, title: str, kind: str, deps: list
 
 def _review_log(ledger: Ledger) -> str:
     """The log of the review run that is acting, when one is."""
-    run_id = os.environ.get("DROVER_RUN", "")
+    run_id = acting_run()
     run = ledger.run(run_id) if run_id else None
     return (run or {}).get("log_path") or ""
 

@@ -12,6 +12,7 @@ import threading
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from . import agents, git
 from . import data as template_data
@@ -24,6 +25,9 @@ from .agents import process_start, run_alive
 from .status import require_item
 
 from .vocabulary import SLOTS as LAUNCH_SLOTS
+
+if TYPE_CHECKING:
+    from .executors import Executor
 
 
 @dataclass(frozen=True)
@@ -62,6 +66,7 @@ class RunResult:
     outcome: str
     elapsed: float
     log_path: Path
+    notes: tuple[str, ...] = ()
 
 
 def new_run_id(item_id: str, slot: str) -> str:
@@ -150,7 +155,7 @@ def _ready_workdir(project: Project, launch: Launch) -> None:
 
 
 def execute(project: Project, ledger: Ledger, launch: Launch, *, echo: bool = True,
-            cancel: threading.Event | None = None) -> RunResult:
+            cancel: threading.Event | None = None, executor: "Executor | None" = None) -> RunResult:
     """Create the branch and worktree, save the prompt, record the run, launch, record the end."""
     if launch.binary_missing:
         raise UsageError(launch.binary_missing)
@@ -168,15 +173,16 @@ def execute(project: Project, ledger: Ledger, launch: Launch, *, echo: bool = Tr
         "prompt_sha256": provenance.prompt_sha256,
     })
     ledger.log_event(launch.slot, launch.item_id, launch.agent.identity, run=launch.run_id)
+    from .executors import open_executor
+
+    runner: Executor = executor or open_executor(project, "local")
     try:
-        result = agents.launch(
-            list(launch.argv), cwd=launch.workdir, env_add=launch.env_add, prompt=launch.prompt,
-            prompt_via=launch.prompt_via, log_path=launch.log_path,
-            timeout=launch.agent.timeout_seconds or None, label=f"{launch.item_id} {launch.slot}",
-            echo=echo, on_start=lambda pid: ledger.set_run_pid(launch.run_id, pid, process_start(pid)), cancel=cancel,
-        )
+        handle = runner.submit(project, ledger, launch, echo=echo,
+                               on_start=lambda pid: ledger.set_run_pid(launch.run_id, pid, process_start(pid)))
+        result = handle.collect(cancel)
     except OSError as exc:
         ledger.finish_run(launch.run_id, None, "failed to start")
         raise UsageError(f"{launch.agent.identity}: could not start {launch.argv[0]}: {exc.strerror}") from None
+    ledger.set_run_node(launch.run_id, result.node, result.reason)
     ledger.finish_run(launch.run_id, result.exit_code, result.outcome)
-    return RunResult(launch.run_id, result.exit_code, result.outcome, result.elapsed, launch.log_path)
+    return RunResult(launch.run_id, result.exit_code, result.outcome, result.elapsed, launch.log_path, result.notes)

@@ -60,6 +60,8 @@ def field_table() -> str:
 
 
 def _toml(value: object) -> str:
+    if isinstance(value, dict):
+        return "{}" if not value else "{ " + ", ".join(f"{k} = {_toml(v)}" for k, v in value.items()) + " }"
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, str):
@@ -71,7 +73,7 @@ def config_table() -> str:
     """Every drover.toml key with its type and default, from config.SCHEMA."""
     from drover import config
 
-    words = {str: "string", int: "integer", bool: "boolean"}
+    words = {str: "string", int: "integer", bool: "boolean", dict: "table"}
     lines = ["| table | key | type | default |", "|---|---|---|---|"]
     for table, keys in config.SCHEMA.items():
         for key, (kind, default) in keys.items():
