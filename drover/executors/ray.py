@@ -92,30 +92,34 @@ class RayHandle:
         return Collected(None, "interrupted", 0.0, node="", reason=reason)
 
     def _bring_home(self, result: dict[str, Any]) -> Collected:
-        launch = self.launch
-        _append(launch.log_path, result["log"])
         if self.echo:
             for line in result["log"].decode("utf-8", errors="replace").splitlines():
-                print(f"[{launch.item_id} {launch.slot} {result['node']}] {line}", flush=True)
-        notes = []
-        if result["bundle"]:
-            problem = take_bundle(launch.workdir, launch.branch, result["bundle"])
-            if problem:
-                notes.append(f"{launch.item_id}: the worker's commits were refused: {problem}")
-        try:
-            entries = outbox.read(result["outbox"])
-        except DroverError as exc:
-            entries = []
-            notes.append(f"{launch.item_id}: the worker's outbox was refused: {exc}")
-        root = self.project.root
-        notes += outbox.replay(self.project, self.ledger, entries, run_id=launch.run_id,
-                               head_of=lambda item: git.rev_parse(root, f"refs/heads/{launch.branch}")
-                               if item == launch.item_id else "")
-        for note in notes:
-            _append(launch.log_path, f"[drover] {note}\n".encode())
-        reason = "" if result["outcome"] == "exited" else result["outcome"]
-        return Collected(result["exit_code"], result["outcome"], result["elapsed"], node=result["node"],
-                         reason=reason, notes=tuple(notes))
+                print(f"[{self.launch.item_id} {self.launch.slot} {result['node']}] {line}", flush=True)
+        return bring_home(self.project, self.ledger, self.launch, result)
+
+
+def bring_home(project: "Project", ledger: "Ledger", launch: "Launch", result: dict[str, Any]) -> Collected:
+    """Take a worker's result: its log, its commits (validated), then its outbox, in that order."""
+    _append(launch.log_path, result["log"])
+    notes = []
+    if result["bundle"]:
+        problem = take_bundle(launch.workdir, launch.branch, result["bundle"])
+        if problem:
+            notes.append(f"{launch.item_id}: the worker's commits were refused: {problem}")
+    try:
+        entries = outbox.read(result["outbox"])
+    except DroverError as exc:
+        entries = []
+        notes.append(f"{launch.item_id}: the worker's outbox was refused: {exc}")
+    root = project.root
+    notes += outbox.replay(project, ledger, entries, run_id=launch.run_id,
+                           head_of=lambda item: git.rev_parse(root, f"refs/heads/{launch.branch}")
+                           if item == launch.item_id else "")
+    for note in notes:
+        _append(launch.log_path, f"[drover] {note}\n".encode())
+    reason = "" if result["outcome"] == "exited" else result["outcome"]
+    return Collected(result["exit_code"], result["outcome"], result["elapsed"], node=result.get("node", ""),
+                     reason=reason, notes=tuple(notes))
 
 
 def take_bundle(workdir: Path, branch: str, data: bytes) -> str:
@@ -149,6 +153,41 @@ def _first_line(text: str) -> str:
     return next((line.strip() for line in text.splitlines() if line.strip()), "")
 
 
+def base_bundle(root: Path, base: str) -> bytes:
+    """The base branch as bundle bytes."""
+    with tempfile.TemporaryDirectory(prefix="drover-bundle-") as tmp:
+        path = Path(tmp) / "base.bundle"
+        git.bundle_create(root, path, f"refs/heads/{base}")
+        return path.read_bytes()
+
+
+def make_payload(project: "Project", ledger: "Ledger", launch: "Launch", base_sha: str) -> dict[str, Any]:
+    """A prepared run as plain data: the run, the item branch's own commits, a ledger copy, the files."""
+    root = project.root
+    with tempfile.TemporaryDirectory(prefix="drover-bundle-") as tmp:
+        item = Path(tmp) / "item.bundle"
+        has = git.bundle_create(root, item, f"refs/heads/{launch.branch}", exclude=base_sha)
+        item_bytes = item.read_bytes() if has else b""
+        snapshot = Path(tmp) / "ledger.db"
+        ledger.snapshot(snapshot)
+        ledger_bytes = snapshot.read_bytes()
+    files = {project.relpath(path): path.read_text(encoding="utf-8")
+             for path in sorted(project.items_dir.glob("*.md"))} if project.items_dir.is_dir() else {}
+    config = root / "drover.toml"
+    if config.exists():
+        files["drover.toml"] = config.read_text(encoding="utf-8")
+    return {
+        "item_id": launch.item_id, "slot": launch.slot, "run_id": launch.run_id,
+        "base": project.config.base, "branch": launch.branch, "item_bundle": item_bytes,
+        "files": files, "ledger": ledger_bytes, "ledger_rel": project.relpath(project.ledger_path),
+        "items_rel": project.config.items,
+        "worktree_rel": project.relpath(launch.worktree) if launch.worktree else "",
+        "prompt_rel": project.relpath(launch.prompt_path), "prompt_file": str(launch.prompt_path),
+        "argv": list(launch.argv), "prompt": launch.prompt, "prompt_via": launch.prompt_via,
+        "timeout": launch.agent.timeout_seconds,
+    }
+
+
 class RayExecutor:
     name = "ray"
 
@@ -180,10 +219,7 @@ class RayExecutor:
         sha = git.rev_parse(root, f"refs/heads/{base}")
         with self._lock:
             if sha not in self._base:
-                with tempfile.TemporaryDirectory(prefix="drover-bundle-") as tmp:
-                    path = Path(tmp) / "base.bundle"
-                    git.bundle_create(root, path, f"refs/heads/{base}")
-                    self._base[sha] = self.ray.put(path.read_bytes())
+                self._base[sha] = self.ray.put(base_bundle(root, base))
             return sha, self._base[sha]
 
     def submit(self, project: "Project", ledger: "Ledger", launch: "Launch", *, echo: bool,
@@ -192,28 +228,7 @@ class RayExecutor:
             self._connect()
         root = project.root
         base_sha, base_ref = self._base_ref(root, project.config.base)
-        with tempfile.TemporaryDirectory(prefix="drover-bundle-") as tmp:
-            item = Path(tmp) / "item.bundle"
-            has = git.bundle_create(root, item, f"refs/heads/{launch.branch}", exclude=base_sha)
-            item_bytes = item.read_bytes() if has else b""
-            snapshot = Path(tmp) / "ledger.db"
-            ledger.snapshot(snapshot)
-            ledger_bytes = snapshot.read_bytes()
-        files = {project.relpath(path): path.read_text(encoding="utf-8")
-                 for path in sorted(project.items_dir.glob("*.md"))} if project.items_dir.is_dir() else {}
-        config = root / "drover.toml"
-        if config.exists():
-            files["drover.toml"] = config.read_text(encoding="utf-8")
-        payload = {
-            "item_id": launch.item_id, "slot": launch.slot, "run_id": launch.run_id,
-            "base": project.config.base, "branch": launch.branch, "item_bundle": item_bytes,
-            "files": files, "ledger": ledger_bytes, "ledger_rel": project.relpath(project.ledger_path),
-            "items_rel": project.config.items,
-            "worktree_rel": project.relpath(launch.worktree) if launch.worktree else "",
-            "prompt_rel": project.relpath(launch.prompt_path), "prompt_file": str(launch.prompt_path),
-            "argv": list(launch.argv), "prompt": launch.prompt, "prompt_via": launch.prompt_via,
-            "timeout": launch.agent.timeout_seconds,
-        }
+        payload = make_payload(project, ledger, launch, base_sha)
         # No retries: a run whose worker died is recorded interrupted, and the next pass resumes it.
         ref = self._task.options(num_cpus=self.settings.num_cpus, max_retries=0).remote(payload, base_ref)
         return RayHandle(self, project, ledger, launch, ref, echo)
