@@ -37,7 +37,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/prompt_bench.py
 
 history: $(STAMP)
-	$(BIN)/python -m drover.templates --record-history
+	$(BIN)/python -m drover.templates.history --record
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info

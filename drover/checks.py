@@ -24,10 +24,17 @@ def check_items(project: Project, ledger: Ledger) -> tuple[list[Finding], set[st
         if found.unreadable and found.unreadable != itemfile.SHELVED:
             findings.append(Finding(found.problem))
         for dep in found.deps:
+            # The words are the ones the prompt's Unreadable carries for the same dep (items.py).
             if not pattern.match(dep):
-                findings.append(Finding(f"{found.rel}: {item_id} dep {dep} {itemfile.NOT_AN_ID}"))
-            elif dep not in known:
-                findings.append(Finding(f"{found.rel}: {item_id} dep {dep} does not resolve to an item (no {project.config.items}/{dep}.md)"))
+                findings.append(Finding(f"{found.rel}: {item_id}: dep {dep} {itemfile.NOT_AN_ID}"))
+            elif dep not in entries:
+                # A dep the ledger knows (done, then its file deleted) reads as absent to an agent too.
+                where = "; the ledger knows it" if dep in known else ""
+                findings.append(Finding(f"{found.rel}: {item_id}: dep {dep} {itemfile.MISSING}"
+                                        f" (no {project.config.items}/{dep}.md{where})"))
+            elif entries[dep].unreadable:
+                state = entries[dep].unreadable
+                findings.append(Finding(f"{found.rel}: {item_id}: dep {dep} {state}", error=state != itemfile.SHELVED))
     for cycle in dependency_cycles({item_id: found.deps for item_id, found in entries.items()}):
         findings.append(Finding(f"dependency cycle: {' -> '.join(cycle)}"))
     return findings, keys

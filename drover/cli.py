@@ -5,12 +5,12 @@ import json
 import sys
 from contextlib import contextmanager
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import click
 
 from .errors import DroverError
-from .vocabulary import DISPOSITIONS, GUIDANCE_LEVELS, LEVELS, TEMPLATE_SLOTS
+from .vocabulary import DISPOSITIONS, GUIDANCE_LEVELS, LEVELS, SLOTS, TEMPLATE_SLOTS
 
 COLOR_CHOICES = click.Choice(["auto", "always", "never"])
 
@@ -297,7 +297,9 @@ def show_prompt(item_id: str, slot: str, *, guidance: str | None = None, explici
         if slot == "branch":
             from .runs import require_valid_branch
 
-            click.echo(require_valid_branch(built.Id, templates.render_branch(built, project.config.branch)))
+            branch = (templates.render_branch(built, templates.branch_source(project.root, explicit), display=explicit)
+                      if explicit is not None else templates.render_branch(built, project.config.branch))
+            click.echo(require_valid_branch(built.Id, branch))
             return
         if diff_guidance:
             dropped = templates.guidance_diff(slot, built, root=project.root, config=project.config)
@@ -313,15 +315,26 @@ def show_prompt(item_id: str, slot: str, *, guidance: str | None = None, explici
 
 
 @cli.command()
-@click.option("--diff", is_flag=True, help="Show how each stale override's default changed.")
+@click.option("--diff", is_flag=True, help="Show how each stale override's default changed, then the other problems.")
+@click.option("--format", "diff_format", type=click.Choice(["words", "unified"]), default="words", show_default=True,
+              help="--diff view: words (coloured on a terminal) or unified (for git apply, delta, diff-so-fancy).")
 @click.option("--color", type=COLOR_CHOICES, default="auto", show_default=True, help="Colour the diff.")
-def check(diff: bool, color: str) -> None:
+@click.option("--update", is_flag=True, help="Upgrade stale overrides by three-way merge (as drover override --update).")
+@click.option("--dry-run", is_flag=True, help="With --update: print the merged blocks, write nothing.")
+def check(diff: bool, diff_format: str, color: str, update: bool, dry_run: bool) -> None:
     """Check items, deps, config and templates; exit 1 when anything is wrong."""
     from . import templates
     from .checks import run_check
 
+    if update or dry_run:
+        _override(update=update, dry_run=dry_run)
     with opened() as (project, ledger):
-        if diff:
+        if diff and diff_format == "unified":
+            patch, notes = templates.diff_unified(project.root, project.config)
+            click.echo(patch, nl=False)
+            for note in notes:
+                click.echo(f"drover: {note}", err=True)
+        elif diff:
             colored = templates.use_color(color, sys.stdout)
             text = templates.diff_stale(project.root, project.config, colored)
             if text:
@@ -329,12 +342,37 @@ def check(diff: bool, color: str) -> None:
                 click.echo(text, nl=not text.endswith("\n"), color=colored)
         findings = run_check(project, ledger)
     errors = [found for found in findings if found.error]
-    if not diff:
-        for found in findings:
-            click.echo(found.message if found.error else f"warning: {found.message}")
-        if not findings:
-            click.echo("no problems found")
+    # With --diff the stale lines are the diff's headers; the other problems still need saying.
+    shown = [found for found in findings if not (diff and found.message.startswith("STALE OVERRIDE "))]
+    out_err = diff and diff_format == "unified"  # keep the patch on stdout clean
+    for found in shown:
+        click.echo(found.message if found.error else f"warning: {found.message}", err=out_err)
+    if not findings and not diff:
+        click.echo("no problems found")
     sys.exit(1 if errors else 0)
+
+
+def _override(slot: str | None = None, block: str | None = None, **options: Any) -> None:
+    from .templates.update import override_command
+
+    with opened() as (project, _ledger):
+        lines, code = override_command(project, slot, block, **options)
+    for line in lines:
+        click.echo(line)
+    sys.exit(code)
+
+
+@cli.command()
+@click.argument("slot", required=False, type=click.Choice(SLOTS))
+@click.argument("block", required=False)
+@click.option("--file", "file", metavar="PATH", help="The override file, when [prompts] names none for the slot yet.")
+@click.option("--addition", is_flag=True, help="Keep the default's lines and add yours after them.")
+@click.option("--update", is_flag=True, help="Upgrade stale overrides by three-way merge.")
+@click.option("--dry-run", is_flag=True, help="With --update: print the merged blocks, write nothing.")
+def override(slot: str | None, block: str | None, file: str | None, addition: bool, update: bool,
+             dry_run: bool) -> None:
+    """Start a block override from today's default (SLOT BLOCK), or --update stale ones by merge."""
+    _override(slot, block, file=file, addition=addition, update=update, dry_run=dry_run)
 
 
 @cli.command()

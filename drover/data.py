@@ -128,7 +128,7 @@ def _every_slot(project: Project, ledger: Ledger, item: Item, deps: list[Dep], r
         "UnreadableDeps": tuple(dep for dep in deps if dep.Unreadable),
         "MergedDeps": tuple(dep for dep in deps if not dep.Unreadable and dep.Done),
         "UnmergedDeps": tuple(dep for dep in deps if not dep.Unreadable and not dep.Done),
-        "Destinations": destinations(item.id),
+        "Destinations": destinations(item.id, config.tracker),
         "VerifyCommand": verify_command(config.verify, item.meta),
         "VerifyCommands": dict(config.verify),
     }
@@ -151,22 +151,32 @@ def verify_command(verify: dict[str, str], meta: dict[str, Any]) -> str:
 
 
 @lru_cache(maxsize=1)
-def _destination_table() -> tuple[dict[str, str], ...]:
+def _destination_table() -> tuple[dict[str, Any], ...]:
     import tomllib
 
     from .resources import read_resource
 
     table = tomllib.loads(read_resource("destinations.toml")).get("destination", [])
-    return tuple({key: str(row[key]) for key in ("token", "where", "found", "do")} for row in table)
+    return tuple(dict(row) for row in table)
 
 
-def destinations(item_id: str) -> tuple[Destination, ...]:
-    """The shipped destinations, `{id}` in each command replaced by the item id."""
-    return tuple(
-        Destination(Token=row["token"], Where=row["where"], Found=row["found"],
-                    Do=row["do"].replace("{id}", item_id))
-        for row in _destination_table()
-    )
+def destinations(item_id: str, tracker: Any = None) -> tuple[Destination, ...]:
+    """The shipped destinations in the configured tracker's words, `{id}` and [tracker] values filled in."""
+    backend = getattr(tracker, "backend", "")
+    values = {"id": item_id, "repo": getattr(tracker, "repo", ""), "label": getattr(tracker, "follow_up_label", ""),
+              "register": getattr(tracker, "register", "")}
+
+    def fill(text: str) -> str:
+        for key, value in values.items():
+            text = text.replace("{" + key + "}", str(value))
+        return text
+
+    rows = []
+    for row in _destination_table():
+        words = {**row, **row.get(backend, {})} if isinstance(row.get(backend), dict) else row
+        rows.append(Destination(Token=str(row["token"]), Where=fill(str(words["where"])),
+                                Found=str(row["found"]), Do=fill(str(words["do"]))))
+    return tuple(rows)
 
 
 def _follow_ups(project: Project, item: Item, dep_entries: dict[str, Any], tracker: Tracker) -> dict[str, Any]:

@@ -1,7 +1,15 @@
-"""Plain-text views of what the core returns: `show` and the drive summary."""
+"""Plain-text views of what the core returns: `show`, the drive summary, the coloured diff."""
 from __future__ import annotations
 
-from typing import Any
+import difflib
+import os
+import re
+from typing import IO, Any
+
+from .errors import UsageError
+
+RED, GREEN, BOLD, FAINT, NORMAL, RESET = "\x1b[31m", "\x1b[32m", "\x1b[1m", "\x1b[2m", "\x1b[22m", "\x1b[0m"
+_WORD = re.compile(r"\w+|\s+|[^\w\s]+")
 
 
 def render_show(shown: dict[str, Any]) -> str:
@@ -62,3 +70,60 @@ def render_show(shown: dict[str, Any]) -> str:
     changes = "cleared" if shown["cleared"] else ("outstanding" if shown["outstanding"] else "none")
     lines.append(f"changes: {changes}")
     return "\n".join(lines)
+
+
+def use_color(option: str, stream: IO[str] | Any) -> bool:
+    """Whether to colour output: never/always as asked; auto honours NO_COLOR, else a terminal."""
+    if option == "never":
+        return False
+    if option == "always":
+        return True
+    if option != "auto":
+        raise UsageError(f"--color: expected auto, always or never, not {option!r}")
+    if os.environ.get("NO_COLOR"):
+        return False
+    if os.environ.get("FORCE_COLOR"):
+        return True
+    isatty = getattr(stream, "isatty", None)
+    return bool(isatty and isatty())
+
+
+def _words(old: str, new: str) -> tuple[str, str]:
+    """Both sides of a rewritten line: changed words bold, the rest faint."""
+    a, b = _WORD.findall(old), _WORD.findall(new)
+    left, right = [], []
+    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        style = FAINT if op == "equal" else BOLD
+        if i2 > i1:
+            left.append(f"{style}{''.join(a[i1:i2])}{NORMAL}")
+        if j2 > j1:
+            right.append(f"{style}{''.join(b[j1:j2])}{NORMAL}")
+    return "".join(left), "".join(right)
+
+
+def _rewritten(old: str, new: str) -> bool:
+    """A line edited in place rather than replaced: most of its characters survive."""
+    return difflib.SequenceMatcher(None, old, new, autojunk=False).ratio() >= 0.5
+
+
+def colour_diff(lines: list[str]) -> list[str]:
+    """Colour '  '/'- '/'+ ' diff lines: removed red, added green, rewritten words bold."""
+    out: list[str] = []
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        nxt = lines[i + 1] if i + 1 < len(lines) else ""
+        if line.startswith("- ") and nxt.startswith("+ ") and _rewritten(line[2:], nxt[2:]):
+            left, right = _words(line[2:], nxt[2:])
+            out.append(f"{RED}- {left}{RESET}")
+            out.append(f"{GREEN}+ {right}{RESET}")
+            i += 2
+            continue
+        if line.startswith("- "):
+            out.append(f"{RED}{line}{RESET}")
+        elif line.startswith("+ "):
+            out.append(f"{GREEN}{line}{RESET}")
+        else:
+            out.append(line)
+        i += 1
+    return out

@@ -101,8 +101,8 @@ def test_check_reports_dependency_problems_and_cycles(project):
     first.write_text(first.read_text().replace("deps: []", "deps: [D-2, D-9, nonsense]"))
     done = invoke("check")
     assert done.exit_code == 1
-    assert "dep nonsense does not resolve to an item id" in done.output
-    assert "dep D-9 does not resolve to an item" in done.output
+    assert "items/D-1.md: D-1: dep nonsense does not resolve to an item id" in done.output
+    assert "items/D-1.md: D-1: dep D-9 has no file (no items/D-9.md)" in done.output
     assert any(line.startswith("dependency cycle: D-1 -> D-2 -> D-1") for line in done.output.splitlines())
 
 

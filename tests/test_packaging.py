@@ -44,7 +44,7 @@ def test_the_installed_wheel_renders_every_slot(tmp_path):
     names = set(zipfile.ZipFile(wheel).namelist())
     for name in SHIPPED:
         assert f"drover/builtin_templates/{name}" in names, name
-    assert "drover/templates.py" in names
+    assert "drover/templates/__init__.py" in names and "drover/templates/history.py" in names
 
     env_dir = tmp_path / "venv"
     venv.EnvBuilder(with_pip=True).create(env_dir)

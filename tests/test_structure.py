@@ -43,6 +43,7 @@ def test_each_closed_set_is_the_vocabulary_one():
         ("dispose", "disposition"): vocabulary.DISPOSITIONS,
         ("prompt", "slot"): vocabulary.TEMPLATE_SLOTS,
         ("prompt", "guidance"): vocabulary.GUIDANCE_LEVELS,
+        ("override", "slot"): vocabulary.SLOTS,
     }
 
 

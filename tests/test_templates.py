@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from jinja2.sandbox import ImmutableSandboxedEnvironment
+
 from drover import templates
 from drover.config import Config, load_config
 from drover.data import FIELD_NAMES, Dep, TemplateData
@@ -62,7 +64,7 @@ def test_one_environment_with_the_house_syntax():
     assert (env.variable_start_string, env.variable_end_string) == ("{{", "}}")
     assert env.trim_blocks and env.lstrip_blocks and env.keep_trailing_newline
     assert env.autoescape is False
-    assert type(env).__name__ == "ImmutableSandboxedEnvironment"
+    assert isinstance(env, ImmutableSandboxedEnvironment)
 
 
 def test_booleans_render_as_true_and_false(repo):
@@ -349,11 +351,16 @@ def test_an_unknown_attribute_on_a_loop_variable_fails(repo):
 
 
 def test_an_error_at_render_time_names_the_file_and_line(repo):
-    config = kickoff(repo, "<% block done %>\n\n- {{ Meta.nokey }}\n<% endblock %>\n")
+    config = kickoff(repo, "<% block done %>\n\n- {{ Deps[0].Id }}\n<% endblock %>\n")
     with pytest.raises(TemplateError) as caught:
         render(repo, config)
     assert str(caught.value).startswith(f"{KICKOFF}:3: ")
-    assert "nokey" in str(caught.value)
+    assert "no element 0" in str(caught.value)
+
+
+def test_a_missing_map_key_renders_empty(repo):
+    config = kickoff(repo, "<% block done %>\n- [{{ Meta.nokey }}][{{ VerifyCommands['nokey'] }}]\n<% endblock %>\n")
+    assert "\n- [][]\n" in render(repo, config).text
 
 
 def test_a_parse_error_names_the_file_and_line(repo):
@@ -436,7 +443,7 @@ def _old_default(monkeypatch, tmp_path) -> tuple[str, str, list[str]]:
     old = "\n".join([today_lines[0] + " OLD TAIL", *today_lines[1:], "- A removed bullet."])
     history = tmp_path / "history.json"
     history.write_text(json.dumps({"implement/scope": {templates.base_hash(old): old}}))
-    monkeypatch.setattr(templates, "history_path", lambda: history)
+    monkeypatch.setattr(templates.history, "history_path", lambda: history)
     return templates.base_hash(old), scope_hash(), today_lines
 
 
@@ -532,8 +539,10 @@ def test_record_history_adds_todays_defaults_and_keeps_old_ones(tmp_path):
 
 
 def test_record_history_is_a_module_command():
-    result = subprocess.run([sys.executable, "-m", "drover.templates"], capture_output=True, text=True)
-    assert result.returncode == 2 and "--record-history" in result.stderr
+    result = subprocess.run([sys.executable, "-m", "drover.templates.history"], capture_output=True, text=True)
+    assert result.returncode == 2 and "--record" in result.stderr
+    checked = subprocess.run([sys.executable, "-m", "drover.templates.history", "--check"], capture_output=True, text=True)
+    assert checked.returncode == 0, checked.stdout
 
 
 # ---------------------------------------------------------------------------- guidance diff

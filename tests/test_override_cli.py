@@ -1,0 +1,427 @@
+"""The override lifecycle through the command line: write, upgrade by merge, diff, syntax help."""
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from drover import templates
+from drover.cli import cli
+from drover.resources import builtin_dir
+
+OLD_SCOPE = "2c3ce7b7956f"  # the first shipped implement/scope default, kept in history.json
+KICKOFF = "docs-internal/kickoff.tmpl"
+
+
+def invoke(*args: str, env: dict | None = None):
+    return CliRunner().invoke(cli, list(args), env=env, catch_exceptions=False)
+
+
+@pytest.fixture
+def project(repo):
+    assert invoke("init").exit_code == 0
+    assert invoke("new", "A thing").exit_code == 0
+    return repo
+
+
+def use_override(root: Path, text: str, slot: str = "implement") -> Path:
+    path = root / KICKOFF
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(text)
+    config = root / "drover.toml"
+    config.write_text(config.read_text().replace(f'{slot} = ""', f'{slot} = "{KICKOFF}"', 1))
+    return path
+
+
+def old_scope_lines() -> list[str]:
+    return templates.load_history()["implement/scope"][OLD_SCOPE].splitlines()
+
+
+def scope_block(base: str, lines: list[str]) -> str:
+    return "<% block scope %>\n<# drover-base: " + base + " #>\n" + "\n".join(lines) + "\n<% endblock %>\n"
+
+
+def errors_of(result) -> list[str]:
+    return [line for line in result.output.splitlines() if not line.startswith("warning:")]
+
+
+# ---------------------------------------------------------------------------- drover override SLOT BLOCK
+
+
+def test_override_writes_the_default_with_its_hash_and_the_prompts_key(project):
+    before = invoke("prompt", "D-1", "--slot", "implement").output
+    result = invoke("override", "implement", "scope")
+    assert result.exit_code == 0, result.output
+    today = templates.default_hash("implement", "scope")
+    assert result.output.splitlines() == [
+        f"wrote today's default (base {today}) of implement/scope to prompts/implement.tmpl",
+        'added [prompts] implement = "prompts/implement.tmpl" to drover.toml',
+    ]
+    written = (project / "prompts" / "implement.tmpl").read_text()
+    assert f"<# drover-base: {today} #>" in written
+    assert templates.builtin_blocks("implement")["scope"].strip() in written
+    assert 'implement = "prompts/implement.tmpl"' in (project / "drover.toml").read_text()
+    assert invoke("check").exit_code == 0
+    assert invoke("prompt", "D-1", "--slot", "implement").output == before
+
+
+def test_override_keeps_other_blocks_and_writes_additions(project):
+    before = invoke("prompt", "D-1", "--slot", "implement").output
+    assert invoke("override", "implement", "scope").exit_code == 0
+    added = invoke("override", "implement", "done")
+    assert added.output.splitlines() == ["wrote an addition for implement/done to prompts/implement.tmpl"]
+    extra = invoke("override", "implement", "scope", "--file", "other.tmpl")
+    assert extra.exit_code == 1 and "already prompts/implement.tmpl" in extra.output
+    again = invoke("override", "implement", "scope")
+    assert again.exit_code == 1 and "already overrides implement/scope" in again.output
+    text = (project / "prompts" / "implement.tmpl").read_text()
+    assert [b.name for b in templates.find_blocks(text)] == ["scope", "done"]
+    assert invoke("check").exit_code == 0
+    assert invoke("prompt", "D-1", "--slot", "implement").output == before
+
+
+def test_override_addition_keeps_the_default_lines_and_is_never_stale(project):
+    before = invoke("prompt", "D-1", "--slot", "review").output
+    result = invoke("override", "review", "verify", "--addition", "--file", "review.tmpl")
+    assert result.exit_code == 0, result.output
+    path = project / "review.tmpl"
+    assert "{{ super() -}}" in path.read_text() and "drover-base" not in path.read_text()
+    assert invoke("prompt", "D-1", "--slot", "review").output == before
+    path.write_text(path.read_text().replace("<% endblock %>", "- Run the linter too.\n<% endblock %>"))
+    after = invoke("prompt", "D-1", "--slot", "review").output
+    default_last = templates.builtin_blocks("review")["verify"].strip().splitlines()[-1]
+    assert f"{default_last}\n- Run the linter too.\n" in after
+    assert invoke("check").exit_code == 0
+
+
+def test_override_names_an_unknown_block(project):
+    result = invoke("override", "implement", "scop")
+    assert result.exit_code == 2
+    assert "no block scop in the implement template (did you mean scope?)" in result.output
+
+
+def test_override_refuses_a_whole_template_file(project):
+    use_override(project, "My own prompt for {{ Id }}.\n")
+    result = invoke("override", "implement", "done")
+    assert result.exit_code == 1 and "replaces the whole implement template" in result.output
+
+
+# ---------------------------------------------------------------------------- --update
+
+
+def test_update_merges_cleanly_and_records_todays_hash(project):
+    lines = old_scope_lines()
+    ours = [lines[0].replace("requirements.", "requirements, and nothing else."), *lines[1:]]
+    assert ours != lines
+    path = use_override(project, "<# the project's rule #>\n" + scope_block(OLD_SCOPE, ours))
+    dry = invoke("check", "--update", "--dry-run")
+    assert dry.exit_code == 0 and "==> implement/scope in " + KICKOFF in dry.output
+    assert dry.output.startswith(f"would merge implement/scope in {KICKOFF}")
+    assert OLD_SCOPE in path.read_text()
+    result = invoke("override", "--update")
+    today = templates.default_hash("implement", "scope")
+    assert result.exit_code == 0, result.output
+    assert result.output.splitlines() == [f"merged implement/scope in {KICKOFF} (base {OLD_SCOPE} -> {today})"]
+    text = path.read_text()
+    assert text.startswith("<# the project's rule #>\n")
+    body = templates.find_blocks(text)[0].source
+    assert f"<# drover-base: {today} #>" in body
+    assert ours[0] in body
+    for line in templates.builtin_blocks("implement")["scope"].strip().splitlines()[1:]:
+        assert line in body
+    assert invoke("check").exit_code == 0
+
+
+def test_update_conflict_writes_markers_keeps_the_hash_and_exits_1(project):
+    lines = old_scope_lines()
+    ours = [*lines[:-1], lines[-1] + " Name the test that covers it."]
+    path = use_override(project, scope_block(OLD_SCOPE, ours))
+    result = invoke("check", "--update")
+    today = templates.default_hash("implement", "scope")
+    assert result.exit_code == 1
+    assert result.output.splitlines() == [
+        f"CONFLICT implement/scope in {KICKOFF}: resolve the marked lines, then set drover-base: {today}"]
+    text = path.read_text()
+    assert f"drover-base: {OLD_SCOPE}" in text
+    assert "\n<<<<<<< your implement/scope" in text and "\n=======\n" in text and "\n>>>>>>> drover's default" in text
+    checked = invoke("check")
+    assert checked.exit_code == 1
+    assert any("unresolved merge conflict marker" in line for line in checked.output.splitlines())
+    again = invoke("override", "--update")  # never merges a merge: the markers stay as they are
+    assert again.exit_code == 1 and "still holds the markers of an earlier merge" in again.output
+    assert path.read_text() == text
+    # Resolving: keep both, record today's hash; check is clean.
+    start, end = text.index("<<<<<<<"), text.index(">>>>>>>")
+    end = text.index("\n", end) + 1
+    resolved = ours[-1] + "\n" + "\n".join(templates.builtin_blocks("implement")["scope"].strip().splitlines()[3:]) + "\n"
+    path.write_text(text[:start] + resolved + text[end:])
+    path.write_text(path.read_text().replace(OLD_SCOPE, today))
+    assert invoke("check").exit_code == 0
+
+
+def test_update_reports_an_unknown_base_and_changes_nothing(project):
+    text = scope_block("0123456789ab", ["- Our own rule."])
+    path = use_override(project, text)
+    result = invoke("override", "--update")
+    assert result.exit_code == 1
+    assert result.output.startswith("UNKNOWN BASE implement/scope in docs-internal/kickoff.tmpl: its base 0123456789ab")
+    assert path.read_text() == text
+
+
+def test_update_refuses_a_whole_template_with_the_reason(project):
+    use_override(project, "My own prompt for {{ Id }}.\n")
+    result = invoke("override", "--update")
+    assert result.exit_code == 1
+    assert "WHOLE TEMPLATE implement in docs-internal/kickoff.tmpl: refused, a whole-template override has no blocks" \
+        in result.output
+
+
+def test_an_override_edited_after_the_merge_keeps_its_edit(project):
+    lines = old_scope_lines()
+    ours = [lines[0].replace("requirements.", "requirements, and nothing else."), *lines[1:]]
+    path = use_override(project, scope_block(OLD_SCOPE, ours))
+    assert invoke("override", "--update").exit_code == 0
+    edited = path.read_text().replace("<% endblock %>", "- Our later rule.\n<% endblock %>")
+    path.write_text(edited)
+    assert invoke("check").exit_code == 0
+    again = invoke("override", "--update")
+    assert again.exit_code == 0 and again.output == "every override is up to date\n"
+    assert path.read_text() == edited
+    assert "- Our later rule.\n" in invoke("prompt", "D-1", "--slot", "implement").output
+
+
+# ---------------------------------------------------------------------------- check --diff
+
+
+def test_unified_diff_applies_with_git(project, tmp_path):
+    use_override(project, scope_block(OLD_SCOPE, ["- Our own rule."]))
+    result = CliRunner().invoke(cli, ["check", "--diff", "--format", "unified"], catch_exceptions=False)
+    assert result.exit_code == 1
+    patch = result.stdout
+    assert patch.startswith("--- a/implement.tmpl#scope\t") and "\n+++ b/implement.tmpl#scope\t" in patch
+    assert "\n@@ -1," in patch
+    assert "STALE OVERRIDE" not in patch
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    subprocess.run(["git", "init", "-q"], cwd=scratch, check=True)
+    (scratch / "implement.tmpl#scope").write_text(templates.load_history()["implement/scope"][OLD_SCOPE] + "\n")
+    (scratch / "change.patch").write_text(patch)
+    subprocess.run(["git", "apply", "--check", "change.patch"], cwd=scratch, check=True)
+    subprocess.run(["git", "apply", "change.patch"], cwd=scratch, check=True)
+    assert (scratch / "implement.tmpl#scope").read_text() == templates.builtin_blocks("implement")["scope"].strip() + "\n"
+
+
+def test_diff_prints_the_other_problems_too(project):
+    use_override(project, "My own prompt for {{ Id }}.\n")
+    result = invoke("check", "--diff")
+    assert result.exit_code == 1
+    assert "WHOLE TEMPLATE implement in docs-internal/kickoff.tmpl" in result.output.splitlines()
+    (project / "items" / "D-2.md").write_text("---\nid: D-2\ntitle: [unclosed\n---\n")
+    result = invoke("check", "--diff")
+    assert any(line.startswith("items/D-2.md") for line in result.output.splitlines())
+
+
+# ---------------------------------------------------------------------------- the shipped history
+
+
+def test_history_holds_the_text_of_every_shipped_default():
+    root = Path(builtin_dir())
+    history = templates.load_history()
+    assert templates.missing_history() == []
+    for key, texts in history.items():
+        for digest, text in texts.items():
+            assert text.strip() and templates.base_hash(text) == digest, key
+    repo = root.parent
+    if not (repo / ".git").exists():
+        pytest.skip("not a source checkout: no git history to compare with")
+    commits = subprocess.run(["git", "log", "--format=%H", "--", "builtin_templates/"], cwd=repo,
+                             capture_output=True, text=True, check=True).stdout.split()
+    for commit in commits:
+        for slot in templates.SLOTS:
+            shown = subprocess.run(["git", "show", f"{commit}:builtin_templates/{slot}.tmpl"], cwd=repo,
+                                   capture_output=True, text=True, check=False)
+            if shown.returncode:
+                continue
+            for block in templates.find_blocks(shown.stdout):
+                if block.source.strip():
+                    assert templates.base_hash(block.source) in history[f"{slot}/{block.name}"], (commit, block.name)
+
+
+def test_schema_prompts_and_the_history_agree(project):
+    schema = json.loads(invoke("schema", "--prompts").output)
+    history = templates.load_history()
+    for entry in schema:
+        if entry["addition"]:
+            continue
+        assert history[f"{entry['slot']}/{entry['block']}"][entry["hash"]] == entry["default"]
+
+
+# ---------------------------------------------------------------------------- the syntax forgives
+
+
+def test_go_template_syntax_is_refused_with_the_drover_form(project):
+    use_override(project, '{{define "done"}}\n- A rule.\n{{end}}\n')
+    result = invoke("check")
+    assert result.exit_code == 1
+    assert (f"{KICKOFF}:1: drover blocks are written <% block done %> ... <% endblock %> "
+            "(this looks like Go template syntax)") in result.output.splitlines()
+    prompt = invoke("prompt", "D-1", "--slot", "implement")
+    assert prompt.exit_code == 2 and "(this looks like Go template syntax)" in prompt.output
+    use_override(project, "<% block done %>\n- {{ .Title }}\n<% endblock %>\n")
+    assert "drover fields are written {{ Title }} (no leading dot)" in invoke("check").output
+
+
+def test_a_block_is_whole_lines_even_written_inline(project):
+    use_override(project, "<% block done %>- Regenerate the client.<% endblock %>\n")
+    out = invoke("prompt", "D-1", "--slot", "implement").output
+    assert "\n- Regenerate the client.\n- `" in out or "\n- Regenerate the client.\n" in out
+    assert "client.- " not in out and "client.\n\n" not in out
+    result = invoke("check")
+    assert result.exit_code == 0
+    assert any(line.startswith(f"warning: {KICKOFF}:1: block done: its last line has no newline")
+               for line in result.output.splitlines())
+
+
+def test_functions_work_like_filters_and_are_suggested(project):
+    use_override(project, "<% block done %>\n- {{ lower(Title) }} {{ upper(Id) }} {{ join(['a', 'b'], '+') }} [{{ trim('  x ') }}]\n<% endblock %>\n")
+    out = invoke("prompt", "D-1", "--slot", "implement").output
+    assert "\n- a thing D-1 a+b [x]\n" in out
+    use_override(project, "<% block done %>\n- {{ lowr(Title) }}\n<% endblock %>\n")
+    result = invoke("check")
+    assert "unknown field lowr (did you mean lower?)" in result.output
+    assert "functions: lower, upper, join, trim" in result.output
+
+
+def test_a_missing_map_key_renders_empty_and_check_warns(project):
+    use_override(project, '<% block done %>\n- [{{ Meta["team"] }}] [{{ VerifyCommands["migration"] }}]\n<% endblock %>\n')
+    out = invoke("prompt", "D-1", "--slot", "implement").output
+    assert "\n- [] []\n" in out
+    result = invoke("check")
+    assert result.exit_code == 0
+    lines = result.output.splitlines()
+    assert f'warning: {KICKOFF}:2: Meta["team"] names a frontmatter key no item uses (it renders empty)' in lines
+    assert f'warning: {KICKOFF}:2: VerifyCommands["migration"] names no [verify] entry (it renders empty)' in lines
+
+
+def test_prompt_branch_renders_the_template_given(project):
+    result = invoke("prompt", "D-1", "--slot", "branch", "--template", "work/{{ lower(Id) }}")
+    assert result.exit_code == 0 and result.output == "work/d-1\n"
+    bad = invoke("prompt", "D-1", "--slot", "branch", "--template", "a..b/{{ Id }}")
+    assert bad.exit_code == 2 and "not a valid git branch name" in bad.output
+
+
+def test_check_finds_a_branch_template_that_renders_an_invalid_name(project):
+    config = project / "drover.toml"
+    text = config.read_text()
+    assert "\nbranch = " in text
+    lines = [('branch = "a..b/{{ Id }}"' if line.startswith("branch = ") else line) for line in text.splitlines()]
+    config.write_text("\n".join(lines) + "\n")
+    result = invoke("check")
+    assert result.exit_code == 1
+    assert "drover.toml: [run] branch: renders 'a..b/D-1' for a sample item, which is not a valid git branch name" \
+        in result.output
+
+
+# ---------------------------------------------------------------------------- render limits
+
+
+@pytest.mark.parametrize("expression", [
+    "{{ 'x' * 10**10 }}",
+    "{{ '%*d' % (10**9, 1) }}",
+    "{{ '%0999999999d' % 1 }}",
+    "{{ 'x' | indent(10**10) }}",
+    "{{ 'x' | center(10**10) }}",
+    "{{ 'x'.ljust(10**10) }}",
+    "{{ '{:>99999999999}'.format(1) }}",
+    "{{ 2 ** (10 ** 10) }}",
+    "<% set ns = namespace(s='x' * 1000) %><% for i in range(40) %><% set ns.s = ns.s ~ ns.s %><% endfor %>",
+    "<% macro f(n) %>{{ f(n + 1) }}<% endmacro %>{{ f(0) }}",
+    "<% for i in range(100000) %><% for j in range(100000) %>{{ '' }}<% endfor %><% endfor %>",
+])
+def test_a_template_cannot_exhaust_the_machine(project, expression):
+    use_override(project, f"<% block done %>\n- {expression}\n<% endblock %>\n")
+    result = invoke("prompt", "D-1", "--slot", "implement")
+    assert result.exit_code == 2
+    lines = result.output.splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"drover: {KICKOFF}") and "template failed" in lines[0], lines
+    checked = invoke("check")
+    assert checked.exit_code == 1 and any("template failed" in line for line in checked.output.splitlines())
+
+
+def test_big_numbers_that_build_nothing_big_still_render(project):
+    use_override(project, "<% block done %>\n- {{ '%d' % 10**12 }} {{ 10**20 }} {{ '%5d' % 7 }}\n<% endblock %>\n")
+    out = invoke("prompt", "D-1", "--slot", "implement").output
+    assert "\n- 1000000000000 100000000000000000000     7\n" in out
+
+
+def test_check_finds_sandbox_violations_and_runtime_errors(project):
+    use_override(project, "<% block done %>\n- {{ Title.__class__ }} {{ Deps[0].Id }}\n<% endblock %>\n")
+    result = invoke("check")
+    assert result.exit_code == 1
+    assert any(line.startswith(f"{KICKOFF}:2: ") for line in result.output.splitlines())
+
+
+# ---------------------------------------------------------------------------- destination words
+
+
+@pytest.mark.parametrize("tracker, expected, absent", [
+    ('backend = "none"', "write it under a heading `Follow-ups` in your final report", "file an issue"),
+    ('backend = "file"\nregister = "notes/follow-ups.md"', "add a row `- D-1: HEADLINE` to notes/follow-ups.md",
+     "file an issue"),
+    ('backend = "github"\nrepo = "acme/widgets"\nfollow_up_label = "later"',
+     "file an issue on acme/widgets labelled `later`", "final report (this project"),
+])
+def test_follow_up_destination_speaks_the_configured_tracker(project, tracker, expected, absent):
+    config = project / "drover.toml"
+    text = config.read_text()
+    start = text.index("[tracker]")
+    end = text.find("\n[", start + 1)
+    config.write_text(text[:start] + "[tracker]\n" + tracker + "\n" + (text[end:] if end != -1 else ""))
+    out = " ".join(invoke("prompt", "D-1", "--slot", "implement").output.split())
+    assert expected in out
+    assert absent not in out
+
+
+# ---------------------------------------------------------------------------- vanished deps
+
+
+def test_check_reports_a_vanished_dep_in_the_prompts_words(project):
+    assert invoke("new", "Second", "--dep", "D-1").exit_code == 0
+    (project / "items" / "D-1.md").unlink()
+    result = invoke("check")
+    assert result.exit_code == 1
+    assert any(line.startswith("items/D-2.md: D-2: dep D-1 has no file (no items/D-1.md")
+               for line in result.output.splitlines()), result.output
+    prompt = invoke("prompt", "D-2", "--slot", "implement").output
+    assert "- D-1 (items/D-1.md): has no file" in prompt
+    second = project / "items" / "D-2.md"
+    second.write_text(second.read_text().replace("deps: [D-1]", "deps: [D-1, D-5]"))
+    result = invoke("check")
+    assert "items/D-2.md: D-2: dep D-5 has no file (no items/D-5.md)" in result.output.splitlines()
+
+
+@pytest.mark.parametrize("args, message", [
+    (["override"], "say which block: drover override SLOT BLOCK"),
+    (["override", "implement", "scope", "--update"], "--update takes no SLOT"),
+    (["override", "implement", "scope", "--dry-run"], "--dry-run goes with --update"),
+    (["check", "--dry-run"], "--dry-run goes with --update"),
+])
+def test_override_usage_errors_are_one_line_exit_2(project, args, message):
+    result = invoke(*args)
+    assert result.exit_code == 2 and message in result.output and len(result.output.splitlines()) == 1
+
+
+def test_override_adds_the_prompts_table_when_drover_toml_has_none(project):
+    config = project / "drover.toml"
+    text = config.read_text()
+    start = text.index("[prompts]")
+    end = text.find("\n[", start + 1)
+    config.write_text(text[:start] + (text[end + 1:] if end != -1 else ""))
+    assert "[prompts]" not in config.read_text()
+    result = invoke("override", "draft", "requirements", "--file", "docs/draft.tmpl")
+    assert result.exit_code == 0, result.output
+    assert config.read_text().endswith('\n[prompts]\ndraft = "docs/draft.tmpl"\n')
+    assert invoke("check").exit_code == 0
