@@ -133,3 +133,28 @@ def test_drive_dry_run_says_where_each_run_would_go(project):
     assert "  D-1: implement and review would run on this machine" in done.stdout
     assert "  D-2: implement and review would run on this machine" in done.stdout
     assert not (project / ".drover" / "runs").exists()
+
+
+@pytest.mark.parametrize("toml, said", [
+    ({"run": {"executor": "k8s"}}, "[run] executor: expected one of local, ray, not 'k8s'"),
+    ({"executor": {"k8s": {}}}, "[executor.k8s]: unknown table (expected [executor.ray])"),
+    ({"executor": {"ray": {"num_cpus": 0}}}, "[executor.ray] num_cpus: expected an integer of at least 1"),
+    ({"executor": {"ray": {"runtime_env": "pip"}}}, "[executor.ray] runtime_env: expected a table"),
+    ({"executor": {"ray": {"adress": "auto"}}}, "[executor.ray] adress: unknown key (did you mean address?)"),
+])
+def test_executor_settings_are_checked(toml, said):
+    from drover.config import parse_config
+    from drover.errors import ConfigError
+
+    with pytest.raises(ConfigError) as raised:
+        parse_config(toml)
+    assert str(raised.value).endswith(said)
+
+
+def test_executor_settings_are_read():
+    from drover.config import RayConfig, parse_config
+
+    config = parse_config({"run": {"executor": "ray"}, "executor": {"ray": {
+        "address": "ray://head:10001", "num_cpus": 4, "runtime_env": {"pip": ["drover[ray]"]}}}})
+    assert config.executor == "ray"
+    assert config.ray == RayConfig("ray://head:10001", 4, {"pip": ["drover[ray]"]})
