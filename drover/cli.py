@@ -422,6 +422,7 @@ def _launch_command(item_id: str, slot: str, dry_run: bool, explicit: str | None
             click.echo(f"executor: {runner.name} ({runner.where()})")
             return
         try:
+            runner.start()
             result = execute(project, ledger, launch, echo=True, executor=runner)
         finally:
             runner.close()

@@ -163,6 +163,8 @@ def drive(project: Project, ids: list[str], *, jobs: int = 1, finish: bool = Fal
         say("--- drover: dry run; nothing was launched or written")
         return []
     try:
+        if queue:
+            runner.start()
         return _drive_queue(project, queue, explicit, jobs=jobs, finish=finish, say=say, echo=echo, runner=runner)
     finally:
         runner.close()

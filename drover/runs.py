@@ -18,7 +18,7 @@ from . import agents, git
 from . import data as template_data
 from . import templates
 from .config import AgentConfig
-from .errors import Refused, TemplateError, UsageError
+from .errors import DroverError, Refused, TemplateError, UsageError
 from .ledger import Ledger
 from .project import Project
 from .agents import process_start, run_alive
@@ -180,6 +180,9 @@ def execute(project: Project, ledger: Ledger, launch: Launch, *, echo: bool = Tr
         handle = runner.submit(project, ledger, launch, echo=echo,
                                on_start=lambda pid: ledger.set_run_pid(launch.run_id, pid, process_start(pid)))
         result = handle.collect(cancel)
+    except DroverError:
+        ledger.finish_run(launch.run_id, None, "failed to start")
+        raise
     except OSError as exc:
         ledger.finish_run(launch.run_id, None, "failed to start")
         raise UsageError(f"{launch.agent.identity}: could not start {launch.argv[0]}: {exc.strerror}") from None

@@ -57,6 +57,10 @@ class Executor(Protocol):
         """Start the run's agent. Raises OSError when the program cannot be started."""
         ...
 
+    def start(self) -> None:
+        """Get ready before the first run (connect to a cluster); a failure is one UsageError line."""
+        ...
+
     def where(self) -> str:
         """Where a run would go, for --dry-run."""
         ...

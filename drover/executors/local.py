@@ -61,6 +61,9 @@ class LocalExecutor:
                on_start: Callable[[int], None]) -> LocalHandle:
         return LocalHandle(launch, echo, on_start)
 
+    def start(self) -> None:
+        pass
+
     def where(self) -> str:
         return "this machine"
 

@@ -203,14 +203,18 @@ class RayExecutor:
         return (f"the Ray cluster at {self.settings.address} ({self.settings.num_cpus} CPU per run; "
                 "Ray picks the node)")
 
+    def start(self) -> None:
+        with self._lock:
+            self._connect()
+
     def _connect(self) -> None:
         ray = self.ray
-        if ray.is_initialized():
+        if self._task is not None:
             return
         try:
             ray.init(address=self.settings.address, runtime_env=self.settings.runtime_env or None,
-                     log_to_driver=False, logging_level="ERROR", configure_logging=False)
-        except (ConnectionError, RuntimeError, ValueError) as exc:
+                     log_to_driver=False, logging_level="ERROR", configure_logging=False, ignore_reinit_error=True)
+        except (ConnectionError, RuntimeError, ValueError, TimeoutError) as exc:
             raise UsageError(f"no Ray cluster at {self.settings.address}: {_first_line(str(exc))}") from None
         self._task = ray.remote(_on_worker)
 
@@ -224,8 +228,7 @@ class RayExecutor:
 
     def submit(self, project: "Project", ledger: "Ledger", launch: "Launch", *, echo: bool,
                on_start: Callable[[int], None]) -> RayHandle:
-        with self._lock:
-            self._connect()
+        self.start()
         root = project.root
         base_sha, base_ref = self._base_ref(root, project.config.base)
         payload = make_payload(project, ledger, launch, base_sha)
