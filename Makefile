@@ -3,7 +3,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test demo bench venv history clean docs lint
+.PHONY: test demo bench venv history clean docs lint e2e
 
 venv: $(STAMP)
 
@@ -29,6 +29,29 @@ lint: $(STAMP)
 	$(COG) --check $(DOCS_GENERATED)
 	$(BIN)/ruff check drover tests tools benchmarks
 	$(BIN)/mypy
+
+# The real agent CLIs, pinned, installed once into a cache outside the repository (docs/agents.md).
+# claude and codex run the whole loop; gemini and opencode get their --help checked.
+CLAUDE_CODE_VERSION ?= 2.1.197
+CODEX_VERSION ?= 0.171.0
+GEMINI_VERSION ?= 0.61.0
+OPENCODE_VERSION ?= 1.18.33
+E2E_CACHE ?= $(HOME)/.cache/drover-e2e
+E2E_CLAUDE := $(E2E_CACHE)/claude-$(CLAUDE_CODE_VERSION)/node_modules/.bin/claude
+E2E_CODEX := $(E2E_CACHE)/codex-$(CODEX_VERSION)/node_modules/.bin/codex
+E2E_GEMINI := $(E2E_CACHE)/gemini-$(GEMINI_VERSION)/node_modules/.bin/gemini
+E2E_OPENCODE := $(E2E_CACHE)/opencode-$(OPENCODE_VERSION)/node_modules/.bin/opencode
+# $(call npm_pin,program,folder,package@version): install unless the program is there already
+npm_pin = test -x $(1) || npm install --prefix $(2) --no-audit --no-fund --loglevel=error $(3)
+
+e2e: $(STAMP)
+	@$(call npm_pin,$(E2E_CLAUDE),$(E2E_CACHE)/claude-$(CLAUDE_CODE_VERSION),@anthropic-ai/claude-code@$(CLAUDE_CODE_VERSION))
+	@$(call npm_pin,$(E2E_CODEX),$(E2E_CACHE)/codex-$(CODEX_VERSION),@openai/codex@$(CODEX_VERSION))
+	@$(call npm_pin,$(E2E_GEMINI),$(E2E_CACHE)/gemini-$(GEMINI_VERSION),@google/gemini-cli@$(GEMINI_VERSION))
+	@$(call npm_pin,$(E2E_OPENCODE),$(E2E_CACHE)/opencode-$(OPENCODE_VERSION),opencode-ai@$(OPENCODE_VERSION))
+	E2E_REQUIRED=1 E2E_CLAUDE_BIN=$(E2E_CLAUDE) E2E_CODEX_BIN=$(E2E_CODEX) \
+		PATH="$(dir $(E2E_CLAUDE)):$(dir $(E2E_CODEX)):$(dir $(E2E_GEMINI)):$(dir $(E2E_OPENCODE)):$$PATH" \
+		$(BIN)/python -m pytest tests/e2e "tests/test_agents.py::test_preset_flags_appear_in_the_real_clis_help"
 
 demo: $(STAMP)
 	$(BIN)/python -m drover.demo

@@ -5,56 +5,24 @@ import os
 import select
 import shlex
 import shutil
-import signal
 import subprocess
 import sys
 import threading
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Callable, TextIO
+from typing import BinaryIO, Callable, Mapping, TextIO
 
 from .config import CONFIG_FILE, AgentConfig
 from .errors import ConfigError
+from .presets import PRESETS, PROMPT_FILE, PROMPT_TEXT, Preset
+from .usage import StreamReader, Usage
+from .procs import become_subreaper, end_run_processes, pid_alive, process_start, run_alive  # noqa: F401 - re-exported
 
-# Placeholders an argv word may hold; agent_argv / launch fill them in.
-PROMPT_FILE = "{prompt_file}"
-PROMPT_TEXT = "{prompt}"
 PROMPT_VIAS = ("stdin", "file", "arg")
 GRACE_SECONDS = 5.0
-
-
-@dataclass(frozen=True)
-class Preset:
-    """How one agent CLI is started and how its prompt reaches it."""
-
-    name: str
-    argv: tuple[str, ...]
-    prompt_via: str
-    install_hint: str
-    binary: str
-
-
-# The flags were checked against each CLI's --help; docs/agents.md records versions and reasons.
-PRESETS: dict[str, Preset] = {
-    preset.name: preset
-    for preset in (
-        Preset("claude", ("claude", "-p", "--permission-mode", "bypassPermissions"),
-               "stdin", "npm install -g @anthropic-ai/claude-code", "claude"),
-        Preset("codex", ("codex", "exec", "--sandbox", "danger-full-access", "--color", "never", "-"),
-               "stdin", "npm install -g @openai/codex", "codex"),
-        Preset("aider", ("aider", "--message-file", PROMPT_FILE, "--yes-always", "--no-gitignore",
-                         "--no-dirty-commits", "--no-check-update", "--no-pretty"),
-               "file", "python -m pip install aider-install && aider-install", "aider"),
-        Preset("gemini", ("gemini", "--prompt", "", "--approval-mode", "yolo", "--skip-trust"),
-               "stdin", "npm install -g @google/gemini-cli", "gemini"),
-        Preset("opencode", ("opencode", "run", "--auto"),
-               "stdin", "npm install -g opencode-ai", "opencode"),
-        Preset("script", (), "stdin", "", ""),
-        Preset("demo", (sys.executable, "-m", "drover.demo", "agent"),
-               "stdin", "it ships with drover", sys.executable),
-    )
-}
+PROGRESS_SECONDS = 60.0  # off a terminal, one line per launch this often
+STATUS_AFTER = 3.0  # on a terminal, the status line appears after this much silence
 
 
 @dataclass(frozen=True)
@@ -64,6 +32,7 @@ class LaunchResult:
     exit_code: int | None
     outcome: str
     elapsed: float
+    usage: Usage | None = None  # what the run cost, when the agent's output is a known stream
 
 
 def resolve_agent(agent: AgentConfig) -> Preset:
@@ -117,6 +86,36 @@ def binary_missing(agent: AgentConfig, *, cwd: Path | None = None) -> str:
     return f"{preset.binary} (from [agent] command) is not installed or not on PATH"
 
 
+def stream_of(agent: AgentConfig) -> str:
+    """The structured output the agent prints: the preset's own argv asks for it; a command does not."""
+    return PRESETS[agent.preset].stream if not agent.command.strip() else ""
+
+
+def sandbox_env(agent: AgentConfig) -> dict[str, str]:
+    """What the preset adds when `[agent] sandboxed = true` says the machine is a sandbox."""
+    return dict(PRESETS[agent.preset].sandbox_env) if agent.sandboxed else {}
+
+
+def root_refusal(agent: AgentConfig, *, uid: int | None = None, environ: Mapping[str, str] | None = None) -> str:
+    """One line when the agent's CLI will refuse to start for this user (uid 0), with the fixes; else ""."""
+    own = PRESETS[agent.preset]
+    uid = os.geteuid() if uid is None else uid
+    environ = os.environ if environ is None else environ
+    if uid != 0 or not own.root_refuses or agent.sandboxed:
+        return ""
+    needed = dict(own.sandbox_env)
+    if needed and all(environ.get(key) == value for key, value in needed.items()):
+        return ""  # the operator exported the CLI's own sandbox switch
+    argv = resolve_agent(agent).argv
+    refused = [word for word in argv[1:] if word in own.root_refuses]
+    if not argv or os.path.basename(argv[0]) != own.binary or not refused:
+        return ""  # a command of its own without the refused mode
+    switch = " ".join(f"{key}={value}" for key, value in needed.items())
+    return (f"{own.name} refuses {refused[0]} as root: if this machine is a sandbox set "
+            f"[agent] sandboxed = true (drover then passes {switch}), or run drover as another user, "
+            f"or set [agent] command to a narrower permission mode")
+
+
 def drover_bin_dir() -> Path | None:
     """The folder holding the `drover` program that is running now, if one can be found."""
     candidates = []
@@ -155,42 +154,6 @@ def agent_env(*, item_id: str, slot: str, run_id: str, prompt_file: Path, repo: 
     }
 
 
-def pid_alive(pid: int | None) -> bool:
-    """A process with this id exists (it may belong to someone else)."""
-    if not pid or pid <= 0:
-        return False  # 0 and negatives would address process groups, not one process
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    # A killed agent whose parent died lingers as a zombie until init reaps it: it is not running.
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return True
-    return stat.rsplit(")", 1)[-1].split()[0] != "Z"
-
-
-def process_start(pid: int) -> str:
-    """When the process started, in the kernel's clock ticks since boot; "" where unknown."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return ""
-    fields = stat.rsplit(")", 1)[-1].split()
-    return fields[19] if len(fields) > 19 else ""
-
-
-def run_alive(run: dict) -> bool:
-    """An unfinished run whose agent is still that same process (a reused pid is not it)."""
-    if run.get("finished") or not pid_alive(run.get("pid")):
-        return False
-    recorded = run.get("pid_start") or ""
-    return not recorded or process_start(run["pid"]) in ("", recorded)
-
-
 def format_elapsed(seconds: float) -> str:
     """0:12, 12:34, 1:02:03."""
     whole = int(seconds)
@@ -200,58 +163,6 @@ def format_elapsed(seconds: float) -> str:
 
 
 _echo_lock = threading.Lock()
-
-
-def _group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    if not os.path.isdir("/proc"):
-        return True
-    # Killed members linger as zombies until init reaps them, and a signal still "reaches"
-    # a zombie; where /proc can tell, only members that still run count.
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry.name}/stat", encoding="ascii", errors="replace") as handle:
-                fields = handle.read().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        if len(fields) > 2 and fields[2] == str(pgid) and fields[0] not in ("Z", "X"):
-            return True
-    return False
-
-
-def _signal_group(pgid: int, signum: int) -> None:
-    try:
-        os.killpg(pgid, signum)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
-def _end_group(proc: subprocess.Popen, grace: float) -> None:
-    """SIGTERM the agent's whole process group, then SIGKILL whatever is left after `grace`."""
-    pgid = proc.pid
-
-    def alive() -> bool:
-        proc.poll()  # reap the leader, or its zombie would keep the group "alive"
-        return _group_alive(pgid)
-
-    if alive():
-        _signal_group(pgid, signal.SIGTERM)
-        deadline = time.monotonic() + grace
-        try:
-            while alive() and time.monotonic() < deadline:
-                time.sleep(0.05)
-        except KeyboardInterrupt:
-            pass  # a second Ctrl-C skips the rest of the grace period
-        if alive():
-            _signal_group(pgid, signal.SIGKILL)
-    proc.wait()
 
 
 def _feed(stream, data: bytes) -> None:
@@ -266,12 +177,62 @@ def _feed(stream, data: bytes) -> None:
             pass
 
 
-def _pump(fd: int, log, stop: threading.Event, show: Callable[[bytes], None] | None) -> None:
-    """Copy the agent's output into the log as it arrives, and whole lines to `show`."""
-    pending = b""
+class _Output:
+    """Where the agent's output goes: the log (readable), the raw stream, the screen, and what
+    the signs of life need (when it last spoke, its last line)."""
+
+    def __init__(self, log: BinaryIO, raw: BinaryIO | None, reader: StreamReader | None,
+                 show: Callable[[str], None] | None) -> None:
+        # raw (agent.jsonl) is given exactly when a reader turns the stream into text
+        self.log, self.raw, self.reader, self.show = log, raw, reader, show
+        self.pending = b""
+        self.last_output = time.monotonic()
+        self.last_line = ""
+        self.size = 0
+
+    def _write(self, handle: BinaryIO, data: bytes) -> None:
+        try:
+            handle.write(data)
+            handle.flush()
+        except OSError:
+            pass  # keep draining even with a full disk, or the agent would block on its output
+
+    def chunk(self, data: bytes) -> None:
+        self.last_output = time.monotonic()
+        if self.reader is None or self.raw is None:
+            self._write(self.log, data)
+            self.size += len(data)
+        else:
+            self._write(self.raw, data)
+        self.pending += data
+        *lines, self.pending = self.pending.split(b"\n")
+        for line in lines:
+            self.line(line)
+
+    def line(self, raw: bytes) -> None:
+        text = raw.decode("utf-8", errors="replace").rstrip("\r")
+        shown = [text] if self.reader is None else self.reader.feed(text)
+        for each in shown:
+            if self.reader is not None:
+                data = (each + "\n").encode("utf-8")
+                self._write(self.log, data)
+                self.size += len(data)
+            if each.strip():
+                self.last_line = each.strip()
+            if self.show is not None:
+                self.show(each)
+
+    def close(self) -> None:
+        if self.pending:
+            self.line(self.pending)
+            self.pending = b""
+
+
+def _pump(fd: int, output: _Output, stop: threading.Event) -> None:
+    """Copy the agent's output as it arrives."""
     while True:
-        # Once the group has ended, drain what is buffered and stop: a process that escaped
-        # the group may hold the pipe open forever.
+        # Once the run's processes have ended, drain what is buffered and stop: a process that
+        # could not be ended (another user's) may hold the pipe open forever.
         ready, _, _ = select.select([fd], [], [], 0 if stop.is_set() else 0.2)
         if not ready:
             if stop.is_set():
@@ -280,18 +241,30 @@ def _pump(fd: int, log, stop: threading.Event, show: Callable[[bytes], None] | N
         chunk = os.read(fd, 65536)
         if not chunk:
             break
-        try:
-            log.write(chunk)
-            log.flush()
-        except OSError:
-            pass  # keep draining even with a full disk, or the agent would block on its output
-        if show is not None:
-            pending += chunk
-            *lines, pending = pending.split(b"\n")
-            for line in lines:
-                show(line)
-    if pending and show is not None:
-        show(pending)
+        output.chunk(chunk)
+    output.close()
+
+
+def short_elapsed(seconds: float) -> str:
+    """45s, 4m10s, 1h02m: the progress lines' form."""
+    whole = int(seconds)
+    if whole < 60:
+        return f"{whole}s"
+    if whole < 3600:
+        return f"{whole // 60}m{whole % 60:02d}s"
+    return f"{whole // 3600}h{whole % 3600 // 60:02d}m"
+
+
+def log_size(size: int) -> str:
+    return f"{size} B" if size < 1024 else f"{size // 1024} KB"
+
+
+def progress_seconds() -> float:
+    """How often a silent launch says it is alive off a terminal (DROVER_PROGRESS_SECONDS, for tests)."""
+    try:
+        return max(0.1, float(os.environ.get("DROVER_PROGRESS_SECONDS", "")))
+    except ValueError:
+        return PROGRESS_SECONDS
 
 
 def launch(
@@ -309,13 +282,20 @@ def launch(
     cancel: threading.Event | None = None,
     grace: float = GRACE_SECONDS,
     out: TextIO | None = None,
+    stream: str = "",
+    progress: Callable[[str], None] | None = None,
+    progress_label: str = "",
 ) -> LaunchResult:
     """Run an agent in its own process group, streaming its output to `log_path` (and the screen).
 
-    The timeout, Ctrl-C (KeyboardInterrupt) and `cancel` end the whole group: SIGTERM, then
-    SIGKILL after `grace` seconds. So does the agent's own exit, for anything it left running.
-    `on_start` learns the pid (also the group id) as soon as the process exists. A program that
-    cannot be started raises OSError.
+    The timeout, Ctrl-C (KeyboardInterrupt) and `cancel` end every process of the run (its
+    group and, on Linux, whatever carries its DROVER_RUN): SIGTERM, then SIGKILL after `grace`
+    seconds. So does the agent's own exit, for anything it left running. `on_start` learns the
+    pid (also the group id) as soon as the process exists. `stream` names the structured output
+    the agent prints (drover/usage.py): the log then holds readable text, agent.jsonl the stream.
+    Signs of life: on a terminal with echo, a status line while the agent is silent; otherwise
+    `progress` (if given) hears one line every `progress_seconds()`. A program that cannot be
+    started raises OSError.
     """
     if prompt_via not in PROMPT_VIAS:
         raise ValueError(f"prompt_via must be one of {PROMPT_VIAS}, not {prompt_via!r}")
@@ -329,16 +309,27 @@ def launch(
     log_path.parent.mkdir(parents=True, exist_ok=True)
     screen = out if out is not None else sys.stdout
     start = time.monotonic()
+    reader = StreamReader(stream) if stream else None
+    status_line = echo and _isatty(screen)
+    status_shown = [False]
 
-    def show(line: bytes) -> None:
-        text = line.decode("utf-8", errors="replace").rstrip("\r")
+    def write_screen(text: str) -> None:
         with _echo_lock:
             try:
-                screen.write(f"[{label} {format_elapsed(time.monotonic() - start)}] {text}\n")
+                if status_shown[0]:
+                    screen.write("\r\x1b[K")  # clear the status line before the agent's own line
+                    status_shown[0] = False
+                screen.write(text)
                 screen.flush()
             except (OSError, ValueError):
                 pass  # a closed screen (drover piped into `head`) must not stop the log
 
+    def show(text: str) -> None:
+        write_screen(f"[{label} {format_elapsed(time.monotonic() - start)}] {text}\n")
+
+    become_subreaper()
+    marker = ("DROVER_RUN", env_add["DROVER_RUN"]) if env_add.get("DROVER_RUN") else None
+    raw_log = open(log_path.with_name("agent.jsonl"), "ab") if reader is not None else None
     with open(log_path, "ab") as log:
         proc = subprocess.Popen(
             argv, cwd=cwd, env={**os.environ, **env_add},
@@ -348,13 +339,16 @@ def launch(
             # terminal reaches drover alone, which then decides.
             start_new_session=True,
         )
+        assert proc.stdout is not None  # stdout=PIPE
+        output = _Output(log, raw_log, reader, show if echo else None)
         stop = threading.Event()
-        reader = threading.Thread(target=_pump, args=(proc.stdout.fileno(), log, stop, show if echo else None),
-                                  daemon=True)
-        reader.start()
+        pump = threading.Thread(target=_pump, args=(proc.stdout.fileno(), output, stop), daemon=True)
+        pump.start()
         if prompt_via == "stdin":
             threading.Thread(target=_feed, args=(proc.stdin, prompt.encode("utf-8")), daemon=True).start()
         deadline = start + timeout if timeout else None
+        every = progress_seconds()
+        next_progress = start + every
         outcome = "exited"
         try:
             if on_start is not None:
@@ -367,6 +361,20 @@ def launch(
                 if cancel is not None and cancel.is_set():
                     outcome = "interrupted"
                     break
+                if status_line and now - output.last_output >= STATUS_AFTER:
+                    with _echo_lock:
+                        try:
+                            screen.write(f"\r\x1b[K[{label} {format_elapsed(now - start)}] silent for "
+                                         f"{format_elapsed(now - output.last_output)}, log "
+                                         f"{log_size(output.size)}; last: {output.last_line[:60]}")
+                            screen.flush()
+                            status_shown[0] = True
+                        except (OSError, ValueError):
+                            pass
+                elif not status_line and progress is not None and now >= next_progress:
+                    progress(f"{progress_label or label}, {short_elapsed(now - start)}, "
+                             f"log {log_size(output.size)}")
+                    next_progress = now + every
                 wait = 0.2 if deadline is None else max(0.0, min(0.2, deadline - now))
                 try:
                     proc.wait(timeout=wait)
@@ -375,16 +383,29 @@ def launch(
         except KeyboardInterrupt:
             outcome = "interrupted"
         except BaseException:
-            _end_group(proc, grace)
+            end_run_processes(proc, grace, marker)
             stop.set()
             raise
-        _end_group(proc, grace)
+        finally:
+            if status_shown[0]:
+                write_screen("")
+        end_run_processes(proc, grace, marker)
         stop.set()
-        reader.join()
+        pump.join()
         proc.stdout.close()
+        if raw_log is not None:
+            raw_log.close()
         elapsed = time.monotonic() - start
         if outcome != "exited":
             why = "timed out" if outcome == "timeout" else "interrupted"
             log.write(f"\n[drover] {why} after {format_elapsed(elapsed)}: "
-                      "ended the agent's process group\n".encode())
-    return LaunchResult(exit_code=proc.returncode, outcome=outcome, elapsed=elapsed)
+                      "ended the agent's processes\n".encode())
+    return LaunchResult(exit_code=proc.returncode, outcome=outcome, elapsed=elapsed,
+                        usage=reader.usage if reader is not None else None)
+
+
+def _isatty(screen: TextIO) -> bool:
+    try:
+        return screen.isatty()
+    except (AttributeError, ValueError):
+        return False

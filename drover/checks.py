@@ -93,6 +93,9 @@ def check_warnings(project: Project) -> list[Finding]:
         missing = agents.binary_missing(agent)
         if missing:
             findings.append(Finding(f"agent for {slot}: {missing}", error=False))
+        refusal = agents.root_refusal(agent)
+        if refusal:
+            findings.append(Finding(f"agent for {slot}: {refusal}", error=False))
     reason = open_tracker(config.tracker, project.root).probe()
     if reason:
         findings.append(Finding(f"tracker {config.tracker.backend}: {reason}", error=False))

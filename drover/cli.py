@@ -485,6 +485,18 @@ def finish(item_id: str) -> None:
         sys.exit(1)
 
 
+@cli.command(name="log")
+@click.argument("item_id", metavar="ID")
+@click.option("--run", "run_id", metavar="RUN", help="This run of the item (default: its newest).")
+@click.option("--follow", is_flag=True, help="Keep printing what the agent writes until the run ends.")
+def log_command(item_id: str, run_id: str | None, follow: bool) -> None:
+    """Print (or follow) the agent log of an item's run."""
+    from .project import open_project
+    from .runlog import show_log
+
+    show_log(open_project(), item_id, run_id, follow=follow, out=sys.stdout.buffer)
+
+
 @cli.command()
 @click.argument("item_ids", metavar="[ID]...", nargs=-1)
 @click.option("--jobs", default=1, show_default=True, type=int, help="Items worked at once, each in its own worktree.")

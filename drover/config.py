@@ -8,11 +8,11 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from .errors import ConfigError, did_you_mean
+from .presets import PRESET_NAMES as PRESETS
 from .trackers import BACKENDS
 from .vocabulary import GUIDANCE_LEVELS, PREFIX_PATTERN, SLOTS
 
 CONFIG_FILE = "drover.toml"
-PRESETS = ("claude", "codex", "aider", "gemini", "opencode", "demo", "script")
 TRACKER_BACKENDS = tuple(BACKENDS)
 
 # table -> key -> (type, default). `str` values may be further checked in _check_value.
@@ -24,6 +24,7 @@ SCHEMA: dict[str, dict[str, tuple[type, Any]]] = {
         "name": (str, ""),
         "timeout": (str, "2h"),
         "guidance": (str, "detailed"),
+        "sandboxed": (bool, False),
     },
     "prompts": {slot: (str, "") for slot in SLOTS},
     "run": {"base": (str, "main"), "branch": (str, "drover/{{ Id | lower }}"), "worktree": (bool, True),
@@ -53,6 +54,7 @@ class AgentConfig:
     name: str = ""
     timeout: str = "2h"
     guidance: str = "detailed"
+    sandboxed: bool = False  # the operator says this machine is a sandbox (drover/presets.py)
 
     @property
     def identity(self) -> str:

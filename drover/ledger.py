@@ -88,6 +88,13 @@ def _run_pid_start(db: "sqlite_utils.Database") -> None:
     db["runs"].add_column("pid_start", str)
 
 
+def _run_usage(db: "sqlite_utils.Database") -> None:
+    # What a run cost, where the agent CLI reports it (drover/usage.py); NULL when unknown.
+    for column, kind in (("model", str), ("input_tokens", int), ("output_tokens", int),
+                         ("cost_usd", float), ("tool_calls", int)):
+        db["runs"].add_column(column, kind)
+
+
 def _run_node(db: "sqlite_utils.Database") -> None:
     # Which machine ran each run (executors), and why a run ended that its exit status cannot say.
     db["runs"].add_column("node", str)
@@ -95,7 +102,8 @@ def _run_node(db: "sqlite_utils.Database") -> None:
 
 
 # Named migrations, applied in this order by Ledger._migrate and nowhere else. Append only.
-MIGRATIONS = (("0001_initial", _initial), ("0002_run_pid_start", _run_pid_start), ("0006_run_node", _run_node))
+MIGRATIONS = (("0001_initial", _initial), ("0002_run_pid_start", _run_pid_start),
+              ("0004_run_usage", _run_usage), ("0006_run_node", _run_node))
 
 
 def migrations() -> "sqlite_utils.migrations.Migrations":
@@ -276,6 +284,16 @@ class Ledger:
             self.conn.execute(
                 "UPDATE runs SET finished = ?, exit_status = ?, outcome = ? WHERE id = ?",
                 (now(), exit_status, outcome, run_id),
+            )
+
+    def record_usage(self, run_id: str, usage: dict[str, Any]) -> None:
+        """A run's model, tokens in and out, cost and tool calls (see drover/usage.py)."""
+        with self.write():
+            self.conn.execute(
+                "UPDATE runs SET model = ?, input_tokens = ?, output_tokens = ?, cost_usd = ?, tool_calls = ? "
+                "WHERE id = ?",
+                (usage.get("model") or None, usage.get("input_tokens"), usage.get("output_tokens"),
+                 usage.get("cost_usd"), usage.get("tool_calls"), run_id),
             )
 
     def set_run_node(self, run_id: str, node: str, reason: str = "") -> None:

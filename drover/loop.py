@@ -12,6 +12,7 @@ from .ledger import Ledger
 from .project import Project
 from .status import is_ready, list_items, show_item
 from .executors import Executor, open_executor
+from .usage import describe as usage_text, total as usage_total
 
 APPROVED = ("approved", "finished")
 
@@ -25,6 +26,8 @@ class Driven:
     rounds: int
     runs: int
     note: str = ""
+    usage: dict | None = None  # tokens, cost and tool calls over the item's runs (drover/usage.py)
+    log: str = ""  # the newest run's agent log, named when the item failed
 
     @property
     def approved(self) -> bool:
@@ -71,14 +74,16 @@ class Driver:
                 self.say(f"{item_id}: stopped: {exc}")
                 shown = _state(self.project, ledger, item_id)
                 return Driven(item_id, "parked" if shown["parked"] else "failed",
-                              len(shown["rounds"]), len(shown["runs"]), str(exc))
+                              len(shown["rounds"]), len(shown["runs"]), str(exc), usage=shown.get("usage"),
+                              log=shown["runs"][-1]["log_path"] if shown["runs"] and not shown["parked"] else "")
 
     def _launch(self, ledger: Ledger, item_id: str, slot: str) -> runs.RunResult:
         launch = runs.prepare(self.project, ledger, item_id, slot)
         for warning in launch.warnings:
             self.say(f"{item_id}: warning: {warning}")
         self.say(f"{item_id}: {slot} by {launch.agent.identity} ...")
-        result = runs.execute(self.project, ledger, launch, echo=self.echo, cancel=self.cancel, executor=self.executor)
+        result = runs.execute(self.project, ledger, launch, echo=self.echo, cancel=self.cancel, progress=self.say,
+                              executor=self.executor)
         for note in result.notes:
             self.say(note)
         ending = f"exit {result.exit_code}" if result.outcome == "exited" else result.outcome
@@ -126,7 +131,9 @@ class Driver:
 
     def _ended(self, ledger: Ledger, item_id: str, result: str, note: str) -> Driven:
         shown = _state(self.project, ledger, item_id)
-        return Driven(item_id, result, len(shown["rounds"]), len(shown["runs"]), note)
+        log = shown["runs"][-1]["log_path"] if shown["runs"] and result not in APPROVED else ""
+        return Driven(item_id, result, len(shown["rounds"]), len(shown["runs"]), note,
+                      usage=shown.get("usage"), log=log or "")
 
 
 def _ending(result: runs.RunResult) -> str:
@@ -215,6 +222,13 @@ def summary(results: list[Driven]) -> list[str]:
     lines = [f"{'item':<{width}}  {'result':<10}  rounds  runs  note"]
     for row in results:
         lines.append(f"{row.item_id:<{width}}  {row.result:<10}  {row.rounds:>6}  {row.runs:>4}  {row.note}".rstrip())
+    for row in results:
+        if row.log:
+            lines.append(f"{row.item_id}: log {row.log}")
+    spent = [(row.item_id, usage_text(row.usage or {})) for row in results]
+    if any(text for _, text in spent):
+        lines += [f"{item_id}: {text}" for item_id, text in spent if text]
+        lines.append(f"total: {usage_text(usage_total([row.usage or {} for row in results]))}")
     approved = sum(row.approved for row in results)
     lines.append(f"{approved} of {len(results)} approved")
     return lines

@@ -12,7 +12,7 @@ import threading
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from . import agents, git
 from . import data as template_data
@@ -49,6 +49,8 @@ class Launch:
     run_dir: Path
     env_add: dict[str, str] = field(default_factory=dict)
     binary_missing: str = ""
+    root_refusal: str = ""
+    stream: str = ""  # the structured output the agent prints (drover/usage.py), "" for plain text
 
     @property
     def prompt_path(self) -> Path:
@@ -120,11 +122,13 @@ def prepare(project: Project, ledger: Ledger, item_id: str, slot: str, *,
     argv, via = agents.agent_argv(agent, run_dir / "prompt.md")
     env_add = agents.agent_env(item_id=item_id, slot=slot, run_id=run_id,
                                prompt_file=run_dir / "prompt.md", repo=project.root)
+    env_add.update(agents.sandbox_env(agent))
     return Launch(
         item_id=item_id, slot=slot, run_id=run_id, agent=agent, argv=tuple(argv), prompt_via=via,
         prompt=rendered.text, provenance=rendered.provenance, warnings=tuple(rendered.warnings),
         branch=branch if slot != "draft" else "", workdir=workdir, worktree=worktree, run_dir=run_dir,
-        env_add=env_add, binary_missing=agents.binary_missing(agent),
+        env_add=env_add, binary_missing=agents.binary_missing(agent), root_refusal=agents.root_refusal(agent),
+        stream=agents.stream_of(agent),
     )
 
 
@@ -140,7 +144,16 @@ def describe(project: Project, launch: Launch) -> list[str]:
     lines.append(f"agent: {launch.agent.identity} (timeout {launch.agent.timeout})")
     if launch.binary_missing:
         lines.append(f"note: {launch.binary_missing}; a real launch would stop here")
+    if launch.root_refusal:
+        lines.append(f"note: {launch.root_refusal}; a real launch would stop here")
     return lines
+
+
+def _say(line: str) -> None:
+    try:
+        print(line, flush=True)
+    except (OSError, ValueError):
+        pass  # a closed screen must not stop the run
 
 
 def _ready_workdir(project: Project, launch: Launch) -> None:
@@ -155,10 +168,13 @@ def _ready_workdir(project: Project, launch: Launch) -> None:
 
 
 def execute(project: Project, ledger: Ledger, launch: Launch, *, echo: bool = True,
-            cancel: threading.Event | None = None, executor: "Executor | None" = None) -> RunResult:
+            cancel: threading.Event | None = None, progress: Callable[[str], None] | None = None,
+            executor: "Executor | None" = None) -> RunResult:
     """Create the branch and worktree, save the prompt, record the run, launch, record the end."""
     if launch.binary_missing:
         raise UsageError(launch.binary_missing)
+    if launch.root_refusal:
+        raise Refused(launch.root_refusal)
     _ready_workdir(project, launch)
     launch.run_dir.mkdir(parents=True, exist_ok=True)
     launch.prompt_path.write_text(launch.prompt, encoding="utf-8")
@@ -178,7 +194,8 @@ def execute(project: Project, ledger: Ledger, launch: Launch, *, echo: bool = Tr
     runner: Executor = executor or open_executor(project, "local")
     try:
         handle = runner.submit(project, ledger, launch, echo=echo,
-                               on_start=lambda pid: ledger.set_run_pid(launch.run_id, pid, process_start(pid)))
+                               on_start=lambda pid: ledger.set_run_pid(launch.run_id, pid, process_start(pid)),
+                               progress=progress if progress is not None else _say)
         result = handle.collect(cancel)
     except DroverError:
         ledger.finish_run(launch.run_id, None, "failed to start")
@@ -187,5 +204,7 @@ def execute(project: Project, ledger: Ledger, launch: Launch, *, echo: bool = Tr
         ledger.finish_run(launch.run_id, None, "failed to start")
         raise UsageError(f"{launch.agent.identity}: could not start {launch.argv[0]}: {exc.strerror}") from None
     ledger.set_run_node(launch.run_id, result.node, result.reason)
+    if result.usage is not None:
+        ledger.record_usage(launch.run_id, result.usage)
     ledger.finish_run(launch.run_id, result.exit_code, result.outcome)
     return RunResult(launch.run_id, result.exit_code, result.outcome, result.elapsed, launch.log_path, result.notes)

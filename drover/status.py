@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from . import items as itemfile
+from . import usage
 from .agents import run_alive
 from .errors import UsageError
 from .fields import Dep
@@ -292,10 +293,16 @@ def show_item(project: Project, ledger: Ledger, item_id: str) -> dict[str, Any]:
         "authors": ledger.authors(item_id),
         "deps": deps,
         "runs": [_run_view(run) for run in runs],
+        "usage": usage_total(runs),
         "rounds": ledger.rounds(item_id),
         "audits": ledger.audits(item_id),
         "dispositions": ledger.dispositions(item_id),
     }
+
+
+def usage_total(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Tokens in and out, cost and tool calls over the item's runs (drover/usage.py)."""
+    return usage.total(runs)
 
 
 def _run_view(run: dict[str, Any]) -> dict[str, Any]:

@@ -11,6 +11,8 @@ from .errors import UsageError
 RED, GREEN, BOLD, FAINT, NORMAL, RESET = "\x1b[31m", "\x1b[32m", "\x1b[1m", "\x1b[2m", "\x1b[22m", "\x1b[0m"
 _WORD = re.compile(r"\w+|\s+|[^\w\s]+")
 
+from .usage import describe as usage_text
+
 
 def render_show(shown: dict[str, Any]) -> str:
     """`drover show ID`: the item, then the ledger's story of it in time order per kind."""
@@ -52,6 +54,12 @@ def render_show(shown: dict[str, Any]) -> str:
             hashes = ", ".join(f"{block}@{value}" for block, value in run["base_hashes"].items())
             lines.append(f"    template: {source}" + (f" ({hashes})" if hashes else "")
                          + (f"  prompt sha256 {run['prompt_sha256'][:12]}" if run.get("prompt_sha256") else ""))
+            cost = usage_text(run)
+            if cost:
+                lines.append(f"    usage: {run['model'] + ': ' if run.get('model') else ''}{cost}")
+        total = usage_text(shown.get("usage") or {})
+        if total:
+            lines.append(f"  total: {total}")
     if shown["rounds"]:
         lines.append("rounds:")
         for round_ in shown["rounds"]:

@@ -1,8 +1,11 @@
 """Every test gets its own real git repository, HOME and environment."""
 from __future__ import annotations
 
+import itertools
 import os
 import shutil
+import signal
+import time
 from pathlib import Path
 
 import pytest
@@ -34,7 +37,66 @@ def isolated_env(tmp_path_factory, monkeypatch):
     for key in list(os.environ):
         if key.startswith("DROVER_") or key in ("NO_COLOR", "FORCE_COLOR"):
             monkeypatch.delenv(key, raising=False)
+    # Every process the test starts inherits this mark; any still running afterwards outlived its test.
+    token = f"{os.getpid()}-{next(_tokens)}"
+    monkeypatch.setenv(LEFT_BEHIND_KEY, token)
     yield
+    left = _wait_for_marked(token)
+    if left:
+        described = ", ".join(_describe(pid) for pid in left)
+        for pid in left:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        pytest.fail(f"the test left processes behind: {described}", pytrace=False)
+
+
+LEFT_BEHIND_KEY = "DROVER_TEST_MARK"
+# multiprocessing's resource tracker is started by the first test that spawns workers and is
+# meant to live as long as pytest does: not a process the test left behind.
+SESSION_HELPER = b"multiprocessing.resource_tracker"
+_tokens = itertools.count(1)
+
+
+def _marked(token: str) -> list[int]:
+    if not os.path.isdir("/proc"):
+        return []  # no /proc (macOS): the check runs where it can
+    needle = f"{LEFT_BEHIND_KEY}={token}".encode()
+    found = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/environ", "rb") as handle:
+                if needle not in handle.read().split(b"\0"):
+                    continue
+            with open(f"/proc/{entry.name}/stat", encoding="ascii", errors="replace") as handle:
+                if handle.read().rsplit(")", 1)[1].split()[0] in ("Z", "X"):
+                    continue
+            with open(f"/proc/{entry.name}/cmdline", "rb") as handle:
+                if SESSION_HELPER in handle.read():
+                    continue
+        except (OSError, IndexError):
+            continue
+        found.append(int(entry.name))
+    return found
+
+
+def _wait_for_marked(token: str, patience: float = 10.0) -> list[int]:
+    """Processes may be a moment from exiting (a signal in flight): give them that moment."""
+    deadline = time.monotonic() + patience
+    while (left := _marked(token)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return left
+
+
+def _describe(pid: int) -> str:
+    try:
+        words = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return str(pid)
+    return f"{pid} ({' '.join(word.decode(errors='replace') for word in words if word)[:80]})"
 
 
 @pytest.fixture

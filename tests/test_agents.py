@@ -79,8 +79,10 @@ def run(argv, tmp_path, **overrides):
 @pytest.mark.parametrize(
     ("preset", "argv", "via"),
     [
-        ("claude", ["claude", "-p", "--permission-mode", "bypassPermissions"], "stdin"),
-        ("codex", ["codex", "exec", "--sandbox", "danger-full-access", "--color", "never", "-"], "stdin"),
+        ("claude", ["claude", "-p", "--permission-mode", "bypassPermissions", "--output-format", "stream-json",
+                    "--verbose"], "stdin"),
+        ("codex", ["codex", "exec", "--sandbox", "danger-full-access", "--color", "never", "--json",
+                   "-c", "allow_login_shell=false", "-"], "stdin"),
         ("aider", ["aider", "--message-file", "/runs/1/prompt.md", "--yes-always", "--no-gitignore",
                    "--no-dirty-commits", "--no-check-update", "--no-pretty"], "file"),
         ("gemini", ["gemini", "--prompt", "", "--approval-mode", "yolo", "--skip-trust"], "stdin"),
@@ -140,13 +142,20 @@ def test_preset_flags_appear_in_the_real_clis_help(name):
     subcommands = []
     while words and not words[0].startswith("-"):
         subcommands.append(words.pop(0))
-    done = subprocess.run([binary, *subcommands, "--help"], capture_output=True, text=True,
+    # `-c key=value` overrides a config key: the flag must be documented, the value must be
+    # key=value, and the CLI must accept it (it is passed along with --help).
+    overrides = []
+    for index, word in enumerate(words):
+        if word == "-c" and index + 1 < len(words):
+            assert re.fullmatch(r"[\w.]+=\S+", words[index + 1]), f"-c {words[index + 1]} is not key=value"
+            overrides += ["-c", words[index + 1]]
+    done = subprocess.run([binary, *subcommands, *overrides, "--help"], capture_output=True, text=True,
                           stdin=subprocess.DEVNULL, timeout=180)
     text = done.stdout + done.stderr
     assert done.returncode == 0, text
     missing = []
-    for word in words:
-        if word in ("", PROMPT_FILE):
+    for index, word in enumerate(words):
+        if word in ("", PROMPT_FILE) or (index and words[index - 1] == "-c"):
             continue
         if word == "-":
             present = "`-`" in text  # how `codex exec --help` documents reading stdin
@@ -263,7 +272,7 @@ def test_timeout_ends_the_whole_process_group(tmp_path, pidfile):
     assert wait_until(lambda: gone(agent_pid) and gone(grandchild_pid))
     log = (tmp_path / "run" / "agent.log").read_text()
     assert log.startswith("ready\n")
-    assert re.search(r"\n\[drover\] timed out after 0:0\d: ended the agent's process group\n$", log)
+    assert re.search(r"\n\[drover\] timed out after 0:0\d: ended the agent's processes\n$", log)
 
 
 def test_sigterm_ignored_is_followed_by_sigkill(tmp_path, pidfile):
@@ -310,6 +319,59 @@ def test_sigint_to_drover_ends_the_agents_group_and_is_reported(tmp_path, pidfil
     assert "[drover] interrupted after" in (tmp_path / "agent.log").read_text()
 
 
+# processes that leave the group (setsid, double fork) -----------------------------------------
+
+def escaped_pids(path: Path) -> list[int]:
+    assert wait_until(path.exists), "the sleeper never recorded its pids"
+    pids = list(map(int, path.read_text().split()))
+    assert len(pids) == 3
+    return pids
+
+
+@pytest.mark.parametrize("ending", ["exit", "timeout"])
+def test_a_process_in_its_own_session_is_ended_with_the_run(tmp_path, pidfile, ending):
+    args = ["--escape", "--exit-early"] if ending == "exit" else ["--escape"]
+    result = run([sys.executable, SLEEPER, pidfile, *args], tmp_path, grace=2,
+                 timeout=None if ending == "exit" else 1.5, env_add={"DROVER_RUN": f"r-{ending}"})
+    agent_pid, grandchild_pid, escaped_pid = escaped_pids(pidfile)
+    assert result.outcome == ("exited" if ending == "exit" else "timeout")
+    assert wait_until(lambda: gone(agent_pid) and gone(grandchild_pid) and gone(escaped_pid))
+    if sys.platform.startswith("linux"):
+        # This process became the orphan's subreaper; it was reaped, not left a zombie.
+        assert wait_until(lambda: not Path(f"/proc/{escaped_pid}").exists())
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_ctrl_c_and_sigterm_end_a_process_in_its_own_session(tmp_path, pidfile, signum):
+    driver = subprocess.Popen([sys.executable, str(DRIVER), str(tmp_path), "--escape"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        agent_pid, grandchild_pid, escaped_pid = escaped_pids(pidfile)
+        assert os.getsid(escaped_pid) != os.getsid(agent_pid)  # it really left the agent's session
+        driver.send_signal(signum)
+        out, err = driver.communicate(timeout=30)
+    finally:
+        if driver.poll() is None:
+            driver.kill()
+    assert driver.returncode == 0, err
+    assert "outcome interrupted" in out
+    assert wait_until(lambda: gone(agent_pid) and gone(grandchild_pid) and gone(escaped_pid))
+
+
+def test_processes_are_found_by_their_run_marker(tmp_path):
+    from drover.procs import marked_processes
+
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"],
+                             env={**os.environ, "DROVER_RUN": "marker-test"}, start_new_session=True)
+    try:
+        assert wait_until(lambda: child.pid in marked_processes("DROVER_RUN", "marker-test"))
+        assert marked_processes("DROVER_RUN", "marker-tes") == []  # the whole value, not a prefix
+    finally:
+        child.kill()
+        child.wait()
+    assert child.pid not in marked_processes("DROVER_RUN", "marker-test")
+
+
 def test_a_program_that_cannot_start_raises_oserror(tmp_path):
     with pytest.raises(FileNotFoundError):
         run([tmp_path / "no-such-agent"], tmp_path)
@@ -326,3 +388,73 @@ def test_pid_alive(tmp_path):
 @pytest.mark.parametrize(("seconds", "shown"), [(0, "0:00"), (12.9, "0:12"), (754, "12:34"), (3723, "1:02:03")])
 def test_format_elapsed(seconds, shown):
     assert agents.format_elapsed(seconds) == shown
+
+
+# root and sandboxes ---------------------------------------------------------------------------
+
+def test_claude_bypass_mode_under_root_is_named_with_the_fixes():
+    line = agents.root_refusal(AgentConfig(preset="claude"), uid=0, environ={})
+    assert line == ("claude refuses bypassPermissions as root: if this machine is a sandbox set "
+                    "[agent] sandboxed = true (drover then passes IS_SANDBOX=1), or run drover as another "
+                    "user, or set [agent] command to a narrower permission mode")
+    assert "\n" not in line
+
+
+@pytest.mark.parametrize(("agent", "uid", "environ"), [
+    (AgentConfig(preset="claude"), 1000, {}),  # not root
+    (AgentConfig(preset="claude", sandboxed=True), 0, {}),  # the operator said so
+    (AgentConfig(preset="claude"), 0, {"IS_SANDBOX": "1"}),  # claude's own switch, exported
+    (AgentConfig(preset="claude", command="claude -p --permission-mode acceptEdits"), 0, {}),  # narrower
+    (AgentConfig(preset="codex"), 0, {}),  # codex runs as root
+])
+def test_no_root_refusal_where_the_cli_will_start(agent, uid, environ):
+    assert agents.root_refusal(agent, uid=uid, environ=environ) == ""
+
+
+def test_a_command_with_the_bypass_flag_is_refused_too():
+    agent = AgentConfig(preset="claude", command="/opt/bin/claude -p --dangerously-skip-permissions")
+    assert agents.root_refusal(agent, uid=0, environ={}).startswith(
+        "claude refuses --dangerously-skip-permissions as root")
+
+
+def test_sandboxed_passes_what_the_cli_needs_and_nothing_unasked():
+    assert agents.sandbox_env(AgentConfig(preset="claude", sandboxed=True)) == {"IS_SANDBOX": "1"}
+    assert agents.sandbox_env(AgentConfig(preset="claude")) == {}
+    assert agents.sandbox_env(AgentConfig(preset="codex", sandboxed=True)) == {}
+
+
+# signs of life --------------------------------------------------------------------------------
+
+def test_off_a_terminal_a_silent_agent_gets_progress_lines(tmp_path, monkeypatch):
+    monkeypatch.setenv("DROVER_PROGRESS_SECONDS", "0.3")
+    heard = []
+    result = run([sys.executable, "-c", "import time; print('working', flush=True); time.sleep(1.5)"], tmp_path,
+                 progress=heard.append, progress_label="D-1: implement by claude")
+    assert result.outcome == "exited"
+    assert heard and all(re.fullmatch(r"D-1: implement by claude, \ds, log 8 B", line) for line in heard), heard
+
+
+@pytest.mark.parametrize(("seconds", "shown"), [(45, "45s"), (250, "4m10s"), (3720, "1h02m")])
+def test_progress_elapsed(seconds, shown):
+    assert agents.short_elapsed(seconds) == shown
+
+
+class TerminalScreen(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_on_a_terminal_a_status_line_shows_while_silent_and_is_cleared_for_output(tmp_path, monkeypatch):
+    monkeypatch.setattr(agents, "STATUS_AFTER", 0.2)
+    screen = TerminalScreen()
+    heard = []
+    script = "import time; print('one', flush=True); time.sleep(1.0); print('two', flush=True); time.sleep(0.6)"
+    result = run([sys.executable, "-c", script], tmp_path, echo=True, out=screen, progress=heard.append)
+    assert result.outcome == "exited"
+    text = screen.getvalue()
+    assert re.search(r"\r\x1b\[K\[D-1 implement 0:0\d\] silent for 0:0\d, log 4 B; last: one", text), text
+    # Each line the agent printed starts on a cleared line; the status line never precedes text unerased.
+    agent_lines = [line.rsplit("\r\x1b[K", 1)[-1] for line in text.split("\n") if line]
+    assert [LINE_PREFIX.sub("", line) for line in agent_lines if LINE_PREFIX.match(line)] == ["one", "two"]
+    assert text.endswith("\r\x1b[K")  # the last status line is erased when the run ends
+    assert heard == []  # on a terminal the status line replaces the progress lines

@@ -41,7 +41,7 @@ class InlineExecutor:
 
     name = "inline"
 
-    def submit(self, project, ledger, launch, *, echo, on_start):
+    def submit(self, project, ledger, launch, *, echo, on_start, progress=None):
         return InlineHandle(project, ledger, launch)
 
     def where(self) -> str:

@@ -27,7 +27,8 @@ EXPECTED_COLUMNS = {
     "_sqlite_migrations": ["id", "migration_set", "name", "applied_at"],
     "runs": ["id", "item", "slot", "agent", "argv", "started", "finished", "exit_status", "outcome",
              "pid", "log_path", "prompt_path", "branch", "worktree", "requested_source",
-             "resolved_source", "base_hashes", "template_sha256", "prompt_sha256", "pid_start", "node", "reason"],
+             "resolved_source", "base_hashes", "template_sha256", "prompt_sha256", "pid_start",
+             "model", "input_tokens", "output_tokens", "cost_usd", "tool_calls", "node", "reason"],
     "rounds": ["item", "number", "digest", "headline", "path", "by", "at", "cleared_at", "cleared_by"],
     "audits": ["id", "item", "level", "by", "note", "at", "authors"],
     "dispositions": ["id", "item", "issue", "disposition", "by", "note", "at", "applied"],
@@ -94,7 +95,7 @@ def test_a_ledger_from_before_a_migration_is_upgraded_with_its_rows(tmp_path):
         (run,) = upgraded.runs("D-1")
         assert run["pid"] == 4242 and run["pid_start"] is None
     assert schema(path) == EXPECTED_COLUMNS
-    assert [row[2] for row in dump(path)["_sqlite_migrations"]] == ["0001_initial", "0002_run_pid_start", "0006_run_node"]
+    assert [row[2] for row in dump(path)["_sqlite_migrations"]] == [name for name, _ in MIGRATIONS]
 
 
 def test_a_reused_pid_is_not_a_live_run():

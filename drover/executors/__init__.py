@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable, Iterator, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Protocol
 
 from ..errors import UsageError
 
@@ -31,6 +31,7 @@ class Collected:
     node: str = "local"
     reason: str = ""  # why an interrupted run ended, when the agent's exit cannot say
     notes: tuple[str, ...] = field(default_factory=tuple)  # e.g. outbox operations refused on replay
+    usage: dict[str, Any] | None = None  # the ledger row of what the run cost (usage.Usage.as_row), if known
 
 
 class Handle(Protocol):
@@ -53,8 +54,11 @@ class Executor(Protocol):
     name: str
 
     def submit(self, project: "Project", ledger: "Ledger", launch: "Launch", *, echo: bool,
-               on_start: Callable[[int], None]) -> Handle:
-        """Start the run's agent. Raises OSError when the program cannot be started."""
+               on_start: Callable[[int], None], progress: Callable[[str], None] | None = None) -> Handle:
+        """Start the run's agent. Raises OSError when the program cannot be started.
+
+        `progress` gets the one-line progress reports of a structured stream (agents.launch).
+        """
         ...
 
     def start(self) -> None:

@@ -16,8 +16,10 @@ if TYPE_CHECKING:
 class LocalHandle:
     """A launch that runs in the caller's thread when collected (the agent starts there)."""
 
-    def __init__(self, launch: "Launch", echo: bool, on_start: Callable[[int], None]):
+    def __init__(self, launch: "Launch", echo: bool, on_start: Callable[[int], None],
+                 progress: Callable[[str], None] | None):
         self.launch = launch
+        self.progress = progress
         self.echo = echo
         self.on_start = on_start
         self._cancel = threading.Event()
@@ -41,11 +43,13 @@ class LocalHandle:
                 list(launch.argv), cwd=launch.workdir, env_add=launch.env_add, prompt=launch.prompt,
                 prompt_via=launch.prompt_via, log_path=launch.log_path,
                 timeout=launch.agent.timeout_seconds or None, label=f"{launch.item_id} {launch.slot}",
-                echo=self.echo, on_start=self.on_start, cancel=stop,
+                echo=self.echo, on_start=self.on_start, cancel=stop, stream=launch.stream,
+                progress=self.progress, progress_label=f"{launch.item_id}: {launch.slot} by {launch.agent.identity}",
             )
         finally:
             stop.set()  # ends the forwarding thread too
-        return Collected(result.exit_code, result.outcome, result.elapsed)
+        usage = result.usage.as_row() if result.usage is not None else None
+        return Collected(result.exit_code, result.outcome, result.elapsed, usage=usage)
 
 
 def _forward(source: threading.Event, target: threading.Event) -> None:
@@ -58,8 +62,8 @@ class LocalExecutor:
     name = "local"
 
     def submit(self, project: "Project", ledger: "Ledger", launch: "Launch", *, echo: bool,
-               on_start: Callable[[int], None]) -> LocalHandle:
-        return LocalHandle(launch, echo, on_start)
+               on_start: Callable[[int], None], progress: Callable[[str], None] | None = None) -> LocalHandle:
+        return LocalHandle(launch, echo, on_start, progress)
 
     def start(self) -> None:
         pass

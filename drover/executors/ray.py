@@ -119,7 +119,7 @@ def bring_home(project: "Project", ledger: "Ledger", launch: "Launch", result: d
         _append(launch.log_path, f"[drover] {note}\n".encode())
     reason = "" if result["outcome"] == "exited" else result["outcome"]
     return Collected(result["exit_code"], result["outcome"], result["elapsed"], node=result.get("node", ""),
-                     reason=reason, notes=tuple(notes))
+                     reason=reason, notes=tuple(notes), usage=result.get("usage"))
 
 
 def take_bundle(workdir: Path, branch: str, data: bytes) -> str:
@@ -184,7 +184,7 @@ def make_payload(project: "Project", ledger: "Ledger", launch: "Launch", base_sh
         "worktree_rel": project.relpath(launch.worktree) if launch.worktree else "",
         "prompt_rel": project.relpath(launch.prompt_path), "prompt_file": str(launch.prompt_path),
         "argv": list(launch.argv), "prompt": launch.prompt, "prompt_via": launch.prompt_via,
-        "timeout": launch.agent.timeout_seconds,
+        "timeout": launch.agent.timeout_seconds, "stream": launch.stream,
     }
 
 
@@ -227,7 +227,7 @@ class RayExecutor:
             return sha, self._base[sha]
 
     def submit(self, project: "Project", ledger: "Ledger", launch: "Launch", *, echo: bool,
-               on_start: Callable[[int], None]) -> RayHandle:
+               on_start: Callable[[int], None], progress: Callable[[str], None] | None = None) -> RayHandle:
         self.start()
         root = project.root
         base_sha, base_ref = self._base_ref(root, project.config.base)

@@ -60,12 +60,14 @@ def _work(payload: dict[str, Any], base_bundle: bytes, scratch: Path, started: f
     log = scratch / "agent.log"
     result = agents.launch(argv, cwd=workdir, env_add=env_add, prompt=payload["prompt"],
                            prompt_via=payload["prompt_via"], log_path=log, timeout=payload["timeout"] or None,
-                           label=f"{payload['item_id']} {payload['slot']}", echo=False)
+                           label=f"{payload['item_id']} {payload['slot']}", echo=False,
+                           stream=payload.get("stream", ""))
     out = scratch / "out.bundle"
     has_commits = git.bundle_create(repo, out, f"refs/heads/{branch}", exclude=start_sha)
     return {
         "exit_code": result.exit_code, "outcome": result.outcome, "elapsed": result.elapsed,
         "wall": time.monotonic() - started,
+        "usage": result.usage.as_row() if result.usage is not None else None,
         "log": log.read_bytes() if log.exists() else b"",
         "outbox": outbox.read_text(encoding="utf-8") if outbox.exists() else "",
         "bundle": out.read_bytes() if has_commits else b"",

@@ -1,16 +1,25 @@
-"""Calls drover.agents.launch on sleeper.py so a test can send this process SIGINT.
+"""Calls drover.agents.launch on sleeper.py so a test can send this process SIGINT or SIGTERM.
 
-Usage: driver.py WORKDIR. Prints "started PID" once the agent runs, then "outcome OUTCOME CODE".
+Usage: driver.py WORKDIR [SLEEPER ARGS...]. SIGTERM is handled as drover's CLI handles it.
+Prints "started PID" once the agent runs, then "outcome OUTCOME CODE".
 """
+import signal
 import sys
 from pathlib import Path
 
 from drover.agents import launch
 
+
+def terminated(signum, frame):
+    raise KeyboardInterrupt
+
+
+signal.signal(signal.SIGTERM, terminated)
 workdir = Path(sys.argv[1])
 sleeper = Path(__file__).with_name("sleeper.py")
 result = launch(
-    [sys.executable, str(sleeper), str(workdir / "pids")], cwd=workdir, env_add={}, prompt="",
+    [sys.executable, str(sleeper), str(workdir / "pids"), *sys.argv[2:]], cwd=workdir,
+    env_add={"DROVER_RUN": f"driven-{workdir.name}"}, prompt="",
     prompt_via="stdin", log_path=workdir / "agent.log", timeout=None, label="D-1 implement",
     echo=False, grace=2.0, on_start=lambda pid: print(f"started {pid}", flush=True),
 )

@@ -1,0 +1,198 @@
+"""The processes of a run: is a pid alive, and ending everything an agent started.
+
+An agent runs in its own process group, but the CLIs start tool commands in sessions of their
+own (`setsid`, a double fork), outside that group. So a run's processes are found two ways:
+its process group, and, where /proc exists (Linux), every process whose environment carries
+the run's `DROVER_RUN` value, which each descendant inherits. On Linux drover is also a child
+subreaper, so an orphaned descendant is re-parented to drover (and reaped by it) instead of init.
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+PR_SET_CHILD_SUBREAPER = 36
+
+
+def pid_alive(pid: int | None) -> bool:
+    """A process with this id exists (it may belong to someone else)."""
+    if not pid or pid <= 0:
+        return False  # 0 and negatives would address process groups, not one process
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # A killed agent whose parent died lingers as a zombie until init reaps it: it is not running.
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True
+    return stat.rsplit(")", 1)[-1].split()[0] != "Z"
+
+
+def process_start(pid: int) -> str:
+    """When the process started, in the kernel's clock ticks since boot; "" where unknown."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return ""
+    fields = stat.rsplit(")", 1)[-1].split()
+    return fields[19] if len(fields) > 19 else ""
+
+
+def run_alive(run: dict) -> bool:
+    """An unfinished run whose agent is still that same process (a reused pid is not it)."""
+    if run.get("finished") or not pid_alive(run.get("pid")):
+        return False
+    recorded = run.get("pid_start") or ""
+    return not recorded or process_start(run["pid"]) in ("", recorded)
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    if not os.path.isdir("/proc"):
+        return True
+    # Killed members linger as zombies until init reaps them, and a signal still "reaches"
+    # a zombie; where /proc can tell, only members that still run count.
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat", encoding="ascii", errors="replace") as handle:
+                fields = handle.read().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if len(fields) > 2 and fields[2] == str(pgid) and fields[0] not in ("Z", "X"):
+            return True
+    return False
+
+
+def _signal_group(pgid: int, signum: int) -> None:
+    try:
+        os.killpg(pgid, signum)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def become_subreaper() -> bool:
+    """Linux: orphaned descendants re-parent to this process instead of init. False elsewhere."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def _running(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as handle:
+            state = handle.read().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in ("Z", "X")
+
+
+def marked_processes(key: str, value: str) -> list[int]:
+    """Running processes (not this one) whose environment holds key=value; [] without /proc."""
+    if not os.path.isdir("/proc"):
+        return []
+    needle = f"{key}={value}".encode()
+    found = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/environ", "rb") as handle:
+                environ = handle.read()
+        except OSError:
+            continue  # gone, or another user's
+        if needle in environ.split(b"\0") and _running(int(entry.name)):
+            found.append(int(entry.name))
+    return found
+
+
+def _signal(pids: list[int], signum: int) -> None:
+    for pid in pids:
+        try:
+            os.kill(pid, signum)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+def _reap(pgid: int, pids: set[int]) -> None:
+    """Collect the exit of the run's orphans we adopted as subreaper, so no zombie stays.
+
+    Only the run's own processes (its group, its marked ones): a child of drover's that is
+    another launch's agent belongs to that launch's Popen.
+    """
+    if not os.path.isdir("/proc"):
+        return
+    me = str(os.getpid())
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat", encoding="ascii", errors="replace") as handle:
+                fields = handle.read().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        pid = int(entry.name)
+        if len(fields) > 2 and fields[0] == "Z" and fields[1] == me and (fields[2] == str(pgid) or pid in pids):
+            try:
+                os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                pass
+
+
+def end_run_processes(proc: subprocess.Popen, grace: float, marker: tuple[str, str] | None = None) -> None:
+    """End the agent's process group and every process carrying the run's marker in its environment.
+
+    SIGTERM first, then SIGKILL to whatever is left after `grace` seconds; a second Ctrl-C
+    skips the rest of the grace period.
+    """
+    pgid = proc.pid
+
+    def strays() -> list[int]:
+        return [pid for pid in marked_processes(*marker) if pid != proc.pid] if marker else []
+
+    def alive() -> bool:
+        proc.poll()  # reap the leader, or its zombie would keep the group "alive"
+        return _group_alive(pgid) or bool(strays())
+
+    seen: set[int] = set()
+    if alive():
+        _signal_group(pgid, signal.SIGTERM)
+        found = strays()
+        seen.update(found)
+        _signal(found, signal.SIGTERM)
+        deadline = time.monotonic() + grace
+        try:
+            while alive() and time.monotonic() < deadline:
+                time.sleep(0.05)
+        except KeyboardInterrupt:
+            pass  # a second Ctrl-C skips the rest of the grace period
+        if alive():
+            _signal_group(pgid, signal.SIGKILL)
+            found = strays()
+            seen.update(found)
+            _signal(found, signal.SIGKILL)
+            # SIGKILL cannot be ignored; wait the moment it takes to land, so the reap below sees them
+            deadline = time.monotonic() + 2.0
+            while alive() and time.monotonic() < deadline:
+                time.sleep(0.02)
+    proc.wait()
+    _reap(pgid, seen)

@@ -1,0 +1,98 @@
+"""`drover log ID [--run RUN] [--follow]`, progress lines off a terminal, and the drive summary's log paths."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from helpers import git
+
+BIN = Path(sys.executable).parent
+AGENT = Path(__file__).parent / "agents" / "echo_agent.py"
+
+
+def drover(root: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    full = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}", **(env or {})}
+    return subprocess.run([str(BIN / "drover"), *args], cwd=root, text=True, capture_output=True, env=full,
+                          stdin=subprocess.DEVNULL)
+
+
+def use_command(root: Path, command: str) -> None:
+    config = root / "drover.toml"
+    text = config.read_text().replace('preset = "claude" ', 'preset = "script" ', 1)
+    text = text.replace('command = ""  ', f"command = {json.dumps(command)}", 1)  # a TOML basic string
+    config.write_text(text)
+
+
+@pytest.fixture
+def project(repo):
+    assert drover(repo, "init").returncode == 0
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "init")
+    assert drover(repo, "new", "A thing").returncode == 0
+    return repo
+
+
+def test_log_prints_the_newest_run_or_the_one_named(project):
+    use_command(project, f"{sys.executable} -c \"import os; print('run of', os.environ['DROVER_RUN'])\"")
+    first = drover(project, "run", "D-1")
+    second = drover(project, "run", "D-1")
+    assert first.returncode == 0 and second.returncode == 0
+    runs = [run["id"] for run in json.loads(drover(project, "show", "D-1", "--json").stdout)["runs"]]
+    assert len(runs) == 2
+    newest = drover(project, "log", "D-1")
+    assert (newest.returncode, newest.stdout) == (0, f"run of {runs[1]}\n")
+    named = {run: drover(project, "log", "D-1", "--run", run).stdout for run in runs}
+    assert named == {run: f"run of {run}\n" for run in runs}
+
+
+def test_log_without_runs_or_with_an_unknown_run_is_a_usage_error(project):
+    done = drover(project, "log", "D-1")
+    assert (done.returncode, done.stderr) == (2, "drover: D-1 has no runs yet\n")
+    use_command(project, "true")
+    drover(project, "run", "D-1")
+    done = drover(project, "log", "D-1", "--run", "nope")
+    assert done.returncode == 2 and done.stderr.startswith("drover: D-1 has no run nope (its runs: ")
+
+
+def test_log_follow_prints_until_the_run_ends(project, tmp_path):
+    go = tmp_path / "go"
+    use_command(project, f"{sys.executable} {AGENT} --wait-for {go}")
+    running = subprocess.Popen([str(BIN / "drover"), "run", "D-1"], cwd=project, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
+                               env={**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"})
+    follower = None
+    try:
+        runs_dir = project / ".drover" / "runs"
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not (runs_dir.exists() and any(runs_dir.glob("*/agent.log"))):
+            time.sleep(0.05)
+        follower = subprocess.Popen([str(BIN / "drover"), "log", "D-1", "--follow"], cwd=project,
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(0.5)
+        assert follower.poll() is None  # still following: the run is alive
+        go.write_text("")
+        out, err = follower.communicate(timeout=60)
+    finally:
+        go.write_text("")
+        running.wait(timeout=60)
+        if follower is not None and follower.poll() is None:
+            follower.kill()
+            follower.wait()
+    assert follower.returncode == 0, err
+    assert out.startswith("first\n") and "second\n" in out  # second was written after following began
+
+
+def test_drive_off_a_terminal_says_it_is_alive_and_names_the_log_of_a_failure(project):
+    use_command(project, f"{sys.executable} -c \"import sys, time; time.sleep(1.2); sys.exit(3)\"")
+    done = drover(project, "drive", "D-1", env={"DROVER_PROGRESS_SECONDS": "0.3"})
+    assert done.returncode == 1
+    alive = [line for line in done.stdout.splitlines() if line.startswith("D-1: implement by script, ")]
+    assert alive and all(line.endswith(", log 0 B") for line in alive), done.stdout
+    (run_dir,) = (project / ".drover" / "runs").iterdir()
+    assert f"D-1: log .drover/runs/{run_dir.name}/agent.log" in done.stdout.splitlines()

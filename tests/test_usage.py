@@ -1,0 +1,78 @@
+"""drover.usage: readable text and usage figures from claude's and codex's structured output.
+
+The event lines are shaped as claude 2.1.197 (`-p --output-format stream-json --verbose`) and
+codex-cli 0.171.0 (`exec --json`) print them; tests/e2e runs the real CLIs.
+"""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from drover.usage import StreamReader, describe, total
+
+CLAUDE = [
+    {"type": "system", "subtype": "init", "cwd": "/w", "model": "claude-opus-4-8[1m]", "tools": ["Bash"]},
+    {"type": "assistant", "message": {"model": "claude-opus-4-8", "content": [
+        {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "make test"}}]}},
+    {"type": "user", "message": {"role": "user", "content": [
+        {"tool_use_id": "t1", "type": "tool_result", "content": "\n".join(f"line {n}" for n in range(12))}]}},
+    {"type": "assistant", "message": {"model": "claude-opus-4-8", "content": [
+        {"type": "text", "text": "All done.\nTests pass."}]}},
+    {"type": "result", "subtype": "success", "is_error": False, "num_turns": 2, "total_cost_usd": 0.0137,
+     "usage": {"input_tokens": 2400, "cache_creation_input_tokens": 100, "cache_read_input_tokens": 50,
+               "output_tokens": 68}},
+]
+
+CODEX = [
+    {"type": "thread.started", "thread_id": "x"},
+    {"type": "turn.started"},
+    {"type": "item.started", "item": {"id": "item_1", "type": "command_execution", "command": "/bin/bash -c 'ls'",
+                                      "aggregated_output": "", "exit_code": None, "status": "in_progress"}},
+    {"type": "item.completed", "item": {"id": "item_1", "type": "command_execution",
+                                        "command": "/bin/bash -c 'ls'", "aggregated_output": "a\nb\n",
+                                        "exit_code": 0, "status": "completed"}},
+    {"type": "item.completed", "item": {"id": "item_2", "type": "agent_message", "text": "All done."}},
+    {"type": "turn.completed", "usage": {"input_tokens": 2400, "cached_input_tokens": 0, "output_tokens": 68}},
+]
+
+
+def feed(kind: str, events: list) -> tuple[list[str], StreamReader]:
+    reader = StreamReader(kind)
+    shown = []
+    for event in events:
+        shown += reader.feed(json.dumps(event) if isinstance(event, dict) else event)
+    return shown, reader
+
+
+def test_claude_stream_reads_as_text_with_its_usage():
+    shown, reader = feed("claude", CLAUDE)
+    assert shown == ["[session] claude-opus-4-8[1m] in /w", "$ make test",
+                     *[f"line {n}" for n in range(8)], "... (4 more lines)",
+                     "All done.", "Tests pass.", "[result] done after 2 turns"]
+    assert reader.usage.as_row() == {"model": "claude-opus-4-8", "input_tokens": 2550, "output_tokens": 68,
+                                     "cost_usd": 0.0137, "tool_calls": 1}
+
+
+def test_codex_stream_reads_as_text_with_its_usage_summed_over_turns():
+    shown, reader = feed("codex", CODEX + CODEX[1:])
+    assert shown[:4] == ["$ /bin/bash -c 'ls'", "a", "b", "(exit 0)"] and shown[4] == "All done."
+    assert reader.usage.as_row() == {"model": "", "input_tokens": 4800, "output_tokens": 136,
+                                     "cost_usd": None, "tool_calls": 2}
+
+
+@pytest.mark.parametrize(("kind", "odd"), [("claude", '{"type": "assistant", "message": 3}'),
+                                           ("codex", '{"type": "item.completed", "item": 3}')])
+def test_lines_that_are_not_events_pass_through(kind, odd):
+    shown, reader = feed(kind, ["WARNING: something on stderr", "[1, 2]", odd])
+    assert shown == ["WARNING: something on stderr", "[1, 2]", odd]
+    assert reader.usage.input_tokens is None
+
+
+def test_describe_and_total():
+    rows = [{"input_tokens": 1200, "output_tokens": 34, "cost_usd": 0.01, "tool_calls": 1},
+            {"input_tokens": None, "output_tokens": None, "cost_usd": None, "tool_calls": None}]
+    assert describe(rows[0]) == "1,200 in / 34 out tokens, $0.0100, 1 tool call"
+    assert describe(rows[1]) == ""
+    assert total(rows) == {"input_tokens": 1200, "output_tokens": 34, "cost_usd": 0.01, "tool_calls": 1}
+    assert total([rows[1]]) == {"input_tokens": None, "output_tokens": None, "cost_usd": None, "tool_calls": 0}
