@@ -156,13 +156,19 @@ def _say(line: str) -> None:
         pass  # a closed screen must not stop the run
 
 
+_WORKTREE_LOCK = threading.Lock()
+
+
 def _ready_workdir(project: Project, launch: Launch) -> None:
     """The branch and the directory the agent works in: a worktree, or this checkout switched."""
     base = project.config.base
     if launch.slot == "draft":
         return
     if launch.worktree is not None:
-        git.ensure_worktree(project.root, launch.worktree, launch.branch, base)
+        # One at a time: ensure_worktree prunes, and a prune during another thread's
+        # `worktree add` removes that worktree's half-written admin folder (drive --jobs N).
+        with _WORKTREE_LOCK:
+            git.ensure_worktree(project.root, launch.worktree, launch.branch, base)
     else:
         git.checkout_branch(project.root, launch.branch, base, ignore=[project.config.items + "/"])
 
