@@ -433,6 +433,16 @@ def _launch_command(item_id: str, slot: str, dry_run: bool, explicit: str | None
                f"(log: {project.relpath(result.log_path)})")
     if result.outcome != "exited" or result.exit_code != 0:
         sys.exit(1)
+    if slot == "review":
+        from .runs import NO_VERDICT, review_verdict
+
+        with opened() as (project, ledger):
+            verdict = review_verdict(ledger, result.run_id)
+        if not verdict:
+            from .errors import Refused
+
+            raise Refused(f"{item_id}: {NO_VERDICT}")
+        click.echo(f"{item_id}: the review recorded: {verdict}")
 
 
 def dry_run_option(func):
@@ -516,7 +526,7 @@ def drive(item_ids: tuple[str, ...], jobs: int, finish_items: bool, executor: st
         return
     for line in summary(results):
         click.echo(line)
-    sys.exit(0 if all(row.approved for row in results) else 1)
+    sys.exit(0 if all(row.ok for row in results) else 1)
 
 
 if __name__ == "__main__":

@@ -75,7 +75,11 @@ def build(project: Project, ledger: Ledger, item_id: str, slot: str, *, guidance
     implementing = [run for run in runs if run["slot"] == "implement"]
     last = implementing[-1] if implementing else None
     if slot == "implement":
-        values["Posture"] = _posture(item, last)
+        conflicts = _conflicts(project, ledger, item.id)
+        posture = _posture(ledger, item, last)
+        # SPEC 9.2's order: resume, then conflict, then the rest
+        values["Posture"] = "conflict" if conflicts and posture != "resume" else posture
+        values["Conflicts"] = conflicts
     elif slot == "review":
         values.update(_review(project, ledger, item, last, values["Branch"], base["Rounds"], tracker))
     elif slot == "draft":
@@ -219,9 +223,31 @@ def _follow_ups(project: Project, item: Item, dep_entries: dict[str, Any], track
     }
 
 
-def _posture(item: Item, last_run: dict | None) -> str:
-    """The first that applies: resume, revise, build, continue."""
-    if last_run is not None and last_run["finished"] is None:
+def _conflicts(project: Project, ledger: Ledger, item_id: str) -> tuple[str, ...]:
+    """Files a merge of base into the item's branch left conflicting in its checkout."""
+    from . import git
+
+    if project.config.worktree:
+        return tuple(git.unmerged_files(project.worktrees_dir / item_id))
+    # without worktrees, a merge in the main checkout is this item's only while its branch is out
+    branch = ledger.item_branch(item_id)
+    if not branch or git.current_branch(project.root) != branch:
+        return ()
+    return tuple(git.unmerged_files(project.root))
+
+
+def _posture(ledger: Ledger, item: Item, last_run: dict | None) -> str:
+    """The first that applies: resume, revise, build, continue (conflict is decided by the caller).
+
+    `resume` follows the same rule as the interrupted and failed states (status.run_trouble),
+    so list, drive and the prompt agree on it.
+    """
+    from . import status
+
+    approval_at = (ledger.activity(item.id).get(item.id) or {}).get("approval_at") or ""
+    # a live run counts as unfinished work too: its prompt would be the one resuming it
+    trouble, _ = status.run_trouble(last_run, False, approval_at)
+    if trouble:
         return "resume"
     if item.outstanding:
         return "revise"

@@ -165,6 +165,7 @@ class TemplateData:
     Guidance: str = "detailed"
     # implement
     Posture: str = ""
+    Conflicts: tuple[str, ...] = ()
     # review
     Unfinished: bool = False
     LogPath: str = ""
@@ -322,7 +323,8 @@ _SCHEMA: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
     ("VerifyCommands", "dict", _ALL, "the whole [verify] table"),
     ("Branch", "str", _LAUNCH, "the item's branch, [run] branch rendered (\"\" in the branch template)"),
     ("Guidance", "str", _ALL, "lean or detailed"),
-    ("Posture", "str", ("implement",), "resume, revise, build or continue: the first that applies"),
+    ("Posture", "str", ("implement",), "resume, conflict, revise, build or continue: the first that applies"),
+    ("Conflicts", "list[str]", ("implement",), "the files a merge of base into the branch left conflicting (posture conflict)"),
     ("Unfinished", "bool", ("review",), "the last implementing run never recorded an exit"),
     ("LogPath", "str", ("review",), "the last implementing run's log, \"\" when there was no run"),
     ("Note", "str", ("review",), "the note of the newest audit that carries one, verbatim"),

@@ -8,7 +8,7 @@ from .errors import Refused
 from .ledger import Ledger
 from .project import Project
 from .review import actor
-from .status import require_item
+from .status import State, approval_current, require_item, show_item
 from .trackers import open_tracker
 from .trackers.base import TrackerUnavailable
 
@@ -32,6 +32,8 @@ def finish(project: Project, ledger: Ledger, item_id: str) -> Finished:
     if item.outstanding:
         raise Refused(f"{item_id} has outstanding changes in {project.relpath(item.path)}: "
                       "clear them (a review audit or `drover close-changes`) before finishing")
+    if not row.get("done"):
+        _require_approval(project, ledger, item_id)
     undisposed = [number for number in item.closes if number not in judged]
     if undisposed:
         listed = ", ".join(f"#{n}" for n in undisposed)
@@ -39,10 +41,11 @@ def finish(project: Project, ledger: Ledger, item_id: str) -> Finished:
                       f"`drover dispose {item_id} ISSUE --as close|comment|keep` first")
     lines = []
     if not row.get("done"):
-        branch = _item_branch(ledger, item_id)
+        branch = ledger.item_branch(item_id)
         if not branch or not git.branch_exists(project.root, branch):
             raise Refused(f"{item_id} has no branch to merge (no implementing run made one)")
-        dirty = [path for path in git.dirty_paths(project.root) if not _tolerated(project, path)]
+        _require_covered(project, ledger, item_id, branch)
+        dirty = dirty_blockers(project)
         if dirty:
             shown = ", ".join(dirty[:5]) + (" ..." if len(dirty) > 5 else "")
             raise Refused(f"the checkout at {project.root} has uncommitted changes ({shown}): "
@@ -62,17 +65,45 @@ def finish(project: Project, ledger: Ledger, item_id: str) -> Finished:
     return Finished(tuple(lines), tuple(problems))
 
 
+def _require_approval(project: Project, ledger: Ledger, item_id: str) -> None:
+    """Refuse unless an approving audit is newer than the newest round."""
+    activity = ledger.activity(item_id).get(item_id)
+    if not approval_current(activity):
+        raise Refused(f"{item_id}: no review approved it")
+
+
+def _require_covered(project: Project, ledger: Ledger, item_id: str, branch: str) -> None:
+    """Refuse unless the branch has something to merge and the approval covers its head, in the
+    state list and show report as approved (no live or unfinished implementing run after it)."""
+    base = project.config.base
+    if git.ahead_of(project.root, branch, base) == 0:
+        raise Refused(f"{item_id}: nothing to merge: {branch} has no commits beyond {base}")
+    activity = ledger.activity(item_id).get(item_id) or {}
+    head = git.head_of(project.root, branch)
+    covered = activity.get("approval_head") or ""
+    if not covered:
+        raise Refused(f"{item_id}: the approval records no commit it covers (review again)")
+    if covered != head:
+        since = git.count_commits(project.root, covered, head)
+        if since is None:
+            raise Refused(f"{item_id}: {branch} was rewritten since the approval at {covered[:7]} (review again)")
+        raise Refused(f"{item_id}: {since} commit{'s' if since != 1 else ''} since the approval at "
+                      f"{covered[:7]} (review again)")
+    shown = show_item(project, ledger, item_id)
+    if shown["state"] != State.APPROVED:
+        why = f" ({shown['reason']})" if shown["reason"] else ""
+        raise Refused(f"{item_id} is {shown['state']}{why}, not approved")
+
+
+def dirty_blockers(project: Project) -> list[str]:
+    """Uncommitted paths that would stop a finish (drover's own item edits do not)."""
+    return [path for path in git.dirty_paths(project.root) if not _tolerated(project, path)]
+
+
 def _tolerated(project: Project, path: str) -> bool:
     """drover's own uncommitted edits to item files do not block a finish."""
     items = project.config.items.rstrip("/") + "/"
     return path.startswith(items) or path.startswith(".drover/")
-
-
-def _item_branch(ledger: Ledger, item_id: str) -> str:
-    for run in reversed(ledger.runs(item_id)):
-        if run["slot"] == "implement" and run["branch"]:
-            return run["branch"]
-    return ""
 
 
 def _apply_dispositions(project: Project, ledger: Ledger, item_id: str, judged: dict[int, dict],

@@ -252,6 +252,10 @@ def modified_files(root: Path, branch: str, base: str) -> tuple[list[str], str]:
     return sorted(paths), ""
 
 
+class MergeConflict(Refused):
+    """finish met a conflict with base: `drive` hands it back to the loop, `finish` alone refuses."""
+
+
 def merge(root: Path, branch: str, base: str, message: str) -> str:
     """Merge `branch` into `base` in the checkout at `root` (--no-ff, never a push); return the merge sha.
 
@@ -281,7 +285,7 @@ def merge(root: Path, branch: str, base: str, message: str) -> str:
         # Back where the operator left it: their branch, or the very commit if HEAD was detached.
         git(["switch", "--quiet", original] if original else ["switch", "--quiet", "--detach", original_head], root)
     if conflicted:
-        raise Refused(f"merging {branch} into {base} conflicts in {', '.join(conflicted)}: "
+        raise MergeConflict(f"merging {branch} into {base} conflicts in {', '.join(conflicted)}: "
                       f"the merge was aborted and {root} is as it was; resolve on {branch} and finish again")
     said = _one_line(done.stderr) or _one_line(done.stdout) or f"exit status {done.returncode}"
     raise GitError(f"git merge: {said}")
@@ -315,6 +319,59 @@ def commit_only(root: Path, paths: list[str], message: str) -> tuple[str, str] |
 def user_name(root: Path) -> str:
     """git's user.name for the repository at `root`; "" when unset."""
     return git(["config", "user.name"], root, check=False).strip()
+
+
+def branch_heads(root: Path) -> dict[str, str]:
+    """Every local branch -> the full sha of its head, in one git call."""
+    out = git(["for-each-ref", "--format=%(refname:short)%00%(objectname)", "refs/heads/"], root, check=False)
+    heads: dict[str, str] = {}
+    for line in out.splitlines():
+        name, _, sha = line.partition("\0")
+        if sha:
+            heads[name] = sha
+    return heads
+
+
+def head_of(root: Path, branch: str) -> str:
+    """The full sha `branch` points at; "" when there is no such branch."""
+    if not branch:
+        return ""
+    done = _run(["rev-parse", "--verify", "--quiet", "--end-of-options", f"refs/heads/{branch}^{{commit}}"], root)
+    return done.stdout.strip() if done.returncode == 0 else ""
+
+
+def count_commits(root: Path, since: str, until: str) -> int | None:
+    """Commits `until` has that `since` lacks; None when `since` is not an ancestor (history rewritten)."""
+    if not _ok(["merge-base", "--is-ancestor", since, until], root):
+        return None
+    return int(git(["rev-list", "--count", f"{since}..{until}"], root).strip() or 0)
+
+
+def ahead_of(root: Path, branch: str, base: str) -> int:
+    """Commits on `branch` that `base` lacks."""
+    return int(git(["rev-list", "--count", "--end-of-options", f"{base}..{branch}"], root).strip() or 0)
+
+
+def merge_base_into(worktree: Path, base: str) -> list[str]:
+    """Merge `base` into the branch checked out in `worktree`: [] when it merged (a commit on the
+    branch), else the conflicting files, the merge left in progress for an agent to complete."""
+    done = _run(["merge", "--no-ff", "--no-edit", "-m", f"Merge {base} into the item branch",
+                 "--end-of-options", base], worktree)
+    if done.returncode == 0:
+        return []
+    conflicted = unmerged_files(worktree)
+    if not conflicted:
+        said = _one_line(done.stderr) or _one_line(done.stdout) or f"exit status {done.returncode}"
+        raise GitError(f"git merge: {said}")
+    return conflicted
+
+
+def unmerged_files(checkout: Path) -> list[str]:
+    """The conflicting files of a merge in progress in `checkout`; [] when none is."""
+    if not Path(checkout).is_dir() or not _ok(["rev-parse", "--verify", "--quiet", "MERGE_HEAD"], checkout):
+        return []
+    out = git(["diff", "--name-only", "--diff-filter=U"], checkout, check=False)
+    return [line for line in out.splitlines() if line]
 
 
 # --- bundles: how the repository travels to a worker and commits come back (executors) ---

@@ -274,6 +274,20 @@ def demote_headings(findings: str) -> str:
     return text
 
 
+_MARKER_PREFIX = "<!-- drover:"
+
+
+def as_findings(findings: str) -> str:
+    """Findings as request-changes writes them: data that cannot pose as drover's own marks.
+
+    Headings are demoted and open fences closed (demote_headings), and a line that opens like a
+    drover marker (the cleared block's) is escaped with a backslash, so findings that begin with
+    it still read as findings, not as a discharged round.
+    """
+    lines = demote_headings(findings).split("\n")
+    return "\n".join("\\" + line if line.lstrip().startswith(_MARKER_PREFIX) else line for line in lines)
+
+
 def replace_section(text: str, heading: str, content: str, body_offset: int) -> str:
     """The file text with `heading`'s section holding `content`; created at the end when absent.
 
@@ -308,7 +322,8 @@ def cleared_block(round_number: int, when: str, by: str, note: str = "") -> str:
         f"Nothing is outstanding: round {round_number} was discharged on {when} by {by}.",
     ]
     if note.strip():
-        lines.append(f"Note: {note.strip()}")
+        # one line: a note's own line breaks could start a heading that ends the section
+        lines.append(f"Note: {' '.join(note.split())}")
     return "\n".join(lines)
 
 

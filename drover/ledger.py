@@ -88,6 +88,14 @@ def _run_pid_start(db: "sqlite_utils.Database") -> None:
     db["runs"].add_column("pid_start", str)
 
 
+def _approval_heads(db: "sqlite_utils.Database") -> None:
+    # An approval covers one commit: a review run records the branch head it reviewed, an
+    # implementing run the head before and after it, an audit the head it covers.
+    db["runs"].add_column("head_start", str)
+    db["runs"].add_column("head", str)
+    db["audits"].add_column("head", str)
+
+
 def _run_usage(db: "sqlite_utils.Database") -> None:
     # What a run cost, where the agent CLI reports it (drover/usage.py); NULL when unknown.
     for column, kind in (("model", str), ("input_tokens", int), ("output_tokens", int),
@@ -103,7 +111,8 @@ def _run_node(db: "sqlite_utils.Database") -> None:
 
 # Named migrations, applied in this order by Ledger._migrate and nowhere else. Append only.
 MIGRATIONS = (("0001_initial", _initial), ("0002_run_pid_start", _run_pid_start),
-              ("0004_run_usage", _run_usage), ("0006_run_node", _run_node))
+              ("0003_approval_heads", _approval_heads), ("0004_run_usage", _run_usage),
+              ("0006_run_node", _run_node))
 
 
 def migrations() -> "sqlite_utils.migrations.Migrations":
@@ -279,12 +288,23 @@ class Ledger:
         with self.write():
             self.conn.execute("UPDATE runs SET pid = ?, pid_start = ? WHERE id = ?", (pid, started, run_id))
 
-    def finish_run(self, run_id: str, exit_status: int | None, outcome: str) -> None:
+    def finish_run(self, run_id: str, exit_status: int | None, outcome: str, head: str | None = None) -> None:
+        """Record a run's end; `head` (the branch head it left) only when given."""
         with self.write():
             self.conn.execute(
                 "UPDATE runs SET finished = ?, exit_status = ?, outcome = ? WHERE id = ?",
                 (now(), exit_status, outcome, run_id),
             )
+            if head is not None:
+                self.conn.execute("UPDATE runs SET head = ? WHERE id = ?", (head, run_id))
+
+    def item_branch(self, item_id: str) -> str:
+        """The branch the item's newest implementing run worked on; "" before any."""
+        row = self.conn.execute(
+            "SELECT branch FROM runs WHERE item = ? AND slot = 'implement' AND branch != '' "
+            "ORDER BY started DESC, rowid DESC LIMIT 1", (item_id,)
+        ).fetchone()
+        return row[0] if row else ""
 
     def record_usage(self, run_id: str, usage: dict[str, Any]) -> None:
         """A run's model, tokens in and out, cost and tool calls (see drover/usage.py)."""
@@ -323,9 +343,12 @@ class Ledger:
             rows = self._rows("SELECT * FROM runs WHERE item = ? ORDER BY started, rowid", (item_id,))
         return [_decode_run(row) for row in rows]
 
-    def activity(self) -> dict[str, dict[str, Any]]:
-        """Per item, what its state needs: implementing runs, newest round, newest approval."""
-        return {row["item"]: row for row in self._rows(_activity_sql())}
+    def activity(self, item_id: str | None = None) -> dict[str, dict[str, Any]]:
+        """Per item, what its state needs: the last implementing run, newest round, newest approval."""
+        sql = _activity_sql()
+        if item_id is not None:
+            return {row["item"]: row for row in self._rows(f"SELECT * FROM ({sql}) WHERE item = ?", (item_id,))}
+        return {row["item"]: row for row in self._rows(sql)}
 
     def unfinished_runs(self) -> list[dict[str, Any]]:
         return [_decode_run(row) for row in self._rows("SELECT * FROM runs WHERE finished IS NULL")]
@@ -383,14 +406,14 @@ class Ledger:
 
     # audits and dispositions ---------------------------------------------------------------
 
-    def add_audit(self, item_id: str, level: str, by: str, note: str) -> int:
+    def add_audit(self, item_id: str, level: str, by: str, note: str, head: str = "") -> int:
         with self.write():
             self._ensure_item(item_id)
             authors = self.authors(item_id)
             # sqlite-utils types last_pk as optional; an insert into a rowid table always sets it
             return cast(int, self.db["audits"].insert(
                 {"item": item_id, "level": level, "by": by, "note": note, "at": now(),
-                 "authors": json.dumps(authors)}
+                 "authors": json.dumps(authors), "head": head}
             ).last_pk)
 
     def audits(self, item_id: str) -> list[dict[str, Any]]:
@@ -446,11 +469,21 @@ def open_ledger(path: Path) -> Ledger:
 
 
 def _activity_sql() -> str:
-    return """
+    last_run = ("(SELECT r.{col} FROM runs r WHERE r.item = i.id AND r.slot = 'implement' "
+                "ORDER BY r.started DESC, r.rowid DESC LIMIT 1) AS last_{col}")
+    approval = ("(SELECT a.{col} FROM audits a WHERE a.item = i.id AND a.level IN ('reviewed', 'verified') "
+                "ORDER BY a.at DESC, a.id DESC LIMIT 1) AS approval_{col}")
+    columns = [last_run.format(col=col) for col in
+               ("id", "started", "finished", "outcome", "exit_status", "pid", "pid_start", "head_start", "head")]
+    columns += [approval.format(col=col) for col in ("at", "head", "level", "by")]
+    return f"""
     SELECT i.id AS item,
       (SELECT count(*) FROM runs r WHERE r.item = i.id AND r.slot = 'implement') AS implement_runs,
       (SELECT max(finished) FROM runs r WHERE r.item = i.id AND r.slot = 'implement') AS implement_finished,
+      (SELECT r.branch FROM runs r WHERE r.item = i.id AND r.slot = 'implement' AND r.branch != ''
+         ORDER BY r.started DESC, r.rowid DESC LIMIT 1) AS branch,
       (SELECT max(at) FROM rounds o WHERE o.item = i.id) AS newest_round,
-      (SELECT max(at) FROM audits a WHERE a.item = i.id AND a.level IN ('reviewed', 'verified')) AS newest_approval
+      (SELECT max(at) FROM audits a WHERE a.item = i.id AND a.level IN ('reviewed', 'verified')) AS newest_approval,
+      {", ".join(columns)}
     FROM (SELECT id FROM items UNION SELECT item FROM runs UNION SELECT item FROM rounds) i
     """

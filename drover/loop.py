@@ -6,15 +6,16 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Callable
 
-from . import runs, templates
-from .errors import DroverError, UsageError
+from . import git, runs, templates
+from .errors import DroverError, Refused, UsageError
 from .ledger import Ledger
 from .project import Project
-from .status import is_ready, list_items, show_item
+from .status import IMPLEMENT_NEXT, NOT_DRIVEN, State, is_ready, list_items, show_item
 from .executors import Executor, open_executor
 from .usage import describe as usage_text, total as usage_total
 
 APPROVED = ("approved", "finished")
+NOT_FINISHED = "approved, not finished: "
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,11 @@ class Driven:
     @property
     def approved(self) -> bool:
         return self.result in APPROVED
+
+    @property
+    def ok(self) -> bool:
+        """What drive's exit status counts: approved, and finished when --finish asked for it."""
+        return self.approved and not self.note.startswith(NOT_FINISHED)
 
 
 def header(project: Project, ids: list[str], jobs: int, finish: bool) -> list[str]:
@@ -93,41 +99,76 @@ class Driver:
     def _drive(self, ledger: Ledger, item_id: str) -> Driven:
         project = self.project
         shown = _state(project, ledger, item_id)
-        if shown["state"] in ("done", "parked", "unreadable"):
-            return Driven(item_id, "skipped", len(shown["rounds"]), len(shown["runs"]), f"{shown['state']}")
-        # One implement and one review per round, plus the first pass.
-        for _ in range(project.config.max_rounds + 1):
+        state = State(shown["state"])
+        if state in NOT_DRIVEN:
+            return Driven(item_id, "skipped", len(shown["rounds"]), len(shown["runs"]), str(state))
+        conflicted = False
+        # One implement and one review per round, plus the first pass (and a merge of base).
+        for _ in range(project.config.max_rounds + 2):
             if self.cancel.is_set():
                 return self._ended(ledger, item_id, "failed", "interrupted")
-            if shown["state"] not in ("in review", "approved"):
+            if state in IMPLEMENT_NEXT or conflicted:
+                conflicted = False
                 result = self._launch(ledger, item_id, "implement")
                 if result.outcome != "exited" or result.exit_code != 0:
                     return self._ended(ledger, item_id, "failed", f"implement agent {_ending(result)}")
-            shown = _state(project, ledger, item_id)
-            if shown["state"] != "approved":
+                state = State(_state(project, ledger, item_id)["state"])
+            if state != State.APPROVED:
                 result = self._launch(ledger, item_id, "review")
-                shown = _state(project, ledger, item_id)
+                state = State(_state(project, ledger, item_id)["state"])
                 # a capped send-back parks the item and may fail the agent's command: parked wins
-                if shown["state"] != "parked" and (result.outcome != "exited" or result.exit_code != 0):
+                if state == State.PARKED:
+                    return self._ended(ledger, item_id, "parked", _state(project, ledger, item_id)["parked_reason"])
+                if result.outcome != "exited" or result.exit_code != 0:
                     return self._ended(ledger, item_id, "failed", f"review agent {_ending(result)}")
-            if shown["state"] == "approved":
+                if not runs.review_verdict(ledger, result.run_id):
+                    self.say(f"{item_id}: {runs.NO_VERDICT}")
+                    return self._ended(ledger, item_id, "no verdict", runs.NO_VERDICT)
+            if state == State.APPROVED:
                 if not self.finish:
                     return self._ended(ledger, item_id, "approved", "")
-                from .finish import finish
-
-                with self.merge_lock:
-                    finished = finish(project, ledger, item_id)
-                for line in finished.lines:
-                    self.say(line)
-                for problem in finished.problems:
-                    self.say(f"{item_id}: {problem}")
-                return self._ended(ledger, item_id, "finished", "; ".join(finished.problems))
-            if shown["state"] == "parked":
-                return self._ended(ledger, item_id, "parked", shown["parked_reason"])
-            if shown["state"] != "changes requested":
-                return self._ended(ledger, item_id, "no verdict",
-                                   "the review neither requested changes nor approved")
+                ended = self._finish(ledger, item_id)
+                if ended is not None:
+                    return ended
+                # base went into the branch: merged, the approval no longer covers its head; conflicted,
+                # the merge waits in the worktree for the implementing agent (posture conflict)
+                state = State(_state(project, ledger, item_id)["state"])
+                conflicted = state == State.APPROVED
+                continue
+            if state not in IMPLEMENT_NEXT and state != State.IN_REVIEW:
+                return self._ended(ledger, item_id, "failed", f"the item is {state}")
         return self._ended(ledger, item_id, "failed", "the loop did not settle")
+
+    def _finish(self, ledger: Ledger, item_id: str) -> Driven | None:
+        """Finish the item; None when a conflict with base went back to the loop instead."""
+        from .finish import finish
+
+        try:
+            with self.merge_lock:
+                finished = finish(self.project, ledger, item_id)
+        except git.MergeConflict as exc:
+            if not self.project.config.worktree:
+                reason = str(exc).removeprefix(f"{item_id}: ")
+                return self._ended(ledger, item_id, "approved", NOT_FINISHED + reason)
+            branch = ledger.item_branch(item_id)
+            worktree = git.ensure_worktree(self.project.root, self.project.worktrees_dir / item_id, branch,
+                                           self.project.config.base)
+            conflicts = git.merge_base_into(worktree, self.project.config.base)
+            if conflicts:
+                self.say(f"{item_id}: merging {self.project.config.base} into {branch} conflicts in "
+                         f"{', '.join(conflicts)}: back to the implementing agent")
+            else:
+                self.say(f"{item_id}: merged {self.project.config.base} into {branch}: reviewing again")
+            return None
+        except Refused as exc:
+            reason = str(exc).removeprefix(f"{item_id}: ")
+            self.say(f"{item_id}: {NOT_FINISHED}{reason}")
+            return self._ended(ledger, item_id, "approved", NOT_FINISHED + reason)
+        for line in finished.lines:
+            self.say(line)
+        for problem in finished.problems:
+            self.say(f"{item_id}: {problem}")
+        return self._ended(ledger, item_id, "finished", "; ".join(finished.problems))
 
     def _ended(self, ledger: Ledger, item_id: str, result: str, note: str) -> Driven:
         shown = _state(self.project, ledger, item_id)
@@ -140,9 +181,11 @@ def _ending(result: runs.RunResult) -> str:
     return f"exited {result.exit_code}" if result.outcome == "exited" else result.outcome
 
 
-def ready_ids(project: Project) -> list[str]:
+def ready_ids(project: Project, finish: bool = False) -> list[str]:
+    """Items drive takes: the ready ones, and with --finish the approved ones an earlier drive left."""
     with Ledger(project.ledger_path) as ledger:
-        return [row.entry.id for row in list_items(project, ledger) if is_ready(row)]
+        return [row.entry.id for row in list_items(project, ledger)
+                if is_ready(row) or (finish and row.state == State.APPROVED)]
 
 
 def drive(project: Project, ids: list[str], *, jobs: int = 1, finish: bool = False,
@@ -159,7 +202,9 @@ def drive(project: Project, ids: list[str], *, jobs: int = 1, finish: bool = Fal
         with Ledger(project.ledger_path) as ledger:
             for item_id in ids:
                 show_item(project, ledger, item_id)
-    queue = list(dict.fromkeys(ids)) if explicit else ready_ids(project)
+    if finish:
+        _require_clean(project)
+    queue = list(dict.fromkeys(ids)) if explicit else ready_ids(project, finish)
     runner = open_executor(project, executor)
     for line in header(project, queue, jobs, finish):
         say(line)
@@ -210,8 +255,19 @@ def _drive_queue(project: Project, queue: list[str], explicit: bool, *, jobs: in
                 results.append(future.result())
             if not explicit and finish:
                 # finishing an item can make the items that depend on it ready
-                queue += [item for item in ready_ids(project) if item not in attempted and item not in queue]
+                queue += [item for item in ready_ids(project, finish) if item not in attempted and item not in queue]
     return results
+
+
+def _require_clean(project: Project) -> None:
+    """drive --finish would spend agent time, then fail every merge: refuse before any launch."""
+    from .finish import dirty_blockers
+
+    dirty = dirty_blockers(project)
+    if dirty:
+        shown = ", ".join(dirty[:5]) + (" ..." if len(dirty) > 5 else "")
+        raise Refused(f"drive --finish: the checkout at {project.root} has uncommitted changes ({shown}): "
+                      "commit or stash them first; no agent was launched")
 
 
 def summary(results: list[Driven]) -> list[str]:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from . import items as itemfile
 from .errors import GitError, Refused, UsageError
-from .git import commit_only, user_name
+from .git import commit_only, head_of, user_name
 from .ledger import LEVELS, Ledger, now
 from .project import Project
 from .status import not_an_id, require_item
@@ -108,7 +108,7 @@ def request_changes(project: Project, ledger: Ledger, item_id: str, findings: st
         raise UsageError("no findings given: pass --file F or write them on standard input")
     item = require_item(project, item_id)
     by = actor(project, ledger)
-    written = itemfile.demote_headings(findings.strip("\n") + "\n")
+    written = itemfile.as_findings(findings.strip("\n") + "\n")
     digest = hashlib.sha256(written.encode("utf-8")).hexdigest()
     cap = project.config.max_rounds
     with ledger.write():
@@ -171,22 +171,35 @@ def close_changes(project: Project, ledger: Ledger, item_id: str, note: str = ""
     return Outcome((f"{item_id}: round {number} cleared; nothing is outstanding",))
 
 
+def audit_head(project: Project, ledger: Ledger, item_id: str) -> str:
+    """The commit an audit covers: the head a review run of this item reviewed, when one is
+    acting ($DROVER_RUN), else the branch's head now ("" when the item has no branch)."""
+    run_id = os.environ.get("DROVER_RUN", "")
+    run = ledger.run(run_id) if run_id else None
+    if run and run["item"] == item_id and run["slot"] == "review":
+        return run.get("head") or ""
+    return head_of(project.root, ledger.item_branch(item_id))
+
+
 def audit(project: Project, ledger: Ledger, item_id: str, level: str, by: str = "", note: str = "") -> Outcome:
-    """Record an audit; at reviewed or above it also clears outstanding changes."""
+    """Record an audit, bound to the commit it covers; at reviewed or above it also clears
+    outstanding changes."""
     if level not in LEVELS:
         raise UsageError(f"--level must be one of {', '.join(LEVELS)}, not {level!r}")
     item = require_item(project, item_id)
     by = by or actor(project, ledger)
+    head = audit_head(project, ledger, item_id)
     lines = []
     with ledger.write():
         if LEVELS.index(level) >= LEVELS.index("reviewed") and item.outstanding:
             number = _clear(project, ledger, item, by, note or f"approved at {level}")
             lines.append(f"{item_id}: round {number} cleared by the approval")
-        ledger.add_audit(item_id, level, by, note)
-        ledger.log_event("audit", item_id, by, level=level, note=note)
+        ledger.add_audit(item_id, level, by, note, head)
+        ledger.log_event("audit", item_id, by, level=level, note=note, head=head)
     if lines:
         _commit_items(project, [item.path], f"drover: changes on {item_id} cleared by a {level} audit")
-    return Outcome((f"{item_id}: audited {level} by {by}", *lines))
+    covers = f" (covers {head[:7]})" if head else " (the item has no branch: it covers no commit)"
+    return Outcome((f"{item_id}: audited {level} by {by}{covers}", *lines))
 
 
 def dispose(project: Project, ledger: Ledger, item_id: str, issue: int, disposition: str, note: str = "") -> Outcome:

@@ -22,7 +22,7 @@ from .errors import DroverError, Refused, TemplateError, UsageError
 from .ledger import Ledger
 from .project import Project
 from .agents import process_start, run_alive
-from .status import require_item
+from .status import State, require_item
 
 from .vocabulary import SLOTS as LAUNCH_SLOTS
 
@@ -106,6 +106,8 @@ def prepare(project: Project, ledger: Ledger, item_id: str, slot: str, *,
     running = live_run(ledger, item_id)
     if running:
         raise Refused(f"{item_id} already has a live run {running['id']} (pid {running['pid']})")
+    if slot == "review":
+        _refuse_unfinished_work(ledger, item_id)
     data = template_data.build(project, ledger, item_id, slot)
     branch = data.Branch
     if slot != "draft":
@@ -130,6 +132,16 @@ def prepare(project: Project, ledger: Ledger, item_id: str, slot: str, *,
         env_add=env_add, binary_missing=agents.binary_missing(agent), root_refusal=agents.root_refusal(agent),
         stream=agents.stream_of(agent),
     )
+
+
+def _refuse_unfinished_work(ledger: Ledger, item_id: str) -> None:
+    """A review judges finished work: after an interrupted or failed implementing run, resume first."""
+    from .status import last_implement, run_trouble
+
+    activity = ledger.activity(item_id).get(item_id) or {}
+    trouble, why = run_trouble(last_implement(activity), False, activity.get("approval_at") or "")
+    if trouble:
+        raise Refused(f"{item_id} is {trouble} ({why}): resume it with `drover run {item_id}` before a review")
 
 
 def describe(project: Project, launch: Launch) -> list[str]:
@@ -182,6 +194,8 @@ def execute(project: Project, ledger: Ledger, launch: Launch, *, echo: bool = Tr
     if launch.root_refusal:
         raise Refused(launch.root_refusal)
     _ready_workdir(project, launch)
+    # the commit the run starts from: what a review reviews, what an implementing run builds on
+    head_start = git.head_of(project.root, launch.branch) if launch.branch else ""
     launch.run_dir.mkdir(parents=True, exist_ok=True)
     launch.prompt_path.write_text(launch.prompt, encoding="utf-8")
     provenance = launch.provenance
@@ -193,6 +207,7 @@ def execute(project: Project, ledger: Ledger, launch: Launch, *, echo: bool = Tr
         "requested_source": provenance.requested, "resolved_source": provenance.resolved,
         "base_hashes": provenance.base_hashes, "template_sha256": provenance.template_sha256,
         "prompt_sha256": provenance.prompt_sha256,
+        "head_start": head_start, "head": head_start if launch.slot == "review" else "",
     })
     ledger.log_event(launch.slot, launch.item_id, launch.agent.identity, run=launch.run_id)
     from .executors import open_executor
@@ -212,5 +227,31 @@ def execute(project: Project, ledger: Ledger, launch: Launch, *, echo: bool = Tr
     ledger.set_run_node(launch.run_id, result.node, result.reason)
     if result.usage is not None:
         ledger.record_usage(launch.run_id, result.usage)
-    ledger.finish_run(launch.run_id, result.exit_code, result.outcome)
+    # an implementing run's head is where it left the branch; a review's stays the one it reviewed
+    head = git.head_of(project.root, launch.branch) if launch.slot == "implement" and launch.branch else None
+    ledger.finish_run(launch.run_id, result.exit_code, result.outcome, head)
     return RunResult(launch.run_id, result.exit_code, result.outcome, result.elapsed, launch.log_path, result.notes)
+
+
+NO_VERDICT = "the review recorded no verdict (neither request-changes nor an approving audit)"
+
+
+def review_verdict(ledger: Ledger, run_id: str) -> str:
+    """What a review run recorded since it started: "changes requested", "approved", "parked", or "" (none).
+
+    `drover review` and `drive` both judge a review by this right after it ends, so they say
+    the same thing.
+    """
+    run = ledger.run(run_id)
+    if run is None:
+        return ""
+    item_id, started = run["item"], run["started"]
+    if any(started <= (row["at"] or "") for row in ledger.rounds(item_id)):
+        return State.CHANGES_REQUESTED
+    if any(started <= (row["at"] or "") and row["level"] in ("reviewed", "verified")
+           for row in ledger.audits(item_id)):
+        return State.APPROVED
+    row = ledger.item_row(item_id)
+    if row.get("parked") and started <= (row.get("parked_at") or ""):
+        return State.PARKED
+    return ""

@@ -3,9 +3,11 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+from . import git
 from . import items as itemfile
 from . import usage
 from .agents import run_alive
@@ -15,8 +17,27 @@ from .items import Unreadable
 from .ledger import LEVELS, Ledger
 from .project import Project
 
-STATES = ("ready", "blocked", "running", "in review", "changes requested", "approved",
-          "parked", "done", "unreadable")
+
+class State(StrEnum):
+    """An item's state; docs/states.md is the table of what moves an item out of each."""
+
+    READY = "ready"
+    BLOCKED = "blocked"
+    RUNNING = "running"
+    INTERRUPTED = "interrupted"
+    FAILED = "failed"
+    IN_REVIEW = "in review"
+    CHANGES_REQUESTED = "changes requested"
+    APPROVED = "approved"
+    PARKED = "parked"
+    DONE = "done"
+    UNREADABLE = "unreadable"
+
+
+# Where drive's next step is an implementing run (in review: a review; approved: a finish),
+# and the states it does not drive at all.
+IMPLEMENT_NEXT = frozenset({State.READY, State.BLOCKED, State.INTERRUPTED, State.FAILED, State.CHANGES_REQUESTED})
+NOT_DRIVEN = frozenset({State.UNREADABLE, State.DONE, State.PARKED, State.RUNNING})
 
 
 @dataclass(frozen=True)
@@ -134,48 +155,118 @@ def _sort_key(item_id: str, prefix: str) -> tuple[int, str]:
     return (number if number is not None else 1 << 62, item_id)
 
 
-def audit_provenance(audits: list[dict[str, Any]]) -> AuditProvenance:
-    """The best audit (highest level, newest on ties) and whether it leaves the item unconfirmed.
+def audit_provenance(audits: list[dict[str, Any]], authors: list[str] | tuple[str, ...] = ()) -> AuditProvenance:
+    """The audit that best confirms an item, and whether nothing independent confirms it (Weak).
 
-    Weak: no audit, only a claim, an audit by one of the item's own authors, or an audit made
-    before any author was recorded.
+    Independent: at `reviewed` or above, by someone who is not one of the item's authors (those
+    recorded when the audit was given, and `authors`, the item's authors now). An item with no
+    recorded author has no self-audits. Level/By name the best independent audit (highest
+    level, newest on ties), or the best audit of all when none is independent.
     """
     if not audits:
         return AuditProvenance()
-    best = max(audits, key=lambda row: (LEVELS.index(row["level"]), row["at"], row["id"]))
-    authors = best.get("authors") or []
-    weak = best["level"] == "claimed" or not authors or best["by"] in authors
-    return AuditProvenance(level=best["level"], by=best["by"] or "", weak=weak)
+
+    def rank(row: dict[str, Any]) -> tuple[int, str, int]:
+        return (LEVELS.index(row["level"]), row["at"], row["id"])
+
+    independent = [
+        row for row in audits
+        if LEVELS.index(row["level"]) >= LEVELS.index("reviewed")
+        and row["by"] not in {*(row.get("authors") or []), *authors}
+    ]
+    best = max(independent or audits, key=rank)
+    return AuditProvenance(level=best["level"], by=best["by"] or "", weak=not independent)
+
+
+def last_implement(activity: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The item's newest implementing run, as the activity query reports it; None before any."""
+    activity = activity or {}
+    if not activity.get("last_id"):
+        return None
+    return {key: activity.get(f"last_{key}") for key in
+            ("id", "started", "finished", "outcome", "exit_status", "pid", "pid_start", "head_start", "head")}
+
+
+def run_trouble(run: dict[str, Any] | None, live: bool, approval_at: str = "") -> tuple[State | None, str]:
+    """Whether the last implementing run left unfinished work: (INTERRUPTED or FAILED, why) or (None, "").
+
+    An approving audit given after that run ended means someone judged the work as it stands,
+    so the trouble is behind it.
+    """
+    if run is None or live:
+        return None, ""
+    ended = run.get("finished")
+    outcome = run.get("outcome") or ""
+    if ended is None:
+        state, why = State.INTERRUPTED, f"implementing run {run['id']} never recorded an end (killed or died)"
+    elif outcome == "timeout":
+        state, why = State.INTERRUPTED, f"implementing run {run['id']} timed out"
+    elif outcome == "interrupted":
+        state, why = State.INTERRUPTED, f"implementing run {run['id']} was interrupted"
+    elif outcome == "exited" and run.get("exit_status") == 0:
+        return None, ""
+    elif outcome == "exited":
+        state, why = State.FAILED, f"implementing run {run['id']} exited {run.get('exit_status')}"
+    else:
+        state, why = State.FAILED, f"implementing run {run['id']} {outcome}"
+    if approval_at and approval_at > (ended or run.get("started") or ""):
+        return None, ""
+    return state, why
+
+
+def approval_current(activity: dict[str, Any] | None) -> bool:
+    """An approving audit is newer than the newest round (whatever commit it covers)."""
+    activity = activity or {}
+    approval: str = activity.get("approval_at") or ""
+    newest_round: str = activity.get("newest_round") or ""
+    return bool(approval) and approval > newest_round
+
+
+def approved_head(activity: dict[str, Any] | None, head: str) -> str:
+    """The commit the item's approval covers when it covers the branch's current head `head`; else ""."""
+    activity = activity or {}
+    covered = activity.get("approval_head") or ""
+    return covered if approval_current(activity) and head and covered == head else ""
 
 
 def compute_state(entry: Entry, row: dict[str, Any], activity: dict[str, Any] | None,
-                  live: bool, deps_done: bool) -> str:
-    """The first state that applies, in the order an operator cares about."""
+                  live: bool, deps_done: bool, head: str = "") -> tuple[State, str]:
+    """The first state that applies, in the order an operator cares about, and why (or "").
+
+    `head` is the current head of the item's branch ("" when it has none).
+    """
     if entry.unreadable:
-        return "unreadable"
+        return State.UNREADABLE, entry.problem
     if row.get("done"):
-        return "done"
+        return State.DONE, ""
     if row.get("parked"):
-        return "parked"
+        return State.PARKED, row.get("parked_reason") or ""
     if live:
-        return "running"
-    if entry.outstanding:
-        return "changes requested"
+        return State.RUNNING, ""
     activity = activity or {}
-    approval = activity.get("newest_approval")
-    if approval and approval > (activity.get("newest_round") or ""):
-        return "approved"
-    if activity.get("implement_finished"):
-        return "in review"
+    last = last_implement(activity)
+    trouble, why = run_trouble(last, False, activity.get("approval_at") or "")
+    if trouble:
+        return trouble, why
+    if entry.outstanding:
+        return State.CHANGES_REQUESTED, ""
+    covered = approved_head(activity, head)
+    if covered:
+        return State.APPROVED, f"at {covered[:7]}"
+    if last is not None:
+        moved = ""
+        if approval_current(activity) and activity.get("approval_head"):
+            moved = f"the branch moved since the approval at {activity['approval_head'][:7]}"
+        return State.IN_REVIEW, moved
     if not deps_done:
-        return "blocked"
-    return "ready"
+        return State.BLOCKED, ""
+    return State.READY, ""
 
 
 @dataclass(frozen=True)
 class Listed:
     entry: Entry
-    state: str
+    state: State
     note: str = ""
     deps_done: bool = True
 
@@ -187,22 +278,21 @@ def list_items(project: Project, ledger: Ledger) -> list[Listed]:
     activity = ledger.activity()
     live = {run["item"] for run in ledger.unfinished_runs() if run_alive(run)}
     done = {item_id for item_id, row in rows.items() if row.get("done")}
+    heads = git.branch_heads(project.root) if activity else {}
     pattern = itemfile.id_pattern(project.config.prefix)
     listed = []
     for item_id, found in entries.items():
         bad = [dep for dep in found.deps if not pattern.match(dep)]
         missing = [dep for dep in found.deps if pattern.match(dep) and dep not in done]
-        state = compute_state(found, rows.get(item_id, {}), activity.get(item_id), item_id in live,
-                              not bad and not missing)
-        note = ""
-        if state == "unreadable":
-            note = found.problem
+        act = activity.get(item_id) or {}
+        state, note = compute_state(found, rows.get(item_id, {}), act, item_id in live,
+                                    not bad and not missing, heads.get(act.get("branch") or "", ""))
+        if state == State.UNREADABLE:
+            pass
         elif bad:
             note = "; ".join(f"dep {dep} {itemfile.NOT_AN_ID}" for dep in bad)
-        elif state == "blocked":
+        elif state == State.BLOCKED:
             note = "waiting on " + ", ".join(missing)
-        elif state == "parked":
-            note = rows[item_id].get("parked_reason") or ""
         listed.append(Listed(found, state, note, deps_done=not bad and not missing))
     return listed
 
@@ -210,8 +300,7 @@ def list_items(project: Project, ledger: Ledger) -> list[Listed]:
 def is_ready(listed: Listed) -> bool:
     """Work drive would take: readable, not done, parked or running, every dep done."""
     # a state that outranks "blocked" (changes requested, in review) must not hide a dep not done
-    return listed.state not in ("unreadable", "done", "parked", "running", "blocked", "approved") \
-        and listed.deps_done
+    return listed.state not in NOT_DRIVEN | {State.BLOCKED, State.APPROVED} and listed.deps_done
 
 
 def not_an_id(project: Project, word: str) -> UsageError:
@@ -249,7 +338,7 @@ def describe_deps(project: Project, ledger: Ledger, dep_ids) -> list[tuple[Dep, 
             described.append((Dep(Id=dep_id, Unreadable=itemfile.NOT_AN_ID, Weak=True), None))
             continue
         found = entry(project, ledger, dep_id)
-        provenance = audit_provenance(ledger.audits(dep_id))
+        provenance = audit_provenance(ledger.audits(dep_id), ledger.authors(dep_id))
         described.append((Dep(
             Id=dep_id, Title=found.title, Path=found.rel,
             Done=bool(ledger.item_row(dep_id).get("done")), Unreadable=found.unreadable,
@@ -274,13 +363,23 @@ def show_item(project: Project, ledger: Ledger, item_id: str) -> dict[str, Any]:
         for dep, _ in describe_deps(project, ledger, found.deps)
     ]
     deps_done = all(dep["done"] for dep in deps)
-    state = compute_state(found, row, ledger.activity().get(item_id), live, deps_done)
+    activity = ledger.activity(item_id).get(item_id) or {}
+    branch = activity.get("branch") or ""
+    head = git.head_of(project.root, branch) if branch else ""
+    state, reason = compute_state(found, row, activity, live, deps_done, head)
     return {
         "id": item_id,
         "path": found.rel,
         "title": found.title,
         "kind": found.kind,
-        "state": state,
+        "state": str(state),
+        "reason": reason if state in (State.INTERRUPTED, State.FAILED, State.IN_REVIEW) else "",
+        "branch": branch,
+        "head": head,
+        # the commit the approval covers, while it is what an approved item would merge; once
+        # done, the commit the approval in force at the merge covered
+        "approved_head": (approved_head(activity, head) if state == State.APPROVED
+                          else (activity.get("approval_head") or "") if state == State.DONE else ""),
         "unreadable": found.problem if found.unreadable else "",
         "meta": found.meta,
         "cleared": found.cleared,

@@ -17,6 +17,11 @@ from .usage import describe as usage_text
 def render_show(shown: dict[str, Any]) -> str:
     """`drover show ID`: the item, then the ledger's story of it in time order per kind."""
     lines = [f"{shown['id']}  {shown['title']}".rstrip(), f"  state: {shown['state']}", f"  file:  {shown['path']}"]
+    if shown.get("reason"):
+        lines.append(f"  why:   {shown['reason']}")
+    if shown.get("approved_head"):
+        what = "merged" if shown["done"] else f"the head of {shown['branch']}"
+        lines.append(f"  approved: {shown['approved_head'][:12]} ({what})")
     if shown["unreadable"]:
         lines.append(f"  unreadable: {shown['unreadable']}")
     if shown["kind"]:

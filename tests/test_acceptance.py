@@ -130,6 +130,7 @@ def test_github_review_lists_the_undisposed_close_then_finish_closes_it(hub):
     assert prompt(root, item, "review", "--template", judged) == f"undisposed=0;close|{NOTE}|.\n"
 
     drover(root, "run", item, check=True)  # a real implementing run makes the branch
+    drover(root, "audit", item, "--level", "reviewed", "--by", "Ann", check=True)
     assert close_calls(fake) == []
     done = drover(root, "finish", item)
     assert done.returncode == 0, done.stdout + done.stderr
@@ -147,6 +148,7 @@ def test_github_failure_during_finish_is_reported_and_the_next_finish_retries(hu
     root, item, fake = hub
     drover(root, "dispose", item, "12", "--as", "close", "--note", NOTE, check=True)
     drover(root, "run", item, check=True)
+    drover(root, "audit", item, "--level", "reviewed", "--by", "Ann", check=True)
     fake.fail("issue-close", "HTTP 502: Bad Gateway\n")
     done = drover(root, "finish", item)
     assert done.returncode == 1

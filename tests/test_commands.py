@@ -582,7 +582,8 @@ def test_an_approving_audit_clears_outstanding_changes_in_the_same_step(project,
     assert data["cleared"] is True and data["outstanding"] is False
     assert data["rounds"][0]["cleared_at"]
     assert CLEARED_MARKER in item_text(project, "D-1")
-    assert data["state"] == "approved"
+    # no branch, so no commit to approve: the audit discharges the round but approves nothing
+    assert data["state"] == "ready" and data["audits"][-1]["head"] == ""
 
 
 def test_a_claim_does_not_clear(project):

@@ -243,6 +243,7 @@ def test_finish_refuses_outstanding_changes_and_leaves_everything(project):
 def test_finish_refuses_a_dirty_checkout(project):
     item = new_item(project, "Add a thing")
     drover(project, "run", item, check=True)
+    drover(project, "audit", item, "--level", "reviewed", check=True)
     (project / "README.md").write_text("edited by hand\n")
     head = git(project, "rev-parse", "main")
     done = drover(project, "finish", item)
@@ -256,6 +257,7 @@ def test_finish_refuses_an_undisposed_closes_issue(project):
     path = project / "items" / f"{item}.md"
     path.write_text(path.read_text().replace("deps: []", "deps: []\ncloses: [7]"))
     drover(project, "run", item, check=True)
+    drover(project, "audit", item, "--level", "reviewed", check=True)
     done = drover(project, "finish", item)
     assert done.returncode == 1 and "#7" in done.stderr
     drover(project, "dispose", item, "7", "--as", "keep", check=True)

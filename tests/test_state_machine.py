@@ -1,0 +1,226 @@
+"""The state machine as a whole: random sequences of the real operations on a real repository.
+
+Each example drives one new item of a shared repository (so examples stay cheap) through a
+random sequence of implementing runs (with commits, with none, interrupted, failed), review
+runs (that request changes, approve, or record nothing), manual audits, close-changes,
+finish, park and unpark, calling the same core functions the commands call, with a shell
+script as the agent. After every step it checks the invariants of docs/states.md.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import threading
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from drover import data as template_data
+from drover import finish as finishing
+from drover import git as drover_git
+from drover import review, runs
+from drover.errors import DroverError
+from drover.ledger import Ledger
+from drover.project import open_project
+from drover.status import IMPLEMENT_NEXT, NOT_DRIVEN, State, is_ready, list_items, show_item
+
+AGENT = """#!/bin/sh
+# the property test's agent: AGENT_MODE says what this run does
+cat > /dev/null
+case "$AGENT_MODE" in
+  commit) echo "$DROVER_RUN" >> "$DROVER_ITEM.txt"; git add "$DROVER_ITEM.txt"; git commit -q -m "$DROVER_ITEM: work" ;;
+  fail) exit 3 ;;
+  sleep) sleep 30 ;;
+esac
+exit 0
+"""
+
+OPERATIONS = ("run commits", "run without commits", "run interrupted", "run failed",
+              "review requests changes", "review approves", "review records nothing",
+              "manual audit", "close-changes", "finish", "park", "unpark")
+
+
+@pytest.fixture(scope="module")
+def machine(tmp_path_factory):
+    root = tmp_path_factory.mktemp("machine") / "project"
+    root.mkdir()
+    env = {**os.environ, "GIT_CONFIG_NOSYSTEM": "1", "GIT_AUTHOR_NAME": "Test Operator",
+           "GIT_AUTHOR_EMAIL": "operator@example.invalid", "GIT_COMMITTER_NAME": "Test Operator",
+           "GIT_COMMITTER_EMAIL": "operator@example.invalid"}
+
+    def git(*args: str) -> None:
+        subprocess.run(["git", *args], cwd=root, check=True, capture_output=True, env=env)
+
+    git("init", "-q", "-b", "main")
+    (root / "README.md").write_text("# project\n")
+    (root / ".gitignore").write_text(".drover/\n")
+    agent = root.parent / "agent.sh"
+    agent.write_text(AGENT)
+    (root / "drover.toml").write_text(
+        '[agent]\npreset = "script"\nname = "implementer"\n'
+        f'command = "sh {agent}"\n'
+        '[agent.review]\nname = "reviewer"\n'
+        '[review]\nmax_rounds = 3\n'
+    )
+    git("add", "-A")
+    git("commit", "-q", "-m", "initial")
+    return root
+
+
+def _env(**values: str) -> None:
+    for key, value in values.items():
+        if value:
+            os.environ[key] = value
+        else:
+            os.environ.pop(key, None)
+
+
+class Walk:
+    """One item walked through a sequence, with what the invariants need to remember."""
+
+    def __init__(self, project, ledger: Ledger, item_id: str):
+        self.project, self.ledger, self.item = project, ledger, item_id
+
+    def state(self) -> dict:
+        return show_item(self.project, self.ledger, self.item)
+
+    def launch(self, slot: str, mode: str, interrupt: bool = False) -> runs.RunResult | None:
+        try:
+            launch = runs.prepare(self.project, self.ledger, self.item, slot)
+        except DroverError:
+            return None
+        cancel = threading.Event()
+        if interrupt:
+            cancel.set()
+        _env(AGENT_MODE=mode)
+        return runs.execute(self.project, self.ledger, launch, echo=False, cancel=cancel)
+
+    def act(self, operation: str, before: dict) -> dict | None:
+        """Apply one operation and check what it alone promises; returns show's data when it read it."""
+        after = None
+        project, ledger, item = self.project, self.ledger, self.item
+        if operation.startswith("run "):
+            mode = {"run commits": "commit", "run without commits": "none",
+                    "run interrupted": "sleep", "run failed": "fail"}[operation]
+            result = self.launch("implement", mode, interrupt=mode == "sleep")
+            assert (result is None) == (before["state"] in (State.DONE, State.PARKED)), before
+            after = self.state()
+            if result is not None and mode == "sleep":
+                assert after["state"] == State.INTERRUPTED, after
+            if result is not None and mode == "fail":
+                assert after["state"] == State.FAILED, after
+            if result is not None and mode == "commit":
+                assert after["state"] in (State.IN_REVIEW, State.CHANGES_REQUESTED), after
+            return after
+        elif operation.startswith("review "):
+            result = self.launch("review", "none")
+            # a review is refused exactly where drive would not review: done, parked, unfinished work
+            refused = (State.DONE, State.PARKED, State.INTERRUPTED, State.FAILED)
+            assert (result is None) == (before["state"] in refused), before
+            if result is None:
+                return None
+            _env(DROVER_RUN=result.run_id)
+            try:
+                if operation == "review requests changes":
+                    try:
+                        review.request_changes(project, ledger, item, "# Not yet\n\nAgain.\n")
+                    except DroverError:
+                        assert self.state()["state"] == State.PARKED
+                elif operation == "review approves":
+                    review.audit(project, ledger, item, "reviewed")
+            finally:
+                _env(DROVER_RUN="")
+            verdict = runs.review_verdict(ledger, result.run_id)
+            expected = {"review requests changes": ("changes requested", "parked"),
+                        "review approves": ("approved",), "review records nothing": ("",)}[operation]
+            assert verdict in expected, (operation, verdict)
+            if operation == "review approves":
+                after = self.state()
+                reviewed = ledger.run(result.run_id)["head"]
+                assert after["audits"][-1]["head"] == reviewed
+                covered = bool(reviewed) and reviewed == after["head"]
+                assert (after["state"] == State.APPROVED) == covered, after
+            return after
+        elif operation == "manual audit":
+            review.audit(project, ledger, item, "reviewed", by="Ann")
+            after = self.state()
+            assert after["audits"][-1]["head"] == after["head"]
+            return after
+        elif operation == "close-changes":
+            try:
+                review.close_changes(project, ledger, item)
+            except DroverError:
+                assert not before["outstanding"]
+        elif operation == "finish":
+            self.finish(before)
+        elif operation == "park":
+            review.park(project, ledger, item, "the operator takes it")
+        elif operation == "unpark":
+            try:
+                review.unpark(project, ledger, item)
+            except DroverError:
+                assert not before["parked"]
+        return after
+
+    def finish(self, before: dict) -> None:
+        base = drover_git.head_of(self.project.root, self.project.config.base)
+        try:
+            finished = finishing.finish(self.project, self.ledger, self.item)
+        except DroverError:
+            # an approved item with commits to merge and a clean checkout is never refused
+            assert not (before["state"] == State.APPROVED and before["branch"]
+                        and drover_git.ahead_of(self.project.root, before["branch"], self.project.config.base)), before
+            return
+        if before["done"]:
+            assert finished.lines
+            return
+        # finish merged: the item was approved, and its approval covered every merged commit
+        assert before["state"] == State.APPROVED and before["approved_head"] == before["head"], before
+        merged = subprocess.run(["git", "rev-list", f"{base}..{before['head']}"], cwd=self.project.root,
+                                capture_output=True, text=True, check=True).stdout.split()
+        covered = subprocess.run(["git", "rev-list", before["approved_head"]], cwd=self.project.root,
+                                 capture_output=True, text=True, check=True).stdout.split()
+        assert merged and set(merged) <= set(covered)
+        assert self.state()["state"] == State.DONE
+
+    def check(self, shown: dict | None = None) -> dict:
+        """list, show --json, drive's next step and the prompt's posture agree; returns show's data."""
+        shown = shown or self.state()
+        state = State(shown["state"])
+        (row,) = [row for row in list_items(self.project, self.ledger) if row.entry.id == self.item]
+        assert row.state == state, (row.state, shown)
+        if state == State.APPROVED:
+            assert shown["approved_head"] and shown["approved_head"] == shown["head"]
+        else:
+            assert not shown["approved_head"] or state == State.DONE
+        if state in (State.INTERRUPTED, State.FAILED):
+            assert shown["reason"]
+        if state in IMPLEMENT_NEXT:
+            posture = template_data.build(self.project, self.ledger, self.item, "implement").Posture
+            expected = {State.INTERRUPTED: "resume", State.FAILED: "resume",
+                        State.CHANGES_REQUESTED: "revise"}.get(state)
+            if expected:
+                assert posture == expected, (state, posture)
+            else:
+                assert posture in ("build", "continue"), (state, posture)
+        assert is_ready(row) == (state not in NOT_DRIVEN | {State.APPROVED} and row.deps_done)
+        return shown
+
+
+@settings(max_examples=int(os.environ.get("DROVER_STATE_EXAMPLES", "200")), deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(st.lists(st.sampled_from(OPERATIONS), min_size=1, max_size=5))
+def test_random_sequences_keep_the_invariants(machine, monkeypatch, sequence):
+    monkeypatch.chdir(machine)
+    project = open_project(machine)
+    with Ledger(project.ledger_path) as ledger:
+        item = review.new_item(project, ledger, "A thing", "feature", [])
+        walk = Walk(project, ledger, item)
+        shown = walk.check()
+        try:
+            for operation in sequence:
+                shown = walk.check(walk.act(operation, shown))
+        finally:
+            # the next examples need not wade through this one's worktree
+            drover_git.remove_worktree(project.root, project.worktrees_dir / item, force=True)
