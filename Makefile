@@ -3,7 +3,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test demo bench venv history clean docs lint e2e
+.PHONY: test demo bench venv history clean docs lint e2e test-stress
 
 venv: $(STAMP)
 
@@ -53,10 +53,15 @@ e2e: $(STAMP)
 		PATH="$(dir $(E2E_CLAUDE)):$(dir $(E2E_CODEX)):$(dir $(E2E_GEMINI)):$(dir $(E2E_OPENCODE)):$$PATH" \
 		$(BIN)/python -m pytest tests/e2e "tests/test_agents.py::test_preset_flags_appear_in_the_real_clis_help"
 
+# SIGKILLs at random points of every writing command, and 16 concurrent writers (tests/stress/).
+test-stress: $(STAMP)
+	DROVER_STRESS=1 $(BIN)/python -m pytest tests/stress -q -s -p no:cacheprovider
+
 demo: $(STAMP)
 	$(BIN)/python -m drover.demo
 
 bench: $(STAMP)
+	$(BIN)/python benchmarks/goals_bench.py
 	$(BIN)/python benchmarks/prompt_bench.py
 
 history: $(STAMP)

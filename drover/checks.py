@@ -35,6 +35,9 @@ def check_items(project: Project, ledger: Ledger) -> tuple[list[Finding], set[st
             elif entries[dep].unreadable:
                 state = entries[dep].unreadable
                 findings.append(Finding(f"{found.rel}: {item_id}: dep {dep} {state}", error=state != itemfile.SHELVED))
+    from .agreement import disagreements
+
+    findings.extend(Finding(line) for line in disagreements(project, ledger, entries))
     for cycle in dependency_cycles({item_id: found.deps for item_id, found in entries.items()}):
         findings.append(Finding(f"dependency cycle: {' -> '.join(cycle)}"))
     return findings, keys
@@ -45,24 +48,30 @@ def dependency_cycles(graph: dict[str, tuple[str, ...]]) -> list[list[str]]:
     cycles, seen_cycles = [], set()
     state: dict[str, int] = {}  # 1: on the current path, 2: finished
 
-    def visit(node: str, path: list[str]) -> None:
-        state[node] = 1
-        path.append(node)
-        for dep in graph.get(node, ()):
-            if state.get(dep) == 1:
+    def visit(start: str) -> None:
+        # an explicit stack, not recursion: a chain of thousands of deps is an ordinary catalogue
+        path: list[str] = [start]
+        state[start] = 1
+        stack = [iter(graph.get(start, ()))]
+        while stack:
+            dep = next(stack[-1], None)
+            if dep is None:
+                stack.pop()
+                state[path.pop()] = 2
+            elif state.get(dep) == 1:
                 cycle = path[path.index(dep):] + [dep]
                 key = frozenset(cycle)
                 if key not in seen_cycles:
                     seen_cycles.add(key)
                     cycles.append(cycle)
             elif dep in graph and state.get(dep) is None:
-                visit(dep, path)
-        path.pop()
-        state[node] = 2
+                state[dep] = 1
+                path.append(dep)
+                stack.append(iter(graph.get(dep, ())))
 
     for node in sorted(graph):
         if state.get(node) is None:
-            visit(node, [])
+            visit(node)
     return cycles
 
 

@@ -83,6 +83,11 @@ def _terminated(signum, frame) -> None:
 
 
 def main() -> None:
+    if sys.argv[1:] in (["--help"], ["-h"]):
+        from .helpcache import print_help
+
+        if print_help(cli, __file__):
+            return
     import signal
 
     signal.signal(signal.SIGTERM, _terminated)
@@ -116,23 +121,36 @@ def json_option(func):
     return click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")(func)
 
 
+# Findings larger than this are refused: no review writes 10 MB, and --file /dev/zero or an
+# endless pipe must end with a message rather than fill the memory.
+MAX_INPUT_BYTES = 10 * 1024 * 1024
+
+
 def read_text_arg(file: str | None) -> str:
-    """Text from --file F, or standard input when F is absent or '-'."""
+    """Text from --file F, or standard input when F is absent or '-' (at most MAX_INPUT_BYTES)."""
     from .errors import UsageError
 
+    cap = f"{MAX_INPUT_BYTES // (1024 * 1024)} MB"
     if file and file != "-":
         try:
-            return Path(file).read_text(encoding="utf-8")
+            with open(file, "rb") as handle:
+                data = handle.read(MAX_INPUT_BYTES + 1)
         except OSError as exc:
             raise UsageError(f"cannot read: {exc.strerror}", path=file) from None
-        except UnicodeDecodeError as exc:
-            raise UsageError(f"cannot read: not UTF-8 text ({exc.reason} at byte {exc.start})", path=file) from None
-    if sys.stdin is None or (sys.stdin.isatty() and not file):
-        raise UsageError("no findings given: pass --file F or pipe them on standard input")
+        where, path = "", file
+    else:
+        if sys.stdin is None or (sys.stdin.isatty() and not file):
+            raise UsageError("no findings given: pass --file F or pipe them on standard input")
+        stream = getattr(sys.stdin, "buffer", None)
+        data = stream.read(MAX_INPUT_BYTES + 1) if stream is not None else sys.stdin.read().encode("utf-8")
+        where, path = "standard input: ", None
+    if len(data) > MAX_INPUT_BYTES:
+        raise UsageError(f"{where}findings larger than {cap} refused", path=path)
     try:
-        return sys.stdin.read()
+        return data.decode("utf-8").removeprefix("\ufeff")
     except UnicodeDecodeError as exc:
-        raise UsageError(f"cannot read standard input: not UTF-8 text ({exc.reason})") from None
+        said = f"not UTF-8 text ({exc.reason} at byte {exc.start})"
+        raise UsageError(f"cannot read {where}{said}" if not path else f"cannot read: {said}", path=path) from None
 
 
 # --- the foundation ------------------------------------------------------------------------
@@ -527,6 +545,13 @@ def drive(item_ids: tuple[str, ...], jobs: int, finish_items: bool, executor: st
     for line in summary(results):
         click.echo(line)
     sys.exit(0 if all(row.ok for row in results) else 1)
+
+
+# --- the ledger: backup and move (drover/ledger_cli.py) -----------------------------------------
+
+from .ledger_cli import ledger_group  # noqa: E402 - registered after the group exists
+
+cli.add_command(ledger_group)
 
 
 if __name__ == "__main__":

@@ -124,6 +124,8 @@ def _check_value(table: str, key: str, value: Any, shown: str = "") -> Any:
     expected: Any  # not `type`: isinstance against a `type` would narrow `value` to object below
     expected, _ = SCHEMA[table][key]
     where = _where(shown or table, key)
+    if (table, key) == ("agent", "timeout") and isinstance(value, int) and not isinstance(value, bool):
+        value = f"{value}s"  # `timeout = 45` is seconds, as the documentation says
     # bool is an int in Python; keep them apart so `max_rounds = true` is an error.
     if not isinstance(value, expected) or (expected is int and isinstance(value, bool)):
         raise ConfigError(f"{where}: expected {_TYPE_WORDS[expected]}")
@@ -142,9 +144,24 @@ def _check_value(table: str, key: str, value: Any, shown: str = "") -> Any:
             raise ConfigError(f"{where}: expected a duration such as 2h, 90m or 45s") from None
     if (table, key) in (("review", "max_rounds"), ("executor.ray", "num_cpus")) and value < 1:
         raise ConfigError(f"{where}: expected an integer of at least 1")
+    if (table, key) == ("project", "items"):
+        _check_items_folder(where, value)
     if (table, key) == ("project", "prefix") and not re.fullmatch(PREFIX_PATTERN, value):
         raise ConfigError(f"{where}: expected letters and digits, starting with a letter")
     return value
+
+
+def _check_items_folder(where: str, value: str) -> None:
+    """The items folder lies inside the repository, outside drover's and git's own state."""
+    from pathlib import PurePosixPath
+
+    parts = PurePosixPath(value.strip()).parts if value.strip() else ()
+    if not parts or parts == (".",):
+        raise ConfigError(f"{where}: expected a folder inside the repository, not {value!r}")
+    if PurePosixPath(value).is_absolute() or ".." in parts:
+        raise ConfigError(f"{where}: expected a folder inside the repository, not {value!r}")
+    if parts[0] in (".drover", ".git"):
+        raise ConfigError(f"{where}: expected a folder outside {parts[0]}/ (drover's and git's state), not {value!r}")
 
 
 def _read_table(table: str, raw: Any, nested: tuple[str, ...] = (), shown: str = "") -> dict[str, Any]:
@@ -237,9 +254,12 @@ def _executor_table(raw: Any) -> Any:
 def load_config(path: Path) -> Config:
     """Read and validate drover.toml; every problem is one ConfigError naming the key."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_bytes().decode("utf-8")
     except OSError as exc:
         raise ConfigError(f"cannot read: {exc.strerror}", path=CONFIG_FILE) from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"not UTF-8 text ({exc.reason} at byte {exc.start})", path=CONFIG_FILE) from None
+    text = text.removeprefix("\ufeff")
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

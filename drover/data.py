@@ -244,7 +244,7 @@ def _posture(ledger: Ledger, item: Item, last_run: dict | None) -> str:
     """
     from . import status
 
-    approval_at = (ledger.activity(item.id).get(item.id) or {}).get("approval_at") or ""
+    approval_at = ledger.activity_for(item.id).get("approval_at") or ""
     # a live run counts as unfinished work too: its prompt would be the one resuming it
     trouble, _ = status.run_trouble(last_run, False, approval_at)
     if trouble:

@@ -67,7 +67,7 @@ def finish(project: Project, ledger: Ledger, item_id: str) -> Finished:
 
 def _require_approval(project: Project, ledger: Ledger, item_id: str) -> None:
     """Refuse unless an approving audit is newer than the newest round."""
-    activity = ledger.activity(item_id).get(item_id)
+    activity = ledger.activity_for(item_id)
     if not approval_current(activity):
         raise Refused(f"{item_id}: no review approved it")
 
@@ -78,7 +78,7 @@ def _require_covered(project: Project, ledger: Ledger, item_id: str, branch: str
     base = project.config.base
     if git.ahead_of(project.root, branch, base) == 0:
         raise Refused(f"{item_id}: nothing to merge: {branch} has no commits beyond {base}")
-    activity = ledger.activity(item_id).get(item_id) or {}
+    activity = ledger.activity_for(item_id)
     head = git.head_of(project.root, branch)
     covered = activity.get("approval_head") or ""
     if not covered:

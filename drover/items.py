@@ -7,12 +7,15 @@ from __future__ import annotations
 
 import os
 import re
-import tempfile
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 import yaml
+
+from .frontmatter import LOADER, PURE_LOADER, FrontmatterError, key_line, load_frontmatter  # noqa: F401
+from .frontmatter import check_types
 
 # One constant for the heading both request-changes (the writer) and templates (the readers) use.
 CHANGES_HEADING = "## Changes requested"
@@ -29,12 +32,10 @@ SHELVED = "is shelved"
 ID_MISMATCH = "has an id that disagrees with its file name"
 NOT_AN_ID = "does not resolve to an item id"
 
-_FRONTMATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)(?:\r?\n)?^---[ \t]*(?:\r?\n|\Z)", re.S | re.M)
+_FRONTMATTER = re.compile(r"\A\ufeff?---[ \t]*\r?\n(.*?)(?:\r?\n)?^---[ \t]*(?:\r?\n|\Z)", re.S | re.M)
 _HEADING = re.compile(r"^(#{1,6})[ \t]+\S|^(#{1,6})[ \t]*$")
 _FENCE = re.compile(r"^[ \t]{0,3}(`{3,}|~{3,})")
 TRUE_WORDS = ("yes", "true", "on", "y")
-
-
 class Unreadable(Exception):
     """An item that cannot be used; `.wording` is its state, `.detail` what went wrong."""
 
@@ -123,8 +124,9 @@ class Item:
     def guarantees(self) -> str:
         return self.section(GUARANTEES_HEADING) or ""
 
-    @property
+    @cached_property
     def changes(self) -> str:
+        # cached: outstanding and cleared both ask, and list asks them of every changed file
         return self.section(CHANGES_HEADING) or ""
 
     @property
@@ -174,35 +176,27 @@ def parse_item(text: str, path: Path, prefix: str, *, expected_id: str | None = 
         raise Unreadable(NO_PARSE, "no YAML frontmatter between --- lines", line=1)
     source, offset = split
     try:
-        meta = yaml.safe_load(source) if source.strip() else {}
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = mark.line + 2 if mark is not None else 1
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise Unreadable(NO_PARSE, f"YAML: {problem}", line=line) from None
+        meta = load_frontmatter(source) if source.strip() else {}
+        if isinstance(meta, dict):
+            check_types(meta, source)
+    except FrontmatterError as exc:
+        raise Unreadable(NO_PARSE, exc.detail, line=exc.line) from None
     if not isinstance(meta, dict):
         raise Unreadable(NO_PARSE, "the frontmatter is not a mapping of keys to values", line=2)
     body = text[offset:]
     item_id = _text(meta.get("id"))
     expected = expected_id if expected_id is not None else path.stem
     if item_id != expected:
-        raise Unreadable(ID_MISMATCH, f"id {item_id or '(none)'} in a file named {path.name}", line=_key_line(source, "id"))
+        raise Unreadable(ID_MISMATCH, f"id {item_id or '(none)'} in a file named {path.name}", line=key_line(source, "id"))
     if id_number(item_id, prefix) is None:
-        raise Unreadable(NOT_AN_ID, f"id {item_id} is not {prefix}-<number>", line=_key_line(source, "id"))
+        raise Unreadable(NOT_AN_ID, f"id {item_id} is not {prefix}-<number>", line=key_line(source, "id"))
     if truthy(meta.get("shelved")):
-        raise Unreadable(SHELVED, "shelved: yes", line=_key_line(source, "shelved"))
+        raise Unreadable(SHELVED, "shelved: yes", line=key_line(source, "shelved"))
     if not body.strip():
         raise Unreadable(NO_BODY, "nothing below the frontmatter", line=text[:offset].count("\n") + 1)
     pattern = id_pattern(prefix)
     bad = tuple(_text(dep) for dep in _as_list(meta.get("deps")) if not pattern.match(_text(dep)))
     return Item(id=item_id, path=path, meta=meta, body=body, text=text, body_offset=offset, bad_deps=bad)
-
-
-def _key_line(source: str, key: str) -> int | None:
-    for number, line in enumerate(source.split("\n"), start=2):
-        if line.startswith(f"{key}:"):
-            return number
-    return None
 
 
 def read_item(path: Path, prefix: str) -> Item:
@@ -339,26 +333,48 @@ def headline(findings: str) -> str:
     return ""
 
 
-def write_atomic(path: Path, text: str) -> None:
-    """Write through a temporary file and a rename, so a reader never sees half a file."""
+def write_atomic(path: Path, text: str, *, tmp: Path | None = None) -> None:
+    """Write through a temporary file and a rename, so a reader never sees half a file.
+
+    `tmp` names the temporary file (journaled writes keep theirs in the state folder, where the
+    next writer removes any a kill left); without it a unique name beside the file is used.
+    """
+    staged = stage(path, text, tmp)
+    try:
+        os.replace(staged, path)
+    except BaseException:
+        staged.unlink(missing_ok=True)
+        raise
+
+
+def stage(path: Path, text: str, tmp: Path | None = None) -> Path:
+    """Write `text` to a temporary file with `path`'s mode, synced to disk; returns its name."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    if tmp is not None:
+        tmp.parent.mkdir(parents=True, exist_ok=True)
+        name = str(tmp)
+        fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    else:
+        import tempfile
+
+        fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
             handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())
-        if path.exists():
-            os.chmod(tmp, path.stat().st_mode & 0o777)
-        else:
-            os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
+        try:
+            mode = path.stat().st_mode & 0o777
+        except FileNotFoundError:
+            mode = 0o644
+        os.chmod(name, mode)
     except BaseException:
         try:
-            os.unlink(tmp)
+            os.unlink(name)
         except FileNotFoundError:
             pass
         raise
+    return Path(name)
 
 
 def new_item_text(item_id: str, title: str, kind: str, deps: list[str], finding_source: str = "") -> str:

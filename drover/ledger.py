@@ -1,19 +1,21 @@
 """The SQLite ledger: opening it, its migrations (applied here and nowhere else), every query.
 
-Write transactions begin IMMEDIATE so concurrent writers queue on the busy timeout instead
-of failing, and numbers such as a round's are allocated inside the transaction.
+Write transactions take the writers' lock (journal.py), then begin IMMEDIATE; numbers such as
+a round's are allocated inside the transaction.
 """
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, Iterator, Sequence, cast
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
 from .errors import DroverError
+from .journal import Journal, _intents, _nonempty, sha256  # noqa: F401 - sha256: the ledger's API
 from .vocabulary import LEVELS  # noqa: F401 - status and review read it from here
 
 if TYPE_CHECKING:
@@ -110,9 +112,11 @@ def _run_node(db: "sqlite_utils.Database") -> None:
 
 
 # Named migrations, applied in this order by Ledger._migrate and nowhere else. Append only.
-MIGRATIONS = (("0001_initial", _initial), ("0002_run_pid_start", _run_pid_start),
-              ("0003_approval_heads", _approval_heads), ("0004_run_usage", _run_usage),
-              ("0006_run_node", _run_node))
+MIGRATIONS: tuple[tuple[str, Any], ...] = (
+    ("0001_initial", _initial), ("0002_run_pid_start", _run_pid_start),
+    ("0003_approval_heads", _approval_heads), ("0004_run_usage", _run_usage),
+    ("0005_intents", _intents), ("0006_run_node", _run_node),
+)
 
 
 def migrations() -> "sqlite_utils.migrations.Migrations":
@@ -130,12 +134,17 @@ def now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-class Ledger:
+class Ledger(Journal):
     """One open ledger. Use as a context manager, or call close()."""
 
     def __init__(self, path: Path):
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
+        self.lock_path = path.with_name(path.name + ".lock")
+        self.tmp_dir = path.parent / "tmp"  # staged item-file writes; any left here is a kill's
+        self._lock_fd: int | None = None
+        self._lock_depth = 0
+        self._journal = False  # the intents table exists (set once migrations are applied)
         try:
             # isolation_level=None: drover issues BEGIN itself, so every write begins IMMEDIATE.
             self.conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
@@ -144,6 +153,10 @@ class Ledger:
             self.conn.execute("PRAGMA journal_mode = WAL")
             self.conn.execute("PRAGMA foreign_keys = ON")
             self._migrate()
+            self._journal = True
+            if self.pending_intents() or _nonempty(self.tmp_dir):
+                with self.locked():
+                    pass  # taking the lock finishes what a killed writer left
         except sqlite3.DatabaseError as exc:
             raise DroverError(f"cannot open the ledger: {exc}", path=path) from None
 
@@ -155,8 +168,15 @@ class Ledger:
         return sqlite_utils.Database(self.conn, execute_plugins=False)
 
     def _migrate(self) -> None:
-        """The one place migrations are applied."""
-        if self._applied_migrations() >= {name for name, _ in MIGRATIONS}:
+        """The one place migrations are applied; a ledger from a newer drover is refused."""
+        known = {name for name, _ in MIGRATIONS}
+        applied = self._applied_migrations()
+        newer = sorted(applied - known)
+        if newer:
+            raise DroverError(
+                f"{self.path.name} is from a newer drover (migration {newer[-1]}): upgrade drover to use it"
+            )
+        if applied >= known:
             return  # the common case, answered without importing sqlite-utils
         with self.write():
             migrations().apply(self.db)
@@ -172,6 +192,9 @@ class Ledger:
 
     def close(self) -> None:
         self.conn.close()
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)
+            self._lock_fd = None
 
     def __enter__(self) -> "Ledger":
         return self
@@ -181,43 +204,60 @@ class Ledger:
 
     @contextmanager
     def write(self) -> Iterator["Ledger"]:
-        """One IMMEDIATE transaction; nested calls join the outer one."""
+        """One IMMEDIATE transaction under the writers' lock; nested calls join the outer one."""
         conn = self.conn
         if conn.in_transaction:
             yield self
             return
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            yield self
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-        else:
-            conn.execute("COMMIT")
+        with self.locked():
+            self._begin()
+            try:
+                yield self
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            else:
+                conn.execute("COMMIT")
+
+    def _insert(self, table: str, row: dict[str, Any], *, replace: bool = False) -> int:
+        """One row by plain SQL: writes need not import sqlite-utils."""
+        columns = ", ".join(f'"{name}"' for name in row)
+        marks = ", ".join("?" for _ in row)
+        verb = "INSERT OR REPLACE" if replace else "INSERT"
+        cursor = self.conn.execute(f'{verb} INTO "{table}" ({columns}) VALUES ({marks})', list(row.values()))
+        return cursor.lastrowid or 0
 
     def _rows(self, sql: str, params: tuple | list = ()) -> list[dict[str, Any]]:
         return [dict(row) for row in self.conn.execute(sql, params)]
 
     # items --------------------------------------------------------------------------------
 
-    def allocate_item(self, prefix: str, floor: int) -> str:
-        """The next item id: above every id ever allocated and every number on disk (`floor`)."""
+    def allocate_item(self, prefix: str, floor: int, taken: "Callable[[int], bool] | None" = None) -> str:
+        """The next item id: above every id ever allocated and `floor`, skipping numbers `taken` says exist."""
         with self.write():
-            (highest,) = self.conn.execute("SELECT coalesce(max(number), 0) FROM items").fetchone()
-            # ids the ledger met without allocating them (hand-written files that were parked,
-            # run, or listed) stay taken even after their files are gone
-            from .items import id_pattern  # here, so opening the ledger does not load the item parser
-
-            pattern = id_pattern(prefix)
-            seen = self.conn.execute("SELECT id FROM items UNION SELECT id FROM item_files").fetchall()
-            for (known,) in seen:
-                match = pattern.match(known or "")
-                if match:
-                    highest = max(highest, int(match.group(1)))
-            number = max(highest, floor) + 1
-            item_id = f"{prefix}-{number}"
-            self.db["items"].insert({"id": item_id, "number": number, "created_at": now()})
+            item_id = self.next_item_id(prefix, floor, taken)
+            self._insert("items", {"id": item_id, "number": int(item_id.rsplit("-", 1)[1]), "created_at": now()})
             return item_id
+
+    def next_item_id(self, prefix: str, floor: int, taken: "Callable[[int], bool] | None" = None) -> str:
+        """The id allocate_item would give now (the same one, while the caller holds the lock)."""
+        (highest,) = self.conn.execute("SELECT coalesce(max(number), 0) FROM items").fetchone()
+        # ids the ledger met without allocating them (hand-written files that were parked,
+        # run, or listed) stay taken even after their files are gone
+        # (counted in SQL: `new` must not walk the whole catalogue in Python)
+        start = len(prefix) + 2
+        (met,) = self.conn.execute(
+            "SELECT max(CAST(substr(id, ?) AS INTEGER)) FROM "
+            "(SELECT id FROM items WHERE number IS NULL UNION ALL SELECT id FROM item_files) "
+            "WHERE substr(id, 1, ?) = ? AND substr(id, ?) GLOB '[1-9]*' "
+            "AND substr(id, ?) NOT GLOB '*[^0-9]*'",
+            (start, start - 1, prefix + "-", start, start),
+        ).fetchone()
+        highest = max(highest, met or 0)
+        number = max(highest, floor) + 1
+        while taken is not None and taken(number):
+            number += 1
+        return f"{prefix}-{number}"
 
     def item_row(self, item_id: str) -> dict[str, Any]:
         rows = self._rows("SELECT * FROM items WHERE id = ?", (item_id,))
@@ -255,8 +295,9 @@ class Ledger:
 
     # the metadata cache ------------------------------------------------------------------
 
-    def cached_files(self) -> dict[str, dict[str, Any]]:
-        return {row["path"]: row for row in self._rows("SELECT * FROM item_files")}
+    def cached_files(self) -> dict[str, Any]:
+        """Cache rows by path, as sqlite3.Row (read by column name): no dict per row at 50,000 items."""
+        return {row["path"]: row for row in self.conn.execute("SELECT * FROM item_files")}
 
     def cached_files_for(self, paths: list[str]) -> dict[str, dict[str, Any]]:
         marks = ", ".join("?" for _ in paths)
@@ -268,7 +309,12 @@ class Ledger:
             return
         with self.write():
             if rows:
-                self.db["item_files"].upsert_all(rows, pk="path")
+                names = list(rows[0])
+                quoted = ", ".join(f'"{name}"' for name in names)
+                self.conn.executemany(
+                    f"INSERT OR REPLACE INTO item_files ({quoted}) VALUES ({', '.join('?' for _ in names)})",
+                    [[row[name] for name in names] for row in rows],
+                )
             for path in stale_paths:
                 self.conn.execute("DELETE FROM item_files WHERE path = ?", (path,))
 
@@ -282,7 +328,7 @@ class Ledger:
         row.setdefault("started", now())
         with self.write():
             self._ensure_item(row["item"])
-            self.db["runs"].insert(row)
+            self._insert("runs", row)
 
     def set_run_pid(self, run_id: str, pid: int, started: str = "") -> None:
         with self.write():
@@ -343,12 +389,17 @@ class Ledger:
             rows = self._rows("SELECT * FROM runs WHERE item = ? ORDER BY started, rowid", (item_id,))
         return [_decode_run(row) for row in rows]
 
-    def activity(self, item_id: str | None = None) -> dict[str, dict[str, Any]]:
+    def activity(self) -> dict[str, dict[str, Any]]:
         """Per item, what its state needs: the last implementing run, newest round, newest approval."""
-        sql = _activity_sql()
-        if item_id is not None:
-            return {row["item"]: row for row in self._rows(f"SELECT * FROM ({sql}) WHERE item = ?", (item_id,))}
-        return {row["item"]: row for row in self._rows(sql)}
+        return {row["item"]: row for row in self._rows(_activity_sql())}
+
+    def activity_for(self, item_id: str) -> dict[str, Any]:
+        """One item's activity row (as activity() has it), without scanning every item."""
+        sql = _activity_sql().replace(
+            "FROM (SELECT id FROM items UNION SELECT item FROM runs UNION SELECT item FROM rounds) i",
+            "FROM (SELECT ? AS id) i",
+        )
+        return self._rows(sql, (item_id,))[0]
 
     def unfinished_runs(self) -> list[dict[str, Any]]:
         return [_decode_run(row) for row in self._rows("SELECT * FROM runs WHERE finished IS NULL")]
@@ -372,6 +423,14 @@ class Ledger:
     def rounds(self, item_id: str) -> list[dict[str, Any]]:
         return self._rows("SELECT * FROM rounds WHERE item = ? ORDER BY number", (item_id,))
 
+    def round_summary(self) -> dict[str, dict[str, int]]:
+        """Per item: how many rounds, how many uncleared, the newest number (for check)."""
+        rows = self._rows(
+            "SELECT item, count(*) AS total, sum(cleared_at IS NULL) AS open, max(number) AS newest "
+            "FROM rounds GROUP BY item"
+        )
+        return {row["item"]: row for row in rows}
+
     def add_round(self, item_id: str, digest: str, headline: str, path: str, by: str) -> int:
         """Record the next round; the number is taken inside the transaction."""
         with self.write():
@@ -380,7 +439,7 @@ class Ledger:
             ).fetchone()
             number = highest + 1
             self._ensure_item(item_id)
-            self.db["rounds"].insert(
+            self._insert("rounds",
                 {"item": item_id, "number": number, "digest": digest, "headline": headline,
                  "path": path, "by": by, "at": now()}
             )
@@ -410,11 +469,10 @@ class Ledger:
         with self.write():
             self._ensure_item(item_id)
             authors = self.authors(item_id)
-            # sqlite-utils types last_pk as optional; an insert into a rowid table always sets it
-            return cast(int, self.db["audits"].insert(
+            return self._insert("audits",
                 {"item": item_id, "level": level, "by": by, "note": note, "at": now(),
                  "authors": json.dumps(authors), "head": head}
-            ).last_pk)
+            )
 
     def audits(self, item_id: str) -> list[dict[str, Any]]:
         rows = self._rows("SELECT * FROM audits WHERE item = ? ORDER BY at, id", (item_id,))
@@ -425,7 +483,7 @@ class Ledger:
     def add_disposition(self, item_id: str, issue: int, disposition: str, by: str, note: str) -> None:
         with self.write():
             self._ensure_item(item_id)
-            self.db["dispositions"].insert(
+            self._insert("dispositions",
                 {"item": item_id, "issue": issue, "disposition": disposition, "by": by,
                  "note": note, "at": now(), "applied": ""}
             )
@@ -446,7 +504,7 @@ class Ledger:
 
     def log_event(self, command: str, item: str | None, by: str = "", **detail: Any) -> None:
         with self.write():
-            self.db["events"].insert(
+            self._insert("events",
                 {"at": now(), "command": command, "item": item, "by": by,
                  "detail": json.dumps(detail, sort_keys=True, default=str)}
             )

@@ -48,7 +48,11 @@ class Project:
 
     def item_rel(self, name: str) -> str:
         """An item file's path as the user sees it, without touching the disk (a hot path)."""
-        return (PurePosixPath(self.config.items) / name).as_posix()
+        base = self.__dict__.get("_items_rel")
+        if base is None:
+            base = PurePosixPath(self.config.items).as_posix().rstrip("/") + "/"
+            object.__setattr__(self, "_items_rel", base)  # frozen: cache beside the fields
+        return base + name
 
     def relpath(self, path: Path | str) -> str:
         """A path as the user sees it: relative to the repository root where it lies inside."""
@@ -85,4 +89,9 @@ def open_project(start: Path | None = None) -> Project:
     config_path = root / CONFIG_FILE
     if not config_path.is_file():
         raise ConfigError(f"no {CONFIG_FILE} in {root}: run `drover init` first")
-    return Project(root=root, config=load_config(config_path))
+    project = Project(root=root, config=load_config(config_path))
+    items = project.items_dir.resolve()
+    if items != root.resolve() and root.resolve() not in items.parents:
+        raise ConfigError(f"[project] items: {project.config.items!r} leads outside the repository "
+                          f"(to {items})", path=CONFIG_FILE)
+    return project

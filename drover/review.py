@@ -1,7 +1,10 @@
 """The review loop's actions: new, request-changes, close-changes, audit, dispose, park, unpark.
 
-Each action changes the item file and the ledger together: the ledger transaction stays open
-while the file is written, and a failure on either side leaves both as they were.
+Each action that changes an item file holds the ledger's write lock from reading the file to
+writing it, so every precondition is read under the lock. The new text is staged first (a full
+disk fails here, with nothing changed), then the ledger rows and an intent naming the file and
+its new text commit together, then the staged file is renamed into place and the intent is
+deleted. A kill at any point leaves either nothing done or an intent the next command finishes.
 """
 from __future__ import annotations
 
@@ -10,9 +13,10 @@ import os
 import threading
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable, TypeVar
 
 from . import items as itemfile
-from .errors import GitError, Refused, UsageError
+from .errors import GitError, ItemError, Refused, UsageError
 from .git import commit_only, head_of, user_name
 from .ledger import LEVELS, Ledger, now
 from .project import Project
@@ -58,14 +62,45 @@ def _commit_items(project: Project, paths: list[Path], message: str) -> None:
         raise GitError(f"the edit is made but {step} failed ([project] commit_items): {said}")
 
 
-def _write_item(path: Path, old: str, new: str, ledger_step) -> None:
-    """Write the file inside the ledger transaction; if the ledger fails, put the file back."""
-    itemfile.write_atomic(path, new)
+T = TypeVar("T")
+
+
+def _journaled(ledger: Ledger, command: str, item_id: str,
+               writes: list[tuple[Path, str, str | None]], record: Callable[[], T]) -> T:
+    """Stage each file, commit `record`'s rows with an intent per file, rename, drop the intents.
+
+    The caller holds the ledger's lock (ledger.locked()) around this and its own reads.
+    """
+    staged = [itemfile.stage(path, text, ledger.staging(path)) for path, text, _ in writes]
+    _failpoint("staged")
     try:
-        ledger_step()
+        with ledger.write():
+            result = record()
+            ids = [ledger.add_intent(command, item_id, path, text, old) for path, text, old in writes]
     except BaseException:
-        itemfile.write_atomic(path, old)
+        for tmp in staged:
+            tmp.unlink(missing_ok=True)
         raise
+    _failpoint("committed")
+    for tmp, (path, _, _) in zip(staged, writes):
+        os.replace(tmp, path)
+    _failpoint("renamed")
+    ledger.finish_intents(ids)
+    return result
+
+
+def _failpoint(name: str) -> None:
+    """$DROVER_FAILPOINT=<name> kills this process here, so tests reach each window of a write."""
+    if os.environ.get("DROVER_FAILPOINT") == name:
+        import signal
+
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _writable(project: Project, path: Path) -> None:
+    """Writes replace a file by rename: a symbolic link would silently become a regular file."""
+    if path.is_symlink():
+        raise ItemError("is a symbolic link; drover writes only regular item files", path=project.item_rel(path.name))
 
 
 def new_item(project: Project, ledger: Ledger, title: str, kind: str, deps: list[str],
@@ -74,25 +109,46 @@ def new_item(project: Project, ledger: Ledger, title: str, kind: str, deps: list
     title = " ".join(title.split())  # one line: a title is a headline, and YAML-safe that way
     if not title:
         raise UsageError("an item needs a title")
-    pattern = itemfile.id_pattern(project.config.prefix)
+    prefix = project.config.prefix
+    pattern = itemfile.id_pattern(prefix)
     for dep in [*deps, *([finding_source] if finding_source else [])]:
         if not pattern.match(dep):
             raise not_an_id(project, dep)
-    on_disk = [
-        itemfile.id_number(path.stem, project.config.prefix) or 0
-        for path in project.items_dir.glob("*.md")
-    ] if project.items_dir.is_dir() else []
-    with ledger.write():
-        item_id = ledger.allocate_item(project.config.prefix, max(on_disk, default=0))
+    by = actor(project, ledger)
+
+    def taken(number: int) -> bool:
+        return os.path.lexists(project.item_path(f"{prefix}-{number}"))
+
+    with ledger.locked():
+        # under the lock the id peeked here is the one allocated below, with its file's intent
+        floor = _highest_on_disk(project)
+        item_id = ledger.next_item_id(prefix, floor, taken)
         path = project.item_path(item_id)
-        itemfile.write_atomic(path, itemfile.new_item_text(item_id, title, kind, deps, finding_source))
-        try:
-            ledger.log_event("new", item_id, actor(project, ledger), title=title, finding=finding_source)
-        except BaseException:
-            path.unlink(missing_ok=True)
-            raise
+        text = itemfile.new_item_text(item_id, title, kind, deps, finding_source)
+
+        def record() -> None:
+            allocated = ledger.allocate_item(prefix, floor, taken)
+            assert allocated == item_id, (allocated, item_id)
+            ledger.log_event("new", item_id, by, title=title, finding=finding_source)
+
+        _journaled(ledger, "new", item_id, [(path, text, None)], record)
     _commit_items(project, [path], f"drover: new item {item_id}: {title}")
     return item_id
+
+
+def _highest_on_disk(project: Project) -> int:
+    """The highest item number among the folder's file names: names only, nothing opened or parsed."""
+    prefix = project.config.prefix + "-"
+    try:
+        names = os.listdir(project.items_dir)
+    except (FileNotFoundError, NotADirectoryError):
+        return 0
+    start = len(prefix)
+    numbers = [
+        name[start:-3] for name in names
+        if name.startswith(prefix) and name.endswith(".md") and name[start:-3].isdigit()
+    ]
+    return max((int(number) for number in numbers if number[0] != "0"), default=0)
 
 
 def _review_log(ledger: Ledger) -> str:
@@ -106,12 +162,14 @@ def request_changes(project: Project, ledger: Ledger, item_id: str, findings: st
     """Replace the Changes section with the findings and record a round; refuse past the cap."""
     if not findings.strip():
         raise UsageError("no findings given: pass --file F or write them on standard input")
-    item = require_item(project, item_id)
+    _writable(project, project.item_path(item_id))
     by = actor(project, ledger)
     written = itemfile.as_findings(findings.strip("\n") + "\n")
     digest = hashlib.sha256(written.encode("utf-8")).hexdigest()
     cap = project.config.max_rounds
-    with ledger.write():
+    log = _review_log(ledger)
+    with ledger.locked():
+        item = require_item(project, item_id)  # read under the lock: nobody writes it meanwhile
         rounds = len(ledger.rounds(item_id))
         if rounds >= cap:
             kept = project.parked_dir / f"{item_id}-{rounds + 1}.md"
@@ -119,26 +177,25 @@ def request_changes(project: Project, ledger: Ledger, item_id: str, findings: st
             while kept.exists():  # an earlier refusal kept its findings here: never overwrite them
                 extra += 1
                 kept = project.parked_dir / f"{item_id}-{extra}.md"
-            itemfile.write_atomic(kept, written)
             reason = f"review did not converge: {rounds} rounds of changes, the cap is {cap}"
-            ledger.park(item_id, reason)
-            ledger.log_event("request-changes", item_id, by, refused=True, kept=project.relpath(kept))
-            refusal = Refused(
+
+            def park_it() -> None:
+                ledger.park(item_id, reason)
+                ledger.log_event("request-changes", item_id, by, refused=True, kept=project.relpath(kept))
+
+            _journaled(ledger, "request-changes", item_id, [(kept, written, None)], park_it)
+            raise Refused(
                 f"{item_id} already has {rounds} rounds of changes ([review] max_rounds = {cap}): "
                 f"refused; the findings are kept in {project.relpath(kept)}; "
                 f"{item_id} is parked for the operator"
             )
-        else:
-            refusal = None
-            new_text = itemfile.replace_section(item.text, itemfile.CHANGES_HEADING, written, item.body_offset)
+        new_text = itemfile.replace_section(item.text, itemfile.CHANGES_HEADING, written, item.body_offset)
 
-            def record() -> None:
-                ledger.add_round(item_id, digest, itemfile.headline(written), _review_log(ledger), by)
-                ledger.log_event("request-changes", item_id, by, round=rounds + 1, digest=digest)
+        def record() -> None:
+            ledger.add_round(item_id, digest, itemfile.headline(written), log, by)
+            ledger.log_event("request-changes", item_id, by, round=rounds + 1, digest=digest)
 
-            _write_item(item.path, item.text, new_text, record)
-    if refusal:
-        raise refusal
+        _journaled(ledger, "request-changes", item_id, [(item.path, new_text, item.text)], record)
     _commit_items(project, [item.path], f"drover: changes requested on {item_id} (round {rounds + 1})")
     return Outcome((
         f"{item_id}: round {rounds + 1} of {cap} recorded; {itemfile.CHANGES_HEADING.lstrip('# ')} "
@@ -147,26 +204,41 @@ def request_changes(project: Project, ledger: Ledger, item_id: str, findings: st
     ))
 
 
-def _clear(project: Project, ledger: Ledger, item: itemfile.Item, by: str, note: str) -> int:
-    """Write the cleared block and mark the newest round cleared (inside the caller's transaction)."""
+def _clear(project: Project, ledger: Ledger, item: itemfile.Item, by: str, note: str,
+           then: Callable[[int], None]) -> int:
+    """Write the cleared block and mark the newest round cleared; `then(number)` adds its rows.
+
+    The caller holds the lock and read `item` under it.
+    """
     rounds = ledger.rounds(item.id)
     number = rounds[-1]["number"] if rounds else 0
     block = itemfile.cleared_block(number, now(), by, note)
     new_text = itemfile.replace_section(item.text, itemfile.CHANGES_HEADING, block, item.body_offset)
-    _write_item(item.path, item.text, new_text, lambda: ledger.clear_round(item.id, by))
+
+    def record() -> None:
+        ledger.clear_round(item.id, by)
+        then(number)
+
+    _journaled(ledger, "clear", item.id, [(item.path, new_text, item.text)], record)
     return number
 
 
 def close_changes(project: Project, ledger: Ledger, item_id: str, note: str = "") -> Outcome:
     """Discharge the outstanding changes: a cleared block in the file, the round marked cleared."""
-    item = require_item(project, item_id)
-    if not item.outstanding:
-        what = "were already cleared" if item.cleared else "have not been requested"
-        raise Refused(f"{item_id}: no outstanding changes to close (changes {what})")
+    _writable(project, project.item_path(item_id))
     by = actor(project, ledger)
-    with ledger.write():
-        number = _clear(project, ledger, item, by, note)
-        ledger.log_event("close-changes", item_id, by, round=number, note=note)
+    with ledger.locked():
+        # "outstanding" is read under the lock: two racing close-changes cannot both clear
+        item = require_item(project, item_id)
+        if item.cleared and not item.outstanding:
+            repaired = _clear_ledger_only(ledger, item_id, by)
+            if repaired:
+                return Outcome((f"{item_id}: round {repaired} cleared in the ledger, as the file already says",))
+        if not item.outstanding:
+            what = "were already cleared" if item.cleared else "have not been requested"
+            raise Refused(f"{item_id}: no outstanding changes to close (changes {what})")
+        number = _clear(project, ledger, item, by, note,
+                        lambda n: ledger.log_event("close-changes", item_id, by, round=n, note=note))
     _commit_items(project, [item.path], f"drover: changes on {item_id} cleared (round {number})")
     return Outcome((f"{item_id}: round {number} cleared; nothing is outstanding",))
 
@@ -181,21 +253,37 @@ def audit_head(project: Project, ledger: Ledger, item_id: str) -> str:
     return head_of(project.root, ledger.item_branch(item_id))
 
 
+def _clear_ledger_only(ledger: Ledger, item_id: str, by: str) -> int | None:
+    """The file is cleared but a round is not (a hand edit, a restored backup): clear the round."""
+    with ledger.write():
+        number = ledger.clear_round(item_id, by)
+        if number is not None:
+            ledger.log_event("close-changes", item_id, by, round=number, repaired=True)
+    return number
+
+
 def audit(project: Project, ledger: Ledger, item_id: str, level: str, by: str = "", note: str = "") -> Outcome:
     """Record an audit, bound to the commit it covers; at reviewed or above it also clears
     outstanding changes."""
     if level not in LEVELS:
         raise UsageError(f"--level must be one of {', '.join(LEVELS)}, not {level!r}")
-    item = require_item(project, item_id)
+    _writable(project, project.item_path(item_id))
     by = by or actor(project, ledger)
     head = audit_head(project, ledger, item_id)
     lines = []
-    with ledger.write():
-        if LEVELS.index(level) >= LEVELS.index("reviewed") and item.outstanding:
-            number = _clear(project, ledger, item, by, note or f"approved at {level}")
-            lines.append(f"{item_id}: round {number} cleared by the approval")
+
+    def record(_: int = 0) -> None:
         ledger.add_audit(item_id, level, by, note, head)
         ledger.log_event("audit", item_id, by, level=level, note=note, head=head)
+
+    with ledger.locked():
+        item = require_item(project, item_id)  # "outstanding" read under the lock
+        if LEVELS.index(level) >= LEVELS.index("reviewed") and item.outstanding:
+            number = _clear(project, ledger, item, by, note or f"approved at {level}", record)
+            lines.append(f"{item_id}: round {number} cleared by the approval")
+        else:
+            with ledger.write():
+                record()
     if lines:
         _commit_items(project, [item.path], f"drover: changes on {item_id} cleared by a {level} audit")
     covers = f" (covers {head[:7]})" if head else " (the item has no branch: it covers no commit)"

@@ -138,7 +138,7 @@ def _refuse_unfinished_work(ledger: Ledger, item_id: str) -> None:
     """A review judges finished work: after an interrupted or failed implementing run, resume first."""
     from .status import last_implement, run_trouble
 
-    activity = ledger.activity(item_id).get(item_id) or {}
+    activity = ledger.activity_for(item_id)
     trouble, why = run_trouble(last_implement(activity), False, activity.get("approval_at") or "")
     if trouble:
         raise Refused(f"{item_id} is {trouble} ({why}): resume it with `drover run {item_id}` before a review")

@@ -4,6 +4,7 @@ Tests import from here (or take a fixture from conftest.py), never from another 
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import sqlite3
@@ -119,3 +120,65 @@ fenced = para.map(lambda text: f"```\n## fenced heading\n{text}```\n")
 chunk = st.one_of(para, other_section, fenced)
 findings_text = st.lists(st.one_of(line, st.sampled_from(["# H1", "## H2", "### H3", "```", "~~~", "## Guarantees", ""])),
                           min_size=1, max_size=8).map("\n".join).filter(lambda s: s.strip())
+
+
+# --- the intent journal and hostile input (issue 11): drover run plainly, agreement checks ---
+
+from drover.items import demote_headings, read_item  # noqa: E402 - used by assert_agrees only
+from drover.ledger import Ledger  # noqa: E402
+
+FINDINGS = "## The parser accepts unknown keys\nReject them, naming the key.\n"
+
+
+def run(root: Path, *args: str, stdin: str | None = None, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([str(BIN / "drover"), *args], cwd=root, input=stdin, text=True,
+                          capture_output=True, env={**os.environ, **(env or {})})
+
+
+def leftovers(root: Path) -> list[str]:
+    """Temporary files anywhere drover stages or writes items."""
+    found = [p.name for p in (root / "items").glob(".*")] if (root / "items").is_dir() else []
+    tmp = root / ".drover" / "tmp"
+    found += [p.name for p in tmp.iterdir()] if tmp.is_dir() else []
+    parked = root / ".drover" / "parked"
+    found += [p.name for p in parked.glob(".*")] if parked.is_dir() else []
+    return found
+
+
+def assert_agrees(root: Path) -> dict[str, int]:
+    """Open the ledger as any command does (finishing what a kill left), then compare every item
+    file with the ledger; returns counts of what was seen. Fails on any disagreement."""
+    with Ledger(root / ".drover" / "ledger.db") as ledger:
+        assert ledger.pending_intents() == []
+        allocated = {row["id"] for row in ledger._rows("SELECT id FROM items WHERE number IS NOT NULL")}
+        rounds = {}
+        for row in ledger._rows("SELECT * FROM rounds ORDER BY item, number"):
+            rounds.setdefault(row["item"], []).append(row)
+    assert leftovers(root) == []
+    files = {path.stem: path for path in (root / "items").glob("*.md")}
+    assert set(files) == allocated, "every allocated id has its file and every file its row"
+    seen = {"outstanding": 0, "cleared": 0}
+    for item_id, path in files.items():
+        item = read_item(path, "D")
+        mine = rounds.get(item_id, [])
+        uncleared = [row for row in mine if row["cleared_at"] is None]
+        if item.outstanding:
+            seen["outstanding"] += 1
+            assert uncleared, f"{item_id}: findings in the file, no uncleared round"
+            written = demote_headings(item.changes.strip("\n") + "\n")
+            assert hashlib.sha256(written.encode()).hexdigest() == mine[-1]["digest"], item_id
+        elif item.cleared:
+            seen["cleared"] += 1
+            assert mine and not uncleared, f"{item_id}: a cleared block, an uncleared round"
+            assert f"round {mine[-1]['number']} was discharged" in item.changes
+        else:
+            assert not uncleared, f"{item_id}: no findings in the file, an uncleared round"
+    return seen
+
+
+def one_line(done, code: int = 2) -> str:
+    assert done.returncode == code, (done.stdout, done.stderr)
+    assert "Traceback" not in done.stderr
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("drover: "), done.stderr
+    return lines[0]

@@ -37,6 +37,7 @@ EXPECTED_COLUMNS = {
                    "cleared", "unreadable", "detail", "line"],
     "events": ["id", "at", "command", "item", "by", "detail"],
 }
+EXPECTED_COLUMNS["intents"] = ["id", "command", "item", "path", "text", "old_sha256", "at"]
 
 
 def schema(path: Path) -> dict[str, list[str]]:

@@ -1,0 +1,103 @@
+"""drover ledger export / import: JSON Lines with the schema first; a round trip keeps every table."""
+from __future__ import annotations
+
+import json
+import sqlite3
+
+import pytest
+
+from helpers import FINDINGS, git, ledger_tables, one_line, run
+
+
+@pytest.fixture
+def busy(repo):
+    """A project whose ledger has a row in every table: items, rounds, audits, dispositions, runs, events."""
+    assert run(repo, "init").returncode == 0
+    for title in ("one", "two", "three"):
+        assert run(repo, "new", title).returncode == 0
+    path = repo / "items" / "D-1.md"
+    path.write_text(path.read_text().replace("deps: []", "deps: []\ncloses: [7]"))
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "items")
+    assert run(repo, "request-changes", "D-1", stdin=FINDINGS).returncode == 0
+    assert run(repo, "audit", "D-1", "--level", "reviewed", "--note", "ok \u2713").returncode == 0
+    assert run(repo, "dispose", "D-1", "7", "--as", "keep").returncode == 0
+    assert run(repo, "park", "D-2", "--why", "needs a decision").returncode == 0
+    ledger = repo / ".drover" / "ledger.db"
+    with sqlite3.connect(ledger) as conn:
+        conn.execute("INSERT INTO runs (id, item, slot, agent, argv, started, finished, exit_status, outcome) "
+                     "VALUES ('r1', 'D-3', 'implement', 'a', '[\"x\"]', '2026-01-01', '2026-01-01', 0, 'ok')")
+    conn.close()
+    assert run(repo, "list").returncode == 0  # fills the metadata cache
+    return repo
+
+
+def test_export_starts_with_the_schema_and_names_each_rows_table(busy):
+    done = run(busy, "ledger", "export")
+    assert done.returncode == 0, done.stderr
+    lines = [json.loads(line) for line in done.stdout.splitlines()]
+    assert lines[0]["format"] == "drover-ledger" and lines[0]["schema"] == lines[0]["migrations"][-1]
+    tables = {line["table"] for line in lines[1:]}
+    assert {"items", "rounds", "audits", "dispositions", "runs", "events", "item_files"} <= tables
+
+
+def test_a_round_trip_keeps_every_table(busy, tmp_path):
+    dump = tmp_path / "ledger.jsonl"
+    assert run(busy, "ledger", "export", "-o", str(dump)).returncode == 0
+    original = ledger_tables(busy / ".drover" / "ledger.db")
+    (busy / ".drover" / "ledger.db").unlink()
+    for extra in ("-wal", "-shm"):
+        (busy / ".drover" / f"ledger.db{extra}").unlink(missing_ok=True)
+    done = run(busy, "ledger", "import", str(dump))
+    assert done.returncode == 0, done.stderr
+    restored = ledger_tables(busy / ".drover" / "ledger.db")
+    assert set(restored) == set(original)
+    for table in original:
+        if table == "_sqlite_migrations":  # applied again on the new ledger: names kept, times new
+            assert [row[2] for row in restored[table]] == [row[2] for row in original[table]]
+        else:
+            assert restored[table] == original[table], table
+
+
+def test_import_refuses_a_non_empty_ledger_and_merge_adds_what_is_missing(busy, tmp_path):
+    dump = tmp_path / "ledger.jsonl"
+    assert run(busy, "ledger", "export", "-o", str(dump)).returncode == 0
+    before = ledger_tables(busy / ".drover" / "ledger.db")
+    line = one_line(run(busy, "ledger", "import", str(dump)), code=1)
+    assert "already holds rows" in line and "--merge" in line
+    assert ledger_tables(busy / ".drover" / "ledger.db") == before
+    # the same rows again: nothing to add, nothing in conflict
+    same = run(busy, "ledger", "import", str(dump), "--merge")
+    assert same.returncode == 0 and same.stdout.strip() == "imported rows: none"
+    # a row this ledger lacks is added; a row it has with other values is a conflict, kept as it is
+    lines = dump.read_text().splitlines()
+    extra = json.loads(next(line for line in lines if '"table": "items"' in line))
+    extra["row"].update(id="D-40", number=40)
+    changed = json.loads(next(line for line in lines if '"table": "audits"' in line))
+    changed["row"]["note"] = "rewritten elsewhere"
+    (tmp_path / "other.jsonl").write_text("\n".join([lines[0], json.dumps(extra), json.dumps(changed)]) + "\n")
+    merged = run(busy, "ledger", "import", str(tmp_path / "other.jsonl"), "--merge")
+    assert merged.returncode == 1
+    assert "imported rows: items 1" in merged.stdout
+    assert "conflict: other.jsonl:3: audits id 1 differs from this ledger's row (kept)" in merged.stdout
+    after = ledger_tables(busy / ".drover" / "ledger.db")
+    assert after["audits"] == before["audits"]
+    assert len(after["items"]) == len(before["items"]) + 1
+
+
+@pytest.mark.parametrize("content, said", [
+    ("", "not a drover ledger export"),
+    ('{"format": "drover-ledger", "migrations": ["0099_future"]}\n', "newer drover (migration 0099_future)"),
+    ('{"format": "drover-ledger", "migrations": []}\n{"table": "nope", "row": {}}\n', ":2: no table 'nope'"),
+    ('{"format": "drover-ledger", "migrations": []}\nnot json\n', ":2: not JSON"),
+    ('{"format": "drover-ledger", "migrations": []}\n{"table": "items", "row": {"id": "D-1", "x": 1}}\n',
+     ":2: table items has no column 'x'"),
+])
+def test_a_bad_export_is_one_line_and_imports_nothing(repo, tmp_path, content, said):
+    assert run(repo, "init").returncode == 0
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(content)
+    before = ledger_tables(repo / ".drover" / "ledger.db")
+    line = one_line(run(repo, "ledger", "import", str(bad)))
+    assert said in line
+    assert ledger_tables(repo / ".drover" / "ledger.db") == before
