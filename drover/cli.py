@@ -11,7 +11,7 @@ import click
 
 from .cliparts import ITEM_ID, complete_blocks
 from .errors import DroverError
-from .vocabulary import DISPOSITIONS, GUIDANCE_LEVELS, LEVELS, SLOTS, TEMPLATE_SLOTS
+from .vocabulary import DISPOSITIONS, EXECUTORS, GUIDANCE_LEVELS, LEVELS, SLOTS, TEMPLATE_SLOTS
 
 COLOR_CHOICES = click.Choice(["auto", "always", "never"])
 STATE_CHOICES = ("ready", "blocked", "running", "in review", "changes requested", "approved", "parked", "done",
@@ -193,7 +193,7 @@ def new(title: str | None, kind: str | None, deps: tuple[str, ...], finding: str
         as_json: bool) -> None:
     """Create the next item and print its id first."""
     from .errors import UsageError
-    from .review import new_item
+    from .outbox import perform
 
     if issue is not None and (title or finding):
         raise UsageError("new --issue takes its title from the issue: give no TITLE and no --finding")
@@ -205,7 +205,8 @@ def new(title: str | None, kind: str | None, deps: tuple[str, ...], finding: str
 
             item_id = new_from_issue(project, ledger, issue, kind, list(deps))
         else:
-            item_id = new_item(project, ledger, title or "", kind or "feature", list(deps), finding)
+            item_id = perform(project, ledger, "new", title=title or "", kind=kind or "feature", deps=list(deps),
+                              finding_source=finding)
         path = project.relpath(project.item_path(item_id))
         if as_json:
             from .reports import new_report
@@ -260,14 +261,13 @@ def show(item_id: str, as_json: bool) -> None:
 @click.option("--file", "file", metavar="F", help="Findings file ('-' or absent: standard input).")
 def request_changes(item_id: str, file: str | None) -> None:
     """Replace the item's Changes section with findings and record a round."""
-    from .review import request_changes as act
-
+    from .outbox import perform
     from .status import require_item
 
     with opened() as (project, ledger):
         require_item(project, item_id)  # a missing item is said before anything about the findings
         findings = read_text_arg(file)
-        echo_outcome(act(project, ledger, item_id, findings))
+        echo_outcome(perform(project, ledger, "request-changes", item_id=item_id, findings=findings))
 
 
 @cli.command(name="close-changes")
@@ -275,10 +275,10 @@ def request_changes(item_id: str, file: str | None) -> None:
 @click.option("--note", default="", help="What discharged the changes.")
 def close_changes(item_id: str, note: str) -> None:
     """Replace the Changes section with a cleared block and mark the round cleared."""
-    from .review import close_changes as act
+    from .outbox import perform
 
     with opened() as (project, ledger):
-        echo_outcome(act(project, ledger, item_id, note))
+        echo_outcome(perform(project, ledger, "close-changes", item_id=item_id, note=note))
 
 
 @cli.command()
@@ -289,10 +289,10 @@ def close_changes(item_id: str, note: str) -> None:
 @click.option("--note", default="", help="Recorded verbatim.")
 def audit(item_id: str, level: str, by: str, note: str) -> None:
     """Record an audit; at reviewed or above it also clears outstanding changes."""
-    from .review import audit as act
+    from .outbox import perform
 
     with opened() as (project, ledger):
-        echo_outcome(act(project, ledger, item_id, level, by, note))
+        echo_outcome(perform(project, ledger, "audit", item_id=item_id, level=level, by=by, note=note))
 
 
 @cli.command()
@@ -303,10 +303,11 @@ def audit(item_id: str, level: str, by: str, note: str) -> None:
 @click.option("--note", default="", help="The comment finish writes, or why the issue stays.")
 def dispose(item_id: str, issue: int, disposition: str, note: str) -> None:
     """Record the reviewer's judgment of an issue the item closes."""
-    from .review import dispose as act
+    from .outbox import perform
 
     with opened() as (project, ledger):
-        echo_outcome(act(project, ledger, item_id, issue, disposition, note))
+        echo_outcome(perform(project, ledger, "dispose", item_id=item_id, issue=issue, disposition=disposition,
+                             note=note))
 
 
 @cli.command()
@@ -314,20 +315,20 @@ def dispose(item_id: str, issue: int, disposition: str, note: str) -> None:
 @click.option("--why", required=True, help="What the operator needs to decide.")
 def park(item_id: str, why: str) -> None:
     """Hand an item to the operator."""
-    from .review import park as act
+    from .outbox import perform
 
     with opened() as (project, ledger):
-        echo_outcome(act(project, ledger, item_id, why))
+        echo_outcome(perform(project, ledger, "park", item_id=item_id, why=why))
 
 
 @cli.command()
 @click.argument("item_id", metavar="ID", type=ITEM_ID)
 def unpark(item_id: str) -> None:
     """Take an item back from the operator."""
-    from .review import unpark as act
+    from .outbox import perform
 
     with opened() as (project, ledger):
-        echo_outcome(act(project, ledger, item_id))
+        echo_outcome(perform(project, ledger, "unpark", item_id=item_id))
 
 # --- prompts and templates -----------------------------------------------------------------
 
@@ -485,12 +486,15 @@ def schema(prompts: bool, fields: bool, as_json: bool) -> None:
 def _launch_command(item_id: str, slot: str, dry_run: bool, explicit: str | None = None,
                     as_json: bool = False) -> None:
     from .errors import UsageError
+    from .executors import open_executor
     from .runs import describe, execute, prepare
 
     if as_json and not dry_run:
         raise UsageError("--json goes with --dry-run (a launch reports as it runs)")
     with opened() as (project, ledger):
         launch = prepare(project, ledger, item_id, slot, explicit_template=explicit)
+        # drafts edit the item file in the main checkout, so they always run here
+        runner = open_executor(project, "local" if slot == "draft" else None)
         for warning in launch.warnings:
             click.echo(f"drover: warning: {warning}", err=True)
         if dry_run and as_json:
@@ -504,8 +508,15 @@ def _launch_command(item_id: str, slot: str, dry_run: bool, explicit: str | None
             click.echo("--- drover: dry run; nothing was launched or written")
             for line in describe(project, launch):
                 click.echo(line)
+            click.echo(f"executor: {runner.name} ({runner.where()})")
             return
-        result = execute(project, ledger, launch, echo=True)
+        try:
+            runner.start()
+            result = execute(project, ledger, launch, echo=True, executor=runner)
+        finally:
+            runner.close()
+    for note in result.notes:
+        click.echo(f"drover: {note}", err=True)
     ending = f"exited {result.exit_code}" if result.outcome == "exited" else result.outcome
     click.echo(f"{item_id}: {slot} run {result.run_id} {ending} after {result.elapsed:.1f}s "
                f"(log: {project.relpath(result.log_path)})")
@@ -596,8 +607,12 @@ def log_command(item_id: str, run_id: str | None, follow: bool) -> None:
 @click.argument("item_ids", metavar="[ID]...", nargs=-1, type=ITEM_ID)
 @click.option("--jobs", default=1, show_default=True, type=int, help="Items worked at once, each in its own worktree.")
 @click.option("--finish", "finish_items", is_flag=True, help="Finish each approved item (local merge into base).")
+@click.option("--executor", type=click.Choice(EXECUTORS), default=None,
+              help="Where agents run (default: [run] executor).")
+@click.option("--dry-run", is_flag=True, help="Print where each run would go; launch and write nothing.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON (progress goes to stderr).")
-def drive(item_ids: tuple[str, ...], jobs: int, finish_items: bool, as_json: bool) -> None:
+def drive(item_ids: tuple[str, ...], jobs: int, finish_items: bool, executor: str | None, dry_run: bool,
+          as_json: bool) -> None:
     """Implement and review ready items (or the ids given) until approved, parked or failed."""
     from .loop import drive as run_drive, summary
     from .project import open_project
@@ -607,7 +622,9 @@ def drive(item_ids: tuple[str, ...], jobs: int, finish_items: bool, as_json: boo
         click.echo(line, err=as_json)
 
     results = run_drive(project, list(item_ids), jobs=jobs, finish=finish_items,
-                        say=say, echo=sys.stdout.isatty() and not as_json)
+                        say=say, echo=sys.stdout.isatty() and not as_json, executor=executor, dry_run=dry_run)
+    if dry_run:
+        return
     if as_json:
         from .reports import drive_report
 

@@ -17,7 +17,7 @@ from typing import Any
 from .errors import ConfigError, did_you_mean
 from .presets import PRESET_NAMES as PRESETS
 from .trackers import BACKENDS
-from .vocabulary import GUIDANCE_LEVELS, PREFIX_PATTERN, SLOTS
+from .vocabulary import EXECUTORS, GUIDANCE_LEVELS, PREFIX_PATTERN, SLOTS
 
 CONFIG_FILE = "drover.toml"
 TRACKER_BACKENDS = tuple(BACKENDS)
@@ -154,6 +154,18 @@ class TrackerConfig:
 
 
 @dataclass(frozen=True)
+class RayConfig:
+    """[executor.ray]: where `[run] executor = "ray"` sends runs (docs/executors.md)."""
+
+    address: str = key("executor.ray", "auto", "the Ray cluster: auto (the one this machine joined) or "
+                                               "ray://host:10001")
+    num_cpus: int = key("executor.ray", 1, "CPUs Ray reserves for each agent run (at least 1)",
+                        check=_at_least_one)
+    runtime_env: dict[str, Any] = key("executor.ray", {}, "Ray's runtime_env for each run, e.g. "  # noqa: RUF009
+                                                          "{ pip = [\"drover-cli[ray]\"] }")
+
+
+@dataclass(frozen=True)
 class Config:
     prefix: str = key("project", "D", "item ids are D-1, D-2, ...: letters and digits, starting with a letter",
                       check=_prefix)
@@ -167,10 +179,13 @@ class Config:
     branch: str = key("run", "drover/{{ Id | lower }}", "the branch template; must render a valid git branch name")
     worktree: bool = key("run", True, "each item is worked in .drover/worktrees/<ID>; false: in this checkout")
     setup: str = key("run", "", "a command run once in each new worktree before its first agent, e.g. \"uv sync\"")
+    executor: str = key("run", "local", "where agent runs execute: local, or ray (docs/executors.md)",
+                        choices=EXECUTORS)
     verify: dict[str, str] = field(default_factory=lambda: dict(VERIFY_DEFAULT))
     max_rounds: int = key("review", 3, "rounds of changes an item may have (at least 1); past it request-changes "
                                        "refuses, keeps the findings and parks the item", check=_at_least_one)
     tracker: TrackerConfig = field(default_factory=TrackerConfig, metadata={"holds": TrackerConfig})
+    ray: RayConfig = field(default_factory=RayConfig, metadata={"holds": RayConfig})
 
     def agent_for(self, slot: str) -> AgentConfig:
         """The agent a slot runs: [agent.<slot>] over [agent]."""
@@ -266,7 +281,8 @@ def _suggest(word: str, choices: Iterable[str]) -> str:
 def parse_config(data: dict[str, Any]) -> Config:
     """Validate a parsed drover.toml and build the Config; every problem is reported, one line each."""
     problems = _Problems()
-    known = set(KEYS) | {"verify"}
+    # [executor.ray] arrives as data["executor"]["ray"]: one table per executor that has settings
+    known = {table for table in KEYS if "." not in table} | {"verify", "executor"}
     for table, value in data.items():
         if table in known:
             continue
@@ -305,10 +321,18 @@ def parse_config(data: dict[str, Any]) -> Config:
             verify[name] = value
         else:
             problems.add(f"{CONFIG_FILE}: [verify] {name}: expected a string")
+    executor_raw = data.get("executor", {})
+    if not isinstance(executor_raw, dict):
+        problems.add(f"{CONFIG_FILE}: [executor]: expected a table")
+        executor_raw = {}
+    for name in executor_raw:
+        if name != "ray":
+            problems.add(f"{CONFIG_FILE}: [executor.{name}]: unknown table (expected [executor.ray])")
+    ray = RayConfig(**_read_table("executor.ray", executor_raw.get("ray", {}), problems))
     problems.raise_any()
     # an empty [tracker] repo with github is allowed: gh infers the repository from the remote
     return Config(**project, agent=agent, slot_agents=slot_agents, prompts=prompts, **run, verify=verify,
-                  **review, tracker=tracker)
+                  **review, tracker=tracker, ray=ray)
 
 
 def load_config(path: Path) -> Config:

@@ -35,6 +35,8 @@ def toml_value(value: Any) -> str:
     if isinstance(value, int):
         return str(value)
     if isinstance(value, dict):
+        if not value:
+            return "{}"
         return "{ " + ", ".join(f"{toml_key(name)} = {toml_value(item)}" for name, item in value.items()) + " }"
     return json.dumps(value, ensure_ascii=False)  # a TOML basic string is a JSON string for these values
 

@@ -402,3 +402,42 @@ def unmerged_files(checkout: Path) -> list[str]:
         return []
     out = git(["diff", "--name-only", "--diff-filter=U"], checkout, check=False)
     return [line for line in out.splitlines() if line]
+
+
+# --- bundles: how the repository travels to a worker and commits come back (executors) ---
+
+
+def bundle_create(root: Path, path: Path, ref: str, *, exclude: str = "") -> bool:
+    """Write a bundle of `ref` (minus what `exclude` reaches); False when it would be empty."""
+    args = ["bundle", "create", "--quiet", str(path), ref] + ([f"^{exclude}"] if exclude else [])
+    done = _run(args, root)
+    if done.returncode == 0:
+        return True
+    if "empty bundle" in done.stderr:
+        return False
+    raise GitError(f"git bundle: {_one_line(done.stderr)}")
+
+
+def bundle_heads(root: Path, path: Path) -> list[tuple[str, str]]:
+    """(sha, ref) for every ref a bundle carries; GitError when it is not a usable bundle here."""
+    git(["bundle", "verify", "--quiet", str(path)], root)
+    heads = []
+    for line in git(["bundle", "list-heads", str(path)], root).splitlines():
+        sha, _, ref = line.partition(" ")
+        heads.append((sha, ref.strip()))
+    return heads
+
+
+def clone_bundle(path: Path, dest: Path, branch: str) -> None:
+    """A fresh repository in `dest` from a bundle, with `branch` checked out."""
+    git(["clone", "--quiet", "--branch", branch, str(path), str(dest)], dest.parent)
+
+
+def fetch_bundle(cwd: Path, path: Path, ref: str, *, into: str = "") -> None:
+    """Fetch `ref` from a bundle; `into` names the local ref it updates (fast-forward only)."""
+    git(["fetch", "--quiet", str(path), f"{ref}:{into}" if into else ref], cwd)
+
+
+def fast_forward(cwd: Path, rev: str) -> None:
+    """Move the branch checked out in `cwd` forward to `rev`, or refuse (GitError) if it cannot."""
+    git(["merge", "--ff-only", "--quiet", rev], cwd)

@@ -105,11 +105,17 @@ def _run_usage(db: "sqlite_utils.Database") -> None:
         db["runs"].add_column(column, kind)
 
 
+def _run_node(db: "sqlite_utils.Database") -> None:
+    # Which machine ran each run (executors), and why a run ended that its exit status cannot say.
+    db["runs"].add_column("node", str)
+    db["runs"].add_column("reason", str)
+
+
 # Named migrations, applied in this order by Ledger._migrate and nowhere else. Append only.
 MIGRATIONS: tuple[tuple[str, Any], ...] = (
     ("0001_initial", _initial), ("0002_run_pid_start", _run_pid_start),
     ("0003_approval_heads", _approval_heads), ("0004_run_usage", _run_usage),
-    ("0005_intents", _intents),
+    ("0005_intents", _intents), ("0006_run_node", _run_node),
 )
 
 
@@ -355,6 +361,19 @@ class Ledger(Journal):
                 (usage.get("model") or None, usage.get("input_tokens"), usage.get("output_tokens"),
                  usage.get("cost_usd"), usage.get("tool_calls"), run_id),
             )
+
+    def set_run_node(self, run_id: str, node: str, reason: str = "") -> None:
+        """Where a run ran, and (for an interrupted one) why it ended."""
+        with self.write():
+            self.conn.execute("UPDATE runs SET node = ?, reason = ? WHERE id = ?", (node, reason, run_id))
+
+    def snapshot(self, dest: Path) -> None:
+        """A consistent copy of the whole ledger in `dest`: what a worker validates against."""
+        copy = sqlite3.connect(str(dest))
+        try:
+            self.conn.backup(copy)
+        finally:
+            copy.close()
 
     def run(self, run_id: str) -> dict[str, Any] | None:
         rows = self._rows("SELECT * FROM runs WHERE id = ?", (run_id,))

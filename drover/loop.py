@@ -11,6 +11,7 @@ from .errors import DroverError, Refused, UsageError
 from .ledger import Ledger
 from .project import Project
 from .status import IMPLEMENT_NEXT, NOT_DRIVEN, State, is_ready, list_items, show_item
+from .executors import Executor, open_executor
 from .usage import describe as usage_text, total as usage_total
 
 APPROVED = ("approved", "finished")
@@ -60,8 +61,10 @@ def _state(project: Project, ledger: Ledger, item_id: str) -> dict:
 class Driver:
     """Drives items, each in its own thread with its own ledger connection."""
 
-    def __init__(self, project: Project, *, finish: bool, say: Callable[[str], None], echo: bool):
+    def __init__(self, project: Project, *, finish: bool, say: Callable[[str], None], echo: bool,
+                 executor: "Executor | None" = None):
         self.project = project
+        self.executor = executor
         self.finish = finish
         self.say = say
         self.echo = echo
@@ -85,7 +88,10 @@ class Driver:
         for warning in launch.warnings:
             self.say(f"{item_id}: warning: {warning}")
         self.say(f"{item_id}: {slot} by {launch.agent.identity} ...")
-        result = runs.execute(self.project, ledger, launch, echo=self.echo, cancel=self.cancel, progress=self.say)
+        result = runs.execute(self.project, ledger, launch, echo=self.echo, cancel=self.cancel, progress=self.say,
+                              executor=self.executor)
+        for note in result.notes:
+            self.say(note)
         ending = f"exit {result.exit_code}" if result.outcome == "exited" else result.outcome
         self.say(f"{item_id}: {slot} {ending} after {result.elapsed:.1f}s")
         return result
@@ -183,7 +189,8 @@ def ready_ids(project: Project, finish: bool = False) -> list[str]:
 
 
 def drive(project: Project, ids: list[str], *, jobs: int = 1, finish: bool = False,
-          say: Callable[[str], None] = print, echo: bool = False) -> list[Driven]:
+          say: Callable[[str], None] = print, echo: bool = False, executor: str | None = None,
+          dry_run: bool = False) -> list[Driven]:
     """Drive the given ids, or every ready item (and, with finish, those that become ready)."""
     if jobs < 1:
         raise UsageError("--jobs must be at least 1")
@@ -198,15 +205,32 @@ def drive(project: Project, ids: list[str], *, jobs: int = 1, finish: bool = Fal
     if finish:
         _require_clean(project)
     queue = list(dict.fromkeys(ids)) if explicit else ready_ids(project, finish)
+    runner = open_executor(project, executor)
     for line in header(project, queue, jobs, finish):
         say(line)
+    say(f"  executor: {runner.name}: runs go to {runner.where()}")
+    if dry_run:
+        for item_id in queue:
+            say(f"  {item_id}: implement and review would run on {runner.where()}")
+        say("--- drover: dry run; nothing was launched or written")
+        return []
+    try:
+        if queue:
+            runner.start()
+        return _drive_queue(project, queue, explicit, jobs=jobs, finish=finish, say=say, echo=echo, runner=runner)
+    finally:
+        runner.close()
+
+
+def _drive_queue(project: Project, queue: list[str], explicit: bool, *, jobs: int, finish: bool,
+                 say: Callable[[str], None], echo: bool, runner: "Executor") -> list[Driven]:
     lock = threading.Lock()
 
     def locked_say(line: str) -> None:
         with lock:
             say(line)
 
-    driver = Driver(project, finish=finish, say=locked_say, echo=echo)
+    driver = Driver(project, finish=finish, say=locked_say, echo=echo, executor=runner)
     results: list[Driven] = []
     attempted: set[str] = set()
     with ThreadPoolExecutor(max_workers=jobs) as pool:

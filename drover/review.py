@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, TypeVar
@@ -23,6 +24,16 @@ from .status import missing_item, not_an_id, require_item
 from .vocabulary import DISPOSITIONS
 
 
+# The run an action is taken for when the coordinator replays a worker's outbox (outbox.py):
+# per thread, because drive replays several items' outboxes at once.
+_acting = threading.local()
+
+
+def acting_run() -> str:
+    """The run an action is taken for: one being replayed from an outbox, else $DROVER_RUN."""
+    return getattr(_acting, "run", "") or os.environ.get("DROVER_RUN", "")
+
+
 @dataclass(frozen=True)
 class Outcome:
     """What an action did, in the words the CLI prints."""
@@ -32,7 +43,7 @@ class Outcome:
 
 def actor(project: Project, ledger: Ledger) -> str:
     """Who is acting: the agent of the run named by $DROVER_RUN, else git's user.name."""
-    run_id = os.environ.get("DROVER_RUN", "")
+    run_id = acting_run()
     if run_id:
         run = ledger.run(run_id)
         if run and run["agent"]:
@@ -146,7 +157,7 @@ def _highest_on_disk(project: Project) -> int:
 
 def _review_log(ledger: Ledger) -> str:
     """The log of the review run that is acting, when one is."""
-    run_id = os.environ.get("DROVER_RUN", "")
+    run_id = acting_run()
     run = ledger.run(run_id) if run_id else None
     return (run or {}).get("log_path") or ""
 

@@ -12,19 +12,22 @@ import threading
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from . import agents, git
 from . import data as template_data
 from . import templates
 from .config import AgentConfig
-from .errors import Refused, TemplateError, UsageError
+from .errors import DroverError, Refused, TemplateError, UsageError
 from .ledger import Ledger
 from .project import Project
 from .agents import process_start, run_alive
 from .status import State, require_item
 
 from .vocabulary import SLOTS as LAUNCH_SLOTS
+
+if TYPE_CHECKING:
+    from .executors import Executor
 
 
 @dataclass(frozen=True)
@@ -65,6 +68,7 @@ class RunResult:
     outcome: str
     elapsed: float
     log_path: Path
+    notes: tuple[str, ...] = ()
 
 
 def new_run_id(item_id: str, slot: str) -> str:
@@ -166,19 +170,26 @@ def _say(line: str) -> None:
         pass  # a closed screen must not stop the run
 
 
+_WORKTREE_LOCK = threading.Lock()
+
+
 def _ready_workdir(project: Project, launch: Launch) -> None:
     """The branch and the directory the agent works in: a worktree, or this checkout switched."""
     base = project.config.base
     if launch.slot == "draft":
         return
     if launch.worktree is not None:
-        git.ensure_worktree(project.root, launch.worktree, launch.branch, base)
+        # One at a time: ensure_worktree prunes, and a prune during another thread's
+        # `worktree add` removes that worktree's half-written admin folder (drive --jobs N).
+        with _WORKTREE_LOCK:
+            git.ensure_worktree(project.root, launch.worktree, launch.branch, base)
     else:
         git.checkout_branch(project.root, launch.branch, base, ignore=[project.config.items + "/"])
 
 
 def execute(project: Project, ledger: Ledger, launch: Launch, *, echo: bool = True,
-            cancel: threading.Event | None = None, progress: Callable[[str], None] | None = None) -> RunResult:
+            cancel: threading.Event | None = None, progress: Callable[[str], None] | None = None,
+            executor: "Executor | None" = None) -> RunResult:
     """Create the branch and worktree, save the prompt, record the run, launch, record the end."""
     if launch.binary_missing:
         raise UsageError(launch.binary_missing)
@@ -206,24 +217,27 @@ def execute(project: Project, ledger: Ledger, launch: Launch, *, echo: bool = Tr
         "head_start": head_start, "head": head_start if launch.slot == "review" else "",
     })
     ledger.log_event(launch.slot, launch.item_id, launch.agent.identity, run=launch.run_id)
+    from .executors import open_executor
+
+    runner: Executor = executor or open_executor(project, "local")
     try:
-        result = agents.launch(
-            list(launch.argv), cwd=launch.workdir, env_add=launch.env_add, prompt=launch.prompt,
-            prompt_via=launch.prompt_via, log_path=launch.log_path,
-            timeout=launch.agent.timeout_seconds or None, label=f"{launch.item_id} {launch.slot}",
-            echo=echo, on_start=lambda pid: ledger.set_run_pid(launch.run_id, pid, process_start(pid)), cancel=cancel,
-            stream=launch.stream, progress=progress if progress is not None else _say,
-            progress_label=f"{launch.item_id}: {launch.slot} by {launch.agent.identity}",
-        )
+        handle = runner.submit(project, ledger, launch, echo=echo,
+                               on_start=lambda pid: ledger.set_run_pid(launch.run_id, pid, process_start(pid)),
+                               progress=progress if progress is not None else _say)
+        result = handle.collect(cancel)
+    except DroverError:
+        ledger.finish_run(launch.run_id, None, "failed to start")
+        raise
     except OSError as exc:
         ledger.finish_run(launch.run_id, None, "failed to start")
         raise UsageError(f"{launch.agent.identity}: could not start {launch.argv[0]}: {exc.strerror}") from None
+    ledger.set_run_node(launch.run_id, result.node, result.reason)
     if result.usage is not None:
-        ledger.record_usage(launch.run_id, result.usage.as_row())
+        ledger.record_usage(launch.run_id, result.usage)
     # an implementing run's head is where it left the branch; a review's stays the one it reviewed
     head = git.head_of(project.root, launch.branch) if launch.slot == "implement" and launch.branch else None
     ledger.finish_run(launch.run_id, result.exit_code, result.outcome, head)
-    return RunResult(launch.run_id, result.exit_code, result.outcome, result.elapsed, launch.log_path)
+    return RunResult(launch.run_id, result.exit_code, result.outcome, result.elapsed, launch.log_path, result.notes)
 
 
 NO_VERDICT = "the review recorded no verdict (neither request-changes nor an approving audit)"

@@ -23,3 +23,6 @@ ANY_ID_PATTERN = PREFIX_PATTERN + r"-[0-9]+"
 
 # What `finish` does with an issue the item closes.
 DISPOSITIONS = ("close", "comment", "keep")
+
+# Where agent runs execute (`[run] executor`, `drive --executor`); drover/executors/ has one module each.
+EXECUTORS = ("local", "ray")

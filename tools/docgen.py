@@ -60,6 +60,8 @@ def field_table() -> str:
 
 
 def _toml(value: object) -> str:
+    if isinstance(value, dict):
+        return "{}" if not value else "{ " + ", ".join(f"{k} = {_toml(v)}" for k, v in value.items()) + " }"
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, str):
@@ -73,7 +75,7 @@ def config_table() -> str:
 
     from drover.config_text import toml_value
 
-    words = {str: "string", int: "integer", bool: "boolean", dict: "table of strings"}
+    words = {str: "string", int: "integer", bool: "boolean", dict: "table"}
     lines = ["| table | key | type | default | meaning |", "|---|---|---|---|---|"]
     for table, keys in config.KEYS.items():
         for key, info in keys.items():

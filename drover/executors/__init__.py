@@ -1,0 +1,94 @@
+"""Executors: where a prepared run's agent runs. `local` (this machine) or `ray` (a cluster).
+
+An executor is one small interface: `submit` a prepared run and get a `Handle`; the handle
+streams the agent's log, can be cancelled, and `collect`s the result. runs.execute does
+everything around it (branch, worktree, ledger rows), so a new engine is one module here.
+"""
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Protocol
+
+from ..errors import UsageError
+from ..vocabulary import EXECUTORS
+
+if TYPE_CHECKING:
+    from ..config import Config
+    from ..ledger import Ledger
+    from ..project import Project
+    from ..runs import Launch
+
+NAMES = EXECUTORS
+
+
+@dataclass(frozen=True)
+class Collected:
+    """How a run ended wherever it ran: `exited` (with its code), `timeout` or `interrupted`."""
+
+    exit_code: int | None
+    outcome: str
+    elapsed: float
+    node: str = "local"
+    reason: str = ""  # why an interrupted run ended, when the agent's exit cannot say
+    notes: tuple[str, ...] = field(default_factory=tuple)  # e.g. outbox operations refused on replay
+    usage: dict[str, Any] | None = None  # the ledger row of what the run cost (usage.Usage.as_row), if known
+
+
+class Handle(Protocol):
+    """One submitted run."""
+
+    def stream(self) -> Iterator[str]:
+        """The agent's log lines as far as they are known."""
+        ...
+
+    def cancel(self) -> None:
+        """End the run's agent (its whole process group) wherever it runs."""
+        ...
+
+    def collect(self, cancel: threading.Event | None = None) -> Collected:
+        """Wait for the run to end (cancelling it when `cancel` is set) and bring its result home."""
+        ...
+
+
+class Executor(Protocol):
+    name: str
+
+    def submit(self, project: "Project", ledger: "Ledger", launch: "Launch", *, echo: bool,
+               on_start: Callable[[int], None], progress: Callable[[str], None] | None = None) -> Handle:
+        """Start the run's agent. Raises OSError when the program cannot be started.
+
+        `progress` gets the one-line progress reports of a structured stream (agents.launch).
+        """
+        ...
+
+    def start(self) -> None:
+        """Get ready before the first run (connect to a cluster); a failure is one UsageError line."""
+        ...
+
+    def where(self) -> str:
+        """Where a run would go, for --dry-run."""
+        ...
+
+    def close(self) -> None:
+        ...
+
+
+def choose(config: "Config", name: str | None = None) -> str:
+    """The executor a command uses: `--executor`, else `[run] executor`."""
+    chosen = name or config.executor
+    if chosen not in NAMES:
+        raise UsageError(f"--executor must be one of {', '.join(NAMES)}, not {chosen!r}")
+    return chosen
+
+
+def open_executor(project: "Project", name: str | None = None) -> Executor:
+    """The executor by name; choosing ray without Ray installed is one line and exit 2."""
+    chosen = choose(project.config, name)
+    if chosen == "ray":
+        from .ray import RayExecutor
+
+        return RayExecutor(project)
+    from .local import LocalExecutor
+
+    return LocalExecutor()
