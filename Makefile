@@ -18,7 +18,7 @@ test: $(STAMP)
 	$(MAKE) lint
 
 # The generated reference docs (docs/reference/*.md): `make docs` rewrites them from the code.
-DOCS_GENERATED := $(wildcard docs/reference/*.md)
+DOCS_GENERATED := $(wildcard docs/reference/*.md) docs/configuration.md
 COG := $(BIN)/cog -I tools
 
 docs: $(STAMP)

@@ -87,6 +87,14 @@ def config_table() -> str:
     return "\n".join(lines)
 
 
+def config_key_table(table: str) -> str:
+    """One table's rows for docs/configuration.md (key, default, meaning), from config.KEYS."""
+    from drover.config import KEYS
+    from drover.config_text import markdown_table
+
+    return markdown_table(KEYS[table]).rstrip("\n")
+
+
 def preset_table() -> str:
     """The agent presets, from agents.PRESETS; the running interpreter is shown as `<python>`."""
     from drover import agents
