@@ -12,6 +12,7 @@ from .ledger import Ledger
 from .project import Project
 from .status import IMPLEMENT_NEXT, NOT_DRIVEN, State, is_ready, list_items, show_item
 from .executors import Executor, open_executor
+from .textviews import table
 from .usage import describe as usage_text, total as usage_total
 
 APPROVED = ("approved", "finished")
@@ -274,10 +275,8 @@ def summary(results: list[Driven]) -> list[str]:
     """The table drive ends with."""
     if not results:
         return ["nothing to drive"]
-    width = max(len("item"), *(len(row.item_id) for row in results))
-    lines = [f"{'item':<{width}}  {'result':<10}  rounds  runs  note"]
-    for row in results:
-        lines.append(f"{row.item_id:<{width}}  {row.result:<10}  {row.rounds:>6}  {row.runs:>4}  {row.note}".rstrip())
+    lines = table([(row.item_id, row.result, str(row.rounds), str(row.runs), row.note) for row in results],
+                  header=("item", "result", "rounds", "runs", "note"), widths=(0, 10), right=(2, 3))
     for row in results:
         if row.log:
             lines.append(f"{row.item_id}: log {row.log}")

@@ -85,18 +85,25 @@ def render_show(shown: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def table(rows: list[tuple[str, ...]], *, widths: tuple[int, ...] = (), header: tuple[str, ...] = ()) -> list[str]:
+def table(rows: list[tuple[str, ...]], *, widths: tuple[int, ...] = (), header: tuple[str, ...] = (),
+          right: tuple[int, ...] = ()) -> list[str]:
     """Rows as aligned text columns, two spaces apart; the last column is never padded.
 
-    `widths` gives a minimum width per column (0: as wide as its widest cell).
+    `widths` gives a minimum width per column (0: as wide as its widest cell); the columns
+    numbered in `right` (counts, say) are aligned to the right.
     """
     every = [header, *rows] if header else list(rows)
     if not every:
         return []
     columns = len(every[0])
     width = [max([len(row[n]) for row in every] + [widths[n] if n < len(widths) else 0]) for n in range(columns)]
-    return ["  ".join(cell.ljust(width[n]) if n < columns - 1 else cell for n, cell in enumerate(row)).rstrip()
-            for row in every]
+
+    def fit(n: int, cell: str) -> str:
+        if n in right:
+            return cell.rjust(width[n])
+        return cell.ljust(width[n]) if n < columns - 1 else cell
+
+    return ["  ".join(fit(n, cell) for n, cell in enumerate(row)).rstrip() for row in every]
 
 
 def use_color(option: str, stream: IO[str] | Any) -> bool:

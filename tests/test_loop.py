@@ -351,3 +351,17 @@ def test_ctrl_c_during_drive_ends_every_agent_and_records_the_runs(project):
     for item in items:
         runs = json.loads(drover(project, "show", item, "--json").stdout)["runs"]
         assert runs and all(run["finished"] and run["outcome"] == "interrupted" for run in runs)
+
+
+def test_the_drive_summary_aligns_its_columns_and_right_aligns_the_counts():
+    from drover.loop import Driven, summary
+
+    lines = summary([Driven("D-1", "finished", 2, 4), Driven("D-10", "failed", 1, 12, "implement agent exited 1",
+                                                             log=".drover/runs/r/agent.log")])
+    assert lines[:3] == [
+        "item  result      rounds  runs  note",
+        "D-1   finished         2     4",
+        "D-10  failed           1    12  implement agent exited 1",
+    ]
+    assert lines[3] == "D-10: log .drover/runs/r/agent.log"
+    assert lines[-1] == "1 of 2 approved"
