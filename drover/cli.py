@@ -5,13 +5,13 @@ import json
 import sys
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import NoReturn
 
 import click
 
-from .cliparts import ITEM_ID, complete_blocks
+from .cliparts import ITEM_ID
 from .errors import DroverError
-from .vocabulary import DISPOSITIONS, EXECUTORS, GUIDANCE_LEVELS, LEVELS, SLOTS, TEMPLATE_SLOTS
+from .vocabulary import DISPOSITIONS, LEVELS
 
 COLOR_CHOICES = click.Choice(["auto", "always", "never"])
 STATE_CHOICES = ("ready", "blocked", "running", "in review", "changes requested", "approved", "parked", "done",
@@ -330,309 +330,6 @@ def unpark(item_id: str) -> None:
     with opened() as (project, ledger):
         echo_outcome(perform(project, ledger, "unpark", item_id=item_id))
 
-# --- prompts and templates -----------------------------------------------------------------
-
-
-@cli.command()
-@click.argument("item_id", metavar="ID", type=ITEM_ID)
-@click.option("--slot", required=True, type=click.Choice(TEMPLATE_SLOTS),
-              help="Which prompt: implement, review, draft, or the branch name.")
-@click.option("--guidance", type=click.Choice(GUIDANCE_LEVELS), help="Override [agent] guidance.")
-@click.option("--diff-guidance", is_flag=True, help="Show what the lean level drops, with token counts.")
-@click.option("--template", "explicit", metavar="SRC", help="Inline template text, or @path in the repository.")
-@json_option
-def prompt(item_id: str, slot: str, guidance: str | None, diff_guidance: bool, explicit: str | None,
-           as_json: bool) -> None:
-    """Print the rendered prompt for one item and slot; changes nothing."""
-    show_prompt(item_id, slot, guidance=guidance, explicit=explicit, diff_guidance=diff_guidance, as_json=as_json)
-
-
-def show_prompt(item_id: str, slot: str, *, guidance: str | None = None, explicit: str | None = None,
-                diff_guidance: bool = False, as_json: bool = False) -> None:
-    """Render one item's prompt and print it (or, with diff_guidance, what lean drops)."""
-    from . import data, templates
-
-    with opened() as (project, ledger):
-        built = data.build(project, ledger, item_id, slot, guidance=guidance)
-        if slot == "branch":
-            from .runs import require_valid_branch
-
-            branch = (templates.render_branch(built, templates.branch_source(project.root, explicit), display=explicit)
-                      if explicit is not None else templates.render_branch(built, project.config.branch))
-            branch = require_valid_branch(built.Id, branch)
-            if as_json:
-                echo_json({"id": built.Id, "slot": slot, "text": branch})
-            else:
-                click.echo(branch)
-            return
-        if diff_guidance:
-            dropped = templates.guidance_diff(slot, built, root=project.root, config=project.config)
-            for line, tokens in dropped:
-                click.echo(f"- [~{tokens} tokens] {line}")
-            total = sum(tokens for _, tokens in dropped)
-            click.echo(f"lean drops {len(dropped)} lines, about {total} tokens (4 characters a token)")
-            return
-        rendered = templates.render(slot, built, root=project.root, config=project.config, explicit=explicit)
-    if as_json:
-        from .reports import prompt_report
-
-        echo_json(prompt_report(built.Id, slot, rendered))
-        return
-    for warning in rendered.warnings:
-        click.echo(f"drover: warning: {warning}", err=True)
-    click.echo(rendered.text, nl=False)
-
-
-@cli.command()
-@click.option("--diff", is_flag=True, help="Show how each stale override's default changed, then the other problems.")
-@click.option("--format", "diff_format", type=click.Choice(["words", "unified"]), default="words", show_default=True,
-              help="--diff view: words (coloured on a terminal) or unified (for git apply, delta, diff-so-fancy).")
-@click.option("--color", type=COLOR_CHOICES, default="auto", show_default=True, help="Colour the diff.")
-@click.option("--update", is_flag=True, help="Upgrade stale overrides by three-way merge (as drover override --update).")
-@click.option("--dry-run", is_flag=True, help="With --update: print the merged blocks, write nothing.")
-@json_option
-def check(diff: bool, diff_format: str, color: str, update: bool, dry_run: bool, as_json: bool) -> None:
-    """Check items, deps, config and templates; exit 1 when anything is wrong."""
-    from . import templates
-    from .checks import run_check
-
-    if update or dry_run:
-        _override(update=update, dry_run=dry_run)
-    with opened() as (project, ledger):
-        if diff and diff_format == "unified":
-            patch, notes = templates.diff_unified(project.root, project.config)
-            click.echo(patch, nl=False)
-            for note in notes:
-                click.echo(f"drover: {note}", err=True)
-        elif diff:
-            # `drover --color X check --diff` means what `check --diff --color X` means
-            parent = click.get_current_context().find_root()
-            colored = templates.use_color(color, sys.stdout) if color != "auto" else bool(parent.color)
-            text = templates.diff_stale(project.root, project.config, colored)
-            if text:
-                # click strips ANSI codes off a pipe unless told the colour was asked for
-                click.echo(text, nl=not text.endswith("\n"), color=colored)
-        findings = run_check(project, ledger)
-    errors = [found for found in findings if found.error]
-    if as_json:
-        from .reports import check_report
-
-        echo_json(check_report(findings))
-        sys.exit(1 if errors else 0)
-    # With --diff the stale lines are the diff's headers; the other problems still need saying.
-    shown = [found for found in findings if not (diff and found.message.startswith("STALE OVERRIDE "))]
-    out_err = diff and diff_format == "unified"  # keep the patch on stdout clean
-    for found in shown:
-        click.echo(found.message if found.error else f"warning: {found.message}", err=out_err)
-    if not findings and not diff:
-        click.echo("no problems found")
-    sys.exit(1 if errors else 0)
-
-
-def _override(slot: str | None = None, block: str | None = None, **options: Any) -> None:
-    from .templates.update import override_command
-
-    with opened() as (project, _ledger):
-        lines, code = override_command(project, slot, block, **options)
-    for line in lines:
-        click.echo(line)
-    sys.exit(code)
-
-
-@cli.command()
-@click.argument("slot", required=False, type=click.Choice(SLOTS))
-@click.argument("block", required=False, shell_complete=complete_blocks)
-@click.option("--file", "file", metavar="PATH", help="The override file, when [prompts] names none for the slot yet.")
-@click.option("--addition", is_flag=True, help="Keep the default's lines and add yours after them.")
-@click.option("--update", is_flag=True, help="Upgrade stale overrides by three-way merge.")
-@click.option("--dry-run", is_flag=True, help="With --update: print the merged blocks, write nothing.")
-def override(slot: str | None, block: str | None, file: str | None, addition: bool, update: bool,
-             dry_run: bool) -> None:
-    """Start a block override from today's default (SLOT BLOCK), or --update stale ones by merge."""
-    _override(slot, block, file=file, addition=addition, update=update, dry_run=dry_run)
-
-
-@cli.command()
-@click.option("--prompts", is_flag=True, help="Every block of every slot, with its default and hash (JSON).")
-@click.option("--fields", is_flag=True, help="Every template field: type, slots, meaning.")
-@json_option
-def schema(prompts: bool, fields: bool, as_json: bool) -> None:
-    """Describe the template blocks (--prompts) or the template fields (--fields)."""
-    from .errors import UsageError
-
-    if prompts == fields:
-        raise UsageError("say which: --prompts or --fields")
-    if prompts:
-        from .templates import schema_prompts
-
-        echo_json(schema_prompts())
-        return
-    from .fields import field_schema
-
-    described = field_schema()
-    if as_json:
-        echo_json(described)
-        return
-    from .textviews import table
-
-    for line in table([(row["name"], row["type"], ",".join(row["slots"]), row["meaning"]) for row in described],
-                      widths=(0, 16, 28)):
-        click.echo(line)
-
-
-# --- agents ------------------------------------------------------------------------------
-
-
-def _launch_command(item_id: str, slot: str, dry_run: bool, explicit: str | None = None,
-                    as_json: bool = False) -> None:
-    from .errors import UsageError
-    from .executors import open_executor
-    from .runs import describe, execute, prepare
-
-    if as_json and not dry_run:
-        raise UsageError("--json goes with --dry-run (a launch reports as it runs)")
-    with opened() as (project, ledger):
-        launch = prepare(project, ledger, item_id, slot, explicit_template=explicit)
-        # drafts edit the item file in the main checkout, so they always run here
-        runner = open_executor(project, "local" if slot == "draft" else None)
-        for warning in launch.warnings:
-            click.echo(f"drover: warning: {warning}", err=True)
-        if dry_run and as_json:
-            from .reports import launch_report
-
-            where = project.relpath(launch.workdir) if launch.workdir != project.root else "."
-            echo_json(launch_report(launch, where, project.config.setup))
-            return
-        if dry_run:
-            click.echo(launch.prompt, nl=False)
-            click.echo("--- drover: dry run; nothing was launched or written")
-            for line in describe(project, launch):
-                click.echo(line)
-            click.echo(f"executor: {runner.name} ({runner.where()})")
-            return
-        try:
-            runner.start()
-            result = execute(project, ledger, launch, echo=True, executor=runner)
-        finally:
-            runner.close()
-    for note in result.notes:
-        click.echo(f"drover: {note}", err=True)
-    ending = f"exited {result.exit_code}" if result.outcome == "exited" else result.outcome
-    click.echo(f"{item_id}: {slot} run {result.run_id} {ending} after {result.elapsed:.1f}s "
-               f"(log: {project.relpath(result.log_path)})")
-    if result.outcome != "exited" or result.exit_code != 0:
-        sys.exit(1)
-    if slot == "review":
-        from .runs import NO_VERDICT, review_verdict
-
-        with opened() as (project, ledger):
-            verdict = review_verdict(ledger, result.run_id)
-        if not verdict:
-            from .errors import Refused
-
-            raise Refused(f"{item_id}: {NO_VERDICT}")
-        click.echo(f"{item_id}: the review recorded: {verdict}")
-
-
-def dry_run_option(func):
-    func = click.option("--json", "as_json", is_flag=True, help="With --dry-run: print it as JSON.")(func)
-    return click.option("--dry-run", is_flag=True,
-                        help="Print the prompt, argv, environment, branch and directory; write nothing.")(func)
-
-
-@cli.command()
-@click.argument("item_id", metavar="ID", type=ITEM_ID)
-@dry_run_option
-@click.option("--template", "explicit", metavar="SRC", help="Inline template text, or @path in the repository.")
-def run(item_id: str, dry_run: bool, as_json: bool, explicit: str | None) -> None:
-    """Launch the implementing agent on an item in its worktree."""
-    _launch_command(item_id, "implement", dry_run, explicit, as_json)
-
-
-@cli.command()
-@click.argument("item_id", metavar="ID", type=ITEM_ID)
-@dry_run_option
-@click.option("--print", "print_only", is_flag=True, help="Write the review prompt to stdout; record no launch.")
-def review(item_id: str, dry_run: bool, as_json: bool, print_only: bool) -> None:
-    """Launch the reviewing agent on an item's branch."""
-    if print_only:
-        show_prompt(item_id, "review")
-        return
-    _launch_command(item_id, "review", dry_run, as_json=as_json)
-
-
-@cli.command()
-@click.argument("item_id", metavar="ID", type=ITEM_ID)
-@dry_run_option
-def draft(item_id: str, dry_run: bool, as_json: bool) -> None:
-    """Launch the drafting agent: it writes the item's numbered requirements."""
-    _launch_command(item_id, "draft", dry_run, as_json=as_json)
-
-
-@cli.command()
-@click.argument("item_id", metavar="ID", type=ITEM_ID)
-@json_option
-def finish(item_id: str, as_json: bool) -> None:
-    """Merge an approved item's branch into base locally (never pushes) and mark it done."""
-    from .finish import finish as act
-
-    with opened() as (project, ledger):
-        finished = act(project, ledger, item_id)
-    if as_json:
-        from .reports import finish_report
-
-        echo_json(finish_report(item_id, finished))
-        sys.exit(1 if finished.problems else 0)
-    for line in finished.lines:
-        click.echo(line)
-    for problem in finished.problems:
-        click.echo(f"drover: {problem}", err=True)
-    if finished.problems:
-        sys.exit(1)
-
-
-@cli.command(name="log")
-@click.argument("item_id", metavar="ID", type=ITEM_ID)
-@click.option("--run", "run_id", metavar="RUN", help="This run of the item (default: its newest).")
-@click.option("--follow", is_flag=True, help="Keep printing what the agent writes until the run ends.")
-def log_command(item_id: str, run_id: str | None, follow: bool) -> None:
-    """Print (or follow) the agent log of an item's run."""
-    from .project import open_project
-    from .runlog import show_log
-
-    show_log(open_project(), item_id, run_id, follow=follow, out=sys.stdout.buffer)
-
-
-@cli.command()
-@click.argument("item_ids", metavar="[ID]...", nargs=-1, type=ITEM_ID)
-@click.option("--jobs", default=1, show_default=True, type=int, help="Items worked at once, each in its own worktree.")
-@click.option("--finish", "finish_items", is_flag=True, help="Finish each approved item (local merge into base).")
-@click.option("--executor", type=click.Choice(EXECUTORS), default=None,
-              help="Where agents run (default: [run] executor).")
-@click.option("--dry-run", is_flag=True, help="Print where each run would go; launch and write nothing.")
-@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON (progress goes to stderr).")
-def drive(item_ids: tuple[str, ...], jobs: int, finish_items: bool, executor: str | None, dry_run: bool,
-          as_json: bool) -> None:
-    """Implement and review ready items (or the ids given) until approved, parked or failed."""
-    from .loop import drive as run_drive, summary
-    from .project import open_project
-
-    project = open_project()
-    def say(line: str) -> None:
-        click.echo(line, err=as_json)
-
-    results = run_drive(project, list(item_ids), jobs=jobs, finish=finish_items,
-                        say=say, echo=sys.stdout.isatty() and not as_json, executor=executor, dry_run=dry_run)
-    if dry_run:
-        return
-    if as_json:
-        from .reports import drive_report
-
-        echo_json(drive_report(results))
-    for line in summary(results) if not as_json else ():
-        click.echo(line)
-    sys.exit(0 if all(row.ok for row in results) else 1)
-
 
 # --- the ledger: backup and move (drover/ledger_cli.py) -----------------------------------------
 
@@ -640,9 +337,17 @@ from .ledger_cli import ledger_group  # noqa: E402 - registered after the group 
 
 cli.add_command(ledger_group)
 
+if __name__ != "__main__":
+    # The template and agent-loop commands live in their own modules (docs/architecture.md); they
+    # register on `cli` above, before register() below gives every command its example.
+    from . import cli_loop, cli_templates  # noqa: E402,F401
+
 from .cliparts import register as _register_setup_commands  # noqa: E402  (needs `cli` defined above)
 
 _register_setup_commands(cli)
 
 if __name__ == "__main__":
-    main()
+    # `python -m drover.cli`: the other command modules register on the package's drover.cli, so run that one
+    from drover.cli import main as _package_main
+
+    _package_main()

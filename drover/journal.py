@@ -42,7 +42,7 @@ def _now() -> str:
 
 
 def _intents(db: Any) -> None:
-    """Migration 0005_intents (listed in ledger.MIGRATIONS)."""
+    """Migration 0005_intents (listed in migrations.MIGRATIONS)."""
     # An item-file write that its ledger rows already count on: committed with those rows before
     # the file is renamed into place, deleted after; one left behind is finished on the next open.
     db.execute(

@@ -1,0 +1,158 @@
+"""The prompt and template commands (prompt, check, schema, override): registered on cli.py's group."""
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import click
+
+from .cli import COLOR_CHOICES, cli, echo_json, json_option, opened
+from .cliparts import ITEM_ID, complete_blocks
+from .vocabulary import GUIDANCE_LEVELS, SLOTS, TEMPLATE_SLOTS
+
+
+@cli.command()
+@click.argument("item_id", metavar="ID", type=ITEM_ID)
+@click.option("--slot", required=True, type=click.Choice(TEMPLATE_SLOTS),
+              help="Which prompt: implement, review, draft, or the branch name.")
+@click.option("--guidance", type=click.Choice(GUIDANCE_LEVELS), help="Override [agent] guidance.")
+@click.option("--diff-guidance", is_flag=True, help="Show what the lean level drops, with token counts.")
+@click.option("--template", "explicit", metavar="SRC", help="Inline template text, or @path in the repository.")
+@json_option
+def prompt(item_id: str, slot: str, guidance: str | None, diff_guidance: bool, explicit: str | None,
+           as_json: bool) -> None:
+    """Print the rendered prompt for one item and slot; changes nothing."""
+    show_prompt(item_id, slot, guidance=guidance, explicit=explicit, diff_guidance=diff_guidance, as_json=as_json)
+
+
+def show_prompt(item_id: str, slot: str, *, guidance: str | None = None, explicit: str | None = None,
+                diff_guidance: bool = False, as_json: bool = False) -> None:
+    """Render one item's prompt and print it (or, with diff_guidance, what lean drops)."""
+    from . import data, templates
+
+    with opened() as (project, ledger):
+        built = data.build(project, ledger, item_id, slot, guidance=guidance)
+        if slot == "branch":
+            from .runs import require_valid_branch
+
+            branch = (templates.render_branch(built, templates.branch_source(project.root, explicit), display=explicit)
+                      if explicit is not None else templates.render_branch(built, project.config.branch))
+            branch = require_valid_branch(built.Id, branch)
+            if as_json:
+                echo_json({"id": built.Id, "slot": slot, "text": branch})
+            else:
+                click.echo(branch)
+            return
+        if diff_guidance:
+            dropped = templates.guidance_diff(slot, built, root=project.root, config=project.config)
+            for line, tokens in dropped:
+                click.echo(f"- [~{tokens} tokens] {line}")
+            total = sum(tokens for _, tokens in dropped)
+            click.echo(f"lean drops {len(dropped)} lines, about {total} tokens (4 characters a token)")
+            return
+        rendered = templates.render(slot, built, root=project.root, config=project.config, explicit=explicit)
+    if as_json:
+        from .reports import prompt_report
+
+        echo_json(prompt_report(built.Id, slot, rendered))
+        return
+    for warning in rendered.warnings:
+        click.echo(f"drover: warning: {warning}", err=True)
+    click.echo(rendered.text, nl=False)
+
+
+@cli.command()
+@click.option("--diff", is_flag=True, help="Show how each stale override's default changed, then the other problems.")
+@click.option("--format", "diff_format", type=click.Choice(["words", "unified"]), default="words", show_default=True,
+              help="--diff view: words (coloured on a terminal) or unified (for git apply, delta, diff-so-fancy).")
+@click.option("--color", type=COLOR_CHOICES, default="auto", show_default=True, help="Colour the diff.")
+@click.option("--update", is_flag=True, help="Upgrade stale overrides by three-way merge (as drover override --update).")
+@click.option("--dry-run", is_flag=True, help="With --update: print the merged blocks, write nothing.")
+@json_option
+def check(diff: bool, diff_format: str, color: str, update: bool, dry_run: bool, as_json: bool) -> None:
+    """Check items, deps, config and templates; exit 1 when anything is wrong."""
+    from . import templates
+    from .checks import run_check
+
+    if update or dry_run:
+        _override(update=update, dry_run=dry_run)
+    with opened() as (project, ledger):
+        if diff and diff_format == "unified":
+            patch, notes = templates.diff_unified(project.root, project.config)
+            click.echo(patch, nl=False)
+            for note in notes:
+                click.echo(f"drover: {note}", err=True)
+        elif diff:
+            # `drover --color X check --diff` means what `check --diff --color X` means
+            parent = click.get_current_context().find_root()
+            colored = templates.use_color(color, sys.stdout) if color != "auto" else bool(parent.color)
+            text = templates.diff_stale(project.root, project.config, colored)
+            if text:
+                # click strips ANSI codes off a pipe unless told the colour was asked for
+                click.echo(text, nl=not text.endswith("\n"), color=colored)
+        findings = run_check(project, ledger)
+    errors = [found for found in findings if found.error]
+    if as_json:
+        from .reports import check_report
+
+        echo_json(check_report(findings))
+        sys.exit(1 if errors else 0)
+    # With --diff the stale lines are the diff's headers; the other problems still need saying.
+    shown = [found for found in findings if not (diff and found.message.startswith("STALE OVERRIDE "))]
+    out_err = diff and diff_format == "unified"  # keep the patch on stdout clean
+    for found in shown:
+        click.echo(found.message if found.error else f"warning: {found.message}", err=out_err)
+    if not findings and not diff:
+        click.echo("no problems found")
+    sys.exit(1 if errors else 0)
+
+
+def _override(slot: str | None = None, block: str | None = None, **options: Any) -> None:
+    from .templates.update import override_command
+
+    with opened() as (project, _ledger):
+        lines, code = override_command(project, slot, block, **options)
+    for line in lines:
+        click.echo(line)
+    sys.exit(code)
+
+
+@cli.command()
+@click.argument("slot", required=False, type=click.Choice(SLOTS))
+@click.argument("block", required=False, shell_complete=complete_blocks)
+@click.option("--file", "file", metavar="PATH", help="The override file, when [prompts] names none for the slot yet.")
+@click.option("--addition", is_flag=True, help="Keep the default's lines and add yours after them.")
+@click.option("--update", is_flag=True, help="Upgrade stale overrides by three-way merge.")
+@click.option("--dry-run", is_flag=True, help="With --update: print the merged blocks, write nothing.")
+def override(slot: str | None, block: str | None, file: str | None, addition: bool, update: bool,
+             dry_run: bool) -> None:
+    """Start a block override from today's default (SLOT BLOCK), or --update stale ones by merge."""
+    _override(slot, block, file=file, addition=addition, update=update, dry_run=dry_run)
+
+
+@cli.command()
+@click.option("--prompts", is_flag=True, help="Every block of every slot, with its default and hash (JSON).")
+@click.option("--fields", is_flag=True, help="Every template field: type, slots, meaning.")
+@json_option
+def schema(prompts: bool, fields: bool, as_json: bool) -> None:
+    """Describe the template blocks (--prompts) or the template fields (--fields)."""
+    from .errors import UsageError
+
+    if prompts == fields:
+        raise UsageError("say which: --prompts or --fields")
+    if prompts:
+        from .templates import schema_prompts
+
+        echo_json(schema_prompts())
+        return
+    from .fields import field_schema
+
+    described = field_schema()
+    if as_json:
+        echo_json(described)
+        return
+    from .textviews import table
+
+    for line in table([(row["name"], row["type"], ",".join(row["slots"]), row["meaning"]) for row in described],
+                      widths=(0, 16, 28)):
+        click.echo(line)

@@ -1,0 +1,116 @@
+"""The ledger's schema: its named migrations, in order. Ledger._migrate (ledger.py) applies them,
+and nothing else does."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from .journal import _intents
+
+if TYPE_CHECKING:
+    import sqlite_utils
+    import sqlite_utils.migrations
+
+MIGRATION_SET = "drover"
+
+
+def _initial(db: "sqlite_utils.Database") -> None:
+    db["runs"].create(
+        {
+            "id": str, "item": str, "slot": str, "agent": str, "argv": str,
+            "started": str, "finished": str, "exit_status": int, "outcome": str,
+            "pid": int, "log_path": str, "prompt_path": str, "branch": str, "worktree": str,
+            "requested_source": str, "resolved_source": str, "base_hashes": str,
+            "template_sha256": str, "prompt_sha256": str,
+        },
+        pk="id",
+        not_null={"item", "slot", "agent", "started"},
+    )
+    db["runs"].create_index(["item", "slot"])
+    db["rounds"].create(
+        {
+            "item": str, "number": int, "digest": str, "headline": str, "path": str,
+            "by": str, "at": str, "cleared_at": str, "cleared_by": str,
+        },
+        pk=("item", "number"),
+        not_null={"item", "number", "digest", "at"},
+    )
+    db["audits"].create(
+        {"id": int, "item": str, "level": str, "by": str, "note": str, "at": str, "authors": str},
+        pk="id",
+        not_null={"item", "level", "at"},
+    )
+    db["audits"].create_index(["item"])
+    db["dispositions"].create(
+        {
+            "id": int, "item": str, "issue": int, "disposition": str, "by": str,
+            "note": str, "at": str, "applied": str,
+        },
+        pk="id",
+        not_null={"item", "issue", "disposition", "at"},
+    )
+    db["dispositions"].create_index(["item", "issue"])
+    db["items"].create(
+        {
+            "id": str, "number": int, "created_at": str, "done": int, "done_at": str,
+            "parked": int, "parked_reason": str, "parked_at": str,
+        },
+        pk="id",
+        defaults={"done": 0, "parked": 0},
+    )
+    db["items"].create_index(["number"])
+    # The metadata cache: what an item file said when it had this size and mtime.
+    db["item_files"].create(
+        {"path": str, "size": int, "mtime_ns": int, "id": str, "title": str, "kind": str,
+         "deps": str, "meta": str, "outstanding": int, "cleared": int, "unreadable": str,
+         "detail": str, "line": int},
+        pk="path",
+    )
+    db["events"].create(
+        {"id": int, "at": str, "command": str, "item": str, "by": str, "detail": str},
+        pk="id",
+    )
+    db["events"].create_index(["item"])
+
+
+def _run_pid_start(db: "sqlite_utils.Database") -> None:
+    # With the pid alone, a pid the system reused after an agent died would look like a live run.
+    db["runs"].add_column("pid_start", str)
+
+
+def _approval_heads(db: "sqlite_utils.Database") -> None:
+    # An approval covers one commit: a review run records the branch head it reviewed, an
+    # implementing run the head before and after it, an audit the head it covers.
+    db["runs"].add_column("head_start", str)
+    db["runs"].add_column("head", str)
+    db["audits"].add_column("head", str)
+
+
+def _run_usage(db: "sqlite_utils.Database") -> None:
+    # What a run cost, where the agent CLI reports it (drover/usage.py); NULL when unknown.
+    for column, kind in (("model", str), ("input_tokens", int), ("output_tokens", int),
+                         ("cost_usd", float), ("tool_calls", int)):
+        db["runs"].add_column(column, kind)
+
+
+def _run_node(db: "sqlite_utils.Database") -> None:
+    # Which machine ran each run (executors), and why a run ended that its exit status cannot say.
+    db["runs"].add_column("node", str)
+    db["runs"].add_column("reason", str)
+
+
+# Named migrations, applied in this order by Ledger._migrate and nowhere else. Append only.
+MIGRATIONS: tuple[tuple[str, Any], ...] = (
+    ("0001_initial", _initial), ("0002_run_pid_start", _run_pid_start),
+    ("0003_approval_heads", _approval_heads), ("0004_run_usage", _run_usage),
+    ("0005_intents", _intents), ("0006_run_node", _run_node),
+)
+
+
+def migrations() -> "sqlite_utils.migrations.Migrations":
+    """The migration set, built on demand: sqlite-utils is imported only when one is pending."""
+    from sqlite_utils.migrations import Migrations
+
+    registered = Migrations(MIGRATION_SET)
+    for name, function in MIGRATIONS:
+        registered(name=name)(function)
+    return registered
