@@ -14,9 +14,24 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 PR_SET_CHILD_SUBREAPER = 36
+
+
+def _stat_fields(pid: int | str) -> list[str] | None:
+    """/proc/<pid>/stat after the command name (state, ppid, pgrp, ...); None when unreadable."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as handle:
+            return handle.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+
+
+def _pids() -> list[str]:
+    """Every process id /proc lists ([] without /proc)."""
+    if not os.path.isdir("/proc"):
+        return []
+    return [entry.name for entry in os.scandir("/proc") if entry.name.isdigit()]
 
 
 def pid_alive(pid: int | None) -> bool:
@@ -30,21 +45,14 @@ def pid_alive(pid: int | None) -> bool:
     except PermissionError:
         return True
     # A killed agent whose parent died lingers as a zombie until init reaps it: it is not running.
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return True
-    return stat.rsplit(")", 1)[-1].split()[0] != "Z"
+    fields = _stat_fields(pid)
+    return fields is None or fields[0] != "Z"
 
 
 def process_start(pid: int) -> str:
     """When the process started, in the kernel's clock ticks since boot; "" where unknown."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return ""
-    fields = stat.rsplit(")", 1)[-1].split()
-    return fields[19] if len(fields) > 19 else ""
+    fields = _stat_fields(pid)
+    return fields[19] if fields and len(fields) > 19 else ""
 
 
 def run_alive(run: dict) -> bool:
@@ -66,15 +74,9 @@ def _group_alive(pgid: int) -> bool:
         return True
     # Killed members linger as zombies until init reaps them, and a signal still "reaches"
     # a zombie; where /proc can tell, only members that still run count.
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry.name}/stat", encoding="ascii", errors="replace") as handle:
-                fields = handle.read().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        if len(fields) > 2 and fields[2] == str(pgid) and fields[0] not in ("Z", "X"):
+    for pid in _pids():
+        fields = _stat_fields(pid)
+        if fields and len(fields) > 2 and fields[2] == str(pgid) and fields[0] not in ("Z", "X"):
             return True
     return False
 
@@ -98,30 +100,24 @@ def become_subreaper() -> bool:
 
 
 def _running(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as handle:
-            state = handle.read().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state not in ("Z", "X")
+    fields = _stat_fields(pid)
+    return fields is not None and fields[0] not in ("Z", "X")
 
 
 def marked_processes(key: str, value: str) -> list[int]:
     """Running processes (not this one) whose environment holds key=value; [] without /proc."""
-    if not os.path.isdir("/proc"):
-        return []
     needle = f"{key}={value}".encode()
     found = []
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+    for pid in map(int, _pids()):
+        if pid == os.getpid():
             continue
         try:
-            with open(f"/proc/{entry.name}/environ", "rb") as handle:
+            with open(f"/proc/{pid}/environ", "rb") as handle:
                 environ = handle.read()
         except OSError:
             continue  # gone, or another user's
-        if needle in environ.split(b"\0") and _running(int(entry.name)):
-            found.append(int(entry.name))
+        if needle in environ.split(b"\0") and _running(pid):
+            found.append(pid)
     return found
 
 
@@ -139,19 +135,11 @@ def _reap(pgid: int, pids: set[int]) -> None:
     Only the run's own processes (its group, its marked ones): a child of drover's that is
     another launch's agent belongs to that launch's Popen.
     """
-    if not os.path.isdir("/proc"):
-        return
     me = str(os.getpid())
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry.name}/stat", encoding="ascii", errors="replace") as handle:
-                fields = handle.read().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        pid = int(entry.name)
-        if len(fields) > 2 and fields[0] == "Z" and fields[1] == me and (fields[2] == str(pgid) or pid in pids):
+    for name in _pids():
+        fields = _stat_fields(name)
+        pid = int(name)
+        if fields and len(fields) > 2 and fields[0] == "Z" and fields[1] == me and (fields[2] == str(pgid) or pid in pids):
             try:
                 os.waitpid(pid, os.WNOHANG)
             except ChildProcessError:

@@ -60,26 +60,18 @@ _tokens = itertools.count(1)
 
 
 def _marked(token: str) -> list[int]:
-    if not os.path.isdir("/proc"):
-        return []  # no /proc (macOS): the check runs where it can
-    needle = f"{LEFT_BEHIND_KEY}={token}".encode()
+    """Running processes marked with this test's token, less pytest's own session helpers."""
+    from drover.procs import marked_processes
+
     found = []
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
+    for pid in marked_processes(LEFT_BEHIND_KEY, token):
         try:
-            with open(f"/proc/{entry.name}/environ", "rb") as handle:
-                if needle not in handle.read().split(b"\0"):
-                    continue
-            with open(f"/proc/{entry.name}/stat", encoding="ascii", errors="replace") as handle:
-                if handle.read().rsplit(")", 1)[1].split()[0] in ("Z", "X"):
-                    continue
-            with open(f"/proc/{entry.name}/cmdline", "rb") as handle:
+            with open(f"/proc/{pid}/cmdline", "rb") as handle:
                 if SESSION_HELPER in handle.read():
                     continue
-        except (OSError, IndexError):
+        except OSError:
             continue
-        found.append(int(entry.name))
+        found.append(pid)
     return found
 
 
