@@ -110,7 +110,7 @@ def make_project(root: Path, count: int) -> None:
 
 def drover_argv() -> list[str]:
     script = Path(sys.executable).with_name("drover")
-    return [str(script)] if script.exists() else [sys.executable, "-m", "drover.cli"]
+    return [str(script)] if script.exists() else [sys.executable, "-m", "drover"]
 
 
 def prompt_wired(root: Path) -> bool:

@@ -337,17 +337,10 @@ from .ledger_cli import ledger_group  # noqa: E402 - registered after the group 
 
 cli.add_command(ledger_group)
 
-if __name__ != "__main__":
-    # The template and agent-loop commands live in their own modules (docs/architecture.md); they
-    # register on `cli` above, before register() below gives every command its example.
-    from . import cli_loop, cli_templates  # noqa: E402,F401
+# The template and agent-loop commands live in their own modules (docs/architecture.md); they
+# register on `cli` above, before register() below gives every command its example.
+from . import cli_loop, cli_templates  # noqa: E402,F401
 
 from .cliparts import register as _register_setup_commands  # noqa: E402  (needs `cli` defined above)
 
 _register_setup_commands(cli)
-
-if __name__ == "__main__":
-    # `python -m drover.cli`: the other command modules register on the package's drover.cli, so run that one
-    from drover.cli import main as _package_main
-
-    _package_main()
