@@ -94,7 +94,7 @@ def test_the_wheel_is_drover_cli_with_its_metadata_and_help_pages(installed):
     assert "Project-URL: " in metadata
     assert "Description-Content-Type: text/markdown" in metadata
     entry_points = archive.read(metadata_name.replace("METADATA", "entry_points.txt")).decode()
-    assert "drover = drover.cli:main" in entry_points
+    assert "drover = drover.launch:main" in entry_points
 
 
 def test_a_new_user_goes_from_the_installed_wheel_to_a_finished_item_on_master(installed, tmp_path):
