@@ -235,6 +235,10 @@ class Walk:
 def test_random_sequences_keep_the_invariants(machine, monkeypatch, sequence):
     root = machine()
     monkeypatch.chdir(root)
+    # Walk sets these in os.environ; registering them here has monkeypatch restore them after the
+    # test, so the agent mode does not leak into tests that run later in the session
+    monkeypatch.delenv("AGENT_MODE", raising=False)
+    monkeypatch.delenv("DROVER_RUN", raising=False)
     project = open_project(root)
     try:
         with Ledger(project.ledger_path) as ledger:
