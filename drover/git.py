@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -12,6 +13,7 @@ from .errors import GitError, Refused
 # external diff drivers) is pinned per call, whatever the user's git config says.
 _PINNED = ("-c", "core.quotePath=false", "-c", "color.ui=false")
 _DEV_NULL = "/dev/null"
+_SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 _DIFF_FLAGS = ("-M", "--no-color", "--no-ext-diff", "--no-textconv", "--src-prefix=a/", "--dst-prefix=b/")
 
 
@@ -132,7 +134,9 @@ def ensure_worktree(root: Path, path: Path, branch: str, base: str) -> Path:
         if path.is_dir():
             return path
     # A worktree whose folder was deleted by hand is still registered; forget it, then recreate.
-    git(["worktree", "prune"], root)
+    # Only then is there anything to prune: skipping the call otherwise saves a git process per run.
+    if any(not known.is_dir() for known in registered):
+        git(["worktree", "prune"], root)
     if path.exists() and any(path.iterdir()):
         raise GitError(f"{path} exists and is not a git worktree: move it aside")
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -220,6 +224,12 @@ def dirty_paths(root: Path) -> list[str]:
 
 def _compare_problem(root: Path, branch: str, base: str) -> str:
     """Why `base..branch` cannot be answered, or "" when it can."""
+    if branch and base:
+        # the usual case in one git call: both name commits; the checks below only say which does not
+        done = _run(["rev-parse", "--end-of-options", f"{branch}^{{commit}}", f"{base}^{{commit}}"], root)
+        shas = done.stdout.split()
+        if done.returncode == 0 and len(shas) == 2 and all(_SHA.fullmatch(sha) for sha in shas):
+            return ""
     if not _ok(["rev-parse", "--git-dir"], root):
         return f"{root} is not a git repository"
     if not branch:
@@ -396,9 +406,30 @@ def merge_base_into(worktree: Path, base: str) -> list[str]:
     return conflicted
 
 
+def _own_git_dir(checkout: Path) -> Path | None:
+    """The git dir of the checkout whose top is `checkout`, read from its `.git`; None when unsure."""
+    dot_git = Path(checkout) / ".git"
+    if dot_git.is_dir():
+        return dot_git
+    try:
+        text = dot_git.read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    if not text.startswith("gitdir:"):
+        return None
+    found = Path(checkout) / text[len("gitdir:"):].strip()  # an absolute path replaces `checkout`
+    return found if found.is_dir() else None
+
+
 def unmerged_files(checkout: Path) -> list[str]:
     """The conflicting files of a merge in progress in `checkout`; [] when none is."""
-    if not Path(checkout).is_dir() or not _ok(["rev-parse", "--verify", "--quiet", "MERGE_HEAD"], checkout):
+    if not Path(checkout).is_dir():
+        return []
+    # Asked before every prompt: a look for MERGE_HEAD in the git dir spares a git process.
+    own = _own_git_dir(checkout)
+    if own is not None and not (own / "MERGE_HEAD").is_file():
+        return []
+    if own is None and not _ok(["rev-parse", "--verify", "--quiet", "MERGE_HEAD"], checkout):
         return []
     out = git(["diff", "--name-only", "--diff-filter=U"], checkout, check=False)
     return [line for line in out.splitlines() if line]

@@ -224,6 +224,16 @@ def test_ensure_worktree_recreates_a_worktree_deleted_by_hand(repo):
     assert (again / "README.md").exists()
 
 
+def test_ensure_worktree_frees_the_branch_of_another_worktree_deleted_by_hand(repo):
+    import shutil
+
+    old = dgit.ensure_worktree(repo, repo.parent / "wt", "drover/d-1", "main")
+    shutil.rmtree(old)
+    moved = dgit.ensure_worktree(repo, repo.parent / "elsewhere", "drover/d-1", "main")
+    assert dgit.current_branch(moved) == "drover/d-1"
+    assert old.resolve() not in dgit._worktrees(repo)
+
+
 def test_remove_worktree(repo):
     path = dgit.ensure_worktree(repo, repo.parent / "wt", "drover/d-1", "main")
     (path / "build-output.txt").write_text("untracked junk\n")

@@ -1,14 +1,20 @@
 """The state machine as a whole: random sequences of the real operations on a real repository.
 
-Each example drives one new item of a shared repository (so examples stay cheap) through a
+Each example drives one new item of its own repository through a
 random sequence of implementing runs (with commits, with none, interrupted, failed), review
 runs (that request changes, approve, or record nothing), manual audits, close-changes,
 finish, park and unpark, calling the same core functions the commands call, with a shell
 script as the agent. After every step it checks the invariants of docs/states.md.
+
+The repository and its migrated ledger are built once and copied for each example: a copy costs
+a few file writes, where `git init`, commits and migrations cost many subprocesses, and a fresh
+copy keeps every example as cheap as the first (a shared repository grows an item per example).
 """
 from __future__ import annotations
 
+import itertools
 import os
+import shutil
 import subprocess
 import threading
 
@@ -43,21 +49,23 @@ OPERATIONS = ("run commits", "run without commits", "run interrupted", "run fail
 
 @pytest.fixture(scope="module")
 def machine(tmp_path_factory):
-    root = tmp_path_factory.mktemp("machine") / "project"
-    root.mkdir()
+    """A factory of fresh copies of one template repository (committed, with a migrated ledger)."""
+    base = tmp_path_factory.mktemp("machine")
+    template = base / "template"
+    template.mkdir()
     env = {**os.environ, "GIT_CONFIG_NOSYSTEM": "1", "GIT_AUTHOR_NAME": "Test Operator",
            "GIT_AUTHOR_EMAIL": "operator@example.invalid", "GIT_COMMITTER_NAME": "Test Operator",
            "GIT_COMMITTER_EMAIL": "operator@example.invalid"}
 
     def git(*args: str) -> None:
-        subprocess.run(["git", *args], cwd=root, check=True, capture_output=True, env=env)
+        subprocess.run(["git", *args], cwd=template, check=True, capture_output=True, env=env)
 
     git("init", "-q", "-b", "main")
-    (root / "README.md").write_text("# project\n")
-    (root / ".gitignore").write_text(".drover/\n")
-    agent = root.parent / "agent.sh"
+    (template / "README.md").write_text("# project\n")
+    (template / ".gitignore").write_text(".drover/\n")
+    agent = base / "agent.sh"
     agent.write_text(AGENT)
-    (root / "drover.toml").write_text(
+    (template / "drover.toml").write_text(
         '[agent]\npreset = "script"\nname = "implementer"\n'
         f'command = "sh {agent}"\n'
         '[agent.review]\nname = "reviewer"\n'
@@ -65,7 +73,20 @@ def machine(tmp_path_factory):
     )
     git("add", "-A")
     git("commit", "-q", "-m", "initial")
-    return root
+    # fewer folders to copy and delete per example: objects in one pack, no sample hooks
+    git("repack", "-a", "-d", "-q")
+    git("prune-packed")
+    shutil.rmtree(template / ".git" / "hooks")
+    with Ledger(open_project(template).ledger_path):
+        pass  # migrated once here, so no example pays for the migrations
+    counter = itertools.count()
+
+    def fresh():
+        root = base / f"example-{next(counter)}"
+        shutil.copytree(template, root, symlinks=True)
+        return root
+
+    return fresh
 
 
 def _env(**values: str) -> None:
@@ -212,15 +233,21 @@ class Walk:
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(st.lists(st.sampled_from(OPERATIONS), min_size=1, max_size=5))
 def test_random_sequences_keep_the_invariants(machine, monkeypatch, sequence):
-    monkeypatch.chdir(machine)
-    project = open_project(machine)
-    with Ledger(project.ledger_path) as ledger:
-        item = review.new_item(project, ledger, "A thing", "feature", [])
-        walk = Walk(project, ledger, item)
-        shown = walk.check()
-        try:
+    root = machine()
+    monkeypatch.chdir(root)
+    # Walk sets these in os.environ; registering them here has monkeypatch restore them after the
+    # test, so the agent mode does not leak into tests that run later in the session
+    monkeypatch.delenv("AGENT_MODE", raising=False)
+    monkeypatch.delenv("DROVER_RUN", raising=False)
+    project = open_project(root)
+    try:
+        with Ledger(project.ledger_path) as ledger:
+            item = review.new_item(project, ledger, "A thing", "feature", [])
+            walk = Walk(project, ledger, item)
+            shown = walk.check()
             for operation in sequence:
                 shown = walk.check(walk.act(operation, shown))
-        finally:
-            # the next examples need not wade through this one's worktree
-            drover_git.remove_worktree(project.root, project.worktrees_dir / item, force=True)
+    finally:
+        # the example's repository (its worktree inside) is done with: free the disk
+        monkeypatch.chdir(root.parent)
+        shutil.rmtree(root, ignore_errors=True)
