@@ -182,3 +182,12 @@ def one_line(done, code: int = 2) -> str:
     lines = done.stderr.splitlines()
     assert len(lines) == 1 and lines[0].startswith("drover: "), done.stderr
     return lines[0]
+
+
+def invoke(*args: str, env: dict | None = None):
+    """The drover command line in-process (click's runner); exceptions propagate to the test."""
+    from click.testing import CliRunner
+
+    from drover.cli import cli
+
+    return CliRunner().invoke(cli, list(args), env=env, catch_exceptions=False)

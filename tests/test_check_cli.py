@@ -4,17 +4,12 @@ from __future__ import annotations
 import json
 
 import pytest
-from click.testing import CliRunner
+from helpers import invoke
 
 from drover import templates
-from drover.cli import cli
 from drover.data import FIELD_NAMES
 
 OLD_SCOPE = "2c3ce7b7956f"  # the implement/scope default first shipped, kept in history.json
-
-
-def invoke(*args: str, env: dict | None = None):
-    return CliRunner().invoke(cli, list(args), env=env, catch_exceptions=False)
 
 
 @pytest.fixture

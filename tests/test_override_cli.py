@@ -10,14 +10,11 @@ from click.testing import CliRunner
 
 from drover import templates
 from drover.cli import cli
+from helpers import invoke
 from drover.resources import builtin_dir
 
 OLD_SCOPE = "2c3ce7b7956f"  # the first shipped implement/scope default, kept in history.json
 KICKOFF = "docs-internal/kickoff.tmpl"
-
-
-def invoke(*args: str, env: dict | None = None):
-    return CliRunner().invoke(cli, list(args), env=env, catch_exceptions=False)
 
 
 @pytest.fixture
