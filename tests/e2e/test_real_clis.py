@@ -139,14 +139,20 @@ def sleepers(tag: str) -> list[int]:
     return found
 
 
-@pytest.mark.parametrize("name", CLIS)
-def test_the_whole_loop_with_the_real_cli(name, service, repo, tmp_path):
-    binary = cli_binary(name)
+def project_with_one_item(name, binary, service, repo, tmp_path):
+    """The CLI's environment, drover configured for it, and one committed item: (env, item id)."""
     env = cli_env(name, binary, service, tmp_path)
     configure(repo, env, name)
     item = drover(repo, env, "new", "Add a feature file").stdout.split()[0]
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "-m", f"item {item}")
+    return env, item
+
+
+@pytest.mark.parametrize("name", CLIS)
+def test_the_whole_loop_with_the_real_cli(name, service, repo, tmp_path):
+    binary = cli_binary(name)
+    env, item = project_with_one_item(name, binary, service, repo, tmp_path)
     where = tmp_path / "where"
     where.mkdir()
     # A process in its own session that would outlive the run if drover did not end it.
@@ -217,11 +223,7 @@ def test_the_whole_loop_with_the_real_cli(name, service, repo, tmp_path):
 @pytest.mark.parametrize("name", CLIS)
 def test_drive_with_the_real_cli_totals_what_it_cost(name, service, repo, tmp_path):
     binary = cli_binary(name)
-    env = cli_env(name, binary, service, tmp_path)
-    configure(repo, env, name)
-    item = drover(repo, env, "new", "Add a feature file").stdout.split()[0]
-    git(repo, "add", "-A")
-    git(repo, "commit", "-q", "-m", f"item {item}")
+    env, item = project_with_one_item(name, binary, service, repo, tmp_path)
     # One script for both slots: the agent's shell knows which slot it serves.
     service.command = (
         'if [ "$DROVER_SLOT" = implement ]; then printf "one\\n" > feature.txt && git add feature.txt && '
