@@ -7,7 +7,7 @@ from . import git
 from .errors import Refused
 from .ledger import Ledger
 from .project import Project
-from .review import actor
+from .writes import actor
 from .status import State, approval_current, require_item, show_item
 from .trackers import open_tracker
 from .trackers.base import TrackerUnavailable

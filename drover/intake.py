@@ -77,7 +77,7 @@ def read_issue(project: Project, number: int) -> Intake:
 
 def new_from_issue(project: Project, ledger: Ledger, number: int, kind: str | None, deps: list[str]) -> str:
     """Create the item for issue `number`; returns its id."""
-    from .review import new_item
+    from .writes import new_item
 
     intake = read_issue(project, number)
     title = intake.issue.title or f"Issue #{number}"

@@ -13,7 +13,7 @@ import os
 from pathlib import Path
 from typing import Any, Callable
 
-from . import review
+from . import writes
 from .errors import DroverError, Refused
 from .git import rev_parse
 from .ledger import Ledger
@@ -24,13 +24,13 @@ ENV = "DROVER_OUTBOX"
 
 # op name (the command's name) -> the core function both the CLI and the replay call
 OPERATIONS: dict[str, Callable[..., Any]] = {
-    "new": review.new_item,
-    "request-changes": review.request_changes,
-    "close-changes": review.close_changes,
-    "audit": review.audit,
-    "dispose": review.dispose,
-    "park": review.park,
-    "unpark": review.unpark,
+    "new": writes.new_item,
+    "request-changes": writes.request_changes,
+    "close-changes": writes.close_changes,
+    "audit": writes.audit,
+    "dispose": writes.dispose,
+    "park": writes.park,
+    "unpark": writes.unpark,
 }
 # Operations that approve a state of the branch: refused on replay if the branch has moved since.
 BOUND_TO_HEAD = ("audit",)
@@ -63,7 +63,7 @@ def perform(project: Project, ledger: Ledger, op: str, **args: Any) -> Any:
 def _append(op: str, args: dict[str, Any]) -> None:
     path = outbox_path()
     if path is not None:
-        entry = {"op": op, "args": args, "run": review.acting_run(), "head": _head(Path.cwd())}
+        entry = {"op": op, "args": args, "run": writes.acting_run(), "head": _head(Path.cwd())}
         with open(path, "a", encoding="utf-8") as handle:
             handle.write(json.dumps(entry, sort_keys=True) + "\n")
 
@@ -92,8 +92,8 @@ def replay(project: Project, ledger: Ledger, entries: list[dict[str, Any]], *, r
     a head is refused when the branch is no longer where the worker saw it.
     """
     refused = []
-    previous = getattr(review._acting, "run", "")
-    review._acting.run = run_id
+    previous = getattr(writes._acting, "run", "")
+    writes._acting.run = run_id
     try:
         for entry in entries:
             op, args = entry["op"], dict(entry["args"])
@@ -112,5 +112,5 @@ def replay(project: Project, ledger: Ledger, entries: list[dict[str, Any]], *, r
             except DroverError as exc:
                 refused.append(f"{item_id or '-'}: outbox {op} refused: {exc}")
     finally:
-        review._acting.run = previous
+        writes._acting.run = previous
     return refused

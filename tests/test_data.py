@@ -12,7 +12,7 @@ import yaml
 
 from drover import data as template_data
 from drover import items as itemfile
-from drover import review, status, templates
+from drover import status, templates, writes
 from drover.data import FIELD_NAMES, SLOTS, TemplateData, build, field_schema
 from drover.errors import UsageError
 from drover.ledger import Ledger
@@ -168,18 +168,18 @@ def test_trail_and_earlier_until_cleared(env):
     env.item("D-1")
     data = env.build("D-1")
     assert data.Trail == () and data.Earlier == () and data.Rounds == 0 and not data.Repeated
-    review.request_changes(env.project, env.ledger, "D-1", "# First finding\n\ndetail one\n")
+    writes.request_changes(env.project, env.ledger, "D-1", "# First finding\n\ndetail one\n")
     data = env.build("D-1")
     assert [r.N for r in data.Trail] == [1] and data.Earlier == ()
     assert data.Trail[0].Headline == "First finding" and data.Trail[0].By == "Test Operator"
     assert data.Trail[0].At and data.Trail[0].Path == ""
     assert "detail one" in data.Changes and not data.Cleared
-    review.request_changes(env.project, env.ledger, "D-1", "Second finding\n")
+    writes.request_changes(env.project, env.ledger, "D-1", "Second finding\n")
     data = env.build("D-1")
     assert [r.N for r in data.Trail] == [1, 2]
     assert [r.Headline for r in data.Earlier] == ["First finding"]
     assert data.Changes == "Second finding" and data.Repeated and data.Rounds == 2
-    review.close_changes(env.project, env.ledger, "D-1", note="fixed")
+    writes.close_changes(env.project, env.ledger, "D-1", note="fixed")
     data = env.build("D-1")
     assert data.Cleared and [r.N for r in data.Earlier] == [1, 2] and data.Trail == data.Earlier
 
@@ -188,17 +188,17 @@ def test_round_path_is_the_review_runs_log_relative(env, monkeypatch):
     env.item("D-1")
     run = env.run("D-1", slot="review", finished=False)
     monkeypatch.setenv("DROVER_RUN", run["id"])
-    review.request_changes(env.project, env.ledger, "D-1", "Finding\n")
+    writes.request_changes(env.project, env.ledger, "D-1", "Finding\n")
     assert env.build("D-1").Trail[0].Path == f".drover/runs/{run['id']}/agent.log"
 
 
 def test_repeated_and_capped_at_their_thresholds(env):
     env.configure("[review]\nmax_rounds = 2\n")
     env.item("D-1")
-    review.request_changes(env.project, env.ledger, "D-1", "one\n")
+    writes.request_changes(env.project, env.ledger, "D-1", "one\n")
     data = env.build("D-1", "review")
     assert (data.Rounds, data.MaxReviewRounds, data.Repeated, data.Capped) == (1, 2, False, False)
-    review.request_changes(env.project, env.ledger, "D-1", "two\n")
+    writes.request_changes(env.project, env.ledger, "D-1", "two\n")
     data = env.build("D-1", "review")
     assert (data.Rounds, data.Repeated, data.Capped) == (2, True, True)
     assert env.build("D-1", "implement").MaxReviewRounds == 2
@@ -210,7 +210,7 @@ def test_runs_reviews_and_audits_are_counted_apart(env):
     env.run("D-1")
     env.run("D-1", slot="review")
     env.run("D-1", slot="draft")
-    review.audit(env.project, env.ledger, "D-1", "claimed", by="claude")
+    writes.audit(env.project, env.ledger, "D-1", "claimed", by="claude")
     data = env.build("D-1")
     assert (data.Runs, data.Reviews, data.Audits) == (2, 1, 1)
 
@@ -222,7 +222,7 @@ def test_deps_partition_and_unreadable_wins(env):
     env.item("D-1", title="Merged one")
     env.item("D-2", title="Pending one")
     env.item("D-3", title="Done but broken")
-    review.audit(env.project, env.ledger, "D-3", "reviewed", by="codex")
+    writes.audit(env.project, env.ledger, "D-3", "reviewed", by="codex")
     env.ledger.mark_done("D-1")
     env.ledger.mark_done("D-3")
     env.item("D-3", body="  \n", title="Done but broken")  # done in the ledger, no body in the tree
@@ -259,7 +259,7 @@ def test_weak_when_unaudited(env):
 def test_weak_when_only_claimed(env):
     def setup():
         env.run("D-1", agent="claude")
-        review.audit(env.project, env.ledger, "D-1", "claimed", by="claude")
+        writes.audit(env.project, env.ledger, "D-1", "claimed", by="claude")
 
     dep = _dep_weakness(env, setup)
     assert (dep.Level, dep.By, dep.Weak) == ("claimed", "claude", True)
@@ -268,7 +268,7 @@ def test_weak_when_only_claimed(env):
 def test_weak_when_audited_by_its_own_author(env):
     def setup():
         env.run("D-1", agent="claude")
-        review.audit(env.project, env.ledger, "D-1", "verified", by="claude")
+        writes.audit(env.project, env.ledger, "D-1", "verified", by="claude")
 
     dep = _dep_weakness(env, setup)
     assert (dep.Level, dep.By, dep.Weak) == ("verified", "claude", True)
@@ -276,7 +276,7 @@ def test_weak_when_audited_by_its_own_author(env):
 
 def test_an_audit_given_before_any_author_was_recorded_is_independent(env):
     def setup():
-        review.audit(env.project, env.ledger, "D-1", "reviewed", by="codex")
+        writes.audit(env.project, env.ledger, "D-1", "reviewed", by="codex")
         env.run("D-1", agent="claude")  # authorship recorded only after the audit, and not codex
 
     dep = _dep_weakness(env, setup)
@@ -286,8 +286,8 @@ def test_an_audit_given_before_any_author_was_recorded_is_independent(env):
 def test_not_weak_when_an_independent_pass_reviewed_it(env):
     def setup():
         env.run("D-1", agent="claude")
-        review.audit(env.project, env.ledger, "D-1", "claimed", by="claude")
-        review.audit(env.project, env.ledger, "D-1", "reviewed", by="codex")
+        writes.audit(env.project, env.ledger, "D-1", "claimed", by="claude")
+        writes.audit(env.project, env.ledger, "D-1", "reviewed", by="codex")
 
     dep = _dep_weakness(env, setup)
     assert (dep.Level, dep.By, dep.Weak) == ("reviewed", "codex", False)
@@ -296,9 +296,9 @@ def test_not_weak_when_an_independent_pass_reviewed_it(env):
 def test_best_audit_is_the_highest_level_then_the_newest(env):
     def setup():
         env.run("D-1", agent="claude")
-        review.audit(env.project, env.ledger, "D-1", "verified", by="codex")
-        review.audit(env.project, env.ledger, "D-1", "reviewed", by="gemini")
-        review.audit(env.project, env.ledger, "D-1", "verified", by="claude")
+        writes.audit(env.project, env.ledger, "D-1", "verified", by="codex")
+        writes.audit(env.project, env.ledger, "D-1", "reviewed", by="gemini")
+        writes.audit(env.project, env.ledger, "D-1", "verified", by="claude")
 
     # the author's own verified audit is not the best: the best independent one is
     dep = _dep_weakness(env, setup)
@@ -313,7 +313,7 @@ def test_posture_each_value(env):
     assert env.build("D-1").Posture == "build"
     env.run("D-1")
     assert env.build("D-1").Posture == "continue"
-    review.request_changes(env.project, env.ledger, "D-1", "fix it\n")
+    writes.request_changes(env.project, env.ledger, "D-1", "fix it\n")
     assert env.build("D-1").Posture == "revise"
     env.run("D-1", finished=False)
     assert env.build("D-1").Posture == "resume"
@@ -327,13 +327,13 @@ def test_unfinished_logpath_and_note(env):
     data = env.build("D-1", "review")
     assert (data.Unfinished, data.LogPath, data.Note) == (False, "", "")
     first = env.run("D-1")
-    review.audit(env.project, env.ledger, "D-1", "claimed", by="claude", note="first note")
+    writes.audit(env.project, env.ledger, "D-1", "claimed", by="claude", note="first note")
     data = env.build("D-1", "review")
     assert not data.Unfinished and data.LogPath == f".drover/runs/{first['id']}/agent.log"
     second = env.run("D-1", finished=False)
     note = "  Line one\n\n  {{ not a template }}\n"
-    review.audit(env.project, env.ledger, "D-1", "reviewed", by="codex", note=note)
-    review.audit(env.project, env.ledger, "D-1", "reviewed", by="codex", note="")
+    writes.audit(env.project, env.ledger, "D-1", "reviewed", by="codex", note=note)
+    writes.audit(env.project, env.ledger, "D-1", "reviewed", by="codex", note="")
     data = env.build("D-1", "review")
     assert data.Unfinished and data.LogPath == f".drover/runs/{second['id']}/agent.log"
     assert data.Note == note
@@ -372,8 +372,8 @@ def test_closes_resolutions_and_the_undisposed_worklist(env):
         5: Issue(5, "Crash on empty input", "It crashes.", "open", "https://x/5"),
         6: Issue(6, "Closed by hand", "", "closed", "https://x/6"),
     })
-    review.dispose(env.project, env.ledger, "D-1", 5, "comment", note="first thought")
-    review.dispose(env.project, env.ledger, "D-1", 5, "close", note="fixed by D-1")
+    writes.dispose(env.project, env.ledger, "D-1", 5, "comment", note="first thought")
+    writes.dispose(env.project, env.ledger, "D-1", 5, "close", note="fixed by D-1")
     (disposition,) = [row for row in env.ledger.dispositions("D-1") if row["disposition"] == "close"]
     env.ledger.set_applied(disposition["id"], "closed with comment")
     data = env.build("D-1", "review", tracker=tracker)
@@ -390,7 +390,7 @@ def test_closes_resolutions_and_the_undisposed_worklist(env):
 def test_closes_with_no_tracker_say_why(env):
     env.configure('[tracker]\nbackend = "none"\n')
     env.item("D-1", closes=[3])
-    review.dispose(env.project, env.ledger, "D-1", 3, "keep")
+    writes.dispose(env.project, env.ledger, "D-1", 3, "keep")
     (resolution,) = build(env.project, env.ledger, "D-1", "review").Closes
     assert NOT_CONFIGURED in resolution.Unavailable
     assert resolution.Disposition == "keep" and not resolution.Undisposed
@@ -507,11 +507,11 @@ def test_verify_command_takes_the_first_yes_key_in_sorted_order(env):
 def test_finding_from_notes_and_siblings(env):
     env.item("D-1", title="Reviewed work")
     env.run("D-1")
-    review.audit(env.project, env.ledger, "D-1", "claimed", by="claude")
-    review.audit(env.project, env.ledger, "D-1", "reviewed", by="codex", note="the cache is never invalidated")
-    review.audit(env.project, env.ledger, "D-1", "verified", by="gemini", note="also: no test for eviction")
+    writes.audit(env.project, env.ledger, "D-1", "claimed", by="claude")
+    writes.audit(env.project, env.ledger, "D-1", "reviewed", by="codex", note="the cache is never invalidated")
+    writes.audit(env.project, env.ledger, "D-1", "verified", by="gemini", note="also: no test for eviction")
     env.ledger.mark_done("D-1")
-    finding = review.new_item(env.project, env.ledger, "Invalidate the cache", "bug", [], finding_source="D-1")
+    finding = writes.new_item(env.project, env.ledger, "Invalidate the cache", "bug", [], finding_source="D-1")
     env.item("D-5", body="   \n")
     data = env.build(finding, "draft")
     assert data.Finding.startswith("Finding: D-1") and data.From == "D-1"
@@ -527,7 +527,7 @@ def test_finding_from_notes_and_siblings(env):
 
 def test_from_without_notes(env):
     env.item("D-1")
-    finding = review.new_item(env.project, env.ledger, "Follow on", "chore", [], finding_source="D-1")
+    finding = writes.new_item(env.project, env.ledger, "Follow on", "chore", [], finding_source="D-1")
     data = env.build(finding, "draft")
     assert data.From == "D-1" and data.Notes == ()
 
@@ -552,16 +552,16 @@ def _rich(env) -> tuple[str, FakeTracker]:
     env.configure("[review]\nmax_rounds = 2\n")
     env.item("D-1", origin=3)
     env.run("D-1", agent="claude")
-    review.audit(env.project, env.ledger, "D-1", "reviewed", by="codex", note="dep note")
+    writes.audit(env.project, env.ledger, "D-1", "reviewed", by="codex", note="dep note")
     env.ledger.mark_done("D-1")
-    finding = review.new_item(env.project, env.ledger, "Rich", "bug", ["D-1"], finding_source="D-1")
+    finding = writes.new_item(env.project, env.ledger, "Rich", "bug", ["D-1"], finding_source="D-1")
     path = env.project.item_path(finding)
     text = path.read_text().replace("kind: bug\n", "kind: bug\norigin: 3\ncloses: [3]\n")
     path.write_text(text + "\n## Guarantees\n\n- holds\n")
     env.run(finding, agent="claude", finished=False)
-    review.request_changes(env.project, env.ledger, finding, "fix\n")
-    review.request_changes(env.project, env.ledger, finding, "fix again\n")
-    review.audit(env.project, env.ledger, finding, "claimed", by="claude", note="claimed it")
+    writes.request_changes(env.project, env.ledger, finding, "fix\n")
+    writes.request_changes(env.project, env.ledger, finding, "fix again\n")
+    writes.audit(env.project, env.ledger, finding, "claimed", by="claude", note="claimed it")
     tracker = FakeTracker(
         follow_ups=[Issue(8, "f", "b", "open", "u", owners=(finding,))],
         owned={finding: [Issue(9, "o", "b", "open", "u")]},

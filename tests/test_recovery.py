@@ -136,5 +136,5 @@ def test_writes_on_a_migrated_ledger_do_not_import_sqlite_utils(project, args, s
                           input=stdin, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-2000:]
     imported = [line.split("|")[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")]
-    assert "drover.review" in imported or args[0] == "show"
+    assert "drover.writes" in imported or args[0] == "show"
     assert not [name for name in imported if name.startswith("sqlite_utils")]

@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 from drover import data as template_data
 from drover import finish as finishing
 from drover import git as drover_git
-from drover import review, runs
+from drover import runs, writes
 from drover.errors import DroverError
 from drover.ledger import Ledger
 from drover.project import open_project
@@ -145,11 +145,11 @@ class Walk:
             try:
                 if operation == "review requests changes":
                     try:
-                        review.request_changes(project, ledger, item, "# Not yet\n\nAgain.\n")
+                        writes.request_changes(project, ledger, item, "# Not yet\n\nAgain.\n")
                     except DroverError:
                         assert self.state()["state"] == State.PARKED
                 elif operation == "review approves":
-                    review.audit(project, ledger, item, "reviewed")
+                    writes.audit(project, ledger, item, "reviewed")
             finally:
                 _env(DROVER_RUN="")
             verdict = runs.review_verdict(ledger, result.run_id)
@@ -164,22 +164,22 @@ class Walk:
                 assert (after["state"] == State.APPROVED) == covered, after
             return after
         elif operation == "manual audit":
-            review.audit(project, ledger, item, "reviewed", by="Ann")
+            writes.audit(project, ledger, item, "reviewed", by="Ann")
             after = self.state()
             assert after["audits"][-1]["head"] == after["head"]
             return after
         elif operation == "close-changes":
             try:
-                review.close_changes(project, ledger, item)
+                writes.close_changes(project, ledger, item)
             except DroverError:
                 assert not before["outstanding"]
         elif operation == "finish":
             self.finish(before)
         elif operation == "park":
-            review.park(project, ledger, item, "the operator takes it")
+            writes.park(project, ledger, item, "the operator takes it")
         elif operation == "unpark":
             try:
-                review.unpark(project, ledger, item)
+                writes.unpark(project, ledger, item)
             except DroverError:
                 assert not before["parked"]
         return after
@@ -242,7 +242,7 @@ def test_random_sequences_keep_the_invariants(machine, monkeypatch, sequence):
     project = open_project(root)
     try:
         with Ledger(project.ledger_path) as ledger:
-            item = review.new_item(project, ledger, "A thing", "feature", [])
+            item = writes.new_item(project, ledger, "A thing", "feature", [])
             walk = Walk(project, ledger, item)
             shown = walk.check()
             for operation in sequence:

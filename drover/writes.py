@@ -1,4 +1,5 @@
-"""The review loop's actions: new, request-changes, close-changes, audit, dispose, park, unpark.
+"""The writing commands of the review loop: new, request-changes, close-changes, audit, dispose, park,
+unpark. Each changes an item file and the ledger together, under the journal.
 
 Each action that changes an item file holds the ledger's write lock from reading the file to
 writing it, so every precondition is read under the lock. The new text is staged first (a full
