@@ -184,23 +184,29 @@ _ODD = re.compile(yaml.reader.Reader.NON_PRINTABLE.pattern + "|[\ufeff\x85\u2028
 _INDICATORS = frozenset("-?:,[]{}#&*!|>'\"%@`")
 _BOOLS = {"yes": True, "no": False, "true": True, "false": False, "on": True, "off": False}
 _RESOLVERS = yaml.resolver.Resolver.yaml_implicit_resolvers
+_FLOW_UNSURE = re.compile(r"[\[\]{}:#'\"]")  # inside [a, b]: nesting, mappings, comments, quotes
 
 
 def flat_load(source: str) -> dict[str, Any] | None:
     """The frontmatter as YAML reads it when it is all flat keys; None when unsure."""
-    if _ODD.search(source):
+    if source.isascii():
+        # printable once line ends are gone: no control character, tab or lone CR (as _ODD, faster)
+        if not source.replace("\r\n", "").replace("\n", "").isprintable():
+            return None
+    elif _ODD.search(source):
         return None
     meta: dict[str, Any] = {}
     open_key = None  # a key whose value is empty, which `- x` lines below may make a list
     items: list[Any] | None = None
     indent = -1
     for line in source.split("\n"):
-        if line.endswith("\r"):
+        if line[-1:] == "\r":
             line = line[:-1]
-        if not line.strip(" "):
-            continue
-        if line[0] in " -":
+        first = line[:1]
+        if first == " " or first == "-":
             depth = len(line) - len(line.lstrip(" "))
+            if depth == len(line):
+                continue  # a blank line
             if open_key is None or line[depth:depth + 2] != "- " or (items is not None and depth != indent):
                 return None
             value = _scalar(line[depth + 2:].rstrip(" "), False)
@@ -211,11 +217,11 @@ def flat_load(source: str) -> dict[str, Any] | None:
                 meta[open_key] = items
             items.append(value)
             continue
+        if not first:
+            continue
         open_key, items = None, None
         key, colon, rest = line.partition(":")
-        if not colon or not _FLAT_KEY.match(key) or _plain(key) is not key or key in meta:
-            return None
-        if rest and rest[0] != " ":
+        if not colon or key in meta or (rest and rest[0] != " ") or not _plain_key(key):
             return None
         rest = rest.strip(" ")
         if not rest:
@@ -229,10 +235,26 @@ def flat_load(source: str) -> dict[str, Any] | None:
     return meta or None
 
 
+_KEYS_SEEN: set[str] = set()
+
+
+def _plain_key(key: str) -> bool:
+    """A key YAML reads as this very string (not `yes`, `null`, `1`...); remembered once seen."""
+    if key in _KEYS_SEEN:
+        return True
+    if not _FLAT_KEY.match(key) or _plain(key) is not key:
+        return False
+    if len(_KEYS_SEEN) < 1000:
+        _KEYS_SEEN.add(key)
+    return True
+
+
 def _flow(inner: str) -> Any:
     """`[a, b]` of plain scalars; _UNSURE for anything more (quotes, nesting, comments)."""
     if not inner.strip(" "):
         return []
+    if _FLOW_UNSURE.search(inner):
+        return _UNSURE
     values = []
     for part in inner.split(","):
         value = _scalar(part.strip(" "), True)
@@ -243,25 +265,25 @@ def _flow(inner: str) -> Any:
 
 
 def _scalar(text: str, flow: bool) -> Any:
-    """One single-line scalar as YAML reads it, or _UNSURE."""
-    if not text or text[0] == " ":
+    """One single-line scalar as YAML reads it, or _UNSURE (flow: an item of a [a, b] list)."""
+    if not text:
         return _UNSURE
     first = text[0]
-    if flow and (any(char in text for char in ",[]{}:#'\"")):
-        return _UNSURE
-    if first == "'" and not flow:
+    if not flow and first == "'":
         inner = text[1:-1]
         if len(text) < 2 or text[-1] != "'" or "'" in inner.replace("''", ""):
             return _UNSURE
         return inner.replace("''", "'")
-    if first == '"' and not flow:
+    if not flow and first == '"':
         inner = text[1:-1]
         if len(text) < 2 or text[-1] != '"' or '"' in inner or "\\" in inner:
             return _UNSURE
         return inner
-    if first in _INDICATORS or ": " in text or " #" in text or text[-1] == ":":
+    if first in _INDICATORS or first == " " or ": " in text or " #" in text or text[-1] == ":":
         return _UNSURE
-    return _plain(text)
+    if first not in _RESOLVERS:
+        return text
+    return int(text) if _DECIMAL.match(text) else _plain(text)
 
 
 def _plain(text: str) -> Any:

@@ -34,6 +34,7 @@ NOT_AN_ID = "does not resolve to an item id"
 
 _FRONTMATTER = re.compile(r"\A\ufeff?---[ \t]*\r?\n(.*?)(?:\r?\n)?^---[ \t]*(?:\r?\n|\Z)", re.S | re.M)
 _HEADING = re.compile(r"^(#{1,6})[ \t]+\S|^(#{1,6})[ \t]*$")
+_LINE_START_HASH = re.compile(r"^#", re.M)
 _FENCE = re.compile(r"^[ \t]{0,3}(`{3,}|~{3,})")
 TRUE_WORDS = ("yes", "true", "on", "y")
 class Unreadable(Exception):
@@ -113,12 +114,7 @@ class Item:
 
     def section(self, heading: str) -> str | None:
         """The text under `heading`, heading excluded and blank edges trimmed; None when absent."""
-        span = section_span(self.text, heading, self.body_offset)
-        if span is None:
-            return None
-        start, end = span
-        content = self.text[start:end].replace("\r\n", "\n").split("\n", 1)
-        return content[1].strip("\n") if len(content) > 1 else ""
+        return _section(self.text, heading, self.body_offset)
 
     @property
     def guarantees(self) -> str:
@@ -151,6 +147,15 @@ class Item:
         return words[0].rstrip(".,;:") if words else ""
 
 
+def _section(text: str, heading: str, body_offset: int) -> str | None:
+    span = section_span(text, heading, body_offset)
+    if span is None:
+        return None
+    start, end = span
+    content = text[start:end].replace("\r\n", "\n").split("\n", 1)
+    return content[1].strip("\n") if len(content) > 1 else ""
+
+
 def _text(value: Any) -> str:
     return "" if value is None else str(value)
 
@@ -171,6 +176,33 @@ def split_frontmatter(text: str) -> tuple[str, int] | None:
 
 def parse_item(text: str, path: Path, prefix: str, *, expected_id: str | None = None) -> Item:
     """Parse an item file's text; raises Unreadable with the state's wording."""
+    meta, body, offset, item_id = _parse(text, path.name, prefix, expected_id)
+    pattern = id_pattern(prefix)
+    bad = tuple(_text(dep) for dep in _as_list(meta.get("deps")) if not pattern.match(_text(dep)))
+    return Item(id=item_id, path=path, meta=meta, body=body, text=text, body_offset=offset, bad_deps=bad)
+
+
+def read_summary(path: str, name: str, prefix: str) -> tuple[str, str, str, tuple[str, ...], dict[str, Any], str]:
+    """What the catalogue keeps of an item file: id, title, kind, deps, frontmatter, Changes section.
+
+    read_item's reading and checks without an Item or a Path (the catalogue parses every file
+    of a changed project in one loop); raises Unreadable as read_item does.
+    """
+    try:
+        with open(path, "rb") as handle:
+            text = handle.read().decode("utf-8")
+    except FileNotFoundError:
+        raise Unreadable(MISSING) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise Unreadable(NO_PARSE, f"cannot read: {exc}") from None
+    meta, _, offset, item_id = _parse(text, name, prefix, None)
+    deps = tuple(_text(dep) for dep in _as_list(meta.get("deps")))
+    changes = _section(text, CHANGES_HEADING, offset) or ""
+    return item_id, _text(meta.get("title")), _text(meta.get("kind")), deps, meta, changes
+
+
+def _parse(text: str, name: str, prefix: str, expected_id: str | None) -> tuple[dict[str, Any], str, int, str]:
+    """(frontmatter, body, body offset, id) of a readable item's text; raises Unreadable."""
     split = split_frontmatter(text)
     if split is None:
         raise Unreadable(NO_PARSE, "no YAML frontmatter between --- lines", line=1)
@@ -185,18 +217,16 @@ def parse_item(text: str, path: Path, prefix: str, *, expected_id: str | None = 
         raise Unreadable(NO_PARSE, "the frontmatter is not a mapping of keys to values", line=2)
     body = text[offset:]
     item_id = _text(meta.get("id"))
-    expected = expected_id if expected_id is not None else path.stem
+    expected = expected_id if expected_id is not None else name.rpartition(".")[0] or name
     if item_id != expected:
-        raise Unreadable(ID_MISMATCH, f"id {item_id or '(none)'} in a file named {path.name}", line=key_line(source, "id"))
+        raise Unreadable(ID_MISMATCH, f"id {item_id or '(none)'} in a file named {name}", line=key_line(source, "id"))
     if id_number(item_id, prefix) is None:
         raise Unreadable(NOT_AN_ID, f"id {item_id} is not {prefix}-<number>", line=key_line(source, "id"))
     if truthy(meta.get("shelved")):
         raise Unreadable(SHELVED, "shelved: yes", line=key_line(source, "shelved"))
     if not body.strip():
         raise Unreadable(NO_BODY, "nothing below the frontmatter", line=text[:offset].count("\n") + 1)
-    pattern = id_pattern(prefix)
-    bad = tuple(_text(dep) for dep in _as_list(meta.get("deps")) if not pattern.match(_text(dep)))
-    return Item(id=item_id, path=path, meta=meta, body=body, text=text, body_offset=offset, bad_deps=bad)
+    return meta, body, offset, item_id
 
 
 def read_item(path: Path, prefix: str) -> Item:
@@ -218,6 +248,17 @@ def _headings(text: str, start: int, open_fence: list[str] | None = None):
     (as Markdown has it), so a ``` line inside a ```` block stays text. `open_fence`, when
     given, receives the fence still open at the end of the text.
     """
+    if "```" not in text and "~~~" not in text and (start == 0 or text[start - 1] == "\n"):
+        # no fence can open: only lines that start with # can be headings (a list of 50,000
+        # changed files asks this of each)
+        for found in _LINE_START_HASH.finditer(text, start):
+            offset = found.start()
+            end = text.find("\n", offset)
+            stripped = text[offset:end if end >= 0 else len(text)].rstrip("\r")
+            heading = _HEADING.match(stripped)
+            if heading:
+                yield offset, len(heading.group(1) or heading.group(2)), stripped
+        return
     fence = None
     offset = start
     for line in text[start:].split("\n"):

@@ -269,16 +269,17 @@ def test_the_cache_is_keyed_by_path_size_and_mtime(tmp_path, monkeypatch):
         # unchanged files are not parsed again
         from drover import items as itemfile
 
-        parsed: list[Path] = []
-        real = itemfile.read_item
-        monkeypatch.setattr(itemfile, "read_item", lambda path, prefix: parsed.append(path) or real(path, prefix))
+        parsed: list[str] = []
+        real = itemfile.read_summary
+        monkeypatch.setattr(itemfile, "read_summary",
+                            lambda path, name, prefix: parsed.append(path) or real(path, name, prefix))
         catalogue(project, opened)
         assert parsed == []
 
         # a changed size refreshes the row
         _item(project, "D-1", "one, renamed")
         assert catalogue(project, opened)["D-1"].title == "one, renamed"
-        assert parsed == [one]
+        assert parsed == [str(one)]
         assert opened.cached_files()["items/D-1.md"]["title"] == "one, renamed"
 
         # the same size with a new mtime refreshes it too
