@@ -7,13 +7,18 @@ from .config import AgentConfig
 from .errors import Finding
 from .ledger import Ledger
 from .project import Project
-from .status import catalogue
+from .status import catalogue, collector_paused
 from .trackers import open_tracker
 from .vocabulary import SLOTS
 
 
 def check_items(project: Project, ledger: Ledger) -> tuple[list[Finding], set[str]]:
     """Unreadable files, deps that do not resolve, dependency cycles; and the frontmatter keys used."""
+    with collector_paused():
+        return _check_items(project, ledger)
+
+
+def _check_items(project: Project, ledger: Ledger) -> tuple[list[Finding], set[str]]:
     entries = catalogue(project, ledger)
     findings: list[Finding] = []
     keys: set[str] = set()

@@ -174,7 +174,7 @@ def key_line(source: str, key: str) -> int | None:
 # exactly those and returns what YAML's safe loader returns for them; for anything it does not
 # fully recognise (comments, tabs, anchors, tags, nesting, escapes, numbers other than plain
 # decimals, dates, a key given twice...) it returns None and the YAML loader decides, errors
-# included. tests/test_flat_frontmatter.py checks the agreement on generated frontmatter.
+# included. tests/test_fast_paths.py checks the agreement on generated frontmatter.
 
 _UNSURE = object()
 _FLAT_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*\Z")

@@ -113,7 +113,7 @@ def list_lines(listed: list[Any], *, colour: bool) -> list[str]:
     """
     id_width = max(len(row.entry.id) for row in listed)
     state_width = max(17, max(len(row.state) for row in listed))
-    padded = {}
+    padded: dict[str, str] = {}
     lines = []
     for row in listed:
         found, state = row.entry, row.state

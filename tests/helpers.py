@@ -194,7 +194,7 @@ def invoke(*args: str, env: dict | None = None):
 
 
 # Frontmatter that must make an item unreadable (test_hostile.py), with the words that say why;
-# test_flat_frontmatter.py checks the flat fast path leaves each to the same refusal.
+# test_fast_paths.py checks the flat fast path leaves each to the same refusal.
 BOMB = "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
     f"{chr(98 + n)}: &{chr(98 + n)} [" + ", ".join([f"*{chr(97 + n)}"] * 10) + "]\n" for n in range(8)
 )

@@ -304,3 +304,36 @@ def test_the_cache_remembers_unreadable_files_with_their_wording(tmp_path):
     assert first == second
     assert second.unreadable == "will not parse"
     assert second.line == 3
+
+
+def test_activity_for_every_item_agrees_with_activity_for_one(ledger):
+    """activity() (one pass per table) gives each item the row activity_for's query gives it:
+    ties on the start time go to the later row, branchless and review runs do not count."""
+    stamp, later = "2026-01-01T00:00:00.000Z", "2026-01-02T00:00:00.000Z"
+    for n, (item, slot, started, finished, outcome, status, branch) in enumerate([
+        ("D-1", "implement", stamp, stamp, "exited", 0, "drover/d-1"),
+        ("D-1", "implement", stamp, None, None, None, ""),  # same start, later row: the newest
+        ("D-1", "review", later, later, "exited", 0, "drover/d-1-review"),
+        ("D-2", "implement", later, later, "timeout", None, "drover/d-2"),
+        ("D-2", "implement", stamp, stamp, "exited", 3, "drover/d-2-old"),
+        ("D-4", "review", stamp, stamp, "exited", 0, ""),
+    ]):
+        ledger.start_run({"id": f"r{n}", "item": item, "slot": slot, "agent": "claude", "argv": [], "started": started,
+                          "branch": branch})
+        if finished:
+            with ledger.write():
+                ledger.conn.execute("UPDATE runs SET finished = ?, outcome = ?, exit_status = ? WHERE id = ?",
+                                    (finished, outcome, status, f"r{n}"))
+    ledger.add_round("D-3", "0" * 64, "a finding", "", "codex")
+    ledger.add_round("D-3", "1" * 64, "another", "", "codex")
+    for level in ("reviewed", "verified", "claimed"):
+        ledger.add_audit("D-2", level, "codex", "", head=level)
+    ledger.mark_done("D-5")
+    every = ledger.activity()
+    assert set(every) == {"D-1", "D-2", "D-3", "D-4", "D-5"}
+    for item, row in every.items():
+        one = ledger.activity_for(item)
+        assert {key: row.get(key) for key in row.keys()} == one, item
+        assert all(row[key] == one[key] for key in one)
+    assert every["D-1"]["last_id"] == "r1" and every["D-1"]["branch"] == "drover/d-1"
+    assert every["D-2"]["approval_level"] == "verified" and every["D-4"]["implement_runs"] == 0

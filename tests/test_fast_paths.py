@@ -8,12 +8,14 @@ YAML read something else (numbers, dates, booleans, comments, quotes, colons, in
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from drover.items import section_span
 from drover.frontmatter import LOADER, PURE_LOADER, FrontmatterError, check_types, flat_load, load_frontmatter
 
 from helpers import HOSTILE_FRONTMATTER
@@ -137,3 +139,39 @@ def test_hostile_frontmatter_is_refused_as_before(frontmatter, reason):
 def test_a_bom_tab_or_lone_cr_is_left_to_yaml():
     for source in ("\ufeffid: D-1\n", "id:\tD-1\n", "id: D-1\rtitle: t\n", "id: D-1\n\x85title: t\n"):
         assert flat_load(source) is None
+
+
+# --- section spans without a code fence ------------------------------------------------------
+
+HEADING_LINE = re.compile(r"^(#{1,6})[ \t]+\S|^(#{1,6})[ \t]*$")
+
+
+def reference_span(text: str, heading: str, start: int):
+    """section_span as the line-by-line walk has it, for text without code fences."""
+    found, offset = None, start
+    for line in text[start:].split("\n"):
+        stripped = line.rstrip("\r")
+        match = HEADING_LINE.match(stripped)
+        if match:
+            level = len(match.group(1) or match.group(2))
+            if found is None and stripped.strip() == heading:
+                found = offset
+            elif found is not None and level <= 2:
+                return found, offset
+        offset += len(line) + 1
+    return (found, len(text)) if found is not None else None
+
+
+piece = st.sampled_from(["## Changes requested", "## Changes requested  ", "## Changes requested\r", "##Changes requested",
+                         " ## Changes requested", "## Changes requested more", "# Title", "## Notes", "### Deeper",
+                         "#", "##", "####### seven", "text", "", "#\tTab", "## ", "\u00a0", "x ## Changes requested"])
+
+
+@settings(max_examples=800, deadline=None)
+@given(st.lists(piece, max_size=8), st.sampled_from(["\n", "\r\n"]), st.booleans())
+def test_section_spans_without_fences_match_the_line_walk(lines, newline, final):
+    body = newline.join(lines) + (newline if final else "")
+    text = "---\nid: D-1\n---\n" + body
+    offset = len("---\nid: D-1\n---\n")
+    for heading in ("## Changes requested", "## Notes", "# Title"):
+        assert section_span(text, heading, offset) == reference_span(text, heading, offset)
