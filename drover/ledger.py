@@ -188,8 +188,8 @@ class Ledger(Journal):
             )
 
     def flagged_items(self) -> dict[str, dict[str, Any]]:
-        """The item rows that are done or parked (item_rows without the plain ones), by id."""
-        return {row["id"]: row for row in self._rows("SELECT * FROM items WHERE done OR parked")}
+        """Items done or parked, by id: their id, done, parked and parked_reason (what a state needs)."""
+        return {row["id"]: row for row in self._rows("SELECT id, done, parked, parked_reason FROM items WHERE done OR parked")}
 
     def done_ids(self) -> set[str]:
         return {row["id"] for row in self._rows("SELECT id FROM items WHERE done = 1")}
@@ -288,18 +288,19 @@ class Ledger(Journal):
             rows = self._rows("SELECT * FROM runs WHERE item = ? ORDER BY started, rowid", (item_id,))
         return [_decode_run(row) for row in rows]
 
-    def activity(self) -> dict[str, "ActivityRow"]:
+    def activity(self, *, done: bool = True) -> dict[str, "ActivityRow"]:
         """Per item, what its state needs: the last implementing run, newest round, newest approval.
 
-        activity_for's row for every item in items, runs or rounds, from one sorted pass over each
-        table (the newest row comes last and wins); at 50,000 items the correlated subqueries of
-        activity_for's query took seconds.
+        activity_for's row for every item in items, runs or rounds (done=False: but done items,
+        whose state needs none of it), from one pass over each table; at 50,000 items the
+        correlated subqueries of activity_for's query took seconds.
         """
         conn = self.conn
+        also = "" if done else " AND item NOT IN (SELECT id FROM items WHERE done)"
         runs: dict[str, list] = {}  # item -> [newest run, count, newest finished, newest branch's (started, name)]
         # rowid order: of two runs started at the same time the later row wins, as rowid DESC has it
-        for run in conn.execute(f"SELECT item, {', '.join(LAST_RUN_COLUMNS)}, branch FROM runs WHERE slot = 'implement' "
-                                "ORDER BY rowid"):
+        for run in conn.execute(f"SELECT item, {', '.join(LAST_RUN_COLUMNS)}, branch FROM runs "
+                                f"WHERE slot = 'implement'{also} ORDER BY rowid"):
             seen = runs.get(run[0])
             if seen is None:
                 runs[run[0]] = [run, 1, run[3], (run[2], run[-1]) if run[-1] else (None, None)]
@@ -311,12 +312,12 @@ class Ledger(Journal):
                 seen[0] = run
             if run[-1] and (seen[3][0] is None or run[2] >= seen[3][0]):
                 seen[3] = (run[2], run[-1])
-        rounds = dict(conn.execute("SELECT item, max(at) FROM rounds GROUP BY item"))
+        rounds = dict(conn.execute(f"SELECT item, max(at) FROM rounds WHERE 1{also} GROUP BY item"))
         approval = {row[0]: row for row in conn.execute(
-            "SELECT item, at, head, level, by FROM audits WHERE level IN ('reviewed', 'verified') "
+            f"SELECT item, at, head, level, by FROM audits WHERE level IN ('reviewed', 'verified'){also} "
             "ORDER BY item, at, id")}
-        ids = {row[0] for row in conn.execute("SELECT id FROM items")}
-        ids.update(rounds, (row[0] for row in conn.execute("SELECT DISTINCT item FROM runs")))
+        ids = {row[0] for row in conn.execute("SELECT id FROM items" + ("" if done else " WHERE NOT done"))}
+        ids.update(rounds, (row[0] for row in conn.execute(f"SELECT DISTINCT item FROM runs WHERE 1{also}")))
         return {item: ActivityRow(item, runs.get(item), rounds.get(item), approval.get(item)) for item in ids}
 
     def activity_for(self, item_id: str) -> dict[str, Any]:
@@ -349,13 +350,13 @@ class Ledger(Journal):
     def rounds(self, item_id: str) -> list[dict[str, Any]]:
         return self._rows("SELECT * FROM rounds WHERE item = ? ORDER BY number", (item_id,))
 
-    def round_summary(self) -> dict[str, dict[str, int]]:
+    def round_summary(self) -> dict[str, Any]:
         """Per item: how many rounds, how many uncleared, the newest number (for check)."""
-        rows = self._rows(
+        rows = self.conn.execute(  # sqlite3.Row, read by name: no dict per item
             "SELECT item, count(*) AS total, sum(cleared_at IS NULL) AS open, max(number) AS newest "
             "FROM rounds GROUP BY item"
         )
-        return {row["item"]: row for row in rows}
+        return {row[0]: row for row in rows}
 
     def add_round(self, item_id: str, digest: str, headline: str, path: str, by: str) -> int:
         """Record the next round; the number is taken inside the transaction."""

@@ -326,9 +326,9 @@ def list_items(project: Project, ledger: Ledger) -> list[Listed]:
 def _list_items(project: Project, ledger: Ledger) -> list[Listed]:
     entries = catalogue(project, ledger)
     flagged = ledger.flagged_items()
-    activity = ledger.activity()
-    live = {run["item"] for run in ledger.unfinished_runs() if run_alive(run)}
     done = {item_id for item_id, row in flagged.items() if row.get("done")}
+    activity = ledger.activity(done=False)  # a done item's state needs none
+    live = {run["item"] for run in ledger.unfinished_runs() if run_alive(run)}
     heads = git.branch_heads(project.root) if activity else {}
     match = itemfile.id_pattern(project.config.prefix).match
     valid: dict[str, bool] = {}  # dep -> whether it is an id: deps repeat across items

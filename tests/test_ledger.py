@@ -337,3 +337,7 @@ def test_activity_for_every_item_agrees_with_activity_for_one(ledger):
         assert all(row[key] == one[key] for key in one)
     assert every["D-1"]["last_id"] == "r1" and every["D-1"]["branch"] == "drover/d-1"
     assert every["D-2"]["approval_level"] == "verified" and every["D-4"]["implement_runs"] == 0
+    ledger.mark_done("D-1")
+    skipping = ledger.activity(done=False)
+    assert set(skipping) == {"D-2", "D-3", "D-4"}
+    assert all({key: row.get(key) for key in row.keys()} == ledger.activity_for(item) for item, row in skipping.items())
