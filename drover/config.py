@@ -17,7 +17,8 @@ from typing import Any
 from .errors import ConfigError, did_you_mean
 from .presets import PRESET_NAMES as PRESETS
 from .trackers import BACKENDS
-from .vocabulary import EXECUTORS, GUIDANCE_LEVELS, PREFIX_PATTERN, SLOTS
+from .vocabulary import EXECUTORS, PREFIX_PATTERN, SLOTS
+from .vocabulary import GUIDANCE_LEVELS as GUIDANCE_LEVELS  # data.py reads it from here
 
 CONFIG_FILE = "drover.toml"
 TRACKER_BACKENDS = tuple(BACKENDS)

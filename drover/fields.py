@@ -13,7 +13,9 @@ from typing import Any
 
 from .items import CHANGES_HEADING, truthy
 
-from .vocabulary import TEMPLATE_SLOTS as SLOTS  # the four slots a template can fill
+from .vocabulary import TEMPLATE_SLOTS
+
+SLOTS = TEMPLATE_SLOTS  # the four slots a template can fill
 
 
 @dataclass(frozen=True)
@@ -137,7 +139,7 @@ class TemplateData:
     Kind: str = ""
     Path: str = ""
     Body: str = ""
-    Meta: dict = field(default_factory=dict)
+    Meta: dict[str, Any] = field(default_factory=dict)
     Guarantees: str = ""
     Changes: str = ""
     ChangesHeading: str = CHANGES_HEADING
@@ -160,7 +162,7 @@ class TemplateData:
     OwnedUnreadable: str = ""
     Destinations: tuple[Destination, ...] = ()
     VerifyCommand: str = ""
-    VerifyCommands: dict = field(default_factory=dict)
+    VerifyCommands: dict[str, str] = field(default_factory=dict)
     Branch: str = ""
     Guidance: str = "detailed"
     # implement

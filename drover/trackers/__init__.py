@@ -8,7 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .base import DISPOSITIONS, Issue, Tracker, TrackerUnavailable, owners_in
+from ..vocabulary import DISPOSITIONS
+from .base import Issue, Tracker, TrackerUnavailable, owners_in
 from .file import FileTracker
 from .github import GitHubTracker
 from .none import NoTracker
