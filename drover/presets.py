@@ -51,8 +51,6 @@ PRESETS: dict[str, Preset] = {
                "stdin", "npm install -g @google/gemini-cli", "gemini", checked="gemini-cli 0.61.0"),
         Preset("opencode", ("opencode", "run", "--auto"),
                "stdin", "npm install -g opencode-ai", "opencode", checked="opencode 1.18.33"),
-        Preset("cursor", ("cursor-agent", "-p", "--force", "--output-format", "text"),
-               "stdin", "curl https://cursor.com/install -fsS | bash", "cursor-agent"),
         Preset("demo", (sys.executable, "-m", "drover.demo", "agent"),
                "stdin", "it ships with drover", sys.executable),
         Preset("script", (), "stdin", "", ""),

@@ -87,7 +87,6 @@ def run(argv, tmp_path, **overrides):
                    "--no-dirty-commits", "--no-check-update", "--no-pretty"], "file"),
         ("gemini", ["gemini", "--prompt", "", "--approval-mode", "yolo", "--skip-trust"], "stdin"),
         ("opencode", ["opencode", "run", "--auto"], "stdin"),
-        ("cursor", ["cursor-agent", "-p", "--force", "--output-format", "text"], "stdin"),
         ("demo", [sys.executable, "-m", "drover.demo", "agent"], "stdin"),
     ],
 )
