@@ -1,7 +1,8 @@
 """Tracker backends behind one small interface; `BACKENDS` names them and `open_tracker` picks one.
 
-Adding a backend: its module (a class with `name`, `writes_back`, `from_config` and the
-Tracker methods) and one entry in BACKENDS. config.py validates `[tracker] backend` against it.
+Adding a backend: its module (a class with `name`, `writes_back`, `reads_issues`, `from_config`
+and the Tracker methods) and one entry in BACKENDS. config.py validates `[tracker] backend`
+against it, and nothing else asks a backend's name (docs/architecture.md).
 """
 from __future__ import annotations
 
