@@ -14,7 +14,6 @@ from .base import Issue, Tracker, TrackerUnavailable, owners_in
 from .file import FileTracker
 from .github import GitHubTracker
 from .none import NoTracker
-from .scratch import ScratchTracker
 
 if TYPE_CHECKING:
     from ..config import TrackerConfig
@@ -22,7 +21,7 @@ if TYPE_CHECKING:
 __all__ = ["BACKENDS", "DISPOSITIONS", "Issue", "Tracker", "TrackerUnavailable", "open_tracker", "owners_in"]
 
 # name -> backend class, in the order docs and error messages list them
-BACKENDS: dict[str, type[Tracker]] = {backend.name: backend for backend in (NoTracker, FileTracker, GitHubTracker, ScratchTracker)}
+BACKENDS: dict[str, type[Tracker]] = {backend.name: backend for backend in (NoTracker, FileTracker, GitHubTracker)}
 
 
 def open_tracker(config: TrackerConfig, root: Path) -> Tracker:
