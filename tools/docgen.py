@@ -59,6 +59,17 @@ def field_table() -> str:
     return "\n".join(lines)
 
 
+def field_explained_table() -> str:
+    """docs/fields.md's table: each field's type and slots as the schema states them, with its explanation."""
+    from drover.fields import field_explanations, field_schema
+
+    explained = field_explanations()
+    lines = ["| field | type | slots | meaning |", "|---|---|---|---|"]
+    for row in field_schema():
+        lines.append(f"| `{row['name']}` | {_cell(row['type'])} | {', '.join(row['slots'])} | {_cell(explained[row['name']])} |")
+    return "\n".join(lines)
+
+
 def _toml(value: object) -> str:
     if isinstance(value, dict):
         return "{}" if not value else "{ " + ", ".join(f"{k} = {_toml(v)}" for k, v in value.items()) + " }"
