@@ -67,7 +67,6 @@ def build(project: Project, ledger: Ledger, item_id: str, slot: str, *, guidance
     values = dict(base)
     values["Branch"] = render_item_branch(project, branch_data)
     values["Guidance"] = guidance or project.config.agent_for(slot).guidance
-    values["Slot"] = slot
     if tracker is None:
         from .trackers import open_tracker
 

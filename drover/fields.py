@@ -165,7 +165,6 @@ class TemplateData:
     VerifyCommands: dict[str, str] = field(default_factory=dict)
     Branch: str = ""
     Guidance: str = "detailed"
-    Slot: str = ""
     # implement
     Posture: str = ""
     Conflicts: tuple[str, ...] = ()
@@ -370,8 +369,6 @@ _SCHEMA: tuple[tuple[str, str, tuple[str, ...], str, str], ...] = (
     ("Branch", "str", _LAUNCH, "the item's branch, [run] branch rendered (\"\" in the branch template)",
      "The item's git branch: `[run] branch` rendered from the branch slot's data. Empty inside the branch "
      "template itself."),
-    ("Slot", "str", _LAUNCH, "the slot this prompt is for: implement, review or draft",
-     "The slot being rendered (`implement`, `review` or `draft`), so a shared template can branch on it; `\"\"` in the branch template."),
     ("Guidance", "str", _ALL, "lean or detailed",
      "`lean` or `detailed`: the slot agent's `guidance`, or `--guidance`."),
     ("Posture", "str", ("implement",), "resume, conflict, revise, build or continue: the first that applies",
