@@ -44,11 +44,11 @@ class ActivityRow:
 
     __slots__ = ("item", "runs", "round", "audit")
     item: str
-    runs: list | None
+    runs: list[Any] | None
     round: str | None
     audit: Any
 
-    def __init__(self, item: str, runs: list | None, newest_round: str | None, audit: Any):
+    def __init__(self, item: str, runs: list[Any] | None, newest_round: str | None, audit: Any):
         self.item, self.runs, self.round, self.audit = item, runs, newest_round, audit
 
     def get(self, key: str, default: Any = None) -> Any:
