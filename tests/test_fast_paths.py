@@ -175,3 +175,39 @@ def test_section_spans_without_fences_match_the_line_walk(lines, newline, final)
     offset = len("---\nid: D-1\n---\n")
     for heading in ("## Changes requested", "## Notes", "# Title"):
         assert section_span(text, heading, offset) == reference_span(text, heading, offset)
+
+
+# --- the catalogue's reader agrees with read_item -------------------------------------------
+
+def test_read_summary_says_what_read_item_says(tmp_path):
+    """The catalogue's reader (os calls, no Item, no Path) gives read_item's fields and refusals."""
+    from pathlib import Path
+
+    from drover.items import CHANGES_HEADING, Unreadable, read_item, read_summary
+
+    big = "---\nid: D-1\ntitle: big\n---\n\n## Requirements\n\n" + "- line\n" * 40_000 + f"{CHANGES_HEADING}\n\nfix it\n"
+    files = {
+        "D-1.md": big.encode(),
+        "D-2.md": "\ufeff---\r\nid: D-2\r\ntitle: 'crlf: yes'\r\ndeps: [D-1]\r\n---\r\n\r\nbody\r\n".encode(),
+        "D-3.md": b"---\nid: D-3\ntitle: \xff\n---\nbody\n",
+        "D-4.md": b"---\nid: D-5\n---\nbody\n",
+        "D-6.md": b"---\nid: D-6\ntitle: [a\n---\nbody\n",
+        "D-7.md": b"no frontmatter\n",
+    }
+    for name, data in files.items():
+        (tmp_path / name).write_bytes(data)
+    (tmp_path / "D-8.md").mkdir()
+    for name in [*files, "D-8.md", "D-9.md"]:
+        path = tmp_path / name
+        try:
+            item = read_item(path, "D")
+            expected: tuple = (item.id, item.title, item.kind, item.deps, item.meta, item.changes)
+        except Unreadable as exc:
+            expected = ("unreadable", exc.wording, exc.detail, exc.line)
+        try:
+            got: tuple = read_summary(str(path), name, "D")
+        except Unreadable as exc:
+            got = ("unreadable", exc.wording, exc.detail, exc.line)
+        assert got == expected, name
+    assert read_summary(str(tmp_path / "D-1.md"), "D-1.md", "D")[5] == "fix it"
+    assert Path(tmp_path / "D-1.md").stat().st_size > 1 << 16
