@@ -303,6 +303,20 @@ def test_a_missing_map_key_renders_empty_and_check_warns(project):
     assert f'warning: {KICKOFF}:2: VerifyCommands["migration"] names no [verify] entry (it renders empty)' in lines
 
 
+def test_check_knows_a_key_an_item_sets_at_the_top_level_only(project):
+    # check looks a named key up in the items' cached frontmatter text; a nested key is not one
+    use_override(project, '<% block done %>\n- [{{ Meta["team"] }}] [{{ Get("owner") }}]\n<% endblock %>\n')
+    item = project / "items" / "D-1.md"
+    item.write_text(item.read_text().replace("kind:", 'extra: {team: x, "owner": y}\nnote: \'"team": z\'\nkind:', 1))
+    lines = invoke("check").output.splitlines()
+    assert f'warning: {KICKOFF}:2: Meta["team"] names a frontmatter key no item uses (it renders empty)' in lines
+    assert f'warning: {KICKOFF}:2: Get("owner") names a frontmatter key no item uses' in lines
+    assert invoke("new", "Another").exit_code == 0
+    other = project / "items" / "D-2.md"
+    other.write_text(other.read_text().replace("kind:", "team: core\nowner: ann\nkind:", 1))
+    assert "no item uses" not in invoke("check").output
+
+
 def test_prompt_branch_renders_the_template_given(project):
     result = invoke("prompt", "D-1", "--slot", "branch", "--template", "work/{{ lower(Id) }}")
     assert result.exit_code == 0 and result.output == "work/d-1\n"

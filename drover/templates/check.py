@@ -5,7 +5,7 @@ import dataclasses
 import difflib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Container
 
 from .. import git
 from ..config import Config
@@ -68,7 +68,7 @@ def _branch_problems(config: Config) -> list[TemplateError]:
     return []
 
 
-def check_templates(root: Path, config: Config, used_keys: set[str] | None = None) -> list[Finding]:
+def check_templates(root: Path, config: Config, used_keys: Container[str] | None = None) -> list[Finding]:
     """Problems in the project's templates, one line each, paths as written in drover.toml."""
     findings: list[Finding] = []
 

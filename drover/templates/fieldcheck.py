@@ -129,7 +129,7 @@ def _map_key(node: nodes.Node) -> tuple[str, str] | None:
     return None
 
 
-def key_problems(text: str, display: str, used_keys: set[str],
+def key_problems(text: str, display: str, used_keys: typing.Container[str],
                  verify_keys: typing.Iterable[str] = ()) -> list[TemplateError]:
     """Frontmatter or verify keys a template asks for that nothing in the project has.
 
@@ -139,7 +139,8 @@ def key_problems(text: str, display: str, used_keys: set[str],
     tree = parse(text, display)
     verify = set(verify_keys) | {"default"}
     # A [verify] entry is named for a frontmatter key, so the project expects items to set it.
-    known = set(used_keys) | STANDARD_KEYS | (verify - {"default"})
+    # used_keys is asked key by key: check's UsedKeys looks a key up in the items only when asked
+    known = STANDARD_KEYS | (verify - {"default"})
     problems = []
     for node in tree.find_all((nodes.Call, nodes.Getitem, nodes.Getattr)):
         if (
@@ -150,6 +151,7 @@ def key_problems(text: str, display: str, used_keys: set[str],
             and isinstance(node.args[0], nodes.Const)
             and isinstance(node.args[0].value, str)
             and node.args[0].value not in known
+            and node.args[0].value not in used_keys
         ):
             key = node.args[0].value
             problems.append(TemplateError(
@@ -160,7 +162,7 @@ def key_problems(text: str, display: str, used_keys: set[str],
         if found is None:
             continue
         field, key = found
-        if field == "Meta" and key not in known:
+        if field == "Meta" and key not in known and key not in used_keys:
             problems.append(TemplateError(
                 f'Meta["{key}"] names a frontmatter key no item uses (it renders empty)', path=display, line=node.lineno
             ))
