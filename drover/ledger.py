@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 from .errors import DroverError
 from .journal import Journal, _nonempty, sha256  # noqa: F401 - sha256: the ledger's API
 from .migrations import MIGRATION_SET, MIGRATIONS, migrations  # noqa: F401 - ledger_io and tests read them here
-from .activity import LAST_RUN_COLUMNS, ActivityRow
+from .activity import ACTIVITY_KEYS, ActivityRow, activity_sql, no_activity
 from .vocabulary import LEVELS  # noqa: F401 - status and review read it from here
 
 if TYPE_CHECKING:
@@ -292,42 +292,21 @@ class Ledger(Journal):
         """Per item, what its state needs: the last implementing run, newest round, newest approval.
 
         activity_for's row for every item in items, runs or rounds (done=False: but done items,
-        whose state needs none of it), from one pass over each table; at 50,000 items the
-        correlated subqueries of activity_for's query took seconds.
+        whose state needs none of it), read from the activity table its triggers keep
+        (drover/activity.py): one row per item rather than every run.
         """
         conn = self.conn.cursor()
-        conn.row_factory = None  # plain tuples: cheaper than sqlite3.Row over 100,000 rows
-        also = "" if done else " AND item NOT IN (SELECT id FROM items WHERE done)"
-        runs: dict[str, list] = {}  # item -> [newest run, count, newest finished, newest branch's (started, name)]
-        # rowid order: of two runs started at the same time the later row wins, as rowid DESC has it
-        for run in conn.execute(f"SELECT item, {', '.join(LAST_RUN_COLUMNS)}, branch FROM runs "
-                                f"WHERE slot = 'implement'{also} ORDER BY rowid"):
-            seen = runs.get(run[0])
-            if seen is None:
-                runs[run[0]] = [run, 1, run[3], (run[2], run[-1]) if run[-1] else (None, None)]
-                continue
-            seen[1] += 1
-            if run[3] is not None and (seen[2] is None or run[3] > seen[2]):
-                seen[2] = run[3]
-            if run[2] >= seen[0][2]:
-                seen[0] = run
-            if run[-1] and (seen[3][0] is None or run[2] >= seen[3][0]):
-                seen[3] = (run[2], run[-1])
-        rounds = dict(conn.execute(f"SELECT item, max(at) FROM rounds WHERE 1{also} GROUP BY item"))
-        approval = {row[0]: row for row in conn.execute(
-            f"SELECT item, at, head, level, by FROM audits WHERE level IN ('reviewed', 'verified'){also} "
-            "ORDER BY item, at, id")}
+        conn.row_factory = None  # plain tuples: cheaper than sqlite3.Row
+        also = "" if done else " WHERE item NOT IN (SELECT id FROM items WHERE done)"
         ids = {row[0] for row in conn.execute("SELECT id FROM items" + ("" if done else " WHERE NOT done"))}
-        ids.update(rounds, (row[0] for row in conn.execute(f"SELECT DISTINCT item FROM runs WHERE 1{also}")))
-        return {item: ActivityRow(item, runs.get(item), rounds.get(item), approval.get(item)) for item in ids}
+        found = {row[0]: ActivityRow(row[:-1]) for row in conn.execute(f"SELECT {_ACTIVITY_SELECT}, listed FROM activity{also}")
+                 if row[-1] or row[0] in ids}
+        found.update((item, no_activity(item)) for item in ids.difference(found))
+        return found
 
     def activity_for(self, item_id: str) -> dict[str, Any]:
         """One item's activity row (as activity() has it), without scanning every item."""
-        sql = _activity_sql().replace(
-            "FROM (SELECT id FROM items UNION SELECT item FROM runs UNION SELECT item FROM rounds) i",
-            "FROM (SELECT ? AS id) i",
-        )
-        return self._rows(sql, (item_id,))[0]
+        return self._rows(activity_sql("SELECT ? AS id"), (item_id,))[0]
 
     def unfinished_runs(self) -> list[dict[str, Any]]:
         return [_decode_run(row) for row in self._rows("SELECT * FROM runs WHERE finished IS NULL")]
@@ -458,22 +437,4 @@ def open_ledger(path: Path) -> Ledger:
 CACHE_COLUMNS = ("path", "size", "mtime_ns", "id", "title", "kind", "deps", "meta", "outstanding", "cleared",
                  "unreadable", "detail", "line")
 _CACHE_SELECT = ", ".join(f'"{name}"' for name in CACHE_COLUMNS)
-def _activity_sql() -> str:
-    last_run = ("(SELECT r.{col} FROM runs r WHERE r.item = i.id AND r.slot = 'implement' "
-                "ORDER BY r.started DESC, r.rowid DESC LIMIT 1) AS last_{col}")
-    approval = ("(SELECT a.{col} FROM audits a WHERE a.item = i.id AND a.level IN ('reviewed', 'verified') "
-                "ORDER BY a.at DESC, a.id DESC LIMIT 1) AS approval_{col}")
-    columns = [last_run.format(col=col) for col in
-               ("id", "started", "finished", "outcome", "exit_status", "pid", "pid_start", "head_start", "head")]
-    columns += [approval.format(col=col) for col in ("at", "head", "level", "by")]
-    return f"""
-    SELECT i.id AS item,
-      (SELECT count(*) FROM runs r WHERE r.item = i.id AND r.slot = 'implement') AS implement_runs,
-      (SELECT max(finished) FROM runs r WHERE r.item = i.id AND r.slot = 'implement') AS implement_finished,
-      (SELECT r.branch FROM runs r WHERE r.item = i.id AND r.slot = 'implement' AND r.branch != ''
-         ORDER BY r.started DESC, r.rowid DESC LIMIT 1) AS branch,
-      (SELECT max(at) FROM rounds o WHERE o.item = i.id) AS newest_round,
-      (SELECT max(at) FROM audits a WHERE a.item = i.id AND a.level IN ('reviewed', 'verified')) AS newest_approval,
-      {", ".join(columns)}
-    FROM (SELECT id FROM items UNION SELECT item FROM runs UNION SELECT item FROM rounds) i
-    """
+_ACTIVITY_SELECT = ", ".join(ACTIVITY_KEYS)

@@ -20,9 +20,10 @@ FORMAT = "drover-ledger"
 VERSION = 1
 # The schema bookkeeping is the header; pending intents are finished when the ledger opens and
 # name absolute paths on the machine that wrote them, so they never travel.
-SKIPPED = ("_sqlite_migrations", "intents")
-# The metadata cache is rebuilt from the item files: it does not make a ledger non-empty.
-CACHE = ("item_files",)
+SKIPPED = ("_sqlite_migrations", "intents", "activity")
+# The metadata cache is rebuilt from the item files, and the activity table by its triggers as
+# the rows load (drover/activity.py): neither makes a ledger non-empty, and activity never travels.
+CACHE = ("item_files", "activity")
 
 
 @dataclass(frozen=True)
@@ -63,7 +64,7 @@ def export(ledger: Ledger, out: IO[str]) -> dict[str, int]:
         out.write(json.dumps({"format": FORMAT, "version": VERSION, "schema": names[-1] if names else "",
                               "migrations": names}) + "\n")
         for table in tables(ledger):
-            if table == "_sqlite_migrations":
+            if table in ("_sqlite_migrations", "activity"):
                 continue
             cursor = ledger.conn.execute(f'SELECT * FROM "{table}" ORDER BY rowid')
             counts[table] = 0

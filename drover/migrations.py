@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from .activity import create_activity_table
 from .journal import _intents
 
 if TYPE_CHECKING:
@@ -98,11 +99,17 @@ def _run_node(db: "sqlite_utils.Database") -> None:
     db["runs"].add_column("reason", str)
 
 
+def _activity(db: "sqlite_utils.Database") -> None:
+    # Each item's activity (what its state needs), kept by triggers: list reads one row per item.
+    create_activity_table(db.execute)
+
+
 # Named migrations, applied in this order by Ledger._migrate and nowhere else. Append only.
 MIGRATIONS: tuple[tuple[str, Any], ...] = (
     ("0001_initial", _initial), ("0002_run_pid_start", _run_pid_start),
     ("0003_approval_heads", _approval_heads), ("0004_run_usage", _run_usage),
     ("0005_intents", _intents), ("0006_run_node", _run_node),
+    ("0007_activity", _activity),
 )
 
 

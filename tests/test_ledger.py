@@ -18,6 +18,7 @@ import sqlite_utils
 from helpers import ledger_tables
 from drover import ledger as ledger_module
 from drover.config import Config
+from drover.activity import ACTIVITY_KEYS
 from drover.ledger import BUSY_TIMEOUT_MS, MIGRATIONS, Ledger, migrations
 from drover.project import Project
 from drover.status import catalogue
@@ -38,6 +39,7 @@ EXPECTED_COLUMNS = {
     "events": ["id", "at", "command", "item", "by", "detail"],
 }
 EXPECTED_COLUMNS["intents"] = ["id", "command", "item", "path", "text", "old_sha256", "at"]
+EXPECTED_COLUMNS["activity"] = [*ACTIVITY_KEYS, "listed"]
 
 
 def schema(path: Path) -> dict[str, list[str]]:
@@ -341,3 +343,66 @@ def test_activity_for_every_item_agrees_with_activity_for_one(ledger):
     skipping = ledger.activity(done=False)
     assert set(skipping) == {"D-2", "D-3", "D-4"}
     assert all({key: row.get(key) for key in row.keys()} == ledger.activity_for(item) for item, row in skipping.items())
+
+
+def _agrees_with_activity_for(ledger: Ledger) -> None:
+    """activity() has a row for exactly the items activity_for's query lists, each equal to it."""
+    every = ledger.activity()
+    listed = {row[0] for row in ledger.conn.execute(
+        "SELECT id FROM items UNION SELECT item FROM runs UNION SELECT item FROM rounds")}
+    assert set(every) == listed
+    for item, row in every.items():
+        assert {key: row.get(key) for key in row.keys()} == ledger.activity_for(item), item
+
+
+def _seed_activity(ledger: Ledger) -> None:
+    stamp, later = "2026-01-01T00:00:00.000Z", "2026-01-02T00:00:00.000Z"
+    for n, (item, slot, started, branch) in enumerate([
+        ("D-1", "implement", stamp, "drover/d-1"), ("D-1", "implement", stamp, ""), ("D-1", "review", later, "x"),
+        ("D-2", "implement", later, "drover/d-2"), ("D-2", "implement", stamp, "drover/d-2-old"),
+    ]):
+        ledger.start_run({"id": f"r{n}", "item": item, "slot": slot, "agent": "claude", "argv": [], "started": started,
+                          "branch": branch})
+    ledger.add_round("D-3", "0" * 64, "a finding", "", "codex")
+    ledger.add_audit("D-2", "reviewed", "codex", "", head="abc")
+
+
+def test_the_activity_table_follows_every_insert_update_and_delete(ledger):
+    """The triggers recompute an item's row on any write to its runs, rounds or audits,
+    including a row moved from one item to another and the last row of an item deleted."""
+    _seed_activity(ledger)
+    _agrees_with_activity_for(ledger)
+    writes = [
+        "UPDATE runs SET finished = '2026-01-03T00:00:00.000Z', outcome = 'exited', exit_status = 7 WHERE id = 'r1'",
+        "UPDATE runs SET pid = 42, pid_start = 'x', head = 'def' WHERE id = 'r3'",
+        "UPDATE runs SET item = 'D-7' WHERE id = 'r4'",  # moves a run: both items change
+        "DELETE FROM runs WHERE id = 'r0'",
+        "UPDATE audits SET level = 'claimed' WHERE item = 'D-2'",
+        "DELETE FROM rounds WHERE item = 'D-3'",  # its only round: D-3 stays (an items row), newest_round gone
+        # an audit of an item the ledger has no row for lists nothing, as activity_for's ids; its items row does
+        "INSERT INTO audits (item, level, by, at) VALUES ('D-8', 'verified', 'codex', '2026-01-05T00:00:00.000Z')",
+        "INSERT INTO items (id, number) VALUES ('D-8', 8)",
+        "DELETE FROM runs WHERE item = 'D-7'",
+    ]
+    for sql in writes:
+        with ledger.write():
+            ledger.conn.execute(sql)
+        _agrees_with_activity_for(ledger)
+    assert ledger.activity()["D-8"]["approval_level"] == "verified"
+    assert ledger.activity()["D-3"]["newest_round"] is None and "D-7" not in ledger.activity()
+
+
+def test_migration_0007_fills_the_activity_table_for_a_ledger_that_has_rows(tmp_path, monkeypatch):
+    from drover import migrations as migrations_module
+
+    path = tmp_path / ".drover" / "ledger.db"
+    before = MIGRATIONS[:MIGRATIONS.index(next(m for m in MIGRATIONS if m[0] == "0007_activity"))]
+    monkeypatch.setattr(migrations_module, "MIGRATIONS", before)
+    monkeypatch.setattr(ledger_module, "MIGRATIONS", before)
+    with Ledger(path) as old:
+        _seed_activity(old)
+        assert "activity" not in dump(path)
+    monkeypatch.undo()
+    with Ledger(path) as migrated:
+        assert dump(path)["activity"]
+        _agrees_with_activity_for(migrated)
