@@ -183,14 +183,16 @@ def parse_item(text: str, path: Path, prefix: str, *, expected_id: str | None = 
     return Item(id=item_id, path=path, meta=meta, body=body, text=text, body_offset=offset, bad_deps=bad)
 
 
-def read_summary(path: str, name: str, prefix: str) -> tuple[str, str, str, tuple[str, ...], dict[str, Any], str]:
+def read_summary(path: str, name: str, prefix: str,
+                 data: bytes | None = None) -> tuple[str, str, str, tuple[str, ...], dict[str, Any], str]:
     """What the catalogue keeps of an item file: id, title, kind, deps, frontmatter, Changes section.
 
     read_item's reading and checks without an Item or a Path (the catalogue parses every file
-    of a changed project in one loop); raises Unreadable as read_item does.
+    of a changed project in one loop); raises Unreadable as read_item does. `data`: the file's
+    bytes when the caller has read them already.
     """
     try:
-        text = _read_bytes(path).decode("utf-8")
+        text = (_read_bytes(path) if data is None else data).decode("utf-8")
     except FileNotFoundError:
         raise Unreadable(MISSING) from None
     except (OSError, UnicodeDecodeError) as exc:

@@ -435,6 +435,6 @@ def open_ledger(path: Path) -> Ledger:
 
 # The metadata cache's columns, in the order cached_files gives and store_files takes them.
 CACHE_COLUMNS = ("path", "size", "mtime_ns", "id", "title", "kind", "deps", "meta", "outstanding", "cleared",
-                 "unreadable", "detail", "line")
+                 "unreadable", "detail", "line", "digest")
 _CACHE_SELECT = ", ".join(f'"{name}"' for name in CACHE_COLUMNS)
 _ACTIVITY_SELECT = ", ".join(ACTIVITY_KEYS)

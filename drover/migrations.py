@@ -104,12 +104,17 @@ def _activity(db: "sqlite_utils.Database") -> None:
     create_activity_table(db.execute)
 
 
+def _item_files_digest(db: "sqlite_utils.Database") -> None:
+    # A digest of the file's bytes (drover/status.py): a file touched but unchanged is not parsed again.
+    db["item_files"].add_column("digest", str)
+
+
 # Named migrations, applied in this order by Ledger._migrate and nowhere else. Append only.
 MIGRATIONS: tuple[tuple[str, Any], ...] = (
     ("0001_initial", _initial), ("0002_run_pid_start", _run_pid_start),
     ("0003_approval_heads", _approval_heads), ("0004_run_usage", _run_usage),
     ("0005_intents", _intents), ("0006_run_node", _run_node),
-    ("0007_activity", _activity),
+    ("0007_activity", _activity), ("0008_item_files_digest", _item_files_digest),
 )
 
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import gc
+import hashlib
 import json
 import os
 from contextlib import contextmanager
@@ -81,9 +82,9 @@ class AuditProvenance:
     weak: bool = True
 
 
-def _entry_from_file(folder: str, name: str, rel: str, prefix: str) -> Entry:
+def _entry_from_file(folder: str, name: str, rel: str, prefix: str, data: bytes | None = None) -> Entry:
     try:
-        item_id, title, kind, deps, meta, changes = itemfile.read_summary(os.path.join(folder, name), name, prefix)
+        item_id, title, kind, deps, meta, changes = itemfile.read_summary(os.path.join(folder, name), name, prefix, data)
     except Unreadable as exc:
         return Entry(name[:-3] or name, rel, unreadable=exc.wording, detail=exc.detail, line=exc.line)
     cleared = itemfile.is_cleared(changes)
@@ -94,10 +95,24 @@ def _entry_from_file(folder: str, name: str, rel: str, prefix: str) -> Entry:
     return Entry(item_id, rel, title, kind, deps, meta_json, bool(changes.strip()) and not cleared, cleared)
 
 
-def _cache_row(entry: Entry, stat: os.stat_result) -> tuple:
-    """The item_files row (Ledger.CACHE_COLUMNS) for an entry parsed from a file with this stat."""
+def _cache_row(entry: Entry, stat: os.stat_result, digest: str | None = None) -> tuple:
+    """The item_files row (Ledger.CACHE_COLUMNS) for an entry parsed from a file with this stat and digest."""
     return (entry.rel, stat.st_size, stat.st_mtime_ns, entry.id, entry.title, entry.kind, json.dumps(list(entry.deps)),
-            entry.meta_json, int(entry.outstanding), int(entry.cleared), entry.unreadable, entry.detail, entry.line)
+            entry.meta_json, int(entry.outstanding), int(entry.cleared), entry.unreadable, entry.detail, entry.line,
+            digest)
+
+
+def _digest(data: bytes) -> str:
+    """What the cache keeps of a file's bytes, to know a touched file (same bytes, new mtime) unchanged."""
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+def _read(path: str) -> bytes | None:
+    """The file's bytes; None when it cannot be read (the parse then says why)."""
+    try:
+        return itemfile._read_bytes(path)
+    except OSError:
+        return None
 
 
 def _entry_from_cache(row: Any) -> Entry:
@@ -121,10 +136,13 @@ CACHE_BATCH = 2000
 
 
 def catalogue(project: Project, ledger: Ledger) -> dict[str, Entry]:
-    """Every item file, by id (its file name), parsing only files whose size or mtime changed.
+    """Every item file, by id (its file name), parsing only files whose bytes changed.
 
-    The loop runs once per file at 50,000 items: names and stats come from one scandir, no
-    Path is made, and fresh cache rows are written in batches as they come.
+    A file whose size and mtime are its cache row's is not read. One with a new mtime is read,
+    and parsed only when its bytes' digest differs from the row's (a checkout or a touch gives
+    every file a new mtime and few new bytes); the row then takes the new mtime. The loop runs
+    once per file at 50,000 items: names and stats come from one scandir, no Path is made, and
+    fresh cache rows are written in batches as they come.
     """
     cache = ledger.cached_files()
     prefix = project.config.prefix
@@ -149,8 +167,14 @@ def catalogue(project: Project, ledger: Ledger) -> dict[str, Entry]:
         if row is not None and row[1] == stat.st_size and row[2] == stat.st_mtime_ns:
             entries[name[:-3]] = _entry_from_cache(row)
             continue
-        made = entries[name[:-3]] = _entry_from_file(folder, name, rel, prefix)
-        fresh.append(_cache_row(made, stat))
+        data = _read(folder + os.sep + name)
+        digest = None if data is None else _digest(data)
+        if row is not None and digest is not None and row[13] == digest and row[1] == stat.st_size:
+            entries[name[:-3]] = _entry_from_cache(row)
+            fresh.append((*row[:2], stat.st_mtime_ns, *row[3:]))
+        else:
+            made = entries[name[:-3]] = _entry_from_file(folder, name, rel, prefix, data)
+            fresh.append(_cache_row(made, stat, digest))
         if len(fresh) >= CACHE_BATCH:
             ledger.store_files(fresh)
             fresh = []
@@ -173,8 +197,9 @@ def entry(project: Project, ledger: Ledger, item_id: str) -> Entry:
     row = ledger.cached_files_for([rel]).get(rel)
     if row and row[1] == stat.st_size and row[2] == stat.st_mtime_ns:
         return _entry_from_cache(row)
-    found = _entry_from_file(str(path.parent), path.name, rel, project.config.prefix)
-    ledger.store_files([_cache_row(found, stat)])
+    data = _read(str(path))
+    found = _entry_from_file(str(path.parent), path.name, rel, project.config.prefix, data)
+    ledger.store_files([_cache_row(found, stat, None if data is None else _digest(data))])
     return found
 
 

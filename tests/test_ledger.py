@@ -35,7 +35,7 @@ EXPECTED_COLUMNS = {
     "dispositions": ["id", "item", "issue", "disposition", "by", "note", "at", "applied"],
     "items": ["id", "number", "created_at", "done", "done_at", "parked", "parked_reason", "parked_at"],
     "item_files": ["path", "size", "mtime_ns", "id", "title", "kind", "deps", "meta", "outstanding",
-                   "cleared", "unreadable", "detail", "line"],
+                   "cleared", "unreadable", "detail", "line", "digest"],
     "events": ["id", "at", "command", "item", "by", "detail"],
 }
 EXPECTED_COLUMNS["intents"] = ["id", "command", "item", "path", "text", "old_sha256", "at"]
@@ -274,7 +274,7 @@ def test_the_cache_is_keyed_by_path_size_and_mtime(tmp_path, monkeypatch):
         parsed: list[str] = []
         real = itemfile.read_summary
         monkeypatch.setattr(itemfile, "read_summary",
-                            lambda path, name, prefix: parsed.append(path) or real(path, name, prefix))
+                            lambda path, name, prefix, data=None: parsed.append(path) or real(path, name, prefix, data))
         catalogue(project, opened)
         assert parsed == []
 
@@ -290,6 +290,12 @@ def test_the_cache_is_keyed_by_path_size_and_mtime(tmp_path, monkeypatch):
         os.utime(one, ns=(stamp, stamp))
         assert catalogue(project, opened)["D-1"].title == "one, RENAMED"
         assert opened.cached_files()["items/D-1.md"]["mtime_ns"] == stamp
+
+        # a new mtime on the same bytes (a touch, a checkout): read, not parsed; the row takes the mtime
+        parsed.clear()
+        os.utime(one, ns=(stamp + 10**9, stamp + 10**9))
+        assert catalogue(project, opened)["D-1"].title == "one, RENAMED"
+        assert parsed == [] and opened.cached_files()["items/D-1.md"]["mtime_ns"] == stamp + 10**9
 
         # a deleted file's row goes
         project.item_path("D-2").unlink()
