@@ -6,7 +6,7 @@ import sys
 import click
 
 from .cli import cli, echo_json, json_option, opened
-from .cli_templates import show_prompt
+from .fastpath import show_prompt
 from .cliparts import ITEM_ID
 from .vocabulary import EXECUTORS
 
