@@ -8,7 +8,6 @@ subreaper, so an orphaned descendant is re-parented to drover (and reaped by it)
 """
 from __future__ import annotations
 
-import ctypes
 import os
 import signal
 import subprocess
@@ -93,6 +92,8 @@ def become_subreaper() -> bool:
     if not sys.platform.startswith("linux"):
         return False
     try:
+        import ctypes  # here: ctypes costs a few ms, and only a launch needs it
+
         libc = ctypes.CDLL(None, use_errno=True)
         return libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
     except (OSError, AttributeError):

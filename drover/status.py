@@ -5,17 +5,19 @@ import json
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import git
 from . import items as itemfile
 from . import usage
-from .agents import run_alive
 from .errors import UsageError
-from .fields import Dep
 from .items import Unreadable
 from .ledger import LEVELS, Ledger
+from .procs import run_alive
 from .project import Project
+
+if TYPE_CHECKING:
+    from .fields import Dep
 
 
 class State(StrEnum):
@@ -357,6 +359,8 @@ def describe_deps(project: Project, ledger: Ledger, dep_ids) -> list[tuple[Dep, 
 
     A dep that is not an id has no entry. `show` and the template data both describe deps so.
     """
+    from .fields import Dep  # here: the template types cost the commands that never build deps
+
     pattern = itemfile.id_pattern(project.config.prefix)
     described: list[tuple[Dep, Entry | None]] = []
     for dep_id in dict.fromkeys(dep_ids):
