@@ -16,11 +16,10 @@ from typing import Any
 
 from .errors import ConfigError, did_you_mean
 from .presets import PRESET_NAMES as PRESETS
-from .trackers import BACKENDS
-from .vocabulary import EXECUTORS, GUIDANCE_LEVELS, PREFIX_PATTERN, SLOTS
+from .vocabulary import EXECUTORS, GUIDANCE_LEVELS, PREFIX_PATTERN, SLOTS, TRACKERS
 
 CONFIG_FILE = "drover.toml"
-TRACKER_BACKENDS = tuple(BACKENDS)
+TRACKER_BACKENDS = TRACKERS  # the names only: the backends' modules are loaded when one is opened
 # [verify] is an open table of key -> command string; `default` always exists.
 VERIFY_DEFAULT = {"default": "make test"}
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sys
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, Iterator, NamedTuple
+from typing import TYPE_CHECKING, Any, Iterator
 
 from .vocabulary import GUIDANCE_LEVELS, LEVELS, TEMPLATE_SLOTS
 
@@ -213,23 +213,35 @@ def _prompt(item_id: str, slot: str, guidance: str | None, diff_guidance: bool, 
 # --- the fast path: plain command lines only, everything else is click's ---------------------
 
 
-class Option(NamedTuple):
-    param: str
-    choices: tuple[str, ...] | None = None  # None: any text
-    item_id: bool = False  # converted as the ITEM_ID parameter type converts
-    multiple: bool = False
+class Option:
+    """One option that takes a value, as its click declaration reads."""
+
+    __slots__ = ("param", "choices", "item_id", "multiple")
+
+    def __init__(self, param: str, choices: tuple[str, ...] | None = None, *, item_id: bool = False,
+                 multiple: bool = False) -> None:
+        self.param = param
+        self.choices = choices  # None: any text
+        self.item_id = item_id  # converted as the ITEM_ID parameter type converts
+        self.multiple = multiple
 
 
-class Spec(NamedTuple):
-    """A command as its click declaration reads, less what the fast path leaves to click."""
+class Spec:
+    """A command as its click declaration reads, less what the fast path leaves to click.
+    (Plain classes: a NamedTuple costs this module's import a millisecond.)"""
 
-    body: Any
-    positionals: tuple[str, ...]  # their params, in order; the first `required` must be given
-    required: int
-    options: dict[str, Option]
-    flags: dict[str, str]  # --flag -> param
-    must: tuple[str, ...] = ()  # required options' params
-    defaults: tuple[tuple[str, Any], ...] = ()
+    __slots__ = ("body", "positionals", "required", "options", "flags", "must", "defaults")
+
+    def __init__(self, body: Any, positionals: tuple[str, ...], required: int, options: dict[str, Option],
+                 flags: dict[str, str], *, must: tuple[str, ...] = (),
+                 defaults: tuple[tuple[str, Any], ...] = ()) -> None:
+        self.body = body
+        self.positionals = positionals  # their params, in order; the first `required` must be given
+        self.required = required
+        self.options = options
+        self.flags = flags  # --flag -> param
+        self.must = must  # required options' params
+        self.defaults = defaults
 
 
 SPECS: dict[str, Spec] = {

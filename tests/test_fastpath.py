@@ -141,3 +141,46 @@ def test_the_fast_specs_agree_with_the_click_declarations():
 ])
 def test_lines_the_fast_path_does_not_read_go_to_click(args):
     assert fastpath.parse(args) is None
+
+
+def test_the_highest_number_on_disk_reads_names_as_before(tmp_path):
+    """`new`'s floor from one regex pass over ASCII names equals the name-by-name reading it replaced."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from drover.writes import _highest_on_disk
+
+    def by_name(names: list[str], prefix: str) -> int:
+        start = len(prefix)
+        numbers = [name[start:-3] for name in names
+                   if name.startswith(prefix) and name.endswith(".md") and name[start:-3].isdigit()]
+        return max((int(number) for number in numbers if number[0] != "0"), default=0)
+
+    class Project:  # the two attributes _highest_on_disk reads
+        def __init__(self, folder: Path) -> None:
+            self.items_dir = folder
+            self.config = type("Config", (), {"prefix": "D"})()
+
+    part = st.sampled_from(["D-", "D", "d-", "E-", "D-0", "D--", "", "x"])
+    digits = st.text("0123456789", max_size=4)
+    suffix = st.sampled_from([".md", ".md.bak", ".txt", "", ".MD"])
+    names = st.lists(st.builds(lambda a, b, c: a + b + c, part, digits, suffix).filter(
+        lambda name: name not in ("", ".", "..") and "/" not in name), unique=True, max_size=12)
+    folders = iter(range(10_000))
+
+    @settings(max_examples=60, deadline=None)
+    @given(names)
+    def check(listed: list[str]) -> None:
+        folder = tmp_path / str(next(folders))
+        folder.mkdir()
+        for name in listed:
+            (folder / name).write_text("")
+        assert _highest_on_disk(Project(folder)) == by_name(listed, "D-")
+
+    check()
+    assert _highest_on_disk(Project(tmp_path / "absent")) == 0
+    other = tmp_path / "other"
+    other.mkdir()
+    for name in ("D-2.md", "D-\u0663\u0663.md", "D-é.md"):  # Arabic-Indic 33: read name by name, as before
+        (other / name).write_text("")
+    assert _highest_on_disk(Project(other)) == 33

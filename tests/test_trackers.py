@@ -489,8 +489,10 @@ def test_config_accepts_exactly_the_registered_backends(tmp_path):
     from drover.config import parse_config
     from drover.errors import ConfigError
     from drover.trackers import BACKENDS
+    from drover.vocabulary import TRACKERS
 
     assert list(BACKENDS) == ["none", "file", "github"]
+    assert tuple(BACKENDS) == TRACKERS  # what config.py validates against without loading the backends
     for name, backend in BACKENDS.items():
         config = parse_config({"tracker": {"backend": name}})
         opened = open_tracker(config.tracker, tmp_path)

@@ -1,7 +1,8 @@
 """Tracker backends behind one small interface; `BACKENDS` names them and `open_tracker` picks one.
 
 Adding a backend: its module (a class with `name`, `writes_back`, `from_config` and the
-Tracker methods) and one entry in BACKENDS. config.py validates `[tracker] backend` against it.
+Tracker methods), one entry in BACKENDS and its name in vocabulary.TRACKERS, which config.py
+validates `[tracker] backend` against without importing the backends.
 """
 from __future__ import annotations
 
