@@ -17,7 +17,7 @@ from .procs import run_alive
 from .project import Project
 
 if TYPE_CHECKING:
-    from .fields import Dep
+    from .deps import Dep
 
 
 class State(StrEnum):
@@ -359,7 +359,7 @@ def describe_deps(project: Project, ledger: Ledger, dep_ids) -> list[tuple[Dep, 
 
     A dep that is not an id has no entry. `show` and the template data both describe deps so.
     """
-    from .fields import Dep  # here: the template types cost the commands that never build deps
+    from .deps import Dep  # not fields.py: show would build every template type
 
     pattern = itemfile.id_pattern(project.config.prefix)
     described: list[tuple[Dep, Entry | None]] = []
