@@ -9,7 +9,6 @@ deleted. A kill at any point leaves either nothing done or an intent the next co
 """
 from __future__ import annotations
 
-import hashlib
 import os
 import threading
 from dataclasses import dataclass
@@ -182,6 +181,8 @@ def request_changes(project: Project, ledger: Ledger, item_id: str, findings: st
     _writable(project, project.item_path(item_id))
     by = actor(project, ledger)
     written = itemfile.as_findings(findings.strip("\n") + "\n")
+    import hashlib  # here: it loads OpenSSL, which the writes that hash nothing need not pay for
+
     digest = hashlib.sha256(written.encode("utf-8")).hexdigest()
     cap = project.config.max_rounds
     log = _review_log(ledger)
