@@ -147,13 +147,13 @@ def _highest_on_disk(project: Project) -> int:
         names = os.listdir(project.items_dir)
     except (FileNotFoundError, NotADirectoryError):
         return 0
-    joined = "\0".join(names)  # a file name holds no NUL
+    joined = "\0" + "\0".join(names) + "\0"  # a file name holds no NUL
     if joined.isascii():
         # the common case, in one regex pass over the names: at 50,000 items a loop in Python
         # is tens of ms. Digits without a leading zero: the longest, then the greatest, is the highest.
         import re
 
-        found = re.findall(f"(?:^|\0){re.escape(prefix)}([1-9][0-9]*)\\.md(?=\0|$)", joined)
+        found = re.findall(f"\0{re.escape(prefix)}([1-9][0-9]*)\\.md(?=\0)", joined)
         if not found:
             return 0
         longest = max(map(len, found))
