@@ -2,16 +2,21 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import NoReturn
+from types import FrameType
+from typing import Any, NoReturn, TypeVar
 
 import click
 
 from .cliparts import ITEM_ID
 from .errors import DroverError
 # The shared helpers live in fastpath.py, beside the bodies of the commands it runs without click.
-from .fastpath import echo_json, echo_outcome, opened, read_text_arg  # noqa: F401 - the other CLI modules use them
+from .fastpath import echo_json, echo_outcome, opened
 from .vocabulary import DISPOSITIONS, LEVELS
+
+# what an option decorator takes and gives back: the command function, its type unchanged
+Decorated = TypeVar("Decorated", bound=Callable[..., Any])
 
 COLOR_CHOICES = click.Choice(["auto", "always", "never"])
 STATE_CHOICES = ("ready", "blocked", "running", "in review", "changes requested", "approved", "parked", "done",
@@ -32,7 +37,7 @@ class DroverGroup(click.Group):
 
         format_sections(self, ctx, formatter)
 
-    def invoke(self, ctx: click.Context):
+    def invoke(self, ctx: click.Context) -> Any:
         import sqlite3
 
         try:
@@ -92,7 +97,7 @@ def cli(ctx: click.Context, color: str) -> None:
     ctx.color = use_color(color, sys.stdout)
 
 
-def _terminated(signum, frame) -> None:
+def _terminated(signum: int, frame: FrameType | None) -> None:
     # SIGTERM ends a launch the way Ctrl-C does: the agent's process group goes, the run is recorded.
     raise KeyboardInterrupt
 
@@ -109,7 +114,7 @@ def main() -> None:
     cli(prog_name="drover")
 
 
-def json_option(func):
+def json_option(func: Decorated) -> Decorated:
     return click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")(func)
 
 

@@ -6,8 +6,8 @@ from typing import Any
 
 import click
 
-from .cli import COLOR_CHOICES, cli, echo_json, json_option, opened
-from .fastpath import show_prompt
+from .cli import COLOR_CHOICES, cli, json_option
+from .fastpath import echo_json, opened, show_prompt
 from .cliparts import ITEM_ID, complete_blocks
 from .vocabulary import GUIDANCE_LEVELS, SLOTS, TEMPLATE_SLOTS
 

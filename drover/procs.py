@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import time
+from typing import Any
 
 PR_SET_CHILD_SUBREAPER = 36
 
@@ -54,7 +55,7 @@ def process_start(pid: int) -> str:
     return fields[19] if fields and len(fields) > 19 else ""
 
 
-def run_alive(run: dict) -> bool:
+def run_alive(run: dict[str, Any]) -> bool:
     """An unfinished run whose agent is still that same process (a reused pid is not it)."""
     if run.get("finished") or not pid_alive(run.get("pid")):
         return False
@@ -95,7 +96,8 @@ def become_subreaper() -> bool:
         import ctypes  # here: ctypes costs a few ms, and only a launch needs it
 
         libc = ctypes.CDLL(None, use_errno=True)
-        return libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+        answer: int = libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+        return answer == 0
     except (OSError, AttributeError):
         return False
 
@@ -147,7 +149,7 @@ def _reap(pgid: int, pids: set[int]) -> None:
                 pass
 
 
-def end_run_processes(proc: subprocess.Popen, grace: float, marker: tuple[str, str] | None = None) -> None:
+def end_run_processes(proc: subprocess.Popen[bytes], grace: float, marker: tuple[str, str] | None = None) -> None:
     """End the agent's process group and every process carrying the run's marker in its environment.
 
     SIGTERM first, then SIGKILL to whatever is left after `grace` seconds; a second Ctrl-C

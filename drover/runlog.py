@@ -16,7 +16,7 @@ FOLLOW_POLL = 0.25
 
 def pick_run(project: Project, ledger: Ledger, item_id: str, run_id: str | None) -> dict[str, Any]:
     """The named run of the item, or its newest; a usage error when there is none."""
-    runs = show_item(project, ledger, item_id)["runs"]
+    runs: list[dict[str, Any]] = show_item(project, ledger, item_id)["runs"]
     if not runs:
         raise UsageError(f"{item_id} has no runs yet")
     if run_id is None:

@@ -24,8 +24,5 @@ ANY_ID_PATTERN = PREFIX_PATTERN + r"-[0-9]+"
 # What `finish` does with an issue the item closes.
 DISPOSITIONS = ("close", "comment", "keep")
 
-# Where issues live (`[tracker] backend`); drover/trackers/ has one module each, BACKENDS in this order.
-TRACKERS = ("none", "file", "github")
-
 # Where agent runs execute (`[run] executor`, `drive --executor`); drover/executors/ has one module each.
 EXECUTORS = ("local", "ray")
