@@ -262,10 +262,9 @@ def show(item_id: str, as_json: bool) -> None:
 def request_changes(item_id: str, file: str | None) -> None:
     """Replace the item's Changes section with findings and record a round."""
     from .outbox import perform
-    from .status import require_item
 
     with opened() as (project, ledger):
-        require_item(project, item_id)  # a missing item is said before anything about the findings
+        project.require_item(item_id)  # a missing item is said before anything about the findings
         findings = read_text_arg(file)
         echo_outcome(perform(project, ledger, "request-changes", item_id=item_id, findings=findings))
 

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 from .errors import DroverError
 from .journal import Journal, _nonempty, sha256  # noqa: F401 - sha256: the ledger's API
 from .migrations import MIGRATION_SET, MIGRATIONS, migrations  # noqa: F401 - ledger_io and tests read them here
+from .rows import AUDIT_COLUMNS, ROUND_COLUMNS, RUN_COLUMNS, Audit, NewRun, Round, Run
 from .vocabulary import LEVELS  # noqa: F401 - status and review read it from here
 
 if TYPE_CHECKING:
@@ -123,8 +124,11 @@ class Ledger(Journal):
         cursor = self.conn.execute(f'{verb} INTO "{table}" ({columns}) VALUES ({marks})', list(row.values()))
         return cursor.lastrowid or 0
 
-    def _rows(self, sql: str, params: tuple | list = ()) -> list[dict[str, Any]]:
+    def _rows(self, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
         return [dict(row) for row in self.conn.execute(sql, params)]
+
+    def _runs(self, where: str, params: Sequence[Any] = ()) -> list[Run]:
+        return [Run.from_row(row) for row in self.conn.execute(f"SELECT {RUN_COLUMNS} FROM runs {where}", params)]
 
     # items --------------------------------------------------------------------------------
 
@@ -216,15 +220,10 @@ class Ledger(Journal):
 
     # runs ----------------------------------------------------------------------------------
 
-    def start_run(self, run: dict[str, Any]) -> None:
-        row = dict(run)
-        for key in ("argv", "base_hashes"):
-            if key in row and not isinstance(row[key], str):
-                row[key] = json.dumps(row[key])
-        row.setdefault("started", now())
+    def start_run(self, run: NewRun) -> None:
         with self.write():
-            self._ensure_item(row["item"])
-            self._insert("runs", row)
+            self._ensure_item(run.item)
+            self._insert("runs", run.as_row(now()))
 
     def set_run_pid(self, run_id: str, pid: int, started: str = "") -> None:
         with self.write():
@@ -271,19 +270,15 @@ class Ledger(Journal):
         finally:
             copy.close()
 
-    def run(self, run_id: str) -> dict[str, Any] | None:
-        rows = self._rows("SELECT * FROM runs WHERE id = ?", (run_id,))
-        return _decode_run(rows[0]) if rows else None
+    def run(self, run_id: str) -> Run | None:
+        found = self._runs("WHERE id = ?", (run_id,))
+        return found[0] if found else None
 
-    def runs(self, item_id: str, slot: str | None = None) -> list[dict[str, Any]]:
+    def runs(self, item_id: str, slot: str | None = None) -> list[Run]:
         """An item's runs, oldest first, optionally of one slot."""
         if slot:
-            rows = self._rows(
-                "SELECT * FROM runs WHERE item = ? AND slot = ? ORDER BY started, rowid", (item_id, slot)
-            )
-        else:
-            rows = self._rows("SELECT * FROM runs WHERE item = ? ORDER BY started, rowid", (item_id,))
-        return [_decode_run(row) for row in rows]
+            return self._runs("WHERE item = ? AND slot = ? ORDER BY started, rowid", (item_id, slot))
+        return self._runs("WHERE item = ? ORDER BY started, rowid", (item_id,))
 
     def activity(self) -> dict[str, dict[str, Any]]:
         """Per item, what its state needs: the last implementing run, newest round, newest approval."""
@@ -297,8 +292,8 @@ class Ledger(Journal):
         )
         return self._rows(sql, (item_id,))[0]
 
-    def unfinished_runs(self) -> list[dict[str, Any]]:
-        return [_decode_run(row) for row in self._rows("SELECT * FROM runs WHERE finished IS NULL")]
+    def unfinished_runs(self) -> list[Run]:
+        return self._runs("WHERE finished IS NULL")
 
     def authors(self, item_id: str) -> list[str]:
         """The agent identities of implementing runs plus the `by` of claimed audits."""
@@ -316,8 +311,9 @@ class Ledger(Journal):
 
     # rounds --------------------------------------------------------------------------------
 
-    def rounds(self, item_id: str) -> list[dict[str, Any]]:
-        return self._rows("SELECT * FROM rounds WHERE item = ? ORDER BY number", (item_id,))
+    def rounds(self, item_id: str) -> list[Round]:
+        return [Round(*row) for row in
+                self.conn.execute(f"SELECT {ROUND_COLUMNS} FROM rounds WHERE item = ? ORDER BY number", (item_id,))]
 
     def round_summary(self) -> dict[str, dict[str, int]]:
         """Per item: how many rounds, how many uncleared, the newest number (for check)."""
@@ -370,11 +366,9 @@ class Ledger(Journal):
                  "authors": json.dumps(authors), "head": head}
             )
 
-    def audits(self, item_id: str) -> list[dict[str, Any]]:
-        rows = self._rows("SELECT * FROM audits WHERE item = ? ORDER BY at, id", (item_id,))
-        for row in rows:
-            row["authors"] = json.loads(row["authors"] or "[]")
-        return rows
+    def audits(self, item_id: str) -> list[Audit]:
+        return [Audit.from_row(row) for row in
+                self.conn.execute(f"SELECT {AUDIT_COLUMNS} FROM audits WHERE item = ? ORDER BY at, id", (item_id,))]
 
     def add_disposition(self, item_id: str, issue: int, disposition: str, by: str, note: str) -> None:
         with self.write():
@@ -409,13 +403,6 @@ class Ledger(Journal):
         if item_id is None:
             return self._rows("SELECT * FROM events ORDER BY id")
         return self._rows("SELECT * FROM events WHERE item = ? ORDER BY id", (item_id,))
-
-
-def _decode_run(row: dict[str, Any]) -> dict[str, Any]:
-    row = dict(row)
-    row["argv"] = json.loads(row["argv"]) if row.get("argv") else []
-    row["base_hashes"] = json.loads(row["base_hashes"]) if row.get("base_hashes") else {}
-    return row
 
 
 def open_ledger(path: Path) -> Ledger:

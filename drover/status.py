@@ -5,17 +5,17 @@ import json
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable, Sequence
 
 from . import git
 from . import items as itemfile
 from . import usage
 from .agents import run_alive
-from .errors import UsageError
 from .fields import Dep
 from .items import Unreadable
 from .ledger import LEVELS, Ledger
-from .project import Project
+from .project import Project, missing_item, not_an_id
+from .rows import Audit, Round, Run
 
 
 class State(StrEnum):
@@ -170,7 +170,7 @@ def _sort_key(item_id: str, prefix: str) -> tuple[int, str]:
     return (1 << 62, item_id)
 
 
-def audit_provenance(audits: list[dict[str, Any]], authors: list[str] | tuple[str, ...] = ()) -> AuditProvenance:
+def audit_provenance(audits: Sequence[Audit], authors: Sequence[str] = ()) -> AuditProvenance:
     """The audit that best confirms an item, and whether nothing independent confirms it (Weak).
 
     Independent: at `reviewed` or above, by someone who is not one of the item's authors (those
@@ -181,16 +181,16 @@ def audit_provenance(audits: list[dict[str, Any]], authors: list[str] | tuple[st
     if not audits:
         return AuditProvenance()
 
-    def rank(row: dict[str, Any]) -> tuple[int, str, int]:
-        return (LEVELS.index(row["level"]), row["at"], row["id"])
+    def rank(row: Audit) -> tuple[int, str, int]:
+        return (LEVELS.index(row.level), row.at, row.id)
 
     independent = [
         row for row in audits
-        if LEVELS.index(row["level"]) >= LEVELS.index("reviewed")
-        and row["by"] not in {*(row.get("authors") or []), *authors}
+        if LEVELS.index(row.level) >= LEVELS.index("reviewed")
+        and row.by not in {*row.authors, *authors}
     ]
     best = max(independent or audits, key=rank)
-    return AuditProvenance(level=best["level"], by=best["by"] or "", weak=not independent)
+    return AuditProvenance(level=best.level, by=best.by or "", weak=not independent)
 
 
 def last_implement(activity: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -227,6 +227,14 @@ def run_trouble(run: dict[str, Any] | None, live: bool, approval_at: str = "") -
     if approval_at and approval_at > (ended or run.get("started") or ""):
         return None, ""
     return state, why
+
+
+def unfinished_work(runs: Sequence[Run], audits: Sequence[Audit]) -> tuple[State | None, str]:
+    """run_trouble for the newest implementing run of `runs`, against the newest approval of `audits`:
+    what compute_state reads from the activity query, from an item's rows already read."""
+    last = next((run for run in reversed(runs) if run.slot == "implement"), None)
+    approvals = [audit.at for audit in audits if audit.level in ("reviewed", "verified")]
+    return run_trouble(last.as_json() if last else None, False, approvals[-1] if approvals else "")
 
 
 def approval_current(activity: dict[str, Any] | None) -> bool:
@@ -291,7 +299,7 @@ def list_items(project: Project, ledger: Ledger) -> list[Listed]:
     entries = catalogue(project, ledger)
     rows = ledger.item_rows()
     activity = ledger.activity()
-    live = {run["item"] for run in ledger.unfinished_runs() if run_alive(run)}
+    live = {run.item for run in ledger.unfinished_runs() if run_alive(run)}
     done = {item_id for item_id, row in rows.items() if row.get("done")}
     heads = git.branch_heads(project.root) if activity else {}
     pattern = itemfile.id_pattern(project.config.prefix)
@@ -318,41 +326,7 @@ def is_ready(listed: Listed) -> bool:
     return listed.state not in NOT_DRIVEN | {State.BLOCKED, State.APPROVED} and listed.deps_done
 
 
-def not_an_id(project: Project, word: str) -> UsageError:
-    """The usage error for a word that is not an item id of this project."""
-    return UsageError(f"{word} {itemfile.NOT_AN_ID} (ids look like {project.config.prefix}-1)")
-
-
-def missing_item(project: Project, ledger: Ledger | None, item_id: str) -> UsageError:
-    """`no item D-13 (did you mean D-12?)`: the nearest id with a file or a ledger row."""
-    from .ids import no_item
-
-    known = ledger.item_rows().keys() if ledger is not None else ()
-    return no_item(item_id, project.relpath(project.item_path(item_id)), project.items_dir,
-                   project.config.prefix, known)
-
-
-def require_item(project: Project, item_id: str) -> itemfile.Item:
-    """The parsed item, or a one-line error naming file and line (exit 2)."""
-    if itemfile.id_number(item_id, project.config.prefix) is None:
-        raise not_an_id(project, item_id)
-    path = project.item_path(item_id)
-    try:
-        return itemfile.read_item(path, project.config.prefix)
-    except Unreadable as exc:
-        if exc.wording == itemfile.MISSING:
-            raise missing_item(project, None, item_id) from None
-        detail = f" ({exc.detail})" if exc.detail else ""
-        raise itemfile_error(project, path, exc, item_id, detail) from None
-
-
-def itemfile_error(project: Project, path: Path, exc: Unreadable, item_id: str, detail: str):
-    from .errors import ItemError
-
-    return ItemError(f"{item_id} {exc.wording}{detail}", path=project.relpath(path), line=exc.line)
-
-
-def describe_deps(project: Project, ledger: Ledger, dep_ids) -> list[tuple[Dep, Entry | None]]:
+def describe_deps(project: Project, ledger: Ledger, dep_ids: Iterable[str]) -> list[tuple[Dep, Entry | None]]:
     """Each dep once: done (the ledger), readable (its file, through the cache), its best audit.
 
     A dep that is not an id has no entry. `show` and the template data both describe deps so.
@@ -373,39 +347,83 @@ def describe_deps(project: Project, ledger: Ledger, dep_ids) -> list[tuple[Dep, 
     return described
 
 
-def show_item(project: Project, ledger: Ledger, item_id: str) -> dict[str, Any]:
-    """Everything the ledger and the file say of one item, as plain data (show and show --json)."""
+@dataclass(frozen=True)
+class ItemState:
+    """One item's state and the ledger rows it was computed from: what drive asks once per pass."""
+
+    id: str
+    entry: Entry
+    state: State
+    reason: str  # why, for interrupted, failed and in review; "" otherwise (as show says it)
+    row: dict[str, Any]  # the item's row of `items`
+    runs: tuple[Run, ...]
+    rounds: tuple[Round, ...]
+    deps: tuple[tuple[Dep, Entry | None], ...]
+    branch: str = ""
+    head: str = ""
+    approved_head: str = ""
+
+    @property
+    def parked(self) -> bool:
+        return bool(self.row.get("parked"))
+
+    @property
+    def parked_reason(self) -> str:
+        return str(self.row.get("parked_reason") or "")
+
+    @property
+    def usage(self) -> dict[str, Any]:
+        """Tokens in and out, cost and tool calls over the item's runs (drover/usage.py)."""
+        return usage_total(self.runs)
+
+    @property
+    def log(self) -> str:
+        """The newest run's agent log ("" before any run)."""
+        return (self.runs[-1].log_path or "") if self.runs else ""
+
+
+def item_state(project: Project, ledger: Ledger, item_id: str) -> ItemState:
+    """The item's state, from its file (through the cache), its ledger rows and its branch head."""
     found = entry(project, ledger, item_id)
-    if found.unreadable == itemfile.MISSING and not ledger.runs(item_id) and not ledger.rounds(item_id):
+    runs = ledger.runs(item_id)
+    rounds = ledger.rounds(item_id)
+    if found.unreadable == itemfile.MISSING and not runs and not rounds:
         if itemfile.id_number(item_id, project.config.prefix) is None:
             raise not_an_id(project, item_id)
         raise missing_item(project, ledger, item_id)
     row = ledger.item_row(item_id)
-    runs = ledger.runs(item_id)
     live = any(run_alive(run) for run in runs)
-    deps = [
-        {"id": dep.Id, "title": dep.Title, "path": dep.Path, "done": dep.Done, "unreadable": dep.Unreadable,
-         "level": dep.Level, "by": dep.By, "weak": dep.Weak}
-        for dep, _ in describe_deps(project, ledger, found.deps)
-    ]
-    deps_done = all(dep["done"] for dep in deps)
+    deps = describe_deps(project, ledger, found.deps)
+    deps_done = all(dep.Done for dep, _ in deps)
     activity = ledger.activity_for(item_id)
     branch = activity.get("branch") or ""
     head = git.head_of(project.root, branch) if branch else ""
     state, reason = compute_state(found, row, activity, live, deps_done, head)
+    return ItemState(
+        id=item_id, entry=found, state=state,
+        reason=reason if state in (State.INTERRUPTED, State.FAILED, State.IN_REVIEW) else "",
+        row=row, runs=tuple(runs), rounds=tuple(rounds), deps=tuple(deps), branch=branch, head=head,
+        # the commit the approval covers, while it is what an approved item would merge; once
+        # done, the commit the approval in force at the merge covered
+        approved_head=(approved_head(activity, head) if state == State.APPROVED
+                       else (activity.get("approval_head") or "") if state == State.DONE else ""),
+    )
+
+
+def show_item(project: Project, ledger: Ledger, item_id: str) -> dict[str, Any]:
+    """Everything the ledger and the file say of one item, as plain data (show and show --json)."""
+    known = item_state(project, ledger, item_id)
+    found, row = known.entry, known.row
     return {
         "id": item_id,
         "path": found.rel,
         "title": found.title,
         "kind": found.kind,
-        "state": str(state),
-        "reason": reason if state in (State.INTERRUPTED, State.FAILED, State.IN_REVIEW) else "",
-        "branch": branch,
-        "head": head,
-        # the commit the approval covers, while it is what an approved item would merge; once
-        # done, the commit the approval in force at the merge covered
-        "approved_head": (approved_head(activity, head) if state == State.APPROVED
-                          else (activity.get("approval_head") or "") if state == State.DONE else ""),
+        "state": str(known.state),
+        "reason": known.reason,
+        "branch": known.branch,
+        "head": known.head,
+        "approved_head": known.approved_head,
         "unreadable": found.problem if found.unreadable else "",
         "meta": found.meta,
         "cleared": found.cleared,
@@ -413,26 +431,31 @@ def show_item(project: Project, ledger: Ledger, item_id: str) -> dict[str, Any]:
         "finding": _finding(project, item_id) if not found.unreadable else "",
         "done": bool(row.get("done")),
         "done_at": row.get("done_at") or "",
-        "parked": bool(row.get("parked")),
-        "parked_reason": row.get("parked_reason") or "",
+        "parked": known.parked,
+        "parked_reason": known.parked_reason,
         "authors": ledger.authors(item_id),
-        "deps": deps,
-        "runs": [_run_view(run) for run in runs],
-        "usage": usage_total(runs),
-        "rounds": ledger.rounds(item_id),
-        "audits": ledger.audits(item_id),
+        "deps": [
+            {"id": dep.Id, "title": dep.Title, "path": dep.Path, "done": dep.Done, "unreadable": dep.Unreadable,
+             "level": dep.Level, "by": dep.By, "weak": dep.Weak}
+            for dep, _ in known.deps
+        ],
+        "runs": [_run_view(run) for run in known.runs],
+        "usage": known.usage,
+        "rounds": [round_.as_json() for round_ in known.rounds],
+        "audits": [audit.as_json() for audit in ledger.audits(item_id)],
         "dispositions": ledger.dispositions(item_id),
     }
 
 
-def usage_total(runs: list[dict[str, Any]]) -> dict[str, Any]:
+def usage_total(runs: Sequence[Run]) -> dict[str, Any]:
     """Tokens in and out, cost and tool calls over the item's runs (drover/usage.py)."""
-    return usage.total(runs)
+    return usage.total([{"input_tokens": run.input_tokens, "output_tokens": run.output_tokens,
+                         "cost_usd": run.cost_usd, "tool_calls": run.tool_calls} for run in runs])
 
 
-def _run_view(run: dict[str, Any]) -> dict[str, Any]:
-    view = dict(run)
-    view["unfinished"] = run["finished"] is None
+def _run_view(run: Run) -> dict[str, Any]:
+    view = run.as_json()
+    view["unfinished"] = run.finished is None
     view["live"] = run_alive(run)
     return view
 

@@ -158,7 +158,7 @@ class Walk:
             assert verdict in expected, (operation, verdict)
             if operation == "review approves":
                 after = self.state()
-                reviewed = ledger.run(result.run_id)["head"]
+                reviewed = ledger.run(result.run_id).head
                 assert after["audits"][-1]["head"] == reviewed
                 covered = bool(reviewed) and reviewed == after["head"]
                 assert (after["state"] == State.APPROVED) == covered, after
