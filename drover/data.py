@@ -31,24 +31,42 @@ if TYPE_CHECKING:
     from .items import Item
     from .ledger import Ledger
     from .project import Project
-    from .rows import Audit, Run
+    from .rows import Audit, ItemRows, Run
     from .trackers import Tracker
 
 
 @dataclass(frozen=True)
 class ItemRecord:
     """One item as its file and the ledger hold it, read once: `runs.prepare` reads it for its
-    refusals and hands it to `build`, so nothing on the way to the prompt reads them again."""
+    refusals and hands it to `build`, so nothing on the way to the prompt reads them again.
+
+    `rows` holds the runs, audits and `items` rows of the item and of its deps, each table read once.
+    """
 
     item: Item
-    runs: tuple[Run, ...]
-    audits: tuple[Audit, ...]
+    rows: ItemRows
+
+    @property
+    def runs(self) -> tuple[Run, ...]:
+        return self.rows.runs_of(self.item.id)
+
+    @property
+    def audits(self) -> tuple[Audit, ...]:
+        return self.rows.audits_of(self.item.id)
+
+    @property
+    def row(self) -> dict[str, Any]:
+        """The item's row of `items` (done, parked, why)."""
+        return self.rows.item_row(self.item.id)
 
     @classmethod
     def read(cls, project: Project, ledger: Ledger, item_id: str) -> "ItemRecord":
-        """The parsed item (or the one-line error `Project.require_item` gives), its runs and audits."""
+        """The parsed item (or the one-line error `Project.require_item` gives) and its and its deps' rows."""
+        from .items import id_pattern
+
         item = project.require_item(item_id)
-        return cls(item, tuple(ledger.runs(item.id)), tuple(ledger.audits(item.id)))
+        pattern = id_pattern(project.config.prefix)
+        return cls(item, ledger.rows_of([item.id, *(dep for dep in item.deps if pattern.match(dep))]))
 
 
 # --- the builder -------------------------------------------------------------------------
@@ -77,7 +95,7 @@ def build(project: Project, ledger: Ledger, item_id: str, slot: str, *, guidance
         raise UsageError(f"--guidance must be one of {', '.join(GUIDANCE_LEVELS)}, not {guidance!r}")
     record = record or ItemRecord.read(project, ledger, item_id)
     item, runs = record.item, record.runs
-    deps, dep_entries = _deps(project, ledger, item)
+    deps, dep_entries = _deps(project, ledger, record)
     base = _every_slot(project, ledger, record, deps)
     # The branch data is the same whichever slot asks (the branch slot's guidance, no tracker
     # reads), so run, review and finish always agree on the branch name.
@@ -158,11 +176,11 @@ def _every_slot(project: Project, ledger: Ledger, record: ItemRecord, deps: list
     }
 
 
-def _deps(project: Project, ledger: Ledger, item: Item) -> tuple[list[Dep], dict[str, Any]]:
+def _deps(project: Project, ledger: Ledger, record: ItemRecord) -> tuple[list[Dep], dict[str, Any]]:
     """Every dep with its done flag, readability and audit provenance; their cache entries by id."""
     from . import status
 
-    described = status.describe_deps(project, ledger, item.deps)
+    described = status.describe_deps(project, ledger, record.item.deps, record.rows)
     return [dep for dep, _ in described], {dep.Id: found for dep, found in described if found is not None}
 
 

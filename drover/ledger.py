@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 from .errors import DroverError
 from .journal import Journal, _nonempty, sha256  # noqa: F401 - sha256: the ledger's API
 from .migrations import MIGRATION_SET, MIGRATIONS, migrations  # noqa: F401 - ledger_io and tests read them here
-from .rows import AUDIT_COLUMNS, ROUND_COLUMNS, RUN_COLUMNS, Audit, NewRun, Round, Run
+from .rows import AUDIT_COLUMNS, ROUND_COLUMNS, RUN_COLUMNS, Audit, ItemRows, NewRun, Round, Run
 from .vocabulary import LEVELS  # noqa: F401 - status and review read it from here
 
 if TYPE_CHECKING:
@@ -279,6 +279,23 @@ class Ledger(Journal):
         if slot:
             return self._runs("WHERE item = ? AND slot = ? ORDER BY started, rowid", (item_id, slot))
         return self._runs("WHERE item = ? ORDER BY started, rowid", (item_id,))
+
+    def rows_of(self, item_ids: Sequence[str]) -> ItemRows:
+        """Several items' runs, audits and `items` rows, one read of each table (a prompt's item and its deps)."""
+        ids = list(dict.fromkeys(item_ids))
+        if not ids:
+            return ItemRows()
+        marks = ", ".join("?" for _ in ids)
+        runs: dict[str, list[Run]] = {}
+        for run in self._runs(f"WHERE item IN ({marks}) ORDER BY started, rowid", ids):
+            runs.setdefault(run.item, []).append(run)
+        audits: dict[str, list[Audit]] = {}
+        for row in self.conn.execute(f"SELECT {AUDIT_COLUMNS} FROM audits WHERE item IN ({marks}) ORDER BY at, id", ids):
+            audit = Audit.from_row(row)
+            audits.setdefault(audit.item, []).append(audit)
+        items = {row["id"]: row for row in self._rows(f"SELECT * FROM items WHERE id IN ({marks})", ids)}
+        return ItemRows({item: tuple(found) for item, found in runs.items()},
+                        {item: tuple(found) for item, found in audits.items()}, items)
 
     def activity(self) -> dict[str, dict[str, Any]]:
         """Per item, what its state needs: the last implementing run, newest round, newest approval."""

@@ -130,6 +130,36 @@ class Audit:
         return asdict(self)
 
 
+@dataclass(frozen=True, slots=True)
+class ItemRows:
+    """Several items' runs, audits and `items` rows by item id, each table read once (Ledger.rows_of)."""
+
+    runs: dict[str, tuple[Run, ...]] = field(default_factory=dict)
+    audits: dict[str, tuple[Audit, ...]] = field(default_factory=dict)
+    items: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def runs_of(self, item_id: str) -> tuple[Run, ...]:
+        return self.runs.get(item_id, ())
+
+    def audits_of(self, item_id: str) -> tuple[Audit, ...]:
+        return self.audits.get(item_id, ())
+
+    def item_row(self, item_id: str) -> dict[str, Any]:
+        """As Ledger.item_row: an item the ledger has no row of is neither done nor parked."""
+        return self.items.get(item_id) or {"id": item_id, "done": 0, "parked": 0}
+
+    def authors(self, item_id: str) -> list[str]:
+        """As Ledger.authors: the agents of implementing runs plus the `by` of claimed audits, oldest first."""
+        found: list[tuple[str, str | None]] = [
+            (run.started, run.agent) for run in self.runs_of(item_id) if run.slot == "implement"]
+        found += [(audit.at, audit.by) for audit in self.audits_of(item_id) if audit.level == "claimed"]
+        seen: list[str] = []
+        for _, who in sorted(found, key=lambda pair: pair[0] or ""):
+            if who and who not in seen:
+                seen.append(who)
+        return seen
+
+
 def _columns(kind: type) -> str:
     return ", ".join(f'"{column.name}"' for column in fields(kind))
 

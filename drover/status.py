@@ -15,7 +15,7 @@ from .fields import Dep
 from .items import Unreadable
 from .ledger import LEVELS, Ledger
 from .project import Project, missing_item, not_an_id
-from .rows import Audit, Round, Run
+from .rows import Audit, ItemRows, Round, Run
 
 
 class State(StrEnum):
@@ -148,17 +148,30 @@ def catalogue(project: Project, ledger: Ledger) -> dict[str, Entry]:
 
 def entry(project: Project, ledger: Ledger, item_id: str) -> Entry:
     """One item's entry, through the cache, without reading any other file."""
-    path = project.item_path(item_id)
-    rel = project.item_rel(path.name)
-    try:
-        stat = path.stat()
-    except FileNotFoundError:
-        return Entry(id=item_id, rel=rel, unreadable=itemfile.MISSING)
-    row = ledger.cached_files_for([rel]).get(rel)
-    if row and row["size"] == stat.st_size and row["mtime_ns"] == stat.st_mtime_ns:
-        return _entry_from_cache(row)
-    found, cache_row = _entry_from_file(project, path)
-    ledger.store_files([cache_row])
+    return entries(project, ledger, [item_id])[item_id]
+
+
+def entries(project: Project, ledger: Ledger, item_ids: Iterable[str]) -> dict[str, Entry]:
+    """Several items' entries by id, through one read of the cache, without reading any other file."""
+    paths = {item_id: project.item_path(item_id) for item_id in item_ids}
+    rels = {item_id: project.item_rel(path.name) for item_id, path in paths.items()}
+    cached = ledger.cached_files_for(list(rels.values())) if rels else {}
+    found: dict[str, Entry] = {}
+    fresh: list[dict[str, Any]] = []
+    for item_id, path in paths.items():
+        rel = rels[item_id]
+        try:
+            stat = path.stat()
+        except FileNotFoundError:
+            found[item_id] = Entry(id=item_id, rel=rel, unreadable=itemfile.MISSING)
+            continue
+        row = cached.get(rel)
+        if row and row["size"] == stat.st_size and row["mtime_ns"] == stat.st_mtime_ns:
+            found[item_id] = _entry_from_cache(row)
+        else:
+            found[item_id], cache_row = _entry_from_file(project, path)
+            fresh.append(cache_row)
+    ledger.store_files(fresh)
     return found
 
 
@@ -326,22 +339,30 @@ def is_ready(listed: Listed) -> bool:
     return listed.state not in NOT_DRIVEN | {State.BLOCKED, State.APPROVED} and listed.deps_done
 
 
-def describe_deps(project: Project, ledger: Ledger, dep_ids: Iterable[str]) -> list[tuple[Dep, Entry | None]]:
+def describe_deps(project: Project, ledger: Ledger, dep_ids: Iterable[str],
+                  rows: ItemRows | None = None) -> list[tuple[Dep, Entry | None]]:
     """Each dep once: done (the ledger), readable (its file, through the cache), its best audit.
 
     A dep that is not an id has no entry. `show` and the template data both describe deps so.
+    The ledger's tables and the cache are each read once for every dep together; `rows` are the
+    deps' rows when the caller has read them (Ledger.rows_of).
     """
     pattern = itemfile.id_pattern(project.config.prefix)
+    ids = list(dict.fromkeys(dep_ids))
+    valid = [dep_id for dep_id in ids if pattern.match(dep_id)]
+    if rows is None:
+        rows = ledger.rows_of(valid)
+    found_all = entries(project, ledger, valid)
     described: list[tuple[Dep, Entry | None]] = []
-    for dep_id in dict.fromkeys(dep_ids):
+    for dep_id in ids:
         if not pattern.match(dep_id):
             described.append((Dep(Id=dep_id, Unreadable=itemfile.NOT_AN_ID, Weak=True), None))
             continue
-        found = entry(project, ledger, dep_id)
-        provenance = audit_provenance(ledger.audits(dep_id), ledger.authors(dep_id))
+        found = found_all[dep_id]
+        provenance = audit_provenance(rows.audits_of(dep_id), rows.authors(dep_id))
         described.append((Dep(
             Id=dep_id, Title=found.title, Path=found.rel,
-            Done=bool(ledger.item_row(dep_id).get("done")), Unreadable=found.unreadable,
+            Done=bool(rows.item_row(dep_id).get("done")), Unreadable=found.unreadable,
             Level=provenance.level, By=provenance.by, Weak=provenance.weak,
         ), found))
     return described
