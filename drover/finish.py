@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from . import git
 from .errors import Refused
@@ -19,7 +20,7 @@ class Finished:
     problems: tuple[str, ...] = ()
 
 
-def newest_dispositions(ledger: Ledger, item_id: str) -> dict[int, dict]:
+def newest_dispositions(ledger: Ledger, item_id: str) -> dict[int, dict[str, Any]]:
     """The judgment in force per issue: the newest disposition recorded for it."""
     return ledger.newest_dispositions(item_id)
 
@@ -106,7 +107,7 @@ def _tolerated(project: Project, path: str) -> bool:
     return path.startswith(items) or path.startswith(".drover/")
 
 
-def _apply_dispositions(project: Project, ledger: Ledger, item_id: str, judged: dict[int, dict],
+def _apply_dispositions(project: Project, ledger: Ledger, item_id: str, judged: dict[int, dict[str, Any]],
                         lines: list[str]) -> list[str]:
     """Write each judgment to the tracker once; a failure is reported and retried by the next finish."""
     pending = [row for row in judged.values() if not row["applied"] and row["disposition"] != "keep"]

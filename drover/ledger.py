@@ -346,7 +346,7 @@ class Ledger(Journal):
             (highest,) = self.conn.execute(
                 "SELECT coalesce(max(number), 0) FROM rounds WHERE item = ?", (item_id,)
             ).fetchone()
-            number = highest + 1
+            number: int = highest + 1
             self._ensure_item(item_id)
             self._insert("rounds",
                 {"item": item_id, "number": number, "digest": digest, "headline": headline,
@@ -364,13 +364,14 @@ class Ledger(Journal):
             row = self.conn.execute(
                 "SELECT max(number) FROM rounds WHERE item = ? AND cleared_at IS NULL", (item_id,)
             ).fetchone()
-            if row[0] is None:
+            newest: int | None = row[0]
+            if newest is None:
                 return None
             self.conn.execute(
                 "UPDATE rounds SET cleared_at = ?, cleared_by = ? WHERE item = ? AND cleared_at IS NULL",
                 (now(), by, item_id),
             )
-            return row[0]
+            return newest
 
     # audits and dispositions ---------------------------------------------------------------
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import threading
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable
 
 from . import git, runs, templates
 from .errors import DroverError, Refused, UsageError
@@ -28,7 +28,7 @@ class Driven:
     rounds: int
     runs: int
     note: str = ""
-    usage: dict | None = None  # tokens, cost and tool calls over the item's runs (drover/usage.py)
+    usage: dict[str, Any] | None = None  # tokens, cost and tool calls over the item's runs (drover/usage.py)
     log: str = ""  # the newest run's agent log, named when the item failed
 
     @property
@@ -231,7 +231,7 @@ def _drive_queue(project: Project, queue: list[str], explicit: bool, *, jobs: in
     results: list[Driven] = []
     attempted: set[str] = set()
     with ThreadPoolExecutor(max_workers=jobs) as pool:
-        running: dict[Future, str] = {}
+        running: dict[Future[Driven], str] = {}
         while queue or running:
             while queue and len(running) < jobs:
                 item_id = queue.pop(0)

@@ -85,7 +85,8 @@ def _entry_from_file(project: Project, path: Path) -> tuple[Entry, dict[str, Any
 
 
 def _jsonable(meta: dict[str, Any]) -> dict[str, Any]:
-    return json.loads(json.dumps(meta, default=str))
+    plain: dict[str, Any] = json.loads(json.dumps(meta, default=str))
+    return plain
 
 
 def _cache_row(entry: Entry, path: Path) -> dict[str, Any]:
