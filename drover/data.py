@@ -61,7 +61,7 @@ class ItemRecord:
 
     @classmethod
     def read(cls, project: Project, ledger: Ledger, item_id: str) -> "ItemRecord":
-        """The parsed item (or the one-line error `Project.require_item` gives) and its and its deps' rows."""
+        """The parsed item (or the one-line error `Project.require_item` gives), with the rows of it and its deps."""
         from .items import id_pattern
 
         item = project.require_item(item_id)
@@ -71,11 +71,13 @@ class ItemRecord:
 
 # --- the builder -------------------------------------------------------------------------
 #
-# One call per prompt, reading each of the item's ledger tables once (the runs and audits in
-# the ItemRecord, which `runs.prepare` passes in). On this path nothing reads every item file: the item itself is parsed,
-# each dep comes from the metadata cache (status.entry), and only the draft slot's Siblings
-# walk the catalogue, which is itself the cache. Tracker reads go through the tracker
-# interface only, and the branch slot makes none.
+# One call per prompt, reading each ledger table once: runs, audits and `items` rows of the item
+# and its deps come in the ItemRecord (which `runs.prepare` reads for its refusals and passes in),
+# rounds and dispositions are read here. On this path nothing reads every item file: the item
+# itself is parsed once, the deps come from the metadata cache (status.entries_for), and only the
+# draft slot's Siblings walk the catalogue, which is itself the cache (the draft slot also reads
+# the finding source's audits). Tracker reads go through the tracker interface only, and the
+# branch slot makes none.
 #
 # The builder imports status, git, trackers and templates inside its functions, so a command
 # that needs only the field schema does not pay for them.

@@ -149,10 +149,10 @@ def catalogue(project: Project, ledger: Ledger) -> dict[str, Entry]:
 
 def entry(project: Project, ledger: Ledger, item_id: str) -> Entry:
     """One item's entry, through the cache, without reading any other file."""
-    return entries(project, ledger, [item_id])[item_id]
+    return entries_for(project, ledger, [item_id])[item_id]
 
 
-def entries(project: Project, ledger: Ledger, item_ids: Iterable[str]) -> dict[str, Entry]:
+def entries_for(project: Project, ledger: Ledger, item_ids: Iterable[str]) -> dict[str, Entry]:
     """Several items' entries by id, through one read of the cache, without reading any other file."""
     paths = {item_id: project.item_path(item_id) for item_id in item_ids}
     rels = {item_id: project.item_rel(path.name) for item_id, path in paths.items()}
@@ -353,7 +353,7 @@ def describe_deps(project: Project, ledger: Ledger, dep_ids: Iterable[str],
     valid = [dep_id for dep_id in ids if pattern.match(dep_id)]
     if rows is None:
         rows = ledger.rows_of(valid)
-    found_all = entries(project, ledger, valid)
+    found_all = entries_for(project, ledger, valid)
     described: list[tuple[Dep, Entry | None]] = []
     for dep_id in ids:
         if not pattern.match(dep_id):
