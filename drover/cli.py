@@ -245,7 +245,7 @@ def list_cmd(ready: bool, states: tuple[str, ...], as_json: bool) -> None:
 @json_option
 def show(item_id: str, as_json: bool) -> None:
     """One item: frontmatter, deps, runs, rounds, audits, dispositions."""
-    from .status import show_item
+    from .itemstate import show_item
     from .textviews import render_show
 
     with opened() as (project, ledger):

@@ -9,7 +9,8 @@ from .errors import Refused
 from .ledger import Ledger
 from .project import Project
 from .writes import actor
-from .status import State, approval_current, item_state
+from .itemstate import item_state
+from .status import State, approval_current
 from .trackers import open_tracker
 from .trackers.base import TrackerUnavailable
 

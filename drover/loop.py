@@ -10,7 +10,8 @@ from . import git, runs, templates
 from .errors import DroverError, Refused, UsageError
 from .ledger import Ledger
 from .project import Project
-from .status import IMPLEMENT_NEXT, NOT_DRIVEN, ItemState, State, is_ready, item_state, list_items
+from .itemstate import ItemState, item_state
+from .status import IMPLEMENT_NEXT, NOT_DRIVEN, State, is_ready, list_items
 from .executors import Executor, open_executor
 from .textviews import table
 from .usage import describe as usage_text, total as usage_total

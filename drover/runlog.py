@@ -10,7 +10,7 @@ from .ledger import Ledger
 from .procs import run_alive
 from .project import Project
 from .rows import Run
-from .status import item_state
+from .itemstate import item_state
 
 FOLLOW_POLL = 0.25
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from drover import items as itemfile
-from drover import loop, runs, status, writes
+from drover import itemstate, loop, runs, status, writes
 from drover.errors import ItemError, UsageError
 from drover.ledger import Ledger
 from drover.project import Project, open_project
@@ -139,8 +139,8 @@ def test_the_deps_of_a_prompt_have_the_same_provenance_as_one_read_per_dep(opene
 
 def test_item_state_is_what_show_says(opened):
     project, ledger = opened
-    known = status.item_state(project, ledger, "D-3")
-    shown = status.show_item(project, ledger, "D-3")
+    known = itemstate.item_state(project, ledger, "D-3")
+    shown = itemstate.show_item(project, ledger, "D-3")
     assert isinstance(known.state, status.State)
     assert (str(known.state), known.reason, known.parked, known.parked_reason) == \
         (shown["state"], shown["reason"], shown["parked"], shown["parked_reason"])
@@ -148,17 +148,17 @@ def test_item_state_is_what_show_says(opened):
     assert len(known.rounds) == len(shown["rounds"]) and known.usage == shown["usage"]
     assert known.log == shown["runs"][-1]["log_path"]
     ledger.park("D-3", "stuck")
-    assert status.item_state(project, ledger, "D-3").parked_reason == "stuck"
+    assert itemstate.item_state(project, ledger, "D-3").parked_reason == "stuck"
     with pytest.raises(UsageError, match="no item D-9"):
-        status.item_state(project, ledger, "D-9")
+        itemstate.item_state(project, ledger, "D-9")
 
 
 def test_drive_asks_the_typed_query_never_the_show_view(opened, monkeypatch):
     project, ledger = opened
     asked: list[str] = []
-    real = status.item_state
+    real = itemstate.item_state
 
-    def counting(project: Project, ledger: Ledger, item_id: str) -> status.ItemState:
+    def counting(project: Project, ledger: Ledger, item_id: str) -> itemstate.ItemState:
         asked.append(item_id)
         return real(project, ledger, item_id)
 
@@ -166,7 +166,7 @@ def test_drive_asks_the_typed_query_never_the_show_view(opened, monkeypatch):
         raise AssertionError("drive asked for the show view")
 
     monkeypatch.setattr(loop, "item_state", counting)
-    monkeypatch.setattr(status, "show_item", refuse)
+    monkeypatch.setattr(itemstate, "show_item", refuse)
     monkeypatch.setattr(loop, "show_item", refuse, raising=False)
     ledger.mark_done("D-1")
     ledger.mark_done("D-2")

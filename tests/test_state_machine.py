@@ -29,7 +29,8 @@ from drover import runs, writes
 from drover.errors import DroverError
 from drover.ledger import Ledger
 from drover.project import open_project
-from drover.status import IMPLEMENT_NEXT, NOT_DRIVEN, State, is_ready, list_items, show_item
+from drover.itemstate import show_item
+from drover.status import IMPLEMENT_NEXT, NOT_DRIVEN, State, is_ready, list_items
 
 AGENT = """#!/bin/sh
 # the property test's agent: AGENT_MODE says what this run does
