@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from .fields import (  # noqa: F401 - FIELD_NAMES and field_schema are read through this module too
     FIELD_NAMES,
-    SLOTS,
     AuditNote,
     Commit,
     Dep,
@@ -26,6 +25,7 @@ from .fields import (  # noqa: F401 - FIELD_NAMES and field_schema are read thro
     field_schema,
 )
 from .items import CHANGES_HEADING, origin_of, truthy
+from .vocabulary import TEMPLATE_SLOTS as SLOTS
 
 if TYPE_CHECKING:
     from .items import Item
@@ -88,7 +88,7 @@ def build(project: Project, ledger: Ledger, item_id: str, slot: str, *, guidance
 
     `record` is the item's file and rows when the caller has read them (ItemRecord.read).
     """
-    from .config import GUIDANCE_LEVELS
+    from .vocabulary import GUIDANCE_LEVELS
     from .errors import UsageError
 
     if slot not in SLOTS:

@@ -18,7 +18,6 @@ from .errors import DroverError
 from .journal import Journal, _nonempty, sha256  # noqa: F401 - sha256: the ledger's API
 from .migrations import MIGRATION_SET, MIGRATIONS, migrations  # noqa: F401 - ledger_io and tests read them here
 from .rows import AUDIT_COLUMNS, ROUND_COLUMNS, RUN_COLUMNS, Audit, ItemRows, NewRun, Round, Run
-from .vocabulary import LEVELS  # noqa: F401 - status and review read it from here
 
 if TYPE_CHECKING:
     import sqlite_utils

@@ -15,6 +15,7 @@ from .status import IMPLEMENT_NEXT, NOT_DRIVEN, State, is_ready, list_items
 from .executors import Executor, open_executor
 from .textviews import table
 from .usage import describe as usage_text, total as usage_total
+from .vocabulary import SLOTS
 
 APPROVED = ("approved", "finished")
 NOT_FINISHED = "approved, not finished: "
@@ -45,7 +46,7 @@ class Driven:
 def header(project: Project, ids: list[str], jobs: int, finish: bool) -> list[str]:
     """Agents per slot, template warnings, and the work ahead."""
     lines = ["drover drive"]
-    for slot in runs.LAUNCH_SLOTS[:2]:
+    for slot in SLOTS[:2]:
         agent = project.config.agent_for(slot)
         lines.append(f"  {slot:<9} agent {agent.identity} (preset {agent.preset}, timeout {agent.timeout})")
         for warning in templates.launch_warnings(slot, root=project.root, config=project.config):

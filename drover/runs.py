@@ -21,7 +21,7 @@ from .config import AgentConfig
 from .errors import DroverError, Refused, TemplateError, UsageError
 from .ledger import Ledger
 from .project import Project
-from .agents import process_start, run_alive
+from .procs import process_start, run_alive
 from .rows import NewRun, Run
 from .status import State
 

@@ -9,12 +9,13 @@ from typing import Any, Iterable, Sequence
 
 from . import git
 from . import items as itemfile
-from .agents import run_alive
 from .fields import Dep
 from .items import Unreadable
-from .ledger import LEVELS, Ledger
+from .ledger import Ledger
+from .procs import run_alive
 from .project import Project
 from .rows import Audit, ItemRows, Run
+from .vocabulary import LEVELS
 
 
 class State(StrEnum):

@@ -19,9 +19,9 @@ from typing import Callable, TypeVar
 from . import items as itemfile
 from .errors import GitError, ItemError, Refused, UsageError
 from .git import commit_only, head_of, user_name
-from .ledger import LEVELS, Ledger, now
+from .ledger import Ledger, now
 from .project import Project, missing_item, not_an_id
-from .vocabulary import DISPOSITIONS
+from .vocabulary import DISPOSITIONS, LEVELS
 
 
 # The run an action is taken for when the coordinator replays a worker's outbox (outbox.py):
