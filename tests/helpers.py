@@ -176,6 +176,17 @@ def assert_agrees(root: Path) -> dict[str, int]:
     return seen
 
 
+def seed_four_items(root: Path) -> None:
+    """`drover init`, four items D-1..D-4 (D-1 closes issue 7), committed: the stress tests' start."""
+    assert run(root, "init").returncode == 0
+    for n in range(4):
+        assert run(root, "new", f"seed {n}").returncode == 0
+    item = root / "items" / "D-1.md"
+    item.write_text(item.read_text().replace("deps: []", "deps: []\ncloses: [7]"))
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "items")
+
+
 def one_line(done, code: int = 2) -> str:
     assert done.returncode == code, (done.stdout, done.stderr)
     assert "Traceback" not in done.stderr

@@ -19,7 +19,7 @@ import pytest
 # Minutes, not seconds: only under `make test-stress` (DROVER_STRESS=1).
 pytestmark = pytest.mark.skipif(not os.environ.get("DROVER_STRESS"), reason="make test-stress runs these")
 
-from helpers import BIN, FINDINGS, assert_agrees, git, run
+from helpers import BIN, FINDINGS, assert_agrees, run, seed_four_items
 
 KILLS = int(os.environ.get("DROVER_STRESS_KILLS", "50"))
 COMMANDS = {
@@ -58,13 +58,7 @@ def kill_once(root: Path, args: list[str], stdin: str | None, after: float) -> b
 
 def test_sigkills_at_random_points_of_every_writing_command(repo):
     rng = random.Random(int(os.environ.get("DROVER_STRESS_SEED", "11")))
-    assert run(repo, "init").returncode == 0
-    for n in range(4):
-        assert run(repo, "new", f"seed {n}").returncode == 0
-    item = repo / "items" / "D-1.md"
-    item.write_text(item.read_text().replace("deps: []", "deps: []\ncloses: [7]"))
-    git(repo, "add", "-A")
-    git(repo, "commit", "-q", "-m", "items")
+    seed_four_items(repo)
     tally = {}
     for name, make in COMMANDS.items():
         args, stdin = make(0)

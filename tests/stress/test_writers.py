@@ -10,7 +10,7 @@ import pytest
 # Minutes, not seconds: only under `make test-stress` (DROVER_STRESS=1).
 pytestmark = pytest.mark.skipif(not os.environ.get("DROVER_STRESS"), reason="make test-stress runs these")
 
-from helpers import BIN, assert_agrees, git, run
+from helpers import BIN, assert_agrees, seed_four_items
 
 PROCESSES = int(os.environ.get("DROVER_STRESS_WRITERS", "16"))
 WRITES = int(os.environ.get("DROVER_STRESS_WRITES", "50"))
@@ -46,15 +46,7 @@ print(f"failures {failures}")
 
 
 def test_sixteen_writers_queue_and_none_fails(repo, tmp_path):
-    assert run(repo, "init").returncode == 0
-    config = repo / "drover.toml"
-    config.write_text(config.read_text() + "\n")  # keep init's defaults
-    for n in range(4):
-        assert run(repo, "new", f"seed {n}").returncode == 0
-    item = repo / "items" / "D-1.md"
-    item.write_text(item.read_text().replace("deps: []", "deps: []\ncloses: [7]"))
-    git(repo, "add", "-A")
-    git(repo, "commit", "-q", "-m", "items")
+    seed_four_items(repo)
     script = tmp_path / "writer.py"
     script.write_text(WRITER)
     writers = [
