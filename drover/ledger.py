@@ -312,18 +312,8 @@ class Ledger(Journal):
         return self._runs("WHERE finished IS NULL")
 
     def authors(self, item_id: str) -> list[str]:
-        """The agent identities of implementing runs plus the `by` of claimed audits."""
-        rows = self._rows(
-            "SELECT agent AS who, started AS at FROM runs WHERE item = ? AND slot = 'implement' "
-            "UNION ALL SELECT by AS who, at FROM audits WHERE item = ? AND level = 'claimed' "
-            "ORDER BY at",
-            (item_id, item_id),
-        )
-        seen: list[str] = []
-        for row in rows:
-            if row["who"] and row["who"] not in seen:
-                seen.append(row["who"])
-        return seen
+        """The agent identities of implementing runs plus the `by` of claimed audits (ItemRows.authors)."""
+        return self.rows_of([item_id]).authors(item_id)
 
     # rounds --------------------------------------------------------------------------------
 

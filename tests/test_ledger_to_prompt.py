@@ -131,7 +131,11 @@ def test_the_deps_of_a_prompt_have_the_same_provenance_as_one_read_per_dep(opene
     ]
     described = status.describe_deps(project, ledger, ["D-1", "D-2", "D-1"])
     assert [(dep.Id, status.AuditProvenance(dep.Level, dep.By, dep.Weak), dep.Done) for dep, _ in described] == one_by_one
-    assert ledger.rows_of(["D-1"]).authors("D-1") == ledger.authors("D-1") == ["writer"]
+    assert ledger.authors("D-1") == ["writer"]
+    ledger.add_audit("D-1", "claimed", "helper", "")
+    ledger.start_run(NewRun(id="i-3", item="D-1", slot="implement", agent="second"))
+    ledger.start_run(NewRun(id="r-3", item="D-1", slot="review", agent="not an author"))
+    assert ledger.authors("D-1") == ["writer", "helper", "second"]
 
 
 # --- drive's item-state query ---------------------------------------------------------------------------
