@@ -17,8 +17,9 @@ test: $(STAMP)
 	$(BIN)/python -m pytest
 	$(MAKE) lint
 
-# The generated reference docs (docs/reference/*.md): `make docs` rewrites them from the code.
-DOCS_GENERATED := $(wildcard docs/reference/*.md) docs/configuration.md
+# The generated reference docs (docs/reference/*.md, and the cog blocks of configuration.md,
+# agents.md and fields.md): `make docs` rewrites them from the code.
+DOCS_GENERATED := $(wildcard docs/reference/*.md) docs/configuration.md docs/agents.md docs/fields.md
 COG := $(BIN)/cog -I tools
 
 docs: $(STAMP)

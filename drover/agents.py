@@ -17,7 +17,9 @@ from .config import CONFIG_FILE, AgentConfig
 from .errors import ConfigError
 from .presets import PRESETS, PROMPT_FILE, PROMPT_TEXT, Preset
 from .usage import StreamReader, Usage
-from .procs import become_subreaper, end_run_processes, pid_alive, process_start, run_alive  # noqa: F401 - re-exported
+# pid_alive, process_start and run_alive are read through this module too (runs.py, status.py, tests)
+from .procs import become_subreaper, end_run_processes
+from .procs import pid_alive as pid_alive, process_start as process_start, run_alive as run_alive
 
 PROMPT_VIAS = ("stdin", "file", "arg")
 GRACE_SECONDS = 5.0
@@ -165,7 +167,7 @@ def format_elapsed(seconds: float) -> str:
 _echo_lock = threading.Lock()
 
 
-def _feed(stream, data: bytes) -> None:
+def _feed(stream: BinaryIO, data: bytes) -> None:
     try:
         stream.write(data)
     except (BrokenPipeError, OSError):

@@ -3,15 +3,25 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import NoReturn
+from types import FrameType
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import click
 
 from .cliparts import ITEM_ID
 from .errors import DroverError
 from .vocabulary import DISPOSITIONS, LEVELS
+
+if TYPE_CHECKING:
+    from .ledger import Ledger
+    from .project import Project
+    from .writes import Outcome
+
+# what an option decorator takes and gives back: the command function, its type unchanged
+Decorated = TypeVar("Decorated", bound=Callable[..., Any])
 
 COLOR_CHOICES = click.Choice(["auto", "always", "never"])
 STATE_CHOICES = ("ready", "blocked", "running", "in review", "changes requested", "approved", "parked", "done",
@@ -32,7 +42,7 @@ class DroverGroup(click.Group):
 
         format_sections(self, ctx, formatter)
 
-    def invoke(self, ctx: click.Context):
+    def invoke(self, ctx: click.Context) -> Any:
         import sqlite3
 
         try:
@@ -92,7 +102,7 @@ def cli(ctx: click.Context, color: str) -> None:
     ctx.color = use_color(color, sys.stdout)
 
 
-def _terminated(signum, frame) -> None:
+def _terminated(signum: int, frame: FrameType | None) -> None:
     # SIGTERM ends a launch the way Ctrl-C does: the agent's process group goes, the run is recorded.
     raise KeyboardInterrupt
 
@@ -110,7 +120,7 @@ def main() -> None:
 
 
 @contextmanager
-def opened():
+def opened() -> Iterator[tuple[Project, Ledger]]:
     """The project and its ledger, closed when the command ends."""
     from .ledger import Ledger
     from .project import open_project
@@ -123,16 +133,16 @@ def opened():
         ledger.close()
 
 
-def echo_json(value) -> None:
+def echo_json(value: Any) -> None:
     click.echo(json.dumps(value, indent=2, default=str))
 
 
-def echo_outcome(outcome) -> None:
+def echo_outcome(outcome: Outcome) -> None:
     for line in outcome.lines:
         click.echo(line)
 
 
-def json_option(func):
+def json_option(func: Decorated) -> Decorated:
     return click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")(func)
 
 

@@ -5,7 +5,7 @@ import sys
 
 import click
 
-from .cli import cli, echo_json, json_option, opened
+from .cli import Decorated, cli, echo_json, json_option, opened
 from .cli_templates import show_prompt
 from .cliparts import ITEM_ID
 from .vocabulary import EXECUTORS
@@ -62,7 +62,7 @@ def _launch_command(item_id: str, slot: str, dry_run: bool, explicit: str | None
         click.echo(f"{item_id}: the review recorded: {verdict}")
 
 
-def dry_run_option(func):
+def dry_run_option(func: Decorated) -> Decorated:
     func = click.option("--json", "as_json", is_flag=True, help="With --dry-run: print it as JSON.")(func)
     return click.option("--dry-run", is_flag=True,
                         help="Print the prompt, argv, environment, branch and directory; write nothing.")(func)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -88,7 +88,13 @@ def _prefix() -> str | None:
         return None
 
 
-class ItemId(click.ParamType):
+if TYPE_CHECKING:
+    _ParamType = click.ParamType[str, str]  # generic from click 8.2; a plain class at run time before that
+else:
+    _ParamType = click.ParamType
+
+
+class ItemId(_ParamType):
     """An item id as a person types it: `D-1`, `d-1`, `D1`, `1`, `#1` all become D-1."""
 
     name = "id"
@@ -139,7 +145,7 @@ def complete_presets(ctx: click.Context, param: click.Parameter, incomplete: str
     """`shell_complete=` for an option naming an agent preset."""
     from click.shell_completion import CompletionItem
 
-    from .config import PRESETS
+    from .presets import PRESETS
 
     return [CompletionItem(name) for name in PRESETS if name.startswith(incomplete)]
 

@@ -9,18 +9,18 @@ from __future__ import annotations
 
 import re
 import tomllib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
 from .errors import ConfigError, did_you_mean
-from .presets import PRESET_NAMES as PRESETS
+from .presets import PRESETS
 from .trackers import BACKENDS
-from .vocabulary import EXECUTORS, GUIDANCE_LEVELS, PREFIX_PATTERN, SLOTS
+from .vocabulary import EXECUTORS, PREFIX_PATTERN, SLOTS
+from .vocabulary import GUIDANCE_LEVELS as GUIDANCE_LEVELS  # data.py reads it from here
 
 CONFIG_FILE = "drover.toml"
-TRACKER_BACKENDS = tuple(BACKENDS)
 # [verify] is an open table of key -> command string; `default` always exists.
 VERIFY_DEFAULT = {"default": "make test"}
 
@@ -37,14 +37,16 @@ class KeyInfo:
     type: type
     default: Any
     meaning: str
-    choices: tuple[str, ...] = ()
+    # the allowed values; for a preset or a tracker backend the registry's live keys, so that an
+    # entry added to presets.PRESETS or trackers.BACKENDS is accepted (and documented) with nothing else
+    choices: Collection[str] = ()
     # returns "" when the value is fine, else what was expected ("an integer of at least 1")
     check: Callable[[Any], str] | None = None
     # turns an accepted other spelling into the declared type before the checks (e.g. 45 -> "45s")
     convert: Callable[[Any], Any] | None = None
 
 
-def key(table: str, default: Any, meaning: str, *, choices: tuple[str, ...] = (),
+def key(table: str, default: Any, meaning: str, *, choices: Collection[str] = (),
         check: Callable[[Any], str] | None = None, convert: Callable[[Any], Any] | None = None) -> Any:
     """A dataclass field that is also a drover.toml key: the one place its facts are written.
 
@@ -113,7 +115,7 @@ KIND_LABELS = {"bug": "bug", "enhancement": "feature", "feature": "feature", "do
 
 @dataclass(frozen=True)
 class AgentConfig:
-    preset: str = key("agent", "claude", "the agent CLI to launch", choices=PRESETS)
+    preset: str = key("agent", "claude", "the agent CLI to launch", choices=PRESETS.keys())
     command: str = key("agent", "", "argv as shell-like words (never run through a shell); overrides the preset")
     name: str = key("agent", "", "identity recorded as author / auditor; default: the preset name")
     timeout: str = key("agent", "2h", "the agent's whole process group is ended after this long "
@@ -144,7 +146,7 @@ class PromptFiles:
 
 @dataclass(frozen=True)
 class TrackerConfig:
-    backend: str = key("tracker", "none", "where issues live", choices=TRACKER_BACKENDS)
+    backend: str = key("tracker", "none", "where issues live", choices=BACKENDS.keys())
     repo: str = key("tracker", "", "owner/name for github; \"\" lets gh use this checkout's remote")
     follow_up_label: str = key("tracker", "follow-up", "the label that marks follow-up issues (github)")
     register: str = key("tracker", "follow-ups.md", "the follow-up register file (backend file)")

@@ -5,7 +5,10 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .config import KeyInfo
 
 HEADER = (
     "# drover configuration. Every key below shows its default; delete what you do not change.\n"
@@ -47,7 +50,7 @@ def _line(assignment: str, comment: str) -> str:
     return f"{assignment:<{COLUMN - 1}} # {comment}" if len(assignment) < COLUMN - 1 else f"{assignment}   # {comment}"
 
 
-def _comment(info: Any) -> str:
+def _comment(info: KeyInfo) -> str:
     if info.choices:
         return f"{' | '.join(info.choices)}: {info.meaning}"
     return info.meaning

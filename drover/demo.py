@@ -19,11 +19,11 @@ from typing import Any
 DEMO_DIR = "demo"
 
 
-def _run(argv: list[str], cwd: Path, stdin: str | None = None, check: bool = True) -> subprocess.CompletedProcess:
+def _run(argv: list[str], cwd: Path, stdin: str | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
     return subprocess.run(argv, cwd=cwd, input=stdin, text=True, capture_output=True, check=check)
 
 
-def _drover(*args: str, cwd: Path, stdin: str | None = None, check: bool = True) -> subprocess.CompletedProcess:
+def _drover(*args: str, cwd: Path, stdin: str | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
     return _run([sys.executable, "-m", "drover", *args], cwd, stdin, check)
 
 
@@ -86,7 +86,7 @@ def _script(title: str) -> dict[str, Any]:
     return _SCRIPT.get(title, _GENERIC)
 
 
-def _implement(work: Path, item_id: str, shown: dict) -> int:
+def _implement(work: Path, item_id: str, shown: dict[str, Any]) -> int:
     passes = sum(1 for run in shown["runs"] if run["slot"] == "implement")
     plain = item_id.lower().replace("-", "_")
     script = _script(shown["title"])
@@ -105,7 +105,7 @@ def _implement(work: Path, item_id: str, shown: dict) -> int:
     return 0
 
 
-def _review(work: Path, item_id: str, shown: dict) -> int:
+def _review(work: Path, item_id: str, shown: dict[str, Any]) -> int:
     script = _script(shown["title"])
     if not shown["rounds"]:
         findings = (

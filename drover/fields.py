@@ -13,7 +13,9 @@ from typing import Any
 
 from .items import CHANGES_HEADING, truthy
 
-from .vocabulary import TEMPLATE_SLOTS as SLOTS  # the four slots a template can fill
+from .vocabulary import TEMPLATE_SLOTS
+
+SLOTS = TEMPLATE_SLOTS  # the four slots a template can fill
 
 
 @dataclass(frozen=True)
@@ -137,7 +139,7 @@ class TemplateData:
     Kind: str = ""
     Path: str = ""
     Body: str = ""
-    Meta: dict = field(default_factory=dict)
+    Meta: dict[str, Any] = field(default_factory=dict)
     Guarantees: str = ""
     Changes: str = ""
     ChangesHeading: str = CHANGES_HEADING
@@ -160,7 +162,7 @@ class TemplateData:
     OwnedUnreadable: str = ""
     Destinations: tuple[Destination, ...] = ()
     VerifyCommand: str = ""
-    VerifyCommands: dict = field(default_factory=dict)
+    VerifyCommands: dict[str, str] = field(default_factory=dict)
     Branch: str = ""
     Guidance: str = "detailed"
     # implement
@@ -287,65 +289,143 @@ _MEMBERS: dict[str, tuple[tuple[str, str, str], ...]] = {
     ),
 }
 
-# name, type, slots that fill it, one-line meaning. A test keeps this, FIELD_NAMES and
-# docs/fields.md in step.
-_SCHEMA: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
-    ("Id", "str", _ALL, "the item's id"),
-    ("Title", "str", _ALL, "the item's title"),
-    ("Kind", "str", _ALL, "the item's kind (a free word: bug, feature, ...)"),
-    ("Path", "str", _ALL, "the item file, relative to the repository root"),
-    ("Body", "str", _ALL, "the item's Markdown below the frontmatter, blank edge lines removed"),
-    ("Meta", "dict", _ALL, "the whole frontmatter"),
-    ("Get", "method(key)", _ALL, "Get(\"key\"): a frontmatter value, \"\" when the item does not set the key"),
-    ("Is", "method(key)", _ALL, "Is(\"key\"): true when the frontmatter key is set to yes (yes/true/on)"),
-    ("Guarantees", "str", _ALL, "the Guarantees section, heading excluded: invariants that accumulate"),
-    ("Changes", "str", _ALL, "the Changes section, heading excluded; \"\" when absent"),
-    ("ChangesHeading", "str", _ALL, "the Changes section's heading, the one constant drover writes"),
-    ("Cleared", "bool", _ALL, "the Changes section holds a cleared block, not findings"),
-    ("Trail", "list[Round]", _ALL, "every kept round, oldest first"),
-    ("Earlier", "list[Round]", _ALL, "rounds before the newest; once Cleared, every kept round"),
-    ("Runs", "int", _ALL, "implementing launches recorded"),
-    ("Reviews", "int", _ALL, "review launches recorded"),
-    ("Audits", "int", _ALL, "audit rows recorded"),
-    ("Rounds", "int", _ALL, "rounds of requested changes recorded"),
-    ("MaxReviewRounds", "int", _ALL, "the cap on rounds ([review] max_rounds)"),
-    ("Repeated", "bool", _ALL, "Rounds >= 2: the same kind of defect keeps coming back"),
-    ("Deps", "list[Dep]", _ALL, "every dep in frontmatter order, with done flag, readability and audit provenance"),
-    ("MergedDeps", "list[Dep]", _ALL, "readable deps the ledger records done"),
-    ("UnmergedDeps", "list[Dep]", _ALL, "readable deps not yet done"),
-    ("UnreadableDeps", "list[Dep]", _ALL, "deps whose file cannot be used, whatever Done says"),
-    ("FollowUps", "list[FollowUp]", _LAUNCH, "open follow-up rows owned by this item or a direct dep"),
-    ("RegisterUnreadable", "str", _LAUNCH, "why the follow-up list could not be read (FollowUps is then a floor)"),
-    ("Owned", "list[OwnedIssue]", _LAUNCH, "issues naming this item or a direct dep as owner, without the follow-up label (github)"),
-    ("OwnedUnreadable", "str", _LAUNCH, "why the owned issues could not be read"),
-    ("Destinations", "list[Destination]", _ALL, "where a finding can go, one row per place"),
-    ("VerifyCommand", "str", _ALL, "the one verify command for this item: the first yes key in sorted order, else default"),
-    ("VerifyCommands", "dict", _ALL, "the whole [verify] table"),
-    ("Branch", "str", _LAUNCH, "the item's branch, [run] branch rendered (\"\" in the branch template)"),
-    ("Guidance", "str", _ALL, "lean or detailed"),
-    ("Posture", "str", ("implement",), "resume, conflict, revise, build or continue: the first that applies"),
-    ("Conflicts", "list[str]", ("implement",), "the files a merge of base into the branch left conflicting (posture conflict)"),
-    ("Unfinished", "bool", ("review",), "the last implementing run never recorded an exit"),
-    ("LogPath", "str", ("review",), "the last implementing run's log, \"\" when there was no run"),
-    ("Note", "str", ("review",), "the note of the newest audit that carries one, verbatim"),
-    ("Recent", "Recent", ("review",), "the commits on the item's branch that base lacks, or why git could not say"),
-    ("Unnamed", "list[str]", ("review",), "files the branch modified (not added) whose path the body never mentions"),
-    ("ScopeUnavailable", "str", ("review",), "why git could not say which files the branch modified"),
-    ("Capped", "bool", ("review",), "Rounds >= MaxReviewRounds: request-changes will refuse"),
-    ("Closes", "list[Resolution]", ("review",), "one row per issue the item closes, with its judgment"),
-    ("UndisposedCloses", "list[Resolution]", ("review",), "the Closes rows nobody has judged: the dispose worklist"),
-    ("Origin", "Origin", ("draft",), "the issue the item came from, read fresh, or why it could not be"),
-    ("Finding", "str", ("draft",), "the provenance line, \"\" when the body has none"),
-    ("From", "str", ("draft",), "the item the provenance line names"),
-    ("Notes", "list[AuditNote]", ("draft",), "every audit on From that carries a note, oldest first"),
-    ("Siblings", "list[Sibling]", ("draft",), "every other item, so a requirement can go to its owner"),
+# name, type, slots that fill it, one-line meaning (`schema --fields`), and the explanation
+# docs/fields.md's table gives (generated from here by `make docs`). A test keeps this and
+# FIELD_NAMES in step: adding a field is its dataclass line above and its row here.
+_SCHEMA: tuple[tuple[str, str, tuple[str, ...], str, str], ...] = (
+    ("Id", "str", _ALL, "the item's id",
+     "The item's id, such as `D-12`."),
+    ("Title", "str", _ALL, "the item's title",
+     "The `title` from the frontmatter."),
+    ("Kind", "str", _ALL, "the item's kind (a free word: bug, feature, ...)",
+     "The `kind` from the frontmatter, a word the project chooses (bug, feature, chore...)."),
+    ("Path", "str", _ALL, "the item file, relative to the repository root",
+     "The item file relative to the repository root (`items/D-12.md`), so an instruction can point at it."),
+    ("Body", "str", _ALL, "the item's Markdown below the frontmatter, blank edge lines removed",
+     "Everything below the frontmatter, with blank lines at its two ends dropped; passed through as text, "
+     "never as a template."),
+    ("Meta", "dict", _ALL, "the whole frontmatter",
+     "The whole frontmatter as parsed, project keys included."),
+    ("Get", "method(key)", _ALL, "Get(\"key\"): a frontmatter value, \"\" when the item does not set the key",
+     "`Get(\"key\")`: that frontmatter value, or `\"\"` when the item does not set it. Never an error."),
+    ("Is", "method(key)", _ALL, "Is(\"key\"): true when the frontmatter key is set to yes (yes/true/on)",
+     "`Is(\"key\")`: true when the value reads as yes (`yes`, `true`, `on`, `y`, or a YAML true)."),
+    ("Guarantees", "str", _ALL, "the Guarantees section, heading excluded: invariants that accumulate",
+     "The text of the `## Guarantees` section, heading left out: properties that must keep holding, added "
+     "to round after round."),
+    ("Changes", "str", _ALL, "the Changes section, heading excluded; \"\" when absent",
+     "The text of the Changes section, heading left out: the findings exactly as the last "
+     "`request-changes` wrote them, or the cleared block. `\"\"` without the section."),
+    ("ChangesHeading", "str", _ALL, "the Changes section's heading, the one constant drover writes",
+     "The Changes section's heading (`## Changes requested`). Templates use this rather than spelling it, "
+     "so reader and writer cannot drift apart."),
+    ("Cleared", "bool", _ALL, "the Changes section holds a cleared block, not findings",
+     "The Changes section holds the block `close-changes` (or an approving audit) wrote, not findings."),
+    ("Trail", "list[Round]", _ALL, "every kept round, oldest first",
+     "Every round the ledger holds, oldest first. For reference; prompts render `Earlier`."),
+    ("Earlier", "list[Round]", _ALL, "rounds before the newest; once Cleared, every kept round",
+     "The history to render: every round except the newest, whose findings are already `Changes`. Once "
+     "`Cleared`, every round including the newest, since the section no longer shows it."),
+    ("Runs", "int", _ALL, "implementing launches recorded",
+     "How many implementing runs were launched."),
+    ("Reviews", "int", _ALL, "review launches recorded",
+     "How many review runs were launched (a piped `review --print` launches none)."),
+    ("Audits", "int", _ALL, "audit rows recorded",
+     "How many audit rows the item has, at any level."),
+    ("Rounds", "int", _ALL, "rounds of requested changes recorded",
+     "How many rounds of changes were requested."),
+    ("MaxReviewRounds", "int", _ALL, "the cap on rounds ([review] max_rounds)",
+     "`[review] max_rounds`: the number of rounds after which `request-changes` refuses."),
+    ("Repeated", "bool", _ALL, "Rounds >= 2: the same kind of defect keeps coming back",
+     "`Rounds` is 2 or more: a defect class is recurring, so look past the one instance."),
+    ("Deps", "list[Dep]", _ALL, "every dep in frontmatter order, with done flag, readability and audit provenance",
+     "Every dep, in the order the frontmatter lists them, with its done flag, readability and audit "
+     "provenance."),
+    ("MergedDeps", "list[Dep]", _ALL, "readable deps the ledger records done",
+     "Deps that are readable and recorded done."),
+    ("UnmergedDeps", "list[Dep]", _ALL, "readable deps not yet done",
+     "Deps that are readable and not yet done."),
+    ("UnreadableDeps", "list[Dep]", _ALL, "deps whose file cannot be used, whatever Done says",
+     "Deps whose file cannot be used (missing, empty, broken, shelved, or not an id at all), done or not. "
+     "Each dep is in exactly one of the three lists."),
+    ("FollowUps", "list[FollowUp]", _LAUNCH, "open follow-up rows owned by this item or a direct dep",
+     "Open follow-up rows on the tracker owned by this item (`Mine`) or by one of its direct deps."),
+    ("RegisterUnreadable", "str", _LAUNCH, "why the follow-up list could not be read (FollowUps is then a floor)",
+     "Why the follow-up list could not be read; then `FollowUps` holds only what was read before the "
+     "failure. `\"\"` when it was read, or when no list is configured."),
+    ("Owned", "list[OwnedIssue]", _LAUNCH, "issues naming this item or a direct dep as owner, without the follow-up label (github)",
+     "Open issues that name this item or a direct dep as owner but carry no follow-up label (sub-issues of"
+     " the origin, `Owner: <id>` lines). Only the github backend reads them."),
+    ("OwnedUnreadable", "str", _LAUNCH, "why the owned issues could not be read",
+     "Why some owned issues could not be read (reasons joined by `; `)."),
+    ("Destinations", "list[Destination]", _ALL, "where a finding can go, one row per place",
+     "The places a finding can be sent, as shipped in `builtin_templates/destinations.toml`, with this "
+     "item's id in each command."),
+    ("VerifyCommand", "str", _ALL, "the one verify command for this item: the first yes key in sorted order, else default",
+     "The single verify command for this item: `[verify] <key>` for the first key, in sorted order, that "
+     "the item sets to yes; otherwise `[verify] default`."),
+    ("VerifyCommands", "dict", _ALL, "the whole [verify] table",
+     "The whole `[verify]` table, for a template that chooses for itself."),
+    ("Branch", "str", _LAUNCH, "the item's branch, [run] branch rendered (\"\" in the branch template)",
+     "The item's git branch: `[run] branch` rendered from the branch slot's data. Empty inside the branch "
+     "template itself."),
+    ("Guidance", "str", _ALL, "lean or detailed",
+     "`lean` or `detailed`: the slot agent's `guidance`, or `--guidance`."),
+    ("Posture", "str", ("implement",), "resume, conflict, revise, build or continue: the first that applies",
+     "How the implementing agent starts: `resume` (the last implementing run never finished, was "
+     "interrupted, timed out or failed, and no approval came after it), `conflict` (a merge of base into "
+     "the branch is in progress with conflicts: `drive --finish` started it), `revise` (changes are "
+     "outstanding), `build` (no implementing run yet), else `continue`. The first that applies."),
+    ("Conflicts", "list[str]", ("implement",), "the files a merge of base into the branch left conflicting (posture conflict)",
+     "The files the merge of base into the branch left conflicting (posture `conflict`); empty otherwise."),
+    ("Unfinished", "bool", ("review",), "the last implementing run never recorded an exit",
+     "The last implementing run has no finish time: it is still running or it died. Tells that apart from "
+     "\"never ran\" (no run: false, and `LogPath` is empty)."),
+    ("LogPath", "str", ("review",), "the last implementing run's log, \"\" when there was no run",
+     "The last implementing run's log, relative to the repository root; `\"\"` when there was no run."),
+    ("Note", "str", ("review",), "the note of the newest audit that carries one, verbatim",
+     "The note of the newest audit that has one, exactly as written."),
+    ("Recent", "Recent", ("review",), "the commits on the item's branch that base lacks, or why git could not say",
+     "The commits on `Branch` that base lacks, with sizes, or in `Unavailable` the reason git could not "
+     "say (never both)."),
+    ("Unnamed", "list[str]", ("review",), "files the branch modified (not added) whose path the body never mentions",
+     "Files the branch changed (added and deleted files excluded) whose repository path appears nowhere in"
+     " the body."),
+    ("ScopeUnavailable", "str", ("review",), "why git could not say which files the branch modified",
+     "Why git could not list the branch's modified files; `Unnamed` is then empty for that reason, not "
+     "because all is named."),
+    ("Capped", "bool", ("review",), "Rounds >= MaxReviewRounds: request-changes will refuse",
+     "`Rounds` has reached `MaxReviewRounds`: the next `request-changes` will refuse, keep the findings "
+     "and park the item."),
+    ("Closes", "list[Resolution]", ("review",), "one row per issue the item closes, with its judgment",
+     "One row per issue in the item's `closes`: the issue as the tracker has it now, plus the newest "
+     "disposition recorded for it."),
+    ("UndisposedCloses", "list[Resolution]", ("review",), "the Closes rows nobody has judged: the dispose worklist",
+     "The `Closes` rows with no disposition yet: what the reviewer must `drover dispose` before `finish`."),
+    ("Origin", "Origin", ("draft",), "the issue the item came from, read fresh, or why it could not be",
+     "The item's `origin` issue, read from the tracker at render time; `Unavailable` says why not. All "
+     "empty when the item has no origin."),
+    ("Finding", "str", ("draft",), "the provenance line, \"\" when the body has none",
+     "The provenance line (`Finding: D-3 ...`) when the body opens with one; else `\"\"`."),
+    ("From", "str", ("draft",), "the item the provenance line names",
+     "The item the provenance line names."),
+    ("Notes", "list[AuditNote]", ("draft",), "every audit on From that carries a note, oldest first",
+     "Every audit on `From` that has a note, oldest first: where a finding filed during review is "
+     "described."),
+    ("Siblings", "list[Sibling]", ("draft",), "every other item, so a requirement can go to its owner",
+     "Every other item in the project, so a requirement that belongs elsewhere can be routed to its owner."),
 )
+
+
+def field_explanations() -> dict[str, str]:
+    """Each field's explanation for people (docs/fields.md), longer than its schema meaning."""
+    return {name: explained for name, _, _, _, explained in _SCHEMA}
 
 
 def field_schema() -> list[dict[str, Any]]:
     """Every template field: name, type, the slots that fill it, a one-line meaning, members."""
     schema = []
-    for name, kind, slots, meaning in _SCHEMA:
+    for name, kind, slots, meaning, _ in _SCHEMA:
         row_type = kind.removeprefix("list[").rstrip("]")
         members = [
             {"name": member, "type": member_type, "meaning": member_meaning}

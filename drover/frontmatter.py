@@ -27,7 +27,8 @@ MAX_NODES = 100_000
 
 def _loader_base() -> type:
     """libyaml's parser when PyYAML was built with it (several times faster), else pure Python."""
-    return getattr(yaml, "CSafeLoader", None) or yaml.SafeLoader
+    base: type = getattr(yaml, "CSafeLoader", None) or yaml.SafeLoader
+    return base
 
 
 def _strict(base: type) -> type:

@@ -270,7 +270,7 @@ def recent_commits(root: Path, branch: str, base: str) -> Recent:
 
 def modified_files(root: Path, branch: str, base: str) -> tuple[list[str], str]:
     """Files `branch` modified since it left `base` (added and deleted ones excluded): (paths, "") or ([], why)."""
-    from unidiff import PatchSet
+    from unidiff.patch import PatchSet
     from unidiff.errors import UnidiffParseError
 
     problem = _compare_problem(root, branch, base)

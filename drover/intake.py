@@ -56,22 +56,18 @@ def quoted(issue: Issue, label: str) -> str:
 def read_issue(project: Project, number: int) -> Intake:
     """The issue and what the item takes from it; refuses a second item for the same issue."""
     tracker_config = project.config.tracker
-    if tracker_config.backend == "none":
+    # opening a backend reads nothing; the backend, not its name, says whether it has rows to take
+    tracker = open_tracker(tracker_config, project.root)
+    if not tracker.reads_issues:
         raise UsageError('new --issue needs a tracker: set [tracker] backend = "github" or "file" in drover.toml')
     already = existing_item(project, number)
     if already:
         raise Refused(f"issue #{number} already has an item: {already} "
                       f"({project.relpath(project.item_path(already))})")
-    tracker = open_tracker(tracker_config, project.root)
-    row = getattr(tracker, "row", None)  # the file register: a row by its line number
     try:
-        issue = row(number) if row is not None else tracker.issue(number)
+        issue, label = tracker.intake(number)
     except TrackerUnavailable as exc:
         raise UsageError(f"issue #{number}: {exc.reason}") from None
-    if tracker_config.backend == "github":
-        label = f"issue #{issue.number}" + (f" ({issue.url})" if issue.url else "")
-    else:
-        label = f"the register row {issue.url}"  # the file tracker's url is `follow-ups.md:7`
     return Intake(issue, kind_for(issue.labels, tracker_config.kinds), quoted(issue, label))
 
 

@@ -10,6 +10,7 @@ import re
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
+from collections.abc import Iterator
 from typing import Any
 
 import yaml
@@ -211,7 +212,7 @@ def read_item(path: Path, prefix: str) -> Item:
     return parse_item(text, path, prefix)
 
 
-def _headings(text: str, start: int, open_fence: list[str] | None = None):
+def _headings(text: str, start: int, open_fence: list[str] | None = None) -> Iterator[tuple[int, int, str]]:
     """(offset, level, line) for every ATX heading at or after `start`, outside code fences.
 
     A fence closes only on a bare run of its own character at least as long as the opening

@@ -98,7 +98,8 @@ def become_subreaper() -> bool:
         return False
     try:
         libc = ctypes.CDLL(None, use_errno=True)
-        return libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+        answer: int = libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+        return answer == 0
     except (OSError, AttributeError):
         return False
 
@@ -150,7 +151,7 @@ def _reap(pgid: int, pids: set[int]) -> None:
                 pass
 
 
-def end_run_processes(proc: subprocess.Popen, grace: float, marker: tuple[str, str] | None = None) -> None:
+def end_run_processes(proc: subprocess.Popen[bytes], grace: float, marker: tuple[str, str] | None = None) -> None:
     """End the agent's process group and every process carrying the run's marker in its environment.
 
     SIGTERM first, then SIGKILL to whatever is left after `grace` seconds; a second Ctrl-C

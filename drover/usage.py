@@ -64,7 +64,7 @@ class StreamReader:
 
     # claude ------------------------------------------------------------------------------
 
-    def _claude(self, event: dict) -> list[str]:
+    def _claude(self, event: dict[str, Any]) -> list[str]:
         kind = event.get("type")
         if kind == "system" and event.get("subtype") == "init":
             self.usage.model = self.usage.model or str(event.get("model", ""))
@@ -110,7 +110,7 @@ class StreamReader:
 
     # codex -------------------------------------------------------------------------------
 
-    def _codex(self, event: dict) -> list[str]:
+    def _codex(self, event: dict[str, Any]) -> list[str]:
         kind = event.get("type", "")
         if kind == "turn.completed":
             usage = event.get("usage") or {}

@@ -10,6 +10,12 @@ from click.testing import CliRunner
 from drover.cli import cli
 from drover.config import SCHEMA, Config, default_config_text, load_config, parse_config, parse_duration
 from drover.errors import ConfigError
+from drover.presets import PRESETS
+from drover.trackers import BACKENDS
+
+# The registries are the lists: a preset or backend added there is named in these messages too.
+PRESET_LIST = ", ".join(PRESETS)
+BACKEND_LIST = ", ".join(BACKENDS)
 
 
 def write_config(root: Path, text: str) -> Path:
@@ -160,14 +166,14 @@ def test_durations(text, seconds):
     ("[project]\nprefix = \"D-\"\n", "drover.toml: [project] prefix: expected letters and digits, starting with a letter"),
     ("[run]\nworktree = 1\n", "drover.toml: [run] worktree: expected true or false"),
     ("[agent]\npreset = \"claud\"\n",
-     "drover.toml: [agent] preset: expected one of claude, codex, aider, gemini, opencode, demo, script, not 'claud'"),
+     f"drover.toml: [agent] preset: expected one of {PRESET_LIST}, not 'claud'"),
     ("[agent]\nguidance = \"short\"\n", "drover.toml: [agent] guidance: expected one of lean, detailed, not 'short'"),
     ("[agent]\ntimeout = \"soon\"\n", "drover.toml: [agent] timeout: expected a duration such as 2h, 90m or 45s"),
     ("[agent.review]\npreset = \"codx\"\n",
-     "drover.toml: [agent.review] preset: expected one of claude, codex, aider, gemini, opencode, demo, script, not 'codx'"),
+     f"drover.toml: [agent.review] preset: expected one of {PRESET_LIST}, not 'codx'"),
     ("[agent.review]\npresett = \"codex\"\n", "drover.toml: [agent.review] presett: unknown key (did you mean preset?)"),
     ("[agent]\nreview = \"codex\"\n", "drover.toml: [agent.review]: expected a table"),
-    ("[tracker]\nbackend = \"jira\"\n", "drover.toml: [tracker] backend: expected one of none, file, github, not 'jira'"),
+    ("[tracker]\nbackend = \"jira\"\n", f"drover.toml: [tracker] backend: expected one of {BACKEND_LIST}, not 'jira'"),
     ("[verify]\nmigration = 1\n", "drover.toml: [verify] migration: expected a string"),
     ("[revew]\nmax_rounds = 2\n", "drover.toml: [revew]: unknown table (did you mean review?)"),
     ("review = 3\n", "drover.toml: [review]: expected a table"),
@@ -241,10 +247,9 @@ def test_every_problem_is_reported_at_once_one_line_each(repo):
     result = CliRunner().invoke(cli, ["list"])
     assert result.exit_code == 2
     assert result.stderr.splitlines() == [
-        "drover: drover.toml: [agent] preset: expected one of claude, codex, aider, gemini, opencode, demo, script,"
-        " not 'codx'",
+        f"drover: drover.toml: [agent] preset: expected one of {PRESET_LIST}, not 'codx'",
         "drover: drover.toml: [review] max_round: unknown key (did you mean max_rounds?)",
-        "drover: drover.toml: [tracker] backend: expected one of none, file, github, not 'jira'",
+        f"drover: drover.toml: [tracker] backend: expected one of {BACKEND_LIST}, not 'jira'",
     ]
 
 

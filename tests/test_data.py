@@ -14,6 +14,7 @@ from drover import data as template_data
 from drover import items as itemfile
 from drover import status, templates, writes
 from drover.data import FIELD_NAMES, SLOTS, TemplateData, build, field_schema
+from drover.fields import field_explanations
 from drover.errors import UsageError
 from drover.ledger import Ledger
 from drover.rows import NewRun, Run
@@ -635,6 +636,8 @@ def test_field_schema_covers_every_field():
     for row in schema:
         assert row["type"] and row["meaning"] and "\n" not in row["meaning"]
         assert row["slots"] and set(row["slots"]) <= set(SLOTS)
+    explained = field_explanations()  # docs/fields.md's table is generated from these
+    assert sorted(explained) == sorted(FIELD_NAMES) and all(explained.values())
 
 
 def test_row_members_in_the_schema_match_the_row_types():

@@ -59,6 +59,17 @@ def field_table() -> str:
     return "\n".join(lines)
 
 
+def field_explained_table() -> str:
+    """docs/fields.md's table: each field's type and slots as the schema states them, with its explanation."""
+    from drover.fields import field_explanations, field_schema
+
+    explained = field_explanations()
+    lines = ["| field | type | slots | meaning |", "|---|---|---|---|"]
+    for row in field_schema():
+        lines.append(f"| `{row['name']}` | {_cell(row['type'])} | {', '.join(row['slots'])} | {_cell(explained[row['name']])} |")
+    return "\n".join(lines)
+
+
 def _toml(value: object) -> str:
     if isinstance(value, dict):
         return "{}" if not value else "{ " + ", ".join(f"{k} = {_toml(v)}" for k, v in value.items()) + " }"
@@ -96,16 +107,43 @@ def config_key_table(table: str) -> str:
 
 
 def preset_table() -> str:
-    """The agent presets, from agents.PRESETS; the running interpreter is shown as `<python>`."""
-    from drover import agents
+    """The agent presets, from presets.PRESETS; the running interpreter is shown as `<python>`."""
+    from drover.presets import PRESETS
 
-    lines = ["| preset | argv | the prompt travels | install |", "|---|---|---|---|"]
-    for name, preset in agents.PRESETS.items():
+    lines = ["| preset | argv | the prompt travels | install | checked against |", "|---|---|---|---|---|"]
+    for name, preset in PRESETS.items():
         words = ["<python>" if word == sys.executable else (word or "''") for word in preset.argv]
         argv = f"`{' '.join(words)}`" if words else "`[agent] command`"
         hint = "<python>" if preset.install_hint == sys.executable else preset.install_hint
-        lines.append(f"| `{name}` | {_cell(argv)} | {preset.prompt_via} | {_cell(hint)} |")
+        lines.append(f"| `{name}` | {_cell(argv)} | {preset.prompt_via} | {_cell(hint)} | {_cell(preset.checked)} |")
     return "\n".join(lines)
+
+
+def config_errors() -> str:
+    """What drover prints for a broken drover.toml: a TOML syntax error, then one file's every problem."""
+    from drover.config import load_config
+    from drover.errors import ConfigError
+
+    broken = {
+        "syntax": "[project]\nprefix = \"D\"\n\n[review]\nmax_rounds = \n",
+        "problems": ('prefix = "X"\n[review]\nmax_rouns = 2\nmax_rounds = "3"\n[revew]\nmax_rounds = 2\n'
+                     '[agent.review]\npreset = "codx"\n'),
+    }
+    lines = []
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "drover.toml"
+        for name, text in broken.items():
+            path.write_text(text, encoding="utf-8")
+            try:
+                load_config(path)
+            except ConfigError as exc:
+                found = [f"drover: {line}" for line in exc.lines]
+            else:
+                raise AssertionError(f"{name}: drover.toml was accepted")
+            if name == "syntax":
+                found = [f"{line:<61}(TOML syntax, with its line)" for line in found]
+            lines += found
+    return "\n".join(["```", *lines, "```"])
 
 
 def ledger_schema() -> str:

@@ -14,9 +14,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..errors import Finding
 from ..textviews import use_color
+from ..vocabulary import BRANCH_SLOT, SLOTS
 from .check import (
-    Finding,
     check_templates,
     diff_stale,
     diff_unified,
@@ -25,9 +26,7 @@ from .check import (
     stale_overrides,
 )
 from .env import (
-    BRANCH_SLOT,
     BUILTIN_FOLDER,
-    SLOTS,
     base_hash,
     builtin_blocks,
     builtin_display,

@@ -12,7 +12,8 @@ from ..config import Config
 from ..errors import DroverError, Finding, TemplateError
 from ..fields import TemplateData
 from ..textviews import colour_diff
-from .env import SLOTS, base_hash, builtin_blocks, compile_template, normalise
+from ..vocabulary import SLOTS
+from .env import base_hash, builtin_blocks, compile_template, normalise
 from .fieldcheck import field_problems, key_problems
 from .merge import conflict_lines
 from .overrides import (

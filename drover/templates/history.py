@@ -11,7 +11,8 @@ import sys
 from pathlib import Path
 
 from ..resources import builtin_dir
-from .env import SLOTS, base_hash, builtin_blocks, normalise
+from ..vocabulary import SLOTS
+from .env import base_hash, builtin_blocks, normalise
 
 HISTORY_FILE = "history.json"
 

@@ -15,9 +15,9 @@ from ..config import Config
 from ..errors import TemplateError
 from ..fields import Origin, TemplateData
 from ..resources import builtin_dir
+from ..vocabulary import BRANCH_SLOT
 from . import limits
 from .env import (
-    BRANCH_SLOT,
     builtin_display,
     builtin_name,
     builtin_source,
@@ -81,7 +81,7 @@ class Prepared:
     displays: dict[str, str]  # code filename -> name in messages
 
 
-class _EmptyWhenMissing(dict):
+class _EmptyWhenMissing(dict[str, Any]):
     """A map field whose missing key renders empty, as a field a slot does not fill does."""
 
     def __missing__(self, key: Any) -> str:

@@ -13,9 +13,9 @@ from pathlib import Path
 from ..errors import Refused, TemplateError, UsageError
 from ..items import write_atomic
 from ..project import Project
+from ..vocabulary import SLOTS
 from .check import StaleBlock, stale_overrides
 from .env import (
-    SLOTS,
     base_hash,
     builtin_blocks,
     check_slot,

@@ -1,14 +1,16 @@
 """Tracker backends behind one small interface; `BACKENDS` names them and `open_tracker` picks one.
 
-Adding a backend: its module (a class with `name`, `writes_back`, `from_config` and the
-Tracker methods) and one entry in BACKENDS. config.py validates `[tracker] backend` against it.
+Adding a backend: its module (a class with `name`, `writes_back`, `reads_issues`, `from_config`
+and the Tracker methods) and one entry in BACKENDS. config.py validates `[tracker] backend`
+against it, and nothing else asks a backend's name (docs/architecture.md).
 """
 from __future__ import annotations
 
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .base import DISPOSITIONS, Issue, Tracker, TrackerUnavailable, owners_in
+from ..vocabulary import DISPOSITIONS
+from .base import Issue, Tracker, TrackerUnavailable, owners_in
 from .file import FileTracker
 from .github import GitHubTracker
 from .none import NoTracker

@@ -54,6 +54,7 @@ class TrackerUnavailable(DroverError):
 class Tracker(Protocol):
     name: str  # the `[tracker] backend` value that picks it
     writes_back: bool  # whether `finish` can write a close or a comment to it
+    reads_issues: bool  # whether `new --issue N` can make an item from one of its rows (`intake`)
 
     @classmethod
     def from_config(cls, config: TrackerConfig, root: Path) -> Tracker:
@@ -70,6 +71,10 @@ class Tracker(Protocol):
 
     def issue(self, number: int) -> Issue:
         """One issue read fresh; raises TrackerUnavailable."""
+        ...
+
+    def intake(self, number: int) -> tuple[Issue, str]:
+        """Row `number` for `new --issue N`, and how the item names where it came from; raises TrackerUnavailable."""
         ...
 
     def apply(self, number: int, disposition: str, note: str) -> str:

@@ -29,6 +29,7 @@ _FENCE = re.compile(r"^[ \t]*(```|~~~)")
 class FileTracker:
     name = "file"
     writes_back = False  # the register is the project's file: finish records judgments, edits nothing
+    reads_issues = True  # a register row, by its line number
 
     @classmethod
     def from_config(cls, config: TrackerConfig, root: Path) -> FileTracker:
@@ -64,6 +65,11 @@ class FileTracker:
             if found.number == number:
                 return found
         raise TrackerUnavailable(f"{self.register} has no row on line {number}")
+
+    def intake(self, number: int) -> tuple[Issue, str]:
+        """The register row on line `number`, named by where it is (`follow-ups.md:7`)."""
+        found = self.row(number)
+        return found, f"the register row {found.url}"
 
     def apply(self, number: int, disposition: str, note: str) -> str:
         """`keep` needs no tracker; the register has no issues to close or comment on."""

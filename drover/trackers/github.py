@@ -23,6 +23,7 @@ GH_ENV = {"GH_PROMPT_DISABLED": "1", "GH_NO_UPDATE_NOTIFIER": "1"}
 class GitHubTracker:
     name = "github"
     writes_back = True
+    reads_issues = True
 
     @classmethod
     def from_config(cls, config: TrackerConfig, root: Path) -> GitHubTracker:
@@ -85,6 +86,11 @@ class GitHubTracker:
         """Issue `number` read fresh with `gh issue view`."""
         data = self._json(["issue", "view", str(number), "--json", ISSUE_FIELDS, *self._repo()], "gh issue view")
         return _issue(data, "gh issue view")
+
+    def intake(self, number: int) -> tuple[Issue, str]:
+        """Issue `number`, read fresh, named by its number and address."""
+        found = self.issue(number)
+        return found, f"issue #{found.number}" + (f" ({found.url})" if found.url else "")
 
     def apply(self, number: int, disposition: str, note: str) -> str:
         """close (the note as its comment) or comment on issue `number`; keep writes nothing."""

@@ -15,6 +15,7 @@ NOT_CONFIGURED = 'no tracker is configured ([tracker] backend = "none")'
 class NoTracker:
     name = "none"
     writes_back = False
+    reads_issues = False
 
     @classmethod
     def from_config(cls, config: TrackerConfig, root: Path) -> NoTracker:
@@ -30,6 +31,10 @@ class NoTracker:
 
     def issue(self, number: int) -> Issue:
         """Always unavailable: there is nowhere to read issue #number from."""
+        raise TrackerUnavailable(f"issue #{number} cannot be read: {NOT_CONFIGURED}")
+
+    def intake(self, number: int) -> tuple[Issue, str]:
+        """Never asked (reads_issues is false): there is nowhere to read issue #number from."""
         raise TrackerUnavailable(f"issue #{number} cannot be read: {NOT_CONFIGURED}")
 
     def apply(self, number: int, disposition: str, note: str) -> str:
