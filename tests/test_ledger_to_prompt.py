@@ -133,7 +133,8 @@ def test_the_deps_of_a_prompt_have_the_same_provenance_as_one_read_per_dep(opene
     assert [(dep.Id, status.AuditProvenance(dep.Level, dep.By, dep.Weak), dep.Done) for dep, _ in described] == one_by_one
     assert ledger.authors("D-1") == ["writer"]
     ledger.add_audit("D-1", "claimed", "helper", "")
-    ledger.start_run(NewRun(id="i-3", item="D-1", slot="implement", agent="second"))
+    # oldest first; recorded `started` later than the audit (now() is to the millisecond: a tie could order either way)
+    ledger.start_run(NewRun(id="i-3", item="D-1", slot="implement", agent="second", started="2999-01-01T00:00:00.000Z"))
     ledger.start_run(NewRun(id="r-3", item="D-1", slot="review", agent="not an author"))
     assert ledger.authors("D-1") == ["writer", "helper", "second"]
 
