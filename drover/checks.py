@@ -7,17 +7,22 @@ from .config import AgentConfig
 from .errors import Finding
 from .ledger import Ledger
 from .project import Project
-from .status import catalogue
+from .status import catalogue, collector_paused
 from .trackers import open_tracker
 from .vocabulary import SLOTS
 
 
 def check_items(project: Project, ledger: Ledger) -> tuple[list[Finding], set[str]]:
     """Unreadable files, deps that do not resolve, dependency cycles; and the frontmatter keys used."""
+    with collector_paused():
+        return _check_items(project, ledger)
+
+
+def _check_items(project: Project, ledger: Ledger) -> tuple[list[Finding], set[str]]:
     entries = catalogue(project, ledger)
     findings: list[Finding] = []
     keys: set[str] = set()
-    known = set(entries) | set(ledger.item_rows())
+    known: set[str] | None = None  # ids with a file or a ledger row, gathered at the first missing dep
     pattern = itemfile.id_pattern(project.config.prefix)
     for item_id, found in entries.items():
         keys.update(found.meta)
@@ -29,6 +34,8 @@ def check_items(project: Project, ledger: Ledger) -> tuple[list[Finding], set[st
                 findings.append(Finding(f"{found.rel}: {item_id}: dep {dep} {itemfile.NOT_AN_ID}"))
             elif dep not in entries:
                 # A dep the ledger knows (done, then its file deleted) reads as absent to an agent too.
+                if known is None:
+                    known = set(entries) | set(ledger.item_rows())
                 where = "; the ledger knows it" if dep in known else ""
                 findings.append(Finding(f"{found.rel}: {item_id}: dep {dep} {itemfile.MISSING}"
                                         f" (no {project.config.items}/{dep}.md{where})"))

@@ -243,11 +243,11 @@ def list_cmd(ready: bool, states: tuple[str, ...], as_json: bool) -> None:
 
         echo_json(list_report(listed))
         return
-    from .textviews import paint_state, table
+    from .textviews import list_lines
 
-    for line in table([(row.entry.id, row.state, (row.entry.title if not row.entry.unreadable else "")
-                        + (f"  ({row.note})" if row.note else "")) for row in listed], widths=(0, 17)):
-        click.echo(paint_state(line))
+    if listed:
+        # one write: click.echo per line cost more than the listing at 50,000 items
+        click.echo("\n".join(list_lines(listed, colour=bool(click.get_current_context().color))))
 
 
 @cli.command()

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import re
+
 import yaml
 
 YES_NO = ("yes", "true", "on", "y", "no", "false", "off", "n")
@@ -53,7 +55,15 @@ PURE_LOADER = _strict(yaml.SafeLoader)
 
 
 def load_frontmatter(source: str, loader: type | None = None) -> Any:
-    """YAML to data, with nesting and alias expansion capped; raises FrontmatterError."""
+    """YAML to data, with nesting and alias expansion capped; raises FrontmatterError.
+
+    Without an explicit loader, the common flat forms are read by flat_load, which returns
+    exactly what the YAML loader would; anything else goes to the YAML loader.
+    """
+    if loader is None:
+        flat = flat_load(source)
+        if flat is not None:
+            return flat
     if source.count("[") + source.count("{") > MAX_DEPTH and _flow_depth(source) > MAX_DEPTH:
         raise FrontmatterError(f"YAML: nested more than {MAX_DEPTH} levels deep", line=2)
     parser = (loader or LOADER)(source)
@@ -158,3 +168,135 @@ def key_line(source: str, key: str) -> int | None:
         if line.startswith(f"{key}:"):
             return number
     return None
+
+
+# --- the flat fast path ---------------------------------------------------------------------
+# Most frontmatter is `key: scalar`, `key: [a, b]` and `key:` over `- x` lines. flat_load reads
+# exactly those and returns what YAML's safe loader returns for them; for anything it does not
+# fully recognise (comments, tabs, anchors, tags, nesting, escapes, numbers other than plain
+# decimals, dates, a key given twice...) it returns None and the YAML loader decides, errors
+# included. tests/test_fast_paths.py checks the agreement on generated frontmatter.
+
+_UNSURE = object()
+_FLAT_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*\Z")
+_DECIMAL = re.compile(r"(?:0|[1-9][0-9]*)\Z")
+# characters YAML refuses or reads as line breaks, a byte-order mark, a CR not before an LF
+_ODD = re.compile(yaml.reader.Reader.NON_PRINTABLE.pattern + "|[\ufeff\x85\u2028\u2029\t]|\r(?!\n)")
+_INDICATORS = frozenset("-?:,[]{}#&*!|>'\"%@`")
+_BOOLS = {"yes": True, "no": False, "true": True, "false": False, "on": True, "off": False}
+_RESOLVERS = yaml.resolver.Resolver.yaml_implicit_resolvers
+_FLOW_UNSURE = re.compile(r"[\[\]{}:#'\"]")  # inside [a, b]: nesting, mappings, comments, quotes
+
+
+def flat_load(source: str) -> dict[str, Any] | None:
+    """The frontmatter as YAML reads it when it is all flat keys; None when unsure."""
+    if source.isascii():
+        # printable once line ends are gone: no control character, tab or lone CR (as _ODD, faster)
+        if not source.replace("\r\n", "").replace("\n", "").isprintable():
+            return None
+    elif _ODD.search(source):
+        return None
+    meta: dict[str, Any] = {}
+    open_key = None  # a key whose value is empty, which `- x` lines below may make a list
+    items: list[Any] | None = None
+    indent = -1
+    for line in source.split("\n"):
+        if line[-1:] == "\r":
+            line = line[:-1]
+        first = line[:1]
+        if first == " " or first == "-":
+            depth = len(line) - len(line.lstrip(" "))
+            if depth == len(line):
+                continue  # a blank line
+            if open_key is None or line[depth:depth + 2] != "- " or (items is not None and depth != indent):
+                return None
+            value = _scalar(line[depth + 2:].rstrip(" "), False)
+            if value is _UNSURE:
+                return None
+            if items is None:
+                items, indent = [], depth
+                meta[open_key] = items
+            items.append(value)
+            continue
+        if not first:
+            continue
+        open_key, items = None, None
+        key, colon, rest = line.partition(":")
+        if not colon or key in meta or (rest and rest[0] != " ") or not _plain_key(key):
+            return None
+        rest = rest.strip(" ")
+        if not rest:
+            meta[key] = None
+            open_key = key
+            continue
+        value = _flow(rest[1:-1]) if rest[0] == "[" and rest[-1] == "]" else _scalar(rest, False)
+        if value is _UNSURE:
+            return None
+        meta[key] = value
+    return meta or None
+
+
+_KEYS_SEEN: set[str] = set()
+
+
+def _plain_key(key: str) -> bool:
+    """A key YAML reads as this very string (not `yes`, `null`, `1`...); remembered once seen."""
+    if key in _KEYS_SEEN:
+        return True
+    if not _FLAT_KEY.match(key) or _plain(key) is not key:
+        return False
+    if len(_KEYS_SEEN) < 1000:
+        _KEYS_SEEN.add(key)
+    return True
+
+
+def _flow(inner: str) -> Any:
+    """`[a, b]` of plain scalars; _UNSURE for anything more (quotes, nesting, comments)."""
+    if not inner.strip(" "):
+        return []
+    if _FLOW_UNSURE.search(inner):
+        return _UNSURE
+    values = []
+    for part in inner.split(","):
+        value = _scalar(part.strip(" "), True)
+        if value is _UNSURE:
+            return _UNSURE
+        values.append(value)
+    return values
+
+
+def _scalar(text: str, flow: bool) -> Any:
+    """One single-line scalar as YAML reads it, or _UNSURE (flow: an item of a [a, b] list)."""
+    if not text:
+        return _UNSURE
+    first = text[0]
+    if not flow and first == "'":
+        inner = text[1:-1]
+        if len(text) < 2 or text[-1] != "'" or "'" in inner.replace("''", ""):
+            return _UNSURE
+        return inner.replace("''", "'")
+    if not flow and first == '"':
+        inner = text[1:-1]
+        if len(text) < 2 or text[-1] != '"' or '"' in inner or "\\" in inner:
+            return _UNSURE
+        return inner
+    if first in _INDICATORS or first == " " or ": " in text or " #" in text or text[-1] == ":":
+        return _UNSURE
+    if first not in _RESOLVERS:
+        return text
+    return int(text) if _DECIMAL.match(text) else _plain(text)
+
+
+def _plain(text: str) -> Any:
+    """What a plain scalar means: the text itself, a bool, None, a decimal int, or _UNSURE."""
+    for tag, pattern in _RESOLVERS.get(text[0], ()):
+        if pattern.match(text):
+            kind = tag.rpartition(":")[2]
+            if kind == "bool":
+                return _BOOLS[text.lower()]
+            if kind == "null":
+                return None
+            if kind == "int" and _DECIMAL.match(text):
+                return int(text)
+            return _UNSURE
+    return text

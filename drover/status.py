@@ -1,11 +1,13 @@
 """An item's state from the ledger and its file; the catalogue behind list, show and check."""
 from __future__ import annotations
 
+import gc
 import json
-from dataclasses import dataclass, field
+import os
+from contextlib import contextmanager
+from dataclasses import dataclass
 from enum import StrEnum
-from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Iterator, NamedTuple, Sequence
 
 from . import git
 from . import items as itemfile
@@ -40,21 +42,29 @@ IMPLEMENT_NEXT = frozenset({State.READY, State.BLOCKED, State.INTERRUPTED, State
 NOT_DRIVEN = frozenset({State.UNREADABLE, State.DONE, State.PARKED, State.RUNNING})
 
 
-@dataclass(frozen=True)
-class Entry:
-    """What the catalogue knows of one item file, from the metadata cache or a fresh parse."""
+class Entry(NamedTuple):
+    """What the catalogue knows of one item file, from the metadata cache or a fresh parse.
+
+    A tuple, built positionally from a cache row: list and check build one per item (50,000 in
+    a large project). The frontmatter stays JSON text until `meta` is asked for.
+    """
 
     id: str
     rel: str
     title: str = ""
     kind: str = ""
     deps: tuple[str, ...] = ()
-    meta: dict[str, Any] = field(default_factory=dict)
+    meta_json: str = "{}"
     outstanding: bool = False
     cleared: bool = False
     unreadable: str = ""
     detail: str = ""
     line: int | None = None
+
+    @property
+    def meta(self) -> dict[str, Any]:
+        """The frontmatter as JSON keeps it (dates and other values as text)."""
+        return json.loads(self.meta_json) if self.meta_json != "{}" else {}
 
     @property
     def problem(self) -> str:
@@ -70,81 +80,85 @@ class AuditProvenance:
     weak: bool = True
 
 
-def _entry_from_file(project: Project, path: Path) -> tuple[Entry, dict[str, Any]]:
-    rel = project.item_rel(path.name)
+def _entry_from_file(folder: str, name: str, rel: str, prefix: str) -> Entry:
     try:
-        item = itemfile.read_item(path, project.config.prefix)
+        item_id, title, kind, deps, meta, changes = itemfile.read_summary(os.path.join(folder, name), name, prefix)
     except Unreadable as exc:
-        entry = Entry(id=path.stem, rel=rel, unreadable=exc.wording, detail=exc.detail, line=exc.line)
-    else:
-        entry = Entry(
-            id=item.id, rel=rel, title=item.title, kind=item.kind, deps=item.deps,
-            meta=_jsonable(item.meta), outstanding=item.outstanding, cleared=item.cleared,
-        )
-    return entry, _cache_row(entry, path)
+        return Entry(name[:-3] or name, rel, unreadable=exc.wording, detail=exc.detail, line=exc.line)
+    cleared = itemfile.is_cleared(changes)
+    try:
+        meta_json = json.dumps(meta)  # json's cached encoder; default=str builds one per call
+    except TypeError:
+        meta_json = json.dumps(meta, default=str)  # a date, say
+    return Entry(item_id, rel, title, kind, deps, meta_json, bool(changes.strip()) and not cleared, cleared)
 
 
-def _jsonable(meta: dict[str, Any]) -> dict[str, Any]:
-    plain: dict[str, Any] = json.loads(json.dumps(meta, default=str))
-    return plain
+def _cache_row(entry: Entry, stat: os.stat_result) -> tuple[Any, ...]:
+    """The item_files row (Ledger.CACHE_COLUMNS) for an entry parsed from a file with this stat."""
+    return (entry.rel, stat.st_size, stat.st_mtime_ns, entry.id, entry.title, entry.kind, json.dumps(list(entry.deps)),
+            entry.meta_json, int(entry.outstanding), int(entry.cleared), entry.unreadable, entry.detail, entry.line)
 
 
-def _cache_row(entry: Entry, path: Path) -> dict[str, Any]:
-    stat = path.stat()
-    return {
-        "path": entry.rel, "size": stat.st_size, "mtime_ns": stat.st_mtime_ns, "id": entry.id,
-        "title": entry.title, "kind": entry.kind, "deps": json.dumps(list(entry.deps)),
-        "meta": json.dumps(entry.meta), "outstanding": int(entry.outstanding),
-        "cleared": int(entry.cleared), "unreadable": entry.unreadable, "detail": entry.detail,
-        "line": entry.line,
-    }
+def _entry_from_cache(row: Any) -> Entry:
+    """An entry from an item_files row (Ledger.CACHE_COLUMNS, read by position)."""
+    return Entry(row[3], row[0], row[4] or "", row[5] or "", _deps(row[6]), row[7] or "{}", bool(row[8]),
+                 bool(row[9]), row[10] or "", row[11] or "", row[12])
 
 
-def _entry_from_cache(row: dict[str, Any]) -> Entry:
-    return Entry(
-        id=row["id"], rel=row["path"], title=row["title"] or "", kind=row["kind"] or "",
-        deps=tuple(json.loads(row["deps"])) if row["deps"] not in (None, "[]") else (),
-        meta=json.loads(row["meta"]) if row["meta"] not in (None, "{}") else {},
-        outstanding=bool(row["outstanding"]), cleared=bool(row["cleared"]),
-        unreadable=row["unreadable"] or "", detail=row["detail"] or "", line=row["line"],
-    )
+def _deps(text: str | None) -> tuple[str, ...]:
+    """The cache's JSON list of deps; a list without escapes is split rather than decoded."""
+    if not text or text == "[]":
+        return ()
+    if "\\" not in text:
+        # json.dumps writes ["a", "b"]: without a backslash no id holds a quote
+        return tuple(text[2:-2].split('", "'))
+    return tuple(json.loads(text))
+
+
+# Fresh cache rows are written this many at a time, so a cold catalogue does not hold them all.
+CACHE_BATCH = 2000
 
 
 def catalogue(project: Project, ledger: Ledger) -> dict[str, Entry]:
     """Every item file, by id (its file name), parsing only files whose size or mtime changed.
 
-    The loop runs once per file at 50,000 items: names and stats come from one scandir, and a
-    Path is made only for a file that must be parsed again.
+    The loop runs once per file at 50,000 items: names and stats come from one scandir, no
+    Path is made, and fresh cache rows are written in batches as they come.
     """
-    import os
-
     cache = ledger.cached_files()
+    prefix = project.config.prefix
     entries: dict[str, Entry] = {}
-    fresh: list[dict[str, Any]] = []
-    seen: set[str] = set()
-    folder = project.items_dir
+    fresh: list[tuple[Any, ...]] = []
+    folder = str(project.items_dir)
     base = project.item_rel("")
     try:
-        scanned = [(found.name, found) for found in os.scandir(folder) if found.name.endswith(".md")]
+        with os.scandir(folder) as listing:
+            scanned = [(_sort_key(each.name[:-3], prefix), each) for each in listing if each.name.endswith(".md")]
     except (FileNotFoundError, NotADirectoryError):
         scanned = []
-    scanned.sort()
-    for name, found in scanned:
+    scanned.sort(key=_first)
+    for _, found in scanned:
+        name = found.name
         rel = base + name
-        seen.add(rel)
+        row = cache.pop(rel, None)  # what is left in the cache at the end is stale
         try:
             stat = found.stat()
         except FileNotFoundError:
             continue
-        row = cache.get(rel)
-        if row and row["size"] == stat.st_size and row["mtime_ns"] == stat.st_mtime_ns:
-            entry = _entry_from_cache(row)
-        else:
-            entry, cache_row = _entry_from_file(project, folder / name)
-            fresh.append(cache_row)
-        entries[name[:-3]] = entry
-    ledger.store_files(fresh, [rel for rel in cache if rel not in seen])
-    return dict(sorted(entries.items(), key=lambda pair: _sort_key(pair[0], project.config.prefix)))
+        if row is not None and row[1] == stat.st_size and row[2] == stat.st_mtime_ns:
+            entries[name[:-3]] = _entry_from_cache(row)
+            continue
+        made = entries[name[:-3]] = _entry_from_file(folder, name, rel, prefix)
+        fresh.append(_cache_row(made, stat))
+        if len(fresh) >= CACHE_BATCH:
+            ledger.store_files(fresh)
+            fresh = []
+    ledger.store_files(fresh, list(cache))
+    return entries
+
+
+def _first(pair: tuple[Any, ...]) -> Any:
+    return pair[0]
 
 
 def entry(project: Project, ledger: Ledger, item_id: str) -> Entry:
@@ -156,10 +170,10 @@ def entry(project: Project, ledger: Ledger, item_id: str) -> Entry:
     except FileNotFoundError:
         return Entry(id=item_id, rel=rel, unreadable=itemfile.MISSING)
     row = ledger.cached_files_for([rel]).get(rel)
-    if row and row["size"] == stat.st_size and row["mtime_ns"] == stat.st_mtime_ns:
+    if row and row[1] == stat.st_size and row[2] == stat.st_mtime_ns:
         return _entry_from_cache(row)
-    found, cache_row = _entry_from_file(project, path)
-    ledger.store_files([cache_row])
+    found = _entry_from_file(str(path.parent), path.name, rel, project.config.prefix)
+    ledger.store_files([_cache_row(found, stat)])
     return found
 
 
@@ -169,7 +183,7 @@ def entries_for(project: Project, ledger: Ledger, item_ids: Iterable[str]) -> di
     rels = {item_id: project.item_rel(path.name) for item_id, path in paths.items()}
     cached = ledger.cached_files_for(list(rels.values())) if rels else {}
     found: dict[str, Entry] = {}
-    fresh: list[dict[str, Any]] = []
+    fresh: list[tuple[Any, ...]] = []
     for item_id, path in paths.items():
         rel = rels[item_id]
         try:
@@ -178,11 +192,11 @@ def entries_for(project: Project, ledger: Ledger, item_ids: Iterable[str]) -> di
             found[item_id] = Entry(id=item_id, rel=rel, unreadable=itemfile.MISSING)
             continue
         row = cached.get(rel)
-        if row and row["size"] == stat.st_size and row["mtime_ns"] == stat.st_mtime_ns:
+        if row and row[1] == stat.st_size and row[2] == stat.st_mtime_ns:
             found[item_id] = _entry_from_cache(row)
         else:
-            found[item_id], cache_row = _entry_from_file(project, path)
-            fresh.append(cache_row)
+            found[item_id] = _entry_from_file(str(path.parent), path.name, rel, project.config.prefix)
+            fresh.append(_cache_row(found[item_id], stat))
     ledger.store_files(fresh)
     return found
 
@@ -292,16 +306,19 @@ def compute_state(entry: Entry, row: dict[str, Any], activity: dict[str, Any] | 
     if live:
         return State.RUNNING, ""
     activity = activity or {}
-    last = last_implement(activity)
-    trouble, why = run_trouble(last, False, activity.get("approval_at") or "")
-    if trouble:
-        return trouble, why
+    ran = bool(activity.get("last_id"))
+    # a run that exited 0 leaves no trouble: the common case decides without run_trouble
+    if ran and not (activity.get("last_outcome") == "exited" and activity.get("last_exit_status") == 0
+                    and activity.get("last_finished") is not None):
+        trouble, why = run_trouble(last_implement(activity), False, activity.get("approval_at") or "")
+        if trouble:
+            return trouble, why
     if entry.outstanding:
         return State.CHANGES_REQUESTED, ""
     covered = approved_head(activity, head)
     if covered:
         return State.APPROVED, f"at {covered[:7]}"
-    if last is not None:
+    if ran:
         moved = ""
         if approval_current(activity) and activity.get("approval_head"):
             moved = f"the branch moved since the approval at {activity['approval_head'][:7]}"
@@ -311,37 +328,69 @@ def compute_state(entry: Entry, row: dict[str, Any], activity: dict[str, Any] | 
     return State.READY, ""
 
 
-@dataclass(frozen=True)
-class Listed:
+class Listed(NamedTuple):
     entry: Entry
     state: State
     note: str = ""
     deps_done: bool = True
 
 
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """No cyclic garbage collection inside: the catalogue makes tuples by the hundred thousand and
+    no cycles, and the collector's passes over them took a third of `list` at 50,000 items."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
 def list_items(project: Project, ledger: Ledger) -> list[Listed]:
     """Every item with its state; a bad file is one row, never a failure of the whole list."""
+    with collector_paused():
+        return _list_items(project, ledger)
+
+
+def _list_items(project: Project, ledger: Ledger) -> list[Listed]:
     entries = catalogue(project, ledger)
-    rows = ledger.item_rows()
-    activity = ledger.activity()
+    flagged = ledger.flagged_items()
+    done = {item_id for item_id, row in flagged.items() if row.get("done")}
+    activity = ledger.activity(done=False)  # a done item's state needs none
     live = {run.item for run in ledger.unfinished_runs() if run_alive(run)}
-    done = {item_id for item_id, row in rows.items() if row.get("done")}
     heads = git.branch_heads(project.root) if activity else {}
-    pattern = itemfile.id_pattern(project.config.prefix)
+    match = itemfile.id_pattern(project.config.prefix).match
+    valid: dict[str, bool] = {}  # dep -> whether it is an id: deps repeat across items
+
+    def is_id(dep: str) -> bool:
+        known = valid.get(dep)
+        if known is None:
+            known = valid[dep] = match(dep) is not None
+        return known
+
     listed = []
+    unflagged: dict[str, Any] = {}
     for item_id, found in entries.items():
-        bad = [dep for dep in found.deps if not pattern.match(dep)]
-        missing = [dep for dep in found.deps if pattern.match(dep) and dep not in done]
-        act = activity.get(item_id) or {}
-        state, note = compute_state(found, rows.get(item_id, {}), act, item_id in live,
-                                    not bad and not missing, heads.get(act.get("branch") or "", ""))
+        bad: list[str] = []
+        missing: list[str] = []
+        for dep in found.deps:
+            if not is_id(dep):
+                bad.append(dep)
+            elif dep not in done:
+                missing.append(dep)
+        act: Any = activity.get(item_id) or {}
+        deps_done = not bad and not missing
+        state, note = compute_state(found, flagged.get(item_id, unflagged), act, item_id in live, deps_done,
+                                    heads.get(act.get("branch") or "", "") if heads else "")
         if state == State.UNREADABLE:
             pass
         elif bad:
             note = "; ".join(f"dep {dep} {itemfile.NOT_AN_ID}" for dep in bad)
         elif state == State.BLOCKED:
             note = "waiting on " + ", ".join(missing)
-        listed.append(Listed(found, state, note, deps_done=not bad and not missing))
+        listed.append(Listed(found, state, note, deps_done))
     return listed
 
 

@@ -106,6 +106,27 @@ def table(rows: list[tuple[str, ...]], *, widths: tuple[int, ...] = (), header: 
     return ["  ".join(fit(n, cell) for n, cell in enumerate(row)).rstrip() for row in every]
 
 
+def list_lines(listed: list[Any], *, colour: bool) -> list[str]:
+    """`drover list`'s lines: id, state (at least 17 wide), title and note; as `table` lays them out.
+
+    Built directly rather than through table(): at 50,000 items the per-cell work showed.
+    """
+    id_width = max(len(row.entry.id) for row in listed)
+    state_width = max(17, max(len(row.state) for row in listed))
+    padded: dict[str, str] = {}
+    lines = []
+    for row in listed:
+        found, state = row.entry, row.state
+        cell = padded.get(state)
+        if cell is None:
+            cell = padded[state] = state.ljust(state_width)
+        text = found.title if not found.unreadable else ""
+        if row.note:
+            text += f"  ({row.note})"
+        lines.append(f"{found.id.ljust(id_width)}  {cell}  {text}".rstrip())
+    return [paint_state(line) for line in lines] if colour else lines
+
+
 def use_color(option: str, stream: IO[str] | Any) -> bool:
     """Whether to colour output: never/always as asked; auto honours NO_COLOR, else a terminal."""
     if option == "never":

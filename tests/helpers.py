@@ -202,3 +202,20 @@ def invoke(*args: str, env: dict | None = None):
     from drover.cli import cli
 
     return CliRunner().invoke(cli, list(args), env=env, catch_exceptions=False)
+
+
+# Frontmatter that must make an item unreadable (test_hostile.py), with the words that say why;
+# test_fast_paths.py checks the flat fast path leaves each to the same refusal.
+BOMB = "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
+    f"{chr(98 + n)}: &{chr(98 + n)} [" + ", ".join([f"*{chr(97 + n)}"] * 10) + "]\n" for n in range(8)
+)
+HOSTILE_FRONTMATTER = [
+    ("x: " + "[" * 5000 + "]" * 5000 + "\n", "nested more than 100 levels deep"),
+    ("x:\n" + "".join("  " * n + "- \n" for n in range(1, 1200)), "nest"),  # libyaml: "maximum nesting depth"
+    (BOMB, "aliases expand to more than 100000 values"),
+    ("title: [a, b]\n", "title: must be text, not a list"),
+    ("title: t\ncloses: seven\n", "closes: 'seven' is not an issue number"),
+    ("title: t\nshelved: maybe\n", "shelved: 'maybe' is not yes or no"),
+    ("title: t\ndeps: D-1\n", "deps: must be a list of ids (deps: [D-1])"),
+    ("title: t\ntitle: u\n", "duplicate key 'title'"),
+]

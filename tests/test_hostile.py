@@ -7,11 +7,8 @@ import subprocess
 
 import pytest
 
-from helpers import BIN, FINDINGS, ledger_tables, one_line, run
+from helpers import BIN, BOMB, FINDINGS, HOSTILE_FRONTMATTER, ledger_tables, one_line, run
 
-BOMB = "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
-    f"{chr(98 + n)}: &{chr(98 + n)} [" + ", ".join([f"*{chr(97 + n)}"] * 10) + "]\n" for n in range(8)
-)
 
 
 @pytest.fixture
@@ -34,16 +31,7 @@ def write_item(root, item_id: str, frontmatter: str) -> None:
     (root / "items" / f"{item_id}.md").write_text(f"---\nid: {item_id}\n{frontmatter}---\n\n## Requirements\n\n- x\n")
 
 
-@pytest.mark.parametrize("frontmatter, reason", [
-    ("x: " + "[" * 5000 + "]" * 5000 + "\n", "nested more than 100 levels deep"),
-    ("x:\n" + "".join("  " * n + "- \n" for n in range(1, 1200)), "nest"),  # libyaml: "maximum nesting depth"
-    (BOMB, "aliases expand to more than 100000 values"),
-    ("title: [a, b]\n", "title: must be text, not a list"),
-    ("title: t\ncloses: seven\n", "closes: 'seven' is not an issue number"),
-    ("title: t\nshelved: maybe\n", "shelved: 'maybe' is not yes or no"),
-    ("title: t\ndeps: D-1\n", "deps: must be a list of ids (deps: [D-1])"),
-    ("title: t\ntitle: u\n", "duplicate key 'title'"),
-])
+@pytest.mark.parametrize("frontmatter, reason", HOSTILE_FRONTMATTER)
 def test_a_hostile_item_is_one_unreadable_item(project, frontmatter, reason):
     write_item(project, "D-2", frontmatter)
     listed = run(project, "list")

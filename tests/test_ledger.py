@@ -20,6 +20,7 @@ from drover import ledger as ledger_module
 from drover.config import Config
 from drover.ledger import BUSY_TIMEOUT_MS, MIGRATIONS, Ledger, migrations
 from drover.project import Project
+from drover.rows import NewRun
 from drover.status import catalogue
 
 # Every table and column a blank ledger gets. A new migration changes this on purpose.
@@ -272,16 +273,17 @@ def test_the_cache_is_keyed_by_path_size_and_mtime(tmp_path, monkeypatch):
         # unchanged files are not parsed again
         from drover import items as itemfile
 
-        parsed: list[Path] = []
-        real = itemfile.read_item
-        monkeypatch.setattr(itemfile, "read_item", lambda path, prefix: parsed.append(path) or real(path, prefix))
+        parsed: list[str] = []
+        real = itemfile.read_summary
+        monkeypatch.setattr(itemfile, "read_summary",
+                            lambda path, name, prefix: parsed.append(path) or real(path, name, prefix))
         catalogue(project, opened)
         assert parsed == []
 
         # a changed size refreshes the row
         _item(project, "D-1", "one, renamed")
         assert catalogue(project, opened)["D-1"].title == "one, renamed"
-        assert parsed == [one]
+        assert parsed == [str(one)]
         assert opened.cached_files()["items/D-1.md"]["title"] == "one, renamed"
 
         # the same size with a new mtime refreshes it too
@@ -306,3 +308,39 @@ def test_the_cache_remembers_unreadable_files_with_their_wording(tmp_path):
     assert first == second
     assert second.unreadable == "will not parse"
     assert second.line == 3
+
+
+def test_activity_for_every_item_agrees_with_activity_for_one(ledger):
+    """activity() (one pass per table) gives each item the row activity_for's query gives it:
+    ties on the start time go to the later row, branchless and review runs do not count."""
+    stamp, later = "2026-01-01T00:00:00.000Z", "2026-01-02T00:00:00.000Z"
+    for n, (item, slot, started, finished, outcome, status, branch) in enumerate([
+        ("D-1", "implement", stamp, stamp, "exited", 0, "drover/d-1"),
+        ("D-1", "implement", stamp, None, None, None, ""),  # same start, later row: the newest
+        ("D-1", "review", later, later, "exited", 0, "drover/d-1-review"),
+        ("D-2", "implement", later, later, "timeout", None, "drover/d-2"),
+        ("D-2", "implement", stamp, stamp, "exited", 3, "drover/d-2-old"),
+        ("D-4", "review", stamp, stamp, "exited", 0, ""),
+    ]):
+        ledger.start_run(NewRun(id=f"r{n}", item=item, slot=slot, agent="claude", started=started, branch=branch))
+        if finished:
+            with ledger.write():
+                ledger.conn.execute("UPDATE runs SET finished = ?, outcome = ?, exit_status = ? WHERE id = ?",
+                                    (finished, outcome, status, f"r{n}"))
+    ledger.add_round("D-3", "0" * 64, "a finding", "", "codex")
+    ledger.add_round("D-3", "1" * 64, "another", "", "codex")
+    for level in ("reviewed", "verified", "claimed"):
+        ledger.add_audit("D-2", level, "codex", "", head=level)
+    ledger.mark_done("D-5")
+    every = ledger.activity()
+    assert set(every) == {"D-1", "D-2", "D-3", "D-4", "D-5"}
+    for item, row in every.items():
+        one = ledger.activity_for(item)
+        assert {key: row.get(key) for key in row.keys()} == one, item
+        assert all(row[key] == one[key] for key in one)
+    assert every["D-1"]["last_id"] == "r1" and every["D-1"]["branch"] == "drover/d-1"
+    assert every["D-2"]["approval_level"] == "verified" and every["D-4"]["implement_runs"] == 0
+    ledger.mark_done("D-1")
+    skipping = ledger.activity(done=False)
+    assert set(skipping) == {"D-2", "D-3", "D-4"}
+    assert all({key: row.get(key) for key in row.keys()} == ledger.activity_for(item) for item, row in skipping.items())
