@@ -74,7 +74,8 @@ class RunResult:
 
 def new_run_id(item_id: str, slot: str) -> str:
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S")
-    return f"{stamp}-{item_id}-{slot}-{secrets.token_hex(2)}"
+    # 8 random hex digits: runs of one item's slot started in the same second stay apart
+    return f"{stamp}-{item_id}-{slot}-{secrets.token_hex(4)}"
 
 
 def live_run(runs: Sequence[Run]) -> Run | None:
