@@ -140,7 +140,7 @@ def new(title: str | None, kind: str | None, deps: tuple[str, ...], finding: str
 
 
 def show(item_id: str, as_json: bool, project: "Project | None" = None) -> None:
-    from .status import show_item
+    from .itemstate import show_item
     from .textviews import render_show
 
     with opened(project) as (project, ledger):
@@ -153,10 +153,9 @@ def show(item_id: str, as_json: bool, project: "Project | None" = None) -> None:
 
 def request_changes(item_id: str, file: str | None, project: "Project | None" = None) -> None:
     from .outbox import perform
-    from .status import require_item
 
     with opened(project) as (project, ledger):
-        require_item(project, item_id)  # a missing item is said before anything about the findings
+        project.require_item(item_id)  # a missing item is said before anything about the findings
         findings = read_text_arg(file)
         echo_outcome(perform(project, ledger, "request-changes", item_id=item_id, findings=findings))
 

@@ -18,10 +18,9 @@ from typing import Callable, TypeVar
 from . import items as itemfile
 from .errors import GitError, ItemError, Refused, UsageError
 from .git import commit_only, head_of, user_name
-from .ledger import LEVELS, Ledger, now
-from .project import Project
-from .status import missing_item, not_an_id, require_item
-from .vocabulary import DISPOSITIONS
+from .ledger import Ledger, now
+from .project import Project, missing_item, not_an_id
+from .vocabulary import DISPOSITIONS, LEVELS
 
 
 # The run an action is taken for when the coordinator replays a worker's outbox (outbox.py):
@@ -46,8 +45,8 @@ def actor(project: Project, ledger: Ledger) -> str:
     run_id = acting_run()
     if run_id:
         run = ledger.run(run_id)
-        if run and run["agent"]:
-            return run["agent"]
+        if run and run.agent:
+            return run.agent
     return user_name(project.root) or os.environ.get("USER", "") or "operator"
 
 
@@ -170,12 +169,12 @@ def _review_log(ledger: Ledger) -> str:
     """The log of the review run that is acting, when one is."""
     run_id = acting_run()
     run = ledger.run(run_id) if run_id else None
-    return (run or {}).get("log_path") or ""
+    return (run.log_path if run else None) or ""
 
 
 def request_changes(project: Project, ledger: Ledger, item_id: str, findings: str) -> Outcome:
     """Replace the Changes section with the findings and record a round; refuse past the cap."""
-    item = require_item(project, item_id)  # a missing item is the first thing to hear about
+    item = project.require_item(item_id)  # a missing item is the first thing to hear about
     if not findings.strip():
         raise UsageError("no findings given: pass --file F or write them on standard input")
     _writable(project, project.item_path(item_id))
@@ -187,7 +186,7 @@ def request_changes(project: Project, ledger: Ledger, item_id: str, findings: st
     cap = project.config.max_rounds
     log = _review_log(ledger)
     with ledger.locked():
-        item = require_item(project, item_id)  # read under the lock: nobody writes it meanwhile
+        item = project.require_item(item_id)  # read under the lock: nobody writes it meanwhile
         rounds = len(ledger.rounds(item_id))
         if rounds >= cap:
             kept = project.parked_dir / f"{item_id}-{rounds + 1}.md"
@@ -229,7 +228,7 @@ def _clear(project: Project, ledger: Ledger, item: itemfile.Item, by: str, note:
     The caller holds the lock and read `item` under it.
     """
     rounds = ledger.rounds(item.id)
-    number = rounds[-1]["number"] if rounds else 0
+    number = rounds[-1].number if rounds else 0
     block = itemfile.cleared_block(number, now(), by, note)
     new_text = itemfile.replace_section(item.text, itemfile.CHANGES_HEADING, block, item.body_offset)
 
@@ -247,7 +246,7 @@ def close_changes(project: Project, ledger: Ledger, item_id: str, note: str = ""
     by = actor(project, ledger)
     with ledger.locked():
         # "outstanding" is read under the lock: two racing close-changes cannot both clear
-        item = require_item(project, item_id)
+        item = project.require_item(item_id)
         if item.cleared and not item.outstanding:
             repaired = _clear_ledger_only(ledger, item_id, by)
             if repaired:
@@ -266,8 +265,8 @@ def audit_head(project: Project, ledger: Ledger, item_id: str) -> str:
     acting ($DROVER_RUN), else the branch's head now ("" when the item has no branch)."""
     run_id = os.environ.get("DROVER_RUN", "")
     run = ledger.run(run_id) if run_id else None
-    if run and run["item"] == item_id and run["slot"] == "review":
-        return run.get("head") or ""
+    if run and run.item == item_id and run.slot == "review":
+        return run.head or ""
     return head_of(project.root, ledger.item_branch(item_id))
 
 
@@ -295,7 +294,7 @@ def audit(project: Project, ledger: Ledger, item_id: str, level: str, by: str = 
         ledger.log_event("audit", item_id, by, level=level, note=note, head=head)
 
     with ledger.locked():
-        item = require_item(project, item_id)  # "outstanding" read under the lock
+        item = project.require_item(item_id)  # "outstanding" read under the lock
         if LEVELS.index(level) >= LEVELS.index("reviewed") and item.outstanding:
             number = _clear(project, ledger, item, by, note or f"approved at {level}", record)
             lines.append(f"{item_id}: round {number} cleared by the approval")
@@ -314,7 +313,7 @@ def dispose(project: Project, ledger: Ledger, item_id: str, issue: int, disposit
         raise UsageError(f"--as must be one of {', '.join(DISPOSITIONS)}, not {disposition!r}")
     if disposition == "comment" and not note.strip():
         raise UsageError("--as comment needs --note: the note is the comment finish writes")
-    item = require_item(project, item_id)
+    item = project.require_item(item_id)
     if issue not in item.closes:
         closes = ", ".join(f"#{n}" for n in item.closes) or "none"
         raise UsageError(f"{item_id} does not close #{issue} (its closes: {closes})")
