@@ -60,13 +60,17 @@ class ItemRecord:
         return self.rows.item_row(self.item.id)
 
     @classmethod
-    def read(cls, project: Project, ledger: Ledger, item_id: str) -> "ItemRecord":
-        """The parsed item (or the one-line error `Project.require_item` gives), with the rows of it and its deps."""
+    def read(cls, project: Project, ledger: Ledger, item_id: str, slot: str = "") -> "ItemRecord":
+        """The parsed item (or the one-line error `Project.require_item` gives), with the rows of it and its
+        deps (for the draft slot, the `items` rows of every item: its Siblings say which are done)."""
         from .items import id_pattern
 
         item = project.require_item(item_id)
         pattern = id_pattern(project.config.prefix)
-        return cls(item, ledger.rows_of([item.id, *(dep for dep in item.deps if pattern.match(dep))]))
+        # the deps, and the item a draft's finding came from, ride on the same reads
+        source = [item.finding_source] if item.finding_source else []
+        ids = [item.id, *(dep for dep in item.deps if pattern.match(dep)), *source]
+        return cls(item, ledger.rows_of(ids, every_item=slot == "draft"))
 
 
 # --- the builder -------------------------------------------------------------------------
@@ -75,8 +79,8 @@ class ItemRecord:
 # and its deps come in the ItemRecord (which `runs.prepare` reads for its refusals and passes in),
 # rounds and dispositions are read here. On this path nothing reads every item file: the item
 # itself is parsed once, the deps come from the metadata cache (status.entries_for), and only the
-# draft slot's Siblings walk the catalogue, which is itself the cache (the draft slot also reads
-# the finding source's audits). Tracker reads go through the tracker interface only, and the
+# draft slot's Siblings walk the catalogue, which is itself the cache (the finding source's audits
+# come with the item's). Tracker reads go through the tracker interface only, and the
 # branch slot makes none.
 #
 # The builder imports status, git, trackers and templates inside its functions, so a command
@@ -95,7 +99,7 @@ def build(project: Project, ledger: Ledger, item_id: str, slot: str, *, guidance
         raise UsageError(f"unknown slot {slot!r}: expected one of {', '.join(SLOTS)}")
     if guidance is not None and guidance not in GUIDANCE_LEVELS:
         raise UsageError(f"--guidance must be one of {', '.join(GUIDANCE_LEVELS)}, not {guidance!r}")
-    record = record or ItemRecord.read(project, ledger, item_id)
+    record = record or ItemRecord.read(project, ledger, item_id, slot)
     item, runs = record.item, record.runs
     deps, dep_entries = _deps(project, ledger, record)
     base = _every_slot(project, ledger, record, deps)
@@ -123,7 +127,7 @@ def build(project: Project, ledger: Ledger, item_id: str, slot: str, *, guidance
     elif slot == "review":
         values.update(_review(project, ledger, record, last, values["Branch"], base["Rounds"], tracker))
     elif slot == "draft":
-        values.update(_draft(project, ledger, item, tracker))
+        values.update(_draft(project, ledger, record, tracker))
     return TemplateData(**values)
 
 
@@ -341,9 +345,11 @@ def _closes(ledger: Ledger, item: Item, tracker: Tracker) -> tuple[Resolution, .
     return tuple(resolutions)
 
 
-def _draft(project: Project, ledger: Ledger, item: Item, tracker: Tracker) -> dict[str, Any]:
+def _draft(project: Project, ledger: Ledger, record: ItemRecord, tracker: Tracker) -> dict[str, Any]:
     from . import status
     from .trackers import TrackerUnavailable
+
+    item = record.item
 
     origin = Origin()
     if item.origin is not None:
@@ -358,9 +364,9 @@ def _draft(project: Project, ledger: Ledger, item: Item, tracker: Tracker) -> di
     source = item.finding_source
     notes = tuple(
         AuditNote(Level=row.level, By=row.by or "", Note=row.note, At=row.at)
-        for row in (ledger.audits(source) if source else []) if row.note
+        for row in (record.rows.audits_of(source) if source else ()) if row.note
     )
-    done = ledger.done_ids()
+    done = {sibling_id for sibling_id, row in record.rows.items.items() if row["done"]}
     siblings = tuple(
         Sibling(Id=sibling_id, Title=found.title, Kind=found.kind, Done=sibling_id in done)
         for sibling_id, found in status.catalogue(project, ledger).items() if sibling_id != item.id

@@ -282,8 +282,9 @@ class Ledger(Journal):
             return self._runs("WHERE item = ? AND slot = ? ORDER BY started, rowid", (item_id, slot))
         return self._runs("WHERE item = ? ORDER BY started, rowid", (item_id,))
 
-    def rows_of(self, item_ids: Sequence[str]) -> ItemRows:
-        """Several items' runs, audits and `items` rows, one read of each table (a prompt's item and its deps)."""
+    def rows_of(self, item_ids: Sequence[str], *, every_item: bool = False) -> ItemRows:
+        """Several items' runs, audits and `items` rows, one read of each table (a prompt's item and its
+        deps); every_item: the `items` rows of every item (a draft's siblings need whether each is done)."""
         ids = list(dict.fromkeys(item_ids))
         if not ids:
             return ItemRows()
@@ -295,7 +296,8 @@ class Ledger(Journal):
         for row in self.conn.execute(f"SELECT {AUDIT_COLUMNS} FROM audits WHERE item IN ({marks}) ORDER BY at, id", ids):
             audit = Audit.from_row(row)
             audits.setdefault(audit.item, []).append(audit)
-        items = {row["id"]: row for row in self._rows(f"SELECT * FROM items WHERE id IN ({marks})", ids)}
+        which = ("SELECT * FROM items", []) if every_item else (f"SELECT * FROM items WHERE id IN ({marks})", ids)
+        items = {row["id"]: row for row in self._rows(*which)}
         return ItemRows({item: tuple(found) for item, found in runs.items()},
                         {item: tuple(found) for item, found in audits.items()}, items)
 

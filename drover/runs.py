@@ -100,7 +100,7 @@ def prepare(project: Project, ledger: Ledger, item_id: str, slot: str, *,
     if slot not in LAUNCH_SLOTS:
         raise UsageError(f"unknown slot {slot!r}: expected one of {', '.join(LAUNCH_SLOTS)}")
     # the item and its rows are read once here, for the refusals and then for the template data
-    record = template_data.ItemRecord.read(project, ledger, item_id)
+    record = template_data.ItemRecord.read(project, ledger, item_id, slot)
     row = record.row
     if row.get("done"):
         raise Refused(f"{item_id} is done; nothing to {slot}")

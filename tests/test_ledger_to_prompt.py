@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from drover import items as itemfile
+from drover import data as template_data
 from drover import itemstate, loop, runs, status, writes
 from drover.errors import ItemError, UsageError
 from drover.ledger import Ledger
@@ -120,6 +121,26 @@ def test_a_prompt_reads_each_ledger_table_once_and_parses_the_item_once(opened, 
     assert {"runs", "audits", "items"} <= set(read), statements  # the refusals and the data need them
     assert {table: count for table, count in read.items() if count > 1} == {}, statements
     assert parsed.count(project.item_path("D-3")) == 1
+
+
+def test_a_draft_prompt_reads_each_ledger_table_once(opened):
+    """The draft slot also names its finding's source (its audit notes) and every sibling (done or not):
+    those ride on the same reads."""
+    project, ledger = opened
+    ledger.add_audit("D-3", "reviewed", "checker", "the cache is never invalidated")
+    ledger.mark_done("D-1")
+    drafted = writes.new_item(project, ledger, "follow the finding", "feature", [], finding_source="D-3")
+    statements: list[str] = []
+    ledger.conn.set_trace_callback(statements.append)
+    try:
+        launch = runs.prepare(project, ledger, drafted, "draft")
+    finally:
+        ledger.conn.set_trace_callback(None)
+    assert "the cache is never invalidated" in launch.prompt
+    read = _tables_read(statements)
+    assert {table: count for table, count in read.items() if count > 1} == {}, statements
+    data = template_data.build(project, ledger, drafted, "draft")
+    assert [(sibling.Id, sibling.Done) for sibling in data.Siblings] == [("D-1", True), ("D-2", False), ("D-3", False)]
 
 
 def test_the_deps_of_a_prompt_have_the_same_provenance_as_one_read_per_dep(opened):
