@@ -6,7 +6,11 @@ processes (median of --runs, warm cache unless marked cold) and compares each wi
 `python -c pass` measured in the same run. Peak memory is the child's maximum resident set.
 It prints figures and PASS/MISS; nothing here asserts, so a loaded machine fails no test.
 
-Run it with `make bench`, or `python benchmarks/goals_bench.py [--sizes 10000,50000] [--runs N]`.
+Run it with `make bench`, or `python benchmarks/goals_bench.py [--sizes 10000,50000] [--runs N]`;
+`--single` times only `--help` and the single-item commands (no list, check or memory rows).
+The package's modules are compiled to bytecode first, as an installed wheel has them: with
+PYTHONDONTWRITEBYTECODE set, an editable checkout would otherwise compile every module in
+every timed process.
 """
 from __future__ import annotations
 
@@ -82,6 +86,15 @@ def touch_all(root: Path) -> None:
         os.utime(root / "items" / name, ns=(stamp, stamp))
 
 
+def compile_package() -> None:
+    """Bytecode for drover's modules, as pip writes it for an install (quietly; a read-only tree is fine)."""
+    import compileall
+
+    import drover
+
+    compileall.compile_dir(str(Path(drover.__file__).parent), quiet=2)
+
+
 def machine() -> str:
     cpu = platform.processor() or platform.machine()
     try:
@@ -101,7 +114,9 @@ def main() -> int:
     parser.add_argument("--sizes", default="10000,50000")
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--keep", action="store_true")
+    parser.add_argument("--single", action="store_true", help="only --help and the single-item commands")
     args = parser.parse_args()
+    compile_package()
     sizes = [int(size) for size in args.sizes.split(",")]
     drover = drover_argv()
     folder = Path(tempfile.mkdtemp(prefix="drover-goals-"))
@@ -132,11 +147,12 @@ def main() -> int:
             make_project(root, count)
             print(f"built {count} items in {time.perf_counter() - started:.0f} s")
             target = f"D-{count // 2 + 1}"
-            cold = timed([*drover, "list"], root, 1, before=lambda: touch_all(root))
-            warm = timed([*drover, "list"], root, args.runs)
-            check_cold = timed([*drover, "check"], root, 1, before=lambda: touch_all(root))
-            check_warm = timed([*drover, "check"], root, args.runs)
             n = f"{count:,}"
+            if not args.single:  # list and check first: the single-item commands then meet a warm cache
+                cold = timed([*drover, "list"], root, 1, before=lambda: touch_all(root))
+                warm = timed([*drover, "list"], root, args.runs)
+                check_cold = timed([*drover, "check"], root, 1, before=lambda: touch_all(root))
+                check_warm = timed([*drover, "check"], root, args.runs)
             for name, argv, stdin in (
                 ("show", ["show", target], None),
                 ("prompt", ["prompt", target, "--slot", "implement"], None),
@@ -145,6 +161,10 @@ def main() -> int:
                 ("new", ["new", "bench item"], None),
             ):
                 ratio_row(f"{name} at {n} items", timed([*drover, *argv], root, args.runs, stdin=stdin), 8)
+            if args.single:
+                if not args.keep:
+                    shutil.rmtree(root, ignore_errors=True)
+                continue
             if count >= 50_000:
                 abs_row(f"list warm at {n}", warm / 1000, "s", 1, CPU[warm] / 1000)
                 abs_row(f"list cold at {n}", cold / 1000, "s", 3, CPU[cold] / 1000)

@@ -1,24 +1,19 @@
 """The command line: parse options, call the core, print. Nothing else lives here."""
 from __future__ import annotations
 
-import json
 import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 import click
 
 from .cliparts import ITEM_ID
 from .errors import DroverError
+# The shared helpers live in fastpath.py, beside the bodies of the commands it runs without click.
+from .fastpath import echo_json, echo_outcome, opened
 from .vocabulary import DISPOSITIONS, LEVELS
-
-if TYPE_CHECKING:
-    from .ledger import Ledger
-    from .project import Project
-    from .writes import Outcome
 
 # what an option decorator takes and gives back: the command function, its type unchanged
 Decorated = TypeVar("Decorated", bound=Callable[..., Any])
@@ -119,63 +114,8 @@ def main() -> None:
     cli(prog_name="drover")
 
 
-@contextmanager
-def opened() -> Iterator[tuple[Project, Ledger]]:
-    """The project and its ledger, closed when the command ends."""
-    from .ledger import Ledger
-    from .project import open_project
-
-    project = open_project()
-    ledger = Ledger(project.ledger_path)
-    try:
-        yield project, ledger
-    finally:
-        ledger.close()
-
-
-def echo_json(value: Any) -> None:
-    click.echo(json.dumps(value, indent=2, default=str))
-
-
-def echo_outcome(outcome: Outcome) -> None:
-    for line in outcome.lines:
-        click.echo(line)
-
-
 def json_option(func: Decorated) -> Decorated:
     return click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")(func)
-
-
-# Findings larger than this are refused: no review writes 10 MB, and --file /dev/zero or an
-# endless pipe must end with a message rather than fill the memory.
-MAX_INPUT_BYTES = 10 * 1024 * 1024
-
-
-def read_text_arg(file: str | None) -> str:
-    """Text from --file F, or standard input when F is absent or '-' (at most MAX_INPUT_BYTES)."""
-    from .errors import UsageError
-
-    cap = f"{MAX_INPUT_BYTES // (1024 * 1024)} MB"
-    if file and file != "-":
-        try:
-            with open(file, "rb") as handle:
-                data = handle.read(MAX_INPUT_BYTES + 1)
-        except OSError as exc:
-            raise UsageError(f"cannot read: {exc.strerror}", path=file) from None
-        where, path = "", file
-    else:
-        if sys.stdin is None or (sys.stdin.isatty() and not file):
-            raise UsageError("no findings given: pass --file F or pipe them on standard input")
-        stream = getattr(sys.stdin, "buffer", None)
-        data = stream.read(MAX_INPUT_BYTES + 1) if stream is not None else sys.stdin.read().encode("utf-8")
-        where, path = "standard input: ", None
-    if len(data) > MAX_INPUT_BYTES:
-        raise UsageError(f"{where}findings larger than {cap} refused", path=path)
-    try:
-        return data.decode("utf-8").removeprefix("\ufeff")
-    except UnicodeDecodeError as exc:
-        said = f"not UTF-8 text ({exc.reason} at byte {exc.start})"
-        raise UsageError(f"cannot read {where}{said}" if not path else f"cannot read: {said}", path=path) from None
 
 
 # --- the foundation ------------------------------------------------------------------------
@@ -202,28 +142,9 @@ def init() -> None:
 def new(title: str | None, kind: str | None, deps: tuple[str, ...], finding: str, issue: int | None,
         as_json: bool) -> None:
     """Create the next item and print its id first."""
-    from .errors import UsageError
-    from .outbox import perform
+    from . import fastpath
 
-    if issue is not None and (title or finding):
-        raise UsageError("new --issue takes its title from the issue: give no TITLE and no --finding")
-    if issue is None and title is None:
-        raise UsageError("Missing argument 'TITLE': drover new \"What the item should do\" (or --issue N)")
-    with opened() as (project, ledger):
-        if issue is not None:
-            from .intake import new_from_issue
-
-            item_id = new_from_issue(project, ledger, issue, kind, list(deps))
-        else:
-            item_id = perform(project, ledger, "new", title=title or "", kind=kind or "feature", deps=list(deps),
-                              finding_source=finding)
-        path = project.relpath(project.item_path(item_id))
-        if as_json:
-            from .reports import new_report
-
-            echo_json(new_report(project, item_id, finding))
-        else:
-            click.echo(f"{item_id} {path}")
+    fastpath.new(title, kind, deps, finding, issue, as_json)
 
 
 @cli.command(name="list")
@@ -255,15 +176,9 @@ def list_cmd(ready: bool, states: tuple[str, ...], as_json: bool) -> None:
 @json_option
 def show(item_id: str, as_json: bool) -> None:
     """One item: frontmatter, deps, runs, rounds, audits, dispositions."""
-    from .status import show_item
-    from .textviews import render_show
+    from . import fastpath
 
-    with opened() as (project, ledger):
-        shown = show_item(project, ledger, item_id)
-    if as_json:
-        echo_json(shown)
-    else:
-        click.echo(render_show(shown))
+    fastpath.show(item_id, as_json)
 
 
 @cli.command(name="request-changes")
@@ -271,13 +186,9 @@ def show(item_id: str, as_json: bool) -> None:
 @click.option("--file", "file", metavar="F", help="Findings file ('-' or absent: standard input).")
 def request_changes(item_id: str, file: str | None) -> None:
     """Replace the item's Changes section with findings and record a round."""
-    from .outbox import perform
-    from .status import require_item
+    from . import fastpath
 
-    with opened() as (project, ledger):
-        require_item(project, item_id)  # a missing item is said before anything about the findings
-        findings = read_text_arg(file)
-        echo_outcome(perform(project, ledger, "request-changes", item_id=item_id, findings=findings))
+    fastpath.request_changes(item_id, file)
 
 
 @cli.command(name="close-changes")
@@ -299,10 +210,9 @@ def close_changes(item_id: str, note: str) -> None:
 @click.option("--note", default="", help="Recorded verbatim.")
 def audit(item_id: str, level: str, by: str, note: str) -> None:
     """Record an audit; at reviewed or above it also clears outstanding changes."""
-    from .outbox import perform
+    from . import fastpath
 
-    with opened() as (project, ledger):
-        echo_outcome(perform(project, ledger, "audit", item_id=item_id, level=level, by=by, note=note))
+    fastpath.audit(item_id, level, by, note)
 
 
 @cli.command()

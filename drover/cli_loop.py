@@ -5,8 +5,8 @@ import sys
 
 import click
 
-from .cli import Decorated, cli, echo_json, json_option, opened
-from .cli_templates import show_prompt
+from .cli import Decorated, cli, json_option
+from .fastpath import echo_json, opened, show_prompt
 from .cliparts import ITEM_ID
 from .vocabulary import EXECUTORS
 

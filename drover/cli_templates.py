@@ -6,7 +6,8 @@ from typing import Any
 
 import click
 
-from .cli import COLOR_CHOICES, cli, echo_json, json_option, opened
+from .cli import COLOR_CHOICES, cli, json_option
+from .fastpath import echo_json, opened, show_prompt
 from .cliparts import ITEM_ID, complete_blocks
 from .vocabulary import GUIDANCE_LEVELS, SLOTS, TEMPLATE_SLOTS
 
@@ -23,42 +24,6 @@ def prompt(item_id: str, slot: str, guidance: str | None, diff_guidance: bool, e
            as_json: bool) -> None:
     """Print the rendered prompt for one item and slot; changes nothing."""
     show_prompt(item_id, slot, guidance=guidance, explicit=explicit, diff_guidance=diff_guidance, as_json=as_json)
-
-
-def show_prompt(item_id: str, slot: str, *, guidance: str | None = None, explicit: str | None = None,
-                diff_guidance: bool = False, as_json: bool = False) -> None:
-    """Render one item's prompt and print it (or, with diff_guidance, what lean drops)."""
-    from . import data, templates
-
-    with opened() as (project, ledger):
-        built = data.build(project, ledger, item_id, slot, guidance=guidance)
-        if slot == "branch":
-            from .runs import require_valid_branch
-
-            branch = (templates.render_branch(built, templates.branch_source(project.root, explicit), display=explicit)
-                      if explicit is not None else templates.render_branch(built, project.config.branch))
-            branch = require_valid_branch(built.Id, branch)
-            if as_json:
-                echo_json({"id": built.Id, "slot": slot, "text": branch})
-            else:
-                click.echo(branch)
-            return
-        if diff_guidance:
-            dropped = templates.guidance_diff(slot, built, root=project.root, config=project.config)
-            for line, tokens in dropped:
-                click.echo(f"- [~{tokens} tokens] {line}")
-            total = sum(tokens for _, tokens in dropped)
-            click.echo(f"lean drops {len(dropped)} lines, about {total} tokens (4 characters a token)")
-            return
-        rendered = templates.render(slot, built, root=project.root, config=project.config, explicit=explicit)
-    if as_json:
-        from .reports import prompt_report
-
-        echo_json(prompt_report(built.Id, slot, rendered))
-        return
-    for warning in rendered.warnings:
-        click.echo(f"drover: warning: {warning}", err=True)
-    click.echo(rendered.text, nl=False)
 
 
 @cli.command()

@@ -77,15 +77,24 @@ def format_sections(group: click.Group, ctx: click.Context, formatter: click.Hel
 # --- item ids --------------------------------------------------------------------------------
 
 
-def _prefix() -> str | None:
-    """The project's id prefix, or None outside a project (the command then says what is wrong)."""
+def _prefix(ctx: click.Context | None) -> str | None:
+    """The project's id prefix, or None outside a project (the command then says what is wrong).
+
+    The project opened here is kept in the context's meta, where the command's `opened()` takes
+    it instead of finding and reading it a second time (fastpath.opened).
+    """
     from .errors import DroverError
     from .project import open_project
 
-    try:
-        return open_project().config.prefix
-    except DroverError:
-        return None
+    project = ctx.meta.get("drover.project") if ctx is not None else None
+    if project is None:
+        try:
+            project = open_project()
+        except DroverError:
+            return None
+        if ctx is not None:
+            ctx.meta["drover.project"] = project
+    return project.config.prefix
 
 
 if TYPE_CHECKING:
@@ -102,7 +111,7 @@ class ItemId(_ParamType):
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         if not isinstance(value, str):
             return value
-        prefix = _prefix()
+        prefix = _prefix(ctx)
         if prefix is None:
             return value
         from .ids import resolve

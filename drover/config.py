@@ -8,7 +8,6 @@ the tables of docs/configuration.md are all derived from those fields. Adding a 
 from __future__ import annotations
 
 import re
-import tomllib
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
@@ -346,13 +345,66 @@ def load_config(path: Path) -> Config:
     except UnicodeDecodeError as exc:
         raise ConfigError(f"not UTF-8 text ({exc.reason} at byte {exc.start})", path=CONFIG_FILE) from None
     text = text.removeprefix("\ufeff")
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        line = getattr(exc, "lineno", None) or _line_of(str(exc))
-        message = str(exc).split(" (at line")[0]
-        raise ConfigError(message, path=CONFIG_FILE, line=line) from None
+    data = _cached_toml(path, text)
+    if data is None:
+        import tomllib
+
+        try:
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            line = getattr(exc, "lineno", None) or _line_of(str(exc))
+            message = str(exc).split(" (at line")[0]
+            raise ConfigError(message, path=CONFIG_FILE, line=line) from None
+        _keep_toml(path, text, data)
     return parse_config(data)
+
+
+# The parsed TOML of each project's drover.toml, kept in the user's cache folder as JSON beside
+# the exact text it came from: importing tomllib is a few ms of every command, reading JSON is not.
+# The cache is used only when the text is the same to the character (and the Python the same),
+# so it cannot be stale; TOML that JSON cannot hold (dates, nan) is never kept. docs/decisions.md.
+
+
+def _toml_cache(path: Path) -> str:
+    import os
+    import zlib
+
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    where = zlib.crc32(os.path.abspath(path).encode("utf-8", "surrogateescape"))
+    return os.path.join(base, "drover", f"config-{where:08x}.json")
+
+
+def _cached_toml(path: Path, text: str) -> dict[str, Any] | None:
+    import json
+    import sys
+
+    try:
+        with open(_toml_cache(path), encoding="utf-8") as handle:
+            kept = json.load(handle)
+        if kept["text"] == text and kept["python"] == sys.version and isinstance(kept["data"], dict):
+            return kept["data"]
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    return None
+
+
+def _keep_toml(path: Path, text: str, data: dict[str, Any]) -> None:
+    import json
+    import os
+    import sys
+
+    try:
+        dumped = json.dumps({"text": text, "python": sys.version, "data": data}, ensure_ascii=False)
+        if json.loads(dumped)["data"] != data:
+            return  # a value JSON would change (nan): parse it each time
+        cache = _toml_cache(path)
+        os.makedirs(os.path.dirname(cache), exist_ok=True)
+        partial = f"{cache}.{os.getpid()}"
+        with open(partial, "w", encoding="utf-8") as handle:
+            handle.write(dumped)
+        os.replace(partial, cache)
+    except (OSError, TypeError, ValueError):
+        pass  # dates and times are not JSON; an unwritable cache costs only the speed
 
 
 def _line_of(message: str) -> int | None:

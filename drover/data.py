@@ -4,13 +4,12 @@ A field a slot does not fill keeps its empty default: present and empty, never a
 """
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Sequence
 
 from .fields import (  # noqa: F401 - FIELD_NAMES and field_schema are read through this module too
     FIELD_NAMES,
-    SLOTS,
     AuditNote,
     Commit,
     Dep,
@@ -26,39 +25,84 @@ from .fields import (  # noqa: F401 - FIELD_NAMES and field_schema are read thro
     field_schema,
 )
 from .items import CHANGES_HEADING, origin_of, truthy
+from .vocabulary import TEMPLATE_SLOTS as SLOTS
 
 if TYPE_CHECKING:
     from .items import Item
     from .ledger import Ledger
     from .project import Project
+    from .rows import Audit, ItemRows, Run
     from .trackers import Tracker
+
+
+@dataclass(frozen=True)
+class ItemRecord:
+    """One item as its file and the ledger hold it, read once: `runs.prepare` reads it for its
+    refusals and hands it to `build`, so nothing on the way to the prompt reads them again.
+
+    `rows` holds the runs, audits and `items` rows of the item and of its deps, each table read once.
+    """
+
+    item: Item
+    rows: ItemRows
+
+    @property
+    def runs(self) -> tuple[Run, ...]:
+        return self.rows.runs_of(self.item.id)
+
+    @property
+    def audits(self) -> tuple[Audit, ...]:
+        return self.rows.audits_of(self.item.id)
+
+    @property
+    def row(self) -> dict[str, Any]:
+        """The item's row of `items` (done, parked, why)."""
+        return self.rows.item_row(self.item.id)
+
+    @classmethod
+    def read(cls, project: Project, ledger: Ledger, item_id: str, slot: str = "") -> "ItemRecord":
+        """The parsed item (or the one-line error `Project.require_item` gives), with the rows of it and its
+        deps (for the draft slot, the `items` rows of every item: its Siblings say which are done)."""
+        from .items import id_pattern
+
+        item = project.require_item(item_id)
+        pattern = id_pattern(project.config.prefix)
+        # the deps, and the item a draft's finding came from, ride on the same reads
+        source = [item.finding_source] if item.finding_source else []
+        ids = [item.id, *(dep for dep in item.deps if pattern.match(dep)), *source]
+        return cls(item, ledger.rows_of(ids, every_item=slot == "draft"))
 
 
 # --- the builder -------------------------------------------------------------------------
 #
-# One call per prompt. On this path nothing reads every item file: the item itself is parsed,
-# each dep comes from the metadata cache (status.entry), and only the draft slot's Siblings
-# walk the catalogue, which is itself the cache. Tracker reads go through the tracker
-# interface only, and the branch slot makes none.
+# One call per prompt, reading each ledger table once: runs, audits and `items` rows of the item
+# and its deps come in the ItemRecord (which `runs.prepare` reads for its refusals and passes in),
+# rounds and dispositions are read here. On this path nothing reads every item file: the item
+# itself is parsed once, the deps come from the metadata cache (status.entries_for), and only the
+# draft slot's Siblings walk the catalogue, which is itself the cache (the finding source's audits
+# come with the item's). Tracker reads go through the tracker interface only, and the
+# branch slot makes none.
 #
 # The builder imports status, git, trackers and templates inside its functions, so a command
 # that needs only the field schema does not pay for them.
 
 def build(project: Project, ledger: Ledger, item_id: str, slot: str, *, guidance: str | None = None,
-          tracker: Tracker | None = None) -> TemplateData:
-    """The template data for one item in one slot (implement, review, draft or branch)."""
-    from . import status
-    from .config import GUIDANCE_LEVELS
+          tracker: Tracker | None = None, record: ItemRecord | None = None) -> TemplateData:
+    """The template data for one item in one slot (implement, review, draft or branch).
+
+    `record` is the item's file and rows when the caller has read them (ItemRecord.read).
+    """
+    from .vocabulary import GUIDANCE_LEVELS
     from .errors import UsageError
 
     if slot not in SLOTS:
         raise UsageError(f"unknown slot {slot!r}: expected one of {', '.join(SLOTS)}")
     if guidance is not None and guidance not in GUIDANCE_LEVELS:
         raise UsageError(f"--guidance must be one of {', '.join(GUIDANCE_LEVELS)}, not {guidance!r}")
-    item = status.require_item(project, item_id)
-    deps, dep_entries = _deps(project, ledger, item)
-    runs = ledger.runs(item.id)
-    base = _every_slot(project, ledger, item, deps, runs)
+    record = record or ItemRecord.read(project, ledger, item_id, slot)
+    item, runs = record.item, record.runs
+    deps, dep_entries = _deps(project, ledger, record)
+    base = _every_slot(project, ledger, record, deps)
     # The branch data is the same whichever slot asks (the branch slot's guidance, no tracker
     # reads), so run, review and finish always agree on the branch name.
     branch_data = TemplateData(**base, Guidance=project.config.agent_for("branch").guidance)
@@ -72,18 +116,18 @@ def build(project: Project, ledger: Ledger, item_id: str, slot: str, *, guidance
 
         tracker = open_tracker(project.config.tracker, project.root)
     values.update(_follow_ups(project, item, dep_entries, tracker))
-    implementing = [run for run in runs if run["slot"] == "implement"]
+    implementing = [run for run in runs if run.slot == "implement"]
     last = implementing[-1] if implementing else None
     if slot == "implement":
-        conflicts = _conflicts(project, ledger, item.id)
-        posture = _posture(ledger, item, last)
+        conflicts = _conflicts(project, item.id, implementing)
+        posture = _posture(record, last)
         # SPEC 9.2's order: resume, then conflict, then the rest
         values["Posture"] = "conflict" if conflicts and posture != "resume" else posture
         values["Conflicts"] = conflicts
     elif slot == "review":
-        values.update(_review(project, ledger, item, last, values["Branch"], base["Rounds"], tracker))
+        values.update(_review(project, ledger, record, last, values["Branch"], base["Rounds"], tracker))
     elif slot == "draft":
-        values.update(_draft(project, ledger, item, tracker))
+        values.update(_draft(project, ledger, record, tracker))
     return TemplateData(**values)
 
 
@@ -99,15 +143,15 @@ def render_item_branch(project: Project, data: TemplateData) -> str:
     return render_branch(data, project.config.branch)
 
 
-def _every_slot(project: Project, ledger: Ledger, item: Item, deps: list[Dep], runs: list[dict]) -> dict[str, Any]:
+def _every_slot(project: Project, ledger: Ledger, record: ItemRecord, deps: list[Dep]) -> dict[str, Any]:
     """Every field the four slots share, none read from a tracker; Branch stays ""."""
+    item, runs, audits = record.item, record.runs, record.audits
     rounds = [
-        Round(N=row["number"], Headline=row["headline"] or "", Path=_rel(project, row["path"]),
-              At=row["at"] or "", By=row["by"] or "")
+        Round(N=row.number, Headline=row.headline or "", Path=_rel(project, row.path),
+              At=row.at or "", By=row.by or "")
         for row in ledger.rounds(item.id)
     ]
     cleared = item.cleared
-    audits = ledger.audits(item.id)
     config = project.config
     return {
         "Id": item.id,
@@ -122,8 +166,8 @@ def _every_slot(project: Project, ledger: Ledger, item: Item, deps: list[Dep], r
         "Cleared": cleared,
         "Trail": tuple(rounds),
         "Earlier": tuple(rounds if cleared else rounds[:-1]),
-        "Runs": sum(1 for run in runs if run["slot"] == "implement"),
-        "Reviews": sum(1 for run in runs if run["slot"] == "review"),
+        "Runs": sum(1 for run in runs if run.slot == "implement"),
+        "Reviews": sum(1 for run in runs if run.slot == "review"),
         "Audits": len(audits),
         "Rounds": len(rounds),
         "MaxReviewRounds": config.max_rounds,
@@ -138,11 +182,11 @@ def _every_slot(project: Project, ledger: Ledger, item: Item, deps: list[Dep], r
     }
 
 
-def _deps(project: Project, ledger: Ledger, item: Item) -> tuple[list[Dep], dict[str, Any]]:
+def _deps(project: Project, ledger: Ledger, record: ItemRecord) -> tuple[list[Dep], dict[str, Any]]:
     """Every dep with its done flag, readability and audit provenance; their cache entries by id."""
     from . import status
 
-    described = status.describe_deps(project, ledger, item.deps)
+    described = status.describe_deps(project, ledger, record.item.deps, record.rows)
     return [dep for dep, _ in described], {dep.Id: found for dep, found in described if found is not None}
 
 
@@ -223,20 +267,21 @@ def _follow_ups(project: Project, item: Item, dep_entries: dict[str, Any], track
     }
 
 
-def _conflicts(project: Project, ledger: Ledger, item_id: str) -> tuple[str, ...]:
+def _conflicts(project: Project, item_id: str, implementing: Sequence[Run]) -> tuple[str, ...]:
     """Files a merge of base into the item's branch left conflicting in its checkout."""
     from . import git
 
     if project.config.worktree:
         return tuple(git.unmerged_files(project.worktrees_dir / item_id))
-    # without worktrees, a merge in the main checkout is this item's only while its branch is out
-    branch = ledger.item_branch(item_id)
+    # without worktrees, a merge in the main checkout is this item's only while its branch is out;
+    # the branch is the newest implementing run's (Ledger.item_branch, from the runs read already)
+    branch = next((run.branch for run in reversed(implementing) if run.branch), "")
     if not branch or git.current_branch(project.root) != branch:
         return ()
     return tuple(git.unmerged_files(project.root))
 
 
-def _posture(ledger: Ledger, item: Item, last_run: dict | None) -> str:
+def _posture(record: ItemRecord, last_run: Run | None) -> str:
     """The first that applies: resume, revise, build, continue (conflict is decided by the caller).
 
     `resume` follows the same rule as the interrupted and failed states (status.run_trouble),
@@ -244,30 +289,29 @@ def _posture(ledger: Ledger, item: Item, last_run: dict | None) -> str:
     """
     from . import status
 
-    approval_at = ledger.activity_for(item.id).get("approval_at") or ""
     # a live run counts as unfinished work too: its prompt would be the one resuming it
-    trouble, _ = status.run_trouble(last_run, False, approval_at)
+    trouble, _ = status.unfinished_work(record.runs, record.audits)
     if trouble:
         return "resume"
-    if item.outstanding:
+    if record.item.outstanding:
         return "revise"
     if last_run is None:
         return "build"
     return "continue"
 
 
-def _review(project: Project, ledger: Ledger, item: Item, last_run: dict | None, branch: str, rounds: int,
+def _review(project: Project, ledger: Ledger, record: ItemRecord, last_run: Run | None, branch: str, rounds: int,
             tracker: Tracker) -> dict[str, Any]:
     from . import git
 
-    root, base = project.root, project.config.base
-    notes = [row["note"] for row in ledger.audits(item.id) if row["note"]]
+    root, base, item = project.root, project.config.base, record.item
+    notes = [row.note for row in record.audits if row.note]
     recent = git.recent_commits(root, branch, base)
     modified, scope_unavailable = git.modified_files(root, branch, base)
     closes = _closes(ledger, item, tracker)
     return {
-        "Unfinished": last_run is not None and last_run["finished"] is None,
-        "LogPath": _rel(project, last_run.get("log_path")) if last_run else "",
+        "Unfinished": last_run is not None and last_run.finished is None,
+        "LogPath": _rel(project, last_run.log_path) if last_run else "",
         "Note": notes[-1] if notes else "",
         "Recent": recent,
         "Unnamed": tuple(path for path in modified if path not in item.body),
@@ -301,9 +345,11 @@ def _closes(ledger: Ledger, item: Item, tracker: Tracker) -> tuple[Resolution, .
     return tuple(resolutions)
 
 
-def _draft(project: Project, ledger: Ledger, item: Item, tracker: Tracker) -> dict[str, Any]:
+def _draft(project: Project, ledger: Ledger, record: ItemRecord, tracker: Tracker) -> dict[str, Any]:
     from . import status
     from .trackers import TrackerUnavailable
+
+    item = record.item
 
     origin = Origin()
     if item.origin is not None:
@@ -317,10 +363,10 @@ def _draft(project: Project, ledger: Ledger, item: Item, tracker: Tracker) -> di
                             Unavailable=issue.body_unavailable)
     source = item.finding_source
     notes = tuple(
-        AuditNote(Level=row["level"], By=row["by"] or "", Note=row["note"], At=row["at"])
-        for row in (ledger.audits(source) if source else []) if row["note"]
+        AuditNote(Level=row.level, By=row.by or "", Note=row.note, At=row.at)
+        for row in (record.rows.audits_of(source) if source else ()) if row.note
     )
-    done = ledger.done_ids()
+    done = {sibling_id for sibling_id, row in record.rows.items.items() if row["done"]}
     siblings = tuple(
         Sibling(Id=sibling_id, Title=found.title, Kind=found.kind, Done=sibling_id in done)
         for sibling_id, found in status.catalogue(project, ledger).items() if sibling_id != item.id

@@ -1,7 +1,6 @@
 """The error hierarchy: the CLI turns each into one line and a chosen exit code."""
 from __future__ import annotations
 
-import difflib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
@@ -86,6 +85,8 @@ def did_you_mean(word: str, choices: Iterable[str], *, cutoff: float = 0.6, fold
         for choice in choices:
             if choice.lower() == word.lower():
                 return choice
+    import difflib
+
     close = difflib.get_close_matches(word, choices, n=1, cutoff=cutoff)
     return close[0] if close else ""
 

@@ -11,6 +11,7 @@ import textwrap
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from .deps import Dep as Dep  # a row type of TemplateData, in its own module for `show`
 from .items import CHANGES_HEADING, truthy
 
 from .vocabulary import TEMPLATE_SLOTS
@@ -25,18 +26,6 @@ class Round:
     Path: str = ""
     At: str = ""
     By: str = ""
-
-
-@dataclass(frozen=True)
-class Dep:
-    Id: str = ""
-    Title: str = ""
-    Path: str = ""
-    Done: bool = False
-    Unreadable: str = ""
-    Level: str = ""
-    By: str = ""
-    Weak: bool = False
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,8 @@ from .errors import Refused
 from .ledger import Ledger
 from .project import Project
 from .writes import actor
-from .status import State, approval_current, require_item, show_item
+from .itemstate import item_state
+from .status import State, approval_current
 from .trackers import open_tracker
 from .trackers.base import TrackerUnavailable
 
@@ -27,7 +28,7 @@ def newest_dispositions(ledger: Ledger, item_id: str) -> dict[int, dict[str, Any
 
 def finish(project: Project, ledger: Ledger, item_id: str) -> Finished:
     """Refuse while anything is outstanding; merge the branch locally (never a push); mark done."""
-    item = require_item(project, item_id)
+    item = project.require_item(item_id)
     row = ledger.item_row(item_id)
     judged = newest_dispositions(ledger, item_id)
     if item.outstanding:
@@ -90,10 +91,10 @@ def _require_covered(project: Project, ledger: Ledger, item_id: str, branch: str
             raise Refused(f"{item_id}: {branch} was rewritten since the approval at {covered[:7]} (review again)")
         raise Refused(f"{item_id}: {since} commit{'s' if since != 1 else ''} since the approval at "
                       f"{covered[:7]} (review again)")
-    shown = show_item(project, ledger, item_id)
-    if shown["state"] != State.APPROVED:
-        why = f" ({shown['reason']})" if shown["reason"] else ""
-        raise Refused(f"{item_id} is {shown['state']}{why}, not approved")
+    shown = item_state(project, ledger, item_id)
+    if shown.state != State.APPROVED:
+        why = f" ({shown.reason})" if shown.reason else ""
+        raise Refused(f"{item_id} is {shown.state}{why}, not approved")
 
 
 def dirty_blockers(project: Project) -> list[str]:

@@ -180,12 +180,21 @@ def key_line(source: str, key: str) -> int | None:
 _UNSURE = object()
 _FLAT_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*\Z")
 _DECIMAL = re.compile(r"(?:0|[1-9][0-9]*)\Z")
-# characters YAML refuses or reads as line breaks, a byte-order mark, a CR not before an LF
-_ODD = re.compile(yaml.reader.Reader.NON_PRINTABLE.pattern + "|[\ufeff\x85\u2028\u2029\t]|\r(?!\n)")
+# characters YAML refuses or reads as line breaks, a byte-order mark, a CR not before an LF:
+# compiled on first use by _odd() (only non-ASCII frontmatter needs it; its Unicode ranges cost
+# every command about 3 ms to compile at import)
+_ODD: re.Pattern[str] | None = None
 _INDICATORS = frozenset("-?:,[]{}#&*!|>'\"%@`")
 _BOOLS = {"yes": True, "no": False, "true": True, "false": False, "on": True, "off": False}
 _RESOLVERS = yaml.resolver.Resolver.yaml_implicit_resolvers
 _FLOW_UNSURE = re.compile(r"[\[\]{}:#'\"]")  # inside [a, b]: nesting, mappings, comments, quotes
+
+
+def _odd() -> re.Pattern[str]:
+    global _ODD
+    if _ODD is None:
+        _ODD = re.compile(yaml.reader.Reader.NON_PRINTABLE.pattern + "|[\ufeff\x85\u2028\u2029\t]|\r(?!\n)")
+    return _ODD
 
 
 def flat_load(source: str) -> dict[str, Any] | None:
@@ -194,7 +203,7 @@ def flat_load(source: str) -> dict[str, Any] | None:
         # printable once line ends are gone: no control character, tab or lone CR (as _ODD, faster)
         if not source.replace("\r\n", "").replace("\n", "").isprintable():
             return None
-    elif _ODD.search(source):
+    elif _odd().search(source):
         return None
     meta: dict[str, Any] = {}
     open_key = None  # a key whose value is empty, which `- x` lines below may make a list

@@ -6,8 +6,12 @@ import re
 import subprocess
 from pathlib import Path
 
-from .fields import Commit, Recent
+from typing import TYPE_CHECKING
+
 from .errors import GitError, Refused
+
+if TYPE_CHECKING:
+    from .fields import Recent
 
 # Config that would change what drover parses (quoted paths, missing a/ b/ prefixes, colour,
 # external diff drivers) is pinned per call, whatever the user's git config says.
@@ -243,6 +247,8 @@ def _compare_problem(root: Path, branch: str, base: str) -> str:
 
 def recent_commits(root: Path, branch: str, base: str) -> Recent:
     """The commits on `branch` that `base` lacks, oldest first, with their sizes; or why not."""
+    from .fields import Commit, Recent  # here: the template types cost a command that never asks
+
     problem = _compare_problem(root, branch, base)
     if problem:
         return Recent(Unavailable=problem)

@@ -9,7 +9,6 @@ finishes any intent a killed writer left, and removes its staged files. docs/rel
 from __future__ import annotations
 
 import errno
-import hashlib
 import json
 import os
 import sqlite3
@@ -27,6 +26,8 @@ WRITE_WAIT_SECONDS = 300.0
 
 
 def sha256(text: str) -> str:
+    import hashlib  # here: its OpenSSL load is a few ms a command that only reads does not need
+
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 

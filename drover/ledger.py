@@ -18,7 +18,7 @@ from .errors import DroverError
 from .journal import Journal, _nonempty, sha256  # noqa: F401 - sha256: the ledger's API
 from .migrations import MIGRATION_SET, MIGRATIONS, migrations  # noqa: F401 - ledger_io and tests read them here
 from .activity import ACTIVITY_KEYS, ActivityRow, activity_sql, no_activity
-from .vocabulary import LEVELS  # noqa: F401 - status and review read it from here
+from .rows import AUDIT_COLUMNS, ROUND_COLUMNS, RUN_COLUMNS, Audit, ItemRows, NewRun, Round, Run
 
 if TYPE_CHECKING:
     import sqlite_utils
@@ -124,8 +124,11 @@ class Ledger(Journal):
         cursor = self.conn.execute(f'{verb} INTO "{table}" ({columns}) VALUES ({marks})', list(row.values()))
         return cursor.lastrowid or 0
 
-    def _rows(self, sql: str, params: tuple | list = ()) -> list[dict[str, Any]]:
+    def _rows(self, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
         return [dict(row) for row in self.conn.execute(sql, params)]
+
+    def _runs(self, where: str, params: Sequence[Any] = ()) -> list[Run]:
+        return [Run.from_row(row) for row in self.conn.execute(f"SELECT {RUN_COLUMNS} FROM runs {where}", params)]
 
     # items --------------------------------------------------------------------------------
 
@@ -223,15 +226,10 @@ class Ledger(Journal):
 
     # runs ----------------------------------------------------------------------------------
 
-    def start_run(self, run: dict[str, Any]) -> None:
-        row = dict(run)
-        for key in ("argv", "base_hashes"):
-            if key in row and not isinstance(row[key], str):
-                row[key] = json.dumps(row[key])
-        row.setdefault("started", now())
+    def start_run(self, run: NewRun) -> None:
         with self.write():
-            self._ensure_item(row["item"])
-            self._insert("runs", row)
+            self._ensure_item(run.item)
+            self._insert("runs", run.as_row(now()))
 
     def set_run_pid(self, run_id: str, pid: int, started: str = "") -> None:
         with self.write():
@@ -278,19 +276,34 @@ class Ledger(Journal):
         finally:
             copy.close()
 
-    def run(self, run_id: str) -> dict[str, Any] | None:
-        rows = self._rows("SELECT * FROM runs WHERE id = ?", (run_id,))
-        return _decode_run(rows[0]) if rows else None
+    def run(self, run_id: str) -> Run | None:
+        found = self._runs("WHERE id = ?", (run_id,))
+        return found[0] if found else None
 
-    def runs(self, item_id: str, slot: str | None = None) -> list[dict[str, Any]]:
+    def runs(self, item_id: str, slot: str | None = None) -> list[Run]:
         """An item's runs, oldest first, optionally of one slot."""
         if slot:
-            rows = self._rows(
-                "SELECT * FROM runs WHERE item = ? AND slot = ? ORDER BY started, rowid", (item_id, slot)
-            )
-        else:
-            rows = self._rows("SELECT * FROM runs WHERE item = ? ORDER BY started, rowid", (item_id,))
-        return [_decode_run(row) for row in rows]
+            return self._runs("WHERE item = ? AND slot = ? ORDER BY started, rowid", (item_id, slot))
+        return self._runs("WHERE item = ? ORDER BY started, rowid", (item_id,))
+
+    def rows_of(self, item_ids: Sequence[str], *, every_item: bool = False) -> ItemRows:
+        """Several items' runs, audits and `items` rows, one read of each table (a prompt's item and its
+        deps); every_item: the `items` rows of every item (a draft's siblings need whether each is done)."""
+        ids = list(dict.fromkeys(item_ids))
+        if not ids:
+            return ItemRows()
+        marks = ", ".join("?" for _ in ids)
+        runs: dict[str, list[Run]] = {}
+        for run in self._runs(f"WHERE item IN ({marks}) ORDER BY started, rowid", ids):
+            runs.setdefault(run.item, []).append(run)
+        audits: dict[str, list[Audit]] = {}
+        for row in self.conn.execute(f"SELECT {AUDIT_COLUMNS} FROM audits WHERE item IN ({marks}) ORDER BY at, id", ids):
+            audit = Audit.from_row(row)
+            audits.setdefault(audit.item, []).append(audit)
+        which = ("SELECT * FROM items", []) if every_item else (f"SELECT * FROM items WHERE id IN ({marks})", ids)
+        items = {row["id"]: row for row in self._rows(*which)}
+        return ItemRows({item: tuple(found) for item, found in runs.items()},
+                        {item: tuple(found) for item, found in audits.items()}, items)
 
     def activity(self, *, done: bool = True) -> dict[str, "ActivityRow"]:
         """Per item, what its state needs: the last implementing run, newest round, newest approval.
@@ -312,27 +325,18 @@ class Ledger(Journal):
         """One item's activity row (as activity() has it), without scanning every item."""
         return self._rows(activity_sql("SELECT ? AS id"), (item_id,))[0]
 
-    def unfinished_runs(self) -> list[dict[str, Any]]:
-        return [_decode_run(row) for row in self._rows("SELECT * FROM runs WHERE finished IS NULL")]
+    def unfinished_runs(self) -> list[Run]:
+        return self._runs("WHERE finished IS NULL")
 
     def authors(self, item_id: str) -> list[str]:
-        """The agent identities of implementing runs plus the `by` of claimed audits."""
-        rows = self._rows(
-            "SELECT agent AS who, started AS at FROM runs WHERE item = ? AND slot = 'implement' "
-            "UNION ALL SELECT by AS who, at FROM audits WHERE item = ? AND level = 'claimed' "
-            "ORDER BY at",
-            (item_id, item_id),
-        )
-        seen: list[str] = []
-        for row in rows:
-            if row["who"] and row["who"] not in seen:
-                seen.append(row["who"])
-        return seen
+        """The agent identities of implementing runs plus the `by` of claimed audits (ItemRows.authors)."""
+        return self.rows_of([item_id]).authors(item_id)
 
     # rounds --------------------------------------------------------------------------------
 
-    def rounds(self, item_id: str) -> list[dict[str, Any]]:
-        return self._rows("SELECT * FROM rounds WHERE item = ? ORDER BY number", (item_id,))
+    def rounds(self, item_id: str) -> list[Round]:
+        return [Round(*row) for row in
+                self.conn.execute(f"SELECT {ROUND_COLUMNS} FROM rounds WHERE item = ? ORDER BY number", (item_id,))]
 
     def round_summary(self) -> dict[str, Any]:
         """Per item: how many rounds, how many uncleared, the newest number (for check)."""
@@ -348,7 +352,7 @@ class Ledger(Journal):
             (highest,) = self.conn.execute(
                 "SELECT coalesce(max(number), 0) FROM rounds WHERE item = ?", (item_id,)
             ).fetchone()
-            number = highest + 1
+            number: int = highest + 1
             self._ensure_item(item_id)
             self._insert("rounds",
                 {"item": item_id, "number": number, "digest": digest, "headline": headline,
@@ -366,13 +370,14 @@ class Ledger(Journal):
             row = self.conn.execute(
                 "SELECT max(number) FROM rounds WHERE item = ? AND cleared_at IS NULL", (item_id,)
             ).fetchone()
-            if row[0] is None:
+            newest: int | None = row[0]
+            if newest is None:
                 return None
             self.conn.execute(
                 "UPDATE rounds SET cleared_at = ?, cleared_by = ? WHERE item = ? AND cleared_at IS NULL",
                 (now(), by, item_id),
             )
-            return row[0]
+            return newest
 
     # audits and dispositions ---------------------------------------------------------------
 
@@ -385,11 +390,9 @@ class Ledger(Journal):
                  "authors": json.dumps(authors), "head": head}
             )
 
-    def audits(self, item_id: str) -> list[dict[str, Any]]:
-        rows = self._rows("SELECT * FROM audits WHERE item = ? ORDER BY at, id", (item_id,))
-        for row in rows:
-            row["authors"] = json.loads(row["authors"] or "[]")
-        return rows
+    def audits(self, item_id: str) -> list[Audit]:
+        return [Audit.from_row(row) for row in
+                self.conn.execute(f"SELECT {AUDIT_COLUMNS} FROM audits WHERE item = ? ORDER BY at, id", (item_id,))]
 
     def add_disposition(self, item_id: str, issue: int, disposition: str, by: str, note: str) -> None:
         with self.write():
@@ -424,13 +427,6 @@ class Ledger(Journal):
         if item_id is None:
             return self._rows("SELECT * FROM events ORDER BY id")
         return self._rows("SELECT * FROM events WHERE item = ? ORDER BY id", (item_id,))
-
-
-def _decode_run(row: dict[str, Any]) -> dict[str, Any]:
-    row = dict(row)
-    row["argv"] = json.loads(row["argv"]) if row.get("argv") else []
-    row["base_hashes"] = json.loads(row["base_hashes"]) if row.get("base_hashes") else {}
-    return row
 
 
 def open_ledger(path: Path) -> Ledger:

@@ -18,7 +18,7 @@ def ledger_export(output: str | None) -> None:
     """Write every table as JSON Lines, the schema version first."""
     from .ledger_io import export
 
-    from .cli import opened
+    from .fastpath import opened
 
     with opened() as (project, ledger):
         if output:
@@ -40,7 +40,7 @@ def ledger_import(file: Path, merge: bool) -> None:
     """Load an export into an empty ledger (or merge it into this one)."""
     from .ledger_io import import_file
 
-    from .cli import opened
+    from .fastpath import opened
 
     with opened() as (project, ledger):
         done = import_file(ledger, file, merge=merge)

@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import IO, Any, Iterator
 
 from .errors import Refused, UsageError
-from .ledger import MIGRATIONS, Ledger
+from .ledger import Ledger
+from .migrations import MIGRATIONS
 
 FORMAT = "drover-ledger"
 VERSION = 1

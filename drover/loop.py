@@ -4,16 +4,18 @@ from __future__ import annotations
 import threading
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable
 
 from . import git, runs, templates
 from .errors import DroverError, Refused, UsageError
 from .ledger import Ledger
 from .project import Project
-from .status import IMPLEMENT_NEXT, NOT_DRIVEN, State, is_ready, list_items, show_item
+from .itemstate import ItemState, item_state
+from .status import IMPLEMENT_NEXT, NOT_DRIVEN, State, is_ready, list_items
 from .executors import Executor, open_executor
 from .textviews import table
 from .usage import describe as usage_text, total as usage_total
+from .vocabulary import SLOTS
 
 APPROVED = ("approved", "finished")
 NOT_FINISHED = "approved, not finished: "
@@ -28,7 +30,7 @@ class Driven:
     rounds: int
     runs: int
     note: str = ""
-    usage: dict | None = None  # tokens, cost and tool calls over the item's runs (drover/usage.py)
+    usage: dict[str, Any] | None = None  # tokens, cost and tool calls over the item's runs (drover/usage.py)
     log: str = ""  # the newest run's agent log, named when the item failed
 
     @property
@@ -44,7 +46,7 @@ class Driven:
 def header(project: Project, ids: list[str], jobs: int, finish: bool) -> list[str]:
     """Agents per slot, template warnings, and the work ahead."""
     lines = ["drover drive"]
-    for slot in runs.LAUNCH_SLOTS[:2]:
+    for slot in SLOTS[:2]:
         agent = project.config.agent_for(slot)
         lines.append(f"  {slot:<9} agent {agent.identity} (preset {agent.preset}, timeout {agent.timeout})")
         for warning in templates.launch_warnings(slot, root=project.root, config=project.config):
@@ -53,10 +55,6 @@ def header(project: Project, ids: list[str], jobs: int, finish: bool) -> list[st
     lines.append(f"  items: {ahead}")
     lines.append(f"  jobs: {jobs}; cap: {project.config.max_rounds} rounds; finish: {'yes' if finish else 'no'}")
     return lines
-
-
-def _state(project: Project, ledger: Ledger, item_id: str) -> dict:
-    return show_item(project, ledger, item_id)
 
 
 class Driver:
@@ -79,10 +77,9 @@ class Driver:
                 return self._drive(ledger, item_id)
             except DroverError as exc:
                 self.say(f"{item_id}: stopped: {exc}")
-                shown = _state(self.project, ledger, item_id)
-                return Driven(item_id, "parked" if shown["parked"] else "failed",
-                              len(shown["rounds"]), len(shown["runs"]), str(exc), usage=shown.get("usage"),
-                              log=shown["runs"][-1]["log_path"] if shown["runs"] and not shown["parked"] else "")
+                known = item_state(self.project, ledger, item_id)
+                return Driven(item_id, "parked" if known.parked else "failed", len(known.rounds), len(known.runs),
+                              str(exc), usage=known.usage, log="" if known.parked else known.log)
 
     def _launch(self, ledger: Ledger, item_id: str, slot: str) -> runs.RunResult:
         launch = runs.prepare(self.project, ledger, item_id, slot)
@@ -99,10 +96,10 @@ class Driver:
 
     def _drive(self, ledger: Ledger, item_id: str) -> Driven:
         project = self.project
-        shown = _state(project, ledger, item_id)
-        state = State(shown["state"])
+        known = item_state(project, ledger, item_id)
+        state = known.state
         if state in NOT_DRIVEN:
-            return Driven(item_id, "skipped", len(shown["rounds"]), len(shown["runs"]), str(state))
+            return Driven(item_id, "skipped", len(known.rounds), len(known.runs), str(state))
         conflicted = False
         # One implement and one review per round, plus the first pass (and a merge of base).
         for _ in range(project.config.max_rounds + 2):
@@ -113,13 +110,14 @@ class Driver:
                 result = self._launch(ledger, item_id, "implement")
                 if result.outcome != "exited" or result.exit_code != 0:
                     return self._ended(ledger, item_id, "failed", f"implement agent {_ending(result)}")
-                state = State(_state(project, ledger, item_id)["state"])
+                state = item_state(project, ledger, item_id).state
             if state != State.APPROVED:
                 result = self._launch(ledger, item_id, "review")
-                state = State(_state(project, ledger, item_id)["state"])
+                known = item_state(project, ledger, item_id)
+                state = known.state
                 # a capped send-back parks the item and may fail the agent's command: parked wins
                 if state == State.PARKED:
-                    return self._ended(ledger, item_id, "parked", _state(project, ledger, item_id)["parked_reason"])
+                    return self._ended(ledger, item_id, "parked", known.parked_reason, known)
                 if result.outcome != "exited" or result.exit_code != 0:
                     return self._ended(ledger, item_id, "failed", f"review agent {_ending(result)}")
                 if not runs.review_verdict(ledger, result.run_id):
@@ -133,7 +131,7 @@ class Driver:
                     return ended
                 # base went into the branch: merged, the approval no longer covers its head; conflicted,
                 # the merge waits in the worktree for the implementing agent (posture conflict)
-                state = State(_state(project, ledger, item_id)["state"])
+                state = item_state(project, ledger, item_id).state
                 conflicted = state == State.APPROVED
                 continue
             if state not in IMPLEMENT_NEXT and state != State.IN_REVIEW:
@@ -171,11 +169,11 @@ class Driver:
             self.say(f"{item_id}: {problem}")
         return self._ended(ledger, item_id, "finished", "; ".join(finished.problems))
 
-    def _ended(self, ledger: Ledger, item_id: str, result: str, note: str) -> Driven:
-        shown = _state(self.project, ledger, item_id)
-        log = shown["runs"][-1]["log_path"] if shown["runs"] and result not in APPROVED else ""
-        return Driven(item_id, result, len(shown["rounds"]), len(shown["runs"]), note,
-                      usage=shown.get("usage"), log=log or "")
+    def _ended(self, ledger: Ledger, item_id: str, result: str, note: str, known: ItemState | None = None) -> Driven:
+        """How the item's drive ended; `known` is its state when the caller has just asked for it."""
+        known = known or item_state(self.project, ledger, item_id)
+        return Driven(item_id, result, len(known.rounds), len(known.runs), note,
+                      usage=known.usage, log="" if result in APPROVED else known.log)
 
 
 def _ending(result: runs.RunResult) -> str:
@@ -202,7 +200,7 @@ def drive(project: Project, ids: list[str], *, jobs: int = 1, finish: bool = Fal
         # an id that names no item is a usage error before anything starts, not a row in the table
         with Ledger(project.ledger_path) as ledger:
             for item_id in ids:
-                show_item(project, ledger, item_id)
+                item_state(project, ledger, item_id)
     if finish:
         _require_clean(project)
     queue = list(dict.fromkeys(ids)) if explicit else ready_ids(project, finish)
@@ -235,7 +233,7 @@ def _drive_queue(project: Project, queue: list[str], explicit: bool, *, jobs: in
     results: list[Driven] = []
     attempted: set[str] = set()
     with ThreadPoolExecutor(max_workers=jobs) as pool:
-        running: dict[Future, str] = {}
+        running: dict[Future[Driven], str] = {}
         while queue or running:
             while queue and len(running) < jobs:
                 item_id = queue.pop(0)

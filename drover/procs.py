@@ -8,13 +8,15 @@ subreaper, so an orphaned descendant is re-parented to drover (and reaped by it)
 """
 from __future__ import annotations
 
-import ctypes
 import os
 import signal
 import subprocess
 import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .rows import Run
 
 PR_SET_CHILD_SUBREAPER = 36
 
@@ -56,12 +58,12 @@ def process_start(pid: int) -> str:
     return fields[19] if fields and len(fields) > 19 else ""
 
 
-def run_alive(run: dict[str, Any]) -> bool:
+def run_alive(run: "Run") -> bool:
     """An unfinished run whose agent is still that same process (a reused pid is not it)."""
-    if run.get("finished") or not pid_alive(run.get("pid")):
+    if run.finished or run.pid is None or not pid_alive(run.pid):
         return False
-    recorded = run.get("pid_start") or ""
-    return not recorded or process_start(run["pid"]) in ("", recorded)
+    recorded = run.pid_start or ""
+    return not recorded or process_start(run.pid) in ("", recorded)
 
 
 def _group_alive(pgid: int) -> bool:
@@ -94,6 +96,8 @@ def become_subreaper() -> bool:
     if not sys.platform.startswith("linux"):
         return False
     try:
+        import ctypes  # here: ctypes costs a few ms, and only a launch needs it
+
         libc = ctypes.CDLL(None, use_errno=True)
         answer: int = libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
         return answer == 0

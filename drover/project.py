@@ -4,10 +4,15 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
 
 from . import git
 from .config import CONFIG_FILE, Config, load_config
-from .errors import ConfigError
+from .errors import ConfigError, ItemError, UsageError
+
+if TYPE_CHECKING:
+    from .items import Item, Unreadable
+    from .ledger import Ledger
 
 STATE_DIR = ".drover"
 
@@ -61,6 +66,41 @@ class Project:
             return path.resolve().relative_to(self.root.resolve()).as_posix()
         except ValueError:
             return str(path)
+
+    def require_item(self, item_id: str) -> "Item":
+        """The parsed item, or a one-line error naming file and line (exit 2)."""
+        from . import items as itemfile
+
+        if itemfile.id_number(item_id, self.config.prefix) is None:
+            raise not_an_id(self, item_id)
+        path = self.item_path(item_id)
+        try:
+            return itemfile.read_item(path, self.config.prefix)
+        except itemfile.Unreadable as exc:
+            if exc.wording == itemfile.MISSING:
+                raise missing_item(self, None, item_id) from None
+            detail = f" ({exc.detail})" if exc.detail else ""
+            raise itemfile_error(self, path, exc, item_id, detail) from None
+
+
+def not_an_id(project: Project, word: str) -> UsageError:
+    """The usage error for a word that is not an item id of this project."""
+    from .items import NOT_AN_ID
+
+    return UsageError(f"{word} {NOT_AN_ID} (ids look like {project.config.prefix}-1)")
+
+
+def missing_item(project: Project, ledger: "Ledger | None", item_id: str) -> UsageError:
+    """`no item D-13 (did you mean D-12?)`: the nearest id with a file or a ledger row."""
+    from .ids import no_item
+
+    known = ledger.item_rows().keys() if ledger is not None else ()
+    return no_item(item_id, project.relpath(project.item_path(item_id)), project.items_dir,
+                   project.config.prefix, known)
+
+
+def itemfile_error(project: Project, path: Path, exc: "Unreadable", item_id: str, detail: str) -> ItemError:
+    return ItemError(f"{item_id} {exc.wording}{detail}", path=project.relpath(path), line=exc.line)
 
 
 def find_root(start: Path | None = None) -> Path:

@@ -3,28 +3,29 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any, BinaryIO, Callable
+from typing import BinaryIO, Callable
 
 from .errors import UsageError
 from .ledger import Ledger
 from .procs import run_alive
 from .project import Project
-from .status import show_item
+from .rows import Run
+from .itemstate import item_state
 
 FOLLOW_POLL = 0.25
 
 
-def pick_run(project: Project, ledger: Ledger, item_id: str, run_id: str | None) -> dict[str, Any]:
+def pick_run(project: Project, ledger: Ledger, item_id: str, run_id: str | None) -> Run:
     """The named run of the item, or its newest; a usage error when there is none."""
-    runs: list[dict[str, Any]] = show_item(project, ledger, item_id)["runs"]
+    runs = item_state(project, ledger, item_id).runs
     if not runs:
         raise UsageError(f"{item_id} has no runs yet")
     if run_id is None:
         return runs[-1]
     for run in runs:
-        if run["id"] == run_id:
+        if run.id == run_id:
             return run
-    raise UsageError(f"{item_id} has no run {run_id} (its runs: {', '.join(run['id'] for run in runs)})")
+    raise UsageError(f"{item_id} has no run {run_id} (its runs: {', '.join(run.id for run in runs)})")
 
 
 def copy_log(path: Path, write: Callable[[bytes], None], *, follow: bool,
@@ -51,13 +52,13 @@ def show_log(project: Project, item_id: str, run_id: str | None, *, follow: bool
     """Print the run's log to `out`; with `follow`, until the run ends or Ctrl-C (the run goes on)."""
     with Ledger(project.ledger_path) as ledger:
         run = pick_run(project, ledger, item_id, run_id)
-    path = project.root / run["log_path"]
+    path = project.root / (run.log_path or "")
     if not path.exists() and not (follow and run_alive(run)):
-        raise UsageError(f"{run['id']}: no log at {run['log_path']}")
+        raise UsageError(f"{run.id}: no log at {run.log_path}")
 
     def still_running() -> bool:
         with Ledger(project.ledger_path) as ledger:
-            latest = ledger.run(run["id"])
+            latest = ledger.run(run.id)
         return latest is not None and run_alive(latest)
 
     def write(data: bytes) -> None:

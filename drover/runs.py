@@ -12,7 +12,7 @@ import threading
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Callable, Sequence
 
 from . import agents, git
 from . import data as template_data
@@ -21,8 +21,9 @@ from .config import AgentConfig
 from .errors import DroverError, Refused, TemplateError, UsageError
 from .ledger import Ledger
 from .project import Project
-from .agents import process_start, run_alive
-from .status import State, require_item
+from .procs import process_start, run_alive
+from .rows import NewRun, Run
+from .status import State
 
 from .vocabulary import SLOTS as LAUNCH_SLOTS
 
@@ -73,12 +74,13 @@ class RunResult:
 
 def new_run_id(item_id: str, slot: str) -> str:
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S")
-    return f"{stamp}-{item_id}-{slot}-{secrets.token_hex(2)}"
+    # 8 random hex digits: runs of one item's slot started in the same second stay apart
+    return f"{stamp}-{item_id}-{slot}-{secrets.token_hex(4)}"
 
 
-def live_run(ledger: Ledger, item_id: str) -> dict | None:
-    """A run of this item whose process is still alive, if any."""
-    for run in ledger.runs(item_id):
+def live_run(runs: Sequence[Run]) -> Run | None:
+    """The run of `runs` whose process is still alive, if any."""
+    for run in runs:
         if run_alive(run):
             return run
     return None
@@ -97,18 +99,19 @@ def prepare(project: Project, ledger: Ledger, item_id: str, slot: str, *,
     """Render the prompt and work out argv, environment, branch and directory. Writes nothing."""
     if slot not in LAUNCH_SLOTS:
         raise UsageError(f"unknown slot {slot!r}: expected one of {', '.join(LAUNCH_SLOTS)}")
-    require_item(project, item_id)
-    row = ledger.item_row(item_id)
+    # the item and its rows are read once here, for the refusals and then for the template data
+    record = template_data.ItemRecord.read(project, ledger, item_id, slot)
+    row = record.row
     if row.get("done"):
         raise Refused(f"{item_id} is done; nothing to {slot}")
     if row.get("parked"):
         raise Refused(f"{item_id} is parked ({row.get('parked_reason') or 'no reason given'}): `drover unpark {item_id}` first")
-    running = live_run(ledger, item_id)
+    running = live_run(record.runs)
     if running:
-        raise Refused(f"{item_id} already has a live run {running['id']} (pid {running['pid']})")
+        raise Refused(f"{item_id} already has a live run {running.id} (pid {running.pid})")
     if slot == "review":
-        _refuse_unfinished_work(ledger, item_id)
-    data = template_data.build(project, ledger, item_id, slot)
+        _refuse_unfinished_work(record)
+    data = template_data.build(project, ledger, item_id, slot, record=record)
     branch = data.Branch
     if slot != "draft":
         require_valid_branch(item_id, branch)
@@ -134,12 +137,12 @@ def prepare(project: Project, ledger: Ledger, item_id: str, slot: str, *,
     )
 
 
-def _refuse_unfinished_work(ledger: Ledger, item_id: str) -> None:
+def _refuse_unfinished_work(record: template_data.ItemRecord) -> None:
     """A review judges finished work: after an interrupted or failed implementing run, resume first."""
-    from .status import last_implement, run_trouble
+    from .status import unfinished_work
 
-    activity = ledger.activity_for(item_id)
-    trouble, why = run_trouble(last_implement(activity), False, activity.get("approval_at") or "")
+    item_id = record.item.id
+    trouble, why = unfinished_work(record.runs, record.audits)
     if trouble:
         raise Refused(f"{item_id} is {trouble} ({why}): resume it with `drover run {item_id}` before a review")
 
@@ -206,16 +209,16 @@ def execute(project: Project, ledger: Ledger, launch: Launch, *, echo: bool = Tr
                   shown_log=project.relpath(launch.log_path), timeout=launch.agent.timeout_seconds or None)
     launch.prompt_path.write_text(launch.prompt, encoding="utf-8")
     provenance = launch.provenance
-    ledger.start_run({
-        "id": launch.run_id, "item": launch.item_id, "slot": launch.slot,
-        "agent": launch.agent.identity, "argv": list(launch.argv),
-        "log_path": project.relpath(launch.log_path), "prompt_path": project.relpath(launch.prompt_path),
-        "branch": launch.branch, "worktree": project.relpath(launch.worktree) if launch.worktree else "",
-        "requested_source": provenance.requested, "resolved_source": provenance.resolved,
-        "base_hashes": provenance.base_hashes, "template_sha256": provenance.template_sha256,
-        "prompt_sha256": provenance.prompt_sha256,
-        "head_start": head_start, "head": head_start if launch.slot == "review" else "",
-    })
+    ledger.start_run(NewRun(
+        id=launch.run_id, item=launch.item_id, slot=launch.slot,
+        agent=launch.agent.identity, argv=launch.argv,
+        log_path=project.relpath(launch.log_path), prompt_path=project.relpath(launch.prompt_path),
+        branch=launch.branch, worktree=project.relpath(launch.worktree) if launch.worktree else "",
+        requested_source=provenance.requested, resolved_source=provenance.resolved,
+        base_hashes=dict(provenance.base_hashes), template_sha256=provenance.template_sha256,
+        prompt_sha256=provenance.prompt_sha256,
+        head_start=head_start, head=head_start if launch.slot == "review" else "",
+    ))
     ledger.log_event(launch.slot, launch.item_id, launch.agent.identity, run=launch.run_id)
     from .executors import open_executor
 
@@ -252,10 +255,10 @@ def review_verdict(ledger: Ledger, run_id: str) -> str:
     run = ledger.run(run_id)
     if run is None:
         return ""
-    item_id, started = run["item"], run["started"]
-    if any(started <= (row["at"] or "") for row in ledger.rounds(item_id)):
+    item_id, started = run.item, run.started
+    if any(started <= (row.at or "") for row in ledger.rounds(item_id)):
         return State.CHANGES_REQUESTED
-    if any(started <= (row["at"] or "") and row["level"] in ("reviewed", "verified")
+    if any(started <= (row.at or "") and row.level in ("reviewed", "verified")
            for row in ledger.audits(item_id)):
         return State.APPROVED
     row = ledger.item_row(item_id)

@@ -8,18 +8,17 @@ import os
 from contextlib import contextmanager
 from dataclasses import dataclass
 from enum import StrEnum
-from pathlib import Path
-from typing import Any, Iterator, NamedTuple
+from typing import Any, Iterable, Iterator, NamedTuple, Sequence
 
 from . import git
 from . import items as itemfile
-from . import usage
-from .agents import run_alive
-from .errors import UsageError
-from .fields import Dep
+from .deps import Dep  # not fields.py: show would build every template type
 from .items import Unreadable
-from .ledger import LEVELS, Ledger
+from .ledger import Ledger
+from .procs import run_alive
 from .project import Project
+from .rows import Audit, ItemRows, Run
+from .vocabulary import LEVELS
 
 
 class State(StrEnum):
@@ -95,7 +94,7 @@ def _entry_from_file(folder: str, name: str, rel: str, prefix: str, data: bytes 
     return Entry(item_id, rel, title, kind, deps, meta_json, bool(changes.strip()) and not cleared, cleared)
 
 
-def _cache_row(entry: Entry, stat: os.stat_result, digest: str | None = None) -> tuple:
+def _cache_row(entry: Entry, stat: os.stat_result, digest: str | None = None) -> tuple[Any, ...]:
     """The item_files row (Ledger.CACHE_COLUMNS) for an entry parsed from a file with this stat and digest."""
     return (entry.rel, stat.st_size, stat.st_mtime_ns, entry.id, entry.title, entry.kind, json.dumps(list(entry.deps)),
             entry.meta_json, int(entry.outstanding), int(entry.cleared), entry.unreadable, entry.detail, entry.line,
@@ -147,7 +146,7 @@ def catalogue(project: Project, ledger: Ledger) -> dict[str, Entry]:
     cache = ledger.cached_files(plain=True)
     prefix = project.config.prefix
     entries: dict[str, Entry] = {}
-    fresh: list[tuple] = []
+    fresh: list[tuple[Any, ...]] = []
     folder = str(project.items_dir)
     base = project.item_rel("")
     try:
@@ -183,7 +182,7 @@ def catalogue(project: Project, ledger: Ledger) -> dict[str, Entry]:
     return entries
 
 
-def _first(pair: tuple) -> Any:
+def _first(pair: tuple[Any, ...]) -> Any:
     return pair[0]
 
 
@@ -204,6 +203,30 @@ def entry(project: Project, ledger: Ledger, item_id: str) -> Entry:
     return found
 
 
+def entries_for(project: Project, ledger: Ledger, item_ids: Iterable[str]) -> dict[str, Entry]:
+    """Several items' entries by id, as entry() gives each, through one read of the cache (a prompt's deps)."""
+    paths = {item_id: project.item_path(item_id) for item_id in item_ids}
+    rels = {item_id: project.item_rel(path.name) for item_id, path in paths.items()}
+    cached = ledger.cached_files_for(list(rels.values())) if rels else {}
+    found: dict[str, Entry] = {}
+    fresh: list[tuple[Any, ...]] = []
+    for item_id, path in paths.items():
+        rel = rels[item_id]
+        try:
+            stat = path.stat()
+        except FileNotFoundError:
+            found[item_id] = Entry(id=item_id, rel=rel, unreadable=itemfile.MISSING)
+            continue
+        row = cached.get(rel)
+        if row and row[1] == stat.st_size and row[2] == stat.st_mtime_ns:
+            found[item_id] = _entry_from_cache(row)
+        else:
+            found[item_id] = _entry_from_file(str(path.parent), path.name, rel, project.config.prefix)
+            fresh.append(_cache_row(found[item_id], stat))
+    ledger.store_files(fresh)
+    return found
+
+
 def _sort_key(item_id: str, prefix: str) -> tuple[int, str]:
     # string tests before the regex: this runs once per item on every list
     number = item_id[len(prefix) + 1:]
@@ -212,7 +235,7 @@ def _sort_key(item_id: str, prefix: str) -> tuple[int, str]:
     return (1 << 62, item_id)
 
 
-def audit_provenance(audits: list[dict[str, Any]], authors: list[str] | tuple[str, ...] = ()) -> AuditProvenance:
+def audit_provenance(audits: Sequence[Audit], authors: Sequence[str] = ()) -> AuditProvenance:
     """The audit that best confirms an item, and whether nothing independent confirms it (Weak).
 
     Independent: at `reviewed` or above, by someone who is not one of the item's authors (those
@@ -223,16 +246,16 @@ def audit_provenance(audits: list[dict[str, Any]], authors: list[str] | tuple[st
     if not audits:
         return AuditProvenance()
 
-    def rank(row: dict[str, Any]) -> tuple[int, str, int]:
-        return (LEVELS.index(row["level"]), row["at"], row["id"])
+    def rank(row: Audit) -> tuple[int, str, int]:
+        return (LEVELS.index(row.level), row.at, row.id)
 
     independent = [
         row for row in audits
-        if LEVELS.index(row["level"]) >= LEVELS.index("reviewed")
-        and row["by"] not in {*(row.get("authors") or []), *authors}
+        if LEVELS.index(row.level) >= LEVELS.index("reviewed")
+        and row.by not in {*row.authors, *authors}
     ]
     best = max(independent or audits, key=rank)
-    return AuditProvenance(level=best["level"], by=best["by"] or "", weak=not independent)
+    return AuditProvenance(level=best.level, by=best.by or "", weak=not independent)
 
 
 def last_implement(activity: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -269,6 +292,14 @@ def run_trouble(run: dict[str, Any] | None, live: bool, approval_at: str = "") -
     if approval_at and approval_at > (ended or run.get("started") or ""):
         return None, ""
     return state, why
+
+
+def unfinished_work(runs: Sequence[Run], audits: Sequence[Audit]) -> tuple[State | None, str]:
+    """run_trouble for the newest implementing run of `runs`, against the newest approval of `audits`:
+    what compute_state reads from the activity query, from an item's rows already read."""
+    last = next((run for run in reversed(runs) if run.slot == "implement"), None)
+    approvals = [audit.at for audit in audits if audit.level in ("reviewed", "verified")]
+    return run_trouble(last.as_json() if last else None, False, approvals[-1] if approvals else "")
 
 
 def approval_current(activity: dict[str, Any] | None) -> bool:
@@ -354,7 +385,7 @@ def _list_items(project: Project, ledger: Ledger) -> list[Listed]:
     flagged = ledger.flagged_items()
     done = {item_id for item_id, row in flagged.items() if row.get("done")}
     activity = ledger.activity(done=False)  # a done item's state needs none
-    live = {run["item"] for run in ledger.unfinished_runs() if run_alive(run)}
+    live = {run.item for run in ledger.unfinished_runs() if run_alive(run)}
     heads = git.branch_heads(project.root) if activity else {}
     match = itemfile.id_pattern(project.config.prefix).match
     valid: dict[str, bool] = {}  # dep -> whether it is an id: deps repeat across items
@@ -395,128 +426,30 @@ def is_ready(listed: Listed) -> bool:
     return listed.state not in NOT_DRIVEN | {State.BLOCKED, State.APPROVED} and listed.deps_done
 
 
-def not_an_id(project: Project, word: str) -> UsageError:
-    """The usage error for a word that is not an item id of this project."""
-    return UsageError(f"{word} {itemfile.NOT_AN_ID} (ids look like {project.config.prefix}-1)")
-
-
-def missing_item(project: Project, ledger: Ledger | None, item_id: str) -> UsageError:
-    """`no item D-13 (did you mean D-12?)`: the nearest id with a file or a ledger row."""
-    from .ids import no_item
-
-    known = ledger.item_rows().keys() if ledger is not None else ()
-    return no_item(item_id, project.relpath(project.item_path(item_id)), project.items_dir,
-                   project.config.prefix, known)
-
-
-def require_item(project: Project, item_id: str) -> itemfile.Item:
-    """The parsed item, or a one-line error naming file and line (exit 2)."""
-    if itemfile.id_number(item_id, project.config.prefix) is None:
-        raise not_an_id(project, item_id)
-    path = project.item_path(item_id)
-    try:
-        return itemfile.read_item(path, project.config.prefix)
-    except Unreadable as exc:
-        if exc.wording == itemfile.MISSING:
-            raise missing_item(project, None, item_id) from None
-        detail = f" ({exc.detail})" if exc.detail else ""
-        raise itemfile_error(project, path, exc, item_id, detail) from None
-
-
-def itemfile_error(project: Project, path: Path, exc: Unreadable, item_id: str, detail: str):
-    from .errors import ItemError
-
-    return ItemError(f"{item_id} {exc.wording}{detail}", path=project.relpath(path), line=exc.line)
-
-
-def describe_deps(project: Project, ledger: Ledger, dep_ids) -> list[tuple[Dep, Entry | None]]:
+def describe_deps(project: Project, ledger: Ledger, dep_ids: Iterable[str],
+                  rows: ItemRows | None = None) -> list[tuple[Dep, Entry | None]]:
     """Each dep once: done (the ledger), readable (its file, through the cache), its best audit.
 
     A dep that is not an id has no entry. `show` and the template data both describe deps so.
+    The ledger's tables and the cache are each read once for every dep together; `rows` are the
+    deps' rows when the caller has read them (Ledger.rows_of).
     """
     pattern = itemfile.id_pattern(project.config.prefix)
+    ids = list(dict.fromkeys(dep_ids))
+    valid = [dep_id for dep_id in ids if pattern.match(dep_id)]
+    if rows is None:
+        rows = ledger.rows_of(valid)
+    found_all = entries_for(project, ledger, valid)
     described: list[tuple[Dep, Entry | None]] = []
-    for dep_id in dict.fromkeys(dep_ids):
+    for dep_id in ids:
         if not pattern.match(dep_id):
             described.append((Dep(Id=dep_id, Unreadable=itemfile.NOT_AN_ID, Weak=True), None))
             continue
-        found = entry(project, ledger, dep_id)
-        provenance = audit_provenance(ledger.audits(dep_id), ledger.authors(dep_id))
+        found = found_all[dep_id]
+        provenance = audit_provenance(rows.audits_of(dep_id), rows.authors(dep_id))
         described.append((Dep(
             Id=dep_id, Title=found.title, Path=found.rel,
-            Done=bool(ledger.item_row(dep_id).get("done")), Unreadable=found.unreadable,
+            Done=bool(rows.item_row(dep_id).get("done")), Unreadable=found.unreadable,
             Level=provenance.level, By=provenance.by, Weak=provenance.weak,
         ), found))
     return described
-
-
-def show_item(project: Project, ledger: Ledger, item_id: str) -> dict[str, Any]:
-    """Everything the ledger and the file say of one item, as plain data (show and show --json)."""
-    found = entry(project, ledger, item_id)
-    if found.unreadable == itemfile.MISSING and not ledger.runs(item_id) and not ledger.rounds(item_id):
-        if itemfile.id_number(item_id, project.config.prefix) is None:
-            raise not_an_id(project, item_id)
-        raise missing_item(project, ledger, item_id)
-    row = ledger.item_row(item_id)
-    runs = ledger.runs(item_id)
-    live = any(run_alive(run) for run in runs)
-    deps = [
-        {"id": dep.Id, "title": dep.Title, "path": dep.Path, "done": dep.Done, "unreadable": dep.Unreadable,
-         "level": dep.Level, "by": dep.By, "weak": dep.Weak}
-        for dep, _ in describe_deps(project, ledger, found.deps)
-    ]
-    deps_done = all(dep["done"] for dep in deps)
-    activity = ledger.activity_for(item_id)
-    branch = activity.get("branch") or ""
-    head = git.head_of(project.root, branch) if branch else ""
-    state, reason = compute_state(found, row, activity, live, deps_done, head)
-    return {
-        "id": item_id,
-        "path": found.rel,
-        "title": found.title,
-        "kind": found.kind,
-        "state": str(state),
-        "reason": reason if state in (State.INTERRUPTED, State.FAILED, State.IN_REVIEW) else "",
-        "branch": branch,
-        "head": head,
-        # the commit the approval covers, while it is what an approved item would merge; once
-        # done, the commit the approval in force at the merge covered
-        "approved_head": (approved_head(activity, head) if state == State.APPROVED
-                          else (activity.get("approval_head") or "") if state == State.DONE else ""),
-        "unreadable": found.problem if found.unreadable else "",
-        "meta": found.meta,
-        "cleared": found.cleared,
-        "outstanding": found.outstanding,
-        "finding": _finding(project, item_id) if not found.unreadable else "",
-        "done": bool(row.get("done")),
-        "done_at": row.get("done_at") or "",
-        "parked": bool(row.get("parked")),
-        "parked_reason": row.get("parked_reason") or "",
-        "authors": ledger.authors(item_id),
-        "deps": deps,
-        "runs": [_run_view(run) for run in runs],
-        "usage": usage_total(runs),
-        "rounds": ledger.rounds(item_id),
-        "audits": ledger.audits(item_id),
-        "dispositions": ledger.dispositions(item_id),
-    }
-
-
-def usage_total(runs: list[dict[str, Any]]) -> dict[str, Any]:
-    """Tokens in and out, cost and tool calls over the item's runs (drover/usage.py)."""
-    return usage.total(runs)
-
-
-def _run_view(run: dict[str, Any]) -> dict[str, Any]:
-    view = dict(run)
-    view["unfinished"] = run["finished"] is None
-    view["live"] = run_alive(run)
-    return view
-
-
-def _finding(project: Project, item_id: str) -> str:
-    """The provenance line: show reads the one file, the cache does not keep the body."""
-    try:
-        return itemfile.read_item(project.item_path(item_id), project.config.prefix).finding
-    except Unreadable:
-        return ""

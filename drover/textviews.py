@@ -1,7 +1,6 @@
 """Plain-text views of what the core returns: `show`, the drive summary, the coloured diff."""
 from __future__ import annotations
 
-import difflib
 import os
 import re
 from typing import IO, Any
@@ -145,6 +144,8 @@ def use_color(option: str, stream: IO[str] | Any) -> bool:
 
 def _words(old: str, new: str) -> tuple[str, str]:
     """Both sides of a rewritten line: changed words bold, the rest faint."""
+    import difflib
+
     a, b = _WORD.findall(old), _WORD.findall(new)
     left, right = [], []
     for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
@@ -158,6 +159,8 @@ def _words(old: str, new: str) -> tuple[str, str]:
 
 def _rewritten(old: str, new: str) -> bool:
     """A line edited in place rather than replaced: most of its characters survive."""
+    import difflib
+
     return difflib.SequenceMatcher(None, old, new, autojunk=False).ratio() >= 0.5
 
 

@@ -9,7 +9,6 @@ deleted. A kill at any point leaves either nothing done or an intent the next co
 """
 from __future__ import annotations
 
-import hashlib
 import os
 import threading
 from dataclasses import dataclass
@@ -19,10 +18,9 @@ from typing import Callable, TypeVar
 from . import items as itemfile
 from .errors import GitError, ItemError, Refused, UsageError
 from .git import commit_only, head_of, user_name
-from .ledger import LEVELS, Ledger, now
-from .project import Project
-from .status import missing_item, not_an_id, require_item
-from .vocabulary import DISPOSITIONS
+from .ledger import Ledger, now
+from .project import Project, missing_item, not_an_id
+from .vocabulary import DISPOSITIONS, LEVELS
 
 
 # The run an action is taken for when the coordinator replays a worker's outbox (outbox.py):
@@ -47,8 +45,8 @@ def actor(project: Project, ledger: Ledger) -> str:
     run_id = acting_run()
     if run_id:
         run = ledger.run(run_id)
-        if run and run["agent"]:
-            return run["agent"]
+        if run and run.agent:
+            return run.agent
     return user_name(project.root) or os.environ.get("USER", "") or "operator"
 
 
@@ -148,6 +146,17 @@ def _highest_on_disk(project: Project) -> int:
         names = os.listdir(project.items_dir)
     except (FileNotFoundError, NotADirectoryError):
         return 0
+    joined = "\0" + "\0".join(names) + "\0"  # a file name holds no NUL
+    if joined.isascii():
+        # the common case, in one regex pass over the names: at 50,000 items a loop in Python
+        # is tens of ms. Digits without a leading zero: the longest, then the greatest, is the highest.
+        import re
+
+        found = re.findall(f"\0{re.escape(prefix)}([1-9][0-9]*)\\.md(?=\0)", joined)
+        if not found:
+            return 0
+        longest = max(map(len, found))
+        return int(max(number for number in found if len(number) == longest))
     start = len(prefix)
     numbers = [
         name[start:-3] for name in names
@@ -160,22 +169,24 @@ def _review_log(ledger: Ledger) -> str:
     """The log of the review run that is acting, when one is."""
     run_id = acting_run()
     run = ledger.run(run_id) if run_id else None
-    return (run or {}).get("log_path") or ""
+    return (run.log_path if run else None) or ""
 
 
 def request_changes(project: Project, ledger: Ledger, item_id: str, findings: str) -> Outcome:
     """Replace the Changes section with the findings and record a round; refuse past the cap."""
-    item = require_item(project, item_id)  # a missing item is the first thing to hear about
+    item = project.require_item(item_id)  # a missing item is the first thing to hear about
     if not findings.strip():
         raise UsageError("no findings given: pass --file F or write them on standard input")
     _writable(project, project.item_path(item_id))
     by = actor(project, ledger)
     written = itemfile.as_findings(findings.strip("\n") + "\n")
+    import hashlib  # here: it loads OpenSSL, which the writes that hash nothing need not pay for
+
     digest = hashlib.sha256(written.encode("utf-8")).hexdigest()
     cap = project.config.max_rounds
     log = _review_log(ledger)
     with ledger.locked():
-        item = require_item(project, item_id)  # read under the lock: nobody writes it meanwhile
+        item = project.require_item(item_id)  # read under the lock: nobody writes it meanwhile
         rounds = len(ledger.rounds(item_id))
         if rounds >= cap:
             kept = project.parked_dir / f"{item_id}-{rounds + 1}.md"
@@ -217,7 +228,7 @@ def _clear(project: Project, ledger: Ledger, item: itemfile.Item, by: str, note:
     The caller holds the lock and read `item` under it.
     """
     rounds = ledger.rounds(item.id)
-    number = rounds[-1]["number"] if rounds else 0
+    number = rounds[-1].number if rounds else 0
     block = itemfile.cleared_block(number, now(), by, note)
     new_text = itemfile.replace_section(item.text, itemfile.CHANGES_HEADING, block, item.body_offset)
 
@@ -235,7 +246,7 @@ def close_changes(project: Project, ledger: Ledger, item_id: str, note: str = ""
     by = actor(project, ledger)
     with ledger.locked():
         # "outstanding" is read under the lock: two racing close-changes cannot both clear
-        item = require_item(project, item_id)
+        item = project.require_item(item_id)
         if item.cleared and not item.outstanding:
             repaired = _clear_ledger_only(ledger, item_id, by)
             if repaired:
@@ -254,8 +265,8 @@ def audit_head(project: Project, ledger: Ledger, item_id: str) -> str:
     acting ($DROVER_RUN), else the branch's head now ("" when the item has no branch)."""
     run_id = os.environ.get("DROVER_RUN", "")
     run = ledger.run(run_id) if run_id else None
-    if run and run["item"] == item_id and run["slot"] == "review":
-        return run.get("head") or ""
+    if run and run.item == item_id and run.slot == "review":
+        return run.head or ""
     return head_of(project.root, ledger.item_branch(item_id))
 
 
@@ -283,7 +294,7 @@ def audit(project: Project, ledger: Ledger, item_id: str, level: str, by: str = 
         ledger.log_event("audit", item_id, by, level=level, note=note, head=head)
 
     with ledger.locked():
-        item = require_item(project, item_id)  # "outstanding" read under the lock
+        item = project.require_item(item_id)  # "outstanding" read under the lock
         if LEVELS.index(level) >= LEVELS.index("reviewed") and item.outstanding:
             number = _clear(project, ledger, item, by, note or f"approved at {level}", record)
             lines.append(f"{item_id}: round {number} cleared by the approval")
@@ -302,7 +313,7 @@ def dispose(project: Project, ledger: Ledger, item_id: str, issue: int, disposit
         raise UsageError(f"--as must be one of {', '.join(DISPOSITIONS)}, not {disposition!r}")
     if disposition == "comment" and not note.strip():
         raise UsageError("--as comment needs --note: the note is the comment finish writes")
-    item = require_item(project, item_id)
+    item = project.require_item(item_id)
     if issue not in item.closes:
         closes = ", ".join(f"#{n}" for n in item.closes) or "none"
         raise UsageError(f"{item_id} does not close #{issue} (its closes: {closes})")

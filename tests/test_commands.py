@@ -19,6 +19,7 @@ from helpers import chunk, findings_text
 from drover.cli import cli
 from drover.items import CHANGES_HEADING, CLEARED_MARKER, parse_item, section_span
 from drover.ledger import Ledger
+from drover.rows import NewRun
 
 # --- helpers ----------------------------------------------------------------------------------------
 
@@ -545,8 +546,8 @@ def test_the_round_cap_refuses_keeps_the_findings_and_parks(project):
 def test_the_review_runs_log_is_the_rounds_path(project, monkeypatch):
     ok("new", "x")
     with Ledger(project / ".drover" / "ledger.db") as ledger:
-        ledger.start_run({"id": "r-review", "item": "D-1", "slot": "review", "agent": "codex",
-                          "log_path": ".drover/runs/r-review/agent.log"})
+        ledger.start_run(NewRun(id="r-review", item="D-1", slot="review", agent="codex",
+                                log_path=".drover/runs/r-review/agent.log"))
     monkeypatch.setenv("DROVER_RUN", "r-review")
     ok("request-changes", "D-1", input="found\n")
     (round_,) = shown("D-1")["rounds"]
@@ -570,7 +571,7 @@ def test_audit_by_defaults_to_git_user_name(project):
 def test_audit_by_inside_a_run_is_the_runs_agent(project, monkeypatch):
     ok("new", "x")
     with Ledger(project / ".drover" / "ledger.db") as ledger:
-        ledger.start_run({"id": "run-1", "item": "D-1", "slot": "review", "agent": "reviewer-bot"})
+        ledger.start_run(NewRun(id="run-1", item="D-1", slot="review", agent="reviewer-bot"))
     monkeypatch.setenv("DROVER_RUN", "run-1")
     ok("audit", "D-1", "--level", "reviewed")
     assert shown("D-1")["audits"][0]["by"] == "reviewer-bot"
@@ -606,7 +607,7 @@ def test_an_audit_records_the_authors_at_audit_time(project):
     ok("new", "x")
     ok("audit", "D-1", "--level", "reviewed", "--by", "early")
     with Ledger(project / ".drover" / "ledger.db") as ledger:
-        ledger.start_run({"id": "impl-1", "item": "D-1", "slot": "implement", "agent": "claude-writer"})
+        ledger.start_run(NewRun(id="impl-1", item="D-1", slot="implement", agent="claude-writer"))
     ok("audit", "D-1", "--level", "claimed", "--by", "claude-writer")
     ok("audit", "D-1", "--level", "verified", "--by", "checker")
     audits = shown("D-1")["audits"]

@@ -271,3 +271,66 @@ def test_a_key_declared_once_reaches_schema_file_and_docs():
             assert SCHEMA[table][name] == (type(info.default), info.default)
             assert info.meaning in text, f"[{table}] {name}: meaning missing from the commented file"
     assert default_config_text(base="master").count('base = "master"') == 1
+
+
+# --- the parsed-TOML cache (config.py, docs/decisions.md) --------------------------------------
+
+
+def test_the_toml_cache_gives_what_parsing_gives_and_follows_every_edit(tmp_path, monkeypatch):
+    import json
+
+    from drover.config import _toml_cache
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    path = write_config(tmp_path, '[project]\nprefix = "Q"\n[review]\nmax_rounds = 2\n')
+    first = load_config(path)
+    kept = Path(_toml_cache(path))
+    assert json.loads(kept.read_text())["data"] == tomllib.loads(path.read_text())
+    assert load_config(path) == first and first.prefix == "Q"  # from the cache
+    # a new text, even of the same size and in the same second, is parsed again
+    write_config(tmp_path, '[project]\nprefix = "R"\n[review]\nmax_rounds = 2\n')
+    assert load_config(path).prefix == "R"
+    # a cache that lies about its text, or is not JSON, is not believed
+    kept.write_text(json.dumps({"text": "other", "python": "x", "data": {"project": {"prefix": "Z"}}}))
+    assert load_config(path).prefix == "R"
+    kept.write_text("{not json")
+    assert load_config(path).prefix == "R"
+    # errors are the parser's, every time
+    write_config(tmp_path, "[project\n")
+    for _ in range(2):
+        with pytest.raises(ConfigError) as caught:
+            load_config(path)
+        assert str(caught.value).startswith("drover.toml:1: ")
+
+
+def test_toml_json_cannot_hold_is_parsed_each_time(tmp_path, monkeypatch):
+    from drover.config import _toml_cache
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    for text in ('[verify]\nwhen = 1979-05-27\n', '[project]\nratio = nan\n'):
+        path = write_config(tmp_path, text)
+        with pytest.raises(ConfigError):
+            load_config(path)  # unknown keys: the same error with or without a cache
+        assert not Path(_toml_cache(path)).exists()
+    unwritable = tmp_path / "file"
+    unwritable.write_text("")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(unwritable))  # the cache folder cannot be made
+    assert load_config(write_config(tmp_path, '[project]\nprefix = "S"\n')).prefix == "S"
+
+
+def test_a_command_with_the_config_cached_does_not_import_tomllib(repo, tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    code = "import sys; from drover.project import open_project; open_project()"
+    assert subprocess.run([sys.executable, "-c", "from drover.scaffold import init_project; "
+                           "from pathlib import Path; list(init_project(Path.cwd()))"], cwd=repo, env=env).returncode == 0
+    seen = []
+    for _ in range(2):
+        done = subprocess.run([sys.executable, "-X", "importtime", "-c", code], cwd=repo, env=env,
+                              capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        seen.append("tomllib" in [line.split("|")[-1].strip() for line in done.stderr.splitlines()])
+    assert seen == [True, False]

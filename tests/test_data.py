@@ -17,6 +17,7 @@ from drover.data import FIELD_NAMES, SLOTS, TemplateData, build, field_schema
 from drover.fields import field_explanations
 from drover.errors import UsageError
 from drover.ledger import Ledger
+from drover.rows import NewRun, Run
 from drover.project import open_project
 from drover.trackers import Issue, TrackerUnavailable
 from drover.trackers.none import NOT_CONFIGURED
@@ -46,11 +47,10 @@ class Env:
         path.write_text("---\n" + yaml.safe_dump(front, sort_keys=False) + "---\n\n" + body)
         return path
 
-    def run(self, item_id: str, slot: str = "implement", agent: str = "claude", finished: bool = True) -> dict:
+    def run(self, item_id: str, slot: str = "implement", agent: str = "claude", finished: bool = True) -> Run:
         run_id = f"{item_id}-{slot}-{len(self.ledger.runs(item_id)) + 1}"
         log = self.project.runs_dir / run_id / "agent.log"
-        self.ledger.start_run({"id": run_id, "item": item_id, "slot": slot, "agent": agent,
-                               "log_path": str(log), "branch": ""})
+        self.ledger.start_run(NewRun(id=run_id, item=item_id, slot=slot, agent=agent, log_path=str(log)))
         if finished:
             self.ledger.finish_run(run_id, 0, "exited")
         return self.ledger.run(run_id)
@@ -188,9 +188,9 @@ def test_trail_and_earlier_until_cleared(env):
 def test_round_path_is_the_review_runs_log_relative(env, monkeypatch):
     env.item("D-1")
     run = env.run("D-1", slot="review", finished=False)
-    monkeypatch.setenv("DROVER_RUN", run["id"])
+    monkeypatch.setenv("DROVER_RUN", run.id)
     writes.request_changes(env.project, env.ledger, "D-1", "Finding\n")
-    assert env.build("D-1").Trail[0].Path == f".drover/runs/{run['id']}/agent.log"
+    assert env.build("D-1").Trail[0].Path == f".drover/runs/{run.id}/agent.log"
 
 
 def test_repeated_and_capped_at_their_thresholds(env):
@@ -330,13 +330,13 @@ def test_unfinished_logpath_and_note(env):
     first = env.run("D-1")
     writes.audit(env.project, env.ledger, "D-1", "claimed", by="claude", note="first note")
     data = env.build("D-1", "review")
-    assert not data.Unfinished and data.LogPath == f".drover/runs/{first['id']}/agent.log"
+    assert not data.Unfinished and data.LogPath == f".drover/runs/{first.id}/agent.log"
     second = env.run("D-1", finished=False)
     note = "  Line one\n\n  {{ not a template }}\n"
     writes.audit(env.project, env.ledger, "D-1", "reviewed", by="codex", note=note)
     writes.audit(env.project, env.ledger, "D-1", "reviewed", by="codex", note="")
     data = env.build("D-1", "review")
-    assert data.Unfinished and data.LogPath == f".drover/runs/{second['id']}/agent.log"
+    assert data.Unfinished and data.LogPath == f".drover/runs/{second.id}/agent.log"
     assert data.Note == note
 
 

@@ -21,6 +21,7 @@ from drover.config import Config
 from drover.activity import ACTIVITY_KEYS
 from drover.ledger import BUSY_TIMEOUT_MS, MIGRATIONS, Ledger, migrations
 from drover.project import Project
+from drover.rows import NewRun
 from drover.status import catalogue
 
 # Every table and column a blank ledger gets. A new migration changes this on purpose.
@@ -96,18 +97,21 @@ def test_a_ledger_from_before_a_migration_is_upgraded_with_its_rows(tmp_path):
     assert "pid_start" not in schema(path)["runs"]
     with Ledger(path) as upgraded:
         (run,) = upgraded.runs("D-1")
-        assert run["pid"] == 4242 and run["pid_start"] is None
+        assert run.pid == 4242 and run.pid_start is None
     assert schema(path) == EXPECTED_COLUMNS
     assert [row[2] for row in dump(path)["_sqlite_migrations"]] == [name for name, _ in MIGRATIONS]
 
 
 def test_a_reused_pid_is_not_a_live_run():
-    from drover.agents import process_start, run_alive
+    from dataclasses import replace
 
-    me = {"finished": None, "pid": os.getpid(), "pid_start": process_start(os.getpid())}
+    from drover.agents import process_start, run_alive
+    from drover.rows import Run
+
+    me = Run(id="r", item="D-1", slot="implement", agent="a", pid=os.getpid(), pid_start=process_start(os.getpid()))
     assert run_alive(me)
-    assert not run_alive({**me, "pid_start": "1"})  # the same pid, another process
-    assert not run_alive({**me, "finished": "2026-01-01T00:00:00.000Z"})
+    assert not run_alive(replace(me, pid_start="1"))  # the same pid, another process
+    assert not run_alive(replace(me, finished="2026-01-01T00:00:00.000Z"))
 
 
 def test_a_ledger_with_data_survives_reopening(tmp_path):
@@ -115,7 +119,7 @@ def test_a_ledger_with_data_survives_reopening(tmp_path):
     with Ledger(path) as one:
         one.add_round("D-1", "d" * 64, "headline", "", "me")
     with Ledger(path) as two:
-        assert [row["number"] for row in two.rounds("D-1")] == [1]
+        assert [row.number for row in two.rounds("D-1")] == [1]
 
 
 def test_migrations_are_applied_in_exactly_one_place():
@@ -227,7 +231,7 @@ def test_concurrent_processes_allocate_distinct_round_numbers(tmp_path):
         worker.join(120)
     assert [worker.exitcode for worker in workers] == [0, 0, 0]
     with Ledger(path) as opened:
-        numbers = [row["number"] for row in opened.rounds("D-1")]
+        numbers = [row.number for row in opened.rounds("D-1")]
         assert numbers == list(range(1, 46))
         assert len(opened.events("D-1")) == 45
 
@@ -326,8 +330,7 @@ def test_activity_for_every_item_agrees_with_activity_for_one(ledger):
         ("D-2", "implement", stamp, stamp, "exited", 3, "drover/d-2-old"),
         ("D-4", "review", stamp, stamp, "exited", 0, ""),
     ]):
-        ledger.start_run({"id": f"r{n}", "item": item, "slot": slot, "agent": "claude", "argv": [], "started": started,
-                          "branch": branch})
+        ledger.start_run(NewRun(id=f"r{n}", item=item, slot=slot, agent="claude", started=started, branch=branch))
         if finished:
             with ledger.write():
                 ledger.conn.execute("UPDATE runs SET finished = ?, outcome = ?, exit_status = ? WHERE id = ?",
@@ -367,8 +370,7 @@ def _seed_activity(ledger: Ledger) -> None:
         ("D-1", "implement", stamp, "drover/d-1"), ("D-1", "implement", stamp, ""), ("D-1", "review", later, "x"),
         ("D-2", "implement", later, "drover/d-2"), ("D-2", "implement", stamp, "drover/d-2-old"),
     ]):
-        ledger.start_run({"id": f"r{n}", "item": item, "slot": slot, "agent": "claude", "argv": [], "started": started,
-                          "branch": branch})
+        ledger.start_run(NewRun(id=f"r{n}", item=item, slot=slot, agent="claude", started=started, branch=branch))
     ledger.add_round("D-3", "0" * 64, "a finding", "", "codex")
     ledger.add_audit("D-2", "reviewed", "codex", "", head="abc")
 

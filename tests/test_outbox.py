@@ -11,6 +11,7 @@ import pytest
 
 from drover import outbox
 from drover.ledger import Ledger
+from drover.rows import NewRun
 from drover.project import open_project
 from helpers import configure, drover, git, new_item
 
@@ -119,7 +120,7 @@ def test_an_audit_on_a_branch_that_moved_is_refused_on_replay(project):
 def test_replay_acts_as_the_run_and_reports_what_the_ledger_refuses(project):
     coordinator = open_project(project)
     with Ledger(coordinator.ledger_path) as ledger:
-        ledger.start_run({"id": "r1", "item": "D-1", "slot": "review", "agent": "remote-reviewer", "argv": []})
+        ledger.start_run(NewRun(id="r1", item="D-1", slot="review", agent="remote-reviewer"))
         refused = outbox.replay(coordinator, ledger, [
             {"op": "audit", "args": {"item_id": "D-1", "level": "claimed", "by": "", "note": ""}, "head": ""},
             {"op": "close-changes", "args": {"item_id": "D-1", "note": ""}, "head": ""},

@@ -29,7 +29,8 @@ from drover import runs, writes
 from drover.errors import DroverError
 from drover.ledger import Ledger
 from drover.project import open_project
-from drover.status import IMPLEMENT_NEXT, NOT_DRIVEN, State, is_ready, list_items, show_item
+from drover.itemstate import show_item
+from drover.status import IMPLEMENT_NEXT, NOT_DRIVEN, State, is_ready, list_items
 
 AGENT = """#!/bin/sh
 # the property test's agent: AGENT_MODE says what this run does
@@ -158,7 +159,7 @@ class Walk:
             assert verdict in expected, (operation, verdict)
             if operation == "review approves":
                 after = self.state()
-                reviewed = ledger.run(result.run_id)["head"]
+                reviewed = ledger.run(result.run_id).head
                 assert after["audits"][-1]["head"] == reviewed
                 covered = bool(reviewed) and reviewed == after["head"]
                 assert (after["state"] == State.APPROVED) == covered, after

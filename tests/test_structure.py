@@ -27,13 +27,13 @@ def test_architecture_lists_nothing_that_is_absent():
 
 
 def test_each_closed_set_is_the_vocabulary_one():
-    from drover import checks, cli, config, fields, ledger, runs, templates, vocabulary, writes
+    from drover import checks, cli, config, fields, runs, status, templates, vocabulary, writes
     from drover.trackers import base
 
     assert config.SLOTS is runs.LAUNCH_SLOTS is templates.SLOTS is checks.SLOTS is vocabulary.SLOTS
     assert fields.SLOTS is vocabulary.TEMPLATE_SLOTS
     assert config.GUIDANCE_LEVELS is vocabulary.GUIDANCE_LEVELS
-    assert ledger.LEVELS is vocabulary.LEVELS
+    assert status.LEVELS is writes.LEVELS is vocabulary.LEVELS
     assert writes.DISPOSITIONS is base.DISPOSITIONS is vocabulary.DISPOSITIONS
     choices = {(command.name, param.name): tuple(param.type.choices)
                for command in cli.cli.commands.values() for param in command.params
