@@ -17,6 +17,9 @@ ACTIVITY_KEYS = ("item", "implement_runs", "implement_finished", "branch", "newe
 _AT = {key: at for at, key in enumerate(ACTIVITY_KEYS)}
 # every item activity_for answers for: in items, runs or rounds (an audit alone does not list one)
 ACTIVITY_IDS = "SELECT id FROM items UNION SELECT item FROM runs UNION SELECT item FROM rounds"
+# the items the activity table has a row for: those with runs, rounds or audits
+_SOURCES = ("runs", "rounds", "audits")
+ACTIVE_IDS = " UNION ".join(f"SELECT item AS id FROM {table}" for table in _SOURCES)
 
 
 def activity_sql(ids: str = ACTIVITY_IDS) -> str:
@@ -52,18 +55,37 @@ def _fill(ids: str) -> str:
 
 
 def _refresh(item: str) -> str:
-    return _fill(f"SELECT {item} AS id") + ";"
+    # the row goes with the item's last run, round and audit: the table holds exactly ACTIVE_IDS
+    has = " OR ".join(f"EXISTS (SELECT 1 FROM {table} WHERE item = {item})" for table in _SOURCES)
+    return f"DELETE FROM activity WHERE item = {item}; " + _fill(f"SELECT {item} AS id WHERE {has}") + ";"
 
 
 def create_activity_table(execute: Any) -> None:
     """The activity table, its triggers and its rows for the ledger as it stands (migration 0007)."""
     execute(f"CREATE TABLE activity ({', '.join(ACTIVITY_KEYS)}, listed, PRIMARY KEY (item))")
-    for table in ("runs", "rounds", "audits"):
+    create_activity_triggers(execute)
+    fill_activity(execute)
+
+
+def create_activity_triggers(execute: Any) -> None:
+    for table in _SOURCES:
         execute(f"CREATE TRIGGER activity_{table}_insert AFTER INSERT ON {table} BEGIN {_refresh('NEW.item')} END")
         execute(f"CREATE TRIGGER activity_{table}_delete AFTER DELETE ON {table} BEGIN {_refresh('OLD.item')} END")
         execute(f"CREATE TRIGGER activity_{table}_update AFTER UPDATE ON {table} BEGIN "
                 f"{_refresh('OLD.item')} {_refresh('NEW.item')} END")
-    execute(_fill(ACTIVITY_IDS + " UNION SELECT item FROM audits"))
+
+
+def drop_activity_triggers(execute: Any) -> None:
+    """For a bulk load (ledger import): then fill_activity and create_activity_triggers, in its transaction."""
+    for table in _SOURCES:
+        for event in ("insert", "delete", "update"):
+            execute(f"DROP TRIGGER IF EXISTS activity_{table}_{event}")
+
+
+def fill_activity(execute: Any) -> None:
+    """Every item's row, computed afresh."""
+    execute("DELETE FROM activity")
+    execute(_fill(ACTIVE_IDS))
 
 
 class ActivityRow:

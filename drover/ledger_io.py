@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Iterator
 
+from .activity import create_activity_triggers, drop_activity_triggers, fill_activity
 from .errors import Refused, UsageError
 from .ledger import Ledger
 from .migrations import MIGRATIONS
@@ -128,6 +129,8 @@ def import_file(ledger: Ledger, path: Path, merge: bool = False) -> Imported:
         if not merge and not is_empty(ledger):
             raise Refused(f"{ledger.path.name} already holds rows: import into an empty ledger, "
                           "or pass --merge to add the rows it lacks")
+        # the activity table's triggers would recompute an item per row loaded: fill it once instead
+        drop_activity_triggers(ledger.conn.execute)
         for number, entry in lines:
             table, row = entry.get("table"), entry.get("row")
             if table in SKIPPED:
@@ -153,4 +156,6 @@ def import_file(ledger: Ledger, path: Path, merge: bool = False) -> Imported:
             quoted = ", ".join(f'"{name}"' for name in row)
             ledger.conn.execute(f'INSERT INTO "{table}" ({quoted}) VALUES ({marks})', list(row.values()))
             added[table] = added.get(table, 0) + 1
+        fill_activity(ledger.conn.execute)
+        create_activity_triggers(ledger.conn.execute)
     return Imported(added=added, conflicts=conflicts)
