@@ -24,7 +24,8 @@ VERSION = 1
 # name absolute paths on the machine that wrote them, so they never travel.
 SKIPPED = ("_sqlite_migrations", "intents", "activity")
 # The metadata cache is rebuilt from the item files, and the activity table by its triggers as
-# the rows load (drover/activity.py): neither makes a ledger non-empty, and activity never travels.
+# the rows load (drover/activity.py): neither makes a ledger non-empty. Export writes the activity
+# rows (every table is in the file) and import skips them, filling the table from what it loaded.
 CACHE = ("item_files", "activity")
 
 
@@ -66,8 +67,8 @@ def export(ledger: Ledger, out: IO[str]) -> dict[str, int]:
         out.write(json.dumps({"format": FORMAT, "version": VERSION, "schema": names[-1] if names else "",
                               "migrations": names}) + "\n")
         for table in tables(ledger):
-            if table in ("_sqlite_migrations", "activity"):
-                continue
+            if table == "_sqlite_migrations":
+                continue  # the header states the schema
             cursor = ledger.conn.execute(f'SELECT * FROM "{table}" ORDER BY rowid')
             counts[table] = 0
             for row in cursor:
