@@ -40,39 +40,14 @@ class DroverGroup(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         import sqlite3
 
+        from .fastpath import answer
+
         try:
             return super().invoke(ctx)
-        except DroverError as exc:
-            for line in exc.lines:
-                click.echo(f"drover: {line}", err=True)
-            ctx.exit(exc.exit_code)
         except click.UsageError as exc:
             _usage_line(ctx, exc)
-        except KeyboardInterrupt:
-            click.echo("drover: interrupted", err=True)
-            ctx.exit(130)
-        except BrokenPipeError:
-            # the reader stopped early (`drover schema --fields | head`): what it wanted arrived
-            _drop_stdout()
-            ctx.exit(0)
-        except OSError as exc:
-            # the machine said no (permissions, a full disk): its words, on one line
-            where = f"{exc.filename}: " if exc.filename else ""
-            click.echo(f"drover: {where}{exc.strerror or exc}", err=True)
-            ctx.exit(2)
-        except sqlite3.Error as exc:
-            click.echo(f"drover: .drover/ledger.db: {exc}", err=True)
-            ctx.exit(2)
-
-
-def _drop_stdout() -> None:
-    """Point stdout at /dev/null, so the interpreter's final flush into a closed pipe says nothing."""
-    import os
-
-    try:
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-    except (OSError, ValueError):
-        pass
+        except (DroverError, KeyboardInterrupt, OSError, sqlite3.Error) as exc:
+            ctx.exit(answer(exc))
 
 
 def _usage_line(ctx: click.Context, exc: click.UsageError) -> NoReturn:

@@ -361,28 +361,36 @@ def _answered() -> Iterator[None]:
 
     try:
         yield
-    except DroverError as exc:
+    except (DroverError, KeyboardInterrupt, OSError, sqlite3.Error) as exc:
+        sys.exit(answer(exc))
+
+
+def answer(exc: BaseException) -> int:
+    """Say what ended the command (one line on stderr, or nothing for a closed pipe) and return
+    its exit code; for the fast path and for the click group alike (DroverGroup.invoke)."""
+    from .errors import DroverError
+
+    if isinstance(exc, DroverError):
         for line in exc.lines:
             echo(f"drover: {line}", err=True)
-        sys.exit(exc.exit_code)
-    except KeyboardInterrupt:
+        return exc.exit_code
+    if isinstance(exc, KeyboardInterrupt):
         echo("drover: interrupted", err=True)
-        sys.exit(130)
-    except BrokenPipeError:
-        # the reader stopped early: what it wanted arrived
-        _drop_stdout()
-        sys.exit(0)
-    except OSError as exc:
+        return 130
+    if isinstance(exc, BrokenPipeError):
+        # the reader stopped early (`drover schema --fields | head`): what it wanted arrived
+        drop_stdout()
+        return 0
+    if isinstance(exc, OSError):
         # the machine said no (permissions, a full disk): its words, on one line
         where = f"{exc.filename}: " if exc.filename else ""
         echo(f"drover: {where}{exc.strerror or exc}", err=True)
-        sys.exit(2)
-    except sqlite3.Error as exc:
-        echo(f"drover: .drover/ledger.db: {exc}", err=True)
-        sys.exit(2)
+        return 2
+    echo(f"drover: .drover/ledger.db: {exc}", err=True)  # sqlite3.Error
+    return 2
 
 
-def _drop_stdout() -> None:
+def drop_stdout() -> None:
     """Point stdout at /dev/null, so the interpreter's final flush into a closed pipe says nothing."""
     import os
 
