@@ -8,7 +8,7 @@ resolver patterns, and LOADER and PURE_LOADER are made on first use.
 """
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from functools import lru_cache
 from typing import Any
 
@@ -235,18 +235,19 @@ _RESOLVER_SOURCES: tuple[tuple[str, str, int, str], ...] = (
 
 class _Resolvers:
     """The (tag, pattern) pairs a plain scalar with one first character meets, compiled when
-    first iterated (all of them at import cost a command about as much as half of yaml's import)."""
+    first iterated (all of them at import cost a command about as much as half of yaml's import);
+    then the table holds the compiled tuple itself."""
 
-    __slots__ = ("indexes", "compiled")
+    __slots__ = ("first", "indexes")
 
-    def __init__(self) -> None:
+    def __init__(self, first: str) -> None:
+        self.first = first
         self.indexes: list[int] = []
-        self.compiled: tuple[tuple[str, re.Pattern[str]], ...] | None = None
 
     def __iter__(self) -> Iterator[tuple[str, re.Pattern[str]]]:
-        if self.compiled is None:
-            self.compiled = tuple((_RESOLVER_SOURCES[index][0], _compiled(index)) for index in self.indexes)
-        return iter(self.compiled)
+        compiled = tuple((_RESOLVER_SOURCES[index][0], _compiled(index)) for index in self.indexes)
+        _RESOLVERS[self.first] = compiled
+        return iter(compiled)
 
 
 @lru_cache(maxsize=None)
@@ -255,12 +256,12 @@ def _compiled(index: int) -> re.Pattern[str]:
     return re.compile(pattern, flags)
 
 
-def _resolver_table() -> dict[str, _Resolvers]:
+def _resolver_table() -> dict[str, Iterable[tuple[str, re.Pattern[str]]]]:
     table: dict[str, _Resolvers] = {}
     for index, (_, _, _, firsts) in enumerate(_RESOLVER_SOURCES):
         for first in firsts:
-            table.setdefault(first, _Resolvers()).indexes.append(index)
-    return table
+            table.setdefault(first, _Resolvers(first)).indexes.append(index)
+    return dict(table)
 
 
 _RESOLVERS = _resolver_table()  # first character -> its resolvers, as PyYAML's table is keyed
