@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Collection, Iterable
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import field, fields, replace
 from pathlib import Path
 from typing import Any
 
+from .records import dataclass
 from .errors import ConfigError, did_you_mean
 from .presets import PRESETS
 from .trackers import BACKENDS

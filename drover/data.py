@@ -4,10 +4,11 @@ A field a slot does not fill keeps its empty default: present and empty, never a
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Sequence
 
+from .records import dataclass
 from .fields import (  # noqa: F401 - FIELD_NAMES and field_schema are read through this module too
     FIELD_NAMES,
     AuditNote,

@@ -5,7 +5,7 @@ own so that `show`, which describes deps, does not build every template type to 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from .records import dataclass
 
 
 @dataclass(frozen=True)

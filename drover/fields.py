@@ -8,9 +8,10 @@ builder can all use it.
 from __future__ import annotations
 
 import textwrap
-from dataclasses import dataclass, field, fields
+from dataclasses import field, fields
 from typing import Any
 
+from .records import dataclass
 from .deps import Dep as Dep  # a row type of TemplateData, in its own module for `show`
 from .items import CHANGES_HEADING, truthy
 

@@ -5,7 +5,7 @@ Adding a preset is one entry here and its test in tests/test_agents.py.
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
+from .records import dataclass
 
 # Placeholders an argv word may hold; agents.agent_argv / agents.launch fill them in.
 PROMPT_FILE = "{prompt_file}"

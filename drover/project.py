@@ -2,10 +2,10 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
+from .records import dataclass
 from . import git
 from .config import CONFIG_FILE, Config, load_config
 from .errors import ConfigError, ItemError, UsageError

@@ -6,7 +6,9 @@ A row becomes plain data only where a command prints it (`as_json`, for `show --
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field, fields
+from dataclasses import field, fields
+
+from .records import dataclass
 from typing import Any
 
 

@@ -9,7 +9,9 @@ and out, cost where the CLI gives it, and the number of tool calls. Lines that a
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
+
+from .records import dataclass
 from typing import Any
 
 STREAMS = ("claude", "codex")

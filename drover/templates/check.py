@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Container
 
+from ..records import dataclass
 from .. import git
 from ..config import Config
 from ..errors import DroverError, Finding, TemplateError

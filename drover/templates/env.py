@@ -5,7 +5,6 @@ import hashlib
 import os
 import re
 import typing
-from dataclasses import dataclass
 from functools import cache, lru_cache
 from pathlib import Path
 
@@ -14,6 +13,7 @@ from jinja2 import exceptions as jinja_errors
 from jinja2 import nodes
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
+from ..records import dataclass
 from .. import __version__ as _VERSION
 from ..errors import TemplateError, UsageError, did_you_mean
 from ..resources import builtin_dir

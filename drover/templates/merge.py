@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import difflib
-from dataclasses import dataclass
+from ..records import dataclass
 
 CONFLICT_START, CONFLICT_BASE, CONFLICT_MID, CONFLICT_END = "<<<<<<<", "|||||||", "=======", ">>>>>>>"
 

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
 from pathlib import Path
 
 from jinja2 import nodes
 
+from ..records import dataclass
 from ..config import Config
 from ..errors import TemplateError
 from .env import (

@@ -4,13 +4,13 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import jinja2
 from jinja2 import exceptions as jinja_errors
 
+from ..records import dataclass
 from ..config import Config
 from ..errors import TemplateError
 from ..fields import Origin, TemplateData

@@ -7,9 +7,9 @@ the block and records today's hash; a conflict writes standard markers and keeps
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from pathlib import Path
 
+from ..records import dataclass
 from ..errors import Refused, TemplateError, UsageError
 from ..items import write_atomic
 from ..project import Project

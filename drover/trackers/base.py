@@ -2,10 +2,10 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable, Protocol, Sequence
 
+from ..records import dataclass
 from ..errors import DroverError
 from ..vocabulary import ANY_ID_PATTERN, DISPOSITIONS
 

@@ -1,0 +1,150 @@
+"""`dataclass`, as the standard one, with its generated methods compiled in one go per class.
+
+Python 3.11's dataclasses compiles each generated method on its own (`__init__`, `__repr__`,
+`__eq__`, `__hash__`, and a frozen class's `__setattr__` and `__delattr__`): six compiles per
+class, about 40 classes in a `prompt` process, a third of its import time. Here the standard
+decorator does the field work with its generators off, then one compile makes the same methods
+(3.13's dataclasses does the same). What it makes is what the standard one makes: the same
+signature, repr text, equality, hash and frozen errors; `fields`, `replace` and `is_dataclass`
+work unchanged. An option or field feature this module does not copy goes to the standard one.
+Modules import it as `dataclass` at run time and the standard one for the type checker.
+"""
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import operator
+import reprlib
+from typing import Any, Callable, TypeVar, dataclass_transform, overload
+
+_T = TypeVar("_T", bound=type)
+
+_PLAIN_OPTIONS = {"init": True, "repr": True, "eq": True, "order": False, "unsafe_hash": False,
+                  "match_args": True, "kw_only": False, "weakref_slot": False}
+
+
+class _Factory:
+    """A default_factory field's default in __init__, shown as dataclasses shows its own."""
+
+    def __repr__(self) -> str:
+        return "<factory>"
+
+
+_FACTORY = _Factory()
+
+
+@overload
+def dataclass(cls: _T, /) -> _T: ...
+@overload
+def dataclass(cls: None = None, /, *, frozen: bool = False, slots: bool = False) -> Callable[[_T], _T]: ...
+@dataclass_transform(field_specifiers=(dataclasses.field, dataclasses.Field))
+def dataclass(cls: type | None = None, /, *, frozen: bool = False, slots: bool = False,
+              **options: Any) -> Any:
+    """Like `dataclasses.dataclass(frozen=..., slots=...)`; other options go to the standard one."""
+    def wrap(cls: type) -> type:
+        if any(_PLAIN_OPTIONS.get(name, not value) != value for name, value in options.items()) or \
+                "__post_init__" in cls.__dict__:
+            return dataclasses.dataclass(cls, frozen=frozen, slots=slots, **options)
+        undocumented = not cls.__doc__
+        if undocumented:  # its text comes from __init__'s signature, once that is made below
+            cls.__doc__ = "-"
+        made: type = dataclasses.dataclass(cls, init=False, repr=False, eq=False, slots=slots)
+        fields = dataclasses.fields(made)
+        if not all(_plain(field) for field in fields) or \
+                any(name in made.__dict__ for name in ("__repr__", "__eq__", "__hash__")):
+            raise TypeError(f"{cls.__qualname__}: a field option or method drover.records does not copy; "
+                            "use dataclasses.dataclass")
+        _add_methods(made, fields, frozen)
+        if undocumented:
+            made.__doc__ = made.__name__ + str(inspect.signature(made)).replace(" -> None", "")
+        made.__dataclass_params__ = dataclasses._DataclassParams(  # type: ignore[attr-defined]
+            True, True, True, False, False, frozen)
+        if slots and frozen:  # pickling a frozen slotted class, as dataclasses
+            setattr(made, "__getstate__", dataclasses._dataclass_getstate)  # type: ignore[attr-defined]
+            setattr(made, "__setstate__", dataclasses._dataclass_setstate)  # type: ignore[attr-defined]
+        return made
+    return wrap if cls is None else wrap(cls)
+
+
+def _plain(field: dataclasses.Field[Any]) -> bool:
+    return (field.init and field.repr and field.compare and field.hash is None and not field.kw_only
+            and field._field_type is dataclasses._FIELD)  # type: ignore[attr-defined]
+
+
+def _add_methods(cls: type, fields: tuple[dataclasses.Field[Any], ...], frozen: bool) -> None:
+    names = [field.name for field in fields]
+    scope: dict[str, Any] = {"_object": object, "_FACTORY": _FACTORY}
+    params, body = ["self"], []
+    for field in fields:
+        name = field.name
+        if field.default_factory is not dataclasses.MISSING:
+            scope[f"_factory_{name}"] = field.default_factory
+            params.append(f"{name}=_FACTORY")
+            value = f"_factory_{name}() if {name} is _FACTORY else {name}"
+        else:
+            if field.default is not dataclasses.MISSING:
+                scope[f"_default_{name}"] = field.default
+                params.append(f"{name}=_default_{name}")
+            else:
+                params.append(name)
+            value = name
+        body.append(f"  _object.__setattr__(self, {name!r}, {value})" if frozen else
+                    f"  self.{name} = {value}")
+    exec("\n".join([f"def __init__({', '.join(params)}):", *(body or ["  pass"])]), scope)  # noqa: S102
+    init = scope["__init__"]
+    init.__qualname__ = f"{cls.__qualname__}.__init__"
+    init.__annotations__ = {field.name: field.type for field in fields} | {"return": None}
+    methods = {"__init__": init, "__repr__": _repr(cls, tuple(names)), "__eq__": _eq(tuple(names))}
+    if frozen:
+        methods |= _frozen(cls, tuple(names))
+    for name, method in methods.items():
+        setattr(cls, name, method)
+    if not frozen:
+        cls.__hash__ = None  # type: ignore[assignment]  # eq without frozen: unhashable, as dataclasses
+
+
+# The other methods are closures over the field names: made without compiling anything.
+
+def _values(names: tuple[str, ...]) -> Any:
+    """The fields' values as one tuple, as the generated methods of dataclasses compare and hash."""
+    if len(names) == 1:
+        return lambda row: (getattr(row, names[0]),)
+    return operator.attrgetter(*names) if names else (lambda _: ())
+
+
+def _repr(cls: type, names: tuple[str, ...]) -> Any:
+    @reprlib.recursive_repr()
+    def __repr__(self: Any) -> str:  # noqa: N807 - the method it is
+        shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in names)
+        return f"{self.__class__.__qualname__}({shown})"
+    __repr__.__qualname__ = f"{cls.__qualname__}.__repr__"
+    return __repr__
+
+
+def _eq(names: tuple[str, ...]) -> Any:
+    values = _values(names)
+
+    def __eq__(self: Any, other: Any) -> Any:  # noqa: N807 - the method it is
+        if other.__class__ is self.__class__:
+            return values(self) == values(other)
+        return NotImplemented
+    return __eq__
+
+
+def _frozen(cls: type, names: tuple[str, ...]) -> dict[str, Any]:
+    values = _values(names)
+    protected = frozenset(names)
+
+    def __hash__(self: Any) -> int:  # noqa: N807 - the method it is
+        return hash(values(self))
+
+    def __setattr__(self: Any, name: str, value: Any) -> None:  # noqa: N807 - the method it is
+        if type(self) is cls or name in protected:
+            raise dataclasses.FrozenInstanceError(f"cannot assign to field {name!r}")
+        super(cls, self).__setattr__(name, value)  # type: ignore[arg-type]
+
+    def __delattr__(self: Any, name: str) -> None:  # noqa: N807 - the method it is
+        if type(self) is cls or name in protected:
+            raise dataclasses.FrozenInstanceError(f"cannot delete field {name!r}")
+        super(cls, self).__delattr__(name)  # type: ignore[arg-type]
+    return {"__hash__": __hash__, "__setattr__": __setattr__, "__delattr__": __delattr__}
