@@ -115,6 +115,8 @@ KIND_LABELS = {"bug": "bug", "enhancement": "feature", "feature": "feature", "do
 
 @dataclass(frozen=True)
 class AgentConfig:
+    """One agent: its preset or command, identity, timeout and guidance ([agent] or a slot's table)."""
+
     preset: str = key("agent", "claude", "the agent CLI to launch", choices=PRESETS.keys())
     command: str = key("agent", "", "argv as shell-like words (never run through a shell); overrides the preset")
     name: str = key("agent", "", "identity recorded as author / auditor; default: the preset name")
@@ -146,6 +148,8 @@ class PromptFiles:
 
 @dataclass(frozen=True)
 class TrackerConfig:
+    """The [tracker] table."""
+
     backend: str = key("tracker", "none", "where issues live", choices=BACKENDS.keys())
     repo: str = key("tracker", "", "owner/name for github; \"\" lets gh use this checkout's remote")
     follow_up_label: str = key("tracker", "follow-up", "the label that marks follow-up issues (github)")
@@ -169,6 +173,8 @@ class RayConfig:
 
 @dataclass(frozen=True)
 class Config:
+    """The whole drover.toml, defaults filled in."""
+
     prefix: str = key("project", "D", "item ids are D-1, D-2, ...: letters and digits, starting with a letter",
                       check=_prefix)
     items: str = key("project", "items", "the folder holding one Markdown file per item", check=_items_folder)

@@ -10,6 +10,8 @@ from .records import dataclass
 
 @dataclass(frozen=True)
 class Dep:
+    """One dep of an item: its file's state, its done flag and its best audit."""
+
     Id: str = ""
     Title: str = ""
     Path: str = ""

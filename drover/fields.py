@@ -22,6 +22,8 @@ SLOTS = TEMPLATE_SLOTS  # the four slots a template can fill
 
 @dataclass(frozen=True)
 class Round:
+    """One round of requested changes, as `Trail` and `Earlier` list it."""
+
     N: int = 0
     Headline: str = ""
     Path: str = ""
@@ -31,6 +33,8 @@ class Round:
 
 @dataclass(frozen=True)
 class FollowUp:
+    """An open follow-up row on the tracker, owned by the item or a direct dep."""
+
     Number: int = 0
     Title: str = ""
     Body: str = ""
@@ -41,6 +45,8 @@ class FollowUp:
 
 @dataclass(frozen=True)
 class OwnedIssue:
+    """An open issue naming the item or a direct dep as owner, without the follow-up label."""
+
     Number: int = 0
     Title: str = ""
     Body: str = ""
@@ -52,6 +58,8 @@ class OwnedIssue:
 
 @dataclass(frozen=True)
 class Destination:
+    """A place a finding can be sent, with this item's command."""
+
     Token: str = ""
     Where: str = ""
     Found: str = ""
@@ -67,6 +75,8 @@ class Destination:
 
 @dataclass(frozen=True)
 class Commit:
+    """One commit on the item's branch that base lacks, with its size."""
+
     Sha: str = ""
     Subject: str = ""
     Files: int = 0
@@ -76,12 +86,16 @@ class Commit:
 
 @dataclass(frozen=True)
 class Recent:
+    """The branch's commits base lacks, or why git could not say."""
+
     Commits: tuple[Commit, ...] = ()
     Unavailable: str = ""
 
 
 @dataclass(frozen=True)
 class Resolution:
+    """An issue the item closes, with the newest judgment recorded for it."""
+
     Number: int = 0
     Title: str = ""
     Body: str = ""
@@ -96,6 +110,8 @@ class Resolution:
 
 @dataclass(frozen=True)
 class Origin:
+    """The issue the item came from, read fresh."""
+
     Number: int = 0
     Title: str = ""
     Body: str = ""
@@ -105,6 +121,8 @@ class Origin:
 
 @dataclass(frozen=True)
 class AuditNote:
+    """An audit on the provenance line's item that carries a note."""
+
     Level: str = ""
     By: str = ""
     Note: str = ""
@@ -113,6 +131,8 @@ class AuditNote:
 
 @dataclass(frozen=True)
 class Sibling:
+    """Another item of the project, for routing a requirement to its owner."""
+
     Id: str = ""
     Title: str = ""
     Kind: str = ""

@@ -20,6 +20,8 @@ OUTPUT_LINES = 8  # of a tool's output shown to people; the whole stream is kept
 
 @dataclass
 class Usage:
+    """What a run's output reports it used: model, tokens, cost, tool calls."""
+
     model: str = ""
     input_tokens: int | None = None
     output_tokens: int | None = None

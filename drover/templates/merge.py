@@ -10,6 +10,8 @@ CONFLICT_START, CONFLICT_BASE, CONFLICT_MID, CONFLICT_END = "<<<<<<<", "|||||||"
 
 @dataclass(frozen=True)
 class _Hunk:
+    """One changed range of the base text."""
+
     start: int  # base lines [start, end) become lines
     end: int
     lines: tuple[str, ...]

@@ -63,6 +63,8 @@ class Override:
 
 @dataclass(frozen=True)
 class Source:
+    """Where a slot's template text comes from."""
+
     requested: str
     resolved: str
     display: str

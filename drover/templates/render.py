@@ -74,6 +74,8 @@ class Rendered:
 
 @dataclass(frozen=True)
 class Prepared:
+    """A slot's template, compiled, with the base hashes and warnings its run records."""
+
     template: jinja2.Template
     template_text: str
     base_hashes: dict[str, str]

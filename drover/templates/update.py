@@ -105,6 +105,8 @@ def start_override(project: Project, slot: str, block: str, *, file: str | None 
 
 @dataclass(frozen=True)
 class UpdateResult:
+    """What updating an override's stale blocks printed, and whether any failed to merge."""
+
     lines: tuple[str, ...]
     failed: bool
 
