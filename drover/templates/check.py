@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import dataclasses
-import difflib
 from pathlib import Path
 from typing import Any, Container
 
@@ -175,6 +174,7 @@ def _unknown_base(stale: StaleBlock) -> str:
 
 def diff_lines(old: str, new: str) -> list[str]:
     """A line diff with two-character prefixes: '  ' unchanged, '- ' removed, '+ ' added."""
+    import difflib  # here: a prompt, which imports this module, never diffs
     return [line for line in difflib.ndiff(old.splitlines(), new.splitlines()) if not line.startswith("? ")]
 
 
@@ -200,6 +200,8 @@ def diff_unified(root: Path, config: Config) -> tuple[str, list[str]]:
     The notes (blocks whose base is unknown) go apart, so the diff stays a clean patch for
     `git apply --check`, delta or diff-so-fancy.
     """
+    import difflib  # here, as in diff_lines
+
     out: list[str] = []
     notes: list[str] = []
     for _, stale_list in stale_overrides(root, config):

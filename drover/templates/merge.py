@@ -1,7 +1,6 @@
 """A line-wise three-way merge with diff3-style conflict markers (base section included)."""
 from __future__ import annotations
 
-import difflib
 from ..records import dataclass
 
 CONFLICT_START, CONFLICT_BASE, CONFLICT_MID, CONFLICT_END = "<<<<<<<", "|||||||", "=======", ">>>>>>>"
@@ -18,6 +17,7 @@ class _Hunk:
 
 
 def _hunks(base: list[str], other: list[str]) -> list[_Hunk]:
+    import difflib  # here: a prompt imports this module and never merges
     matcher = difflib.SequenceMatcher(None, base, other, autojunk=False)
     return [_Hunk(i1, i2, tuple(other[j1:j2])) for op, i1, i2, j1, j2 in matcher.get_opcodes() if op != "equal"]
 

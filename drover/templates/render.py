@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import re
 from pathlib import Path
 from typing import Any
@@ -233,6 +232,7 @@ def branch_source(root: Path, explicit: str) -> str:
 
 def guidance_diff(slot: str, data: TemplateData, *, root: Path, config: Config) -> list[tuple[str, int]]:
     """The lines the lean prompt drops, each with an approximate token count (characters / 4)."""
+    import difflib  # here: a prompt never diffs
     lean = render(slot, dataclasses.replace(data, Guidance="lean"), root=root, config=config).text.splitlines()
     detailed = render(slot, dataclasses.replace(data, Guidance="detailed"), root=root, config=config).text.splitlines()
     dropped: list[str] = []
