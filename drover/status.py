@@ -5,6 +5,7 @@ import gc
 import hashlib
 import json
 import os
+import re
 from contextlib import contextmanager
 from dataclasses import dataclass
 from enum import StrEnum
@@ -143,7 +144,6 @@ def catalogue(project: Project, ledger: Ledger) -> dict[str, Entry]:
     once per file at 50,000 items: names come from one listdir, no Path is made, and
     fresh cache rows are written in batches as they come.
     """
-    cache = ledger.cached_files(plain=True)
     prefix = project.config.prefix
     entries: dict[str, Entry] = {}
     fresh: list[tuple[Any, ...]] = []
@@ -151,18 +151,16 @@ def catalogue(project: Project, ledger: Ledger) -> dict[str, Entry]:
     base = project.item_rel("")
     try:
         # names only: os.stat on the joined path costs less than a DirEntry's stat()
-        scanned = [(_sort_key(name[:-3], prefix), name) for name in os.listdir(folder) if name.endswith(".md")]
+        names = sorted_names(os.listdir(folder), prefix)
     except (FileNotFoundError, NotADirectoryError):
-        scanned = []
-    scanned.sort(key=_first)
-    stat_path = os.stat
+        names = []
     within = folder + os.sep
-    for _, name in scanned:
+    stats = stat_all([within + name for name in names])
+    cache = ledger.cached_files(plain=True)
+    for name, stat in zip(names, stats):
         rel = base + name
         row = cache.pop(rel, None)  # what is left in the cache at the end is stale
-        try:
-            stat = stat_path(within + name)
-        except FileNotFoundError:
+        if stat is None:
             continue
         if row is not None and row[1] == stat.st_size and row[2] == stat.st_mtime_ns:
             entries[name[:-3]] = _entry_from_cache(row)
@@ -182,8 +180,39 @@ def catalogue(project: Project, ledger: Ledger) -> dict[str, Entry]:
     return entries
 
 
-def _first(pair: tuple[Any, ...]) -> Any:
-    return pair[0]
+def stat_all(paths: list[str]) -> list[os.stat_result | None]:
+    """os.stat of each path, None for one that is gone (FileNotFoundError)."""
+    try:
+        return list(map(os.stat, paths))  # the common case, one loop in C
+    except FileNotFoundError:
+        pass
+    found: list[os.stat_result | None] = []
+    for path in paths:
+        try:
+            found.append(os.stat(path))
+        except FileNotFoundError:
+            found.append(None)
+    return found
+
+
+def sorted_names(names: list[str], prefix: str) -> list[str]:
+    """The `.md` names of `names` in _sort_key's order of their ids, sorted in C rather than by a key per name.
+
+    A numbered name (prefix, dash, a number without leading zero) sorts by its number, which for
+    such names is the order of (length, name); the others follow, by id.
+    """
+    numbered_name = re.compile(re.escape(prefix) + r"-[1-9][0-9]*\.md").fullmatch
+    numbered = list(filter(numbered_name, names))
+    numbered.sort()
+    numbered.sort(key=len)  # stable: by length, then by name
+    if len(numbered) != len(names):
+        taken = set(numbered)
+        numbered += sorted((name for name in names if name.endswith(".md") and name not in taken), key=_id_of)
+    return numbered
+
+
+def _id_of(name: str) -> str:
+    return name[:-3]
 
 
 def entry(project: Project, ledger: Ledger, item_id: str) -> Entry:
@@ -382,42 +411,85 @@ def list_items(project: Project, ledger: Ledger) -> list[Listed]:
 
 def _list_items(project: Project, ledger: Ledger) -> list[Listed]:
     entries = catalogue(project, ledger)
-    flagged = ledger.flagged_items()
-    done = {item_id for item_id, row in flagged.items() if row.get("done")}
-    activity = ledger.activity(done=False)  # a done item's state needs none
+    done, parked = ledger.flags()
+    activity = ledger.list_activity()  # only items not done: a done item's state needs none
     live = {run.item for run in ledger.unfinished_runs() if run_alive(run)}
     heads = git.branch_heads(project.root) if activity else {}
     match = itemfile.id_pattern(project.config.prefix).match
-    valid: dict[str, bool] = {}  # dep -> whether it is an id: deps repeat across items
+    # dep -> DONE_DEP, NOT_ID or NOT_DONE, once per dep: deps repeat across items
+    kinds: dict[str, int] = {}
 
-    def is_id(dep: str) -> bool:
-        known = valid.get(dep)
-        if known is None:
-            known = valid[dep] = match(dep) is not None
-        return known
+    def kind_of(dep: str) -> int:
+        kinds[dep] = kind = NOT_ID if match(dep) is None else DONE_DEP if dep in done else NOT_DONE
+        return kind
 
     listed = []
-    unflagged: dict[str, Any] = {}
+    append = listed.append
     for item_id, found in entries.items():
         bad: list[str] = []
         missing: list[str] = []
         for dep in found.deps:
-            if not is_id(dep):
-                bad.append(dep)
-            elif dep not in done:
+            kind = kinds.get(dep)
+            if kind is None:
+                kind = kind_of(dep)
+            if kind == NOT_DONE:
                 missing.append(dep)
-        act: Any = activity.get(item_id) or {}
+            elif kind == NOT_ID:
+                bad.append(dep)
         deps_done = not bad and not missing
-        state, note = compute_state(found, flagged.get(item_id, unflagged), act, item_id in live, deps_done,
-                                    heads.get(act.get("branch") or "", "") if heads else "")
-        if state == State.UNREADABLE:
-            pass
-        elif bad:
+        # compute_state's order, read from the tuples list_activity and flags give (list_state)
+        if found.unreadable:
+            append(Listed(found, State.UNREADABLE, found.problem, deps_done))
+            continue
+        if item_id in done:
+            state, note = State.DONE, ""
+        elif item_id in parked:
+            state, note = State.PARKED, parked[item_id]
+        elif item_id in live:
+            state, note = State.RUNNING, ""
+        else:
+            act = activity.get(item_id)
+            state, note = list_state(found.outstanding, act, deps_done,
+                                     heads.get(act[1] or "", "") if act is not None and heads else "")
+        if bad:
             note = "; ".join(f"dep {dep} {itemfile.NOT_AN_ID}" for dep in bad)
         elif state == State.BLOCKED:
             note = "waiting on " + ", ".join(missing)
-        listed.append(Listed(found, state, note, deps_done))
+        append(Listed(found, state, note, deps_done))
     return listed
+
+
+# what a dep is to the item that names it, in _list_items
+DONE_DEP, NOT_ID, NOT_DONE = 0, 1, 2
+
+
+def list_state(outstanding: bool, act: tuple[Any, ...] | None, deps_done: bool, head: str) -> tuple[State, str]:
+    """compute_state past its first four states (unreadable, done, parked, running), from a row of
+    Ledger.list_activity (None: no runs, rounds or audits). A test holds it to compute_state."""
+    if act is None:
+        if outstanding:
+            return State.CHANGES_REQUESTED, ""
+        return (State.READY, "") if deps_done else (State.BLOCKED, "")
+    _, _, newest_round, last_id, started, finished, outcome, exit_status, approval_at, approval_head = act
+    ran = bool(last_id)
+    if ran and not (outcome == "exited" and exit_status == 0 and finished is not None):
+        run = {"id": last_id, "started": started, "finished": finished, "outcome": outcome, "exit_status": exit_status}
+        trouble, why = run_trouble(run, False, approval_at or "")
+        if trouble:
+            return trouble, why
+    if outstanding:
+        return State.CHANGES_REQUESTED, ""
+    approval: str = approval_at or ""
+    current = bool(approval) and approval > (newest_round or "")
+    covered: str = approval_head or ""
+    if current and head and covered == head:
+        return State.APPROVED, f"at {covered[:7]}"
+    if ran:
+        moved = f"the branch moved since the approval at {approval_head[:7]}" if current and approval_head else ""
+        return State.IN_REVIEW, moved
+    if not deps_done:
+        return State.BLOCKED, ""
+    return State.READY, ""
 
 
 def is_ready(listed: Listed) -> bool:
