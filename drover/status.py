@@ -155,15 +155,24 @@ def catalogue(project: Project, ledger: Ledger) -> dict[str, Entry]:
     except (FileNotFoundError, NotADirectoryError):
         names = []
     within = folder + os.sep
-    stats = stat_all([within + name for name in names])
     cache = ledger.cached_files(plain=True)
-    for name, stat in zip(names, stats):
+    new_tuple = tuple.__new__
+    for name, stat in _stats(within, names):
         rel = base + name
         row = cache.pop(rel, None)  # what is left in the cache at the end is stale
         if stat is None:
             continue
         if row is not None and row[1] == stat.st_size and row[2] == stat.st_mtime_ns:
-            entries[name[:-3]] = _entry_from_cache(row)
+            # _entry_from_cache(row), inline: this line runs once per item on every list
+            deps = row[6]
+            if not deps or deps == "[]":
+                deps = ()
+            elif "\\" not in deps:
+                deps = tuple(deps[2:-2].split('", "'))
+            else:
+                deps = _deps(deps)
+            entries[name[:-3]] = new_tuple(Entry, (row[3], row[0], row[4] or "", row[5] or "", deps, row[7] or "{}",
+                                                   bool(row[8]), bool(row[9]), row[10] or "", row[11] or "", row[12]))
             continue
         data = _read(within + name)
         digest = None if data is None else _digest(data)
@@ -178,6 +187,16 @@ def catalogue(project: Project, ledger: Ledger) -> dict[str, Entry]:
             fresh = []
     ledger.store_files(fresh, list(cache))
     return entries
+
+
+# Names are statted this many at a time: one map in C each, without holding every stat at once.
+STAT_CHUNK = 1000
+
+
+def _stats(within: str, names: list[str]) -> Iterator[tuple[str, os.stat_result | None]]:
+    for at in range(0, len(names), STAT_CHUNK):
+        part = names[at:at + STAT_CHUNK]
+        yield from zip(part, stat_all([within + name for name in part]))
 
 
 def stat_all(paths: list[str]) -> list[os.stat_result | None]:
@@ -423,8 +442,9 @@ def _list_items(project: Project, ledger: Ledger) -> list[Listed]:
         kinds[dep] = kind = NOT_ID if match(dep) is None else DONE_DEP if dep in done else NOT_DONE
         return kind
 
-    listed = []
+    listed: list[Listed] = []
     append = listed.append
+    new_tuple = tuple.__new__  # Listed(...) is a Python-level call per item
     for item_id, found in entries.items():
         bad: list[str] = []
         missing: list[str] = []
@@ -439,7 +459,7 @@ def _list_items(project: Project, ledger: Ledger) -> list[Listed]:
         deps_done = not bad and not missing
         # compute_state's order, read from the tuples list_activity and flags give (list_state)
         if found.unreadable:
-            append(Listed(found, State.UNREADABLE, found.problem, deps_done))
+            append(new_tuple(Listed, (found, State.UNREADABLE, found.problem, deps_done)))
             continue
         if item_id in done:
             state, note = State.DONE, ""
@@ -455,7 +475,7 @@ def _list_items(project: Project, ledger: Ledger) -> list[Listed]:
             note = "; ".join(f"dep {dep} {itemfile.NOT_AN_ID}" for dep in bad)
         elif state == State.BLOCKED:
             note = "waiting on " + ", ".join(missing)
-        append(Listed(found, state, note, deps_done))
+        append(new_tuple(Listed, (found, state, note, deps_done)))
     return listed
 
 
