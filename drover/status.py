@@ -217,21 +217,21 @@ def stat_all(paths: list[str]) -> list[os.stat_result | None]:
 def sorted_names(names: list[str], prefix: str) -> list[str]:
     """The `.md` names of `names` in _sort_key's order of their ids, sorted in C rather than by a key per name.
 
-    A numbered name (prefix, dash, a number without leading zero) sorts by its number, which for
-    such names is the order of (length, name); the others follow, by id.
+    A numbered name (prefix, dash, a number of up to 18 digits without leading zero) sorts by its
+    number, which for such names is the order of (length, name), and before any other; the
+    others follow in _sort_key's order.
     """
-    numbered_name = re.compile(re.escape(prefix) + r"-[1-9][0-9]*\.md").fullmatch
+    numbered_name = re.compile(re.escape(prefix) + r"-[1-9][0-9]{0,17}\.md").fullmatch
     numbered = list(filter(numbered_name, names))
     numbered.sort()
     numbered.sort(key=len)  # stable: by length, then by name
     if len(numbered) != len(names):
         taken = set(numbered)
-        numbered += sorted((name for name in names if name.endswith(".md") and name not in taken), key=_id_of)
+        rest = [name for name in names if name.endswith(".md") and name not in taken]
+        numbered += sorted(rest, key=lambda name: _sort_key(name[:-3], prefix))
     return numbered
 
 
-def _id_of(name: str) -> str:
-    return name[:-3]
 
 
 def entry(project: Project, ledger: Ledger, item_id: str) -> Entry:
