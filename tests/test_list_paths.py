@@ -64,6 +64,7 @@ activities = st.fixed_dictionaries({
 })
 
 
+@settings(max_examples=500)
 @given(activities, st.booleans(), st.booleans(), st.sampled_from(["", HEAD, "fedcba9876"]), st.booleans())
 def test_list_state_agrees_with_compute_state(values, outstanding, deps_done, head, has_row):
     found = Entry("D-1", "items/D-1.md", "one", outstanding=outstanding)
