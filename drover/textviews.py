@@ -114,7 +114,7 @@ def list_lines(listed: list[Any], *, colour: bool) -> list[str]:
     states = {row[1] for row in listed}
     state_width = max(17, *map(len, states))
     padded = {state: state.ljust(state_width) for state in states}
-    lines = []
+    lines: list[str] = []
     append = lines.append
     for found, state, note, _ in listed:
         text = found.title if not found.unreadable else ""
