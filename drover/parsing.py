@@ -97,12 +97,22 @@ def parse_one(within: str, name: str, prefix: str, known: str | None) -> Parsed:
 def parse_changed(folder: str, prefix: str, jobs: Sequence[tuple[str, str | None]]) -> Iterator[Parsed]:
     """parse_one for each (file name, known digest) of `jobs`, in order; in workers when there are many."""
     within = folder + os.sep
-    workers = _workers(len(jobs))
+    unknown = [job for job in jobs if job[1] is None]  # new bytes for sure (the size changed): a parse each
+    workers = _workers(len(unknown))
     if workers < 2:
         for name, known in jobs:
             yield parse_one(within, name, prefix, known)
         return
-    yield from _in_workers(within, prefix, jobs, workers)
+    # a file of the size the cache knows (a touch, a checkout) is most often unchanged: its digest
+    # here answers it sooner than a worker's round trip would
+    answered = {index: parse_one(within, name, prefix, known) for index, (name, known) in enumerate(jobs)
+                if known is not None}
+    parsed = _in_workers(within, prefix, unknown, workers)
+    for index in range(len(jobs)):
+        found = answered.pop(index, None)
+        yield found if found is not None else next(parsed)
+    for _ in parsed:
+        pass  # its end: the workers are waited for
 
 
 def _workers(count: int) -> int:

@@ -58,7 +58,7 @@ def twins(repo, tmp_path):
 def outputs(root, env) -> list[tuple[int, str, str]]:
     """list and check, plain and JSON, with the project's own folder named ROOT (an error names it)."""
     return [(done.returncode, done.stdout.replace(str(root), "ROOT"), done.stderr)
-            for done in (run(root, *args, env=env) for args in (("list",), ("--json", "list"), ("check",), ("--json", "check")))]
+            for done in (run(root, *args, env=env) for args in (("list",), ("list", "--json"), ("check",), ("check", "--json")))]
 
 
 def cache_rows(root) -> list[tuple]:
@@ -109,6 +109,16 @@ def test_a_worker_that_dies_leaves_its_files_to_the_parent(repo, monkeypatch):
     monkeypatch.setattr(parsing, "_fork", counted)
     assert list(parsing.parse_changed(folder, "D", jobs)) == serial
     assert len(forked) == 3 and all(forked)
+
+    # digests the cache knows, right (a touch) and wrong (same size, new bytes), among new sizes
+    known = [found[-1] if index % 3 == 0 else "0" * 32 if index % 3 == 1 else None
+             for index, found in enumerate(serial)]
+    mixed = [(name, digest) for name, digest in zip(names, known)]
+    expected = [parsing.parse_one(folder + os.sep, name, "D", digest) for name, digest in mixed]
+    assert [len(found) for found in expected].count(1) > 5
+    forked.clear()
+    assert list(parsing.parse_changed(folder, "D", mixed)) == expected
+    assert len(forked) == 3
 
     real_serve = parsing._serve
 
