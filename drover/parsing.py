@@ -59,12 +59,13 @@ def _json(value: Any) -> str:
     if _ENCODE is None:
         from json import encoder
 
-        if encoder.c_make_encoder is None:
+        make = getattr(encoder, "c_make_encoder", None)  # json's C encoder, when built
+        if make is None:
             _ENCODE = lambda value, _: (json.dumps(value),)  # noqa: E731
         else:
             # the very arguments json.dumps gives it, with its defaults
-            _ENCODE = encoder.c_make_encoder({}, json._default_encoder.default, encoder.encode_basestring_ascii,
-                                             None, ": ", ", ", False, False, True)
+            _ENCODE = make({}, json.JSONEncoder().default, encoder.encode_basestring_ascii, None, ": ", ", ",
+                           False, False, True)
     try:
         return "".join(_ENCODE(value, 0))
     except BaseException:

@@ -132,3 +132,21 @@ def test_a_worker_that_dies_leaves_its_files_to_the_parent(repo, monkeypatch):
     monkeypatch.setattr(parsing, "_serve", dies_after_one_chunk)
     assert list(parsing.parse_changed(folder, "D", jobs)) == serial
     assert len(forked) == 3
+
+
+def test_the_kept_json_encoder_writes_what_json_dumps_writes():
+    import datetime
+    import json
+
+    from drover import parsing
+
+    values = [{"id": "D-1", "deps": ["D-2"], "n": 3, "f": 1.5, "b": True, "z": None, "u": "é\u2028\"\\", 7: "x"},
+              ["D-1", "D-2"], {}, {"nan": float("nan"), "inf": float("-inf")}, {"nested": {"a": [{"b": []}]}}]
+    for value in values:
+        assert parsing._json(value) == json.dumps(value)
+    shared = {"d": datetime.date(2026, 1, 2)}
+    with pytest.raises(TypeError):
+        parsing._json({"inner": shared})
+    # a failed call leaves no mark behind that would call the next value circular
+    assert parsing._json({"inner": {"d": "2026-01-02"}}) == '{"inner": {"d": "2026-01-02"}}'
+    assert parsing._json(values[0]) == json.dumps(values[0])
