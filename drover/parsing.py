@@ -234,15 +234,28 @@ def _fork(within: str, prefix: str, jobs: Sequence[tuple[str, str | None]], star
     if pid == 0:  # the worker: never returns
         status = 1
         try:
-            os.close(read_end)
-            for fd in inherited:
-                os.close(fd)  # the other workers' pipes: the parent's death must close every reader
+            _close_all_but(write_end, [read_end, *inherited])
             _serve(within, prefix, jobs, starts, size, write_end)
             status = 0
         finally:
             os._exit(status)  # no atexit, no finalizers: the ledger's connection is the parent's
     os.close(write_end)
     return _Reader(read_end, pid)
+
+
+def _close_all_but(keep: int, known: list[int]) -> None:
+    """A worker keeps only stdio and its pipe: every pipe's reader must close with the parent, and
+    the ledger's files (its lock's included) must not stay open in a worker."""
+    try:
+        fds = [int(fd) for fd in os.listdir("/dev/fd")]
+    except (OSError, ValueError):
+        fds = known
+    for fd in fds:
+        if fd > 2 and fd != keep:
+            try:
+                os.close(fd)
+            except OSError:
+                pass  # the listing's own descriptor, closed already
 
 
 def _serve(within: str, prefix: str, jobs: Sequence[tuple[str, str | None]], starts: range, size: int,
