@@ -28,7 +28,7 @@ Parsed = tuple[Any, ...]
 # At this many changed files and more, worker processes parse them (one per usable core, at most
 # MAX_WORKERS); below it, forking costs more than it saves. DROVER_PARALLEL_PARSE_AT overrides
 # it (the tests force both paths with it).
-PARALLEL_AT = 400
+PARALLEL_AT = 1000
 MAX_WORKERS = 8
 WORKERS: int | None = None  # how many workers at most; None: one per usable core
 CHUNK = 250  # files per message at most: workers stream results while the parent writes cache rows
