@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from .frontmatter import LOADER, PURE_LOADER, FrontmatterError, key_line, load_frontmatter  # noqa: F401
+from .frontmatter import FrontmatterError, key_line, load_frontmatter  # noqa: F401
 from .frontmatter import check_types
 
 # One constant for the heading both request-changes (the writer) and templates (the readers) use.
