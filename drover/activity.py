@@ -15,6 +15,9 @@ LAST_RUN_COLUMNS = ("id", "started", "finished", "outcome", "exit_status", "pid"
 ACTIVITY_KEYS = ("item", "implement_runs", "implement_finished", "branch", "newest_round", "newest_approval",
                   *(f"last_{col}" for col in LAST_RUN_COLUMNS), "approval_at", "approval_head", "approval_level", "approval_by")
 _AT = {key: at for at, key in enumerate(ACTIVITY_KEYS)}
+# what an item's state reads of its row (Ledger.list_activity's columns, in this order)
+LIST_KEYS = ("item", "branch", "newest_round", "last_id", "last_started", "last_finished", "last_outcome",
+             "last_exit_status", "approval_at", "approval_head")
 # every item activity_for answers for: in items, runs or rounds (an audit alone does not list one)
 ACTIVITY_IDS = "SELECT id FROM items UNION SELECT item FROM runs UNION SELECT item FROM rounds"
 # the items the activity table has a row for: those with runs, rounds or audits

@@ -48,14 +48,22 @@ def _check_items(project: Project, ledger: Ledger) -> tuple[list[Finding], Conta
     entries = catalogue(project, ledger)
     findings: list[Finding] = []
     known: set[str] | None = None  # ids with a file or a ledger row, gathered at the first missing dep
-    pattern = itemfile.id_pattern(project.config.prefix)
+    match = itemfile.id_pattern(project.config.prefix).match
+    seen: set[str] = set()  # the items before this one in the catalogue's order whose ids are ids
+    forward = False  # whether some dep is this item or a later one in that order: else no cycle can close
     for item_id, found in entries.items():
         if found.unreadable and found.unreadable != itemfile.SHELVED:
             findings.append(Finding(found.problem))
         for dep in found.deps:
+            if dep in seen:
+                if entries[dep].unreadable:
+                    state = entries[dep].unreadable
+                    findings.append(Finding(f"{found.rel}: {item_id}: dep {dep} {state}", error=state != itemfile.SHELVED))
+                continue  # an id with a file: the checks below would find nothing else
             # The words are the ones the prompt's Unreadable carries for the same dep (items.py).
-            if not pattern.match(dep):
+            if not match(dep):
                 findings.append(Finding(f"{found.rel}: {item_id}: dep {dep} {itemfile.NOT_AN_ID}"))
+                forward = forward or dep in entries  # the cycle search follows any dep with a file
             elif dep not in entries:
                 # A dep the ledger knows (done, then its file deleted) reads as absent to an agent too.
                 if known is None:
@@ -63,14 +71,20 @@ def _check_items(project: Project, ledger: Ledger) -> tuple[list[Finding], Conta
                 where = "; the ledger knows it" if dep in known else ""
                 findings.append(Finding(f"{found.rel}: {item_id}: dep {dep} {itemfile.MISSING}"
                                         f" (no {project.config.items}/{dep}.md{where})"))
-            elif entries[dep].unreadable:
-                state = entries[dep].unreadable
-                findings.append(Finding(f"{found.rel}: {item_id}: dep {dep} {state}", error=state != itemfile.SHELVED))
+            else:
+                forward = True
+                if entries[dep].unreadable:
+                    state = entries[dep].unreadable
+                    findings.append(Finding(f"{found.rel}: {item_id}: dep {dep} {state}", error=state != itemfile.SHELVED))
+        if match(item_id):
+            seen.add(item_id)
     from .agreement import disagreements
 
     findings.extend(Finding(line) for line in disagreements(project, ledger, entries))
-    for cycle in dependency_cycles({item_id: found.deps for item_id, found in entries.items()}):
-        findings.append(Finding(f"dependency cycle: {' -> '.join(cycle)}"))
+    # Every dep earlier in one order (numbered items on lower numbers, the common case): no cycle.
+    if forward:
+        for cycle in dependency_cycles({item_id: found.deps for item_id, found in entries.items()}):
+            findings.append(Finding(f"dependency cycle: {' -> '.join(cycle)}"))
     return findings, UsedKeys(entries.values())
 
 

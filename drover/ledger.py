@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 from .errors import DroverError
 from .journal import Journal, _nonempty, sha256  # noqa: F401 - sha256: the ledger's API
 from .migrations import MIGRATION_SET, MIGRATIONS, migrations  # noqa: F401 - ledger_io and tests read them here
-from .activity import ACTIVITY_KEYS, ActivityRow, activity_sql, no_activity
+from .activity import ACTIVITY_KEYS, LIST_KEYS, ActivityRow, activity_sql, no_activity
 from .rows import AUDIT_COLUMNS, ROUND_COLUMNS, RUN_COLUMNS, Audit, ItemRows, NewRun, Round, Run
 
 if TYPE_CHECKING:
@@ -326,6 +326,33 @@ class Ledger(Journal):
         found.update((item, no_activity(item)) for item in ids.difference(found))
         return found
 
+    def list_activity(self) -> dict[str, tuple[Any, ...]]:
+        """activity(done=False)'s rows but only the columns a state reads (LIST_KEYS), as plain tuples.
+
+        An item without a row here has no runs, rounds or audits, which a state reads as
+        activity() reads no_activity's row: `list` reads half the columns and makes no ActivityRow.
+        """
+        cursor = self.conn.cursor()
+        cursor.row_factory = None
+        return {row[0]: row for row in cursor.execute(
+            f"SELECT {', '.join(LIST_KEYS)} FROM activity WHERE (listed OR item IN (SELECT id FROM items WHERE NOT done))"
+            " AND item NOT IN (SELECT id FROM items WHERE done)")}
+
+    def flags(self) -> tuple[set[str], dict[str, str]]:
+        """The ids of items done, and of items parked and not done with their reason: flagged_items
+        as compute_state reads it, without a dict per row."""
+        done: set[str] = set()
+        parked: dict[str, str] = {}
+        cursor = self.conn.cursor()
+        cursor.row_factory = None
+        for item, is_done, is_parked, reason in cursor.execute(
+                "SELECT id, done, parked, parked_reason FROM items WHERE done OR parked"):
+            if is_done:
+                done.add(item)
+            elif is_parked:
+                parked[item] = reason or ""
+        return done, parked
+
     def activity_for(self, item_id: str) -> dict[str, Any]:
         """One item's activity row (as activity() has it), without scanning every item."""
         return self._rows(activity_sql("SELECT ? AS id"), (item_id,))[0]
@@ -350,6 +377,18 @@ class Ledger(Journal):
             "FROM rounds GROUP BY item"
         )
         return {row[0]: row for row in rows}
+
+    def newest_rounds(self, *, uncleared: bool, items: Sequence[str] | None = None) -> dict[str, int]:
+        """Per item whose rounds are all cleared (uncleared=False) or not (True), its newest round's
+        number; items: only these (check asks about few, of 50,000)."""
+        where = ""
+        if items is not None:
+            where = f" WHERE item IN ({', '.join('?' for _ in items)})"
+        cursor = self.conn.cursor()
+        cursor.row_factory = None
+        sql = (f"SELECT item, max(number) FROM rounds{where} GROUP BY item "
+               f"HAVING sum(cleared_at IS NULL) {'!=' if uncleared else '='} 0")
+        return dict(cursor.execute(sql, list(items or ())))
 
     def add_round(self, item_id: str, digest: str, headline: str, path: str, by: str) -> int:
         """Record the next round; the number is taken inside the transaction."""

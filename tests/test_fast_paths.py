@@ -205,6 +205,20 @@ def test_section_spans_without_fences_match_the_line_walk(lines, newline, final)
         assert section_span(text, heading, offset) == reference_span(text, heading, offset)
 
 
+fence_piece = st.sampled_from(["---", "--- ", "----", "---x", "-- -", "id: D-1", "", "x", "\r", "\ufeff---", "a: ---"])
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.lists(fence_piece, max_size=7), st.sampled_from(["\n", "\r\n"]), st.booleans())
+def test_split_frontmatter_agrees_with_its_expression(lines, newline, final):
+    """The string-search form of split_frontmatter gives what the regular expression gives."""
+    from drover.items import _FRONTMATTER, split_frontmatter
+
+    for text in ("---\n" + newline.join(lines) + (newline if final else ""), newline.join(lines) + newline):
+        match = _FRONTMATTER.match(text)
+        assert split_frontmatter(text) == ((match.group(1), match.end()) if match else None)
+
+
 # --- the catalogue's reader agrees with read_item -------------------------------------------
 
 def test_read_summary_says_what_read_item_says(tmp_path):

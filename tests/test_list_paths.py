@@ -1,0 +1,256 @@
+"""The warm `list` and `check` paths give exactly what the plain computations give.
+
+list_items reads the activity as tuples of a few columns (Ledger.list_activity) and decides a
+state with list_state; the catalogue sorts names in C (sorted_names); check reads only the rounds
+a disagreement can name and skips the cycle search when every dep comes earlier. Each is held
+here to the computation it replaced: compute_state over activity()'s rows, _sort_key, every
+round's summary, dependency_cycles over the whole graph.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from drover import agreement, git
+from drover import items as itemfile
+from drover.activity import ACTIVITY_KEYS, LIST_KEYS, no_activity
+from drover.checks import check_items, dependency_cycles
+from drover.config import Config
+from drover.ledger import Ledger
+from drover.project import Project
+from drover.rows import NewRun
+from drover.status import (Entry, Listed, State, _sort_key, catalogue, compute_state, list_items, list_state,
+                           sorted_names)
+
+from helpers import git as run_git
+
+STAMPS = [None, "", "2026-01-01T00:00:00.000Z", "2026-01-02T00:00:00.000Z"]
+HEAD = "abc1234def5678"
+
+
+# --- sorted_names ---------------------------------------------------------------------------
+
+NAME_PARTS = ["D-1", "D-2", "D-10", "D-9", "D-01", "D-0", "D-", "D", "d-3", "D-3a", "D--3", "D-٣", "D-²",
+              "a", "a-b", "Z", "", "X.Y-4", "D-12345678901234567890", "D-7 ", " D-7", "notes", "D-5\n"]
+
+
+@given(st.lists(st.tuples(st.sampled_from(NAME_PARTS), st.sampled_from([".md", ".txt", "", ".md.md"])),
+                unique=True, max_size=30),
+       st.sampled_from(["D", "X.Y", "a"]))
+def test_sorted_names_sorts_as_sort_key(parts, prefix):
+    names = [stem + ext for stem, ext in parts]
+    names = list(dict.fromkeys(names))
+    plain = [name for _, name in sorted(((_sort_key(name[:-3], prefix), name) for name in names
+                                         if name.endswith(".md")), key=lambda pair: pair[0])]
+    assert sorted_names(names, prefix) == plain
+
+
+# --- list_state -----------------------------------------------------------------------------
+
+activities = st.fixed_dictionaries({
+    "branch": st.sampled_from([None, "", "drover/d-1", "other"]),
+    "newest_round": st.sampled_from(STAMPS),
+    "last_id": st.sampled_from([None, "", "r1"]),
+    "last_started": st.sampled_from(STAMPS),
+    "last_finished": st.sampled_from(STAMPS),
+    "last_outcome": st.sampled_from([None, "", "exited", "timeout", "interrupted", "crashed"]),
+    "last_exit_status": st.sampled_from([None, 0, 1, 3, 0.0]),
+    "approval_at": st.sampled_from(STAMPS),
+    "approval_head": st.sampled_from([None, "", HEAD, "fedcba9876"]),
+})
+
+
+@settings(max_examples=500)
+@given(activities, st.booleans(), st.booleans(), st.sampled_from(["", HEAD, "fedcba9876"]), st.booleans())
+def test_list_state_agrees_with_compute_state(values, outstanding, deps_done, head, has_row):
+    found = Entry("D-1", "items/D-1.md", "one", outstanding=outstanding)
+    if has_row:
+        activity = {key: None for key in ACTIVITY_KEYS} | {"item": "D-1", "implement_runs": 1} | values
+        row: tuple | None = tuple(activity[key] for key in LIST_KEYS)
+    else:
+        activity, row = dict(zip(ACTIVITY_KEYS, no_activity("D-1").values)), None
+    assert list_state(outstanding, row, deps_done, head) == compute_state(found, {}, activity, False, deps_done, head)
+
+
+# --- list_items against the plain computation ------------------------------------------------
+
+def plain_list(project: Project, ledger: Ledger) -> list[Listed]:
+    """What list_items computed before its fast path: compute_state over activity()'s rows."""
+    entries = catalogue(project, ledger)
+    flagged = ledger.flagged_items()
+    done = {item_id for item_id, row in flagged.items() if row.get("done")}
+    activity = ledger.activity(done=False)
+    heads = git.branch_heads(project.root)
+    match = itemfile.id_pattern(project.config.prefix).match
+    listed = []
+    for item_id, found in entries.items():
+        bad = [dep for dep in found.deps if not match(dep)]
+        missing = [dep for dep in found.deps if match(dep) and dep not in done]
+        act = activity.get(item_id) or {}
+        deps_done = not bad and not missing
+        state, note = compute_state(found, flagged.get(item_id, {}), act, False, deps_done,
+                                    heads.get(act.get("branch") or "", ""))
+        if state == State.UNREADABLE:
+            pass
+        elif bad:
+            note = "; ".join(f"dep {dep} {itemfile.NOT_AN_ID}" for dep in bad)
+        elif state == State.BLOCKED:
+            note = "waiting on " + ", ".join(missing)
+        listed.append(Listed(found, state, note, deps_done))
+    return listed
+
+
+def _project(root: Path) -> Project:
+    (root / "items").mkdir()
+    run_git(root, "init", "-q", "-b", "main")
+    run_git(root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "start")
+    return Project(root=root, config=Config())
+
+
+def _item(project: Project, stem: str, deps: str = "", changes: str = "") -> None:
+    text = f"---\nid: {stem}\ntitle: item {stem}\n" + (f"deps: [{deps}]\n" if deps else "") + "---\n\nbody\n"
+    project.root.joinpath("items", f"{stem}.md").write_text(text + changes)
+
+
+def test_list_items_agrees_with_the_plain_computation(tmp_path):
+    """Every state and note, on a ledger with runs of each outcome, approvals on and off the
+    branch's head, parked, done and re-opened items, bad, missing and unreadable deps."""
+    project = _project(tmp_path)
+    head = run_git(tmp_path, "rev-parse", "HEAD").strip()
+    run_git(tmp_path, "branch", "drover/d-8")
+    run_git(tmp_path, "branch", "drover/d-9")
+    for n in range(1, 16):
+        deps = {3: "D-1, D-2", 4: "D-99", 5: "not an id, D-1", 6: "D-14", 10: "D-2", 11: "D-4", 12: "D-7"}.get(n, "")
+        _item(project, f"D-{n}", deps, "## Changes requested\n\nfix it\n" if n == 7 else "")
+    _item(project, "D-14", "D-1")
+    project.root.joinpath("items", "D-15.md").write_text("---\nid: D-15\ntitle: [\n---\n")
+    project.root.joinpath("items", "notes.md").write_text("---\ntitle: loose\n---\n")
+    runs = {  # item -> (finished, outcome, exit status, branch)
+        "D-2": ("2026-01-01T00:00:00.000Z", "exited", 0, "drover/d-2"),
+        "D-3": (None, None, None, "drover/d-3"),
+        "D-4": ("2026-01-01T00:00:00.000Z", "timeout", None, "drover/d-4"),
+        "D-5": ("2026-01-01T00:00:00.000Z", "exited", 2, "drover/d-5"),
+        "D-6": ("2026-01-01T00:00:00.000Z", "crashed", None, "drover/d-6"),
+        "D-8": ("2026-01-01T00:00:00.000Z", "exited", 0, "drover/d-8"),
+        "D-9": ("2026-01-01T00:00:00.000Z", "exited", 0, "drover/d-9"),
+        "D-10": ("2026-01-01T00:00:00.000Z", "exited", 1, "drover/d-10"),
+    }
+    with Ledger(project.ledger_path) as ledger:
+        for n, (item, (finished, outcome, status, branch)) in enumerate(runs.items()):
+            ledger.start_run(NewRun(id=f"r{n}", item=item, slot="implement", agent="claude",
+                                    started="2026-01-01T00:00:00.000Z", branch=branch))
+            if finished:
+                ledger.finish_run(f"r{n}", status, outcome)
+        ledger.add_round("D-8", "0" * 64, "a finding", "", "codex")
+        ledger.clear_round("D-8", "codex")
+        ledger.add_audit("D-8", "reviewed", "codex", "", head=head)  # approved at the branch's head
+        ledger.add_audit("D-9", "verified", "codex", "", head="0" * 40)  # the branch moved since
+        ledger.add_audit("D-10", "reviewed", "codex", "")  # an approval after a failed run
+        ledger.add_audit("D-12", "reviewed", "codex", "", head=head)  # an audit alone lists nothing
+        ledger.mark_done("D-1")
+        ledger.mark_done("D-2")
+        ledger.park("D-11", "waiting")
+        ledger.park("D-13", "")
+        ledger.mark_done("D-13")
+        ledger.park("D-12", "on hold")
+        ledger.unpark("D-12")
+        fast = list_items(project, ledger)
+        assert fast == plain_list(project, ledger)
+    states = {row.entry.id: row.state for row in fast}
+    assert {State.DONE, State.PARKED, State.BLOCKED, State.READY, State.INTERRUPTED, State.FAILED, State.APPROVED,
+            State.IN_REVIEW, State.CHANGES_REQUESTED, State.UNREADABLE} <= set(states.values())
+    assert [row.entry.id for row in fast][-1] == "notes"
+
+
+# --- check ----------------------------------------------------------------------------------
+
+GRAPHS = [
+    {1: "", 2: "D-1", 3: "D-1, D-2"},  # every dep earlier: the search is skipped
+    {1: "D-2", 2: "D-1"},
+    {1: "D-1"},
+    {1: "D-3", 2: "D-1", 3: "D-2", 4: "D-4, D-1"},
+    {1: "", 2: "D-3", 3: "D-9", 10: "D-2, D-3"},
+    {2: "D-10", 10: "D-2", 5: "D-5"},
+]
+
+
+@pytest.mark.parametrize("graph", GRAPHS)
+def test_check_finds_every_cycle_the_whole_search_finds(tmp_path, graph):
+    project = _project(tmp_path)
+    for n, deps in graph.items():
+        _item(project, f"D-{n}", deps)
+    with Ledger(project.ledger_path) as ledger:
+        findings, _ = check_items(project, ledger)
+        entries = catalogue(project, ledger)
+    cycles = [f"dependency cycle: {' -> '.join(cycle)}"
+              for cycle in dependency_cycles({item_id: found.deps for item_id, found in entries.items()})]
+    assert [found.message for found in findings if found.message.startswith("dependency cycle")] == cycles
+
+
+def plain_disagreements(ledger: Ledger, entries: dict[str, Entry]) -> list[str]:
+    """The items whose Changes and rounds disagree, from every item's round summary."""
+    summary = ledger.round_summary()
+    said = []
+    for item_id, found in entries.items():
+        rounds = summary.get(item_id)
+        if found.unreadable or rounds is None:
+            continue
+        if found.outstanding and not rounds["open"]:
+            said.append(f"{item_id} outstanding {rounds['newest']}")
+        elif found.cleared and rounds["open"]:
+            said.append(f"{item_id} cleared {rounds['newest']}")
+    return said
+
+
+@pytest.mark.parametrize("few", [agreement.FEW, 0])
+def test_disagreements_name_what_every_round_summary_names(tmp_path, monkeypatch, few):
+    monkeypatch.setattr(agreement, "FEW", few)
+    project = _project(tmp_path)
+    outstanding, cleared = "## Changes requested\n\nfix it\n", f"## Changes requested\n\n{itemfile.CLEARED_MARKER}\n"
+    for n in range(1, 9):
+        _item(project, f"D-{n}", changes=outstanding if n % 2 else cleared)
+    with Ledger(project.ledger_path) as ledger:
+        for n in range(1, 7):  # D-7 and D-8 have no rounds
+            ledger.add_round(f"D-{n}", "0" * 64, "a finding", "", "codex")
+            ledger.add_round(f"D-{n}", "1" * 64, "another", "", "codex")
+            if n in (1, 2, 3):
+                ledger.clear_round(f"D-{n}", "codex")
+            if n in (1, 4):
+                with ledger.write():
+                    ledger.conn.execute("UPDATE rounds SET cleared_at = 'x' WHERE item = ?", (f"D-{n}",))
+        entries = catalogue(project, ledger)
+        lines = agreement.disagreements(project, ledger, entries)
+        expected = plain_disagreements(ledger, entries)
+    said = [f"{line.split()[1]} {'outstanding' if 'holds findings' in line else 'cleared'} "
+            f"{re.search(r'round ([0-9]+)', line)[1]}" for line in lines]
+    assert said == expected and len(expected) >= 2
+
+
+def test_flags_and_list_activity_read_what_flagged_items_and_activity_read(tmp_path):
+    project = _project(tmp_path)
+    with Ledger(project.ledger_path) as ledger:
+        for n, slot in enumerate(["implement", "review", "implement"]):
+            ledger.start_run(NewRun(id=f"r{n}", item=f"D-{n + 1}", slot=slot, agent="a",
+                                    started="2026-01-01T00:00:00.000Z", branch="b"))
+        ledger.add_audit("D-9", "reviewed", "codex", "")
+        with ledger.write():  # an audit of an item with no items row, runs or rounds lists nothing
+            ledger.conn.execute("INSERT INTO audits (item, level, by, at) VALUES ('D-10', 'verified', 'x', 'y')")
+        ledger.add_round("D-4", "0" * 64, "a finding", "", "codex")
+        ledger.mark_done("D-1")
+        ledger.park("D-5", "why")
+        ledger.park("D-6", "")
+        ledger.mark_done("D-6")
+        done, parked = ledger.flags()
+        flagged = ledger.flagged_items()
+        assert done == {item for item, row in flagged.items() if row["done"]}
+        assert parked == {item: row["parked_reason"] or "" for item, row in flagged.items()
+                          if row["parked"] and not row["done"]}
+        slow = {item: tuple(row.get(key) for key in LIST_KEYS) for item, row in ledger.activity(done=False).items()}
+        fast = ledger.list_activity()
+        # an item list_activity leaves out is one activity() gives no_activity's row
+        assert {item: fast.get(item, tuple(no_activity(item).get(key) for key in LIST_KEYS)) for item in slow} == slow
+        assert set(fast) == {"D-2", "D-3", "D-4", "D-9"} and set(slow) == set(fast) | {"D-5"}
