@@ -18,10 +18,11 @@ from .errors import DroverError
 from .journal import Journal, _nonempty, sha256  # noqa: F401 - sha256: the ledger's API
 from .migrations import MIGRATION_SET, MIGRATIONS, migrations  # noqa: F401 - ledger_io and tests read them here
 from .activity import ACTIVITY_KEYS, ActivityRow, activity_sql, no_activity
-from .rows import AUDIT_COLUMNS, ROUND_COLUMNS, RUN_COLUMNS, Audit, ItemRows, NewRun, Round, Run
 
 if TYPE_CHECKING:
     import sqlite_utils
+
+    from .rows import Audit, ItemRows, NewRun, Round, Run
 
 BUSY_TIMEOUT_MS = 30_000
 
@@ -128,6 +129,9 @@ class Ledger(Journal):
         return [dict(row) for row in self.conn.execute(sql, params)]
 
     def _runs(self, where: str, params: Sequence[Any] = ()) -> list[Run]:
+        # rows.py is imported where a row is read: its frozen types cost `new`, which reads none, 10 ms
+        from .rows import RUN_COLUMNS, Run
+
         return [Run.from_row(row) for row in self.conn.execute(f"SELECT {RUN_COLUMNS} FROM runs {where}", params)]
 
     # items --------------------------------------------------------------------------------
@@ -172,6 +176,10 @@ class Ledger(Journal):
     def item_row(self, item_id: str) -> dict[str, Any]:
         rows = self._rows("SELECT * FROM items WHERE id = ?", (item_id,))
         return rows[0] if rows else {"id": item_id, "done": 0, "parked": 0}
+
+    def has_item(self, item_id: str) -> bool:
+        """Whether the items table has a row for `item_id` (one lookup, not item_rows' every row)."""
+        return self.conn.execute("SELECT 1 FROM items WHERE id = ?", (item_id,)).fetchone() is not None
 
     def item_rows(self) -> dict[str, dict[str, Any]]:
         return {row["id"]: row for row in self._rows("SELECT * FROM items")}
@@ -299,6 +307,8 @@ class Ledger(Journal):
     def rows_of(self, item_ids: Sequence[str], *, every_item: bool = False) -> ItemRows:
         """Several items' runs, audits and `items` rows, one read of each table (a prompt's item and its
         deps); every_item: the `items` rows of every item (a draft's siblings need whether each is done)."""
+        from .rows import AUDIT_COLUMNS, Audit, ItemRows
+
         ids = list(dict.fromkeys(item_ids))
         if not ids:
             return ItemRows()
@@ -345,6 +355,8 @@ class Ledger(Journal):
     # rounds --------------------------------------------------------------------------------
 
     def rounds(self, item_id: str) -> list[Round]:
+        from .rows import ROUND_COLUMNS, Round
+
         return [Round(*row) for row in
                 self.conn.execute(f"SELECT {ROUND_COLUMNS} FROM rounds WHERE item = ? ORDER BY number", (item_id,))]
 
@@ -401,6 +413,8 @@ class Ledger(Journal):
             )
 
     def audits(self, item_id: str) -> list[Audit]:
+        from .rows import AUDIT_COLUMNS, Audit
+
         return [Audit.from_row(row) for row in
                 self.conn.execute(f"SELECT {AUDIT_COLUMNS} FROM audits WHERE item = ? ORDER BY at, id", (item_id,))]
 

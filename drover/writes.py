@@ -113,7 +113,7 @@ def new_item(project: Project, ledger: Ledger, title: str, kind: str, deps: list
     for dep in [*deps, *([finding_source] if finding_source else [])]:
         if not pattern.match(dep):
             raise not_an_id(project, dep)
-        if not project.item_path(dep).exists() and dep not in ledger.item_rows():
+        if not project.item_path(dep).exists() and not ledger.has_item(dep):
             # a dep on nothing would block the new item forever; say so before writing anything
             raise missing_item(project, ledger, dep)
     by = actor(project, ledger)

@@ -3,6 +3,8 @@ yaml.safe_dump's, byte for byte, and the next id is the one the full scan of the
 from __future__ import annotations
 
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 import yaml
@@ -12,6 +14,7 @@ from hypothesis import strategies as st
 from drover import newfront
 from drover.items import new_item_text
 from drover.ledger import Ledger
+from helpers import BIN, run
 
 
 def dump(meta: dict) -> str:
@@ -164,3 +167,29 @@ def test_the_floor_above_the_ledger_is_the_highest_on_disk(tmp_path: Path):
         assert bool(re.fullmatch(_greater_than(str(digits)), str(number))) == (number > digits)
 
     greater()
+
+
+def test_new_reads_no_rows_types(repo):
+    """A plain `new` imports neither rows.py's frozen types (it reads no run, round or audit) nor
+    sqlite-utils; the item it writes is the one new_item_text gives."""
+    assert run(repo, "init").returncode == 0
+    done = subprocess.run([sys.executable, "-X", "importtime", str(BIN / "drover"), "new", "Fix: the 'parser'"],
+                          cwd=repo, text=True, capture_output=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    names = {line.split("|")[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
+    assert "drover.writes" in names and "drover.rows" not in names
+    assert not [name for name in names if name.startswith("sqlite_utils")]
+    assert (repo / "items" / "D-1.md").read_text() == new_item_text("D-1", "Fix: the 'parser'", "feature", [])
+
+
+def test_a_dep_the_ledger_knows_needs_no_file(repo):
+    """A dep whose file is gone but whose id the ledger allocated is accepted; one on nothing is not."""
+    assert run(repo, "init").returncode == 0
+    assert run(repo, "new", "one").returncode == 0
+    (repo / "items" / "D-1.md").unlink()
+    done = run(repo, "new", "two", "--dep", "D-1")
+    assert (done.returncode, done.stdout) == (0, "D-2 items/D-2.md\n"), done.stderr
+    assert "deps: [D-1]" in (repo / "items" / "D-2.md").read_text()
+    refused = run(repo, "new", "three", "--dep", "D-7")
+    assert refused.returncode == 2 and refused.stderr.startswith("drover: no item D-7"), refused.stderr
+    assert not (repo / "items" / "D-3.md").exists()
