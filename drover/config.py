@@ -345,41 +345,48 @@ def load_config(path: Path) -> Config:
     except UnicodeDecodeError as exc:
         raise ConfigError(f"not UTF-8 text ({exc.reason} at byte {exc.start})", path=CONFIG_FILE) from None
     text = text.removeprefix("\ufeff")
-    data = _cached_toml(path, text)
-    if data is None:
-        import tomllib
-
-        try:
-            data = tomllib.loads(text)
-        except tomllib.TOMLDecodeError as exc:
-            line = getattr(exc, "lineno", None) or _line_of(str(exc))
-            message = str(exc).split(" (at line")[0]
-            raise ConfigError(message, path=CONFIG_FILE, line=line) from None
-        _keep_toml(path, text, data)
+    try:
+        data = parse_toml(path, text)
+    except ValueError as exc:  # tomllib.TOMLDecodeError, named without importing tomllib
+        line = getattr(exc, "lineno", None) or _line_of(str(exc))
+        message = str(exc).split(" (at line")[0]
+        raise ConfigError(message, path=CONFIG_FILE, line=line) from None
     return parse_config(data)
 
 
-# The parsed TOML of each project's drover.toml, kept in the user's cache folder as JSON beside
-# the exact text it came from: importing tomllib is a few ms of every command, reading JSON is not.
-# The cache is used only when the text is the same to the character (and the Python the same),
-# so it cannot be stale; TOML that JSON cannot hold (dates, nan) is never kept. docs/decisions.md.
+# The parsed TOML of each project's drover.toml (and of the shipped destinations.toml), kept in
+# the user's cache folder as JSON beside the exact text it came from: importing tomllib is a few
+# ms of every command, reading JSON is not. The cache is used only when the text is the same to
+# the character (and the Python the same), so it cannot be stale; TOML that JSON cannot hold
+# (dates, nan) is never kept. docs/decisions.md.
 
 
-def _toml_cache(path: Path) -> str:
+def parse_toml(path: Path, text: str, kind: str = "config") -> dict[str, Any]:
+    """`text` (the file at `path`) parsed as TOML, through the cache; raises tomllib.TOMLDecodeError."""
+    data = _cached_toml(path, text, kind)
+    if data is None:
+        import tomllib
+
+        data = tomllib.loads(text)
+        _keep_toml(path, text, data, kind)
+    return data
+
+
+def _toml_cache(path: Path, kind: str = "config") -> str:
     import os
     import zlib
 
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     where = zlib.crc32(os.path.abspath(path).encode("utf-8", "surrogateescape"))
-    return os.path.join(base, "drover", f"config-{where:08x}.json")
+    return os.path.join(base, "drover", f"{kind}-{where:08x}.json")
 
 
-def _cached_toml(path: Path, text: str) -> dict[str, Any] | None:
+def _cached_toml(path: Path, text: str, kind: str) -> dict[str, Any] | None:
     import json
     import sys
 
     try:
-        with open(_toml_cache(path), encoding="utf-8") as handle:
+        with open(_toml_cache(path, kind), encoding="utf-8") as handle:
             kept = json.load(handle)
         if kept["text"] == text and kept["python"] == sys.version and isinstance(kept["data"], dict):
             return kept["data"]
@@ -388,7 +395,7 @@ def _cached_toml(path: Path, text: str) -> dict[str, Any] | None:
     return None
 
 
-def _keep_toml(path: Path, text: str, data: dict[str, Any]) -> None:
+def _keep_toml(path: Path, text: str, data: dict[str, Any], kind: str) -> None:
     import json
     import os
     import sys
@@ -397,7 +404,7 @@ def _keep_toml(path: Path, text: str, data: dict[str, Any]) -> None:
         dumped = json.dumps({"text": text, "python": sys.version, "data": data}, ensure_ascii=False)
         if json.loads(dumped)["data"] != data:
             return  # a value JSON would change (nan): parse it each time
-        cache = _toml_cache(path)
+        cache = _toml_cache(path, kind)
         os.makedirs(os.path.dirname(cache), exist_ok=True)
         partial = f"{cache}.{os.getpid()}"
         with open(partial, "w", encoding="utf-8") as handle:

@@ -200,11 +200,11 @@ def verify_command(verify: dict[str, str], meta: dict[str, Any]) -> str:
 
 @lru_cache(maxsize=1)
 def _destination_table() -> tuple[dict[str, Any], ...]:
-    import tomllib
+    from .config import parse_toml
+    from .resources import builtin_dir
 
-    from .resources import read_resource
-
-    table = tomllib.loads(read_resource("destinations.toml")).get("destination", [])
+    path = builtin_dir() / "destinations.toml"
+    table = parse_toml(path, path.read_text(encoding="utf-8"), kind="destinations").get("destination", [])
     return tuple(dict(row) for row in table)
 
 

@@ -2,14 +2,17 @@
 duplicate keys refused, and drover's own keys type-checked rather than coerced.
 
 Errors are FrontmatterError (a detail and a line); items.py turns them into Unreadable.
+yaml is imported only when a frontmatter needs the YAML loader (importing PyYAML costs a
+single-item command about 17 ms): flat_load reads the common forms with copies of PyYAML's
+resolver patterns, and LOADER and PURE_LOADER are made on first use.
 """
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
+from functools import lru_cache
 from typing import Any
 
 import re
-
-import yaml
 
 YES_NO = ("yes", "true", "on", "y", "no", "false", "off", "n")
 
@@ -27,13 +30,9 @@ MAX_DEPTH = 100
 MAX_NODES = 100_000
 
 
-def _loader_base() -> type:
-    """libyaml's parser when PyYAML was built with it (several times faster), else pure Python."""
-    base: type = getattr(yaml, "CSafeLoader", None) or yaml.SafeLoader
-    return base
-
-
 def _strict(base: type) -> type:
+    import yaml
+
     class StrictLoader(base):  # type: ignore[misc,valid-type,unused-ignore]
         """A safe loader that refuses a key given twice instead of keeping the last."""
 
@@ -50,8 +49,20 @@ def _strict(base: type) -> type:
     return StrictLoader
 
 
-LOADER = _strict(_loader_base())
-PURE_LOADER = _strict(yaml.SafeLoader)
+_LOADERS: dict[str, type] = {}
+
+
+def __getattr__(name: str) -> type:
+    """LOADER (libyaml's parser when PyYAML was built with it, several times faster) and
+    PURE_LOADER (pure Python), both strict, made when first asked for."""
+    if name not in ("LOADER", "PURE_LOADER"):
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    if name not in _LOADERS:
+        import yaml
+
+        base = yaml.SafeLoader if name == "PURE_LOADER" else getattr(yaml, "CSafeLoader", None) or yaml.SafeLoader
+        _LOADERS[name] = _strict(base)
+    return _LOADERS[name]
 
 
 def load_frontmatter(source: str, loader: type | None = None) -> Any:
@@ -66,7 +77,9 @@ def load_frontmatter(source: str, loader: type | None = None) -> Any:
             return flat
     if source.count("[") + source.count("{") > MAX_DEPTH and _flow_depth(source) > MAX_DEPTH:
         raise FrontmatterError(f"YAML: nested more than {MAX_DEPTH} levels deep", line=2)
-    parser = (loader or LOADER)(source)
+    import yaml
+
+    parser = (loader or __getattr__("LOADER"))(source)
     try:
         node = parser.get_single_node()
         if node is None:
@@ -105,12 +118,13 @@ def _expanded_size(node: Any, sizes: dict[int, int]) -> int:
         return known
     sizes[id(node)] = MAX_NODES + 1  # a node that contains itself expands without end
     total = 1
-    if isinstance(node, yaml.SequenceNode):
+    kind = node.id  # a yaml.nodes class's own name for itself: scalar, sequence or mapping
+    if kind == "sequence":
         for child in node.value:
             total += _expanded_size(child, sizes)
             if total > MAX_NODES:
                 break
-    elif isinstance(node, yaml.MappingNode):
+    elif kind == "mapping":
         for key, value in node.value:
             total += _expanded_size(key, sizes) + _expanded_size(value, sizes)
             if total > MAX_NODES:
@@ -186,14 +200,79 @@ _DECIMAL = re.compile(r"(?:0|[1-9][0-9]*)\Z")
 _ODD: re.Pattern[str] | None = None
 _INDICATORS = frozenset("-?:,[]{}#&*!|>'\"%@`")
 _BOOLS = {"yes": True, "no": False, "true": True, "false": False, "on": True, "off": False}
-_RESOLVERS = yaml.resolver.Resolver.yaml_implicit_resolvers
 _FLOW_UNSURE = re.compile(r"[\[\]{}:#'\"]")  # inside [a, b]: nesting, mappings, comments, quotes
+
+# PyYAML's implicit resolvers (yaml.resolver.Resolver.yaml_implicit_resolvers), copied so that
+# the flat path needs no yaml import: (tag, pattern, flags, the first characters it applies to),
+# in the order PyYAML adds them. tests/test_fast_paths.py checks the copy against PyYAML's.
+_RESOLVER_SOURCES: tuple[tuple[str, str, int, str], ...] = (
+    ("tag:yaml.org,2002:bool", r'''^(?:yes|Yes|YES|no|No|NO
+                    |true|True|TRUE|false|False|FALSE
+                    |on|On|ON|off|Off|OFF)$''', re.X, "yYnNtTfFoO"),
+    ("tag:yaml.org,2002:float", r'''^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+][0-9]+)?
+                    |\.[0-9][0-9_]*(?:[eE][-+][0-9]+)?
+                    |[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+\.[0-9_]*
+                    |[-+]?\.(?:inf|Inf|INF)
+                    |\.(?:nan|NaN|NAN))$''', re.X, "-+0123456789."),
+    ("tag:yaml.org,2002:int", r'''^(?:[-+]?0b[0-1_]+
+                    |[-+]?0[0-7_]+
+                    |[-+]?(?:0|[1-9][0-9_]*)
+                    |[-+]?0x[0-9a-fA-F_]+
+                    |[-+]?[1-9][0-9_]*(?::[0-5]?[0-9])+)$''', re.X, "-+0123456789"),
+    ("tag:yaml.org,2002:merge", r'^(?:<<)$', 0, "<"),
+    ("tag:yaml.org,2002:null", r'''^(?: ~
+                    |null|Null|NULL
+                    | )$''', re.X, "~nN"),  # and the empty scalar, which flat_load never resolves
+    ("tag:yaml.org,2002:timestamp", r'''^(?:[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]
+                    |[0-9][0-9][0-9][0-9] -[0-9][0-9]? -[0-9][0-9]?
+                     (?:[Tt]|[ \t]+)[0-9][0-9]?
+                     :[0-9][0-9] :[0-9][0-9] (?:\.[0-9]*)?
+                     (?:[ \t]*(?:Z|[-+][0-9][0-9]?(?::[0-9][0-9])?))?)$''', re.X, "0123456789"),
+    ("tag:yaml.org,2002:value", r'^(?:=)$', 0, "="),
+    ("tag:yaml.org,2002:yaml", r'^(?:!|&|\*)$', 0, "!&*"),
+)
+
+
+class _Resolvers:
+    """The (tag, pattern) pairs a plain scalar with one first character meets, compiled when
+    first iterated (all of them at import cost a command about as much as half of yaml's import);
+    then the table holds the compiled tuple itself."""
+
+    __slots__ = ("first", "indexes")
+
+    def __init__(self, first: str) -> None:
+        self.first = first
+        self.indexes: list[int] = []
+
+    def __iter__(self) -> Iterator[tuple[str, re.Pattern[str]]]:
+        compiled = tuple((_RESOLVER_SOURCES[index][0], _compiled(index)) for index in self.indexes)
+        _RESOLVERS[self.first] = compiled
+        return iter(compiled)
+
+
+@lru_cache(maxsize=None)
+def _compiled(index: int) -> re.Pattern[str]:
+    _, pattern, flags, _ = _RESOLVER_SOURCES[index]
+    return re.compile(pattern, flags)
+
+
+def _resolver_table() -> dict[str, Iterable[tuple[str, re.Pattern[str]]]]:
+    table: dict[str, _Resolvers] = {}
+    for index, (_, _, _, firsts) in enumerate(_RESOLVER_SOURCES):
+        for first in firsts:
+            table.setdefault(first, _Resolvers(first)).indexes.append(index)
+    return dict(table)
+
+
+_RESOLVERS = _resolver_table()  # first character -> its resolvers, as PyYAML's table is keyed
+# PyYAML's Reader.NON_PRINTABLE, copied as the resolvers are
+_NON_PRINTABLE = "[^\x09\x0A\x0D\x20-\x7E\x85\xA0-\uD7FF\uE000-\uFFFD\U00010000-\U0010ffff]"
 
 
 def _odd() -> re.Pattern[str]:
     global _ODD
     if _ODD is None:
-        _ODD = re.compile(yaml.reader.Reader.NON_PRINTABLE.pattern + "|[\ufeff\x85\u2028\u2029\t]|\r(?!\n)")
+        _ODD = re.compile(_NON_PRINTABLE + "|[\ufeff\x85\u2028\u2029\t]|\r(?!\n)")
     return _ODD
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from collections.abc import Iterator
 from typing import Any
 
-from .frontmatter import LOADER, PURE_LOADER, FrontmatterError, key_line, load_frontmatter  # noqa: F401
+from .frontmatter import FrontmatterError, key_line, load_frontmatter  # noqa: F401
 from .frontmatter import check_types
 from . import newfront
 
@@ -168,6 +168,12 @@ def _as_list(value: Any) -> list[Any]:
 
 def split_frontmatter(text: str) -> tuple[str, int] | None:
     """(frontmatter source, offset where the body starts), or None when there is no frontmatter."""
+    if text.startswith("---\n"):
+        # the common form, found with string searches: the first line that opens with --- closes
+        # the frontmatter when it is --- alone (else, and for CRLF, the expression decides)
+        close = text.find("\n---", 3) + 1
+        if close and text[close + 3:close + 4] == "\n" and text[close - 2:close] != "\r\n":
+            return text[4:max(close - 1, 4)], close + 4
     match = _FRONTMATTER.match(text)
     if not match:
         return None
@@ -217,6 +223,9 @@ def _read_bytes(path: str) -> bytes:
     return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
+_ID_PATTERNS: dict[str, re.Pattern[str]] = {}
+
+
 def _parse(text: str, name: str, prefix: str, expected_id: str | None) -> tuple[dict[str, Any], str, int, str]:
     """(frontmatter, body, body offset, id) of a readable item's text; raises Unreadable."""
     split = split_frontmatter(text)
@@ -236,11 +245,14 @@ def _parse(text: str, name: str, prefix: str, expected_id: str | None) -> tuple[
     expected = expected_id if expected_id is not None else name.rpartition(".")[0] or name
     if item_id != expected:
         raise Unreadable(ID_MISMATCH, f"id {item_id or '(none)'} in a file named {name}", line=key_line(source, "id"))
-    if id_number(item_id, prefix) is None:
+    pattern = _ID_PATTERNS.get(prefix)
+    if pattern is None:
+        pattern = _ID_PATTERNS[prefix] = id_pattern(prefix)
+    if not pattern.match(item_id):
         raise Unreadable(NOT_AN_ID, f"id {item_id} is not {prefix}-<number>", line=key_line(source, "id"))
     if truthy(meta.get("shelved")):
         raise Unreadable(SHELVED, "shelved: yes", line=key_line(source, "shelved"))
-    if not body.strip():
+    if not body or body.isspace():  # body.strip() without the copy
         raise Unreadable(NO_BODY, "nothing below the frontmatter", line=text[:offset].count("\n") + 1)
     return meta, body, offset, item_id
 

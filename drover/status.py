@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import gc
-import hashlib
 import json
 import os
 from contextlib import contextmanager
@@ -10,10 +9,9 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Iterable, Iterator, NamedTuple, Sequence
 
-from . import git
+from . import git, parsing
 from . import items as itemfile
 from .deps import Dep  # not fields.py: show would build every template type
-from .items import Unreadable
 from .ledger import Ledger
 from .procs import run_alive
 from .project import Project
@@ -82,16 +80,13 @@ class AuditProvenance:
 
 
 def _entry_from_file(folder: str, name: str, rel: str, prefix: str, data: bytes | None = None) -> Entry:
-    try:
-        item_id, title, kind, deps, meta, changes = itemfile.read_summary(os.path.join(folder, name), name, prefix, data)
-    except Unreadable as exc:
-        return Entry(name[:-3] or name, rel, unreadable=exc.wording, detail=exc.detail, line=exc.line)
-    cleared = itemfile.is_cleared(changes)
-    try:
-        meta_json = json.dumps(meta)  # json's cached encoder; default=str builds one per call
-    except TypeError:
-        meta_json = json.dumps(meta, default=str)  # a date, say
-    return Entry(item_id, rel, title, kind, deps, meta_json, bool(changes.strip()) and not cleared, cleared)
+    return _entry_from_fields(parsing.fields(os.path.join(folder, name), name, prefix, data), rel)
+
+
+def _entry_from_fields(found: parsing.Fields | tuple[Any, ...], rel: str) -> Entry:
+    """An entry from what parsing gives of a file (parsing.Fields, perhaps with its digest after)."""
+    return Entry(found[0], rel, found[1], found[2], found[3], found[5], found[6], found[7], found[8], found[9],
+                 found[10])
 
 
 def _cache_row(entry: Entry, stat: os.stat_result, digest: str | None = None) -> tuple[Any, ...]:
@@ -101,17 +96,8 @@ def _cache_row(entry: Entry, stat: os.stat_result, digest: str | None = None) ->
             digest)
 
 
-def _digest(data: bytes) -> str:
-    """What the cache keeps of a file's bytes, to know a touched file (same bytes, new mtime) unchanged."""
-    return hashlib.blake2b(data, digest_size=16).hexdigest()
-
-
-def _read(path: str) -> bytes | None:
-    """The file's bytes; None when it cannot be read (the parse then says why)."""
-    try:
-        return itemfile._read_bytes(path)
-    except OSError:
-        return None
+_digest = parsing.digest
+_read = parsing.read
 
 
 def _entry_from_cache(row: Any) -> Entry:
@@ -146,7 +132,7 @@ def catalogue(project: Project, ledger: Ledger) -> dict[str, Entry]:
     cache = ledger.cached_files(plain=True)
     prefix = project.config.prefix
     entries: dict[str, Entry] = {}
-    fresh: list[tuple[Any, ...]] = []
+    changed: list[tuple[str, int, int, Any]] = []
     folder = str(project.items_dir)
     base = project.item_rel("")
     try:
@@ -167,19 +153,40 @@ def catalogue(project: Project, ledger: Ledger) -> dict[str, Entry]:
         if row is not None and row[1] == stat.st_size and row[2] == stat.st_mtime_ns:
             entries[name[:-3]] = _entry_from_cache(row)
             continue
-        data = _read(within + name)
-        digest = None if data is None else _digest(data)
-        if row is not None and digest is not None and row[13] == digest and row[1] == stat.st_size:
+        entries[name[:-3]] = _CHANGED  # its place in the order, filled by _refresh
+        changed.append((name, stat.st_size, stat.st_mtime_ns, row))
+    _refresh(folder, base, prefix, changed, entries, ledger)
+    ledger.store_files([], list(cache))
+    return entries
+
+
+_CHANGED = Entry("", "")
+
+
+def _refresh(folder: str, base: str, prefix: str, changed: list[tuple[str, int, int, Any]],
+             entries: dict[str, Entry], ledger: Ledger) -> None:
+    """Entries and fresh cache rows for the files whose size or mtime changed: (name, size, mtime, cache row).
+
+    A file is parsed only when its bytes' digest differs from its row's; the row then takes the
+    new mtime. Many changed files are parsed in worker processes (parsing.parse_changed); the
+    rows are written here, in batches as they come, so a cold catalogue does not hold them all.
+    """
+    jobs = [(name, row[13] if row is not None and row[1] == size else None) for name, size, _, row in changed]
+    fresh: list[tuple[Any, ...]] = []
+    changed.reverse()  # popped as parsed: each cache row is let go once its entry is made
+    for found in parsing.parse_changed(folder, prefix, jobs):
+        name, size, mtime, row = changed.pop()
+        if len(found) == 1:
             entries[name[:-3]] = _entry_from_cache(row)
-            fresh.append((*row[:2], stat.st_mtime_ns, *row[3:]))
+            fresh.append((*row[:2], mtime, *row[3:]))
         else:
-            made = entries[name[:-3]] = _entry_from_file(folder, name, rel, prefix, data)
-            fresh.append(_cache_row(made, stat, digest))
+            rel = base + name
+            entries[name[:-3]] = _entry_from_fields(found, rel)
+            fresh.append((rel, size, mtime, *found[:3], *found[4:6], int(found[6]), int(found[7]), *found[8:]))
         if len(fresh) >= CACHE_BATCH:
             ledger.store_files(fresh)
             fresh = []
-    ledger.store_files(fresh, list(cache))
-    return entries
+    ledger.store_files(fresh)
 
 
 def _first(pair: tuple[Any, ...]) -> Any:

@@ -334,3 +334,26 @@ def test_a_command_with_the_config_cached_does_not_import_tomllib(repo, tmp_path
         assert done.returncode == 0, done.stderr
         seen.append("tomllib" in [line.split("|")[-1].strip() for line in done.stderr.splitlines()])
     assert seen == [True, False]
+
+
+def test_the_shipped_destinations_read_through_the_toml_cache_as_parsed(tmp_path, monkeypatch):
+    import json
+
+    from drover import data
+    from drover.config import _toml_cache
+    from drover.resources import builtin_dir
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    shipped = builtin_dir() / "destinations.toml"
+    try:
+        data._destination_table.cache_clear()
+        parsed = data.destinations("D-3")
+        kept = Path(_toml_cache(shipped, "destinations"))
+        assert json.loads(kept.read_text())["data"] == tomllib.loads(shipped.read_text())
+        data._destination_table.cache_clear()
+        assert data.destinations("D-3") == parsed and parsed  # from the cache
+        kept.write_text("{not json")
+        data._destination_table.cache_clear()
+        assert data.destinations("D-3") == parsed
+    finally:
+        data._destination_table.cache_clear()

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 
 import pytest
 import yaml
@@ -141,6 +143,32 @@ def test_a_bom_tab_or_lone_cr_is_left_to_yaml():
         assert flat_load(source) is None
 
 
+
+def test_the_copied_resolvers_are_pyyaml_s():
+    """flat_load resolves plain scalars with copies of PyYAML's tables (so it needs no yaml import):
+    the same tags and patterns, in the same order, under the same first characters."""
+    from drover import frontmatter
+
+    theirs = {first: [(tag, pattern.pattern, pattern.flags) for tag, pattern in pairs]
+              for first, pairs in yaml.resolver.Resolver.yaml_implicit_resolvers.items() if first != ""}
+    mine = {first: [(tag, pattern.pattern, pattern.flags) for tag, pattern in pairs]
+            for first, pairs in frontmatter._RESOLVERS.items()}
+    assert mine == theirs
+    # the empty scalar's one resolver, which flat_load never meets (an empty value is unsure)
+    assert [tag for tag, _ in yaml.resolver.Resolver.yaml_implicit_resolvers[""]] == ["tag:yaml.org,2002:null"]
+    assert frontmatter._NON_PRINTABLE == yaml.reader.Reader.NON_PRINTABLE.pattern
+
+
+def test_flat_frontmatter_does_not_import_yaml():
+    code = ("import sys; from drover.frontmatter import load_frontmatter;"
+            "meta = load_frontmatter('id: D-4\\ntitle: Émile on 2026-11-30\\ndeps: [D-3]\\nmigration: yes\\n');"
+            "before = 'yaml' in sys.modules;"
+            "load_frontmatter('id: D-4 # a comment\\n');"
+            "print(meta, before, 'yaml' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.split("} ")[1].split() == ["False", "True"]
+    assert done.stdout.startswith("{'id': 'D-4', 'title': 'Émile on 2026-11-30', 'deps': ['D-3'], 'migration': True}")
+
 # --- section spans without a code fence ------------------------------------------------------
 
 HEADING_LINE = re.compile(r"^(#{1,6})[ \t]+\S|^(#{1,6})[ \t]*$")
@@ -175,6 +203,20 @@ def test_section_spans_without_fences_match_the_line_walk(lines, newline, final)
     offset = len("---\nid: D-1\n---\n")
     for heading in ("## Changes requested", "## Notes", "# Title"):
         assert section_span(text, heading, offset) == reference_span(text, heading, offset)
+
+
+fence_piece = st.sampled_from(["---", "--- ", "----", "---x", "-- -", "id: D-1", "", "x", "\r", "\ufeff---", "a: ---"])
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.lists(fence_piece, max_size=7), st.sampled_from(["\n", "\r\n"]), st.booleans())
+def test_split_frontmatter_agrees_with_its_expression(lines, newline, final):
+    """The string-search form of split_frontmatter gives what the regular expression gives."""
+    from drover.items import _FRONTMATTER, split_frontmatter
+
+    for text in ("---\n" + newline.join(lines) + (newline if final else ""), newline.join(lines) + newline):
+        match = _FRONTMATTER.match(text)
+        assert split_frontmatter(text) == ((match.group(1), match.end()) if match else None)
 
 
 # --- the catalogue's reader agrees with read_item -------------------------------------------

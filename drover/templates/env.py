@@ -38,11 +38,29 @@ class Block:
     end: int
 
 
-def _bytecode_cache() -> jinja2.BytecodeCache | None:
-    """Compiled built-ins kept in the user's cache folder, so a prompt skips Jinja's compiler.
+class _QuietBytecodeCache(jinja2.FileSystemBytecodeCache):
+    """jinja2's file cache, but a cache it cannot read or write is only a slower start: a corrupt,
+    truncated or unwritable entry means compiling, never an error."""
 
-    Entries are keyed by the template's source checksum, so an edited template recompiles; the
-    pattern names this drover's version and the limited sandbox, whose generated code differs.
+    def load_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
+        try:
+            super().load_bytecode(bucket)
+        except Exception:  # noqa: BLE001 - whatever a damaged file makes pickle or marshal raise
+            bucket.reset()
+
+    def dump_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
+        try:
+            super().dump_bytecode(bucket)
+        except OSError:
+            pass
+
+
+def _bytecode_cache() -> jinja2.BytecodeCache | None:
+    """Compiled templates kept in the user's cache folder, so a prompt skips Jinja's compiler.
+
+    Entries are keyed by the template's name and checked against its source's checksum, so an
+    edited template recompiles; the pattern names this drover's version and the limited sandbox,
+    whose generated code differs.
     """
     if os.environ.get("DROVER_NO_CACHE"):
         return None
@@ -54,7 +72,7 @@ def _bytecode_cache() -> jinja2.BytecodeCache | None:
         return None
     if not os.access(folder, os.W_OK):
         return None
-    return jinja2.FileSystemBytecodeCache(str(folder), pattern=f"sandbox-limits-{_VERSION}-%s.cache")
+    return _QuietBytecodeCache(str(folder), pattern=f"sandbox-limits-{_VERSION}-%s.cache")
 
 
 def _join(value: typing.Any, separator: str = "") -> str:
@@ -172,11 +190,20 @@ def parse(text: str, display: str) -> nodes.Template:
 
 @lru_cache(maxsize=64)
 def compile_template(text: str, display: str) -> jinja2.Template:
+    """A template from its text: from the bytecode cache when it holds this very text, else compiled
+    (and kept there), as the environment's loader does for the built-ins."""
     env = environment()
-    try:
-        code = env.compile(text, name=display, filename=display)
-    except jinja_errors.TemplateSyntaxError as exc:
-        raise syntax_error(exc, display) from None
+    cache = env.bytecode_cache
+    bucket = cache.get_bucket(env, display, display, text) if cache is not None else None
+    code = bucket.code if bucket is not None else None
+    if code is None:
+        try:
+            code = env.compile(text, name=display, filename=display)
+        except jinja_errors.TemplateSyntaxError as exc:
+            raise syntax_error(exc, display) from None
+        if bucket is not None and cache is not None:
+            bucket.code = code
+            cache.set_bucket(bucket)
     return env.template_class.from_code(env, code, env.make_globals(None))
 
 

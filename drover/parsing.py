@@ -1,0 +1,284 @@
+"""Reading and parsing the catalogue's changed item files: in this process, or in worker
+processes when many changed (docs/decisions.md, "Parsing changed item files in worker processes").
+
+What one file gives (`Fields`, or `(digest,)` when its bytes are those the cache knew) is the
+same from either path: the workers run the very function the serial path runs, and hand back
+plain tuples through a pipe (marshal), in the order asked. Only the calling process touches
+the ledger.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import marshal
+import os
+import sys
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from . import items as itemfile
+from .items import Unreadable
+
+# (id, title, kind, deps, deps as JSON, frontmatter as JSON, outstanding, cleared, unreadable,
+# detail, line): what the catalogue keeps of one item file (status.Entry and its cache row).
+Fields = tuple[str, str, str, tuple[str, ...], str, str, bool, bool, str, str, "int | None"]
+# What a changed file gives: Fields + (digest,), or (digest,) alone when the bytes are unchanged.
+Parsed = tuple[Any, ...]
+
+# At this many changed files and more, worker processes parse them (one per usable core, at most
+# MAX_WORKERS); below it, forking costs more than it saves. DROVER_PARALLEL_PARSE_AT overrides
+# it (the tests force both paths with it).
+PARALLEL_AT = 1000
+MAX_WORKERS = 8
+WORKERS: int | None = None  # how many workers at most; None: one per usable core
+CHUNK = 250  # files per message at most: workers stream results while the parent writes cache rows
+
+
+def fields(path: str, name: str, prefix: str, data: bytes | None = None) -> Fields:
+    """What the catalogue keeps of the item file `path` (named `name`), readable or not."""
+    try:
+        item_id, title, kind, deps, meta, changes = itemfile.read_summary(path, name, prefix, data)
+    except Unreadable as exc:
+        return (name[:-3] or name, "", "", (), "[]", "{}", False, False, exc.wording, exc.detail, exc.line)
+    cleared = itemfile.is_cleared(changes)
+    try:
+        meta_json = _json(meta)
+    except TypeError:
+        meta_json = json.dumps(meta, default=str)  # a date, say
+    deps_json = _json(list(deps)) if deps else "[]"
+    return (item_id, title, kind, deps, deps_json, meta_json, bool(changes.strip()) and not cleared, cleared,
+            "", "", None)
+
+
+_ENCODE: Any = None
+
+
+def _json(value: Any) -> str:
+    """json.dumps(value), through one encoder kept for every file (json.dumps makes one per call)."""
+    global _ENCODE
+    if _ENCODE is None:
+        from json import encoder
+
+        make = getattr(encoder, "c_make_encoder", None)  # json's C encoder, when built
+        if make is None:
+            _ENCODE = lambda value, _: (json.dumps(value),)  # noqa: E731
+        else:
+            # the very arguments json.dumps gives it, with its defaults
+            _ENCODE = make({}, json.JSONEncoder().default, encoder.encode_basestring_ascii, None, ": ", ", ",
+                           False, False, True)
+    try:
+        return "".join(_ENCODE(value, 0))
+    except BaseException:
+        _ENCODE = None  # its circular-reference marks may keep the failed call's
+        raise
+
+
+def digest(data: bytes) -> str:
+    """What the cache keeps of a file's bytes, to know a touched file (same bytes, new mtime) unchanged."""
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+def read(path: str) -> bytes | None:
+    """The file's bytes; None when it cannot be read (the parse then says why)."""
+    try:
+        return itemfile._read_bytes(path)
+    except OSError:
+        return None
+
+
+def parse_one(within: str, name: str, prefix: str, known: str | None) -> Parsed:
+    """One changed file: (digest,) when its bytes' digest is `known`, else Fields + (digest,)."""
+    data = read(within + name)
+    found = None if data is None else digest(data)
+    if known is not None and found == known:
+        return (found,)
+    return (*fields(within + name, name, prefix, data), found)
+
+
+def parse_changed(folder: str, prefix: str, jobs: Sequence[tuple[str, str | None]]) -> Iterator[Parsed]:
+    """parse_one for each (file name, known digest) of `jobs`, in order; in workers when there are many."""
+    within = folder + os.sep
+    unknown = [job for job in jobs if job[1] is None]  # new bytes for sure (the size changed): a parse each
+    workers = _workers(len(unknown))
+    if workers < 2:
+        for name, known in jobs:
+            yield parse_one(within, name, prefix, known)
+        return
+    # a file of the size the cache knows (a touch, a checkout) is most often unchanged: its digest
+    # here answers it sooner than a worker's round trip would
+    answered = {index: parse_one(within, name, prefix, known) for index, (name, known) in enumerate(jobs)
+                if known is not None}
+    parsed = _in_workers(within, prefix, unknown, workers)
+    for index in range(len(jobs)):
+        found = answered.pop(index, None)
+        yield found if found is not None else next(parsed)
+    for _ in parsed:
+        pass  # its end: the workers are waited for
+
+
+def _workers(count: int) -> int:
+    """How many worker processes to parse `count` changed files in; 0 or 1: parse here."""
+    try:
+        at = int(os.environ.get("DROVER_PARALLEL_PARSE_AT", ""))
+    except ValueError:
+        at = PARALLEL_AT
+    if count < max(at, 1) or not hasattr(os, "fork"):
+        return 0
+    threading = sys.modules.get("threading")
+    if threading is not None and threading.active_count() > 1:
+        return 0  # a fork copies one thread of several: a lock another holds would never be released
+    cores = WORKERS
+    if cores is None:
+        try:
+            cores = len(os.sched_getaffinity(0))
+        except (AttributeError, OSError):
+            cores = os.cpu_count() or 1
+    return min(cores, MAX_WORKERS, count)
+
+
+def _in_workers(within: str, prefix: str, jobs: Sequence[tuple[str, str | None]], workers: int) -> Iterator[Parsed]:
+    """Worker k parses chunks k, k + workers, ...; the results are yielded chunk by chunk, in order.
+
+    Every worker's pipe is drained as data comes (so none waits on another's turn); a worker that
+    cannot be forked, or that dies or fails, leaves its chunks to this process, which then parses
+    them itself (an error the parse raises is raised here, as serially).
+    """
+    import selectors
+
+    # a few chunks per worker at least, so that one slow worker does not hold the others' results
+    size = max(1, min(CHUNK, len(jobs) // (workers * 4)))
+    starts = range(0, len(jobs), size)
+    readers: list[_Reader | None] = []  # one per worker, None for one not started or given up
+    started: list[_Reader] = []
+    whole = False  # every chunk read: the workers are ending by themselves
+    try:
+        with selectors.DefaultSelector() as selector:
+            for k in range(workers):
+                reader = _fork(within, prefix, jobs, starts[k::workers], size, [one.fd for one in started])
+                readers.append(reader)
+                if reader is not None:
+                    started.append(reader)
+                    selector.register(reader.fd, selectors.EVENT_READ, reader)
+            for index, start in enumerate(starts):
+                reader = readers[index % workers]
+                chunk = None
+                while reader is not None and (chunk := reader.take()) is None and not reader.ended:
+                    for key, _ in selector.select():
+                        key.data.fill()
+                        if key.data.ended:
+                            selector.unregister(key.fd)
+                if chunk is None:
+                    if reader is not None:
+                        readers[index % workers] = None  # its remaining chunks are parsed here
+                        if reader.fd in selector.get_map():
+                            selector.unregister(reader.fd)
+                    chunk = [parse_one(within, name, prefix, known) for name, known in jobs[start:start + size]]
+                yield from chunk
+        whole = True
+    finally:
+        for reader in started:
+            os.close(reader.fd)  # a worker still writing gets EPIPE and ends
+        for reader in started:
+            _reap(reader.pid, whole)
+
+
+class _Reader:
+    """The parent's end of one worker's pipe, and what has come through it not yet taken."""
+
+    def __init__(self, fd: int, pid: int):
+        self.fd = fd
+        self.pid = pid
+        self.buffer = bytearray()
+        self.ended = False
+
+    def fill(self) -> None:
+        """Read what the pipe holds now (the selector said it has something, or its end)."""
+        try:
+            data = os.read(self.fd, 1 << 20)
+        except OSError:
+            data = b""
+        if data:
+            self.buffer += data
+        else:
+            self.ended = True
+
+    def take(self) -> list[Parsed] | None:
+        """The next whole message's results, or None while it has not all come."""
+        if len(self.buffer) < 8:
+            return None
+        size = int.from_bytes(self.buffer[:8], "little")
+        if len(self.buffer) < 8 + size:
+            return None
+        try:
+            chunk: list[Parsed] = marshal.loads(self.buffer[8:8 + size])
+        except (ValueError, EOFError, TypeError):
+            self.ended = True  # garbled: the worker is given up
+            return None
+        del self.buffer[:8 + size]
+        return chunk
+
+
+def _fork(within: str, prefix: str, jobs: Sequence[tuple[str, str | None]], starts: range, size: int,
+          inherited: list[int]) -> _Reader | None:
+    """Start one worker on the chunks at `starts`; None when no process can be forked."""
+    try:
+        read_end, write_end = os.pipe()
+    except OSError:
+        return None
+    try:
+        pid = os.fork()
+    except OSError:
+        os.close(read_end)
+        os.close(write_end)
+        return None
+    if pid == 0:  # the worker: never returns
+        status = 1
+        try:
+            _close_all_but(write_end, [read_end, *inherited])
+            _serve(within, prefix, jobs, starts, size, write_end)
+            status = 0
+        finally:
+            os._exit(status)  # no atexit, no finalizers: the ledger's connection is the parent's
+    os.close(write_end)
+    return _Reader(read_end, pid)
+
+
+def _close_all_but(keep: int, known: list[int]) -> None:
+    """A worker keeps only stdio and its pipe: every pipe's reader must close with the parent, and
+    the ledger's files (its lock's included) must not stay open in a worker."""
+    try:
+        fds = [int(fd) for fd in os.listdir("/dev/fd")]
+    except (OSError, ValueError):
+        fds = known
+    for fd in fds:
+        if fd > 2 and fd != keep:
+            try:
+                os.close(fd)
+            except OSError:
+                pass  # the listing's own descriptor, closed already
+
+
+def _serve(within: str, prefix: str, jobs: Sequence[tuple[str, str | None]], starts: range, size: int,
+           out: int) -> None:
+    """The worker's loop: each chunk's results as one length-prefixed marshal message."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)  # Ctrl-C ends a worker at once, without a traceback
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # so does the parent's death (its pipe closes)
+    for start in starts:
+        blob = marshal.dumps([parse_one(within, name, prefix, known) for name, known in jobs[start:start + size]])
+        view = memoryview(len(blob).to_bytes(8, "little") + blob)
+        while view:
+            view = view[os.write(out, view):]
+
+
+def _reap(pid: int, whole: bool) -> None:
+    """Wait for a worker; when the parent's loop ended early, end the worker first."""
+    import signal
+
+    try:
+        if not whole:
+            os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+    except (ChildProcessError, ProcessLookupError):
+        pass

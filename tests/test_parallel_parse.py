@@ -1,0 +1,152 @@
+"""Changed item files parsed in worker processes give what the serial parse gives: the same
+list, check and cache rows, unreadable and hostile items included, in the same order; a worker
+that dies leaves its files to the parent. Real processes, files and ledgers."""
+from __future__ import annotations
+
+import os
+import shutil
+
+import pytest
+
+from helpers import HOSTILE_FRONTMATTER, ledger_tables, run
+
+PARALLEL = {"DROVER_PARALLEL_PARSE_AT": "1"}
+SERIAL = {"DROVER_PARALLEL_PARSE_AT": "1000000"}
+
+
+def item(item_id: str, front: str, body: str = "## Requirements\n\n- x\n") -> str:
+    return f"---\nid: {item_id}\n{front}---\n\n{body}"
+
+
+def fill(root) -> None:
+    """Readable items of every shape, and every kind of unreadable one, under one prefix."""
+    items = root / "items"
+    files = {
+        "D-1.md": item("D-1", "title: first\nkind: bug\ndeps: []\n"),
+        "D-2.md": item("D-2", "title: second\ndeps: [D-1, D-9]\n", "## Changes requested\n\nFix it.\n"),
+        "D-3.md": item("D-3", "title: third\ndeps:\n  - D-2\n  - nonsense\n",
+                       "## Changes requested\n\n<!-- drover: cleared -->\nNothing is outstanding.\n"),
+        "D-4.md": item("D-4", "title: dated\ndue: 2026-01-02\n"),  # a date: JSON by str
+        "D-5.md": item("D-5", "title: shelved\nshelved: yes\n"),
+        "D-6.md": item("D-7", "title: misnamed\n"),
+        "D-8.md": item("D-8", "title: no body\n", ""),
+        "D-10.md": "no frontmatter at all\n",
+        "D-11.md": item("D-11", "title: 'quoted: yes'\nkind: \"feature\"\n"),
+        "D-12.md": "---\r\nid: D-12\r\ntitle: crlf\r\n---\r\n\r\n## Requirements\r\n\r\n- x\r\n",
+        "notes.md": item("notes", "title: not an id\n"),
+    }
+    for number, (front, _) in enumerate(HOSTILE_FRONTMATTER, start=20):
+        files[f"D-{number}.md"] = item(f"D-{number}", front)
+    for number in range(40, 70):
+        files[f"D-{number}.md"] = item(f"D-{number}", f"title: item {number}\ndeps: [D-{number - 1}]\n")
+    for name, text in files.items():
+        (items / name).write_text(text, newline="")
+    (items / "D-13.md").write_bytes(b"---\nid: D-13\ntitle: \xff\n---\n\nbody\n")  # not UTF-8
+    (items / "D-14.md").mkdir()  # cannot be read at all
+
+
+@pytest.fixture
+def twins(repo, tmp_path):
+    """Two copies of one project, its cache cold in both."""
+    assert run(repo, "init").returncode == 0
+    fill(repo)
+    other = tmp_path / "twin"
+    shutil.copytree(repo, other, symlinks=True)
+    return repo, other
+
+
+def outputs(root, env) -> list[tuple[int, str, str]]:
+    """list and check, plain and JSON, with the project's own folder named ROOT (an error names it)."""
+    return [(done.returncode, done.stdout.replace(str(root), "ROOT"), done.stderr)
+            for done in (run(root, *args, env=env) for args in (("list",), ("list", "--json"), ("check",), ("check", "--json")))]
+
+
+def cache_rows(root) -> list[tuple]:
+    """The metadata cache's rows but their mtimes (the twins' files written after the copy differ)."""
+    return [tuple(str(value).replace(str(root), "ROOT") for value in row[:2] + row[3:])
+            for row in ledger_tables(root / ".drover" / "ledger.db")["item_files"]]
+
+
+def test_workers_give_what_the_serial_parse_gives(twins):
+    parallel, serial = twins
+    first = outputs(parallel, PARALLEL)
+    assert first == outputs(serial, SERIAL)
+    assert "D-20" in first[0][1] and "has an id that disagrees" in first[2][1] and "D-14" in first[2][1]
+    assert cache_rows(parallel) == cache_rows(serial)
+    # a touch (same bytes, the digest answers) of every file, and new bytes in some
+    for root in twins:
+        for path in (root / "items").glob("*.md"):
+            if path.is_file():
+                os.utime(path, ns=(path.stat().st_atime_ns, path.stat().st_mtime_ns + 10**9))
+        (root / "items" / "D-41.md").write_text(item("D-41", "title: renamed\n"))
+        (root / "items" / "D-5.md").write_text(item("D-5", "title: unshelved\n"))
+        (root / "items" / "D-42.md").unlink()
+    again = outputs(parallel, PARALLEL)
+    assert again == outputs(serial, SERIAL) and "renamed" in again[0][1] and again != first
+    assert cache_rows(parallel) == cache_rows(serial)
+
+
+def test_a_worker_that_dies_leaves_its_files_to_the_parent(repo, monkeypatch):
+    from drover import parsing
+
+    assert run(repo, "init").returncode == 0
+    fill(repo)
+    folder = str(repo / "items")
+    names = sorted(name for name in os.listdir(folder) if name.endswith(".md"))
+    jobs = [(name, None) for name in names]
+    serial = [parsing.parse_one(folder + os.sep, name, "D", None) for name in names]
+    monkeypatch.setattr(parsing, "PARALLEL_AT", 1)
+    monkeypatch.setattr(parsing, "WORKERS", 3)
+    monkeypatch.delenv("DROVER_PARALLEL_PARSE_AT", raising=False)
+    forked = []
+    real_fork = parsing._fork
+
+    def counted(*args):
+        reader = real_fork(*args)
+        forked.append(reader)
+        return reader
+
+    monkeypatch.setattr(parsing, "_fork", counted)
+    assert list(parsing.parse_changed(folder, "D", jobs)) == serial
+    assert len(forked) == 3 and all(forked)
+
+    # digests the cache knows, right (a touch) and wrong (same size, new bytes), among new sizes
+    known = [found[-1] if index % 3 == 0 else "0" * 32 if index % 3 == 1 else None
+             for index, found in enumerate(serial)]
+    mixed = [(name, digest) for name, digest in zip(names, known)]
+    expected = [parsing.parse_one(folder + os.sep, name, "D", digest) for name, digest in mixed]
+    assert [len(found) for found in expected].count(1) > 5
+    forked.clear()
+    assert list(parsing.parse_changed(folder, "D", mixed)) == expected
+    assert len(forked) == 3
+
+    real_serve = parsing._serve
+
+    def dies_after_one_chunk(within, prefix, jobs, starts, size, out):
+        real_serve(within, prefix, jobs, starts[:1], size, out)
+        if starts[0] == size:  # the second worker
+            os.write(out, (10).to_bytes(8, "little") + b"garbled")
+        os._exit(1)
+
+    forked.clear()
+    monkeypatch.setattr(parsing, "_serve", dies_after_one_chunk)
+    assert list(parsing.parse_changed(folder, "D", jobs)) == serial
+    assert len(forked) == 3
+
+
+def test_the_kept_json_encoder_writes_what_json_dumps_writes():
+    import datetime
+    import json
+
+    from drover import parsing
+
+    values = [{"id": "D-1", "deps": ["D-2"], "n": 3, "f": 1.5, "b": True, "z": None, "u": "é\u2028\"\\", 7: "x"},
+              ["D-1", "D-2"], {}, {"nan": float("nan"), "inf": float("-inf")}, {"nested": {"a": [{"b": []}]}}]
+    for value in values:
+        assert parsing._json(value) == json.dumps(value)
+    shared = {"d": datetime.date(2026, 1, 2)}
+    with pytest.raises(TypeError):
+        parsing._json({"inner": shared})
+    # a failed call leaves no mark behind that would call the next value circular
+    assert parsing._json({"inner": {"d": "2026-01-02"}}) == '{"inner": {"d": "2026-01-02"}}'
+    assert parsing._json(values[0]) == json.dumps(values[0])
