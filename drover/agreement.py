@@ -20,7 +20,7 @@ FEW = 500
 def disagreements(project: "Project", ledger: "Ledger", entries: dict[str, "Entry"]) -> list[str]:
     """One line per item whose file and ledger tell different stories, with the command that repairs it."""
     # Two reads of the rounds, each for the items one case can name: an outstanding Changes
-    # against rounds all cleared, a cleared one against an uncleared round (round_summary's
+    # against rounds all cleared, a cleared one against an uncleared round (a summary of
     # every item, 50,000 rows, cost more than the rest of this).
     readable = [(item_id, found) for item_id, found in entries.items() if not found.unreadable]
     cleared_ids = [item_id for item_id, found in readable if found.cleared]

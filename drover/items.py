@@ -13,10 +13,9 @@ from pathlib import Path
 from collections.abc import Iterator
 from typing import Any
 
-import yaml
-
 from .frontmatter import FrontmatterError, key_line, load_frontmatter  # noqa: F401
 from .frontmatter import check_types
+from . import newfront
 
 # One constant for the heading both request-changes (the writer) and templates (the readers) use.
 CHANGES_HEADING = "## Changes requested"
@@ -486,7 +485,11 @@ def new_item_text(item_id: str, title: str, kind: str, deps: list[str], finding_
     meta: dict[str, Any] = {"id": item_id, "title": title, "kind": kind, "deps": list(deps)}
     if origin is not None:
         meta["origin"] = origin
-    front = yaml.safe_dump(meta, sort_keys=False, allow_unicode=True, default_flow_style=None)
+    front = newfront.front(meta)  # safe_dump's text for the common values, without importing yaml
+    if front is None:
+        import yaml
+
+        front = yaml.safe_dump(meta, sort_keys=False, allow_unicode=True, default_flow_style=None)
     body = ""
     if finding_source:
         body += f"{PROVENANCE_PREFIX} {finding_source} (raised while reviewing {finding_source})\n\n"

@@ -18,10 +18,11 @@ from .errors import DroverError
 from .journal import Journal, _nonempty, sha256  # noqa: F401 - sha256: the ledger's API
 from .migrations import MIGRATION_SET, MIGRATIONS, migrations  # noqa: F401 - ledger_io and tests read them here
 from .activity import ACTIVITY_KEYS, LIST_KEYS, ActivityRow, activity_sql, no_activity
-from .rows import AUDIT_COLUMNS, ROUND_COLUMNS, RUN_COLUMNS, Audit, ItemRows, NewRun, Round, Run
 
 if TYPE_CHECKING:
     import sqlite_utils
+
+    from .rows import Audit, ItemRows, NewRun, Round, Run
 
 BUSY_TIMEOUT_MS = 30_000
 
@@ -128,6 +129,9 @@ class Ledger(Journal):
         return [dict(row) for row in self.conn.execute(sql, params)]
 
     def _runs(self, where: str, params: Sequence[Any] = ()) -> list[Run]:
+        # rows.py is imported where a row is read: its frozen types cost `new`, which reads none, 10 ms
+        from .rows import RUN_COLUMNS, Run
+
         return [Run.from_row(row) for row in self.conn.execute(f"SELECT {RUN_COLUMNS} FROM runs {where}", params)]
 
     # items --------------------------------------------------------------------------------
@@ -144,22 +148,27 @@ class Ledger(Journal):
             self._insert("items", {"id": item_id, "number": int(item_id.rsplit("-", 1)[1]), "created_at": now()})
             return item_id
 
+    def highest_number(self) -> int:
+        """The highest number of an id allocate_item gave (0 before any)."""
+        (highest,) = self.conn.execute("SELECT coalesce(max(number), 0) FROM items").fetchone()
+        return int(highest)
+
     def next_item_id(self, prefix: str, floor: int, taken: "Callable[[int], bool] | None" = None) -> str:
         """The id allocate_item would give now (the same one, while the caller holds the lock)."""
-        (highest,) = self.conn.execute("SELECT coalesce(max(number), 0) FROM items").fetchone()
+        highest = max(self.highest_number(), floor)
         # ids the ledger met without allocating them (hand-written files that were parked,
-        # run, or listed) stay taken even after their files are gone
-        # (counted in SQL: `new` must not walk the whole catalogue in Python)
-        start = len(prefix) + 2
+        # run, or listed) stay taken even after their files are gone: the highest of them
+        # matters only above `highest`, so SQL keeps only ids longer than it, or as long and
+        # greater as text (two cheap tests per row), before the id tests and the number
+        # (at 50,000 cached files, computing every id's number was about 90 ms)
+        above = f"{prefix}-{highest}"
         (met,) = self.conn.execute(
-            "SELECT max(CAST(substr(id, ?) AS INTEGER)) FROM "
-            "(SELECT id FROM items WHERE number IS NULL UNION ALL SELECT id FROM item_files) "
-            "WHERE substr(id, 1, ?) = ? AND substr(id, ?) GLOB '[1-9]*' "
-            "AND substr(id, ?) NOT GLOB '*[^0-9]*'",
-            (start, start - 1, prefix + "-", start, start),
+            f"SELECT max(CAST(substr(id, ?4) AS INTEGER)) FROM ("
+            f"SELECT id FROM items WHERE number IS NULL AND {_ABOVE} "
+            f"UNION ALL SELECT id FROM item_files WHERE {_ABOVE})",
+            (len(above), above, prefix + "-[1-9]*", len(prefix) + 2),
         ).fetchone()
-        highest = max(highest, met or 0)
-        number = max(highest, floor) + 1
+        number = max(highest, met or 0) + 1
         while taken is not None and taken(number):
             number += 1
         return f"{prefix}-{number}"
@@ -167,6 +176,10 @@ class Ledger(Journal):
     def item_row(self, item_id: str) -> dict[str, Any]:
         rows = self._rows("SELECT * FROM items WHERE id = ?", (item_id,))
         return rows[0] if rows else {"id": item_id, "done": 0, "parked": 0}
+
+    def has_item(self, item_id: str) -> bool:
+        """Whether the items table has a row for `item_id` (one lookup, not item_rows' every row)."""
+        return self.conn.execute("SELECT 1 FROM items WHERE id = ?", (item_id,)).fetchone() is not None
 
     def item_rows(self) -> dict[str, dict[str, Any]]:
         return {row["id"]: row for row in self._rows("SELECT * FROM items")}
@@ -194,13 +207,6 @@ class Ledger(Journal):
                 "UPDATE items SET parked = 0, parked_reason = NULL, parked_at = NULL WHERE id = ?",
                 (item_id,),
             )
-
-    def flagged_items(self) -> dict[str, dict[str, Any]]:
-        """Items done or parked, by id: their id, done, parked and parked_reason (what a state needs)."""
-        return {row["id"]: row for row in self._rows("SELECT id, done, parked, parked_reason FROM items WHERE done OR parked")}
-
-    def done_ids(self) -> set[str]:
-        return {row["id"] for row in self._rows("SELECT id FROM items WHERE done = 1")}
 
     # the metadata cache ------------------------------------------------------------------
 
@@ -294,6 +300,8 @@ class Ledger(Journal):
     def rows_of(self, item_ids: Sequence[str], *, every_item: bool = False) -> ItemRows:
         """Several items' runs, audits and `items` rows, one read of each table (a prompt's item and its
         deps); every_item: the `items` rows of every item (a draft's siblings need whether each is done)."""
+        from .rows import AUDIT_COLUMNS, Audit, ItemRows
+
         ids = list(dict.fromkeys(item_ids))
         if not ids:
             return ItemRows()
@@ -339,8 +347,8 @@ class Ledger(Journal):
             " AND item NOT IN (SELECT id FROM items WHERE done)")}
 
     def flags(self) -> tuple[set[str], dict[str, str]]:
-        """The ids of items done, and of items parked and not done with their reason: flagged_items
-        as compute_state reads it, without a dict per row."""
+        """The ids of items done, and of items parked and not done with their reason, as
+        compute_state reads them, without a dict per row."""
         done: set[str] = set()
         parked: dict[str, str] = {}
         cursor = self.conn.cursor()
@@ -367,16 +375,10 @@ class Ledger(Journal):
     # rounds --------------------------------------------------------------------------------
 
     def rounds(self, item_id: str) -> list[Round]:
+        from .rows import ROUND_COLUMNS, Round
+
         return [Round(*row) for row in
                 self.conn.execute(f"SELECT {ROUND_COLUMNS} FROM rounds WHERE item = ? ORDER BY number", (item_id,))]
-
-    def round_summary(self) -> dict[str, Any]:
-        """Per item: how many rounds, how many uncleared, the newest number (for check)."""
-        rows = self.conn.execute(  # sqlite3.Row, read by name: no dict per item
-            "SELECT item, count(*) AS total, sum(cleared_at IS NULL) AS open, max(number) AS newest "
-            "FROM rounds GROUP BY item"
-        )
-        return {row[0]: row for row in rows}
 
     def newest_rounds(self, *, uncleared: bool, items: Sequence[str] | None = None) -> dict[str, int]:
         """Per item whose rounds are all cleared (uncleared=False) or not (True), its newest round's
@@ -435,6 +437,8 @@ class Ledger(Journal):
             )
 
     def audits(self, item_id: str) -> list[Audit]:
+        from .rows import AUDIT_COLUMNS, Audit
+
         return [Audit.from_row(row) for row in
                 self.conn.execute(f"SELECT {AUDIT_COLUMNS} FROM audits WHERE item = ? ORDER BY at, id", (item_id,))]
 
@@ -482,3 +486,7 @@ CACHE_COLUMNS = ("path", "size", "mtime_ns", "id", "title", "kind", "deps", "met
                  "unreadable", "detail", "line", "digest")
 _CACHE_SELECT = ", ".join(f'"{name}"' for name in CACHE_COLUMNS)
 _ACTIVITY_SELECT = ", ".join(ACTIVITY_KEYS)
+# next_item_id's test of an id (?1 the length of `above`, ?2 `above`, ?3 "<prefix>-[1-9]*", ?4
+# where the number starts): longer than `above`, or as long and greater as text, then an id.
+_ABOVE = ("(length(id) > ?1 OR (length(id) = ?1 AND id > ?2)) AND id GLOB ?3 "
+          "AND substr(id, ?4) NOT GLOB '*[^0-9]*'")

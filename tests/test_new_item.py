@@ -1,0 +1,196 @@
+"""`drover new`'s fast parts give what the slow ones gave: the frontmatter written without yaml is
+yaml.safe_dump's, byte for byte, and the next id is the one the full scan of the ledger gave."""
+from __future__ import annotations
+
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from drover import newfront
+from drover.items import new_item_text
+from drover.ledger import Ledger
+from helpers import BIN, run
+
+
+def dump(meta: dict) -> str:
+    return yaml.safe_dump(meta, sort_keys=False, allow_unicode=True, default_flow_style=None)
+
+
+# the characters that change how yaml writes a scalar, among any others
+_SPECIAL = list(" :#-?'\"[]{},&*!|>%@`.~=<+0123456789yYnNtTfFoO\t\n\r\x00\x85\xa0\u2028\u2029\ufeff\ufffe\U0010ffff")
+_TEXT = st.one_of(
+    st.text(st.one_of(st.characters(), st.sampled_from(_SPECIAL)), max_size=90),
+    st.text(st.sampled_from(list("ab :#'-.?")), max_size=100),
+    st.lists(st.sampled_from(["a", "word", "it's", "x:y", "#3", "[D-1]"]), min_size=10, max_size=30).map(" ".join),
+    st.sampled_from(sorted(newfront._WORDS)),
+    st.sampled_from(["feature", "bug", "chore", "Fix the parser", "a: b", "a #b", "a#b", "x:", "?", "- a", "--- a",
+                     "...", "'quoted'", "Émile's item", "中文标题", "yes", "Null", "2024-01-01", "0x1f", "1e3"]),
+)
+_IDS = st.from_regex(r"[A-Za-z][A-Za-z0-9]{0,3}-[1-9][0-9]{0,5}", fullmatch=True)
+_DEPS = st.one_of(st.lists(st.one_of(_IDS, st.text(max_size=6)), max_size=12), st.lists(_IDS, min_size=8, max_size=16))
+
+
+@settings(max_examples=3000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_IDS, _TEXT, _TEXT, _DEPS, st.one_of(st.none(), st.integers(), st.booleans()))
+def test_new_frontmatter_is_safe_dump_or_left_to_yaml(item_id, title, kind, deps, origin):
+    meta = {"id": item_id, "title": title, "kind": kind, "deps": deps}
+    if origin is not None:
+        meta["origin"] = origin
+    written = newfront.front(meta)
+    if written is not None:
+        assert written == dump(meta)
+
+
+def test_the_titles_people_write_take_the_plain_writer():
+    for title, kind in [("Fix the parser", "bug"), ("Fix: the parser's 'quotes' #1", "feature"),
+                        ("yes", "chore"), ("Émile's item: a colon", "feature"), ("a" * 70, "feature")]:
+        meta = {"id": "D-12", "title": title, "kind": kind, "deps": ["D-1", "D-10"], "origin": 4}
+        assert newfront.front(meta) == dump(meta), title
+    long = " ".join(["word"] * 19)
+    meta = {"id": "D-12", "title": long, "kind": "bug", "deps": []}
+    assert newfront.front(meta) is None  # long enough for yaml to fold it: yaml writes it
+    assert "\n  word" in dump(meta)
+    assert new_item_text("D-12", long, "bug", []).startswith("---\n" + dump(meta) + "---\n")
+
+
+def test_the_resolvers_the_plain_writer_knows_are_yamls():
+    """What newfront assumes of yaml's implicit resolvers: the first characters, and the words."""
+    from yaml.resolver import Resolver
+
+    firsts = {first for first in Resolver.yaml_implicit_resolvers if first}
+    letters = {first for first in firsts if first.isalpha()}
+    assert firsts - letters <= newfront._RESOLVED_FIRST
+    assert None not in Resolver.yaml_implicit_resolvers
+    for word in newfront._WORDS:
+        assert yaml.safe_load(f"x: {word}")["x"] in (True, False, None)
+        assert word[0] in letters
+    assert newfront.scalar("Yesterday") == "Yesterday" and newfront.scalar("NULL") == "'NULL'"
+
+
+# --- the next id ---------------------------------------------------------------------------------
+
+def scanned_id(conn: sqlite3.Connection, prefix: str, floor: int, taken) -> str:
+    """next_item_id as it was: every id the ledger met, its number computed, then the highest."""
+    (highest,) = conn.execute("SELECT coalesce(max(number), 0) FROM items").fetchone()
+    start = len(prefix) + 2
+    (met,) = conn.execute(
+        "SELECT max(CAST(substr(id, ?) AS INTEGER)) FROM "
+        "(SELECT id FROM items WHERE number IS NULL UNION ALL SELECT id FROM item_files) "
+        "WHERE substr(id, 1, ?) = ? AND substr(id, ?) GLOB '[1-9]*' "
+        "AND substr(id, ?) NOT GLOB '*[^0-9]*'",
+        (start, start - 1, prefix + "-", start, start),
+    ).fetchone()
+    number = max(highest, met or 0, floor) + 1
+    while taken(number):
+        number += 1
+    return f"{prefix}-{number}"
+
+
+_NUMBER = st.one_of(st.integers(1, 40), st.integers(1, 10**6), st.integers(1, 10**25))
+_MET = st.one_of(
+    st.builds(lambda p, n: f"{p}-{n}", st.sampled_from(["D", "DX", "E", "d"]), _NUMBER),
+    st.builds(lambda n, tail: f"D-{n}{tail}", _NUMBER, st.sampled_from(["x", " ", "-1", ".5", "\u0663", "é"])),
+    st.sampled_from(["D-", "D-0", "D-07", "D--1", "D", "", "-5", "D-+3", "D- 9", "D-1e3", "D-٣"]),
+)
+
+
+def test_the_next_id_is_the_full_scans(tmp_path: Path):
+    folders = iter(range(10_000))
+
+    @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+    @given(st.lists(_NUMBER, max_size=4), st.lists(_MET, max_size=6), st.lists(_MET, max_size=6),
+           st.one_of(st.just(0), _NUMBER), st.sampled_from(["D", "DX"]), st.sets(st.integers(1, 45), max_size=5))
+    def check(allocated, parked, cached, floor, prefix, on_disk):
+        with Ledger(tmp_path / f"{next(folders)}.db") as ledger:
+            with ledger.write():
+                for number in allocated:
+                    ledger.conn.execute("INSERT OR IGNORE INTO items (id, number) VALUES (?, ?)",
+                                        (f"{prefix}-{number}", min(number, 2**62)))
+                for item_id in parked:
+                    ledger.conn.execute("INSERT OR IGNORE INTO items (id) VALUES (?)", (item_id,))
+                for item_id in cached:
+                    ledger.conn.execute("INSERT OR IGNORE INTO item_files (path, id) VALUES (?, ?)",
+                                        (f"items/{item_id}.md", item_id))
+
+            def taken(number: int) -> bool:
+                return number in on_disk
+
+            expected = scanned_id(ledger.conn, prefix, floor, taken)
+            assert ledger.next_item_id(prefix, floor, taken) == expected
+            if int(expected.rsplit("-", 1)[1]) < 2**63:  # the items row's number is an SQLite integer
+                assert ledger.allocate_item(prefix, floor, taken) == expected
+
+    check()
+
+
+# --- the floor on disk ---------------------------------------------------------------------------
+
+def test_the_floor_above_the_ledger_is_the_highest_on_disk(tmp_path: Path):
+    """Asked for the numbers above the ledger's highest, the floor is the folder's highest when that
+    is above it, and no higher than it otherwise (so max(ledger, floor) is as before)."""
+    from drover.writes import _greater_than, _highest_on_disk
+
+    class Project:  # the two attributes _highest_on_disk reads
+        def __init__(self, folder: Path) -> None:
+            self.items_dir = folder
+            self.config = type("Config", (), {"prefix": "D"})()
+
+    numbers = st.one_of(st.integers(1, 120), st.integers(1, 10**7))
+    names = st.lists(st.one_of(numbers.map(lambda n: f"D-{n}.md"),
+                               st.sampled_from(["D-0.md", "D-07.md", "D-5.txt", "E-900.md", "D-9x.md", "x"])),
+                     unique=True, max_size=10)
+    folders = iter(range(10_000))
+
+    @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+    @given(names, st.one_of(st.just(0), numbers))
+    def check(listed: list[str], above: int) -> None:
+        folder = tmp_path / str(next(folders))
+        folder.mkdir()
+        for name in listed:
+            (folder / name).write_text("")
+        full = _highest_on_disk(Project(folder))
+        assert max(_highest_on_disk(Project(folder), above), above) == max(full, above)
+        if full > above:
+            assert _highest_on_disk(Project(folder), above) == full
+
+    check()
+
+    @given(st.one_of(st.just(0), numbers), numbers)
+    def greater(digits: int, number: int) -> None:
+        import re
+
+        assert bool(re.fullmatch(_greater_than(str(digits)), str(number))) == (number > digits)
+
+    greater()
+
+
+def test_new_imports_no_rows_types_and_no_yaml(repo):
+    """A plain `new` imports neither rows.py's frozen types (it reads no run, round or audit), nor
+    yaml (newfront writes its frontmatter), nor sqlite-utils; the item it writes is the one
+    new_item_text gives."""
+    assert run(repo, "init").returncode == 0
+    done = subprocess.run([sys.executable, "-X", "importtime", str(BIN / "drover"), "new", "Fix: the 'parser'"],
+                          cwd=repo, text=True, capture_output=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    names = {line.split("|")[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
+    assert "drover.writes" in names and "drover.rows" not in names and "yaml" not in names
+    assert not [name for name in names if name.startswith("sqlite_utils")]
+    assert (repo / "items" / "D-1.md").read_text() == new_item_text("D-1", "Fix: the 'parser'", "feature", [])
+
+
+def test_a_dep_the_ledger_knows_needs_no_file(repo):
+    """A dep whose file is gone but whose id the ledger allocated is accepted; one on nothing is not."""
+    assert run(repo, "init").returncode == 0
+    assert run(repo, "new", "one").returncode == 0
+    (repo / "items" / "D-1.md").unlink()
+    done = run(repo, "new", "two", "--dep", "D-1")
+    assert (done.returncode, done.stdout) == (0, "D-2 items/D-2.md\n"), done.stderr
+    assert "deps: [D-1]" in (repo / "items" / "D-2.md").read_text()
+    refused = run(repo, "new", "three", "--dep", "D-7")
+    assert refused.returncode == 2 and refused.stderr.startswith("drover: no item D-7"), refused.stderr
+    assert not (repo / "items" / "D-3.md").exists()
