@@ -87,3 +87,25 @@ test-cluster:
 	else \
 	  DROVER_TEST_CLUSTER=1 DROVER_CLUSTER_SKIP="no network namespace of its own (unshare -n needs root)" $(CLUSTER_VENV)/bin/python -m pytest tests/cluster -v -rs; \
 	fi
+
+# The newer Pythons pyproject.toml claims (3.12, 3.13), each in a virtual environment of its own,
+# on the tests that touch what differs between versions (dataclasses, sqlite3's parameters,
+# the fork-based parse); found on PATH or under pyenv, and skipped with a line saying so when
+# not installed.
+PYTHON_VERSIONS ?= 3.12 3.13
+VERSION_TESTS := tests/test_records.py tests/test_new_item.py tests/test_fastpath.py tests/test_templates.py \
+	tests/test_commands.py tests/test_list_paths.py tests/test_parallel_parse.py tests/test_ledger.py
+
+.PHONY: test-pythons
+test-pythons:
+	@for version in $(PYTHON_VERSIONS); do \
+	  python=python$$version; \
+	  $$python -c pass 2>/dev/null || python=$$(ls -d "$$(pyenv root 2>/dev/null)"/versions/$$version.*/bin/python$$version 2>/dev/null | tail -n 1); \
+	  if [ -z "$$python" ] || ! $$python -c pass 2>/dev/null; then \
+	    echo "drover: python$$version is not installed; skipped"; continue; fi; \
+	  venv=.venv-$$version; \
+	  test -x $$venv/bin/python || $$python -m venv $$venv || exit 1; \
+	  $$venv/bin/python -m pip install --quiet -e '.[test]' || exit 1; \
+	  echo "drover: the version tests on python$$version"; \
+	  $$venv/bin/python -m pytest -p no:cacheprovider -W error::DeprecationWarning $(VERSION_TESTS) || exit 1; \
+	done

@@ -163,10 +163,10 @@ class Ledger(Journal):
         # (at 50,000 cached files, computing every id's number was about 90 ms)
         above = f"{prefix}-{highest}"
         (met,) = self.conn.execute(
-            f"SELECT max(CAST(substr(id, ?4) AS INTEGER)) FROM ("
+            f"SELECT max(CAST(substr(id, :start) AS INTEGER)) FROM ("
             f"SELECT id FROM items WHERE number IS NULL AND {_ABOVE} "
             f"UNION ALL SELECT id FROM item_files WHERE {_ABOVE})",
-            (len(above), above, prefix + "-[1-9]*", len(prefix) + 2),
+            {"length": len(above), "above": above, "pattern": prefix + "-[1-9]*", "start": len(prefix) + 2},
         ).fetchone()
         number = max(highest, met or 0) + 1
         while taken is not None and taken(number):
@@ -486,7 +486,8 @@ CACHE_COLUMNS = ("path", "size", "mtime_ns", "id", "title", "kind", "deps", "met
                  "unreadable", "detail", "line", "digest")
 _CACHE_SELECT = ", ".join(f'"{name}"' for name in CACHE_COLUMNS)
 _ACTIVITY_SELECT = ", ".join(ACTIVITY_KEYS)
-# next_item_id's test of an id (?1 the length of `above`, ?2 `above`, ?3 "<prefix>-[1-9]*", ?4
-# where the number starts): longer than `above`, or as long and greater as text, then an id.
-_ABOVE = ("(length(id) > ?1 OR (length(id) = ?1 AND id > ?2)) AND id GLOB ?3 "
-          "AND substr(id, ?4) NOT GLOB '*[^0-9]*'")
+# next_item_id's test of an id (:pattern is "<prefix>-[1-9]*", :start where the number starts):
+# longer than `above`, or as long and greater as text, then an id. Named parameters: numbered
+# ones given as a sequence are deprecated from Python 3.12.
+_ABOVE = ("(length(id) > :length OR (length(id) = :length AND id > :above)) AND id GLOB :pattern "
+          "AND substr(id, :start) NOT GLOB '*[^0-9]*'")

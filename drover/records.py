@@ -4,9 +4,9 @@ Python 3.11's dataclasses compiles each generated method on its own (`__init__`,
 `__eq__`, `__hash__`, and a frozen class's `__setattr__` and `__delattr__`): six compiles per
 class, about 40 classes in a `prompt` process, a third of its import time. Here the standard
 decorator does the field work with its generators off, then one compile makes the same methods
-(3.13's dataclasses does the same). What it makes is what the standard one makes: the same
-signature, repr text, equality, hash and frozen errors; `fields`, `replace` and `is_dataclass`
-work unchanged. An option or field feature this module does not copy goes to the standard one.
+(from 3.13 the standard decorator does so itself, and this module hands it every class). What
+it makes is what the standard one makes: the same signature, repr text, equality, hash and
+frozen errors; `fields`, `replace` and `is_dataclass` work unchanged. An option or field feature this module does not copy goes to the standard one.
 Modules import it as `dataclass` at run time and the standard one for the type checker.
 """
 from __future__ import annotations
@@ -15,9 +15,13 @@ import dataclasses
 import inspect
 import operator
 import reprlib
+import sys
 from typing import Any, Callable, TypeVar, dataclass_transform, overload
 
 _T = TypeVar("_T", bound=type)
+
+# From 3.13 the standard decorator compiles a class's methods in one go itself.
+ONE_COMPILE = sys.version_info >= (3, 13)
 
 _PLAIN_OPTIONS = {"init": True, "repr": True, "eq": True, "order": False, "unsafe_hash": False,
                   "match_args": True, "kw_only": False, "weakref_slot": False}
@@ -42,7 +46,7 @@ def dataclass(cls: type | None = None, /, *, frozen: bool = False, slots: bool =
               **options: Any) -> Any:
     """Like `dataclasses.dataclass(frozen=..., slots=...)`; other options go to the standard one."""
     def wrap(cls: type) -> type:
-        if any(_PLAIN_OPTIONS.get(name, not value) != value for name, value in options.items()) or \
+        if ONE_COMPILE or any(_PLAIN_OPTIONS.get(name, not value) != value for name, value in options.items()) or \
                 "__post_init__" in cls.__dict__:
             return dataclasses.dataclass(cls, frozen=frozen, slots=slots, **options)
         undocumented = not cls.__doc__
@@ -57,8 +61,9 @@ def dataclass(cls: type | None = None, /, *, frozen: bool = False, slots: bool =
         _add_methods(made, fields, frozen)
         if undocumented:
             made.__doc__ = made.__name__ + str(inspect.signature(made)).replace(" -> None", "")
-        made.__dataclass_params__ = dataclasses._DataclassParams(  # type: ignore[attr-defined]
-            True, True, True, False, False, frozen)
+        params = made.__dataclass_params__  # type: ignore[attr-defined]
+        params.init = params.repr = params.eq = True  # the methods made below
+        params.frozen = frozen
         if slots and frozen:  # pickling a frozen slotted class, as dataclasses
             setattr(made, "__getstate__", dataclasses._dataclass_getstate)  # type: ignore[attr-defined]
             setattr(made, "__setstate__", dataclasses._dataclass_setstate)  # type: ignore[attr-defined]
