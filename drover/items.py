@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 from functools import cached_property
 from pathlib import Path
 from collections.abc import Iterator
 from typing import Any
 
+from .records import dataclass
 from .frontmatter import FrontmatterError, key_line, load_frontmatter  # noqa: F401
 from .frontmatter import check_types
 from . import newfront

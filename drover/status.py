@@ -6,10 +6,10 @@ import json
 import os
 import re
 from contextlib import contextmanager
-from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Iterable, Iterator, NamedTuple, Sequence
 
+from .records import dataclass
 from . import git, parsing
 from . import items as itemfile
 from .deps import Dep  # not fields.py: show would build every template type
@@ -75,6 +75,9 @@ class Entry(NamedTuple):
 
 @dataclass(frozen=True)
 class AuditProvenance:
+    """The audit that best confirms an item (its level, who gave it), and whether nothing
+    independent confirms it (see audit_provenance)."""
+
     level: str = ""
     by: str = ""
     weak: bool = True
