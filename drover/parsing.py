@@ -116,17 +116,23 @@ def parse_changed(folder: str, prefix: str, jobs: Sequence[tuple[str, str | None
         pass  # its end: the workers are waited for
 
 
+def _forking(count: int, variable: str, default: int) -> bool:
+    """Whether `count` is enough to fork for (the threshold `default`, or $`variable` when set)."""
+    try:
+        at = int(os.environ.get(variable, ""))
+    except ValueError:
+        at = default
+    if count < max(at, 1) or not hasattr(os, "fork"):
+        return False
+    threading = sys.modules.get("threading")
+    # a fork copies one thread of several: a lock another holds would never be released
+    return threading is None or threading.active_count() == 1
+
+
 def _workers(count: int) -> int:
     """How many worker processes to parse `count` changed files in; 0 or 1: parse here."""
-    try:
-        at = int(os.environ.get("DROVER_PARALLEL_PARSE_AT", ""))
-    except ValueError:
-        at = PARALLEL_AT
-    if count < max(at, 1) or not hasattr(os, "fork"):
+    if not _forking(count, "DROVER_PARALLEL_PARSE_AT", PARALLEL_AT):
         return 0
-    threading = sys.modules.get("threading")
-    if threading is not None and threading.active_count() > 1:
-        return 0  # a fork copies one thread of several: a lock another holds would never be released
     cores = WORKERS
     if cores is None:
         try:
@@ -282,3 +288,102 @@ def _reap(pid: int, whole: bool) -> None:
         os.waitpid(pid, 0)
     except (ChildProcessError, ProcessLookupError):
         pass
+
+
+# --- the stat of every item file ---------------------------------------------------------------
+
+# At this many item files and more, a forked child stats them while the catalogue reads its
+# cache rows, so the system calls and the SQLite read use both cores; below it, they are statted
+# here. DROVER_STAT_CHILD_AT overrides it (the tests force both paths with it).
+STAT_CHILD_AT = 5000
+STAT_CHUNK = 1000  # names statted at a time here: one map in C each
+
+
+def stat_elsewhere(within: str, names: list[str]) -> tuple[int, int] | None:
+    """A child process that stats `names` (read end of its pipe, pid), or None to stat them here.
+
+    The child stats every name, sends the list of (size, mtime) pairs in one marshal, and ends
+    with os._exit (no buffer of this process flushed twice, no ledger touched). If this process
+    dies first, the child's write fails and it ends too.
+    """
+    if not _forking(len(names), "DROVER_STAT_CHILD_AT", STAT_CHILD_AT):
+        return None
+    try:
+        read_end, write_end = os.pipe()
+    except OSError:
+        return None
+    try:
+        pid = os.fork()
+    except OSError:
+        os.close(read_end)
+        os.close(write_end)
+        return None
+    if pid == 0:
+        code = 1
+        try:
+            os.close(read_end)
+            data = memoryview(marshal.dumps([stat for _, stat in stats_here(within, names)]))
+            while data:
+                data = data[os.write(write_end, data):]
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(write_end)
+    return read_end, pid
+
+
+def stats_of(within: str, names: list[str], elsewhere: tuple[int, int] | None) -> Iterator[tuple[str, Any]]:
+    """(name, (size, mtime) or None) for each of `names`, in order: from the child stat_elsewhere
+    started, or statted here when there is none or it failed."""
+    if elsewhere is not None:
+        stats = _gathered(*elsewhere)
+        if stats is not None and len(stats) == len(names):
+            return zip(names, stats)
+    return stats_here(within, names)
+
+
+def _gathered(read_end: int, pid: int) -> list[Any] | None:
+    """What the child sent, once it has ended well; None if it did not."""
+    chunks: list[bytes] = []
+    failed = False
+    try:
+        while data := os.read(read_end, 1 << 20):
+            chunks.append(data)
+    except OSError:
+        failed = True
+    finally:
+        os.close(read_end)
+    try:
+        _, status = os.waitpid(pid, 0)
+    except ChildProcessError:
+        return None
+    if failed or not os.WIFEXITED(status) or os.WEXITSTATUS(status) != 0:
+        return None
+    try:
+        stats = marshal.loads(b"".join(chunks))
+    except (EOFError, ValueError, TypeError):
+        return None
+    return stats if isinstance(stats, list) else None
+
+
+def stats_here(within: str, names: list[str]) -> Iterator[tuple[str, Any]]:
+    """(name, (size, mtime) or None) for each of `names`, statted in this process."""
+    for at in range(0, len(names), STAT_CHUNK):
+        part = names[at:at + STAT_CHUNK]
+        for name, stat in zip(part, stat_all([within + name for name in part])):
+            yield name, None if stat is None else (stat.st_size, stat.st_mtime_ns)
+
+
+def stat_all(paths: list[str]) -> list[os.stat_result | None]:
+    """os.stat of each path, None for one that is gone (FileNotFoundError)."""
+    try:
+        return list(map(os.stat, paths))  # the common case, one loop in C
+    except FileNotFoundError:
+        pass
+    found: list[os.stat_result | None] = []
+    for path in paths:
+        try:
+            found.append(os.stat(path))
+        except FileNotFoundError:
+            found.append(None)
+    return found

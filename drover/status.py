@@ -144,14 +144,16 @@ def catalogue(project: Project, ledger: Ledger) -> dict[str, Entry]:
     except (FileNotFoundError, NotADirectoryError):
         names = []
     within = folder + os.sep
+    elsewhere = parsing.stat_elsewhere(within, names)  # a child stats them while the cache is read
     cache = ledger.cached_files(plain=True)
     new_tuple = tuple.__new__
-    for name, stat in _stats(within, names):
+    for name, stat in parsing.stats_of(within, names, elsewhere):
         rel = base + name
         row = cache.pop(rel, None)  # what is left in the cache at the end is stale
         if stat is None:
             continue
-        if row is not None and row[1] == stat.st_size and row[2] == stat.st_mtime_ns:
+        size, mtime = stat
+        if row is not None and row[1] == size and row[2] == mtime:
             # _entry_from_cache(row), inline: this line runs once per item on every list
             deps = row[6]
             if not deps or deps == "[]":
@@ -164,7 +166,7 @@ def catalogue(project: Project, ledger: Ledger) -> dict[str, Entry]:
                                                    bool(row[8]), bool(row[9]), row[10] or "", row[11] or "", row[12]))
             continue
         entries[name[:-3]] = _CHANGED  # its place in the order, filled by _refresh
-        changed.append((name, stat.st_size, stat.st_mtime_ns, row))
+        changed.append((name, size, mtime, row))
     _refresh(folder, base, prefix, changed, entries, ledger)
     ledger.store_files([], list(cache))
     return entries
@@ -197,31 +199,6 @@ def _refresh(folder: str, base: str, prefix: str, changed: list[tuple[str, int, 
             ledger.store_files(fresh)
             fresh = []
     ledger.store_files(fresh)
-
-
-# Names are statted this many at a time: one map in C each, without holding every stat at once.
-STAT_CHUNK = 1000
-
-
-def _stats(within: str, names: list[str]) -> Iterator[tuple[str, os.stat_result | None]]:
-    for at in range(0, len(names), STAT_CHUNK):
-        part = names[at:at + STAT_CHUNK]
-        yield from zip(part, stat_all([within + name for name in part]))
-
-
-def stat_all(paths: list[str]) -> list[os.stat_result | None]:
-    """os.stat of each path, None for one that is gone (FileNotFoundError)."""
-    try:
-        return list(map(os.stat, paths))  # the common case, one loop in C
-    except FileNotFoundError:
-        pass
-    found: list[os.stat_result | None] = []
-    for path in paths:
-        try:
-            found.append(os.stat(path))
-        except FileNotFoundError:
-            found.append(None)
-    return found
 
 
 def sorted_names(names: list[str], prefix: str) -> list[str]:

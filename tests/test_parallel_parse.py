@@ -10,8 +10,9 @@ import pytest
 
 from helpers import HOSTILE_FRONTMATTER, ledger_tables, run
 
-PARALLEL = {"DROVER_PARALLEL_PARSE_AT": "1"}
-SERIAL = {"DROVER_PARALLEL_PARSE_AT": "1000000"}
+# forked: parse workers and the stat child at once; here: every file read and statted in-process
+PARALLEL = {"DROVER_PARALLEL_PARSE_AT": "1", "DROVER_STAT_CHILD_AT": "1"}
+SERIAL = {"DROVER_PARALLEL_PARSE_AT": "1000000", "DROVER_STAT_CHILD_AT": "1000000"}
 
 
 def item(item_id: str, front: str, body: str = "## Requirements\n\n- x\n") -> str:
@@ -150,3 +151,37 @@ def test_the_kept_json_encoder_writes_what_json_dumps_writes():
     # a failed call leaves no mark behind that would call the next value circular
     assert parsing._json({"inner": {"d": "2026-01-02"}}) == '{"inner": {"d": "2026-01-02"}}'
     assert parsing._json(values[0]) == json.dumps(values[0])
+
+
+def test_the_stat_child_gives_what_stat_here_gives(tmp_path, monkeypatch):
+    from drover import parsing
+
+    for number in range(1, 40):
+        (tmp_path / f"D-{number}.md").write_text("x" * number)
+    names = sorted(os.listdir(tmp_path)) + ["D-404.md"]  # one gone since the listing
+    within = str(tmp_path) + os.sep
+    here = list(parsing.stats_here(within, names))
+    assert here[-1] == ("D-404.md", None) and here[0][1][0] == len("x")
+    monkeypatch.setenv("DROVER_STAT_CHILD_AT", "1")
+    child = parsing.stat_elsewhere(within, names)
+    assert child is not None  # forked: the pairs below came through its pipe
+    assert list(parsing.stats_of(within, names, child)) == here
+    monkeypatch.setenv("DROVER_STAT_CHILD_AT", "1000")
+    assert parsing.stat_elsewhere(within, names) is None  # too few names to fork for
+
+
+def test_a_stat_child_that_fails_leaves_the_stats_to_the_parent(tmp_path):
+    from drover import parsing
+
+    (tmp_path / "D-1.md").write_text("one")
+    within, names = str(tmp_path) + os.sep, ["D-1.md"]
+    for sends in (b"", b"not marshal", None):
+        read_end, write_end = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # a child that sends nothing, garbage, or dies by a signal
+            if sends is None:
+                os.kill(os.getpid(), 9)
+            os.write(write_end, sends)
+            os._exit(1 if not sends else 0)
+        os.close(write_end)
+        assert list(parsing.stats_of(within, names, (read_end, pid))) == list(parsing.stats_here(within, names))
