@@ -129,6 +129,21 @@ def _forking(count: int, variable: str, default: int) -> bool:
     return threading is None or threading.active_count() == 1
 
 
+def _forked_with_pipe() -> tuple[int, int, int] | None:
+    """A pipe and a fork: (read end, write end, pid: 0 in the child); None when either failed."""
+    try:
+        read_end, write_end = os.pipe()
+    except OSError:
+        return None
+    try:
+        pid = os.fork()
+    except OSError:
+        os.close(read_end)
+        os.close(write_end)
+        return None
+    return read_end, write_end, pid
+
+
 def _workers(count: int) -> int:
     """How many worker processes to parse `count` changed files in; 0 or 1: parse here."""
     if not _forking(count, "DROVER_PARALLEL_PARSE_AT", PARALLEL_AT):
@@ -227,16 +242,10 @@ class _Reader:
 def _fork(within: str, prefix: str, jobs: Sequence[tuple[str, str | None]], starts: range, size: int,
           inherited: list[int]) -> _Reader | None:
     """Start one worker on the chunks at `starts`; None when no process can be forked."""
-    try:
-        read_end, write_end = os.pipe()
-    except OSError:
+    forked = _forked_with_pipe()
+    if forked is None:
         return None
-    try:
-        pid = os.fork()
-    except OSError:
-        os.close(read_end)
-        os.close(write_end)
-        return None
+    read_end, write_end, pid = forked
     if pid == 0:  # the worker: never returns
         status = 1
         try:
@@ -308,16 +317,10 @@ def stat_elsewhere(within: str, names: list[str]) -> tuple[int, int] | None:
     """
     if not _forking(len(names), "DROVER_STAT_CHILD_AT", STAT_CHILD_AT):
         return None
-    try:
-        read_end, write_end = os.pipe()
-    except OSError:
+    forked = _forked_with_pipe()
+    if forked is None:
         return None
-    try:
-        pid = os.fork()
-    except OSError:
-        os.close(read_end)
-        os.close(write_end)
-        return None
+    read_end, write_end, pid = forked
     if pid == 0:
         code = 1
         try:
