@@ -83,25 +83,16 @@ class AuditProvenance:
     weak: bool = True
 
 
-def _entry_from_file(folder: str, name: str, rel: str, prefix: str, data: bytes | None = None) -> Entry:
-    return _entry_from_fields(parsing.fields(os.path.join(folder, name), name, prefix, data), rel)
-
-
 def _entry_from_fields(found: parsing.Fields | tuple[Any, ...], rel: str) -> Entry:
     """An entry from what parsing gives of a file (parsing.Fields, perhaps with its digest after)."""
     return Entry(found[0], rel, found[1], found[2], found[3], found[5], found[6], found[7], found[8], found[9],
                  found[10])
 
 
-def _cache_row(entry: Entry, stat: os.stat_result, digest: str | None = None) -> tuple[Any, ...]:
-    """The item_files row (Ledger.CACHE_COLUMNS) for an entry parsed from a file with this stat and digest."""
-    return (entry.rel, stat.st_size, stat.st_mtime_ns, entry.id, entry.title, entry.kind, json.dumps(list(entry.deps)),
-            entry.meta_json, int(entry.outstanding), int(entry.cleared), entry.unreadable, entry.detail, entry.line,
-            digest)
-
-
-_digest = parsing.digest
-_read = parsing.read
+def _cache_row(rel: str, size: int, mtime: int, found: parsing.Fields | tuple[Any, ...],
+               digest: str | None) -> tuple[Any, ...]:
+    """The item_files row (Ledger.CACHE_COLUMNS) for what parsing gives of a file of this size and mtime."""
+    return (rel, size, mtime, *found[:3], *found[4:6], int(found[6]), int(found[7]), *found[8:11], digest)
 
 
 def _entry_from_cache(row: Any) -> Entry:
@@ -194,7 +185,7 @@ def _refresh(folder: str, base: str, prefix: str, changed: list[tuple[str, int, 
         else:
             rel = base + name
             entries[name[:-3]] = _entry_from_fields(found, rel)
-            fresh.append((rel, size, mtime, *found[:3], *found[4:6], int(found[6]), int(found[7]), *found[8:]))
+            fresh.append(_cache_row(rel, size, mtime, found, found[11]))
         if len(fresh) >= CACHE_BATCH:
             ledger.store_files(fresh)
             fresh = []
@@ -232,10 +223,11 @@ def entry(project: Project, ledger: Ledger, item_id: str) -> Entry:
     row = ledger.cached_files_for([rel]).get(rel)
     if row and row[1] == stat.st_size and row[2] == stat.st_mtime_ns:
         return _entry_from_cache(row)
-    data = _read(str(path))
-    found = _entry_from_file(str(path.parent), path.name, rel, project.config.prefix, data)
-    ledger.store_files([_cache_row(found, stat, None if data is None else _digest(data))])
-    return found
+    data = parsing.read(str(path))
+    found = parsing.fields(str(path), path.name, project.config.prefix, data)
+    digest = None if data is None else parsing.digest(data)
+    ledger.store_files([_cache_row(rel, stat.st_size, stat.st_mtime_ns, found, digest)])
+    return _entry_from_fields(found, rel)
 
 
 def entries_for(project: Project, ledger: Ledger, item_ids: Iterable[str]) -> dict[str, Entry]:
@@ -256,8 +248,9 @@ def entries_for(project: Project, ledger: Ledger, item_ids: Iterable[str]) -> di
         if row and row[1] == stat.st_size and row[2] == stat.st_mtime_ns:
             found[item_id] = _entry_from_cache(row)
         else:
-            found[item_id] = _entry_from_file(str(path.parent), path.name, rel, project.config.prefix)
-            fresh.append(_cache_row(found[item_id], stat))
+            fields = parsing.fields(str(path), path.name, project.config.prefix)
+            found[item_id] = _entry_from_fields(fields, rel)
+            fresh.append(_cache_row(rel, stat.st_size, stat.st_mtime_ns, fields, None))
     ledger.store_files(fresh)
     return found
 
