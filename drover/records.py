@@ -8,14 +8,22 @@ decorator does the field work with its generators off, then one compile makes th
 it makes is what the standard one makes: the same signature, repr text, equality, hash and
 frozen errors; `fields`, `replace` and `is_dataclass` work unchanged. An option or field feature this module does not copy goes to the standard one.
 Modules import it as `dataclass` at run time and the standard one for the type checker.
+
+Compiling the `__init__`s was still about 13 ms of a `prompt` (TemplateData's alone about 1 ms):
+their code objects are kept between processes in `$XDG_CACHE_HOME/drover/records-*.marshal`,
+keyed on their whole source text, so a process compiles only a source it has not met
+(docs/decisions.md). A cache that cannot be read or written only means compiling.
 """
 from __future__ import annotations
 
 import dataclasses
 import inspect
+import marshal
 import operator
+import os
 import reprlib
 import sys
+from types import CodeType
 from typing import Any, Callable, TypeVar, dataclass_transform, overload
 
 _T = TypeVar("_T", bound=type)
@@ -95,7 +103,7 @@ def _add_methods(cls: type, fields: tuple[dataclasses.Field[Any], ...], frozen: 
             value = name
         body.append(f"  _object.__setattr__(self, {name!r}, {value})" if frozen else
                     f"  self.{name} = {value}")
-    exec("\n".join([f"def __init__({', '.join(params)}):", *(body or ["  pass"])]), scope)  # noqa: S102
+    exec(compiled("\n".join([f"def __init__({', '.join(params)}):", *(body or ["  pass"])])), scope)  # noqa: S102
     init = scope["__init__"]
     init.__qualname__ = f"{cls.__qualname__}.__init__"
     init.__annotations__ = {field.name: field.type for field in fields} | {"return": None}
@@ -153,3 +161,70 @@ def _frozen(cls: type, names: tuple[str, ...]) -> dict[str, Any]:
             raise dataclasses.FrozenInstanceError(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)  # type: ignore[arg-type]
     return {"__hash__": __hash__, "__setattr__": __setattr__, "__delattr__": __delattr__}
+
+
+# --- compiled sources kept between processes -------------------------------------------------
+
+_codes: dict[str, CodeType] | None = None  # source -> code, as read from the cache file
+_read = False
+_met: dict[str, CodeType] = {}  # the sources this process compiled or used
+
+
+def compiled(source: str) -> CodeType:
+    """`compile(source, "<string>", "exec")`, from the cache file when it holds this very source."""
+    global _codes, _read
+    if not _read:
+        _read = True
+        _codes = _read_codes()
+        if _codes is not None:
+            import atexit
+
+            atexit.register(_keep_codes)
+    code = _codes.get(source) if _codes is not None else None
+    if code is None:
+        code = compile(source, "<string>", "exec")
+    _met[source] = code
+    return code
+
+
+def code_cache() -> str | None:
+    """The cache file of this drover and this Python, or None when caches are off."""
+    if os.environ.get("DROVER_NO_CACHE"):
+        return None
+    from . import __version__
+
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "drover", f"records-{__version__}-{sys.implementation.cache_tag}.marshal")
+
+
+def _read_codes() -> dict[str, CodeType] | None:
+    path = code_cache()
+    if path is None:
+        return None
+    try:
+        with open(path, "rb") as handle:
+            kept = marshal.loads(handle.read())
+        python, codes = kept
+        if python == sys.version and isinstance(codes, dict) and \
+                all(type(key) is str and type(code) is CodeType for key, code in codes.items()):
+            return codes
+    except (OSError, EOFError, ValueError, TypeError):
+        pass  # missing, truncated or not this Python's: compile, and write it anew
+    return {}
+
+
+def _keep_codes() -> None:
+    """Write the cache file at exit when this process met a source it did not hold (atomically)."""
+    path = code_cache()
+    if path is None or _codes is None or all(source in _codes for source in _met):
+        return
+    # every source met now, with those kept for other commands (a few hundred at most)
+    codes = {**(_codes if len(_codes) < 1000 else {}), **_met}
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        partial = f"{path}.{os.getpid()}"
+        with open(partial, "wb") as handle:
+            handle.write(marshal.dumps((sys.version, codes)))
+        os.replace(partial, path)
+    except OSError:
+        pass  # an unwritable cache costs only the speed

@@ -12,19 +12,21 @@
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import Finding
 from ..textviews import use_color
 from ..vocabulary import BRANCH_SLOT, SLOTS
-from .check import (
-    check_templates,
-    diff_stale,
-    diff_unified,
-    sample_data,
-    schema_prompts,
-    stale_overrides,
-)
+
+if TYPE_CHECKING:
+    from .check import (
+        check_templates,
+        diff_stale,
+        diff_unified,
+        sample_data,
+        schema_prompts,
+        stale_overrides,
+    )
 from .env import (
     BUILTIN_FOLDER,
     base_hash,
@@ -56,9 +58,12 @@ from .render import (
     render_branch,
 )
 
-# history.py is loaded on first use, so `python -m drover.templates.history` runs it fresh.
+# history.py is loaded on first use, so `python -m drover.templates.history` runs it fresh; check.py
+# (`drover check`, the --diff views, `schema --prompts`) too, so a prompt does not load it.
 _HISTORY_NAMES = frozenset({"HISTORY_FILE", "current_defaults", "history_path", "load_history", "missing_history",
                             "record_history"})
+_CHECK_NAMES = frozenset({"check_templates", "diff_stale", "diff_unified", "sample_data", "schema_prompts",
+                          "stale_overrides"})
 
 
 def __getattr__(name: str) -> Any:
@@ -68,6 +73,8 @@ def __getattr__(name: str) -> Any:
         return importlib.import_module(".history", __name__)
     if name in _HISTORY_NAMES:
         return getattr(importlib.import_module(".history", __name__), name)
+    if name in _CHECK_NAMES:
+        return getattr(importlib.import_module(".check", __name__), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
