@@ -7,7 +7,6 @@ builder can all use it.
 """
 from __future__ import annotations
 
-import textwrap
 from dataclasses import field, fields
 from typing import Any
 
@@ -69,6 +68,8 @@ class Destination:
         """This destination as one paragraph, every line indented by `indent` spaces."""
         pad = " " * int(indent)
         text = f"{self.Token}: {self.Where}. For {self.Found}. Do: {self.Do}"
+        import textwrap
+
         return textwrap.fill(text, width=88, initial_indent=pad, subsequent_indent=pad + "  ",
                              break_on_hyphens=False, break_long_words=False)
 

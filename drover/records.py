@@ -16,6 +16,7 @@ keyed on their whole source text, so a process compiles only a source it has not
 """
 from __future__ import annotations
 
+import abc
 import dataclasses
 import inspect
 import marshal
@@ -23,7 +24,7 @@ import operator
 import os
 import reprlib
 import sys
-from types import CodeType
+from types import CodeType, MemberDescriptorType
 from typing import Any, Callable, TypeVar, dataclass_transform, overload
 
 _T = TypeVar("_T", bound=type)
@@ -43,6 +44,8 @@ class _Factory:
 
 
 _FACTORY = _Factory()
+_FIELD = dataclasses._FIELD  # type: ignore[attr-defined]
+_PARAMS = dataclasses._DataclassParams  # type: ignore[attr-defined]
 
 
 @overload
@@ -60,7 +63,8 @@ def dataclass(cls: type | None = None, /, *, frozen: bool = False, slots: bool =
         undocumented = not cls.__doc__
         if undocumented:  # its text comes from __init__'s signature, once that is made below
             cls.__doc__ = "-"
-        made: type = dataclasses.dataclass(cls, init=False, repr=False, eq=False, slots=slots)
+        made: type = _fields_made(cls, slots) or dataclasses.dataclass(cls, init=False, repr=False, eq=False,
+                                                                        slots=slots)
         fields = dataclasses.fields(made)
         if not all(_plain(field) for field in fields) or \
                 any(name in made.__dict__ for name in ("__repr__", "__eq__", "__hash__")):
@@ -77,6 +81,47 @@ def dataclass(cls: type | None = None, /, *, frozen: bool = False, slots: bool =
             setattr(made, "__setstate__", dataclasses._dataclass_setstate)  # type: ignore[attr-defined]
         return made
     return wrap if cls is None else wrap(cls)
+
+
+def _fields_made(cls: type, slots: bool) -> type | None:
+    """What `dataclasses.dataclass(cls, init=False, repr=False, eq=False, slots=slots)` makes of a plain
+    class (no dataclass base, no ClassVar, InitVar or KW_ONLY annotation), without its per-field
+    checks of each annotation's text (a sixth of a prompt's import time); None for any other class."""
+    annotations = cls.__dict__.get("__annotations__", {})
+    if any(getattr(base, "__dataclass_fields__", None) is not None for base in cls.__mro__[1:]) or \
+            any(not isinstance(kind, str) or "Var" in kind or "KW_ONLY" in kind for kind in annotations.values()):
+        return None
+    made: dict[str, dataclasses.Field[Any]] = {}
+    for name, kind in annotations.items():  # as dataclasses._get_field makes each field
+        default = getattr(cls, name, dataclasses.MISSING)
+        if isinstance(default, dataclasses.Field):
+            field = default
+        else:
+            if isinstance(default, MemberDescriptorType):
+                default = dataclasses.MISSING  # a __slots__ entry: no default
+            field = dataclasses.field(default=default)
+        field.name = name
+        field.type = kind
+        field._field_type = _FIELD  # type: ignore[attr-defined]
+        if field.kw_only is dataclasses.MISSING:
+            field.kw_only = False
+        if field.default.__class__.__hash__ is None:
+            return None  # a mutable default: the standard decorator says so
+        made[name] = field
+    for name, field in made.items():
+        if isinstance(cls.__dict__.get(name), dataclasses.Field):
+            if field.default is dataclasses.MISSING:
+                delattr(cls, name)
+            else:
+                setattr(cls, name, field.default)
+    if any(isinstance(value, dataclasses.Field) and name not in annotations for name, value in cls.__dict__.items()):
+        return None  # a field without an annotation: the standard decorator says so
+    cls.__dataclass_params__ = _PARAMS(False, False, False, False, False, False)  # type: ignore[attr-defined]
+    cls.__dataclass_fields__ = made  # type: ignore[attr-defined]
+    if "__match_args__" not in cls.__dict__:
+        cls.__match_args__ = tuple(made)  # type: ignore[attr-defined]
+    abc.update_abstractmethods(cls)
+    return dataclasses._add_slots(cls, False, False) if slots else cls  # type: ignore[attr-defined, no-any-return]
 
 
 def _plain(field: dataclasses.Field[Any]) -> bool:
