@@ -19,6 +19,7 @@ from ..textviews import use_color
 from ..vocabulary import BRANCH_SLOT, SLOTS
 
 if TYPE_CHECKING:
+    from .fieldcheck import STANDARD_KEYS, field_problems, key_problems, unknown_field_error
     from .check import (
         check_templates,
         diff_stale,
@@ -38,7 +39,6 @@ from .env import (
     environment,
     find_blocks,
 )
-from .fieldcheck import STANDARD_KEYS, field_problems, key_problems, unknown_field_error
 from .overrides import (
     INLINE,
     REPO_TEMPLATES_ENV,
@@ -59,11 +59,13 @@ from .render import (
 )
 
 # history.py is loaded on first use, so `python -m drover.templates.history` runs it fresh; check.py
-# (`drover check`, the --diff views, `schema --prompts`) too, so a prompt does not load it.
+# (`drover check`, the --diff views, `schema --prompts`) and fieldcheck.py (the static field walk of
+# a template other than the shipped ones) too, so a prompt on the shipped templates loads neither.
 _HISTORY_NAMES = frozenset({"HISTORY_FILE", "current_defaults", "history_path", "load_history", "missing_history",
                             "record_history"})
 _CHECK_NAMES = frozenset({"check_templates", "diff_stale", "diff_unified", "sample_data", "schema_prompts",
                           "stale_overrides"})
+_FIELDCHECK_NAMES = frozenset({"STANDARD_KEYS", "field_problems", "key_problems", "unknown_field_error"})
 
 
 def __getattr__(name: str) -> Any:
@@ -75,6 +77,8 @@ def __getattr__(name: str) -> Any:
         return getattr(importlib.import_module(".history", __name__), name)
     if name in _CHECK_NAMES:
         return getattr(importlib.import_module(".check", __name__), name)
+    if name in _FIELDCHECK_NAMES:
+        return getattr(importlib.import_module(".fieldcheck", __name__), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

@@ -24,7 +24,6 @@ from .env import (
     compile_template,
     sha256,
 )
-from .fieldcheck import field_problems, unknown_field_error
 from .gosyntax import go_syntax_error
 from .overrides import (
     Source,
@@ -102,6 +101,8 @@ def prepare(slot: str, source: Source) -> Prepared:
         # skipping the static walk here keeps it off every prompt's path.
         text = builtin_source(slot)
         return Prepared(builtin_template(slot), text, {}, source.warnings, displays)
+    from .fieldcheck import field_problems  # here: a prompt on the shipped templates walks no fields
+
     override = parse_override(source.text, slot, source.display)
     _raise_first(field_problems(source.text, source.display))
     displays[source.display] = source.display
@@ -163,6 +164,8 @@ def render_template(template: jinja2.Template, data: TemplateData, displays: dic
         path, line = _location(exc, displays)
         match = re.fullmatch(r"'(\w+)' is undefined", str(exc))
         if match:
+            from .fieldcheck import unknown_field_error
+
             raise unknown_field_error(match.group(1), path, line) from None
         raise TemplateError(str(exc), path=path, line=line) from None
     except jinja_errors.TemplateSyntaxError as exc:
@@ -216,6 +219,8 @@ def render_branch(data: TemplateData, template: str, display: str = BRANCH_DISPL
     if go is not None:
         raise go
     if template != Config.branch:  # the shipped default is walked by the test suite, as the built-ins are
+        from .fieldcheck import field_problems
+
         _raise_first(field_problems(template, display))
     compiled = compile_template(template, display)
     branch_data = dataclasses.replace(data, Branch="", **_TRACKER_EMPTY)
