@@ -5,7 +5,11 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import inspect
+import marshal
+import os
 import pickle
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -122,3 +126,120 @@ def test_every_drover_record_matches_the_standard_decorator():
         assert repr(kind(**values)) == repr(standard(**values)), kind
         assert kind(**values) == kind(**values), kind
         assert _outcome(lambda: hash(kind(**values))) == _outcome(lambda: hash(standard(**values))), kind
+
+
+# --- the field work of a plain class, against the standard decorator's ------------------------
+
+class _Base:
+    inherited: int = 7  # a plain base's attribute is a field's default, as dataclasses reads it
+
+
+def _field_facts(kind: type) -> dict[str, Any]:
+    """What dataclasses keeps of a class: each field's every attribute, the params, the defaults."""
+    facts = {name: (f.name, f.type, f.default, f.default_factory, f.init, f.repr, f.hash, f.compare,
+                    dict(f.metadata), f.kw_only, f._field_type)
+             for name, f in kind.__dataclass_fields__.items()}
+    return {"fields": facts, "params": repr(kind.__dataclass_params__), "match": kind.__match_args__,
+            "defaults": {name: repr(kind.__dict__.get(name, "absent")) for name in facts},  # a slot by its repr
+            "slots": kind.__dict__.get("__slots__"), "abstract": getattr(kind, "__abstractmethods__", None)}
+
+
+def _samples() -> list[Any]:
+    """Class bodies: plain, with factories, metadata, a plain base, a ClassVar, and the refused ones."""
+    def plain() -> type:
+        class Plain:
+            count: int
+            name: str = "x"
+            extra: dict[str, Any] = dataclasses.field(default_factory=dict)
+            noted: int = dataclasses.field(default=3, metadata={"table": "run"})
+        return Plain
+
+    def based() -> type:
+        class Based(_Base):
+            inherited: int
+            own: str = "y"
+        return Based
+
+    def with_classvar() -> type:
+        class WithClassVar:
+            count: int
+            limit: "typing.ClassVar[int]" = 3  # noqa: F821 - a string annotation, never evaluated
+        return WithClassVar
+
+    def mutable() -> type:
+        class Mutable:
+            tags: list[str] = []  # noqa: RUF012 - the mistake the decorator refuses
+        return Mutable
+
+    def unannotated() -> type:
+        class Unannotated:
+            count: int
+            loose = dataclasses.field(default=1)
+        return Unannotated
+
+    return [plain, based, with_classvar, mutable, unannotated]
+
+
+@pytest.mark.parametrize("slots", [False, True])
+@pytest.mark.parametrize("body", _samples(), ids=lambda body: body.__name__)
+def test_the_field_work_is_the_standard_decorators(body, slots):
+    def made(through: Any) -> Any:
+        return _outcome(lambda: _field_facts(through(body())))
+
+    standard = made(lambda cls: dataclasses.dataclass(cls, init=False, repr=False, eq=False, slots=slots))
+    fast = made(lambda cls: records._fields_made(cls, slots) or
+                dataclasses.dataclass(cls, init=False, repr=False, eq=False, slots=slots))
+    assert fast == standard
+    if body.__name__ in ("plain", "based"):
+        assert records._fields_made(body(), slots) is not None  # the fast path took these
+
+
+# --- compiled __init__ code kept between processes ----------------------------------------------
+
+_IMPORT_RECORDS = (
+    "import drover.fields, drover.rows, drover.config, drover.records as r; "
+    "print(sum(source not in (r._codes or {}) for source in r._met), len(r._met))"
+)
+
+
+def _compiles(env: dict[str, str]) -> tuple[int, int]:
+    """(sources compiled, sources met) by a fresh interpreter importing record-heavy modules."""
+    done = subprocess.run([sys.executable, "-c", _IMPORT_RECORDS], env=env, capture_output=True, text=True,
+                          check=True)
+    compiled, met = done.stdout.split()
+    return int(compiled), int(met)
+
+
+def test_kept_init_code_is_what_compiling_its_source_gives(tmp_path):
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path)}
+    env.pop("DROVER_NO_CACHE", None)
+    compiled, met = _compiles(env)
+    assert compiled == met > 20  # nothing kept yet: every source compiled, then written
+    (path,) = (tmp_path / "drover").glob("records-*.marshal")
+    python, codes = marshal.loads(path.read_bytes())
+    assert python == sys.version and len(codes) == met
+    for source, code in codes.items():
+        assert code == compile(source, "<string>", "exec"), source
+    written = path.stat()
+    assert _compiles(env) == (0, met)  # the next process compiles nothing
+    after = path.stat()  # and, having met nothing new, writes nothing
+    assert (after.st_ino, after.st_mtime_ns) == (written.st_ino, written.st_mtime_ns)
+
+
+@pytest.mark.parametrize("damage", [b"", b"not marshal", marshal.dumps(("3.0.0", {})),
+                                    marshal.dumps((sys.version, {"def f(): pass": "not code"})),
+                                    marshal.dumps([1, 2, 3])])
+def test_a_damaged_code_cache_is_compiled_again_and_replaced(tmp_path, damage):
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path)}
+    env.pop("DROVER_NO_CACHE", None)
+    _, met = _compiles(env)
+    (path,) = (tmp_path / "drover").glob("records-*.marshal")
+    path.write_bytes(damage)
+    assert _compiles(env) == (met, met)
+    assert _compiles(env) == (0, met)
+
+
+def test_no_code_cache_when_caches_are_off(tmp_path):
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path), "DROVER_NO_CACHE": "1"}
+    assert _compiles(env)[0] > 20
+    assert not (tmp_path / "drover").exists()
