@@ -46,6 +46,8 @@ class _Factory:
 _FACTORY = _Factory()
 _FIELD = dataclasses._FIELD  # type: ignore[attr-defined]
 _PARAMS = dataclasses._DataclassParams  # type: ignore[attr-defined]
+# _fields_made copies 3.11's field work (3.12's params take ten arguments; 3.13 goes standard anyway)
+_OWN_FIELDS = sys.version_info[:2] == (3, 11)
 
 
 @overload
@@ -88,7 +90,7 @@ def _fields_made(cls: type, slots: bool) -> type | None:
     class (no dataclass base, no ClassVar, InitVar or KW_ONLY annotation), without its per-field
     checks of each annotation's text (a sixth of a prompt's import time); None for any other class."""
     annotations = cls.__dict__.get("__annotations__", {})
-    if any(getattr(base, "__dataclass_fields__", None) is not None for base in cls.__mro__[1:]) or \
+    if not _OWN_FIELDS or any(getattr(base, "__dataclass_fields__", None) is not None for base in cls.__mro__[1:]) or \
             any(not isinstance(kind, str) or "Var" in kind or "KW_ONLY" in kind for kind in annotations.values()):
         return None
     made: dict[str, dataclasses.Field[Any]] = {}
@@ -99,7 +101,7 @@ def _fields_made(cls: type, slots: bool) -> type | None:
         else:
             if isinstance(default, MemberDescriptorType):
                 default = dataclasses.MISSING  # a __slots__ entry: no default
-            field = dataclasses.field(default=default)
+            field = dataclasses.field(default=default)  # type: ignore[arg-type]
         field.name = name
         field.type = kind
         field._field_type = _FIELD  # type: ignore[attr-defined]
@@ -109,7 +111,7 @@ def _fields_made(cls: type, slots: bool) -> type | None:
             return None  # a mutable default: the standard decorator says so
         made[name] = field
     for name, field in made.items():
-        if isinstance(cls.__dict__.get(name), dataclasses.Field):
+        if isinstance(getattr(cls, name, None), dataclasses.Field):
             if field.default is dataclasses.MISSING:
                 delattr(cls, name)
             else:
@@ -119,9 +121,9 @@ def _fields_made(cls: type, slots: bool) -> type | None:
     cls.__dataclass_params__ = _PARAMS(False, False, False, False, False, False)  # type: ignore[attr-defined]
     cls.__dataclass_fields__ = made  # type: ignore[attr-defined]
     if "__match_args__" not in cls.__dict__:
-        cls.__match_args__ = tuple(made)  # type: ignore[attr-defined]
+        setattr(cls, "__match_args__", tuple(made))
     abc.update_abstractmethods(cls)
-    return dataclasses._add_slots(cls, False, False) if slots else cls  # type: ignore[attr-defined, no-any-return]
+    return dataclasses._add_slots(cls, False, False) if slots else cls  # type: ignore[attr-defined]
 
 
 def _plain(field: dataclasses.Field[Any]) -> bool:

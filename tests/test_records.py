@@ -190,7 +190,7 @@ def test_the_field_work_is_the_standard_decorators(body, slots):
     fast = made(lambda cls: records._fields_made(cls, slots) or
                 dataclasses.dataclass(cls, init=False, repr=False, eq=False, slots=slots))
     assert fast == standard
-    if body.__name__ in ("plain", "based"):
+    if body.__name__ in ("plain", "based") and records._OWN_FIELDS:
         assert records._fields_made(body(), slots) is not None  # the fast path took these
 
 
@@ -210,6 +210,7 @@ def _compiles(env: dict[str, str]) -> tuple[int, int]:
     return int(compiled), int(met)
 
 
+@pytest.mark.skipif(records.ONE_COMPILE, reason="from Python 3.13 every class goes to the standard decorator")
 def test_kept_init_code_is_what_compiling_its_source_gives(tmp_path):
     env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path)}
     env.pop("DROVER_NO_CACHE", None)
@@ -226,6 +227,7 @@ def test_kept_init_code_is_what_compiling_its_source_gives(tmp_path):
     assert (after.st_ino, after.st_mtime_ns) == (written.st_ino, written.st_mtime_ns)
 
 
+@pytest.mark.skipif(records.ONE_COMPILE, reason="from Python 3.13 every class goes to the standard decorator")
 @pytest.mark.parametrize("damage", [b"", b"not marshal", marshal.dumps(("3.0.0", {})),
                                     marshal.dumps((sys.version, {"def f(): pass": "not code"})),
                                     marshal.dumps([1, 2, 3])])
@@ -239,6 +241,7 @@ def test_a_damaged_code_cache_is_compiled_again_and_replaced(tmp_path, damage):
     assert _compiles(env) == (0, met)
 
 
+@pytest.mark.skipif(records.ONE_COMPILE, reason="from Python 3.13 every class goes to the standard decorator")
 def test_no_code_cache_when_caches_are_off(tmp_path):
     env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path), "DROVER_NO_CACHE": "1"}
     assert _compiles(env)[0] > 20
