@@ -9,6 +9,9 @@ import sys
 # The commands fastpath.py can run without click (their plain forms only).
 FAST = ("show", "prompt", "request-changes", "audit", "new")
 
+# Whether main paused the cyclic garbage collector (until collect_again).
+paused = False
+
 
 def main() -> None:
     argv = sys.argv[1:]
@@ -20,10 +23,34 @@ def main() -> None:
             sys.stdout.write(text)
             return
     elif argv and argv[0] in FAST:
+        import gc
+
+        # The imports and one item's reading make no cyclic garbage worth a pass, and the
+        # collector's passes over every module's objects were a tenth of a prompt; a render turns
+        # it back on (collect_again), so what a template makes is collected as always.
+        global paused
+        paused = gc.isenabled()
+        gc.disable()
         from .fastpath import run
 
-        if run(argv):
-            return
+        try:
+            if run(argv):
+                return
+        finally:
+            gc.freeze()  # what the command made lives until the exit, whose last pass then skips it
+        collect_again()
     from .cli import main as cli_main
 
     cli_main()
+
+
+def collect_again() -> None:
+    """Turn the collector main paused back on, the objects made so far set aside for good
+    (gc.freeze: they live as long as the process), so its passes skip them."""
+    global paused
+    if paused:
+        import gc
+
+        paused = False
+        gc.freeze()
+        gc.enable()

@@ -186,3 +186,44 @@ def test_the_highest_number_on_disk_reads_names_as_before(tmp_path):
     for name in ("D-2.md", "D-\u0663\u0663.md", "D-é.md"):  # Arabic-Indic 33: read name by name, as before
         (other / name).write_text("")
     assert _highest_on_disk(Project(other)) == 33
+
+
+def test_a_render_turns_the_collector_the_launcher_paused_back_on(monkeypatch):
+    import gc
+
+    from drover.fields import TemplateData
+    from drover.templates.env import compile_template
+    from drover.templates.render import render_template
+
+    monkeypatch.setattr(launch, "paused", True)
+    gc.disable()
+    try:
+        text = render_template(compile_template("{{ Id }}: {{ Title }}", "t"), TemplateData(Id="D-1", Title="x"), {})
+        assert text == "D-1: x"
+        assert gc.isenabled() and not launch.paused  # what a template makes is collected as always
+    finally:
+        gc.enable()
+        gc.unfreeze()
+
+
+@pytest.mark.parametrize("args", [["prompt", "D-2", "--slot", "implement"], ["show", "D-2"]])
+def test_a_single_item_command_runs_with_the_collector_paused_until_it_renders(project, args):
+    # what the process's collector was when the command's body ran, and when a template rendered
+    probe = ("import gc, sys; import drover.templates.render; from drover import fastpath, launch\n"
+             "r = sys.modules['drover.templates.render']\n"
+             "seen = []\n"
+             "body = fastpath.SPECS[sys.argv[1]].body\n"
+             "def wrapped(**kw): seen.append(('body', gc.isenabled())); body(**kw)\n"
+             "fastpath.SPECS[sys.argv[1]].body = wrapped\n"
+             "generate = r._generate\n"
+             "def spied(*a): out = generate(*a); seen.append(('render', gc.isenabled())); return out\n"
+             "r._generate = spied\n"
+             "sys.argv = ['drover', *sys.argv[1:]]\n"
+             "try:\n    launch.main()\nfinally:\n    print(sorted(set(seen)), file=sys.stderr)\n")
+    done = subprocess.run([sys.executable, "-c", probe, *args], cwd=project, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    seen = done.stderr.strip().splitlines()[-1]
+    if args[0] == "prompt":
+        assert seen == "[('body', False), ('render', True)]"
+    else:
+        assert seen == "[('body', False)]"

@@ -131,7 +131,10 @@ def _location(exc: BaseException, displays: dict[str, str]) -> tuple[str | None,
 
 
 def _generate(template: jinja2.Template, context: dict[str, Any]) -> str:
-    """Render within the time and output limits (limits.py)."""
+    """Render within the time and output limits (limits.py), the cyclic garbage collector on."""
+    from ..launch import collect_again
+
+    collect_again()  # a single-item command paused it for its imports
     limits.start()
     try:
         parts: list[str] = []
