@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
 import sys
 import time
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    import subprocess
+
     from .rows import Run
 
 PR_SET_CHILD_SUBREAPER = 36

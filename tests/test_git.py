@@ -388,3 +388,39 @@ def test_merge_that_would_overwrite_local_changes_fails_untouched(repo):
 def test_merge_of_a_missing_branch(repo):
     with pytest.raises(GitError, match="branch drover/nope does not exist"):
         dgit.merge(repo, "drover/nope", "main", "merge")
+
+
+def _both_ways(args: list[str], cwd: Path) -> tuple[object, object]:
+    """(what _stdout answers, what _run's exit status and stdout are): each value or its GitError."""
+    def outcome(read):
+        try:
+            return read()
+        except GitError as exc:
+            return ("GitError", str(exc))
+    return (outcome(lambda: dgit._stdout(args, cwd)),
+            outcome(lambda: (lambda done: (done.returncode, done.stdout))(dgit._run(args, cwd))))
+
+
+def test_the_spawned_git_answers_as_subprocess_does(repo, tmp_path, monkeypatch):
+    commit_file(repo, "a.txt", "a\n", "first")
+    git(repo, "config", "user.name", "Ünïcode\rName")  # not ASCII, and a carriage return to translate
+    (repo / "sub").mkdir()
+    (tmp_path / "file").write_text("x")
+    cases = [
+        (["rev-parse", "--path-format=absolute", "--git-common-dir"], repo / "sub"),
+        (["rev-parse", "--show-toplevel"], repo),
+        (["rev-parse", "--verify", "--quiet", "refs/heads/nope"], repo),  # fails: exit 1, no stdout
+        (["config", "user.name"], repo),
+        (["log", "--format=%B", "-1"], repo),
+        (["rev-parse", "--show-toplevel"], tmp_path),  # not a repository: exit 128
+        (["rev-parse", "HEAD"], tmp_path / "missing"),  # no such folder: _run's words
+        (["rev-parse", "HEAD"], tmp_path / "file"),  # not a folder
+    ]
+    for args, cwd in cases:
+        mine, theirs = _both_ways(args, cwd)
+        assert mine == theirs, (args, cwd)
+    assert dgit.user_name(repo) == "Ünïcode\nName"
+    monkeypatch.setenv("PATH", str(tmp_path))  # no git at all
+    mine, theirs = _both_ways(["rev-parse", "HEAD"], repo)
+    assert mine == theirs == ("GitError", "git is not installed")
+    assert dgit.rev_parse(repo, "HEAD") == ""

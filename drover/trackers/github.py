@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
@@ -136,6 +135,8 @@ class GitHubTracker:
 
     def _run(self, args: list[str], what: str) -> str:
         """gh's stdout; every way gh can fail becomes TrackerUnavailable naming the call."""
+        import subprocess  # here: a project whose tracker is not gh never loads it
+
         try:
             done = subprocess.run(
                 ["gh", *args],
