@@ -97,8 +97,12 @@ def test_a_cache_entry_that_cannot_be_replaced_is_ignored(cache):
 
 
 def test_the_shipped_branch_template_has_no_unknown_fields():
-    """render_branch skips the static field walk for the default [run] branch; this is where it runs."""
+    """render_branch skips the static field walk and the Go syntax check for the default [run]
+    branch; this is where they run."""
+    from drover.templates.gosyntax import go_syntax_error
+
     assert templates.field_problems(Config.branch, "drover.toml: [run] branch") == []
+    assert go_syntax_error(Config.branch, "drover.toml: [run] branch") is None
     assert templates.render_branch(TemplateData(Id="D-7"), Config().branch) == "drover/d-7"
 
 

@@ -25,7 +25,6 @@ from .env import (
     nearest,
     parse,
 )
-from .gosyntax import go_syntax_error
 
 REPO_TEMPLATES_ENV = "DROVER_REPO_TEMPLATES"
 INLINE = "--template"
@@ -100,6 +99,8 @@ def _only_blocks(tree: nodes.Template) -> bool:
 
 def override_problems(text: str, slot: str, display: str) -> tuple[Override | None, list[TemplateError]]:
     """Parse an override file; return it with every problem found (unknown, duplicate blocks)."""
+    from .gosyntax import go_syntax_error  # here: only an override's text is checked for Go syntax
+
     go = go_syntax_error(text, display)
     if go is not None:
         return None, [go]
