@@ -1,4 +1,4 @@
-"""The single-item commands without click: show, prompt, request-changes, audit and new.
+"""The single-item commands and list without click: show, prompt, request-changes, audit, new, list.
 
 Their bodies live here, and cli.py's click commands call them. launch.py first offers the
 command line to `run`: when it takes a plain form (the command's own options, each once, valid
@@ -12,7 +12,7 @@ import sys
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Iterator
 
-from .vocabulary import GUIDANCE_LEVELS, LEVELS, TEMPLATE_SLOTS
+from .vocabulary import GUIDANCE_LEVELS, LEVELS, LIST_STATES, TEMPLATE_SLOTS
 
 if TYPE_CHECKING:
     from .ledger import Ledger
@@ -139,6 +139,35 @@ def new(title: str | None, kind: str | None, deps: tuple[str, ...], finding: str
             echo(f"{item_id} {path}")
 
 
+def list_items(ready: bool, states: tuple[str, ...], as_json: bool, project: "Project | None" = None) -> None:
+    import gc
+
+    from .listing import is_ready, list_items as listed_items
+
+    gc.disable()  # a short process of tuples without cycles: collections found nothing and took a tenth
+    with opened(project) as (project, ledger):
+        listed = [row for row in listed_items(project, ledger)
+                  if (not ready or is_ready(row)) and (not states or row.state in states)]
+    if as_json:
+        from .reports import list_report
+
+        echo_json(list_report(listed))
+    elif listed:
+        from .textviews import list_lines
+
+        # one write: a write per line cost more than the listing at 50,000 items
+        echo("\n".join(list_lines(listed, colour=colour())))
+
+
+def colour() -> bool:
+    """Whether the output is coloured: `--color` (or its auto) under click, the fast path's auto else."""
+    if _color is None:
+        import click
+
+        return bool(click.get_current_context().color)
+    return _color
+
+
 def show(item_id: str, as_json: bool, project: "Project | None" = None) -> None:
     from .itemstate import show_item
     from .textviews import render_show
@@ -244,6 +273,8 @@ class Spec:
 
 
 SPECS: dict[str, Spec] = {
+    "list": Spec(list_items, (), 0, {"--state": Option("states", LIST_STATES, multiple=True)},
+                 {"--ready": "ready", "--json": "as_json"}),
     "show": Spec(show, ("item_id",), 1, {}, {"--json": "as_json"}),
     "audit": Spec(audit, ("item_id",), 1,
                   {"--level": Option("level", LEVELS), "--by": Option("by"), "--note": Option("note")}, {},
