@@ -10,9 +10,10 @@ import pytest
 
 from helpers import HOSTILE_FRONTMATTER, ledger_tables, run
 
-# forked: parse workers and the stat child at once; here: every file read and statted in-process
-PARALLEL = {"DROVER_PARALLEL_PARSE_AT": "1", "DROVER_STAT_CHILD_AT": "1"}
-SERIAL = {"DROVER_PARALLEL_PARSE_AT": "1000000", "DROVER_STAT_CHILD_AT": "1000000"}
+# forked: parse workers, the stat child and the ledger child at once; here: every file read and
+# statted, and the ledger read, in-process
+PARALLEL = {"DROVER_PARALLEL_PARSE_AT": "1", "DROVER_STAT_CHILD_AT": "1", "DROVER_LEDGER_CHILD_AT": "1"}
+SERIAL = {"DROVER_PARALLEL_PARSE_AT": "1000000", "DROVER_STAT_CHILD_AT": "1000000", "DROVER_LEDGER_CHILD_AT": "1000000"}
 
 
 def item(item_id: str, front: str, body: str = "## Requirements\n\n- x\n") -> str:
