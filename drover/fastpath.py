@@ -1,4 +1,5 @@
-"""The single-item commands and list without click: show, prompt, request-changes, audit, new, list.
+"""The single-item commands, list and check without click: show, prompt, request-changes, audit, new,
+list and a plain check.
 
 Their bodies live here, and cli.py's click commands call them. launch.py first offers the
 command line to `run`: when it takes a plain form (the command's own options, each once, valid
@@ -159,6 +160,31 @@ def list_items(ready: bool, states: tuple[str, ...], as_json: bool, project: "Pr
         echo("\n".join(list_lines(listed, colour=colour())))
 
 
+def check(as_json: bool, project: "Project | None" = None) -> None:
+    from .checks import run_check
+
+    with opened(project) as (project, ledger):
+        findings = run_check(project, ledger)
+    say_check(findings, as_json)
+
+
+def say_check(findings: list[Any], as_json: bool, *, diff: bool = False, out_err: bool = False) -> None:
+    """check's findings, one line each (a warning says so) or as JSON; exit 1 when one is an error.
+    With --diff the STALE OVERRIDE lines were the diff's headers; out_err: they go to stderr."""
+    failed = any(found.error for found in findings)
+    if as_json:
+        from .reports import check_report
+
+        echo_json(check_report(findings))
+        sys.exit(1 if failed else 0)
+    for found in findings:
+        if not (diff and found.message.startswith("STALE OVERRIDE ")):
+            echo(found.message if found.error else f"warning: {found.message}", err=out_err)
+    if not findings and not diff:
+        echo("no problems found")
+    sys.exit(1 if failed else 0)
+
+
 def colour() -> bool:
     """Whether the output is coloured: `--color` (or its auto) under click, the fast path's auto else."""
     if _color is None:
@@ -273,6 +299,8 @@ class Spec:
 
 
 SPECS: dict[str, Spec] = {
+    # --diff, --update and the rest are left to click
+    "check": Spec(check, (), 0, {}, {"--json": "as_json"}),
     "list": Spec(list_items, (), 0, {"--state": Option("states", LIST_STATES, multiple=True)},
                  {"--ready": "ready", "--json": "as_json"}),
     "show": Spec(show, ("item_id",), 1, {}, {"--json": "as_json"}),

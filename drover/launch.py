@@ -7,7 +7,7 @@ import os
 import sys
 
 # The commands fastpath.py can run without click (their plain forms only).
-FAST = ("show", "prompt", "request-changes", "audit", "new", "list")
+FAST = ("show", "prompt", "request-changes", "audit", "new", "list", "check")
 
 
 def main() -> None:
