@@ -17,29 +17,16 @@ if TYPE_CHECKING:
 FEW = 500
 
 
-def rounds_read(ledger: "Ledger") -> tuple[dict[str, int], dict[str, int]]:
-    """Every item's newest round number: of those whose rounds are all cleared, of the others.
-    What `check` reads of the rounds when a forked child reads them beside the catalogue."""
-    return ledger.newest_rounds(uncleared=False), ledger.newest_rounds(uncleared=True)
-
-
-def disagreements(project: "Project", ledger: "Ledger", entries: dict[str, "Entry"],
-                  rounds: tuple[dict[str, int], dict[str, int]] | None = None) -> list[str]:
-    """One line per item whose file and ledger tell different stories, with the command that repairs it.
-
-    `rounds`: what rounds_read gave, when it was read already (by a child, beside the catalogue).
-    """
+def disagreements(project: "Project", ledger: "Ledger", entries: dict[str, "Entry"]) -> list[str]:
+    """One line per item whose file and ledger tell different stories, with the command that repairs it."""
+    # Two reads of the rounds, each for the items one case can name: an outstanding Changes
+    # against rounds all cleared, a cleared one against an uncleared round (a summary of
+    # every item, 50,000 rows, cost more than the rest of this).
     readable = [(item_id, found) for item_id, found in entries.items() if not found.unreadable]
-    if rounds is not None:
-        all_cleared, some_open = rounds
-    else:
-        # Two reads of the rounds, each for the items one case can name: an outstanding Changes
-        # against rounds all cleared, a cleared one against an uncleared round (a summary of
-        # every item, 50,000 rows, cost more than the rest of this).
-        cleared_ids = [item_id for item_id, found in readable if found.cleared]
-        all_cleared = ledger.newest_rounds(uncleared=False) if any(found.outstanding for _, found in readable) else {}
-        some_open = (ledger.newest_rounds(uncleared=True, items=cleared_ids if len(cleared_ids) <= FEW else None)
-                     if cleared_ids else {})
+    cleared_ids = [item_id for item_id, found in readable if found.cleared]
+    all_cleared = ledger.newest_rounds(uncleared=False) if any(found.outstanding for _, found in readable) else {}
+    some_open = (ledger.newest_rounds(uncleared=True, items=cleared_ids if len(cleared_ids) <= FEW else None)
+                 if cleared_ids else {})
     said = []
     for item_id, found in readable:
         if found.outstanding and item_id in all_cleared:

@@ -4,12 +4,11 @@ from __future__ import annotations
 import json
 from typing import Container, Iterable
 
-from . import agents, forks, git, templates
+from . import agents, git, templates
 from . import items as itemfile
 from .config import AgentConfig
 from .errors import Finding
 from .ledger import Ledger
-from .listing import LEDGER_CHILD_AT
 from .project import Project
 from .status import Entry, catalogue, collector_paused
 from .trackers import open_tracker
@@ -46,11 +45,6 @@ def check_items(project: Project, ledger: Ledger) -> tuple[list[Finding], Contai
 
 
 def _check_items(project: Project, ledger: Ledger) -> tuple[list[Finding], Container[str]]:
-    from .agreement import disagreements, rounds_read
-
-    # the rounds are read by a child while this process builds the catalogue (listing.py's rule)
-    child = forks.start(lambda: rounds_read(Ledger.beside(ledger.path)), ledger.known_items(),
-                        "DROVER_LEDGER_CHILD_AT", LEDGER_CHILD_AT)
     entries = catalogue(project, ledger)
     findings: list[Finding] = []
     known: set[str] | None = None  # ids with a file or a ledger row, gathered at the first missing dep
@@ -84,8 +78,9 @@ def _check_items(project: Project, ledger: Ledger) -> tuple[list[Finding], Conta
                     findings.append(Finding(f"{found.rel}: {item_id}: dep {dep} {state}", error=state != itemfile.SHELVED))
         if match(item_id):
             seen.add(item_id)
-    got = forks.answer(child) if child is not None else None
-    findings.extend(Finding(line) for line in disagreements(project, ledger, entries, got[0] if got else None))
+    from .agreement import disagreements
+
+    findings.extend(Finding(line) for line in disagreements(project, ledger, entries))
     # Every dep earlier in one order (numbered items on lower numbers, the common case): no cycle.
     if forward:
         for cycle in dependency_cycles({item_id: found.deps for item_id, found in entries.items()}):

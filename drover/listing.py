@@ -36,12 +36,15 @@ def list_items(project: Project, ledger: Ledger) -> list[Listed]:
 
 
 def _list_items(project: Project, ledger: Ledger) -> list[Listed]:
-    # the ledger's part is read by a child while this process builds the catalogue
-    child = forks.start(lambda: _ledger_part(project.root, Ledger.beside(ledger.path)), ledger.known_items(),
-                        "DROVER_LEDGER_CHILD_AT", LEDGER_CHILD_AT)
-    entries = catalogue(project, ledger)
-    got = forks.answer(child) if child is not None else None
-    done, parked, activity, live, heads = got[0] if got is not None else _ledger_part(project.root, ledger)
+    # a child reads the ledger's part while this process matches the files with their cache rows
+    # (started once the stat child has ended, so that the two children do not share one core)
+    known = ledger.known_items()
+    started: list[forks.Child | None] = []
+    entries = catalogue(project, ledger, lambda: started.append(forks.start(
+        lambda: _packed(_ledger_part(project.root, Ledger.beside(ledger.path))), known, "DROVER_LEDGER_CHILD_AT",
+        LEDGER_CHILD_AT)))
+    got = forks.answer(started[0]) if started and started[0] is not None else None
+    done, parked, judged, live = _unpacked(got[0]) if got is not None else _ledger_part(project.root, ledger)
     match = itemfile.id_pattern(project.config.prefix).match
     # every dep once, matched in one C loop: the ids, and those done (most deps)
     ids = set(filter(match, set().union(*[found.deps for found in entries.values()])))
@@ -57,7 +60,7 @@ def _list_items(project: Project, ledger: Ledger) -> list[Listed]:
         for dep in found.deps:
             if dep not in settled:
                 deps_done = False
-        # compute_state's order, read from the tuples list_activity and flags give (list_state)
+        # compute_state's order, read from what flags and judge give (list_state)
         if found.unreadable:
             append(new_tuple(Listed, (found, unreadable, found.problem, deps_done)))
             continue
@@ -68,9 +71,7 @@ def _list_items(project: Project, ledger: Ledger) -> list[Listed]:
         elif item_id in live:
             state, note = running, ""
         else:
-            act = activity.get(item_id)
-            state, note = list_state(found.outstanding, act, deps_done,
-                                     heads.get(act[1] or "", "") if act is not None and heads else "")
+            state, note = decide(found.outstanding, judged.get(item_id, NOTHING), deps_done)
         if not deps_done:
             bad = [dep for dep in found.deps if dep not in ids]
             if bad:
@@ -81,34 +82,52 @@ def _list_items(project: Project, ledger: Ledger) -> list[Listed]:
     return listed
 
 
-# list_state's answers, read once (a State.X lookup costs a descriptor call in 3.11)
+# decide's answers, read once (a State.X lookup costs a descriptor call in 3.11)
 _CHANGES_REQUESTED, _READY, _BLOCKED, _APPROVED, _IN_REVIEW = (State.CHANGES_REQUESTED, State.READY, State.BLOCKED,
                                                               State.APPROVED, State.IN_REVIEW)
+_TROUBLE = {State.INTERRUPTED.value: State.INTERRUPTED, State.FAILED.value: State.FAILED}
+
+# What judge makes of an item's activity row and its branch's head, in plain values (a child
+# sends them through a pipe): the trouble its last implementing run left (a State's value, or
+# ""), and why; the short sha an approval covers when it covers the head, else ""; whether an
+# implementing run was recorded; why an approval no longer counts ("" when none).
+Judged = tuple[str, str, str, bool, str]
+NOTHING: Judged = ("", "", "", False, "")  # an item without runs, rounds or audits
 
 
 def list_state(outstanding: bool, act: tuple[Any, ...] | None, deps_done: bool, head: str) -> tuple[State, str]:
     """compute_state past its first four states (unreadable, done, parked, running), from a row of
     Ledger.list_activity (None: no runs, rounds or audits). A test holds it to compute_state."""
-    if act is None:
-        if outstanding:
-            return _CHANGES_REQUESTED, ""
-        return (_READY, "") if deps_done else (_BLOCKED, "")
+    return decide(outstanding, NOTHING if act is None else judge(act, head), deps_done)
+
+
+def judge(act: tuple[Any, ...], head: str) -> Judged:
+    """What an item's state needs of its Ledger.list_activity row and its branch's head `head`."""
     _, _, newest_round, last_id, started, finished, outcome, exit_status, approval_at, approval_head = act
     ran = bool(last_id)
+    trouble, why = "", ""
     if ran and not (outcome == "exited" and exit_status == 0 and finished is not None):
         run = {"id": last_id, "started": started, "finished": finished, "outcome": outcome, "exit_status": exit_status}
-        trouble, why = run_trouble(run, False, approval_at or "")
-        if trouble:
-            return trouble, why
-    if outstanding:
-        return _CHANGES_REQUESTED, ""
+        found, why = run_trouble(run, False, approval_at or "")
+        trouble = found.value if found else ""
     approval: str = approval_at or ""
     current = bool(approval) and approval > (newest_round or "")
     covered: str = approval_head or ""
-    if current and head and covered == head:
-        return _APPROVED, f"at {covered[:7]}"
+    approved = covered[:7] if current and head and covered == head else ""
+    moved = f"the branch moved since the approval at {covered[:7]}" if current and covered else ""
+    return trouble, why, approved, ran, moved
+
+
+def decide(outstanding: bool, judged: Judged, deps_done: bool) -> tuple[State, str]:
+    """An item's state and why, from the Changes section, what judge made of its activity, its deps."""
+    trouble, why, approved, ran, moved = judged
+    if trouble:
+        return _TROUBLE[trouble], why
+    if outstanding:
+        return _CHANGES_REQUESTED, ""
+    if approved:
+        return _APPROVED, f"at {approved}"
     if ran:
-        moved = f"the branch moved since the approval at {approval_head[:7]}" if current and approval_head else ""
         return _IN_REVIEW, moved
     if not deps_done:
         return _BLOCKED, ""
@@ -121,12 +140,35 @@ def is_ready(listed: Listed) -> bool:
     return listed.state not in NOT_DRIVEN | {State.BLOCKED, State.APPROVED} and listed.deps_done
 
 
-def _ledger_part(root: Path, ledger: Ledger) -> tuple[set[str], dict[str, str], dict[str, tuple[Any, ...]],
-                                                      set[str], dict[str, str]]:
-    """What a list reads of the ledger and git: the ids done, those parked (with why), the activity
-    of items not done, the items whose run is alive, and every branch's head."""
+def _ledger_part(root: Path, ledger: Ledger) -> "LedgerPart":
+    """What a list reads of the ledger and git: the ids done, those parked (with why), what judge
+    makes of the activity of each item not done, and the items whose run is alive. Plain values
+    throughout, small to send: a child computes it beside the catalogue."""
     done, parked = ledger.flags()
     activity = ledger.list_activity()  # only items not done: a done item's state needs none
     live = {run.item for run in ledger.unfinished_runs() if run_alive(run)}
     heads = git.branch_heads(root) if activity else {}
-    return done, parked, activity, live, heads
+    judged = {item: judge(act, heads.get(act[1] or "", "") if heads else "") for item, act in activity.items()}
+    return done, parked, judged, live
+
+
+LedgerPart = tuple[set[str], dict[str, str], dict[str, Judged], set[str]]
+
+
+def _packed(part: LedgerPart) -> tuple[str, dict[str, str], list[tuple[Judged, str]], list[str]]:
+    """_ledger_part's answer as few objects for the pipe (marshal spends most of its time per
+    object): the done ids joined by NUL, which no id holds, and the items grouped by what judge
+    made of them (most items are judged alike), each group's ids joined."""
+    done, parked, judged, live = part
+    groups: dict[Judged, list[str]] = {}
+    for item, verdict in judged.items():
+        groups.setdefault(verdict, []).append(item)
+    return "\0".join(done), parked, [(verdict, "\0".join(items)) for verdict, items in groups.items()], list(live)
+
+
+def _unpacked(packed: tuple[str, dict[str, str], list[tuple[Judged, str]], list[str]]) -> LedgerPart:
+    done, parked, groups, live = packed
+    judged: dict[str, Judged] = {}
+    for verdict, items in groups:
+        judged.update(dict.fromkeys(items.split("\0"), verdict))
+    return set(done.split("\0")) if done else set(), parked, judged, set(live)

@@ -7,7 +7,7 @@ import os
 import re
 from contextlib import contextmanager
 from enum import StrEnum
-from typing import Any, Iterable, Iterator, NamedTuple, Sequence
+from typing import Any, Callable, Iterable, Iterator, NamedTuple, Sequence
 
 from .records import dataclass
 from . import parsing
@@ -114,8 +114,11 @@ def _deps(text: str | None) -> tuple[str, ...]:
 CACHE_BATCH = 2000
 
 
-def catalogue(project: Project, ledger: Ledger) -> dict[str, Entry]:
+def catalogue(project: Project, ledger: Ledger, statted: Callable[[], object] | None = None) -> dict[str, Entry]:
     """Every item file, by id (its file name), parsing only files whose bytes changed.
+
+    statted() is called once every file is statted and the cache rows read, before they are
+    matched: list and check start their ledger child there, when the stat child's core is free.
 
     A file whose size and mtime are its cache row's is not read. One with a new mtime is read,
     and parsed only when its bytes' digest differs from the row's (a checkout or a touch gives
@@ -137,7 +140,10 @@ def catalogue(project: Project, ledger: Ledger) -> dict[str, Entry]:
     elsewhere = parsing.stat_elsewhere(within, names)  # a child stats them while the cache is read
     cache = ledger.cached_files(plain=True)
     new_tuple = tuple.__new__
-    for name, stat in parsing.stats_of(within, names, elsewhere):
+    stats = parsing.stats_of(within, names, elsewhere)
+    if statted is not None:
+        statted()
+    for name, stat in stats:
         rel = base + name
         row = cache.pop(rel, None)  # what is left in the cache at the end is stale
         if stat is None:

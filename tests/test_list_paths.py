@@ -268,36 +268,13 @@ def _rounds_project(root: Path) -> Project:
     return project
 
 
-def test_check_items_gives_the_same_findings_with_the_rounds_read_by_a_child(tmp_path, monkeypatch):
-    project = _rounds_project(tmp_path)
-    answers: list[object] = []
-    answered = forks.answer
-
-    def spied(child):
-        got = answered(child)
-        answers.append(got)
-        return got
-
-    monkeypatch.setattr(forks, "answer", spied)
-    found = {}
-    for at in ("1", "1000000"):
-        monkeypatch.setenv("DROVER_LEDGER_CHILD_AT", at)
-        with Ledger(project.ledger_path) as ledger:
-            found[at] = [(finding.message, finding.error) for finding in check_items(project, ledger)[0]]
-    assert found["1"] == found["1000000"] and any("every round cleared" in line for line, _ in found["1"])
-    assert len(answers) == 1 and answers[0] is not None  # the child answered, once, in the forked run
-
-
-@pytest.mark.parametrize("few,read_before", [(agreement.FEW, False), (0, False), (agreement.FEW, True)])
-def test_disagreements_name_what_every_round_summary_names(tmp_path, monkeypatch, few, read_before):
-    """Reading only the rounds each case can name (few of them, or all), and reading every round
-    first (what check's child does beside the catalogue), all name what the plain summary names."""
+@pytest.mark.parametrize("few", [agreement.FEW, 0])
+def test_disagreements_name_what_every_round_summary_names(tmp_path, monkeypatch, few):
     monkeypatch.setattr(agreement, "FEW", few)
     project = _rounds_project(tmp_path)
     with Ledger(project.ledger_path) as ledger:
         entries = catalogue(project, ledger)
-        lines = agreement.disagreements(project, ledger, entries,
-                                        agreement.rounds_read(ledger) if read_before else None)
+        lines = agreement.disagreements(project, ledger, entries)
         expected = plain_disagreements(ledger, entries)
     said = [f"{line.split()[1]} {'outstanding' if 'holds findings' in line else 'cleared'} "
             f"{re.search(r'round ([0-9]+)', line)[1]}" for line in lines]
