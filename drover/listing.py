@@ -158,8 +158,11 @@ LedgerPart = tuple[set[str], dict[str, str], dict[str, Judged], set[str]]
 def _packed(part: LedgerPart) -> tuple[str, dict[str, str], list[tuple[Judged, str]], list[str]]:
     """_ledger_part's answer as few objects for the pipe (marshal spends most of its time per
     object): the done ids joined by NUL, which no id holds, and the items grouped by what judge
-    made of them (most items are judged alike), each group's ids joined."""
+    made of them (most items are judged alike), each group's ids joined. (An id with a NUL could
+    only come from a hand-made ledger; it fails the child, and the parent then reads here.)"""
     done, parked, judged, live = part
+    if "\0" in "".join(done) or "\0" in "".join(judged):
+        raise ValueError("an id holds NUL")  # the child fails, and the parent reads the ledger itself
     groups: dict[Judged, list[str]] = {}
     for item, verdict in judged.items():
         groups.setdefault(verdict, []).append(item)
