@@ -12,15 +12,13 @@ import click
 from .cliparts import ITEM_ID
 from .errors import DroverError
 # The shared helpers live in fastpath.py, beside the bodies of the commands it runs without click.
-from .fastpath import echo_json, echo_outcome, opened
-from .vocabulary import DISPOSITIONS, LEVELS
+from .fastpath import echo_outcome, opened
+from .vocabulary import DISPOSITIONS, LEVELS, LIST_STATES
 
 # what an option decorator takes and gives back: the command function, its type unchanged
 Decorated = TypeVar("Decorated", bound=Callable[..., Any])
 
 COLOR_CHOICES = click.Choice(["auto", "always", "never"])
-STATE_CHOICES = ("ready", "blocked", "running", "in review", "changes requested", "approved", "parked", "done",
-                 "unreadable")
 
 
 class DroverGroup(click.Group):
@@ -124,30 +122,14 @@ def new(title: str | None, kind: str | None, deps: tuple[str, ...], finding: str
 
 @cli.command(name="list")
 @click.option("--ready", is_flag=True, help="Only items drive would take now.")
-@click.option("--state", "states", multiple=True, metavar="STATE", type=click.Choice(STATE_CHOICES),
+@click.option("--state", "states", multiple=True, metavar="STATE", type=click.Choice(LIST_STATES),
               help="Only items in this state (repeatable; quote states with a space).")
 @json_option
 def list_cmd(ready: bool, states: tuple[str, ...], as_json: bool) -> None:
     """Items with their state."""
-    import gc
+    from . import fastpath
 
-    from .status import is_ready, list_items
-
-    gc.disable()  # a short process of tuples without cycles: collections found nothing and took a tenth
-
-    with opened() as (project, ledger):
-        listed = [row for row in list_items(project, ledger)
-                  if (not ready or is_ready(row)) and (not states or row.state in states)]
-    if as_json:
-        from .reports import list_report
-
-        echo_json(list_report(listed))
-        return
-    from .textviews import list_lines
-
-    if listed:
-        # one write: click.echo per line cost more than the listing at 50,000 items
-        click.echo("\n".join(list_lines(listed, colour=bool(click.get_current_context().color))))
+    fastpath.list_items(ready, states, as_json)
 
 
 @cli.command()

@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from .cli import COLOR_CHOICES, cli, json_option
-from .fastpath import echo_json, opened, show_prompt
+from .fastpath import echo_json, opened, say_check, show_prompt
 from .cliparts import ITEM_ID, complete_blocks
 from .vocabulary import GUIDANCE_LEVELS, SLOTS, TEMPLATE_SLOTS
 
@@ -56,20 +56,8 @@ def check(diff: bool, diff_format: str, color: str, update: bool, dry_run: bool,
                 # click strips ANSI codes off a pipe unless told the colour was asked for
                 click.echo(text, nl=not text.endswith("\n"), color=colored)
         findings = run_check(project, ledger)
-    errors = [found for found in findings if found.error]
-    if as_json:
-        from .reports import check_report
-
-        echo_json(check_report(findings))
-        sys.exit(1 if errors else 0)
-    # With --diff the stale lines are the diff's headers; the other problems still need saying.
-    shown = [found for found in findings if not (diff and found.message.startswith("STALE OVERRIDE "))]
-    out_err = diff and diff_format == "unified"  # keep the patch on stdout clean
-    for found in shown:
-        click.echo(found.message if found.error else f"warning: {found.message}", err=out_err)
-    if not findings and not diff:
-        click.echo("no problems found")
-    sys.exit(1 if errors else 0)
+    # with --diff the stale lines are the diff's headers, and a unified patch keeps stdout clean
+    say_check(findings, as_json, diff=diff, out_err=diff and diff_format == "unified")
 
 
 def _override(slot: str | None = None, block: str | None = None, **options: Any) -> None:

@@ -1,4 +1,5 @@
-"""The single-item commands without click: show, prompt, request-changes, audit and new.
+"""The single-item commands, list and check without click: show, prompt, request-changes, audit, new,
+list and a plain check.
 
 Their bodies live here, and cli.py's click commands call them. launch.py first offers the
 command line to `run`: when it takes a plain form (the command's own options, each once, valid
@@ -12,7 +13,7 @@ import sys
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Iterator
 
-from .vocabulary import GUIDANCE_LEVELS, LEVELS, TEMPLATE_SLOTS
+from .vocabulary import GUIDANCE_LEVELS, LEVELS, LIST_STATES, TEMPLATE_SLOTS
 
 if TYPE_CHECKING:
     from .ledger import Ledger
@@ -139,6 +140,60 @@ def new(title: str | None, kind: str | None, deps: tuple[str, ...], finding: str
             echo(f"{item_id} {path}")
 
 
+def list_items(ready: bool, states: tuple[str, ...], as_json: bool, project: "Project | None" = None) -> None:
+    import gc
+
+    from .listing import is_ready, list_items as listed_items
+
+    gc.disable()  # a short process of tuples without cycles: collections found nothing and took a tenth
+    with opened(project) as (project, ledger):
+        listed = [row for row in listed_items(project, ledger)
+                  if (not ready or is_ready(row)) and (not states or row.state in states)]
+    if as_json:
+        from .reports import list_report
+
+        echo_json(list_report(listed))
+    elif listed:
+        from .textviews import list_lines
+
+        # one write: a write per line cost more than the listing at 50,000 items
+        echo("\n".join(list_lines(listed, colour=colour())))
+
+
+def check(as_json: bool, project: "Project | None" = None) -> None:
+    from .checks import run_check
+
+    with opened(project) as (project, ledger):
+        findings = run_check(project, ledger)
+    say_check(findings, as_json)
+
+
+def say_check(findings: list[Any], as_json: bool, *, diff: bool = False, out_err: bool = False) -> None:
+    """check's findings, one line each (a warning says so) or as JSON; exit 1 when one is an error.
+    With --diff the STALE OVERRIDE lines were the diff's headers; out_err: they go to stderr."""
+    failed = any(found.error for found in findings)
+    if as_json:
+        from .reports import check_report
+
+        echo_json(check_report(findings))
+        sys.exit(1 if failed else 0)
+    for found in findings:
+        if not (diff and found.message.startswith("STALE OVERRIDE ")):
+            echo(found.message if found.error else f"warning: {found.message}", err=out_err)
+    if not findings and not diff:
+        echo("no problems found")
+    sys.exit(1 if failed else 0)
+
+
+def colour() -> bool:
+    """Whether the output is coloured: `--color` (or its auto) under click, the fast path's auto else."""
+    if _color is None:
+        import click
+
+        return bool(click.get_current_context().color)
+    return _color
+
+
 def show(item_id: str, as_json: bool, project: "Project | None" = None) -> None:
     from .itemstate import show_item
     from .textviews import render_show
@@ -244,6 +299,10 @@ class Spec:
 
 
 SPECS: dict[str, Spec] = {
+    # --diff, --update and the rest are left to click
+    "check": Spec(check, (), 0, {}, {"--json": "as_json"}),
+    "list": Spec(list_items, (), 0, {"--state": Option("states", LIST_STATES, multiple=True)},
+                 {"--ready": "ready", "--json": "as_json"}),
     "show": Spec(show, ("item_id",), 1, {}, {"--json": "as_json"}),
     "audit": Spec(audit, ("item_id",), 1,
                   {"--level": Option("level", LEVELS), "--by": Option("by"), "--note": Option("note")}, {},

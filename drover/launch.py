@@ -7,7 +7,7 @@ import os
 import sys
 
 # The commands fastpath.py can run without click (their plain forms only).
-FAST = ("show", "prompt", "request-changes", "audit", "new")
+FAST = ("show", "prompt", "request-changes", "audit", "new", "list", "check")
 
 # Whether main paused the cyclic garbage collector (until collect_again).
 paused = False
@@ -25,9 +25,9 @@ def main() -> None:
     elif argv and argv[0] in FAST:
         import gc
 
-        # The imports and one item's reading make no cyclic garbage worth a pass, and the
-        # collector's passes over every module's objects were a tenth of a prompt; a render turns
-        # it back on (collect_again), so what a template makes is collected as always.
+        # The imports and the reading make no cyclic garbage worth a pass, and the collector's
+        # passes over every module's objects were a tenth of a prompt; a render turns it back on
+        # (collect_again), so what a template makes is collected as always.
         global paused
         paused = gc.isenabled()
         gc.disable()

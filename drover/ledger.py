@@ -37,19 +37,9 @@ class Ledger(Journal):
 
     def __init__(self, path: Path):
         path.parent.mkdir(parents=True, exist_ok=True)
-        self.path = path
-        self.lock_path = path.with_name(path.name + ".lock")
-        self.tmp_dir = path.parent / "tmp"  # staged item-file writes; any left here is a kill's
-        self._lock_fd: int | None = None
-        self._lock_depth = 0
         self._journal = False  # the intents table exists (set once migrations are applied)
         try:
-            # isolation_level=None: drover issues BEGIN itself, so every write begins IMMEDIATE.
-            self.conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
-            self.conn.row_factory = sqlite3.Row
-            self.conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-            self.conn.execute("PRAGMA journal_mode = WAL")
-            self.conn.execute("PRAGMA foreign_keys = ON")
+            self._connect(path)
             self._migrate()
             self._journal = True
             if self.pending_intents() or _nonempty(self.tmp_dir):
@@ -57,6 +47,29 @@ class Ledger(Journal):
                     pass  # taking the lock finishes what a killed writer left
         except sqlite3.DatabaseError as exc:
             raise DroverError(f"cannot open the ledger: {exc}", path=path) from None
+
+    def _connect(self, path: Path) -> None:
+        self.path = path
+        self.lock_path = path.with_name(path.name + ".lock")
+        self.tmp_dir = path.parent / "tmp"  # staged item-file writes; any left here is a kill's
+        self._lock_fd: int | None = None
+        self._lock_depth = 0
+        # isolation_level=None: drover issues BEGIN itself, so every write begins IMMEDIATE.
+        self.conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+        self.conn.row_factory = sqlite3.Row
+        self.conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        self.conn.execute("PRAGMA journal_mode = WAL")
+        self.conn.execute("PRAGMA foreign_keys = ON")
+
+    @classmethod
+    def beside(cls, path: Path) -> "Ledger":
+        """The ledger at `path` for reads, in a process forked from one that has it open: that one
+        migrated it and finished any killed writer's work, and keeps it open until this one ends
+        (docs/decisions.md, "Reading the ledger in a forked child")."""
+        ledger = cls.__new__(cls)
+        ledger._journal = True
+        ledger._connect(path)
+        return ledger
 
     @cached_property
     def db(self) -> "sqlite_utils.Database":
@@ -180,6 +193,11 @@ class Ledger(Journal):
     def has_item(self, item_id: str) -> bool:
         """Whether the items table has a row for `item_id` (one lookup, not item_rows' every row)."""
         return self.conn.execute("SELECT 1 FROM items WHERE id = ?", (item_id,)).fetchone() is not None
+
+    def known_items(self) -> int:
+        """About how many items the ledger has rows for, without counting them (the highest rowid)."""
+        (highest,) = self.conn.execute("SELECT coalesce(max(rowid), 0) FROM items").fetchone()
+        return int(highest)
 
     def item_rows(self) -> dict[str, dict[str, Any]]:
         return {row["id"]: row for row in self._rows("SELECT * FROM items")}

@@ -11,7 +11,8 @@ from .errors import DroverError, Refused, UsageError
 from .ledger import Ledger
 from .project import Project
 from .itemstate import ItemState, item_state
-from .status import IMPLEMENT_NEXT, NOT_DRIVEN, State, is_ready, list_items
+from .listing import is_ready, list_items
+from .status import IMPLEMENT_NEXT, NOT_DRIVEN, State
 from .executors import Executor, open_executor
 from .textviews import table
 from .usage import describe as usage_text, total as usage_total

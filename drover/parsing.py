@@ -3,8 +3,8 @@ processes when many changed (docs/decisions.md, "Parsing changed item files in w
 
 What one file gives (`Fields`, or `(digest,)` when its bytes are those the cache knew) is the
 same from either path: the workers run the very function the serial path runs, and hand back
-plain tuples through a pipe (marshal), in the order asked. Only the calling process touches
-the ledger.
+plain tuples through a pipe (marshal, forks.py), in the order asked. Only the calling process
+touches the ledger.
 """
 from __future__ import annotations
 
@@ -12,10 +12,10 @@ import hashlib
 import json
 import marshal
 import os
-import sys
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from . import forks
 from . import items as itemfile
 from .items import Unreadable
 
@@ -116,37 +116,9 @@ def parse_changed(folder: str, prefix: str, jobs: Sequence[tuple[str, str | None
         pass  # its end: the workers are waited for
 
 
-def _forking(count: int, variable: str, default: int) -> bool:
-    """Whether `count` is enough to fork for (the threshold `default`, or $`variable` when set)."""
-    try:
-        at = int(os.environ.get(variable, ""))
-    except ValueError:
-        at = default
-    if count < max(at, 1) or not hasattr(os, "fork"):
-        return False
-    threading = sys.modules.get("threading")
-    # a fork copies one thread of several: a lock another holds would never be released
-    return threading is None or threading.active_count() == 1
-
-
-def _forked_with_pipe() -> tuple[int, int, int] | None:
-    """A pipe and a fork: (read end, write end, pid: 0 in the child); None when either failed."""
-    try:
-        read_end, write_end = os.pipe()
-    except OSError:
-        return None
-    try:
-        pid = os.fork()
-    except OSError:
-        os.close(read_end)
-        os.close(write_end)
-        return None
-    return read_end, write_end, pid
-
-
 def _workers(count: int) -> int:
     """How many worker processes to parse `count` changed files in; 0 or 1: parse here."""
-    if not _forking(count, "DROVER_PARALLEL_PARSE_AT", PARALLEL_AT):
+    if not forks.forking(count, "DROVER_PARALLEL_PARSE_AT", PARALLEL_AT):
         return 0
     cores = WORKERS
     if cores is None:
@@ -242,7 +214,7 @@ class _Reader:
 def _fork(within: str, prefix: str, jobs: Sequence[tuple[str, str | None]], starts: range, size: int,
           inherited: list[int]) -> _Reader | None:
     """Start one worker on the chunks at `starts`; None when no process can be forked."""
-    forked = _forked_with_pipe()
+    forked = forks.forked_with_pipe()
     if forked is None:
         return None
     read_end, write_end, pid = forked
@@ -308,65 +280,20 @@ STAT_CHILD_AT = 5000
 STAT_CHUNK = 1000  # names statted at a time here: one map in C each
 
 
-def stat_elsewhere(within: str, names: list[str]) -> tuple[int, int] | None:
-    """A child process that stats `names` (read end of its pipe, pid), or None to stat them here.
-
-    The child stats every name, sends the list of (size, mtime) pairs in one marshal, and ends
-    with os._exit (no buffer of this process flushed twice, no ledger touched). If this process
-    dies first, the child's write fails and it ends too.
-    """
-    if not _forking(len(names), "DROVER_STAT_CHILD_AT", STAT_CHILD_AT):
-        return None
-    forked = _forked_with_pipe()
-    if forked is None:
-        return None
-    read_end, write_end, pid = forked
-    if pid == 0:
-        code = 1
-        try:
-            os.close(read_end)
-            data = memoryview(marshal.dumps([stat for _, stat in stats_here(within, names)]))
-            while data:
-                data = data[os.write(write_end, data):]
-            code = 0
-        finally:
-            os._exit(code)
-    os.close(write_end)
-    return read_end, pid
+def stat_elsewhere(within: str, names: list[str]) -> forks.Child | None:
+    """A child process that stats `names`, or None to stat them here (see forks.start for when)."""
+    return forks.start(lambda: [stat for _, stat in stats_here(within, names)], len(names), "DROVER_STAT_CHILD_AT",
+                       STAT_CHILD_AT)
 
 
-def stats_of(within: str, names: list[str], elsewhere: tuple[int, int] | None) -> Iterator[tuple[str, Any]]:
+def stats_of(within: str, names: list[str], elsewhere: forks.Child | None) -> Iterator[tuple[str, Any]]:
     """(name, (size, mtime) or None) for each of `names`, in order: from the child stat_elsewhere
     started, or statted here when there is none or it failed."""
     if elsewhere is not None:
-        stats = _gathered(*elsewhere)
-        if stats is not None and len(stats) == len(names):
-            return zip(names, stats)
+        got = forks.answer(elsewhere)
+        if got is not None and isinstance(got[0], list) and len(got[0]) == len(names):
+            return zip(names, got[0])
     return stats_here(within, names)
-
-
-def _gathered(read_end: int, pid: int) -> list[Any] | None:
-    """What the child sent, once it has ended well; None if it did not."""
-    chunks: list[bytes] = []
-    failed = False
-    try:
-        while data := os.read(read_end, 1 << 20):
-            chunks.append(data)
-    except OSError:
-        failed = True
-    finally:
-        os.close(read_end)
-    try:
-        _, status = os.waitpid(pid, 0)
-    except ChildProcessError:
-        return None
-    if failed or not os.WIFEXITED(status) or os.WEXITSTATUS(status) != 0:
-        return None
-    try:
-        stats = marshal.loads(b"".join(chunks))
-    except (EOFError, ValueError, TypeError):
-        return None
-    return stats if isinstance(stats, list) else None
 
 
 def stats_here(within: str, names: list[str]) -> Iterator[tuple[str, Any]]:

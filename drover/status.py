@@ -7,14 +7,13 @@ import os
 import re
 from contextlib import contextmanager
 from enum import StrEnum
-from typing import Any, Iterable, Iterator, NamedTuple, Sequence
+from typing import Any, Callable, Iterable, Iterator, NamedTuple, Sequence
 
 from .records import dataclass
-from . import git, parsing
+from . import parsing
 from . import items as itemfile
 from .deps import Dep  # not fields.py: show would build every template type
 from .ledger import Ledger
-from .procs import run_alive
 from .project import Project
 from .rows import Audit, ItemRows, Run
 from .vocabulary import LEVELS
@@ -115,8 +114,11 @@ def _deps(text: str | None) -> tuple[str, ...]:
 CACHE_BATCH = 2000
 
 
-def catalogue(project: Project, ledger: Ledger) -> dict[str, Entry]:
+def catalogue(project: Project, ledger: Ledger, statted: Callable[[], object] | None = None) -> dict[str, Entry]:
     """Every item file, by id (its file name), parsing only files whose bytes changed.
+
+    statted() is called once every file is statted and the cache rows read, before they are
+    matched: list and check start their ledger child there, when the stat child's core is free.
 
     A file whose size and mtime are its cache row's is not read. One with a new mtime is read,
     and parsed only when its bytes' digest differs from the row's (a checkout or a touch gives
@@ -138,7 +140,10 @@ def catalogue(project: Project, ledger: Ledger) -> dict[str, Entry]:
     elsewhere = parsing.stat_elsewhere(within, names)  # a child stats them while the cache is read
     cache = ledger.cached_files(plain=True)
     new_tuple = tuple.__new__
-    for name, stat in parsing.stats_of(within, names, elsewhere):
+    stats = parsing.stats_of(within, names, elsewhere)
+    if statted is not None:
+        statted()
+    for name, stat in stats:
         rel = base + name
         row = cache.pop(rel, None)  # what is left in the cache at the end is stale
         if stat is None:
@@ -382,13 +387,6 @@ def compute_state(entry: Entry, row: dict[str, Any], activity: dict[str, Any] | 
     return State.READY, ""
 
 
-class Listed(NamedTuple):
-    entry: Entry
-    state: State
-    note: str = ""
-    deps_done: bool = True
-
-
 @contextmanager
 def collector_paused() -> Iterator[None]:
     """No cyclic garbage collection inside: the catalogue makes tuples by the hundred thousand and
@@ -400,97 +398,6 @@ def collector_paused() -> Iterator[None]:
     finally:
         if was:
             gc.enable()
-
-
-def list_items(project: Project, ledger: Ledger) -> list[Listed]:
-    """Every item with its state; a bad file is one row, never a failure of the whole list."""
-    with collector_paused():
-        return _list_items(project, ledger)
-
-
-def _list_items(project: Project, ledger: Ledger) -> list[Listed]:
-    entries = catalogue(project, ledger)
-    done, parked = ledger.flags()
-    activity = ledger.list_activity()  # only items not done: a done item's state needs none
-    live = {run.item for run in ledger.unfinished_runs() if run_alive(run)}
-    heads = git.branch_heads(project.root) if activity else {}
-    match = itemfile.id_pattern(project.config.prefix).match
-    # every dep once, matched in one C loop: the ids, and those done (most deps)
-    ids = set(filter(match, set().union(*[found.deps for found in entries.values()])))
-    settled = ids & done
-    listed: list[Listed] = []
-    append = listed.append
-    new_tuple = tuple.__new__  # Listed(...) is a Python-level call per item
-    # State.X is a descriptor lookup on the enum class (about 0.2 µs in 3.11): read each once
-    unreadable, done_state, parked_state, running, blocked = (State.UNREADABLE, State.DONE, State.PARKED,
-                                                              State.RUNNING, State.BLOCKED)
-    for item_id, found in entries.items():
-        deps_done = True
-        for dep in found.deps:
-            if dep not in settled:
-                deps_done = False
-        # compute_state's order, read from the tuples list_activity and flags give (list_state)
-        if found.unreadable:
-            append(new_tuple(Listed, (found, unreadable, found.problem, deps_done)))
-            continue
-        if item_id in done:
-            state, note = done_state, ""
-        elif item_id in parked:
-            state, note = parked_state, parked[item_id]
-        elif item_id in live:
-            state, note = running, ""
-        else:
-            act = activity.get(item_id)
-            state, note = list_state(found.outstanding, act, deps_done,
-                                     heads.get(act[1] or "", "") if act is not None and heads else "")
-        if not deps_done:
-            bad = [dep for dep in found.deps if dep not in ids]
-            if bad:
-                note = "; ".join(f"dep {dep} {itemfile.NOT_AN_ID}" for dep in bad)
-            elif state == blocked:
-                note = "waiting on " + ", ".join(dep for dep in found.deps if dep not in done)
-        append(new_tuple(Listed, (found, state, note, deps_done)))
-    return listed
-
-
-# list_state's answers, read once (a State.X lookup costs a descriptor call in 3.11)
-_CHANGES_REQUESTED, _READY, _BLOCKED, _APPROVED, _IN_REVIEW = (State.CHANGES_REQUESTED, State.READY, State.BLOCKED,
-                                                              State.APPROVED, State.IN_REVIEW)
-
-
-def list_state(outstanding: bool, act: tuple[Any, ...] | None, deps_done: bool, head: str) -> tuple[State, str]:
-    """compute_state past its first four states (unreadable, done, parked, running), from a row of
-    Ledger.list_activity (None: no runs, rounds or audits). A test holds it to compute_state."""
-    if act is None:
-        if outstanding:
-            return _CHANGES_REQUESTED, ""
-        return (_READY, "") if deps_done else (_BLOCKED, "")
-    _, _, newest_round, last_id, started, finished, outcome, exit_status, approval_at, approval_head = act
-    ran = bool(last_id)
-    if ran and not (outcome == "exited" and exit_status == 0 and finished is not None):
-        run = {"id": last_id, "started": started, "finished": finished, "outcome": outcome, "exit_status": exit_status}
-        trouble, why = run_trouble(run, False, approval_at or "")
-        if trouble:
-            return trouble, why
-    if outstanding:
-        return _CHANGES_REQUESTED, ""
-    approval: str = approval_at or ""
-    current = bool(approval) and approval > (newest_round or "")
-    covered: str = approval_head or ""
-    if current and head and covered == head:
-        return _APPROVED, f"at {covered[:7]}"
-    if ran:
-        moved = f"the branch moved since the approval at {approval_head[:7]}" if current and approval_head else ""
-        return _IN_REVIEW, moved
-    if not deps_done:
-        return _BLOCKED, ""
-    return _READY, ""
-
-
-def is_ready(listed: Listed) -> bool:
-    """Work drive would take: readable, not done, parked or running, every dep done."""
-    # a state that outranks "blocked" (changes requested, in review) must not hide a dep not done
-    return listed.state not in NOT_DRIVEN | {State.BLOCKED, State.APPROVED} and listed.deps_done
 
 
 def describe_deps(project: Project, ledger: Ledger, dep_ids: Iterable[str],

@@ -21,6 +21,10 @@ LEVELS = ("claimed", "reviewed", "verified")
 PREFIX_PATTERN = r"[A-Za-z][A-Za-z0-9]*"
 ANY_ID_PATTERN = PREFIX_PATTERN + r"-[0-9]+"
 
+# The states `list --state` selects by (status.State's values but interrupted and failed).
+LIST_STATES = ("ready", "blocked", "running", "in review", "changes requested", "approved", "parked", "done",
+               "unreadable")
+
 # What `finish` does with an issue the item closes.
 DISPOSITIONS = ("close", "comment", "keep")
 

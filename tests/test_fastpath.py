@@ -1,4 +1,4 @@
-"""The single-item commands without click (drover/fastpath.py): the same output, errors and exit
+"""The single-item commands, list and check without click (drover/fastpath.py): the same output, errors and exit
 codes as through click, for every command line the fast path takes and every one it hands on."""
 from __future__ import annotations
 
@@ -53,6 +53,10 @@ READS = [
     ["prompt", "D-1", "--slot", "implement", "--slot", "review"], ["prompt", "D-1", "--slot"],
     ["audit", "D-1", "--level", "bogus"], ["audit", "D-1"], ["new"], ["new", "--issue", "x"],
     ["request-changes", "D-9", "--file", "nowhere.md"], ["request-changes", "D-1", "--file", "nowhere.md"],
+    ["list"], ["list", "--json"], ["list", "--ready"], ["list", "--state", "blocked", "--state=ready"],
+    ["list", "--state", "in review", "--json", "--ready"], ["list", "--state", "bogus"], ["list", "D-1"],
+    ["list", "--ready", "--ready"], ["list", "--state"], ["list", "--help"],
+    ["check"], ["check", "--json"], ["check", "--diff"], ["check", "--json", "--json"], ["check", "D-1"],
 ]
 
 
@@ -64,7 +68,7 @@ def test_reads_and_refusals_are_the_same_with_and_without_click(project, args):
 
 
 def test_outside_a_project_the_fast_path_says_what_click_says(tmp_path):
-    for args in (["show", "D-1"], ["audit", "1", "--level", "claimed"], ["new", "x"]):
+    for args in (["show", "D-1"], ["audit", "1", "--level", "claimed"], ["new", "x"], ["list"]):
         fast, slow = run(tmp_path, *args), through_click(tmp_path, *args)
         assert (fast.returncode, fast.stdout, fast.stderr) == (slow.returncode, slow.stdout, slow.stderr)
         assert fast.returncode == 2 and fast.stderr.startswith("drover: ")
@@ -97,7 +101,9 @@ def test_writes_are_the_same_with_and_without_click(project, tmp_path, args, std
 @pytest.mark.parametrize("args,stdin,fast", [
     (["show", "D-1"], None, True), (["prompt", "1", "--slot", "implement"], None, True),
     (["audit", "D-1", "--level", "claimed"], None, True), (["request-changes", "D-1"], FINDINGS, True),
-    (["new", "six"], None, True), (["show", "D-1", "--help"], None, False), (["list"], None, False),
+    (["new", "six"], None, True), (["show", "D-1", "--help"], None, False), (["list"], None, True),
+    (["list", "--state", "ready", "--json"], None, True), (["check"], None, True),
+    (["check", "--json"], None, True), (["check", "--diff"], None, False),
 ])
 def test_plain_single_item_commands_do_not_import_click(project, args, stdin, fast):
     assert imports_click(project, *args, stdin=stdin) is not fast
@@ -186,6 +192,16 @@ def test_the_highest_number_on_disk_reads_names_as_before(tmp_path):
     for name in ("D-2.md", "D-\u0663\u0663.md", "D-é.md"):  # Arabic-Indic 33: read name by name, as before
         (other / name).write_text("")
     assert _highest_on_disk(Project(other)) == 33
+
+
+def test_check_with_problems_is_the_same_with_and_without_click(project):
+    """Errors and warnings, plain and JSON: the same lines, streams and exit code either way."""
+    (project / "items" / "D-3.md").write_text("---\nid: D-3\ntitle: [\n---\n")
+    (project / "items" / "D-4.md").write_text("---\nid: D-4\ntitle: four\ndeps: [D-99]\n---\n\nbody\n")
+    for args in (["check"], ["check", "--json"]):
+        fast, slow = run(project, *args), through_click(project, *args)
+        assert fast.returncode == 1 and "D-99" in fast.stdout
+        assert (fast.returncode, fast.stdout, fast.stderr) == (slow.returncode, slow.stdout, slow.stderr)
 
 
 def test_a_render_turns_the_collector_the_launcher_paused_back_on(monkeypatch):

@@ -9,13 +9,14 @@ round's summary, dependency_cycles over the whole graph.
 from __future__ import annotations
 
 import re
+import sqlite3
 from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from drover import agreement, git
+from drover import agreement, forks, git
 from drover import items as itemfile
 from drover.activity import ACTIVITY_KEYS, LIST_KEYS, no_activity
 from drover.checks import check_items, dependency_cycles
@@ -23,8 +24,8 @@ from drover.config import Config
 from drover.ledger import Ledger
 from drover.project import Project
 from drover.rows import NewRun
-from drover.status import (Entry, Listed, State, _sort_key, catalogue, compute_state, list_items, list_state,
-                           sorted_names)
+from drover.listing import Listed, list_items, list_state
+from drover.status import Entry, State, _sort_key, catalogue, compute_state, sorted_names
 
 from helpers import git as run_git
 
@@ -128,9 +129,37 @@ def _item(project: Project, stem: str, deps: str = "", changes: str = "") -> Non
     project.root.joinpath("items", f"{stem}.md").write_text(text + changes)
 
 
-def test_list_items_agrees_with_the_plain_computation(tmp_path):
+@pytest.mark.parametrize("ledger_part", ["forked", "here", "child fails"])
+def test_list_items_agrees_with_the_plain_computation(tmp_path, monkeypatch, ledger_part):
     """Every state and note, on a ledger with runs of each outcome, approvals on and off the
-    branch's head, parked, done and re-opened items, bad, missing and unreadable deps."""
+    branch's head, parked, done and re-opened items, bad, missing and unreadable deps; with the
+    ledger's part read by a forked child, in this process, and by a child that fails (whose
+    part this process then reads)."""
+    monkeypatch.setenv("DROVER_LEDGER_CHILD_AT", "1000000" if ledger_part == "here" else "1")
+    children: list[object] = []
+    started = forks.start
+
+    def spied(work, count, variable, default):
+        child = started(work, count, variable, default)
+        if variable == "DROVER_LEDGER_CHILD_AT":
+            children.append(child)
+        return child
+
+    answers: list[object] = []
+    answered = forks.answer
+
+    def spied_answer(child):
+        got = answered(child)
+        answers.append(got)
+        return got
+
+    monkeypatch.setattr(forks, "start", spied)
+    monkeypatch.setattr(forks, "answer", spied_answer)
+    if ledger_part == "child fails":
+        def refused(cls, path):
+            raise sqlite3.OperationalError("unable to open database file")
+
+        monkeypatch.setattr(Ledger, "beside", classmethod(refused))  # raised in the child only
     project = _project(tmp_path)
     head = run_git(tmp_path, "rev-parse", "HEAD").strip()
     run_git(tmp_path, "branch", "drover/d-8")
@@ -172,6 +201,9 @@ def test_list_items_agrees_with_the_plain_computation(tmp_path):
         ledger.unpark("D-12")
         fast = list_items(project, ledger)
         assert fast == plain_list(project, ledger)
+    assert (children == [None]) == (ledger_part == "here") and len(children) == 1
+    # the forked child's answer was the one used; the failed child's was none, so read here
+    assert [got is not None for got in answers] == {"forked": [True], "here": [], "child fails": [False]}[ledger_part]
     states = {row.entry.id: row.state for row in fast}
     assert {State.DONE, State.PARKED, State.BLOCKED, State.READY, State.INTERRUPTED, State.FAILED, State.APPROVED,
             State.IN_REVIEW, State.CHANGES_REQUESTED, State.UNREADABLE} <= set(states.values())
@@ -218,10 +250,9 @@ def plain_disagreements(ledger: Ledger, entries: dict[str, Entry]) -> list[str]:
     return said
 
 
-@pytest.mark.parametrize("few", [agreement.FEW, 0])
-def test_disagreements_name_what_every_round_summary_names(tmp_path, monkeypatch, few):
-    monkeypatch.setattr(agreement, "FEW", few)
-    project = _project(tmp_path)
+def _rounds_project(root: Path) -> Project:
+    """Items whose Changes are outstanding or cleared, against rounds all cleared, some, or none."""
+    project = _project(root)
     outstanding, cleared = "## Changes requested\n\nfix it\n", f"## Changes requested\n\n{itemfile.CLEARED_MARKER}\n"
     for n in range(1, 9):
         _item(project, f"D-{n}", changes=outstanding if n % 2 else cleared)
@@ -234,6 +265,14 @@ def test_disagreements_name_what_every_round_summary_names(tmp_path, monkeypatch
             if n in (1, 4):
                 with ledger.write():
                     ledger.conn.execute("UPDATE rounds SET cleared_at = 'x' WHERE item = ?", (f"D-{n}",))
+    return project
+
+
+@pytest.mark.parametrize("few", [agreement.FEW, 0])
+def test_disagreements_name_what_every_round_summary_names(tmp_path, monkeypatch, few):
+    monkeypatch.setattr(agreement, "FEW", few)
+    project = _rounds_project(tmp_path)
+    with Ledger(project.ledger_path) as ledger:
         entries = catalogue(project, ledger)
         lines = agreement.disagreements(project, ledger, entries)
         expected = plain_disagreements(ledger, entries)

@@ -10,9 +10,10 @@ import pytest
 
 from helpers import HOSTILE_FRONTMATTER, ledger_tables, run
 
-# forked: parse workers and the stat child at once; here: every file read and statted in-process
-PARALLEL = {"DROVER_PARALLEL_PARSE_AT": "1", "DROVER_STAT_CHILD_AT": "1"}
-SERIAL = {"DROVER_PARALLEL_PARSE_AT": "1000000", "DROVER_STAT_CHILD_AT": "1000000"}
+# forked: parse workers, the stat child and the ledger child at once; here: every file read and
+# statted, and the ledger read, in-process
+PARALLEL = {"DROVER_PARALLEL_PARSE_AT": "1", "DROVER_STAT_CHILD_AT": "1", "DROVER_LEDGER_CHILD_AT": "1"}
+SERIAL = {"DROVER_PARALLEL_PARSE_AT": "1000000", "DROVER_STAT_CHILD_AT": "1000000", "DROVER_LEDGER_CHILD_AT": "1000000"}
 
 
 def item(item_id: str, front: str, body: str = "## Requirements\n\n- x\n") -> str:
@@ -171,7 +172,7 @@ def test_the_stat_child_gives_what_stat_here_gives(tmp_path, monkeypatch):
 
 
 def test_a_stat_child_that_fails_leaves_the_stats_to_the_parent(tmp_path):
-    from drover import parsing
+    from drover import forks, parsing
 
     (tmp_path / "D-1.md").write_text("one")
     within, names = str(tmp_path) + os.sep, ["D-1.md"]
@@ -184,4 +185,4 @@ def test_a_stat_child_that_fails_leaves_the_stats_to_the_parent(tmp_path):
             os.write(write_end, sends)
             os._exit(1 if not sends else 0)
         os.close(write_end)
-        assert list(parsing.stats_of(within, names, (read_end, pid))) == list(parsing.stats_here(within, names))
+        assert list(parsing.stats_of(within, names, forks.Child(read_end, pid))) == list(parsing.stats_here(within, names))

@@ -30,7 +30,8 @@ from drover.errors import DroverError
 from drover.ledger import Ledger
 from drover.project import open_project
 from drover.itemstate import show_item
-from drover.status import IMPLEMENT_NEXT, NOT_DRIVEN, State, is_ready, list_items
+from drover.listing import is_ready, list_items
+from drover.status import IMPLEMENT_NEXT, NOT_DRIVEN, State
 
 AGENT = """#!/bin/sh
 # the property test's agent: AGENT_MODE says what this run does

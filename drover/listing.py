@@ -1,0 +1,177 @@
+"""`list`'s rows: every item of the catalogue with its state, read from the ledger in bulk.
+
+compute_state (status.py) is the definition of a state; list_state is its tail over the plain
+tuples Ledger.list_activity gives, and tests/test_list_paths.py holds the two to the same answers.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from . import forks, git
+from . import items as itemfile
+from .ledger import Ledger
+from .procs import run_alive
+from .project import Project
+from .status import NOT_DRIVEN, Entry, State, catalogue, collector_paused, run_trouble
+
+# From this many items in the ledger, a forked child reads the ledger's part of a list (which
+# items are done or parked, their activity, the runs still alive, the branches' heads) while this
+# process reads and stats the item files, so the two halves use both cores. Fewer: read here.
+# DROVER_LEDGER_CHILD_AT overrides it (the tests force both paths with it).
+LEDGER_CHILD_AT = 5000
+
+
+class Listed(NamedTuple):
+    entry: Entry
+    state: State
+    note: str = ""
+    deps_done: bool = True
+
+
+def list_items(project: Project, ledger: Ledger) -> list[Listed]:
+    """Every item with its state; a bad file is one row, never a failure of the whole list."""
+    with collector_paused():
+        return _list_items(project, ledger)
+
+
+def _list_items(project: Project, ledger: Ledger) -> list[Listed]:
+    # a child reads the ledger's part while this process matches the files with their cache rows
+    # (started once the stat child has ended, so that the two children do not share one core)
+    known = ledger.known_items()
+    started: list[forks.Child | None] = []
+    entries = catalogue(project, ledger, lambda: started.append(forks.start(
+        lambda: _packed(_ledger_part(project.root, Ledger.beside(ledger.path))), known, "DROVER_LEDGER_CHILD_AT",
+        LEDGER_CHILD_AT)))
+    got = forks.answer(started[0]) if started and started[0] is not None else None
+    done, parked, judged, live = _unpacked(got[0]) if got is not None else _ledger_part(project.root, ledger)
+    match = itemfile.id_pattern(project.config.prefix).match
+    # every dep once, matched in one C loop: the ids, and those done (most deps)
+    ids = set(filter(match, set().union(*[found.deps for found in entries.values()])))
+    settled = ids & done
+    listed: list[Listed] = []
+    append = listed.append
+    new_tuple = tuple.__new__  # Listed(...) is a Python-level call per item
+    # State.X is a descriptor lookup on the enum class (about 0.2 µs in 3.11): read each once
+    unreadable, done_state, parked_state, running, blocked = (State.UNREADABLE, State.DONE, State.PARKED,
+                                                              State.RUNNING, State.BLOCKED)
+    for item_id, found in entries.items():
+        deps_done = True
+        for dep in found.deps:
+            if dep not in settled:
+                deps_done = False
+        # compute_state's order, read from what flags and judge give (list_state)
+        if found.unreadable:
+            append(new_tuple(Listed, (found, unreadable, found.problem, deps_done)))
+            continue
+        if item_id in done:
+            state, note = done_state, ""
+        elif item_id in parked:
+            state, note = parked_state, parked[item_id]
+        elif item_id in live:
+            state, note = running, ""
+        else:
+            state, note = decide(found.outstanding, judged.get(item_id, NOTHING), deps_done)
+        if not deps_done:
+            bad = [dep for dep in found.deps if dep not in ids]
+            if bad:
+                note = "; ".join(f"dep {dep} {itemfile.NOT_AN_ID}" for dep in bad)
+            elif state == blocked:
+                note = "waiting on " + ", ".join(dep for dep in found.deps if dep not in done)
+        append(new_tuple(Listed, (found, state, note, deps_done)))
+    return listed
+
+
+# decide's answers, read once (a State.X lookup costs a descriptor call in 3.11)
+_CHANGES_REQUESTED, _READY, _BLOCKED, _APPROVED, _IN_REVIEW = (State.CHANGES_REQUESTED, State.READY, State.BLOCKED,
+                                                              State.APPROVED, State.IN_REVIEW)
+_TROUBLE = {State.INTERRUPTED.value: State.INTERRUPTED, State.FAILED.value: State.FAILED}
+
+# What judge makes of an item's activity row and its branch's head, in plain values (a child
+# sends them through a pipe): the trouble its last implementing run left (a State's value, or
+# ""), and why; the short sha an approval covers when it covers the head, else ""; whether an
+# implementing run was recorded; why an approval no longer counts ("" when none).
+Judged = tuple[str, str, str, bool, str]
+NOTHING: Judged = ("", "", "", False, "")  # an item without runs, rounds or audits
+
+
+def list_state(outstanding: bool, act: tuple[Any, ...] | None, deps_done: bool, head: str) -> tuple[State, str]:
+    """compute_state past its first four states (unreadable, done, parked, running), from a row of
+    Ledger.list_activity (None: no runs, rounds or audits). A test holds it to compute_state."""
+    return decide(outstanding, NOTHING if act is None else judge(act, head), deps_done)
+
+
+def judge(act: tuple[Any, ...], head: str) -> Judged:
+    """What an item's state needs of its Ledger.list_activity row and its branch's head `head`."""
+    _, _, newest_round, last_id, started, finished, outcome, exit_status, approval_at, approval_head = act
+    ran = bool(last_id)
+    trouble, why = "", ""
+    if ran and not (outcome == "exited" and exit_status == 0 and finished is not None):
+        run = {"id": last_id, "started": started, "finished": finished, "outcome": outcome, "exit_status": exit_status}
+        found, why = run_trouble(run, False, approval_at or "")
+        trouble = found.value if found else ""
+    approval: str = approval_at or ""
+    current = bool(approval) and approval > (newest_round or "")
+    covered: str = approval_head or ""
+    approved = covered[:7] if current and head and covered == head else ""
+    moved = f"the branch moved since the approval at {covered[:7]}" if current and covered else ""
+    return trouble, why, approved, ran, moved
+
+
+def decide(outstanding: bool, judged: Judged, deps_done: bool) -> tuple[State, str]:
+    """An item's state and why, from the Changes section, what judge made of its activity, its deps."""
+    trouble, why, approved, ran, moved = judged
+    if trouble:
+        return _TROUBLE[trouble], why
+    if outstanding:
+        return _CHANGES_REQUESTED, ""
+    if approved:
+        return _APPROVED, f"at {approved}"
+    if ran:
+        return _IN_REVIEW, moved
+    if not deps_done:
+        return _BLOCKED, ""
+    return _READY, ""
+
+
+def is_ready(listed: Listed) -> bool:
+    """Work drive would take: readable, not done, parked or running, every dep done."""
+    # a state that outranks "blocked" (changes requested, in review) must not hide a dep not done
+    return listed.state not in NOT_DRIVEN | {State.BLOCKED, State.APPROVED} and listed.deps_done
+
+
+def _ledger_part(root: Path, ledger: Ledger) -> "LedgerPart":
+    """What a list reads of the ledger and git: the ids done, those parked (with why), what judge
+    makes of the activity of each item not done, and the items whose run is alive. Plain values
+    throughout, small to send: a child computes it beside the catalogue."""
+    done, parked = ledger.flags()
+    activity = ledger.list_activity()  # only items not done: a done item's state needs none
+    live = {run.item for run in ledger.unfinished_runs() if run_alive(run)}
+    heads = git.branch_heads(root) if activity else {}
+    judged = {item: judge(act, heads.get(act[1] or "", "") if heads else "") for item, act in activity.items()}
+    return done, parked, judged, live
+
+
+LedgerPart = tuple[set[str], dict[str, str], dict[str, Judged], set[str]]
+
+
+def _packed(part: LedgerPart) -> tuple[str, dict[str, str], list[tuple[Judged, str]], list[str]]:
+    """_ledger_part's answer as few objects for the pipe (marshal spends most of its time per
+    object): the done ids joined by NUL, which no id holds, and the items grouped by what judge
+    made of them (most items are judged alike), each group's ids joined. (An id with a NUL could
+    only come from a hand-made ledger; it fails the child, and the parent then reads here.)"""
+    done, parked, judged, live = part
+    if "\0" in "".join(done) or "\0" in "".join(judged):
+        raise ValueError("an id holds NUL")  # the child fails, and the parent reads the ledger itself
+    groups: dict[Judged, list[str]] = {}
+    for item, verdict in judged.items():
+        groups.setdefault(verdict, []).append(item)
+    return "\0".join(done), parked, [(verdict, "\0".join(items)) for verdict, items in groups.items()], list(live)
+
+
+def _unpacked(packed: tuple[str, dict[str, str], list[tuple[Judged, str]], list[str]]) -> LedgerPart:
+    done, parked, groups, live = packed
+    judged: dict[str, Judged] = {}
+    for verdict, items in groups:
+        judged.update(dict.fromkeys(items.split("\0"), verdict))
+    return set(done.split("\0")) if done else set(), parked, judged, set(live)
