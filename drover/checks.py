@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import json
-from typing import Container, Iterable
+from typing import Container
 
 from . import agents, git, templates
 from . import items as itemfile
@@ -10,7 +10,7 @@ from .config import AgentConfig
 from .errors import Finding
 from .ledger import Ledger
 from .project import Project
-from .status import Entry, catalogue, collector_paused
+from .status import catalogue, collector_paused
 from .trackers import open_tracker
 from .vocabulary import SLOTS
 
@@ -19,13 +19,13 @@ class UsedKeys:
     """The frontmatter keys some item uses, found when a template asks (`key in used`).
 
     Decoding every item's frontmatter to gather its keys took a quarter of `check` at 50,000
-    items, and only a template override ever asks. An entry keeps its frontmatter as json.dumps
-    wrote it, where a key reads `"key": `; an entry whose text holds that is decoded to make
-    sure the key is a top-level one (the text could be a nested dict's key).
+    items, and only a template override ever asks. The cache keeps each frontmatter as
+    json.dumps wrote it, where a key reads `"key": `; the rows whose text holds that are decoded
+    to make sure the key is a top-level one (the text could be a nested dict's key).
     """
 
-    def __init__(self, entries: Iterable[Entry]):
-        self._texts = [found.meta_json for found in entries if found.meta_json != "{}"]
+    def __init__(self, ledger: Ledger):
+        self._ledger = ledger  # its cache rows are the catalogue's, just refreshed
         self._known: dict[str, bool] = {}
 
     def __contains__(self, key: object) -> bool:
@@ -33,8 +33,8 @@ class UsedKeys:
             return False
         known = self._known.get(key)
         if known is None:
-            mark = json.dumps(key) + ": "
-            known = self._known[key] = any(key in json.loads(text) for text in self._texts if mark in text)
+            texts = self._ledger.cached_metas(json.dumps(key) + ": ")
+            known = self._known[key] = any(key in json.loads(text) for text in texts)
         return known
 
 
@@ -85,7 +85,7 @@ def _check_items(project: Project, ledger: Ledger) -> tuple[list[Finding], Conta
     if forward:
         for cycle in dependency_cycles({item_id: found.deps for item_id, found in entries.items()}):
             findings.append(Finding(f"dependency cycle: {' -> '.join(cycle)}"))
-    return findings, UsedKeys(entries.values())
+    return findings, UsedKeys(ledger)
 
 
 def dependency_cycles(graph: dict[str, tuple[str, ...]]) -> list[list[str]]:

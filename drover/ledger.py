@@ -228,24 +228,44 @@ class Ledger(Journal):
 
     # the metadata cache ------------------------------------------------------------------
 
-    def cached_files(self, *, plain: bool = False) -> dict[str, Any]:
-        """Cache rows by path, as sqlite3.Row in CACHE_COLUMNS order (read by position or name);
-        plain: as tuples (read by position), a third cheaper over 50,000 rows."""
+    def cached_files(self) -> dict[str, Any]:
+        """Cache rows by path, as sqlite3.Row in CACHE_COLUMNS order (read by position or name)."""
+        return {row[0]: row for row in self.conn.execute(f"SELECT {_CACHE_SELECT} FROM item_files")}
+
+    def cached_light(self) -> dict[str, tuple[Any, ...]]:
+        """Every cache row by path as a plain tuple of LIGHT_COLUMNS: what a catalogue entry needs,
+        without the frontmatter and the digest (two long strings a row, read only when asked)."""
         cursor = self.conn.cursor()
-        if plain:
-            cursor.row_factory = None
-        return {row[0]: row for row in cursor.execute(f"SELECT {_CACHE_SELECT} FROM item_files")}
+        cursor.row_factory = None
+        return {row[0]: row for row in cursor.execute(f"SELECT {_LIGHT_SELECT} FROM item_files")}
+
+    def cached_digests(self, paths: list[str]) -> dict[str, str]:
+        """The digest of each of `paths` the cache has a row for."""
+        found: dict[str, str] = {}
+        for at in range(0, len(paths), _IN_CHUNK):
+            part = paths[at:at + _IN_CHUNK]
+            marks = ", ".join("?" for _ in part)
+            found.update(self.conn.execute(f"SELECT path, digest FROM item_files WHERE path IN ({marks})", part))
+        return found
+
+    def cached_metas(self, containing: str) -> list[str]:
+        """The frontmatter (as JSON) of each cache row whose JSON text holds `containing`."""
+        return [row[0] for row in self.conn.execute("SELECT meta FROM item_files WHERE instr(meta, ?) > 0", (containing,))]
 
     def cached_files_for(self, paths: list[str]) -> dict[str, Any]:
         marks = ", ".join("?" for _ in paths)
         return {row[0]: row for row in
                 self.conn.execute(f"SELECT {_CACHE_SELECT} FROM item_files WHERE path IN ({marks})", paths)}
 
-    def store_files(self, rows: Sequence[Sequence[Any]], stale_paths: Sequence[str] = ()) -> None:
-        """Refresh cache rows (tuples of every column, in CACHE_COLUMNS order) and drop vanished paths."""
-        if not rows and not stale_paths:
+    def store_files(self, rows: Sequence[Sequence[Any]], stale_paths: Sequence[str] = (),
+                    mtimes: Sequence[tuple[int, str]] = ()) -> None:
+        """Refresh cache rows (tuples of every column, in CACHE_COLUMNS order), give rows whose files'
+        bytes did not change their new mtimes ((mtime_ns, path) each), drop vanished paths."""
+        if not rows and not stale_paths and not mtimes:
             return
         with self.write():
+            if mtimes:
+                self.conn.executemany("UPDATE item_files SET mtime_ns = ? WHERE path = ?", mtimes)
             if rows:
                 self.conn.executemany(
                     f"INSERT OR REPLACE INTO item_files ({_CACHE_SELECT}) VALUES ({', '.join('?' for _ in CACHE_COLUMNS)})",
@@ -503,6 +523,10 @@ def open_ledger(path: Path) -> Ledger:
 CACHE_COLUMNS = ("path", "size", "mtime_ns", "id", "title", "kind", "deps", "meta", "outstanding", "cleared",
                  "unreadable", "detail", "line", "digest")
 _CACHE_SELECT = ", ".join(f'"{name}"' for name in CACHE_COLUMNS)
+# What a catalogue entry needs of a row (cached_light): every column but the frontmatter and the digest.
+LIGHT_COLUMNS = tuple(name for name in CACHE_COLUMNS if name not in ("meta", "digest"))
+_LIGHT_SELECT = ", ".join(f'"{name}"' for name in LIGHT_COLUMNS)
+_IN_CHUNK = 10000  # paths named in one query (SQLite's variable limit is 32,766)
 _ACTIVITY_SELECT = ", ".join(ACTIVITY_KEYS)
 # next_item_id's test of an id (:pattern is "<prefix>-[1-9]*", :start where the number starts):
 # longer than `above`, or as long and greater as text, then an id. Named parameters: numbered

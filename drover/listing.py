@@ -1,7 +1,9 @@
 """`list`'s rows: every item of the catalogue with its state, read from the ledger in bulk.
 
-compute_state (status.py) is the definition of a state; list_state is its tail over the plain
-tuples Ledger.list_activity gives, and tests/test_list_paths.py holds the two to the same answers.
+compute_state (status.py) is the definition of a state. A list decides it from plain values
+instead: judge makes of an item's Ledger.list_activity row and branch head what the state needs,
+decide finishes it with the item file's part, and tests/test_list_paths.py holds the two
+(list_state) to compute_state's answers.
 """
 from __future__ import annotations
 
@@ -16,9 +18,9 @@ from .project import Project
 from .status import NOT_DRIVEN, Entry, State, catalogue, collector_paused, run_trouble
 
 # From this many items in the ledger, a forked child reads the ledger's part of a list (which
-# items are done or parked, their activity, the runs still alive, the branches' heads) while this
-# process reads and stats the item files, so the two halves use both cores. Fewer: read here.
-# DROVER_LEDGER_CHILD_AT overrides it (the tests force both paths with it).
+# items are done or parked, what their activity says, the runs still alive) while this process
+# matches the item files with their cache rows, so the two halves use both cores. Fewer: read
+# here. DROVER_LEDGER_CHILD_AT overrides it (the tests force both paths with it).
 LEDGER_CHILD_AT = 5000
 
 

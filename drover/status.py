@@ -82,10 +82,11 @@ class AuditProvenance:
     weak: bool = True
 
 
-def _entry_from_fields(found: parsing.Fields | tuple[Any, ...], rel: str) -> Entry:
-    """An entry from what parsing gives of a file (parsing.Fields, perhaps with its digest after)."""
-    return Entry(found[0], rel, found[1], found[2], found[3], found[5], found[6], found[7], found[8], found[9],
-                 found[10])
+def _entry_from_fields(found: parsing.Fields | tuple[Any, ...], rel: str, meta: bool = True) -> Entry:
+    """An entry from what parsing gives of a file (parsing.Fields, perhaps with its digest after);
+    meta=False: without its frontmatter, as the catalogue's entries are."""
+    return Entry(found[0], rel, found[1], found[2], found[3], found[5] if meta else NO_META, found[6], found[7],
+                 found[8], found[9], found[10])
 
 
 def _cache_row(rel: str, size: int, mtime: int, found: parsing.Fields | tuple[Any, ...],
@@ -98,6 +99,12 @@ def _entry_from_cache(row: Any) -> Entry:
     """An entry from an item_files row (Ledger.CACHE_COLUMNS, read by position)."""
     return Entry(row[3], row[0], row[4] or "", row[5] or "", _deps(row[6]), row[7] or "{}", bool(row[8]),
                  bool(row[9]), row[10] or "", row[11] or "", row[12])
+
+
+def _entry_from_light(row: Any) -> Entry:
+    """A catalogue entry from a Ledger.cached_light row (LIGHT_COLUMNS, read by position)."""
+    return Entry(row[3], row[0], row[4] or "", row[5] or "", _deps(row[6]), NO_META, bool(row[7]), bool(row[8]),
+                 row[9] or "", row[10] or "", row[11])
 
 
 def _deps(text: str | None) -> tuple[str, ...]:
@@ -116,6 +123,10 @@ CACHE_BATCH = 2000
 
 def catalogue(project: Project, ledger: Ledger, statted: Callable[[], object] | None = None) -> dict[str, Entry]:
     """Every item file, by id (its file name), parsing only files whose bytes changed.
+
+    The entries leave the frontmatter out (meta_json is NO_META): nothing that walks the whole
+    catalogue needs it, and reading it was a sixth of a warm `list`; entry() and entries_for()
+    give it, and Ledger.cached_metas finds the rows whose frontmatter holds a text.
 
     statted() is called once every file is statted and the cache rows read, before they are
     matched: list and check start their ledger child there, when the stat child's core is free.
@@ -138,7 +149,7 @@ def catalogue(project: Project, ledger: Ledger, statted: Callable[[], object] | 
         names = []
     within = folder + os.sep
     elsewhere = parsing.stat_elsewhere(within, names)  # a child stats them while the cache is read
-    cache = ledger.cached_files(plain=True)
+    cache = ledger.cached_light()
     new_tuple = tuple.__new__
     stats = parsing.stats_of(within, names, elsewhere)
     if statted is not None:
@@ -150,7 +161,7 @@ def catalogue(project: Project, ledger: Ledger, statted: Callable[[], object] | 
             continue
         size, mtime = stat
         if row is not None and row[1] == size and row[2] == mtime:
-            # _entry_from_cache(row), inline: this line runs once per item on every list
+            # _entry_from_light(row), inline: this line runs once per item on every list
             deps = row[6]
             if not deps or deps == "[]":
                 deps = ()
@@ -158,8 +169,8 @@ def catalogue(project: Project, ledger: Ledger, statted: Callable[[], object] | 
                 deps = tuple(deps[2:-2].split('", "'))
             else:
                 deps = _deps(deps)
-            entries[name[:-3]] = new_tuple(Entry, (row[3], row[0], row[4] or "", row[5] or "", deps, row[7] or "{}",
-                                                   bool(row[8]), bool(row[9]), row[10] or "", row[11] or "", row[12]))
+            entries[name[:-3]] = new_tuple(Entry, (row[3], row[0], row[4] or "", row[5] or "", deps, NO_META,
+                                                   bool(row[7]), bool(row[8]), row[9] or "", row[10] or "", row[11]))
             continue
         entries[name[:-3]] = _CHANGED  # its place in the order, filled by _refresh
         changed.append((name, size, mtime, row))
@@ -169,32 +180,37 @@ def catalogue(project: Project, ledger: Ledger, statted: Callable[[], object] | 
 
 
 _CHANGED = Entry("", "")
+# The meta_json of a catalogue entry: not read (Entry.meta then fails loudly rather than say {}).
+NO_META = ""
 
 
 def _refresh(folder: str, base: str, prefix: str, changed: list[tuple[str, int, int, Any]],
              entries: dict[str, Entry], ledger: Ledger) -> None:
     """Entries and fresh cache rows for the files whose size or mtime changed: (name, size, mtime, cache row).
 
-    A file is parsed only when its bytes' digest differs from its row's; the row then takes the
-    new mtime. Many changed files are parsed in worker processes (parsing.parse_changed); the
-    rows are written here, in batches as they come, so a cold catalogue does not hold them all.
+    A file is parsed only when its bytes' digest differs from its row's (a file of the size its
+    row knows: a touch, a checkout); the row then takes the new mtime. Many changed files are
+    parsed in worker processes (parsing.parse_changed); the rows are written here, in batches
+    as they come, so a cold catalogue does not hold them all.
     """
-    jobs = [(name, row[13] if row is not None and row[1] == size else None) for name, size, _, row in changed]
+    known = ledger.cached_digests([row[0] for _, size, _, row in changed if row is not None and row[1] == size])
+    jobs = [(name, known.get(row[0]) if row is not None and row[1] == size else None) for name, size, _, row in changed]
     fresh: list[tuple[Any, ...]] = []
+    touched: list[tuple[int, str]] = []
     changed.reverse()  # popped as parsed: each cache row is let go once its entry is made
     for found in parsing.parse_changed(folder, prefix, jobs):
         name, size, mtime, row = changed.pop()
         if len(found) == 1:
-            entries[name[:-3]] = _entry_from_cache(row)
-            fresh.append((*row[:2], mtime, *row[3:]))
+            entries[name[:-3]] = _entry_from_light(row)
+            touched.append((mtime, row[0]))
         else:
             rel = base + name
-            entries[name[:-3]] = _entry_from_fields(found, rel)
+            entries[name[:-3]] = _entry_from_fields(found, rel, meta=False)
             fresh.append(_cache_row(rel, size, mtime, found, found[11]))
-        if len(fresh) >= CACHE_BATCH:
-            ledger.store_files(fresh)
-            fresh = []
-    ledger.store_files(fresh)
+        if len(fresh) + len(touched) >= CACHE_BATCH:
+            ledger.store_files(fresh, mtimes=touched)
+            fresh, touched = [], []
+    ledger.store_files(fresh, mtimes=touched)
 
 
 def sorted_names(names: list[str], prefix: str) -> list[str]:
