@@ -45,7 +45,8 @@ class Entry(NamedTuple):
     """What the catalogue knows of one item file, from the metadata cache or a fresh parse.
 
     A tuple, built positionally from a cache row: list and check build one per item (50,000 in
-    a large project). The frontmatter stays JSON text until `meta` is asked for.
+    a large project). The frontmatter stays JSON text until `meta` is asked for, and the
+    catalogue's entries do not carry it at all (NO_META).
     """
 
     id: str
@@ -125,11 +126,11 @@ def catalogue(project: Project, ledger: Ledger, statted: Callable[[], object] | 
     """Every item file, by id (its file name), parsing only files whose bytes changed.
 
     The entries leave the frontmatter out (meta_json is NO_META): nothing that walks the whole
-    catalogue needs it, and reading it was a sixth of a warm `list`; entry() and entries_for()
+    catalogue needs it, and it is the longest text of a cache row; entry() and entries_for()
     give it, and Ledger.cached_metas finds the rows whose frontmatter holds a text.
 
     statted() is called once every file is statted and the cache rows read, before they are
-    matched: list and check start their ledger child there, when the stat child's core is free.
+    matched: list starts its ledger child there, when the stat child's core is free.
 
     A file whose size and mtime are its cache row's is not read. One with a new mtime is read,
     and parsed only when its bytes' digest differs from the row's (a checkout or a touch gives
