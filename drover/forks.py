@@ -1,25 +1,28 @@
 """Work done in a forked child process while this one goes on, its answer back through a pipe.
 
-The catalogue's helpers use it: the parse workers (parsing.py), the child that stats every item
-file and the one that reads a list's ledger rows (listing.py). A child runs one function, sends
-what it returns as one marshal, and ends with os._exit: no atexit, no finalizer, no buffer of
-this process flushed twice, and the ledger connection it inherited never touched. Whatever goes
-wrong on the way (no fork, a child killed, garbage in the pipe) the caller learns as "no answer"
-and does the work itself, so a child only ever saves time.
+The catalogue's helpers use it: the parse workers (parsing.py), and the child that stats every
+item file and then, for a list, reads the ledger's part (listing.py). A child runs its functions
+in turn, sends what each returns as one length-prefixed marshal, and ends with os._exit: no
+atexit, no finalizer, no buffer of this process flushed twice, and the ledger connection it
+inherited never touched. Whatever goes wrong on the way (no fork, a child killed, garbage in the
+pipe) the caller learns as "no answer" and does the work itself, so a child only ever saves time.
 """
 from __future__ import annotations
 
 import marshal
 import os
+import signal
 import sys
-from typing import Any, Callable, NamedTuple
+from typing import Any, Callable, Sequence
 
 
-class Child(NamedTuple):
-    """A started child: the read end of its pipe and its pid."""
+class Child:
+    """A started child: the read end of its pipe, its pid, and how many answers are still to come."""
 
-    read_end: int
-    pid: int
+    def __init__(self, read_end: int, pid: int, answers: int = 1):
+        self.read_end = read_end
+        self.pid = pid
+        self.answers = answers  # 0: the pipe is closed and the child reaped
 
 
 def forking(count: int, variable: str, default: int) -> bool:
@@ -50,8 +53,9 @@ def forked_with_pipe() -> tuple[int, int, int] | None:
     return read_end, write_end, pid
 
 
-def start(work: Callable[[], Any], count: int, variable: str, default: int) -> Child | None:
-    """A child computing work() (see forking for when there is one), or None: do it here."""
+def start(works: Sequence[Callable[[], Any]], count: int, variable: str, default: int) -> Child | None:
+    """A child computing each of works() in turn (see forking for when there is one), each answer
+    sent as soon as it is made; None: do the work here."""
     if not forking(count, variable, default):
         return None
     forked = forked_with_pipe()
@@ -62,34 +66,77 @@ def start(work: Callable[[], Any], count: int, variable: str, default: int) -> C
         code = 1
         try:
             os.close(read_end)
-            data = memoryview(marshal.dumps(work()))
-            while data:
-                data = data[os.write(write_end, data):]
+            for work in works:
+                data = marshal.dumps(work())
+                message = memoryview(len(data).to_bytes(8, "little") + data)
+                while message:
+                    message = message[os.write(write_end, message):]
             code = 0
         finally:
             os._exit(code)
     os.close(write_end)
-    return Child(read_end, pid)
+    return Child(read_end, pid, len(works))
 
 
 def answer(child: Child) -> tuple[Any] | None:
-    """(what the child's work returned,) once it has ended well; None if it did not."""
-    chunks: list[bytes] = []
-    failed = False
+    """(the child's next answer,), or None when it has none to give (it failed, died, or sent
+    something cut short or garbled): then none of its later answers is read either. The child
+    is reaped after its last answer, or at its first failure."""
+    if child.answers <= 0:
+        return None
+    child.answers -= 1
+    got = None
     try:
-        while data := os.read(child.read_end, 1 << 20):
-            chunks.append(data)
-    except OSError:
-        failed = True
-    finally:
-        os.close(child.read_end)
+        size = int.from_bytes(_exactly(child.read_end, 8), "little")
+        got = (marshal.loads(_exactly(child.read_end, size)),)
+    except (OSError, EOFError, ValueError, TypeError, MemoryError):
+        child.answers = 0
+    if child.answers == 0 and not _reaped(child, killed=False):
+        return None
+    return got
+
+
+def close(child: Child | None) -> None:
+    """End a child whose answers were not all read (the caller failed midway), and reap it."""
+    if child is not None and child.answers > 0:
+        child.answers = 0
+        _reaped(child, killed=True)
+
+
+def _exactly(fd: int, size: int) -> bytes:
+    """`size` bytes from the pipe; EOFError if it ends first."""
+    chunks = []
+    while size > 0:
+        chunk = os.read(fd, min(size, 1 << 20))
+        if not chunk:
+            raise EOFError("the child's pipe ended")
+        chunks.append(chunk)
+        size -= len(chunk)
+    return b"".join(chunks)
+
+
+def _reaped(child: Child, killed: bool) -> bool:
+    """Close the pipe and wait for the child (killed first when asked): whether it ended well."""
+    os.close(child.read_end)
     try:
+        if killed:
+            os.kill(child.pid, signal.SIGKILL)
         _, status = os.waitpid(child.pid, 0)
-    except ChildProcessError:
-        return None
-    if failed or not os.WIFEXITED(status) or os.WEXITSTATUS(status) != 0:
-        return None
-    try:
-        return (marshal.loads(b"".join(chunks)),)
-    except (EOFError, ValueError, TypeError):
-        return None
+    except (ChildProcessError, ProcessLookupError):
+        return False
+    return os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+
+
+class Also:
+    """Work for the catalogue's stat child to do once it has sent the stats (status.catalogue),
+    and its answer when the caller asks; the caller does the work itself when there is none."""
+
+    def __init__(self, work: Callable[[], Any]):
+        self.work = work
+        self.child: Child | None = None  # set by the catalogue when its stat child took the work
+
+    def answer(self) -> tuple[Any] | None:
+        return answer(self.child) if self.child is not None else None
+
+    def close(self) -> None:
+        close(self.child)

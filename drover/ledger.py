@@ -194,11 +194,6 @@ class Ledger(Journal):
         """Whether the items table has a row for `item_id` (one lookup, not item_rows' every row)."""
         return self.conn.execute("SELECT 1 FROM items WHERE id = ?", (item_id,)).fetchone() is not None
 
-    def known_items(self) -> int:
-        """About how many items the ledger has rows for, without counting them (the highest rowid)."""
-        (highest,) = self.conn.execute("SELECT coalesce(max(rowid), 0) FROM items").fetchone()
-        return int(highest)
-
     def item_rows(self) -> dict[str, dict[str, Any]]:
         return {row["id"]: row for row in self._rows("SELECT * FROM items")}
 

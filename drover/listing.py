@@ -17,13 +17,6 @@ from .procs import run_alive
 from .project import Project
 from .status import NOT_DRIVEN, Entry, State, catalogue, collector_paused, run_trouble
 
-# From this many items in the ledger, a forked child reads the ledger's part of a list (which
-# items are done or parked, what their activity says, the runs still alive) while this process
-# matches the item files with their cache rows, so the two halves use both cores. Fewer: read
-# here. DROVER_LEDGER_CHILD_AT overrides it (the tests force both paths with it).
-LEDGER_CHILD_AT = 5000
-
-
 class Listed(NamedTuple):
     entry: Entry
     state: State
@@ -38,19 +31,19 @@ def list_items(project: Project, ledger: Ledger) -> list[Listed]:
 
 
 def _list_items(project: Project, ledger: Ledger) -> list[Listed]:
-    # a child reads the ledger's part while this process matches the files with their cache rows
-    # (started once the stat child has ended, so that the two children do not share one core)
-    known = ledger.known_items()
-    started: list[forks.Child | None] = []
-    entries = catalogue(project, ledger, lambda: started.append(forks.start(
-        lambda: _packed(_ledger_part(project.root, Ledger.beside(ledger.path))), known, "DROVER_LEDGER_CHILD_AT",
-        LEDGER_CHILD_AT)))
-    got = forks.answer(started[0]) if started and started[0] is not None else None
+    # the stat child reads the ledger's part once it has sent the stats, while this process
+    # matches the files with their cache rows; without a stat child, it is read here
+    also = forks.Also(lambda: _packed(_ledger_part(project.root, Ledger.beside(ledger.path))))
+    try:
+        entries = catalogue(project, ledger, also)
+        got = also.answer()
+    finally:
+        also.close()  # a child whose answer was not read (this process failed midway) is ended
     done, parked, judged, live = _unpacked(got[0]) if got is not None else _ledger_part(project.root, ledger)
     match = itemfile.id_pattern(project.config.prefix).match
-    # every dep once, matched in one C loop: the ids, and those done (most deps)
-    ids = set(filter(match, set().union(*[found.deps for found in entries.values()])))
-    settled = ids & done
+    settled = set(filter(match, done))  # a dep is done when it is an id and its item is done
+    # decide's answer for each verdict, outstanding or not, deps done or not (few verdicts, many items)
+    decided: dict[Judged, tuple[tuple[State, str], ...]] = {}
     listed: list[Listed] = []
     append = listed.append
     new_tuple = tuple.__new__  # Listed(...) is a Python-level call per item
@@ -58,10 +51,7 @@ def _list_items(project: Project, ledger: Ledger) -> list[Listed]:
     unreadable, done_state, parked_state, running, blocked = (State.UNREADABLE, State.DONE, State.PARKED,
                                                               State.RUNNING, State.BLOCKED)
     for item_id, found in entries.items():
-        deps_done = True
-        for dep in found.deps:
-            if dep not in settled:
-                deps_done = False
+        deps_done = settled.issuperset(found.deps)
         # compute_state's order, read from what flags and judge give (list_state)
         if found.unreadable:
             append(new_tuple(Listed, (found, unreadable, found.problem, deps_done)))
@@ -73,9 +63,14 @@ def _list_items(project: Project, ledger: Ledger) -> list[Listed]:
         elif item_id in live:
             state, note = running, ""
         else:
-            state, note = decide(found.outstanding, judged.get(item_id, NOTHING), deps_done)
+            verdict = judged.get(item_id, NOTHING)
+            answers = decided.get(verdict)
+            if answers is None:
+                answers = decided[verdict] = tuple(decide(outstanding, verdict, ready)
+                                                   for outstanding in (False, True) for ready in (False, True))
+            state, note = answers[2 * found.outstanding + deps_done]
         if not deps_done:
-            bad = [dep for dep in found.deps if dep not in ids]
+            bad = [dep for dep in found.deps if not match(dep)]
             if bad:
                 note = "; ".join(f"dep {dep} {itemfile.NOT_AN_ID}" for dep in bad)
             elif state == blocked:

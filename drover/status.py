@@ -7,10 +7,10 @@ import os
 import re
 from contextlib import contextmanager
 from enum import StrEnum
-from typing import Any, Callable, Iterable, Iterator, NamedTuple, Sequence
+from typing import Any, Iterable, Iterator, NamedTuple, Sequence
 
 from .records import dataclass
-from . import parsing
+from . import forks, parsing
 from . import items as itemfile
 from .deps import Dep  # not fields.py: show would build every template type
 from .ledger import Ledger
@@ -122,15 +122,16 @@ def _deps(text: str | None) -> tuple[str, ...]:
 CACHE_BATCH = 2000
 
 
-def catalogue(project: Project, ledger: Ledger, statted: Callable[[], object] | None = None) -> dict[str, Entry]:
+def catalogue(project: Project, ledger: Ledger, also: forks.Also | None = None) -> dict[str, Entry]:
     """Every item file, by id (its file name), parsing only files whose bytes changed.
 
     The entries leave the frontmatter out (meta_json is NO_META): nothing that walks the whole
     catalogue needs it, and it is the longest text of a cache row; entry() and entries_for()
     give it, and Ledger.cached_metas finds the rows whose frontmatter holds a text.
 
-    statted() is called once every file is statted and the cache rows read, before they are
-    matched: list starts its ledger child there, when the stat child's core is free.
+    `also`: work for the stat child to do once it has sent the stats (list reads the ledger's
+    part so, while this process matches the files with their cache rows); its answer is the
+    caller's to ask for, and none when there was no stat child.
 
     A file whose size and mtime are its cache row's is not read. One with a new mtime is read,
     and parsed only when its bytes' digest differs from the row's (a checkout or a touch gives
@@ -149,13 +150,10 @@ def catalogue(project: Project, ledger: Ledger, statted: Callable[[], object] | 
     except (FileNotFoundError, NotADirectoryError):
         names = []
     within = folder + os.sep
-    elsewhere = parsing.stat_elsewhere(within, names)  # a child stats them while the cache is read
+    elsewhere = parsing.stat_elsewhere(within, names, also)  # a child stats most while the cache is read
     cache = ledger.cached_light()
     new_tuple = tuple.__new__
-    stats = parsing.stats_of(within, names, elsewhere)
-    if statted is not None:
-        statted()
-    for name, stat in stats:
+    for name, stat in parsing.stats_of(within, names, elsewhere):
         rel = base + name
         row = cache.pop(rel, None)  # what is left in the cache at the end is stale
         if stat is None:

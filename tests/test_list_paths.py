@@ -135,26 +135,17 @@ def test_list_items_agrees_with_the_plain_computation(tmp_path, monkeypatch, led
     branch's head, parked, done and re-opened items, bad, missing and unreadable deps; with the
     ledger's part read by a forked child, in this process, and by a child that fails (whose
     part this process then reads)."""
-    monkeypatch.setenv("DROVER_LEDGER_CHILD_AT", "1000000" if ledger_part == "here" else "1")
-    children: list[object] = []
-    started = forks.start
-
-    def spied(work, count, variable, default):
-        child = started(work, count, variable, default)
-        if variable == "DROVER_LEDGER_CHILD_AT":
-            children.append(child)
-        return child
-
+    # the stat child, which reads the ledger's part once it has sent the stats
+    monkeypatch.setenv("DROVER_STAT_CHILD_AT", "1000000" if ledger_part == "here" else "1")
     answers: list[object] = []
-    answered = forks.answer
+    answered = forks.Also.answer
 
-    def spied_answer(child):
-        got = answered(child)
-        answers.append(got)
+    def spied(also):
+        got = answered(also)
+        answers.append((also.child is not None, got is not None))
         return got
 
-    monkeypatch.setattr(forks, "start", spied)
-    monkeypatch.setattr(forks, "answer", spied_answer)
+    monkeypatch.setattr(forks.Also, "answer", spied)
     if ledger_part == "child fails":
         def refused(cls, path):
             raise sqlite3.OperationalError("unable to open database file")
@@ -201,9 +192,9 @@ def test_list_items_agrees_with_the_plain_computation(tmp_path, monkeypatch, led
         ledger.unpark("D-12")
         fast = list_items(project, ledger)
         assert fast == plain_list(project, ledger)
-    assert (children == [None]) == (ledger_part == "here") and len(children) == 1
-    # the forked child's answer was the one used; the failed child's was none, so read here
-    assert [got is not None for got in answers] == {"forked": [True], "here": [], "child fails": [False]}[ledger_part]
+    # (a child took the work, it answered): the forked child's answer was the one used; the
+    # failed child's was none, so the part was read here, as with no child at all
+    assert answers == [{"forked": (True, True), "here": (False, False), "child fails": (True, False)}[ledger_part]]
     states = {row.entry.id: row.state for row in fast}
     assert {State.DONE, State.PARKED, State.BLOCKED, State.READY, State.INTERRUPTED, State.FAILED, State.APPROVED,
             State.IN_REVIEW, State.CHANGES_REQUESTED, State.UNREADABLE} <= set(states.values())

@@ -10,10 +10,10 @@ import pytest
 
 from helpers import HOSTILE_FRONTMATTER, ledger_tables, run
 
-# forked: parse workers, the stat child and the ledger child at once; here: every file read and
-# statted, and the ledger read, in-process
-PARALLEL = {"DROVER_PARALLEL_PARSE_AT": "1", "DROVER_STAT_CHILD_AT": "1", "DROVER_LEDGER_CHILD_AT": "1"}
-SERIAL = {"DROVER_PARALLEL_PARSE_AT": "1000000", "DROVER_STAT_CHILD_AT": "1000000", "DROVER_LEDGER_CHILD_AT": "1000000"}
+# forked: parse workers and the stat child (which reads a list's ledger part too) at once; here:
+# every file read and statted, and the ledger read, in-process
+PARALLEL = {"DROVER_PARALLEL_PARSE_AT": "1", "DROVER_STAT_CHILD_AT": "1"}
+SERIAL = {"DROVER_PARALLEL_PARSE_AT": "1000000", "DROVER_STAT_CHILD_AT": "1000000"}
 
 
 def item(item_id: str, front: str, body: str = "## Requirements\n\n- x\n") -> str:
@@ -186,3 +186,22 @@ def test_a_stat_child_that_fails_leaves_the_stats_to_the_parent(tmp_path):
             os._exit(1 if not sends else 0)
         os.close(write_end)
         assert list(parsing.stats_of(within, names, forks.Child(read_end, pid))) == list(parsing.stats_here(within, names))
+
+
+def test_a_child_answers_in_turn_and_one_not_read_is_ended(monkeypatch):
+    """A child's answers come one by one, in order; one the caller never reads (it failed
+    midway) does not leave the child waiting on a full pipe: close ends and reaps it."""
+    from drover import forks
+
+    monkeypatch.setenv("DROVER_TEST_FORK_AT", "1")
+    child = forks.start([lambda: [1, 2], lambda: "x" * 1_000_000], 1, "DROVER_TEST_FORK_AT", 10)
+    assert child is not None
+    assert forks.answer(child) == ([1, 2],) and forks.answer(child) == ("x" * 1_000_000,)
+    assert forks.answer(child) is None  # nothing more to come; the child was reaped
+    child = forks.start([lambda: 1, lambda: "y" * 1_000_000], 1, "DROVER_TEST_FORK_AT", 10)
+    assert child is not None and forks.answer(child) == (1,)
+    pid = child.pid
+    forks.close(child)  # the second answer, bigger than a pipe holds, never read
+    with pytest.raises(ChildProcessError):
+        os.waitpid(pid, 0)  # reaped: no child left behind
+    assert forks.start([lambda: 1], 1, "DROVER_TEST_FORK_AT_UNSET", 10) is None  # too few to fork for
