@@ -46,31 +46,56 @@ def env() -> dict[str, str]:
 CPU: dict[float, float] = {}  # wall median -> CPU (user + sys) median of the same runs
 
 
+def run_once(argv: list[str], root: Path, stdin: str | None = None) -> tuple[float, float]:
+    """One whole process: (wall milliseconds, CPU milliseconds: user + system, the child's own)."""
+    import resource
+
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    done = subprocess.run(argv, cwd=root, input=stdin, capture_output=True, text=True, env=env())
+    elapsed = (time.perf_counter() - start) * 1000
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if done.returncode not in (0, 1) or "Traceback" in done.stderr:
+        raise SystemExit(f"failed ({done.returncode}): {' '.join(argv)}\n{done.stderr}")
+    return elapsed, (after.ru_utime - used.ru_utime + after.ru_stime - used.ru_stime) * 1000
+
+
 def timed(argv: list[str], root: Path, runs: int, stdin: str | None = None, before=None) -> float:
     """Median wall milliseconds of `argv` over `runs` (after one untimed warm-up run).
 
     The median CPU time (user + system, the child's own) is kept in CPU: on a machine other
     work is loading, CPU time says what drover costs, wall time what a user waits.
     """
-    import resource
-
     times, cpus = [], []
     for n in range(runs + 1):
         if before:
             before()
-        used = resource.getrusage(resource.RUSAGE_CHILDREN)
-        start = time.perf_counter()
-        done = subprocess.run(argv, cwd=root, input=stdin, capture_output=True, text=True, env=env())
-        elapsed = (time.perf_counter() - start) * 1000
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        if done.returncode not in (0, 1) or "Traceback" in done.stderr:
-            raise SystemExit(f"failed ({done.returncode}): {' '.join(argv)}\n{done.stderr}")
+        elapsed, cpu = run_once(argv, root, stdin)
         if n:
             times.append(elapsed)
-            cpus.append((after.ru_utime - used.ru_utime + after.ru_stime - used.ru_stime) * 1000)
+            cpus.append(cpu)
     wall = statistics.median(times)
     CPU[wall] = statistics.median(cpus)
     return wall
+
+
+FLOOR = [sys.executable, "-c", "pass"]
+
+
+def paired(argv: list[str], root: Path, runs: int, stdin: str | None = None) -> tuple[float, float, float, float]:
+    """Medians of `argv` and of `python -c pass`, run in turn (after one untimed run of each):
+    (wall, CPU, floor wall, floor CPU) in milliseconds. Their ratio does not drift with the
+    machine's speed over the minutes of a bench run, as a ratio to a floor timed once would."""
+    walls, cpus, floor_walls, floor_cpus = [], [], [], []
+    for n in range(runs + 1):
+        floor_wall, floor_cpu = run_once(FLOOR, root)
+        wall, cpu = run_once(argv, root, stdin)
+        if n:
+            walls.append(wall)
+            cpus.append(cpu)
+            floor_walls.append(floor_wall)
+            floor_cpus.append(floor_cpu)
+    return tuple(statistics.median(values) for values in (walls, cpus, floor_walls, floor_cpus))  # type: ignore[return-value]
 
 
 def peak_mb(argv: list[str], root: Path) -> float:
@@ -134,14 +159,14 @@ def main() -> int:
     try:
         empty = folder / "empty"
         empty.mkdir()
-        floor = timed([sys.executable, "-c", "pass"], empty, args.runs * 2)
+        floor = timed(FLOOR, empty, args.runs * 2)
+        print(f"python -c pass: {floor:.0f} ms wall, {CPU[floor]:.0f} ms CPU at the start; each ratio below is to "
+              "the python -c pass runs taken in turn with that command's")
 
-        floor_cpu = CPU[floor]
-        print(f"python -c pass: {floor:.0f} ms wall, {floor_cpu:.0f} ms CPU (the units of the ratios below)")
-
-        def ratio_row(goal: str, ms: float, limit: float) -> None:
-            ratio, cpu_ratio = ms / floor, CPU[ms] / floor_cpu
-            rows.append((goal, f"{ms:.0f} ms / {CPU[ms]:.0f} ms", f"{ratio:.1f}x / {cpu_ratio:.1f}x (goal {limit:g}x)",
+        def ratio_row(goal: str, argv: list[str], root: Path, limit: float, stdin: str | None = None) -> None:
+            ms, cpu, floor_ms, floor_cpu = paired(argv, root, args.runs * 2, stdin)
+            ratio, cpu_ratio = ms / floor_ms, cpu / floor_cpu
+            rows.append((goal, f"{ms:.0f} ms / {cpu:.0f} ms", f"{ratio:.1f}x / {cpu_ratio:.1f}x (goal {limit:g}x)",
                          "PASS" if ratio <= limit else ("PASS on CPU" if cpu_ratio <= limit else "MISS")))
 
         def abs_row(goal: str, value: float, unit: str, limit: float, cpu: float | None = None) -> None:
@@ -149,7 +174,7 @@ def main() -> int:
             verdict = "PASS" if value <= limit else ("PASS on CPU" if cpu is not None and cpu <= limit else "MISS")
             rows.append((goal, figure, f"goal {limit:g} {unit}", verdict))
 
-        ratio_row("drover --help", timed([*drover, "--help"], empty, args.runs * 2), 3)
+        ratio_row("drover --help", [*drover, "--help"], empty, 3)
         for count in sizes:
             root = folder / f"p{count}"
             started = time.perf_counter()
@@ -171,7 +196,7 @@ def main() -> int:
                 ("audit", ["audit", target, "--level", "claimed", "--by", "bench"], None),
                 ("new", ["new", "bench item"], None),
             ):
-                ratio_row(f"{name} at {n} items", timed([*drover, *argv], root, args.runs, stdin=stdin), 8)
+                ratio_row(f"{name} at {n} items", [*drover, *argv], root, 8, stdin)
             if args.single:
                 if not args.keep:
                     shutil.rmtree(root, ignore_errors=True)
