@@ -53,11 +53,10 @@ def forked_with_pipe() -> tuple[int, int, int] | None:
     return read_end, write_end, pid
 
 
-def start(works: Sequence[Callable[[], Any]], count: int, variable: str, default: int) -> Child | None:
-    """A child computing each of works() in turn (see forking for when there is one), each answer
-    sent as soon as it is made; None: do the work here."""
-    if not forking(count, variable, default):
-        return None
+def child(body: Callable[[int], None], prepare: Callable[[int], None] | None = None) -> tuple[int, int] | None:
+    """Fork a child that runs prepare(w) then body(w), `w` its pipe's write end, and ends by
+    os._exit (0 when body returned, 1 when it raised); here: (the pipe's read end, the child's
+    pid), or None when no pipe or no fork could be had."""
     forked = forked_with_pipe()
     if forked is None:
         return None
@@ -66,16 +65,35 @@ def start(works: Sequence[Callable[[], Any]], count: int, variable: str, default
         code = 1
         try:
             os.close(read_end)
-            for work in works:
-                data = marshal.dumps(work())
-                message = memoryview(len(data).to_bytes(8, "little") + data)
-                while message:
-                    message = message[os.write(write_end, message):]
+            if prepare is not None:
+                prepare(write_end)
+            body(write_end)
             code = 0
         finally:
             os._exit(code)
     os.close(write_end)
-    return Child(read_end, pid, len(works))
+    return read_end, pid
+
+
+def send(fd: int, value: Any) -> None:
+    """One answer down the pipe: its length in 8 bytes, then its marshal."""
+    data = marshal.dumps(value)
+    message = memoryview(len(data).to_bytes(8, "little") + data)
+    while message:
+        message = message[os.write(fd, message):]
+
+
+def start(works: Sequence[Callable[[], Any]], count: int, variable: str, default: int) -> Child | None:
+    """A child computing each of works() in turn (see forking for when there is one), each answer
+    sent as soon as it is made; None: do the work here."""
+    if not forking(count, variable, default):
+        return None
+    def answer_each(out: int) -> None:
+        for work in works:
+            send(out, work())
+
+    forked = child(answer_each)
+    return None if forked is None else Child(*forked, len(works))
 
 
 def answer(child: Child) -> tuple[Any] | None:

@@ -214,21 +214,11 @@ class _Reader:
 
 def _fork(within: str, prefix: str, jobs: Sequence[tuple[str, str | None]], starts: range, size: int,
           inherited: list[int]) -> _Reader | None:
-    """Start one worker on the chunks at `starts`; None when no process can be forked."""
-    forked = forks.forked_with_pipe()
-    if forked is None:
-        return None
-    read_end, write_end, pid = forked
-    if pid == 0:  # the worker: never returns
-        status = 1
-        try:
-            _close_all_but(write_end, [read_end, *inherited])
-            _serve(within, prefix, jobs, starts, size, write_end)
-            status = 0
-        finally:
-            os._exit(status)  # no atexit, no finalizers: the ledger's connection is the parent's
-    os.close(write_end)
-    return _Reader(read_end, pid)
+    """Start one worker on the chunks at `starts`; None when no process can be forked. It ends by
+    os._exit (forks.child): no atexit, no finalizers, and the ledger's connection is the parent's."""
+    forked = forks.child(lambda out: _serve(within, prefix, jobs, starts, size, out),
+                         prepare=lambda out: _close_all_but(out, inherited))
+    return None if forked is None else _Reader(*forked)
 
 
 def _close_all_but(keep: int, known: list[int]) -> None:
@@ -254,10 +244,7 @@ def _serve(within: str, prefix: str, jobs: Sequence[tuple[str, str | None]], sta
     signal.signal(signal.SIGINT, signal.SIG_DFL)  # Ctrl-C ends a worker at once, without a traceback
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # so does the parent's death (its pipe closes)
     for start in starts:
-        blob = marshal.dumps([parse_one(within, name, prefix, known) for name, known in jobs[start:start + size]])
-        view = memoryview(len(blob).to_bytes(8, "little") + blob)
-        while view:
-            view = view[os.write(out, view):]
+        forks.send(out, [parse_one(within, name, prefix, known) for name, known in jobs[start:start + size]])
 
 
 def _reap(pid: int, whole: bool) -> None:
