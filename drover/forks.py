@@ -38,8 +38,10 @@ def forking(count: int, variable: str, default: int) -> bool:
     return threading is None or threading.active_count() == 1
 
 
-def forked_with_pipe() -> tuple[int, int, int] | None:
-    """A pipe and a fork: (read end, write end, pid: 0 in the child); None when either failed."""
+def child(body: Callable[[int], None], prepare: Callable[[int], None] | None = None) -> tuple[int, int] | None:
+    """Fork a child that runs prepare(w) then body(w), `w` its pipe's write end, and ends by
+    os._exit (0 when body returned, 1 when it raised); here: (the pipe's read end, the child's
+    pid), or None when no pipe or no fork could be had."""
     try:
         read_end, write_end = os.pipe()
     except OSError:
@@ -50,17 +52,6 @@ def forked_with_pipe() -> tuple[int, int, int] | None:
         os.close(read_end)
         os.close(write_end)
         return None
-    return read_end, write_end, pid
-
-
-def child(body: Callable[[int], None], prepare: Callable[[int], None] | None = None) -> tuple[int, int] | None:
-    """Fork a child that runs prepare(w) then body(w), `w` its pipe's write end, and ends by
-    os._exit (0 when body returned, 1 when it raised); here: (the pipe's read end, the child's
-    pid), or None when no pipe or no fork could be had."""
-    forked = forked_with_pipe()
-    if forked is None:
-        return None
-    read_end, write_end, pid = forked
     if pid == 0:  # the child: never returns
         code = 1
         try:
@@ -73,6 +64,18 @@ def child(body: Callable[[int], None], prepare: Callable[[int], None] | None = N
             os._exit(code)
     os.close(write_end)
     return read_end, pid
+
+
+def reap(read_end: int, pid: int, kill: bool) -> bool:
+    """Close a child's pipe and wait for it (ended first when `kill`): whether it ended well."""
+    os.close(read_end)
+    try:
+        if kill:
+            os.kill(pid, signal.SIGKILL)
+        _, status = os.waitpid(pid, 0)
+    except (ChildProcessError, ProcessLookupError):
+        return False
+    return os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
 
 
 def send(fd: int, value: Any) -> None:
@@ -88,6 +91,7 @@ def start(works: Sequence[Callable[[], Any]], count: int, variable: str, default
     sent as soon as it is made; None: do the work here."""
     if not forking(count, variable, default):
         return None
+
     def answer_each(out: int) -> None:
         for work in works:
             send(out, work())
@@ -109,7 +113,7 @@ def answer(child: Child) -> tuple[Any] | None:
         got = (marshal.loads(_exactly(child.read_end, size)),)
     except (OSError, EOFError, ValueError, TypeError, MemoryError):
         child.answers = 0
-    if child.answers == 0 and not _reaped(child, killed=False):
+    if child.answers == 0 and not reap(child.read_end, child.pid, kill=False):
         return None
     return got
 
@@ -118,7 +122,7 @@ def close(child: Child | None) -> None:
     """End a child whose answers were not all read (the caller failed midway), and reap it."""
     if child is not None and child.answers > 0:
         child.answers = 0
-        _reaped(child, killed=True)
+        reap(child.read_end, child.pid, kill=True)
 
 
 def _exactly(fd: int, size: int) -> bytes:
@@ -131,18 +135,6 @@ def _exactly(fd: int, size: int) -> bytes:
         chunks.append(chunk)
         size -= len(chunk)
     return b"".join(chunks)
-
-
-def _reaped(child: Child, killed: bool) -> bool:
-    """Close the pipe and wait for the child (killed first when asked): whether it ended well."""
-    os.close(child.read_end)
-    try:
-        if killed:
-            os.kill(child.pid, signal.SIGKILL)
-        _, status = os.waitpid(child.pid, 0)
-    except (ChildProcessError, ProcessLookupError):
-        return False
-    return os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
 
 
 class Also:

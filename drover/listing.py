@@ -17,6 +17,7 @@ from .procs import run_alive
 from .project import Project
 from .status import NOT_DRIVEN, Entry, State, catalogue, collector_paused, run_trouble
 
+
 class Listed(NamedTuple):
     entry: Entry
     state: State

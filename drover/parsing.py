@@ -171,9 +171,7 @@ def _in_workers(within: str, prefix: str, jobs: Sequence[tuple[str, str | None]]
         whole = True
     finally:
         for reader in started:
-            os.close(reader.fd)  # a worker still writing gets EPIPE and ends
-        for reader in started:
-            _reap(reader.pid, whole)
+            forks.reap(reader.fd, reader.pid, kill=not whole)  # the loop ended early: end the worker
 
 
 class _Reader:
@@ -245,18 +243,6 @@ def _serve(within: str, prefix: str, jobs: Sequence[tuple[str, str | None]], sta
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # so does the parent's death (its pipe closes)
     for start in starts:
         forks.send(out, [parse_one(within, name, prefix, known) for name, known in jobs[start:start + size]])
-
-
-def _reap(pid: int, whole: bool) -> None:
-    """Wait for a worker; when the parent's loop ended early, end the worker first."""
-    import signal
-
-    try:
-        if not whole:
-            os.kill(pid, signal.SIGKILL)
-        os.waitpid(pid, 0)
-    except (ChildProcessError, ProcessLookupError):
-        pass
 
 
 # --- the stat of every item file ---------------------------------------------------------------
