@@ -205,8 +205,12 @@ def read_summary(path: str, name: str, prefix: str,
         raise Unreadable(NO_PARSE, f"cannot read: {exc}") from None
     meta, _, offset, item_id = _parse(text, name, prefix, None)
     deps = tuple(_text(dep) for dep in _as_list(meta.get("deps")))
-    changes = _section(text, CHANGES_HEADING, offset) or ""
-    return item_id, _text(meta.get("title")), _text(meta.get("kind")), deps, meta, changes
+    return item_id, _text(meta.get("title")), _text(meta.get("kind")), deps, meta, changes_of(text, offset)
+
+
+def changes_of(text: str, body_offset: int) -> str:
+    """The Changes section's text ("" when there is none), as Item.changes has it."""
+    return _section(text, CHANGES_HEADING, body_offset) or ""
 
 
 def _read_bytes(path: str) -> bytes:
@@ -312,7 +316,7 @@ def section_span(text: str, heading: str, body_offset: int) -> tuple[int, int] |
     """[start, end) of the section opened by `heading`: to the next level-1/2 heading or the end."""
     if text.find(heading, body_offset) < 0:
         return None  # no line can be the heading (a changed file without a Changes section)
-    if _unfenced(text, body_offset) and _HEADING.match(heading):
+    if _unfenced(text, body_offset) and _is_heading(heading):
         return _unfenced_span(text, heading, body_offset)
     start = None
     for offset, level, line in _headings(text, body_offset):
@@ -322,6 +326,19 @@ def section_span(text: str, heading: str, body_offset: int) -> tuple[int, int] |
         elif level <= 2:
             return start, offset
     return (start, len(text)) if start is not None else None
+
+
+_HEADINGS_SEEN: dict[str, bool] = {}
+
+
+def _is_heading(line: str) -> bool:
+    """_HEADING matches `line`, a section's heading: remembered (every changed file asks)."""
+    known = _HEADINGS_SEEN.get(line)
+    if known is None:
+        known = _HEADING.match(line) is not None
+        if len(_HEADINGS_SEEN) < 64:
+            _HEADINGS_SEEN[line] = known
+    return known
 
 
 def _unfenced(text: str, start: int) -> bool:
@@ -339,8 +356,10 @@ def _unfenced_span(text: str, heading: str, body_offset: int) -> tuple[int, int]
         end = text.find("\n", at)
         end = len(text) if end < 0 else end
         line = text[at:end]
-        if (at == body_offset or text[at - 1] == "\n") and line.strip() == heading and _HEADING.match(line.rstrip("\r")):
-            break
+        if (at == body_offset or text[at - 1] == "\n") and (
+            line == heading or line.strip() == heading and _HEADING.match(line.rstrip("\r"))
+        ):
+            break  # (a line that is the heading itself: _is_heading(heading) said it is one)
         at += 1
     while (end := text.find("\n#", end)) >= 0:
         end += 1  # a line that starts with #: the section ends at a level-1 or level-2 heading

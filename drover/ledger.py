@@ -229,18 +229,23 @@ class Ledger(Journal):
 
     def cached_light(self) -> dict[str, tuple[Any, ...]]:
         """Every cache row by path as a plain tuple of LIGHT_COLUMNS: what a catalogue entry needs,
-        without the frontmatter and the digest (two long strings a row, read only when asked)."""
+        without the frontmatter and the digests (long strings, read only when asked)."""
         cursor = self.conn.cursor()
         cursor.row_factory = None
         return {row[0]: row for row in cursor.execute(f"SELECT {_LIGHT_SELECT} FROM item_files")}
 
-    def cached_digests(self, paths: list[str]) -> dict[str, str]:
-        """The digest of each of `paths` the cache has a row for."""
-        found: dict[str, str] = {}
+    def cached_known(self, paths: list[str]) -> dict[str, tuple[str | None, str | None]]:
+        """(digest of the bytes, digest of the frontmatter) of each of `paths` the cache has a row for."""
+        if len(paths) > _IN_CHUNK:  # most of the cache: one pass costs less than a lookup each
+            wanted = set(paths)
+            return {row[0]: row[1:] for row in self.conn.execute("SELECT path, digest, front FROM item_files")
+                    if row[0] in wanted}
+        found: dict[str, tuple[str | None, str | None]] = {}
         for at in range(0, len(paths), _IN_CHUNK):
             part = paths[at:at + _IN_CHUNK]
             marks = ", ".join("?" for _ in part)
-            found.update(self.conn.execute(f"SELECT path, digest FROM item_files WHERE path IN ({marks})", part))
+            found.update((row[0], row[1:]) for row in self.conn.execute(
+                f"SELECT path, digest, front FROM item_files WHERE path IN ({marks})", part))
         return found
 
     def cached_metas(self, containing: str) -> list[str]:
@@ -253,14 +258,19 @@ class Ledger(Journal):
                 self.conn.execute(f"SELECT {_CACHE_SELECT} FROM item_files WHERE path IN ({marks})", paths)}
 
     def store_files(self, rows: Sequence[Sequence[Any]], stale_paths: Sequence[str] = (),
-                    mtimes: Sequence[tuple[int, str]] = ()) -> None:
+                    mtimes: Sequence[tuple[int, str]] = (), bodies: Sequence[tuple[Any, ...]] = ()) -> None:
         """Refresh cache rows (tuples of every column, in CACHE_COLUMNS order), give rows whose files'
-        bytes did not change their new mtimes ((mtime_ns, path) each), drop vanished paths."""
-        if not rows and not stale_paths and not mtimes:
+        bytes did not change their new mtimes ((mtime_ns, path) each), and rows whose files' body
+        alone changed what the body decides ((size, mtime_ns, outstanding, cleared, digest, path)
+        each); drop vanished paths."""
+        if not rows and not stale_paths and not mtimes and not bodies:
             return
         with self.write():
             if mtimes:
                 self.conn.executemany("UPDATE item_files SET mtime_ns = ? WHERE path = ?", mtimes)
+            if bodies:
+                self.conn.executemany("UPDATE item_files SET size = ?, mtime_ns = ?, outstanding = ?, cleared = ?, "
+                                      "digest = ? WHERE path = ?", bodies)
             if rows:
                 self.conn.executemany(
                     f"INSERT OR REPLACE INTO item_files ({_CACHE_SELECT}) VALUES ({', '.join('?' for _ in CACHE_COLUMNS)})",
@@ -516,10 +526,10 @@ def open_ledger(path: Path) -> Ledger:
 
 # The metadata cache's columns, in the order cached_files gives and store_files takes them.
 CACHE_COLUMNS = ("path", "size", "mtime_ns", "id", "title", "kind", "deps", "meta", "outstanding", "cleared",
-                 "unreadable", "detail", "line", "digest")
+                 "unreadable", "detail", "line", "digest", "front")
 _CACHE_SELECT = ", ".join(f'"{name}"' for name in CACHE_COLUMNS)
-# What a catalogue entry needs of a row (cached_light): every column but the frontmatter and the digest.
-LIGHT_COLUMNS = tuple(name for name in CACHE_COLUMNS if name not in ("meta", "digest"))
+# What a catalogue entry needs of a row (cached_light): every column but the frontmatter and the digests.
+LIGHT_COLUMNS = tuple(name for name in CACHE_COLUMNS if name not in ("meta", "digest", "front"))
 _LIGHT_SELECT = ", ".join(f'"{name}"' for name in LIGHT_COLUMNS)
 _IN_CHUNK = 10000  # paths named in one query (SQLite's variable limit is 32,766)
 _ACTIVITY_SELECT = ", ".join(ACTIVITY_KEYS)

@@ -109,12 +109,19 @@ def _item_files_digest(db: "sqlite_utils.Database") -> None:
     db["item_files"].add_column("digest", str)
 
 
+def _item_files_front(db: "sqlite_utils.Database") -> None:
+    # A digest of the frontmatter's text (drover/parsing.py): a file whose body alone changed is
+    # not parsed again for what its frontmatter says.
+    db["item_files"].add_column("front", str)
+
+
 # Named migrations, applied in this order by Ledger._migrate and nowhere else. Append only.
 MIGRATIONS: tuple[tuple[str, Any], ...] = (
     ("0001_initial", _initial), ("0002_run_pid_start", _run_pid_start),
     ("0003_approval_heads", _approval_heads), ("0004_run_usage", _run_usage),
     ("0005_intents", _intents), ("0006_run_node", _run_node),
     ("0007_activity", _activity), ("0008_item_files_digest", _item_files_digest),
+    ("0009_item_files_front", _item_files_front),
 )
 
 

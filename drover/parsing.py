@@ -23,8 +23,13 @@ from .items import Unreadable
 # (id, title, kind, deps, deps as JSON, frontmatter as JSON, outstanding, cleared, unreadable,
 # detail, line): what the catalogue keeps of one item file (status.Entry and its cache row).
 Fields = tuple[str, str, str, tuple[str, ...], str, str, bool, bool, str, str, "int | None"]
-# What a changed file gives: Fields + (digest,), or (digest,) alone when the bytes are unchanged.
+# What a changed file gives: Fields + (digest, front); (digest, front, outstanding, cleared) when
+# its frontmatter is the one the cache knew (`front`: its digest) and only the body was read; or
+# (digest,) alone when the bytes are unchanged.
 Parsed = tuple[Any, ...]
+# A job: (file name, the digest of the bytes the cache knew or None, the digest of the frontmatter
+# of a readable item the cache knew or None).
+Job = tuple[str, "str | None", "str | None"]
 
 # At this many changed files and more, worker processes parse them (one per usable core, at most
 # MAX_WORKERS); below it, forking costs more than it saves. DROVER_PARALLEL_PARSE_AT overrides
@@ -87,28 +92,47 @@ def read(path: str) -> bytes | None:
         return None
 
 
-def parse_one(within: str, name: str, prefix: str, known: str | None) -> Parsed:
-    """One changed file: (digest,) when its bytes' digest is `known`, else Fields + (digest,)."""
+def parse_one(within: str, name: str, prefix: str, known: str | None, front: str | None = None) -> Parsed:
+    """One changed file: (digest,) when its bytes' digest is `known`; (digest, front, outstanding,
+    cleared) when its frontmatter's digest is `front` (a readable item's, whose body alone changed:
+    what the frontmatter says is the cache's already) and its body is not empty; else Fields +
+    (digest, front)."""
     data = read(within + name)
     found = None if data is None else digest(data)
     if known is not None and found == known:
         return (found,)
-    return (*fields(within + name, name, prefix, data), found)
+    try:
+        text = "" if data is None else data.decode("utf-8")
+    except UnicodeDecodeError:
+        text = ""
+    split = itemfile.split_frontmatter(text)
+    if split is None:
+        return (*fields(within + name, name, prefix, data), found, None)
+    source, offset = split
+    now = digest(source.encode("utf-8"))
+    if now == front:
+        body = text[offset:]
+        if body and not body.isspace():
+            changes = itemfile.changes_of(text, offset)
+            cleared = itemfile.is_cleared(changes)
+            return (found, now, bool(changes.strip()) and not cleared, cleared)
+    return (*fields(within + name, name, prefix, data), found, now)
 
 
-def parse_changed(folder: str, prefix: str, jobs: Sequence[tuple[str, str | None]]) -> Iterator[Parsed]:
-    """parse_one for each (file name, known digest) of `jobs`, in order; in workers when there are many."""
+def parse_changed(folder: str, prefix: str, jobs: Sequence[Job]) -> Iterator[Parsed]:
+    """parse_one for each (file name, known digest, known frontmatter digest) of `jobs`, in order;
+    in workers when there are many."""
     within = folder + os.sep
     unknown = [job for job in jobs if job[1] is None]  # new bytes for sure (the size changed): a parse each
     workers = _workers(len(unknown))
     if workers < 2:
-        for name, known in jobs:
-            yield parse_one(within, name, prefix, known)
+        for name, known, front in jobs:
+            yield parse_one(within, name, prefix, known, front)
         return
     # a file of the size the cache knows (a touch, a checkout) is most often unchanged: its digest
     # here answers it sooner than a worker's round trip would
-    answered = {index: parse_one(within, name, prefix, known) for index, (name, known) in enumerate(jobs)
-                if known is not None}
+    answered = {index: parse_one(within, name, prefix, known, front)
+                for index, (name, known, front) in enumerate(jobs) if known is not None}
     parsed = _in_workers(within, prefix, unknown, workers)
     for index in range(len(jobs)):
         found = answered.pop(index, None)
@@ -130,7 +154,7 @@ def _workers(count: int) -> int:
     return min(cores, MAX_WORKERS, count)
 
 
-def _in_workers(within: str, prefix: str, jobs: Sequence[tuple[str, str | None]], workers: int) -> Iterator[Parsed]:
+def _in_workers(within: str, prefix: str, jobs: Sequence[Job], workers: int) -> Iterator[Parsed]:
     """Worker k parses chunks k, k + workers, ...; the results are yielded chunk by chunk, in order.
 
     Every worker's pipe is drained as data comes (so none waits on another's turn); a worker that
@@ -166,7 +190,7 @@ def _in_workers(within: str, prefix: str, jobs: Sequence[tuple[str, str | None]]
                         readers[index % workers] = None  # its remaining chunks are parsed here
                         if reader.fd in selector.get_map():
                             selector.unregister(reader.fd)
-                    chunk = [parse_one(within, name, prefix, known) for name, known in jobs[start:start + size]]
+                    chunk = [parse_one(within, name, prefix, known, front) for name, known, front in jobs[start:start + size]]
                 yield from chunk
         whole = True
     finally:
@@ -210,7 +234,7 @@ class _Reader:
         return chunk
 
 
-def _fork(within: str, prefix: str, jobs: Sequence[tuple[str, str | None]], starts: range, size: int,
+def _fork(within: str, prefix: str, jobs: Sequence[Job], starts: range, size: int,
           inherited: list[int]) -> _Reader | None:
     """Start one worker on the chunks at `starts`; None when no process can be forked. It ends by
     os._exit (forks.child): no atexit, no finalizers, and the ledger's connection is the parent's."""
@@ -234,7 +258,7 @@ def _close_all_but(keep: int, known: list[int]) -> None:
                 pass  # the listing's own descriptor, closed already
 
 
-def _serve(within: str, prefix: str, jobs: Sequence[tuple[str, str | None]], starts: range, size: int,
+def _serve(within: str, prefix: str, jobs: Sequence[Job], starts: range, size: int,
            out: int) -> None:
     """The worker's loop: each chunk's results as one length-prefixed marshal message."""
     import signal
@@ -242,7 +266,7 @@ def _serve(within: str, prefix: str, jobs: Sequence[tuple[str, str | None]], sta
     signal.signal(signal.SIGINT, signal.SIG_DFL)  # Ctrl-C ends a worker at once, without a traceback
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # so does the parent's death (its pipe closes)
     for start in starts:
-        forks.send(out, [parse_one(within, name, prefix, known) for name, known in jobs[start:start + size]])
+        forks.send(out, [parse_one(within, name, prefix, known, front) for name, known, front in jobs[start:start + size]])
 
 
 # --- the stat of every item file ---------------------------------------------------------------

@@ -91,9 +91,10 @@ def _entry_from_fields(found: parsing.Fields | tuple[Any, ...], rel: str, meta: 
 
 
 def _cache_row(rel: str, size: int, mtime: int, found: parsing.Fields | tuple[Any, ...],
-               digest: str | None) -> tuple[Any, ...]:
-    """The item_files row (Ledger.CACHE_COLUMNS) for what parsing gives of a file of this size and mtime."""
-    return (rel, size, mtime, *found[:3], *found[4:6], int(found[6]), int(found[7]), *found[8:11], digest)
+               digest: str | None, front: str | None = None) -> tuple[Any, ...]:
+    """The item_files row (Ledger.CACHE_COLUMNS) for what parsing gives of a file of this size and
+    mtime; `front`: its frontmatter's digest, when known."""
+    return (rel, size, mtime, *found[:3], *found[4:6], int(found[6]), int(found[7]), *found[8:11], digest, front)
 
 
 def _entry_from_cache(row: Any) -> Entry:
@@ -102,9 +103,12 @@ def _entry_from_cache(row: Any) -> Entry:
                  bool(row[9]), row[10] or "", row[11] or "", row[12])
 
 
-def _entry_from_light(row: Any) -> Entry:
-    """A catalogue entry from a Ledger.cached_light row (LIGHT_COLUMNS, read by position)."""
-    return Entry(row[3], row[0], row[4] or "", row[5] or "", _deps(row[6]), NO_META, bool(row[7]), bool(row[8]),
+def _entry_from_light(row: Any, body: tuple[Any, ...] | None = None) -> Entry:
+    """A catalogue entry from a Ledger.cached_light row (LIGHT_COLUMNS, read by position); `body`:
+    what parsing read of the file's body alone ((digest, front, outstanding, cleared)), when the
+    row's frontmatter is the file's."""
+    outstanding, cleared = (bool(row[7]), bool(row[8])) if body is None else body[2:]
+    return Entry(row[3], row[0], row[4] or "", row[5] or "", _deps(row[6]), NO_META, outstanding, cleared,
                  row[9] or "", row[10] or "", row[11])
 
 
@@ -188,28 +192,39 @@ def _refresh(folder: str, base: str, prefix: str, changed: list[tuple[str, int, 
     """Entries and fresh cache rows for the files whose size or mtime changed: (name, size, mtime, cache row).
 
     A file is parsed only when its bytes' digest differs from its row's (a file of the size its
-    row knows: a touch, a checkout); the row then takes the new mtime. Many changed files are
-    parsed in worker processes (parsing.parse_changed); the rows are written here, in batches
-    as they come, so a cold catalogue does not hold them all.
+    row knows: a touch, a checkout); the row then takes the new mtime. Of a readable item whose
+    frontmatter's digest is its row's (an edit of the body: findings requested or cleared, work
+    written down), only the body is read: the row keeps what the frontmatter says. Many changed
+    files are parsed in worker processes (parsing.parse_changed); the rows are written here, in
+    batches as they come, so a cold catalogue does not hold them all.
     """
-    known = ledger.cached_digests([row[0] for _, size, _, row in changed if row is not None and row[1] == size])
-    jobs = [(name, known.get(row[0]) if row is not None and row[1] == size else None) for name, size, _, row in changed]
+    known = ledger.cached_known([row[0] for _, _, _, row in changed if row is not None])
+    jobs: list[parsing.Job] = []
+    for name, size, _, row in changed:
+        digest, front = known.get(row[0], (None, None)) if row is not None else (None, None)
+        # light rows: size at 1, unreadable at 9 (Ledger.LIGHT_COLUMNS)
+        jobs.append((name, digest if row[1] == size else None, None if row[9] else front) if row is not None
+                    else (name, None, None))
     fresh: list[tuple[Any, ...]] = []
     touched: list[tuple[int, str]] = []
+    bodies: list[tuple[Any, ...]] = []
     changed.reverse()  # popped as parsed: each cache row is let go once its entry is made
     for found in parsing.parse_changed(folder, prefix, jobs):
         name, size, mtime, row = changed.pop()
         if len(found) == 1:
             entries[name[:-3]] = _entry_from_light(row)
             touched.append((mtime, row[0]))
+        elif len(found) == 4:
+            entries[name[:-3]] = _entry_from_light(row, found)
+            bodies.append((size, mtime, int(found[2]), int(found[3]), found[0], row[0]))
         else:
             rel = base + name
             entries[name[:-3]] = _entry_from_fields(found, rel, meta=False)
-            fresh.append(_cache_row(rel, size, mtime, found, found[11]))
-        if len(fresh) + len(touched) >= CACHE_BATCH:
-            ledger.store_files(fresh, mtimes=touched)
-            fresh, touched = [], []
-    ledger.store_files(fresh, mtimes=touched)
+            fresh.append(_cache_row(rel, size, mtime, found, found[11], found[12]))
+        if len(fresh) + len(touched) + len(bodies) >= CACHE_BATCH:
+            ledger.store_files(fresh, mtimes=touched, bodies=bodies)
+            fresh, touched, bodies = [], [], []
+    ledger.store_files(fresh, mtimes=touched, bodies=bodies)
 
 
 def sorted_names(names: list[str], prefix: str) -> list[str]:

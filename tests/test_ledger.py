@@ -36,7 +36,7 @@ EXPECTED_COLUMNS = {
     "dispositions": ["id", "item", "issue", "disposition", "by", "note", "at", "applied"],
     "items": ["id", "number", "created_at", "done", "done_at", "parked", "parked_reason", "parked_at"],
     "item_files": ["path", "size", "mtime_ns", "id", "title", "kind", "deps", "meta", "outstanding",
-                   "cleared", "unreadable", "detail", "line", "digest"],
+                   "cleared", "unreadable", "detail", "line", "digest", "front"],
     "events": ["id", "at", "command", "item", "by", "detail"],
 }
 EXPECTED_COLUMNS["intents"] = ["id", "command", "item", "path", "text", "old_sha256", "at"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sqlite3
 
 import pytest
 
@@ -88,6 +89,64 @@ def test_workers_give_what_the_serial_parse_gives(twins):
     assert cache_rows(parallel) == cache_rows(serial)
 
 
+# edits of the body alone (the frontmatter's bytes stay), and two that are not
+BODY_EDITS = {
+    "D-1.md": lambda text: text + "\n## Changes requested\n\nFix it.\n",  # findings requested
+    "D-2.md": lambda text: text.replace("Fix it.", "<!-- drover: cleared -->\nDone."),  # cleared
+    "D-3.md": lambda text: text.split("## Changes requested")[0],  # the section gone
+    "D-40.md": lambda text: text.split("---\n\n")[0] + "---\n\n  \n",  # no body left
+    "D-8.md": lambda text: text + "## Requirements\n\n- now it has one\n",  # unreadable, then a body
+    "D-11.md": lambda text: text + "\nmore\n",
+    "D-12.md": lambda text: text + "more\r\n",  # CRLF
+    "D-20.md": lambda text: text + "\nmore\n",  # its frontmatter will not parse
+    "D-41.md": lambda text: text.replace("title: item 41", "title: renamed"),  # the frontmatter: read again
+    "D-43.md": lambda text: text.split("---\n\n")[1],  # no frontmatter left
+}
+
+
+@pytest.mark.parametrize("env", [PARALLEL, SERIAL], ids=["workers", "serial"])
+def test_a_body_edit_gives_what_a_whole_parse_gives(twins, env):
+    """A readable item whose frontmatter's bytes are those the cache knew has only its body read;
+    what list, check and the cache then hold is what parsing every file from nothing gives."""
+    edited, fresh = twins
+    for root in twins:
+        assert run(root, "list", env=env).returncode in (0, 2)  # each cache warm
+        for name, edit in BODY_EDITS.items():
+            path = root / "items" / name
+            path.write_bytes(edit(path.read_bytes().decode()).encode())
+    with sqlite3.connect(fresh / ".drover" / "ledger.db") as conn:
+        conn.execute("DELETE FROM item_files")  # every file parsed whole
+    conn.close()
+    after = outputs(edited, env)
+    assert after == outputs(fresh, env)
+    assert cache_rows(edited) == cache_rows(fresh)
+    listed = after[0][1]
+    assert "renamed" in listed and "D-40" in after[2][1] and "has no body" in after[2][1]
+    states = {line.split()[0]: line for line in listed.splitlines() if line.startswith("D-")}
+    assert "changes requested" in states["D-1"] and "changes requested" not in states["D-2"]
+    assert "unreadable" not in states["D-8"]
+
+
+def test_only_the_body_is_read_when_the_frontmatter_is_the_known_one(tmp_path):
+    from drover import parsing
+
+    folder = str(tmp_path) + os.sep
+    path = tmp_path / "D-1.md"
+    path.write_text(item("D-1", "title: first\ndeps: [D-2]\n"))
+    whole = parsing.parse_one(folder, "D-1.md", "D", None)
+    front = whole[-1]
+    assert len(whole) == 13 and whole[6] is False  # nothing outstanding
+    path.write_text(path.read_text() + "\n## Changes requested\n\nFix it.\n")
+    body_only = parsing.parse_one(folder, "D-1.md", "D", None, front)
+    assert body_only == (parsing.digest(path.read_bytes()), front, True, False)
+    assert parsing.parse_one(folder, "D-1.md", "D", None, "0" * 32)[6] is True  # another front: whole
+    path.write_text(item("D-1", "title: first\ndeps: [D-2]\n", "\n"))  # no body: whole, and unreadable
+    assert parsing.parse_one(folder, "D-1.md", "D", None, front)[8] == "has no body"
+    path.write_text(item("D-1", "title: changed\ndeps: [D-2]\n"))
+    changed = parsing.parse_one(folder, "D-1.md", "D", None, front)
+    assert len(changed) == 13 and changed[1] == "changed" and changed[-1] != front
+
+
 def test_a_worker_that_dies_leaves_its_files_to_the_parent(repo, monkeypatch):
     from drover import parsing
 
@@ -95,7 +154,7 @@ def test_a_worker_that_dies_leaves_its_files_to_the_parent(repo, monkeypatch):
     fill(repo)
     folder = str(repo / "items")
     names = sorted(name for name in os.listdir(folder) if name.endswith(".md"))
-    jobs = [(name, None) for name in names]
+    jobs = [(name, None, None) for name in names]
     serial = [parsing.parse_one(folder + os.sep, name, "D", None) for name in names]
     monkeypatch.setattr(parsing, "PARALLEL_AT", 1)
     monkeypatch.setattr(parsing, "WORKERS", 3)
@@ -112,12 +171,15 @@ def test_a_worker_that_dies_leaves_its_files_to_the_parent(repo, monkeypatch):
     assert list(parsing.parse_changed(folder, "D", jobs)) == serial
     assert len(forked) == 3 and all(forked)
 
-    # digests the cache knows, right (a touch) and wrong (same size, new bytes), among new sizes
-    known = [found[-1] if index % 3 == 0 else "0" * 32 if index % 3 == 1 else None
+    # digests the cache knows, right (a touch) and wrong (same size, new bytes), among new sizes;
+    # and frontmatter digests, right (the body alone changed) and wrong
+    known = [found[-2] if index % 3 == 0 else "0" * 32 if index % 3 == 1 else None
              for index, found in enumerate(serial)]
-    mixed = [(name, digest) for name, digest in zip(names, known)]
-    expected = [parsing.parse_one(folder + os.sep, name, "D", digest) for name, digest in mixed]
+    fronts = [found[-1] if index % 2 else "0" * 32 for index, found in enumerate(serial)]
+    mixed = list(zip(names, known, fronts))
+    expected = [parsing.parse_one(folder + os.sep, *job[:1], "D", *job[1:]) for job in mixed]
     assert [len(found) for found in expected].count(1) > 5
+    assert [len(found) for found in expected].count(4) > 5
     forked.clear()
     assert list(parsing.parse_changed(folder, "D", mixed)) == expected
     assert len(forked) == 3
