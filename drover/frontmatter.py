@@ -142,20 +142,22 @@ def check_types(meta: dict[Any, Any], source: str) -> None:
     def bad(key: str, what: str) -> FrontmatterError:
         return FrontmatterError(f"{key}: {what}", line=key_line(source, key))
 
+    # (`type(...) is str` first: the common case, told without the isinstance calls)
     for key in ("id", "title", "kind"):
         value = meta.get(key)
-        if value is not None and (isinstance(value, bool) or not isinstance(value, _SCALAR)):
+        if value is not None and type(value) is not str and (isinstance(value, bool) or not isinstance(value, _SCALAR)):
             raise bad(key, f"must be text, not {_type_name(value)}")
     deps = meta.get("deps")
     if deps is not None and not isinstance(deps, list):
         raise bad("deps", f"must be a list of ids (deps: [{deps}]), not {_type_name(deps)}")
     for dep in deps or ():
-        if isinstance(dep, bool) or not isinstance(dep, _SCALAR):
+        if type(dep) is not str and (isinstance(dep, bool) or not isinstance(dep, _SCALAR)):
             raise bad("deps", f"each dep must be an id, not {_type_name(dep)}")
     for key in ("closes", "origin"):
         value = meta.get(key)
-        values = value if isinstance(value, list) and key == "closes" else [value]
-        for one in values:
+        if value is None:
+            continue
+        for one in value if isinstance(value, list) and key == "closes" else (value,):
             if one is not None and not _issue_number(one):
                 raise bad(key, f"{one!r} is not an issue number (12 or \"#12\")")
     shelved = meta.get("shelved")
@@ -276,8 +278,54 @@ def _odd() -> re.Pattern[str]:
     return _ODD
 
 
+_VALUES: dict[str, Any] = {}  # the text after a key's colon -> what it reads as (a list as a tuple)
+_VALUES_MAX = 4096  # texts remembered at most: ids and titles are new in every file
+
+
 def flat_load(source: str) -> dict[str, Any] | None:
     """The frontmatter as YAML reads it when it is all flat keys; None when unsure."""
+    if source.isascii() and "\r" not in source and source.replace("\n", "").isprintable():
+        return _keys_load(source)
+    return _lines_load(source)
+
+
+def _keys_load(source: str) -> dict[str, Any] | None:
+    """flat_load of printable ASCII where every line is `key: value` or `key:`, each value read
+    once per distinct text (kinds, deps, `closes` repeat across items); any other line (a `- x`
+    item, a blank line, a comment...) and the line loop reads it all."""
+    meta: dict[str, Any] = {}
+    values = _VALUES
+    for line in source.split("\n"):
+        key, colon, text = line.partition(":")
+        if not colon or key in meta or (key not in _KEYS_SEEN and not _plain_key(key)):
+            return _lines_load(source)
+        value = values.get(text, _UNSURE)
+        if value is _UNSURE:
+            value = _value(text)
+            if value is _UNSURE:
+                return None  # what the line loop says of this line
+            if len(values) < _VALUES_MAX:
+                values[text] = value
+        meta[key] = list(value) if type(value) is tuple else value
+    return meta or None
+
+
+def _value(text: str) -> Any:
+    """What the text after a key's colon reads as: None for none, a list as a tuple (a
+    remembered value must not change with a caller's list), _UNSURE when unsure."""
+    if text and text[0] != " ":
+        return _UNSURE
+    rest = text.strip(" ")
+    if not rest:
+        return None
+    if rest[0] == "[" and rest[-1] == "]":
+        found = _flow(rest[1:-1])
+        return found if found is _UNSURE else tuple(found)
+    return _scalar(rest, False)
+
+
+def _lines_load(source: str) -> dict[str, Any] | None:
+    """flat_load line by line: `- x` items below a key, blank lines, CRLF, non-ASCII text."""
     if source.isascii():
         # printable once line ends are gone: no control character, tab or lone CR (as _ODD, faster)
         if not source.replace("\r\n", "").replace("\n", "").isprintable():

@@ -189,14 +189,20 @@ def parse_item(text: str, path: Path, prefix: str, *, expected_id: str | None = 
     return Item(id=item_id, path=path, meta=meta, body=body, text=text, body_offset=offset, bad_deps=bad)
 
 
-def read_summary(path: str, name: str, prefix: str,
-                 data: bytes | None = None) -> tuple[str, str, str, tuple[str, ...], dict[str, Any], str]:
+def read_summary(path: str, name: str, prefix: str, data: bytes | None = None,
+                 known: tuple[str, tuple[str, int]] | None = None) -> tuple[str, str, str, tuple[str, ...], dict[str, Any], str]:
     """What the catalogue keeps of an item file: id, title, kind, deps, frontmatter, Changes section.
 
     read_item's reading and checks without an Item or a Path (the catalogue parses every file
     of a changed project in one loop); raises Unreadable as read_item does. `data`: the file's
-    bytes when the caller has read them already.
+    bytes when the caller has read them already; `known`: their text and its split_frontmatter,
+    when the caller has those too.
     """
+    if known is not None:
+        text, split = known
+        meta, _, offset, item_id = _parse(text, name, prefix, None, split)
+        deps = tuple(_text(dep) for dep in _as_list(meta.get("deps")))
+        return item_id, _text(meta.get("title")), _text(meta.get("kind")), deps, meta, changes_of(text, offset)
     try:
         text = (_read_bytes(path) if data is None else data).decode("utf-8")
     except FileNotFoundError:
@@ -231,9 +237,12 @@ def _read_bytes(path: str) -> bytes:
 _ID_PATTERNS: dict[str, re.Pattern[str]] = {}
 
 
-def _parse(text: str, name: str, prefix: str, expected_id: str | None) -> tuple[dict[str, Any], str, int, str]:
-    """(frontmatter, body, body offset, id) of a readable item's text; raises Unreadable."""
-    split = split_frontmatter(text)
+def _parse(text: str, name: str, prefix: str, expected_id: str | None,
+           split: tuple[str, int] | None = None) -> tuple[dict[str, Any], str, int, str]:
+    """(frontmatter, body, body offset, id) of a readable item's text (`split`: its
+    split_frontmatter, when known); raises Unreadable."""
+    if split is None:
+        split = split_frontmatter(text)
     if split is None:
         raise Unreadable(NO_PARSE, "no YAML frontmatter between --- lines", line=1)
     source, offset = split

@@ -40,10 +40,12 @@ WORKERS: int | None = None  # how many workers at most; None: one per usable cor
 CHUNK = 250  # files per message at most: workers stream results while the parent writes cache rows
 
 
-def fields(path: str, name: str, prefix: str, data: bytes | None = None) -> Fields:
-    """What the catalogue keeps of the item file `path` (named `name`), readable or not."""
+def fields(path: str, name: str, prefix: str, data: bytes | None = None,
+           known: tuple[str, tuple[str, int]] | None = None) -> Fields:
+    """What the catalogue keeps of the item file `path` (named `name`), readable or not (`data`:
+    its bytes, `known`: their text and its split_frontmatter, when read already)."""
     try:
-        item_id, title, kind, deps, meta, changes = itemfile.read_summary(path, name, prefix, data)
+        item_id, title, kind, deps, meta, changes = itemfile.read_summary(path, name, prefix, data, known)
     except Unreadable as exc:
         return (name[:-3] or name, "", "", (), "[]", "{}", False, False, exc.wording, exc.detail, exc.line)
     cleared = itemfile.is_cleared(changes)
@@ -51,9 +53,19 @@ def fields(path: str, name: str, prefix: str, data: bytes | None = None) -> Fiel
         meta_json = _json(meta)
     except TypeError:
         meta_json = json.dumps(meta, default=str)  # a date, say
-    deps_json = _json(list(deps)) if deps else "[]"
-    return (item_id, title, kind, deps, deps_json, meta_json, bool(changes.strip()) and not cleared, cleared,
+    return (item_id, title, kind, deps, _deps_json(deps), meta_json, bool(changes.strip()) and not cleared, cleared,
             "", "", None)
+
+
+def _deps_json(deps: tuple[str, ...]) -> str:
+    """json.dumps(list(deps)); written directly when no dep holds what JSON escapes (a quote, a
+    backslash, a control or non-ASCII character): ids never do."""
+    if not deps:
+        return "[]"
+    raw = "".join(deps)
+    if raw.isascii() and raw.isprintable() and '"' not in raw and "\\" not in raw:
+        return '["' + '", "'.join(deps) + '"]'
+    return _json(list(deps))
 
 
 _ENCODE: Any = None
@@ -116,7 +128,7 @@ def parse_one(within: str, name: str, prefix: str, known: str | None, front: str
             changes = itemfile.changes_of(text, offset)
             cleared = itemfile.is_cleared(changes)
             return (found, now, bool(changes.strip()) and not cleared, cleared)
-    return (*fields(within + name, name, prefix, data), found, now)
+    return (*fields(within + name, name, prefix, data, (text, split)), found, now)
 
 
 def parse_changed(folder: str, prefix: str, jobs: Sequence[Job]) -> Iterator[Parsed]:
