@@ -296,6 +296,8 @@ def _keys_load(source: str) -> dict[str, Any] | None:
     meta: dict[str, Any] = {}
     values = _VALUES
     for line in source.split("\n"):
+        if not line:
+            continue  # a blank line (the last, after a closing newline)
         key, colon, text = line.partition(":")
         if not colon or key in meta or (key not in _KEYS_SEEN and not _plain_key(key)):
             return _lines_load(source)

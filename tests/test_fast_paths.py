@@ -253,3 +253,14 @@ def test_read_summary_says_what_read_item_says(tmp_path):
         assert got == expected, name
     assert read_summary(str(tmp_path / "D-1.md"), "D-1.md", "D")[5] == "fix it"
     assert Path(tmp_path / "D-1.md").stat().st_size > 1 << 16
+
+
+def test_a_value_read_once_is_not_shared_between_items():
+    """flat_load reads each distinct value text once (kinds, deps repeat across items); the lists
+    it gives are each item's own, so one changed by a caller leaves the next item's as written."""
+    for end in ("", "\n"):
+        first = flat_load(f"id: D-1\ndeps: [D-7, D-8]\nkind: bug{end}")
+        first["deps"].append("D-9")
+        second = flat_load(f"id: D-2\ndeps: [D-7, D-8]\nkind: bug{end}")
+        assert second == {"id": "D-2", "deps": ["D-7", "D-8"], "kind": "bug"}
+        assert agrees(f"id: D-3\ndeps: [D-7, D-8]\nkind: bug{end}")
