@@ -277,8 +277,8 @@ def test_the_cache_is_keyed_by_path_size_and_mtime(tmp_path, monkeypatch):
 
         parsed: list[str] = []
         real = itemfile.read_summary
-        monkeypatch.setattr(itemfile, "read_summary",
-                            lambda path, name, prefix, data=None: parsed.append(path) or real(path, name, prefix, data))
+        monkeypatch.setattr(itemfile, "read_summary", lambda path, name, prefix, data=None, known=None:
+                            parsed.append(path) or real(path, name, prefix, data, known))
         catalogue(project, opened)
         assert parsed == []
 
