@@ -200,16 +200,15 @@ def read_summary(path: str, name: str, prefix: str, data: bytes | None = None,
     """
     if known is not None:
         text, split = known
-        meta, _, offset, item_id = _parse(text, name, prefix, None, split)
-        deps = tuple(_text(dep) for dep in _as_list(meta.get("deps")))
-        return item_id, _text(meta.get("title")), _text(meta.get("kind")), deps, meta, changes_of(text, offset)
-    try:
-        text = (_read_bytes(path) if data is None else data).decode("utf-8")
-    except FileNotFoundError:
-        raise Unreadable(MISSING) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise Unreadable(NO_PARSE, f"cannot read: {exc}") from None
-    meta, _, offset, item_id = _parse(text, name, prefix, None)
+    else:
+        try:
+            text = (_read_bytes(path) if data is None else data).decode("utf-8")
+        except FileNotFoundError:
+            raise Unreadable(MISSING) from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise Unreadable(NO_PARSE, f"cannot read: {exc}") from None
+        split = None
+    meta, _, offset, item_id = _parse(text, name, prefix, None, split)
     deps = tuple(_text(dep) for dep in _as_list(meta.get("deps")))
     return item_id, _text(meta.get("title")), _text(meta.get("kind")), deps, meta, changes_of(text, offset)
 

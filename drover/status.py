@@ -201,10 +201,12 @@ def _refresh(folder: str, base: str, prefix: str, changed: list[tuple[str, int, 
     known = ledger.cached_known([row[0] for _, _, _, row in changed if row is not None])
     jobs: list[parsing.Job] = []
     for name, size, _, row in changed:
-        digest, front = known.get(row[0], (None, None)) if row is not None else (None, None)
+        if row is None:
+            jobs.append((name, None, None))
+            continue
+        digest, front = known.get(row[0], (None, None))
         # light rows: size at 1, unreadable at 9 (Ledger.LIGHT_COLUMNS)
-        jobs.append((name, digest if row[1] == size else None, None if row[9] else front) if row is not None
-                    else (name, None, None))
+        jobs.append((name, digest if row[1] == size else None, None if row[9] else front))
     fresh: list[tuple[Any, ...]] = []
     touched: list[tuple[int, str]] = []
     bodies: list[tuple[Any, ...]] = []
