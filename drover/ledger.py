@@ -54,6 +54,7 @@ class Ledger(Journal):
         self.tmp_dir = path.parent / "tmp"  # staged item-file writes; any left here is a kill's
         self._lock_fd: int | None = None
         self._lock_depth = 0
+        self._cache_prefix: str | None = None  # the prefix cache_under was told: store_files writes under it
         # isolation_level=None: drover issues BEGIN itself, so every write begins IMMEDIATE.
         self.conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
         self.conn.row_factory = sqlite3.Row
@@ -223,6 +224,33 @@ class Ledger(Journal):
 
     # the metadata cache ------------------------------------------------------------------
 
+    def cache_under(self, prefix: str) -> None:
+        """Drop every cache row when the rows were parsed under a prefix other than `prefix`: an id
+        is readable or not by the prefix, which the file's bytes do not show. Rows this ledger
+        stores from now on are written only while the cache is under `prefix`.
+
+        item_files has rows only while item_files_prefix holds the one prefix they were parsed
+        under: store_files records it with the first rows, the migration that made the table
+        emptied the cache, and an import that leaves no single prefix empties it too."""
+        self._cache_prefix = prefix
+        under = self._parsed_under()
+        if under is None or under == prefix:
+            return  # None: no rows, so none to drop
+        with self.write():
+            if self._parsed_under() not in (None, prefix):
+                self.drop_cache()
+
+    def drop_cache(self) -> None:
+        """Empty the cache: every item file is parsed again at the next catalogue."""
+        with self.write():
+            self.conn.execute("DELETE FROM item_files")
+            self.conn.execute("DELETE FROM item_files_prefix")
+
+    def _parsed_under(self) -> str | None:
+        """The prefix the cache's rows were parsed under; None for an empty cache."""
+        row = self.conn.execute("SELECT prefix FROM item_files_prefix").fetchone()
+        return None if row is None else row[0]
+
     def cached_files(self) -> dict[str, Any]:
         """Cache rows by path, as sqlite3.Row in CACHE_COLUMNS order (read by position or name)."""
         return {row[0]: row for row in self.conn.execute(f"SELECT {_CACHE_SELECT} FROM item_files")}
@@ -263,10 +291,19 @@ class Ledger(Journal):
         """Refresh cache rows (tuples of every column, in CACHE_COLUMNS order), give rows whose files'
         bytes did not change their new mtimes ((mtime_ns, path) each), and rows whose files' body
         alone changed what the body decides ((size, mtime_ns, outstanding, cleared, digest, path)
-        each); drop vanished paths."""
+        each); drop vanished paths. Nothing is written when the cache has gone to a prefix other
+        than the one cache_under was told since (a `[project] prefix` edited meanwhile)."""
         if not rows and not stale_paths and not mtimes and not bodies:
             return
         with self.write():
+            if rows or mtimes or bodies:
+                if self._cache_prefix is None:
+                    raise RuntimeError("store_files: cache_under was not called")
+                under = self._parsed_under()
+                if under is None:
+                    self.conn.execute("INSERT INTO item_files_prefix (prefix) VALUES (?)", (self._cache_prefix,))
+                elif under != self._cache_prefix:
+                    return  # another process took the cache to another prefix: these rows are stale there
             if mtimes:
                 self.conn.executemany("UPDATE item_files SET mtime_ns = ? WHERE path = ?", mtimes)
             if bodies:

@@ -26,7 +26,7 @@ SKIPPED = ("_sqlite_migrations", "intents", "activity")
 # The metadata cache is rebuilt from the item files, and the activity table by its triggers as
 # the rows load (drover/activity.py): neither makes a ledger non-empty. Export writes the activity
 # rows (every table is in the file) and import skips them, filling the table from what it loaded.
-CACHE = ("item_files", "activity")
+CACHE = ("item_files", "item_files_prefix", "activity")
 
 
 @dataclass(frozen=True)
@@ -158,5 +158,9 @@ def import_file(ledger: Ledger, path: Path, merge: bool = False) -> Imported:
             ledger.conn.execute(f'INSERT INTO "{table}" ({quoted}) VALUES ({marks})', list(row.values()))
             added[table] = added.get(table, 0) + 1
         fill_activity(ledger.conn.execute)
+        # cache rows from a ledger before migration 0010, or from two under different prefixes,
+        # were parsed under no one prefix: they are dropped rather than trusted (Ledger.cache_under)
+        if ledger.conn.execute("SELECT count(*) FROM item_files_prefix").fetchone()[0] != 1:
+            ledger.drop_cache()
         create_activity_triggers(ledger.conn.execute)
     return Imported(added=added, conflicts=conflicts)

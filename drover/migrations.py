@@ -115,13 +115,21 @@ def _item_files_front(db: "sqlite_utils.Database") -> None:
     db["item_files"].add_column("front", str)
 
 
+def _item_files_prefix(db: "sqlite_utils.Database") -> None:
+    # The project prefix item_files' rows were parsed under (Ledger.cache_under): whether an id is
+    # readable depends on it, so rows parsed under another prefix are dropped, not trusted. The
+    # rows already cached were parsed under a prefix nobody recorded: they go.
+    db.execute("CREATE TABLE item_files_prefix (prefix TEXT PRIMARY KEY NOT NULL)")
+    db.execute("DELETE FROM item_files")
+
+
 # Named migrations, applied in this order by Ledger._migrate and nowhere else. Append only.
 MIGRATIONS: tuple[tuple[str, Any], ...] = (
     ("0001_initial", _initial), ("0002_run_pid_start", _run_pid_start),
     ("0003_approval_heads", _approval_heads), ("0004_run_usage", _run_usage),
     ("0005_intents", _intents), ("0006_run_node", _run_node),
     ("0007_activity", _activity), ("0008_item_files_digest", _item_files_digest),
-    ("0009_item_files_front", _item_files_front),
+    ("0009_item_files_front", _item_files_front), ("0010_item_files_prefix", _item_files_prefix),
 )
 
 

@@ -155,6 +155,7 @@ def catalogue(project: Project, ledger: Ledger, also: forks.Also | None = None) 
         names = []
     within = folder + os.sep
     elsewhere = parsing.stat_elsewhere(within, names, also)  # a child stats most while the cache is read
+    ledger.cache_under(prefix)
     cache = ledger.cached_light()
     new_tuple = tuple.__new__
     for name, stat in parsing.stats_of(within, names, elsewhere):
@@ -257,6 +258,7 @@ def entry(project: Project, ledger: Ledger, item_id: str) -> Entry:
         stat = path.stat()
     except FileNotFoundError:
         return Entry(id=item_id, rel=rel, unreadable=itemfile.MISSING)
+    ledger.cache_under(project.config.prefix)
     row = ledger.cached_files_for([rel]).get(rel)
     if row and row[1] == stat.st_size and row[2] == stat.st_mtime_ns:
         return _entry_from_cache(row)
@@ -271,6 +273,7 @@ def entries_for(project: Project, ledger: Ledger, item_ids: Iterable[str]) -> di
     """Several items' entries by id, as entry() gives each, through one read of the cache (a prompt's deps)."""
     paths = {item_id: project.item_path(item_id) for item_id in item_ids}
     rels = {item_id: project.item_rel(path.name) for item_id, path in paths.items()}
+    ledger.cache_under(project.config.prefix)
     cached = ledger.cached_files_for(list(rels.values())) if rels else {}
     found: dict[str, Entry] = {}
     fresh: list[tuple[Any, ...]] = []

@@ -37,6 +37,7 @@ EXPECTED_COLUMNS = {
     "items": ["id", "number", "created_at", "done", "done_at", "parked", "parked_reason", "parked_at"],
     "item_files": ["path", "size", "mtime_ns", "id", "title", "kind", "deps", "meta", "outstanding",
                    "cleared", "unreadable", "detail", "line", "digest", "front"],
+    "item_files_prefix": ["prefix"],
     "events": ["id", "at", "command", "item", "by", "detail"],
 }
 EXPECTED_COLUMNS["intents"] = ["id", "command", "item", "path", "text", "old_sha256", "at"]
@@ -74,7 +75,7 @@ def test_migrations_are_recorded_by_name_and_applying_twice_is_a_no_op(tmp_path)
     path = tmp_path / "ledger.db"
     Ledger(path).close()
     first = dump(path)
-    names = [row[2] for row in first["_sqlite_migrations"]]
+    names = [row[2] for row in sorted(first["_sqlite_migrations"])]  # by id: 10 after 9
     assert names == [name for name, _ in MIGRATIONS]
     assert "0001_initial" in names
     assert all(row[1] == "drover" for row in first["_sqlite_migrations"])
@@ -99,7 +100,26 @@ def test_a_ledger_from_before_a_migration_is_upgraded_with_its_rows(tmp_path):
         (run,) = upgraded.runs("D-1")
         assert run.pid == 4242 and run.pid_start is None
     assert schema(path) == EXPECTED_COLUMNS
-    assert [row[2] for row in dump(path)["_sqlite_migrations"]] == [name for name, _ in MIGRATIONS]
+    assert [row[2] for row in sorted(dump(path)["_sqlite_migrations"])] == [name for name, _ in MIGRATIONS]
+
+
+def test_cache_rows_from_before_the_prefix_was_recorded_are_dropped(tmp_path):
+    """Rows cached before migration 0010 were parsed under a prefix nobody wrote down: the upgrade
+    drops them, and the next catalogue parses the files again."""
+    import sqlite_utils
+
+    project = _project(tmp_path)
+    _item(project, "D-1", "one")
+    project.ledger_path.parent.mkdir()
+    old = sqlite_utils.Database(project.ledger_path)
+    migrations().apply(old, stop_before="0010_item_files_prefix")
+    old["item_files"].insert({"path": "items/D-1.md", "size": 1, "mtime_ns": 1, "id": "D-1", "title": "stale"})
+    old["items"].insert({"id": "D-1", "number": 1, "created_at": "2026-01-01T00:00:00.000Z"})
+    old.conn.close()
+    with Ledger(project.ledger_path) as upgraded:
+        assert upgraded.cached_files() == {} and upgraded.has_item("D-1")
+        assert catalogue(project, upgraded)["D-1"].title == "one"
+    assert dump(project.ledger_path)["item_files_prefix"] == [("D",)]
 
 
 def test_a_reused_pid_is_not_a_live_run():
@@ -316,6 +336,43 @@ def test_the_cache_remembers_unreadable_files_with_their_wording(tmp_path):
     assert first == second
     assert second.unreadable == "will not parse"
     assert second.line == 3
+
+
+def test_the_cache_is_dropped_when_the_prefix_changes(tmp_path):
+    """Whether an id is readable depends on the prefix, which a file's bytes do not show: rows
+    parsed under another prefix are not trusted, by the catalogue or by one entry."""
+    from drover.status import entry
+
+    project = _project(tmp_path)
+    _item(project, "D-1", "one")
+    renamed = Project(root=tmp_path, config=Config(prefix="T"))
+    with Ledger(project.ledger_path) as opened:
+        assert catalogue(project, opened)["D-1"].unreadable == ""
+        under_t = catalogue(renamed, opened)["D-1"]
+        assert (under_t.unreadable, under_t.detail) == ("does not resolve to an item id", "id D-1 is not T-<number>")
+        assert catalogue(project, opened)["D-1"].title == "one"  # and back
+        assert set(opened.cached_files()) == {"items/D-1.md"}
+        assert entry(renamed, opened, "D-1").detail == "id D-1 is not T-<number>"
+        assert entry(project, opened, "D-1").detail == ""
+
+
+def test_rows_parsed_under_another_prefix_are_not_stored(tmp_path):
+    """Every cache row was parsed under the prefix the cache records: a process still under the
+    old prefix does not write its rows into a cache another process took to the new one."""
+    readable = ("items/D-1.md", 1, 1, "D-1", "one", "", "[]", "{}", 0, 0, "", "", None, None, None)
+    unreadable = ("items/D-1.md", 1, 1, "D-1", "", "", "[]", "{}", 0, 0, "does not resolve to an item id",
+                  "id D-1 is not T-<number>", None, None, None)
+    project = _project(tmp_path)
+    with Ledger(project.ledger_path) as old, Ledger(project.ledger_path) as new:
+        old.cache_under("D")
+        old.store_files([readable])
+        assert dump(project.ledger_path)["item_files_prefix"] == [("D",)]
+        new.cache_under("T")
+        assert new.cached_files() == {}
+        new.store_files([unreadable])
+        old.store_files([readable])
+        assert new.cached_files()["items/D-1.md"]["detail"] == "id D-1 is not T-<number>"
+        assert dump(project.ledger_path)["item_files_prefix"] == [("T",)]
 
 
 def test_activity_for_every_item_agrees_with_activity_for_one(ledger):

@@ -69,6 +69,33 @@ def test_a_round_trip_keeps_every_table(busy, tmp_path):
             assert restored[table] == original[table], table
 
 
+def test_an_import_drops_cache_rows_parsed_under_no_one_prefix(busy, tmp_path):
+    """Cache rows merged from a ledger under another prefix, or exported without their prefix
+    (a drover before migration 0010), cannot say whose ids they read: the import drops them, and
+    the next list parses the files again."""
+    dump = tmp_path / "ledger.jsonl"
+    assert run(busy, "ledger", "export", "-o", str(dump)).returncode == 0
+    lines = dump.read_text().splitlines()
+    assert sum('"table": "item_files_prefix"' in line for line in lines) == 1
+    other = [line.replace('"prefix": "D"', '"prefix": "T"') if '"table": "item_files_prefix"' in line else line
+             for line in lines]
+    (tmp_path / "other.jsonl").write_text("\n".join(other) + "\n")
+    merged = run(busy, "ledger", "import", str(tmp_path / "other.jsonl"), "--merge")
+    assert merged.returncode == 0, merged.stderr
+    tables = ledger_tables(busy / ".drover" / "ledger.db")
+    assert tables["item_files"] == [] and tables["item_files_prefix"] == []
+    # without its prefix row, into an empty ledger
+    for extra in ("", "-wal", "-shm"):
+        (busy / ".drover" / f"ledger.db{extra}").unlink(missing_ok=True)
+    bare = [line for line in lines if '"table": "item_files_prefix"' not in line]
+    (tmp_path / "bare.jsonl").write_text("\n".join(bare) + "\n")
+    assert run(busy, "ledger", "import", str(tmp_path / "bare.jsonl")).returncode == 0
+    assert ledger_tables(busy / ".drover" / "ledger.db")["item_files"] == []
+    listed = run(busy, "list")
+    assert listed.returncode == 0 and "D-1" in listed.stdout
+    assert len(ledger_tables(busy / ".drover" / "ledger.db")["item_files"]) == 3
+
+
 def test_import_refuses_a_non_empty_ledger_and_merge_adds_what_is_missing(busy, tmp_path):
     dump = tmp_path / "ledger.jsonl"
     assert run(busy, "ledger", "export", "-o", str(dump)).returncode == 0
