@@ -78,6 +78,17 @@ def reap(read_end: int, pid: int, kill: bool) -> bool:
     return os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
 
 
+def widen(fd: int) -> None:
+    """Let the pipe hold up to 1 MiB (Linux; 64 KiB by default), so a child writing a long answer
+    goes on working while the parent is busy elsewhere instead of waiting for it to read."""
+    try:
+        import fcntl
+
+        fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, 1 << 20)
+    except (ImportError, AttributeError, OSError):
+        pass  # another system, or a limit set lower: the default size works, only slower
+
+
 def send(fd: int, value: Any) -> None:
     """One answer down the pipe: its length in 8 bytes, then its marshal."""
     data = marshal.dumps(value)
@@ -93,6 +104,7 @@ def start(works: Sequence[Callable[[], Any]], count: int, variable: str, default
         return None
 
     def answer_each(out: int) -> None:
+        widen(out)
         for work in works:
             send(out, work())
 

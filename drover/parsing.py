@@ -13,6 +13,7 @@ import json
 import marshal
 import os
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from itertools import chain
 from typing import Any
 
@@ -28,8 +29,8 @@ Fields = tuple[str, str, str, tuple[str, ...], str, str, bool, bool, str, str, "
 # (digest,) alone when the bytes are unchanged.
 Parsed = tuple[Any, ...]
 # A job: (file name, the digest of the bytes the cache knew or None, the digest of the frontmatter
-# of a readable item the cache knew or None).
-Job = tuple[str, "str | None", "str | None"]
+# of a readable item the cache knew or None, the size a stat gave or -1).
+Job = tuple[str, "str | None", "str | None", int]
 
 # At this many changed files and more, worker processes parse them (one per usable core, at most
 # MAX_WORKERS); below it, forking costs more than it saves. DROVER_PARALLEL_PARSE_AT overrides
@@ -104,12 +105,35 @@ def read(path: str) -> bytes | None:
         return None
 
 
-def parse_one(within: str, name: str, prefix: str, known: str | None, front: str | None = None) -> Parsed:
+def read_in(at: int, name: str, size: int) -> bytes | None:
+    """read() of the file `name` in the folder open as `at` (the name alone is looked up, not every
+    folder above it), in one read when it holds the `size` bytes a stat gave (-1: not known): a
+    read of one byte more that gives `size` bytes ends at the file's end."""
+    try:
+        fd = os.open(name, os.O_RDONLY, dir_fd=at)
+    except OSError:
+        return None
+    try:
+        first = os.read(fd, size + 1 if size >= 0 else 1 << 16)
+        if len(first) == size or not first:
+            return first
+        chunks = [first]
+        while chunk := os.read(fd, 1 << 16):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def parse_one(within: str, name: str, prefix: str, known: str | None, front: str | None = None,
+              size: int = -1, at: int | None = None) -> Parsed:
     """One changed file: (digest,) when its bytes' digest is `known`; (digest, front, outstanding,
     cleared) when its frontmatter's digest is `front` (a readable item's, whose body alone changed:
     what the frontmatter says is the cache's already) and its body is not empty; else Fields +
-    (digest, front)."""
-    data = read(within + name)
+    (digest, front). `size`, `at`: what read_in takes, when the caller has them."""
+    data = read(within + name) if at is None else read_in(at, name, size)
     found = None if data is None else digest(data)
     if known is not None and found == known:
         return (found,)
@@ -132,19 +156,20 @@ def parse_one(within: str, name: str, prefix: str, known: str | None, front: str
 
 
 def parse_changed(folder: str, prefix: str, jobs: Sequence[Job]) -> Iterator[Parsed]:
-    """parse_one for each (file name, known digest, known frontmatter digest) of `jobs`, in order;
-    in workers when there are many."""
+    """parse_one for each Job of `jobs`, in order; in workers when there are many."""
     within = folder + os.sep
     unknown = [job for job in jobs if job[1] is None]  # new bytes for sure (the size changed): a parse each
     workers = _workers(len(unknown))
     if workers < 2:
-        for name, known, front in jobs:
-            yield parse_one(within, name, prefix, known, front)
+        with _opened(folder) as at:
+            for name, known, front, size in jobs:
+                yield parse_one(within, name, prefix, known, front, size, at)
         return
     # a file of the size the cache knows (a touch, a checkout) is most often unchanged: its digest
     # here answers it sooner than a worker's round trip would
-    answered = {index: parse_one(within, name, prefix, known, front)
-                for index, (name, known, front) in enumerate(jobs) if known is not None}
+    with _opened(folder) as at:
+        answered = {index: parse_one(within, name, prefix, known, front, size, at)
+                    for index, (name, known, front, size) in enumerate(jobs) if known is not None}
     parsed = _in_workers(within, prefix, unknown, workers)
     for index in range(len(jobs)):
         found = answered.pop(index, None)
@@ -202,7 +227,8 @@ def _in_workers(within: str, prefix: str, jobs: Sequence[Job], workers: int) -> 
                         readers[index % workers] = None  # its remaining chunks are parsed here
                         if reader.fd in selector.get_map():
                             selector.unregister(reader.fd)
-                    chunk = [parse_one(within, name, prefix, known, front) for name, known, front in jobs[start:start + size]]
+                    chunk = [parse_one(within, name, prefix, known, front, told)
+                             for name, known, front, told in jobs[start:start + size]]
                 yield from chunk
         whole = True
     finally:
@@ -277,8 +303,25 @@ def _serve(within: str, prefix: str, jobs: Sequence[Job], starts: range, size: i
 
     signal.signal(signal.SIGINT, signal.SIG_DFL)  # Ctrl-C ends a worker at once, without a traceback
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # so does the parent's death (its pipe closes)
-    for start in starts:
-        forks.send(out, [parse_one(within, name, prefix, known, front) for name, known, front in jobs[start:start + size]])
+    forks.widen(out)
+    with _opened(within) as at:
+        for start in starts:
+            forks.send(out, [parse_one(within, name, prefix, known, front, told, at)
+                             for name, known, front, told in jobs[start:start + size]])
+
+
+@contextmanager
+def _opened(folder: str) -> Iterator[int | None]:
+    """The folder open for read_in; None when it cannot be opened (parse_one then opens each path)."""
+    try:
+        at = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        yield None
+        return
+    try:
+        yield at
+    finally:
+        os.close(at)
 
 
 # --- the stat of every item file ---------------------------------------------------------------

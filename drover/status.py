@@ -203,11 +203,11 @@ def _refresh(folder: str, base: str, prefix: str, changed: list[tuple[str, int, 
     jobs: list[parsing.Job] = []
     for name, size, _, row in changed:
         if row is None:
-            jobs.append((name, None, None))
+            jobs.append((name, None, None, size))
             continue
         digest, front = known.get(row[0], (None, None))
         # light rows: size at 1, unreadable at 9 (Ledger.LIGHT_COLUMNS)
-        jobs.append((name, digest if row[1] == size else None, None if row[9] else front))
+        jobs.append((name, digest if row[1] == size else None, None if row[9] else front, size))
     fresh: list[tuple[Any, ...]] = []
     touched: list[tuple[int, str]] = []
     bodies: list[tuple[Any, ...]] = []

@@ -147,6 +147,23 @@ def test_only_the_body_is_read_when_the_frontmatter_is_the_known_one(tmp_path):
     assert len(changed) == 13 and changed[1] == "changed" and changed[-1] != front
 
 
+@pytest.mark.parametrize("length", [0, 1, 700, 65536, 65537, 200_000])
+def test_a_read_in_the_open_folder_gives_every_byte_whatever_size_it_was_told(tmp_path, length):
+    """read_in stops after one read only when that read gives the size a stat said; a size that
+    is wrong (the file changed since) or unknown costs more reads, never bytes."""
+    from drover import parsing
+
+    data = bytes(range(256)) * (length // 256) + b"x" * (length % 256)
+    (tmp_path / "D-1.md").write_bytes(data)
+    at = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for told in {length, -1, 0, length // 2, length + 1, length * 2 + 5}:
+            assert parsing.read_in(at, "D-1.md", told) == data, told
+        assert parsing.read_in(at, "D-2.md", 10) is None
+    finally:
+        os.close(at)
+
+
 def test_a_worker_that_dies_leaves_its_files_to_the_parent(repo, monkeypatch):
     from drover import parsing
 
@@ -154,7 +171,10 @@ def test_a_worker_that_dies_leaves_its_files_to_the_parent(repo, monkeypatch):
     fill(repo)
     folder = str(repo / "items")
     names = sorted(name for name in os.listdir(folder) if name.endswith(".md"))
-    jobs = [(name, None, None) for name in names]
+    sizes = [os.path.getsize(os.path.join(folder, name)) for name in names]
+    # the size a stat gave, none, and a wrong one (the file changed since): each read whole
+    told = [size if index % 3 == 0 else -1 if index % 3 == 1 else size // 2 for index, size in enumerate(sizes)]
+    jobs = [(name, None, None, size) for name, size in zip(names, told)]
     serial = [parsing.parse_one(folder + os.sep, name, "D", None) for name in names]
     monkeypatch.setattr(parsing, "PARALLEL_AT", 1)
     monkeypatch.setattr(parsing, "WORKERS", 3)
@@ -176,7 +196,7 @@ def test_a_worker_that_dies_leaves_its_files_to_the_parent(repo, monkeypatch):
     known = [found[-2] if index % 3 == 0 else "0" * 32 if index % 3 == 1 else None
              for index, found in enumerate(serial)]
     fronts = [found[-1] if index % 2 else "0" * 32 for index, found in enumerate(serial)]
-    mixed = list(zip(names, known, fronts))
+    mixed = list(zip(names, known, fronts, told))
     expected = [parsing.parse_one(folder + os.sep, *job[:1], "D", *job[1:]) for job in mixed]
     assert [len(found) for found in expected].count(1) > 5
     assert [len(found) for found in expected].count(4) > 5
