@@ -287,16 +287,18 @@ class Ledger(Journal):
                 self.conn.execute(f"SELECT {_CACHE_SELECT} FROM item_files WHERE path IN ({marks})", paths)}
 
     def store_files(self, rows: Sequence[Sequence[Any]], stale_paths: Sequence[str] = (),
-                    mtimes: Sequence[tuple[int, str]] = (), bodies: Sequence[tuple[Any, ...]] = ()) -> None:
-        """Refresh cache rows (tuples of every column, in CACHE_COLUMNS order), give rows whose files'
-        bytes did not change their new mtimes ((mtime_ns, path) each), and rows whose files' body
-        alone changed what the body decides ((size, mtime_ns, outstanding, cleared, digest, path)
-        each); drop vanished paths. Nothing is written when the cache has gone to a prefix other
-        than the one cache_under was told since (a `[project] prefix` edited meanwhile)."""
-        if not rows and not stale_paths and not mtimes and not bodies:
+                    mtimes: Sequence[tuple[int, str]] = (), bodies: Sequence[tuple[Any, ...]] = (),
+                    renewed: Sequence[Sequence[Any]] = ()) -> None:
+        """Refresh cache rows (tuples of every column, in CACHE_COLUMNS order; `renewed`: rows for
+        paths the cache had a row for when it was read), give rows whose files' bytes did not
+        change their new mtimes ((mtime_ns, path) each), and rows whose files' body alone changed
+        what the body decides ((size, mtime_ns, outstanding, cleared, digest, path) each); drop
+        vanished paths. Nothing is written when the cache has gone to a prefix other than the one
+        cache_under was told since (a `[project] prefix` edited meanwhile)."""
+        if not rows and not stale_paths and not mtimes and not bodies and not renewed:
             return
         with self.write():
-            if rows or mtimes or bodies:
+            if rows or mtimes or bodies or renewed:
                 if self._cache_prefix is None:
                     raise RuntimeError("store_files: cache_under was not called")
                 under = self._parsed_under()
@@ -309,11 +311,15 @@ class Ledger(Journal):
             if bodies:
                 self.conn.executemany("UPDATE item_files SET size = ?, mtime_ns = ?, outstanding = ?, cleared = ?, "
                                       "digest = ? WHERE path = ?", bodies)
+            if renewed:
+                # a row updated in place costs about a fifth less than one replaced (deleted and
+                # inserted again, with its key); one gone since the read (another process
+                # dropped it) is inserted
+                done = self.conn.executemany(_RENEW, [(*row[1:], row[0]) for row in renewed]).rowcount
+                if done != len(renewed):
+                    self.conn.executemany(_INSERT.replace("OR REPLACE", "OR IGNORE"), renewed)
             if rows:
-                self.conn.executemany(
-                    f"INSERT OR REPLACE INTO item_files ({_CACHE_SELECT}) VALUES ({', '.join('?' for _ in CACHE_COLUMNS)})",
-                    rows,
-                )
+                self.conn.executemany(_INSERT, rows)
             self.conn.executemany("DELETE FROM item_files WHERE path = ?", [(path,) for path in stale_paths])
 
     # runs ----------------------------------------------------------------------------------
@@ -566,6 +572,8 @@ def open_ledger(path: Path) -> Ledger:
 CACHE_COLUMNS = ("path", "size", "mtime_ns", "id", "title", "kind", "deps", "meta", "outstanding", "cleared",
                  "unreadable", "detail", "line", "digest", "front")
 _CACHE_SELECT = ", ".join(f'"{name}"' for name in CACHE_COLUMNS)
+_INSERT = f"INSERT OR REPLACE INTO item_files ({_CACHE_SELECT}) VALUES ({', '.join('?' for _ in CACHE_COLUMNS)})"
+_RENEW = "UPDATE item_files SET " + ", ".join(f'"{name}" = ?' for name in CACHE_COLUMNS[1:]) + " WHERE path = ?"
 # What a catalogue entry needs of a row (cached_light): every column but the frontmatter and the digests.
 LIGHT_COLUMNS = tuple(name for name in CACHE_COLUMNS if name not in ("meta", "digest", "front"))
 _LIGHT_SELECT = ", ".join(f'"{name}"' for name in LIGHT_COLUMNS)

@@ -208,7 +208,8 @@ def _refresh(folder: str, base: str, prefix: str, changed: list[tuple[str, int, 
         digest, front = known.get(row[0], (None, None))
         # light rows: size at 1, unreadable at 9 (Ledger.LIGHT_COLUMNS)
         jobs.append((name, digest if row[1] == size else None, None if row[9] else front, size))
-    fresh: list[tuple[Any, ...]] = []
+    fresh: list[tuple[Any, ...]] = []  # files the cache had no row for
+    renewed: list[tuple[Any, ...]] = []  # files whose row is rewritten whole
     touched: list[tuple[int, str]] = []
     bodies: list[tuple[Any, ...]] = []
     changed.reverse()  # popped as parsed: each cache row is let go once its entry is made
@@ -223,11 +224,11 @@ def _refresh(folder: str, base: str, prefix: str, changed: list[tuple[str, int, 
         else:
             rel = base + name
             entries[name[:-3]] = _entry_from_fields(found, rel, meta=False)
-            fresh.append(_cache_row(rel, size, mtime, found, found[11], found[12]))
-        if len(fresh) + len(touched) + len(bodies) >= CACHE_BATCH:
-            ledger.store_files(fresh, mtimes=touched, bodies=bodies)
-            fresh, touched, bodies = [], [], []
-    ledger.store_files(fresh, mtimes=touched, bodies=bodies)
+            (fresh if row is None else renewed).append(_cache_row(rel, size, mtime, found, found[11], found[12]))
+        if len(fresh) + len(renewed) + len(touched) + len(bodies) >= CACHE_BATCH:
+            ledger.store_files(fresh, mtimes=touched, bodies=bodies, renewed=renewed)
+            fresh, renewed, touched, bodies = [], [], [], []
+    ledger.store_files(fresh, mtimes=touched, bodies=bodies, renewed=renewed)
 
 
 def sorted_names(names: list[str], prefix: str) -> list[str]:

@@ -375,6 +375,20 @@ def test_rows_parsed_under_another_prefix_are_not_stored(tmp_path):
         assert dump(project.ledger_path)["item_files_prefix"] == [("T",)]
 
 
+def test_a_row_renewed_in_place_takes_every_column_and_one_gone_since_is_inserted(tmp_path):
+    project = _project(tmp_path)
+    first = ("items/D-1.md", 1, 1, "D-1", "one", "", "[]", "{}", 0, 0, "", "", None, "a" * 32, "b" * 32)
+    with Ledger(project.ledger_path) as opened:
+        opened.cache_under("D")
+        opened.store_files([first])
+        again = ("items/D-1.md", 2, 3, "D-1", "two", "bug", '["D-2"]', '{"kind": "bug"}', 1, 0, "", "", None,
+                 "c" * 32, "d" * 32)
+        gone = ("items/D-2.md", 5, 6, "D-2", "dropped meanwhile", "", "[]", "{}", 0, 1, "", "", None, None, None)
+        opened.store_files([], renewed=[again, gone])
+        rows = opened.cached_files()
+    assert {path: tuple(row) for path, row in rows.items()} == {"items/D-1.md": again, "items/D-2.md": gone}
+
+
 def test_activity_for_every_item_agrees_with_activity_for_one(ledger):
     """activity() (one pass per table) gives each item the row activity_for's query gives it:
     ties on the start time go to the later row, branchless and review runs do not count."""
