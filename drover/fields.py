@@ -67,11 +67,41 @@ class Destination:
     def Wrap(self, indent: int = 0) -> str:  # noqa: N802 - template method name
         """This destination as one paragraph, every line indented by `indent` spaces."""
         pad = " " * int(indent)
-        text = f"{self.Token}: {self.Where}. For {self.Found}. Do: {self.Do}"
-        import textwrap
+        return fill(f"{self.Token}: {self.Where}. For {self.Found}. Do: {self.Do}", 88, pad, pad + "  ")
 
-        return textwrap.fill(text, width=88, initial_indent=pad, subsequent_indent=pad + "  ",
-                             break_on_hyphens=False, break_long_words=False)
+
+# textwrap's whitespace, each made a space before the text is cut into words and spaces
+_SPACES = str.maketrans("\t\n\x0b\x0c\r", "     ")
+
+
+def fill(text: str, width: int, first: str = "", rest: str = "") -> str:
+    """What textwrap.fill(text, width, initial_indent=first, subsequent_indent=rest,
+    break_on_hyphens=False, break_long_words=False) gives, without importing textwrap, whose
+    import compiles its patterns (more than a millisecond of a prompt with Destinations): words
+    are laid on each line while they fit, a word longer than a line has one to itself, and the
+    spaces where a line breaks are dropped."""
+    import re
+
+    chunks = [chunk for chunk in re.split("( +)", text.expandtabs().translate(_SPACES)) if chunk]
+    chunks.reverse()  # popped from the end
+    lines: list[str] = []
+    while chunks:
+        indent = rest if lines else first
+        room = width - len(indent)
+        if lines and not chunks[-1].strip():
+            chunks.pop()
+        line: list[str] = []
+        used = 0
+        while chunks and used + len(chunks[-1]) <= room:
+            used += len(chunks[-1])
+            line.append(chunks.pop())
+        if chunks and not line and len(chunks[-1]) > room:
+            line.append(chunks.pop())
+        if line and not line[-1].strip():
+            line.pop()
+        if line:
+            lines.append(indent + "".join(line))
+    return "\n".join(lines)
 
 
 @dataclass(frozen=True)

@@ -47,3 +47,39 @@ def no_item(item_id: str, rel: str, items_dir: Path, prefix: str, extra: Iterabl
     if suggestion and suggestion != item_id:
         return UsageError(f"no item {item_id} (did you mean {suggestion}?)")
     return UsageError(f"no item {item_id} (no file {rel})")
+
+
+def highest_number(names: Iterable[str], prefix: str, above: int = 0, suffix: str = "") -> int:
+    """The highest number among `names` that read `<prefix>-<number><suffix>` (ASCII digits, no
+    leading zero) when it is above `above`; else a number no higher than `above` (0: none).
+
+    `above` is usually the ledger's highest already, so usually no name is above it: when the
+    names are all ASCII, one regex pass in C finds only those that are (at 50,000 names, reading
+    every number in Python took tens of ms). Of several, the longest, then the greatest, is the
+    highest. Names with other characters are read one by one."""
+    names = list(names)
+    joined = "\0" + "\0".join(names) + "\0"  # neither a file name nor an id holds a NUL
+    tail = f"{re.escape(suffix)}(?=\0)"
+    if joined.isascii():
+        head = f"\0{re.escape(prefix)}-("
+        found = re.findall(f"{head}{_greater_than(str(above))}){tail}", joined)
+        if len(found) > 1:
+            longest = max(map(len, found))  # the greatest of that length is above `above` too
+            found = re.findall(f"{head}[1-9][0-9]{{{longest - 1}}}){tail}", joined)
+        return int(max(found)) if found else 0
+    start, end = len(prefix) + 1, len(suffix)
+    numbers = [name[start:len(name) - end] for name in names
+               if name.startswith(prefix + "-") and name.endswith(suffix)]
+    return max((int(number) for number in numbers
+                if number.isascii() and number.isdigit() and number[0] != "0"), default=0)
+
+
+def _greater_than(digits: str) -> str:
+    """A regex for the numbers written without a leading zero that are greater than `digits` (a
+    number so written, or "0"): more digits, or as many and greater at the first that differs."""
+    size = len(digits)
+    branches = [f"[1-9][0-9]{{{size},}}"]
+    for at, digit in enumerate(digits):
+        if digit != "9":
+            branches.append(f"{digits[:at]}[{int(digit) + 1}-9][0-9]{{{size - at - 1}}}")
+    return "|".join(branches)

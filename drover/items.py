@@ -218,13 +218,17 @@ def changes_of(text: str, body_offset: int) -> str:
     return _section(text, CHANGES_HEADING, body_offset) or ""
 
 
-def _read_bytes(path: str) -> bytes:
-    """The file's bytes with plain os calls: a third of open().read()'s cost per small file."""
-    fd = os.open(path, os.O_RDONLY)
+def _read_bytes(path: str, at: int | None = None, size: int = -1) -> bytes:
+    """The file's bytes with plain os calls: a third of open().read()'s cost per small file.
+    `at`: an open folder that `path` names a file in (the name alone is looked up, not every folder
+    above it); `size`: what a stat gave, when known: a first read of one byte more that gives
+    `size` bytes has reached the file's end, so a file whose size held is read in one read."""
+    fd = os.open(path, os.O_RDONLY, dir_fd=at)
     try:
-        chunks = []
-        while chunk := os.read(fd, 1 << 16):
-            chunks.append(chunk)
+        chunks = [os.read(fd, size + 1 if size >= 0 else 1 << 16)]
+        if chunks[0] and len(chunks[0]) != size:
+            while chunk := os.read(fd, 1 << 16):
+                chunks.append(chunk)
     except OSError as exc:
         # named as open() names it ("Is a directory: 'items/D-1.md'")
         raise OSError(exc.errno, exc.strerror, path) from None

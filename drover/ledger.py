@@ -167,19 +167,36 @@ class Ledger(Journal):
         (highest,) = self.conn.execute("SELECT coalesce(max(number), 0) FROM items").fetchone()
         return int(highest)
 
+    def highest_met(self, prefix: str) -> int:
+        """The highest number of a `<prefix>-<number>` item file the cache or `new` has met (0
+        before any), kept when the file and its cache row are gone."""
+        return self.met(prefix)[0]
+
+    def met(self, prefix: str) -> tuple[int, str | None]:
+        """(highest_met, the items folder's state when none of its names was numbered higher:
+        folder_state's text, or None when not known)."""
+        row = self.conn.execute("SELECT highest, folder FROM ids_met WHERE prefix = ?", (prefix,)).fetchone()
+        return (0, None) if row is None else (int(row[0]), row[1])
+
+    def note_folder(self, prefix: str, highest: int, folder: str) -> None:
+        """Record that no name in the items folder, in the state `folder`, is numbered above
+        `highest` (which highest_met takes, if higher)."""
+        with self.write():
+            self.conn.execute("INSERT INTO ids_met (prefix, highest, folder) VALUES (?, ?, ?) ON CONFLICT (prefix) "
+                              "DO UPDATE SET highest = max(highest, excluded.highest), folder = excluded.folder",
+                              (prefix, min(highest, _INTEGER_MAX), folder))
+
     def next_item_id(self, prefix: str, floor: int, taken: "Callable[[int], bool] | None" = None) -> str:
         """The id allocate_item would give now (the same one, while the caller holds the lock)."""
-        highest = max(self.highest_number(), floor)
-        # ids the ledger met without allocating them (hand-written files that were parked,
-        # run, or listed) stay taken even after their files are gone: the highest of them
-        # matters only above `highest`, so SQL keeps only ids longer than it, or as long and
-        # greater as text (two cheap tests per row), before the id tests and the number
-        # (at 50,000 cached files, computing every id's number was about 90 ms)
+        highest = max(self.highest_number(), self.highest_met(prefix), floor)
+        # ids the ledger met without allocating them (hand-written files that were parked or
+        # run; those listed are in ids_met) stay taken even after their files are gone: the
+        # highest of them matters only above `highest`, so SQL keeps only ids longer than it,
+        # or as long and greater as text (two cheap tests per row), before the id tests and
+        # the number
         above = f"{prefix}-{highest}"
         (met,) = self.conn.execute(
-            f"SELECT max(CAST(substr(id, :start) AS INTEGER)) FROM ("
-            f"SELECT id FROM items WHERE number IS NULL AND {_ABOVE} "
-            f"UNION ALL SELECT id FROM item_files WHERE {_ABOVE})",
+            f"SELECT max(CAST(substr(id, :start) AS INTEGER)) FROM items WHERE number IS NULL AND {_ABOVE}",
             {"length": len(above), "above": above, "pattern": prefix + "-[1-9]*", "start": len(prefix) + 2},
         ).fetchone()
         number = max(highest, met or 0) + 1
@@ -317,10 +334,23 @@ class Ledger(Journal):
                 # dropped it) is inserted
                 done = self.conn.executemany(_RENEW, [(*row[1:], row[0]) for row in renewed]).rowcount
                 if done != len(renewed):
-                    self.conn.executemany(_INSERT.replace("OR REPLACE", "OR IGNORE"), renewed)
+                    self.conn.executemany(_INSERT_NEW, renewed)
             if rows:
                 self.conn.executemany(_INSERT, rows)
+                self._meet([row[3] for row in rows])
             self.conn.executemany("DELETE FROM item_files WHERE path = ?", [(path,) for path in stale_paths])
+
+    def _meet(self, ids: list[str]) -> None:
+        """Raise the prefix's highest met to the highest of `ids` (cache rows' ids: their files'
+        names), within the caller's transaction. Renewed rows need not: their paths had rows."""
+        from .ids import highest_number
+
+        prefix = self._cache_prefix or ""
+        met = self.highest_met(prefix)
+        highest = min(highest_number(ids, prefix, met), _INTEGER_MAX)  # what SQLite's integers hold
+        if highest > met:
+            self.conn.execute("INSERT INTO ids_met (prefix, highest) VALUES (?, ?) ON CONFLICT (prefix) "
+                              "DO UPDATE SET highest = max(highest, excluded.highest)", (prefix, highest))
 
     # runs ----------------------------------------------------------------------------------
 
@@ -572,7 +602,9 @@ def open_ledger(path: Path) -> Ledger:
 CACHE_COLUMNS = ("path", "size", "mtime_ns", "id", "title", "kind", "deps", "meta", "outstanding", "cleared",
                  "unreadable", "detail", "line", "digest", "front")
 _CACHE_SELECT = ", ".join(f'"{name}"' for name in CACHE_COLUMNS)
-_INSERT = f"INSERT OR REPLACE INTO item_files ({_CACHE_SELECT}) VALUES ({', '.join('?' for _ in CACHE_COLUMNS)})"
+_CACHE_VALUES = f"INTO item_files ({_CACHE_SELECT}) VALUES ({', '.join('?' for _ in CACHE_COLUMNS)})"
+_INSERT = f"INSERT OR REPLACE {_CACHE_VALUES}"
+_INSERT_NEW = f"INSERT OR IGNORE {_CACHE_VALUES}"  # a renewed row that another process dropped
 _RENEW = "UPDATE item_files SET " + ", ".join(f'"{name}" = ?' for name in CACHE_COLUMNS[1:]) + " WHERE path = ?"
 # What a catalogue entry needs of a row (cached_light): every column but the frontmatter and the digests.
 LIGHT_COLUMNS = tuple(name for name in CACHE_COLUMNS if name not in ("meta", "digest", "front"))
@@ -582,5 +614,6 @@ _ACTIVITY_SELECT = ", ".join(ACTIVITY_KEYS)
 # next_item_id's test of an id (:pattern is "<prefix>-[1-9]*", :start where the number starts):
 # longer than `above`, or as long and greater as text, then an id. Named parameters: numbered
 # ones given as a sequence are deprecated from Python 3.12.
+_INTEGER_MAX = 2**63 - 1
 _ABOVE = ("(length(id) > :length OR (length(id) = :length AND id > :above)) AND id GLOB :pattern "
           "AND substr(id, :start) NOT GLOB '*[^0-9]*'")

@@ -16,7 +16,7 @@ from typing import IO, Any, Iterator
 from .activity import create_activity_triggers, drop_activity_triggers, fill_activity
 from .errors import Refused, UsageError
 from .ledger import Ledger
-from .migrations import MIGRATIONS
+from .migrations import MEET_CACHED, MIGRATIONS
 
 FORMAT = "drover-ledger"
 VERSION = 1
@@ -27,6 +27,10 @@ SKIPPED = ("_sqlite_migrations", "intents", "activity")
 # the rows load (drover/activity.py): neither makes a ledger non-empty. Export writes the activity
 # rows (every table is in the file) and import skips them, filling the table from what it loaded.
 CACHE = ("item_files", "item_files_prefix", "activity")
+# The highest id each prefix's files have had: a mark that only rises, so an import raises it to
+# the higher of the two rather than report a conflict, and it alone does not make a ledger
+# non-empty (a ledger that only listed its items has it).
+MARKS = ("ids_met",)
 
 
 @dataclass(frozen=True)
@@ -112,7 +116,7 @@ def _header(path: Path, first: tuple[int, dict[str, Any]] | None) -> None:
 
 def is_empty(ledger: Ledger) -> bool:
     for table in tables(ledger):
-        if table in SKIPPED or table in CACHE:
+        if table in SKIPPED or table in CACHE or table in MARKS:
             continue
         if ledger.conn.execute(f'SELECT 1 FROM "{table}" LIMIT 1').fetchone():
             return False
@@ -145,8 +149,14 @@ def import_file(ledger: Ledger, path: Path, merge: bool = False) -> Imported:
                 raise UsageError(f"table {table} has no column {unknown[0]!r}", path=path, line=number)
             if any(key not in row for key in keys):
                 raise UsageError(f"a {table} row without its key ({', '.join(keys)})", path=path, line=number)
+            if table in MARKS and (type(row.get("highest")) is not int or row["highest"] < 0):
+                raise UsageError(f"{table} highest must be a whole number", path=path, line=number)
             where = " AND ".join(f'"{key}" IS ?' for key in keys)
             have = ledger.conn.execute(f'SELECT * FROM "{table}" WHERE {where}', [row[k] for k in keys]).fetchone()
+            if have is not None and table in MARKS:
+                ledger.conn.execute(f'UPDATE "{table}" SET highest = max(highest, ?) WHERE {where}',
+                                    [row["highest"], *(row[k] for k in keys)])
+                continue
             if have is not None:
                 mine = dict(have)
                 if any(mine.get(name) != value for name, value in row.items()):
@@ -162,5 +172,6 @@ def import_file(ledger: Ledger, path: Path, merge: bool = False) -> Imported:
         # were parsed under no one prefix: they are dropped rather than trusted (Ledger.cache_under)
         if ledger.conn.execute("SELECT count(*) FROM item_files_prefix").fetchone()[0] != 1:
             ledger.drop_cache()
+        ledger.conn.execute(MEET_CACHED)  # an export from before 0011 has the cache's ids but no mark
         create_activity_triggers(ledger.conn.execute)
     return Imported(added=added, conflicts=conflicts)

@@ -123,6 +123,28 @@ def _item_files_prefix(db: "sqlite_utils.Database") -> None:
     db.execute("DELETE FROM item_files")
 
 
+def _ids_met(db: "sqlite_utils.Database") -> None:
+    # The highest number of an id each prefix's item files have had (Ledger.highest_met): an id
+    # the cache or `new` met stays taken after its file is gone and the cache has forgotten it;
+    # `folder`: the items folder's state when no name in it was higher (Ledger.met_folder), so
+    # `new` need not list a folder as it left it.
+    db.execute("CREATE TABLE ids_met (prefix TEXT PRIMARY KEY NOT NULL, highest INTEGER NOT NULL, folder TEXT)")
+    db.execute(MEET_CACHED)
+
+
+# The cache's ids (under the prefix they were parsed under) raise that prefix's highest met.
+MEET_CACHED = (
+    "INSERT INTO ids_met (prefix, highest) "
+    "SELECT p.prefix, max(CAST(substr(f.id, length(p.prefix) + 2) AS INTEGER)) "
+    "FROM item_files f, item_files_prefix p "
+    "WHERE substr(f.id, 1, length(p.prefix) + 1) = p.prefix || '-' "
+    "AND substr(f.id, length(p.prefix) + 2) GLOB '[1-9]*' "
+    "AND substr(f.id, length(p.prefix) + 2) NOT GLOB '*[^0-9]*' "
+    "GROUP BY p.prefix "
+    "ON CONFLICT (prefix) DO UPDATE SET highest = max(highest, excluded.highest)"
+)
+
+
 # Named migrations, applied in this order by Ledger._migrate and nowhere else. Append only.
 MIGRATIONS: tuple[tuple[str, Any], ...] = (
     ("0001_initial", _initial), ("0002_run_pid_start", _run_pid_start),
@@ -130,6 +152,7 @@ MIGRATIONS: tuple[tuple[str, Any], ...] = (
     ("0005_intents", _intents), ("0006_run_node", _run_node),
     ("0007_activity", _activity), ("0008_item_files_digest", _item_files_digest),
     ("0009_item_files_front", _item_files_front), ("0010_item_files_prefix", _item_files_prefix),
+    ("0011_ids_met", _ids_met),
 )
 
 

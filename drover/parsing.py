@@ -97,34 +97,13 @@ def digest(data: bytes) -> str:
     return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
-def read(path: str) -> bytes | None:
-    """The file's bytes; None when it cannot be read (the parse then says why)."""
+def read(path: str, at: int | None = None, size: int = -1) -> bytes | None:
+    """The file's bytes; None when it cannot be read (the parse then says why). `at`, `size`: a
+    folder open for `path` (a name in it) and the size a stat gave, as _read_bytes takes them."""
     try:
-        return itemfile._read_bytes(path)
+        return itemfile._read_bytes(path, at, size)
     except OSError:
         return None
-
-
-def read_in(at: int, name: str, size: int) -> bytes | None:
-    """read() of the file `name` in the folder open as `at` (the name alone is looked up, not every
-    folder above it), in one read when it holds the `size` bytes a stat gave (-1: not known): a
-    read of one byte more that gives `size` bytes ends at the file's end."""
-    try:
-        fd = os.open(name, os.O_RDONLY, dir_fd=at)
-    except OSError:
-        return None
-    try:
-        first = os.read(fd, size + 1 if size >= 0 else 1 << 16)
-        if len(first) == size or not first:
-            return first
-        chunks = [first]
-        while chunk := os.read(fd, 1 << 16):
-            chunks.append(chunk)
-        return b"".join(chunks)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
 
 
 def parse_one(within: str, name: str, prefix: str, known: str | None, front: str | None = None,
@@ -132,8 +111,8 @@ def parse_one(within: str, name: str, prefix: str, known: str | None, front: str
     """One changed file: (digest,) when its bytes' digest is `known`; (digest, front, outstanding,
     cleared) when its frontmatter's digest is `front` (a readable item's, whose body alone changed:
     what the frontmatter says is the cache's already) and its body is not empty; else Fields +
-    (digest, front). `size`, `at`: what read_in takes, when the caller has them."""
-    data = read(within + name) if at is None else read_in(at, name, size)
+    (digest, front). `size`, `at`: what read takes, when the caller has them."""
+    data = read(within + name) if at is None else read(name, at, size)
     found = None if data is None else digest(data)
     if known is not None and found == known:
         return (found,)
@@ -312,7 +291,7 @@ def _serve(within: str, prefix: str, jobs: Sequence[Job], starts: range, size: i
 
 @contextmanager
 def _opened(folder: str) -> Iterator[int | None]:
-    """The folder open for read_in; None when it cannot be opened (parse_one then opens each path)."""
+    """The folder open for read; None when it cannot be opened (parse_one then opens each path)."""
     try:
         at = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
     except OSError:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
@@ -104,11 +105,15 @@ def itemfile_error(project: Project, path: Path, exc: "Unreadable", item_id: str
 
 
 def find_root(start: Path | None = None) -> Path:
-    """The main checkout's root: $DROVER_REPO, else git's common directory, else a drover.toml above."""
+    """The main checkout's root: $DROVER_REPO, else git's common directory (main_checkout's when
+    it can say it without git), else a drover.toml above."""
     env = os.environ.get("DROVER_REPO")
     if env:
         return Path(env).resolve()
     start = (start or Path.cwd()).resolve()
+    found = main_checkout(str(start))
+    if found is not None:
+        return Path(found)
     common = git.rev_parse(start, "--path-format=absolute", "--git-common-dir")
     if common:
         common_path = Path(common)
@@ -121,6 +126,49 @@ def find_root(start: Path | None = None) -> Path:
         if (folder / CONFIG_FILE).is_file():
             return folder
     return start
+
+
+# What changes where git looks for a repository, or which one it takes: main_checkout leaves the
+# answer to git when any is set.
+GIT_DISCOVERY = ("GIT_DIR", "GIT_WORK_TREE", "GIT_COMMON_DIR", "GIT_CEILING_DIRECTORIES",
+                 "GIT_DISCOVERY_ACROSS_FILESYSTEM")
+
+
+def main_checkout(start: str) -> str | None:
+    """The folder at or above `start` (absolute, resolved) whose `.git` is the repository's own
+    folder, found without running git (about 2 ms of every command) when git could answer no
+    other way; None: ask git.
+
+    git takes the nearest folder with a `.git`. When that `.git` is a folder holding a repository
+    (its HEAD, objects and refs), owned by this user (so git's safe.directory check passes), and
+    no variable in GIT_DISCOVERY is set, git's common directory is that `.git` and the main
+    checkout is its parent: the answer here. Anything else is git's to say: a `.git` file (a
+    worktree's or a submodule's), a `.git` that holds no repository, a folder on another file
+    system than `start` before any `.git` (git stops there), `start` inside a `.git` folder."""
+    if any(os.environ.get(name) for name in GIT_DISCOVERY) or "/.git/" in start + "/":
+        return None
+    folder = start
+    try:
+        device = os.stat(folder).st_dev
+        while True:
+            dot = os.path.join(folder, ".git")
+            try:
+                found = os.lstat(dot)
+            except FileNotFoundError:
+                parent = os.path.dirname(folder)
+                if parent == folder or os.stat(parent).st_dev != device:
+                    return None
+                folder = parent
+                continue
+            me = os.geteuid()
+            if not stat.S_ISDIR(found.st_mode) or found.st_uid != me or os.stat(folder).st_uid != me:
+                return None
+            if not (os.path.isfile(os.path.join(dot, "HEAD")) and os.path.isdir(os.path.join(dot, "objects"))
+                    and os.path.isdir(os.path.join(dot, "refs"))):
+                return None
+            return folder
+    except OSError:
+        return None
 
 
 def open_project(start: Path | None = None) -> Project:

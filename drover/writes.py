@@ -18,6 +18,7 @@ from typing import Callable, TypeVar
 from . import items as itemfile
 from .errors import GitError, ItemError, Refused, UsageError
 from .git import commit_only, head_of, user_name
+from .ids import highest_number
 from .ledger import Ledger, now
 from .project import Project, missing_item, not_an_id
 from .vocabulary import DISPOSITIONS, LEVELS
@@ -65,8 +66,10 @@ T = TypeVar("T")
 
 
 def _journaled(ledger: Ledger, command: str, item_id: str,
-               writes: list[tuple[Path, str, str | None]], record: Callable[[], T]) -> T:
-    """Stage each file, commit `record`'s rows with an intent per file, rename, drop the intents.
+               writes: list[tuple[Path, str, str | None]], record: Callable[[], T],
+               renamed: Callable[[], None] | None = None) -> T:
+    """Stage each file, commit `record`'s rows with an intent per file, rename, drop the intents
+    (and write `renamed`'s rows with that, when given: what the renames made true).
 
     The caller holds the ledger's lock (ledger.locked()) around this and its own reads.
     """
@@ -84,7 +87,10 @@ def _journaled(ledger: Ledger, command: str, item_id: str,
     for tmp, (path, _, _) in zip(staged, writes):
         os.replace(tmp, path)
     _failpoint("renamed")
-    ledger.finish_intents(ids)
+    with ledger.write():
+        ledger.finish_intents(ids)
+        if renamed is not None:
+            renamed()
     return result
 
 
@@ -123,7 +129,7 @@ def new_item(project: Project, ledger: Ledger, title: str, kind: str, deps: list
 
     with ledger.locked():
         # under the lock the id peeked here is the one allocated below, with its file's intent
-        floor = _highest_on_disk(project, ledger.highest_number())
+        floor = _floor(project, ledger)
         item_id = ledger.next_item_id(prefix, floor, taken)
         path = project.item_path(item_id)
         text = itemfile.new_item_text(item_id, title, kind, deps, finding_source,
@@ -133,50 +139,46 @@ def new_item(project: Project, ledger: Ledger, title: str, kind: str, deps: list
             ledger.allocate_item(prefix, floor, taken, peeked=item_id)  # at 50,000 items, not asking twice is 90 ms
             ledger.log_event("new", item_id, by, title=title, finding=finding_source)
 
-        _journaled(ledger, "new", item_id, [(path, text, None)], record)
+        def renamed() -> None:
+            # the folder as this write left it: no name in it above the new id or the floor
+            state = folder_state(project.items_dir)
+            if state is not None:
+                ledger.note_folder(prefix, max(floor, int(item_id.rsplit("-", 1)[1])), state)
+
+        _journaled(ledger, "new", item_id, [(path, text, None)], record, renamed)
     _commit_items(project, [path], f"drover: new item {item_id}: {title}")
     return item_id
+
+
+def _floor(project: Project, ledger: Ledger) -> int:
+    """A number at or above every item number among the folder's names that the ledger's own
+    numbers do not already cover (0: none above them). The folder is listed unless it is in the
+    state the last `new` left it in (Ledger.met: its device, inode and mtime), whose names were
+    then no higher than the highest met: a listing is most of a `new` at 50,000 items."""
+    met, folder = ledger.met(project.config.prefix)
+    if folder is not None and folder == folder_state(project.items_dir):
+        return 0
+    return _highest_on_disk(project, max(ledger.highest_number(), met))
+
+
+def folder_state(folder: Path) -> str | None:
+    """The folder's device, inode and mtime as one text (None when it cannot be statted): a name
+    added or removed gives it a new mtime."""
+    try:
+        found = os.stat(folder)
+    except OSError:
+        return None
+    return f"{found.st_dev}:{found.st_ino}:{found.st_mtime_ns}"
 
 
 def _highest_on_disk(project: Project, above: int = 0) -> int:
     """The highest item number among the folder's file names when it is above `above` (else a
     number no higher than `above`): names only, nothing opened or parsed."""
-    prefix = project.config.prefix + "-"
     try:
         names = os.listdir(project.items_dir)
     except (FileNotFoundError, NotADirectoryError):
         return 0
-    joined = "\0" + "\0".join(names) + "\0"  # a file name holds no NUL
-    if joined.isascii():
-        # the common case, in C: one regex pass over the names for the numbers above `above` (at
-        # 50,000 items, reading every number in Python was tens of ms; `above` is the ledger's
-        # highest, so usually none is). Digits without a leading zero: the longest, then the
-        # greatest, is the highest.
-        import re
-
-        head = f"\0{re.escape(prefix)}("
-        found = re.findall(f"{head}{_greater_than(str(above))})\\.md(?=\0)", joined)
-        if len(found) > 1:
-            longest = max(map(len, found))  # the greatest of that length is above `above` too
-            found = re.findall(f"{head}[1-9][0-9]{{{longest - 1}}})\\.md(?=\0)", joined)
-        return int(max(found)) if found else 0
-    start = len(prefix)
-    numbers = [
-        name[start:-3] for name in names
-        if name.startswith(prefix) and name.endswith(".md") and name[start:-3].isdigit()
-    ]
-    return max((int(number) for number in numbers if number[0] != "0"), default=0)
-
-
-def _greater_than(digits: str) -> str:
-    """A regex for the numbers written without a leading zero that are greater than `digits` (a
-    number so written, or "0"): more digits, or as many and greater at the first that differs."""
-    size = len(digits)
-    branches = [f"[1-9][0-9]{{{size},}}"]
-    for at, digit in enumerate(digits):
-        if digit != "9":
-            branches.append(f"{digits[:at]}[{int(digit) + 1}-9][0-9]{{{size - at - 1}}}")
-    return "|".join(branches)
+    return highest_number(names, project.config.prefix, above, ".md")
 
 
 def _review_log(ledger: Ledger) -> str:

@@ -38,6 +38,7 @@ EXPECTED_COLUMNS = {
     "item_files": ["path", "size", "mtime_ns", "id", "title", "kind", "deps", "meta", "outstanding",
                    "cleared", "unreadable", "detail", "line", "digest", "front"],
     "item_files_prefix": ["prefix"],
+    "ids_met": ["prefix", "highest", "folder"],
     "events": ["id", "at", "command", "item", "by", "detail"],
 }
 EXPECTED_COLUMNS["intents"] = ["id", "command", "item", "path", "text", "old_sha256", "at"]
@@ -120,6 +121,25 @@ def test_cache_rows_from_before_the_prefix_was_recorded_are_dropped(tmp_path):
         assert upgraded.cached_files() == {} and upgraded.has_item("D-1")
         assert catalogue(project, upgraded)["D-1"].title == "one"
     assert dump(project.ledger_path)["item_files_prefix"] == [("D",)]
+
+
+def test_the_ids_a_cache_met_before_0011_stay_taken(tmp_path):
+    """The upgrade that keeps the highest id met takes it from the rows cached before it, under
+    the prefix they were parsed under: those ids stay taken once the cache drops the rows."""
+    import sqlite_utils
+
+    project = _project(tmp_path)
+    project.ledger_path.parent.mkdir()
+    old = sqlite_utils.Database(project.ledger_path)
+    migrations().apply(old, stop_before="0011_ids_met")
+    old["item_files_prefix"].insert({"prefix": "D"})
+    for item_id in ("D-7", "D-30", "D-030", "D-9x", "E-500", "D-4"):
+        old["item_files"].insert({"path": f"items/{item_id}.md", "size": 1, "mtime_ns": 1, "id": item_id})
+    old.conn.close()
+    with Ledger(project.ledger_path) as upgraded:
+        assert upgraded.highest_met("D") == 30 and upgraded.highest_met("E") == 0
+        upgraded.drop_cache()
+        assert upgraded.next_item_id("D", 0) == "D-31"
 
 
 def test_a_reused_pid_is_not_a_live_run():

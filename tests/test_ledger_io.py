@@ -96,6 +96,31 @@ def test_an_import_drops_cache_rows_parsed_under_no_one_prefix(busy, tmp_path):
     assert len(ledger_tables(busy / ".drover" / "ledger.db")["item_files"]) == 3
 
 
+def test_the_highest_id_met_only_rises_through_an_import(busy, tmp_path):
+    """ids_met is a mark, not a row to disagree about: a merge keeps the higher of the two, and an
+    export from before it existed (cache rows, no mark) gives the mark its cache's highest."""
+    ledger = busy / ".drover" / "ledger.db"
+    dump = tmp_path / "ledger.jsonl"
+    assert run(busy, "ledger", "export", "-o", str(dump)).returncode == 0
+    lines = dump.read_text().splitlines()
+    (mark,) = [json.loads(line)["row"] for line in lines if '"table": "ids_met"' in line]
+    assert (mark["prefix"], mark["highest"]) == ("D", 3)
+    for highest, kept in ((90, 90), (5, 90)):
+        marked = [line.replace('"highest": 3', f'"highest": {highest}') for line in lines]
+        (tmp_path / "marked.jsonl").write_text("\n".join(marked) + "\n")
+        merged = run(busy, "ledger", "import", str(tmp_path / "marked.jsonl"), "--merge")
+        assert merged.returncode == 0 and "differs" not in merged.stdout + merged.stderr
+        assert [row[:2] for row in ledger_tables(ledger)["ids_met"]] == [("D", kept)]
+    assert run(busy, "new", "after").stdout.split()[0] == "D-91"
+    # an export without the mark, into an empty ledger
+    for extra in ("", "-wal", "-shm"):
+        (busy / ".drover" / f"ledger.db{extra}").unlink(missing_ok=True)
+    bare = [line for line in lines if '"table": "ids_met"' not in line]
+    (tmp_path / "bare.jsonl").write_text("\n".join(bare) + "\n")
+    assert run(busy, "ledger", "import", str(tmp_path / "bare.jsonl")).returncode == 0
+    assert ledger_tables(ledger)["ids_met"] == [("D", 3, None)]
+
+
 def test_import_refuses_a_non_empty_ledger_and_merge_adds_what_is_missing(busy, tmp_path):
     dump = tmp_path / "ledger.jsonl"
     assert run(busy, "ledger", "export", "-o", str(dump)).returncode == 0
@@ -129,6 +154,8 @@ def test_import_refuses_a_non_empty_ledger_and_merge_adds_what_is_missing(busy, 
     ('{"format": "drover-ledger", "migrations": []}\nnot json\n', ":2: not JSON"),
     ('{"format": "drover-ledger", "migrations": []}\n{"table": "items", "row": {"id": "D-1", "x": 1}}\n',
      ":2: table items has no column 'x'"),
+    ('{"format": "drover-ledger", "migrations": []}\n{"table": "ids_met", "row": {"prefix": "D", "highest": "9"}}\n',
+     ":2: ids_met highest must be a whole number"),
 ])
 def test_a_bad_export_is_one_line_and_imports_nothing(repo, tmp_path, content, said):
     assert run(repo, "init").returncode == 0

@@ -113,14 +113,18 @@ def test_the_next_id_is_the_full_scans(tmp_path: Path):
                                         (f"{prefix}-{number}", min(number, 2**62)))
                 for item_id in parked:
                     ledger.conn.execute("INSERT OR IGNORE INTO items (id) VALUES (?)", (item_id,))
-                for item_id in cached:
-                    ledger.conn.execute("INSERT OR IGNORE INTO item_files (path, id) VALUES (?, ?)",
-                                        (f"items/{item_id}.md", item_id))
+            # cached as a catalogue caches them: the ids met are kept as the rows are written
+            ledger.cache_under(prefix)
+            for item_id in cached:
+                ledger.store_files([(f"items/{item_id}.md", 0, 0, item_id, "", "", "[]", "{}", 0, 0,
+                                     None, None, None, None, None)])
 
             def taken(number: int) -> bool:
                 return number in on_disk
 
             expected = scanned_id(ledger.conn, prefix, floor, taken)
+            assert ledger.next_item_id(prefix, floor, taken) == expected
+            ledger.drop_cache()  # the files gone and forgotten: their ids stay taken
             assert ledger.next_item_id(prefix, floor, taken) == expected
             if int(expected.rsplit("-", 1)[1]) < 2**63:  # the items row's number is an SQLite integer
                 assert ledger.allocate_item(prefix, floor, taken) == expected
@@ -133,7 +137,8 @@ def test_the_next_id_is_the_full_scans(tmp_path: Path):
 def test_the_floor_above_the_ledger_is_the_highest_on_disk(tmp_path: Path):
     """Asked for the numbers above the ledger's highest, the floor is the folder's highest when that
     is above it, and no higher than it otherwise (so max(ledger, floor) is as before)."""
-    from drover.writes import _greater_than, _highest_on_disk
+    from drover.ids import _greater_than
+    from drover.writes import _highest_on_disk
 
     class Project:  # the two attributes _highest_on_disk reads
         def __init__(self, folder: Path) -> None:

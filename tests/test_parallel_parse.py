@@ -149,7 +149,7 @@ def test_only_the_body_is_read_when_the_frontmatter_is_the_known_one(tmp_path):
 
 @pytest.mark.parametrize("length", [0, 1, 700, 65536, 65537, 200_000])
 def test_a_read_in_the_open_folder_gives_every_byte_whatever_size_it_was_told(tmp_path, length):
-    """read_in stops after one read only when that read gives the size a stat said; a size that
+    """A read in an open folder stops after one read only when that read gives the size a stat said; a size that
     is wrong (the file changed since) or unknown costs more reads, never bytes."""
     from drover import parsing
 
@@ -158,8 +158,8 @@ def test_a_read_in_the_open_folder_gives_every_byte_whatever_size_it_was_told(tm
     at = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
     try:
         for told in {length, -1, 0, length // 2, length + 1, length * 2 + 5}:
-            assert parsing.read_in(at, "D-1.md", told) == data, told
-        assert parsing.read_in(at, "D-2.md", 10) is None
+            assert parsing.read("D-1.md", at, told) == data, told
+        assert parsing.read("D-2.md", at, 10) is None
     finally:
         os.close(at)
 
