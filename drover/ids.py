@@ -49,7 +49,7 @@ def no_item(item_id: str, rel: str, items_dir: Path, prefix: str, extra: Iterabl
     return UsageError(f"no item {item_id} (no file {rel})")
 
 
-def highest_number(names: Iterable[str], prefix: str, above: int = 0, suffix: str = "") -> int:
+def highest_number(names: list[str], prefix: str, above: int = 0, suffix: str = "") -> int:
     """The highest number among `names` that read `<prefix>-<number><suffix>` (ASCII digits, no
     leading zero) when it is above `above`; else a number no higher than `above` (0: none).
 
@@ -57,7 +57,6 @@ def highest_number(names: Iterable[str], prefix: str, above: int = 0, suffix: st
     names are all ASCII, one regex pass in C finds only those that are (at 50,000 names, reading
     every number in Python took tens of ms). Of several, the longest, then the greatest, is the
     highest. Names with other characters are read one by one."""
-    names = list(names)
     joined = "\0" + "\0".join(names) + "\0"  # neither a file name nor an id holds a NUL
     tail = f"{re.escape(suffix)}(?=\0)"
     if joined.isascii():

@@ -178,12 +178,13 @@ class Ledger(Journal):
         row = self.conn.execute("SELECT highest, folder FROM ids_met WHERE prefix = ?", (prefix,)).fetchone()
         return (0, None) if row is None else (int(row[0]), row[1])
 
-    def note_folder(self, prefix: str, highest: int, folder: str) -> None:
-        """Record that no name in the items folder, in the state `folder`, is numbered above
-        `highest` (which highest_met takes, if higher)."""
+    def raise_met(self, prefix: str, highest: int, folder: str | None = None) -> None:
+        """Raise the prefix's highest met to `highest` (it is never lowered); with `folder`, also
+        record that no name in the items folder, in that state, is numbered above it."""
         with self.write():
             self.conn.execute("INSERT INTO ids_met (prefix, highest, folder) VALUES (?, ?, ?) ON CONFLICT (prefix) "
-                              "DO UPDATE SET highest = max(highest, excluded.highest), folder = excluded.folder",
+                              "DO UPDATE SET highest = max(highest, excluded.highest), "
+                              "folder = coalesce(excluded.folder, folder)",
                               (prefix, min(highest, _INTEGER_MAX), folder))
 
     def next_item_id(self, prefix: str, floor: int, taken: "Callable[[int], bool] | None" = None) -> str:
@@ -347,10 +348,9 @@ class Ledger(Journal):
 
         prefix = self._cache_prefix or ""
         met = self.highest_met(prefix)
-        highest = min(highest_number(ids, prefix, met), _INTEGER_MAX)  # what SQLite's integers hold
+        highest = highest_number(ids, prefix, met)
         if highest > met:
-            self.conn.execute("INSERT INTO ids_met (prefix, highest) VALUES (?, ?) ON CONFLICT (prefix) "
-                              "DO UPDATE SET highest = max(highest, excluded.highest)", (prefix, highest))
+            self.raise_met(prefix, highest)
 
     # runs ----------------------------------------------------------------------------------
 

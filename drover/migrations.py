@@ -126,7 +126,7 @@ def _item_files_prefix(db: "sqlite_utils.Database") -> None:
 def _ids_met(db: "sqlite_utils.Database") -> None:
     # The highest number of an id each prefix's item files have had (Ledger.highest_met): an id
     # the cache or `new` met stays taken after its file is gone and the cache has forgotten it;
-    # `folder`: the items folder's state when no name in it was higher (Ledger.met_folder), so
+    # `folder`: the items folder's state when no name in it was higher (Ledger.met), so
     # `new` need not list a folder as it left it.
     db.execute("CREATE TABLE ids_met (prefix TEXT PRIMARY KEY NOT NULL, highest INTEGER NOT NULL, folder TEXT)")
     db.execute(MEET_CACHED)

@@ -143,7 +143,7 @@ def new_item(project: Project, ledger: Ledger, title: str, kind: str, deps: list
             # the folder as this write left it: no name in it above the new id or the floor
             state = folder_state(project.items_dir)
             if state is not None:
-                ledger.note_folder(prefix, max(floor, int(item_id.rsplit("-", 1)[1])), state)
+                ledger.raise_met(prefix, max(floor, int(item_id.rsplit("-", 1)[1])), state)
 
         _journaled(ledger, "new", item_id, [(path, text, None)], record, renamed)
     _commit_items(project, [path], f"drover: new item {item_id}: {title}")
