@@ -154,8 +154,7 @@ def import_file(ledger: Ledger, path: Path, merge: bool = False) -> Imported:
             where = " AND ".join(f'"{key}" IS ?' for key in keys)
             have = ledger.conn.execute(f'SELECT * FROM "{table}" WHERE {where}', [row[k] for k in keys]).fetchone()
             if have is not None and table in MARKS:
-                ledger.conn.execute(f'UPDATE "{table}" SET highest = max(highest, ?) WHERE {where}',
-                                    [row["highest"], *(row[k] for k in keys)])
+                ledger.raise_met(row["prefix"], row["highest"])  # this ledger's folder note is kept
                 continue
             if have is not None:
                 mine = dict(have)
