@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Container
 
 from . import agents, git, templates
@@ -120,13 +121,57 @@ def dependency_cycles(graph: dict[str, tuple[str, ...]]) -> list[list[str]]:
     return cycles
 
 
-def check_config(project: Project) -> list[Finding]:
-    """What drover.toml names that this repository lacks (a file that loads can still be wrong)."""
+def check_config(project: Project, refs: dict[str, str]) -> list[Finding]:
+    """What drover.toml names that this repository lacks (a file that loads can still be wrong);
+    `refs` is every ref of the repository (git.all_refs)."""
     base = project.config.base
-    if not git.branch_exists(project.root, base):
+    if git.local_ref(base) not in refs:
         return [Finding(f"drover.toml: [run] base: no branch {base!r} in this repository "
                         "(items start from it and merge into it)")]
     return []
+
+
+def check_refs(project: Project, ledger: Ledger, refs: dict[str, str]) -> list[Finding]:
+    """Refs named like an item's branch (or base), which git would read before the branch, and
+    approvals whose branch has moved since; `refs` is every ref (git.all_refs)."""
+    from .listing import judge
+    from .activity import LIST_KEYS
+
+    findings = []
+    activity = ledger.list_activity()  # items not done
+    at_branch = LIST_KEYS.index("branch")
+    named = {project.config.base: "base"}
+    named.update((act[at_branch], item_id) for item_id, act in sorted(activity.items()) if act[at_branch])
+    git_dir = git.own_git_dir(project.root)
+    for branch, owner in sorted(named.items()):
+        whose = "the base branch" if owner == "base" else f"{owner}'s branch"
+        shadows = [ref for ref in git.shadowing_refs(branch) if ref in refs]
+        if git_dir is not None and _reads_as_ref(git_dir / branch):
+            shadows.insert(0, f"{git_dir.name}/{branch} (a file in git's folder)")
+        for shadow in shadows:
+            findings.append(Finding(f"{shadow} shadows {whose} {branch}: git reads {branch} as it; drover "
+                                    f"uses refs/heads/{branch} and ignores it, but nobody meant it: "
+                                    "if you did not make it, an agent did (remove it)"))
+    heads = {name.removeprefix("refs/heads/"): sha for name, sha in refs.items() if name.startswith("refs/heads/")}
+    for item_id, act in sorted(activity.items()):
+        branch = act[at_branch] or ""
+        _, _, approved, _, moved = judge(act, heads.get(branch, ""))
+        if moved and not approved:
+            now = heads.get(branch, "")
+            where = f"is at {now[:7]}" if now else "is gone"
+            findings.append(Finding(f"{item_id}: {moved} ({branch} {where}): finish refuses it until a "
+                                    "review approves the new head", error=False))
+    return findings
+
+
+def _reads_as_ref(path: Path) -> bool:
+    """`path` is a file git would take for a ref: an object id, or `ref: ` and a ref's name."""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(200).split(b"\n", 1)[0].strip()
+    except OSError:  # no such file, or a folder
+        return False
+    return head.startswith(b"ref: ") or (len(head) in (40, 64) and all(c in b"0123456789abcdef" for c in head))
 
 
 def check_warnings(project: Project) -> list[Finding]:
@@ -159,4 +204,6 @@ def check_warnings(project: Project) -> list[Finding]:
 def run_check(project: Project, ledger: Ledger) -> list[Finding]:
     item_findings, keys = check_items(project, ledger)
     template_findings = templates.check_templates(project.root, project.config, used_keys=keys)
-    return item_findings + check_config(project) + template_findings + check_warnings(project)
+    refs = git.all_refs(project.root)  # the one git call: config and refs read it
+    return (item_findings + check_config(project, refs) + check_refs(project, ledger, refs) + template_findings
+            + check_warnings(project))

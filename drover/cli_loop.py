@@ -99,13 +99,15 @@ def draft(item_id: str, dry_run: bool, as_json: bool) -> None:
 
 @cli.command()
 @click.argument("item_id", metavar="ID", type=ITEM_ID)
+@click.option("--allow-drover-files", is_flag=True,
+              help="Merge a branch that changes drover.toml, prompt overrides or item files (never .drover/).")
 @json_option
-def finish(item_id: str, as_json: bool) -> None:
+def finish(item_id: str, allow_drover_files: bool, as_json: bool) -> None:
     """Merge an approved item's branch into base locally (never pushes) and mark it done."""
     from .finish import finish as act
 
     with opened() as (project, ledger):
-        finished = act(project, ledger, item_id)
+        finished = act(project, ledger, item_id, allow_drover_files=allow_drover_files)
     if as_json:
         from .reports import finish_report
 

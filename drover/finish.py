@@ -7,7 +7,8 @@ from typing import Any
 from . import git
 from .errors import Refused
 from .ledger import Ledger
-from .project import Project
+from .ownfiles import shown_paths, state_paths, steering_paths
+from .project import STATE_DIR, Project
 from .writes import actor
 from .itemstate import item_state
 from .status import State, approval_current
@@ -26,8 +27,12 @@ def newest_dispositions(ledger: Ledger, item_id: str) -> dict[int, dict[str, Any
     return ledger.newest_dispositions(item_id)
 
 
-def finish(project: Project, ledger: Ledger, item_id: str) -> Finished:
-    """Refuse while anything is outstanding; merge the branch locally (never a push); mark done."""
+def finish(project: Project, ledger: Ledger, item_id: str, *, allow_drover_files: bool = False) -> Finished:
+    """Refuse while anything is outstanding; merge the approved commit locally (never a push); mark done.
+
+    `allow_drover_files`: the operator accepts a branch that changes drover.toml, a prompt
+    override file or item files (never one that writes under .drover/).
+    """
     item = project.require_item(item_id)
     row = ledger.item_row(item_id)
     judged = newest_dispositions(ledger, item_id)
@@ -46,7 +51,8 @@ def finish(project: Project, ledger: Ledger, item_id: str) -> Finished:
         branch = ledger.item_branch(item_id)
         if not branch or not git.branch_exists(project.root, branch):
             raise Refused(f"{item_id} has no branch to merge (no implementing run made one)")
-        _require_covered(project, ledger, item_id, branch)
+        approved = _require_covered(project, ledger, item_id, branch)
+        _require_own_files_kept(project, item_id, branch, approved, allow_drover_files)
         dirty = dirty_blockers(project)
         if dirty:
             shown = ", ".join(dirty[:5]) + (" ..." if len(dirty) > 5 else "")
@@ -55,11 +61,12 @@ def finish(project: Project, ledger: Ledger, item_id: str) -> Finished:
         worktree = project.worktrees_dir / item_id
         if worktree.exists():
             git.remove_worktree(project.root, worktree)
+        # the commit the approval covers, by its id: no ref named like the branch can stand in
         sha = git.merge(project.root, branch, project.config.base,
-                        f"drover: merge {item_id}: {item.title}")
+                        f"drover: merge {item_id}: {item.title}", commit=approved)
         with ledger.write():
             ledger.mark_done(item_id)
-            ledger.log_event("finish", item_id, actor(project, ledger), branch=branch, merge=sha)
+            ledger.log_event("finish", item_id, actor(project, ledger), branch=branch, merge=sha, merged=approved)
         lines.append(f"{item_id}: merged {branch} into {project.config.base} ({sha[:12]}); done. Nothing was pushed.")
     problems = _apply_dispositions(project, ledger, item_id, judged, lines)
     if not lines and not problems:
@@ -74,9 +81,10 @@ def _require_approval(project: Project, ledger: Ledger, item_id: str) -> None:
         raise Refused(f"{item_id}: no review approved it")
 
 
-def _require_covered(project: Project, ledger: Ledger, item_id: str, branch: str) -> None:
-    """Refuse unless the branch has something to merge and the approval covers its head, in the
-    state list and show report as approved (no live or unfinished implementing run after it)."""
+def _require_covered(project: Project, ledger: Ledger, item_id: str, branch: str) -> str:
+    """The commit the approval covers; Refused unless the branch has something to merge and is at
+    that commit, in the state list and show report as approved (no live or unfinished implementing
+    run after it)."""
     base = project.config.base
     if git.ahead_of(project.root, branch, base) == 0:
         raise Refused(f"{item_id}: nothing to merge: {branch} has no commits beyond {base}")
@@ -95,6 +103,35 @@ def _require_covered(project: Project, ledger: Ledger, item_id: str, branch: str
     if shown.state != State.APPROVED:
         why = f" ({shown.reason})" if shown.reason else ""
         raise Refused(f"{item_id} is {shown.state}{why}, not approved")
+    return covered
+
+
+def _require_own_files_kept(project: Project, item_id: str, branch: str, commit: str, allowed: bool) -> None:
+    """Refuse a branch that would bring drover's state, or (unless `allowed`) what steers it.
+
+    A path counts where the merge would change it: the diff from where the branch left base to
+    `commit`. A steering file whose text at `commit` is the text in this checkout already
+    (drover's own item edits, committed on the branch with `worktree = false`) brings nothing.
+    """
+    changed = git.changed_paths(project.root, project.config.base, commit)
+    state = state_paths(changed)
+    if state:
+        raise Refused(f"{item_id}: {branch} changes drover's own state ({shown_paths(state)}): nothing "
+                      f"under {STATE_DIR}/ is merged from a branch, --allow-drover-files or not; "
+                      f"take those commits off {branch} and review again")
+    steering = steering_paths(project, changed)
+    if steering and not allowed:
+        brought = _differing(project, commit, steering)
+        if brought:
+            raise Refused(f"{item_id}: {branch} changes drover's own files ({shown_paths(brought)}): "
+                          f"read those changes, then `drover finish {item_id} --allow-drover-files` to merge them")
+
+
+def _differing(project: Project, commit: str, paths: list[str]) -> list[str]:
+    """Those of `paths` whose content at `commit` is not the content in the checkout (either may lack it)."""
+    committed = git.blobs_at(project.root, commit, paths)
+    here = git.blobs_on_disk(project.root, paths)
+    return [path for path in paths if committed.get(path) != here.get(path)]
 
 
 def dirty_blockers(project: Project) -> list[str]:

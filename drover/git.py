@@ -62,12 +62,14 @@ def _ok(args: list[str], cwd: Path) -> bool:
 
 def current_branch(cwd: Path) -> str:
     """The branch checked out in `cwd`; "" when HEAD is detached."""
-    done = _run(["symbolic-ref", "--quiet", "--short", "HEAD"], cwd)
+    # not --short: that says `heads/x` when a tag or other ref is also called x
+    done = _run(["symbolic-ref", "--quiet", "HEAD"], cwd)
     if done.returncode == 1:
         return ""
     if done.returncode != 0:
         raise GitError(f"git symbolic-ref: {_one_line(done.stderr)}")
-    return done.stdout.strip()
+    ref = done.stdout.strip()
+    return ref.removeprefix("refs/heads/") if ref.startswith("refs/heads/") else ""
 
 
 def inside_repository(cwd: Path) -> bool:
@@ -95,13 +97,32 @@ def detect_base(root: Path) -> str:
     return "main"
 
 
+def local_ref(name: str) -> str:
+    """The full name of the local branch `name`.
+
+    git reads a short name as `refs/<name>` or the tag `<name>` before the branch, so a ref an
+    agent plants with a branch's name would stand in for it: every call that names a branch
+    drover works with spells it out (docs/security-gate.md).
+    """
+    return f"refs/heads/{name}"
+
+
 def branch_exists(root: Path, name: str) -> bool:
     """A local branch called `name` exists."""
-    return bool(name) and _ok(["show-ref", "--verify", "--quiet", f"refs/heads/{name}"], root)
+    return bool(name) and _ok(["show-ref", "--verify", "--quiet", local_ref(name)], root)
 
 
-def _commit_exists(root: Path, rev: str) -> bool:
-    return bool(rev) and _ok(["rev-parse", "--verify", "--quiet", "--end-of-options", f"{rev}^{{commit}}"], root)
+def _exact_heads(root: Path, *names: str) -> list[str] | None:
+    """The head of each local branch named, in one git call; None when any is missing.
+
+    show-ref --verify takes exactly the names given: rev-parse would read `refs/heads/x`, when
+    there is no such branch, as `refs/refs/heads/x`.
+    """
+    done = _run(["show-ref", "--verify", "--hash", *(local_ref(name) for name in names)], root)
+    heads = done.stdout.split()
+    if done.returncode != 0 or len(heads) != len(names) or not all(_SHA.fullmatch(sha) for sha in heads):
+        return None
+    return heads
 
 
 def valid_branch_name(name: str) -> bool:
@@ -119,7 +140,7 @@ def valid_branch_name(name: str) -> bool:
 
 
 def _require_base(root: Path, base: str) -> None:
-    if not _commit_exists(root, base):
+    if not branch_exists(root, base):
         raise GitError(f"base branch {base!r} does not exist in {root}: check [run] base in drover.toml")
 
 
@@ -154,10 +175,12 @@ def ensure_worktree(root: Path, path: Path, branch: str, base: str) -> Path:
         raise GitError(f"{path} exists and is not a git worktree: move it aside")
     path.parent.mkdir(parents=True, exist_ok=True)
     if branch_exists(root, branch):
+        # the short name on purpose: an existing branch's name is checked out as that branch,
+        # where `refs/heads/...` would give a detached HEAD
         git(["worktree", "add", str(path), branch], root)
     else:
         _require_base(root, base)
-        git(["worktree", "add", "-b", branch, str(path), base], root)
+        git(["worktree", "add", "-b", branch, str(path), local_ref(base)], root)
     return path
 
 
@@ -190,7 +213,7 @@ def checkout_branch(root: Path, branch: str, base: str, *, ignore: list[str] | t
         git(["switch", "--quiet", branch], root)
     else:
         _require_base(root, base)
-        git(["switch", "--quiet", "--no-track", "-c", branch, base], root)
+        git(["switch", "--quiet", "--no-track", "-c", branch, local_ref(base)], root)
 
 
 def remove_worktree(root: Path, path: Path, *, force: bool = False) -> None:
@@ -235,35 +258,33 @@ def dirty_paths(root: Path) -> list[str]:
     return _status_paths(root, untracked=True)
 
 
-def _compare_problem(root: Path, branch: str, base: str) -> str:
-    """Why `base..branch` cannot be answered, or "" when it can."""
+def _compare(root: Path, branch: str, base: str) -> tuple[str, str, str]:
+    """The heads of the branches `branch` and `base`, or why `base..branch` cannot be answered:
+    (branch sha, base sha, "") or ("", "", why)."""
     if branch and base:
-        # the usual case in one git call: both name commits; the checks below only say which does not
-        done = _run(["rev-parse", "--end-of-options", f"{branch}^{{commit}}", f"{base}^{{commit}}"], root)
-        shas = done.stdout.split()
-        if done.returncode == 0 and len(shas) == 2 and all(_SHA.fullmatch(sha) for sha in shas):
-            return ""
+        # the usual case in one git call: both branches exist; the checks below only say which does not
+        heads = _exact_heads(root, branch, base)
+        if heads is not None:
+            return heads[0], heads[1], ""
     if not _ok(["rev-parse", "--git-dir"], root):
-        return f"{root} is not a git repository"
+        return "", "", f"{root} is not a git repository"
     if not branch:
-        return "the item has no branch yet"
-    if not _commit_exists(root, branch):
-        return f"branch {branch} does not exist"
-    if not _commit_exists(root, base):
-        return f"base {base} does not exist"
-    return ""
+        return "", "", "the item has no branch yet"
+    if not branch_exists(root, branch):
+        return "", "", f"branch {branch} does not exist"
+    return "", "", f"base {base} does not exist"
 
 
 def recent_commits(root: Path, branch: str, base: str) -> Recent:
     """The commits on `branch` that `base` lacks, oldest first, with their sizes; or why not."""
     from .fields import Commit, Recent  # here: the template types cost a command that never asks
 
-    problem = _compare_problem(root, branch, base)
+    head, base_head, problem = _compare(root, branch, base)
     if problem:
         return Recent(Unavailable=problem)
     try:
         out = git(["log", "--reverse", "-M", "--numstat", "--format=%x1e%H%x1f%s",
-                   "--end-of-options", f"{base}..{branch}"], root)
+                   "--end-of-options", f"{base_head}..{head}"], root)
     except GitError as exc:
         return Recent(Unavailable=exc.message)
     commits = []
@@ -288,11 +309,11 @@ def modified_files(root: Path, branch: str, base: str) -> tuple[list[str], str]:
     from unidiff.patch import PatchSet
     from unidiff.errors import UnidiffParseError
 
-    problem = _compare_problem(root, branch, base)
+    head, base_head, problem = _compare(root, branch, base)
     if problem:
         return [], problem
     try:
-        text = git(["diff", *_DIFF_FLAGS, "--end-of-options", f"{base}...{branch}"], root)
+        text = git(["diff", *_DIFF_FLAGS, "--end-of-options", f"{base_head}...{head}"], root)
         patch = PatchSet(text)
     except GitError as exc:
         return [], exc.message
@@ -311,14 +332,19 @@ class MergeConflict(Refused):
     """finish met a conflict with base: `drive` hands it back to the loop, `finish` alone refuses."""
 
 
-def merge(root: Path, branch: str, base: str, message: str) -> str:
+def merge(root: Path, branch: str, base: str, message: str, *, commit: str = "") -> str:
     """Merge `branch` into `base` in the checkout at `root` (--no-ff, never a push); return the merge sha.
 
-    The checkout must be on `base`, or clean enough to switch to it. On a conflict the merge is
-    aborted, the checkout is put back as it was, and Refused names the conflicting files.
+    What merges is the commit the branch points at, by its id (`commit`, when given: Refused
+    unless the branch is at exactly that commit). The checkout must be on `base`, or clean
+    enough to switch to it. On a conflict the merge is aborted, the checkout is put back as it
+    was, and Refused names the conflicting files.
     """
-    if not branch_exists(root, branch):
+    head = head_of(root, branch)
+    if not head:
         raise GitError(f"branch {branch} does not exist")
+    if commit and head != commit:
+        raise Refused(f"{branch} is at {head[:7]}, not at {commit[:7]}: nothing was merged")
     _require_base(root, base)
     original = current_branch(root)
     original_head = git(["rev-parse", "HEAD"], root).strip()
@@ -328,8 +354,8 @@ def merge(root: Path, branch: str, base: str, message: str) -> str:
             shown = ", ".join(dirty[:5]) + (" ..." if len(dirty) > 5 else "")
             raise Refused(f"{root} is on {original or 'a detached HEAD'} with uncommitted changes ({shown}): "
                           f"switch it to {base} before merging")
-        git(["switch", "--quiet", base], root)
-    done = _run(["merge", "--no-ff", "--no-edit", "-m", message, "--end-of-options", branch], root)
+        git(["switch", "--quiet", base], root)  # switch takes only a branch: no other ref stands in
+    done = _run(["merge", "--no-ff", "--no-edit", "-m", message, "--end-of-options", head], root)
     if done.returncode == 0:
         return git(["rev-parse", "HEAD"], root).strip()
     unmerged = git(["diff", "--name-only", "--diff-filter=U"], root, check=False)
@@ -410,24 +436,36 @@ def user_name(root: Path) -> str:
     return _stdout(["config", "user.name"], root)[1].strip()
 
 
-def branch_heads(root: Path) -> dict[str, str]:
-    """Every local branch -> the full sha of its head, in one git call."""
-    out = git(["for-each-ref", "--format=%(refname:short)%00%(objectname)", "refs/heads/"], root, check=False)
-    heads: dict[str, str] = {}
+def all_refs(root: Path, *patterns: str) -> dict[str, str]:
+    """Every ref (under `patterns`, when given) by its full name -> the object it names, in one git call."""
+    out = git(["for-each-ref", "--format=%(refname)%00%(objectname)", *patterns], root, check=False)
+    found: dict[str, str] = {}
     for line in out.splitlines():
         name, _, sha = line.partition("\0")
         if sha:
-            heads[name] = sha
-    return heads
+            found[name] = sha
+    return found
+
+
+def branch_heads(root: Path) -> dict[str, str]:
+    """Every local branch -> the full sha of its head, in one git call."""
+    # full names cut here: refname:short says `heads/x` when a tag or other ref is also called x
+    return {name.removeprefix("refs/heads/"): sha for name, sha in all_refs(root, "refs/heads/").items()}
+
+
+def shadowing_refs(name: str) -> tuple[str, str]:
+    """The refs git reads a short `name` as before the branch `refs/heads/<name>` (gitrevisions:
+    `$GIT_DIR/<name>` first, then these two)."""
+    return f"refs/{name}", f"refs/tags/{name}"
 
 
 def head_of(root: Path, branch: str) -> str:
-    """The full sha `branch` points at; "" when there is no such branch."""
+    """The full sha the local branch `branch` points at; "" when there is no such branch."""
     if not branch:
         return ""
-    code, out = _stdout(["rev-parse", "--verify", "--quiet", "--end-of-options", f"refs/heads/{branch}^{{commit}}"],
-                        root)
-    return out.strip() if code == 0 else ""
+    code, out = _stdout(["show-ref", "--verify", "--hash", local_ref(branch)], root)
+    sha = out.strip()
+    return sha if code == 0 and _SHA.fullmatch(sha) else ""
 
 
 def count_commits(root: Path, since: str, until: str) -> int | None:
@@ -438,15 +476,57 @@ def count_commits(root: Path, since: str, until: str) -> int | None:
 
 
 def ahead_of(root: Path, branch: str, base: str) -> int:
-    """Commits on `branch` that `base` lacks."""
-    return int(git(["rev-list", "--count", "--end-of-options", f"{base}..{branch}"], root).strip() or 0)
+    """Commits on the branch `branch` that the branch `base` lacks."""
+    head, base_head, problem = _compare(root, branch, base)
+    if problem:
+        raise GitError(problem)
+    return int(git(["rev-list", "--count", "--end-of-options", f"{base_head}..{head}"], root).strip() or 0)
+
+
+def changed_paths(root: Path, base: str, commit: str) -> list[str]:
+    """Every path `commit` changes since it left the branch `base` (the merge-base diff: what a
+    merge would bring), both sides of a rename."""
+    base_head = head_of(root, base)
+    if not base_head:
+        raise GitError(f"base branch {base!r} does not exist in {root}: check [run] base in drover.toml")
+    out = git(["diff", "--name-only", "-z", "--no-renames", "--no-ext-diff", "--end-of-options",
+               f"{base_head}...{commit}"], root)
+    return [path for path in out.split("\0") if path]
+
+
+def commits_paths(root: Path, since: str, until: str) -> list[str]:
+    """Every path some commit of `since..until` changes; a merge commit counts where it differs
+    from all its parents (what it brought of its own, an evil merge's additions included)."""
+    out = git(["log", "--format=", "--name-only", "-z", "--no-renames", "-c", "--end-of-options",
+               f"{since}..{until}"], root)
+    return sorted({path.strip("\n") for path in out.split("\0") if path.strip("\n")})
+
+
+def blobs_at(root: Path, commit: str, paths: list[str]) -> dict[str, str]:
+    """path -> the object id `commit` holds at that path, for those of `paths` it holds."""
+    out = git(["ls-tree", "-z", "--full-tree", "--end-of-options", commit, "--", *paths], root)
+    found: dict[str, str] = {}
+    for entry in out.split("\0"):
+        meta, _, path = entry.partition("\t")
+        if path:
+            found[path] = meta.split()[-1]
+    return found
+
+
+def blobs_on_disk(root: Path, paths: list[str]) -> dict[str, str]:
+    """path -> the object id git would give the file at that path in the checkout, for those that are files."""
+    present = [path for path in paths if (root / path).is_file() and not (root / path).is_symlink()]
+    if not present:
+        return {}
+    out = git(["hash-object", "--", *present], root)
+    return dict(zip(present, out.split()))
 
 
 def merge_base_into(worktree: Path, base: str) -> list[str]:
     """Merge `base` into the branch checked out in `worktree`: [] when it merged (a commit on the
     branch), else the conflicting files, the merge left in progress for an agent to complete."""
     done = _run(["merge", "--no-ff", "--no-edit", "-m", f"Merge {base} into the item branch",
-                 "--end-of-options", base], worktree)
+                 "--end-of-options", local_ref(base)], worktree)
     if done.returncode == 0:
         return []
     conflicted = unmerged_files(worktree)
@@ -456,7 +536,7 @@ def merge_base_into(worktree: Path, base: str) -> list[str]:
     return conflicted
 
 
-def _own_git_dir(checkout: Path) -> Path | None:
+def own_git_dir(checkout: Path) -> Path | None:
     """The git dir of the checkout whose top is `checkout`, read from its `.git`; None when unsure."""
     dot_git = Path(checkout) / ".git"
     if dot_git.is_dir():
@@ -476,7 +556,7 @@ def unmerged_files(checkout: Path) -> list[str]:
     if not Path(checkout).is_dir():
         return []
     # Asked before every prompt: a look for MERGE_HEAD in the git dir spares a git process.
-    own = _own_git_dir(checkout)
+    own = own_git_dir(checkout)
     if own is not None and not (own / "MERGE_HEAD").is_file():
         return []
     if own is None and not _ok(["rev-parse", "--verify", "--quiet", "MERGE_HEAD"], checkout):
@@ -519,6 +599,16 @@ def fetch_bundle(cwd: Path, path: Path, ref: str, *, into: str = "") -> None:
     git(["fetch", "--quiet", str(path), f"{ref}:{into}" if into else ref], cwd)
 
 
-def fast_forward(cwd: Path, rev: str) -> None:
-    """Move the branch checked out in `cwd` forward to `rev`, or refuse (GitError) if it cannot."""
-    git(["merge", "--ff-only", "--quiet", rev], cwd)
+def advance_branch(cwd: Path, branch: str, new: str, bundle: Path) -> None:
+    """Move the local branch `branch`, and no other ref, forward to `new` (a commit `bundle`
+    carries as that branch), or refuse (GitError) if it cannot.
+
+    Where `cwd` has the branch checked out, its files move too (a fast-forward merge there);
+    otherwise only the ref moves, fetched from the bundle (git refuses a branch checked out in
+    another worktree, and anything but a fast-forward).
+    """
+    ref = local_ref(branch)
+    if current_branch(cwd) == branch:
+        git(["merge", "--ff-only", "--quiet", "--end-of-options", new], cwd)
+    else:
+        git(["fetch", "--quiet", str(bundle), f"{ref}:{ref}"], cwd)

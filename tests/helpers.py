@@ -219,3 +219,55 @@ HOSTILE_FRONTMATTER = [
     ("title: t\ndeps: D-1\n", "deps: must be a list of ids (deps: [D-1])"),
     ("title: t\ntitle: u\n", "duplicate key 'title'"),
 ]
+
+
+# --- the ray executor's two halves in this process, without Ray -----------------------------
+
+class InlineExecutor:
+    """The ray executor's path in this process: payload -> worker (a scratch clone) -> bring home.
+
+    `between` runs after the worker is done and before its result comes home: where a test
+    does what an operator or an agent might do meanwhile.
+    """
+
+    name = "inline"
+
+    def __init__(self, between=None):
+        self.between = between
+
+    def submit(self, project, ledger, launch, *, echo, on_start, progress=None):
+        return _InlineHandle(self, project, ledger, launch)
+
+    def start(self) -> None:
+        pass
+
+    def where(self) -> str:
+        return "this process"
+
+    def close(self) -> None:
+        pass
+
+
+class _InlineHandle:
+    def __init__(self, executor, project, ledger, launch):
+        self.executor = executor
+        self.args = (project, ledger, launch)
+
+    def stream(self):
+        return iter(())
+
+    def cancel(self) -> None:
+        pass
+
+    def collect(self, cancel=None):
+        from drover.executors.ray import base_bundle, bring_home, make_payload
+        from drover.executors.worker import work
+
+        project, ledger, launch = self.args
+        base = base_bundle(project.root, project.config.base)
+        base_sha = git(project.root, "rev-parse", f"refs/heads/{project.config.base}").strip()
+        result = work(make_payload(project, ledger, launch, base_sha), base)
+        result["node"] = "inline"
+        if self.executor.between is not None:
+            self.executor.between()
+        return bring_home(project, ledger, launch, result)

@@ -4,8 +4,9 @@ What travels: the prepared run, the base branch as a git bundle (put in Ray's ob
 once per drive, shared by every run), the item branch as a bundle, a copy of the ledger and
 the item files. What comes back: log, exit, timings, the outbox, a bundle of new commits.
 Nothing a worker returns is taken on trust: the bundle may carry the item's branch and
-nothing else, and it must fast-forward that branch; the outbox replays through the same code
-as a local command. docs/executors.md has the model.
+nothing else, it must fast-forward that branch, its commits may not touch drover's state
+(.drover/), and it moves `refs/heads/<item branch>` and no other ref; the outbox replays
+through the same code as a local command. docs/executors.md has the model.
 """
 from __future__ import annotations
 
@@ -17,6 +18,8 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from .. import git, outbox
 from ..errors import DroverError, GitError, UsageError
+from ..ownfiles import shown_paths, state_paths
+from ..project import STATE_DIR
 from . import Collected
 
 if TYPE_CHECKING:
@@ -102,10 +105,12 @@ def bring_home(project: "Project", ledger: "Ledger", launch: "Launch", result: d
     """Take a worker's result: its log, its commits (validated), then its outbox, in that order."""
     _append(launch.log_path, result["log"])
     notes = []
+    refused = ""
     if result["bundle"]:
         problem = take_bundle(launch.workdir, launch.branch, result["bundle"])
         if problem:
-            notes.append(f"{launch.item_id}: the worker's commits were refused: {problem}")
+            refused = f"the worker's commits were refused: {problem}"
+            notes.append(f"{launch.item_id}: {refused}")
     try:
         entries = outbox.read(result["outbox"])
     except DroverError as exc:
@@ -117,13 +122,16 @@ def bring_home(project: "Project", ledger: "Ledger", launch: "Launch", result: d
                            if item == launch.item_id else "")
     for note in notes:
         _append(launch.log_path, f"[drover] {note}\n".encode())
-    reason = "" if result["outcome"] == "exited" else result["outcome"]
-    return Collected(result["exit_code"], result["outcome"], result["elapsed"], node=result.get("node", ""),
+    # a run whose commits did not come home did not do what its exit says: it failed, and says why
+    outcome = "failed" if refused else result["outcome"]
+    reason = refused or ("" if outcome == "exited" else outcome)
+    return Collected(result["exit_code"], outcome, result["elapsed"], node=result.get("node", ""),
                      reason=reason, notes=tuple(notes), usage=result.get("usage"))
 
 
 def take_bundle(workdir: Path, branch: str, data: bytes) -> str:
-    """Fetch a worker's commits onto `branch` checked out in `workdir`; "" when done, else why not."""
+    """Move the local branch `branch` forward to a worker's commits (its files too where `workdir`
+    has it checked out); "" when done, else why not, and then no ref has moved."""
     with tempfile.TemporaryDirectory(prefix="drover-bundle-") as tmp:
         path = Path(tmp) / "out.bundle"
         path.write_bytes(data)
@@ -131,13 +139,21 @@ def take_bundle(workdir: Path, branch: str, data: bytes) -> str:
             heads = git.bundle_heads(workdir, path)
         except GitError as exc:
             return str(exc)
-        wanted = f"refs/heads/{branch}"
+        wanted = git.local_ref(branch)
         others = [ref for _, ref in heads if ref != wanted]
         if others or not heads:
             return f"it carries {', '.join(others) or 'no branch'}; only {wanted} is taken"
+        new = heads[0][0]
+        old = git.head_of(workdir, branch)
+        if not old:
+            return f"there is no branch {branch} here for it to move"
         try:
-            git.fetch_bundle(workdir, path, wanted)
-            git.fast_forward(workdir, "FETCH_HEAD")
+            git.fetch_bundle(workdir, path, wanted)  # its objects only: no ref moves yet
+            state = state_paths(git.commits_paths(workdir, old, new))
+            if state:
+                return (f"its commits change drover's own state ({shown_paths(state)}); "
+                        f"nothing under {STATE_DIR}/ is taken from an agent")
+            git.advance_branch(workdir, branch, new, path)
         except GitError as exc:
             return str(exc)
     return ""

@@ -1,0 +1,239 @@
+"""The gate against the agents themselves (SPEC section 17, issue 23): only the approved commit
+merges, and no branch writes drover's state.
+
+Each test is a hostile scripted agent (tests/agents/gate_agent.py) or a hostile git action, on
+a real repository; docs/security-gate.md names each as the proof of a promise.
+"""
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from drover import runs
+from drover.executors.ray import take_bundle
+from drover.ledger import Ledger
+from drover.project import open_project
+from helpers import AGENT, TESTS, InlineExecutor, configure, drover, git, ledger_tables, new_item, one_line
+
+GATE_AGENT = TESTS / "agents" / "gate_agent.py"
+
+
+@pytest.fixture
+def project(repo):
+    """drover set up with the hostile agent in every slot, items D-1 and D-2 committed on main."""
+    configure(repo)
+    config = repo / "drover.toml"
+    config.write_text(config.read_text().replace(str(AGENT), str(GATE_AGENT)))
+    git(repo, "commit", "-q", "-am", "the gate agent")
+    new_item(repo, "Add a thing")
+    new_item(repo, "Another thing")
+    return repo
+
+
+def approved(root: Path, attack: str = "") -> str:
+    """D-1 implemented (with `attack`), then approved by a review run; the head it covers."""
+    env = {"GATE_ATTACK": attack}
+    drover(root, "run", "D-1", env=env, check=True)
+    drover(root, "review", "D-1", check=True)
+    shown = json.loads(drover(root, "show", "D-1", "--json", check=True).stdout)
+    assert shown["state"] == "approved", shown["state"]
+    return shown["approved_head"]
+
+
+def elsewhere(root: Path) -> str:
+    """A commit no review saw, on a branch of its own."""
+    git(root, "switch", "-q", "-c", "elsewhere")
+    (root / "evil.txt").write_text("never reviewed\n")
+    git(root, "add", "evil.txt")
+    git(root, "commit", "-q", "-m", "never reviewed")
+    git(root, "switch", "-q", "main")
+    return git(root, "rev-parse", "elsewhere").strip()
+
+
+def contains(root: Path, commit: str) -> bool:
+    return git(root, "branch", "--contains", commit, "--format=%(refname)").split().count("refs/heads/main") == 1
+
+
+# --- only the approved commit merges ---------------------------------------------------------
+
+SHADOWS = {
+    "a tag": lambda root, sha: git(root, "tag", "drover/d-1", sha),
+    "a ref outside refs/heads": lambda root, sha: git(root, "update-ref", "refs/drover/d-1", sha),
+    "a file in git's folder": lambda root, sha: (root / ".git" / "drover").mkdir() or
+    (root / ".git" / "drover" / "d-1").write_text(sha + "\n"),
+}
+
+
+@pytest.mark.parametrize("shadow", sorted(SHADOWS))
+def test_a_ref_named_like_the_branch_does_not_change_what_finish_merges(project, shadow):
+    head = approved(project)
+    other = elsewhere(project)
+    SHADOWS[shadow](project, other)
+
+    done = drover(project, "finish", "D-1")
+
+    assert done.returncode == 0, done.stderr
+    assert contains(project, head)
+    assert not contains(project, other)
+    assert git(project, "rev-parse", "main^2").strip() == head
+
+
+@pytest.mark.parametrize("shadow", sorted(SHADOWS))
+def test_list_shows_an_approval_as_approved_whatever_ref_shares_the_branch_name(project, shadow):
+    approved(project)
+    SHADOWS[shadow](project, elsewhere(project))
+    rows = json.loads(drover(project, "list", "--json", check=True).stdout)
+    assert next(row for row in rows if row["id"] == "D-1")["state"] == "approved"
+
+
+# --- drover's own state is not the agents' to write -------------------------------------------
+
+def test_a_branch_that_force_adds_the_ledger_is_refused_and_the_ledger_keeps_every_row(project):
+    approved(project, "ledger")
+    ledger = project / ".drover" / "ledger.db"
+    rows = ledger_tables(ledger)
+    main = git(project, "rev-parse", "main")
+
+    for args in ((), ("--allow-drover-files",)):
+        line = one_line(drover(project, "finish", "D-1", *args), 1)
+        assert ".drover/ledger.db" in line and "drover's own state" in line
+
+    assert ledger_tables(ledger) == rows
+    assert git(project, "rev-parse", "main") == main
+    assert json.loads(drover(project, "show", "D-1", "--json", check=True).stdout)["state"] == "approved"
+
+
+@pytest.mark.parametrize("path", ["drover.toml", "items/D-2.md", "prompts/review.tmpl"])
+def test_a_branch_that_changes_what_steers_drover_merges_only_when_the_operator_allows_it(project, path):
+    if path.startswith("prompts/"):
+        drover(project, "override", "review", "checks", check=True)
+        git(project, "add", "-A")
+        git(project, "commit", "-q", "-m", "a review override")
+    approved(project, path)
+    main = git(project, "rev-parse", "main")
+
+    line = one_line(drover(project, "finish", "D-1"), 1)
+    assert path in line and "--allow-drover-files" in line
+    assert git(project, "rev-parse", "main") == main
+
+    done = drover(project, "finish", "D-1", "--allow-drover-files")
+    assert done.returncode == 0, done.stderr
+    assert "the agent was here" in (project / path).read_text()
+
+
+def work_in_this_checkout(root: Path) -> None:
+    config = root / "drover.toml"
+    config.write_text(config.read_text().replace("worktree = true ", "worktree = false", 1))
+    git(root, "commit", "-q", "-am", "work in this checkout")
+
+
+def test_an_item_edit_drover_committed_on_the_branch_does_not_stop_finish(project):
+    """With `worktree = false` the checkout is on the branch, where drover's own item edits can be
+    committed (`commit_items`, or an agent's `git add -A`): the text is drover's, the merge brings nothing new."""
+    work_in_this_checkout(project)
+    drover(project, "run", "D-1", check=True)
+    item = project / "items" / "D-1.md"
+    item.write_text(item.read_text() + "\nA note drover wrote.\n")
+    git(project, "commit", "-q", "-m", "drover: a note", "--", "items/D-1.md")
+    drover(project, "review", "D-1", check=True)
+    done = drover(project, "finish", "D-1")
+    assert done.returncode == 0, done.stderr
+    assert "A note drover wrote." in git(project, "show", "main:items/D-1.md")
+
+
+# --- the ray executor: what a worker's bundle may do ----------------------------------------
+
+def remote(root: Path, slot: str, between=None) -> runs.RunResult:
+    """A run through the ray executor's path (payload, worker, bring home), in this process."""
+    project = open_project(root)
+    with Ledger(project.ledger_path) as ledger:
+        launch = runs.prepare(project, ledger, "D-1", slot)
+        return runs.execute(project, ledger, launch, echo=False, executor=InlineExecutor(between))
+
+
+def test_a_worker_whose_commits_touch_drover_state_fails_and_nothing_comes_home(project, monkeypatch):
+    start = git(project, "rev-parse", "main").strip()
+    rows = ledger_tables(project / ".drover" / "ledger.db")
+    monkeypatch.setenv("GATE_ATTACK", "ledger")
+
+    result = remote(project, "implement")
+
+    assert result.outcome == "failed"
+    assert any(".drover/ledger.db" in note for note in result.notes)
+    assert git(project, "rev-parse", "refs/heads/drover/d-1").strip() == start
+    assert not (project / ".drover" / "worktrees" / "D-1" / ".drover").exists()
+    conn = sqlite3.connect(project / ".drover" / "ledger.db")
+    outcome, reason = conn.execute("SELECT outcome, reason FROM runs WHERE slot = 'implement'").fetchone()
+    assert outcome == "failed" and ".drover/ledger.db" in reason and "refused" in reason
+    after = ledger_tables(project / ".drover" / "ledger.db")
+    assert all(set(rows[name]) <= set(after[name]) for name in rows if name != "activity")
+    shown = json.loads(drover(project, "show", "D-1", "--json", check=True).stdout)
+    assert shown["state"] == "failed"
+
+
+def test_a_worker_bundle_moves_only_the_item_branch_never_the_checked_out_one(project):
+    work_in_this_checkout(project)
+    main = git(project, "rev-parse", "main").strip()
+
+    # while the worker runs, the operator takes the checkout back to main
+    result = remote(project, "implement", between=lambda: git(project, "switch", "-q", "main"))
+
+    assert (result.outcome, result.notes) == ("exited", ())
+    assert git(project, "rev-parse", "main").strip() == main
+    assert git(project, "symbolic-ref", "HEAD").strip() == "refs/heads/main"
+    assert git(project, "log", "-1", "--format=%s", "refs/heads/drover/d-1").strip() == "D-1: the work"
+    assert git(project, "status", "--porcelain", "--untracked-files=no") == ""
+
+
+def test_a_bundle_is_taken_into_the_branch_by_its_full_name(project, tmp_path):
+    git(project, "branch", "drover/d-1")
+    other = tmp_path / "other"
+    git(tmp_path, "clone", "-q", str(project), str(other))
+    git(other, "checkout", "-q", "-B", "drover/d-1", "origin/main")
+    git(other, "commit", "-q", "--allow-empty", "-m", "the worker's commit")
+    bundle = tmp_path / "b.bundle"
+    git(other, "bundle", "create", "-q", str(bundle), "main..refs/heads/drover/d-1")
+    planted = elsewhere(project)
+    git(project, "tag", "drover/d-1", planted)
+
+    assert take_bundle(project, "drover/d-1", bundle.read_bytes()) == ""
+
+    assert git(project, "rev-parse", "refs/heads/drover/d-1") == git(other, "rev-parse", "HEAD")
+    assert git(project, "rev-parse", "refs/tags/drover/d-1").strip() == planted
+    assert git(project, "rev-parse", "main") == git(other, "rev-parse", "origin/main")
+
+
+# --- check reports what it can detect --------------------------------------------------------
+
+@pytest.mark.parametrize(("shadow", "named"), [("a tag", "refs/tags/drover/d-1"),
+                                               ("a ref outside refs/heads", "refs/drover/d-1"),
+                                               ("a file in git's folder", ".git/drover/d-1")])
+def test_check_reports_a_ref_that_shadows_an_item_branch(project, shadow, named):
+    drover(project, "run", "D-1", check=True)
+    assert drover(project, "check").returncode == 0
+    SHADOWS[shadow](project, elsewhere(project))
+
+    done = drover(project, "check")
+
+    assert done.returncode == 1
+    said = [line for line in done.stdout.splitlines() + done.stderr.splitlines() if named in line]
+    assert len(said) == 1 and "drover/d-1" in said[0] and "shadows" in said[0], done.stdout + done.stderr
+
+
+def test_check_reports_an_approval_whose_branch_moved_since(project):
+    head = approved(project)
+    worktree = project / ".drover" / "worktrees" / "D-1"
+    (worktree / "late.txt").write_text("after the approval\n")
+    git(worktree, "add", "late.txt")
+    git(worktree, "commit", "-q", "-m", "a commit after the approval")
+
+    done = drover(project, "check")
+
+    out = done.stdout + done.stderr
+    said = [line for line in out.splitlines() if "D-1" in line and head[:7] in line]
+    assert len(said) == 1 and "moved since the approval" in said[0], out
+    drover(project, "finish", "D-1")  # refused: nothing merges
+    assert not contains(project, head)
