@@ -178,3 +178,93 @@ def test_a_bad_outbox_line_in_a_worker_result_is_a_note_naming_the_kept_outbox(p
     kept = next((project / ".drover" / "runs").glob("*/outbox.jsonl"))
     assert f"{kept.relative_to(project)}:1: request-changes findings must be a string" in note
     assert sqlite3.connect(project / ".drover" / "ledger.db").execute("SELECT count(*) FROM rounds").fetchone() == (0,)
+
+
+# --- ledger import rows --------------------------------------------------------------------
+
+RUN = {"id": "r9", "item": "D-1", "slot": "implement", "agent": "a", "started": "2026-01-01T00:00:00Z"}
+GOOD = {"table": "events", "row": {"id": 1000, "at": "2026-01-01T00:00:00Z", "command": "new", "item": "D-1",
+                                   "by": "someone", "detail": "{}"}}
+BAD_IMPORTS = {
+    "id-beyond-int64": ({"table": "audits", "row": {"id": 10**23, "item": "D-1", "level": "claimed", "at": "x"}},
+                        "beyond SQLite's 64-bit integers"),
+    "table-a-list": ({"table": ["runs"], "row": RUN}, "table must be a table's name"),
+    "argv-not-json": ({"table": "runs", "row": {**RUN, "argv": "[not json"}}, "runs argv must be JSON text"),
+    "argv-not-a-list": ({"table": "runs", "row": {**RUN, "argv": '{"a": 1}'}}, "runs argv must be JSON text of an array"),
+    "pid-a-string": ({"table": "runs", "row": {**RUN, "pid": "12"}}, 'runs pid must be a whole number, not "12"'),
+    "tokens-negative": ({"table": "runs", "row": {**RUN, "input_tokens": -3}}, "runs input_tokens -3 is out of range"),
+    "cost-a-string": ({"table": "runs", "row": {**RUN, "cost_usd": "free"}}, "runs cost_usd must be a number"),
+    "mark-2-63": ({"table": "ids_met", "row": {"prefix": "D", "highest": 2**63}}, "beyond SQLite's 64-bit integers"),
+    "mark-absurd": ({"table": "ids_met", "row": {"prefix": "D", "highest": 2**63 - 1}}, "ids_met highest"),
+    "text-a-lone-surrogate": ({"table": "events", "row": {**GOOD["row"], "id": 1001, "by": "\udcff"}},
+                              "events by must be UTF-8 text"),
+    "key-null": ({"table": "items", "row": {"id": None, "number": 5}}, "items id must not be null"),
+}
+
+
+def export_lines(root: Path) -> list[str]:
+    out = drover(root, "ledger", "export", check=True).stdout
+    return out.splitlines()
+
+
+@pytest.mark.parametrize("name", sorted(BAD_IMPORTS))
+def test_ledger_import_refuses_an_impossible_row_with_its_line_and_writes_nothing(project, name):
+    header = export_lines(project)[0]
+    bad, said = BAD_IMPORTS[name]
+    dump = project.parent / "dump.jsonl"
+    dump.write_text("\n".join([header, json.dumps(GOOD), json.dumps(bad)]) + "\n")
+    before = ledger_tables(project / ".drover" / "ledger.db")
+    done = drover(project, "ledger", "import", "--merge", str(dump))
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.startswith(f"drover: {dump}:3: ") and said in done.stderr
+    assert done.stderr.count("\n") == 1
+    assert ledger_tables(project / ".drover" / "ledger.db") == before  # not even line 2
+    assert drover(project, "new", "Still works").returncode == 0
+
+
+def test_ledger_import_refuses_a_header_whose_migrations_are_no_list(project):
+    header = json.loads(export_lines(project)[0])
+    dump = project.parent / "dump.jsonl"
+    dump.write_text(json.dumps({**header, "migrations": 5}) + "\n")
+    done = drover(project, "ledger", "import", "--merge", str(dump))
+    assert (done.returncode, done.stderr) == (2, f"drover: {dump}:1: the header's migrations must be a list of "
+                                                 "migration names\n")
+
+
+def test_an_export_of_a_working_ledger_passes_the_import_rules(project):
+    drover(project, "park", "D-1", "--why", "operator call", check=True)
+    drover(project, "audit", "D-1", "--level", "claimed", check=True)
+    lines = export_lines(project)
+    fresh = project.parent / "fresh"
+    fresh.mkdir()
+    git(fresh, "init", "-q", "-b", "main")
+    git(fresh, "commit", "-q", "--allow-empty", "-m", "initial")
+    configure(fresh)
+    dump = project.parent / "dump.jsonl"
+    dump.write_text("\n".join(lines) + "\n")
+    done = drover(fresh, "ledger", "import", str(dump))
+    assert done.returncode == 0, done.stderr
+
+
+# --- check: impossible ledger rows ---------------------------------------------------------
+
+def test_check_reports_ledger_rows_whose_types_are_impossible(project):
+    assert "impossible row" not in drover(project, "check").stdout
+    conn = sqlite3.connect(project / ".drover" / "ledger.db")
+    with conn:
+        conn.execute("INSERT INTO runs (id, item, slot, agent, started, pid, argv, input_tokens) "
+                     "VALUES ('r9', 'D-1', 'implement', 'a', 'x', 'many', '[oops', -4)")
+        conn.execute("INSERT OR REPLACE INTO ids_met (prefix, highest) VALUES ('D', 9223372036854775807)")
+    conn.close()
+    done = drover(project, "check")
+    assert done.returncode == 1
+    found = [line for line in done.stdout.splitlines() if "impossible row" in line]
+    assert found == [
+        ".drover/ledger.db: impossible row: ids_met 'D': highest is 9223372036854775807, out of range: "
+        "it must be from 0 to 9007199254740992",
+        ".drover/ledger.db: impossible row: runs 'r9': argv is not JSON text of an array",
+        ".drover/ledger.db: impossible row: runs 'r9': pid holds text, not integer",
+        ".drover/ledger.db: impossible row: runs 'r9': input_tokens is -4, out of range: it must be 0 or more",
+    ]
+    shown = json.loads(drover(project, "check", "--json").stdout)
+    assert {problem["code"] for problem in shown["problems"] if "impossible row" in problem["message"]} == {"ledger-row"}
