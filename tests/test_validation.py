@@ -268,3 +268,26 @@ def test_check_reports_ledger_rows_whose_types_are_impossible(project):
     ]
     shown = json.loads(drover(project, "check", "--json").stdout)
     assert {problem["code"] for problem in shown["problems"] if "impossible row" in problem["message"]} == {"ledger-row"}
+
+
+# --- non-UTF-8 arguments -------------------------------------------------------------------
+
+@pytest.mark.parametrize("args", [
+    ("new", "title\udcff"),  # the fast path's form
+    ("new", "--json", "--", "title\udcff"),  # click's
+    ("new", "a title", "--kind", "bug\udcff"),
+    ("close-changes", "D-1", "--note", "note\udcff"),
+    ("park", "D-1", "--why", "why\udcff"),
+    ("audit", "D-1", "--level", "claimed", "--by", "who\udcff"),
+    ("audit", "D-1", "--level", "claimed", "--note", "note\udcff"),
+])
+def test_a_non_utf8_argument_is_refused_with_one_line_and_nothing_written(project, args):
+    before = ledger_tables(project / ".drover" / "ledger.db")
+    files = {path.name: path.read_bytes() for path in (project / "items").iterdir()}
+    done = drover(project, *args)
+    number = next(n for n, arg in enumerate(args, 1) if "\udcff" in arg)
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr.startswith(f"drover: argument {number} '") and done.stderr.count("\n") == 1
+    assert "is not UTF-8 text" in done.stderr
+    assert ledger_tables(project / ".drover" / "ledger.db") == before
+    assert {path.name: path.read_bytes() for path in (project / "items").iterdir()} == files
