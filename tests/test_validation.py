@@ -291,3 +291,44 @@ def test_a_non_utf8_argument_is_refused_with_one_line_and_nothing_written(projec
     assert "is not UTF-8 text" in done.stderr
     assert ledger_tables(project / ".drover" / "ledger.db") == before
     assert {path.name: path.read_bytes() for path in (project / "items").iterdir()} == files
+
+
+# --- deep template nesting -----------------------------------------------------------------
+
+DEEP = {
+    "parentheses": "{{ " + "(" * 300 + "Id" + ")" * 300 + " }}",
+    "brackets": "{{ " + "[" * 300 + "]" * 300 + " }}",
+    "braces": "{{ " + "{" * 300 + "}" * 300 + " }}",
+    "operators": "{{ " + " + ".join(["1"] * 400) + " }}",
+    "filters": "{{ Id" + "|lower" * 400 + " }}",
+    "blocks": "<% if Id %>" * 300 + "x" + "<% endif %>" * 300,
+    "loops": "<% for a in [1] %>" * 30 + "x" + "<% endfor %>" * 30,
+}
+
+
+@pytest.mark.parametrize("name", sorted(DEEP))
+@pytest.mark.parametrize("json_flag", [(), ("--json",)])
+def test_a_deeply_nested_template_is_one_line_and_exit_2(project, name, json_flag):
+    done = drover(project, "prompt", "D-1", "--slot", "implement", "--template", "line one\n" + DEEP[name],
+                  *json_flag)
+    assert (done.returncode, done.stdout) == (2, ""), done.stderr[-300:]
+    assert done.stderr.startswith("drover: --template:") and done.stderr.count("\n") == 1
+    assert "nests too deeply" in done.stderr
+
+
+def test_a_template_nested_as_deep_as_prompts_go_still_renders(project):
+    done = drover(project, "prompt", "D-1", "--slot", "implement", "--template",
+                  "{{ " + "(" * 20 + "Id" + ")" * 20 + " ~ (" + " + ".join(["1"] * 60) + ") }}")
+    assert (done.returncode, done.stdout.strip()) == (0, "D-160"), done.stderr
+
+
+def test_check_reports_an_override_file_nested_too_deeply(project):
+    (project / "prompts").mkdir()
+    (project / "prompts" / "review.tmpl").write_text("A whole template\n\n" + DEEP["brackets"] + "\n")
+    config = (project / "drover.toml").read_text()
+    (project / "drover.toml").write_text(config.replace('review = ""  ', 'review = "prompts/review.tmpl"', 1))
+    done = drover(project, "check")
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert "prompts/review.tmpl:3: the template nests too deeply" in done.stdout
+    shown = drover(project, "review", "D-1", "--dry-run")
+    assert shown.returncode == 2 and shown.stderr.count("\n") == 1 and "nests too deeply" in shown.stderr
