@@ -12,6 +12,7 @@ import inspect
 import json
 import os
 import re
+from functools import cache
 from pathlib import Path
 from typing import Any, Callable
 
@@ -122,13 +123,18 @@ _RULES: dict[str, Callable[[Any], str]] = {
 }
 
 
+@cache
+def _parameters(op: str) -> dict[str, inspect.Parameter]:
+    """The arguments an operation takes: its function's parameters after project and ledger."""
+    return {parameter.name: parameter for parameter in list(inspect.signature(OPERATIONS[op]).parameters.values())[2:]}
+
+
 def _problem(op: str, args: dict[str, Any], match: Callable[[str], Any], agent: str) -> str:
     """What is wrong with one operation's arguments ("" when nothing is)."""
-    parameters = list(inspect.signature(OPERATIONS[op]).parameters.values())[2:]  # after project, ledger
-    known = {parameter.name: parameter for parameter in parameters}
+    known = _parameters(op)
     unknown = [name for name in args if name not in known]
     if unknown:
-        return f"{op} takes no argument {unknown[0]!r}"
+        return f"{op} takes no argument {unknown[0][:40]!r}"
     for name, parameter in known.items():
         if name not in args:
             if parameter.default is inspect.Parameter.empty:
