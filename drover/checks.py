@@ -201,9 +201,19 @@ def check_warnings(project: Project) -> list[Finding]:
     return findings
 
 
+def check_ledger_rows(project: Project, ledger: Ledger) -> list[Finding]:
+    """Ledger rows holding what no drover writes (a text pid, argv that is not JSON, a negative
+    token count, an id mark beyond any id): something else wrote them, and reading them fails."""
+    from .ledger_io import impossible_rows
+
+    where = project.relpath(project.ledger_path)
+    return [Finding(f"{where}: impossible row: {said}") for said in impossible_rows(ledger)]
+
+
 def run_check(project: Project, ledger: Ledger) -> list[Finding]:
     item_findings, keys = check_items(project, ledger)
     template_findings = templates.check_templates(project.root, project.config, used_keys=keys)
     refs = git.all_refs(project.root)  # the one git call: config and refs read it
     return (item_findings + check_config(project, refs) + check_refs(project, ledger, refs) + template_findings
+            + check_ledger_rows(project, ledger)
             + check_warnings(project))

@@ -15,6 +15,10 @@ paused = False
 
 def main() -> None:
     argv = sys.argv[1:]
+    refusal = not_utf8(argv)
+    if refusal:
+        sys.stderr.write(f"drover: {refusal}\n")
+        sys.exit(2)
     if argv in (["--help"], ["-h"]):
         from .helpcache import cached
 
@@ -42,6 +46,19 @@ def main() -> None:
     from .cli import main as cli_main
 
     cli_main()
+
+
+def not_utf8(argv: list[str]) -> str:
+    """Why the command line cannot be taken ("" when it can): an argument whose bytes are not UTF-8
+    (Python keeps them as lone surrogates) would make an item file or a ledger row nothing can
+    read back, so every command refuses it before it starts, click's and the fast path's alike."""
+    for number, arg in enumerate(argv, 1):
+        try:
+            arg.encode("utf-8")
+        except UnicodeEncodeError:
+            shown = arg.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+            return f"argument {number} '{shown[:60]}' is not UTF-8 text; drover takes UTF-8 only"
+    return ""
 
 
 def collect_again() -> None:

@@ -9,6 +9,7 @@ This module reads and writes tables by name, so it is the one place besides ledg
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Iterator
@@ -31,6 +32,157 @@ CACHE = ("item_files", "item_files_prefix", "activity")
 # the higher of the two rather than report a conflict, and it alone does not make a ledger
 # non-empty (a ledger that only listed its items has it).
 MARKS = ("ids_met",)
+
+
+# What a value may be beyond its column's declared type (the schema, migrations.py, gives the type
+# and NOT NULL): the columns whose text is JSON, with the JSON type it holds (rows.py, status.py
+# and the journal decode them; "" is also read as empty), and the columns with a range.
+JSON_COLUMNS = {
+    ("runs", "argv"): "array", ("runs", "base_hashes"): "object", ("audits", "authors"): "array",
+    ("events", "detail"): "object", ("item_files", "deps"): "array", ("item_files", "meta"): "object",
+}
+INT64 = (-(2**63), 2**63 - 1)
+# An item number above this is no number an id could have reached (and no longer exact as a JSON
+# number elsewhere); `new` adds one to the highest, which must stay inside SQLite's integers.
+MAX_ITEM_NUMBER = 2**53
+COUNT = (0, math.inf)  # and within SQLite's integers, as every integer
+RANGES: dict[tuple[str, str], tuple[float, float]] = {
+    ("runs", "pid"): (1, 2**31 - 1), ("runs", "input_tokens"): COUNT, ("runs", "output_tokens"): COUNT,
+    ("runs", "tool_calls"): COUNT, ("runs", "cost_usd"): (0, math.inf),
+    ("rounds", "number"): (1, math.inf), ("dispositions", "issue"): (1, math.inf),
+    ("items", "number"): (1, MAX_ITEM_NUMBER), ("items", "done"): (0, 1), ("items", "parked"): (0, 1),
+    ("ids_met", "highest"): (0, MAX_ITEM_NUMBER), ("item_files", "size"): COUNT,
+}
+
+
+@dataclass(frozen=True)
+class Column:
+    """What one column may hold: its type as SQLite stores it, whether null is allowed, and more."""
+
+    table: str
+    name: str
+    kind: str  # "text", "integer" or "real" (integers are taken too); "" for any
+    required: bool  # NOT NULL or part of the key
+    json: str  # "array", "object" or ""
+    least: float
+    most: float
+
+
+def _kind(declared: str) -> str:
+    """SQLite's type affinity of a declared column type (https://sqlite.org/datatype3.html 3.1)."""
+    declared = declared.upper()
+    if "INT" in declared:
+        return "integer"
+    if any(word in declared for word in ("CHAR", "CLOB", "TEXT")):
+        return "text"
+    if any(word in declared for word in ("REAL", "FLOA", "DOUB")):
+        return "real"
+    return ""
+
+
+def column_rules(ledger: Ledger) -> dict[str, dict[str, Column]]:
+    """Every table's columns and what each may hold, from the schema itself plus JSON_COLUMNS and RANGES."""
+    rules: dict[str, dict[str, Column]] = {}
+    for table in tables(ledger):
+        rules[table] = {}
+        for _, name, declared, notnull, _, key in ledger.conn.execute(f'PRAGMA table_info("{table}")'):
+            kind = _kind(declared or "")
+            least, most = RANGES.get((table, name), INT64 if kind == "integer" else (-math.inf, math.inf))
+            rules[table][name] = Column(table, name, kind, bool(notnull or key), JSON_COLUMNS.get((table, name), ""),
+                                        least, most)
+    return rules
+
+
+_JSON_TYPES = {"array": list, "object": dict}
+
+
+def value_problem(column: Column, value: Any) -> str:
+    """What is impossible about `value` in `column` ("" when nothing is): the Python side of
+    impossible_sql, for rows that have not reached the ledger yet."""
+    if value is None:
+        return "must not be null" if column.required else ""
+    if column.kind == "text" and not isinstance(value, str):
+        return f"must be text, not {json.dumps(value)[:40]}"
+    if column.kind == "integer" and type(value) is not int:
+        return f"must be a whole number, not {json.dumps(value)[:40]}"
+    if type(value) is int and not INT64[0] <= value <= INT64[1]:
+        return f"{value} is beyond SQLite's 64-bit integers"
+    if column.kind == "real" and (type(value) not in (int, float) or not math.isfinite(value)):
+        return f"must be a number, not {json.dumps(value)[:40]}"
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return "must be UTF-8 text (it holds a lone surrogate)"
+        if column.json and value:
+            try:
+                decoded = json.loads(value)
+            except ValueError:
+                return f"must be JSON text (an {column.json})"
+            if not isinstance(decoded, _JSON_TYPES[column.json]):
+                return f"must be JSON text of an {column.json}"
+    if type(value) in (int, float) and not column.least <= value <= column.most:
+        return f"{value} is out of range: {_range(column)}"
+    return ""
+
+
+def _range(column: Column) -> str:
+    least, most = (str(int(bound)) if math.isfinite(bound) else "" for bound in (column.least, column.most))
+    return f"it must be {least} or more" if column.most == math.inf else f"it must be from {least} to {most}"
+
+
+_TYPEOF = {"text": "'text'", "integer": "'integer'", "real": "'real', 'integer'"}
+
+
+def impossible_sql(column: Column) -> str:
+    """An SQL expression over `column`'s table: NULL when its value is possible, else what is wrong."""
+    name = f'"{column.name}"'
+    cases = []
+    if column.kind:
+        cases.append(f"WHEN typeof({name}) NOT IN ({_TYPEOF[column.kind]}, 'null') "
+                     f"THEN 'holds ' || typeof({name}) || ', not {column.kind}'")
+    if column.json:
+        cases.append(f"WHEN typeof({name}) = 'text' AND {name} != '' AND NOT (json_valid({name}) "
+                     f"AND json_type({name}) = '{column.json}') THEN 'is not JSON text of an {column.json}'")
+    bounds = [f"{name} {test} {bound!r}" for test, bound in (("<", column.least), (">", column.most))
+              if math.isfinite(bound) and not (column.kind == "integer" and bound in INT64)]
+    if bounds:
+        cases.append(f"WHEN typeof({name}) IN ('integer', 'real') AND ({' OR '.join(bounds)}) "
+                     f"THEN 'is ' || {name} || ', out of range: {_range(column)}'")
+    return f"CASE {' '.join(cases)} END" if cases else "NULL"
+
+
+# Written for people and for export, never read back by drover: an odd value there breaks nothing.
+UNREAD = ("events",)
+
+
+def impossible_rows(ledger: Ledger, limit: int = 20) -> list[str]:
+    """Ledger rows whose values no drover writes (a string pid, argv that is not JSON, a negative
+    token count, an ids_met mark beyond any id): `table key: column what`, at most `limit` per table.
+
+    The cheap part of value_problem's rules, one scan per table: the tables drover reads as its
+    record (not the cache, rebuilt from the files, nor UNREAD), and the columns whose values
+    drover computes with or decodes. A plain text column is left out: its affinity stores a
+    number written into it as text, so it holds text or a blob, and a blob reads as bytes.
+    """
+    found = []
+    for table, rules in column_rules(ledger).items():
+        if table in SKIPPED or table in CACHE or table in UNREAD:
+            continue
+        checks = [(name, impossible_sql(column)) for name, column in rules.items()
+                  if column.kind != "text" or column.json]
+        checks = [(name, sql) for name, sql in checks if sql != "NULL"]
+        if not checks:
+            continue
+        _, keys = columns(ledger, table)
+        key = " || ' ' || ".join(f'quote("{name}")' for name in keys)
+        said = ", ".join(sql for _, sql in checks)
+        where = " OR ".join(f"({sql}) IS NOT NULL" for _, sql in checks)
+        for row in ledger.conn.execute(f'SELECT {key}, {said} FROM "{table}" WHERE {where} LIMIT {limit}'):
+            for (name, _), what in zip(checks, row[1:]):
+                if what is not None:
+                    found.append(f"{table} {row[0]}: {name} {what}")
+    return found
 
 
 @dataclass(frozen=True)
@@ -107,8 +259,13 @@ def _lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
 def _header(path: Path, first: tuple[int, dict[str, Any]] | None) -> None:
     if first is None or first[1].get("format") != FORMAT:
         raise UsageError(f"not a drover ledger export (the first line names no {FORMAT!r} format)", path=path, line=1)
+    said = first[1].get("migrations", [])
+    if not isinstance(said, list) or not all(isinstance(name, str) for name in said):
+        raise UsageError("the header's migrations must be a list of migration names", path=path, line=1)
+    if first[1].get("version", VERSION) != VERSION:
+        raise UsageError(f"a format version this drover does not read (it reads {VERSION})", path=path, line=1)
     known = {name for name, _ in MIGRATIONS}
-    newer = [name for name in first[1].get("migrations", []) if name not in known]
+    newer = [name for name in said if name not in known]
     if newer:
         raise UsageError(f"exported by a newer drover (migration {newer[-1]}): upgrade drover to import it",
                          path=path, line=1)
@@ -128,6 +285,7 @@ def import_file(ledger: Ledger, path: Path, merge: bool = False) -> Imported:
     lines = _lines(path)
     _header(path, next(lines, None))
     shapes = {table: columns(ledger, table) for table in tables(ledger)}
+    rules = column_rules(ledger)
     added: dict[str, int] = {}
     conflicts: list[str] = []
     with ledger.write():
@@ -138,19 +296,23 @@ def import_file(ledger: Ledger, path: Path, merge: bool = False) -> Imported:
         drop_activity_triggers(ledger.conn.execute)
         for number, entry in lines:
             table, row = entry.get("table"), entry.get("row")
+            if not isinstance(table, str):
+                raise UsageError("a line's table must be a table's name", path=path, line=number)
             if table in SKIPPED:
                 continue
             if table not in shapes or not isinstance(row, dict):
-                raise UsageError(f"no table {table!r} in this ledger" if table not in shapes
+                raise UsageError(f"no table {table[:40]!r} in this ledger" if table not in shapes
                                  else "a row must be a JSON object", path=path, line=number)
             names, keys = shapes[table]
             unknown = [name for name in row if name not in names]
             if unknown:
-                raise UsageError(f"table {table} has no column {unknown[0]!r}", path=path, line=number)
+                raise UsageError(f"table {table} has no column {unknown[0][:40]!r}", path=path, line=number)
             if any(key not in row for key in keys):
                 raise UsageError(f"a {table} row without its key ({', '.join(keys)})", path=path, line=number)
-            if table in MARKS and (type(row.get("highest")) is not int or row["highest"] < 0):
-                raise UsageError(f"{table} highest must be a whole number", path=path, line=number)
+            for name, value in row.items():
+                problem = value_problem(rules[table][name], value) if name in rules[table] else ""
+                if problem:
+                    raise UsageError(f"{table} {name} {problem}", path=path, line=number)
             where = " AND ".join(f'"{key}" IS ?' for key in keys)
             have = ledger.conn.execute(f'SELECT * FROM "{table}" WHERE {where}', [row[k] for k in keys]).fetchone()
             if have is not None and table in MARKS:

@@ -16,6 +16,7 @@ _CODES = (
     ("STALE OVERRIDE", "stale-override"),
     ("WHOLE TEMPLATE", "whole-template"),
     ("dependency cycle", "dep-cycle"),
+    ("impossible row", "ledger-row"),
     ("does not resolve to an item id", "dep-not-an-id"),
     ("does not resolve to an item", "dep-missing"),
     ("[run] base", "base-missing"),

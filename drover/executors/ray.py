@@ -21,6 +21,7 @@ from ..errors import DroverError, GitError, UsageError
 from ..ownfiles import shown_paths, state_paths
 from ..project import STATE_DIR
 from . import Collected
+from .worker import result_problem
 
 if TYPE_CHECKING:
     from ..ledger import Ledger
@@ -95,14 +96,25 @@ class RayHandle:
         return Collected(None, "interrupted", 0.0, node="", reason=reason)
 
     def _bring_home(self, result: dict[str, Any]) -> Collected:
-        if self.echo:
+        if self.echo and not result_problem(result):
             for line in result["log"].decode("utf-8", errors="replace").splitlines():
                 print(f"[{self.launch.item_id} {self.launch.slot} {result['node']}] {line}", flush=True)
         return bring_home(self.project, self.ledger, self.launch, result)
 
 
 def bring_home(project: "Project", ledger: "Ledger", launch: "Launch", result: dict[str, Any]) -> Collected:
-    """Take a worker's result: its log, its commits (validated), then its outbox, in that order."""
+    """Take a worker's result: its log, its commits (validated), then its outbox, in that order.
+
+    A result whose fields are not what a worker returns is taken not at all: the run ends failed,
+    its reason saying why.
+    """
+    problem = result_problem(result)
+    if problem:
+        reason = f"the worker's result was refused: {problem}"
+        _append(launch.log_path, f"[drover] {launch.item_id}: {reason}\n".encode())
+        node = result.get("node") if isinstance(result, dict) else ""
+        return Collected(None, "failed", 0.0, node=node if isinstance(node, str) else "", reason=reason,
+                         notes=(f"{launch.item_id}: {reason}",))
     _append(launch.log_path, result["log"])
     notes = []
     refused = ""
@@ -111,15 +123,17 @@ def bring_home(project: "Project", ledger: "Ledger", launch: "Launch", result: d
         if problem:
             refused = f"the worker's commits were refused: {problem}"
             notes.append(f"{launch.item_id}: {refused}")
+    kept = launch.run_dir / "outbox.jsonl"  # what the worker's commands asked for, as it came
+    if result["outbox"]:
+        kept.write_text(result["outbox"], encoding="utf-8")
+    root = project.root
     try:
         entries = outbox.read(result["outbox"])
+        notes += outbox.replay(project, ledger, entries, run_id=launch.run_id,
+                               head_of=lambda item: git.rev_parse(root, f"refs/heads/{launch.branch}")
+                               if item == launch.item_id else "", source=project.relpath(kept))
     except DroverError as exc:
-        entries = []
         notes.append(f"{launch.item_id}: the worker's outbox was refused: {exc}")
-    root = project.root
-    notes += outbox.replay(project, ledger, entries, run_id=launch.run_id,
-                           head_of=lambda item: git.rev_parse(root, f"refs/heads/{launch.branch}")
-                           if item == launch.item_id else "")
     for note in notes:
         _append(launch.log_path, f"[drover] {note}\n".encode())
     # a run whose commits did not come home did not do what its exit says: it failed, and says why

@@ -5,6 +5,7 @@ unit test. The worker keeps nothing: everything lives in a scratch folder remove
 """
 from __future__ import annotations
 
+import math
 import shutil
 import tempfile
 import time
@@ -13,6 +14,76 @@ from typing import Any
 
 from .. import agents, git
 from ..outbox import ENV as OUTBOX_ENV
+
+
+# What a worker's result holds (what _work returns, and "node", which the task adds): each field's
+# check answers "" or what is wrong. The coordinator takes nothing of a result that fails one.
+_INT64 = 2**63
+OUTCOMES = ("exited", "timeout", "interrupted")
+
+
+def _count_or_none(value: Any) -> str:
+    return "" if value is None or (type(value) is int and 0 <= value < _INT64) else "a whole number >= 0, or null"
+
+
+def _seconds(value: Any) -> str:
+    ok = type(value) in (int, float) and math.isfinite(value) and 0 <= value < 10**9
+    return "" if ok else "a number of seconds >= 0"
+
+
+def _of(kind: type) -> Any:
+    return lambda value: "" if type(value) is kind else f"a {kind.__name__}"
+
+
+USAGE: dict[str, Any] = {
+    "model": _of(str), "input_tokens": _count_or_none, "output_tokens": _count_or_none,
+    "tool_calls": _count_or_none,
+    "cost_usd": lambda value: "" if value is None or not _seconds(value) else "a number >= 0, or null",
+}
+
+
+def _usage(value: Any) -> str:
+    if value is None:
+        return ""
+    if not isinstance(value, dict):
+        return "an object, or null"
+    for key, item in value.items():
+        said = USAGE[key](item) if key in USAGE else "not a usage field"
+        if said:
+            return f"{key}: {said}"
+    return ""
+
+
+RESULT: dict[str, Any] = {
+    "exit_code": lambda value: "" if value is None or (type(value) is int and -(2**31) <= value < 2**31)
+    else "a whole number, or null",
+    "outcome": lambda value: "" if value in OUTCOMES else f"one of {', '.join(OUTCOMES)}",
+    "elapsed": _seconds, "wall": _seconds, "usage": _usage,
+    "log": _of(bytes), "outbox": _of(str), "bundle": _of(bytes), "head": _of(str), "node": _of(str),
+}
+OPTIONAL = ("node",)
+
+
+def result_problem(result: Any) -> str:
+    """What is wrong with a worker's result ("" when nothing is): its fields, their types and ranges."""
+    if not isinstance(result, dict):
+        return "it is not an object"
+    for key in result:
+        if key not in RESULT:
+            return f"it holds an unknown field {str(key)[:40]!r}"
+    for key, check in RESULT.items():
+        if key not in result:
+            if key in OPTIONAL:
+                continue
+            return f"it lacks {key}"
+        said = check(result[key])
+        if said:
+            return f"{key} must be {said}"
+    try:
+        result["outbox"].encode("utf-8")
+    except UnicodeEncodeError:
+        return "outbox must be UTF-8 text"
+    return ""
 
 
 def _write(path: Path, data: bytes | str) -> Path:

@@ -5,6 +5,10 @@ time: `'x' * 10**10`, `'%*d' % (10**9, 1)`, `center(10**10)`, nested loops. This
 checks sizes before building a big value, checks a per-render deadline in every call, operator
 and loop step, and the renderer caps the output. Each limit ends the render with one
 `template failed` line (docs/templates.md, "Limits").
+
+Nesting is limited before anything renders: a template whose brackets, blocks or operators nest
+deeper than Jinja's parser, its compiler or Python's can follow is a syntax error naming its line
+(`MAX_DEPTH`), so no walk over a parsed template (field checks, the compiler) meets a deep tree.
 """
 from __future__ import annotations
 
@@ -16,12 +20,19 @@ import typing
 from collections.abc import Callable, Iterable, Iterator, Sized
 
 from jinja2 import nodes
+from jinja2.exceptions import TemplateSyntaxError
+from jinja2.parser import Parser
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 from jinja2.visitor import NodeTransformer
 
 RENDER_SECONDS = 5.0
 OUTPUT_LIMIT = 4 * 1024 * 1024  # characters; a prompt is a few tens of kilobytes
 _CHECK_EVERY = 1024  # loop steps between clock reads
+
+# Nodes within nodes: a prompt template nests a few tens deep at most; Jinja's compiler walks the
+# tree by recursion, and Python's compiler refuses code nested a few hundred levels deep.
+MAX_DEPTH = 100
+NESTED = "the template nests too deeply: brackets, blocks or operators within one another past what can compile"
 
 _state = threading.local()
 _WIDE_FORMAT = re.compile(r"\{[^{}]*\d{7,}[^{}]*\}")
@@ -105,6 +116,23 @@ class LimitedEnvironment(ImmutableSandboxedEnvironment):
         super().__init__(**options)
         self.filters = {name: _guard_filter(func) for name, func in self.filters.items()}
 
+    def _parse(self, source: str, name: str | None, filename: str | None) -> nodes.Template:
+        parser = Parser(self, source, name, filename)
+        try:
+            tree = parser.parse()
+        except RecursionError:  # the parser recurses once per bracket, unary operator and block
+            raise TemplateSyntaxError(NESTED, parser.stream.current.lineno, name, filename) from None
+        deepest = _deeper_than(tree, MAX_DEPTH)
+        if deepest is not None:
+            raise TemplateSyntaxError(NESTED, deepest.lineno, name, filename)
+        return tree
+
+    def _compile(self, source: str, filename: str) -> typing.Any:
+        try:
+            return super()._compile(source, filename)
+        except (RecursionError, SyntaxError, MemoryError):  # e.g. Python's 20 loops within one another
+            raise TemplateSyntaxError(NESTED, 0, None, filename) from None
+
     def _generate(self, source: nodes.Template, name: str | None, filename: str | None,
                   defer_init: bool = False) -> str:
         return super()._generate(_Guard().visit(source), name, filename, defer_init)
@@ -145,6 +173,17 @@ class LimitedEnvironment(ImmutableSandboxedEnvironment):
         if wrapped is not None and _WIDE_FORMAT.search(value.__self__):
             raise LimitExceeded("a format width is over the limit")
         return wrapped
+
+
+def _deeper_than(tree: nodes.Node, limit: int) -> nodes.Node | None:
+    """The first node found more than `limit` levels down (None when none is), without recursion."""
+    stack = [(tree, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > limit:
+            return node
+        stack.extend((child, depth + 1) for child in node.iter_child_nodes())
+    return None
 
 
 def _stepped(iterable: typing.Any) -> Iterator[typing.Any]:
