@@ -121,6 +121,10 @@ def test_a_git_failure_after_the_write_is_a_warning_and_the_next_write_commits_i
     assert " M items/D-1.md" in git(repo, "status", "--porcelain")  # modified, not staged
     assert run(repo, "list").returncode == 0  # a read does not try again
     assert git(repo, "rev-parse", "HEAD").strip() == base
+    checked = run(repo, "check")
+    assert checked.returncode == 1
+    assert ("items/D-1.md: the commit `drover: changes requested on D-1 (round 1)` is owed ([project] "
+            "commit_items) and git refused it: git commit-tree: ") in checked.stdout + checked.stderr
     done = run(repo, "close-changes", "D-1")
     assert done.returncode == 0 and done.stderr == ""
     assert assert_each_write_committed(repo, base, seeded=1) == 2
