@@ -43,4 +43,8 @@ def disagreements(project: "Project", ledger: "Ledger", entries: dict[str, "Entr
     for intent in ledger.pending_intents():
         said.append(f"{intent['path']}: an interrupted {intent['command']} is not finished: "
                     "run any drover command that writes (for instance `drover list`) to finish it")
+    for owed in ledger.owed_commits():
+        if owed["failed"]:
+            said.append(f"{owed['path']}: the commit `{owed['message']}` is owed ([project] commit_items) "
+                        f"and git refused it: {owed['failed']}; the next write tries it again")
     return said

@@ -5,9 +5,11 @@ import os
 import re
 from pathlib import Path
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable, TypeVar
 
 from .errors import GitError, Refused
+
+T = TypeVar("T")
 
 if TYPE_CHECKING:
     import subprocess
@@ -415,20 +417,85 @@ def _stdout(args: list[str], cwd: Path) -> tuple[int, str]:
     return os.waitstatus_to_exitcode(status), text
 
 
-def commit_only(root: Path, paths: list[str], message: str) -> tuple[str, str] | None:
-    """Commit exactly `paths` (add, then `commit --only`), leaving the rest of the index alone.
+# How long a commit of drover's own waits out a lock another git holds (the operator's own git,
+# or one a killed drover started and that is still finishing) before the step counts as failed.
+LOCK_PATIENCE = 5.0
+_HELD = ("File exists", "cannot lock ref")
 
-    None when done, or when the paths hold no change; else the step that failed (`git add`,
-    `git commit`) and git's last line.
+
+def _plumb(args: list[str], root: Path, *, stdin: bytes = b"", index: Path | None = None) -> str:
+    """One plumbing step of a commit: its stdout, or GitError with the step and git's words.
+    `index`: the index file the step reads and writes instead of the operator's."""
+    import subprocess
+
+    env = _env()
+    if index is not None:
+        env["GIT_INDEX_FILE"] = str(index)
+    done = subprocess.run(["git", *_PINNED, *args], cwd=root, env=env, input=stdin, capture_output=True)
+    if done.returncode != 0:
+        said = _one_line(done.stderr.decode("utf-8", "replace")) or f"exit status {done.returncode}"
+        raise GitError(f"git {args[0]}: {said}")
+    return done.stdout.decode("utf-8", "replace")
+
+
+def _patiently(step: Callable[[], T]) -> T:
+    """`step`, tried again while another git holds a lock it needs, for up to LOCK_PATIENCE."""
+    import time
+
+    deadline = time.monotonic() + LOCK_PATIENCE
+    pause = 0.01
+    while True:
+        try:
+            return step()
+        except GitError as exc:
+            if not any(mark in exc.message for mark in _HELD) or time.monotonic() > deadline:
+                raise
+        time.sleep(pause)
+        pause = min(pause * 2, 0.2)
+
+
+def commit_file(root: Path, path: str, text: str, message: str, scratch: Path) -> tuple[str, str, str]:
+    """Commit `text` as the file `path` (relative to `root`) onto HEAD with `message`, and nothing
+    else: the tree is HEAD's with that one entry replaced, built in the private index `scratch`,
+    never in the operator's index; HEAD moves only from the commit it was built on (compare and
+    swap). Returns (the new commit, "" when HEAD already holds the text; the blob; its mode).
+
+    The text is hashed as `git add` would hash the file (its attributes' filters apply); the
+    operator's index is not touched here (set_index_entry does that).
     """
-    if not _run(["status", "--porcelain", "--untracked-files=all", "--", *paths], root).stdout.strip():
-        return None  # the same text written again: nothing to commit
-    for args in (["add", "--", *paths], ["commit", "-q", "-m", message, "--only", "--", *paths]):
-        done = _run(args, root)
-        if done.returncode != 0:
-            said = (done.stderr or done.stdout).strip().splitlines()
-            return f"git {args[0]}", said[-1] if said else f"exit {done.returncode}"
-    return None
+    blob = _plumb(["hash-object", "-w", "--stdin", f"--path={path}"], root,
+                  stdin=text.encode("utf-8", "surrogateescape")).strip()
+
+    def attempt() -> tuple[str, str]:
+        code, out = _stdout(["rev-parse", "--quiet", "--verify", "HEAD^{commit}"], root)
+        old = out.strip() if code == 0 else ""  # "": an unborn branch, this is its first commit
+        mode, current = "100644", ""
+        if old:
+            listed = _plumb(["ls-tree", "-z", old, "--", path], root).rstrip("\0")
+            if listed:
+                mode, _, current = listed.split("\t", 1)[0].split(" ")
+        if current == blob:
+            return "", mode
+        scratch.unlink(missing_ok=True)
+        _plumb(["read-tree", old or "--empty"], root, index=scratch)
+        _plumb(["update-index", "-z", "--index-info"], root, index=scratch,
+               stdin=f"{mode} {blob}\t{path}\0".encode("utf-8", "surrogateescape"))
+        tree = _plumb(["write-tree"], root, index=scratch).strip()
+        new = _plumb(["commit-tree", tree, *(["-p", old] if old else []), "-F", "-"], root,
+                     stdin=message.encode("utf-8")).strip()
+        # an old value of "" means HEAD's branch must not exist yet
+        _plumb(["update-ref", "-m", message, "HEAD", new, old], root)
+        return new, mode
+
+    new, mode = _patiently(attempt)  # a HEAD that moved meanwhile is "cannot lock ref": built again
+    return new, blob, mode
+
+
+def set_index_entry(root: Path, path: str, mode: str, blob: str) -> None:
+    """Make the operator's index hold `blob` at `path` (what HEAD now holds), so the file shows
+    neither staged nor modified; every other entry stays as the operator left it."""
+    _patiently(lambda: _plumb(["update-index", "-z", "--index-info"], root,
+                              stdin=f"{mode} {blob}\t{path}\0".encode("utf-8", "surrogateescape")))
 
 
 def user_name(root: Path) -> str:

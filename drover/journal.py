@@ -4,7 +4,10 @@ Writers take an exclusive flock on `ledger.db.lock` before their IMMEDIATE trans
 queue for up to WRITE_WAIT_SECONDS instead of failing on SQLite's busy timeout, and so the item
 file a command reads and rewrites cannot change under it. An intent (table `intents`) commits
 with a write's rows and names the file text the rows count on; whoever next takes the lock
-finishes any intent a killed writer left, and removes its staged files. docs/reliability.md.
+finishes any intent a killed writer left, and removes its staged files. With [project]
+commit_items a write also owes a commit (table `owed_commits`, in the same transaction as its
+rows), made under the same lock right after the rename, or by whoever next takes the lock when
+a kill came first. docs/reliability.md.
 """
 from __future__ import annotations
 
@@ -52,6 +55,25 @@ def _intents(db: Any) -> None:
     )
 
 
+def _owed_commits(db: Any) -> None:
+    """Migration 0014_owed_commits (listed in migrations.MIGRATIONS)."""
+    # A commit of an item-file write that [project] commit_items owes: committed with the write's
+    # rows, deleted once HEAD and the operator's index hold the text. `path` is relative to
+    # `root` (the repository); `failed`: git's words when the last try failed.
+    db.execute(
+        "CREATE TABLE IF NOT EXISTS owed_commits (id INTEGER PRIMARY KEY, item TEXT, root TEXT NOT NULL, "
+        "path TEXT NOT NULL, text TEXT NOT NULL, message TEXT NOT NULL, at TEXT NOT NULL, failed TEXT)"
+    )
+
+
+def failpoint(name: str) -> None:
+    """$DROVER_FAILPOINT=<name> kills this process here, so tests reach each window of a write."""
+    if os.environ.get("DROVER_FAILPOINT") == name:
+        import signal
+
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
 class Journal:
     """The lock and the journal; Ledger provides the connection, paths and row helpers."""
 
@@ -81,9 +103,12 @@ class Journal:
         self._acquire()
         self._lock_depth = 1
         try:
-            if self._journal and self.pending_intents():
+            intents, owed = self.unfinished() if self._journal else (False, False)
+            if intents:
                 self.recover()
             self._sweep()
+            if owed:
+                self.settle_commits(retry_failed=False)
             yield self
         finally:
             self._lock_depth = 0
@@ -142,6 +167,18 @@ class Journal:
             "old_sha256": sha256(old) if old is not None else None, "at": _now(),
         })
 
+    def unfinished(self) -> tuple[bool, bool]:
+        """Whether an intent is pending, and whether a commit is owed that no try has failed
+        (one that failed waits for the next write: trying at every read would slow every read)."""
+        try:
+            intents, owed = self.conn.execute(
+                "SELECT EXISTS (SELECT 1 FROM intents), EXISTS (SELECT 1 FROM owed_commits) "
+                "AND NOT EXISTS (SELECT 1 FROM owed_commits WHERE failed IS NOT NULL)"
+            ).fetchone()
+        except sqlite3.OperationalError:  # migrated only as far as before 0014 (a migration's test)
+            return bool(self.pending_intents()), False
+        return bool(intents), bool(owed)
+
     def pending_intents(self) -> list[dict[str, Any]]:
         return self._rows("SELECT * FROM intents ORDER BY id")
 
@@ -179,11 +216,67 @@ class Journal:
                 line = f"an interrupted {intent['command']} left {path.name} as edited since"
             with self.write():
                 self.conn.execute("DELETE FROM intents WHERE id = ?", (intent["id"],))
+                if line.endswith("as edited since"):
+                    # the file never held the text: no commit may say it did
+                    self._drop_owed(path, intent["text"])
                 if line:
                     said.append(line)
                     self._insert("events", {"at": _now(), "command": "recover", "item": intent["item"],
                                             "by": "drover", "detail": json.dumps({"said": line})})
         return said
+
+    # commits owed by writes ([project] commit_items) ------------------------------------------
+
+    def owe_commit(self, item: str | None, root: Path, path: Path, text: str, message: str) -> int:
+        """Record, inside the caller's transaction, that `text` at `path` is to be committed."""
+        return self._insert("owed_commits", {
+            "item": item, "root": str(root), "path": path.relative_to(root).as_posix(), "text": text,
+            "message": message, "at": _now(), "failed": None,
+        })
+
+    def owed_commits(self) -> list[dict[str, Any]]:
+        return self._rows("SELECT * FROM owed_commits ORDER BY id")
+
+    def _drop_owed(self, path: Path, text: str) -> None:
+        for row in self.owed_commits():
+            if Path(row["root"]) / row["path"] == path and row["text"] == text:
+                self.conn.execute("DELETE FROM owed_commits WHERE id = ?", (row["id"],))
+
+    def settle_commits(self, *, retry_failed: bool) -> list[str]:
+        """Make every owed commit, oldest first, under the lock; returns what failed, one line.
+
+        Each commits its own text (kept here), whatever the file holds now, so a commit never
+        carries another write's text. The first failure stops the rest (a later commit made
+        before an earlier one would have the earlier undo it) and is kept for the next write;
+        `retry_failed` False leaves a kept failure, and all after it, alone.
+        """
+        import threading
+
+        from .errors import GitError
+        from .git import commit_file, set_index_entry
+
+        self.tmp_dir.mkdir(parents=True, exist_ok=True)
+        scratch = self.tmp_dir / f"{os.getpid()}.{threading.get_ident()}.index"
+        for row in self.owed_commits():
+            if row["failed"] is not None and not retry_failed:
+                return []
+            root = Path(row["root"])
+            try:
+                _, blob, mode = commit_file(root, row["path"], row["text"], row["message"], scratch)
+                failpoint("git-committed")
+                set_index_entry(root, row["path"], mode, blob)
+            except GitError as exc:
+                with self.write():
+                    self.conn.execute("UPDATE owed_commits SET failed = ? WHERE id = ?", (str(exc), row["id"]))
+                waiting = len(self.owed_commits())
+                return [f"{row['path']}: the edit is made and recorded but not committed ([project] "
+                        f"commit_items): {exc}; {waiting} commit{'s' if waiting > 1 else ''} wait for "
+                        "the next write to try again"]
+            finally:
+                scratch.unlink(missing_ok=True)
+            with self.write():
+                self.conn.execute("DELETE FROM owed_commits WHERE id = ?", (row["id"],))
+        return []
 
     def _begin(self) -> None:
         """BEGIN IMMEDIATE, retried while another program (not a drover) holds SQLite's lock."""

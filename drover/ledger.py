@@ -42,9 +42,9 @@ class Ledger(Journal):
             self._connect(path)
             self._migrate()
             self._journal = True
-            if self.pending_intents() or _nonempty(self.tmp_dir):
+            if any(self.unfinished()) or _nonempty(self.tmp_dir):
                 with self.locked():
-                    pass  # taking the lock finishes what a killed writer left
+                    pass  # taking the lock finishes what a killed writer left (a file, a commit)
         except sqlite3.DatabaseError as exc:
             raise DroverError(f"cannot open the ledger: {exc}", path=path) from None
 

@@ -21,9 +21,9 @@ from .migrations import MEET_CACHED, MIGRATIONS
 
 FORMAT = "drover-ledger"
 VERSION = 1
-# The schema bookkeeping is the header; pending intents are finished when the ledger opens and
-# name absolute paths on the machine that wrote them, so they never travel.
-SKIPPED = ("_sqlite_migrations", "intents", "activity")
+# The schema bookkeeping is the header; pending intents and owed commits are finished when the
+# ledger opens and name absolute paths on the machine that wrote them, so they never travel.
+SKIPPED = ("_sqlite_migrations", "intents", "owed_commits", "activity")
 # The metadata cache is rebuilt from the item files, and the activity table by its triggers as
 # the rows load (drover/activity.py): neither makes a ledger non-empty. Export writes the activity
 # rows (every table is in the file) and import skips them, filling the table from what it loaded.

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .activity import create_activity_table
-from .journal import _intents
+from .journal import _intents, _owed_commits
 
 if TYPE_CHECKING:
     import sqlite_utils
@@ -152,7 +152,7 @@ MIGRATIONS: tuple[tuple[str, Any], ...] = (
     ("0005_intents", _intents), ("0006_run_node", _run_node),
     ("0007_activity", _activity), ("0008_item_files_digest", _item_files_digest),
     ("0009_item_files_front", _item_files_front), ("0010_item_files_prefix", _item_files_prefix),
-    ("0011_ids_met", _ids_met),
+    ("0011_ids_met", _ids_met), ("0014_owed_commits", _owed_commits),
 )
 
 

@@ -6,6 +6,8 @@ writing it, so every precondition is read under the lock. The new text is staged
 disk fails here, with nothing changed), then the ledger rows and an intent naming the file and
 its new text commit together, then the staged file is renamed into place and the intent is
 deleted. A kill at any point leaves either nothing done or an intent the next command finishes.
+With [project] commit_items the same transaction records the commit the write owes, and the commit
+is made before the lock is let go (journal.py, Journal.settle_commits).
 """
 from __future__ import annotations
 
@@ -16,8 +18,9 @@ from pathlib import Path
 from typing import Callable, TypeVar
 
 from . import items as itemfile
-from .errors import GitError, ItemError, Refused, UsageError
-from .git import commit_only, head_of, user_name
+from .errors import ItemError, Refused, UsageError
+from .git import head_of, user_name
+from .journal import failpoint as _failpoint
 from .ids import highest_number
 from .ledger import Ledger, now
 from .project import Project, missing_item, not_an_id
@@ -51,15 +54,22 @@ def actor(project: Project, ledger: Ledger) -> str:
     return user_name(project.root) or os.environ.get("USER", "") or "operator"
 
 
-def _commit_items(project: Project, paths: list[Path], message: str) -> None:
-    """With [project] commit_items, commit drover's own edits to item files, and only them."""
-    if not project.config.commit_items:
-        return
-    rels = [project.relpath(path) for path in paths]
-    failed = commit_only(project.root, rels, message)
-    if failed:
-        step, said = failed
-        raise GitError(f"the edit is made but {step} failed ([project] commit_items): {said}")
+@dataclass(frozen=True)
+class Commit:
+    """The commit a write owes: its repository and message."""
+
+    root: Path
+    message: str
+
+
+def _commit_items(project: Project, message: str) -> Commit | None:
+    """With [project] commit_items, the commit a write of an item file owes (None without).
+
+    _journaled records it with the write's rows and makes it before the lock is let go, so a
+    commit holds its own write's text and nothing else, and a git failure after the rows are
+    written is a warning, not a failure: a retry would record the write twice.
+    """
+    return Commit(project.root, message) if project.config.commit_items else None
 
 
 T = TypeVar("T")
@@ -67,9 +77,10 @@ T = TypeVar("T")
 
 def _journaled(ledger: Ledger, command: str, item_id: str,
                writes: list[tuple[Path, str, str | None]], record: Callable[[], T],
-               renamed: Callable[[], None] | None = None) -> T:
+               renamed: Callable[[], None] | None = None, commit: Commit | None = None) -> T:
     """Stage each file, commit `record`'s rows with an intent per file, rename, drop the intents
-    (and write `renamed`'s rows with that, when given: what the renames made true).
+    (and write `renamed`'s rows with that, when given: what the renames made true); given
+    `commit`, owe it with the rows and make it after the renames.
 
     The caller holds the ledger's lock (ledger.locked()) around this and its own reads.
     """
@@ -79,6 +90,9 @@ def _journaled(ledger: Ledger, command: str, item_id: str,
         with ledger.write():
             result = record()
             ids = [ledger.add_intent(command, item_id, path, text, old) for path, text, old in writes]
+            if commit is not None:
+                for path, text, _ in writes:
+                    ledger.owe_commit(item_id, commit.root, path, text, commit.message)
     except BaseException:
         for tmp in staged:
             tmp.unlink(missing_ok=True)
@@ -91,15 +105,12 @@ def _journaled(ledger: Ledger, command: str, item_id: str,
         ledger.finish_intents(ids)
         if renamed is not None:
             renamed()
+    if commit is not None:
+        from .fastpath import echo
+
+        for warning in ledger.settle_commits(retry_failed=True):
+            echo(f"drover: warning: {warning}", err=True)
     return result
-
-
-def _failpoint(name: str) -> None:
-    """$DROVER_FAILPOINT=<name> kills this process here, so tests reach each window of a write."""
-    if os.environ.get("DROVER_FAILPOINT") == name:
-        import signal
-
-        os.kill(os.getpid(), signal.SIGKILL)
 
 
 def _writable(project: Project, path: Path) -> None:
@@ -145,8 +156,8 @@ def new_item(project: Project, ledger: Ledger, title: str, kind: str, deps: list
             if state is not None:
                 ledger.raise_met(prefix, max(floor, int(item_id.rsplit("-", 1)[1])), state)
 
-        _journaled(ledger, "new", item_id, [(path, text, None)], record, renamed)
-    _commit_items(project, [path], f"drover: new item {item_id}: {title}")
+        _journaled(ledger, "new", item_id, [(path, text, None)], record, renamed,
+                   _commit_items(project, f"drover: new item {item_id}: {title}"))
     return item_id
 
 
@@ -228,8 +239,8 @@ def request_changes(project: Project, ledger: Ledger, item_id: str, findings: st
             ledger.add_round(item_id, digest, itemfile.headline(written), log, by)
             ledger.log_event("request-changes", item_id, by, round=rounds + 1, digest=digest)
 
-        _journaled(ledger, "request-changes", item_id, [(item.path, new_text, item.text)], record)
-    _commit_items(project, [item.path], f"drover: changes requested on {item_id} (round {rounds + 1})")
+        _journaled(ledger, "request-changes", item_id, [(item.path, new_text, item.text)], record,
+                   commit=_commit_items(project, f"drover: changes requested on {item_id} (round {rounds + 1})"))
     return Outcome((
         f"{item_id}: round {rounds + 1} of {cap} recorded; {itemfile.CHANGES_HEADING.lstrip('# ')} "
         f"in {project.relpath(item.path)} now holds the findings",
@@ -238,8 +249,9 @@ def request_changes(project: Project, ledger: Ledger, item_id: str, findings: st
 
 
 def _clear(project: Project, ledger: Ledger, item: itemfile.Item, by: str, note: str,
-           then: Callable[[int], None]) -> int:
-    """Write the cleared block and mark the newest round cleared; `then(number)` adds its rows.
+           then: Callable[[int], None], how: str = "") -> int:
+    """Write the cleared block and mark the newest round cleared; `then(number)` adds its rows;
+    `how` ends the commit's message ([project] commit_items).
 
     The caller holds the lock and read `item` under it.
     """
@@ -252,7 +264,8 @@ def _clear(project: Project, ledger: Ledger, item: itemfile.Item, by: str, note:
         ledger.clear_round(item.id, by)
         then(number)
 
-    _journaled(ledger, "clear", item.id, [(item.path, new_text, item.text)], record)
+    _journaled(ledger, "clear", item.id, [(item.path, new_text, item.text)], record,
+               commit=_commit_items(project, f"drover: changes on {item.id} cleared (round {number}){how}"))
     return number
 
 
@@ -272,7 +285,6 @@ def close_changes(project: Project, ledger: Ledger, item_id: str, note: str = ""
             raise Refused(f"{item_id}: no outstanding changes to close (changes {what})")
         number = _clear(project, ledger, item, by, note,
                         lambda n: ledger.log_event("close-changes", item_id, by, round=n, note=note))
-    _commit_items(project, [item.path], f"drover: changes on {item_id} cleared (round {number})")
     return Outcome((f"{item_id}: round {number} cleared; nothing is outstanding",))
 
 
@@ -312,13 +324,11 @@ def audit(project: Project, ledger: Ledger, item_id: str, level: str, by: str = 
     with ledger.locked():
         item = project.require_item(item_id)  # "outstanding" read under the lock
         if LEVELS.index(level) >= LEVELS.index("reviewed") and item.outstanding:
-            number = _clear(project, ledger, item, by, note or f"approved at {level}", record)
+            number = _clear(project, ledger, item, by, note or f"approved at {level}", record, f" by a {level} audit")
             lines.append(f"{item_id}: round {number} cleared by the approval")
         else:
             with ledger.write():
                 record()
-    if lines:
-        _commit_items(project, [item.path], f"drover: changes on {item_id} cleared by a {level} audit")
     covers = f" (covers {head[:7]})" if head else " (the item has no branch: it covers no commit)"
     return Outcome((f"{item_id}: audited {level} by {by}{covers}", *lines))
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import sqlite3
 import subprocess
 import sys
@@ -124,7 +125,7 @@ findings_text = st.lists(st.one_of(line, st.sampled_from(["# H1", "## H2", "### 
 
 # --- the intent journal and hostile input (issue 11): drover run plainly, agreement checks ---
 
-from drover.items import demote_headings, read_item  # noqa: E402 - used by assert_agrees only
+from drover.items import demote_headings, parse_item, read_item  # noqa: E402 - the agreement checks
 from drover.ledger import Ledger  # noqa: E402
 
 FINDINGS = "## The parser accepts unknown keys\nReject them, naming the key.\n"
@@ -271,3 +272,60 @@ class _InlineHandle:
         if self.executor.between is not None:
             self.executor.between()
         return bring_home(project, ledger, launch, result)
+
+
+# --- [project] commit_items: every write one commit (test_commit_items.py, tests/stress) -------------
+
+DROVER_COMMIT = re.compile(
+    r"drover: (?:new item (?P<new>[A-Z]+-\d+): .+"
+    r"|changes requested on (?P<requested>[A-Z]+-\d+) \(round (?P<round>\d+)\)"
+    r"|changes on (?P<cleared>[A-Z]+-\d+) cleared \(round (?P<cleared_round>\d+)\)(?: by a \w+ audit)?)"
+)
+
+
+def assert_each_write_committed(root: Path, base: str, seeded: int = 0) -> int:
+    """With commit_items: since commit `base`, each item-file write the ledger records (an item
+    numbered above `seeded`, a round, a clear) is one commit of that file alone, whose message
+    names the write and whose text is the one that write made; nothing of drover's is left
+    uncommitted, staged or owed. Opens the ledger first, as any command does (finishing what a
+    kill left). Returns the number of commits."""
+    from collections import Counter
+
+    with Ledger(root / ".drover" / "ledger.db") as ledger:
+        assert ledger.pending_intents() == [] and ledger.owed_commits() == []
+        made = ledger._rows("SELECT id FROM items WHERE number > ?", (seeded,))
+        rounds = ledger._rows("SELECT * FROM rounds ORDER BY item, number")
+    expected: Counter = Counter(("new", row["id"]) for row in made)
+    expected.update(("requested", row["item"], row["number"]) for row in rounds)
+    clears: dict[tuple[str, str], int] = {}  # one clear marks every uncleared round at one time
+    for row in rounds:
+        if row["cleared_at"]:
+            key = (row["item"], row["cleared_at"])
+            clears[key] = max(clears.get(key, 0), row["number"])
+    expected.update(("cleared", item, number) for (item, _), number in clears.items())
+    digests = {(row["item"], row["number"]): row["digest"] for row in rounds}
+    commits = git(root, "rev-list", "--reverse", f"{base}..HEAD").split()
+    found: Counter = Counter()
+    for sha in commits:
+        message = git(root, "log", "-1", "--format=%B", sha).strip()
+        words = DROVER_COMMIT.fullmatch(message)
+        assert words, f"{sha}: not a message drover writes: {message!r}"
+        item_id = words["new"] or words["requested"] or words["cleared"]
+        path = f"items/{item_id}.md"
+        assert git(root, "diff-tree", "--no-commit-id", "--name-only", "-r", sha).split() == [path], message
+        item = parse_item(git(root, "show", f"{sha}:{path}"), root / path, item_id.split("-")[0])
+        if words["new"]:
+            found["new", item_id] += 1
+        elif words["requested"]:
+            number = int(words["round"])
+            written = demote_headings(item.changes.strip("\n") + "\n")
+            assert hashlib.sha256(written.encode()).hexdigest() == digests.get((item_id, number)), message
+            found["requested", item_id, number] += 1
+        else:
+            number = int(words["cleared_round"])
+            assert item.cleared and f"round {number} was discharged" in item.changes, message
+            found["cleared", item_id, number] += 1
+    assert found == expected, (found - expected, expected - found)
+    status = git(root, "status", "--porcelain", "--untracked-files=all").splitlines()
+    assert [line for line in status if "items/" in line] == []
+    return len(commits)

@@ -712,15 +712,6 @@ def test_commit_items_commits_only_the_item_files_with_a_clear_message(project):
     assert "items/" not in status
 
 
-def test_a_failing_commit_is_one_line(project):
-    set_config(project, "project", "commit_items = true")
-    hook = project / ".git" / "hooks" / "pre-commit"
-    hook.write_text("#!/bin/sh\necho 'hook says no' >&2\nexit 1\n")
-    hook.chmod(0o755)
-    said = fails(drover("new", "x"), 2)
-    assert "git commit" in said and "hook says no" in said
-
-
 # --- concurrency: real processes ----------------------------------------------------------------------------
 
 

@@ -42,6 +42,7 @@ EXPECTED_COLUMNS = {
     "events": ["id", "at", "command", "item", "by", "detail"],
 }
 EXPECTED_COLUMNS["intents"] = ["id", "command", "item", "path", "text", "old_sha256", "at"]
+EXPECTED_COLUMNS["owed_commits"] = ["id", "item", "root", "path", "text", "message", "at", "failed"]
 EXPECTED_COLUMNS["activity"] = [*ACTIVITY_KEYS, "listed"]
 
 
