@@ -47,6 +47,7 @@ def finish(project: Project, ledger: Ledger, item_id: str) -> Finished:
         if not branch or not git.branch_exists(project.root, branch):
             raise Refused(f"{item_id} has no branch to merge (no implementing run made one)")
         _require_covered(project, ledger, item_id, branch)
+        _require_check(project, ledger, item_id)
         dirty = dirty_blockers(project)
         if dirty:
             shown = ", ".join(dirty[:5]) + (" ..." if len(dirty) > 5 else "")
@@ -95,6 +96,14 @@ def _require_covered(project: Project, ledger: Ledger, item_id: str, branch: str
     if shown.state != State.APPROVED:
         why = f" ({shown.reason})" if shown.reason else ""
         raise Refused(f"{item_id} is {shown.state}{why}, not approved")
+
+
+def _require_check(project: Project, ledger: Ledger, item_id: str) -> None:
+    """Refuse unless a passing check of the verify command covers the approved head, the commit
+    that merges (none is needed when the item's verify command is empty; verify.py)."""
+    from .verify import require_check
+
+    require_check(project, ledger, item_id, ledger.activity_for(item_id).get("approval_head") or "")
 
 
 def dirty_blockers(project: Project) -> list[str]:

@@ -440,10 +440,12 @@ def test_check_reports_item_problems_and_warns_without_failing(project):
         (project / "items" / f"{name}.md").unlink()
     new_item(project, "Clean")
     done, lines = check_lines(project)
-    assert (done.returncode, lines) == (0, ["no problems found"])
+    # the scripted project has no verify command (helpers.configure): nothing runs before merge
+    assert (done.returncode, lines) == (0, ["warning: drover.toml: [verify] default is empty: nothing runs before "
+                                            "merge for items (drover runs no check of its own, and finish needs none)"])
 
     # warnings: a narrower per-key verify command, a missing agent binary, an unreachable tracker
-    edit_config(project, 'default = "make test"', 'default = "make test"\nmigration = "make migrate-check"')
+    edit_config(project, 'default = ""', 'default = "make test"\nmigration = "make migrate-check"')
     edit_config(project, 'backend = "none"', 'backend = "file"')
     (project / "drover.toml").write_text((project / "drover.toml").read_text()
                                          + '\n[agent.draft]\ncommand = "drover-no-such-agent --go"\n')

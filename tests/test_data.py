@@ -644,7 +644,8 @@ def test_row_members_in_the_schema_match_the_row_types():
     rows = {"Trail": template_data.Round, "Deps": template_data.Dep, "FollowUps": template_data.FollowUp,
             "Owned": template_data.OwnedIssue, "Destinations": template_data.Destination,
             "Closes": template_data.Resolution, "Notes": template_data.AuditNote,
-            "Siblings": template_data.Sibling, "Recent": template_data.Recent, "Origin": template_data.Origin}
+            "Siblings": template_data.Sibling, "Recent": template_data.Recent, "Origin": template_data.Origin,
+            "Checks": template_data.Check}
     schema = {row["name"]: row for row in field_schema()}
     for name, row_type in rows.items():
         documented = {m["name"].split("(")[0] for m in schema[name]["members"]}
