@@ -184,6 +184,7 @@ def check_warnings(project: Project) -> list[Finding]:
             findings.append(Finding(
                 f"[verify] {key} does not contain the default command ({default!r}): "
                 f"items with {key}: yes would silently run less", error=False))
+    findings += empty_verify(config.verify)
     agents_seen: dict[tuple[str, str], tuple[str, AgentConfig]] = {}
     for slot in SLOTS:
         agent = config.agent_for(slot)
@@ -208,6 +209,14 @@ def check_ledger_rows(project: Project, ledger: Ledger) -> list[Finding]:
 
     where = project.relpath(project.ledger_path)
     return [Finding(f"{where}: impossible row: {said}") for said in impossible_rows(ledger)]
+
+
+def empty_verify(verify: dict[str, str]) -> list[Finding]:
+    """An empty verify command: drover then checks nothing before it merges (docs/verify.md)."""
+    return [Finding(f"drover.toml: [verify] {key} is empty: nothing runs before merge for "
+                    f"{'items' if key == 'default' else f'items with {key}: yes'} (drover runs no check "
+                    "of its own, and finish needs none)", error=False)
+            for key, command in sorted(verify.items()) if not command.strip()]
 
 
 def run_check(project: Project, ledger: Ledger) -> list[Finding]:

@@ -1,4 +1,4 @@
-"""The agent-loop commands (run, review, draft, finish, log, drive): registered on cli.py's group."""
+"""The agent-loop commands (run, review, draft, finish, verify, log, drive): registered on cli.py's group."""
 from __future__ import annotations
 
 import sys
@@ -119,6 +119,27 @@ def finish(item_id: str, allow_drover_files: bool, as_json: bool) -> None:
         click.echo(f"drover: {problem}", err=True)
     if finished.problems:
         sys.exit(1)
+
+
+@cli.command()
+@click.argument("item_id", metavar="ID", type=ITEM_ID)
+@json_option
+def verify(item_id: str, as_json: bool) -> None:
+    """Run the item's verify command on its branch head with base merged in; record the check."""
+    from .verify import describe, run_check
+
+    with opened() as (project, ledger):
+        check = run_check(project, ledger, item_id, echo=sys.stdout.isatty() and not as_json)
+    if as_json:
+        echo_json({"id": item_id, "check": check.as_json() if check else None})
+    elif check is None:
+        click.echo(f"{item_id}: the verify command is empty: nothing runs before merge")
+    else:
+        click.echo(f"{item_id}: {describe(check)} on {check.head[:12]} with {project.config.base} "
+                   f"({check.base[:12]}) merged in; log: {check.log_path}")
+        if not check.passed:
+            click.echo(check.tail)
+    sys.exit(0 if check is None or check.passed else 1)
 
 
 @cli.command(name="log")

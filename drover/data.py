@@ -12,6 +12,7 @@ from .records import dataclass
 from .fields import (  # noqa: F401 - FIELD_NAMES and field_schema are read through this module too
     FIELD_NAMES,
     AuditNote,
+    Check,
     Commit,
     Dep,
     Destination,
@@ -320,6 +321,9 @@ def _review(project: Project, ledger: Ledger, record: ItemRecord, last_run: Run 
         "Capped": rounds >= project.config.max_rounds,
         "Closes": closes,
         "UndisposedCloses": tuple(resolution for resolution in closes if resolution.Undisposed),
+        "Checks": tuple(Check(Command=row.command, Head=row.head, Passed=row.passed,
+                              ExitStatus=-1 if row.exit_status is None else row.exit_status, Tail=row.tail)
+                        for row in ledger.checks(item.id)),
     }
 
 

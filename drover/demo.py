@@ -138,6 +138,8 @@ def build_project(root: Path) -> None:
     config = re.sub(r'^name = ""', 'name = "demo-implementer"', config, count=1, flags=re.MULTILINE)
     config = re.sub(r'^# \[agent\.review\].*\n# preset = "codex"', '[agent.review]\npreset = "demo"\nname = "demo-reviewer"',
                     config, count=1, flags=re.MULTILINE)
+    # drover checks each item with the Makefile's test before its review and its merge
+    config = re.sub(r'^default = .*$', 'default = "make test"', config, count=1, flags=re.MULTILINE)
     (root / "drover.toml").write_text(config)
     _drover("new", "Greet a person by name", "--kind", "feature", cwd=root)
     _drover("new", "Greet loudly", "--kind", "feature", "--dep", "D-1", cwd=root)

@@ -124,6 +124,17 @@ class Recent:
 
 
 @dataclass(frozen=True)
+class Check:
+    """One run of the verify command by drover itself, on a branch head with base merged in."""
+
+    Command: str = ""
+    Head: str = ""
+    Passed: bool = False
+    ExitStatus: int = -1
+    Tail: str = ""
+
+
+@dataclass(frozen=True)
 class Resolution:
     """An issue the item closes, with the newest judgment recorded for it."""
 
@@ -219,6 +230,7 @@ class TemplateData:
     Capped: bool = False
     Closes: tuple[Resolution, ...] = ()
     UndisposedCloses: tuple[Resolution, ...] = ()
+    Checks: tuple[Check, ...] = ()
     # draft
     Origin: Origin = field(default_factory=Origin)
     Finding: str = ""
@@ -296,6 +308,13 @@ _MEMBERS: dict[str, tuple[tuple[str, str, str], ...]] = {
     "Recent": (
         ("Commits", "list[Commit]", "the branch's commits base lacks, oldest first: Sha, Subject, Files, Insertions, Deletions"),
         ("Unavailable", "str", "why git could not answer; never set together with Commits"),
+    ),
+    "Check": (
+        ("Command", "str", "the verify command drover ran"),
+        ("Head", "str", "the branch head it ran on (a full commit id), base merged in"),
+        ("Passed", "bool", "it exited 0"),
+        ("ExitStatus", "int", "its exit status; -1 when it never exited (timed out, interrupted, or the merge of base conflicted)"),
+        ("Tail", "str", "the end of its output (about 40 lines), or why it never ran"),
     ),
     "Resolution": (
         ("Number", "int", "the issue the item closes"),
@@ -443,6 +462,10 @@ _SCHEMA: tuple[tuple[str, str, tuple[str, ...], str, str], ...] = (
      "disposition recorded for it."),
     ("UndisposedCloses", "list[Resolution]", ("review",), "the Closes rows nobody has judged: the dispose worklist",
      "The `Closes` rows with no disposition yet: what the reviewer must `drover dispose` before `finish`."),
+    ("Checks", "list[Check]", ("review",), "drover's own runs of the verify command on the branch, base merged in, oldest first",
+     "Every check drover ran of the item (`drover verify`, or `drive` before each review), oldest first: the"
+     " verify command run on the branch head with base merged in, whether it passed, its exit status and the "
+     "end of its output. Only a passing check of the head that merges lets `finish` merge it."),
     ("Origin", "Origin", ("draft",), "the issue the item came from, read fresh, or why it could not be",
      "The item's `origin` issue, read from the tracker at render time; `Unavailable` says why not. All "
      "empty when the item has no origin."),

@@ -53,6 +53,7 @@ def finish(project: Project, ledger: Ledger, item_id: str, *, allow_drover_files
             raise Refused(f"{item_id} has no branch to merge (no implementing run made one)")
         approved = _require_covered(project, ledger, item_id, branch)
         _require_own_files_kept(project, item_id, branch, approved, allow_drover_files)
+        _require_check(project, ledger, item_id, approved)
         dirty = dirty_blockers(project)
         if dirty:
             shown = ", ".join(dirty[:5]) + (" ..." if len(dirty) > 5 else "")
@@ -132,6 +133,14 @@ def _differing(project: Project, commit: str, paths: list[str]) -> list[str]:
     committed = git.blobs_at(project.root, commit, paths)
     here = git.blobs_on_disk(project.root, paths)
     return [path for path in paths if committed.get(path) != here.get(path)]
+
+
+def _require_check(project: Project, ledger: Ledger, item_id: str, commit: str) -> None:
+    """Refuse unless a passing check of the verify command covers `commit`, the approved head that
+    merges (none is needed when the item's verify command is empty; verify.py)."""
+    from .verify import require_check
+
+    require_check(project, ledger, item_id, commit)
 
 
 def dirty_blockers(project: Project) -> list[str]:

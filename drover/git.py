@@ -186,6 +186,15 @@ def ensure_worktree(root: Path, path: Path, branch: str, base: str) -> Path:
     return path
 
 
+def add_detached_worktree(root: Path, path: Path, commit: str) -> Path:
+    """A new worktree at `path` on a detached HEAD at `commit`: a scratch checkout that no branch
+    follows, so nothing done in it moves one (drover's checks, verify.py)."""
+    path = Path(path).resolve()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    git(["worktree", "add", "--quiet", "--detach", str(path), f"{commit}^{{commit}}"], root)
+    return path
+
+
 def private_dir(worktree: Path) -> Path:
     """The worktree's own folder inside git's common dir: it goes when the worktree is removed."""
     return Path(git(["rev-parse", "--absolute-git-dir"], worktree).strip())

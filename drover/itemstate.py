@@ -114,6 +114,7 @@ def show_item(project: Project, ledger: Ledger, item_id: str) -> dict[str, Any]:
         "rounds": [round_.as_json() for round_ in known.rounds],
         "audits": [audit.as_json() for audit in ledger.audits(item_id)],
         "dispositions": ledger.dispositions(item_id),
+        "checks": [check.as_json() for check in ledger.checks(item_id)],
     }
 
 

@@ -22,7 +22,7 @@ from .activity import ACTIVITY_KEYS, LIST_KEYS, ActivityRow, activity_sql, no_ac
 if TYPE_CHECKING:
     import sqlite_utils
 
-    from .rows import Audit, ItemRows, NewRun, Round, Run
+    from .rows import Audit, Check, ItemRows, NewRun, Round, Run
 
 BUSY_TIMEOUT_MS = 30_000
 
@@ -578,6 +578,21 @@ class Ledger(Journal):
     def set_applied(self, disposition_id: int, applied: str) -> None:
         with self.write():
             self.conn.execute("UPDATE dispositions SET applied = ? WHERE id = ?", (applied, disposition_id))
+
+    # checks: drover's runs of the verify command (verify.py) ------------------------------
+
+    def add_check(self, check: Check) -> None:
+        with self.write():
+            self._ensure_item(check.item)
+            self._insert("checks", check.as_row())
+
+    def checks(self, item_id: str, head: str | None = None) -> list[Check]:
+        """An item's checks, oldest first; `head`: only those of that commit."""
+        from .rows import CHECK_COLUMNS, Check
+
+        where, params = ("item = ?", [item_id]) if head is None else ("item = ? AND head = ?", [item_id, head])
+        return [Check(*row) for row in
+                self.conn.execute(f"SELECT {CHECK_COLUMNS} FROM checks WHERE {where} ORDER BY started, rowid", params)]
 
     # events ---------------------------------------------------------------------------------
 

@@ -112,6 +112,15 @@ class Driver:
                 if result.outcome != "exited" or result.exit_code != 0:
                     return self._ended(ledger, item_id, "failed", f"implement agent {_ending(result)}")
                 state = item_state(project, ledger, item_id).state
+            if state != State.APPROVED or self.finish:
+                # drover's own check of the head a review or a finish would see: a failure goes
+                # back to the implementer as a round of changes, and only a pass goes on
+                checked = self._check(ledger, item_id)
+                if isinstance(checked, Driven):
+                    return checked
+                if not checked:
+                    state = item_state(project, ledger, item_id).state
+                    continue
             if state != State.APPROVED:
                 result = self._launch(ledger, item_id, "review")
                 known = item_state(project, ledger, item_id)
@@ -138,6 +147,32 @@ class Driver:
             if state not in IMPLEMENT_NEXT and state != State.IN_REVIEW:
                 return self._ended(ledger, item_id, "failed", f"the item is {state}")
         return self._ended(ledger, item_id, "failed", "the loop did not settle")
+
+    def _check(self, ledger: Ledger, item_id: str) -> Driven | bool:
+        """True when a passing check covers the branch head (run now unless one was recorded) or the
+        item has no verify command; False when the failure went back as a round of changes; how
+        the drive ended when the check was interrupted or the round parked the item."""
+        from . import verify
+
+        gate = verify.check_head(self.project, ledger, item_id, echo=self.echo, cancel=self.cancel,
+                                 progress=self.say)
+        if gate.check is None or not gate.ran:
+            return gate.passed
+        self.say(f"{item_id}: {verify.describe(gate.check)}")
+        if gate.passed:
+            return True
+        if gate.check.outcome == "interrupted":
+            return self._ended(ledger, item_id, "failed", "interrupted")
+        try:
+            sent = verify.send_back(self.project, ledger, item_id, gate.check)
+        except Refused as exc:
+            known = item_state(self.project, ledger, item_id)
+            if known.parked:
+                self.say(f"{item_id}: {exc}")
+                return self._ended(ledger, item_id, "parked", known.parked_reason, known)
+            raise
+        self.say(f"{sent.lines[0]}; back to the implementer")
+        return False
 
     def _finish(self, ledger: Ledger, item_id: str) -> Driven | None:
         """Finish the item; None when a conflict with base went back to the loop instead."""

@@ -132,6 +132,21 @@ def _ids_met(db: "sqlite_utils.Database") -> None:
     db.execute(MEET_CACHED)
 
 
+def _checks(db: "sqlite_utils.Database") -> None:
+    # drover's own runs of an item's verify command (verify.py): the branch head it checked, the
+    # base commit merged into it for the check, how the command ended, and the end of its output
+    # (the whole of it stays in log_path). `finish` asks for a passing one of the approved head.
+    db["checks"].create(
+        {
+            "id": str, "item": str, "head": str, "base": str, "command": str, "exit_status": int,
+            "outcome": str, "started": str, "duration": float, "tail": str, "log_path": str, "at": str,
+        },
+        pk="id",
+        not_null={"item", "head", "command", "outcome", "started", "at"},
+    )
+    db["checks"].create_index(["item", "head"])
+
+
 # The cache's ids (under the prefix they were parsed under) raise that prefix's highest met.
 MEET_CACHED = (
     "INSERT INTO ids_met (prefix, highest) "
@@ -152,7 +167,7 @@ MIGRATIONS: tuple[tuple[str, Any], ...] = (
     ("0005_intents", _intents), ("0006_run_node", _run_node),
     ("0007_activity", _activity), ("0008_item_files_digest", _item_files_digest),
     ("0009_item_files_front", _item_files_front), ("0010_item_files_prefix", _item_files_prefix),
-    ("0011_ids_met", _ids_met), ("0014_owed_commits", _owed_commits),
+    ("0011_ids_met", _ids_met), ("0013_checks", _checks), ("0014_owed_commits", _owed_commits),
 )
 
 

@@ -1,4 +1,4 @@
-"""The ledger's rows as frozen types: `Run`, `Round`, `Audit` as ledger.py reads them, and `NewRun`,
+"""The ledger's rows as frozen types: `Run`, `Round`, `Audit`, `Check` as ledger.py reads them, and `NewRun`,
 what starting a run writes. The fields are the tables' columns (migrations.py), in their order.
 
 A row becomes plain data only where a command prints it (`as_json`, for `show --json`).
@@ -140,6 +140,38 @@ class Audit:
 
 
 @dataclass(frozen=True, slots=True)
+class Check:
+    """One row of `checks`: drover's own run of the item's verify command (verify.py)."""
+
+    id: str
+    item: str
+    head: str  # the branch head checked: the commit a finish would merge
+    base: str  # the base commit merged into it for the check
+    command: str
+    exit_status: int | None = None  # None when the command never exited (outcome says why)
+    outcome: str = ""  # exited | timeout | interrupted | conflict (the scratch merge) | setup failed
+    started: str = ""
+    duration: float = 0.0  # seconds
+    tail: str = ""  # the end of the output, or why nothing ran
+    log_path: str = ""  # the whole output
+    at: str = ""  # when it ended
+
+    @property
+    def passed(self) -> bool:
+        return self.outcome == "exited" and self.exit_status == 0
+
+    def as_row(self) -> dict[str, Any]:
+        """The `checks` columns by name, as Ledger.add_check writes them."""
+        return _plain(self, _CHECK_NAMES)
+
+    def as_json(self) -> dict[str, Any]:
+        """Every column by name, in the table's order, and `passed`, as `show --json` prints it."""
+        plain = self.as_row()
+        plain["passed"] = self.passed
+        return plain
+
+
+@dataclass(frozen=True, slots=True)
 class ItemRows:
     """Several items' runs, audits and `items` rows by item id, each table read once (Ledger.rows_of)."""
 
@@ -179,6 +211,8 @@ def _names(kind: type) -> tuple[str, ...]:
 
 
 _RUN_NAMES, _ROUND_NAMES, _AUDIT_NAMES = _names(Run), _names(Round), _names(Audit)
+_CHECK_NAMES = _names(Check)
+CHECK_COLUMNS = ", ".join(f'"{name}"' for name in _CHECK_NAMES)
 RUN_COLUMNS = ", ".join(f'"{name}"' for name in _RUN_NAMES)
 ROUND_COLUMNS = ", ".join(f'"{name}"' for name in _ROUND_NAMES)
 AUDIT_COLUMNS = ", ".join(f'"{name}"' for name in _AUDIT_NAMES)

@@ -74,6 +74,17 @@ def render_show(shown: dict[str, Any]) -> str:
         for row in shown["audits"]:
             note = f": {row['note']}" if row["note"] else ""
             lines.append(f"  {row['level']} by {row['by']} at {row['at']}{note}")
+    if shown.get("checks"):
+        lines.append("checks:")
+        for check in shown["checks"]:
+            if check["passed"]:
+                end = "passed"
+            else:
+                end = f"failed, exit {check['exit_status']}" if check["outcome"] == "exited" else f"failed, {check['outcome']}"
+            lines.append(f"  {end}  {check['command']}  on {check['head'][:12]} with base {check['base'][:12]}"
+                         f"  {check['duration']:.1f}s  {check['at']}")
+            if not check["passed"]:
+                lines.append(f"    log: {check['log_path']}")
     if shown["dispositions"]:
         lines.append("dispositions:")
         for row in shown["dispositions"]:

@@ -199,19 +199,23 @@ def _review_log(ledger: Ledger) -> str:
     return (run.log_path if run else None) or ""
 
 
-def request_changes(project: Project, ledger: Ledger, item_id: str, findings: str) -> Outcome:
-    """Replace the Changes section with the findings and record a round; refuse past the cap."""
+def request_changes(project: Project, ledger: Ledger, item_id: str, findings: str, *, by: str = "",
+                    log: str = "") -> Outcome:
+    """Replace the Changes section with the findings and record a round; refuse past the cap.
+
+    `by` and `log` name who sent the work back and the log the round points at, when that is not
+    the acting run (drover's own failed check, verify.py)."""
     item = project.require_item(item_id)  # a missing item is the first thing to hear about
     if not findings.strip():
         raise UsageError("no findings given: pass --file F or write them on standard input")
     _writable(project, project.item_path(item_id))
-    by = actor(project, ledger)
+    by = by or actor(project, ledger)
     written = itemfile.as_findings(findings.strip("\n") + "\n")
     import hashlib  # here: it loads OpenSSL, which the writes that hash nothing need not pay for
 
     digest = hashlib.sha256(written.encode("utf-8")).hexdigest()
     cap = project.config.max_rounds
-    log = _review_log(ledger)
+    log = log or _review_log(ledger)
     with ledger.locked():
         item = project.require_item(item_id)  # read under the lock: nobody writes it meanwhile
         rounds = len(ledger.rounds(item_id))

@@ -55,6 +55,9 @@ def configure(root: Path, extra: str = "") -> None:
     config = config.replace('preset = "claude" ', 'preset = "script" ', 1)
     config = config.replace('command = ""  ', f'command = "{sys.executable} {AGENT}"', 1)
     config = config.replace('name = ""     ', 'name = "implementer"', 1)
+    # no verify command: the scripted projects have nothing to test, so drover checks nothing
+    # before a merge (tests/test_verify.py gives its projects one)
+    config = config.replace('default = "make test"', 'default = ""', 1)
     config += '\n[agent.review]\nname = "reviewer"\n' + extra
     (root / "drover.toml").write_text(config)
     git(root, "add", "-A")

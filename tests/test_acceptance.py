@@ -439,6 +439,8 @@ def test_check_reports_item_problems_and_warns_without_failing(project):
     for name in ("D-1", "D-2", "D-3", "D-4", "D-5"):
         (project / "items" / f"{name}.md").unlink()
     new_item(project, "Clean")
+    # the scripted project has no verify command (helpers.configure), which check would warn about
+    edit_config(project, 'default = ""', 'default = "make test"')
     done, lines = check_lines(project)
     assert (done.returncode, lines) == (0, ["no problems found"])
 
@@ -460,6 +462,7 @@ def test_check_diff_shows_the_change_since_the_recorded_default(project):
     today = blocks()["implement/scope"]
     write(project, KICKOFF, f"<% block scope %>\n<# drover-base: {old_hash} #>\n- Only this package.\n<% endblock %>\n")
     edit_config(project, 'implement = ""', f'implement = "{KICKOFF}"')
+    edit_config(project, 'default = ""', 'default = "make test"')  # no warning of an empty verify command
 
     done = drover(project, "check", "--diff", "--color", "never")
     assert done.returncode == 1
@@ -523,6 +526,7 @@ def test_drive_refuses_an_id_that_names_no_item_before_starting(project):
 def test_check_reports_a_base_branch_the_repository_lacks(project):
     new_item(project, "Add a thing")
     assert check_lines(project)[0].returncode == 0
+    edit_config(project, 'default = ""', 'default = "make test"')  # no warning of an empty verify command
     edit_config(project, 'base = "main"', 'base = "trunk"')
     done, lines = check_lines(project)
     assert done.returncode == 1

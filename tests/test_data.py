@@ -563,6 +563,11 @@ def _rich(env) -> tuple[str, FakeTracker]:
     writes.request_changes(env.project, env.ledger, finding, "fix\n")
     writes.request_changes(env.project, env.ledger, finding, "fix again\n")
     writes.audit(env.project, env.ledger, finding, "claimed", by="claude", note="claimed it")
+    from drover.rows import Check
+
+    env.ledger.add_check(Check(id="c1", item=finding, head="a" * 40, base="b" * 40, command="make test", exit_status=2,
+                               outcome="exited", started="2026-01-01T00:00:00.000Z", duration=1.5, tail="FAIL",
+                               log_path=".drover/runs/c1/check.log", at="2026-01-01T00:00:01.500Z"))
     tracker = FakeTracker(
         follow_ups=[Issue(8, "f", "b", "open", "u", owners=(finding,))],
         owned={finding: [Issue(9, "o", "b", "open", "u")]},
@@ -644,7 +649,8 @@ def test_row_members_in_the_schema_match_the_row_types():
     rows = {"Trail": template_data.Round, "Deps": template_data.Dep, "FollowUps": template_data.FollowUp,
             "Owned": template_data.OwnedIssue, "Destinations": template_data.Destination,
             "Closes": template_data.Resolution, "Notes": template_data.AuditNote,
-            "Siblings": template_data.Sibling, "Recent": template_data.Recent, "Origin": template_data.Origin}
+            "Siblings": template_data.Sibling, "Recent": template_data.Recent, "Origin": template_data.Origin,
+            "Checks": template_data.Check}
     schema = {row["name"]: row for row in field_schema()}
     for name, row_type in rows.items():
         documented = {m["name"].split("(")[0] for m in schema[name]["members"]}
@@ -670,6 +676,7 @@ def test_every_field_fixture_renders_on_every_slot(env):
         assert f"Id={item_id} " in rendered and rendered.rstrip().endswith("end")
         assert ("Posture=resume" in rendered) == (slot == "implement")
         assert ("Close 3 origin" in rendered) == (slot == "review")
+        assert (f"Check make test {'a' * 40} False 2 FAIL" in rendered) == (slot == "review")
         assert ("Sibling D-1" in rendered) == (slot == "draft")
         assert ("FollowUp 8" in rendered) == (slot != "branch")
 

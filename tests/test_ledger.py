@@ -40,6 +40,8 @@ EXPECTED_COLUMNS = {
     "item_files_prefix": ["prefix"],
     "ids_met": ["prefix", "highest", "folder"],
     "events": ["id", "at", "command", "item", "by", "detail"],
+    "checks": ["id", "item", "head", "base", "command", "exit_status", "outcome", "started", "duration", "tail",
+               "log_path", "at"],
 }
 EXPECTED_COLUMNS["intents"] = ["id", "command", "item", "path", "text", "old_sha256", "at"]
 EXPECTED_COLUMNS["owed_commits"] = ["id", "item", "root", "path", "text", "message", "at", "failed"]

@@ -27,6 +27,9 @@ def busy(repo):
     with sqlite3.connect(ledger) as conn:
         conn.execute("INSERT INTO runs (id, item, slot, agent, argv, started, finished, exit_status, outcome) "
                      "VALUES ('r1', 'D-3', 'implement', 'a', '[\"x\"]', '2026-01-01', '2026-01-01', 0, 'ok')")
+        conn.execute("INSERT INTO checks (id, item, head, base, command, exit_status, outcome, started, duration, "
+                     "tail, log_path, at) VALUES ('c1', 'D-3', 'abc', 'def', 'make test', 0, 'exited', '2026-01-01', "
+                     "1.5, 'ok', '.drover/runs/c1/check.log', '2026-01-01')")
     conn.close()
     assert run(repo, "list").returncode == 0  # fills the metadata cache
     return repo
@@ -38,7 +41,7 @@ def test_export_starts_with_the_schema_and_names_each_rows_table(busy):
     lines = [json.loads(line) for line in done.stdout.splitlines()]
     assert lines[0]["format"] == "drover-ledger" and lines[0]["schema"] == lines[0]["migrations"][-1]
     tables = {line["table"] for line in lines[1:]}
-    assert {"items", "rounds", "audits", "dispositions", "runs", "events", "item_files", "activity"} <= tables
+    assert {"items", "rounds", "audits", "dispositions", "runs", "events", "item_files", "activity", "checks"} <= tables
     with sqlite3.connect(busy / ".drover" / "ledger.db") as conn:
         every = {name for (name,) in conn.execute(
             "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")}

@@ -279,6 +279,9 @@ def test_demo_runs_the_whole_loop(tmp_path):
         assert shown["state"] == "done"
         assert len(shown["rounds"]) == 1 and shown["rounds"][0]["cleared_at"]
         assert [audit["level"] for audit in shown["audits"]][-1] == "reviewed"
+        # what merged is what drover's own check passed (docs/verify.md)
+        assert shown["checks"] and shown["checks"][-1]["passed"]
+        assert shown["checks"][-1]["head"] == shown["approved_head"]
     assert (root / "greet" / "d_1.py").exists()
     shown = json.loads(subprocess.run([str(BIN / "drover"), "show", "D-3", "--json"], cwd=root,
                                       capture_output=True, text=True, env=env).stdout)

@@ -1,0 +1,42 @@
+#!/usr/bin/env python3
+"""A scripted agent for tests/test_verify.py: its first implementing pass commits a file BROKEN
+(the project's `make test` fails while it exists), its second removes it; its review approves.
+
+BROKEN_MODE=stubborn keeps BROKEN on every pass. Each prompt is kept in $AGENT_PROMPTS as
+<slot>-<n>.md, so a test can read what the agent was told.
+"""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+prompt = sys.stdin.read()
+item, slot = os.environ["DROVER_ITEM"], os.environ["DROVER_SLOT"]
+shown = json.loads(subprocess.run(["drover", "show", item, "--json"], capture_output=True, text=True,
+                                  check=True).stdout)
+passes = sum(1 for run in shown["runs"] if run["slot"] == slot)
+kept = os.environ.get("AGENT_PROMPTS")
+if kept:
+    Path(kept, f"{slot}-{passes}.md").write_text(prompt)
+
+
+def git(*args: str) -> None:
+    subprocess.run(["git", *args], check=True, capture_output=True)
+
+
+if slot == "implement":
+    Path("work.txt").open("a").write(f"pass {passes}\n")
+    git("add", "work.txt")
+    if passes == 1 or os.environ.get("BROKEN_MODE") == "stubborn":
+        Path("BROKEN").write_text(f"pass {passes} left this\n")
+        git("add", "BROKEN")
+    elif Path("BROKEN").exists():
+        git("rm", "-q", "BROKEN")
+    git("commit", "-q", "-m", f"{item}: pass {passes}")
+    print(f"broken agent: pass {passes} committed")
+elif slot == "review":
+    done = subprocess.run(["drover", "audit", item, "--level", "reviewed", "--note", "read it"],
+                          capture_output=True, text=True)
+    print(done.stdout + done.stderr, end="")
+    sys.exit(done.returncode)

@@ -1,0 +1,266 @@
+"""drover verifies (issue 24, SPEC 18): its own check of the verify command before review and merge."""
+from __future__ import annotations
+
+import json
+import sqlite3
+import sys
+from pathlib import Path
+
+import pytest
+
+from helpers import TESTS, configure, drover, git
+
+BROKEN_AGENT = TESTS / "agents" / "broken_agent.py"
+# `make test` fails while a file BROKEN exists, and says so on its last line
+MAKEFILE = ("test:\n"
+            "\t@echo 'running the tests'\n"
+            "\t@if [ -e BROKEN ]; then echo 'FAIL: BROKEN is here'; exit 1; fi\n"
+            "\t@echo 'all tests pass'\n")
+REQUIREMENTS = "\n## Requirements\n\n1. Add work.txt.\n"
+
+
+@pytest.fixture
+def project(repo, tmp_path, monkeypatch):
+    """A project with a Makefile whose test fails while BROKEN exists, verify = `make test`, the
+    broken agent implementing and reviewing, and one item D-1 with requirements."""
+    configure(repo)
+    config = repo / "drover.toml"
+    text = config.read_text().replace('default = ""', 'default = "make test"', 1)
+    config.write_text(text.replace(str(TESTS / "agents" / "loop_agent.py"), str(BROKEN_AGENT)))
+    (repo / "Makefile").write_text(MAKEFILE)
+    drover(repo, "new", "Add work", check=True)
+    item = repo / "items" / "D-1.md"
+    item.write_text(item.read_text().split("\n## Requirements")[0] + REQUIREMENTS)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "a Makefile and D-1")
+    prompts = tmp_path / "prompts"
+    prompts.mkdir()
+    monkeypatch.setenv("AGENT_PROMPTS", str(prompts))
+    return repo
+
+
+def checks(root: Path) -> list[dict]:
+    conn = sqlite3.connect(root / ".drover" / "ledger.db")
+    conn.row_factory = sqlite3.Row
+    try:
+        return [dict(row) for row in conn.execute("SELECT * FROM checks ORDER BY started, rowid")]
+    finally:
+        conn.close()
+
+
+def head(root: Path, ref: str) -> str:
+    return git(root, "rev-parse", ref).strip()
+
+
+def worktrees(root: Path) -> list[str]:
+    return [line for line in git(root, "worktree", "list", "--porcelain").splitlines() if line.startswith("worktree ")]
+
+
+# --- the acceptance test of issue 24 -------------------------------------------------------------
+
+
+def test_drive_finish_sends_a_failing_check_back_and_merges_only_the_fix(project, tmp_path):
+    done = drover(project, "drive", "--finish")
+    assert done.returncode == 0, done.stdout + done.stderr
+    out = done.stdout
+    assert "D-1: check failed (make test, exit 2, " in out
+    assert "D-1: check passed (make test, " in out
+    assert out.index("check failed") < out.index("check passed") < out.index("merged drover/d-1 into main")
+    # the first attempt went back to the implementer as round 1, never to review
+    assert "D-1: round 1 of 3 recorded" in out and "back to the implementer" in out
+    first, second = checks(project)
+    assert (first["outcome"], first["exit_status"]) == ("exited", 2)
+    assert "FAIL: BROKEN is here" in first["tail"] and "running the tests" in first["tail"]
+    assert (second["outcome"], second["exit_status"]) == ("exited", 0)
+    assert "FAIL: BROKEN is here" in (project / first["log_path"]).read_text()
+    # the failure's output was on record and in the second implementing prompt (its Changes section)
+    second_prompt = (tmp_path / "prompts" / "implement-2.md").read_text()
+    assert "The verify command failed: `make test`" in second_prompt
+    assert "FAIL: BROKEN is here" in second_prompt and first["log_path"] in second_prompt
+    assert "FAIL: BROKEN is here" not in (tmp_path / "prompts" / "implement-1.md").read_text()
+    # only the passing head was reviewed, and only it merged: main never held BROKEN
+    reviewed = json.loads(drover(project, "show", "D-1", "--json", check=True).stdout)
+    (review,) = [run for run in reviewed["runs"] if run["slot"] == "review"]
+    assert review["head_start"] == second["head"] != first["head"]
+    assert head(project, "main^2") == second["head"]
+    assert not (project / "BROKEN").exists()
+    assert "BROKEN" not in git(project, "ls-tree", "-r", "--name-only", "main")
+    assert reviewed["state"] == "done"
+    assert [check["passed"] for check in reviewed["checks"]] == [False, True]
+    # the review prompt was given the checks
+    review_prompt = (tmp_path / "prompts" / "review-1.md").read_text()
+    assert "## Checks drover ran" in review_prompt
+    assert f"- `make test` on {first['head'][:12]}: failed, exit status 2" in review_prompt
+    assert f"- `make test` on {second['head'][:12]}: passed" in review_prompt
+
+
+def test_finish_by_hand_refuses_an_approved_first_attempt_until_a_check_of_it_passes(project):
+    drover(project, "run", "D-1", check=True)
+    drover(project, "audit", "D-1", "--level", "reviewed", "--note", "operator read it", check=True)
+    before = head(project, "main")
+    refused = drover(project, "finish", "D-1")
+    assert refused.returncode == 1
+    assert "no passing check covers" in refused.stderr and "it was never checked" in refused.stderr
+    assert "`drover verify D-1` runs `make test`" in refused.stderr
+    failed = drover(project, "verify", "D-1")
+    assert failed.returncode == 1
+    assert failed.stdout.startswith("D-1: check failed (make test, exit 2, ")
+    assert "with main (" in failed.stdout and "FAIL: BROKEN is here" in failed.stdout
+    refused = drover(project, "finish", "D-1")
+    assert refused.returncode == 1 and "its last check failed: make test, exit 2" in refused.stderr
+    assert head(project, "main") == before
+    # the second attempt, approved and checked, merges
+    drover(project, "run", "D-1", check=True)
+    drover(project, "audit", "D-1", "--level", "reviewed", check=True)
+    passed = drover(project, "verify", "D-1")
+    assert passed.returncode == 0 and passed.stdout.startswith("D-1: check passed (make test, ")
+    assert drover(project, "finish", "D-1").returncode == 0
+    assert head(project, "main^2") == checks(project)[-1]["head"]
+
+
+# --- where the check runs ------------------------------------------------------------------------
+
+
+def test_the_check_merges_base_in_a_scratch_worktree_and_never_moves_the_branch(project):
+    (project / "BROKEN").unlink(missing_ok=True)
+    drover(project, "run", "D-1", check=True)  # pass 1: BROKEN on the branch
+    drover(project, "run", "D-1", check=True)  # pass 2: the branch alone passes
+    branch_head = head(project, "refs/heads/drover/d-1")
+    before = worktrees(project)
+    assert drover(project, "verify", "D-1").returncode == 0
+    # base gains BROKEN: the branch alone still passes, with base merged in it fails
+    (project / "BROKEN").write_text("on main\n")
+    git(project, "add", "BROKEN")
+    git(project, "commit", "-q", "-m", "main breaks")
+    done = drover(project, "verify", "D-1", "--json")
+    assert done.returncode == 1
+    check = json.loads(done.stdout)["check"]
+    assert check["head"] == branch_head and check["base"] == head(project, "main") and not check["passed"]
+    assert head(project, "refs/heads/drover/d-1") == branch_head
+    assert worktrees(project) == before
+    assert not any((project / ".drover" / "checks").iterdir())
+
+
+def test_a_scratch_merge_that_conflicts_is_a_failed_check_that_says_so(project):
+    drover(project, "run", "D-1", check=True)
+    drover(project, "run", "D-1", check=True)  # work.txt on the branch
+    (project / "work.txt").write_text("main's own\n")
+    git(project, "add", "work.txt")
+    git(project, "commit", "-q", "-m", "main writes work.txt")
+    done = drover(project, "verify", "D-1")
+    assert done.returncode == 1
+    assert "D-1: check failed (make test, conflict, " in done.stdout
+    assert "into the branch conflicts in work.txt" in done.stdout
+    (row,) = [row for row in checks(project) if row["outcome"] == "conflict"]
+    assert row["exit_status"] is None
+    assert git(project, "status", "--porcelain", "--untracked-files=no") == ""
+
+
+def test_a_check_past_the_agents_timeout_ends_its_whole_process_group(project):
+    config = project / "drover.toml"
+    config.write_text(config.read_text().replace('default = "make test"', 'default = "sleep 60 & sleep 60"')
+                      .replace('timeout = "2h"', 'timeout = "2s"', 1))
+    drover(project, "run", "D-1", check=True)
+    done = drover(project, "verify", "D-1")
+    assert done.returncode == 1 and "D-1: check failed (sleep 60 & sleep 60, timeout, " in done.stdout
+    (row,) = checks(project)
+    assert row["outcome"] == "timeout" and row["duration"] < 30
+    # conftest fails the test if either sleep outlived it
+
+
+def test_the_command_runs_through_the_shell_and_the_ledger_keeps_its_last_forty_lines(project):
+    config = project / "drover.toml"
+    config.write_text(config.read_text().replace('default = "make test"', 'default = "seq 1 100 && exit 3"'))
+    drover(project, "run", "D-1", check=True)
+    assert drover(project, "verify", "D-1").returncode == 1
+    (row,) = checks(project)
+    assert (row["outcome"], row["exit_status"]) == ("exited", 3)
+    assert row["tail"].split("\n") == [str(n) for n in range(61, 101)]
+    assert (project / row["log_path"]).read_text().count("\n") == 101  # drover's header line, then all of it
+
+
+# --- drive, the cap, show ------------------------------------------------------------------------
+
+
+def test_a_check_that_keeps_failing_counts_against_max_rounds_and_parks(project, monkeypatch):
+    monkeypatch.setenv("BROKEN_MODE", "stubborn")
+    config = project / "drover.toml"
+    config.write_text(config.read_text().replace("max_rounds = 3", "max_rounds = 1"))
+    git(project, "commit", "-q", "-am", "one round")
+    done = drover(project, "drive")
+    assert done.returncode == 1
+    shown = json.loads(drover(project, "show", "D-1", "--json", check=True).stdout)
+    assert shown["state"] == "parked" and "1 rounds of changes" in shown["parked_reason"]
+    assert [run["slot"] for run in shown["runs"]] == ["implement", "implement"]  # never reviewed
+    assert [check["passed"] for check in shown["checks"]] == [False, False]
+    assert shown["rounds"][0]["by"] == "drover verify"
+    assert shown["rounds"][0]["path"] == shown["checks"][0]["log_path"]
+
+
+def test_show_lists_the_checks_in_text_and_json(project):
+    drover(project, "run", "D-1", check=True)
+    drover(project, "verify", "D-1")
+    for args in (("show", "D-1"), ("show", "--color", "never", "D-1")):
+        done = drover(project, *args)
+        if done.returncode == 2:
+            continue  # an option show does not take: the plain form alone
+        text = done.stdout
+        assert "checks:" in text and "failed, exit 2  make test  on " in text and "log: .drover/runs/" in text
+    shown = json.loads(drover(project, "show", "D-1", "--json", check=True).stdout)
+    (check,) = shown["checks"]
+    assert check["command"] == "make test" and check["passed"] is False and check["exit_status"] == 2
+    assert check["log_path"].endswith("/check.log") and "FAIL: BROKEN is here" in check["tail"]
+
+
+def test_the_review_prompt_carries_the_newest_failing_tail(project):
+    drover(project, "run", "D-1", check=True)
+    drover(project, "verify", "D-1")
+    prompt = drover(project, "prompt", "D-1", "--slot", "review", check=True).stdout
+    assert "## Checks drover ran" in prompt
+    assert "The newest check failed; the end of its output:" in prompt
+    assert "    FAIL: BROKEN is here" in prompt
+
+
+def test_review_findings_still_open_travel_with_each_checks_findings_once(project, monkeypatch):
+    monkeypatch.setenv("BROKEN_MODE", "stubborn")
+    drover(project, "run", "D-1", check=True)
+    drover(project, "request-changes", "D-1", stdin="# Name the file better\n\nwork.txt is vague.\n", check=True)
+    done = drover(project, "drive", "D-1")
+    assert done.returncode == 1 and done.stdout.count("check failed (make test, exit 2") == 3
+    changes = (project / "items" / "D-1.md").read_text().split("## Changes requested")[1]
+    # rounds 2 and 3 were the check's, the third failure parked it; each kept the review's open finding, neither nested the other
+    assert changes.count("The verify command failed: `make test`") == 1
+    assert changes.count("Findings of the last review, still open") == 1
+    assert changes.count("Name the file better") == 1 and "work.txt is vague." in changes
+
+
+# --- an empty verify command ---------------------------------------------------------------------
+
+
+def test_an_empty_verify_command_is_a_check_warning_and_finish_needs_no_check(project):
+    config = project / "drover.toml"
+    config.write_text(config.read_text().replace('default = "make test"', 'default = ""'))
+    git(project, "commit", "-q", "-am", "no verify command")
+    said = drover(project, "check")
+    assert "nothing runs before merge" in said.stdout + said.stderr
+    drover(project, "run", "D-1", check=True)
+    assert drover(project, "verify", "D-1").stdout == "D-1: the verify command is empty: nothing runs before merge\n"
+    drover(project, "audit", "D-1", "--level", "reviewed", check=True)
+    assert drover(project, "finish", "D-1").returncode == 0
+    assert checks(project) == []
+
+
+def test_the_checks_table_is_migration_0013(tmp_path):
+    from drover.ledger import MIGRATIONS, Ledger
+
+    assert "0013_checks" in [name for name, _ in MIGRATIONS]
+    Ledger(tmp_path / "ledger.db").close()
+    conn = sqlite3.connect(tmp_path / "ledger.db")
+    columns = [row[1] for row in conn.execute("PRAGMA table_info(checks)")]
+    conn.close()
+    assert columns == ["id", "item", "head", "base", "command", "exit_status", "outcome", "started", "duration",
+                       "tail", "log_path", "at"]
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(pytest.main([__file__]))
