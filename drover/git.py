@@ -598,11 +598,12 @@ def blobs_on_disk(root: Path, paths: list[str]) -> dict[str, str]:
     return dict(zip(present, out.split()))
 
 
-def merge_base_into(worktree: Path, base: str) -> list[str]:
-    """Merge `base` into the branch checked out in `worktree`: [] when it merged (a commit on the
-    branch), else the conflicting files, the merge left in progress for an agent to complete."""
+def merge_base_into(worktree: Path, base: str, *, commit: str = "") -> list[str]:
+    """Merge the branch `base` (or, given, its `commit` by id) into what `worktree` has checked
+    out: [] when it merged, else the conflicting files, the merge left in progress for an agent
+    to complete."""
     done = _run(["merge", "--no-ff", "--no-edit", "-m", f"Merge {base} into the item branch",
-                 "--end-of-options", local_ref(base)], worktree)
+                 "--end-of-options", commit or local_ref(base)], worktree)
     if done.returncode == 0:
         return []
     conflicted = unmerged_files(worktree)

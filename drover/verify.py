@@ -104,7 +104,7 @@ def _run_in(project: Project, item_id: str, command: str, scratch: Path, base_he
             echo: bool, cancel: threading.Event | None,
             progress: Callable[[str], None] | None) -> tuple[int | None, str, str]:
     """(exit status, outcome, tail) of the merge and the command in the scratch worktree."""
-    conflicts = git.merge_base_into(scratch, base_head)
+    conflicts = git.merge_base_into(scratch, project.config.base, commit=base_head)
     if conflicts:
         said = (f"merging {project.config.base} ({base_head[:12]}) into the branch conflicts in "
                 f"{', '.join(conflicts)}")
