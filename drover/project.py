@@ -203,10 +203,15 @@ def _holds_repository(dot: str) -> bool:
     if os.path.islink(head):
         return os.readlink(head).startswith("refs/")
     try:
-        with open(head, "rb") as handle:
-            text = handle.read(255)
+        handle = os.open(head, os.O_RDONLY | os.O_NONBLOCK)  # a fifo planted as HEAD does not hang
     except OSError:
         return False
+    try:
+        text = os.read(handle, 255)
+    except OSError:
+        return False
+    finally:
+        os.close(handle)
     if text.startswith(b"ref:") and text[4:].lstrip().startswith(b"refs/"):
         return True
     return _OBJECT_ID.match(text) is not None
@@ -256,16 +261,33 @@ def _foreign(path: Path, root: Path, uid: int | None) -> ConfigError:
 def safe_directory(root: Path) -> bool:
     """Whether git's safe.directory, as git reads it (system, global and command-line scopes only:
     a repository cannot vouch for itself), lists `root`: `*`, the path itself, or (as git 2.46
-    and later read it) a `path/*` above it. An empty value drops what came before."""
+    and later read it) a `path/*` above it. An empty value drops what came before. Asked of git
+    once per root and environment: a project another user owns, trusted, has several paths."""
+    real = os.path.realpath(root)
+    key = (real, *sorted((name, value) for name, value in os.environ.items()
+                         if name.startswith("GIT_") or name in ("HOME", "XDG_CONFIG_HOME")))
+    if key not in _SAFE:
+        _SAFE[key] = _listed(real, _safe_directories(root))
+    return _SAFE[key]
+
+
+_SAFE: dict[tuple[object, ...], bool] = {}
+
+
+def _safe_directories(root: Path) -> list[tuple[str, str]]:
+    """safe.directory's values with their scopes, in git's order, `~/` expanded by git."""
     try:
         said = git.git(["config", "--show-scope", "-z", "--type=path", "--get-all", "safe.directory"],
                        root, check=False)
     except GitError:
-        return False
+        return []
     fields = said.split("\0")
-    real = os.path.realpath(root)
+    return list(zip(fields[0::2], fields[1::2]))
+
+
+def _listed(real: str, entries: list[tuple[str, str]]) -> bool:
     safe = False
-    for scope, value in zip(fields[0::2], fields[1::2]):
+    for scope, value in entries:
         if scope not in ("system", "global", "command"):
             continue
         if not value:
@@ -273,7 +295,8 @@ def safe_directory(root: Path) -> bool:
         elif value == "*":
             safe = True
         elif value.endswith("/*"):
-            safe = safe or real.startswith(os.path.realpath(value[:-2]).rstrip("/") + "/")
+            above = os.path.realpath(value[:-2] or "/")
+            safe = safe or real.startswith(above.rstrip("/") + "/")
         else:
             safe = safe or real == os.path.realpath(value)
     return safe
