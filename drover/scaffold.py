@@ -8,22 +8,22 @@ from . import git
 from .config import CONFIG_FILE, default_config_text, load_config, parse_config
 from .errors import UsageError
 from .items import write_atomic
-from .project import STATE_DIR, find_root
+from .project import STATE_DIR, check_state, find_root, trusted_stat
 
 IGNORE_LINE = f"{STATE_DIR}/"
 
 
 def init_project(start: Path) -> list[str]:
     """Create drover.toml (unless present), the items folder, .drover/ and its ignore line."""
-    root = find_root(start)
-    if not git.inside_repository(root):
-        raise UsageError(f"{root} is not inside a git repository: run `git init` first, then `drover init`")
+    root = find_root(start)  # refuses outside git
     said = []
     config_path = root / CONFIG_FILE
-    fresh = not config_path.exists()
+    trusted_stat(root, root)
+    fresh = trusted_stat(config_path, root) is None
     text = config_text_for(root) if fresh else ""
     config = parse_config(tomllib.loads(text)) if fresh else load_config(config_path)
     items = root / config.items
+    check_state(root, config.items)
     # refuse before writing anything: a failed init leaves the checkout as it was
     for path, what in ((items, config.items), (root / STATE_DIR, STATE_DIR)):
         if path.exists() and not path.is_dir():
