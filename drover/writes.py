@@ -11,27 +11,65 @@ from __future__ import annotations
 
 import os
 import threading
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, TypeVar
+from typing import Callable, Iterator, TypeVar
 
 from . import items as itemfile
 from .errors import GitError, ItemError, Refused, UsageError
 from .git import commit_only, head_of, user_name
 from .ids import highest_number
+from .activity import opens_gate
 from .ledger import Ledger, now
 from .project import Project, missing_item, not_an_id
+from .rows import Audit, Run
 from .vocabulary import DISPOSITIONS, LEVELS
 
 
 # The run an action is taken for when the coordinator replays a worker's outbox (outbox.py):
-# per thread, because drive replays several items' outboxes at once.
+# per thread, because drive replays several items' outboxes at once. None: not replaying.
 _acting = threading.local()
 
 
 def acting_run() -> str:
-    """The run an action is taken for: one being replayed from an outbox, else $DROVER_RUN."""
-    return getattr(_acting, "run", "") or os.environ.get("DROVER_RUN", "")
+    """The run an action is taken for: the one an outbox being replayed belongs to ("" none),
+    else $DROVER_RUN ("" outside any run: the operator)."""
+    replayed: str | None = getattr(_acting, "run", None)
+    return replayed if replayed is not None else os.environ.get("DROVER_RUN", "")
+
+
+@contextmanager
+def acting_as(run_id: str) -> Iterator[None]:
+    """Every action inside is taken for run `run_id` ("" none), whatever $DROVER_RUN says here:
+    a coordinator replays a worker's outbox as the run it belongs to, never as its own environment."""
+    previous = getattr(_acting, "run", None)
+    _acting.run = run_id
+    try:
+        yield
+    finally:
+        _acting.run = previous
+
+
+def verdict_run(ledger: Ledger, item_id: str, command: str) -> Run | None:
+    """The run a verdict command (audit, request-changes, close-changes, dispose, park) is given
+    in, None outside any run (the operator); inside one it may name only that run's item.
+
+    An operator shell that inherited $DROVER_RUN acts as that run, so it is refused the same way
+    and told to unset it (docs/security-provenance.md).
+    """
+    run_id = acting_run()
+    if not run_id:
+        return None
+    run = ledger.run(run_id)
+    shown = repr(run_id[:64])
+    if run is None:
+        raise Refused(f"{command} {item_id} refused: $DROVER_RUN names {shown}, which is no run in this "
+                      "ledger (an operator outside any run: unset DROVER_RUN)")
+    if run.item != item_id:
+        raise Refused(f"{command} {item_id} refused: run {shown} ({run.slot} of {run.item}) gives verdicts "
+                      f"on {run.item} only (an operator outside any run: unset DROVER_RUN)")
+    return run
 
 
 @dataclass(frozen=True)
@@ -190,6 +228,7 @@ def _review_log(ledger: Ledger) -> str:
 
 def request_changes(project: Project, ledger: Ledger, item_id: str, findings: str) -> Outcome:
     """Replace the Changes section with the findings and record a round; refuse past the cap."""
+    verdict_run(ledger, item_id, "request-changes")
     item = project.require_item(item_id)  # a missing item is the first thing to hear about
     if not findings.strip():
         raise UsageError("no findings given: pass --file F or write them on standard input")
@@ -258,6 +297,7 @@ def _clear(project: Project, ledger: Ledger, item: itemfile.Item, by: str, note:
 
 def close_changes(project: Project, ledger: Ledger, item_id: str, note: str = "") -> Outcome:
     """Discharge the outstanding changes: a cleared block in the file, the round marked cleared."""
+    verdict_run(ledger, item_id, "close-changes")
     _writable(project, project.item_path(item_id))
     by = actor(project, ledger)
     with ledger.locked():
@@ -276,11 +316,10 @@ def close_changes(project: Project, ledger: Ledger, item_id: str, note: str = ""
     return Outcome((f"{item_id}: round {number} cleared; nothing is outstanding",))
 
 
-def audit_head(project: Project, ledger: Ledger, item_id: str) -> str:
-    """The commit an audit covers: the head a review run of this item reviewed, when one is
-    acting ($DROVER_RUN), else the branch's head now ("" when the item has no branch)."""
-    run_id = os.environ.get("DROVER_RUN", "")
-    run = ledger.run(run_id) if run_id else None
+def audit_head(project: Project, ledger: Ledger, item_id: str, run: Run | None) -> str:
+    """The commit an audit given in `run` covers: the head a review run of this item started from
+    (on every executor: a replayed outbox acts as its run), else the branch's head now ("" when
+    the item has no branch)."""
     if run and run.item == item_id and run.slot == "review":
         return run.head or ""
     return head_of(project.root, ledger.item_branch(item_id))
@@ -300,18 +339,26 @@ def audit(project: Project, ledger: Ledger, item_id: str, level: str, by: str = 
     outstanding changes."""
     if level not in LEVELS:
         raise UsageError(f"--level must be one of {', '.join(LEVELS)}, not {level!r}")
+    run = verdict_run(ledger, item_id, "audit")
     _writable(project, project.item_path(item_id))
     by = by or actor(project, ledger)
-    head = audit_head(project, ledger, item_id)
+    head = audit_head(project, ledger, item_id, run)
+    independent = project.config.require_independent
     lines = []
+    given: list[Audit] = []
 
     def record(_: int = 0) -> None:
-        ledger.add_audit(item_id, level, by, note, head)
-        ledger.log_event("audit", item_id, by, level=level, note=note, head=head)
+        given.append(ledger.add_audit(item_id, level, by, note, head, run=run.id if run else "",
+                                      require_independent=independent))
+        ledger.log_event("audit", item_id, by, level=level, note=note, head=head, run=run.id if run else "",
+                         opens=bool(given[0].opens))
 
     with ledger.locked():
         item = project.require_item(item_id)  # "outstanding" read under the lock
-        if LEVELS.index(level) >= LEVELS.index("reviewed") and item.outstanding:
+        approving = LEVELS.index(level) >= LEVELS.index("reviewed")
+        # only an audit that opens the gate discharges the changes: decided in the same transaction
+        if approving and item.outstanding and opens_gate(item_id, level, run.id if run else "", run, by,
+                                                         ledger.authors(item_id), independent):
             number = _clear(project, ledger, item, by, note or f"approved at {level}", record)
             lines.append(f"{item_id}: round {number} cleared by the approval")
         else:
@@ -320,7 +367,17 @@ def audit(project: Project, ledger: Ledger, item_id: str, level: str, by: str = 
     if lines:
         _commit_items(project, [item.path], f"drover: changes on {item_id} cleared by a {level} audit")
     covers = f" (covers {head[:7]})" if head else " (the item has no branch: it covers no commit)"
+    if approving and not given[0].opens:
+        lines.insert(0, f"{item_id}: recorded, but it does not open the gate: {_why_closed(item_id, run, by)}")
     return Outcome((f"{item_id}: audited {level} by {by}{covers}", *lines))
+
+
+def _why_closed(item_id: str, run: Run | None, by: str) -> str:
+    """Why an approving audit opens nothing (activity.opens_gate said so), in the operator's words."""
+    if run is not None and (run.slot != "review" or run.item != item_id):
+        return (f"it was given in {run.slot} run {run.id}; only a review run of {item_id}, or the operator "
+                "outside any run, approves")
+    return f"{by} is one of the item's authors and [review] require_independent is true"
 
 
 def dispose(project: Project, ledger: Ledger, item_id: str, issue: int, disposition: str, note: str = "") -> Outcome:
@@ -329,6 +386,7 @@ def dispose(project: Project, ledger: Ledger, item_id: str, issue: int, disposit
         raise UsageError(f"--as must be one of {', '.join(DISPOSITIONS)}, not {disposition!r}")
     if disposition == "comment" and not note.strip():
         raise UsageError("--as comment needs --note: the note is the comment finish writes")
+    verdict_run(ledger, item_id, "dispose")
     item = project.require_item(item_id)
     if issue not in item.closes:
         closes = ", ".join(f"#{n}" for n in item.closes) or "none"
@@ -344,6 +402,7 @@ def park(project: Project, ledger: Ledger, item_id: str, why: str) -> Outcome:
     """Hand an item to the operator."""
     if not why.strip():
         raise UsageError("--why needs a reason the operator can act on")
+    verdict_run(ledger, item_id, "park")
     _require_known(project, ledger, item_id)
     by = actor(project, ledger)
     with ledger.write():
