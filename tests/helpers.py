@@ -219,3 +219,43 @@ HOSTILE_FRONTMATTER = [
     ("title: t\ndeps: D-1\n", "deps: must be a list of ids (deps: [D-1])"),
     ("title: t\ntitle: u\n", "duplicate key 'title'"),
 ]
+
+
+# --- the ray executor's two halves without Ray ------------------------------------------------
+
+
+class InlineHandle:
+    def __init__(self, project, ledger, launch):
+        self.args = (project, ledger, launch)
+
+    def stream(self):
+        return iter(())
+
+    def cancel(self) -> None:
+        pass
+
+    def collect(self, cancel=None):
+        from drover.executors.ray import base_bundle, bring_home, make_payload
+        from drover.executors.worker import work
+
+        project, ledger, launch = self.args
+        base = base_bundle(project.root, project.config.base)
+        base_sha = git(project.root, "rev-parse", project.config.base).strip()
+        result = work(make_payload(project, ledger, launch, base_sha), base)
+        result["node"] = "inline"
+        return bring_home(project, ledger, launch, result)
+
+
+class InlineExecutor:
+    """The ray executor's two halves (payload -> worker -> bring home) in this process."""
+
+    name = "inline"
+
+    def submit(self, project, ledger, launch, *, echo, on_start, progress=None):
+        return InlineHandle(project, ledger, launch)
+
+    def where(self) -> str:
+        return "this process"
+
+    def close(self) -> None:
+        pass
