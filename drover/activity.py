@@ -21,18 +21,29 @@ if TYPE_CHECKING:
 
 def opens_gate(item_id: str, level: str, run: str, acting: "Run | None", by: str, authors: list[str],
                require_independent: bool) -> bool:
-    """Whether an audit opens the gate: the one definition, stored on the audit as `opens`.
+    """Whether an audit opens the gate: the one definition, stored on the audit as `opens` (gate_shut)."""
+    return not gate_shut(item_id, level, run, acting, by, authors, require_independent)
 
-    At `reviewed` or above, given by a review run of this item (`run`, whose row is `acting`) or
-    by the operator outside any run (`run` ""); with `[review] require_independent`, also not by
-    one of the item's `authors` (a Weak approval). An implementing or draft run's audit, or one
-    in a run the ledger does not know, is recorded and opens nothing.
+
+def gate_shut(item_id: str, level: str, run: str, acting: "Run | None", by: str, authors: list[str],
+              require_independent: bool) -> str:
+    """Why an audit does not open the gate, "" when it does.
+
+    It does at `reviewed` or above, given by a review run of this item (`run`, whose row is
+    `acting`) or by the operator outside any run (`run` ""); with `[review] require_independent`,
+    also not by one of the item's `authors` (a Weak approval). An implementing or draft run's
+    audit, or one in a run the ledger does not know, is recorded and opens nothing.
     """
     if LEVELS.index(level) < LEVELS.index("reviewed"):
-        return False
-    if run and (acting is None or acting.slot != "review" or acting.item != item_id):
-        return False
-    return not (require_independent and by in authors)
+        return f"a {level} audit approves nothing"
+    if run and acting is None:
+        return f"run {run!r} is no run in this ledger"
+    if acting is not None and (acting.slot != "review" or acting.item != item_id):
+        return (f"it was given in {acting.slot} run {acting.id} of {acting.item}; only a review run of "
+                f"{item_id}, or the operator outside any run, approves")
+    if require_independent and by in authors:
+        return f"{by} is one of the item's authors and [review] require_independent is true"
+    return ""
 
 
 # The audits that open the gate, as SQL over an audits row aliased `a` (what opens_gate decided).

@@ -20,10 +20,10 @@ from . import items as itemfile
 from .errors import GitError, ItemError, Refused, UsageError
 from .git import commit_only, head_of, user_name
 from .ids import highest_number
-from .activity import opens_gate
+from .activity import gate_shut
 from .ledger import Ledger, now
 from .project import Project, missing_item, not_an_id
-from .rows import Audit, Run
+from .rows import Run
 from .vocabulary import DISPOSITIONS, LEVELS
 
 
@@ -345,20 +345,20 @@ def audit(project: Project, ledger: Ledger, item_id: str, level: str, by: str = 
     head = audit_head(project, ledger, item_id, run)
     independent = project.config.require_independent
     lines = []
-    given: list[Audit] = []
 
     def record(_: int = 0) -> None:
-        given.append(ledger.add_audit(item_id, level, by, note, head, run=run.id if run else "",
-                                      require_independent=independent))
-        ledger.log_event("audit", item_id, by, level=level, note=note, head=head, run=run.id if run else "",
-                         opens=bool(given[0].opens))
+        given = ledger.add_audit(item_id, level, by, note, head, run=run.id if run else "",
+                                 require_independent=independent)
+        ledger.log_event("audit", item_id, by, level=level, note=note, head=head, run=given.run,
+                         opens=bool(given.opens))
 
     with ledger.locked():
         item = project.require_item(item_id)  # "outstanding" read under the lock
         approving = LEVELS.index(level) >= LEVELS.index("reviewed")
-        # only an audit that opens the gate discharges the changes: decided in the same transaction
-        if approving and item.outstanding and opens_gate(item_id, level, run.id if run else "", run, by,
-                                                         ledger.authors(item_id), independent):
+        # only an audit that opens the gate discharges the changes (Ledger.add_audit decides the
+        # same under this lock)
+        shut = gate_shut(item_id, level, run.id if run else "", run, by, ledger.authors(item_id), independent)
+        if approving and not shut and item.outstanding:
             number = _clear(project, ledger, item, by, note or f"approved at {level}", record)
             lines.append(f"{item_id}: round {number} cleared by the approval")
         else:
@@ -367,17 +367,9 @@ def audit(project: Project, ledger: Ledger, item_id: str, level: str, by: str = 
     if lines:
         _commit_items(project, [item.path], f"drover: changes on {item_id} cleared by a {level} audit")
     covers = f" (covers {head[:7]})" if head else " (the item has no branch: it covers no commit)"
-    if approving and not given[0].opens:
-        lines.insert(0, f"{item_id}: recorded, but it does not open the gate: {_why_closed(item_id, run, by)}")
+    if approving and shut:
+        lines.insert(0, f"{item_id}: recorded, but it does not open the gate: {shut}")
     return Outcome((f"{item_id}: audited {level} by {by}{covers}", *lines))
-
-
-def _why_closed(item_id: str, run: Run | None, by: str) -> str:
-    """Why an approving audit opens nothing (activity.opens_gate said so), in the operator's words."""
-    if run is not None and (run.slot != "review" or run.item != item_id):
-        return (f"it was given in {run.slot} run {run.id}; only a review run of {item_id}, or the operator "
-                "outside any run, approves")
-    return f"{by} is one of the item's authors and [review] require_independent is true"
 
 
 def dispose(project: Project, ledger: Ledger, item_id: str, issue: int, disposition: str, note: str = "") -> Outcome:
