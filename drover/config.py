@@ -192,6 +192,8 @@ class Config:
     verify: dict[str, str] = field(default_factory=lambda: dict(VERIFY_DEFAULT))
     max_rounds: int = key("review", 3, "rounds of changes an item may have (at least 1); past it request-changes "
                                        "refuses, keeps the findings and parks the item", check=_at_least_one)
+    require_independent: bool = key("review", False, "true: an approval by one of the item's authors (Weak) "
+                                                     "does not open the gate; false: it does, and shows as Weak")
     tracker: TrackerConfig = field(default_factory=TrackerConfig, metadata={"holds": TrackerConfig})
     ray: RayConfig = field(default_factory=RayConfig, metadata={"holds": RayConfig})
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 from .errors import DroverError
 from .journal import Journal, _nonempty, sha256  # noqa: F401 - sha256: the ledger's API
 from .migrations import MIGRATION_SET, MIGRATIONS, migrations  # noqa: F401 - ledger_io and tests read them here
-from .activity import ACTIVITY_KEYS, LIST_KEYS, ActivityRow, activity_sql, no_activity
+from .activity import ACTIVITY_KEYS, LIST_KEYS, ActivityRow, activity_sql, no_activity, opens_gate
 
 if TYPE_CHECKING:
     import sqlite_utils
@@ -544,14 +544,23 @@ class Ledger(Journal):
 
     # audits and dispositions ---------------------------------------------------------------
 
-    def add_audit(self, item_id: str, level: str, by: str, note: str, head: str = "") -> int:
+    def add_audit(self, item_id: str, level: str, by: str, note: str, head: str = "", *, run: str = "",
+                  require_independent: bool = False) -> Audit:
+        """Record an audit given in run `run` ("" the operator outside any run); whether it opens the
+        gate is decided here, against the item's authors as they stand (activity.opens_gate)."""
+        from .rows import AUDIT_COLUMNS, Audit
+
         with self.write():
             self._ensure_item(item_id)
             authors = self.authors(item_id)
-            return self._insert("audits",
+            acting = self.run(run) if run else None
+            opens = opens_gate(item_id, level, run, acting, by, authors, require_independent)
+            rowid = self._insert("audits",
                 {"item": item_id, "level": level, "by": by, "note": note, "at": now(),
-                 "authors": json.dumps(authors), "head": head}
+                 "authors": json.dumps(authors), "head": head, "run": run, "opens": int(opens)}
             )
+            return Audit.from_row(self.conn.execute(f"SELECT {AUDIT_COLUMNS} FROM audits WHERE id = ?",
+                                                    (rowid,)).fetchone())
 
     def audits(self, item_id: str) -> list[Audit]:
         from .rows import AUDIT_COLUMNS, Audit

@@ -17,7 +17,7 @@ from typing import IO, Any, Iterator
 from .activity import create_activity_triggers, drop_activity_triggers, fill_activity
 from .errors import Refused, UsageError
 from .ledger import Ledger
-from .migrations import MEET_CACHED, MIGRATIONS
+from .migrations import MEET_CACHED, MIGRATIONS, OPENED_BEFORE_0012
 
 FORMAT = "drover-ledger"
 VERSION = 1
@@ -283,7 +283,9 @@ def is_empty(ledger: Ledger) -> bool:
 def import_file(ledger: Ledger, path: Path, merge: bool = False) -> Imported:
     """Load an export; everything in one transaction, so a bad line leaves the ledger as it was."""
     lines = _lines(path)
-    _header(path, next(lines, None))
+    first = next(lines, None)
+    _header(path, first)
+    exported_by = first[1].get("migrations") if first else None
     shapes = {table: columns(ledger, table) for table in tables(ledger)}
     rules = column_rules(ledger)
     added: dict[str, int] = {}
@@ -328,6 +330,8 @@ def import_file(ledger: Ledger, path: Path, merge: bool = False) -> Imported:
             quoted = ", ".join(f'"{name}"' for name in row)
             ledger.conn.execute(f'INSERT INTO "{table}" ({quoted}) VALUES ({marks})', list(row.values()))
             added[table] = added.get(table, 0) + 1
+        if not isinstance(exported_by, list) or "0012_audit_run" not in exported_by:
+            ledger.conn.execute(OPENED_BEFORE_0012)  # its approvals open the gate as they did there
         fill_activity(ledger.conn.execute)
         # cache rows from a ledger before migration 0010, or from two under different prefixes,
         # were parsed under no one prefix: they are dropped rather than trusted (Ledger.cache_under)

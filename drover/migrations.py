@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .activity import create_activity_table
+from .activity import APPROVING_LEVEL, create_activity_table, renew_activity
 from .journal import _intents, _owed_commits
 
 if TYPE_CHECKING:
@@ -101,7 +101,8 @@ def _run_node(db: "sqlite_utils.Database") -> None:
 
 def _activity(db: "sqlite_utils.Database") -> None:
     # Each item's activity (what its state needs), kept by triggers: list reads one row per item.
-    create_activity_table(db.execute)
+    # Approvals as they were then (0012 adds the audits' `opens` and builds the triggers anew).
+    create_activity_table(db.execute, APPROVING_LEVEL)
 
 
 def _item_files_digest(db: "sqlite_utils.Database") -> None:
@@ -147,6 +148,20 @@ def _checks(db: "sqlite_utils.Database") -> None:
     db["checks"].create_index(["item", "head"])
 
 
+def _audit_run(db: "sqlite_utils.Database") -> None:
+    # Which run gave each audit ("" the operator outside any run) and whether it opens the gate
+    # (activity.opens_gate, decided when it is recorded; docs/security-provenance.md). No run was
+    # recorded before: each approval keeps the power it had (OPENED_BEFORE_0012).
+    db["audits"].add_column("run", str)
+    db["audits"].add_column("opens", int)
+    db.execute(OPENED_BEFORE_0012)
+    renew_activity(db.execute)
+
+
+# An audit recorded before 0012 (or exported before it) opens the gate as it did then: at its level.
+OPENED_BEFORE_0012 = "UPDATE audits SET opens = (level IN ('reviewed', 'verified')) WHERE opens IS NULL"
+
+
 # The cache's ids (under the prefix they were parsed under) raise that prefix's highest met.
 MEET_CACHED = (
     "INSERT INTO ids_met (prefix, highest) "
@@ -167,7 +182,8 @@ MIGRATIONS: tuple[tuple[str, Any], ...] = (
     ("0005_intents", _intents), ("0006_run_node", _run_node),
     ("0007_activity", _activity), ("0008_item_files_digest", _item_files_digest),
     ("0009_item_files_front", _item_files_front), ("0010_item_files_prefix", _item_files_prefix),
-    ("0011_ids_met", _ids_met), ("0013_checks", _checks), ("0014_owed_commits", _owed_commits),
+    ("0011_ids_met", _ids_met), ("0012_audit_run", _audit_run), ("0013_checks", _checks),
+    ("0014_owed_commits", _owed_commits),
 )
 
 

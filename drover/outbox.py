@@ -178,22 +178,25 @@ def validate(project: Project, ledger: Ledger, entries: list[dict[str, Any]], *,
 
 def replay(project: Project, ledger: Ledger, entries: list[dict[str, Any]], *, run_id: str,
            head_of: Callable[[str], str], source: str = "outbox") -> list[str]:
-    """Apply a worker's operations in order, as run `run_id`; returns one line per refused one.
+    """Apply a worker's operations in order, as run `run_id` (the run the outbox belongs to, never
+    $DROVER_RUN here); returns one line per refused one.
 
     Every entry is validated first (`validate`): a bad one raises, and nothing is applied.
     `head_of(item_id)` is the item's branch head here ("" when unknown): an operation bound to
-    a head is refused when the branch is no longer where the worker saw it.
+    a head is refused when the worker names no head, or the branch is no longer where it saw it.
+    An audit covers the head its review run started from (writes.audit_head), whatever came home.
     """
     validate(project, ledger, entries, run_id=run_id, source=source)
     refused = []
-    previous = getattr(writes._acting, "run", "")
-    writes._acting.run = run_id
-    try:
+    with writes.acting_as(run_id):
         for entry in entries:
             op, args = entry["op"], dict(entry["args"])
             item_id = str(args.get("item_id", ""))
             seen = str(entry.get("head") or "")
-            if op in BOUND_TO_HEAD and item_id and seen:
+            if op in BOUND_TO_HEAD and not seen:
+                refused.append(f"{item_id or '-'}: outbox {op} refused: the worker named no head it saw")
+                continue
+            if op in BOUND_TO_HEAD and item_id:
                 now = head_of(item_id)
                 if now and now != seen:
                     refused.append(f"{item_id}: outbox {op} refused: the worker saw {seen[:12]}, "
@@ -205,6 +208,4 @@ def replay(project: Project, ledger: Ledger, entries: list[dict[str, Any]], *, r
                 refused.append(f"{item_id or '-'}: outbox {op} refused: arguments drover does not take")
             except DroverError as exc:
                 refused.append(f"{item_id or '-'}: outbox {op} refused: {exc}")
-    finally:
-        writes._acting.run = previous
     return refused

@@ -124,6 +124,8 @@ class Audit:
     at: str = ""
     authors: list[str] = field(default_factory=list)
     head: str | None = None
+    run: str | None = None  # the run that gave it; "" the operator outside any run, None before 0012
+    opens: int | None = None  # 1: it opens the gate (activity.opens_gate decided it when recorded)
 
     @classmethod
     def from_row(cls, row: Any) -> "Audit":

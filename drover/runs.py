@@ -258,8 +258,7 @@ def review_verdict(ledger: Ledger, run_id: str) -> str:
     item_id, started = run.item, run.started
     if any(started <= (row.at or "") for row in ledger.rounds(item_id)):
         return State.CHANGES_REQUESTED
-    if any(started <= (row.at or "") and row.level in ("reviewed", "verified")
-           for row in ledger.audits(item_id)):
+    if any(started <= (row.at or "") and row.opens for row in ledger.audits(item_id)):
         return State.APPROVED
     row = ledger.item_row(item_id)
     if row.get("parked") and started <= (row.get("parked_at") or ""):

@@ -307,9 +307,10 @@ def _sort_key(item_id: str, prefix: str) -> tuple[int, str]:
 def audit_provenance(audits: Sequence[Audit], authors: Sequence[str] = ()) -> AuditProvenance:
     """The audit that best confirms an item, and whether nothing independent confirms it (Weak).
 
-    Independent: at `reviewed` or above, by someone who is not one of the item's authors (those
-    recorded when the audit was given, and `authors`, the item's authors now). An item with no
-    recorded author has no self-audits. Level/By name the best independent audit (highest
+    Independent: an audit that opens the gate (activity.opens_gate: at `reviewed` or above, by a
+    review run of the item or the operator), by someone who is not one of the item's authors
+    (those recorded when the audit was given, and `authors`, the item's authors now). An item
+    with no recorded author has no self-audits. Level/By name the best independent audit (highest
     level, newest on ties), or the best audit of all when none is independent.
     """
     if not audits:
@@ -320,8 +321,7 @@ def audit_provenance(audits: Sequence[Audit], authors: Sequence[str] = ()) -> Au
 
     independent = [
         row for row in audits
-        if LEVELS.index(row.level) >= LEVELS.index("reviewed")
-        and row.by not in {*row.authors, *authors}
+        if row.opens and row.by not in {*row.authors, *authors}
     ]
     best = max(independent or audits, key=rank)
     return AuditProvenance(level=best.level, by=best.by or "", weak=not independent)
@@ -367,12 +367,13 @@ def unfinished_work(runs: Sequence[Run], audits: Sequence[Audit]) -> tuple[State
     """run_trouble for the newest implementing run of `runs`, against the newest approval of `audits`:
     what compute_state reads from the activity query, from an item's rows already read."""
     last = next((run for run in reversed(runs) if run.slot == "implement"), None)
-    approvals = [audit.at for audit in audits if audit.level in ("reviewed", "verified")]
+    approvals = [audit.at for audit in audits if audit.opens]
     return run_trouble(last.as_json() if last else None, False, approvals[-1] if approvals else "")
 
 
 def approval_current(activity: dict[str, Any] | None) -> bool:
-    """An approving audit is newer than the newest round (whatever commit it covers)."""
+    """An audit that opens the gate (the activity row's approval: activity.OPENS_GATE) is newer
+    than the newest round (whatever commit it covers)."""
     activity = activity or {}
     approval: str = activity.get("approval_at") or ""
     newest_round: str = activity.get("newest_round") or ""

@@ -13,28 +13,66 @@ from __future__ import annotations
 
 import os
 import threading
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, TypeVar
+from typing import Callable, Iterator, TypeVar
 
 from . import items as itemfile
 from .errors import ItemError, Refused, UsageError
 from .git import head_of, user_name
 from .journal import failpoint as _failpoint
 from .ids import highest_number
+from .activity import gate_shut
 from .ledger import Ledger, now
 from .project import Project, missing_item, not_an_id
+from .rows import Run
 from .vocabulary import DISPOSITIONS, LEVELS
 
 
 # The run an action is taken for when the coordinator replays a worker's outbox (outbox.py):
-# per thread, because drive replays several items' outboxes at once.
+# per thread, because drive replays several items' outboxes at once. None: not replaying.
 _acting = threading.local()
 
 
 def acting_run() -> str:
-    """The run an action is taken for: one being replayed from an outbox, else $DROVER_RUN."""
-    return getattr(_acting, "run", "") or os.environ.get("DROVER_RUN", "")
+    """The run an action is taken for: the one an outbox being replayed belongs to ("" none),
+    else $DROVER_RUN ("" outside any run: the operator)."""
+    replayed: str | None = getattr(_acting, "run", None)
+    return replayed if replayed is not None else os.environ.get("DROVER_RUN", "")
+
+
+@contextmanager
+def acting_as(run_id: str) -> Iterator[None]:
+    """Every action inside is taken for run `run_id` ("" none), whatever $DROVER_RUN says here:
+    a coordinator replays a worker's outbox as the run it belongs to, never as its own environment."""
+    previous = getattr(_acting, "run", None)
+    _acting.run = run_id
+    try:
+        yield
+    finally:
+        _acting.run = previous
+
+
+def verdict_run(ledger: Ledger, item_id: str, command: str) -> Run | None:
+    """The run a verdict command (audit, request-changes, close-changes, dispose, park) is given
+    in, None outside any run (the operator); inside one it may name only that run's item.
+
+    An operator shell that inherited $DROVER_RUN acts as that run, so it is refused the same way
+    and told to unset it (docs/security-provenance.md).
+    """
+    run_id = acting_run()
+    if not run_id:
+        return None
+    run = ledger.run(run_id)
+    shown = repr(run_id[:64])
+    if run is None:
+        raise Refused(f"{command} {item_id} refused: $DROVER_RUN names {shown}, which is no run in this "
+                      "ledger (an operator outside any run: unset DROVER_RUN)")
+    if run.item != item_id:
+        raise Refused(f"{command} {item_id} refused: run {shown} ({run.slot} of {run.item}) gives verdicts "
+                      f"on {run.item} only (an operator outside any run: unset DROVER_RUN)")
+    return run
 
 
 @dataclass(frozen=True)
@@ -205,6 +243,7 @@ def request_changes(project: Project, ledger: Ledger, item_id: str, findings: st
 
     `by` and `log` name who sent the work back and the log the round points at, when that is not
     the acting run (drover's own failed check, verify.py)."""
+    verdict_run(ledger, item_id, "request-changes")
     item = project.require_item(item_id)  # a missing item is the first thing to hear about
     if not findings.strip():
         raise UsageError("no findings given: pass --file F or write them on standard input")
@@ -275,6 +314,7 @@ def _clear(project: Project, ledger: Ledger, item: itemfile.Item, by: str, note:
 
 def close_changes(project: Project, ledger: Ledger, item_id: str, note: str = "") -> Outcome:
     """Discharge the outstanding changes: a cleared block in the file, the round marked cleared."""
+    verdict_run(ledger, item_id, "close-changes")
     _writable(project, project.item_path(item_id))
     by = actor(project, ledger)
     with ledger.locked():
@@ -292,11 +332,10 @@ def close_changes(project: Project, ledger: Ledger, item_id: str, note: str = ""
     return Outcome((f"{item_id}: round {number} cleared; nothing is outstanding",))
 
 
-def audit_head(project: Project, ledger: Ledger, item_id: str) -> str:
-    """The commit an audit covers: the head a review run of this item reviewed, when one is
-    acting ($DROVER_RUN), else the branch's head now ("" when the item has no branch)."""
-    run_id = os.environ.get("DROVER_RUN", "")
-    run = ledger.run(run_id) if run_id else None
+def audit_head(project: Project, ledger: Ledger, item_id: str, run: Run | None) -> str:
+    """The commit an audit given in `run` covers: the head a review run of this item started from
+    (on every executor: a replayed outbox acts as its run), else the branch's head now ("" when
+    the item has no branch)."""
     if run and run.item == item_id and run.slot == "review":
         return run.head or ""
     return head_of(project.root, ledger.item_branch(item_id))
@@ -316,24 +355,34 @@ def audit(project: Project, ledger: Ledger, item_id: str, level: str, by: str = 
     outstanding changes."""
     if level not in LEVELS:
         raise UsageError(f"--level must be one of {', '.join(LEVELS)}, not {level!r}")
+    run = verdict_run(ledger, item_id, "audit")
     _writable(project, project.item_path(item_id))
     by = by or actor(project, ledger)
-    head = audit_head(project, ledger, item_id)
+    head = audit_head(project, ledger, item_id, run)
+    independent = project.config.require_independent
     lines = []
 
     def record(_: int = 0) -> None:
-        ledger.add_audit(item_id, level, by, note, head)
-        ledger.log_event("audit", item_id, by, level=level, note=note, head=head)
+        given = ledger.add_audit(item_id, level, by, note, head, run=run.id if run else "",
+                                 require_independent=independent)
+        ledger.log_event("audit", item_id, by, level=level, note=note, head=head, run=given.run,
+                         opens=bool(given.opens))
 
     with ledger.locked():
         item = project.require_item(item_id)  # "outstanding" read under the lock
-        if LEVELS.index(level) >= LEVELS.index("reviewed") and item.outstanding:
+        approving = LEVELS.index(level) >= LEVELS.index("reviewed")
+        # only an audit that opens the gate discharges the changes (Ledger.add_audit decides the
+        # same under this lock)
+        shut = gate_shut(item_id, level, run.id if run else "", run, by, ledger.authors(item_id), independent)
+        if approving and not shut and item.outstanding:
             number = _clear(project, ledger, item, by, note or f"approved at {level}", record, f" by a {level} audit")
             lines.append(f"{item_id}: round {number} cleared by the approval")
         else:
             with ledger.write():
                 record()
     covers = f" (covers {head[:7]})" if head else " (the item has no branch: it covers no commit)"
+    if approving and shut:
+        lines.insert(0, f"{item_id}: recorded, but it does not open the gate: {shut}")
     return Outcome((f"{item_id}: audited {level} by {by}{covers}", *lines))
 
 
@@ -343,6 +392,7 @@ def dispose(project: Project, ledger: Ledger, item_id: str, issue: int, disposit
         raise UsageError(f"--as must be one of {', '.join(DISPOSITIONS)}, not {disposition!r}")
     if disposition == "comment" and not note.strip():
         raise UsageError("--as comment needs --note: the note is the comment finish writes")
+    verdict_run(ledger, item_id, "dispose")
     item = project.require_item(item_id)
     if issue not in item.closes:
         closes = ", ".join(f"#{n}" for n in item.closes) or "none"
@@ -358,6 +408,7 @@ def park(project: Project, ledger: Ledger, item_id: str, why: str) -> Outcome:
     """Hand an item to the operator."""
     if not why.strip():
         raise UsageError("--why needs a reason the operator can act on")
+    verdict_run(ledger, item_id, "park")
     _require_known(project, ledger, item_id)
     by = actor(project, ledger)
     with ledger.write():

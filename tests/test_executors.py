@@ -3,52 +3,15 @@ from __future__ import annotations
 
 import importlib.util
 import sqlite3
-import threading
 from pathlib import Path
 
 import pytest
 
 from drover import runs
-from drover.executors import Collected
-from drover.executors.ray import base_bundle, bring_home, make_payload, take_bundle
-from drover.executors.worker import work
+from drover.executors.ray import take_bundle
 from drover.ledger import Ledger
 from drover.project import open_project
-from helpers import configure, drover, git, new_item
-
-
-class InlineHandle:
-    def __init__(self, project, ledger, launch):
-        self.args = (project, ledger, launch)
-
-    def stream(self):
-        return iter(())
-
-    def cancel(self) -> None:
-        pass
-
-    def collect(self, cancel: threading.Event | None = None) -> Collected:
-        project, ledger, launch = self.args
-        base = base_bundle(project.root, project.config.base)
-        base_sha = git(project.root, "rev-parse", project.config.base).strip()
-        result = work(make_payload(project, ledger, launch, base_sha), base)
-        result["node"] = "inline"
-        return bring_home(project, ledger, launch, result)
-
-
-class InlineExecutor:
-    """The ray executor's two halves (payload -> worker -> bring home) in this process."""
-
-    name = "inline"
-
-    def submit(self, project, ledger, launch, *, echo, on_start, progress=None):
-        return InlineHandle(project, ledger, launch)
-
-    def where(self) -> str:
-        return "this process"
-
-    def close(self) -> None:
-        pass
+from helpers import InlineExecutor, configure, drover, git, new_item
 
 
 @pytest.fixture

@@ -32,7 +32,7 @@ EXPECTED_COLUMNS = {
              "resolved_source", "base_hashes", "template_sha256", "prompt_sha256", "pid_start",
              "head_start", "head", "model", "input_tokens", "output_tokens", "cost_usd", "tool_calls", "node", "reason"],
     "rounds": ["item", "number", "digest", "headline", "path", "by", "at", "cleared_at", "cleared_by"],
-    "audits": ["id", "item", "level", "by", "note", "at", "authors", "head"],
+    "audits": ["id", "item", "level", "by", "note", "at", "authors", "head", "run", "opens"],
     "dispositions": ["id", "item", "issue", "disposition", "by", "note", "at", "applied"],
     "items": ["id", "number", "created_at", "done", "done_at", "parked", "parked_reason", "parked_at"],
     "item_files": ["path", "size", "mtime_ns", "id", "title", "kind", "deps", "meta", "outstanding",
@@ -466,7 +466,9 @@ def _seed_activity(ledger: Ledger) -> None:
     ]):
         ledger.start_run(NewRun(id=f"r{n}", item=item, slot=slot, agent="claude", started=started, branch=branch))
     ledger.add_round("D-3", "0" * 64, "a finding", "", "codex")
-    ledger.add_audit("D-2", "reviewed", "codex", "", head="abc")
+    with ledger.write():  # the columns every schema since 0003 has (a ledger before 0007 is seeded too)
+        ledger.conn.execute("INSERT INTO audits (item, level, by, note, at, authors, head) "
+                            "VALUES ('D-2', 'reviewed', 'codex', '', ?, '[]', 'abc')", (later,))
 
 
 def test_the_activity_table_follows_every_insert_update_and_delete(ledger):
@@ -482,7 +484,7 @@ def test_the_activity_table_follows_every_insert_update_and_delete(ledger):
         "UPDATE audits SET level = 'claimed' WHERE item = 'D-2'",
         "DELETE FROM rounds WHERE item = 'D-3'",  # its only round: D-3 stays (an items row), newest_round gone
         # an audit of an item the ledger has no row for lists nothing, as activity_for's ids; its items row does
-        "INSERT INTO audits (item, level, by, at) VALUES ('D-8', 'verified', 'codex', '2026-01-05T00:00:00.000Z')",
+        "INSERT INTO audits (item, level, by, at, opens) VALUES ('D-8', 'verified', 'codex', '2026-01-05T00:00:00.000Z', 1)",
         "INSERT INTO items (id, number) VALUES ('D-8', 8)",
         "DELETE FROM runs WHERE item = 'D-7'",
     ]
@@ -508,3 +510,5 @@ def test_migration_0007_fills_the_activity_table_for_a_ledger_that_has_rows(tmp_
     with Ledger(path) as migrated:
         assert dump(path)["activity"]
         _agrees_with_activity_for(migrated)
+        # the approval given before 0012 recorded who gave it still approves (migration 0012)
+        assert migrated.activity()["D-2"]["approval_head"] == "abc"

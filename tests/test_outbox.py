@@ -122,7 +122,7 @@ def test_replay_acts_as_the_run_and_reports_what_the_ledger_refuses(project):
     with Ledger(coordinator.ledger_path) as ledger:
         ledger.start_run(NewRun(id="r1", item="D-1", slot="review", agent="remote-reviewer"))
         refused = outbox.replay(coordinator, ledger, [
-            {"op": "audit", "args": {"item_id": "D-1", "level": "claimed", "by": "", "note": ""}, "head": ""},
+            {"op": "audit", "args": {"item_id": "D-1", "level": "claimed", "by": "", "note": ""}, "head": "abc"},
             {"op": "close-changes", "args": {"item_id": "D-1", "note": ""}, "head": ""},
         ], run_id="r1", head_of=lambda item: "")
     assert view(project)["audits"] == [("D-1", "claimed", "remote-reviewer", "")]

@@ -1,0 +1,282 @@
+"""Verdicts have provenance (SPEC 17, docs/security-provenance.md): hostile scripted agents
+(tests/agents/hostile_agent.py) try to approve what no review approved, and the gate holds.
+Real git repositories, a real ledger, the real `drover` executable."""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from drover import outbox, runs
+from drover.ledger import Ledger
+from drover.project import open_project
+from drover.rows import NewRun
+from helpers import TESTS, InlineExecutor, drover, git, ledger_tables, new_item, one_line
+
+HOSTILE = TESTS / "agents" / "hostile_agent.py"
+# the same verdict through the fast path, and through click (a repeated --note is click's to parse)
+FORMS = {"fast path": "", "click": "--note one --note two"}
+
+
+@pytest.fixture
+def project(repo):
+    drover(repo, "init", check=True)
+    config = (repo / "drover.toml").read_text()
+    config = config.replace('preset = "claude" ', 'preset = "script" ', 1)
+    config = config.replace('command = ""  ', f'command = "{sys.executable} {HOSTILE}"', 1)
+    config = config.replace('name = ""     ', 'name = "implementer"', 1)
+    (repo / "drover.toml").write_text(config + '\n[agent.review]\nname = "reviewer"\n')
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "drover init")
+    new_item(repo, "The work under attack")
+    new_item(repo, "Another item")
+    return repo
+
+
+def agent_env(root: Path, mode: str = "", **more: str) -> dict[str, str]:
+    return {"HOSTILE": mode, "HOSTILE_LOG": str(root.parent / "hostile.jsonl"), **more}
+
+
+def said(root: Path) -> list[dict]:
+    """What drover answered each call the hostile agent made, in order."""
+    log = root.parent / "hostile.jsonl"
+    return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+
+
+def shown(root: Path, item_id: str) -> dict:
+    return json.loads(drover(root, "show", item_id, "--json", check=True).stdout)
+
+
+def listed(root: Path) -> dict[str, str]:
+    return {row["id"]: row["state"] for row in json.loads(drover(root, "list", "--json", check=True).stdout)}
+
+
+def verdict_rows(root: Path) -> dict[str, list[tuple]]:
+    tables = ledger_tables(root / ".drover" / "ledger.db")
+    return {name: tables[name] for name in ("audits", "rounds", "dispositions", "items", "events")}
+
+
+def finish_refused(root: Path, item_id: str) -> str:
+    base = git(root, "rev-parse", "main")
+    line = one_line(drover(root, "finish", item_id), 1)
+    assert git(root, "rev-parse", "main") == base  # nothing merged
+    return line
+
+
+# --- an implementing run approves another item ---------------------------------------------------
+
+
+@pytest.mark.parametrize("form", FORMS)
+def test_an_implementing_run_cannot_approve_another_item(project, form):
+    drover(project, "run", "D-2", env=agent_env(project), check=True)  # D-2 implemented, never reviewed
+    assert listed(project)["D-2"] == "in review"
+    before = verdict_rows(project)["audits"]
+    drover(project, "run", "D-1", env=agent_env(project, "audit-other", HOSTILE_TARGET="D-2",
+                                                   HOSTILE_ARGS=FORMS[form]), check=True)
+    [attempt] = said(project)
+    assert attempt["code"] == 1 and "Traceback" not in attempt["err"]
+    [line] = attempt["err"].splitlines()
+    assert line.startswith("drover: audit D-2 refused: run ") and "D-1 only" in line
+    assert verdict_rows(project)["audits"] == before  # nothing written
+    assert listed(project)["D-2"] == "in review"
+    assert "no review approved it" in finish_refused(project, "D-2")
+
+
+@pytest.mark.parametrize("command", [
+    ("audit", "D-2", "--level", "reviewed"),
+    ("request-changes", "D-2"),
+    ("close-changes", "D-2"),
+    ("dispose", "D-2", "7", "--as", "close"),
+    ("park", "D-2", "--why", "an agent's say"),
+])
+def test_every_verdict_command_inside_a_run_names_only_the_runs_item(project, command):
+    path = project / "items" / "D-2.md"
+    path.write_text(path.read_text().replace("deps: []", "deps: []\ncloses: [7]"))
+    drover(project, "request-changes", "D-2", stdin="# Fix it\n", check=True)  # something to close
+    with Ledger(project / ".drover" / "ledger.db") as ledger:
+        ledger.start_run(NewRun(id="r-d1", item="D-1", slot="implement", agent="implementer"))
+    before, text = verdict_rows(project), path.read_text()
+    done = drover(project, *command, stdin="# Findings of D-1's implementer\n", env={"DROVER_RUN": "r-d1"})
+    line = one_line(done, 1)
+    assert f"{command[0]} D-2 refused" in line and "D-1 only" in line and "unset DROVER_RUN" in line
+    assert verdict_rows(project) == before and path.read_text() == text
+
+
+def test_a_drover_run_naming_no_run_is_refused(project):
+    before = verdict_rows(project)
+    for forged in ("made-up", "r-d1; rm -rf /\nsecond line"):
+        line = one_line(drover(project, "audit", "D-1", "--level", "reviewed", env={"DROVER_RUN": forged}), 1)
+        assert "is no run in this ledger" in line and "unset DROVER_RUN" in line
+    assert verdict_rows(project) == before
+
+
+# --- an implementing run approves itself -------------------------------------------------------
+
+
+@pytest.mark.parametrize("form", FORMS)
+def test_an_implementers_audit_of_its_own_item_is_recorded_weak_and_opens_no_gate(project, form):
+    drover(project, "new", "Depends on the work", "--dep", "D-1", check=True)
+    drover(project, "run", "D-1", env=agent_env(project, "audit-self", HOSTILE_ARGS=FORMS[form]), check=True)
+    [attempt] = said(project)
+    assert attempt["code"] == 0 and "does not open the gate" in attempt["out"]
+    data = shown(project, "D-1")
+    [audit] = data["audits"]
+    [run] = data["runs"]
+    assert (audit["level"], audit["by"], audit["run"], audit["opens"]) == ("reviewed", "implementer", run["id"], 0)
+    assert data["state"] == "in review" and data["approved_head"] == ""
+    assert listed(project)["D-1"] == "in review"
+    assert shown(project, "D-3")["deps"][0]["weak"] is True
+    assert "no review approved it" in finish_refused(project, "D-1")
+    # a review run of the item opens the gate, at the head it started from
+    drover(project, "review", "D-1", env=agent_env(project), check=True)
+    assert listed(project)["D-1"] == "approved"
+    drover(project, "finish", "D-1", check=True)
+
+
+def test_an_implementers_audit_does_not_clear_the_reviewers_findings(project):
+    drover(project, "run", "D-1", env=agent_env(project), check=True)
+    drover(project, "request-changes", "D-1", stdin="# Handle the empty list\n", check=True)
+    drover(project, "run", "D-1", env=agent_env(project, "audit-self"), check=True)
+    data = shown(project, "D-1")
+    assert data["outstanding"] is True and data["rounds"][0]["cleared_at"] is None
+    assert data["state"] == "changes requested"
+
+
+# --- a review run commits, then approves ---------------------------------------------------------
+
+
+def test_a_review_runs_own_commits_are_not_approved_locally(project):
+    drover(project, "run", "D-1", env=agent_env(project), check=True)
+    reviewed_from = git(project, "rev-parse", "refs/heads/drover/d-1").strip()
+    drover(project, "review", "D-1", env=agent_env(project, "commit-then-audit"), check=True)
+    moved = git(project, "rev-parse", "refs/heads/drover/d-1").strip()
+    assert moved != reviewed_from  # the reviewer's commit is on the branch
+    data = shown(project, "D-1")
+    review = next(run for run in data["runs"] if run["slot"] == "review")
+    [audit] = data["audits"]
+    assert (audit["head"], audit["run"], audit["opens"]) == (reviewed_from, review["id"], 1)
+    assert data["state"] == "in review" and "moved since the approval" in data["reason"]
+    assert "since the approval" in finish_refused(project, "D-1")
+
+
+def launch_remote(root: Path, item_id: str, slot: str) -> runs.RunResult:
+    """A run on the ray executor's two halves without Ray: payload, worker, bring home (outbox replay)."""
+    project = open_project(root)
+    with Ledger(project.ledger_path) as ledger:
+        launch = runs.prepare(project, ledger, item_id, slot)
+        return runs.execute(project, ledger, launch, echo=False, executor=InlineExecutor())
+
+
+def test_a_review_runs_own_commits_are_not_approved_on_a_worker(project, monkeypatch):
+    for key, value in agent_env(project).items():
+        monkeypatch.setenv(key, value)  # the worker's agent inherits this process's environment
+    launch_remote(project, "D-1", "implement")
+    reviewed_from = git(project, "rev-parse", "refs/heads/drover/d-1").strip()
+    monkeypatch.setenv("HOSTILE", "commit-then-audit")
+    result = launch_remote(project, "D-1", "review")
+    assert result.notes == ()  # the worker's commits came home and its outbox replayed
+    assert git(project, "rev-parse", "refs/heads/drover/d-1").strip() != reviewed_from
+    data = shown(project, "D-1")
+    [audit] = data["audits"]
+    assert audit["head"] == reviewed_from  # not the head the reviewer's own commit left
+    assert (audit["run"], audit["opens"]) == (result.run_id, 1)
+    assert listed(project)["D-1"] == "in review"
+    assert "since the approval" in finish_refused(project, "D-1")
+
+
+# --- outbox replay: the acting run and the head ---------------------------------------------------
+
+
+def test_replay_acts_as_the_outbox_run_and_refuses_an_audit_without_a_head(project, monkeypatch):
+    drover(project, "run", "D-1", env=agent_env(project), check=True)
+    head = git(project, "rev-parse", "refs/heads/drover/d-1").strip()
+    coordinator = open_project(project)
+    with Ledger(coordinator.ledger_path) as ledger:
+        implementing = ledger.runs("D-1")[0].id
+        ledger.start_run(NewRun(id="r-review", item="D-1", slot="review", agent="reviewer", head=head))
+    # the coordinator's own environment names the review run: replay must not act as it
+    monkeypatch.setenv("DROVER_RUN", "r-review")
+    approve = {"item_id": "D-1", "level": "reviewed", "by": "", "note": ""}
+    entries = [
+        {"op": "audit", "args": approve},  # no head at all
+        {"op": "audit", "args": approve, "head": ""},  # an empty head (a worker that ran `cd /` first)
+        {"op": "audit", "args": approve, "head": head, "run": "r-review"},  # a forged run: ignored
+        {"op": "audit", "args": {**approve, "item_id": "D-2"}, "head": head},  # another item
+    ]
+    with Ledger(coordinator.ledger_path) as ledger:
+        refused = outbox.replay(coordinator, ledger, entries, run_id=implementing, head_of=lambda item: head)
+    assert len(refused) == 3
+    assert all("named no head" in line for line in refused[:2]) and "D-1 only" in refused[2]
+    monkeypatch.delenv("DROVER_RUN")
+    data = shown(project, "D-1")
+    [audit] = data["audits"]
+    assert (audit["run"], audit["opens"], audit["by"]) == (implementing, 0, "implementer")
+    assert data["state"] == "in review" and shown(project, "D-2")["audits"] == []
+    assert "no review approved it" in finish_refused(project, "D-1")
+
+
+# --- [review] require_independent ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("independent", [False, True])
+def test_require_independent_refuses_an_approval_by_an_author(project, independent):
+    config = project / "drover.toml"
+    text = config.read_text().replace('[agent.review]\nname = "reviewer"', '[agent.review]\nname = "implementer"')
+    text = text.replace("require_independent = false", f"require_independent = {str(independent).lower()}", 1)
+    config.write_text(text)
+    git(project, "commit", "-qam", "the reviewer is the implementer")
+    drover(project, "run", "D-1", env=agent_env(project), check=True)
+    drover(project, "review", "D-1", env=agent_env(project), check=False)
+    [approval] = said(project)
+    data = shown(project, "D-1")
+    [audit] = data["audits"]
+    assert audit["by"] == "implementer"
+    if not independent:
+        assert audit["opens"] == 1 and data["state"] == "approved"  # Weak, and it opens the gate
+        drover(project, "new", "Depends on the work", "--dep", "D-1", check=True)
+        assert shown(project, "D-3")["deps"][0]["weak"] is True
+        return
+    assert "does not open the gate" in approval["out"] and "require_independent" in approval["out"]
+    assert audit["opens"] == 0 and data["state"] == "in review"
+    assert "no review approved it" in finish_refused(project, "D-1")
+    # the operator's approval, by someone who wrote none of it, opens the gate
+    drover(project, "audit", "D-1", "--level", "reviewed", "--by", "Ann", check=True)
+    assert listed(project)["D-1"] == "approved"
+
+
+# --- an existing ledger ---------------------------------------------------------------------------
+
+
+def test_an_approval_recorded_before_the_upgrade_still_opens_the_gate(project):
+    import sqlite3
+
+    from drover.activity import APPROVING_LEVEL, create_activity_triggers, fill_activity
+
+    drover(project, "run", "D-1", env=agent_env(project), check=True)
+    drover(project, "audit", "D-1", "--level", "reviewed", check=True)
+    path = project / ".drover" / "ledger.db"
+    # the ledger as 0011 left it: no run or opens column, the activity table kept as 0007 built it
+    conn = sqlite3.connect(path)
+    conn.execute("DELETE FROM _sqlite_migrations WHERE name = '0012_audit_run'")
+    for table in ("runs", "rounds", "audits"):
+        for event in ("insert", "delete", "update"):
+            conn.execute(f"DROP TRIGGER activity_{table}_{event}")
+    conn.execute("ALTER TABLE audits DROP COLUMN opens")
+    conn.execute("ALTER TABLE audits DROP COLUMN run")
+    create_activity_triggers(conn.execute, APPROVING_LEVEL)
+    fill_activity(conn.execute, APPROVING_LEVEL)
+    conn.commit()
+    conn.close()
+    assert listed(project)["D-1"] == "approved"  # upgraded on opening: the approval keeps its power
+    [audit] = shown(project, "D-1")["audits"]
+    assert (audit["opens"], audit["run"]) == (1, None)
+    # and the triggers follow what opens the gate now: an implementer's audit approves nothing
+    drover(project, "request-changes", "D-1", stdin="# One more thing\n", check=True)
+    drover(project, "close-changes", "D-1", check=True)
+    assert listed(project)["D-1"] == "in review"
+    with Ledger(path) as ledger:
+        implementing = ledger.runs("D-1")[0].id
+    drover(project, "audit", "D-1", "--level", "reviewed", env={"DROVER_RUN": implementing}, check=True)
+    assert listed(project)["D-1"] == "in review"
