@@ -144,16 +144,37 @@ def _agent_path() -> str:
     return os.pathsep.join([str(folder), *[entry for entry in path.split(os.pathsep) if entry]])
 
 
-def agent_env(*, item_id: str, slot: str, run_id: str, prompt_file: Path, repo: Path) -> dict[str, str]:
-    """What an agent's environment adds: the DROVER_* variables, and PATH reaching this drover."""
+def agent_env(*, item_id: str, slot: str, run_id: str, prompt_file: Path, repo: Path, workdir: Path | None = None,
+              base: str = "", branch: str = "", round_number: int = 0, posture: str = "",
+              verify: str = "") -> dict[str, str]:
+    """What an agent's environment adds: the DROVER_* variables, and PATH reaching this drover.
+
+    The context a script agent would otherwise parse from its prompt (docs/agents.md): base and
+    branch, the directory it works in, the rounds of changes so far, the implementing posture
+    and the verify command.
+    """
     return {
         "DROVER_ITEM": item_id,
         "DROVER_SLOT": slot,
         "DROVER_RUN": str(run_id),
-        "DROVER_PROMPT_FILE": str(prompt_file),
-        "DROVER_REPO": str(repo),
-        "PATH": _agent_path(),
+        "DROVER_BASE": base,
+        "DROVER_BRANCH": branch,
+        "DROVER_ROUND": str(round_number),
+        "DROVER_POSTURE": posture,
+        "DROVER_VERIFY": verify,
+        **on_this_machine({}, prompt_file=prompt_file, repo=repo, workdir=workdir or repo),
     }
+
+
+# The variables that name places on the machine the agent runs on: a worker fills them in afresh.
+MACHINE_VARIABLES = ("DROVER_PROMPT_FILE", "DROVER_REPO", "DROVER_WORKTREE", "PATH")
+
+
+def on_this_machine(env_add: Mapping[str, str], *, prompt_file: Path, repo: Path, workdir: Path) -> dict[str, str]:
+    """`env_add` (prepared elsewhere) with the paths of this machine: its prompt file, checkout,
+    working directory and the PATH reaching this drover."""
+    return {**env_add, "DROVER_PROMPT_FILE": str(prompt_file), "DROVER_REPO": str(repo),
+            "DROVER_WORKTREE": str(workdir), "PATH": _agent_path()}
 
 
 def format_elapsed(seconds: float) -> str:

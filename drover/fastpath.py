@@ -391,11 +391,9 @@ def run(argv: list[str]) -> bool:
     if parsed is None:
         return False
     spec, params, ids = parsed
-    import signal
-
     from .textviews import use_color
 
-    signal.signal(signal.SIGTERM, _terminated)
+    catch_signals()
     _color = use_color("auto", sys.stdout)
     with _answered():
         project = _project_or_none()
@@ -407,6 +405,7 @@ def run(argv: list[str]) -> bool:
                 params[name] = (tuple(resolve(one, project.config.prefix) for one in value)
                                 if isinstance(value, tuple) else resolve(value, project.config.prefix))
         spec.body(**params, project=project)
+    exit_for_signal()
     return True
 
 
@@ -434,8 +433,8 @@ def answer(exc: BaseException) -> int:
             echo(f"drover: {line}", err=True)
         return exc.exit_code
     if isinstance(exc, KeyboardInterrupt):
-        echo("drover: interrupted", err=True)
-        return 130
+        echo("drover: terminated" if signalled == SIGTERM else "drover: interrupted", err=True)
+        return 128 + (signalled or SIGINT)
     if isinstance(exc, BrokenPipeError):
         # the reader stopped early (`drover schema --fields | head`): what it wanted arrived
         drop_stdout()
@@ -484,6 +483,28 @@ def _plain_streams() -> bool:
     return True
 
 
-def _terminated(signum: int, frame: Any) -> None:
+# The signal that ended the command (0: none): the exit code is 128 + its number, 130 for Ctrl-C
+# (SIGINT) and 143 for SIGTERM, however far the command got (a launch records the run first).
+signalled = 0
+SIGINT, SIGTERM = 2, 15  # the POSIX numbers, without importing signal for the answer
+
+
+def _signalled(signum: int, frame: Any) -> None:
     # SIGTERM ends a launch the way Ctrl-C does: the agent's process group goes, the run is recorded.
+    global signalled
+    signalled = signalled or signum
     raise KeyboardInterrupt
+
+
+def catch_signals() -> None:
+    """SIGINT and SIGTERM raise KeyboardInterrupt, and the exit code remembers which came."""
+    import signal
+
+    signal.signal(signal.SIGTERM, _signalled)
+    signal.signal(signal.SIGINT, _signalled)
+
+
+def exit_for_signal() -> None:
+    """After a command a signal ended (even one that went on to record and return): exit 128 + signal."""
+    if signalled:
+        sys.exit(128 + signalled)
