@@ -12,6 +12,7 @@ from .ledger import Ledger
 from .project import Project
 from .itemstate import ItemState, item_state
 from .listing import is_ready, list_items
+from .agents import say_above_status
 from .procs import run_alive
 from .status import IMPLEMENT_NEXT, NOT_DRIVEN, ORPHANED, State, orphan_note
 from .executors import Executor, open_executor
@@ -110,8 +111,8 @@ class Driver:
         known = item_state(project, ledger, item_id)
         state = known.state
         if state in NOT_DRIVEN:
-            ended = ORPHANED if known.reason.startswith(ORPHANED) else "skipped"
-            return Driven(item_id, ended, len(known.rounds), len(known.runs), known.reason or str(state))
+            skipped = ORPHANED if known.reason.startswith(ORPHANED) else "skipped"
+            return Driven(item_id, skipped, len(known.rounds), len(known.runs), known.reason or str(state))
         conflicted = False
         # One implement and one review per round, plus the first pass (and a merge of base).
         for _ in range(project.config.max_rounds + 2):
@@ -263,6 +264,8 @@ def drive(project: Project, ids: list[str], *, jobs: int = 1, finish: bool = Fal
 def _drive_queue(project: Project, queue: list[str], explicit: bool, *, jobs: int, finish: bool,
                  say: Callable[[str], None], echo: bool, runner: "Executor") -> list[Driven]:
     lock = threading.Lock()
+    if echo:
+        say = say_above_status(say)  # on a terminal the jobs' status lines stay below the progress
 
     def locked_say(line: str) -> None:
         with lock:
