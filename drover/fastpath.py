@@ -487,6 +487,8 @@ def _plain_streams() -> bool:
 # (SIGINT) and 143 for SIGTERM, however far the command got (a launch records the run first).
 signalled = 0
 SIGINT, SIGTERM = 2, 15  # the POSIX numbers, without importing signal for the answer
+# The exit codes a signal gives (docs/commands.md lists them with the errors' codes).
+SIGNAL_EXIT_CODES = {128 + SIGINT: "SIGINT", 128 + SIGTERM: "SIGTERM"}
 
 
 def _signalled(signum: int, frame: Any) -> None:
