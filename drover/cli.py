@@ -80,8 +80,9 @@ def main() -> None:
     catch_signals()
     try:
         cli(prog_name="drover")
-    finally:
-        exit_for_signal()  # 130 after Ctrl-C, 143 after SIGTERM, whatever the command made of it
+    except SystemExit as exc:
+        exit_for_signal(exc.code)  # 130 after Ctrl-C, 143 after SIGTERM, where the command then failed
+        raise
 
 
 def json_option(func: Decorated) -> Decorated:

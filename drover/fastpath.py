@@ -405,7 +405,6 @@ def run(argv: list[str]) -> bool:
                 params[name] = (tuple(resolve(one, project.config.prefix) for one in value)
                                 if isinstance(value, tuple) else resolve(value, project.config.prefix))
         spec.body(**params, project=project)
-    exit_for_signal()
     return True
 
 
@@ -506,7 +505,8 @@ def catch_signals() -> None:
     signal.signal(signal.SIGINT, _signalled)
 
 
-def exit_for_signal() -> None:
-    """After a command a signal ended (even one that went on to record and return): exit 128 + signal."""
-    if signalled:
+def exit_for_signal(code: int | str | None) -> None:
+    """A command a signal stopped that then failed (a launch records the run, then exits 1):
+    exit 128 + the signal instead. One that ends well on it (`log --follow`) keeps its 0."""
+    if signalled and code not in (0, None):
         sys.exit(128 + signalled)

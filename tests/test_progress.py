@@ -45,6 +45,7 @@ def test_a_review_without_a_verdict_says_so_once(project):
     assert done.returncode == 1
     said = [line for line in done.stdout.splitlines() if "verdict" in line and line.startswith("D-1: ")]
     assert said == ["D-1: the review recorded no verdict (neither request-changes nor an approving audit)"]
+    assert "review exit" not in done.stdout
 
 
 def test_drover_review_says_the_verdict_as_drive_does(project):
@@ -119,11 +120,12 @@ def test_on_a_terminal_each_job_has_its_own_status_line_redrawn_at_most_once_a_s
     assert "\x1b[K[D-" not in text  # no status line rewritten over another on one line
 
 
-def test_off_a_terminal_drive_keeps_the_heartbeat_lines(project):
+def test_off_a_terminal_drive_keeps_the_heartbeat_lines_beside_the_verdicts(project):
     new_item(project, "First thing")
     done = drover(project, "drive", env={"AGENT_QUIET": "1.5", "DROVER_PROGRESS_SECONDS": "0.5"})
     assert done.returncode == 0, done.stdout + done.stderr
     assert re.search(r"^D-1: implement by implementer, \ds, log \d+ B$", done.stdout, re.M), done.stdout
+    assert "D-1: changes requested (1 finding)" in done.stdout.splitlines()
     assert "\x1b[" not in done.stdout
 
 
@@ -138,9 +140,9 @@ def _wait_for(path: Path, timeout: float = 30) -> str:
     raise AssertionError(f"{path} never appeared")
 
 
-@pytest.mark.parametrize(("signum", "code", "said"), [(signal.SIGTERM, 143, "terminated"),
-                                                       (signal.SIGINT, 130, "interrupted")])
-@pytest.mark.parametrize("command", ["run", "drive"])
+@pytest.mark.parametrize(("command", "signum", "code", "said"), [
+    ("run", signal.SIGTERM, 143, "terminated"), ("run", signal.SIGINT, 130, "interrupted"),
+    ("drive", signal.SIGTERM, 143, "terminated")])  # drive after Ctrl-C exited 130 already
 def test_a_signal_ends_drover_with_128_plus_its_number(project, command, signum, code, said):
     item = new_item(project, "Add a thing")
     pidfile = project.parent / "pids"
