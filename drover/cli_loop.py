@@ -1,4 +1,4 @@
-"""The agent-loop commands (run, review, draft, finish, log, drive): registered on cli.py's group."""
+"""The agent-loop commands (run, review, draft, finish, stop, log, drive): registered on cli.py's group."""
 from __future__ import annotations
 
 import sys
