@@ -194,8 +194,8 @@ class StatusBlock:
     """On a terminal: one status line per launch, a block below the agents' output, redrawn in
     place (cursor up, erase down) at most once a second and only when its text changed.
 
-    Every line written to the screen while the block shows goes through `above`, which puts it
-    above the block; so several jobs' statuses never share a line, and nothing flickers.
+    Every line written to the screen while the block shows goes through `above` or `around`,
+    which put it above the block; so several jobs' statuses never share a line, and nothing flickers.
     """
 
     def __init__(self) -> None:
@@ -210,11 +210,7 @@ class StatusBlock:
     def _draw(self, screen: TextIO, before: str = "") -> None:
         width = _columns(screen) - 1  # a wrapped line would throw the cursor-up count off
         shown = [line[:width] for line in self.lines.values()]
-        try:
-            screen.write(self._erase() + before + "".join(f"{line}\n" for line in shown))
-            screen.flush()
-        except (OSError, ValueError):
-            pass  # a closed screen (drover piped into `head`) must not stop the log
+        _write(screen, self._erase() + before + "".join(f"{line}\n" for line in shown))
         self.drawn = shown
 
     def set(self, key: int, text: str, screen: TextIO, now: float) -> None:
@@ -238,11 +234,7 @@ class StatusBlock:
             if not self.drawn:
                 write()
                 return
-            try:
-                screen.write(self._erase())
-                screen.flush()
-            except (OSError, ValueError):
-                pass
+            _write(screen, self._erase())
             self.drawn = []
             write()
             self._draw(screen)
@@ -251,13 +243,17 @@ class StatusBlock:
         """Write `text` (whole lines) above the block."""
         with _echo_lock:
             if self.drawn:
-                self._draw(screen, before=text)
-                return
-            try:
-                screen.write(text)
-                screen.flush()
-            except (OSError, ValueError):
-                pass
+                self._draw(screen, before=text)  # one write: erase, the text, the block again
+            else:
+                _write(screen, text)
+
+
+def _write(screen: TextIO, text: str) -> None:
+    try:
+        screen.write(text)
+        screen.flush()
+    except (OSError, ValueError):
+        pass  # a closed screen (drover piped into `head`) must not stop the log
 
 
 STATUS = StatusBlock()
