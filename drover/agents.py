@@ -1,6 +1,7 @@
 """Agent presets, argv, environment, and launching an agent in its own process group."""
 from __future__ import annotations
 
+import itertools
 import os
 import select
 import shlex
@@ -144,16 +145,37 @@ def _agent_path() -> str:
     return os.pathsep.join([str(folder), *[entry for entry in path.split(os.pathsep) if entry]])
 
 
-def agent_env(*, item_id: str, slot: str, run_id: str, prompt_file: Path, repo: Path) -> dict[str, str]:
-    """What an agent's environment adds: the DROVER_* variables, and PATH reaching this drover."""
+def agent_env(*, item_id: str, slot: str, run_id: str, prompt_file: Path, repo: Path, workdir: Path | None = None,
+              base: str = "", branch: str = "", round_number: int = 0, posture: str = "",
+              verify: str = "") -> dict[str, str]:
+    """What an agent's environment adds: the DROVER_* variables, and PATH reaching this drover.
+
+    The context a script agent would otherwise parse from its prompt (docs/agents.md): base and
+    branch, the directory it works in, the rounds of changes so far, the implementing posture
+    and the verify command.
+    """
     return {
         "DROVER_ITEM": item_id,
         "DROVER_SLOT": slot,
         "DROVER_RUN": str(run_id),
-        "DROVER_PROMPT_FILE": str(prompt_file),
-        "DROVER_REPO": str(repo),
-        "PATH": _agent_path(),
+        "DROVER_BASE": base,
+        "DROVER_BRANCH": branch,
+        "DROVER_ROUND": str(round_number),
+        "DROVER_POSTURE": posture,
+        "DROVER_VERIFY": verify,
+        **on_this_machine({}, prompt_file=prompt_file, repo=repo, workdir=workdir or repo),
     }
+
+
+# The variables that name places on the machine the agent runs on: a worker fills them in afresh.
+MACHINE_VARIABLES = ("DROVER_PROMPT_FILE", "DROVER_REPO", "DROVER_WORKTREE", "PATH")
+
+
+def on_this_machine(env_add: Mapping[str, str], *, prompt_file: Path, repo: Path, workdir: Path) -> dict[str, str]:
+    """`env_add` (prepared elsewhere) with the paths of this machine: its prompt file, checkout,
+    working directory and the PATH reaching this drover."""
+    return {**env_add, "DROVER_PROMPT_FILE": str(prompt_file), "DROVER_REPO": str(repo),
+            "DROVER_WORKTREE": str(workdir), "PATH": _agent_path()}
 
 
 def format_elapsed(seconds: float) -> str:
@@ -164,7 +186,92 @@ def format_elapsed(seconds: float) -> str:
     return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
 
 
-_echo_lock = threading.Lock()
+_echo_lock = threading.RLock()
+REDRAW_SECONDS = 1.0  # the status block is redrawn at most this often, and only when its text changed
+
+
+class StatusBlock:
+    """On a terminal: one status line per launch, a block below the agents' output, redrawn in
+    place (cursor up, erase down) at most once a second and only when its text changed.
+
+    Every line written to the screen while the block shows goes through `above` or `around`,
+    which put it above the block; so several jobs' statuses never share a line, and nothing flickers.
+    """
+
+    def __init__(self) -> None:
+        self.lines: dict[int, str] = {}  # launch -> its status, in the order the launches began
+        self.drawn: list[str] = []  # what the screen shows now
+        self.last_draw = 0.0
+
+    def _erase(self) -> str:
+        # up to the block's first line, then erase everything below the cursor
+        return f"\r\x1b[{len(self.drawn)}A\x1b[J" if self.drawn else ""
+
+    def _draw(self, screen: TextIO, before: str = "") -> None:
+        width = _columns(screen) - 1  # a wrapped line would throw the cursor-up count off
+        shown = [line[:width] for line in self.lines.values()]
+        _write(screen, self._erase() + before + "".join(f"{line}\n" for line in shown))
+        self.drawn = shown
+
+    def set(self, key: int, text: str, screen: TextIO, now: float) -> None:
+        """Launch `key`'s status is `text`; the block follows within a second."""
+        with _echo_lock:
+            self.lines[key] = text
+            shown = [line[:_columns(screen) - 1] for line in self.lines.values()]
+            if shown != self.drawn and now - self.last_draw >= REDRAW_SECONDS:
+                self.last_draw = now
+                self._draw(screen)
+
+    def drop(self, key: int, screen: TextIO) -> None:
+        """Launch `key` has ended: its line goes at once."""
+        with _echo_lock:
+            if self.lines.pop(key, None) is not None:
+                self._draw(screen)
+
+    def around(self, write: Callable[[], None], screen: TextIO) -> None:
+        """Call `write` (which prints whole lines to `screen`) with the block erased, then draw it below."""
+        with _echo_lock:
+            if not self.drawn:
+                write()
+                return
+            _write(screen, self._erase())
+            self.drawn = []
+            write()
+            self._draw(screen)
+
+    def above(self, text: str, screen: TextIO) -> None:
+        """Write `text` (whole lines) above the block."""
+        with _echo_lock:
+            if self.drawn:
+                self._draw(screen, before=text)  # one write: erase, the text, the block again
+            else:
+                _write(screen, text)
+
+
+def _write(screen: TextIO, text: str) -> None:
+    try:
+        screen.write(text)
+        screen.flush()
+    except (OSError, ValueError):
+        pass  # a closed screen (drover piped into `head`) must not stop the log
+
+
+STATUS = StatusBlock()
+_launches = itertools.count(1)  # each launch's key in the status block
+
+
+def _columns(screen: TextIO) -> int:
+    try:
+        return os.get_terminal_size(screen.fileno()).columns or 80
+    except (OSError, ValueError, AttributeError):
+        return 80
+
+
+def say_above_status(say: Callable[[str], None], screen: TextIO | None = None) -> Callable[[str], None]:
+    """`say`, its lines put above the status block (drive's progress on a terminal)."""
+    def said(line: str) -> None:
+        STATUS.around(lambda: say(line), screen if screen is not None else sys.stdout)
+    return said
 
 
 def _feed(stream: BinaryIO, data: bytes) -> None:
@@ -313,21 +420,11 @@ def launch(
     start = time.monotonic()
     reader = StreamReader(stream) if stream else None
     status_line = echo and _isatty(screen)
-    status_shown = [False]
-
-    def write_screen(text: str) -> None:
-        with _echo_lock:
-            try:
-                if status_shown[0]:
-                    screen.write("\r\x1b[K")  # clear the status line before the agent's own line
-                    status_shown[0] = False
-                screen.write(text)
-                screen.flush()
-            except (OSError, ValueError):
-                pass  # a closed screen (drover piped into `head`) must not stop the log
+    status_key = next(_launches)
+    status_shown = False
 
     def show(text: str) -> None:
-        write_screen(f"[{label} {format_elapsed(time.monotonic() - start)}] {text}\n")
+        STATUS.above(f"[{label} {format_elapsed(time.monotonic() - start)}] {text}\n", screen)
 
     become_subreaper()
     marker = ("DROVER_RUN", env_add["DROVER_RUN"]) if env_add.get("DROVER_RUN") else None
@@ -363,16 +460,13 @@ def launch(
                 if cancel is not None and cancel.is_set():
                     outcome = "interrupted"
                     break
-                if status_line and now - output.last_output >= STATUS_AFTER:
-                    with _echo_lock:
-                        try:
-                            screen.write(f"\r\x1b[K[{label} {format_elapsed(now - start)}] silent for "
-                                         f"{format_elapsed(now - output.last_output)}, log "
-                                         f"{log_size(output.size)}; last: {output.last_line[:60]}")
-                            screen.flush()
-                            status_shown[0] = True
-                        except (OSError, ValueError):
-                            pass
+                silent = now - output.last_output
+                if status_line and (status_shown or silent >= STATUS_AFTER):
+                    # once shown, the job's line stays until its launch ends: lines coming and going flicker
+                    status_shown = True
+                    quiet = f"silent for {format_elapsed(silent)}, " if silent >= STATUS_AFTER else ""
+                    STATUS.set(status_key, f"[{label} {format_elapsed(now - start)}] {quiet}log "
+                                           f"{log_size(output.size)}; last: {output.last_line[:60]}", screen, now)
                 elif not status_line and progress is not None and now >= next_progress:
                     progress(f"{progress_label or label}, {short_elapsed(now - start)}, "
                              f"log {log_size(output.size)}")
@@ -389,8 +483,7 @@ def launch(
             stop.set()
             raise
         finally:
-            if status_shown[0]:
-                write_screen("")
+            STATUS.drop(status_key, screen)
         end_run_processes(proc, grace, marker)
         stop.set()
         pump.join()

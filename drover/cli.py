@@ -4,7 +4,6 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from types import FrameType
 from typing import Any, NoReturn, TypeVar
 
 import click
@@ -70,21 +69,20 @@ def cli(ctx: click.Context, color: str) -> None:
     ctx.color = use_color(color, sys.stdout)
 
 
-def _terminated(signum: int, frame: FrameType | None) -> None:
-    # SIGTERM ends a launch the way Ctrl-C does: the agent's process group goes, the run is recorded.
-    raise KeyboardInterrupt
-
-
 def main() -> None:
     if sys.argv[1:] in (["--help"], ["-h"]):
         from .helpcache import print_help
 
         if print_help(cli, __file__):
             return
-    import signal
+    from .fastpath import catch_signals, exit_for_signal
 
-    signal.signal(signal.SIGTERM, _terminated)
-    cli(prog_name="drover")
+    catch_signals()
+    try:
+        cli(prog_name="drover")
+    except SystemExit as exc:
+        exit_for_signal(exc.code)  # 130 after Ctrl-C, 143 after SIGTERM, where the command then failed
+        raise
 
 
 def json_option(func: Decorated) -> Decorated:

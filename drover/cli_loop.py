@@ -1,4 +1,4 @@
-"""The agent-loop commands (run, review, draft, finish, verify, log, drive): registered on cli.py's group."""
+"""The agent-loop commands (run, review, draft, verify, finish, stop, log, drive): registered on cli.py's group."""
 from __future__ import annotations
 
 import sys
@@ -51,15 +51,15 @@ def _launch_command(item_id: str, slot: str, dry_run: bool, explicit: str | None
     if result.outcome != "exited" or result.exit_code != 0:
         sys.exit(1)
     if slot == "review":
-        from .runs import NO_VERDICT, review_verdict
+        from .runs import NO_VERDICT, describe_verdict, review_verdict
 
         with opened() as (project, ledger):
             verdict = review_verdict(ledger, result.run_id)
-        if not verdict:
-            from .errors import Refused
+            if not verdict:
+                from .errors import Refused
 
-            raise Refused(f"{item_id}: {NO_VERDICT}")
-        click.echo(f"{item_id}: the review recorded: {verdict}")
+                raise Refused(f"{item_id}: {NO_VERDICT}")
+            click.echo(f"{item_id}: the review recorded: {describe_verdict(project, ledger, result.run_id)}")
 
 
 def dry_run_option(func: Decorated) -> Decorated:
@@ -142,6 +142,17 @@ def verify(item_id: str, as_json: bool) -> None:
     sys.exit(0 if check is None or check.passed else 1)
 
 
+@cli.command()
+@click.argument("item_id", metavar="ID", type=ITEM_ID)
+def stop(item_id: str) -> None:
+    """End an item's live run (an orphaned one too) and record it as interrupted."""
+    from .runs import stop as stop_runs
+
+    with opened() as (project, ledger):
+        for line in stop_runs(project, ledger, item_id):
+            click.echo(line)
+
+
 @cli.command(name="log")
 @click.argument("item_id", metavar="ID", type=ITEM_ID)
 @click.option("--run", "run_id", metavar="RUN", help="This run of the item (default: its newest).")
@@ -165,7 +176,7 @@ def log_command(item_id: str, run_id: str | None, follow: bool) -> None:
 def drive(item_ids: tuple[str, ...], jobs: int, finish_items: bool, executor: str | None, dry_run: bool,
           as_json: bool) -> None:
     """Implement and review ready items (or the ids given) until approved, parked or failed."""
-    from .loop import drive as run_drive, summary
+    from .loop import drive as run_drive, exit_status, summary
     from .project import open_project
 
     project = open_project()
@@ -182,4 +193,4 @@ def drive(item_ids: tuple[str, ...], jobs: int, finish_items: bool, executor: st
         echo_json(drive_report(results))
     for line in summary(results) if not as_json else ():
         click.echo(line)
-    sys.exit(0 if all(row.ok for row in results) else 1)
+    sys.exit(exit_status(results))

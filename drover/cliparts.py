@@ -12,7 +12,7 @@ import click
 SECTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Set up", ("init", "help", "demo", "completion", "override")),
     ("Items", ("new", "list", "show")),
-    ("The loop", ("draft", "run", "review", "verify", "drive", "finish")),
+    ("The loop", ("draft", "run", "review", "verify", "drive", "finish", "stop")),
     ("Review verbs", ("request-changes", "close-changes", "audit", "dispose", "park", "unpark")),
     ("Inspection", ("check", "prompt", "schema", "log", "ledger")),
 )
@@ -32,6 +32,7 @@ EXAMPLES: dict[str, str] = {
     "drive": "drover drive --jobs 2 --finish",
     "finish": "drover finish D-3",
     "verify": "drover verify D-3",
+    "stop": "drover stop D-3",
     "request-changes": "drover request-changes D-3 --file findings.md",
     "close-changes": 'drover close-changes D-3 --note "fixed in the parser"',
     "audit": 'drover audit D-3 --level reviewed --note "tests cover each requirement"',

@@ -391,11 +391,9 @@ def run(argv: list[str]) -> bool:
     if parsed is None:
         return False
     spec, params, ids = parsed
-    import signal
-
     from .textviews import use_color
 
-    signal.signal(signal.SIGTERM, _terminated)
+    catch_signals()
     _color = use_color("auto", sys.stdout)
     with _answered():
         project = _project_or_none()
@@ -434,8 +432,8 @@ def answer(exc: BaseException) -> int:
             echo(f"drover: {line}", err=True)
         return exc.exit_code
     if isinstance(exc, KeyboardInterrupt):
-        echo("drover: interrupted", err=True)
-        return 130
+        echo("drover: terminated" if signalled == SIGTERM else "drover: interrupted", err=True)
+        return 128 + (signalled or SIGINT)
     if isinstance(exc, BrokenPipeError):
         # the reader stopped early (`drover schema --fields | head`): what it wanted arrived
         drop_stdout()
@@ -484,6 +482,31 @@ def _plain_streams() -> bool:
     return True
 
 
-def _terminated(signum: int, frame: Any) -> None:
+# The signal that ended the command (0: none): the exit code is 128 + its number, 130 for Ctrl-C
+# (SIGINT) and 143 for SIGTERM, however far the command got (a launch records the run first).
+signalled = 0
+SIGINT, SIGTERM = 2, 15  # the POSIX numbers, without importing signal for the answer
+# The exit codes a signal gives (docs/commands.md lists them with the errors' codes).
+SIGNAL_EXIT_CODES = {128 + SIGINT: "SIGINT", 128 + SIGTERM: "SIGTERM"}
+
+
+def _signalled(signum: int, frame: Any) -> None:
     # SIGTERM ends a launch the way Ctrl-C does: the agent's process group goes, the run is recorded.
+    global signalled
+    signalled = signalled or signum
     raise KeyboardInterrupt
+
+
+def catch_signals() -> None:
+    """SIGINT and SIGTERM raise KeyboardInterrupt, and the exit code remembers which came."""
+    import signal
+
+    signal.signal(signal.SIGTERM, _signalled)
+    signal.signal(signal.SIGINT, _signalled)
+
+
+def exit_for_signal(code: int | str | None) -> None:
+    """A command a signal stopped that then failed (a launch records the run, then exits 1):
+    exit 128 + the signal instead. One that ends well on it (`log --follow`) keeps its 0."""
+    if signalled and code not in (0, None):
+        sys.exit(128 + signalled)

@@ -466,6 +466,25 @@ def headline(findings: str) -> str:
     return ""
 
 
+def count_findings(findings: str) -> int:
+    """How many findings a Changes section holds: its top-level list entries outside code fences,
+    else its headings, else 1 for any text at all (0 for none)."""
+    entries = headings = 0
+    fence = ""
+    for line in findings.splitlines():
+        stripped = line.strip()
+        if fence:
+            fence = "" if stripped.startswith(fence) else fence
+            continue
+        if stripped.startswith(("```", "~~~")):
+            fence = stripped[:3]
+        elif re.match(r"(?:[-*+]|[0-9]+[.)])[ \t]+\S", line):
+            entries += 1
+        elif re.match(r"#{1,6}[ \t]+\S", line):
+            headings += 1
+    return entries or headings or (1 if findings.strip() else 0)
+
+
 def write_atomic(path: Path, text: str, *, tmp: Path | None = None) -> None:
     """Write through a temporary file and a rename, so a reader never sees half a file.
 

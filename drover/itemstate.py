@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Sequence
 
 from . import git
@@ -14,7 +15,7 @@ from .ledger import Ledger
 from .procs import run_alive
 from .project import Project, missing_item, not_an_id
 from .rows import Round, Run
-from .status import Entry, State, approved_head, compute_state, describe_deps, entry
+from .status import Entry, State, approved_head, compute_state, describe_deps, entry, orphan_note
 
 
 @dataclass(frozen=True)
@@ -24,7 +25,7 @@ class ItemState:
     id: str
     entry: Entry
     state: State
-    reason: str  # why, for interrupted, failed and in review; "" otherwise (as show says it)
+    reason: str  # why, for interrupted, failed and in review, and an orphaned run; "" otherwise (as show says it)
     row: dict[str, Any]  # the item's row of `items`
     runs: tuple[Run, ...]
     rounds: tuple[Round, ...]
@@ -62,16 +63,17 @@ def item_state(project: Project, ledger: Ledger, item_id: str) -> ItemState:
             raise not_an_id(project, item_id)
         raise missing_item(project, ledger, item_id)
     row = ledger.item_row(item_id)
-    live = any(run_alive(run) for run in runs)
+    live = [run for run in runs if run_alive(run)]
+    running_note = next(filter(None, (orphan_note(run, project.runs_dir) for run in live)), "")
     deps = describe_deps(project, ledger, found.deps)
     deps_done = all(dep.Done for dep, _ in deps)
     activity = ledger.activity_for(item_id)
     branch = activity.get("branch") or ""
     head = git.head_of(project.root, branch) if branch else ""
-    state, reason = compute_state(found, row, activity, live, deps_done, head)
+    state, reason = compute_state(found, row, activity, bool(live), deps_done, head, running_note)
     return ItemState(
         id=item_id, entry=found, state=state,
-        reason=reason if state in (State.INTERRUPTED, State.FAILED, State.IN_REVIEW) else "",
+        reason=reason if state in (State.RUNNING, State.INTERRUPTED, State.FAILED, State.IN_REVIEW) else "",
         row=row, runs=tuple(runs), rounds=tuple(rounds), deps=tuple(deps), branch=branch, head=head,
         # the commit the approval covers, while it is what an approved item would merge; once
         # done, the commit the approval in force at the merge covered
@@ -109,7 +111,7 @@ def show_item(project: Project, ledger: Ledger, item_id: str) -> dict[str, Any]:
              "level": dep.Level, "by": dep.By, "weak": dep.Weak}
             for dep, _ in known.deps
         ],
-        "runs": [_run_view(run) for run in known.runs],
+        "runs": [_run_view(run, project.runs_dir) for run in known.runs],
         "usage": known.usage,
         "rounds": [round_.as_json() for round_ in known.rounds],
         "audits": [audit.as_json() for audit in ledger.audits(item_id)],
@@ -124,10 +126,11 @@ def usage_total(runs: Sequence[Run]) -> dict[str, Any]:
                          "cost_usd": run.cost_usd, "tool_calls": run.tool_calls} for run in runs])
 
 
-def _run_view(run: Run) -> dict[str, Any]:
+def _run_view(run: Run, runs_dir: Path) -> dict[str, Any]:
     view = run.as_json()
     view["unfinished"] = run.finished is None
     view["live"] = run_alive(run)
+    view["orphaned"] = view["live"] and bool(orphan_note(run, runs_dir))
     return view
 
 

@@ -15,7 +15,7 @@ from . import items as itemfile
 from .ledger import Ledger
 from .procs import run_alive
 from .project import Project
-from .status import NOT_DRIVEN, Entry, State, catalogue, collector_paused, run_trouble
+from .status import NOT_DRIVEN, Entry, State, catalogue, collector_paused, orphan_note, run_trouble
 
 
 class Listed(NamedTuple):
@@ -34,13 +34,13 @@ def list_items(project: Project, ledger: Ledger) -> list[Listed]:
 def _list_items(project: Project, ledger: Ledger) -> list[Listed]:
     # the stat child reads the ledger's part once it has sent the stats, while this process
     # matches the files with their cache rows; without a stat child, it is read here
-    also = forks.Also(lambda: _packed(_ledger_part(project.root, Ledger.beside(ledger.path))))
+    also = forks.Also(lambda: _packed(_ledger_part(project.root, project.runs_dir, Ledger.beside(ledger.path))))
     try:
         entries = catalogue(project, ledger, also)
         got = also.answer()
     finally:
         also.close()  # a child whose answer was not read (this process failed midway) is ended
-    done, parked, judged, live = _unpacked(got[0]) if got is not None else _ledger_part(project.root, ledger)
+    done, parked, judged, live = _unpacked(got[0]) if got is not None else _ledger_part(project.root, project.runs_dir, ledger)
     match = itemfile.id_pattern(project.config.prefix).match
     settled = set(filter(match, done))  # a dep is done when it is an id and its item is done
     # decide's answer for each verdict, outstanding or not, deps done or not (few verdicts, many items)
@@ -62,7 +62,7 @@ def _list_items(project: Project, ledger: Ledger) -> list[Listed]:
         elif item_id in parked:
             state, note = parked_state, parked[item_id]
         elif item_id in live:
-            state, note = running, ""
+            state, note = running, live[item_id]
         else:
             verdict = judged.get(item_id, NOTHING)
             answers = decided.get(verdict)
@@ -138,22 +138,26 @@ def is_ready(listed: Listed) -> bool:
     return listed.state not in NOT_DRIVEN | {State.BLOCKED, State.APPROVED} and listed.deps_done
 
 
-def _ledger_part(root: Path, ledger: Ledger) -> "LedgerPart":
+def _ledger_part(root: Path, runs_dir: Path, ledger: Ledger) -> "LedgerPart":
     """What a list reads of the ledger and git: the ids done, those parked (with why), what judge
-    makes of the activity of each item not done, and the items whose run is alive. Plain values
+    makes of the activity of each item not done, and the items whose run is alive (with an
+    orphan's note). Plain values
     throughout, small to send: a child computes it beside the catalogue."""
     done, parked = ledger.flags()
     activity = ledger.list_activity()  # only items not done: a done item's state needs none
-    live = {run.item for run in ledger.unfinished_runs() if run_alive(run)}
+    live: dict[str, str] = {}  # item -> its running note (an orphan's, or "")
+    for run in ledger.unfinished_runs():  # only runs without an end: liveness costs nothing for the rest
+        if run_alive(run):
+            live[run.item] = live.get(run.item) or orphan_note(run, runs_dir)
     heads = git.branch_heads(root) if activity else {}
     judged = {item: judge(act, heads.get(act[1] or "", "") if heads else "") for item, act in activity.items()}
     return done, parked, judged, live
 
 
-LedgerPart = tuple[set[str], dict[str, str], dict[str, Judged], set[str]]
+LedgerPart = tuple[set[str], dict[str, str], dict[str, Judged], dict[str, str]]
 
 
-def _packed(part: LedgerPart) -> tuple[str, dict[str, str], list[tuple[Judged, str]], list[str]]:
+def _packed(part: LedgerPart) -> tuple[str, dict[str, str], list[tuple[Judged, str]], dict[str, str]]:
     """_ledger_part's answer as few objects for the pipe (marshal spends most of its time per
     object): the done ids joined by NUL, which no id holds, and the items grouped by what judge
     made of them (most items are judged alike), each group's ids joined. (An id with a NUL could
@@ -164,12 +168,12 @@ def _packed(part: LedgerPart) -> tuple[str, dict[str, str], list[tuple[Judged, s
     groups: dict[Judged, list[str]] = {}
     for item, verdict in judged.items():
         groups.setdefault(verdict, []).append(item)
-    return "\0".join(done), parked, [(verdict, "\0".join(items)) for verdict, items in groups.items()], list(live)
+    return "\0".join(done), parked, [(verdict, "\0".join(items)) for verdict, items in groups.items()], live
 
 
-def _unpacked(packed: tuple[str, dict[str, str], list[tuple[Judged, str]], list[str]]) -> LedgerPart:
+def _unpacked(packed: tuple[str, dict[str, str], list[tuple[Judged, str]], dict[str, str]]) -> LedgerPart:
     done, parked, groups, live = packed
     judged: dict[str, Judged] = {}
     for verdict, items in groups:
         judged.update(dict.fromkeys(items.split("\0"), verdict))
-    return set(done.split("\0")) if done else set(), parked, judged, set(live)
+    return set(done.split("\0")) if done else set(), parked, judged, dict(live)

@@ -12,7 +12,9 @@ from .ledger import Ledger
 from .project import Project
 from .itemstate import ItemState, item_state
 from .listing import is_ready, list_items
-from .status import IMPLEMENT_NEXT, NOT_DRIVEN, State
+from .agents import say_above_status
+from .procs import run_alive
+from .status import IMPLEMENT_NEXT, NOT_DRIVEN, ORPHANED, State, orphan_note
 from .executors import Executor, open_executor
 from .textviews import table
 from .usage import describe as usage_text, total as usage_total
@@ -27,7 +29,7 @@ class Driven:
     """How one item's drive ended."""
 
     item_id: str
-    result: str  # finished | approved | parked | failed | no verdict | skipped
+    result: str  # finished | approved | parked | failed | no verdict | skipped | orphaned
     rounds: int
     runs: int
     note: str = ""
@@ -77,7 +79,7 @@ class Driver:
             try:
                 return self._drive(ledger, item_id)
             except DroverError as exc:
-                self.say(f"{item_id}: stopped: {exc}")
+                self.event(item_id, f"stopped: {exc}")
                 known = item_state(self.project, ledger, item_id)
                 return Driven(item_id, "parked" if known.parked else "failed", len(known.rounds), len(known.runs),
                               str(exc), usage=known.usage, log="" if known.parked else known.log)
@@ -86,21 +88,31 @@ class Driver:
         launch = runs.prepare(self.project, ledger, item_id, slot)
         for warning in launch.warnings:
             self.say(f"{item_id}: warning: {warning}")
-        self.say(f"{item_id}: {slot} by {launch.agent.identity} ...")
+        self.event(item_id, f"{slot} by {launch.agent.identity} ...")
         result = runs.execute(self.project, ledger, launch, echo=self.echo, cancel=self.cancel, progress=self.say,
                               executor=self.executor)
         for note in result.notes:
             self.say(note)
+        if slot == "review" and result.outcome == "exited" and result.exit_code == 0:
+            verdict = runs.describe_verdict(self.project, ledger, result.run_id)
+            if verdict != runs.NO_VERDICT_SHORT:  # no verdict: _drive says so in the words `drover review` uses
+                self.event(item_id, verdict)
+            return result
         ending = f"exit {result.exit_code}" if result.outcome == "exited" else result.outcome
-        self.say(f"{item_id}: {slot} {ending} after {result.elapsed:.1f}s")
+        self.event(item_id, f"{slot} {ending} after {result.elapsed:.1f}s")
         return result
+
+    def event(self, item_id: str, what: str) -> None:
+        """One line of an item's progress, `D-1: what`: every step of the loop is said here."""
+        self.say(f"{item_id}: {what}")
 
     def _drive(self, ledger: Ledger, item_id: str) -> Driven:
         project = self.project
         known = item_state(project, ledger, item_id)
         state = known.state
         if state in NOT_DRIVEN:
-            return Driven(item_id, "skipped", len(known.rounds), len(known.runs), str(state))
+            skipped = ORPHANED if known.reason.startswith(ORPHANED) else "skipped"
+            return Driven(item_id, skipped, len(known.rounds), len(known.runs), known.reason or str(state))
         conflicted = False
         # One implement and one review per round, plus the first pass (and a merge of base).
         for _ in range(project.config.max_rounds + 2):
@@ -131,7 +143,7 @@ class Driver:
                 if result.outcome != "exited" or result.exit_code != 0:
                     return self._ended(ledger, item_id, "failed", f"review agent {_ending(result)}")
                 if not runs.review_verdict(ledger, result.run_id):
-                    self.say(f"{item_id}: {runs.NO_VERDICT}")
+                    self.event(item_id, runs.NO_VERDICT)
                     return self._ended(ledger, item_id, "no verdict", runs.NO_VERDICT)
             if state == State.APPROVED:
                 if not self.finish:
@@ -190,19 +202,19 @@ class Driver:
                                            self.project.config.base)
             conflicts = git.merge_base_into(worktree, self.project.config.base)
             if conflicts:
-                self.say(f"{item_id}: merging {self.project.config.base} into {branch} conflicts in "
-                         f"{', '.join(conflicts)}: back to the implementing agent")
+                self.event(item_id, f"merging {self.project.config.base} into {branch} conflicts in "
+                           f"{', '.join(conflicts)}: back to the implementing agent")
             else:
-                self.say(f"{item_id}: merged {self.project.config.base} into {branch}: reviewing again")
+                self.event(item_id, f"merged {self.project.config.base} into {branch}: reviewing again")
             return None
         except Refused as exc:
             reason = str(exc).removeprefix(f"{item_id}: ")
-            self.say(f"{item_id}: {NOT_FINISHED}{reason}")
+            self.event(item_id, f"{NOT_FINISHED}{reason}")
             return self._ended(ledger, item_id, "approved", NOT_FINISHED + reason)
         for line in finished.lines:
             self.say(line)
         for problem in finished.problems:
-            self.say(f"{item_id}: {problem}")
+            self.event(item_id, problem)
         return self._ended(ledger, item_id, "finished", "; ".join(finished.problems))
 
     def _ended(self, ledger: Ledger, item_id: str, result: str, note: str, known: ItemState | None = None) -> Driven:
@@ -214,6 +226,27 @@ class Driver:
 
 def _ending(result: runs.RunResult) -> str:
     return f"exited {result.exit_code}" if result.outcome == "exited" else result.outcome
+
+
+def orphans(project: Project) -> list[Driven]:
+    """The items whose run's drover is gone while its agent runs on, as summary rows naming the pid."""
+    found: list[Driven] = []
+    with Ledger(project.ledger_path) as ledger:
+        for run in ledger.unfinished_runs():
+            note = orphan_note(run, project.runs_dir) if run_alive(run) else ""
+            if note and run.item not in {row.item_id for row in found}:
+                known = item_state(project, ledger, run.item)
+                found.append(Driven(run.item, ORPHANED, len(known.rounds), len(known.runs), note))
+    return found
+
+
+def exit_status(results: list[Driven]) -> int:
+    """0 when every item driven was approved (and finished, if asked); 1 otherwise, and when the
+    only items were orphans: drive could do nothing, and something still runs unattended."""
+    driven = [row for row in results if row.result != ORPHANED]
+    if not driven:
+        return 1 if results else 0
+    return 0 if all(row.ok for row in driven) else 1
 
 
 def ready_ids(project: Project, finish: bool = False) -> list[str]:
@@ -240,10 +273,14 @@ def drive(project: Project, ids: list[str], *, jobs: int = 1, finish: bool = Fal
     if finish:
         _require_clean(project)
     queue = list(dict.fromkeys(ids)) if explicit else ready_ids(project, finish)
+    # given ids speak for themselves (a row each); otherwise the orphans are named here and in the summary
+    orphaned = [] if explicit else orphans(project)
     runner = open_executor(project, executor)
     for line in header(project, queue, jobs, finish):
         say(line)
     say(f"  executor: {runner.name}: runs go to {runner.where()}")
+    for row in orphaned:
+        say(f"  {row.item_id}: {row.note}")
     if dry_run:
         for item_id in queue:
             say(f"  {item_id}: implement and review would run on {runner.where()}")
@@ -252,14 +289,18 @@ def drive(project: Project, ids: list[str], *, jobs: int = 1, finish: bool = Fal
     try:
         if queue:
             runner.start()
-        return _drive_queue(project, queue, explicit, jobs=jobs, finish=finish, say=say, echo=echo, runner=runner)
+        results = _drive_queue(project, queue, explicit, jobs=jobs, finish=finish, say=say, echo=echo,
+                               runner=runner)
     finally:
         runner.close()
+    return results + [row for row in orphaned if row.item_id not in {done.item_id for done in results}]
 
 
 def _drive_queue(project: Project, queue: list[str], explicit: bool, *, jobs: int, finish: bool,
                  say: Callable[[str], None], echo: bool, runner: "Executor") -> list[Driven]:
     lock = threading.Lock()
+    if echo:
+        say = say_above_status(say)  # on a terminal the jobs' status lines stay below the progress
 
     def locked_say(line: str) -> None:
         with lock:
@@ -319,5 +360,6 @@ def summary(results: list[Driven]) -> list[str]:
         lines += [f"{item_id}: {text}" for item_id, text in spent if text]
         lines.append(f"total: {usage_text(usage_total([row.usage or {} for row in results]))}")
     approved = sum(row.approved for row in results)
-    lines.append(f"{approved} of {len(results)} approved")
+    driven = sum(row.result != ORPHANED for row in results)
+    lines.append(f"{approved} of {driven} approved")
     return lines

@@ -12,7 +12,9 @@ import os
 import signal
 import sys
 import time
-from typing import TYPE_CHECKING
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Iterator
 
 if TYPE_CHECKING:
     import subprocess
@@ -65,6 +67,72 @@ def run_alive(run: "Run") -> bool:
         return False
     recorded = run.pid_start or ""
     return not recorded or process_start(run.pid) in ("", recorded)
+
+
+# In a run's folder: the drover that launched the run holds a lock on this file until it has
+# recorded the run's end. The kernel lets go of the lock when that drover dies, however it dies
+# (SIGKILL included), so a live agent whose lock is free has no drover attached: an orphan.
+ATTACHED = "drover.lock"
+
+
+@contextmanager
+def attached(run_dir: Path) -> Iterator[None]:
+    """Hold the run's lock while this drover waits for its agent and records its end."""
+    import fcntl  # POSIX only, as process groups are; only a launch needs it
+
+    run_dir.mkdir(parents=True, exist_ok=True)
+    fd = os.open(run_dir / ATTACHED, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode())  # for people: which drover it was
+        yield
+    finally:
+        os.close(fd)
+
+
+def drover_attached(run_dir: Path) -> bool:
+    """The drover that launched the run still holds its lock (or the run predates the lock)."""
+    import fcntl
+
+    try:
+        fd = os.open(run_dir / ATTACHED, os.O_RDONLY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return True  # launched before drover kept the lock: nothing says its drover is gone
+    except OSError:
+        return True
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError:
+        return True  # held: its drover is alive
+    finally:
+        os.close(fd)  # closing lets go of the shared lock taken just now
+    return False
+
+
+def run_orphaned(run: "Run", runs_dir: Path) -> bool:
+    """A live run (run_alive) whose drover is gone: its agent runs on with nobody to record its end."""
+    return run_alive(run) and not drover_attached(runs_dir / run.id)
+
+
+def end_orphan(pid: int, run_id: str, grace: float) -> None:
+    """End a run's processes when they are not this process's children (`drover stop`): its agent's
+    group and every process carrying its DROVER_RUN; SIGTERM, then SIGKILL after `grace` seconds."""
+
+    def left() -> list[int]:
+        return marked_processes("DROVER_RUN", run_id)
+
+    def alive() -> bool:
+        return _group_alive(pid) or bool(left())
+
+    for signum, patience in ((signal.SIGTERM, grace), (signal.SIGKILL, 2.0)):
+        if not alive():
+            return
+        _signal_group(pid, signum)
+        _signal(left(), signum)
+        deadline = time.monotonic() + patience
+        while alive() and time.monotonic() < deadline:
+            time.sleep(0.05)
 
 
 def _group_alive(pgid: int) -> bool:

@@ -9,7 +9,7 @@ import os
 import secrets
 import shlex
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Sequence
@@ -21,7 +21,7 @@ from .config import AgentConfig
 from .errors import DroverError, Refused, TemplateError, UsageError
 from .ledger import Ledger
 from .project import Project
-from .procs import process_start, run_alive
+from .procs import attached, process_start, run_alive
 from .rows import NewRun, Run
 from .status import State
 
@@ -125,8 +125,10 @@ def prepare(project: Project, ledger: Ledger, item_id: str, slot: str, *,
         worktree = project.worktrees_dir / item_id
         workdir = worktree
     argv, via = agents.agent_argv(agent, run_dir / "prompt.md")
-    env_add = agents.agent_env(item_id=item_id, slot=slot, run_id=run_id,
-                               prompt_file=run_dir / "prompt.md", repo=project.root)
+    env_add = agents.agent_env(item_id=item_id, slot=slot, run_id=run_id, prompt_file=run_dir / "prompt.md",
+                               repo=project.root, workdir=workdir, base=project.config.base,
+                               branch=branch if slot != "draft" else "", round_number=data.Rounds,
+                               posture=data.Posture, verify=data.VerifyCommand)
     env_add.update(agents.sandbox_env(agent))
     return Launch(
         item_id=item_id, slot=slot, run_id=run_id, agent=agent, argv=tuple(argv), prompt_via=via,
@@ -223,27 +225,80 @@ def execute(project: Project, ledger: Ledger, launch: Launch, *, echo: bool = Tr
     from .executors import open_executor
 
     runner: Executor = executor or open_executor(project, "local")
-    try:
-        handle = runner.submit(project, ledger, launch, echo=echo,
-                               on_start=lambda pid: ledger.set_run_pid(launch.run_id, pid, process_start(pid)),
-                               progress=progress if progress is not None else _say)
-        result = handle.collect(cancel)
-    except DroverError:
-        ledger.finish_run(launch.run_id, None, "failed to start")
-        raise
-    except OSError as exc:
-        ledger.finish_run(launch.run_id, None, "failed to start")
-        raise UsageError(f"{launch.agent.identity}: could not start {launch.argv[0]}: {exc.strerror}") from None
-    ledger.set_run_node(launch.run_id, result.node, result.reason)
-    if result.usage is not None:
-        ledger.record_usage(launch.run_id, result.usage)
-    # an implementing run's head is where it left the branch; a review's stays the one it reviewed
-    head = git.head_of(project.root, launch.branch) if launch.slot == "implement" and launch.branch else None
-    ledger.finish_run(launch.run_id, result.exit_code, result.outcome, head)
+    # held until the end is recorded: a live agent whose lock is free is an orphan (procs.attached)
+    with attached(launch.run_dir):
+        try:
+            handle = runner.submit(project, ledger, launch, echo=echo,
+                                   on_start=lambda pid: ledger.set_run_pid(launch.run_id, pid, process_start(pid)),
+                                   progress=progress if progress is not None else _say)
+            result = handle.collect(cancel)
+        except DroverError:
+            ledger.finish_run(launch.run_id, None, "failed to start")
+            raise
+        except OSError as exc:
+            ledger.finish_run(launch.run_id, None, "failed to start")
+            raise UsageError(f"{launch.agent.identity}: could not start {launch.argv[0]}: {exc.strerror}") from None
+        if (launch.run_dir / STOPPED).exists():
+            result = replace(result, outcome="interrupted", reason=STOPPED_REASON)
+        ledger.set_run_node(launch.run_id, result.node, result.reason)
+        if result.usage is not None:
+            ledger.record_usage(launch.run_id, result.usage)
+        # an implementing run's head is where it left the branch; a review's stays the one it reviewed
+        head = git.head_of(project.root, launch.branch) if launch.slot == "implement" and launch.branch else None
+        ledger.finish_run(launch.run_id, result.exit_code, result.outcome, head)
     return RunResult(launch.run_id, result.exit_code, result.outcome, result.elapsed, launch.log_path, result.notes)
 
 
+# `drover stop` leaves this file in the run's folder, so the drover attached to it records the
+# end as interrupted (an agent ended by a signal would otherwise read as failed).
+STOPPED = "stopped"
+STOPPED_REASON = "stopped by `drover stop`"
+
+
+def stop(project: Project, ledger: Ledger, item_id: str) -> list[str]:
+    """End the item's live runs (`drover stop`): each one's process group and marked processes.
+
+    An orphan's end is recorded here (interrupted); a run whose drover is attached is recorded
+    by that drover, which this waits for.
+    """
+    import time
+
+    from .procs import drover_attached, end_orphan
+
+    project.require_item(item_id)
+    live = [run for run in ledger.runs(item_id) if run_alive(run)]
+    if not live:
+        raise Refused(f"{item_id} has no live run: nothing to stop")
+    lines = []
+    for run in live:
+        assert run.pid is not None  # run_alive
+        run_dir = project.runs_dir / run.id
+        orphan = not drover_attached(run_dir)
+        run_dir.mkdir(parents=True, exist_ok=True)
+        (run_dir / STOPPED).write_text(f"{STOPPED_REASON} at {datetime.now(timezone.utc).isoformat()}\n")
+        end_orphan(run.pid, run.id, agents.GRACE_SECONDS)
+        if orphan:
+            with open(run_dir / "agent.log", "ab") as log:
+                log.write(f"\n[drover] {STOPPED_REASON}: its drover was gone; ended the agent's processes\n".encode())
+            head = git.head_of(project.root, run.branch) if run.slot == "implement" and run.branch else None
+            ledger.set_run_node(run.id, run.node or "local", f"{STOPPED_REASON} (its drover was gone)")
+            ledger.finish_run(run.id, None, "interrupted", head)
+            ledger.log_event("stop", item_id, run=run.id, pid=run.pid, orphaned=True)
+            lines.append(f"{item_id}: stopped orphaned run {run.id} (agent pid {run.pid}); recorded as interrupted")
+            continue
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            ended = ledger.run(run.id)
+            if ended is None or ended.finished is not None:
+                break
+            time.sleep(0.1)
+        ledger.log_event("stop", item_id, run=run.id, pid=run.pid, orphaned=False)
+        lines.append(f"{item_id}: stopped run {run.id} (agent pid {run.pid}); its drover recorded the end")
+    return lines
+
+
 NO_VERDICT = "the review recorded no verdict (neither request-changes nor an approving audit)"
+NO_VERDICT_SHORT = "no verdict"
 
 
 def review_verdict(ledger: Ledger, run_id: str) -> str:
@@ -264,3 +319,27 @@ def review_verdict(ledger: Ledger, run_id: str) -> str:
     if row.get("parked") and started <= (row.get("parked_at") or ""):
         return State.PARKED
     return ""
+
+
+def describe_verdict(project: Project, ledger: Ledger, run_id: str) -> str:
+    """What a review run decided, for people: `changes requested (3 findings)`, `approved (reviewed by
+    reviewer)`, `parked (why)`, or `no verdict`. `drive`'s progress and `drover review` say it so."""
+    verdict = review_verdict(ledger, run_id)
+    run = ledger.run(run_id)
+    if not verdict or run is None:
+        return NO_VERDICT_SHORT
+    if verdict == State.CHANGES_REQUESTED:
+        from .items import Unreadable, count_findings, read_item
+
+        try:
+            count = count_findings(read_item(project.item_path(run.item), project.config.prefix).changes)
+        except Unreadable:
+            return str(verdict)
+        return f"{verdict} ({count} finding{'' if count == 1 else 's'})"
+    if verdict == State.APPROVED:
+        approving = [row for row in ledger.audits(run.item)
+                     if run.started <= (row.at or "") and row.level in ("reviewed", "verified")]
+        best = approving[-1]
+        return f"{verdict} ({best.level} by {best.by or 'nobody named'})"
+    reason = ledger.item_row(run.item).get("parked_reason") or ""
+    return f"{verdict} ({reason})" if reason else str(verdict)

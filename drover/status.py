@@ -7,7 +7,7 @@ import os
 import re
 from contextlib import contextmanager
 from enum import StrEnum
-from typing import Any, Iterable, Iterator, NamedTuple, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, NamedTuple, Sequence
 
 from .records import dataclass
 from . import forks, parsing
@@ -17,6 +17,9 @@ from .ledger import Ledger
 from .project import Project
 from .rows import Audit, ItemRows, Run
 from .vocabulary import LEVELS
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 
 class State(StrEnum):
@@ -387,11 +390,26 @@ def approved_head(activity: dict[str, Any] | None, head: str) -> str:
     return covered if approval_current(activity) and head and covered == head else ""
 
 
+def orphan_note(run: Run, runs_dir: "Path") -> str:
+    """Of a live run: "" while the drover that launched it is attached; else what list, show and
+    drive say of the orphan, with its agent's pid (docs/states.md)."""
+    from .procs import drover_attached
+
+    if drover_attached(runs_dir / run.id):
+        return ""
+    return f"{ORPHANED}: agent pid {run.pid} runs with no drover attached (`drover stop {run.item}` ends it)"
+
+
+# The word that opens a running item's note when its drover is gone (a reason on `running`, not a state).
+ORPHANED = "orphaned"
+
+
 def compute_state(entry: Entry, row: dict[str, Any], activity: dict[str, Any] | None,
-                  live: bool, deps_done: bool, head: str = "") -> tuple[State, str]:
+                  live: bool, deps_done: bool, head: str = "", running_note: str = "") -> tuple[State, str]:
     """The first state that applies, in the order an operator cares about, and why (or "").
 
-    `head` is the current head of the item's branch ("" when it has none).
+    `head` is the current head of the item's branch ("" when it has none); `running_note` is
+    orphan_note of the live run.
     """
     if entry.unreadable:
         return State.UNREADABLE, entry.problem
@@ -400,7 +418,7 @@ def compute_state(entry: Entry, row: dict[str, Any], activity: dict[str, Any] | 
     if row.get("parked"):
         return State.PARKED, row.get("parked_reason") or ""
     if live:
-        return State.RUNNING, ""
+        return State.RUNNING, running_note
     activity = activity or {}
     ran = bool(activity.get("last_id"))
     # a run that exited 0 leaves no trouble: the common case decides without run_trouble

@@ -174,6 +174,8 @@ def test_agent_env_adds_the_drover_variables(tmp_path):
     assert {key: env[key] for key in env if key != "PATH"} == {
         "DROVER_ITEM": "D-1", "DROVER_SLOT": "review", "DROVER_RUN": "r1",
         "DROVER_PROMPT_FILE": str(tmp_path / "prompt.md"), "DROVER_REPO": str(tmp_path),
+        "DROVER_WORKTREE": str(tmp_path), "DROVER_BASE": "", "DROVER_BRANCH": "", "DROVER_ROUND": "0",
+        "DROVER_POSTURE": "", "DROVER_VERIFY": "",
     }
 
 
@@ -445,7 +447,7 @@ class TerminalScreen(io.StringIO):
         return True
 
 
-def test_on_a_terminal_a_status_line_shows_while_silent_and_is_cleared_for_output(tmp_path, monkeypatch):
+def test_on_a_terminal_a_status_line_shows_while_silent_and_stays_below_the_output(tmp_path, monkeypatch):
     monkeypatch.setattr(agents, "STATUS_AFTER", 0.2)
     screen = TerminalScreen()
     heard = []
@@ -453,9 +455,9 @@ def test_on_a_terminal_a_status_line_shows_while_silent_and_is_cleared_for_outpu
     result = run([sys.executable, "-c", script], tmp_path, echo=True, out=screen, progress=heard.append)
     assert result.outcome == "exited"
     text = screen.getvalue()
-    assert re.search(r"\r\x1b\[K\[D-1 implement 0:0\d\] silent for 0:0\d, log 4 B; last: one", text), text
-    # Each line the agent printed starts on a cleared line; the status line never precedes text unerased.
-    agent_lines = [line.rsplit("\r\x1b[K", 1)[-1] for line in text.split("\n") if line]
+    assert re.search(r"\n\[D-1 implement 0:0\d\] silent for 0:0\d, log 4 B; last: one\n", text), text
+    # Each line the agent printed starts a line, or follows the erased status block: never after a status.
+    agent_lines = [line.rsplit("\x1b[J", 1)[-1] for line in text.split("\n") if line and "] silent for " not in line]
     assert [LINE_PREFIX.sub("", line) for line in agent_lines if LINE_PREFIX.match(line)] == ["one", "two"]
-    assert text.endswith("\r\x1b[K")  # the last status line is erased when the run ends
+    assert text.endswith("\r\x1b[1A\x1b[J")  # the status line is erased when the run ends
     assert heard == []  # on a terminal the status line replaces the progress lines

@@ -74,8 +74,11 @@ def _documented_exit_codes() -> dict[int, str]:
 def test_the_exit_code_table_lists_exactly_the_codes_errors_carry():
     import drover.trackers  # noqa: F401 - its error classes join the hierarchy on import
 
+    from drover.fastpath import SIGNAL_EXIT_CODES
+
     documented = _documented_exit_codes()
     carried = {cls.exit_code for cls in _every_error_class()}
-    assert set(documented) == {0} | carried
+    assert set(documented) == {0} | carried | set(SIGNAL_EXIT_CODES)
     assert all(documented.values())
     assert "refused" in documented[1] and "usage" in documented[2]
+    assert all(name in documented[code] for code, name in SIGNAL_EXIT_CODES.items())

@@ -124,8 +124,8 @@ def _work(payload: dict[str, Any], base_bundle: bytes, scratch: Path, started: f
     start_sha = git.rev_parse(repo, f"refs/heads/{branch}")
     prompt_file = _write(repo / payload["prompt_rel"], payload["prompt"])
     outbox = scratch / "outbox.jsonl"
-    env_add = agents.agent_env(item_id=payload["item_id"], slot=payload["slot"], run_id=payload["run_id"],
-                               prompt_file=prompt_file, repo=repo)
+    # the environment the coordinator prepared, its paths made this machine's
+    env_add = agents.on_this_machine(payload["env"], prompt_file=prompt_file, repo=repo, workdir=workdir)
     env_add[OUTBOX_ENV] = str(outbox)
     argv = [word.replace(payload["prompt_file"], str(prompt_file)) for word in payload["argv"]]
     log = scratch / "agent.log"

@@ -3,7 +3,8 @@
 
 AGENT_MODE steers it: `normal` (request changes once, then approve), `stubborn` (always
 request changes), `fail` (exit 3), `sleep` (start a grandchild and sleep), `silent` (review
-records nothing).
+records nothing). AGENT_QUIET=N: the first implementing pass says nothing for N seconds first;
+AGENT_FINDINGS: the findings of a request for changes.
 """
 import json
 import os
@@ -46,6 +47,8 @@ if slot == "implement":
             subprocess.run(["git", "add", "--", path], check=True)
     target = Path(f"{item.lower()}.txt")
     passes = int(target.read_text().count("\n")) if target.exists() else 0
+    if passes == 0 and os.environ.get("AGENT_QUIET"):
+        time.sleep(float(os.environ["AGENT_QUIET"]))
     with target.open("a") as handle:
         handle.write(f"pass {passes + 1}\n")
     subprocess.run(["git", "add", str(target)], check=True)
@@ -55,6 +58,7 @@ elif slot == "review":
     if mode == "silent":
         sys.exit(0)
     if mode == "stubborn" or not shown["rounds"]:
-        done = drover("request-changes", item, stdin=f"# Pass {len(shown['rounds']) + 1} is not enough\n\nDo it again.\n")
+        findings = os.environ.get("AGENT_FINDINGS") or f"# Pass {len(shown['rounds']) + 1} is not enough\n\nDo it again.\n"
+        done = drover("request-changes", item, stdin=findings)
         sys.exit(done.returncode)
     sys.exit(drover("audit", item, "--level", "reviewed", "--note", "looks right").returncode)

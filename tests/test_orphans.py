@@ -1,0 +1,155 @@
+"""Orphans: a run whose drover died while its agent runs on is named, with its pid, by list, show
+and drive, and `drover stop` ends it."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from helpers import BIN, configure, drover, new_item
+
+
+@pytest.fixture
+def project(repo):
+    configure(repo)
+    return repo
+
+
+def _wait_for(path: Path, timeout: float = 30) -> str:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if path.exists() and path.read_text().strip():
+            return path.read_text()
+        time.sleep(0.05)
+    raise AssertionError(f"{path} never appeared")
+
+
+def _alive(pid: int) -> bool:
+    from drover.procs import pid_alive
+
+    return pid_alive(pid)
+
+
+def _gone(*pids: int, timeout: float = 15) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and any(_alive(pid) for pid in pids):
+        time.sleep(0.1)
+    return not any(_alive(pid) for pid in pids)
+
+
+def _start_run(project: Path, item: str, pidfile: Path) -> subprocess.Popen:
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}", "AGENT_MODE": "sleep",
+           "AGENT_PIDFILE": str(pidfile)}
+    return subprocess.Popen([str(BIN / "drover"), "run", item], cwd=project, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+@pytest.fixture
+def orphan(project):
+    """D-1 with an implementing run whose drover was SIGKILLed: its agent (and a grandchild) run on."""
+    item = new_item(project, "Add a thing")
+    pidfile = project.parent / "pids"
+    proc = _start_run(project, item, pidfile)
+    agent, grandchild = map(int, _wait_for(pidfile).split())
+    proc.kill()
+    proc.communicate(timeout=30)
+    assert _alive(agent)
+    yield item, agent, grandchild
+    for pid in (agent, grandchild):  # whatever the test did, nothing outlives it
+        try:
+            os.killpg(pid, signal.SIGKILL) if pid == agent else os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+
+def test_list_and_show_name_an_orphan_with_its_agents_pid(project, orphan):
+    item, agent, _ = orphan
+    note = f"orphaned: agent pid {agent} runs with no drover attached (`drover stop {item}` ends it)"
+    listed = drover(project, "list", check=True).stdout
+    assert f"{item}  running" in listed and note in listed
+    for args in (("show", item), ("--color", "never", "show", item)):  # the fast path and click's
+        shown = drover(project, *args, check=True).stdout
+        assert "state: running" in shown and f"why:   {note}" in shown
+    data = json.loads(drover(project, "show", item, "--json", check=True).stdout)
+    assert data["state"] == "running" and data["reason"] == note
+    (run,) = data["runs"]
+    assert run["live"] and run["orphaned"] and run["pid"] == agent
+    (row,) = json.loads(drover(project, "list", "--json", check=True).stdout)
+    assert (row["state"], row["note"]) == ("running", note)
+
+
+def test_a_live_run_with_its_drover_attached_is_not_an_orphan(project):
+    item = new_item(project, "Add a thing")
+    pidfile = project.parent / "pids"
+    proc = _start_run(project, item, pidfile)
+    try:
+        _wait_for(pidfile)
+        data = json.loads(drover(project, "show", item, "--json", check=True).stdout)
+        assert data["state"] == "running" and data["reason"] == ""
+        assert not data["runs"][0]["orphaned"]
+        assert "orphaned" not in drover(project, "list", check=True).stdout
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=30)
+
+
+def test_drive_names_the_orphan_and_exits_1_when_nothing_else_could_be_driven(project, orphan):
+    item, agent, _ = orphan
+    done = drover(project, "drive", "--finish")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "nothing to drive" not in done.stdout
+    assert f"{item}: orphaned: agent pid {agent} runs with no drover attached" in done.stdout  # the header
+    (row,) = [line for line in done.stdout.splitlines() if line.startswith(f"{item} ") and " orphaned " in line]
+    assert f"agent pid {agent}" in row  # the summary's row
+    named = drover(project, "drive", item)  # given by id: its row says the same
+    assert named.returncode == 1 and f"orphaned: agent pid {agent}" in named.stdout
+
+
+def test_drive_drives_the_other_items_and_still_names_the_orphan(project, orphan):
+    item, agent, _ = orphan
+    other = new_item(project, "Another thing")
+    done = drover(project, "drive")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"{other}: approved (reviewed by reviewer)" in done.stdout
+    assert f"agent pid {agent}" in done.stdout and "1 of 1 approved" in done.stdout
+
+
+def test_stop_ends_an_orphan_and_records_it_interrupted(project, orphan):
+    item, agent, grandchild = orphan
+    done = drover(project, "stop", item)
+    assert done.returncode == 0, done.stderr
+    assert "stopped orphaned run" in done.stdout and f"agent pid {agent}" in done.stdout
+    assert _gone(agent, grandchild)
+    data = json.loads(drover(project, "show", item, "--json", check=True).stdout)
+    (run,) = data["runs"]
+    assert run["finished"] and run["outcome"] == "interrupted" and "drover stop" in run["reason"]
+    assert data["state"] == "interrupted"
+    assert "drover stop" in (project / run["log_path"]).read_text()
+    again = drover(project, "stop", item)
+    assert again.returncode == 1 and "no live run" in again.stderr
+
+
+def test_stop_ends_a_live_run_and_its_drover_records_it_interrupted(project):
+    item = new_item(project, "Add a thing")
+    pidfile = project.parent / "pids"
+    proc = _start_run(project, item, pidfile)
+    agent, grandchild = map(int, _wait_for(pidfile).split())
+    done = drover(project, "stop", item)
+    proc.communicate(timeout=30)
+    assert done.returncode == 0, done.stderr
+    assert "its drover recorded the end" in done.stdout
+    assert _gone(agent, grandchild)
+    (run,) = json.loads(drover(project, "show", item, "--json", check=True).stdout)["runs"]
+    assert run["outcome"] == "interrupted" and "drover stop" in run["reason"]
+
+
+def test_stop_refuses_an_item_without_a_live_run(project):
+    item = new_item(project, "Add a thing")
+    done = drover(project, "stop", item)
+    assert done.returncode == 1 and done.stderr.strip() == f"drover: {item} has no live run: nothing to stop"
+    assert drover(project, "stop", "D-9").returncode == 2

@@ -1,0 +1,167 @@
+"""What drive says as it goes: each review's verdict, one status line per job on a terminal, and
+the exit codes of a signal."""
+from __future__ import annotations
+
+import fcntl
+import os
+import pty
+import re
+import select
+import signal
+import struct
+import subprocess
+import termios
+import time
+from pathlib import Path
+
+import pytest
+
+from helpers import BIN, configure, drover, new_item
+
+FINDINGS = "- The parser accepts unknown keys.\n- The error names no line.\n- Nothing tests an empty file.\n"
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def project(repo):
+    configure(repo)
+    return repo
+
+
+def test_drive_names_each_verdict_with_its_findings_or_its_level_and_by(project):
+    new_item(project, "Add a thing")
+    done = drover(project, "drive", env={"AGENT_FINDINGS": FINDINGS})
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert "D-1: changes requested (3 findings)" in lines
+    assert "D-1: approved (reviewed by reviewer)" in lines
+    assert not any("review exit" in line for line in lines)
+    assert "D-1: implement exit 0" in done.stdout  # an implementing run still says how it ended
+
+
+def test_a_review_without_a_verdict_says_so_once(project):
+    new_item(project, "Add a thing")
+    done = drover(project, "drive", env={"AGENT_MODE": "silent"})
+    assert done.returncode == 1
+    said = [line for line in done.stdout.splitlines() if "verdict" in line and line.startswith("D-1: ")]
+    assert said == ["D-1: the review recorded no verdict (neither request-changes nor an approving audit)"]
+    assert "review exit" not in done.stdout
+
+
+def test_drover_review_says_the_verdict_as_drive_does(project):
+    item = new_item(project, "Add a thing")
+    drover(project, "run", item, check=True)
+    done = drover(project, "review", item, env={"AGENT_FINDINGS": "One thing only.\n"})
+    assert done.returncode == 0, done.stderr
+    assert f"{item}: the review recorded: changes requested (1 finding)" in done.stdout
+
+
+def test_the_findings_count_reads_list_entries_then_headings():
+    from drover.items import count_findings
+
+    assert count_findings(FINDINGS) == 3
+    assert count_findings("### One\ntext\n### Two\n- a detail under it\n") == 1  # entries win over headings
+    assert count_findings("### One\ntext\n### Two\nmore\n") == 2
+    assert count_findings("```\n- not an entry\n- nor this\n```\n- one\n") == 1
+    assert count_findings("Just prose.\n") == 1
+    assert count_findings("\n") == 0
+
+
+# --- one status line per job on a terminal ---------------------------------------------------
+
+def _drive_on_a_terminal(project: Path, *args: str, env: dict[str, str]) -> tuple[int, list[tuple[float, str]]]:
+    """Run drover under a pseudo-terminal 120 columns wide; its exit status and what it wrote, timed."""
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
+    full_env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}", **env}
+    proc = subprocess.Popen([str(BIN / "drover"), *args], cwd=project, env=full_env,
+                            stdin=slave, stdout=slave, stderr=slave, close_fds=True)
+    os.close(slave)
+    heard: list[tuple[float, str]] = []
+    deadline = time.monotonic() + 120
+    try:
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([master], [], [], 0.1)
+            if ready:
+                try:
+                    data = os.read(master, 65536)
+                except OSError:  # the terminal's other side closed: drover ended
+                    break
+                if not data:
+                    break
+                heard.append((time.monotonic(), data.decode("utf-8", errors="replace")))
+            elif proc.poll() is not None:
+                break
+        return proc.wait(timeout=60), heard
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        os.close(master)
+
+
+def test_on_a_terminal_each_job_has_its_own_status_line_redrawn_at_most_once_a_second(project):
+    new_item(project, "First thing")
+    new_item(project, "Second thing")
+    code, heard = _drive_on_a_terminal(project, "drive", "--jobs", "2", env={"AGENT_QUIET": "7"})
+    text = "".join(data for _, data in heard)
+    assert code == 0, text
+    for item in ("D-1", "D-2"):
+        status = re.compile(rf"\[{item} implement \d+:\d\d\] silent for ")
+        times = [at for at, data in heard for _ in status.finditer(data)]
+        assert len(times) >= 2, text
+        window = times[-1] - times[0]
+        assert window >= 2.0, text
+        # one redraw a second at most (and an extra one when a progress line goes above the block)
+        assert len(times) <= window * 1.0 + 3, (item, len(times), window)
+    # the two jobs' status lines are two lines, drawn together in one block
+    assert re.search(r"\[D-1 implement [^\r\n]* silent for [^\r\n]*\r?\n\[D-2 implement [^\r\n]* silent for ", text) \
+        or re.search(r"\[D-2 implement [^\r\n]* silent for [^\r\n]*\r?\n\[D-1 implement [^\r\n]* silent for ", text), text
+    assert "\x1b[K[D-" not in text  # no status line rewritten over another on one line
+
+
+def test_off_a_terminal_drive_keeps_the_heartbeat_lines_beside_the_verdicts(project):
+    new_item(project, "First thing")
+    done = drover(project, "drive", env={"AGENT_QUIET": "1.5", "DROVER_PROGRESS_SECONDS": "0.5"})
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert re.search(r"^D-1: implement by implementer, \ds, log \d+ B$", done.stdout, re.M), done.stdout
+    assert "D-1: changes requested (1 finding)" in done.stdout.splitlines()
+    assert "\x1b[" not in done.stdout
+
+
+# --- signals ---------------------------------------------------------------------------------
+
+def _wait_for(path: Path, timeout: float = 30) -> str:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if path.exists() and path.read_text().strip():
+            return path.read_text()
+        time.sleep(0.05)
+    raise AssertionError(f"{path} never appeared")
+
+
+@pytest.mark.parametrize(("command", "signum", "code", "said"), [
+    ("run", signal.SIGTERM, 143, "terminated"), ("run", signal.SIGINT, 130, "interrupted"),
+    ("drive", signal.SIGTERM, 143, "terminated")])  # drive after Ctrl-C exited 130 already
+def test_a_signal_ends_drover_with_128_plus_its_number(project, command, signum, code, said):
+    item = new_item(project, "Add a thing")
+    pidfile = project.parent / "pids"
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}", "AGENT_MODE": "sleep",
+           "AGENT_PIDFILE": str(pidfile)}
+    args = ["run", item] if command == "run" else ["drive"]
+    proc = subprocess.Popen([str(BIN / "drover"), *args], cwd=project, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    _wait_for(pidfile)
+    proc.send_signal(signum)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == code, out + err
+    if command == "drive":
+        assert f"drover: {said}" in err
+    shown = drover(project, "show", item, "--json", check=True).stdout
+    assert '"outcome": "interrupted"' in shown
+
+
+def test_the_exit_code_table_lists_130_and_143():
+    table = (ROOT / "docs" / "commands.md").read_text().split("## Exit codes and errors", 1)[1].split("\n\n")[1]
+    assert "| `130` |" in table and "SIGINT" in table
+    assert "| `143` |" in table and "SIGTERM" in table
