@@ -134,26 +134,13 @@ def check_config(project: Project, refs: dict[str, str]) -> list[Finding]:
 def check_refs(project: Project, ledger: Ledger, refs: dict[str, str]) -> list[Finding]:
     """Refs named like an item's branch (or base), which git would read before the branch, and
     approvals whose branch has moved since; `refs` is every ref (git.all_refs)."""
-    from .listing import judge
     from .activity import LIST_KEYS
+    from .listing import judge
 
-    findings = []
-    activity = ledger.list_activity()  # items not done
     at_branch = LIST_KEYS.index("branch")
-    named = {project.config.base: "base"}
-    named.update((act[at_branch], item_id) for item_id, act in sorted(activity.items()) if act[at_branch])
-    git_dir = git.own_git_dir(project.root)
-    for branch, owner in sorted(named.items()):
-        whose = "the base branch" if owner == "base" else f"{owner}'s branch"
-        shadows = [ref for ref in git.shadowing_refs(branch) if ref in refs]
-        if git_dir is not None and _reads_as_ref(git_dir / branch):
-            shadows.insert(0, f"{git_dir.name}/{branch} (a file in git's folder)")
-        for shadow in shadows:
-            findings.append(Finding(f"{shadow} shadows {whose} {branch}: git reads {branch} as it; drover "
-                                    f"uses refs/heads/{branch} and ignores it, but nobody meant it: "
-                                    "if you did not make it, an agent did (remove it)"))
-    heads = {name.removeprefix("refs/heads/"): sha for name, sha in refs.items() if name.startswith("refs/heads/")}
-    for item_id, act in sorted(activity.items()):
+    heads = {name[len("refs/heads/"):]: sha for name, sha in refs.items() if name.startswith("refs/heads/")}
+    findings = [Finding(line) for line in _shadows(project, ledger, refs, heads)]
+    for item_id, act in sorted(ledger.list_activity(approved=True).items()):
         branch = act[at_branch] or ""
         _, _, approved, _, moved = judge(act, heads.get(branch, ""))
         if moved and not approved:
@@ -162,6 +149,36 @@ def check_refs(project: Project, ledger: Ledger, refs: dict[str, str]) -> list[F
             findings.append(Finding(f"{item_id}: {moved} ({branch} {where}): finish refuses it until a "
                                     "review approves the new head", error=False))
     return findings
+
+
+def _shadows(project: Project, ledger: Ledger, refs: dict[str, str], heads: dict[str, str]) -> list[str]:
+    """One line per ref git would read before an item's branch or base: `refs/<name>`,
+    `refs/tags/<name>` (found among `refs`, however many items there are) or a file
+    `<git dir>/<name>` that reads as a ref."""
+    shadowed: dict[str, list[str]] = {}
+    for ref in refs:
+        for prefix in ("refs/tags/", "refs/"):
+            name = ref[len(prefix):]
+            if ref.startswith(prefix) and name in heads and ref in git.shadowing_refs(name):
+                shadowed.setdefault(name, []).append(ref)
+                break
+    git_dir = git.own_git_dir(project.root)
+    if git_dir is not None:
+        # a branch's first folder (`drover` of drover/d-1) is rarely in git's folder: look deeper only then
+        for top in {name.split("/", 1)[0] for name in heads}:
+            if (git_dir / top).exists():
+                for name in heads:
+                    if (name == top or name.startswith(top + "/")) and _reads_as_ref(git_dir / name):
+                        shadowed.setdefault(name, []).insert(0, f"{git_dir.name}/{name} (a file in git's folder)")
+    if not shadowed:
+        return []
+    owners = {project.config.base: "the base branch"}
+    owners.update((act[1], f"{item_id}'s branch") for item_id, act in ledger.list_activity().items()
+                  if act[1] in shadowed)
+    return [f"{shadow} shadows {owners[name]} {name}: git reads {name} as it; drover uses "
+            f"refs/heads/{name} and ignores it, but nobody meant it: if you did not make it, an agent did "
+            "(remove it)"
+            for name in sorted(shadowed) if name in owners for shadow in shadowed[name]]
 
 
 def _reads_as_ref(path: Path) -> bool:

@@ -451,16 +451,19 @@ class Ledger(Journal):
         found.update((item, no_activity(item)) for item in ids.difference(found))
         return found
 
-    def list_activity(self) -> dict[str, tuple[Any, ...]]:
+    def list_activity(self, *, approved: bool = False) -> dict[str, tuple[Any, ...]]:
         """activity(done=False)'s rows but only the columns a state reads (LIST_KEYS), as plain tuples.
 
         An item without a row here has no runs, rounds or audits, which a state reads as
         activity() reads no_activity's row: `list` reads half the columns and makes no ActivityRow.
+        `approved`: only the rows with an approving audit (check asks whether its branch moved).
         """
         cursor = self.conn.cursor()
         cursor.row_factory = None
+        only = "approval_head IS NOT NULL AND " if approved else ""
         return {row[0]: row for row in cursor.execute(
-            f"SELECT {', '.join(LIST_KEYS)} FROM activity WHERE (listed OR item IN (SELECT id FROM items WHERE NOT done))"
+            f"SELECT {', '.join(LIST_KEYS)} FROM activity WHERE {only}"
+            "(listed OR item IN (SELECT id FROM items WHERE NOT done))"
             " AND item NOT IN (SELECT id FROM items WHERE done)")}
 
     def flags(self) -> tuple[set[str], dict[str, str]]:

@@ -221,6 +221,8 @@ def test_check_reports_a_ref_that_shadows_an_item_branch(project, shadow, named)
     assert done.returncode == 1
     said = [line for line in done.stdout.splitlines() + done.stderr.splitlines() if named in line]
     assert len(said) == 1 and "drover/d-1" in said[0] and "shadows" in said[0], done.stdout + done.stderr
+    problems = json.loads(drover(project, "check", "--json").stdout)["problems"]
+    assert [(p["code"], p["severity"]) for p in problems if named in p["message"]] == [("ref-shadow", "error")]
 
 
 def test_check_reports_an_approval_whose_branch_moved_since(project):
@@ -235,5 +237,7 @@ def test_check_reports_an_approval_whose_branch_moved_since(project):
     out = done.stdout + done.stderr
     said = [line for line in out.splitlines() if "D-1" in line and head[:7] in line]
     assert len(said) == 1 and "moved since the approval" in said[0], out
+    problems = json.loads(drover(project, "check", "--json").stdout)["problems"]
+    assert [(p["code"], p["severity"]) for p in problems if "D-1" in p["message"]] == [("approval-moved", "warning")]
     drover(project, "finish", "D-1")  # refused: nothing merges
     assert not contains(project, head)
