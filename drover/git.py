@@ -432,19 +432,15 @@ LOCK_PATIENCE = 5.0
 _HELD = ("File exists", "cannot lock ref")
 
 
-def _plumb(args: list[str], root: Path, *, stdin: bytes = b"", index: Path | None = None) -> str:
-    """One plumbing step of a commit: its stdout, or GitError with the step and git's words.
-    `index`: the index file the step reads and writes instead of the operator's."""
+def _plumb(args: list[str], root: Path, *, stdin: bytes = b"") -> bytes:
+    """One plumbing step of a commit: its stdout, or GitError with the step and git's words."""
     import subprocess
 
-    env = _env()
-    if index is not None:
-        env["GIT_INDEX_FILE"] = str(index)
-    done = subprocess.run(["git", *_PINNED, *args], cwd=root, env=env, input=stdin, capture_output=True)
+    done = subprocess.run(["git", *_PINNED, *args], cwd=root, env=_env(), input=stdin, capture_output=True)
     if done.returncode != 0:
         said = _one_line(done.stderr.decode("utf-8", "replace")) or f"exit status {done.returncode}"
         raise GitError(f"git {args[0]}: {said}")
-    return done.stdout.decode("utf-8", "replace")
+    return done.stdout
 
 
 def _patiently(step: Callable[[], T]) -> T:
@@ -463,41 +459,61 @@ def _patiently(step: Callable[[], T]) -> T:
         pause = min(pause * 2, 0.2)
 
 
-def commit_file(root: Path, path: str, text: str, message: str, scratch: Path) -> tuple[str, str, str]:
+def _tree_with(root: Path, tree: bytes, parts: list[bytes], blob: bytes) -> tuple[bytes, bytes, bytes]:
+    """The tree `tree` (b"": none yet) with `blob` at the path `parts`, folders made as needed;
+    returns (the new tree, the entry's mode, the blob it held before, b"" when none). Only the
+    folders on the path are listed and written again; no index is involved."""
+    entries: dict[bytes, bytes] = {}
+    if tree:
+        for line in _plumb(["ls-tree", "-z", tree.decode()], root).split(b"\0"):
+            if line:
+                meta, _, name = line.partition(b"\t")
+                entries[name] = meta  # b"<mode> <type> <sha>"
+    name, held = parts[0], entries.get(parts[0], b"").split(b" ")
+    if len(parts) == 1:
+        mode, before = (held[0], held[2]) if len(held) == 3 and held[1] == b"blob" else (b"100644", b"")
+        if before == blob:
+            return tree, mode, before
+        entries[name] = b"%s blob %s" % (mode, blob)
+    else:
+        inner = held[2] if len(held) == 3 and held[1] == b"tree" else b""
+        sub, mode, before = _tree_with(root, inner, parts[1:], blob)
+        if sub == inner:
+            return tree, mode, before
+        entries[name] = b"040000 tree " + sub
+    listing = b"".join(b"%s\t%s\0" % (meta, entry) for entry, meta in entries.items())
+    return _plumb(["mktree", "-z", "--missing"], root, stdin=listing).strip(), mode, before
+
+
+def commit_file(root: Path, path: str, text: str, message: str) -> tuple[str, str, str]:
     """Commit `text` as the file `path` (relative to `root`) onto HEAD with `message`, and nothing
-    else: the tree is HEAD's with that one entry replaced, built in the private index `scratch`,
-    never in the operator's index; HEAD moves only from the commit it was built on (compare and
-    swap). Returns (the new commit, "" when HEAD already holds the text; the blob; its mode).
+    else: the tree is HEAD's with that one entry replaced, built with `git mktree` (never in the
+    operator's index, nor in any index file a killed drover's git could still be writing); HEAD
+    moves only from the commit it was built on (compare and swap). Returns (the new commit, ""
+    when HEAD already holds the text; the blob; its mode).
 
     The text is hashed as `git add` would hash the file (its attributes' filters apply); the
     operator's index is not touched here (set_index_entry does that).
     """
     blob = _plumb(["hash-object", "-w", "--stdin", f"--path={path}"], root,
                   stdin=text.encode("utf-8", "surrogateescape")).strip()
+    parts = path.encode("utf-8", "surrogateescape").split(b"/")
 
-    def attempt() -> tuple[str, str]:
+    def attempt() -> tuple[str, bytes]:
         code, out = _stdout(["rev-parse", "--quiet", "--verify", "HEAD^{commit}"], root)
         old = out.strip() if code == 0 else ""  # "": an unborn branch, this is its first commit
-        mode, current = "100644", ""
-        if old:
-            listed = _plumb(["ls-tree", "-z", old, "--", path], root).rstrip("\0")
-            if listed:
-                mode, _, current = listed.split("\t", 1)[0].split(" ")
-        if current == blob:
+        tree = _plumb(["rev-parse", f"{old}^{{tree}}"], root).strip() if old else b""
+        new_tree, mode, _ = _tree_with(root, tree, parts, blob)
+        if old and new_tree == tree:
             return "", mode
-        scratch.unlink(missing_ok=True)
-        _plumb(["read-tree", old or "--empty"], root, index=scratch)
-        _plumb(["update-index", "-z", "--index-info"], root, index=scratch,
-               stdin=f"{mode} {blob}\t{path}\0".encode("utf-8", "surrogateescape"))
-        tree = _plumb(["write-tree"], root, index=scratch).strip()
-        new = _plumb(["commit-tree", tree, *(["-p", old] if old else []), "-F", "-"], root,
-                     stdin=message.encode("utf-8")).strip()
+        new = _plumb(["commit-tree", new_tree.decode(), *(["-p", old] if old else []), "-F", "-"], root,
+                     stdin=message.encode("utf-8")).decode().strip()
         # an old value of "" means HEAD's branch must not exist yet
         _plumb(["update-ref", "-m", message, "HEAD", new, old], root)
         return new, mode
 
     new, mode = _patiently(attempt)  # a HEAD that moved meanwhile is "cannot lock ref": built again
-    return new, blob, mode
+    return new, blob.decode(), mode.decode()
 
 
 def set_index_entry(root: Path, path: str, mode: str, blob: str) -> None:

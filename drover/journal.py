@@ -250,19 +250,15 @@ class Journal:
         before an earlier one would have the earlier undo it) and is kept for the next write;
         `retry_failed` False leaves a kept failure, and all after it, alone.
         """
-        import threading
-
         from .errors import GitError
         from .git import commit_file, set_index_entry
 
-        self.tmp_dir.mkdir(parents=True, exist_ok=True)
-        scratch = self.tmp_dir / f"{os.getpid()}.{threading.get_ident()}.index"
         for row in self.owed_commits():
             if row["failed"] is not None and not retry_failed:
                 return []
             root = Path(row["root"])
             try:
-                _, blob, mode = commit_file(root, row["path"], row["text"], row["message"], scratch)
+                _, blob, mode = commit_file(root, row["path"], row["text"], row["message"])
                 failpoint("git-committed")
                 set_index_entry(root, row["path"], mode, blob)
             except GitError as exc:
@@ -270,10 +266,8 @@ class Journal:
                     self.conn.execute("UPDATE owed_commits SET failed = ? WHERE id = ?", (str(exc), row["id"]))
                 waiting = len(self.owed_commits())
                 return [f"{row['path']}: the edit is made and recorded but not committed ([project] "
-                        f"commit_items): {exc}; {waiting} commit{'s' if waiting > 1 else ''} wait for "
+                        f"commit_items): {exc}; {waiting} commit{'s wait' if waiting > 1 else ' waits'} for "
                         "the next write to try again"]
-            finally:
-                scratch.unlink(missing_ok=True)
             with self.write():
                 self.conn.execute("DELETE FROM owed_commits WHERE id = ?", (row["id"],))
         return []
