@@ -170,7 +170,7 @@ class Driver:
                                  progress=self.say)
         if gate.check is None or not gate.ran:
             return gate.passed
-        self.say(f"{item_id}: {verify.describe(gate.check)}")
+        self.event(item_id, verify.describe(gate.check))
         if gate.passed:
             return True
         if gate.check.outcome == "interrupted":
@@ -180,7 +180,7 @@ class Driver:
         except Refused as exc:
             known = item_state(self.project, ledger, item_id)
             if known.parked:
-                self.say(f"{item_id}: {exc}")
+                self.event(item_id, str(exc))
                 return self._ended(ledger, item_id, "parked", known.parked_reason, known)
             raise
         self.say(f"{sent.lines[0]}; back to the implementer")
