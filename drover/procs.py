@@ -61,6 +61,25 @@ def process_start(pid: int) -> str:
     return fields[19] if fields and len(fields) > 19 else ""
 
 
+def ancestors(limit: int = 128) -> list[int]:
+    """This process's ancestors, its parent first, up to (not including) init; [] without /proc."""
+    chain: list[int] = []
+    pid = os.getppid()
+    while pid > 1 and len(chain) < limit:
+        chain.append(pid)
+        fields = _stat_fields(pid)
+        if fields is None:
+            break
+        pid = int(fields[1])
+    return chain
+
+
+def parent_of(pid: int) -> int:
+    """The parent of `pid` (0 when unknown)."""
+    fields = _stat_fields(pid)
+    return int(fields[1]) if fields else 0
+
+
 def run_alive(run: "Run") -> bool:
     """An unfinished run whose agent is still that same process (a reused pid is not it)."""
     if run.finished or run.pid is None or not pid_alive(run.pid):

@@ -35,11 +35,48 @@ from .vocabulary import DISPOSITIONS, LEVELS
 _acting = threading.local()
 
 
-def acting_run() -> str:
+def acting_run(ledger: Ledger | None = None) -> str:
     """The run an action is taken for: the one an outbox being replayed belongs to ("" none),
-    else $DROVER_RUN ("" outside any run: the operator)."""
+    else, given the ledger, the run whose agent this process descends from (traced_run), else
+    $DROVER_RUN ("" outside any run: the operator)."""
     replayed: str | None = getattr(_acting, "run", None)
-    return replayed if replayed is not None else os.environ.get("DROVER_RUN", "")
+    if replayed is not None:
+        return replayed
+    claimed = os.environ.get("DROVER_RUN", "")
+    if ledger is None:
+        return claimed
+    traced = traced_run(ledger)
+    if traced and claimed != traced:
+        said = f"$DROVER_RUN names {claimed[:64]!r}" if claimed else "$DROVER_RUN is unset"
+        raise Refused(f"{said}, but this process descends from the agent of run {traced!r}: "
+                      "a command inside a run acts as that run")
+    return traced or claimed
+
+
+def traced_run(ledger: Ledger) -> str:
+    """The live run whose agent process this process descends from ("" none), whatever its
+    environment says: an agent can unset or rewrite $DROVER_RUN for the commands it starts, not
+    its own ancestry. A process that descends from a drover that launched agents, but from none of
+    their agent processes (a double fork re-parents to drover, the subreaper), cannot say which
+    run it belongs to, and is refused (docs/security.md)."""
+    from .procs import ancestors, parent_of, process_start
+
+    chain = ancestors()
+    if not chain:
+        return ""
+    live = [run for run in ledger.unfinished_runs() if run.pid]
+    if not live:
+        return ""
+    for pid in chain:
+        for run in live:
+            if run.pid == pid and (not run.pid_start or process_start(pid) == run.pid_start):
+                return run.id
+    launchers = {parent_of(run.pid) for run in live if run.pid} - {0, 1}
+    under = [pid for pid in chain if pid in launchers]
+    if under:
+        raise Refused(f"this process descends from the drover at pid {under[0]}, which runs agents, but from none "
+                      "of its agents' processes: it cannot act for a run, nor as the operator")
+    return ""
 
 
 @contextmanager
@@ -61,7 +98,7 @@ def verdict_run(ledger: Ledger, item_id: str, command: str) -> Run | None:
     An operator shell that inherited $DROVER_RUN acts as that run, so it is refused the same way
     and told to unset it (docs/security-provenance.md).
     """
-    run_id = acting_run()
+    run_id = acting_run(ledger)
     if not run_id:
         return None
     run = ledger.run(run_id)
@@ -83,8 +120,8 @@ class Outcome:
 
 
 def actor(project: Project, ledger: Ledger) -> str:
-    """Who is acting: the agent of the run named by $DROVER_RUN, else git's user.name."""
-    run_id = acting_run()
+    """Who is acting: the agent of the acting run (acting_run), else git's user.name."""
+    run_id = acting_run(ledger)
     if run_id:
         run = ledger.run(run_id)
         if run and run.agent:
@@ -232,7 +269,7 @@ def _highest_on_disk(project: Project, above: int = 0) -> int:
 
 def _review_log(ledger: Ledger) -> str:
     """The log of the review run that is acting, when one is."""
-    run_id = acting_run()
+    run_id = acting_run(ledger)
     run = ledger.run(run_id) if run_id else None
     return (run.log_path if run else None) or ""
 

@@ -135,6 +135,29 @@ def test_an_implementers_audit_of_its_own_item_is_recorded_weak_and_opens_no_gat
     drover(project, "finish", "D-1", check=True)
 
 
+@pytest.mark.parametrize("mode, words", [
+    ("unset-run", "$DROVER_RUN is unset, but this process descends from the agent of run"),
+    ("forge-run", "but this process descends from the agent of run"),
+    ("double-fork", "which runs agents, but from none of its agents' processes"),
+])
+def test_an_agent_cannot_shed_its_run_by_rewriting_its_environment(project, mode, words):
+    """An implementer that unsets DROVER_RUN, names its item's earlier review run, or approves from
+    a grandchild that left its process tree is still its run: the audit is refused, nothing written."""
+    drover(project, "run", "D-1", env=agent_env(project), check=True)
+    drover(project, "review", "D-1", env=agent_env(project), check=True)  # approved at the first head
+    drover(project, "request-changes", "D-1", stdin="# Not yet\n", check=True)  # the operator disagrees
+    before = verdict_rows(project)
+    drover(project, "run", "D-1", env=agent_env(project, mode), check=True)
+    attempt = said(project)[-1]
+    assert attempt["code"] == 1 and "Traceback" not in attempt["err"]
+    [line] = attempt["err"].splitlines()
+    assert words in line
+    after = verdict_rows(project)
+    assert after["audits"] == before["audits"] and after["rounds"] == before["rounds"]
+    assert listed(project)["D-1"] != "approved"
+    assert "outstanding changes" in finish_refused(project, "D-1")
+
+
 def test_an_implementers_audit_does_not_clear_the_reviewers_findings(project):
     drover(project, "run", "D-1", env=agent_env(project), check=True)
     drover(project, "request-changes", "D-1", stdin="# Handle the empty list\n", check=True)

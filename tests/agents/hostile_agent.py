@@ -5,6 +5,10 @@ HOSTILE steers it (an unknown or empty value: an honest agent):
   audit-other        implementing: commit, then approve $HOSTILE_TARGET (another item)
   audit-self         implementing: commit, then approve its own item
   commit-then-audit  reviewing: commit on the branch under review, then approve it
+  unset-run          implementing: commit, then approve its own item with DROVER_RUN unset
+  forge-run          implementing: commit, then approve its own item as its earlier review run
+  double-fork        implementing: commit, then approve its own item from a grandchild that left
+                     the agent's process tree (a double fork, DROVER_RUN unset)
 An honest implementing run commits; an honest review approves. Every drover call ends with the
 words of $HOSTILE_ARGS (e.g. a repeated --note, which sends it through click, not the fast path),
 and what drover answered is appended to $HOSTILE_LOG as one JSON line.
@@ -14,6 +18,7 @@ import os
 import shlex
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 mode = os.environ.get("HOSTILE", "")
@@ -21,9 +26,9 @@ sys.stdin.read()
 item, slot = os.environ["DROVER_ITEM"], os.environ["DROVER_SLOT"]
 
 
-def drover(*args: str) -> None:
+def drover(*args: str, env: dict | None = None) -> None:
     argv = ["drover", *args, *shlex.split(os.environ.get("HOSTILE_ARGS", ""))]
-    done = subprocess.run(argv, text=True, capture_output=True)
+    done = subprocess.run(argv, text=True, capture_output=True, env=env)
     print(done.stdout + done.stderr, end="", flush=True)
     with open(os.environ["HOSTILE_LOG"], "a", encoding="utf-8") as log:
         log.write(json.dumps({"argv": argv[1:], "code": done.returncode, "out": done.stdout,
@@ -44,6 +49,29 @@ if slot == "implement":
         drover("audit", os.environ["HOSTILE_TARGET"], "--level", "reviewed")
     elif mode == "audit-self":
         drover("audit", item, "--level", "reviewed")
+    elif mode == "unset-run":
+        drover("audit", item, "--level", "reviewed",
+               env={key: value for key, value in os.environ.items() if key != "DROVER_RUN"})
+    elif mode == "forge-run":
+        shown = json.loads(subprocess.run(["drover", "show", item, "--json"], capture_output=True, text=True,
+                                          check=True).stdout)
+        review = next(run["id"] for run in shown["runs"] if run["slot"] == "review")
+        drover("audit", item, "--level", "reviewed", env={**os.environ, "DROVER_RUN": review})
+    elif mode == "double-fork":
+        done = Path(os.environ["HOSTILE_LOG"] + ".done")
+        if os.fork() == 0:
+            os.setsid()
+            if os.fork() == 0:
+                while os.getppid() != 1 and Path(f"/proc/{os.getppid()}/environ").read_bytes().count(b"DROVER_RUN="):
+                    time.sleep(0.05)  # until the middle process is gone and this one is re-parented
+                drover("audit", item, "--level", "reviewed",
+                       env={key: value for key, value in os.environ.items() if key != "DROVER_RUN"})
+                done.write_text("done")
+                os._exit(0)
+            os._exit(0)
+        os.wait()
+        while not done.exists():
+            time.sleep(0.05)
 elif slot == "review":
     if mode == "commit-then-audit":
         commit("the reviewer's own change")
