@@ -24,6 +24,9 @@ CONTEXT = ("DROVER_BASE", "DROVER_BRANCH", "DROVER_WORKTREE", "DROVER_ROUND", "D
 @pytest.fixture
 def project(repo):
     configure(repo)
+    config = (repo / "drover.toml").read_text()
+    (repo / "drover.toml").write_text(config.replace('\ndefault = ""', '\ndefault = "make test"', 1))
+    git(repo, "commit", "-qam", "a verify command")
     return repo
 
 
