@@ -7,7 +7,7 @@ one row per item instead of every run (500,000 rows at 50,000 items). ActivityRo
 row, read with get() and [] as activity_for's dict is.
 
 An approval is an audit that opens the gate: `opens_gate` decides it once, when the audit is
-recorded, and every query reads what it decided (OPENS_GATE); see docs/security-provenance.md.
+recorded, and every query reads what it decided (OPENS_GATE); see docs/security.md.
 """
 from __future__ import annotations
 

@@ -104,7 +104,7 @@ def local_ref(name: str) -> str:
 
     git reads a short name as `refs/<name>` or the tag `<name>` before the branch, so a ref an
     agent plants with a branch's name would stand in for it: every call that names a branch
-    drover works with spells it out (docs/security-gate.md).
+    drover works with spells it out (docs/security.md).
     """
     return f"refs/heads/{name}"
 

@@ -150,7 +150,7 @@ def _checks(db: "sqlite_utils.Database") -> None:
 
 def _audit_run(db: "sqlite_utils.Database") -> None:
     # Which run gave each audit ("" the operator outside any run) and whether it opens the gate
-    # (activity.opens_gate, decided when it is recorded; docs/security-provenance.md). No run was
+    # (activity.opens_gate, decided when it is recorded; docs/security.md). No run was
     # recorded before: each approval keeps the power it had (OPENED_BEFORE_0012).
     db["audits"].add_column("run", str)
     db["audits"].add_column("opens", int)

@@ -4,7 +4,7 @@ Two kinds: its state (`.drover/`: the ledger, run logs, parked findings, worktre
 branch may bring, ever; and what steers it (drover.toml, the `[prompts]` override files, the
 items folder), which a branch brings only when the operator says so (`finish
 --allow-drover-files`). Names compare without case: on a case-insensitive file system
-`.Drover/ledger.db` is the ledger. docs/security-gate.md has the promises.
+`.Drover/ledger.db` is the ledger. docs/security.md has the promises.
 """
 from __future__ import annotations
 

@@ -96,7 +96,7 @@ def verdict_run(ledger: Ledger, item_id: str, command: str) -> Run | None:
     in, None outside any run (the operator); inside one it may name only that run's item.
 
     An operator shell that inherited $DROVER_RUN acts as that run, so it is refused the same way
-    and told to unset it (docs/security-provenance.md).
+    and told to unset it (docs/security.md).
     """
     run_id = acting_run(ledger)
     if not run_id:

@@ -2,7 +2,7 @@
 merges, and no branch writes drover's state.
 
 Each test is a hostile scripted agent (tests/agents/gate_agent.py) or a hostile git action, on
-a real repository; docs/security-gate.md names each as the proof of a promise.
+a real repository; docs/security.md names each as the proof of a promise.
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Verdicts have provenance (SPEC 17, docs/security-provenance.md): hostile scripted agents
+"""Verdicts have provenance (SPEC 17, docs/security.md): hostile scripted agents
 (tests/agents/hostile_agent.py) try to approve what no review approved, and the gate holds.
 Real git repositories, a real ledger, the real `drover` executable."""
 from __future__ import annotations
