@@ -10,7 +10,7 @@ from .config import AgentConfig
 from .errors import Finding
 from .ledger import Ledger
 from .project import Project
-from .status import catalogue, collector_paused
+from .status import Entry, catalogue, collector_paused
 from .trackers import open_tracker
 from .vocabulary import SLOTS
 
@@ -81,11 +81,23 @@ def _check_items(project: Project, ledger: Ledger) -> tuple[list[Finding], Conta
     from .agreement import disagreements
 
     findings.extend(Finding(line) for line in disagreements(project, ledger, entries))
+    findings.extend(_needs_requirements(ledger, entries))
     # Every dep earlier in one order (numbered items on lower numbers, the common case): no cycle.
     if forward:
         for cycle in dependency_cycles({item_id: found.deps for item_id, found in entries.items()}):
             findings.append(Finding(f"dependency cycle: {' -> '.join(cycle)}"))
     return findings, UsedKeys(ledger)
+
+
+def _needs_requirements(ledger: Ledger, entries: dict[str, Entry]) -> list[Finding]:
+    """A warning for each item not done whose requirements are still `drover new`'s placeholder."""
+    waiting = [found for found in entries.values() if found.placeholder and not found.unreadable]
+    if not waiting:
+        return []
+    done, _ = ledger.flags()
+    return [Finding(f"{found.rel}: {found.id} needs requirements: its Requirements section is still the "
+                    f"placeholder, so drive skips it (write them, or run `drover draft {found.id}`)", error=False)
+            for found in waiting if found.id not in done]
 
 
 def dependency_cycles(graph: dict[str, tuple[str, ...]]) -> list[list[str]]:
@@ -156,7 +168,20 @@ def check_warnings(project: Project) -> list[Finding]:
     return findings
 
 
-def run_check(project: Project, ledger: Ledger) -> list[Finding]:
+def run_check(project: Project, ledger: Ledger, *, warnings: bool = True) -> list[Finding]:
+    """Every finding of `drover check`; warnings=False: leave out check_warnings (whose probes
+    of agents and the tracker only ever warn), for a caller that wants the errors alone."""
     item_findings, keys = check_items(project, ledger)
     template_findings = templates.check_templates(project.root, project.config, used_keys=keys)
-    return item_findings + check_config(project) + template_findings + check_warnings(project)
+    return item_findings + check_config(project) + template_findings + (check_warnings(project) if warnings else [])
+
+
+def require_no_errors(project: Project, ledger: Ledger, command: str) -> None:
+    """Refuse `command` (ChecksFailed, exit 1) while `drover check` reports an error, naming each."""
+    from .errors import ChecksFailed
+
+    errors = [found for found in run_check(project, ledger, warnings=False) if found.error]
+    if errors:
+        count = f"{len(errors)} error" + ("s" if len(errors) > 1 else "")
+        raise ChecksFailed(f"{command}: `drover check` reports {count}; fix them first, nothing was launched:",
+                           errors)

@@ -66,6 +66,19 @@ class Refused(DroverError):
     exit_code = 1
 
 
+class ChecksFailed(Refused):
+    """`drover check` reports errors, so the command will not start: the first line says so, one
+    line follows per error (exit 1)."""
+
+    def __init__(self, message: str, findings: "Iterable[Finding]"):
+        super().__init__(message)
+        self.findings = tuple(found.message for found in findings)
+
+    @property
+    def lines(self) -> tuple[str, ...]:
+        return (str(self), *(f"  {found}" for found in self.findings))
+
+
 @dataclass(frozen=True)
 class Finding:
     """One line `drover check` prints; `error` findings make it exit 1, the rest are warnings."""

@@ -132,6 +132,13 @@ def _ids_met(db: "sqlite_utils.Database") -> None:
     db.execute(MEET_CACHED)
 
 
+def _item_files_placeholder(db: "sqlite_utils.Database") -> None:
+    # Whether an item's requirements are still `drover new`'s placeholder (state `needs
+    # requirements`, drover/status.py). The rows cached before it never read that: they go.
+    db["item_files"].add_column("placeholder", int)
+    db.execute("DELETE FROM item_files")
+
+
 # The cache's ids (under the prefix they were parsed under) raise that prefix's highest met.
 MEET_CACHED = (
     "INSERT INTO ids_met (prefix, highest) "
@@ -152,7 +159,7 @@ MIGRATIONS: tuple[tuple[str, Any], ...] = (
     ("0005_intents", _intents), ("0006_run_node", _run_node),
     ("0007_activity", _activity), ("0008_item_files_digest", _item_files_digest),
     ("0009_item_files_front", _item_files_front), ("0010_item_files_prefix", _item_files_prefix),
-    ("0011_ids_met", _ids_met),
+    ("0011_ids_met", _ids_met), ("0014_item_files_placeholder", _item_files_placeholder),
 )
 
 

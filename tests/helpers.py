@@ -61,11 +61,22 @@ def configure(root: Path, extra: str = "") -> None:
 
 
 def new_item(root: Path, title: str, *args: str) -> str:
+    """`drover new`, its requirements written (a placeholder item is not ready), committed."""
     out = drover(root, "new", title, *args, check=True).stdout
-    item_id = out.split()[0]
+    item_id, path = out.split()[:2]
+    write_requirements(root, item_id, path=root / path)
     git(root, "add", "-A")
     git(root, "commit", "-q", "-m", f"item {item_id}")
     return item_id
+
+
+def write_requirements(root: Path, item_id: str, text: str = "1. Do what the title says.", *,
+                       path: Path | None = None) -> None:
+    """Replace `drover new`'s placeholder requirements in the item file with `text`."""
+    from drover.items import REQUIREMENTS_PLACEHOLDER
+
+    path = path or root / "items" / f"{item_id}.md"
+    path.write_text(path.read_text().replace(REQUIREMENTS_PLACEHOLDER.format(id=item_id), text))
 
 
 # --- the fake gh (the fixture that puts it on PATH is `gh`, in conftest.py) ------------------
