@@ -135,10 +135,15 @@ def dependency_cycles(graph: dict[str, tuple[str, ...]]) -> list[list[str]]:
 def check_config(project: Project) -> list[Finding]:
     """What drover.toml names that this repository lacks (a file that loads can still be wrong)."""
     base = project.config.base
+    findings = []
     if not git.branch_exists(project.root, base):
-        return [Finding(f"drover.toml: [run] base: no branch {base!r} in this repository "
-                        "(items start from it and merge into it)")]
-    return []
+        findings.append(Finding(f"drover.toml: [run] base: no branch {base!r} in this repository "
+                                "(items start from it and merge into it)"))
+    items = project.items_dir
+    if items.exists() and not items.is_dir():
+        findings.append(Finding(f"{project.config.items}: not a folder ([project] items names the folder of "
+                                "item files): move it aside and run `drover init`"))
+    return findings
 
 
 def check_warnings(project: Project) -> list[Finding]:
@@ -146,6 +151,9 @@ def check_warnings(project: Project) -> list[Finding]:
     config = project.config
     findings = []
     default = config.verify.get("default", "")
+    if not default.strip():
+        findings.append(Finding("[verify] default is empty: nothing runs before merge (set it to the command "
+                                "that runs the tests, e.g. \"make test\")", error=False))
     for key, command in sorted(config.verify.items()):
         if key != "default" and default and default not in command:
             findings.append(Finding(
@@ -178,10 +186,10 @@ def run_check(project: Project, ledger: Ledger, *, warnings: bool = True) -> lis
 
 def require_no_errors(project: Project, ledger: Ledger, command: str) -> None:
     """Refuse `command` (ChecksFailed, exit 1) while `drover check` reports an error, naming each."""
-    from .errors import ChecksFailed
+    from .errors import Refused
 
-    errors = [found for found in run_check(project, ledger, warnings=False) if found.error]
+    errors = [found.message for found in run_check(project, ledger, warnings=False) if found.error]
     if errors:
         count = f"{len(errors)} error" + ("s" if len(errors) > 1 else "")
-        raise ChecksFailed(f"{command}: `drover check` reports {count}; fix them first, nothing was launched:",
-                           errors)
+        raise Refused.listing(f"{command}: `drover check` reports {count}; fix them first, nothing was launched:",
+                              errors)

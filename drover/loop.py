@@ -317,13 +317,12 @@ def _drive_queue(project: Project, queue: list[str], explicit: bool, *, jobs: in
 
 def _require_clean(project: Project) -> None:
     """drive --finish would spend agent time, then fail every merge: refuse before any launch."""
-    from .finish import dirty_blockers
+    from .finish import refuse_dirty
 
-    dirty = dirty_blockers(project)
-    if dirty:
-        shown = ", ".join(dirty[:5]) + (" ..." if len(dirty) > 5 else "")
-        raise Refused(f"drive --finish: the checkout at {project.root} has uncommitted changes ({shown}): "
-                      "commit or stash them first; no agent was launched")
+    try:
+        refuse_dirty(project, "first", "; no agent was launched")
+    except Refused as exc:
+        raise Refused.listing(f"drive --finish: {exc}", exc.details) from None
 
 
 def summary(results: list[Driven]) -> list[str]:

@@ -25,6 +25,16 @@ IMPLEMENT_NEXT = frozenset({State.READY, State.BLOCKED, State.INTERRUPTED, State
 NOT_DRIVEN = frozenset({State.UNREADABLE, State.DONE, State.PARKED, State.RUNNING, State.NEEDS_REQUIREMENTS})
 
 
+def slot_at(state: State) -> str:
+    """The slot an item in `state` is at, as `prompt` without --slot takes it: review while a review
+    is next (in review, approved), draft while it needs requirements, else implement."""
+    if state in (State.IN_REVIEW, State.APPROVED):
+        return "review"
+    if state == State.NEEDS_REQUIREMENTS:
+        return "draft"
+    return "implement"
+
+
 class Entry(NamedTuple):
     """What the catalogue knows of one item file, from the metadata cache or a fresh parse.
 

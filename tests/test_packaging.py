@@ -78,7 +78,7 @@ def test_the_installed_wheel_renders_every_slot(installed, tmp_path):
     assert "`make check` passes" in report["prompts"]["implement"]
 
 
-HELP_PAGES = ("configuration", "items", "templates", "fields", "agents", "trackers", "commands", "ledger")
+from drover.resources import HELP_TOPICS as HELP_PAGES  # noqa: E402 - every topic ships in the wheel
 
 
 def test_the_wheel_is_drover_cli_with_its_metadata_and_help_pages(installed):
