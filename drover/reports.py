@@ -11,6 +11,9 @@ if TYPE_CHECKING:
 _LOCATION = re.compile(r"^(?P<path>[^\s:][^:]*?\.(?:md|toml|tmpl|json|txt))(?::(?P<line>\d+))?: (?P<rest>.*)$", re.DOTALL)
 # check's problem codes, for findings that do not carry their own: first matching words win
 _CODES = (
+    ("needs requirements", "needs-requirements"),
+    ("[verify] default is empty", "verify-empty"),
+    (": not a folder", "items-folder"),
     ("STALE OVERRIDE", "stale-override"),
     ("WHOLE TEMPLATE", "whole-template"),
     ("dependency cycle", "dep-cycle"),

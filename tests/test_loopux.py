@@ -300,3 +300,17 @@ def test_check_fails_when_the_items_folder_is_a_file(project):
         done = drover(project, *args)
         assert done.returncode == 1, done.stdout
         assert "items: not a folder" in done.stdout
+
+
+def test_check_json_codes_the_new_findings(project):
+    drover(project, "new", "Unwritten", check=True)
+    config = project / "drover.toml"
+    config.write_text(config.read_text().replace('default = "make test"', 'default = ""'))
+    problems = json.loads(drover(project, "check", "--json").stdout)["problems"]
+    codes = {problem["code"]: problem["severity"] for problem in problems}
+    assert codes["needs-requirements"] == "warning" and codes["verify-empty"] == "warning"
+    (project / "items").rename(project / "elsewhere")
+    (project / "items").write_text("")
+    problems = json.loads(drover(project, "check", "--json").stdout)["problems"]
+    assert {"code": "items-folder", "severity": "error"}.items() <= next(
+        problem for problem in problems if problem["code"] == "items-folder").items()
