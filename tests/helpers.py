@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import sqlite3
 import subprocess
 import sys
@@ -54,6 +55,8 @@ def configure(root: Path, extra: str = "") -> None:
     config = config.replace('preset = "claude" ', 'preset = "script" ', 1)
     config = config.replace('command = ""  ', f'command = "{sys.executable} {AGENT}"', 1)
     config = config.replace('name = ""     ', 'name = "implementer"', 1)
+    # init writes the verify command the repository names (none here): the tests' projects keep one
+    config = re.sub(r'^default = "".*$', 'default = "make test"', config, count=1, flags=re.M)
     config += '\n[agent.review]\nname = "reviewer"\n' + extra
     (root / "drover.toml").write_text(config)
     git(root, "add", "-A")
