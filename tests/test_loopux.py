@@ -116,6 +116,7 @@ def test_init_writes_the_verify_command_the_repository_names(repo, files, comman
     config, said = _init_with(repo, files)
     assert config["verify"]["default"] == command
     assert f"verify command: {command} (" in said
+    assert "hint:" not in said  # no shared environment here
 
 
 def test_init_without_a_test_command_leaves_verify_empty_and_check_warns(repo):
@@ -142,11 +143,6 @@ def test_init_hints_at_run_setup_when_worktrees_would_share_an_environment(repo,
     assert seen in hint and "[run] setup" in hint and "main checkout's code" in hint
     (setup,) = [line for line in (repo / "drover.toml").read_text().splitlines() if line.startswith("setup = ")]
     assert seen in setup and "main checkout's code" in setup
-
-
-def test_init_gives_no_setup_hint_for_a_repository_without_a_shared_environment(repo):
-    _, said = _init_with(repo, {"Makefile": "test:\n\ttrue\n"})
-    assert "hint:" not in said
 
 
 # --- D: every state list can show is a --state choice ----------------------------------------
