@@ -11,7 +11,7 @@ from .config import AgentConfig
 from .errors import Finding
 from .ledger import Ledger
 from .project import Project
-from .status import catalogue, collector_paused
+from .status import Entry, catalogue, collector_paused
 from .trackers import open_tracker
 from .vocabulary import SLOTS
 
@@ -82,11 +82,23 @@ def _check_items(project: Project, ledger: Ledger) -> tuple[list[Finding], Conta
     from .agreement import disagreements
 
     findings.extend(Finding(line) for line in disagreements(project, ledger, entries))
+    findings.extend(_needs_requirements(ledger, entries))
     # Every dep earlier in one order (numbered items on lower numbers, the common case): no cycle.
     if forward:
         for cycle in dependency_cycles({item_id: found.deps for item_id, found in entries.items()}):
             findings.append(Finding(f"dependency cycle: {' -> '.join(cycle)}"))
     return findings, UsedKeys(ledger)
+
+
+def _needs_requirements(ledger: Ledger, entries: dict[str, Entry]) -> list[Finding]:
+    """A warning for each item not done whose requirements are still `drover new`'s placeholder."""
+    waiting = [found for found in entries.values() if found.placeholder and not found.unreadable]
+    if not waiting:
+        return []
+    done, _ = ledger.flags()
+    return [Finding(f"{found.rel}: {found.id} needs requirements: its Requirements section is still the "
+                    f"placeholder, so drive skips it (write them, or run `drover draft {found.id}`)", error=False)
+            for found in waiting if found.id not in done]
 
 
 def dependency_cycles(graph: dict[str, tuple[str, ...]]) -> list[list[str]]:
@@ -125,10 +137,15 @@ def check_config(project: Project, refs: dict[str, str]) -> list[Finding]:
     """What drover.toml names that this repository lacks (a file that loads can still be wrong);
     `refs` is every ref of the repository (git.all_refs)."""
     base = project.config.base
+    findings = []
     if git.local_ref(base) not in refs:
-        return [Finding(f"drover.toml: [run] base: no branch {base!r} in this repository "
-                        "(items start from it and merge into it)")]
-    return []
+        findings.append(Finding(f"drover.toml: [run] base: no branch {base!r} in this repository "
+                                "(items start from it and merge into it)"))
+    items = project.items_dir
+    if items.exists() and not items.is_dir():
+        findings.append(Finding(f"{project.config.items}: not a folder ([project] items names the folder of "
+                                "item files): move it aside and run `drover init`"))
+    return findings
 
 
 def check_refs(project: Project, ledger: Ledger, refs: dict[str, str]) -> list[Finding]:
@@ -236,10 +253,22 @@ def empty_verify(verify: dict[str, str]) -> list[Finding]:
             for key, command in sorted(verify.items()) if not command.strip()]
 
 
-def run_check(project: Project, ledger: Ledger) -> list[Finding]:
+def run_check(project: Project, ledger: Ledger, *, warnings: bool = True) -> list[Finding]:
+    """Every finding of `drover check`; warnings=False: leave out check_warnings (whose probes
+    of agents and the tracker only ever warn), for a caller that wants the errors alone."""
     item_findings, keys = check_items(project, ledger)
     template_findings = templates.check_templates(project.root, project.config, used_keys=keys)
     refs = git.all_refs(project.root)  # the one git call: config and refs read it
     return (item_findings + check_config(project, refs) + check_refs(project, ledger, refs) + template_findings
-            + check_ledger_rows(project, ledger)
-            + check_warnings(project))
+            + check_ledger_rows(project, ledger) + (check_warnings(project) if warnings else []))
+
+
+def require_no_errors(project: Project, ledger: Ledger, command: str) -> None:
+    """Refuse `command` (exit 1) while `drover check` reports an error, naming each."""
+    from .errors import Refused
+
+    errors = [found.message for found in run_check(project, ledger, warnings=False) if found.error]
+    if errors:
+        count = f"{len(errors)} error" + ("s" if len(errors) > 1 else "")
+        raise Refused.listing(f"{command}: `drover check` reports {count}; fix them first, nothing was launched:",
+                              errors)

@@ -14,13 +14,14 @@ from .vocabulary import GUIDANCE_LEVELS, SLOTS, TEMPLATE_SLOTS
 
 @cli.command()
 @click.argument("item_id", metavar="ID", type=ITEM_ID)
-@click.option("--slot", required=True, type=click.Choice(TEMPLATE_SLOTS),
-              help="Which prompt: implement, review, draft, or the branch name.")
+@click.option("--slot", type=click.Choice(TEMPLATE_SLOTS),
+              help="Which prompt: implement, review, draft, or the branch name. Default: the slot the item is at "
+                   "(review when in review or approved, draft when it needs requirements, else implement).")
 @click.option("--guidance", type=click.Choice(GUIDANCE_LEVELS), help="Override [agent] guidance.")
 @click.option("--diff-guidance", is_flag=True, help="Show what the lean level drops, with token counts.")
 @click.option("--template", "explicit", metavar="SRC", help="Inline template text, or @path in the repository.")
 @json_option
-def prompt(item_id: str, slot: str, guidance: str | None, diff_guidance: bool, explicit: str | None,
+def prompt(item_id: str, slot: str | None, guidance: str | None, diff_guidance: bool, explicit: str | None,
            as_json: bool) -> None:
     """Print the rendered prompt for one item and slot; changes nothing."""
     show_prompt(item_id, slot, guidance=guidance, explicit=explicit, diff_guidance=diff_guidance, as_json=as_json)
@@ -47,6 +48,8 @@ def check(diff: bool, diff_format: str, color: str, update: bool, dry_run: bool,
             click.echo(patch, nl=False)
             for note in notes:
                 click.echo(f"drover: {note}", err=True)
+            if not patch and not notes:
+                click.echo(f"drover: {NOTHING_STALE}", err=True)  # stdout stays an empty patch
         elif diff:
             # `drover --color X check --diff` means what `check --diff --color X` means
             parent = click.get_current_context().find_root()
@@ -55,9 +58,14 @@ def check(diff: bool, diff_format: str, color: str, update: bool, dry_run: bool,
             if text:
                 # click strips ANSI codes off a pipe unless told the colour was asked for
                 click.echo(text, nl=not text.endswith("\n"), color=colored)
+            else:
+                click.echo(NOTHING_STALE)
         findings = run_check(project, ledger)
     # with --diff the stale lines are the diff's headers, and a unified patch keeps stdout clean
     say_check(findings, as_json, diff=diff, out_err=diff and diff_format == "unified")
+
+
+NOTHING_STALE = "no stale overrides: nothing to diff"
 
 
 def _override(slot: str | None = None, block: str | None = None, **options: Any) -> None:

@@ -161,6 +161,18 @@ def complete_presets(ctx: click.Context, param: click.Parameter, incomplete: str
     return [CompletionItem(name) for name in PRESETS if name.startswith(incomplete)]
 
 
+def complete_help_topics(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
+    """`shell_complete=` for `drover help TOPIC`: the reference pages, then the commands."""
+    from click.shell_completion import CompletionItem
+
+    from .resources import HELP_TOPICS
+
+    root = ctx.find_root().command
+    commands = sorted(root.list_commands(ctx)) if isinstance(root, click.Group) else []
+    names = dict.fromkeys([*HELP_TOPICS, *commands])
+    return [CompletionItem(name) for name in names if name.startswith(incomplete)]
+
+
 # --- set-up commands -------------------------------------------------------------------------
 
 
@@ -168,7 +180,7 @@ def register(cli: click.Group) -> None:
     """Add the set-up commands to the group."""
 
     @cli.command(name="help")
-    @click.argument("topic", required=False)
+    @click.argument("topic", required=False, shell_complete=complete_help_topics)
     @click.pass_context
     def help_cmd(ctx: click.Context, topic: str | None) -> None:
         """Print a reference page (configuration, items, templates, ...) or a command's help.

@@ -187,7 +187,7 @@ class Config:
     branch: str = key("run", "drover/{{ Id | lower }}", "the branch template; must render a valid git branch name")
     worktree: bool = key("run", True, "each item is worked in .drover/worktrees/<ID>; false: in this checkout")
     setup: str = key("run", "", "a command run once in each new worktree before its first agent, e.g. \"uv sync\"")
-    executor: str = key("run", "local", "where agent runs execute: local, or ray (docs/executors.md)",
+    executor: str = key("run", "local", "where agent runs execute: local, or ray (drover help executors)",
                         choices=EXECUTORS)
     verify: dict[str, str] = field(default_factory=lambda: dict(VERIFY_DEFAULT))
     max_rounds: int = key("review", 3, "rounds of changes an item may have (at least 1); past it request-changes "
@@ -428,8 +428,10 @@ def _line_of(message: str) -> int | None:
     return int(match.group(1)) if match else None
 
 
-def default_config_text(base: str = "main") -> str:
-    """The commented drover.toml `drover init` writes, every key at its default (base as given)."""
+def default_config_text(base: str = "main", verify: dict[str, str] | None = None,
+                        notes: dict[tuple[str, str], str] | None = None) -> str:
+    """The commented drover.toml `drover init` writes, every key at its default (base and the
+    verify commands as given); `notes`: comments for keys, by (table, key), in place of their meaning."""
     from .config_text import render_config
 
-    return render_config(KEYS, VERIFY_DEFAULT, base=base)
+    return render_config(KEYS, VERIFY_DEFAULT if verify is None else verify, base=base, notes=notes or {})

@@ -56,8 +56,11 @@ def _comment(info: KeyInfo) -> str:
     return info.meaning
 
 
-def render_config(keys: Mapping[str, Mapping[str, Any]], verify: Mapping[str, str], *, base: str = "main") -> str:
-    """The commented drover.toml: every table, every key at its default, its meaning beside it."""
+def render_config(keys: Mapping[str, Mapping[str, Any]], verify: Mapping[str, str], *, base: str = "main",
+                  notes: Mapping[tuple[str, str], str] | None = None) -> str:
+    """The commented drover.toml: every table, every key at its default, its meaning beside it
+    (or the note `notes` gives for it, by (table, key): what init found in the repository)."""
+    notes = notes or {}
     blocks = [HEADER]
     tables = list(keys)
     # [verify] is an open table, not declared key by key; it sits before [review] as it always has
@@ -65,13 +68,14 @@ def render_config(keys: Mapping[str, Mapping[str, Any]], verify: Mapping[str, st
     for table in tables:
         lines = [_line(f"[{table}]", TABLE_NOTES.get(table, ""))]
         if table == "verify":
-            lines += [f"{name} = {toml_value(command)}" for name, command in verify.items()]
+            lines += [_line(f"{name} = {toml_value(command)}", notes.get((table, name), ""))
+                      for name, command in verify.items()]
         else:
             for name, info in keys[table].items():
                 if isinstance(info.default, dict):
                     continue  # a table of its own, below
                 value = base if (table, name) == ("run", "base") else info.default
-                lines.append(_line(f"{name} = {toml_value(value)}", _comment(info)))
+                lines.append(_line(f"{name} = {toml_value(value)}", notes.get((table, name)) or _comment(info)))
         lines += EXAMPLES.get(table, ())
         for name, info in keys.get(table, {}).items():
             if isinstance(info.default, dict):

@@ -15,6 +15,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from .items import REQUIREMENTS_PLACEHOLDER
+
 
 DEMO_DIR = "demo"
 
@@ -144,8 +146,21 @@ def build_project(root: Path) -> None:
     _drover("new", "Greet a person by name", "--kind", "feature", cwd=root)
     _drover("new", "Greet loudly", "--kind", "feature", "--dep", "D-1", cwd=root)
     _drover("new", "Say goodbye too", "--kind", "feature", "-f", "D-1", cwd=root)
+    # an item whose requirements are still new's placeholder needs requirements before drive takes it
+    for item_id, requirement in REQUIREMENTS.items():
+        path = root / "items" / f"{item_id}.md"
+        text = path.read_text()
+        path.write_text(text.replace(REQUIREMENTS_PLACEHOLDER.format(id=item_id), requirement))
     _run([*env_git, "add", "-A"], root)
     _run([*env_git, "commit", "-q", "-m", "A tiny program and three drover items"], root)
+
+
+# What a person writes under each demo item's Requirements heading.
+REQUIREMENTS = {
+    "D-1": "1. `greet NAME` prints `Hello, NAME!`.",
+    "D-2": "1. `greet --loud NAME` prints the greeting in capitals.",
+    "D-3": "1. `greet --bye NAME` prints `Goodbye, NAME!`.",
+}
 
 
 USAGE = """usage: python -m drover.demo [FOLDER]     (or: drover demo [FOLDER])

@@ -61,9 +61,22 @@ class ItemError(DroverError):
 
 
 class Refused(DroverError):
-    """An action was refused on purpose: the round cap, outstanding changes, a live run (exit 1)."""
+    """An action was refused on purpose: the round cap, outstanding changes, a live run (exit 1).
+
+    `details`: what the refusal names, one indented line each after the message (`listing`)."""
 
     exit_code = 1
+    details: tuple[str, ...] = ()
+
+    @classmethod
+    def listing(cls, message: str, details: Iterable[str]) -> "Refused":
+        refused = cls(message)
+        refused.details = tuple(details)
+        return refused
+
+    @property
+    def lines(self) -> tuple[str, ...]:
+        return (str(self), *(f"  {detail}" for detail in self.details))
 
 
 @dataclass(frozen=True)

@@ -222,12 +222,18 @@ def audit(item_id: str, level: str, by: str, note: str, project: "Project | None
         echo_outcome(perform(project, ledger, "audit", item_id=item_id, level=level, by=by, note=note))
 
 
-def show_prompt(item_id: str, slot: str, *, guidance: str | None = None, explicit: str | None = None,
+def show_prompt(item_id: str, slot: str | None, *, guidance: str | None = None, explicit: str | None = None,
                 diff_guidance: bool = False, as_json: bool = False, project: "Project | None" = None) -> None:
-    """Render one item's prompt and print it (or, with diff_guidance, what lean drops)."""
+    """Render one item's prompt and print it (or, with diff_guidance, what lean drops); slot None:
+    the slot the item is at (status.slot_at)."""
     from . import data, templates
 
     with opened(project) as (project, ledger):
+        if slot is None:
+            from .itemstate import item_state
+            from .status import slot_at
+
+            slot = slot_at(item_state(project, ledger, item_id).state)
         built = data.build(project, ledger, item_id, slot, guidance=guidance)
         if slot == "branch":
             from .runs import require_valid_branch
@@ -258,7 +264,7 @@ def show_prompt(item_id: str, slot: str, *, guidance: str | None = None, explici
     echo(rendered.text, nl=False)
 
 
-def _prompt(item_id: str, slot: str, guidance: str | None, diff_guidance: bool, explicit: str | None,
+def _prompt(item_id: str, slot: str | None, guidance: str | None, diff_guidance: bool, explicit: str | None,
             as_json: bool, project: "Project | None" = None) -> None:
     show_prompt(item_id, slot, guidance=guidance, explicit=explicit, diff_guidance=diff_guidance,
                 as_json=as_json, project=project)
@@ -317,8 +323,8 @@ SPECS: dict[str, Spec] = {
     "prompt": Spec(_prompt, ("item_id",), 1,
                    {"--slot": Option("slot", TEMPLATE_SLOTS), "--guidance": Option("guidance", GUIDANCE_LEVELS),
                     "--template": Option("explicit")},
-                   {"--diff-guidance": "diff_guidance", "--json": "as_json"}, must=("slot",),
-                   defaults=(("guidance", None), ("explicit", None))),
+                   {"--diff-guidance": "diff_guidance", "--json": "as_json"},
+                   defaults=(("slot", None), ("guidance", None), ("explicit", None))),
 }
 ID_PARAMS = ("item_id",)  # positionals of the ITEM_ID type
 

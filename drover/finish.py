@@ -54,11 +54,7 @@ def finish(project: Project, ledger: Ledger, item_id: str, *, allow_drover_files
         approved = _require_covered(project, ledger, item_id, branch)
         _require_own_files_kept(project, item_id, branch, approved, allow_drover_files)
         _require_check(project, ledger, item_id, approved)
-        dirty = dirty_blockers(project)
-        if dirty:
-            shown = ", ".join(dirty[:5]) + (" ..." if len(dirty) > 5 else "")
-            raise Refused(f"the checkout at {project.root} has uncommitted changes ({shown}): "
-                          "commit or stash them before finishing")
+        refuse_dirty(project, "before finishing")
         worktree = project.worktrees_dir / item_id
         if worktree.exists():
             git.remove_worktree(project.root, worktree)
@@ -143,9 +139,41 @@ def _require_check(project: Project, ledger: Ledger, item_id: str, commit: str) 
     require_check(project, ledger, item_id, commit)
 
 
-def dirty_blockers(project: Project) -> list[str]:
-    """Uncommitted paths that would stop a finish (drover's own item edits do not)."""
-    return [path for path in git.dirty_paths(project.root) if not _tolerated(project, path)]
+def dirty_blockers(project: Project) -> list[tuple[str, bool]]:
+    """Uncommitted paths that would stop a finish (drover's own item edits do not), each with
+    whether it is untracked."""
+    return [(path, untracked) for path, untracked in git.dirty_entries(project.root) if not _tolerated(project, path)]
+
+
+def refuse_dirty(project: Project, when: str, after: str = "") -> None:
+    """Refuse (exit 1) while the checkout has changes a merge would trip on: the changed files
+    named (commit or stash them), the untracked ones summed up by top folder (ignore them)."""
+    dirty = dirty_blockers(project)
+    if not dirty:
+        return
+    changed = [path for path, untracked in dirty if not untracked]
+    loose: dict[str, int] = {}  # untracked: a top folder (with its count of files) or a file at the top
+    for path, untracked in dirty:
+        if untracked:
+            top = path.split("/", 1)[0] + "/" if "/" in path else path
+            loose[top] = loose.get(top, 0) + 1
+    details = [f"{path} (changed)" for path in changed[:MAX_NAMED]]
+    if len(changed) > MAX_NAMED:
+        details.append(f"... and {len(changed) - MAX_NAMED} more changed")
+    details += [f"{top} (untracked, {count} file{'s' if count != 1 else ''})" if top.endswith("/")
+                else f"{top} (untracked)" for top, count in list(loose.items())[:MAX_NAMED]]
+    if len(loose) > MAX_NAMED:
+        details.append(f"... and {len(loose) - MAX_NAMED} more untracked")
+    fixes = []
+    if changed:
+        fixes.append("commit or stash the changes")
+    if loose:
+        fixes.append("add the untracked paths to .gitignore (or commit them)")
+    what = " and ".join(word for word, there in (("uncommitted changes", changed), ("untracked files", loose)) if there)
+    raise Refused.listing(f"the checkout at {project.root} has {what}: {' and '.join(fixes)} {when}{after}:", details)
+
+
+MAX_NAMED = 10  # paths (or untracked top folders) a dirty-checkout refusal names
 
 
 def _tolerated(project: Project, path: str) -> bool:

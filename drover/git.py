@@ -245,8 +245,13 @@ def remove_worktree(root: Path, path: Path, *, force: bool = False) -> None:
 
 
 def _status_paths(cwd: Path, *, untracked: bool) -> list[str]:
+    return [path for path, _ in _status_entries(cwd, untracked=untracked)]
+
+
+def _status_entries(cwd: Path, *, untracked: bool) -> list[tuple[str, bool]]:
+    """(path, whether git tracks nothing of it) for each path `git status` names."""
     out = git(["status", "--porcelain", "-z", "--untracked-files=" + ("all" if untracked else "no")], cwd)
-    paths: list[str] = []
+    paths: list[tuple[str, bool]] = []
     entries = out.split("\0")
     index = 0
     while index < len(entries):
@@ -255,11 +260,11 @@ def _status_paths(cwd: Path, *, untracked: bool) -> list[str]:
         if len(entry) < 4:
             continue
         code, path = entry[:2], entry[3:]
-        paths.append(path)
+        paths.append((path, code == "??"))
         # A rename or copy is followed by the path it came from, which changed too.
         if "R" in code or "C" in code:
             if index < len(entries) and entries[index]:
-                paths.append(entries[index])
+                paths.append((entries[index], False))
             index += 1
     return paths
 
@@ -267,6 +272,11 @@ def _status_paths(cwd: Path, *, untracked: bool) -> list[str]:
 def dirty_paths(root: Path) -> list[str]:
     """Repo-relative paths with uncommitted changes, untracked files included (ignored ones not)."""
     return _status_paths(root, untracked=True)
+
+
+def dirty_entries(root: Path) -> list[tuple[str, bool]]:
+    """dirty_paths, each with whether it is untracked."""
+    return _status_entries(root, untracked=True)
 
 
 def _compare(root: Path, branch: str, base: str) -> tuple[str, str, str]:

@@ -24,6 +24,11 @@ GUARANTEES_HEADING = "## Guarantees"
 REQUIREMENTS_HEADING = "## Requirements"
 CLEARED_MARKER = "<!-- drover: cleared -->"
 PROVENANCE_PREFIX = "Finding:"
+# The Requirements line `drover new` writes: while it is all the section holds, the item is in
+# state `needs requirements` (docs/states.md), not ready.
+REQUIREMENTS_PLACEHOLDER = "- To be written: run `drover draft {id}` or list the numbered requirements here."
+_PLACEHOLDER_OPENING = REQUIREMENTS_PLACEHOLDER.split("{id}")[0]
+_PLACEHOLDER = re.compile(re.escape(_PLACEHOLDER_OPENING) + r"[^`\n]*" + re.escape(REQUIREMENTS_PLACEHOLDER.split("{id}")[1]))
 
 # The wording of each unreadable state: what `list`, `show`, `check` and `Unreadable` say.
 MISSING = "has no file"
@@ -136,6 +141,11 @@ class Item:
         return bool(self.changes.strip()) and not self.cleared
 
     @property
+    def needs_requirements(self) -> bool:
+        """The Requirements section is still `drover new`'s placeholder."""
+        return needs_requirements(self.text, self.body_offset)
+
+    @property
     def finding(self) -> str:
         """The provenance line, "" when the body does not open with one."""
         first = self.body.lstrip("\n").split("\n", 1)[0]
@@ -190,8 +200,10 @@ def parse_item(text: str, path: Path, prefix: str, *, expected_id: str | None = 
 
 
 def read_summary(path: str, name: str, prefix: str, data: bytes | None = None,
-                 known: tuple[str, tuple[str, int]] | None = None) -> tuple[str, str, str, tuple[str, ...], dict[str, Any], str]:
-    """What the catalogue keeps of an item file: id, title, kind, deps, frontmatter, Changes section.
+                 known: tuple[str, tuple[str, int]] | None = None
+                 ) -> tuple[str, str, str, tuple[str, ...], dict[str, Any], str, bool]:
+    """What the catalogue keeps of an item file: id, title, kind, deps, frontmatter, Changes section,
+    whether its requirements are still the placeholder.
 
     read_item's reading and checks without an Item or a Path (the catalogue parses every file
     of a changed project in one loop); raises Unreadable as read_item does. `data`: the file's
@@ -210,12 +222,21 @@ def read_summary(path: str, name: str, prefix: str, data: bytes | None = None,
         split = None
     meta, _, offset, item_id = _parse(text, name, prefix, None, split)
     deps = tuple(_text(dep) for dep in _as_list(meta.get("deps")))
-    return item_id, _text(meta.get("title")), _text(meta.get("kind")), deps, meta, changes_of(text, offset)
+    return (item_id, _text(meta.get("title")), _text(meta.get("kind")), deps, meta, changes_of(text, offset),
+            needs_requirements(text, offset))
 
 
 def changes_of(text: str, body_offset: int) -> str:
     """The Changes section's text ("" when there is none), as Item.changes has it."""
     return _section(text, CHANGES_HEADING, body_offset) or ""
+
+
+def needs_requirements(text: str, body_offset: int) -> bool:
+    """The Requirements section holds nothing but `drover new`'s placeholder line (any id in it)."""
+    if _PLACEHOLDER_OPENING not in text:  # most items: one search, no section scan
+        return False
+    section = _section(text, REQUIREMENTS_HEADING, body_offset)
+    return section is not None and _PLACEHOLDER.fullmatch(section.strip()) is not None
 
 
 def _read_bytes(path: str, at: int | None = None, size: int = -1) -> bytes:
@@ -546,5 +567,5 @@ def new_item_text(item_id: str, title: str, kind: str, deps: list[str], finding_
         body += f"{PROVENANCE_PREFIX} {finding_source} (raised while reviewing {finding_source})\n\n"
     if scaffold:
         body += scaffold.rstrip("\n") + "\n\n"
-    body += f"{REQUIREMENTS_HEADING}\n\n- To be written: run `drover draft {item_id}` or list the numbered requirements here.\n"
+    body += f"{REQUIREMENTS_HEADING}\n\n{REQUIREMENTS_PLACEHOLDER.format(id=item_id)}\n"
     return f"---\n{front}---\n\n{body}"

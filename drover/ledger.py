@@ -310,7 +310,7 @@ class Ledger(Journal):
         """Refresh cache rows (tuples of every column, in CACHE_COLUMNS order; `renewed`: rows for
         paths the cache had a row for when it was read), give rows whose files' bytes did not
         change their new mtimes ((mtime_ns, path) each), and rows whose files' body alone changed
-        what the body decides ((size, mtime_ns, outstanding, cleared, digest, path) each); drop
+        what the body decides ((size, mtime_ns, outstanding, cleared, placeholder, digest, path) each); drop
         vanished paths. Nothing is written when the cache has gone to a prefix other than the one
         cache_under was told since (a `[project] prefix` edited meanwhile)."""
         if not rows and not stale_paths and not mtimes and not bodies and not renewed:
@@ -328,7 +328,7 @@ class Ledger(Journal):
                 self.conn.executemany("UPDATE item_files SET mtime_ns = ? WHERE path = ?", mtimes)
             if bodies:
                 self.conn.executemany("UPDATE item_files SET size = ?, mtime_ns = ?, outstanding = ?, cleared = ?, "
-                                      "digest = ? WHERE path = ?", bodies)
+                                      "placeholder = ?, digest = ? WHERE path = ?", bodies)
             if renewed:
                 # a row updated in place costs about a fifth less than one replaced (deleted and
                 # inserted again, with its key); one gone since the read (another process
@@ -627,7 +627,7 @@ def open_ledger(path: Path) -> Ledger:
 
 # The metadata cache's columns, in the order cached_files gives and store_files takes them.
 CACHE_COLUMNS = ("path", "size", "mtime_ns", "id", "title", "kind", "deps", "meta", "outstanding", "cleared",
-                 "unreadable", "detail", "line", "digest", "front")
+                 "unreadable", "detail", "line", "digest", "front", "placeholder")
 _CACHE_SELECT = ", ".join(f'"{name}"' for name in CACHE_COLUMNS)
 _CACHE_VALUES = f"INTO item_files ({_CACHE_SELECT}) VALUES ({', '.join('?' for _ in CACHE_COLUMNS)})"
 _INSERT = f"INSERT OR REPLACE {_CACHE_VALUES}"

@@ -1,9 +1,9 @@
 """`list`'s rows: every item of the catalogue with its state, read from the ledger in bulk.
 
-compute_state (status.py) is the definition of a state. A list decides it from plain values
-instead: judge makes of an item's Ledger.list_activity row and branch head what the state needs,
-decide finishes it with the item file's part, and tests/test_list_paths.py holds the two
-(list_state) to compute_state's answers.
+compute_state (status.py) is the definition of a state. A list asks the same two functions it
+asks (status.judge and status.decide) of plain values read in bulk: judge makes of an item's
+Ledger.list_activity row and branch head what the state needs, decide finishes it with the item
+file's part, and tests/test_list_paths.py holds list_state to compute_state's answers.
 """
 from __future__ import annotations
 
@@ -15,7 +15,8 @@ from . import items as itemfile
 from .ledger import Ledger
 from .procs import run_alive
 from .project import Project
-from .status import NOT_DRIVEN, Entry, State, catalogue, collector_paused, orphan_note, run_trouble
+from .status import NOTHING, NOT_DRIVEN, Entry, Judged, State, catalogue, collector_paused, decide, orphan_note
+from .status import judge as judge_activity
 
 
 class Listed(NamedTuple):
@@ -43,7 +44,8 @@ def _list_items(project: Project, ledger: Ledger) -> list[Listed]:
     done, parked, judged, live = _unpacked(got[0]) if got is not None else _ledger_part(project.root, project.runs_dir, ledger)
     match = itemfile.id_pattern(project.config.prefix).match
     settled = set(filter(match, done))  # a dep is done when it is an id and its item is done
-    # decide's answer for each verdict, outstanding or not, deps done or not (few verdicts, many items)
+    # decide's answer for each verdict, placeholder or not, outstanding or not, deps done or not
+    # (few verdicts, many items)
     decided: dict[Judged, tuple[tuple[State, str], ...]] = {}
     listed: list[Listed] = []
     append = listed.append
@@ -67,9 +69,10 @@ def _list_items(project: Project, ledger: Ledger) -> list[Listed]:
             verdict = judged.get(item_id, NOTHING)
             answers = decided.get(verdict)
             if answers is None:
-                answers = decided[verdict] = tuple(decide(outstanding, verdict, ready)
+                answers = decided[verdict] = tuple(decide(outstanding, verdict, ready, placeholder)
+                                                   for placeholder in (False, True)
                                                    for outstanding in (False, True) for ready in (False, True))
-            state, note = answers[2 * found.outstanding + deps_done]
+            state, note = answers[4 * found.placeholder + 2 * found.outstanding + deps_done]
         if not deps_done:
             bad = [dep for dep in found.deps if not match(dep)]
             if bad:
@@ -80,56 +83,18 @@ def _list_items(project: Project, ledger: Ledger) -> list[Listed]:
     return listed
 
 
-# decide's answers, read once (a State.X lookup costs a descriptor call in 3.11)
-_CHANGES_REQUESTED, _READY, _BLOCKED, _APPROVED, _IN_REVIEW = (State.CHANGES_REQUESTED, State.READY, State.BLOCKED,
-                                                              State.APPROVED, State.IN_REVIEW)
-_TROUBLE = {State.INTERRUPTED.value: State.INTERRUPTED, State.FAILED.value: State.FAILED}
-
-# What judge makes of an item's activity row and its branch's head, in plain values (a child
-# sends them through a pipe): the trouble its last implementing run left (a State's value, or
-# ""), and why; the short sha an approval covers when it covers the head, else ""; whether an
-# implementing run was recorded; why an approval no longer counts ("" when none).
-Judged = tuple[str, str, str, bool, str]
-NOTHING: Judged = ("", "", "", False, "")  # an item without runs, rounds or audits
-
-
-def list_state(outstanding: bool, act: tuple[Any, ...] | None, deps_done: bool, head: str) -> tuple[State, str]:
+def list_state(outstanding: bool, act: tuple[Any, ...] | None, deps_done: bool, head: str,
+               placeholder: bool = False) -> tuple[State, str]:
     """compute_state past its first four states (unreadable, done, parked, running), from a row of
     Ledger.list_activity (None: no runs, rounds or audits). A test holds it to compute_state."""
-    return decide(outstanding, NOTHING if act is None else judge(act, head), deps_done)
+    return decide(outstanding, NOTHING if act is None else judge(act, head), deps_done, placeholder)
 
 
 def judge(act: tuple[Any, ...], head: str) -> Judged:
-    """What an item's state needs of its Ledger.list_activity row and its branch's head `head`."""
+    """status.judge of an item's Ledger.list_activity row and its branch's head `head`."""
     _, _, newest_round, last_id, started, finished, outcome, exit_status, approval_at, approval_head = act
-    ran = bool(last_id)
-    trouble, why = "", ""
-    if ran and not (outcome == "exited" and exit_status == 0 and finished is not None):
-        run = {"id": last_id, "started": started, "finished": finished, "outcome": outcome, "exit_status": exit_status}
-        found, why = run_trouble(run, False, approval_at or "")
-        trouble = found.value if found else ""
-    approval: str = approval_at or ""
-    current = bool(approval) and approval > (newest_round or "")
-    covered: str = approval_head or ""
-    approved = covered[:7] if current and head and covered == head else ""
-    moved = f"the branch moved since the approval at {covered[:7]}" if current and covered else ""
-    return trouble, why, approved, ran, moved
-
-
-def decide(outstanding: bool, judged: Judged, deps_done: bool) -> tuple[State, str]:
-    """An item's state and why, from the Changes section, what judge made of its activity, its deps."""
-    trouble, why, approved, ran, moved = judged
-    if trouble:
-        return _TROUBLE[trouble], why
-    if outstanding:
-        return _CHANGES_REQUESTED, ""
-    if approved:
-        return _APPROVED, f"at {approved}"
-    if ran:
-        return _IN_REVIEW, moved
-    if not deps_done:
-        return _BLOCKED, ""
-    return _READY, ""
+    return judge_activity(newest_round, last_id, started, finished, outcome, exit_status, approval_at, approval_head,
+                          head)
 
 
 def is_ready(listed: Listed) -> bool:

@@ -111,8 +111,12 @@ class Driver:
         known = item_state(project, ledger, item_id)
         state = known.state
         if state in NOT_DRIVEN:
+            note = known.reason or str(state)
             skipped = ORPHANED if known.reason.startswith(ORPHANED) else "skipped"
-            return Driven(item_id, skipped, len(known.rounds), len(known.runs), known.reason or str(state))
+            if state == State.NEEDS_REQUIREMENTS:
+                note = needs_requirements_note(known)
+                self.say(f"{item_id}: skipped: {note}")
+            return Driven(item_id, skipped, len(known.rounds), len(known.runs), note)
         conflicted = False
         # One implement and one review per round, plus the first pass (and a merge of base).
         for _ in range(project.config.max_rounds + 2):
@@ -224,6 +228,12 @@ class Driver:
                       usage=known.usage, log="" if result in APPROVED else known.log)
 
 
+def needs_requirements_note(known: ItemState) -> str:
+    """Why drive does not take an item whose requirements are still the placeholder, and the way on."""
+    return (f"needs requirements: {known.entry.rel} still holds the placeholder; write them there "
+            f"or run `drover draft {known.id}`")
+
+
 def _ending(result: runs.RunResult) -> str:
     return f"exited {result.exit_code}" if result.outcome == "exited" else result.outcome
 
@@ -270,6 +280,10 @@ def drive(project: Project, ids: list[str], *, jobs: int = 1, finish: bool = Fal
         with Ledger(project.ledger_path) as ledger:
             for item_id in ids:
                 item_state(project, ledger, item_id)
+    from .checks import require_no_errors
+
+    with Ledger(project.ledger_path) as ledger:
+        require_no_errors(project, ledger, "drive")
     if finish:
         _require_clean(project)
     queue = list(dict.fromkeys(ids)) if explicit else ready_ids(project, finish)
@@ -282,8 +296,8 @@ def drive(project: Project, ids: list[str], *, jobs: int = 1, finish: bool = Fal
     for row in orphaned:
         say(f"  {row.item_id}: {row.note}")
     if dry_run:
-        for item_id in queue:
-            say(f"  {item_id}: implement and review would run on {runner.where()}")
+        for line in dry_run_lines(project, queue, explicit=explicit, finish=finish, where=runner.where()):
+            say(line)
         say("--- drover: dry run; nothing was launched or written")
         return []
     try:
@@ -294,6 +308,48 @@ def drive(project: Project, ids: list[str], *, jobs: int = 1, finish: bool = Fal
     finally:
         runner.close()
     return results + [row for row in orphaned if row.item_id not in {done.item_id for done in results}]
+
+
+def dry_run_lines(project: Project, queue: list[str], *, explicit: bool, finish: bool, where: str) -> list[str]:
+    """What --dry-run says of the work ahead: each item's next step, and the blocked items that
+    follow a dep this drive takes (with --finish, once the dep is finished)."""
+    with Ledger(project.ledger_path) as ledger:
+        rows = {row.entry.id: row for row in list_items(project, ledger)}
+    lines = []
+    for item_id in queue:
+        row = rows.get(item_id)
+        if row is not None and row.state == State.NEEDS_REQUIREMENTS:
+            with Ledger(project.ledger_path) as ledger:
+                lines.append(f"  {item_id}: would be skipped: {needs_requirements_note(item_state(project, ledger, item_id))}")
+        elif row is not None and row.state == State.APPROVED:
+            lines.append(f"  {item_id}: finish would merge it")
+        else:
+            lines.append(f"  {item_id}: implement and review would run on {where}")
+    if explicit:
+        return lines
+    # blocked items whose deps not done are all taken by this drive, or follow one that is
+    taken = set(queue)
+    following: list[tuple[str, list[str]]] = []
+    grew = True
+    while grew:
+        grew = False
+        for item_id, row in rows.items():
+            if item_id in taken or row.state != State.BLOCKED:
+                continue
+            waiting = [dep for dep in row.entry.deps if dep in rows and rows[dep].state != State.DONE]
+            if waiting and all(dep in taken for dep in waiting):
+                taken.add(item_id)
+                following.append((item_id, waiting))
+                grew = True
+    for item_id, waiting in following:
+        deps = ", ".join(waiting)
+        are = "is" if len(waiting) == 1 else "are"
+        if finish:
+            lines.append(f"  {item_id}: blocked on {deps}: follows in this drive once {deps} {are} finished")
+        else:
+            lines.append(f"  {item_id}: blocked on {deps}: waits until {deps} {are} finished "
+                         "(drive --finish would take it next, in the same drive)")
+    return lines
 
 
 def _drive_queue(project: Project, queue: list[str], explicit: bool, *, jobs: int, finish: bool,
@@ -337,13 +393,12 @@ def _drive_queue(project: Project, queue: list[str], explicit: bool, *, jobs: in
 
 def _require_clean(project: Project) -> None:
     """drive --finish would spend agent time, then fail every merge: refuse before any launch."""
-    from .finish import dirty_blockers
+    from .finish import refuse_dirty
 
-    dirty = dirty_blockers(project)
-    if dirty:
-        shown = ", ".join(dirty[:5]) + (" ..." if len(dirty) > 5 else "")
-        raise Refused(f"drive --finish: the checkout at {project.root} has uncommitted changes ({shown}): "
-                      "commit or stash them first; no agent was launched")
+    try:
+        refuse_dirty(project, "first", "; no agent was launched")
+    except Refused as exc:
+        raise Refused.listing(f"drive --finish: {exc}", exc.details) from None
 
 
 def summary(results: list[Driven]) -> list[str]:

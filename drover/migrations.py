@@ -162,6 +162,13 @@ def _audit_run(db: "sqlite_utils.Database") -> None:
 OPENED_BEFORE_0012 = "UPDATE audits SET opens = (level IN ('reviewed', 'verified')) WHERE opens IS NULL"
 
 
+def _item_files_placeholder(db: "sqlite_utils.Database") -> None:
+    # Whether an item's requirements are still `drover new`'s placeholder (state `needs
+    # requirements`, drover/status.py). The rows cached before it never read that: they go.
+    db["item_files"].add_column("placeholder", int)
+    db.execute("DELETE FROM item_files")
+
+
 # The cache's ids (under the prefix they were parsed under) raise that prefix's highest met.
 MEET_CACHED = (
     "INSERT INTO ids_met (prefix, highest) "
@@ -184,6 +191,7 @@ MIGRATIONS: tuple[tuple[str, Any], ...] = (
     ("0009_item_files_front", _item_files_front), ("0010_item_files_prefix", _item_files_prefix),
     ("0011_ids_met", _ids_met), ("0012_audit_run", _audit_run), ("0013_checks", _checks),
     ("0014_owed_commits", _owed_commits),
+    ("0015_item_files_placeholder", _item_files_placeholder),
 )
 
 

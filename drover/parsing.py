@@ -22,9 +22,10 @@ from . import items as itemfile
 from .items import Unreadable
 
 # (id, title, kind, deps, deps as JSON, frontmatter as JSON, outstanding, cleared, unreadable,
-# detail, line): what the catalogue keeps of one item file (status.Entry and its cache row).
-Fields = tuple[str, str, str, tuple[str, ...], str, str, bool, bool, str, str, "int | None"]
-# What a changed file gives: Fields + (digest, front); (digest, front, outstanding, cleared) when
+# detail, line, placeholder): what the catalogue keeps of one item file (status.Entry and its
+# cache row); placeholder: the requirements are still `drover new`'s.
+Fields = tuple[str, str, str, tuple[str, ...], str, str, bool, bool, str, str, "int | None", bool]
+# What a changed file gives: Fields + (digest, front); (digest, front, outstanding, cleared, placeholder) when
 # its frontmatter is the one the cache knew (`front`: its digest) and only the body was read; or
 # (digest,) alone when the bytes are unchanged.
 Parsed = tuple[Any, ...]
@@ -46,16 +47,16 @@ def fields(path: str, name: str, prefix: str, data: bytes | None = None,
     """What the catalogue keeps of the item file `path` (named `name`), readable or not (`data`:
     its bytes, `known`: their text and its split_frontmatter, when read already)."""
     try:
-        item_id, title, kind, deps, meta, changes = itemfile.read_summary(path, name, prefix, data, known)
+        item_id, title, kind, deps, meta, changes, placeholder = itemfile.read_summary(path, name, prefix, data, known)
     except Unreadable as exc:
-        return (name[:-3] or name, "", "", (), "[]", "{}", False, False, exc.wording, exc.detail, exc.line)
+        return (name[:-3] or name, "", "", (), "[]", "{}", False, False, exc.wording, exc.detail, exc.line, False)
     cleared = itemfile.is_cleared(changes)
     try:
         meta_json = _json(meta)
     except TypeError:
         meta_json = json.dumps(meta, default=str)  # a date, say
     return (item_id, title, kind, deps, _deps_json(deps), meta_json, bool(changes.strip()) and not cleared, cleared,
-            "", "", None)
+            "", "", None, placeholder)
 
 
 def _deps_json(deps: tuple[str, ...]) -> str:
@@ -109,7 +110,7 @@ def read(path: str, at: int | None = None, size: int = -1) -> bytes | None:
 def parse_one(within: str, name: str, prefix: str, known: str | None, front: str | None = None,
               size: int = -1, at: int | None = None) -> Parsed:
     """One changed file: (digest,) when its bytes' digest is `known`; (digest, front, outstanding,
-    cleared) when its frontmatter's digest is `front` (a readable item's, whose body alone changed:
+    cleared, placeholder) when its frontmatter's digest is `front` (a readable item's, whose body alone changed:
     what the frontmatter says is the cache's already) and its body is not empty; else Fields +
     (digest, front). `size`, `at`: what read takes, when the caller has them."""
     data = read(within + name) if at is None else read(name, at, size)
@@ -130,7 +131,7 @@ def parse_one(within: str, name: str, prefix: str, known: str | None, front: str
         if body and not body.isspace():
             changes = itemfile.changes_of(text, offset)
             cleared = itemfile.is_cleared(changes)
-            return (found, now, bool(changes.strip()) and not cleared, cleared)
+            return (found, now, bool(changes.strip()) and not cleared, cleared, itemfile.needs_requirements(text, offset))
     return (*fields(within + name, name, prefix, data, (text, split)), found, now)
 
 

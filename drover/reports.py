@@ -13,6 +13,9 @@ _LOCATION = re.compile(r"^(?P<path>[^\s:][^:]*?\.(?:md|toml|tmpl|json|txt))(?::(
 _CODES = (
     (" shadows ", "ref-shadow"),
     ("moved since the approval", "approval-moved"),
+    ("needs requirements", "needs-requirements"),
+    ("is empty: nothing runs before merge", "verify-empty"),
+    (": not a folder", "items-folder"),
     ("STALE OVERRIDE", "stale-override"),
     ("WHOLE TEMPLATE", "whole-template"),
     ("dependency cycle", "dep-cycle"),

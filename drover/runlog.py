@@ -1,6 +1,7 @@
 """`drover log`: a run's agent log, printed whole or followed while the run is alive."""
 from __future__ import annotations
 
+import sys
 import time
 from pathlib import Path
 from typing import BinaryIO, Callable
@@ -48,8 +49,27 @@ def copy_log(path: Path, write: Callable[[bytes], None], *, follow: bool,
         time.sleep(FOLLOW_POLL)
 
 
+def first_run(project: Project, item_id: str, say: Callable[[str], None]) -> bool:
+    """Wait until the item has a run (a queued item's, once drive starts it); False on Ctrl-C."""
+    with Ledger(project.ledger_path) as ledger:
+        if item_state(project, ledger, item_id).runs:  # also: an item that does not exist is said now
+            return True
+        say(f"drover: {item_id} has no run yet; waiting for its first (Ctrl-C to stop)")
+        try:
+            # until a run has a process (or has ended): before, its log may not exist yet
+            while not any(run.pid or run.finished is not None for run in ledger.runs(item_id)):
+                time.sleep(FOLLOW_POLL)
+        except KeyboardInterrupt:
+            return False
+    return True
+
+
 def show_log(project: Project, item_id: str, run_id: str | None, *, follow: bool, out: BinaryIO) -> None:
-    """Print the run's log to `out`; with `follow`, until the run ends or Ctrl-C (the run goes on)."""
+    """Print the run's log to `out`; with `follow`, until the run ends or Ctrl-C (the run goes on),
+    and for an item without a run yet, from its first run on."""
+    if follow and run_id is None and not first_run(project, item_id, lambda line: print(line, file=sys.stderr,
+                                                                                          flush=True)):
+        return
     with Ledger(project.ledger_path) as ledger:
         run = pick_run(project, ledger, item_id, run_id)
     path = project.root / (run.log_path or "")

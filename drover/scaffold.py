@@ -1,6 +1,8 @@
 """`drover init`: the files a project starts with."""
 from __future__ import annotations
 
+import json
+import re
 import tomllib
 from pathlib import Path
 
@@ -31,6 +33,7 @@ def init_project(start: Path) -> list[str]:
     if fresh:
         write_atomic(config_path, text)
         said.append(f"wrote {CONFIG_FILE} (base branch: {config.base})")
+        said += _verify_said(root)
     else:
         said.append(f"{CONFIG_FILE} already exists; left as it is")
     if not items.is_dir():
@@ -55,8 +58,83 @@ def init_project(start: Path) -> list[str]:
 
 
 def config_text_for(root: Path) -> str:
-    """The commented drover.toml, its `base` set to the branch this repository works from."""
-    return default_config_text(base=git.detect_base(root))
+    """The commented drover.toml: its `base` the branch this repository works from, its verify
+    command the one the repository's files name (detect_verify), a hint at `[run] setup` when
+    a shared environment would make worktrees import the main checkout's code."""
+    command, found = detect_verify(root)
+    notes = {("verify", "default"): f"found: {found}" if command else NO_VERIFY}
+    shared = shared_environment(root)
+    if shared:
+        notes[("run", "setup")] = SETUP_HINT.format(shared=shared)
+    return default_config_text(base=git.detect_base(root), verify={"default": command}, notes=notes)
+
+
+# The comment beside an empty verify command: what an empty one means (docs/configuration.md).
+NO_VERIFY = "nothing runs before merge until this is set: the command that runs the tests, e.g. \"make test\""
+SETUP_HINT = ("{shared} found: worktrees otherwise import the main checkout's code; give each its own, "
+              "e.g. \"python -m venv .venv && .venv/bin/pip install -e .\"")
+
+
+def detect_verify(root: Path) -> tuple[str, str]:
+    """The command that runs this repository's tests, as its files name it, and where it was found;
+    ("", "") when none does. The first that applies: a Makefile `test` target, pytest
+    configuration, an npm `test` script, a Cargo.toml, a go.mod."""
+    for name in ("GNUmakefile", "makefile", "Makefile"):
+        if _MAKE_TEST.search(_text(root / name)):
+            return "make test", f"a `test` target in {name}"
+    if re.search(r"^\[tool\.pytest[.\]]", _text(root / "pyproject.toml"), re.M):
+        return "python -m pytest", "pytest configuration in pyproject.toml"
+    for name, table in (("setup.cfg", "tool:pytest"), ("pytest.ini", "pytest"), ("tox.ini", "pytest")):
+        if re.search(rf"^\[{re.escape(table)}\]", _text(root / name), re.M):
+            return "python -m pytest", f"pytest configuration in {name}"
+    try:
+        scripts = json.loads(_text(root / "package.json") or "{}").get("scripts") or {}
+    except (ValueError, AttributeError):
+        scripts = {}
+    test = scripts.get("test") if isinstance(scripts, dict) else None
+    if isinstance(test, str) and test.strip() and "no test specified" not in test:  # npm init's stub fails
+        return "npm test", "a `test` script in package.json"
+    if (root / "Cargo.toml").is_file():
+        return "cargo test", "Cargo.toml"
+    if (root / "go.mod").is_file():
+        return "go test ./...", "go.mod"
+    return "", ""
+
+
+# A rule for the target `test` (not a variable assignment `test := ...`).
+_MAKE_TEST = re.compile(r"^test[ \t]*::?(?!=)", re.M)
+
+
+def shared_environment(root: Path) -> str:
+    """What makes worktrees share one Python environment ("" when nothing does): a virtual
+    environment folder in the checkout, or an editable install the Makefile or README does."""
+    for name in (".venv", "venv"):
+        if (root / name / "pyvenv.cfg").is_file() or (root / name / "bin").is_dir():
+            return f"{name}/"
+    for name in ("Makefile", "makefile", "GNUmakefile", "README.md", "CONTRIBUTING.md"):
+        if re.search(r"pip3? install (?:[^\n]*\s)?(?:-e|--editable)\b", _text(root / name)):
+            return f"an editable install (pip install -e, in {name})"
+    return ""
+
+
+def _text(path: Path) -> str:
+    """A small text file's contents; "" when it is absent, unreadable or not text."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return ""
+
+
+def _verify_said(root: Path) -> list[str]:
+    """What init says of the verify command it wrote and of a shared environment."""
+    command, found = detect_verify(root)
+    said = [f"verify command: {command} ({found})" if command else
+            "verify command: none found; nothing runs before merge until [verify] default is set"]
+    shared = shared_environment(root)
+    if shared:
+        said.append(f"hint: {shared} found: an agent's worktree would import the main checkout's code through it; "
+                    "set [run] setup to give each worktree its own environment (drover help configuration)")
+    return said
 
 
 def next_steps(prefix: str) -> list[str]:

@@ -6,7 +6,6 @@ import json
 import os
 import re
 from contextlib import contextmanager
-from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Iterable, Iterator, NamedTuple, Sequence
 
 from .records import dataclass
@@ -16,32 +15,27 @@ from .deps import Dep  # not fields.py: show would build every template type
 from .ledger import Ledger
 from .project import Project
 from .rows import Audit, ItemRows, Run
-from .vocabulary import LEVELS
+from .vocabulary import LEVELS, State
 
 if TYPE_CHECKING:
     from pathlib import Path
 
-
-class State(StrEnum):
-    """An item's state; docs/states.md is the table of what moves an item out of each."""
-
-    READY = "ready"
-    BLOCKED = "blocked"
-    RUNNING = "running"
-    INTERRUPTED = "interrupted"
-    FAILED = "failed"
-    IN_REVIEW = "in review"
-    CHANGES_REQUESTED = "changes requested"
-    APPROVED = "approved"
-    PARKED = "parked"
-    DONE = "done"
-    UNREADABLE = "unreadable"
-
+__all__ = ["State"]  # defined in vocabulary.py (the command line's choices derive from it), decided here
 
 # Where drive's next step is an implementing run (in review: a review; approved: a finish),
-# and the states it does not drive at all.
+# and the states it does not drive at all (needs requirements: someone writes them first).
 IMPLEMENT_NEXT = frozenset({State.READY, State.BLOCKED, State.INTERRUPTED, State.FAILED, State.CHANGES_REQUESTED})
-NOT_DRIVEN = frozenset({State.UNREADABLE, State.DONE, State.PARKED, State.RUNNING})
+NOT_DRIVEN = frozenset({State.UNREADABLE, State.DONE, State.PARKED, State.RUNNING, State.NEEDS_REQUIREMENTS})
+
+
+def slot_at(state: State) -> str:
+    """The slot an item in `state` is at, as `prompt` without --slot takes it: review while a review
+    is next (in review, approved), draft while it needs requirements, else implement."""
+    if state in (State.IN_REVIEW, State.APPROVED):
+        return "review"
+    if state == State.NEEDS_REQUIREMENTS:
+        return "draft"
+    return "implement"
 
 
 class Entry(NamedTuple):
@@ -63,6 +57,7 @@ class Entry(NamedTuple):
     unreadable: str = ""
     detail: str = ""
     line: int | None = None
+    placeholder: bool = False  # the requirements are still `drover new`'s placeholder
 
     @property
     def meta(self) -> dict[str, Any]:
@@ -90,29 +85,30 @@ def _entry_from_fields(found: parsing.Fields | tuple[Any, ...], rel: str, meta: 
     """An entry from what parsing gives of a file (parsing.Fields, perhaps with its digest after);
     meta=False: without its frontmatter, as the catalogue's entries are."""
     return Entry(found[0], rel, found[1], found[2], found[3], found[5] if meta else NO_META, found[6], found[7],
-                 found[8], found[9], found[10])
+                 found[8], found[9], found[10], found[11])
 
 
 def _cache_row(rel: str, size: int, mtime: int, found: parsing.Fields | tuple[Any, ...],
                digest: str | None, front: str | None = None) -> tuple[Any, ...]:
     """The item_files row (Ledger.CACHE_COLUMNS) for what parsing gives of a file of this size and
     mtime; `front`: its frontmatter's digest, when known."""
-    return (rel, size, mtime, *found[:3], *found[4:6], int(found[6]), int(found[7]), *found[8:11], digest, front)
+    return (rel, size, mtime, *found[:3], *found[4:6], int(found[6]), int(found[7]), *found[8:11], digest, front,
+            int(found[11]))
 
 
 def _entry_from_cache(row: Any) -> Entry:
     """An entry from an item_files row (Ledger.CACHE_COLUMNS, read by position)."""
     return Entry(row[3], row[0], row[4] or "", row[5] or "", _deps(row[6]), row[7] or "{}", bool(row[8]),
-                 bool(row[9]), row[10] or "", row[11] or "", row[12])
+                 bool(row[9]), row[10] or "", row[11] or "", row[12], bool(row[15]))
 
 
 def _entry_from_light(row: Any, body: tuple[Any, ...] | None = None) -> Entry:
     """A catalogue entry from a Ledger.cached_light row (LIGHT_COLUMNS, read by position); `body`:
-    what parsing read of the file's body alone ((digest, front, outstanding, cleared)), when the
-    row's frontmatter is the file's."""
-    outstanding, cleared = (bool(row[7]), bool(row[8])) if body is None else body[2:]
+    what parsing read of the file's body alone ((digest, front, outstanding, cleared, placeholder)),
+    when the row's frontmatter is the file's."""
+    outstanding, cleared, placeholder = (bool(row[7]), bool(row[8]), bool(row[12])) if body is None else body[2:5]
     return Entry(row[3], row[0], row[4] or "", row[5] or "", _deps(row[6]), NO_META, outstanding, cleared,
-                 row[9] or "", row[10] or "", row[11])
+                 row[9] or "", row[10] or "", row[11], placeholder)
 
 
 def _deps(text: str | None) -> tuple[str, ...]:
@@ -177,7 +173,8 @@ def catalogue(project: Project, ledger: Ledger, also: forks.Also | None = None) 
             else:
                 deps = _deps(deps)
             entries[name[:-3]] = new_tuple(Entry, (row[3], row[0], row[4] or "", row[5] or "", deps, NO_META,
-                                                   bool(row[7]), bool(row[8]), row[9] or "", row[10] or "", row[11]))
+                                                   bool(row[7]), bool(row[8]), row[9] or "", row[10] or "", row[11],
+                                                   bool(row[12])))
             continue
         entries[name[:-3]] = _CHANGED  # its place in the order, filled by _refresh
         changed.append((name, size, mtime, row))
@@ -221,13 +218,13 @@ def _refresh(folder: str, base: str, prefix: str, changed: list[tuple[str, int, 
         if len(found) == 1:
             entries[name[:-3]] = _entry_from_light(row)
             touched.append((mtime, row[0]))
-        elif len(found) == 4:
+        elif len(found) == 5:
             entries[name[:-3]] = _entry_from_light(row, found)
-            bodies.append((size, mtime, int(found[2]), int(found[3]), found[0], row[0]))
+            bodies.append((size, mtime, int(found[2]), int(found[3]), int(found[4]), found[0], row[0]))
         else:
             rel = base + name
             entries[name[:-3]] = _entry_from_fields(found, rel, meta=False)
-            (fresh if row is None else renewed).append(_cache_row(rel, size, mtime, found, found[11], found[12]))
+            (fresh if row is None else renewed).append(_cache_row(rel, size, mtime, found, found[12], found[13]))
         if len(fresh) + len(renewed) + len(touched) + len(bodies) >= CACHE_BATCH:
             ledger.store_files(fresh, mtimes=touched, bodies=bodies, renewed=renewed)
             fresh, renewed, touched, bodies = [], [], [], []
@@ -330,15 +327,6 @@ def audit_provenance(audits: Sequence[Audit], authors: Sequence[str] = ()) -> Au
     return AuditProvenance(level=best.level, by=best.by or "", weak=not independent)
 
 
-def last_implement(activity: dict[str, Any] | None) -> dict[str, Any] | None:
-    """The item's newest implementing run, as the activity query reports it; None before any."""
-    activity = activity or {}
-    if not activity.get("last_id"):
-        return None
-    return {key: activity.get(f"last_{key}") for key in
-            ("id", "started", "finished", "outcome", "exit_status", "pid", "pid_start", "head_start", "head")}
-
-
 def run_trouble(run: dict[str, Any] | None, live: bool, approval_at: str = "") -> tuple[State | None, str]:
     """Whether the last implementing run left unfinished work: (INTERRUPTED or FAILED, why) or (None, "").
 
@@ -409,7 +397,9 @@ def compute_state(entry: Entry, row: dict[str, Any], activity: dict[str, Any] | 
     """The first state that applies, in the order an operator cares about, and why (or "").
 
     `head` is the current head of the item's branch ("" when it has none); `running_note` is
-    orphan_note of the live run.
+    orphan_note of the live run. Past the first four states, decide gives the answer from what
+    judge makes of the activity: list asks those two of every item, from the ledger read in bulk
+    (listing.py).
     """
     if entry.unreadable:
         return State.UNREADABLE, entry.problem
@@ -420,26 +410,63 @@ def compute_state(entry: Entry, row: dict[str, Any], activity: dict[str, Any] | 
     if live:
         return State.RUNNING, running_note
     activity = activity or {}
-    ran = bool(activity.get("last_id"))
+    judged = judge(activity.get("newest_round"), activity.get("last_id"), activity.get("last_started"),
+                   activity.get("last_finished"), activity.get("last_outcome"), activity.get("last_exit_status"),
+                   activity.get("approval_at"), activity.get("approval_head"), head)
+    return decide(entry.outstanding, judged, deps_done, entry.placeholder)
+
+
+# What judge makes of an item's activity and its branch's head, in plain values (list's child
+# sends them through a pipe): the trouble its last implementing run left (a State's value, or
+# ""), and why; the short sha an approval covers when it covers the head, else ""; whether an
+# implementing run was recorded; why an approval no longer counts ("" when none).
+Judged = tuple[str, str, str, bool, str]
+NOTHING: Judged = ("", "", "", False, "")  # an item without runs, rounds or audits
+
+
+def judge(newest_round: str | None, last_id: str | None, started: str | None, finished: str | None,
+          outcome: str | None, exit_status: Any, approval_at: str | None, approval_head: str | None,
+          head: str) -> Judged:
+    """What an item's state needs of its activity (its newest round, its newest implementing
+    run, its newest approval) and its branch's head `head`."""
+    ran = bool(last_id)
+    trouble, why = "", ""
     # a run that exited 0 leaves no trouble: the common case decides without run_trouble
-    if ran and not (activity.get("last_outcome") == "exited" and activity.get("last_exit_status") == 0
-                    and activity.get("last_finished") is not None):
-        trouble, why = run_trouble(last_implement(activity), False, activity.get("approval_at") or "")
-        if trouble:
-            return trouble, why
-    if entry.outstanding:
-        return State.CHANGES_REQUESTED, ""
-    covered = approved_head(activity, head)
-    if covered:
-        return State.APPROVED, f"at {covered[:7]}"
+    if ran and not (outcome == "exited" and exit_status == 0 and finished is not None):
+        run = {"id": last_id, "started": started, "finished": finished, "outcome": outcome, "exit_status": exit_status}
+        found, why = run_trouble(run, False, approval_at or "")
+        trouble = found.value if found else ""
+    approval: str = approval_at or ""
+    current = bool(approval) and approval > (newest_round or "")
+    covered: str = approval_head or ""
+    approved = covered[:7] if current and head and covered == head else ""
+    moved = f"the branch moved since the approval at {covered[:7]}" if current and covered else ""
+    return trouble, why, approved, ran, moved
+
+
+# decide's answers, read once (a State.X lookup costs a descriptor call in 3.11)
+_CHANGES_REQUESTED, _READY, _BLOCKED, _APPROVED, _IN_REVIEW, _NEEDS_REQUIREMENTS = (
+    State.CHANGES_REQUESTED, State.READY, State.BLOCKED, State.APPROVED, State.IN_REVIEW, State.NEEDS_REQUIREMENTS)
+_TROUBLE = {State.INTERRUPTED.value: State.INTERRUPTED, State.FAILED.value: State.FAILED}
+
+
+def decide(outstanding: bool, judged: Judged, deps_done: bool, placeholder: bool = False) -> tuple[State, str]:
+    """An item's state and why, past the first four, from the Changes section, what judge made of
+    its activity, its deps, and whether its requirements are still the placeholder."""
+    trouble, why, approved, ran, moved = judged
+    if trouble:
+        return _TROUBLE[trouble], why
+    if outstanding:
+        return _CHANGES_REQUESTED, ""
+    if approved:
+        return _APPROVED, f"at {approved}"
     if ran:
-        moved = ""
-        if approval_current(activity) and activity.get("approval_head"):
-            moved = f"the branch moved since the approval at {activity['approval_head'][:7]}"
-        return State.IN_REVIEW, moved
+        return _IN_REVIEW, moved
+    if placeholder:
+        return _NEEDS_REQUIREMENTS, ""
     if not deps_done:
-        return State.BLOCKED, ""
-    return State.READY, ""
+        return _BLOCKED, ""
+    return _READY, ""
 
 
 @contextmanager

@@ -197,7 +197,7 @@ def colour_diff(lines: list[str]) -> list[str]:
 
 
 # A state's colour in `list`; click drops the codes when the output is not wanted in colour.
-STATE_COLORS = {"ready": "cyan", "approved": "green", "done": "green", "blocked": "yellow",
+STATE_COLORS = {"ready": "cyan", "approved": "green", "done": "green", "blocked": "yellow", "needs requirements": "yellow",
                 "changes requested": "yellow", "parked": "magenta", "unreadable": "red", "running": "blue",
                 "in review": "blue"}
 

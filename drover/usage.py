@@ -162,10 +162,10 @@ def describe(usage: dict[str, Any]) -> str:
 
 def total(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """The sum of runs' usage; a figure no run reported stays None."""
-    summed: dict[str, Any] = {"input_tokens": None, "output_tokens": None, "cost_usd": None, "tool_calls": 0}
+    keys = ("input_tokens", "output_tokens", "cost_usd", "tool_calls")
+    summed: dict[str, Any] = dict.fromkeys(keys)
     for row in rows:
-        for key in ("input_tokens", "output_tokens", "cost_usd"):
+        for key in keys:
             if row.get(key) is not None:
                 summed[key] = (summed[key] or 0) + row[key]
-        summed["tool_calls"] += row.get("tool_calls") or 0
     return summed

@@ -1,8 +1,11 @@
 """The closed sets of words drover acts on, each defined once; every other module imports them.
 
-This module imports nothing, so the command line can build its choices from it for free.
+This module imports nothing but enum (which re, and so every command, imports anyway), so the
+command line can build its choices from it for free.
 """
 from __future__ import annotations
+
+from enum import StrEnum
 
 # The slots an agent is launched for; each has a built-in template and a `[prompts]` key.
 SLOTS = ("implement", "review", "draft")
@@ -21,9 +24,28 @@ LEVELS = ("claimed", "reviewed", "verified")
 PREFIX_PATTERN = r"[A-Za-z][A-Za-z0-9]*"
 ANY_ID_PATTERN = PREFIX_PATTERN + r"-[0-9]+"
 
-# The states `list --state` selects by (status.State's values but interrupted and failed).
-LIST_STATES = ("ready", "blocked", "running", "in review", "changes requested", "approved", "parked", "done",
-               "unreadable")
+
+
+class State(StrEnum):
+    """An item's state, the one registry of them (status.compute_state decides which applies;
+    docs/states.md is the table of what moves an item out of each)."""
+
+    READY = "ready"
+    NEEDS_REQUIREMENTS = "needs requirements"
+    BLOCKED = "blocked"
+    RUNNING = "running"
+    INTERRUPTED = "interrupted"
+    FAILED = "failed"
+    IN_REVIEW = "in review"
+    CHANGES_REQUESTED = "changes requested"
+    APPROVED = "approved"
+    PARKED = "parked"
+    DONE = "done"
+    UNREADABLE = "unreadable"
+
+
+# The states `list --state` selects by: every state `list` can show.
+LIST_STATES = tuple(state.value for state in State)
 
 # What `finish` does with an issue the item closes.
 DISPOSITIONS = ("close", "comment", "keep")

@@ -55,9 +55,9 @@ def configure(root: Path, extra: str = "") -> None:
     config = config.replace('preset = "claude" ', 'preset = "script" ', 1)
     config = config.replace('command = ""  ', f'command = "{sys.executable} {AGENT}"', 1)
     config = config.replace('name = ""     ', 'name = "implementer"', 1)
-    # no verify command: the scripted projects have nothing to test, so drover checks nothing
-    # before a merge (tests/test_verify.py gives its projects one)
-    config = config.replace('default = "make test"', 'default = ""', 1)
+    # no verify command (init finds none here): the scripted projects have nothing to test, so
+    # drover checks nothing before a merge (tests/test_verify.py gives its projects one)
+    config = re.sub(r'^default = ".*?"', 'default = ""', config, count=1, flags=re.M)
     config += '\n[agent.review]\nname = "reviewer"\n' + extra
     (root / "drover.toml").write_text(config)
     git(root, "add", "-A")
@@ -65,11 +65,22 @@ def configure(root: Path, extra: str = "") -> None:
 
 
 def new_item(root: Path, title: str, *args: str) -> str:
+    """`drover new`, its requirements written (a placeholder item is not ready), committed."""
     out = drover(root, "new", title, *args, check=True).stdout
-    item_id = out.split()[0]
+    item_id, path = out.split()[:2]
+    write_requirements(root, item_id, path=root / path)
     git(root, "add", "-A")
     git(root, "commit", "-q", "-m", f"item {item_id}")
     return item_id
+
+
+def write_requirements(root: Path, item_id: str, text: str = "1. Do what the title says.", *,
+                       path: Path | None = None) -> None:
+    """Replace `drover new`'s placeholder requirements in the item file with `text`."""
+    from drover.items import REQUIREMENTS_PLACEHOLDER
+
+    path = path or root / "items" / f"{item_id}.md"
+    path.write_text(path.read_text().replace(REQUIREMENTS_PLACEHOLDER.format(id=item_id), text))
 
 
 # --- the fake gh (the fixture that puts it on PATH is `gh`, in conftest.py) ------------------

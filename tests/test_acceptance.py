@@ -387,10 +387,10 @@ def test_check_reports_stale_and_whole_template_lines_as_written_in_drover_toml(
     for command, line in (("run", expected[0]), ("review", expected[1]), ("draft", expected[2])):
         done = drover(project, command, item, "--dry-run", check=True)
         assert done.stderr.splitlines() == [f"drover: warning: {line}"]
+    # drive will not start while check reports them as errors, and names each (SPEC 18)
     done = drover(project, "drive", item, env={"AGENT_MODE": "fail"})
-    assert done.returncode == 1
-    header = done.stdout[: done.stdout.index(f"{item}:")]
-    assert f"warning: {expected[0]}" in header and f"warning: {expected[1]}" in header
+    assert done.returncode == 1 and done.stdout == ""
+    assert done.stderr.splitlines()[1:] == [f"drover:   {line}" for line in expected]
 
 
 def test_check_reports_block_field_and_parse_problems_with_file_and_line(project):

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from helpers import invoke
@@ -104,8 +105,8 @@ def test_check_reports_dependency_problems_and_cycles(project):
 def test_check_reports_an_unparseable_item_and_a_narrow_verify_command(project):
     (project / "items" / "D-2.md").write_text("---\nid: D-2\ntitle: [unclosed\n---\nbody\n")
     config = project / "drover.toml"
-    config.write_text(config.read_text()
-                      .replace('default = "make test"', 'default = "make test"\nmigration = "make migrate-check"'))
+    config.write_text(re.sub(r'^default = .*$', 'default = "make test"\nmigration = "make migrate-check"',
+                             config.read_text(), count=1, flags=re.M))
     done = invoke("check")
     assert done.exit_code == 1
     assert any(line.startswith("items/D-2.md:3: D-2 will not parse") for line in done.output.splitlines())

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from helpers import git, ledger_tables
+from helpers import git, ledger_tables, write_requirements
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from helpers import chunk, findings_text
@@ -29,8 +29,15 @@ def drover(*args: str, input: str | None = None):
 
 
 def ok(*args: str, input: str | None = None) -> str:
+    """The command's output; it must succeed. An item `new` makes gets its requirements written,
+    as a person would before driving it (new's placeholder makes it `needs requirements`)."""
     result = drover(*args, input=input)
     assert result.exit_code == 0, (result.stdout, result.stderr, result.exception)
+    if args and args[0] == "new":
+        made = json.loads(result.stdout) if result.stdout.startswith("{") else dict(
+            zip(("id", "path"), result.stdout.split()))
+        root = Path(git(Path.cwd(), "rev-parse", "--show-toplevel").strip())
+        write_requirements(root, made["id"], path=root / made["path"])
     return result.stdout
 
 

@@ -81,11 +81,11 @@ def test_a_bundle_that_does_not_fast_forward_the_branch_is_refused(project, tmp_
 def test_choosing_ray_without_ray_is_one_line_and_exit_2(project):
     done = drover(project, "drive", "--executor", "ray")
     assert done.returncode == 2
-    assert done.stderr.strip().splitlines() == ["drover: the ray executor needs Ray: pip install 'drover[ray]'"]
+    assert done.stderr.strip().splitlines() == ["drover: the ray executor needs Ray: pip install 'drover-cli[ray]'"]
     (project / "drover.toml").write_text((project / "drover.toml").read_text()
                                          .replace('executor = "local"', 'executor = "ray"'))
     done = drover(project, "run", "D-1")
-    assert done.returncode == 2 and "pip install 'drover[ray]'" in done.stderr
+    assert done.returncode == 2 and "pip install 'drover-cli[ray]'" in done.stderr
     assert not (project / ".drover" / "runs").exists() or not any((project / ".drover" / "runs").iterdir())
 
 
@@ -118,6 +118,6 @@ def test_executor_settings_are_read():
     from drover.config import RayConfig, parse_config
 
     config = parse_config({"run": {"executor": "ray"}, "executor": {"ray": {
-        "address": "ray://head:10001", "num_cpus": 4, "runtime_env": {"pip": ["drover[ray]"]}}}})
+        "address": "ray://head:10001", "num_cpus": 4, "runtime_env": {"pip": ["drover-cli[ray]"]}}}})
     assert config.executor == "ray"
-    assert config.ray == RayConfig("ray://head:10001", 4, {"pip": ["drover[ray]"]})
+    assert config.ray == RayConfig("ray://head:10001", 4, {"pip": ["drover-cli[ray]"]})

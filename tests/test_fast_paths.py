@@ -243,7 +243,8 @@ def test_read_summary_says_what_read_item_says(tmp_path):
         path = tmp_path / name
         try:
             item = read_item(path, "D")
-            expected: tuple = (item.id, item.title, item.kind, item.deps, item.meta, item.changes)
+            expected: tuple = (item.id, item.title, item.kind, item.deps, item.meta, item.changes,
+                               item.needs_requirements)
         except Unreadable as exc:
             expected = ("unreadable", exc.wording, exc.detail, exc.line)
         try:

@@ -66,15 +66,17 @@ activities = st.fixed_dictionaries({
 
 
 @settings(max_examples=500)
-@given(activities, st.booleans(), st.booleans(), st.sampled_from(["", HEAD, "fedcba9876"]), st.booleans())
-def test_list_state_agrees_with_compute_state(values, outstanding, deps_done, head, has_row):
-    found = Entry("D-1", "items/D-1.md", "one", outstanding=outstanding)
+@given(activities, st.booleans(), st.booleans(), st.sampled_from(["", HEAD, "fedcba9876"]), st.booleans(),
+       st.booleans())
+def test_list_state_agrees_with_compute_state(values, outstanding, deps_done, head, has_row, placeholder):
+    found = Entry("D-1", "items/D-1.md", "one", outstanding=outstanding, placeholder=placeholder)
     if has_row:
         activity = {key: None for key in ACTIVITY_KEYS} | {"item": "D-1", "implement_runs": 1} | values
         row: tuple | None = tuple(activity[key] for key in LIST_KEYS)
     else:
         activity, row = dict(zip(ACTIVITY_KEYS, no_activity("D-1").values)), None
-    assert list_state(outstanding, row, deps_done, head) == compute_state(found, {}, activity, False, deps_done, head)
+    assert list_state(outstanding, row, deps_done, head, placeholder) == \
+        compute_state(found, {}, activity, False, deps_done, head)
 
 
 def flagged_items(ledger: Ledger) -> dict[str, dict[str, object]]:

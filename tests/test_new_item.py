@@ -117,7 +117,7 @@ def test_the_next_id_is_the_full_scans(tmp_path: Path):
             ledger.cache_under(prefix)
             for item_id in cached:
                 ledger.store_files([(f"items/{item_id}.md", 0, 0, item_id, "", "", "[]", "{}", 0, 0,
-                                     None, None, None, None, None)])
+                                     None, None, None, None, None, 0)])
 
             def taken(number: int) -> bool:
                 return number in on_disk

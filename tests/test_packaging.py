@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import venv
@@ -78,7 +79,7 @@ def test_the_installed_wheel_renders_every_slot(installed, tmp_path):
     assert "`make check` passes" in report["prompts"]["implement"]
 
 
-HELP_PAGES = ("configuration", "items", "templates", "fields", "agents", "trackers", "commands", "ledger")
+from drover.resources import HELP_TOPICS as HELP_PAGES  # noqa: E402 - every topic ships in the wheel
 
 
 def test_the_wheel_is_drover_cli_with_its_metadata_and_help_pages(installed):
@@ -112,11 +113,15 @@ def test_a_new_user_goes_from_the_installed_wheel_to_a_finished_item_on_master(i
     said = _run([drover, "init"], cwd=root, env=env).stdout
     assert "base branch: master" in said and "next steps:" in said
     config = (root / "drover.toml").read_text()
-    config = config.replace('preset = "claude"', 'preset = "demo"', 1).replace("make test", "true", 1)
+    config = config.replace('preset = "claude"', 'preset = "demo"', 1)
+    config = re.sub(r'^default = .*$', 'default = "true"', config, count=1, flags=re.M)
     (root / "drover.toml").write_text(config)
     _run(["git", "add", "-A"], cwd=root, env=env)
     _run(["git", "commit", "-q", "-m", "Set up drover"], cwd=root, env=env)
-    item = _run([drover, "new", "Greet a person by name"], cwd=root, env=env).stdout.split()[0]
+    item, path = _run([drover, "new", "Greet a person by name"], cwd=root, env=env).stdout.split()[:2]
+    text = (root / path).read_text()
+    (root / path).write_text(re.sub(r"^- To be written: .*$", "1. `greet NAME` prints `Hello, NAME!`.", text,
+                                    flags=re.M))
     _run(["git", "add", "-A"], cwd=root, env=env)
     _run(["git", "commit", "-q", "-m", "First item"], cwd=root, env=env)
     driven = _run([drover, "drive", "--finish", "--json"], cwd=root, env=env)

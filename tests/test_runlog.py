@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import git
+from helpers import git, write_requirements
 
 BIN = Path(sys.executable).parent
 AGENT = Path(__file__).parent / "agents" / "echo_agent.py"
@@ -35,6 +35,7 @@ def project(repo):
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "-m", "init")
     assert drover(repo, "new", "A thing").returncode == 0
+    write_requirements(repo, "D-1")
     return repo
 
 

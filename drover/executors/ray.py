@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from ..project import Project
     from ..runs import Launch
 
-INSTALL = "the ray executor needs Ray: pip install 'drover[ray]'"
+INSTALL = "the ray executor needs Ray: pip install 'drover-cli[ray]'"
 # No telemetry leaves the machine: set before Ray is imported anywhere in this process.
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 

@@ -14,7 +14,7 @@ from ..textviews import colour_diff
 from ..vocabulary import SLOTS
 from .env import base_hash, builtin_blocks, compile_template, normalise
 from .fieldcheck import field_problems, key_problems
-from .merge import conflict_lines
+from .merge import conflict_errors
 from .overrides import (
     REPO_TEMPLATES_ENV,
     Override,
@@ -101,16 +101,16 @@ def check_templates(root: Path, config: Config, used_keys: Container[str] | None
             if not problems:  # otherwise the compiler only restates a block problem reported above
                 report(exc)
             continue
-        for number in conflict_lines(text):
-            report(TemplateError("an unresolved merge conflict marker (drover override --update wrote it)",
-                                 path=written, line=number))
+        conflicts = conflict_errors(text, written)
+        for problem in conflicts:
+            report(problem)
         if not override.whole:
             for block in unended_blocks(text):
                 report(TemplateError(
                     f"block {block.name}: its last line has no newline; drover renders the block as whole "
                     "lines, so end it on a line of its own to write what renders", path=written, line=block.line,
                 ), error=False)
-        if not problems and not fields:
+        if not problems and not fields and not conflicts:
             for problem in _sample_problems(slot, text, written, config):
                 report(problem)
     for problem in _branch_problems(config):

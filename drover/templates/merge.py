@@ -1,6 +1,7 @@
 """A line-wise three-way merge with diff3-style conflict markers (base section included)."""
 from __future__ import annotations
 
+from ..errors import TemplateError
 from ..records import dataclass
 
 CONFLICT_START, CONFLICT_BASE, CONFLICT_MID, CONFLICT_END = "<<<<<<<", "|||||||", "=======", ">>>>>>>"
@@ -76,4 +77,13 @@ def merge3(base: str, ours: str, theirs: str, labels: tuple[str, str, str]) -> t
 
 def conflict_lines(text: str) -> list[int]:
     """The lines where conflicts a merge left begin."""
+    if CONFLICT_START not in text:
+        return []
     return [number for number, line in enumerate(text.splitlines(), 1) if line.startswith(CONFLICT_START + " ")]
+
+
+def conflict_errors(text: str, path: str) -> list[TemplateError]:
+    """One error per conflict a merge left in the override file `path`: what `check` reports, and
+    why a launch or a prompt refuses (the markers would reach the agent)."""
+    return [TemplateError("an unresolved merge conflict marker (drover override --update wrote it): keep the lines "
+                          "you want and delete the markers", path=path, line=number) for number in conflict_lines(text)]

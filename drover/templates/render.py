@@ -24,6 +24,7 @@ from .env import (
     compile_template,
     sha256,
 )
+from .merge import conflict_errors
 from .overrides import (
     Source,
     compose,
@@ -104,6 +105,7 @@ def prepare(slot: str, source: Source) -> Prepared:
 
     override = parse_override(source.text, slot, source.display)
     _raise_first(field_problems(source.text, source.display))
+    _raise_first(conflict_errors(source.text, source.display))  # the markers never reach an agent
     displays[source.display] = source.display
     warnings = (*source.warnings, *override_warnings(override))
     if override.whole:

@@ -1,0 +1,312 @@
+"""Issue 24's loop fit to leave alone: drive refuses what check calls an error, placeholder items
+need requirements, init finds the verify command, and the small points of 8, 10 and 11."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from helpers import configure, drover, git, new_item, write_requirements
+
+
+@pytest.fixture
+def project(repo):
+    configure(repo)
+    return repo
+
+
+def _conflicted_override(project) -> None:
+    """An implement override whose scope block holds the markers `override --update` leaves."""
+    drover(project, "override", "implement", "scope", check=True)
+    path = project / "prompts" / "implement.tmpl"
+    lines = path.read_text().splitlines(keepends=True)
+    at = next(number for number, line in enumerate(lines) if line.startswith("<% block scope")) + 2
+    lines[at:at] = ["<<<<<<< yours\n", "mine\n", "||||||| base\n", "old\n", "=======\n", "theirs\n",
+                    ">>>>>>> today\n"]
+    path.write_text("".join(lines))
+    git(project, "add", "-A")
+    git(project, "commit", "-q", "-m", "a conflicted override")
+
+
+# --- A: drive refuses what check calls an error ---------------------------------------------
+
+
+def test_drive_refuses_to_start_while_check_reports_an_error_and_names_it(project):
+    item = new_item(project, "Add a thing")
+    _conflicted_override(project)
+    checked = drover(project, "check")
+    assert checked.returncode == 1 and "conflict marker" in checked.stdout
+    for args in (("drive",), ("drive", item), ("drive", "--dry-run")):
+        done = drover(project, *args)
+        assert done.returncode == 1, done.stdout + done.stderr
+        lines = done.stderr.splitlines()
+        assert lines[0] == "drover: drive: `drover check` reports 1 error; fix them first, nothing was launched:"
+        assert lines[1].startswith("drover:   prompts/implement.tmpl:") and "conflict marker" in lines[1]
+    assert json.loads(drover(project, "show", item, "--json").stdout)["runs"] == []
+
+
+@pytest.mark.parametrize("command", ["run", "prompt"])
+def test_a_launch_or_a_prompt_refuses_an_override_with_conflict_markers(project, command):
+    item = new_item(project, "Add a thing")
+    _conflicted_override(project)
+    for args in ((command, item, "--slot", "implement") if command == "prompt" else (command, item),
+                 (command, item, "--slot", "implement", "--json") if command == "prompt" else (command, item, "--dry-run")):
+        done = drover(project, *args)
+        assert done.returncode == 2, done.stdout + done.stderr
+        assert "<<<<<<<" not in done.stdout
+        assert done.stderr.startswith("drover: prompts/implement.tmpl:") and "conflict marker" in done.stderr
+    assert json.loads(drover(project, "show", item, "--json").stdout)["runs"] == []
+
+
+# --- B: needs requirements ------------------------------------------------------------------
+
+
+def test_an_item_with_the_placeholder_requirements_needs_requirements_and_is_not_driven(project):
+    placeholder = drover(project, "new", "Nothing written yet", check=True).stdout.split()[0]
+    written = new_item(project, "Written")  # commits both
+    listed = {row["id"]: row["state"] for row in json.loads(drover(project, "list", "--json").stdout)}
+    assert listed == {placeholder: "needs requirements", written: "ready"}
+    assert json.loads(drover(project, "show", placeholder, "--json").stdout)["state"] == "needs requirements"
+    assert drover(project, "list", "--ready").stdout.split()[0] == written
+    assert placeholder not in drover(project, "list", "--ready").stdout
+    only = drover(project, "list", "--state", "needs requirements").stdout
+    assert only.split()[:2] == [placeholder, "needs"] and written not in only
+    checked = drover(project, "check")
+    assert (f"warning: items/{placeholder}.md: {placeholder} needs requirements" in checked.stdout
+            and checked.returncode == 0), checked.stdout
+
+    dry = drover(project, "drive", "--dry-run", check=True).stdout
+    assert f"items: {written}" in dry and placeholder not in dry
+    named = drover(project, "drive", placeholder)
+    assert f"{placeholder}: skipped: needs requirements: items/{placeholder}.md still holds the placeholder" \
+        in named.stdout, named.stdout
+    assert json.loads(drover(project, "show", placeholder, "--json").stdout)["runs"] == []
+
+    write_requirements(project, placeholder)
+    assert json.loads(drover(project, "show", placeholder, "--json").stdout)["state"] == "ready"
+    assert "needs requirements" not in drover(project, "list").stdout
+
+
+# --- C: init finds the verify command, and hints at [run] setup ------------------------------
+
+
+def _init_with(repo, files: dict[str, str]) -> tuple[dict, str]:
+    """drover init in `repo` with `files` written first: (the config it wrote, what it said)."""
+    import tomllib
+
+    for name, text in files.items():
+        path = repo / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    said = drover(repo, "init", check=True).stdout
+    return tomllib.loads((repo / "drover.toml").read_text()), said
+
+
+@pytest.mark.parametrize("files, command", [
+    ({"Makefile": "build:\n\tcc x.c\n\ntest: build\n\t./run-tests\n"}, "make test"),
+    ({"pyproject.toml": "[project]\nname = 'x'\n\n[tool.pytest.ini_options]\ntestpaths = ['tests']\n"},
+     "python -m pytest"),
+    ({"setup.cfg": "[metadata]\nname = x\n\n[tool:pytest]\naddopts = -q\n"}, "python -m pytest"),
+    ({"package.json": '{"name": "x", "scripts": {"test": "jest"}}'}, "npm test"),
+    ({"Cargo.toml": "[package]\nname = \"x\"\n"}, "cargo test"),
+    ({"go.mod": "module example.com/x\n"}, "go test ./..."),
+    ({"Makefile": "build:\n\tcc x.c\n", "Cargo.toml": "[package]\n"}, "cargo test"),  # no test target: not make
+])
+def test_init_writes_the_verify_command_the_repository_names(repo, files, command):
+    config, said = _init_with(repo, files)
+    assert config["verify"]["default"] == command
+    assert f"verify command: {command} (" in said
+    assert "hint:" not in said  # no shared environment here
+
+
+def test_init_without_a_test_command_leaves_verify_empty_and_check_warns(repo):
+    config, said = _init_with(repo, {"package.json": '{"scripts": {"test": "echo \\"Error: no test specified\\" '
+                                                     '&& exit 1"}}'})
+    assert config["verify"]["default"] == ""
+    text = (repo / "drover.toml").read_text()
+    (line,) = [line for line in text.splitlines() if line.startswith("default = ")]
+    assert "nothing runs before merge" in line
+    assert "nothing runs before merge" in said
+    checked = drover(repo, "check")
+    assert checked.returncode == 0
+    assert "[verify] default is empty: nothing runs before merge" in checked.stdout
+
+
+@pytest.mark.parametrize("files, seen", [
+    ({".venv/pyvenv.cfg": "home = /usr/bin\n"}, ".venv/"),
+    ({"venv/bin/python": ""}, "venv/"),
+    ({"Makefile": "dev:\n\tpip install -e '.[test]'\n"}, "pip install -e"),
+])
+def test_init_hints_at_run_setup_when_worktrees_would_share_an_environment(repo, files, seen):
+    _, said = _init_with(repo, files)
+    (hint,) = [line for line in said.splitlines() if line.startswith("hint: ")]
+    assert seen in hint and "[run] setup" in hint and "main checkout's code" in hint
+    (setup,) = [line for line in (repo / "drover.toml").read_text().splitlines() if line.startswith("setup = ")]
+    assert seen in setup and "main checkout's code" in setup
+
+
+# --- D: every state list can show is a --state choice ----------------------------------------
+
+
+@pytest.mark.parametrize("extra", [(), ("--json",)])
+def test_list_accepts_every_state_as_a_choice(project, extra):
+    from drover.status import State
+
+    item = new_item(project, "Fails")
+    env = {"AGENT_MODE": "fail"}
+    assert drover(project, "run", item, env=env).returncode != 0
+    for state in State:
+        done = drover(project, "list", "--state", state.value, *extra)
+        assert done.returncode == 0, (state, done.stderr)
+    failed = drover(project, "list", "--state", "failed", *extra).stdout
+    assert item in failed
+    assert item not in drover(project, "list", "--state", "interrupted", *extra).stdout
+    # through click too (an option the fast path leaves to it)
+    assert item in drover(project, "--color", "never", "list", "--state", "failed").stdout
+
+
+# --- E: the small ones of point 10 ------------------------------------------------------------
+
+
+def test_prompt_without_slot_renders_the_slot_the_item_is_at(project):
+    item = new_item(project, "Add a thing")
+    placeholder = drover(project, "new", "Unwritten", check=True).stdout.split()[0]
+    for extra in ((), ("--json",)):
+        implement = drover(project, "prompt", item, *extra, check=True).stdout
+        assert "You are the implementing agent" in implement
+        draft = drover(project, "prompt", placeholder, *extra, check=True).stdout
+        assert "You are drafting one work item's requirements" in draft
+    drover(project, "run", item, check=True)
+    assert json.loads(drover(project, "show", item, "--json").stdout)["state"] == "in review"
+    review = drover(project, "prompt", item, check=True).stdout
+    assert "You are the reviewing agent" in review
+    assert json.loads(drover(project, "prompt", item, "--json", check=True).stdout)["slot"] == "review"
+    assert "You are the implementing agent" in drover(project, "prompt", item, "--slot", "implement").stdout
+
+
+def test_help_states_and_executors_are_topics_and_help_completes_them(repo):
+    listed = drover(repo, "help", check=True).stdout
+    assert "  states\n" in listed and "  executors\n" in listed
+    assert drover(repo, "help", "states", check=True).stdout.startswith("# Item states")
+    assert drover(repo, "help", "executors", check=True).stdout.startswith("# ")
+    env = {"_DROVER_COMPLETE": "bash_complete", "COMP_WORDS": "drover help st", "COMP_CWORD": "2"}
+    completed = drover(repo, env=env).stdout.splitlines()
+    assert "plain,states" in completed and "plain,status" not in completed
+    env["COMP_WORDS"] = "drover help "
+    completed = drover(repo, env=env).stdout.splitlines()
+    assert {"plain,configuration", "plain,executors", "plain,drive"} <= set(completed)
+
+
+def test_check_diff_says_so_when_nothing_is_stale(project):
+    words = drover(project, "check", "--diff")
+    assert words.stdout.splitlines()[0] == "no stale overrides: nothing to diff"
+    unified = drover(project, "check", "--diff", "--format", "unified")
+    assert unified.stdout == "" and "drover: no stale overrides: nothing to diff" in unified.stderr
+
+
+def test_a_dirty_checkout_refusal_sums_up_untracked_folders_and_says_to_ignore_them(project):
+    item = new_item(project, "Add a thing")
+    drover(project, "run", item, check=True)
+    drover(project, "audit", item, "--level", "reviewed", check=True)
+    venv = project / ".venv" / "lib"
+    venv.mkdir(parents=True)
+    for number in range(30):
+        (venv / f"m{number}.py").write_text("")
+    (project / "scratch.txt").write_text("")
+    for args in (("finish", item), ("drive", "--finish")):
+        done = drover(project, *args)
+        assert done.returncode == 1, done.stdout + done.stderr
+        lines = done.stderr.splitlines()
+        assert "add the untracked paths to .gitignore" in lines[0] and "commit or stash" not in lines[0]
+        assert "drover:   .venv/ (untracked, 30 files)" in lines and "drover:   scratch.txt (untracked)" in lines
+        assert len(lines) == 3
+    (project / "README.md").write_text("changed\n")
+    lines = drover(project, "finish", item).stderr.splitlines()
+    assert "commit or stash the changes" in lines[0] and "drover:   README.md (changed)" in lines
+
+
+def test_log_follow_on_an_item_without_a_run_waits_for_its_first(project):
+    import subprocess
+    import time
+
+    from helpers import BIN
+
+    item = new_item(project, "Add a thing")
+    follower = subprocess.Popen([str(BIN / "drover"), "log", item, "--follow"], cwd=project, text=True,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        time.sleep(1.5)
+        assert follower.poll() is None  # waiting, not exit 2
+        drover(project, "run", item, check=True)
+        out, err = follower.communicate(timeout=60)
+    finally:
+        if follower.poll() is None:
+            follower.kill()
+            follower.wait()
+    assert follower.returncode == 0, err
+    assert f"{item} has no run yet; waiting for its first" in err
+    assert f"script agent: implement {item}" in out
+    # an item that does not exist is said at once
+    assert drover(project, "log", "D-99", "--follow").returncode == 2
+
+
+def test_show_json_gives_null_tool_calls_when_no_run_reported_any(project):
+    item = new_item(project, "Add a thing")
+    drover(project, "run", item, check=True)
+    for args in (("show", item, "--json"), ("--color", "never", "show", item, "--json")):
+        usage = json.loads(drover(project, *args, check=True).stdout)["usage"]
+        assert usage == {"input_tokens": None, "output_tokens": None, "cost_usd": None, "tool_calls": None}
+
+
+def test_drive_dry_run_says_a_blocked_item_follows_its_dep(project):
+    first = new_item(project, "First")
+    second = new_item(project, "Second", "--dep", first)
+    finish = drover(project, "drive", "--dry-run", "--finish", check=True).stdout
+    assert f"  {second}: blocked on {first}: follows in this drive once {first} is finished" in finish
+    plain = drover(project, "drive", "--dry-run", check=True).stdout
+    assert f"  {second}: blocked on {first}: waits until {first} is finished" in plain
+
+
+# --- F: the regressions of point 11 --------------------------------------------------------------
+
+
+def test_init_points_at_the_executors_help_topic(repo):
+    drover(repo, "init", check=True)
+    text = (repo / "drover.toml").read_text()
+    assert "docs/executors.md" not in text and "drover help executors" in text
+
+
+def test_the_ray_install_hint_names_the_drover_cli_distribution(project):
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    for page in ("README.md", "docs/executors.md"):
+        text = (root / page).read_text()
+        assert "drover-cli[ray]" in text and "'drover[ray]'" not in text and '"drover[ray]"' not in text, page
+    from drover.executors import ray
+
+    assert "pip install 'drover-cli[ray]'" in ray.INSTALL
+
+
+def test_check_fails_when_the_items_folder_is_a_file(project):
+    folder = project / "items"
+    folder.rmdir()
+    folder.write_text("not a folder\n")
+    for args in (("check",), ("check", "--json")):
+        done = drover(project, *args)
+        assert done.returncode == 1, done.stdout
+        assert "items: not a folder" in done.stdout
+
+
+def test_check_json_codes_the_new_findings(project):
+    drover(project, "new", "Unwritten", check=True)
+    config = project / "drover.toml"
+    config.write_text(config.read_text().replace('default = "make test"', 'default = ""'))
+    problems = json.loads(drover(project, "check", "--json").stdout)["problems"]
+    codes = {problem["code"]: problem["severity"] for problem in problems}
+    assert codes["needs-requirements"] == "warning" and codes["verify-empty"] == "warning"
+    (project / "items").rename(project / "elsewhere")
+    (project / "items").write_text("")
+    problems = json.loads(drover(project, "check", "--json").stdout)["problems"]
+    assert {"code": "items-folder", "severity": "error"}.items() <= next(
+        problem for problem in problems if problem["code"] == "items-folder").items()
