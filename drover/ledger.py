@@ -488,6 +488,12 @@ class Ledger(Journal):
     def unfinished_runs(self) -> list[Run]:
         return self._runs("WHERE finished IS NULL")
 
+    def live_agents(self) -> list[tuple[str, int, str]]:
+        """(run id, agent pid, the pid's start) of each unfinished run that recorded its agent's
+        pid: plain tuples, for the commands that must not load the row types (writes.traced_run)."""
+        return [(row["id"], row["pid"], row["pid_start"] or "") for row in
+                self._rows("SELECT id, pid, pid_start FROM runs WHERE finished IS NULL AND pid IS NOT NULL")]
+
     def authors(self, item_id: str) -> list[str]:
         """The agent identities of implementing runs plus the `by` of claimed audits (ItemRows.authors)."""
         return self.rows_of([item_id]).authors(item_id)

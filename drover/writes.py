@@ -16,7 +16,7 @@ import threading
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator, TypeVar
+from typing import TYPE_CHECKING, Callable, Iterator, TypeVar
 
 from . import items as itemfile
 from .errors import ItemError, Refused, UsageError
@@ -26,8 +26,10 @@ from .ids import highest_number
 from .activity import gate_shut
 from .ledger import Ledger, now
 from .project import Project, missing_item, not_an_id
-from .rows import Run
 from .vocabulary import DISPOSITIONS, LEVELS
+
+if TYPE_CHECKING:
+    from .rows import Run
 
 
 # The run an action is taken for when the coordinator replays a worker's outbox (outbox.py):
@@ -56,14 +58,27 @@ def acting_run(ledger: Ledger | None = None) -> str:
 def traced_run(ledger: Ledger) -> str:
     """The live run whose agent process this process descends from ("" none), whatever its
     environment says: an agent can unset or rewrite $DROVER_RUN for the commands it starts, not
-    its own ancestry. A process that descends from a drover that launched agents, but from none of
-    their agent processes (a double fork re-parents to drover, the subreaper), cannot say which
-    run it belongs to, and is refused (docs/security.md)."""
-    from .procs import ancestors, parent_of, process_start
+    its own ancestry. A process that descends from a drover that is running agents (it still holds
+    their runs' locks), but from none of those agent processes (a double fork re-parents to
+    drover, the subreaper), cannot say which run it belongs to, and is refused (docs/security.md)."""
+    from .procs import ancestors, drover_attached, parent_of, process_start
 
     chain = ancestors()
-    if not chain:
+    live = ledger.live_agents() if chain else []
+    if not live:
         return ""
+    for pid in chain:
+        for run_id, agent, started in live:
+            if agent == pid and (not started or process_start(pid) == started):
+                return run_id
+    runs_dir = ledger.path.parent / "runs"
+    # an orphan's parent is whatever adopted it, not a drover: only an attached run names its launcher
+    launchers = {parent_of(agent) for run_id, agent, _ in live if drover_attached(runs_dir / run_id)} - {0, 1}
+    under = [pid for pid in chain if pid in launchers]
+    if under:
+        raise Refused(f"this process descends from the drover at pid {under[0]}, which runs agents, but from none "
+                      "of its agents' processes: it cannot act for a run, nor as the operator")
+    return ""
     live = [run for run in ledger.unfinished_runs() if run.pid]
     if not live:
         return ""

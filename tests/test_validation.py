@@ -33,12 +33,12 @@ def project(repo):
 
 # --- outbox lines --------------------------------------------------------------------------
 
-def replay(root: Path, entries: list[dict[str, Any]], run_id: str = "") -> list[str]:
+def replay(root: Path, entries: list[dict[str, Any]], run_id: str = "", head: str = "") -> list[str]:
     coordinator = open_project(root)
     with Ledger(coordinator.ledger_path) as ledger:
         if run_id:
             ledger.start_run(NewRun(id=run_id, item="D-1", slot="review", agent="remote-reviewer"))
-        return outbox.replay(coordinator, ledger, entries, run_id=run_id, head_of=lambda item: "",
+        return outbox.replay(coordinator, ledger, entries, run_id=run_id, head_of=lambda item: head,
                              source=".drover/runs/r1/outbox.jsonl")
 
 
@@ -78,8 +78,10 @@ def test_a_bad_outbox_line_refuses_the_whole_outbox_naming_its_line(project, nam
 
 
 def test_an_outbox_audit_may_name_the_runs_own_agent(project):
-    entry = {"op": "audit", "args": {"item_id": "D-1", "level": "claimed", "by": "remote-reviewer", "note": ""}}
-    assert replay(project, [entry], run_id="r1") == []
+    head = "a" * 40  # the branch is where the worker saw it
+    entry = {"op": "audit", "args": {"item_id": "D-1", "level": "claimed", "by": "remote-reviewer", "note": ""},
+             "head": head}
+    assert replay(project, [entry], run_id="r1", head=head) == []
     conn = sqlite3.connect(project / ".drover" / "ledger.db")
     assert conn.execute("SELECT by FROM audits").fetchall() == [("remote-reviewer",)]
 
