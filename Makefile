@@ -13,8 +13,12 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
+# The suite runs on TEST_JOBS processes (pytest-xdist): every test has its own repository, HOME
+# and environment (tests/conftest.py), so they share nothing; two is what CI's machine has.
+TEST_JOBS ?= 2
+
 test: $(STAMP)
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(TEST_JOBS)
 	$(MAKE) lint
 
 # The generated reference docs (docs/reference/*.md, and the cog blocks of configuration.md,
