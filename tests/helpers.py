@@ -236,19 +236,33 @@ HOSTILE_FRONTMATTER = [
 ]
 
 
+def wait_for(path: Path, timeout: float = 30) -> str:
+    """The text of `path` once it exists and holds something; fails after `timeout` seconds."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if path.exists() and path.read_text().strip():
+            return path.read_text()
+        time.sleep(0.05)
+    raise AssertionError(f"{path} never appeared")
+
+
 # --- the ray executor's two halves in this process, without Ray -----------------------------
 
 class InlineExecutor:
     """The ray executor's path in this process: payload -> worker (a scratch clone) -> bring home.
 
     `between` runs after the worker is done and before its result comes home: where a test
-    does what an operator or an agent might do meanwhile.
+    does what an operator or an agent might do meanwhile; `tamper` is handed the worker's result
+    to change before it comes home: what a hostile worker might send.
     """
 
     name = "inline"
 
-    def __init__(self, between=None):
+    def __init__(self, between=None, tamper=None):
         self.between = between
+        self.tamper = tamper
 
     def submit(self, project, ledger, launch, *, echo, on_start, progress=None):
         return _InlineHandle(self, project, ledger, launch)
@@ -285,6 +299,8 @@ class _InlineHandle:
         result["node"] = "inline"
         if self.executor.between is not None:
             self.executor.between()
+        if self.executor.tamper is not None:
+            self.executor.tamper(result)
         return bring_home(project, ledger, launch, result)
 
 

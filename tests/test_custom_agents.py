@@ -4,18 +4,14 @@ from __future__ import annotations
 
 import json
 import re
-import threading
 from pathlib import Path
 
 import pytest
 
 from drover import runs
-from drover.executors import Collected
-from drover.executors.ray import base_bundle, bring_home, make_payload
-from drover.executors.worker import work
 from drover.ledger import Ledger
 from drover.project import open_project
-from helpers import configure, drover, git, new_item
+from helpers import InlineExecutor, configure, drover, git, new_item
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "agents.md"
 CONTEXT = ("DROVER_BASE", "DROVER_BRANCH", "DROVER_WORKTREE", "DROVER_ROUND", "DROVER_POSTURE", "DROVER_VERIFY")
@@ -61,28 +57,6 @@ def test_dry_run_shows_the_context_variables(project):
     assert env["DROVER_POSTURE"] == "" and env["DROVER_BRANCH"] == "drover/d-1"
 
 
-class InlineHandle:
-    """The ray executor's two halves (payload -> worker -> bring home), in this process."""
-
-    def __init__(self, project, ledger, launch):
-        self.args = (project, ledger, launch)
-
-    def collect(self, cancel: threading.Event | None = None) -> Collected:
-        project, ledger, launch = self.args
-        base = base_bundle(project.root, project.config.base)
-        base_sha = git(project.root, "rev-parse", project.config.base).strip()
-        result = work(make_payload(project, ledger, launch, base_sha), base)
-        result["node"] = "inline"
-        return bring_home(project, ledger, launch, result)
-
-
-class InlineExecutor:
-    name = "inline"
-
-    def submit(self, project, ledger, launch, *, echo, on_start, progress=None):
-        return InlineHandle(project, ledger, launch)
-
-
 def test_a_worker_gets_the_context_the_coordinator_prepared_with_its_own_paths(project, tmp_path, monkeypatch):
     item = new_item(project, "Add a thing")
     marker = tmp_path / "env.json"
@@ -92,7 +66,7 @@ def test_a_worker_gets_the_context_the_coordinator_prepared_with_its_own_paths(p
     found = open_project(project)
     with Ledger(found.ledger_path) as ledger:
         launch = runs.prepare(found, ledger, item, "implement")
-        runs.execute(found, ledger, launch, echo=False, executor=InlineExecutor())  # type: ignore[arg-type]
+        runs.execute(found, ledger, launch, echo=False, executor=InlineExecutor())
     seen = _seen(marker)
     assert {key: seen[key] for key in CONTEXT if key != "DROVER_WORKTREE"} == {
         "DROVER_BASE": "main", "DROVER_BRANCH": "drover/d-1", "DROVER_ROUND": "0", "DROVER_POSTURE": "build",

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import BIN, configure, drover, new_item
+from helpers import BIN, configure, drover, new_item, wait_for
 
 
 @pytest.fixture
@@ -19,14 +19,6 @@ def project(repo):
     configure(repo)
     return repo
 
-
-def _wait_for(path: Path, timeout: float = 30) -> str:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if path.exists() and path.read_text().strip():
-            return path.read_text()
-        time.sleep(0.05)
-    raise AssertionError(f"{path} never appeared")
 
 
 def _alive(pid: int) -> bool:
@@ -55,7 +47,7 @@ def orphan(project):
     item = new_item(project, "Add a thing")
     pidfile = project.parent / "pids"
     proc = _start_run(project, item, pidfile)
-    agent, grandchild = map(int, _wait_for(pidfile).split())
+    agent, grandchild = map(int, wait_for(pidfile).split())
     proc.kill()
     proc.communicate(timeout=30)
     assert _alive(agent)
@@ -88,7 +80,7 @@ def test_a_live_run_with_its_drover_attached_is_not_an_orphan(project):
     pidfile = project.parent / "pids"
     proc = _start_run(project, item, pidfile)
     try:
-        _wait_for(pidfile)
+        wait_for(pidfile)
         data = json.loads(drover(project, "show", item, "--json", check=True).stdout)
         assert data["state"] == "running" and data["reason"] == ""
         assert not data["runs"][0]["orphaned"]
@@ -138,7 +130,7 @@ def test_stop_ends_a_live_run_and_its_drover_records_it_interrupted(project):
     item = new_item(project, "Add a thing")
     pidfile = project.parent / "pids"
     proc = _start_run(project, item, pidfile)
-    agent, grandchild = map(int, _wait_for(pidfile).split())
+    agent, grandchild = map(int, wait_for(pidfile).split())
     done = drover(project, "stop", item)
     proc.communicate(timeout=30)
     assert done.returncode == 0, done.stderr

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import BIN, configure, drover, new_item
+from helpers import BIN, configure, drover, new_item, wait_for
 
 FINDINGS = "- The parser accepts unknown keys.\n- The error names no line.\n- Nothing tests an empty file.\n"
 ROOT = Path(__file__).resolve().parent.parent
@@ -131,14 +131,6 @@ def test_off_a_terminal_drive_keeps_the_heartbeat_lines_beside_the_verdicts(proj
 
 # --- signals ---------------------------------------------------------------------------------
 
-def _wait_for(path: Path, timeout: float = 30) -> str:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if path.exists() and path.read_text().strip():
-            return path.read_text()
-        time.sleep(0.05)
-    raise AssertionError(f"{path} never appeared")
-
 
 @pytest.mark.parametrize(("command", "signum", "code", "said"), [
     ("run", signal.SIGTERM, 143, "terminated"), ("run", signal.SIGINT, 130, "interrupted"),
@@ -151,7 +143,7 @@ def test_a_signal_ends_drover_with_128_plus_its_number(project, command, signum,
     args = ["run", item] if command == "run" else ["drive"]
     proc = subprocess.Popen([str(BIN / "drover"), *args], cwd=project, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    _wait_for(pidfile)
+    wait_for(pidfile)
     proc.send_signal(signum)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == code, out + err

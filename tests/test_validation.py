@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import threading
 from pathlib import Path
 from typing import Any, Callable
 
@@ -15,13 +14,10 @@ import pytest
 
 from drover import outbox, runs
 from drover.errors import Refused
-from drover.executors import Collected
-from drover.executors.ray import base_bundle, bring_home, make_payload
-from drover.executors.worker import work
 from drover.ledger import Ledger
 from drover.project import open_project
 from drover.rows import NewRun
-from helpers import configure, drover, git, ledger_tables, new_item
+from helpers import InlineExecutor, configure, drover, git, ledger_tables, new_item
 
 
 @pytest.fixture
@@ -96,50 +92,11 @@ def test_every_operation_argument_has_a_type_rule():
 
 # --- worker results ------------------------------------------------------------------------
 
-class TamperedHandle:
-    """Runs the real worker in this process, then hands bring_home what `tamper` made of its result."""
-
-    def __init__(self, project, ledger, launch, tamper: Callable[[dict[str, Any]], None]):
-        self.args = (project, ledger, launch)
-        self.tamper = tamper
-
-    def stream(self):
-        return iter(())
-
-    def cancel(self) -> None:
-        pass
-
-    def collect(self, cancel: threading.Event | None = None) -> Collected:
-        project, ledger, launch = self.args
-        base = base_bundle(project.root, project.config.base)
-        base_sha = git(project.root, "rev-parse", project.config.base).strip()
-        result = work(make_payload(project, ledger, launch, base_sha), base)
-        result["node"] = "inline"
-        self.tamper(result)
-        return bring_home(project, ledger, launch, result)
-
-
-class TamperedExecutor:
-    name = "inline"
-
-    def __init__(self, tamper: Callable[[dict[str, Any]], None]):
-        self.tamper = tamper
-
-    def submit(self, project, ledger, launch, *, echo, on_start, progress=None):
-        return TamperedHandle(project, ledger, launch, self.tamper)
-
-    def where(self) -> str:
-        return "this process"
-
-    def close(self) -> None:
-        pass
-
-
 def launch_tampered(root: Path, tamper: Callable[[dict[str, Any]], None]) -> runs.RunResult:
     project = open_project(root)
     with Ledger(project.ledger_path) as ledger:
         launch = runs.prepare(project, ledger, "D-1", "implement")
-        return runs.execute(project, ledger, launch, echo=False, executor=TamperedExecutor(tamper))
+        return runs.execute(project, ledger, launch, echo=False, executor=InlineExecutor(tamper=tamper))
 
 
 def run_row(root: Path) -> tuple:
