@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 import standin
-from helpers import git
+from helpers import git, write_requirements
 from drover.presets import PRESETS
 
 BIN = Path(sys.executable).parent
@@ -144,6 +144,7 @@ def project_with_one_item(name, binary, service, repo, tmp_path):
     env = cli_env(name, binary, service, tmp_path)
     configure(repo, env, name)
     item = drover(repo, env, "new", "Add a feature file").stdout.split()[0]
+    write_requirements(repo, item, "1. A file feature.txt holds the feature.")  # a placeholder item is not driven
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "-m", f"item {item}")
     return env, item
