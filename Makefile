@@ -63,14 +63,14 @@ test-stress: $(STAMP)
 	DROVER_STRESS=1 $(BIN)/python -m pytest tests/stress -q -s -p no:cacheprovider
 
 demo: $(STAMP)
-	$(BIN)/python -m drover.demo
+	$(BIN)/python -m drover.cli.demo
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/goals_bench.py
 	$(BIN)/python benchmarks/prompt_bench.py
 
 history: $(STAMP)
-	$(BIN)/python -m drover.templates.history --record
+	$(BIN)/python -m drover.prompts.history --record
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info

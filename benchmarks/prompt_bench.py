@@ -65,7 +65,7 @@ def item_text(n: int) -> str:
 
 def make_project(root: Path, count: int) -> None:
     """A git repository with `count` item files and ROWS_PER_ITEM ledger rows per item."""
-    from drover.ledger import Ledger, now
+    from drover.ledger.db import Ledger, now
 
     root.mkdir(parents=True)
     git(root, "init", "-q", "-b", "main")
@@ -121,7 +121,7 @@ def prompt_wired(root: Path) -> bool:
 def build_argv(item_id: str) -> list[str]:
     """The fallback while `drover prompt` is not wired: build + render in a fresh interpreter."""
     code = (
-        "import sys; from drover.project import open_project; from drover.ledger import Ledger;"
+        "import sys; from drover.ledger.project import open_project; from drover.ledger.db import Ledger;"
         "from drover import data, templates;"
         "p = open_project(); l = Ledger(p.ledger_path);"
         f"d = data.build(p, l, {item_id!r}, 'implement');"
@@ -133,7 +133,7 @@ def build_argv(item_id: str) -> list[str]:
 def builder_argv(item_id: str, slot: str) -> list[str]:
     """A fresh process that imports everything first, then times one cold `data.build` alone."""
     code = (
-        "import sys, time; from drover.project import open_project; from drover.ledger import Ledger;"
+        "import sys, time; from drover.ledger.project import open_project; from drover.ledger.db import Ledger;"
         "from drover import data, git, status, templates, trackers;"
         "p = open_project(); l = Ledger(p.ledger_path); t = time.perf_counter();"
         f"data.build(p, l, {item_id!r}, {slot!r});"

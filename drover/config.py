@@ -13,12 +13,12 @@ from dataclasses import field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from .records import dataclass
-from .errors import ConfigError, did_you_mean
-from .presets import PRESETS
-from .trackers import BACKENDS
-from .vocabulary import EXECUTORS, PREFIX_PATTERN, SLOTS
-from .vocabulary import GUIDANCE_LEVELS as GUIDANCE_LEVELS  # data.py reads it from here
+from dataclasses import dataclass
+from drover.errors import ConfigError, did_you_mean
+from drover.agents.presets import PRESETS
+from drover.trackers import BACKENDS
+from drover.vocabulary import EXECUTORS, PREFIX_PATTERN, SLOTS
+from drover.vocabulary import GUIDANCE_LEVELS as GUIDANCE_LEVELS  # data.py reads it from here
 
 CONFIG_FILE = "drover.toml"
 # [verify] is an open table of key -> command string; `default` always exists.
@@ -432,6 +432,6 @@ def default_config_text(base: str = "main", verify: dict[str, str] | None = None
                         notes: dict[tuple[str, str], str] | None = None) -> str:
     """The commented drover.toml `drover init` writes, every key at its default (base and the
     verify commands as given); `notes`: comments for keys, by (table, key), in place of their meaning."""
-    from .config_text import render_config
+    from drover.cli.config_text import render_config
 
     return render_config(KEYS, VERIFY_DEFAULT if verify is None else verify, base=base, notes=notes or {})

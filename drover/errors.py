@@ -1,7 +1,7 @@
 """The error hierarchy: the CLI turns each into one line and a chosen exit code."""
 from __future__ import annotations
 
-from .records import dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 

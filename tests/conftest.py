@@ -61,7 +61,7 @@ _tokens = itertools.count(1)
 
 def _marked(token: str) -> list[int]:
     """Running processes marked with this test's token, less pytest's own session helpers."""
-    from drover.procs import marked_processes
+    from drover.agents.procs import marked_processes
 
     found = []
     for pid in marked_processes(LEFT_BEHIND_KEY, token):

@@ -77,7 +77,7 @@ def new_item(root: Path, title: str, *args: str) -> str:
 def write_requirements(root: Path, item_id: str, text: str = "1. Do what the title says.", *,
                        path: Path | None = None) -> None:
     """Replace `drover new`'s placeholder requirements in the item file with `text`."""
-    from drover.items import REQUIREMENTS_PLACEHOLDER
+    from drover.items.file import REQUIREMENTS_PLACEHOLDER
 
     path = path or root / "items" / f"{item_id}.md"
     path.write_text(path.read_text().replace(REQUIREMENTS_PLACEHOLDER.format(id=item_id), text))
@@ -139,8 +139,8 @@ findings_text = st.lists(st.one_of(line, st.sampled_from(["# H1", "## H2", "### 
 
 # --- the intent journal and hostile input (issue 11): drover run plainly, agreement checks ---
 
-from drover.items import demote_headings, parse_item, read_item  # noqa: E402 - the agreement checks
-from drover.ledger import Ledger  # noqa: E402
+from drover.items.file import demote_headings, parse_item, read_item  # noqa: E402 - the agreement checks
+from drover.ledger.db import Ledger  # noqa: E402
 
 FINDINGS = "## The parser accepts unknown keys\nReject them, naming the key.\n"
 
@@ -214,7 +214,7 @@ def invoke(*args: str, env: dict | None = None):
     """The drover command line in-process (click's runner); exceptions propagate to the test."""
     from click.testing import CliRunner
 
-    from drover.cli import cli
+    from drover.cli.main import cli
 
     return CliRunner().invoke(cli, list(args), env=env, catch_exceptions=False)
 

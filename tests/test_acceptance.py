@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from helpers import git
-from drover.templates import load_history
+from drover.prompts import load_history
 from helpers import BIN, configure, drover, gh_issue, new_item
 
 KICKOFF = "docs-internal/kickoff.tmpl"

@@ -1,4 +1,4 @@
-"""drover.agents: presets checked against the real CLIs, argv, environment, and launching."""
+"""drover.agents.launch: presets checked against the real CLIs, argv, environment, and launching."""
 from __future__ import annotations
 
 import io
@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from drover import agents
-from drover.agents import PRESETS, PROMPT_FILE, agent_argv, agent_env, binary_missing, launch, pid_alive
+from drover.agents import launch as agents
+from drover.agents.launch import PRESETS, PROMPT_FILE, agent_argv, agent_env, binary_missing, launch, pid_alive
 from drover.config import AgentConfig
 from drover.errors import ConfigError
 
@@ -87,7 +87,7 @@ def run(argv, tmp_path, **overrides):
                    "--no-dirty-commits", "--no-check-update", "--no-pretty"], "file"),
         ("gemini", ["gemini", "--prompt", "", "--approval-mode", "yolo", "--skip-trust"], "stdin"),
         ("opencode", ["opencode", "run", "--auto"], "stdin"),
-        ("demo", [sys.executable, "-m", "drover.demo", "agent"], "stdin"),
+        ("demo", [sys.executable, "-m", "drover.cli.demo", "agent"], "stdin"),
     ],
 )
 def test_preset_argv_and_how_the_prompt_travels(preset, argv, via):
@@ -362,7 +362,7 @@ def test_ctrl_c_and_sigterm_end_a_process_in_its_own_session(tmp_path, pidfile, 
 
 
 def test_processes_are_found_by_their_run_marker(tmp_path):
-    from drover.procs import marked_processes
+    from drover.agents.procs import marked_processes
 
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"],
                              env={**os.environ, "DROVER_RUN": "marker-test"}, start_new_session=True)

@@ -8,24 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from drover import templates
+from drover import prompts as templates
 from drover.config import Config
-from drover.data import (
-    AuditNote,
-    Commit,
-    Dep,
-    Destination,
-    FollowUp,
-    Origin,
-    OwnedIssue,
-    Recent,
-    Resolution,
-    Round,
-    Sibling,
-    TemplateData,
-)
-from drover.items import CHANGES_HEADING, NO_BODY, NOT_AN_ID, cleared_block
-from drover.resources import builtin_dir
+from drover.prompts.data import AuditNote, Commit, Dep, Destination, FollowUp, Origin, OwnedIssue, Recent, Resolution, Round, Sibling, TemplateData
+from drover.items.file import CHANGES_HEADING, NO_BODY, NOT_AN_ID, cleared_block
+from drover.prompts.resources import builtin_dir
 
 GUIDANCE = ("lean", "detailed")
 VERIFY = "just verify-everything"

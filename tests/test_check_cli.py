@@ -7,8 +7,8 @@ import re
 import pytest
 from helpers import invoke
 
-from drover import templates
-from drover.data import FIELD_NAMES
+from drover import prompts as templates
+from drover.prompts.data import FIELD_NAMES
 
 OLD_SCOPE = "2c3ce7b7956f"  # the implement/scope default first shipped, kept in history.json
 

@@ -11,7 +11,7 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from drover.cli import cli
+from drover.cli.main import cli
 from drover.errors import DroverError
 
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "commands.md"
@@ -74,7 +74,7 @@ def _documented_exit_codes() -> dict[int, str]:
 def test_the_exit_code_table_lists_exactly_the_codes_errors_carry():
     import drover.trackers  # noqa: F401 - its error classes join the hierarchy on import
 
-    from drover.fastpath import SIGNAL_EXIT_CODES
+    from drover.cli.fastpath import SIGNAL_EXIT_CODES
 
     documented = _documented_exit_codes()
     carried = {cls.exit_code for cls in _every_error_class()}

@@ -16,10 +16,10 @@ from helpers import git, ledger_tables, write_requirements
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from helpers import chunk, findings_text
-from drover.cli import cli
-from drover.items import CHANGES_HEADING, CLEARED_MARKER, parse_item, section_span
-from drover.ledger import Ledger
-from drover.rows import NewRun
+from drover.cli.main import cli
+from drover.items.file import CHANGES_HEADING, CLEARED_MARKER, parse_item, section_span
+from drover.ledger.db import Ledger
+from drover.ledger.rows import NewRun
 
 # --- helpers ----------------------------------------------------------------------------------------
 
@@ -728,7 +728,7 @@ def test_concurrent_commands_on_different_items_do_not_fail(project):
         ok("new", f"item {n + 1}")
     script = (
         "import sys\n"
-        "from drover.cli import cli\n"
+        "from drover.cli.main import cli\n"
         "item, kind = sys.argv[1], sys.argv[2]\n"
         "for n in range(6):\n"
         "    args = ['request-changes', item, '--file', f'{item}.md'] if kind == 'rc' else "

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from drover.ledger import Ledger
+from drover.ledger.db import Ledger
 from helpers import BIN, assert_each_write_committed, git, run
 
 # One writer: its own item, a sequence that always succeeds (every step has something to do),

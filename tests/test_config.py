@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from drover.cli import cli
+from drover.cli.main import cli
 from drover.config import SCHEMA, Config, default_config_text, load_config, parse_config, parse_duration
 from drover.errors import ConfigError
-from drover.presets import PRESETS
+from drover.agents.presets import PRESETS
 from drover.trackers import BACKENDS
 
 # The registries are the lists: a preset or backend added there is named in these messages too.
@@ -80,7 +80,7 @@ def test_init_writes_the_commented_file(repo):
     result = CliRunner().invoke(cli, ["init"])
     assert result.exit_code == 0, result.output
     # the verify command is the one the repository names: none here
-    from drover.scaffold import config_text_for
+    from drover.cli.scaffold import config_text_for
 
     assert (repo / "drover.toml").read_text(encoding="utf-8") == config_text_for(repo)
     loaded = load_config(repo / "drover.toml")
@@ -261,7 +261,7 @@ def test_every_problem_is_reported_at_once_one_line_each(repo):
 
 def test_the_docs_tables_are_rendered_from_the_key_declarations():
     from drover.config import KEYS
-    from drover.config_text import markdown_table
+    from drover.cli.config_text import markdown_table
 
     page = (Path(__file__).resolve().parents[1] / "docs" / "configuration.md").read_text(encoding="utf-8")
     for table, keys in KEYS.items():
@@ -330,8 +330,8 @@ def test_a_command_with_the_config_cached_does_not_import_tomllib(repo, tmp_path
     import sys
 
     env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
-    code = "import sys; from drover.project import open_project; open_project()"
-    assert subprocess.run([sys.executable, "-c", "from drover.scaffold import init_project; "
+    code = "import sys; from drover.ledger.project import open_project; open_project()"
+    assert subprocess.run([sys.executable, "-c", "from drover.cli.scaffold import init_project; "
                            "from pathlib import Path; list(init_project(Path.cwd()))"], cwd=repo, env=env).returncode == 0
     seen = []
     for _ in range(2):
@@ -345,9 +345,9 @@ def test_a_command_with_the_config_cached_does_not_import_tomllib(repo, tmp_path
 def test_the_shipped_destinations_read_through_the_toml_cache_as_parsed(tmp_path, monkeypatch):
     import json
 
-    from drover import data
+    from drover.prompts import data
     from drover.config import _toml_cache
-    from drover.resources import builtin_dir
+    from drover.prompts.resources import builtin_dir
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     shipped = builtin_dir() / "destinations.toml"

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from drover import runs
-from drover.ledger import Ledger
-from drover.project import open_project
+from drover.loop import runs
+from drover.ledger.db import Ledger
+from drover.ledger.project import open_project
 from helpers import InlineExecutor, configure, drover, git, new_item
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "agents.md"

@@ -10,15 +10,16 @@ from pathlib import Path
 import pytest
 import yaml
 
-from drover import data as template_data
-from drover import items as itemfile
-from drover import status, templates, writes
-from drover.data import FIELD_NAMES, SLOTS, TemplateData, build, field_schema
-from drover.fields import field_explanations
+from drover.prompts import data as template_data
+from drover.items import file as itemfile
+from drover.ledger import status, writes
+from drover import prompts as templates
+from drover.prompts.data import FIELD_NAMES, SLOTS, TemplateData, build, field_schema
+from drover.prompts.fields import field_explanations
 from drover.errors import UsageError
-from drover.ledger import Ledger
-from drover.rows import NewRun, Run
-from drover.project import open_project
+from drover.ledger.db import Ledger
+from drover.ledger.rows import NewRun, Run
+from drover.ledger.project import open_project
 from drover.trackers import Issue, TrackerUnavailable
 from drover.trackers.none import NOT_CONFIGURED
 from helpers import git
@@ -563,7 +564,7 @@ def _rich(env) -> tuple[str, FakeTracker]:
     writes.request_changes(env.project, env.ledger, finding, "fix\n")
     writes.request_changes(env.project, env.ledger, finding, "fix again\n")
     writes.audit(env.project, env.ledger, finding, "claimed", by="claude", note="claimed it")
-    from drover.rows import Check
+    from drover.ledger.rows import Check
 
     env.ledger.add_check(Check(id="c1", item=finding, head="a" * 40, base="b" * 40, command="make test", exit_status=2,
                                outcome="exited", started="2026-01-01T00:00:00.000Z", duration=1.5, tail="FAIL",
@@ -682,7 +683,7 @@ def test_every_field_fixture_renders_on_every_slot(env):
 
 
 def test_the_data_module_imports_neither_jinja2_nor_click():
-    code = "import sys, drover.data; print(sorted(m for m in ('jinja2', 'click') if m in sys.modules))"
+    code = "import sys, drover.prompts.data; print(sorted(m for m in ('jinja2', 'click') if m in sys.modules))"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
 
@@ -694,7 +695,7 @@ def test_fill_lays_out_text_as_textwrap_does():
     from hypothesis import given, settings
     from hypothesis import strategies as st
 
-    from drover.fields import fill
+    from drover.prompts.fields import fill
 
     words = st.one_of(st.text("abc-é", min_size=1, max_size=12), st.text("x", min_size=20, max_size=120),
                       st.sampled_from([" ", "  ", "\t", "\n", "\r\n", "\u00a0", "\x0b", "\u2003", "a\u00a0b"]))

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from drover import project as projects
-from drover.project import find_root, main_checkout
+from drover.ledger import project as projects
+from drover.ledger.project import find_root, main_checkout
 from helpers import git
 
 

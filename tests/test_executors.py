@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from drover import runs
+from drover.loop import runs
 from drover.executors.ray import take_bundle
-from drover.ledger import Ledger
-from drover.project import open_project
+from drover.ledger.db import Ledger
+from drover.ledger.project import open_project
 from helpers import InlineExecutor, configure, drover, git, new_item
 
 

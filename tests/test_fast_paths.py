@@ -17,8 +17,8 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from drover.items import section_span
-from drover.frontmatter import LOADER, PURE_LOADER, FrontmatterError, check_types, flat_load, load_frontmatter
+from drover.items.file import section_span
+from drover.items.frontmatter import LOADER, PURE_LOADER, FrontmatterError, check_types, flat_load, load_frontmatter
 
 from helpers import HOSTILE_FRONTMATTER
 
@@ -114,7 +114,7 @@ def test_flat_load_is_unsure_or_agrees_with_yaml(source):
 
 
 def test_the_common_forms_take_the_fast_path():
-    from drover.items import new_item_text
+    from drover.items.file import new_item_text
 
     written = new_item_text("D-7", "Fix: the parser's 'quotes' #1", "bug", ["D-1", "D-2"], origin=4)
     sources = [
@@ -147,7 +147,7 @@ def test_a_bom_tab_or_lone_cr_is_left_to_yaml():
 def test_the_copied_resolvers_are_pyyaml_s():
     """flat_load resolves plain scalars with copies of PyYAML's tables (so it needs no yaml import):
     the same tags and patterns, in the same order, under the same first characters."""
-    from drover import frontmatter
+    from drover.items import frontmatter
 
     theirs = {first: [(tag, pattern.pattern, pattern.flags) for tag, pattern in pairs]
               for first, pairs in yaml.resolver.Resolver.yaml_implicit_resolvers.items() if first != ""}
@@ -160,7 +160,7 @@ def test_the_copied_resolvers_are_pyyaml_s():
 
 
 def test_flat_frontmatter_does_not_import_yaml():
-    code = ("import sys; from drover.frontmatter import load_frontmatter;"
+    code = ("import sys; from drover.items.frontmatter import load_frontmatter;"
             "meta = load_frontmatter('id: D-4\\ntitle: Émile on 2026-11-30\\ndeps: [D-3]\\nmigration: yes\\n');"
             "before = 'yaml' in sys.modules;"
             "load_frontmatter('id: D-4 # a comment\\n');"
@@ -212,7 +212,7 @@ fence_piece = st.sampled_from(["---", "--- ", "----", "---x", "-- -", "id: D-1",
 @given(st.lists(fence_piece, max_size=7), st.sampled_from(["\n", "\r\n"]), st.booleans())
 def test_split_frontmatter_agrees_with_its_expression(lines, newline, final):
     """The string-search form of split_frontmatter gives what the regular expression gives."""
-    from drover.items import _FRONTMATTER, split_frontmatter
+    from drover.items.file import _FRONTMATTER, split_frontmatter
 
     for text in ("---\n" + newline.join(lines) + (newline if final else ""), newline.join(lines) + newline):
         match = _FRONTMATTER.match(text)
@@ -225,7 +225,7 @@ def test_read_summary_says_what_read_item_says(tmp_path):
     """The catalogue's reader (os calls, no Item, no Path) gives read_item's fields and refusals."""
     from pathlib import Path
 
-    from drover.items import CHANGES_HEADING, Unreadable, read_item, read_summary
+    from drover.items.file import CHANGES_HEADING, Unreadable, read_item, read_summary
 
     big = "---\nid: D-1\ntitle: big\n---\n\n## Requirements\n\n" + "- line\n" * 40_000 + f"{CHANGES_HEADING}\n\nfix it\n"
     files = {

@@ -1,4 +1,4 @@
-"""The single-item commands, list and check without click (drover/fastpath.py): the same output, errors and exit
+"""The single-item commands, list and check without click (drover/cli/fastpath.py): the same output, errors and exit
 codes as through click, for every command line the fast path takes and every one it hands on."""
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from helpers import BIN, FINDINGS, git, ledger_tables, run
-from drover import fastpath, launch
+from drover.cli import fastpath, launch
 
 # the same program through click only: what `drover` was before the fast path
-CLICK_ONLY = "import sys; from drover.cli import main; sys.argv = ['drover', *sys.argv[1:]]; main()"
+CLICK_ONLY = "import sys; from drover.cli.main import main; sys.argv = ['drover', *sys.argv[1:]]; main()"
 
 
 def through_click(root: Path, *args: str, stdin: str | None = None, env: dict | None = None):
@@ -117,8 +117,8 @@ def test_the_fast_specs_agree_with_the_click_declarations():
     """Every option the fast path reads is the click command's, with the same choices and kind."""
     import click
 
-    from drover.cli import cli
-    from drover.cliparts import ItemId
+    from drover.cli.main import cli
+    from drover.cli.parts import ItemId
 
     for name, spec in fastpath.SPECS.items():
         command = cli.commands[name]
@@ -156,7 +156,7 @@ def test_the_highest_number_on_disk_reads_names_as_before(tmp_path):
     from hypothesis import given, settings
     from hypothesis import strategies as st
 
-    from drover.writes import _highest_on_disk
+    from drover.ledger.writes import _highest_on_disk
 
     def by_name(names: list[str], prefix: str) -> int:
         start = len(prefix)
@@ -208,9 +208,9 @@ def test_check_with_problems_is_the_same_with_and_without_click(project):
 def test_a_render_turns_the_collector_the_launcher_paused_back_on(monkeypatch):
     import gc
 
-    from drover.fields import TemplateData
-    from drover.templates.env import compile_template
-    from drover.templates.render import render_template
+    from drover.prompts.fields import TemplateData
+    from drover.prompts.env import compile_template
+    from drover.prompts.render import render_template
 
     monkeypatch.setattr(launch, "paused", True)
     gc.disable()
@@ -226,8 +226,8 @@ def test_a_render_turns_the_collector_the_launcher_paused_back_on(monkeypatch):
 @pytest.mark.parametrize("args", [["prompt", "D-2", "--slot", "implement"], ["show", "D-2"]])
 def test_a_single_item_command_runs_with_the_collector_paused_until_it_renders(project, args):
     # what the process's collector was when the command's body ran, and when a template rendered
-    probe = ("import gc, sys; import drover.templates.render; from drover import fastpath, launch\n"
-             "r = sys.modules['drover.templates.render']\n"
+    probe = ("import gc, sys; import drover.prompts.render; from drover import fastpath, launch\n"
+             "r = sys.modules['drover.prompts.render']\n"
              "seen = []\n"
              "body = fastpath.SPECS[sys.argv[1]].body\n"
              "def wrapped(**kw): seen.append(('body', gc.isenabled())); body(**kw)\n"

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from drover import runs
+from drover.loop import runs
 from drover.executors.ray import take_bundle
-from drover.ledger import Ledger
-from drover.project import open_project
+from drover.ledger.db import Ledger
+from drover.ledger.project import open_project
 from helpers import AGENT, TESTS, InlineExecutor, configure, drover, git, ledger_tables, new_item, one_line
 
 GATE_AGENT = TESTS / "agents" / "gate_agent.py"

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from drover import git as dgit
-from drover.data import Recent
+from drover.prompts.data import Recent
 from drover.errors import GitError, Refused
 
 from helpers import git

@@ -11,7 +11,7 @@ BIN = Path(sys.executable).parent
 
 def test_cached_help_is_what_click_prints_and_a_stale_cache_is_rendered_again(tmp_path):
     env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
-    rendered = subprocess.run([sys.executable, "-c", "from drover.cli import cli; cli(['--help'], prog_name='drover')"],
+    rendered = subprocess.run([sys.executable, "-c", "from drover.cli.main import cli; cli(['--help'], prog_name='drover')"],
                               capture_output=True, text=True, env=env).stdout
     assert rendered.startswith("Usage: drover [OPTIONS] COMMAND")
     first = subprocess.run([str(BIN / "drover"), "--help"], capture_output=True, text=True, env=env)

@@ -46,7 +46,7 @@ def test_a_hostile_item_is_one_unreadable_item(project, frontmatter, reason):
 
 
 def test_the_pure_python_parser_refuses_the_same_inputs():
-    from drover.frontmatter import PURE_LOADER, FrontmatterError, load_frontmatter
+    from drover.items.frontmatter import PURE_LOADER, FrontmatterError, load_frontmatter
 
     for source, reason in (("x: " + "[" * 5000 + "]" * 5000, "nested"), (BOMB, "aliases"),
                            ("a: 1\na: 2", "duplicate key"), ("x:\n" + "".join("  " * n + "- \n" for n in range(1, 1200)), "nested")):
@@ -152,7 +152,7 @@ def test_timeout_in_plain_seconds_is_accepted(project):
 def test_libyaml_is_used_when_present_and_both_parsers_agree():
     import yaml
 
-    from drover.frontmatter import LOADER, PURE_LOADER, load_frontmatter
+    from drover.items.frontmatter import LOADER, PURE_LOADER, load_frontmatter
 
     if getattr(yaml, "__with_libyaml__", False):
         assert issubclass(LOADER, yaml.CSafeLoader)
@@ -166,7 +166,7 @@ def test_libyaml_is_used_when_present_and_both_parsers_agree():
 
 
 def test_a_dependency_chain_thousands_long_is_checked_without_recursion():
-    from drover.checks import dependency_cycles
+    from drover.loop.checks import dependency_cycles
 
     chain = {f"D-{n}": (f"D-{n - 1}",) if n > 1 else () for n in range(1, 5001)}
     assert dependency_cycles(chain) == []

@@ -11,27 +11,8 @@ from hypothesis import strategies as st
 
 from helpers import chunk, findings_text
 
-from drover import items as itemfile
-from drover.items import (
-    CHANGES_HEADING,
-    CLEARED_MARKER,
-    ID_MISMATCH,
-    MISSING,
-    NO_BODY,
-    NO_PARSE,
-    NOT_AN_ID,
-    SHELVED,
-    Unreadable,
-    cleared_block,
-    demote_headings,
-    headline,
-    new_item_text,
-    parse_item,
-    read_item,
-    replace_section,
-    section_span,
-    write_atomic,
-)
+from drover.items import file as itemfile
+from drover.items.file import CHANGES_HEADING, CLEARED_MARKER, ID_MISMATCH, MISSING, NO_BODY, NO_PARSE, NOT_AN_ID, SHELVED, Unreadable, cleared_block, demote_headings, headline, new_item_text, parse_item, read_item, replace_section, section_span, write_atomic
 
 GOOD = """---
 id: D-4

@@ -16,13 +16,13 @@ import pytest
 import sqlite_utils
 
 from helpers import ledger_tables
-from drover import ledger as ledger_module
+from drover.ledger import db as ledger_module
 from drover.config import Config
-from drover.activity import ACTIVITY_KEYS
-from drover.ledger import BUSY_TIMEOUT_MS, MIGRATIONS, Ledger, migrations
-from drover.project import Project
-from drover.rows import NewRun
-from drover.status import catalogue
+from drover.ledger.activity import ACTIVITY_KEYS
+from drover.ledger.db import BUSY_TIMEOUT_MS, MIGRATIONS, Ledger, migrations
+from drover.ledger.project import Project
+from drover.ledger.rows import NewRun
+from drover.ledger.status import catalogue
 
 # Every table and column a blank ledger gets. A new migration changes this on purpose.
 EXPECTED_COLUMNS = {
@@ -148,8 +148,8 @@ def test_the_ids_a_cache_met_before_0011_stay_taken(tmp_path):
 def test_a_reused_pid_is_not_a_live_run():
     from dataclasses import replace
 
-    from drover.agents import process_start, run_alive
-    from drover.rows import Run
+    from drover.agents.launch import process_start, run_alive
+    from drover.ledger.rows import Run
 
     me = Run(id="r", item="D-1", slot="implement", agent="a", pid=os.getpid(), pid_start=process_start(os.getpid()))
     assert run_alive(me)
@@ -281,7 +281,7 @@ def test_concurrent_processes_allocate_distinct_round_numbers(tmp_path):
 
 def test_concurrent_first_opens_migrate_once(tmp_path):
     path = tmp_path / "fresh.db"
-    code = "import sys; from pathlib import Path; from drover.ledger import Ledger; Ledger(Path(sys.argv[1])).close()"
+    code = "import sys; from pathlib import Path; from drover.ledger.db import Ledger; Ledger(Path(sys.argv[1])).close()"
     procs = [subprocess.Popen([sys.executable, "-c", code, str(path)], stderr=subprocess.PIPE, text=True)
              for _ in range(4)]
     errors = [proc.communicate(timeout=120)[1] for proc in procs]
@@ -316,7 +316,7 @@ def test_the_cache_is_keyed_by_path_size_and_mtime(tmp_path, monkeypatch):
         assert rows["items/D-1.md"]["mtime_ns"] == one.stat().st_mtime_ns
 
         # unchanged files are not parsed again
-        from drover import items as itemfile
+        from drover.items import file as itemfile
 
         parsed: list[str] = []
         real = itemfile.read_summary
@@ -364,7 +364,7 @@ def test_the_cache_remembers_unreadable_files_with_their_wording(tmp_path):
 def test_the_cache_is_dropped_when_the_prefix_changes(tmp_path):
     """Whether an id is readable depends on the prefix, which a file's bytes do not show: rows
     parsed under another prefix are not trusted, by the catalogue or by one entry."""
-    from drover.status import entry
+    from drover.ledger.status import entry
 
     project = _project(tmp_path)
     _item(project, "D-1", "one")
@@ -497,7 +497,7 @@ def test_the_activity_table_follows_every_insert_update_and_delete(ledger):
 
 
 def test_migration_0007_fills_the_activity_table_for_a_ledger_that_has_rows(tmp_path, monkeypatch):
-    from drover import migrations as migrations_module
+    from drover.ledger import migrations as migrations_module
 
     path = tmp_path / ".drover" / "ledger.db"
     before = MIGRATIONS[:MIGRATIONS.index(next(m for m in MIGRATIONS if m[0] == "0007_activity"))]

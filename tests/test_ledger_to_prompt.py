@@ -10,13 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from drover import items as itemfile
-from drover import data as template_data
-from drover import itemstate, loop, runs, status, writes
+from drover.items import file as itemfile
+from drover.prompts import data as template_data
+from drover.ledger import itemstate, status, writes
+from drover.loop import drive as loop, runs
 from drover.errors import ItemError, UsageError
-from drover.ledger import Ledger
-from drover.project import Project, open_project
-from drover.rows import Audit, NewRun, Round, Run
+from drover.ledger.db import Ledger
+from drover.ledger.project import Project, open_project
+from drover.ledger.rows import Audit, NewRun, Round, Run
 from helpers import configure, drover, git
 
 TABLES = ("runs", "rounds", "audits", "dispositions", "items", "item_files", "events", "intents")

@@ -16,16 +16,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from drover import agreement, forks, git
-from drover import items as itemfile
-from drover.activity import ACTIVITY_KEYS, LIST_KEYS, no_activity
-from drover.checks import check_items, dependency_cycles
+from drover.ledger import agreement
+from drover.items import forks
+from drover import git
+from drover.items import file as itemfile
+from drover.ledger.activity import ACTIVITY_KEYS, LIST_KEYS, no_activity
+from drover.loop.checks import check_items, dependency_cycles
 from drover.config import Config
-from drover.ledger import Ledger
-from drover.project import Project
-from drover.rows import NewRun
-from drover.listing import Listed, list_items, list_state
-from drover.status import Entry, State, _sort_key, catalogue, compute_state, sorted_names
+from drover.ledger.db import Ledger
+from drover.ledger.project import Project
+from drover.ledger.rows import NewRun
+from drover.ledger.listing import Listed, list_items, list_state
+from drover.ledger.status import Entry, State, _sort_key, catalogue, compute_state, sorted_names
 
 from helpers import git as run_git
 

@@ -269,7 +269,7 @@ def test_finish_refuses_an_undisposed_closes_issue(project):
 def test_demo_runs_the_whole_loop(tmp_path):
     root = tmp_path / "demo"
     env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
-    done = subprocess.run([sys.executable, "-m", "drover.demo", str(root)], text=True,
+    done = subprocess.run([sys.executable, "-m", "drover.cli.demo", str(root)], text=True,
                           capture_output=True, env=env, timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr
     for item in ("D-1", "D-2", "D-3"):
@@ -357,7 +357,7 @@ def test_ctrl_c_during_drive_ends_every_agent_and_records_the_runs(project):
 
 
 def test_the_drive_summary_aligns_its_columns_and_right_aligns_the_counts():
-    from drover.loop import Driven, summary
+    from drover.loop.drive import Driven, summary
 
     lines = summary([Driven("D-1", "finished", 2, 4), Driven("D-10", "failed", 1, 12, "implement agent exited 1",
                                                              log=".drover/runs/r/agent.log")])

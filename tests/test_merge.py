@@ -4,7 +4,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from drover.templates.merge import conflict_lines, merge3
+from drover.prompts.merge import conflict_lines, merge3
 
 LABELS = ("yours", "base", "today")
 # Block texts are stripped before they are merged (as base hashes are taken), so these are too.

@@ -11,9 +11,9 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from drover import newfront
-from drover.items import new_item_text
-from drover.ledger import Ledger
+from drover.items import newfront
+from drover.items.file import new_item_text
+from drover.ledger.db import Ledger
 from helpers import BIN, run
 
 
@@ -137,8 +137,8 @@ def test_the_next_id_is_the_full_scans(tmp_path: Path):
 def test_the_floor_above_the_ledger_is_the_highest_on_disk(tmp_path: Path):
     """Asked for the numbers above the ledger's highest, the floor is the folder's highest when that
     is above it, and no higher than it otherwise (so max(ledger, floor) is as before)."""
-    from drover.ids import _greater_than
-    from drover.writes import _highest_on_disk
+    from drover.items.ids import _greater_than
+    from drover.ledger.writes import _highest_on_disk
 
     class Project:  # the two attributes _highest_on_disk reads
         def __init__(self, folder: Path) -> None:
@@ -183,7 +183,7 @@ def test_new_imports_no_rows_types_and_no_yaml(repo):
                           cwd=repo, text=True, capture_output=True)
     assert done.returncode == 0, done.stderr[-2000:]
     names = {line.split("|")[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
-    assert "drover.writes" in names and "drover.rows" not in names and "yaml" not in names
+    assert "drover.ledger.writes" in names and "drover.ledger.rows" not in names and "yaml" not in names
     assert not [name for name in names if name.startswith("sqlite_utils")]
     assert (repo / "items" / "D-1.md").read_text() == new_item_text("D-1", "Fix: the 'parser'", "feature", [])
 

@@ -108,7 +108,7 @@ def test_top_level_help_is_grouped_and_each_command_has_an_example(repo):
     order = [out.index(title + ":") for title in ("Set up", "Items", "The loop", "Review verbs", "Inspection")]
     assert order == sorted(order)
     assert out.index("  init") < out.index("Items:") < out.index("  new ") < out.index("The loop:")
-    from drover.cli import cli
+    from drover.cli.main import cli
 
     for name in cli.commands:
         assert "Example: " in ok(repo, name, "--help"), name
@@ -352,9 +352,9 @@ def test_completion_offers_item_ids_commands_and_slots(project):
 
 
 def test_python_m_drover_demo_help_prints_help_and_builds_nothing(tmp_path):
-    done = subprocess.run([str(BIN / "python"), "-m", "drover.demo", "--help"], cwd=tmp_path, text=True,
+    done = subprocess.run([str(BIN / "python"), "-m", "drover.cli.demo", "--help"], cwd=tmp_path, text=True,
                           capture_output=True)
-    assert done.returncode == 0 and done.stdout.startswith("usage: python -m drover.demo")
+    assert done.returncode == 0 and done.stdout.startswith("usage: python -m drover.cli.demo")
     assert list(tmp_path.iterdir()) == []
 
 
@@ -384,7 +384,7 @@ def test_colour_follows_color_and_no_color(project):
 
 
 def test_block_and_preset_completers_offer_known_names():
-    from drover.cliparts import complete_blocks, complete_presets
+    from drover.cli.parts import complete_blocks, complete_presets
 
     blocks = [item.value for item in complete_blocks(None, None, "implement:")]
     assert "implement:scope" in blocks and all(name.startswith("implement:") for name in blocks)

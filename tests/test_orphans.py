@@ -22,7 +22,7 @@ def project(repo):
 
 
 def _alive(pid: int) -> bool:
-    from drover.procs import pid_alive
+    from drover.agents.procs import pid_alive
 
     return pid_alive(pid)
 

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from drover import outbox
-from drover.ledger import Ledger
-from drover.rows import NewRun
-from drover.project import open_project
+from drover.executors import outbox
+from drover.ledger.db import Ledger
+from drover.ledger.rows import NewRun
+from drover.ledger.project import open_project
 from helpers import configure, drover, git, new_item
 
 # Every writing command an agent may call, with arguments that succeed in this order.

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from drover import templates
-from drover.cli import cli
+from drover import prompts as templates
+from drover.cli.main import cli
 from helpers import invoke
-from drover.resources import builtin_dir
+from drover.prompts.resources import builtin_dir
 
 OLD_SCOPE = "2c3ce7b7956f"  # the first shipped implement/scope default, kept in history.json
 KICKOFF = "docs-internal/kickoff.tmpl"

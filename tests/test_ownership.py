@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from drover.project import find_root, main_checkout
+from drover.ledger.project import find_root, main_checkout
 from helpers import drover, git, ledger_tables
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="giving files to another user needs uid 0")

@@ -20,7 +20,7 @@ from pathlib import Path
 import drover
 from drover import resources, templates
 from drover.config import Config
-from drover.data import TemplateData
+from drover.prompts.data import TemplateData
 
 data = TemplateData(Id="D-1", Title="Smoke", Path="items/D-1.md", Body="Body {{ x }}", VerifyCommand="make check")
 prompts = {slot: templates.render(slot, data, root=Path.cwd(), config=Config()).text for slot in templates.SLOTS}
@@ -61,7 +61,7 @@ def test_the_installed_wheel_renders_every_slot(installed, tmp_path):
     names = set(zipfile.ZipFile(wheel).namelist())
     for name in SHIPPED:
         assert f"drover/builtin_templates/{name}" in names, name
-    assert "drover/templates/__init__.py" in names and "drover/templates/history.py" in names
+    assert "drover/prompts/__init__.py" in names and "drover/prompts/history.py" in names
 
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
@@ -79,7 +79,7 @@ def test_the_installed_wheel_renders_every_slot(installed, tmp_path):
     assert "`make check` passes" in report["prompts"]["implement"]
 
 
-from drover.resources import HELP_TOPICS as HELP_PAGES  # noqa: E402 - every topic ships in the wheel
+from drover.prompts.resources import HELP_TOPICS as HELP_PAGES  # noqa: E402 - every topic ships in the wheel
 
 
 def test_the_wheel_is_drover_cli_with_its_metadata_and_help_pages(installed):
@@ -95,7 +95,7 @@ def test_the_wheel_is_drover_cli_with_its_metadata_and_help_pages(installed):
     assert "Project-URL: " in metadata
     assert "Description-Content-Type: text/markdown" in metadata
     entry_points = archive.read(metadata_name.replace("METADATA", "entry_points.txt")).decode()
-    assert "drover = drover.launch:main" in entry_points
+    assert "drover = drover.cli.launch:main" in entry_points
 
 
 def test_a_new_user_goes_from_the_installed_wheel_to_a_finished_item_on_master(installed, tmp_path):

@@ -128,7 +128,7 @@ def test_a_body_edit_gives_what_a_whole_parse_gives(twins, env):
 
 
 def test_only_the_body_is_read_when_the_frontmatter_is_the_known_one(tmp_path):
-    from drover import parsing
+    from drover.items import parsing
 
     folder = str(tmp_path) + os.sep
     path = tmp_path / "D-1.md"
@@ -151,7 +151,7 @@ def test_only_the_body_is_read_when_the_frontmatter_is_the_known_one(tmp_path):
 def test_a_read_in_the_open_folder_gives_every_byte_whatever_size_it_was_told(tmp_path, length):
     """A read in an open folder stops after one read only when that read gives the size a stat said; a size that
     is wrong (the file changed since) or unknown costs more reads, never bytes."""
-    from drover import parsing
+    from drover.items import parsing
 
     data = bytes(range(256)) * (length // 256) + b"x" * (length % 256)
     (tmp_path / "D-1.md").write_bytes(data)
@@ -165,7 +165,7 @@ def test_a_read_in_the_open_folder_gives_every_byte_whatever_size_it_was_told(tm
 
 
 def test_a_worker_that_dies_leaves_its_files_to_the_parent(repo, monkeypatch):
-    from drover import parsing
+    from drover.items import parsing
 
     assert run(repo, "init").returncode == 0
     fill(repo)
@@ -222,7 +222,7 @@ def test_the_kept_json_encoder_writes_what_json_dumps_writes():
     import datetime
     import json
 
-    from drover import parsing
+    from drover.items import parsing
 
     values = [{"id": "D-1", "deps": ["D-2"], "n": 3, "f": 1.5, "b": True, "z": None, "u": "é\u2028\"\\", 7: "x"},
               ["D-1", "D-2"], {}, {"nan": float("nan"), "inf": float("-inf")}, {"nested": {"a": [{"b": []}]}}]
@@ -237,7 +237,7 @@ def test_the_kept_json_encoder_writes_what_json_dumps_writes():
 
 
 def test_the_stat_child_gives_what_stat_here_gives(tmp_path, monkeypatch):
-    from drover import parsing
+    from drover.items import parsing
 
     for number in range(1, 40):
         (tmp_path / f"D-{number}.md").write_text("x" * number)
@@ -254,7 +254,7 @@ def test_the_stat_child_gives_what_stat_here_gives(tmp_path, monkeypatch):
 
 
 def test_a_stat_child_that_fails_leaves_the_stats_to_the_parent(tmp_path):
-    from drover import forks, parsing
+    from drover.items import forks, parsing
 
     (tmp_path / "D-1.md").write_text("one")
     within, names = str(tmp_path) + os.sep, ["D-1.md"]
@@ -273,7 +273,7 @@ def test_a_stat_child_that_fails_leaves_the_stats_to_the_parent(tmp_path):
 def test_a_child_answers_in_turn_and_one_not_read_is_ended(monkeypatch):
     """A child's answers come one by one, in order; one the caller never reads (it failed
     midway) does not leave the child waiting on a full pipe: close ends and reaps it."""
-    from drover import forks
+    from drover.items import forks
 
     monkeypatch.setenv("DROVER_TEST_FORK_AT", "1")
     child = forks.start([lambda: [1, 2], lambda: "x" * 1_000_000], 1, "DROVER_TEST_FORK_AT", 10)

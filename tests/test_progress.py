@@ -57,7 +57,7 @@ def test_drover_review_says_the_verdict_as_drive_does(project):
 
 
 def test_the_findings_count_reads_list_entries_then_headings():
-    from drover.items import count_findings
+    from drover.items.file import count_findings
 
     assert count_findings(FINDINGS) == 3
     assert count_findings("### One\ntext\n### Two\n- a detail under it\n") == 1  # entries win over headings

@@ -9,10 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from drover import outbox, runs
-from drover.ledger import Ledger
-from drover.project import open_project
-from drover.rows import NewRun
+from drover.executors import outbox
+from drover.loop import runs
+from drover.ledger.db import Ledger
+from drover.ledger.project import open_project
+from drover.ledger.rows import NewRun
 from helpers import TESTS, InlineExecutor, drover, git, ledger_tables, new_item, one_line
 
 HOSTILE = TESTS / "agents" / "hostile_agent.py"
@@ -275,7 +276,7 @@ def test_require_independent_refuses_an_approval_by_an_author(project, independe
 def test_an_approval_recorded_before_the_upgrade_still_opens_the_gate(project):
     import sqlite3
 
-    from drover.activity import APPROVING_LEVEL, create_activity_triggers, fill_activity
+    from drover.ledger.activity import APPROVING_LEVEL, create_activity_triggers, fill_activity
 
     drover(project, "run", "D-1", env=agent_env(project), check=True)
     drover(project, "audit", "D-1", "--level", "reviewed", check=True)

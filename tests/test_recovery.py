@@ -8,8 +8,8 @@ import sys
 import pytest
 
 from helpers import BIN, FINDINGS, assert_agrees, git, run
-from drover.items import CLEARED_MARKER, read_item
-from drover.ledger import Ledger
+from drover.items.file import CLEARED_MARKER, read_item
+from drover.ledger.db import Ledger
 @pytest.fixture
 def project(repo):
     assert run(repo, "init").returncode == 0
@@ -131,10 +131,10 @@ def test_concurrent_audits_clear_once_and_record_every_audit(project):
     (["show", "D-1"], None),
 ])
 def test_writes_on_a_migrated_ledger_do_not_import_sqlite_utils(project, args, stdin):
-    code = "import sys; from drover.cli import main; sys.argv = ['drover', *sys.argv[1:]]; main()"
+    code = "import sys; from drover.cli.main import main; sys.argv = ['drover', *sys.argv[1:]]; main()"
     done = subprocess.run([sys.executable, "-X", "importtime", "-c", code, *args], cwd=project,
                           input=stdin, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-2000:]
     imported = [line.split("|")[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")]
-    assert "drover.writes" in imported or args[0] == "show"
+    assert "drover.ledger.writes" in imported or args[0] == "show"
     assert not [name for name in imported if name.startswith("sqlite_utils")]

@@ -14,11 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from drover import agents, presets, trackers
+from drover.agents import launch as agents, presets
+from drover import trackers
 from drover.config import default_config_text, parse_config
 from drover.errors import ConfigError
-from drover.ledger import Ledger
-from drover.presets import PROMPT_FILE, Preset
+from drover.ledger.db import Ledger
+from drover.agents.presets import PROMPT_FILE, Preset
 from drover.trackers.base import Issue, check_disposition
 from helpers import invoke
 
@@ -63,7 +64,7 @@ def test_a_registered_preset_is_accepted_launched_completed_and_documented(newon
     with pytest.raises(ConfigError, match=r"expected one of claude, .*, newone, not 'newon'$"):
         parse_config({"agent": {"preset": "newon"}})
 
-    from drover.cliparts import complete_presets
+    from drover.cli.parts import complete_presets
 
     assert [item.value for item in complete_presets(None, None, "new")] == ["newone"]
     assert "| `newone` | `newone-cli --task-file {prompt_file} --yes` | file | pipx install newone | newone 1.0 |" in (
@@ -189,9 +190,9 @@ def test_a_field_declared_in_fields_py_reaches_schema_check_render_and_docs(tmp_
     probe = """
 import json, sys
 import docgen
-from drover.cli import cli
-from drover.fields import TemplateData
-from drover.templates import field_problems, render_branch
+from drover.cli.main import cli
+from drover.prompts.fields import TemplateData
+from drover.prompts import field_problems, render_branch
 from click.testing import CliRunner
 
 schema = json.loads(CliRunner().invoke(cli, ["schema", "--fields", "--json"]).stdout)

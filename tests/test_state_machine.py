@@ -22,16 +22,17 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from drover import data as template_data
-from drover import finish as finishing
+from drover.prompts import data as template_data
+from drover.loop import finish as finishing
 from drover import git as drover_git
-from drover import runs, writes
+from drover.loop import runs
+from drover.ledger import writes
 from drover.errors import DroverError
-from drover.ledger import Ledger
-from drover.project import open_project
-from drover.itemstate import show_item
-from drover.listing import is_ready, list_items
-from drover.status import IMPLEMENT_NEXT, NOT_DRIVEN, State
+from drover.ledger.db import Ledger
+from drover.ledger.project import open_project
+from drover.ledger.itemstate import show_item
+from drover.ledger.listing import is_ready, list_items
+from drover.ledger.status import IMPLEMENT_NEXT, NOT_DRIVEN, State
 
 AGENT = """#!/bin/sh
 # the property test's agent: AGENT_MODE says what this run does

@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 from jinja2.bccache import bc_magic
 
-from drover import templates
+from drover import prompts as templates
 from drover.config import Config
-from drover.data import TemplateData
+from drover.prompts.data import TemplateData
 from drover.errors import TemplateError
-from drover.templates import env as template_env
-from drover.templates.render import render_template
+from drover.prompts import env as template_env
+from drover.prompts.render import render_template
 
 OVERRIDE = "<% block scope %>Scope of {{ Id }}: {{ Title | upper }}\n<% endblock %>\n"
 
@@ -99,7 +99,7 @@ def test_a_cache_entry_that_cannot_be_replaced_is_ignored(cache):
 def test_the_shipped_branch_template_has_no_unknown_fields():
     """render_branch skips the static field walk and the Go syntax check for the default [run]
     branch; this is where they run."""
-    from drover.templates.gosyntax import go_syntax_error
+    from drover.prompts.gosyntax import go_syntax_error
 
     assert templates.field_problems(Config.branch, "drover.toml: [run] branch") == []
     assert go_syntax_error(Config.branch, "drover.toml: [run] branch") is None

@@ -13,9 +13,9 @@ import pytest
 
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-from drover import templates
+from drover import prompts as templates
 from drover.config import Config, load_config
-from drover.data import FIELD_NAMES, Dep, TemplateData
+from drover.prompts.data import FIELD_NAMES, Dep, TemplateData
 from drover.errors import DroverError, TemplateError
 
 KICKOFF = "docs-internal/kickoff.tmpl"
@@ -388,7 +388,7 @@ def test_sandbox_escapes_are_refused(repo, source):
 
 
 def _one_destination():
-    from drover.data import Destination
+    from drover.prompts.data import Destination
 
     return (Destination(Token="t", Where="w", Found="f", Do="d"),)
 
@@ -539,9 +539,9 @@ def test_record_history_adds_todays_defaults_and_keeps_old_ones(tmp_path):
 
 
 def test_record_history_is_a_module_command():
-    result = subprocess.run([sys.executable, "-m", "drover.templates.history"], capture_output=True, text=True)
+    result = subprocess.run([sys.executable, "-m", "drover.prompts.history"], capture_output=True, text=True)
     assert result.returncode == 2 and "--record" in result.stderr
-    checked = subprocess.run([sys.executable, "-m", "drover.templates.history", "--check"], capture_output=True, text=True)
+    checked = subprocess.run([sys.executable, "-m", "drover.prompts.history", "--check"], capture_output=True, text=True)
     assert checked.returncode == 0, checked.stdout
 
 

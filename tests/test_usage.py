@@ -1,4 +1,4 @@
-"""drover.usage: readable text and usage figures from claude's and codex's structured output.
+"""drover.agents.usage: readable text and usage figures from claude's and codex's structured output.
 
 The event lines are shaped as claude 2.1.197 (`-p --output-format stream-json --verbose`) and
 codex-cli 0.171.0 (`exec --json`) print them; tests/e2e runs the real CLIs.
@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from drover.usage import StreamReader, describe, total
+from drover.agents.usage import StreamReader, describe, total
 
 CLAUDE = [
     {"type": "system", "subtype": "init", "cwd": "/w", "model": "claude-opus-4-8[1m]", "tools": ["Bash"]},

@@ -12,11 +12,12 @@ from typing import Any, Callable
 
 import pytest
 
-from drover import outbox, runs
+from drover.executors import outbox
+from drover.loop import runs
 from drover.errors import Refused
-from drover.ledger import Ledger
-from drover.project import open_project
-from drover.rows import NewRun
+from drover.ledger.db import Ledger
+from drover.ledger.project import open_project
+from drover.ledger.rows import NewRun
 from helpers import InlineExecutor, configure, drover, git, ledger_tables, new_item
 
 

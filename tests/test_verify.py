@@ -251,7 +251,7 @@ def test_an_empty_verify_command_is_a_check_warning_and_finish_needs_no_check(pr
 
 
 def test_the_checks_table_is_migration_0013(tmp_path):
-    from drover.ledger import MIGRATIONS, Ledger
+    from drover.ledger.db import MIGRATIONS, Ledger
 
     assert "0013_checks" in [name for name, _ in MIGRATIONS]
     Ledger(tmp_path / "ledger.db").close()

@@ -32,7 +32,7 @@ def _commands(group: click.Group, ctx: click.Context) -> list[tuple[click.Comman
 
 def command_reference() -> str:
     """`drover --help` and each command's `--help`, under a heading per command."""
-    from drover.cli import cli
+    from drover.cli.main import cli
 
     root = click.Context(cli, info_name="drover", terminal_width=HELP_WIDTH, max_content_width=HELP_WIDTH)
     parts = ["## `drover`", "", "```", cli.get_help(root), "```"]
@@ -47,7 +47,7 @@ def _cell(text: str) -> str:
 
 def field_table() -> str:
     """The template fields as `drover schema --fields` describes them."""
-    from drover.fields import field_schema
+    from drover.prompts.fields import field_schema
 
     lines = ["| field | type | slots | meaning |", "|---|---|---|---|"]
     members = []
@@ -61,7 +61,7 @@ def field_table() -> str:
 
 def field_explained_table() -> str:
     """docs/fields.md's table: each field's type and slots as the schema states them, with its explanation."""
-    from drover.fields import field_explanations, field_schema
+    from drover.prompts.fields import field_explanations, field_schema
 
     explained = field_explanations()
     lines = ["| field | type | slots | meaning |", "|---|---|---|---|"]
@@ -84,7 +84,7 @@ def config_table() -> str:
     """Every drover.toml key with its type, default and meaning, from the declarations (config.KEYS)."""
     from drover import config
 
-    from drover.config_text import toml_value
+    from drover.cli.config_text import toml_value
 
     words = {str: "string", int: "integer", bool: "boolean", dict: "table"}
     lines = ["| table | key | type | default | meaning |", "|---|---|---|---|---|"]
@@ -101,14 +101,14 @@ def config_table() -> str:
 def config_key_table(table: str) -> str:
     """One table's rows for docs/configuration.md (key, default, meaning), from config.KEYS."""
     from drover.config import KEYS
-    from drover.config_text import markdown_table
+    from drover.cli.config_text import markdown_table
 
     return markdown_table(KEYS[table]).rstrip("\n")
 
 
 def preset_table() -> str:
     """The agent presets, from presets.PRESETS; the running interpreter is shown as `<python>`."""
-    from drover.presets import PRESETS
+    from drover.agents.presets import PRESETS
 
     lines = ["| preset | argv | the prompt travels | install | checked against |", "|---|---|---|---|---|"]
     for name, preset in PRESETS.items():
@@ -148,7 +148,7 @@ def config_errors() -> str:
 
 def ledger_schema() -> str:
     """Each table's columns, from migrating a blank ledger in a temporary directory."""
-    from drover.ledger import Ledger
+    from drover.ledger.db import Ledger
 
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "ledger.db"

@@ -10,14 +10,14 @@ import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Protocol
 
-from ..errors import UsageError
-from ..vocabulary import EXECUTORS
+from drover.errors import UsageError
+from drover.vocabulary import EXECUTORS
 
 if TYPE_CHECKING:
-    from ..config import Config
-    from ..ledger import Ledger
-    from ..project import Project
-    from ..runs import Launch
+    from drover.config import Config
+    from drover.ledger.db import Ledger
+    from drover.ledger.project import Project
+    from drover.loop.runs import Launch
 
 NAMES = EXECUTORS
 
@@ -86,9 +86,9 @@ def open_executor(project: "Project", name: str | None = None) -> Executor:
     """The executor by name; choosing ray without Ray installed is one line and exit 2."""
     chosen = choose(project.config, name)
     if chosen == "ray":
-        from .ray import RayExecutor
+        from drover.executors.ray import RayExecutor
 
         return RayExecutor(project)
-    from .local import LocalExecutor
+    from drover.executors.local import LocalExecutor
 
     return LocalExecutor()

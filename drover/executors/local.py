@@ -4,13 +4,13 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING, Callable, Iterator
 
-from .. import agents
-from . import Collected
+from drover.agents import launch as agents
+from drover.executors import Collected
 
 if TYPE_CHECKING:
-    from ..ledger import Ledger
-    from ..project import Project
-    from ..runs import Launch
+    from drover.ledger.db import Ledger
+    from drover.ledger.project import Project
+    from drover.loop.runs import Launch
 
 
 class LocalHandle:

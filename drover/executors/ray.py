@@ -16,17 +16,19 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
-from .. import agents, git, outbox
-from ..errors import DroverError, GitError, UsageError
-from ..ownfiles import shown_paths, state_paths
-from ..project import STATE_DIR
-from . import Collected
-from .worker import result_problem
+from drover.agents import launch as agents
+from drover import git
+from drover.executors import outbox
+from drover.errors import DroverError, GitError, UsageError
+from drover.ledger.ownfiles import shown_paths, state_paths
+from drover.ledger.project import STATE_DIR
+from drover.executors import Collected
+from drover.executors.worker import result_problem
 
 if TYPE_CHECKING:
-    from ..ledger import Ledger
-    from ..project import Project
-    from ..runs import Launch
+    from drover.ledger.db import Ledger
+    from drover.ledger.project import Project
+    from drover.loop.runs import Launch
 
 INSTALL = "the ray executor needs Ray: pip install 'drover-cli[ray]'"
 # No telemetry leaves the machine: set before Ray is imported anywhere in this process.
@@ -45,7 +47,7 @@ def _on_worker(payload: dict[str, Any], base_bundle: bytes) -> dict[str, Any]:
     """The task body: runs in a Ray worker process on some node."""
     import ray
 
-    from .worker import work
+    from drover.executors.worker import work
 
     result = work(payload, base_bundle)
     context = ray.get_runtime_context()

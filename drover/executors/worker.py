@@ -12,8 +12,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .. import agents, git
-from ..outbox import ENV as OUTBOX_ENV
+from drover.agents import launch as agents
+from drover import git
+from drover.executors.outbox import ENV as OUTBOX_ENV
 
 
 # What a worker's result holds (what _work returns, and "node", which the task adds): each field's

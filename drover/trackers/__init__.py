@@ -9,14 +9,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..vocabulary import DISPOSITIONS
-from .base import Issue, Tracker, TrackerUnavailable, owners_in
-from .file import FileTracker
-from .github import GitHubTracker
-from .none import NoTracker
+from drover.vocabulary import DISPOSITIONS
+from drover.trackers.base import Issue, Tracker, TrackerUnavailable, owners_in
+from drover.trackers.file import FileTracker
+from drover.trackers.github import GitHubTracker
+from drover.trackers.none import NoTracker
 
 if TYPE_CHECKING:
-    from ..config import TrackerConfig
+    from drover.config import TrackerConfig
 
 __all__ = ["BACKENDS", "DISPOSITIONS", "Issue", "Tracker", "TrackerUnavailable", "open_tracker", "owners_in"]
 

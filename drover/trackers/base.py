@@ -5,12 +5,12 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable, Protocol, Sequence
 
-from ..records import dataclass
-from ..errors import DroverError
-from ..vocabulary import ANY_ID_PATTERN, DISPOSITIONS
+from dataclasses import dataclass
+from drover.errors import DroverError
+from drover.vocabulary import ANY_ID_PATTERN, DISPOSITIONS
 
 if TYPE_CHECKING:
-    from ..config import TrackerConfig
+    from drover.config import TrackerConfig
 
 # An item id as a tracker row may name it; the tracker cannot know the project's prefix.
 ITEM_ID = re.compile(ANY_ID_PATTERN)

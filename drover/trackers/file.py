@@ -15,10 +15,10 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
-from .base import ITEM_ID, Issue, TrackerUnavailable, cannot_apply, check_disposition
+from drover.trackers.base import ITEM_ID, Issue, TrackerUnavailable, cannot_apply, check_disposition
 
 if TYPE_CHECKING:
-    from ..config import TrackerConfig
+    from drover.config import TrackerConfig
 
 ROW_FORMAT = "- <owner id>[, <owner id>...]: <headline>"
 _LIST_ITEM = re.compile(r"^[-*+][ \t]+(.*)$")

@@ -6,10 +6,10 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
-from .base import Issue, TrackerUnavailable, check_disposition, owners_in
+from drover.trackers.base import Issue, TrackerUnavailable, check_disposition, owners_in
 
 if TYPE_CHECKING:
-    from ..config import TrackerConfig
+    from drover.config import TrackerConfig
 
 GH_TIMEOUT = 30.0  # seconds per gh call; a hung network must not hang a prompt
 LIST_LIMIT = 1000  # gh issue list pages up to this many; reaching it means the list may be cut

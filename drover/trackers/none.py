@@ -4,10 +4,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
-from .base import Issue, TrackerUnavailable, cannot_apply, check_disposition
+from drover.trackers.base import Issue, TrackerUnavailable, cannot_apply, check_disposition
 
 if TYPE_CHECKING:
-    from ..config import TrackerConfig
+    from drover.config import TrackerConfig
 
 NOT_CONFIGURED = 'no tracker is configured ([tracker] backend = "none")'
 

@@ -1,4 +1,4 @@
-"""Calls drover.agents.launch on sleeper.py so a test can send this process SIGINT or SIGTERM.
+"""Calls drover.agents.launch.launch on sleeper.py so a test can send this process SIGINT or SIGTERM.
 
 Usage: driver.py WORKDIR [SLEEPER ARGS...]. SIGTERM is handled as drover's CLI handles it.
 Prints "started PID" once the agent runs, then "outcome OUTCOME CODE".
@@ -7,7 +7,7 @@ import signal
 import sys
 from pathlib import Path
 
-from drover.agents import launch
+from drover.agents.launch import launch
 
 
 def terminated(signum, frame):

@@ -19,7 +19,7 @@ import pytest
 
 import standin
 from helpers import git, write_requirements
-from drover.presets import PRESETS
+from drover.agents.presets import PRESETS
 
 BIN = Path(sys.executable).parent
 CLIS = ("claude", "codex")

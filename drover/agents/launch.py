@@ -1,0 +1,506 @@
+"""Agent presets, argv, environment, and launching an agent in its own process group."""
+from __future__ import annotations
+
+import itertools
+import os
+import select
+import shlex
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import BinaryIO, Callable, Mapping, TextIO
+
+from drover.config import CONFIG_FILE, AgentConfig
+from drover.errors import ConfigError
+from drover.agents.presets import PRESETS, PROMPT_FILE, PROMPT_TEXT, Preset
+from drover.agents.usage import StreamReader, Usage
+# pid_alive, process_start and run_alive are read through this module too (runs.py, status.py, tests)
+from drover.agents.procs import become_subreaper, end_run_processes
+from drover.agents.procs import pid_alive as pid_alive, process_start as process_start, run_alive as run_alive
+
+PROMPT_VIAS = ("stdin", "file", "arg")
+GRACE_SECONDS = 5.0
+PROGRESS_SECONDS = 60.0  # off a terminal, one line per launch this often
+STATUS_AFTER = 3.0  # on a terminal, the status line appears after this much silence
+
+
+@dataclass(frozen=True)
+class LaunchResult:
+    """How an agent run ended: `exited` (with its code), `timeout` or `interrupted`."""
+
+    exit_code: int | None
+    outcome: str
+    elapsed: float
+    usage: Usage | None = None  # what the run cost, when the agent's output is a known stream
+
+
+def resolve_agent(agent: AgentConfig) -> Preset:
+    """The preset an [agent] table names, with `command` (if set) replacing its argv."""
+    try:
+        preset = PRESETS[agent.preset]
+    except KeyError:
+        raise ConfigError(f"{CONFIG_FILE}: [agent] preset: expected one of {', '.join(PRESETS)}, "
+                          f"not {agent.preset!r}") from None
+    if not agent.command.strip():
+        if not preset.argv:
+            raise ConfigError(f"{CONFIG_FILE}: [agent] command: the {preset.name} preset runs this command, "
+                              "and it is empty")
+        return preset
+    try:
+        words = tuple(shlex.split(agent.command))
+    except ValueError as exc:
+        raise ConfigError(f"{CONFIG_FILE}: [agent] command: {exc}") from None
+    # A command says how it wants the prompt by naming a placeholder; otherwise stdin.
+    if any(PROMPT_TEXT in word for word in words):
+        via = "arg"
+    elif any(PROMPT_FILE in word for word in words):
+        via = "file"
+    else:
+        via = "stdin"
+    return replace(preset, argv=words, prompt_via=via, binary=words[0])
+
+
+def agent_argv(agent: AgentConfig, prompt_file: Path) -> tuple[list[str], str]:
+    """The argv to run (prompt file filled in) and how the prompt travels: stdin, file or arg."""
+    preset = resolve_agent(agent)
+    argv = [word.replace(PROMPT_FILE, str(prompt_file)) for word in preset.argv]
+    return argv, preset.prompt_via
+
+
+def _installed(binary: str, cwd: Path | None) -> bool:
+    if os.sep in binary and not os.path.isabs(binary):
+        # A relative path is looked up from the agent's directory, known only at launch.
+        return cwd is None or os.access(Path(cwd) / binary, os.X_OK)
+    return shutil.which(binary) is not None
+
+
+def binary_missing(agent: AgentConfig, *, cwd: Path | None = None) -> str:
+    """"" when the agent's program can be found; else one line saying what to install."""
+    preset = resolve_agent(agent)
+    if _installed(preset.binary, cwd):
+        return ""
+    own = PRESETS[agent.preset]
+    if preset.binary == own.binary and own.install_hint:
+        return f"{own.name} is not installed: {own.install_hint}"
+    return f"{preset.binary} (from [agent] command) is not installed or not on PATH"
+
+
+def stream_of(agent: AgentConfig) -> str:
+    """The structured output the agent prints: the preset's own argv asks for it; a command does not."""
+    return PRESETS[agent.preset].stream if not agent.command.strip() else ""
+
+
+def sandbox_env(agent: AgentConfig) -> dict[str, str]:
+    """What the preset adds when `[agent] sandboxed = true` says the machine is a sandbox."""
+    return dict(PRESETS[agent.preset].sandbox_env) if agent.sandboxed else {}
+
+
+def root_refusal(agent: AgentConfig, *, uid: int | None = None, environ: Mapping[str, str] | None = None) -> str:
+    """One line when the agent's CLI will refuse to start for this user (uid 0), with the fixes; else ""."""
+    own = PRESETS[agent.preset]
+    uid = os.geteuid() if uid is None else uid
+    environ = os.environ if environ is None else environ
+    if uid != 0 or not own.root_refuses or agent.sandboxed:
+        return ""
+    needed = dict(own.sandbox_env)
+    if needed and all(environ.get(key) == value for key, value in needed.items()):
+        return ""  # the operator exported the CLI's own sandbox switch
+    argv = resolve_agent(agent).argv
+    refused = [word for word in argv[1:] if word in own.root_refuses]
+    if not argv or os.path.basename(argv[0]) != own.binary or not refused:
+        return ""  # a command of its own without the refused mode
+    switch = " ".join(f"{key}={value}" for key, value in needed.items())
+    return (f"{own.name} refuses {refused[0]} as root: if this machine is a sandbox set "
+            f"[agent] sandboxed = true (drover then passes {switch}), or run drover as another user, "
+            f"or set [agent] command to a narrower permission mode")
+
+
+def drover_bin_dir() -> Path | None:
+    """The folder holding the `drover` program that is running now, if one can be found."""
+    candidates = []
+    argv0 = sys.argv[0] if sys.argv else ""
+    if os.path.basename(argv0) == "drover":
+        candidates.append(os.path.dirname(os.path.abspath(argv0)))
+    # Not resolved: a venv's python is a symlink, and its bin folder is the one that matters.
+    candidates.append(os.path.dirname(os.path.abspath(sys.executable)))
+    for folder in candidates:
+        if os.access(os.path.join(folder, "drover"), os.X_OK):
+            return Path(folder)
+    return None
+
+
+def _agent_path() -> str:
+    path = os.environ.get("PATH", os.defpath)
+    folder = drover_bin_dir()
+    if folder is None:
+        return path
+    ours = folder / "drover"
+    first = shutil.which("drover", path=path)
+    if first and os.path.samefile(first, ours):
+        return path  # already the first drover found; leave the agent's PATH alone
+    return os.pathsep.join([str(folder), *[entry for entry in path.split(os.pathsep) if entry]])
+
+
+def agent_env(*, item_id: str, slot: str, run_id: str, prompt_file: Path, repo: Path, workdir: Path | None = None,
+              base: str = "", branch: str = "", round_number: int = 0, posture: str = "",
+              verify: str = "") -> dict[str, str]:
+    """What an agent's environment adds: the DROVER_* variables, and PATH reaching this drover.
+
+    The context a script agent would otherwise parse from its prompt (docs/agents.md): base and
+    branch, the directory it works in, the rounds of changes so far, the implementing posture
+    and the verify command.
+    """
+    return {
+        "DROVER_ITEM": item_id,
+        "DROVER_SLOT": slot,
+        "DROVER_RUN": str(run_id),
+        "DROVER_BASE": base,
+        "DROVER_BRANCH": branch,
+        "DROVER_ROUND": str(round_number),
+        "DROVER_POSTURE": posture,
+        "DROVER_VERIFY": verify,
+        **on_this_machine({}, prompt_file=prompt_file, repo=repo, workdir=workdir or repo),
+    }
+
+
+# The variables that name places on the machine the agent runs on: a worker fills them in afresh.
+MACHINE_VARIABLES = ("DROVER_PROMPT_FILE", "DROVER_REPO", "DROVER_WORKTREE", "PATH")
+
+
+def on_this_machine(env_add: Mapping[str, str], *, prompt_file: Path, repo: Path, workdir: Path) -> dict[str, str]:
+    """`env_add` (prepared elsewhere) with the paths of this machine: its prompt file, checkout,
+    working directory and the PATH reaching this drover."""
+    return {**env_add, "DROVER_PROMPT_FILE": str(prompt_file), "DROVER_REPO": str(repo),
+            "DROVER_WORKTREE": str(workdir), "PATH": _agent_path()}
+
+
+def format_elapsed(seconds: float) -> str:
+    """0:12, 12:34, 1:02:03."""
+    whole = int(seconds)
+    hours, rest = divmod(whole, 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
+
+
+_echo_lock = threading.RLock()
+REDRAW_SECONDS = 1.0  # the status block is redrawn at most this often, and only when its text changed
+
+
+class StatusBlock:
+    """On a terminal: one status line per launch, a block below the agents' output, redrawn in
+    place (cursor up, erase down) at most once a second and only when its text changed.
+
+    Every line written to the screen while the block shows goes through `above` or `around`,
+    which put it above the block; so several jobs' statuses never share a line, and nothing flickers.
+    """
+
+    def __init__(self) -> None:
+        self.lines: dict[int, str] = {}  # launch -> its status, in the order the launches began
+        self.drawn: list[str] = []  # what the screen shows now
+        self.last_draw = 0.0
+
+    def _erase(self) -> str:
+        # up to the block's first line, then erase everything below the cursor
+        return f"\r\x1b[{len(self.drawn)}A\x1b[J" if self.drawn else ""
+
+    def _draw(self, screen: TextIO, before: str = "") -> None:
+        width = _columns(screen) - 1  # a wrapped line would throw the cursor-up count off
+        shown = [line[:width] for line in self.lines.values()]
+        _write(screen, self._erase() + before + "".join(f"{line}\n" for line in shown))
+        self.drawn = shown
+
+    def set(self, key: int, text: str, screen: TextIO, now: float) -> None:
+        """Launch `key`'s status is `text`; the block follows within a second."""
+        with _echo_lock:
+            self.lines[key] = text
+            shown = [line[:_columns(screen) - 1] for line in self.lines.values()]
+            if shown != self.drawn and now - self.last_draw >= REDRAW_SECONDS:
+                self.last_draw = now
+                self._draw(screen)
+
+    def drop(self, key: int, screen: TextIO) -> None:
+        """Launch `key` has ended: its line goes at once."""
+        with _echo_lock:
+            if self.lines.pop(key, None) is not None:
+                self._draw(screen)
+
+    def around(self, write: Callable[[], None], screen: TextIO) -> None:
+        """Call `write` (which prints whole lines to `screen`) with the block erased, then draw it below."""
+        with _echo_lock:
+            if not self.drawn:
+                write()
+                return
+            _write(screen, self._erase())
+            self.drawn = []
+            write()
+            self._draw(screen)
+
+    def above(self, text: str, screen: TextIO) -> None:
+        """Write `text` (whole lines) above the block."""
+        with _echo_lock:
+            if self.drawn:
+                self._draw(screen, before=text)  # one write: erase, the text, the block again
+            else:
+                _write(screen, text)
+
+
+def _write(screen: TextIO, text: str) -> None:
+    try:
+        screen.write(text)
+        screen.flush()
+    except (OSError, ValueError):
+        pass  # a closed screen (drover piped into `head`) must not stop the log
+
+
+STATUS = StatusBlock()
+_launches = itertools.count(1)  # each launch's key in the status block
+
+
+def _columns(screen: TextIO) -> int:
+    try:
+        return os.get_terminal_size(screen.fileno()).columns or 80
+    except (OSError, ValueError, AttributeError):
+        return 80
+
+
+def say_above_status(say: Callable[[str], None], screen: TextIO | None = None) -> Callable[[str], None]:
+    """`say`, its lines put above the status block (drive's progress on a terminal)."""
+    def said(line: str) -> None:
+        STATUS.around(lambda: say(line), screen if screen is not None else sys.stdout)
+    return said
+
+
+def _feed(stream: BinaryIO, data: bytes) -> None:
+    try:
+        stream.write(data)
+    except (BrokenPipeError, OSError):
+        pass  # the agent need not read its stdin
+    finally:
+        try:
+            stream.close()
+        except OSError:
+            pass
+
+
+class _Output:
+    """Where the agent's output goes: the log (readable), the raw stream, the screen, and what
+    the signs of life need (when it last spoke, its last line)."""
+
+    def __init__(self, log: BinaryIO, raw: BinaryIO | None, reader: StreamReader | None,
+                 show: Callable[[str], None] | None) -> None:
+        # raw (agent.jsonl) is given exactly when a reader turns the stream into text
+        self.log, self.raw, self.reader, self.show = log, raw, reader, show
+        self.pending = b""
+        self.last_output = time.monotonic()
+        self.last_line = ""
+        self.size = 0
+
+    def _write(self, handle: BinaryIO, data: bytes) -> None:
+        try:
+            handle.write(data)
+            handle.flush()
+        except OSError:
+            pass  # keep draining even with a full disk, or the agent would block on its output
+
+    def chunk(self, data: bytes) -> None:
+        self.last_output = time.monotonic()
+        if self.reader is None or self.raw is None:
+            self._write(self.log, data)
+            self.size += len(data)
+        else:
+            self._write(self.raw, data)
+        self.pending += data
+        *lines, self.pending = self.pending.split(b"\n")
+        for line in lines:
+            self.line(line)
+
+    def line(self, raw: bytes) -> None:
+        text = raw.decode("utf-8", errors="replace").rstrip("\r")
+        shown = [text] if self.reader is None else self.reader.feed(text)
+        for each in shown:
+            if self.reader is not None:
+                data = (each + "\n").encode("utf-8")
+                self._write(self.log, data)
+                self.size += len(data)
+            if each.strip():
+                self.last_line = each.strip()
+            if self.show is not None:
+                self.show(each)
+
+    def close(self) -> None:
+        if self.pending:
+            self.line(self.pending)
+            self.pending = b""
+
+
+def _pump(fd: int, output: _Output, stop: threading.Event) -> None:
+    """Copy the agent's output as it arrives."""
+    while True:
+        # Once the run's processes have ended, drain what is buffered and stop: a process that
+        # could not be ended (another user's) may hold the pipe open forever.
+        ready, _, _ = select.select([fd], [], [], 0 if stop.is_set() else 0.2)
+        if not ready:
+            if stop.is_set():
+                break
+            continue
+        chunk = os.read(fd, 65536)
+        if not chunk:
+            break
+        output.chunk(chunk)
+    output.close()
+
+
+def short_elapsed(seconds: float) -> str:
+    """45s, 4m10s, 1h02m: the progress lines' form."""
+    whole = int(seconds)
+    if whole < 60:
+        return f"{whole}s"
+    if whole < 3600:
+        return f"{whole // 60}m{whole % 60:02d}s"
+    return f"{whole // 3600}h{whole % 3600 // 60:02d}m"
+
+
+def log_size(size: int) -> str:
+    return f"{size} B" if size < 1024 else f"{size // 1024} KB"
+
+
+def progress_seconds() -> float:
+    """How often a silent launch says it is alive off a terminal (DROVER_PROGRESS_SECONDS, for tests)."""
+    try:
+        return max(0.1, float(os.environ.get("DROVER_PROGRESS_SECONDS", "")))
+    except ValueError:
+        return PROGRESS_SECONDS
+
+
+def launch(
+    argv: list[str],
+    *,
+    cwd: Path,
+    env_add: dict[str, str],
+    prompt: str,
+    prompt_via: str,
+    log_path: Path,
+    timeout: float | None,
+    label: str,
+    echo: bool,
+    on_start: Callable[[int], None] | None = None,
+    cancel: threading.Event | None = None,
+    grace: float = GRACE_SECONDS,
+    out: TextIO | None = None,
+    stream: str = "",
+    progress: Callable[[str], None] | None = None,
+    progress_label: str = "",
+) -> LaunchResult:
+    """Run an agent in its own process group, streaming its output to `log_path` (and the screen).
+
+    The timeout, Ctrl-C (KeyboardInterrupt) and `cancel` end every process of the run (its
+    group and, on Linux, whatever carries its DROVER_RUN): SIGTERM, then SIGKILL after `grace`
+    seconds. So does the agent's own exit, for anything it left running. `on_start` learns the
+    pid (also the group id) as soon as the process exists. `stream` names the structured output
+    the agent prints (drover/agents/usage.py): the log then holds readable text, agent.jsonl the stream.
+    Signs of life: on a terminal with echo, a status line while the agent is silent; otherwise
+    `progress` (if given) hears one line every `progress_seconds()`. A program that cannot be
+    started raises OSError.
+    """
+    if prompt_via not in PROMPT_VIAS:
+        raise ValueError(f"prompt_via must be one of {PROMPT_VIAS}, not {prompt_via!r}")
+    argv = list(argv)
+    if prompt_via == "arg":
+        if any(PROMPT_TEXT in word for word in argv):
+            argv = [word.replace(PROMPT_TEXT, prompt) for word in argv]
+        else:
+            argv.append(prompt)
+    log_path = Path(log_path)
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    screen = out if out is not None else sys.stdout
+    start = time.monotonic()
+    reader = StreamReader(stream) if stream else None
+    status_line = echo and _isatty(screen)
+    status_key = next(_launches)
+    status_shown = False
+
+    def show(text: str) -> None:
+        STATUS.above(f"[{label} {format_elapsed(time.monotonic() - start)}] {text}\n", screen)
+
+    become_subreaper()
+    marker = ("DROVER_RUN", env_add["DROVER_RUN"]) if env_add.get("DROVER_RUN") else None
+    raw_log = open(log_path.with_name("agent.jsonl"), "ab") if reader is not None else None
+    with open(log_path, "ab") as log:
+        proc = subprocess.Popen(
+            argv, cwd=cwd, env={**os.environ, **env_add},
+            stdin=subprocess.PIPE if prompt_via == "stdin" else subprocess.DEVNULL,
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            # Its own session: one signal reaches everything it spawns, and a Ctrl-C on the
+            # terminal reaches drover alone, which then decides.
+            start_new_session=True,
+        )
+        assert proc.stdout is not None  # stdout=PIPE
+        output = _Output(log, raw_log, reader, show if echo else None)
+        stop = threading.Event()
+        pump = threading.Thread(target=_pump, args=(proc.stdout.fileno(), output, stop), daemon=True)
+        pump.start()
+        if prompt_via == "stdin":
+            threading.Thread(target=_feed, args=(proc.stdin, prompt.encode("utf-8")), daemon=True).start()
+        deadline = start + timeout if timeout else None
+        every = progress_seconds()
+        next_progress = start + every
+        outcome = "exited"
+        try:
+            if on_start is not None:
+                on_start(proc.pid)
+            while proc.poll() is None:
+                now = time.monotonic()
+                if deadline is not None and now >= deadline:
+                    outcome = "timeout"
+                    break
+                if cancel is not None and cancel.is_set():
+                    outcome = "interrupted"
+                    break
+                silent = now - output.last_output
+                if status_line and (status_shown or silent >= STATUS_AFTER):
+                    # once shown, the job's line stays until its launch ends: lines coming and going flicker
+                    status_shown = True
+                    quiet = f"silent for {format_elapsed(silent)}, " if silent >= STATUS_AFTER else ""
+                    STATUS.set(status_key, f"[{label} {format_elapsed(now - start)}] {quiet}log "
+                                           f"{log_size(output.size)}; last: {output.last_line[:60]}", screen, now)
+                elif not status_line and progress is not None and now >= next_progress:
+                    progress(f"{progress_label or label}, {short_elapsed(now - start)}, "
+                             f"log {log_size(output.size)}")
+                    next_progress = now + every
+                wait = 0.2 if deadline is None else max(0.0, min(0.2, deadline - now))
+                try:
+                    proc.wait(timeout=wait)
+                except subprocess.TimeoutExpired:
+                    pass
+        except KeyboardInterrupt:
+            outcome = "interrupted"
+        except BaseException:
+            end_run_processes(proc, grace, marker)
+            stop.set()
+            raise
+        finally:
+            STATUS.drop(status_key, screen)
+        end_run_processes(proc, grace, marker)
+        stop.set()
+        pump.join()
+        proc.stdout.close()
+        if raw_log is not None:
+            raw_log.close()
+        elapsed = time.monotonic() - start
+        if outcome != "exited":
+            why = "timed out" if outcome == "timeout" else "interrupted"
+            log.write(f"\n[drover] {why} after {format_elapsed(elapsed)}: "
+                      "ended the agent's processes\n".encode())
+    return LaunchResult(exit_code=proc.returncode, outcome=outcome, elapsed=elapsed,
+                        usage=reader.usage if reader is not None else None)
+
+
+def _isatty(screen: TextIO) -> bool:
+    try:
+        return screen.isatty()
+    except (AttributeError, ValueError):
+        return False

@@ -1,0 +1,280 @@
+"""The processes of a run: is a pid alive, and ending everything an agent started.
+
+An agent runs in its own process group, but the CLIs start tool commands in sessions of their
+own (`setsid`, a double fork), outside that group. So a run's processes are found two ways:
+its process group, and, where /proc exists (Linux), every process whose environment carries
+the run's `DROVER_RUN` value, which each descendant inherits. On Linux drover is also a child
+subreaper, so an orphaned descendant is re-parented to drover (and reaped by it) instead of init.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Iterator
+
+if TYPE_CHECKING:
+    import subprocess
+
+    from drover.ledger.rows import Run
+
+PR_SET_CHILD_SUBREAPER = 36
+
+
+def _stat_fields(pid: int | str) -> list[str] | None:
+    """/proc/<pid>/stat after the command name (state, ppid, pgrp, ...); None when unreadable."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as handle:
+            return handle.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+
+
+def _pids() -> list[str]:
+    """Every process id /proc lists ([] without /proc)."""
+    if not os.path.isdir("/proc"):
+        return []
+    return [entry.name for entry in os.scandir("/proc") if entry.name.isdigit()]
+
+
+def pid_alive(pid: int | None) -> bool:
+    """A process with this id exists (it may belong to someone else)."""
+    if not pid or pid <= 0:
+        return False  # 0 and negatives would address process groups, not one process
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # A killed agent whose parent died lingers as a zombie until init reaps it: it is not running.
+    fields = _stat_fields(pid)
+    return fields is None or fields[0] != "Z"
+
+
+def process_start(pid: int) -> str:
+    """When the process started, in the kernel's clock ticks since boot; "" where unknown."""
+    fields = _stat_fields(pid)
+    return fields[19] if fields and len(fields) > 19 else ""
+
+
+def ancestors(limit: int = 128) -> list[int]:
+    """This process's ancestors, its parent first, up to (not including) init; [] without /proc."""
+    chain: list[int] = []
+    pid = os.getppid()
+    while pid > 1 and len(chain) < limit:
+        chain.append(pid)
+        fields = _stat_fields(pid)
+        if fields is None:
+            break
+        pid = int(fields[1])
+    return chain
+
+
+def parent_of(pid: int) -> int:
+    """The parent of `pid` (0 when unknown)."""
+    fields = _stat_fields(pid)
+    return int(fields[1]) if fields else 0
+
+
+def run_alive(run: "Run") -> bool:
+    """An unfinished run whose agent is still that same process (a reused pid is not it)."""
+    if run.finished or run.pid is None or not pid_alive(run.pid):
+        return False
+    recorded = run.pid_start or ""
+    return not recorded or process_start(run.pid) in ("", recorded)
+
+
+# In a run's folder: the drover that launched the run holds a lock on this file until it has
+# recorded the run's end. The kernel lets go of the lock when that drover dies, however it dies
+# (SIGKILL included), so a live agent whose lock is free has no drover attached: an orphan.
+ATTACHED = "drover.lock"
+
+
+@contextmanager
+def attached(run_dir: Path) -> Iterator[None]:
+    """Hold the run's lock while this drover waits for its agent and records its end."""
+    import fcntl  # POSIX only, as process groups are; only a launch needs it
+
+    run_dir.mkdir(parents=True, exist_ok=True)
+    fd = os.open(run_dir / ATTACHED, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode())  # for people: which drover it was
+        yield
+    finally:
+        os.close(fd)
+
+
+def drover_attached(run_dir: Path) -> bool:
+    """The drover that launched the run still holds its lock (or the run predates the lock)."""
+    import fcntl
+
+    try:
+        fd = os.open(run_dir / ATTACHED, os.O_RDONLY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return True  # launched before drover kept the lock: nothing says its drover is gone
+    except OSError:
+        return True
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError:
+        return True  # held: its drover is alive
+    finally:
+        os.close(fd)  # closing lets go of the shared lock taken just now
+    return False
+
+
+def run_orphaned(run: "Run", runs_dir: Path) -> bool:
+    """A live run (run_alive) whose drover is gone: its agent runs on with nobody to record its end."""
+    return run_alive(run) and not drover_attached(runs_dir / run.id)
+
+
+def end_orphan(pid: int, run_id: str, grace: float) -> None:
+    """End a run's processes when they are not this process's children (`drover stop`): its agent's
+    group and every process carrying its DROVER_RUN; SIGTERM, then SIGKILL after `grace` seconds."""
+
+    def left() -> list[int]:
+        return marked_processes("DROVER_RUN", run_id)
+
+    def alive() -> bool:
+        return _group_alive(pid) or bool(left())
+
+    for signum, patience in ((signal.SIGTERM, grace), (signal.SIGKILL, 2.0)):
+        if not alive():
+            return
+        _signal_group(pid, signum)
+        _signal(left(), signum)
+        deadline = time.monotonic() + patience
+        while alive() and time.monotonic() < deadline:
+            time.sleep(0.05)
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    if not os.path.isdir("/proc"):
+        return True
+    # Killed members linger as zombies until init reaps them, and a signal still "reaches"
+    # a zombie; where /proc can tell, only members that still run count.
+    for pid in _pids():
+        fields = _stat_fields(pid)
+        if fields and len(fields) > 2 and fields[2] == str(pgid) and fields[0] not in ("Z", "X"):
+            return True
+    return False
+
+
+def _signal_group(pgid: int, signum: int) -> None:
+    try:
+        os.killpg(pgid, signum)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def become_subreaper() -> bool:
+    """Linux: orphaned descendants re-parent to this process instead of init. False elsewhere."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        import ctypes  # here: ctypes costs a few ms, and only a launch needs it
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        answer: int = libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+        return answer == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def _running(pid: int) -> bool:
+    fields = _stat_fields(pid)
+    return fields is not None and fields[0] not in ("Z", "X")
+
+
+def marked_processes(key: str, value: str) -> list[int]:
+    """Running processes (not this one) whose environment holds key=value; [] without /proc."""
+    needle = f"{key}={value}".encode()
+    found = []
+    for pid in map(int, _pids()):
+        if pid == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as handle:
+                environ = handle.read()
+        except OSError:
+            continue  # gone, or another user's
+        if needle in environ.split(b"\0") and _running(pid):
+            found.append(pid)
+    return found
+
+
+def _signal(pids: list[int], signum: int) -> None:
+    for pid in pids:
+        try:
+            os.kill(pid, signum)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+def _reap(pgid: int, pids: set[int]) -> None:
+    """Collect the exit of the run's orphans we adopted as subreaper, so no zombie stays.
+
+    Only the run's own processes (its group, its marked ones): a child of drover's that is
+    another launch's agent belongs to that launch's Popen.
+    """
+    me = str(os.getpid())
+    for name in _pids():
+        fields = _stat_fields(name)
+        pid = int(name)
+        if fields and len(fields) > 2 and fields[0] == "Z" and fields[1] == me and (fields[2] == str(pgid) or pid in pids):
+            try:
+                os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                pass
+
+
+def end_run_processes(proc: subprocess.Popen[bytes], grace: float, marker: tuple[str, str] | None = None) -> None:
+    """End the agent's process group and every process carrying the run's marker in its environment.
+
+    SIGTERM first, then SIGKILL to whatever is left after `grace` seconds; a second Ctrl-C
+    skips the rest of the grace period.
+    """
+    pgid = proc.pid
+
+    def strays() -> list[int]:
+        return [pid for pid in marked_processes(*marker) if pid != proc.pid] if marker else []
+
+    def alive() -> bool:
+        proc.poll()  # reap the leader, or its zombie would keep the group "alive"
+        return _group_alive(pgid) or bool(strays())
+
+    seen: set[int] = set()
+    if alive():
+        _signal_group(pgid, signal.SIGTERM)
+        found = strays()
+        seen.update(found)
+        _signal(found, signal.SIGTERM)
+        deadline = time.monotonic() + grace
+        try:
+            while alive() and time.monotonic() < deadline:
+                time.sleep(0.05)
+        except KeyboardInterrupt:
+            pass  # a second Ctrl-C skips the rest of the grace period
+        if alive():
+            _signal_group(pgid, signal.SIGKILL)
+            found = strays()
+            seen.update(found)
+            _signal(found, signal.SIGKILL)
+            # SIGKILL cannot be ignored; wait the moment it takes to land, so the reap below sees them
+            deadline = time.monotonic() + 2.0
+            while alive() and time.monotonic() < deadline:
+                time.sleep(0.02)
+    proc.wait()
+    _reap(pgid, seen)

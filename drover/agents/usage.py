@@ -1,0 +1,171 @@
+"""Reading an agent CLI's structured output: readable lines for people, and what the run cost.
+
+`claude --output-format stream-json --verbose` and `codex exec --json` print one JSON event a
+line. A `StreamReader` turns each line into the text a person reads (the agent's messages,
+the commands it runs and a few lines of their output) and keeps the usage: model, tokens in
+and out, cost where the CLI gives it, and the number of tool calls. Lines that are not JSON
+(a warning on stderr) pass through as they are.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+
+from dataclasses import dataclass
+from typing import Any
+
+STREAMS = ("claude", "codex")
+OUTPUT_LINES = 8  # of a tool's output shown to people; the whole stream is kept in agent.jsonl
+
+
+@dataclass
+class Usage:
+    """What a run's output reports it used: model, tokens, cost, tool calls."""
+
+    model: str = ""
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cost_usd: float | None = None
+    tool_calls: int = 0
+
+    def as_row(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _add(total: int | None, more: Any) -> int | None:
+    if not isinstance(more, int):
+        return total
+    return (total or 0) + more
+
+
+def _clip(text: str, limit: int = OUTPUT_LINES) -> list[str]:
+    lines = text.rstrip("\n").splitlines()
+    if len(lines) > limit:
+        lines = lines[:limit] + [f"... ({len(lines) - limit} more lines)"]
+    return lines
+
+
+class StreamReader:
+    """Feed it the agent's output lines; it answers the lines to show and keeps `usage`."""
+
+    def __init__(self, kind: str) -> None:
+        if kind not in STREAMS:
+            raise ValueError(f"stream must be one of {STREAMS}, not {kind!r}")
+        self.kind = kind
+        self.usage = Usage()
+
+    def feed(self, line: str) -> list[str]:
+        try:
+            event = json.loads(line)
+        except ValueError:
+            return [line]
+        if not isinstance(event, dict):
+            return [line]
+        try:
+            return self._claude(event) if self.kind == "claude" else self._codex(event)
+        except (AttributeError, TypeError, ValueError, KeyError):
+            return [line]  # an event shaped unlike the ones we know: show it rather than lose it
+
+    # claude ------------------------------------------------------------------------------
+
+    def _claude(self, event: dict[str, Any]) -> list[str]:
+        kind = event.get("type")
+        if kind == "system" and event.get("subtype") == "init":
+            self.usage.model = self.usage.model or str(event.get("model", ""))
+            return [f"[session] {event.get('model', '')} in {event.get('cwd', '')}"]
+        if kind == "assistant":
+            message = event.get("message") or {}
+            if message.get("model"):
+                self.usage.model = str(message["model"])
+            shown: list[str] = []
+            for block in message.get("content") or []:
+                if block.get("type") == "text":
+                    shown += block.get("text", "").splitlines()
+                elif block.get("type") == "tool_use":
+                    self.usage.tool_calls += 1
+                    tool_input = block.get("input") or {}
+                    if "command" in tool_input:
+                        shown.append(f"$ {tool_input['command']}")
+                    else:
+                        shown.append(f"[{block.get('name', 'tool')}] {json.dumps(tool_input)[:200]}")
+            return shown
+        if kind == "user":
+            shown = []
+            for block in (event.get("message") or {}).get("content") or []:
+                if isinstance(block, dict) and block.get("type") == "tool_result":
+                    content = block.get("content")
+                    if isinstance(content, list):
+                        content = "\n".join(part.get("text", "") for part in content if isinstance(part, dict))
+                    shown += _clip(str(content or ""))
+            return shown
+        if kind == "result":
+            usage = event.get("usage") or {}
+            self.usage.input_tokens = sum(
+                value for key in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+                if isinstance(value := usage.get(key), int))
+            self.usage.output_tokens = usage.get("output_tokens") if isinstance(usage.get("output_tokens"), int) \
+                else self.usage.output_tokens
+            cost = event.get("total_cost_usd")
+            if isinstance(cost, (int, float)):
+                self.usage.cost_usd = float(cost)
+            ending = "done" if not event.get("is_error") else f"failed ({event.get('subtype', 'error')})"
+            return [f"[result] {ending} after {event.get('num_turns', '?')} turns"]
+        return []
+
+    # codex -------------------------------------------------------------------------------
+
+    def _codex(self, event: dict[str, Any]) -> list[str]:
+        kind = event.get("type", "")
+        if kind == "turn.completed":
+            usage = event.get("usage") or {}
+            self.usage.input_tokens = _add(self.usage.input_tokens, usage.get("input_tokens"))
+            self.usage.output_tokens = _add(self.usage.output_tokens, usage.get("output_tokens"))
+            return []
+        if kind in ("turn.failed", "error"):
+            error = event.get("error") or event
+            return [f"[error] {error.get('message', '')}"]
+        if kind == "session.configured" and event.get("model"):
+            self.usage.model = str(event["model"])
+            return []
+        if kind not in ("item.started", "item.completed"):
+            return []
+        item = event.get("item") or {}
+        item_type = item.get("type")
+        if item_type == "command_execution":
+            if kind == "item.started":
+                return [f"$ {item.get('command', '')}"]
+            self.usage.tool_calls += 1
+            return _clip(item.get("aggregated_output") or "") + [f"(exit {item.get('exit_code')})"]
+        if kind != "item.completed":
+            return []
+        if item_type in ("mcp_tool_call", "web_search", "file_change"):
+            self.usage.tool_calls += 1
+            return [f"[{item_type}]"]
+        if item_type in ("agent_message", "reasoning"):
+            return str(item.get("text", "")).splitlines()
+        if item_type == "error":
+            return [f"[warning] {item.get('message', '')}"]
+        return []
+
+
+def describe(usage: dict[str, Any]) -> str:
+    """`12,400 in / 680 out tokens, $0.0137, 3 tool calls` from a run row ("" when nothing is known)."""
+    parts = []
+    if usage.get("input_tokens") is not None or usage.get("output_tokens") is not None:
+        parts.append(f"{usage.get('input_tokens') or 0:,} in / {usage.get('output_tokens') or 0:,} out tokens")
+    if usage.get("cost_usd") is not None:
+        parts.append(f"${usage['cost_usd']:.4f}")
+    if usage.get("tool_calls"):
+        parts.append(f"{usage['tool_calls']} tool call{'s' if usage['tool_calls'] != 1 else ''}")
+    return ", ".join(parts)
+
+
+def total(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The sum of runs' usage; a figure no run reported stays None."""
+    keys = ("input_tokens", "output_tokens", "cost_usd", "tool_calls")
+    summed: dict[str, Any] = dict.fromkeys(keys)
+    for row in rows:
+        for key in keys:
+            if row.get(key) is not None:
+                summed[key] = (summed[key] or 0) + row[key]
+    return summed

@@ -1,0 +1,104 @@
+"""The words around drover.toml's keys: the commented file `init` writes and the reference tables
+of docs/configuration.md, both rendered from the key definitions in config.py."""
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from drover.config import KeyInfo
+
+HEADER = (
+    "# drover configuration. Every key below shows its default; delete what you do not change.\n"
+    "# Reference: run `drover help configuration`\n"
+)
+# A comment beside a table's header line, and commented examples after its keys.
+TABLE_NOTES = {
+    "agent": "applies to every slot unless [agent.<slot>] overrides it",
+    "prompts": "override files, one per slot, paths inside this repository",
+    "verify": "the command an agent runs before it commits",
+}
+EXAMPLES = {
+    "agent": ("", "# [agent.review]          # a different agent for one slot (implement, review or draft)",
+              '# preset = "codex"'),
+    "verify": ('# migration = "make test && make migrate-check"   # chosen when an item sets `migration: yes`',),
+}
+COLUMN = 26  # where the comments start, so the values read as a column
+
+
+def toml_key(word: str) -> str:
+    return word if re.fullmatch(r"[A-Za-z0-9_-]+", word) else json.dumps(word, ensure_ascii=False)
+
+
+def toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, dict):
+        if not value:
+            return "{}"
+        return "{ " + ", ".join(f"{toml_key(name)} = {toml_value(item)}" for name, item in value.items()) + " }"
+    return json.dumps(value, ensure_ascii=False)  # a TOML basic string is a JSON string for these values
+
+
+def _line(assignment: str, comment: str) -> str:
+    if not comment:
+        return assignment
+    return f"{assignment:<{COLUMN - 1}} # {comment}" if len(assignment) < COLUMN - 1 else f"{assignment}   # {comment}"
+
+
+def _comment(info: KeyInfo) -> str:
+    if info.choices:
+        return f"{' | '.join(info.choices)}: {info.meaning}"
+    return info.meaning
+
+
+def render_config(keys: Mapping[str, Mapping[str, Any]], verify: Mapping[str, str], *, base: str = "main",
+                  notes: Mapping[tuple[str, str], str] | None = None) -> str:
+    """The commented drover.toml: every table, every key at its default, its meaning beside it
+    (or the note `notes` gives for it, by (table, key): what init found in the repository)."""
+    notes = notes or {}
+    blocks = [HEADER]
+    tables = list(keys)
+    # [verify] is an open table, not declared key by key; it sits before [review] as it always has
+    tables.insert(tables.index("review") if "review" in tables else len(tables), "verify")
+    for table in tables:
+        lines = [_line(f"[{table}]", TABLE_NOTES.get(table, ""))]
+        if table == "verify":
+            lines += [_line(f"{name} = {toml_value(command)}", notes.get((table, name), ""))
+                      for name, command in verify.items()]
+        else:
+            for name, info in keys[table].items():
+                if isinstance(info.default, dict):
+                    continue  # a table of its own, below
+                value = base if (table, name) == ("run", "base") else info.default
+                lines.append(_line(f"{name} = {toml_value(value)}", notes.get((table, name)) or _comment(info)))
+        lines += EXAMPLES.get(table, ())
+        for name, info in keys.get(table, {}).items():
+            if isinstance(info.default, dict):
+                lines += ["", _line(f"[{table}.{name}]", _comment(info))]
+                lines += [f"{toml_key(word)} = {toml_value(meaning)}" for word, meaning in info.default.items()]
+        blocks.append("\n".join(lines) + "\n")
+    return "\n".join(blocks)
+
+
+def markdown_table(keys: Mapping[str, Any]) -> str:
+    """One table's reference rows for docs/configuration.md."""
+    rows = ["| key | default | meaning |", "|---|---|---|"]
+    for name, info in keys.items():
+        meaning = info.meaning + (f" (one of {', '.join(f'`{choice}`' for choice in info.choices)})"
+                                  if info.choices else "")
+        default = toml_value(info.default).replace("|", "\\|")
+        rows.append(f"| `{name}` | `{default}` | {meaning.replace('|', chr(92) + '|')} |")
+    return "\n".join(rows) + "\n"
+
+
+if __name__ == "__main__":
+    # `python -m drover.cli.config_text`: the tables to paste into docs/configuration.md
+    from drover.config import KEYS
+
+    for table_name, table_keys in KEYS.items():
+        print(f"## [{table_name}]\n\n{markdown_table(table_keys)}")

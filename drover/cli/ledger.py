@@ -1,0 +1,52 @@
+"""`drover ledger export` and `drover ledger import`: the click commands over ledger_io."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+
+@click.group("ledger")
+def ledger_group() -> None:
+    """Back up and move the ledger (JSON Lines, one row per line)."""
+
+
+@ledger_group.command("export")
+@click.option("-o", "--output", metavar="FILE", help="Write here instead of standard output.")
+def ledger_export(output: str | None) -> None:
+    """Write every table as JSON Lines, the schema version first."""
+    from drover.ledger.jsonl import export
+
+    from drover.cli.fastpath import opened
+
+    with opened() as (project, ledger):
+        if output:
+            from drover.items.file import write_atomic
+            import io
+
+            buffer = io.StringIO()
+            counts = export(ledger, buffer)
+            write_atomic(Path(output), buffer.getvalue())
+            click.echo(f"exported {sum(counts.values())} rows of {len(counts)} tables to {output}", err=True)
+        else:
+            export(ledger, sys.stdout)
+
+
+@ledger_group.command("import")
+@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--merge", is_flag=True, help="Add the rows this ledger lacks (keyed by their ids); report conflicts.")
+def ledger_import(file: Path, merge: bool) -> None:
+    """Load an export into an empty ledger (or merge it into this one)."""
+    from drover.ledger.jsonl import import_file
+
+    from drover.cli.fastpath import opened
+
+    with opened() as (project, ledger):
+        done = import_file(ledger, file, merge=merge)
+    added = ", ".join(f"{table} {count}" for table, count in sorted(done.added.items())) or "none"
+    click.echo(f"imported rows: {added}")
+    for line in done.conflicts:
+        click.echo(f"conflict: {line}")
+    if done.conflicts:
+        sys.exit(1)

@@ -1,0 +1,196 @@
+"""The agent-loop commands (run, review, draft, verify, finish, stop, log, drive): registered on cli.py's group."""
+from __future__ import annotations
+
+import sys
+
+import click
+
+from drover.cli.main import Decorated, cli, json_option
+from drover.cli.fastpath import echo_json, opened, show_prompt
+from drover.cli.parts import ITEM_ID
+from drover.vocabulary import EXECUTORS
+
+
+def _launch_command(item_id: str, slot: str, dry_run: bool, explicit: str | None = None,
+                    as_json: bool = False) -> None:
+    from drover.errors import UsageError
+    from drover.executors import open_executor
+    from drover.loop.runs import describe, execute, prepare
+
+    if as_json and not dry_run:
+        raise UsageError("--json goes with --dry-run (a launch reports as it runs)")
+    with opened() as (project, ledger):
+        launch = prepare(project, ledger, item_id, slot, explicit_template=explicit)
+        # drafts edit the item file in the main checkout, so they always run here
+        runner = open_executor(project, "local" if slot == "draft" else None)
+        for warning in launch.warnings:
+            click.echo(f"drover: warning: {warning}", err=True)
+        if dry_run and as_json:
+            from drover.cli.reports import launch_report
+
+            where = project.relpath(launch.workdir) if launch.workdir != project.root else "."
+            echo_json(launch_report(launch, where, project.config.setup))
+            return
+        if dry_run:
+            click.echo(launch.prompt, nl=False)
+            click.echo("--- drover: dry run; nothing was launched or written")
+            for line in describe(project, launch):
+                click.echo(line)
+            click.echo(f"executor: {runner.name} ({runner.where()})")
+            return
+        try:
+            runner.start()
+            result = execute(project, ledger, launch, echo=True, executor=runner)
+        finally:
+            runner.close()
+    for note in result.notes:
+        click.echo(f"drover: {note}", err=True)
+    ending = f"exited {result.exit_code}" if result.outcome == "exited" else result.outcome
+    click.echo(f"{item_id}: {slot} run {result.run_id} {ending} after {result.elapsed:.1f}s "
+               f"(log: {project.relpath(result.log_path)})")
+    if result.outcome != "exited" or result.exit_code != 0:
+        sys.exit(1)
+    if slot == "review":
+        from drover.loop.runs import NO_VERDICT, describe_verdict, review_verdict
+
+        with opened() as (project, ledger):
+            verdict = review_verdict(ledger, result.run_id)
+            if not verdict:
+                from drover.errors import Refused
+
+                raise Refused(f"{item_id}: {NO_VERDICT}")
+            click.echo(f"{item_id}: the review recorded: {describe_verdict(project, ledger, result.run_id)}")
+
+
+def dry_run_option(func: Decorated) -> Decorated:
+    func = click.option("--json", "as_json", is_flag=True, help="With --dry-run: print it as JSON.")(func)
+    return click.option("--dry-run", is_flag=True,
+                        help="Print the prompt, argv, environment, branch and directory; write nothing.")(func)
+
+
+@cli.command()
+@click.argument("item_id", metavar="ID", type=ITEM_ID)
+@dry_run_option
+@click.option("--template", "explicit", metavar="SRC", help="Inline template text, or @path in the repository.")
+def run(item_id: str, dry_run: bool, as_json: bool, explicit: str | None) -> None:
+    """Launch the implementing agent on an item in its worktree."""
+    _launch_command(item_id, "implement", dry_run, explicit, as_json)
+
+
+@cli.command()
+@click.argument("item_id", metavar="ID", type=ITEM_ID)
+@dry_run_option
+@click.option("--print", "print_only", is_flag=True, help="Write the review prompt to stdout; record no launch.")
+def review(item_id: str, dry_run: bool, as_json: bool, print_only: bool) -> None:
+    """Launch the reviewing agent on an item's branch."""
+    if print_only:
+        show_prompt(item_id, "review")
+        return
+    _launch_command(item_id, "review", dry_run, as_json=as_json)
+
+
+@cli.command()
+@click.argument("item_id", metavar="ID", type=ITEM_ID)
+@dry_run_option
+def draft(item_id: str, dry_run: bool, as_json: bool) -> None:
+    """Launch the drafting agent: it writes the item's numbered requirements."""
+    _launch_command(item_id, "draft", dry_run, as_json=as_json)
+
+
+@cli.command()
+@click.argument("item_id", metavar="ID", type=ITEM_ID)
+@click.option("--allow-drover-files", is_flag=True,
+              help="Merge a branch that changes drover.toml, prompt overrides or item files (never .drover/).")
+@json_option
+def finish(item_id: str, allow_drover_files: bool, as_json: bool) -> None:
+    """Merge an approved item's branch into base locally (never pushes) and mark it done."""
+    from drover.loop.finish import finish as act
+
+    with opened() as (project, ledger):
+        finished = act(project, ledger, item_id, allow_drover_files=allow_drover_files)
+    if as_json:
+        from drover.cli.reports import finish_report
+
+        echo_json(finish_report(item_id, finished))
+        sys.exit(1 if finished.problems else 0)
+    for line in finished.lines:
+        click.echo(line)
+    for problem in finished.problems:
+        click.echo(f"drover: {problem}", err=True)
+    if finished.problems:
+        sys.exit(1)
+
+
+@cli.command()
+@click.argument("item_id", metavar="ID", type=ITEM_ID)
+@json_option
+def verify(item_id: str, as_json: bool) -> None:
+    """Run the item's verify command on its branch head with base merged in; record the check."""
+    from drover.loop.verify import describe, run_check
+
+    with opened() as (project, ledger):
+        check = run_check(project, ledger, item_id, echo=sys.stdout.isatty() and not as_json)
+    if as_json:
+        echo_json({"id": item_id, "check": check.as_json() if check else None})
+    elif check is None:
+        click.echo(f"{item_id}: the verify command is empty: nothing runs before merge")
+    else:
+        click.echo(f"{item_id}: {describe(check)} on {check.head[:12]} with {project.config.base} "
+                   f"({check.base[:12]}) merged in; log: {check.log_path}")
+        if not check.passed:
+            click.echo(check.tail)
+    sys.exit(0 if check is None or check.passed else 1)
+
+
+@cli.command()
+@click.argument("item_id", metavar="ID", type=ITEM_ID)
+def stop(item_id: str) -> None:
+    """End an item's live run (an orphaned one too) and record it as interrupted."""
+    from drover.loop.runs import stop as stop_runs
+
+    with opened() as (project, ledger):
+        for line in stop_runs(project, ledger, item_id):
+            click.echo(line)
+
+
+@cli.command(name="log")
+@click.argument("item_id", metavar="ID", type=ITEM_ID)
+@click.option("--run", "run_id", metavar="RUN", help="This run of the item (default: its newest).")
+@click.option("--follow", is_flag=True, help="Keep printing what the agent writes until the run ends.")
+def log_command(item_id: str, run_id: str | None, follow: bool) -> None:
+    """Print (or follow) the agent log of an item's run."""
+    from drover.ledger.project import open_project
+    from drover.cli.runlog import show_log
+
+    show_log(open_project(), item_id, run_id, follow=follow, out=sys.stdout.buffer)
+
+
+@cli.command()
+@click.argument("item_ids", metavar="[ID]...", nargs=-1, type=ITEM_ID)
+@click.option("--jobs", default=1, show_default=True, type=int, help="Items worked at once, each in its own worktree.")
+@click.option("--finish", "finish_items", is_flag=True, help="Finish each approved item (local merge into base).")
+@click.option("--executor", type=click.Choice(EXECUTORS), default=None,
+              help="Where agents run (default: [run] executor).")
+@click.option("--dry-run", is_flag=True, help="Print where each run would go; launch and write nothing.")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON (progress goes to stderr).")
+def drive(item_ids: tuple[str, ...], jobs: int, finish_items: bool, executor: str | None, dry_run: bool,
+          as_json: bool) -> None:
+    """Implement and review ready items (or the ids given) until approved, parked or failed."""
+    from drover.loop.drive import drive as run_drive, exit_status, summary
+    from drover.ledger.project import open_project
+
+    project = open_project()
+    def say(line: str) -> None:
+        click.echo(line, err=as_json)
+
+    results = run_drive(project, list(item_ids), jobs=jobs, finish=finish_items,
+                        say=say, echo=sys.stdout.isatty() and not as_json, executor=executor, dry_run=dry_run)
+    if dry_run:
+        return
+    if as_json:
+        from drover.cli.reports import drive_report
+
+        echo_json(drive_report(results))
+    for line in summary(results) if not as_json else ():
+        click.echo(line)
+    sys.exit(exit_status(results))

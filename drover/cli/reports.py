@@ -1,0 +1,126 @@
+"""The JSON each reporting command prints with --json: one documented shape per command
+(docs/commands.md), built here from what the core returns, so cli.py only prints it."""
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from drover.ledger.project import Project
+
+_LOCATION = re.compile(r"^(?P<path>[^\s:][^:]*?\.(?:md|toml|tmpl|json|txt))(?::(?P<line>\d+))?: (?P<rest>.*)$", re.DOTALL)
+# check's problem codes, for findings that do not carry their own: first matching words win
+_CODES = (
+    (" shadows ", "ref-shadow"),
+    ("moved since the approval", "approval-moved"),
+    ("needs requirements", "needs-requirements"),
+    ("is empty: nothing runs before merge", "verify-empty"),
+    (": not a folder", "items-folder"),
+    ("STALE OVERRIDE", "stale-override"),
+    ("WHOLE TEMPLATE", "whole-template"),
+    ("dependency cycle", "dep-cycle"),
+    ("impossible row", "ledger-row"),
+    ("does not resolve to an item id", "dep-not-an-id"),
+    ("does not resolve to an item", "dep-missing"),
+    ("[run] base", "base-missing"),
+    ("drover.toml", "config"),
+    ("agent for ", "agent-missing"),
+    ("tracker ", "tracker-unreachable"),
+    ("unknown field", "template-field"),
+    ("block", "template-block"),
+    (".tmpl", "template"),
+)
+_ITEM_WORDS = ("will not parse", "has no body", "is shelved", "has an id that disagrees", "has no file")
+
+
+def location(message: str) -> tuple[str | None, int | None, str]:
+    """(path, line, the rest) of a `path:line: message` line; path and line None when absent."""
+    match = _LOCATION.match(message)
+    if not match:
+        return None, None, message
+    line = match.group("line")
+    return match.group("path"), int(line) if line else None, match.group("rest")
+
+
+def problem_code(message: str) -> str:
+    _, _, rest = location(message)
+    if re.match(r"\S+: dep ", rest):  # `D-3: dep D-9 has no file`: a problem of the dep, seen from D-3
+        if "does not resolve to an item id" in rest:
+            return "dep-not-an-id"
+        return "dep-missing" if "has no file" in rest or "does not resolve" in rest else "dep-unreadable"
+    if any(words in message for words in _ITEM_WORDS):
+        return "item-unreadable"
+    for words, code in _CODES:
+        if words in message:
+            return code
+    return "other"
+
+
+def new_report(project: Project, item_id: str, finding: str) -> dict[str, Any]:
+    """`new --json`: the item as written, read back from its file."""
+    from drover.items.file import read_item
+
+    made = read_item(project.item_path(item_id), project.config.prefix)
+    return {"id": item_id, "path": project.relpath(project.item_path(item_id)), "title": made.title,
+            "kind": made.kind, "deps": list(made.deps), "finding": finding or None, "origin": made.origin}
+
+
+def list_report(listed: list[Any]) -> list[dict[str, Any]]:
+    """`list --json`: one object per item."""
+    return [{"id": row.entry.id, "title": row.entry.title, "kind": row.entry.kind, "state": row.state,
+             "path": row.entry.rel, "deps": list(row.entry.deps), "note": row.note} for row in listed]
+
+
+def check_report(findings: list[Any]) -> dict[str, Any]:
+    """`check --json`: {"ok", "problems": [{"code", "severity", "path", "line", "message"}]}."""
+    problems = []
+    for found in findings:
+        path, line, _ = location(found.message)
+        problems.append({
+            "code": getattr(found, "code", "") or problem_code(found.message),
+            "severity": "error" if found.error else "warning",
+            "path": getattr(found, "path", None) or path,
+            "line": getattr(found, "line", None) or line,
+            "message": found.message,
+        })
+    return {"ok": not any(found.error for found in findings), "problems": problems}
+
+
+def provenance_report(provenance: Any) -> dict[str, Any]:
+    return {"requested": provenance.requested, "resolved": provenance.resolved or "builtin",
+            "base_hashes": dict(provenance.base_hashes), "template_sha256": provenance.template_sha256,
+            "prompt_sha256": provenance.prompt_sha256}
+
+
+def prompt_report(item_id: str, slot: str, rendered: Any) -> dict[str, Any]:
+    """`prompt --json`: the text, where it came from, and its size in (estimated) tokens."""
+    return {"id": item_id, "slot": slot, "text": rendered.text, "template": provenance_report(rendered.provenance),
+            "tokens": (len(rendered.text) + 3) // 4, "warnings": list(rendered.warnings)}
+
+
+def launch_report(launch: Any, cwd: str, setup: str) -> dict[str, Any]:
+    """`run/review/draft --dry-run --json`: what a launch would do, and nothing it did."""
+    return {
+        "id": launch.item_id, "slot": launch.slot, "agent": launch.agent.identity, "timeout": launch.agent.timeout,
+        "argv": list(launch.argv), "prompt_via": launch.prompt_via, "env": dict(sorted(launch.env_add.items())),
+        "branch": launch.branch or None, "cwd": cwd, "worktree": launch.worktree is not None,
+        "setup": setup if launch.worktree is not None and setup else None,
+        "prompt": launch.prompt, "template": provenance_report(launch.provenance),
+        "warnings": list(launch.warnings), "binary_missing": launch.binary_missing or None,
+    }
+
+
+def drive_report(results: list[Any]) -> dict[str, Any]:
+    """`drive --json`: the summary table as data."""
+    return {
+        "items": [{"id": row.item_id, "result": row.result, "approved": row.approved, "rounds": row.rounds,
+                   "runs": row.runs, "note": row.note} for row in results],
+        "approved": sum(row.approved for row in results),
+        "total": len(results),
+    }
+
+
+def finish_report(item_id: str, finished: Any) -> dict[str, Any]:
+    """`finish --json`: what finish did (its lines) and what stopped it (problems)."""
+    return {"id": item_id, "ok": not finished.problems, "lines": list(finished.lines),
+            "problems": list(finished.problems)}

@@ -1,0 +1,91 @@
+"""`drover log`: a run's agent log, printed whole or followed while the run is alive."""
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+from typing import BinaryIO, Callable
+
+from drover.errors import UsageError
+from drover.ledger.db import Ledger
+from drover.agents.procs import run_alive
+from drover.ledger.project import Project
+from drover.ledger.rows import Run
+from drover.ledger.itemstate import item_state
+
+FOLLOW_POLL = 0.25
+
+
+def pick_run(project: Project, ledger: Ledger, item_id: str, run_id: str | None) -> Run:
+    """The named run of the item, or its newest; a usage error when there is none."""
+    runs = item_state(project, ledger, item_id).runs
+    if not runs:
+        raise UsageError(f"{item_id} has no runs yet")
+    if run_id is None:
+        return runs[-1]
+    for run in runs:
+        if run.id == run_id:
+            return run
+    raise UsageError(f"{item_id} has no run {run_id} (its runs: {', '.join(run.id for run in runs)})")
+
+
+def copy_log(path: Path, write: Callable[[bytes], None], *, follow: bool,
+             still_running: Callable[[], bool]) -> None:
+    """Write the log, then, with `follow`, what is appended to it until the run has ended."""
+    offset = 0
+    while True:
+        running = still_running() if follow else False  # asked before reading: nothing is missed
+        try:
+            with open(path, "rb") as handle:
+                handle.seek(offset)
+                data = handle.read()
+        except FileNotFoundError:
+            data = b""
+        if data:
+            write(data)
+            offset += len(data)
+        if not running:
+            return
+        time.sleep(FOLLOW_POLL)
+
+
+def first_run(project: Project, item_id: str, say: Callable[[str], None]) -> bool:
+    """Wait until the item has a run (a queued item's, once drive starts it); False on Ctrl-C."""
+    with Ledger(project.ledger_path) as ledger:
+        if item_state(project, ledger, item_id).runs:  # also: an item that does not exist is said now
+            return True
+        say(f"drover: {item_id} has no run yet; waiting for its first (Ctrl-C to stop)")
+        try:
+            # until a run has a process (or has ended): before, its log may not exist yet
+            while not any(run.pid or run.finished is not None for run in ledger.runs(item_id)):
+                time.sleep(FOLLOW_POLL)
+        except KeyboardInterrupt:
+            return False
+    return True
+
+
+def show_log(project: Project, item_id: str, run_id: str | None, *, follow: bool, out: BinaryIO) -> None:
+    """Print the run's log to `out`; with `follow`, until the run ends or Ctrl-C (the run goes on),
+    and for an item without a run yet, from its first run on."""
+    if follow and run_id is None and not first_run(project, item_id, lambda line: print(line, file=sys.stderr,
+                                                                                          flush=True)):
+        return
+    with Ledger(project.ledger_path) as ledger:
+        run = pick_run(project, ledger, item_id, run_id)
+    path = project.root / (run.log_path or "")
+    if not path.exists() and not (follow and run_alive(run)):
+        raise UsageError(f"{run.id}: no log at {run.log_path}")
+
+    def still_running() -> bool:
+        with Ledger(project.ledger_path) as ledger:
+            latest = ledger.run(run.id)
+        return latest is not None and run_alive(latest)
+
+    def write(data: bytes) -> None:
+        out.write(data)
+        out.flush()
+
+    try:
+        copy_log(path, write, follow=follow, still_running=still_running)
+    except KeyboardInterrupt:
+        pass

@@ -1,0 +1,150 @@
+"""`drover init`: the files a project starts with."""
+from __future__ import annotations
+
+import json
+import re
+import tomllib
+from pathlib import Path
+
+from drover import git
+from drover.config import CONFIG_FILE, default_config_text, load_config, parse_config
+from drover.errors import UsageError
+from drover.items.file import write_atomic
+from drover.ledger.project import STATE_DIR, check_state, find_root, trusted_stat
+
+IGNORE_LINE = f"{STATE_DIR}/"
+
+
+def init_project(start: Path) -> list[str]:
+    """Create drover.toml (unless present), the items folder, .drover/ and its ignore line."""
+    root = find_root(start)  # refuses outside git
+    said = []
+    config_path = root / CONFIG_FILE
+    trusted_stat(root, root)
+    fresh = trusted_stat(config_path, root) is None
+    text = config_text_for(root) if fresh else ""
+    config = parse_config(tomllib.loads(text)) if fresh else load_config(config_path)
+    items = root / config.items
+    check_state(root, config.items)
+    # refuse before writing anything: a failed init leaves the checkout as it was
+    for path, what in ((items, config.items), (root / STATE_DIR, STATE_DIR)):
+        if path.exists() and not path.is_dir():
+            raise UsageError(f"{what} exists and is not a folder: move it aside first")
+    if fresh:
+        write_atomic(config_path, text)
+        said.append(f"wrote {CONFIG_FILE} (base branch: {config.base})")
+        said += _verify_said(root)
+    else:
+        said.append(f"{CONFIG_FILE} already exists; left as it is")
+    if not items.is_dir():
+        items.mkdir(parents=True)
+        said.append(f"created {config.items}/")
+    (root / STATE_DIR).mkdir(exist_ok=True)
+    ledger_path = root / STATE_DIR / "ledger.db"
+    if not ledger_path.exists():
+        # created here, migrated, so no later command (least of all a failing one) creates it
+        from drover.ledger.db import Ledger
+
+        Ledger(ledger_path).close()
+        said.append(f"created {STATE_DIR}/ledger.db")
+    gitignore = root / ".gitignore"
+    existing = gitignore.read_bytes().decode("utf-8") if gitignore.exists() else ""
+    ignored = {line.strip().strip("/") for line in existing.splitlines()}
+    if STATE_DIR not in ignored:
+        text = existing + ("" if not existing or existing.endswith("\n") else "\n") + IGNORE_LINE + "\n"
+        write_atomic(gitignore, text)
+        said.append(f"added {IGNORE_LINE} to .gitignore")
+    return said + next_steps(config.prefix)
+
+
+def config_text_for(root: Path) -> str:
+    """The commented drover.toml: its `base` the branch this repository works from, its verify
+    command the one the repository's files name (detect_verify), a hint at `[run] setup` when
+    a shared environment would make worktrees import the main checkout's code."""
+    command, found = detect_verify(root)
+    notes = {("verify", "default"): f"found: {found}" if command else NO_VERIFY}
+    shared = shared_environment(root)
+    if shared:
+        notes[("run", "setup")] = SETUP_HINT.format(shared=shared)
+    return default_config_text(base=git.detect_base(root), verify={"default": command}, notes=notes)
+
+
+# The comment beside an empty verify command: what an empty one means (docs/configuration.md).
+NO_VERIFY = "nothing runs before merge until this is set: the command that runs the tests, e.g. \"make test\""
+SETUP_HINT = ("{shared} found: worktrees otherwise import the main checkout's code; give each its own, "
+              "e.g. \"python -m venv .venv && .venv/bin/pip install -e .\"")
+
+
+def detect_verify(root: Path) -> tuple[str, str]:
+    """The command that runs this repository's tests, as its files name it, and where it was found;
+    ("", "") when none does. The first that applies: a Makefile `test` target, pytest
+    configuration, an npm `test` script, a Cargo.toml, a go.mod."""
+    for name in ("GNUmakefile", "makefile", "Makefile"):
+        if _MAKE_TEST.search(_text(root / name)):
+            return "make test", f"a `test` target in {name}"
+    if re.search(r"^\[tool\.pytest[.\]]", _text(root / "pyproject.toml"), re.M):
+        return "python -m pytest", "pytest configuration in pyproject.toml"
+    for name, table in (("setup.cfg", "tool:pytest"), ("pytest.ini", "pytest"), ("tox.ini", "pytest")):
+        if re.search(rf"^\[{re.escape(table)}\]", _text(root / name), re.M):
+            return "python -m pytest", f"pytest configuration in {name}"
+    try:
+        scripts = json.loads(_text(root / "package.json") or "{}").get("scripts") or {}
+    except (ValueError, AttributeError):
+        scripts = {}
+    test = scripts.get("test") if isinstance(scripts, dict) else None
+    if isinstance(test, str) and test.strip() and "no test specified" not in test:  # npm init's stub fails
+        return "npm test", "a `test` script in package.json"
+    if (root / "Cargo.toml").is_file():
+        return "cargo test", "Cargo.toml"
+    if (root / "go.mod").is_file():
+        return "go test ./...", "go.mod"
+    return "", ""
+
+
+# A rule for the target `test` (not a variable assignment `test := ...`).
+_MAKE_TEST = re.compile(r"^test[ \t]*::?(?!=)", re.M)
+
+
+def shared_environment(root: Path) -> str:
+    """What makes worktrees share one Python environment ("" when nothing does): a virtual
+    environment folder in the checkout, or an editable install the Makefile or README does."""
+    for name in (".venv", "venv"):
+        if (root / name / "pyvenv.cfg").is_file() or (root / name / "bin").is_dir():
+            return f"{name}/"
+    for name in ("Makefile", "makefile", "GNUmakefile", "README.md", "CONTRIBUTING.md"):
+        if re.search(r"pip3? install (?:[^\n]*\s)?(?:-e|--editable)\b", _text(root / name)):
+            return f"an editable install (pip install -e, in {name})"
+    return ""
+
+
+def _text(path: Path) -> str:
+    """A small text file's contents; "" when it is absent, unreadable or not text."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return ""
+
+
+def _verify_said(root: Path) -> list[str]:
+    """What init says of the verify command it wrote and of a shared environment."""
+    command, found = detect_verify(root)
+    said = [f"verify command: {command} ({found})" if command else
+            "verify command: none found; nothing runs before merge until [verify] default is set"]
+    shared = shared_environment(root)
+    if shared:
+        said.append(f"hint: {shared} found: an agent's worktree would import the main checkout's code through it; "
+                    "set [run] setup to give each worktree its own environment (drover help configuration)")
+    return said
+
+
+def next_steps(prefix: str) -> list[str]:
+    """What a person does after init, in order."""
+    return [
+        "",
+        "next steps:",
+        f"  git add {CONFIG_FILE} .gitignore && git commit -m 'Set up drover'",
+        '  drover new "What the first item should do"',
+        f"  drover draft {prefix}-1          # or write its requirements yourself",
+        f"  drover run --dry-run {prefix}-1  # see the prompt and the launch, change nothing",
+        "  drover help configuration   # every key of drover.toml explained",
+    ]

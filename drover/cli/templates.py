@@ -1,0 +1,119 @@
+"""The prompt and template commands (prompt, check, schema, override): registered on cli.py's group."""
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import click
+
+from drover.cli.main import COLOR_CHOICES, cli, json_option
+from drover.cli.fastpath import echo_json, opened, say_check, show_prompt
+from drover.cli.parts import ITEM_ID, complete_blocks
+from drover.vocabulary import GUIDANCE_LEVELS, SLOTS, TEMPLATE_SLOTS
+
+
+@cli.command()
+@click.argument("item_id", metavar="ID", type=ITEM_ID)
+@click.option("--slot", type=click.Choice(TEMPLATE_SLOTS),
+              help="Which prompt: implement, review, draft, or the branch name. Default: the slot the item is at "
+                   "(review when in review or approved, draft when it needs requirements, else implement).")
+@click.option("--guidance", type=click.Choice(GUIDANCE_LEVELS), help="Override [agent] guidance.")
+@click.option("--diff-guidance", is_flag=True, help="Show what the lean level drops, with token counts.")
+@click.option("--template", "explicit", metavar="SRC", help="Inline template text, or @path in the repository.")
+@json_option
+def prompt(item_id: str, slot: str | None, guidance: str | None, diff_guidance: bool, explicit: str | None,
+           as_json: bool) -> None:
+    """Print the rendered prompt for one item and slot; changes nothing."""
+    show_prompt(item_id, slot, guidance=guidance, explicit=explicit, diff_guidance=diff_guidance, as_json=as_json)
+
+
+@cli.command()
+@click.option("--diff", is_flag=True, help="Show how each stale override's default changed, then the other problems.")
+@click.option("--format", "diff_format", type=click.Choice(["words", "unified"]), default="words", show_default=True,
+              help="--diff view: words (coloured on a terminal) or unified (for git apply, delta, diff-so-fancy).")
+@click.option("--color", type=COLOR_CHOICES, default="auto", show_default=True, help="Colour the diff.")
+@click.option("--update", is_flag=True, help="Upgrade stale overrides by three-way merge (as drover override --update).")
+@click.option("--dry-run", is_flag=True, help="With --update: print the merged blocks, write nothing.")
+@json_option
+def check(diff: bool, diff_format: str, color: str, update: bool, dry_run: bool, as_json: bool) -> None:
+    """Check items, deps, config and templates; exit 1 when anything is wrong."""
+    from drover import prompts as templates
+    from drover.loop.checks import run_check
+
+    if update or dry_run:
+        _override(update=update, dry_run=dry_run)
+    with opened() as (project, ledger):
+        if diff and diff_format == "unified":
+            patch, notes = templates.diff_unified(project.root, project.config)
+            click.echo(patch, nl=False)
+            for note in notes:
+                click.echo(f"drover: {note}", err=True)
+            if not patch and not notes:
+                click.echo(f"drover: {NOTHING_STALE}", err=True)  # stdout stays an empty patch
+        elif diff:
+            # `drover --color X check --diff` means what `check --diff --color X` means
+            parent = click.get_current_context().find_root()
+            colored = templates.use_color(color, sys.stdout) if color != "auto" else bool(parent.color)
+            text = templates.diff_stale(project.root, project.config, colored)
+            if text:
+                # click strips ANSI codes off a pipe unless told the colour was asked for
+                click.echo(text, nl=not text.endswith("\n"), color=colored)
+            else:
+                click.echo(NOTHING_STALE)
+        findings = run_check(project, ledger)
+    # with --diff the stale lines are the diff's headers, and a unified patch keeps stdout clean
+    say_check(findings, as_json, diff=diff, out_err=diff and diff_format == "unified")
+
+
+NOTHING_STALE = "no stale overrides: nothing to diff"
+
+
+def _override(slot: str | None = None, block: str | None = None, **options: Any) -> None:
+    from drover.prompts.update import override_command
+
+    with opened() as (project, _ledger):
+        lines, code = override_command(project, slot, block, **options)
+    for line in lines:
+        click.echo(line)
+    sys.exit(code)
+
+
+@cli.command()
+@click.argument("slot", required=False, type=click.Choice(SLOTS))
+@click.argument("block", required=False, shell_complete=complete_blocks)
+@click.option("--file", "file", metavar="PATH", help="The override file, when [prompts] names none for the slot yet.")
+@click.option("--addition", is_flag=True, help="Keep the default's lines and add yours after them.")
+@click.option("--update", is_flag=True, help="Upgrade stale overrides by three-way merge.")
+@click.option("--dry-run", is_flag=True, help="With --update: print the merged blocks, write nothing.")
+def override(slot: str | None, block: str | None, file: str | None, addition: bool, update: bool,
+             dry_run: bool) -> None:
+    """Start a block override from today's default (SLOT BLOCK), or --update stale ones by merge."""
+    _override(slot, block, file=file, addition=addition, update=update, dry_run=dry_run)
+
+
+@cli.command()
+@click.option("--prompts", is_flag=True, help="Every block of every slot, with its default and hash (JSON).")
+@click.option("--fields", is_flag=True, help="Every template field: type, slots, meaning.")
+@json_option
+def schema(prompts: bool, fields: bool, as_json: bool) -> None:
+    """Describe the template blocks (--prompts) or the template fields (--fields)."""
+    from drover.errors import UsageError
+
+    if prompts == fields:
+        raise UsageError("say which: --prompts or --fields")
+    if prompts:
+        from drover.prompts import schema_prompts
+
+        echo_json(schema_prompts())
+        return
+    from drover.prompts.fields import field_schema
+
+    described = field_schema()
+    if as_json:
+        echo_json(described)
+        return
+    from drover.cli.views import table
+
+    for line in table([(row["name"], row["type"], ",".join(row["slots"]), row["meaning"]) for row in described],
+                      widths=(0, 16, 28)):
+        click.echo(line)

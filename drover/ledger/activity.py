@@ -1,0 +1,167 @@
+"""An item's activity (what its state needs from the ledger), and the table that keeps it.
+
+The ledger's `activity` table holds, per item with runs, rounds or audits, the row
+Ledger.activity_for computes: migration 0007 fills it and SQLite triggers recompute an item's
+row with that same query whenever one of its runs, rounds or audits is written, so `list` reads
+one row per item instead of every run (500,000 rows at 50,000 items). ActivityRow is one such
+row, read with get() and [] as activity_for's dict is.
+
+An approval is an audit that opens the gate: `opens_gate` decides it once, when the audit is
+recorded, and every query reads what it decided (OPENS_GATE); see docs/security.md.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from drover.vocabulary import LEVELS
+
+if TYPE_CHECKING:
+    from drover.ledger.rows import Run
+
+
+def opens_gate(item_id: str, level: str, run: str, acting: "Run | None", by: str, authors: list[str],
+               require_independent: bool) -> bool:
+    """Whether an audit opens the gate: the one definition, stored on the audit as `opens` (gate_shut)."""
+    return not gate_shut(item_id, level, run, acting, by, authors, require_independent)
+
+
+def gate_shut(item_id: str, level: str, run: str, acting: "Run | None", by: str, authors: list[str],
+              require_independent: bool) -> str:
+    """Why an audit does not open the gate, "" when it does.
+
+    It does at `reviewed` or above, given by a review run of this item (`run`, whose row is
+    `acting`) or by the operator outside any run (`run` ""); with `[review] require_independent`,
+    also not by one of the item's `authors` (a Weak approval). An implementing or draft run's
+    audit, or one in a run the ledger does not know, is recorded and opens nothing.
+    """
+    if LEVELS.index(level) < LEVELS.index("reviewed"):
+        return f"a {level} audit approves nothing"
+    if run and acting is None:
+        return f"run {run!r} is no run in this ledger"
+    if acting is not None and (acting.slot != "review" or acting.item != item_id):
+        return (f"it was given in {acting.slot} run {acting.id} of {acting.item}; only a review run of "
+                f"{item_id}, or the operator outside any run, approves")
+    if require_independent and by in authors:
+        return f"{by} is one of the item's authors and [review] require_independent is true"
+    return ""
+
+
+# The audits that open the gate, as SQL over an audits row aliased `a` (what opens_gate decided).
+OPENS_GATE = "a.opens = 1"
+# What approved before migration 0012 recorded `opens`: 0007 builds the table with it, as it did.
+APPROVING_LEVEL = "a.level IN ('reviewed', 'verified')"
+
+# the columns of the newest implementing run, each an activity key as last_<column>
+LAST_RUN_COLUMNS = ("id", "started", "finished", "outcome", "exit_status", "pid", "pid_start", "head_start", "head")
+ACTIVITY_KEYS = ("item", "implement_runs", "implement_finished", "branch", "newest_round", "newest_approval",
+                  *(f"last_{col}" for col in LAST_RUN_COLUMNS), "approval_at", "approval_head", "approval_level", "approval_by")
+_AT = {key: at for at, key in enumerate(ACTIVITY_KEYS)}
+# what an item's state reads of its row (Ledger.list_activity's columns, in this order)
+LIST_KEYS = ("item", "branch", "newest_round", "last_id", "last_started", "last_finished", "last_outcome",
+             "last_exit_status", "approval_at", "approval_head")
+# every item activity_for answers for: in items, runs or rounds (an audit alone does not list one)
+ACTIVITY_IDS = "SELECT id FROM items UNION SELECT item FROM runs UNION SELECT item FROM rounds"
+# the items the activity table has a row for: those with runs, rounds or audits
+_SOURCES = ("runs", "rounds", "audits")
+ACTIVE_IDS = " UNION ".join(f"SELECT item AS id FROM {table}" for table in _SOURCES)
+
+
+def activity_sql(ids: str = ACTIVITY_IDS, approval: str = OPENS_GATE) -> str:
+    """activity_for's query: one row per id of `ids` (a query of one column), columns ACTIVITY_KEYS;
+    `approval`: which audits approve (OPENS_GATE but in migration 0007)."""
+    last_run = ("(SELECT r.{col} FROM runs r WHERE r.item = i.id AND r.slot = 'implement' "
+                "ORDER BY r.started DESC, r.rowid DESC LIMIT 1) AS last_{col}")
+    newest = ("(SELECT a.{col} FROM audits a WHERE a.item = i.id AND {approval} "
+              "ORDER BY a.at DESC, a.id DESC LIMIT 1) AS approval_{col}")
+    columns = [last_run.format(col=col) for col in LAST_RUN_COLUMNS]
+    columns += [newest.format(col=col, approval=approval) for col in ("at", "head", "level", "by")]
+    return f"""
+    SELECT i.id AS item,
+      (SELECT count(*) FROM runs r WHERE r.item = i.id AND r.slot = 'implement') AS implement_runs,
+      (SELECT max(finished) FROM runs r WHERE r.item = i.id AND r.slot = 'implement') AS implement_finished,
+      (SELECT r.branch FROM runs r WHERE r.item = i.id AND r.slot = 'implement' AND r.branch != ''
+         ORDER BY r.started DESC, r.rowid DESC LIMIT 1) AS branch,
+      (SELECT max(at) FROM rounds o WHERE o.item = i.id) AS newest_round,
+      (SELECT max(at) FROM audits a WHERE a.item = i.id AND {approval}) AS newest_approval,
+      {", ".join(columns)}
+    FROM ({ids}) i
+    """
+
+
+def _listed(item: str) -> str:
+    # whether activity_for's id set has the item for its runs or rounds (its items row aside)
+    return f"(EXISTS (SELECT 1 FROM runs WHERE item = {item}) OR EXISTS (SELECT 1 FROM rounds WHERE item = {item}))"
+
+
+def _fill(ids: str, approval: str = OPENS_GATE) -> str:
+    # no column types: the rows keep each value as the runs, rounds and audits tables hold it
+    return (f"INSERT OR REPLACE INTO activity ({', '.join(ACTIVITY_KEYS)}, listed) "
+            f"SELECT s.*, {_listed('s.item')} FROM ({activity_sql(ids, approval)}) s")
+
+
+def _refresh(item: str, approval: str) -> str:
+    # the row goes with the item's last run, round and audit: the table holds exactly ACTIVE_IDS
+    has = " OR ".join(f"EXISTS (SELECT 1 FROM {table} WHERE item = {item})" for table in _SOURCES)
+    return f"DELETE FROM activity WHERE item = {item}; " + _fill(f"SELECT {item} AS id WHERE {has}", approval) + ";"
+
+
+def create_activity_table(execute: Any, approval: str = OPENS_GATE) -> None:
+    """The activity table, its triggers and its rows for the ledger as it stands (migration 0007)."""
+    execute(f"CREATE TABLE activity ({', '.join(ACTIVITY_KEYS)}, listed, PRIMARY KEY (item))")
+    create_activity_triggers(execute, approval)
+    fill_activity(execute, approval)
+
+
+def create_activity_triggers(execute: Any, approval: str = OPENS_GATE) -> None:
+    for table in _SOURCES:
+        execute(f"CREATE TRIGGER activity_{table}_insert AFTER INSERT ON {table} BEGIN "
+                f"{_refresh('NEW.item', approval)} END")
+        execute(f"CREATE TRIGGER activity_{table}_delete AFTER DELETE ON {table} BEGIN "
+                f"{_refresh('OLD.item', approval)} END")
+        execute(f"CREATE TRIGGER activity_{table}_update AFTER UPDATE ON {table} BEGIN "
+                f"{_refresh('OLD.item', approval)} {_refresh('NEW.item', approval)} END")
+
+
+def drop_activity_triggers(execute: Any) -> None:
+    """For a bulk load (ledger import): then fill_activity and create_activity_triggers, in its transaction."""
+    for table in _SOURCES:
+        for event in ("insert", "delete", "update"):
+            execute(f"DROP TRIGGER IF EXISTS activity_{table}_{event}")
+
+
+def fill_activity(execute: Any, approval: str = OPENS_GATE) -> None:
+    """Every item's row, computed afresh."""
+    execute("DELETE FROM activity")
+    execute(_fill(ACTIVE_IDS, approval))
+
+
+def renew_activity(execute: Any) -> None:
+    """The triggers and rows again, with what approves now (migration 0012)."""
+    drop_activity_triggers(execute)
+    create_activity_triggers(execute)
+    fill_activity(execute)
+
+
+class ActivityRow:
+    """One item's row of the activity table, read with get() and [] as activity_for's dict is."""
+
+    __slots__ = ("values",)
+    values: tuple[Any, ...]
+
+    def __init__(self, values: tuple[Any, ...]):
+        self.values = values
+
+    def get(self, key: str, default: Any = None) -> Any:
+        at = _AT.get(key)
+        return default if at is None else self.values[at]
+
+    def __getitem__(self, key: str) -> Any:
+        return self.values[_AT[key]]
+
+    def keys(self) -> tuple[str, ...]:
+        return ACTIVITY_KEYS
+
+
+def no_activity(item: str) -> ActivityRow:
+    """activity_for's row for an item with no runs, rounds or audits."""
+    return ActivityRow((item, 0, *(None for _ in ACTIVITY_KEYS[2:])))

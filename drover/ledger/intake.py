@@ -1,0 +1,80 @@
+"""`drover new --issue N`: an item from a tracker issue (github) or register row (file).
+
+The title comes from the issue, `origin: N` links back to it, the kind comes from its labels
+through `[tracker] kinds`, and the issue's text is quoted in the body as the scaffold the
+drafting agent turns into numbered requirements (the draft prompt reads the issue afresh).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from drover.items import file as itemfile
+from drover.errors import Refused, UsageError
+from drover.ledger.db import Ledger
+from drover.ledger.project import Project
+from drover.trackers import Issue, TrackerUnavailable, open_tracker
+
+
+@dataclass(frozen=True)
+class Intake:
+    issue: Issue
+    kind: str
+    scaffold: str
+
+
+def existing_item(project: Project, number: int) -> str:
+    """The id of an item whose frontmatter says `origin: number`; "" when none does."""
+    if not project.items_dir.is_dir():
+        return ""
+    for path in sorted(project.items_dir.glob("*.md")):
+        try:
+            found = itemfile.read_item(path, project.config.prefix)
+        except itemfile.Unreadable:
+            continue
+        if found.origin == number:
+            return path.stem
+    return ""
+
+
+def kind_for(labels: tuple[str, ...], kinds: dict[str, str], fallback: str = "feature") -> str:
+    """The kind of the first label `[tracker] kinds` maps (labels compared without case)."""
+    lowered = {label.lower(): kind for label, kind in kinds.items()}
+    for label in labels:
+        if label.lower() in lowered:
+            return lowered[label.lower()]
+    return fallback
+
+
+def quoted(issue: Issue, label: str) -> str:
+    """The scaffold: where the item came from, then the issue's text as a Markdown quote."""
+    lines = [f"From {label}, as it read at intake:", ""]
+    body = issue.body.strip("\n") or issue.title
+    lines += [f"> {line}".rstrip() for line in body.splitlines()]
+    return "\n".join(lines) + "\n"
+
+
+def read_issue(project: Project, number: int) -> Intake:
+    """The issue and what the item takes from it; refuses a second item for the same issue."""
+    tracker_config = project.config.tracker
+    # opening a backend reads nothing; the backend, not its name, says whether it has rows to take
+    tracker = open_tracker(tracker_config, project.root)
+    if not tracker.reads_issues:
+        raise UsageError('new --issue needs a tracker: set [tracker] backend = "github" or "file" in drover.toml')
+    already = existing_item(project, number)
+    if already:
+        raise Refused(f"issue #{number} already has an item: {already} "
+                      f"({project.relpath(project.item_path(already))})")
+    try:
+        issue, label = tracker.intake(number)
+    except TrackerUnavailable as exc:
+        raise UsageError(f"issue #{number}: {exc.reason}") from None
+    return Intake(issue, kind_for(issue.labels, tracker_config.kinds), quoted(issue, label))
+
+
+def new_from_issue(project: Project, ledger: Ledger, number: int, kind: str | None, deps: list[str]) -> str:
+    """Create the item for issue `number`; returns its id."""
+    from drover.ledger.writes import new_item
+
+    intake = read_issue(project, number)
+    title = intake.issue.title or f"Issue #{number}"
+    return new_item(project, ledger, title, kind or intake.kind, deps, origin=number, scaffold=intake.scaffold)

@@ -1,0 +1,142 @@
+"""One item's state as drive, finish and log ask it once per pass (`item_state`, a typed
+`ItemState` with the rows it was computed from), and show's plain data built on it (`show_item`)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+from drover import git
+from drover.items import file as itemfile
+from drover.agents import usage
+from drover.items.deps import Dep  # not fields.py: show would build every template type
+from drover.items.file import Unreadable
+from drover.ledger.db import Ledger
+from drover.agents.procs import run_alive
+from drover.ledger.project import Project, missing_item, not_an_id
+from drover.ledger.rows import Round, Run
+from drover.ledger.status import Entry, State, approved_head, compute_state, describe_deps, entry, orphan_note
+
+
+@dataclass(frozen=True)
+class ItemState:
+    """One item's state and the ledger rows it was computed from: what drive asks once per pass."""
+
+    id: str
+    entry: Entry
+    state: State
+    reason: str  # why, for interrupted, failed and in review, and an orphaned run; "" otherwise (as show says it)
+    row: dict[str, Any]  # the item's row of `items`
+    runs: tuple[Run, ...]
+    rounds: tuple[Round, ...]
+    deps: tuple[tuple[Dep, Entry | None], ...]
+    branch: str = ""
+    head: str = ""
+    approved_head: str = ""
+
+    @property
+    def parked(self) -> bool:
+        return bool(self.row.get("parked"))
+
+    @property
+    def parked_reason(self) -> str:
+        return str(self.row.get("parked_reason") or "")
+
+    @property
+    def usage(self) -> dict[str, Any]:
+        """Tokens in and out, cost and tool calls over the item's runs (drover/agents/usage.py)."""
+        return usage_total(self.runs)
+
+    @property
+    def log(self) -> str:
+        """The newest run's agent log ("" before any run)."""
+        return (self.runs[-1].log_path or "") if self.runs else ""
+
+
+def item_state(project: Project, ledger: Ledger, item_id: str) -> ItemState:
+    """The item's state, from its file (through the cache), its ledger rows and its branch head."""
+    found = entry(project, ledger, item_id)
+    runs = ledger.runs(item_id)
+    rounds = ledger.rounds(item_id)
+    if found.unreadable == itemfile.MISSING and not runs and not rounds:
+        if itemfile.id_number(item_id, project.config.prefix) is None:
+            raise not_an_id(project, item_id)
+        raise missing_item(project, ledger, item_id)
+    row = ledger.item_row(item_id)
+    live = [run for run in runs if run_alive(run)]
+    running_note = next(filter(None, (orphan_note(run, project.runs_dir) for run in live)), "")
+    deps = describe_deps(project, ledger, found.deps)
+    deps_done = all(dep.Done for dep, _ in deps)
+    activity = ledger.activity_for(item_id)
+    branch = activity.get("branch") or ""
+    head = git.head_of(project.root, branch) if branch else ""
+    state, reason = compute_state(found, row, activity, bool(live), deps_done, head, running_note)
+    return ItemState(
+        id=item_id, entry=found, state=state,
+        reason=reason if state in (State.RUNNING, State.INTERRUPTED, State.FAILED, State.IN_REVIEW) else "",
+        row=row, runs=tuple(runs), rounds=tuple(rounds), deps=tuple(deps), branch=branch, head=head,
+        # the commit the approval covers, while it is what an approved item would merge; once
+        # done, the commit the approval in force at the merge covered
+        approved_head=(approved_head(activity, head) if state == State.APPROVED
+                       else (activity.get("approval_head") or "") if state == State.DONE else ""),
+    )
+
+
+def show_item(project: Project, ledger: Ledger, item_id: str) -> dict[str, Any]:
+    """Everything the ledger and the file say of one item, as plain data (show and show --json)."""
+    known = item_state(project, ledger, item_id)
+    found, row = known.entry, known.row
+    return {
+        "id": item_id,
+        "path": found.rel,
+        "title": found.title,
+        "kind": found.kind,
+        "state": str(known.state),
+        "reason": known.reason,
+        "branch": known.branch,
+        "head": known.head,
+        "approved_head": known.approved_head,
+        "unreadable": found.problem if found.unreadable else "",
+        "meta": found.meta,
+        "cleared": found.cleared,
+        "outstanding": found.outstanding,
+        "finding": _finding(project, item_id) if not found.unreadable else "",
+        "done": bool(row.get("done")),
+        "done_at": row.get("done_at") or "",
+        "parked": known.parked,
+        "parked_reason": known.parked_reason,
+        "authors": ledger.authors(item_id),
+        "deps": [
+            {"id": dep.Id, "title": dep.Title, "path": dep.Path, "done": dep.Done, "unreadable": dep.Unreadable,
+             "level": dep.Level, "by": dep.By, "weak": dep.Weak}
+            for dep, _ in known.deps
+        ],
+        "runs": [_run_view(run, project.runs_dir) for run in known.runs],
+        "usage": known.usage,
+        "rounds": [round_.as_json() for round_ in known.rounds],
+        "audits": [audit.as_json() for audit in ledger.audits(item_id)],
+        "dispositions": ledger.dispositions(item_id),
+        "checks": [check.as_json() for check in ledger.checks(item_id)],
+    }
+
+
+def usage_total(runs: Sequence[Run]) -> dict[str, Any]:
+    """Tokens in and out, cost and tool calls over the item's runs (drover/agents/usage.py)."""
+    return usage.total([{"input_tokens": run.input_tokens, "output_tokens": run.output_tokens,
+                         "cost_usd": run.cost_usd, "tool_calls": run.tool_calls} for run in runs])
+
+
+def _run_view(run: Run, runs_dir: Path) -> dict[str, Any]:
+    view = run.as_json()
+    view["unfinished"] = run.finished is None
+    view["live"] = run_alive(run)
+    view["orphaned"] = view["live"] and bool(orphan_note(run, runs_dir))
+    return view
+
+
+def _finding(project: Project, item_id: str) -> str:
+    """The provenance line: show reads the one file, the cache does not keep the body."""
+    try:
+        return itemfile.read_item(project.item_path(item_id), project.config.prefix).finding
+    except Unreadable:
+        return ""

@@ -1,0 +1,342 @@
+"""`drover ledger export` / `import`: the whole ledger as JSON Lines, for backups and moves.
+
+The first line names the format and the schema (the migrations applied, newest last); then one
+object per row: {"table": name, "row": {column: value}}. Import loads a file into an empty
+ledger, or with merge adds the rows the ledger lacks, keyed by each table's primary key, and
+reports rows whose key it has with different values (conflicts: the ledger's row is kept).
+This module reads and writes tables by name, so it is the one place besides ledger.py with SQL.
+"""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any, Iterator
+
+from drover.ledger.activity import create_activity_triggers, drop_activity_triggers, fill_activity
+from drover.errors import Refused, UsageError
+from drover.ledger.db import Ledger
+from drover.ledger.migrations import MEET_CACHED, MIGRATIONS, OPENED_BEFORE_0012
+
+FORMAT = "drover-ledger"
+VERSION = 1
+# The schema bookkeeping is the header; pending intents and owed commits are finished when the
+# ledger opens and name absolute paths on the machine that wrote them, so they never travel.
+SKIPPED = ("_sqlite_migrations", "intents", "owed_commits", "activity")
+# The metadata cache is rebuilt from the item files, and the activity table by its triggers as
+# the rows load (drover/ledger/activity.py): neither makes a ledger non-empty. Export writes the activity
+# rows (every table is in the file) and import skips them, filling the table from what it loaded.
+CACHE = ("item_files", "item_files_prefix", "activity")
+# The highest id each prefix's files have had: a mark that only rises, so an import raises it to
+# the higher of the two rather than report a conflict, and it alone does not make a ledger
+# non-empty (a ledger that only listed its items has it).
+MARKS = ("ids_met",)
+
+
+# What a value may be beyond its column's declared type (the schema, migrations.py, gives the type
+# and NOT NULL): the columns whose text is JSON, with the JSON type it holds (rows.py, status.py
+# and the journal decode them; "" is also read as empty), and the columns with a range.
+JSON_COLUMNS = {
+    ("runs", "argv"): "array", ("runs", "base_hashes"): "object", ("audits", "authors"): "array",
+    ("events", "detail"): "object", ("item_files", "deps"): "array", ("item_files", "meta"): "object",
+}
+INT64 = (-(2**63), 2**63 - 1)
+# An item number above this is no number an id could have reached (and no longer exact as a JSON
+# number elsewhere); `new` adds one to the highest, which must stay inside SQLite's integers.
+MAX_ITEM_NUMBER = 2**53
+COUNT = (0, math.inf)  # and within SQLite's integers, as every integer
+RANGES: dict[tuple[str, str], tuple[float, float]] = {
+    ("runs", "pid"): (1, 2**31 - 1), ("runs", "input_tokens"): COUNT, ("runs", "output_tokens"): COUNT,
+    ("runs", "tool_calls"): COUNT, ("runs", "cost_usd"): (0, math.inf),
+    ("rounds", "number"): (1, math.inf), ("dispositions", "issue"): (1, math.inf),
+    ("items", "number"): (1, MAX_ITEM_NUMBER), ("items", "done"): (0, 1), ("items", "parked"): (0, 1),
+    ("ids_met", "highest"): (0, MAX_ITEM_NUMBER), ("item_files", "size"): COUNT,
+}
+
+
+@dataclass(frozen=True)
+class Column:
+    """What one column may hold: its type as SQLite stores it, whether null is allowed, and more."""
+
+    table: str
+    name: str
+    kind: str  # "text", "integer" or "real" (integers are taken too); "" for any
+    required: bool  # NOT NULL or part of the key
+    json: str  # "array", "object" or ""
+    least: float
+    most: float
+
+
+def _kind(declared: str) -> str:
+    """SQLite's type affinity of a declared column type (https://sqlite.org/datatype3.html 3.1)."""
+    declared = declared.upper()
+    if "INT" in declared:
+        return "integer"
+    if any(word in declared for word in ("CHAR", "CLOB", "TEXT")):
+        return "text"
+    if any(word in declared for word in ("REAL", "FLOA", "DOUB")):
+        return "real"
+    return ""
+
+
+def column_rules(ledger: Ledger) -> dict[str, dict[str, Column]]:
+    """Every table's columns and what each may hold, from the schema itself plus JSON_COLUMNS and RANGES."""
+    rules: dict[str, dict[str, Column]] = {}
+    for table in tables(ledger):
+        rules[table] = {}
+        for _, name, declared, notnull, _, key in ledger.conn.execute(f'PRAGMA table_info("{table}")'):
+            kind = _kind(declared or "")
+            least, most = RANGES.get((table, name), INT64 if kind == "integer" else (-math.inf, math.inf))
+            rules[table][name] = Column(table, name, kind, bool(notnull or key), JSON_COLUMNS.get((table, name), ""),
+                                        least, most)
+    return rules
+
+
+_JSON_TYPES = {"array": list, "object": dict}
+
+
+def value_problem(column: Column, value: Any) -> str:
+    """What is impossible about `value` in `column` ("" when nothing is): the Python side of
+    impossible_sql, for rows that have not reached the ledger yet."""
+    if value is None:
+        return "must not be null" if column.required else ""
+    if column.kind == "text" and not isinstance(value, str):
+        return f"must be text, not {json.dumps(value)[:40]}"
+    if column.kind == "integer" and type(value) is not int:
+        return f"must be a whole number, not {json.dumps(value)[:40]}"
+    if type(value) is int and not INT64[0] <= value <= INT64[1]:
+        return f"{value} is beyond SQLite's 64-bit integers"
+    if column.kind == "real" and (type(value) not in (int, float) or not math.isfinite(value)):
+        return f"must be a number, not {json.dumps(value)[:40]}"
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return "must be UTF-8 text (it holds a lone surrogate)"
+        if column.json and value:
+            try:
+                decoded = json.loads(value)
+            except ValueError:
+                return f"must be JSON text (an {column.json})"
+            if not isinstance(decoded, _JSON_TYPES[column.json]):
+                return f"must be JSON text of an {column.json}"
+    if type(value) in (int, float) and not column.least <= value <= column.most:
+        return f"{value} is out of range: {_range(column)}"
+    return ""
+
+
+def _range(column: Column) -> str:
+    least, most = (str(int(bound)) if math.isfinite(bound) else "" for bound in (column.least, column.most))
+    return f"it must be {least} or more" if column.most == math.inf else f"it must be from {least} to {most}"
+
+
+_TYPEOF = {"text": "'text'", "integer": "'integer'", "real": "'real', 'integer'"}
+
+
+def impossible_sql(column: Column) -> str:
+    """An SQL expression over `column`'s table: NULL when its value is possible, else what is wrong."""
+    name = f'"{column.name}"'
+    cases = []
+    if column.kind:
+        cases.append(f"WHEN typeof({name}) NOT IN ({_TYPEOF[column.kind]}, 'null') "
+                     f"THEN 'holds ' || typeof({name}) || ', not {column.kind}'")
+    if column.json:
+        cases.append(f"WHEN typeof({name}) = 'text' AND {name} != '' AND NOT (json_valid({name}) "
+                     f"AND json_type({name}) = '{column.json}') THEN 'is not JSON text of an {column.json}'")
+    bounds = [f"{name} {test} {bound!r}" for test, bound in (("<", column.least), (">", column.most))
+              if math.isfinite(bound) and not (column.kind == "integer" and bound in INT64)]
+    if bounds:
+        cases.append(f"WHEN typeof({name}) IN ('integer', 'real') AND ({' OR '.join(bounds)}) "
+                     f"THEN 'is ' || {name} || ', out of range: {_range(column)}'")
+    return f"CASE {' '.join(cases)} END" if cases else "NULL"
+
+
+# Written for people and for export, never read back by drover: an odd value there breaks nothing.
+UNREAD = ("events",)
+
+
+def impossible_rows(ledger: Ledger, limit: int = 20) -> list[str]:
+    """Ledger rows whose values no drover writes (a string pid, argv that is not JSON, a negative
+    token count, an ids_met mark beyond any id): `table key: column what`, at most `limit` per table.
+
+    The cheap part of value_problem's rules, one scan per table: the tables drover reads as its
+    record (not the cache, rebuilt from the files, nor UNREAD), and the columns whose values
+    drover computes with or decodes. A plain text column is left out: its affinity stores a
+    number written into it as text, so it holds text or a blob, and a blob reads as bytes.
+    """
+    found = []
+    for table, rules in column_rules(ledger).items():
+        if table in SKIPPED or table in CACHE or table in UNREAD:
+            continue
+        checks = [(name, impossible_sql(column)) for name, column in rules.items()
+                  if column.kind != "text" or column.json]
+        checks = [(name, sql) for name, sql in checks if sql != "NULL"]
+        if not checks:
+            continue
+        _, keys = columns(ledger, table)
+        key = " || ' ' || ".join(f'quote("{name}")' for name in keys)
+        said = ", ".join(sql for _, sql in checks)
+        where = " OR ".join(f"({sql}) IS NOT NULL" for _, sql in checks)
+        for row in ledger.conn.execute(f'SELECT {key}, {said} FROM "{table}" WHERE {where} LIMIT {limit}'):
+            for (name, _), what in zip(checks, row[1:]):
+                if what is not None:
+                    found.append(f"{table} {row[0]}: {name} {what}")
+    return found
+
+
+@dataclass(frozen=True)
+class Imported:
+    added: dict[str, int]
+    conflicts: list[str]
+
+
+def tables(ledger: Ledger) -> list[str]:
+    rows = ledger.conn.execute(
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name"
+    ).fetchall()
+    return [row[0] for row in rows]
+
+
+def columns(ledger: Ledger, table: str) -> tuple[list[str], list[str]]:
+    """(every column, the primary-key columns) of a table."""
+    info = ledger.conn.execute(f'PRAGMA table_info("{table}")').fetchall()
+    names = [row[1] for row in info]
+    keys = [row[1] for row in sorted(info, key=lambda row: row[5]) if row[5]]
+    return names, keys or ["rowid"]
+
+
+def applied(ledger: Ledger) -> list[str]:
+    rows = ledger.conn.execute(
+        "SELECT name FROM _sqlite_migrations WHERE migration_set = 'drover' ORDER BY id"
+    ).fetchall()
+    return [row[0] for row in rows]
+
+
+def export(ledger: Ledger, out: IO[str]) -> dict[str, int]:
+    """Write the header and every row; returns rows written per table. One read transaction,
+    so a concurrent writer cannot make the export half old and half new."""
+    counts: dict[str, int] = {}
+    ledger.conn.execute("BEGIN")
+    try:
+        names = applied(ledger)
+        out.write(json.dumps({"format": FORMAT, "version": VERSION, "schema": names[-1] if names else "",
+                              "migrations": names}) + "\n")
+        for table in tables(ledger):
+            if table == "_sqlite_migrations":
+                continue  # the header states the schema
+            cursor = ledger.conn.execute(f'SELECT * FROM "{table}" ORDER BY rowid')
+            counts[table] = 0
+            for row in cursor:
+                out.write(json.dumps({"table": table, "row": dict(row)}, ensure_ascii=False) + "\n")
+                counts[table] += 1
+    finally:
+        ledger.conn.execute("COMMIT")
+    return counts
+
+
+def _lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    try:
+        handle = open(path, encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"cannot read: {exc.strerror}", path=path) from None
+    with handle:
+        try:
+            for number, line in enumerate(handle, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    value = json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise UsageError(f"not JSON ({exc.msg})", path=path, line=number) from None
+                if not isinstance(value, dict):
+                    raise UsageError("each line must be a JSON object", path=path, line=number)
+                yield number, value
+        except UnicodeDecodeError as exc:
+            raise UsageError(f"not UTF-8 text ({exc.reason})", path=path) from None
+
+
+def _header(path: Path, first: tuple[int, dict[str, Any]] | None) -> None:
+    if first is None or first[1].get("format") != FORMAT:
+        raise UsageError(f"not a drover ledger export (the first line names no {FORMAT!r} format)", path=path, line=1)
+    said = first[1].get("migrations", [])
+    if not isinstance(said, list) or not all(isinstance(name, str) for name in said):
+        raise UsageError("the header's migrations must be a list of migration names", path=path, line=1)
+    if first[1].get("version", VERSION) != VERSION:
+        raise UsageError(f"a format version this drover does not read (it reads {VERSION})", path=path, line=1)
+    known = {name for name, _ in MIGRATIONS}
+    newer = [name for name in said if name not in known]
+    if newer:
+        raise UsageError(f"exported by a newer drover (migration {newer[-1]}): upgrade drover to import it",
+                         path=path, line=1)
+
+
+def is_empty(ledger: Ledger) -> bool:
+    for table in tables(ledger):
+        if table in SKIPPED or table in CACHE or table in MARKS:
+            continue
+        if ledger.conn.execute(f'SELECT 1 FROM "{table}" LIMIT 1').fetchone():
+            return False
+    return True
+
+
+def import_file(ledger: Ledger, path: Path, merge: bool = False) -> Imported:
+    """Load an export; everything in one transaction, so a bad line leaves the ledger as it was."""
+    lines = _lines(path)
+    first = next(lines, None)
+    _header(path, first)
+    exported_by = first[1].get("migrations") if first else None
+    shapes = {table: columns(ledger, table) for table in tables(ledger)}
+    rules = column_rules(ledger)
+    added: dict[str, int] = {}
+    conflicts: list[str] = []
+    with ledger.write():
+        if not merge and not is_empty(ledger):
+            raise Refused(f"{ledger.path.name} already holds rows: import into an empty ledger, "
+                          "or pass --merge to add the rows it lacks")
+        # the activity table's triggers would recompute an item per row loaded: fill it once instead
+        drop_activity_triggers(ledger.conn.execute)
+        for number, entry in lines:
+            table, row = entry.get("table"), entry.get("row")
+            if not isinstance(table, str):
+                raise UsageError("a line's table must be a table's name", path=path, line=number)
+            if table in SKIPPED:
+                continue
+            if table not in shapes or not isinstance(row, dict):
+                raise UsageError(f"no table {table[:40]!r} in this ledger" if table not in shapes
+                                 else "a row must be a JSON object", path=path, line=number)
+            names, keys = shapes[table]
+            unknown = [name for name in row if name not in names]
+            if unknown:
+                raise UsageError(f"table {table} has no column {unknown[0][:40]!r}", path=path, line=number)
+            if any(key not in row for key in keys):
+                raise UsageError(f"a {table} row without its key ({', '.join(keys)})", path=path, line=number)
+            for name, value in row.items():
+                problem = value_problem(rules[table][name], value) if name in rules[table] else ""
+                if problem:
+                    raise UsageError(f"{table} {name} {problem}", path=path, line=number)
+            where = " AND ".join(f'"{key}" IS ?' for key in keys)
+            have = ledger.conn.execute(f'SELECT * FROM "{table}" WHERE {where}', [row[k] for k in keys]).fetchone()
+            if have is not None and table in MARKS:
+                ledger.raise_met(row["prefix"], row["highest"])  # this ledger's folder note is kept
+                continue
+            if have is not None:
+                mine = dict(have)
+                if any(mine.get(name) != value for name, value in row.items()):
+                    said = ", ".join(f"{key} {row[key]}" for key in keys)
+                    conflicts.append(f"{path.name}:{number}: {table} {said} differs from this ledger's row (kept)")
+                continue
+            marks = ", ".join("?" for _ in row)
+            quoted = ", ".join(f'"{name}"' for name in row)
+            ledger.conn.execute(f'INSERT INTO "{table}" ({quoted}) VALUES ({marks})', list(row.values()))
+            added[table] = added.get(table, 0) + 1
+        if not isinstance(exported_by, list) or "0012_audit_run" not in exported_by:
+            ledger.conn.execute(OPENED_BEFORE_0012)  # its approvals open the gate as they did there
+        fill_activity(ledger.conn.execute)
+        # cache rows from a ledger before migration 0010, or from two under different prefixes,
+        # were parsed under no one prefix: they are dropped rather than trusted (Ledger.cache_under)
+        if ledger.conn.execute("SELECT count(*) FROM item_files_prefix").fetchone()[0] != 1:
+            ledger.drop_cache()
+        ledger.conn.execute(MEET_CACHED)  # an export from before 0011 has the cache's ids but no mark
+        create_activity_triggers(ledger.conn.execute)
+    return Imported(added=added, conflicts=conflicts)

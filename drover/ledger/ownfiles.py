@@ -1,0 +1,49 @@
+"""drover's own files among the paths a branch changes.
+
+Two kinds: its state (`.drover/`: the ledger, run logs, parked findings, worktrees), which no
+branch may bring, ever; and what steers it (drover.toml, the `[prompts]` override files, the
+items folder), which a branch brings only when the operator says so (`finish
+--allow-drover-files`). Names compare without case: on a case-insensitive file system
+`.Drover/ledger.db` is the ledger. docs/security.md has the promises.
+"""
+from __future__ import annotations
+
+import posixpath
+from typing import TYPE_CHECKING
+
+from drover.config import CONFIG_FILE
+from drover.ledger.project import STATE_DIR
+
+if TYPE_CHECKING:
+    from drover.ledger.project import Project
+
+
+def _normal(path: str) -> str:
+    """A repository-relative path as a folded key: `./a//b/` and `A/B` both read `a/b`."""
+    return posixpath.normpath(path.strip().replace("\\", "/")).strip("/").casefold()
+
+
+def _within(path: str, folder: str) -> bool:
+    key, top = _normal(path), _normal(folder)
+    return bool(top) and top != "." and (key == top or key.startswith(top + "/"))
+
+
+def state_paths(paths: list[str]) -> list[str]:
+    """Those of `paths` that are drover's state: under .drover/ (or .drover itself)."""
+    return [path for path in paths if _within(path, STATE_DIR)]
+
+
+def steering_paths(project: "Project", paths: list[str]) -> list[str]:
+    """Those of `paths` that steer drover: drover.toml, a configured prompt override file, the
+    items folder or anything in it."""
+    files = {_normal(CONFIG_FILE)} | {_normal(written) for written in project.config.prompts.values() if written}
+    items = project.config.items
+    return [path for path in paths if _normal(path) in files or _within(path, items)]
+
+
+def shown_paths(paths: list[str], most: int = 5) -> str:
+    """Paths for a one-line message: at most `most`, each on one line whatever its characters."""
+    def one(path: str) -> str:
+        return path if path.isprintable() else ascii(path)[1:-1]
+    listed = ", ".join(one(path) for path in paths[:most])
+    return listed + (f" and {len(paths) - most} more" if len(paths) > most else "")

@@ -1,0 +1,325 @@
+"""Finding the project: the main checkout's root, its config and its local state folders."""
+from __future__ import annotations
+
+import os
+import re
+import stat
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
+
+from dataclasses import dataclass
+from drover import git
+from drover.config import CONFIG_FILE, Config, load_config
+from drover.errors import ConfigError, DroverError, GitError, ItemError, UsageError
+
+if TYPE_CHECKING:
+    from drover.items.file import Item, Unreadable
+    from drover.ledger.db import Ledger
+
+STATE_DIR = ".drover"
+
+
+@dataclass(frozen=True)
+class Project:
+    """The main checkout: items and the ledger live here, whichever worktree a command runs in."""
+
+    root: Path
+    config: Config
+
+    @property
+    def items_dir(self) -> Path:
+        return self.root / self.config.items
+
+    @property
+    def state_dir(self) -> Path:
+        return self.root / STATE_DIR
+
+    @property
+    def ledger_path(self) -> Path:
+        return self.state_dir / "ledger.db"
+
+    @property
+    def runs_dir(self) -> Path:
+        return self.state_dir / "runs"
+
+    @property
+    def worktrees_dir(self) -> Path:
+        return self.state_dir / "worktrees"
+
+    @property
+    def parked_dir(self) -> Path:
+        return self.state_dir / "parked"
+
+    def item_path(self, item_id: str) -> Path:
+        return self.items_dir / f"{item_id}.md"
+
+    def item_rel(self, name: str) -> str:
+        """An item file's path as the user sees it, without touching the disk (a hot path)."""
+        base = self.__dict__.get("_items_rel")
+        if base is None:
+            base = PurePosixPath(self.config.items).as_posix().rstrip("/") + "/"
+            object.__setattr__(self, "_items_rel", base)  # frozen: cache beside the fields
+        return base + name
+
+    def relpath(self, path: Path | str) -> str:
+        """A path as the user sees it: relative to the repository root where it lies inside."""
+        path = Path(path)
+        try:
+            return path.resolve().relative_to(self.root.resolve()).as_posix()
+        except ValueError:
+            return str(path)
+
+    def require_item(self, item_id: str) -> "Item":
+        """The parsed item, or a one-line error naming file and line (exit 2)."""
+        from drover.items import file as itemfile
+
+        if itemfile.id_number(item_id, self.config.prefix) is None:
+            raise not_an_id(self, item_id)
+        path = self.item_path(item_id)
+        try:
+            return itemfile.read_item(path, self.config.prefix)
+        except itemfile.Unreadable as exc:
+            if exc.wording == itemfile.MISSING:
+                raise missing_item(self, None, item_id) from None
+            detail = f" ({exc.detail})" if exc.detail else ""
+            raise itemfile_error(self, path, exc, item_id, detail) from None
+
+
+def not_an_id(project: Project, word: str) -> UsageError:
+    """The usage error for a word that is not an item id of this project."""
+    from drover.items.file import NOT_AN_ID
+
+    return UsageError(f"{word} {NOT_AN_ID} (ids look like {project.config.prefix}-1)")
+
+
+def missing_item(project: Project, ledger: "Ledger | None", item_id: str) -> UsageError:
+    """`no item D-13 (did you mean D-12?)`: the nearest id with a file or a ledger row."""
+    from drover.items.ids import no_item
+
+    known = ledger.item_rows().keys() if ledger is not None else ()
+    return no_item(item_id, project.relpath(project.item_path(item_id)), project.items_dir,
+                   project.config.prefix, known)
+
+
+def itemfile_error(project: Project, path: Path, exc: "Unreadable", item_id: str, detail: str) -> ItemError:
+    return ItemError(f"{item_id} {exc.wording}{detail}", path=project.relpath(path), line=exc.line)
+
+
+def find_root(start: Path | None = None) -> Path:
+    """The main checkout's root: $DROVER_REPO, else git's common directory (main_checkout's when
+    it can say it without git). Outside a git repository, or in one git will not trust, a
+    one-line error: drover never walks up to a drover.toml git does not lead to."""
+    env = os.environ.get("DROVER_REPO")
+    if env:
+        root = Path(env).resolve()
+        if main_checkout(str(root)) is None and not git.rev_parse(root, "--git-dir"):
+            raise no_repository(root)
+        return root
+    start = (start or Path.cwd()).resolve()
+    found = main_checkout(str(start))
+    if found is not None:
+        return Path(found)
+    common = git.rev_parse(start, "--path-format=absolute", "--git-common-dir")
+    if common:
+        common_path = Path(common)
+        if common_path.name == ".git":
+            return common_path.parent.resolve()
+        toplevel = git.rev_parse(start, "--show-toplevel")
+        if toplevel:
+            return Path(toplevel).resolve()
+    raise no_repository(start)
+
+
+def no_repository(start: Path) -> DroverError:
+    """Why git finds no repository at `start` (asked again, for its words: a refusal's path only):
+    one owned by another user that safe.directory does not list, or none at all."""
+    try:
+        git.git(["rev-parse", "--git-dir"], start)
+    except GitError as exc:
+        dubious = _DUBIOUS.search(str(exc))
+        if dubious:
+            return _foreign(Path(dubious.group(1)), Path(dubious.group(1)), None)
+        if not str(exc).startswith("git rev-parse:"):
+            return exc  # no git to ask
+    else:
+        return UsageError(f"{start}: git finds a repository without a checkout here (bare, or GIT_DIR "
+                          f"without a work tree); drover works in a checkout")
+    return UsageError(f"{start} is not inside a git repository: run `git init` first, then `drover init`")
+
+
+_DUBIOUS = re.compile(r"dubious ownership in repository at '([^']*)'")
+
+# What changes where git looks for a repository, or which one it takes: main_checkout leaves the
+# answer to git when any is set.
+GIT_DISCOVERY = ("GIT_DIR", "GIT_WORK_TREE", "GIT_COMMON_DIR", "GIT_CEILING_DIRECTORIES",
+                 "GIT_DISCOVERY_ACROSS_FILESYSTEM", "GIT_OBJECT_DIRECTORY")
+
+
+def main_checkout(start: str) -> str | None:
+    """The folder at or above `start` (absolute, resolved) whose `.git` is the repository's own
+    folder, found without running git (about 2 ms of every command) when git could answer no
+    other way; None: ask git.
+
+    git takes the nearest folder with a `.git`. When that `.git` is a folder holding a repository
+    as git tests one (_holds_repository), owned with its parent by this user (so git's
+    safe.directory check passes), and no variable in GIT_DISCOVERY is set, git's common directory
+    is that `.git` and the main checkout is its parent: the answer here. Anything else is git's
+    to say: a `.git` file (a worktree's or a submodule's), a `.git` that holds no repository (git
+    passes it by: a HEAD naming no ref or commit is enough), a `.git` naming another common
+    directory, a folder on another file system than `start` before any `.git` (git stops there),
+    `start` inside a `.git` folder."""
+    if any(os.environ.get(name) for name in GIT_DISCOVERY) or "/.git/" in start + "/":
+        return None
+    folder = start
+    try:
+        device = os.stat(folder).st_dev
+        while True:
+            dot = os.path.join(folder, ".git")
+            try:
+                found = os.lstat(dot)
+            except FileNotFoundError:
+                parent = os.path.dirname(folder)
+                if parent == folder or os.stat(parent).st_dev != device:
+                    return None
+                folder = parent
+                continue
+            if not (stat.S_ISDIR(found.st_mode) and owned_by_me(found.st_uid)
+                    and owned_by_me(os.stat(folder).st_uid) and _holds_repository(dot)):
+                return None
+            return folder
+    except OSError:
+        return None
+
+
+def _holds_repository(dot: str) -> bool:
+    """git's test of a `.git` folder (setup.c is_git_directory, validate_headref): objects and
+    refs to enter, and a HEAD that is a symbolic ref under refs/ or a commit id; also no
+    `commondir` file (then git's common directory is elsewhere)."""
+    if os.path.lexists(os.path.join(dot, "commondir")):
+        return False
+    if not (os.access(os.path.join(dot, "objects"), os.X_OK) and os.access(os.path.join(dot, "refs"), os.X_OK)):
+        return False
+    head = os.path.join(dot, "HEAD")
+    if os.path.islink(head):
+        return os.readlink(head).startswith("refs/")
+    try:
+        handle = os.open(head, os.O_RDONLY | os.O_NONBLOCK)  # a fifo planted as HEAD does not hang
+    except OSError:
+        return False
+    try:
+        text = os.read(handle, 255)
+    except OSError:
+        return False
+    finally:
+        os.close(handle)
+    if text.startswith(b"ref:") and text[4:].lstrip().startswith(b"refs/"):
+        return True
+    return _OBJECT_ID.match(text) is not None
+
+
+# A detached HEAD as git's get_oid_hex_any reads one: the digits of a SHA-1 (a SHA-256's start
+# with as many), whatever follows them.
+_OBJECT_ID = re.compile(rb"[0-9a-fA-F]{40}")
+
+
+# --- ownership: what git's safe.directory guards, drover guards too ---------------------------
+
+
+def owned_by_me(uid: int) -> bool:
+    """git's test of an owner (is_path_owned_by_current_uid): this user's; under uid 0, also the
+    uid sudo recorded in SUDO_UID (so `sudo drover` works where `sudo git` does)."""
+    me = os.geteuid()
+    if uid == me:
+        return True
+    if me != 0:
+        return False
+    sudo = os.environ.get("SUDO_UID", "")
+    return sudo.isdigit() and int(sudo) == uid
+
+
+def trusted_stat(path: Path, root: Path) -> os.stat_result | None:
+    """`path`'s stat (None when it is not there), refused when another user owns it and git's
+    safe.directory does not list `root`: that user could make drover run their command or write
+    their state as this one. One os.stat; git is asked only about a path that is not ours."""
+    try:
+        found = os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as exc:
+        raise ConfigError(f"cannot read: {exc.strerror}", path=str(path)) from None
+    if not owned_by_me(found.st_uid) and not safe_directory(root):
+        raise _foreign(path, root, found.st_uid)
+    return found
+
+
+def _foreign(path: Path, root: Path, uid: int | None) -> ConfigError:
+    owner = f" (uid {uid})" if uid is not None else ""
+    return ConfigError(f"owned by another user{owner}, so not trusted: if you trust it, run "
+                       f"`git config --global --add safe.directory {root}`", path=str(path))
+
+
+def safe_directory(root: Path) -> bool:
+    """Whether git's safe.directory, as git reads it (system, global and command-line scopes only:
+    a repository cannot vouch for itself), lists `root`: `*`, the path itself, or (as git 2.46
+    and later read it) a `path/*` above it. An empty value drops what came before. Asked of git
+    once per root and environment: a project another user owns, trusted, has several paths."""
+    real = os.path.realpath(root)
+    key = (real, *sorted((name, value) for name, value in os.environ.items()
+                         if name.startswith("GIT_") or name in ("HOME", "XDG_CONFIG_HOME")))
+    if key not in _SAFE:
+        _SAFE[key] = _listed(real, _safe_directories(root))
+    return _SAFE[key]
+
+
+_SAFE: dict[tuple[object, ...], bool] = {}
+
+
+def _safe_directories(root: Path) -> list[tuple[str, str]]:
+    """safe.directory's values with their scopes, in git's order, `~/` expanded by git."""
+    try:
+        said = git.git(["config", "--show-scope", "-z", "--type=path", "--get-all", "safe.directory"],
+                       root, check=False)
+    except GitError:
+        return []
+    fields = said.split("\0")
+    return list(zip(fields[0::2], fields[1::2]))
+
+
+def _listed(real: str, entries: list[tuple[str, str]]) -> bool:
+    safe = False
+    for scope, value in entries:
+        if scope not in ("system", "global", "command"):
+            continue
+        if not value:
+            safe = False
+        elif value == "*":
+            safe = True
+        elif value.endswith("/*"):
+            above = os.path.realpath(value[:-2] or "/")
+            safe = safe or real.startswith(above.rstrip("/") + "/")
+        else:
+            safe = safe or real == os.path.realpath(value)
+    return safe
+
+
+def open_project(start: Path | None = None) -> Project:
+    """The project around `start` (default: the working directory), its config loaded."""
+    root = find_root(start)
+    trusted_stat(root, root)
+    config_path = root / CONFIG_FILE
+    found = trusted_stat(config_path, root)
+    if found is None or not stat.S_ISREG(found.st_mode):
+        raise ConfigError(f"no {CONFIG_FILE} in {root}: run `drover init` first")
+    project = Project(root=root, config=load_config(config_path))
+    items = project.items_dir.resolve()
+    if items != root.resolve() and root.resolve() not in items.parents:
+        raise ConfigError(f"[project] items: {project.config.items!r} leads outside the repository "
+                          f"(to {items})", path=CONFIG_FILE)
+    check_state(project.root, project.config.items)
+    return project
+
+
+def check_state(root: Path, items: str) -> None:
+    """Refuse an items folder, .drover/ or ledger another user owns (see trusted_stat)."""
+    for path in (root / items, root / STATE_DIR, root / STATE_DIR / "ledger.db"):
+        trusted_stat(path, root)

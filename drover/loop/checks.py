@@ -1,0 +1,275 @@
+"""`drover check`: items, deps, config and templates, one line per finding."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Container
+
+from drover.agents import launch as agents
+from drover import git, prompts as templates
+from drover.items import file as itemfile
+from drover.config import AgentConfig
+from drover.errors import Finding
+from drover.ledger.db import Ledger
+from drover.ledger.project import Project
+from drover.ledger.status import Entry, catalogue, collector_paused
+from drover.trackers import open_tracker
+from drover.vocabulary import SLOTS
+
+
+class UsedKeys:
+    """The frontmatter keys some item uses, found when a template asks (`key in used`).
+
+    Decoding every item's frontmatter to gather its keys took a quarter of `check` at 50,000
+    items, and only a template override ever asks. The cache keeps each frontmatter as
+    json.dumps wrote it, where a key reads `"key": `; the rows whose text holds that are decoded
+    to make sure the key is a top-level one (the text could be a nested dict's key).
+    """
+
+    def __init__(self, ledger: Ledger):
+        self._ledger = ledger  # its cache rows are the catalogue's, just refreshed
+        self._known: dict[str, bool] = {}
+
+    def __contains__(self, key: object) -> bool:
+        if not isinstance(key, str):
+            return False
+        known = self._known.get(key)
+        if known is None:
+            texts = self._ledger.cached_metas(json.dumps(key) + ": ")
+            known = self._known[key] = any(key in json.loads(text) for text in texts)
+        return known
+
+
+def check_items(project: Project, ledger: Ledger) -> tuple[list[Finding], Container[str]]:
+    """Unreadable files, deps that do not resolve, dependency cycles; and the frontmatter keys used."""
+    with collector_paused():
+        return _check_items(project, ledger)
+
+
+def _check_items(project: Project, ledger: Ledger) -> tuple[list[Finding], Container[str]]:
+    entries = catalogue(project, ledger)
+    findings: list[Finding] = []
+    known: set[str] | None = None  # ids with a file or a ledger row, gathered at the first missing dep
+    match = itemfile.id_pattern(project.config.prefix).match
+    seen: set[str] = set()  # the items before this one in the catalogue's order whose ids are ids
+    forward = False  # whether some dep is this item or a later one in that order: else no cycle can close
+    for item_id, found in entries.items():
+        if found.unreadable and found.unreadable != itemfile.SHELVED:
+            findings.append(Finding(found.problem))
+        for dep in found.deps:
+            if dep in seen:
+                if entries[dep].unreadable:
+                    state = entries[dep].unreadable
+                    findings.append(Finding(f"{found.rel}: {item_id}: dep {dep} {state}", error=state != itemfile.SHELVED))
+                continue  # an id with a file: the checks below would find nothing else
+            # The words are the ones the prompt's Unreadable carries for the same dep (items.py).
+            if not match(dep):
+                findings.append(Finding(f"{found.rel}: {item_id}: dep {dep} {itemfile.NOT_AN_ID}"))
+                forward = forward or dep in entries  # the cycle search follows any dep with a file
+            elif dep not in entries:
+                # A dep the ledger knows (done, then its file deleted) reads as absent to an agent too.
+                if known is None:
+                    known = set(entries) | set(ledger.item_rows())
+                where = "; the ledger knows it" if dep in known else ""
+                findings.append(Finding(f"{found.rel}: {item_id}: dep {dep} {itemfile.MISSING}"
+                                        f" (no {project.config.items}/{dep}.md{where})"))
+            else:
+                forward = True
+                if entries[dep].unreadable:
+                    state = entries[dep].unreadable
+                    findings.append(Finding(f"{found.rel}: {item_id}: dep {dep} {state}", error=state != itemfile.SHELVED))
+        if match(item_id):
+            seen.add(item_id)
+    from drover.ledger.agreement import disagreements
+
+    findings.extend(Finding(line) for line in disagreements(project, ledger, entries))
+    findings.extend(_needs_requirements(ledger, entries))
+    # Every dep earlier in one order (numbered items on lower numbers, the common case): no cycle.
+    if forward:
+        for cycle in dependency_cycles({item_id: found.deps for item_id, found in entries.items()}):
+            findings.append(Finding(f"dependency cycle: {' -> '.join(cycle)}"))
+    return findings, UsedKeys(ledger)
+
+
+def _needs_requirements(ledger: Ledger, entries: dict[str, Entry]) -> list[Finding]:
+    """A warning for each item not done whose requirements are still `drover new`'s placeholder."""
+    waiting = [found for found in entries.values() if found.placeholder and not found.unreadable]
+    if not waiting:
+        return []
+    done, _ = ledger.flags()
+    return [Finding(f"{found.rel}: {found.id} needs requirements: its Requirements section is still the "
+                    f"placeholder, so drive skips it (write them, or run `drover draft {found.id}`)", error=False)
+            for found in waiting if found.id not in done]
+
+
+def dependency_cycles(graph: dict[str, tuple[str, ...]]) -> list[list[str]]:
+    """Every cycle once, each as the path that closes it (D-1 -> D-2 -> D-1)."""
+    cycles, seen_cycles = [], set()
+    state: dict[str, int] = {}  # 1: on the current path, 2: finished
+
+    def visit(start: str) -> None:
+        # an explicit stack, not recursion: a chain of thousands of deps is an ordinary catalogue
+        path: list[str] = [start]
+        state[start] = 1
+        stack = [iter(graph.get(start, ()))]
+        while stack:
+            dep = next(stack[-1], None)
+            if dep is None:
+                stack.pop()
+                state[path.pop()] = 2
+            elif state.get(dep) == 1:
+                cycle = path[path.index(dep):] + [dep]
+                key = frozenset(cycle)
+                if key not in seen_cycles:
+                    seen_cycles.add(key)
+                    cycles.append(cycle)
+            elif dep in graph and state.get(dep) is None:
+                state[dep] = 1
+                path.append(dep)
+                stack.append(iter(graph.get(dep, ())))
+
+    for node in sorted(graph):
+        if state.get(node) is None:
+            visit(node)
+    return cycles
+
+
+def check_config(project: Project, refs: dict[str, str]) -> list[Finding]:
+    """What drover.toml names that this repository lacks (a file that loads can still be wrong);
+    `refs` is every ref of the repository (git.all_refs)."""
+    base = project.config.base
+    findings = []
+    if git.local_ref(base) not in refs:
+        findings.append(Finding(f"drover.toml: [run] base: no branch {base!r} in this repository "
+                                "(items start from it and merge into it)"))
+    items = project.items_dir
+    if items.exists() and not items.is_dir():
+        findings.append(Finding(f"{project.config.items}: not a folder ([project] items names the folder of "
+                                "item files): move it aside and run `drover init`"))
+    return findings
+
+
+def check_refs(project: Project, ledger: Ledger, refs: dict[str, str]) -> list[Finding]:
+    """Refs named like an item's branch (or base), which git would read before the branch, and
+    approvals whose branch has moved since; `refs` is every ref (git.all_refs)."""
+    from drover.ledger.activity import LIST_KEYS
+    from drover.ledger.listing import judge
+
+    at_branch = LIST_KEYS.index("branch")
+    heads = {name[len("refs/heads/"):]: sha for name, sha in refs.items() if name.startswith("refs/heads/")}
+    findings = [Finding(line) for line in _shadows(project, ledger, refs, heads)]
+    for item_id, act in sorted(ledger.list_activity(approved=True).items()):
+        branch = act[at_branch] or ""
+        _, _, approved, _, moved = judge(act, heads.get(branch, ""))
+        if moved and not approved:
+            now = heads.get(branch, "")
+            where = f"is at {now[:7]}" if now else "is gone"
+            findings.append(Finding(f"{item_id}: {moved} ({branch} {where}): finish refuses it until a "
+                                    "review approves the new head", error=False))
+    return findings
+
+
+def _shadows(project: Project, ledger: Ledger, refs: dict[str, str], heads: dict[str, str]) -> list[str]:
+    """One line per ref git would read before an item's branch or base: `refs/<name>`,
+    `refs/tags/<name>` (found among `refs`, however many items there are) or a file
+    `<git dir>/<name>` that reads as a ref."""
+    shadowed: dict[str, list[str]] = {}
+    for ref in refs:
+        for prefix in ("refs/tags/", "refs/"):
+            name = ref[len(prefix):]
+            if ref.startswith(prefix) and name in heads and ref in git.shadowing_refs(name):
+                shadowed.setdefault(name, []).append(ref)
+                break
+    git_dir = git.own_git_dir(project.root)
+    if git_dir is not None:
+        # a branch's first folder (`drover` of drover/d-1) is rarely in git's folder: look deeper only then
+        for top in {name.split("/", 1)[0] for name in heads}:
+            if (git_dir / top).exists():
+                for name in heads:
+                    if (name == top or name.startswith(top + "/")) and _reads_as_ref(git_dir / name):
+                        shadowed.setdefault(name, []).insert(0, f"{git_dir.name}/{name} (a file in git's folder)")
+    if not shadowed:
+        return []
+    owners = {project.config.base: "the base branch"}
+    owners.update((act[1], f"{item_id}'s branch") for item_id, act in ledger.list_activity().items()
+                  if act[1] in shadowed)
+    return [f"{shadow} shadows {owners[name]} {name}: git reads {name} as it; drover uses "
+            f"refs/heads/{name} and ignores it, but nobody meant it: if you did not make it, an agent did "
+            "(remove it)"
+            for name in sorted(shadowed) if name in owners for shadow in shadowed[name]]
+
+
+def _reads_as_ref(path: Path) -> bool:
+    """`path` is a file git would take for a ref: an object id, or `ref: ` and a ref's name."""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(200).split(b"\n", 1)[0].strip()
+    except OSError:  # no such file, or a folder
+        return False
+    return head.startswith(b"ref: ") or (len(head) in (40, 64) and all(c in b"0123456789abcdef" for c in head))
+
+
+def check_warnings(project: Project) -> list[Finding]:
+    """Things worth knowing that do not fail the check."""
+    config = project.config
+    findings = []
+    default = config.verify.get("default", "")
+    for key, command in sorted(config.verify.items()):
+        if key != "default" and default and default not in command:
+            findings.append(Finding(
+                f"[verify] {key} does not contain the default command ({default!r}): "
+                f"items with {key}: yes would silently run less", error=False))
+    findings += empty_verify(config.verify)
+    agents_seen: dict[tuple[str, str], tuple[str, AgentConfig]] = {}
+    for slot in SLOTS:
+        agent = config.agent_for(slot)
+        agents_seen.setdefault((agent.preset, agent.command), (slot, agent))
+    for slot, agent in agents_seen.values():
+        missing = agents.binary_missing(agent)
+        if missing:
+            findings.append(Finding(f"agent for {slot}: {missing}", error=False))
+        refusal = agents.root_refusal(agent)
+        if refusal:
+            findings.append(Finding(f"agent for {slot}: {refusal}", error=False))
+    reason = open_tracker(config.tracker, project.root).probe()
+    if reason:
+        findings.append(Finding(f"tracker {config.tracker.backend}: {reason}", error=False))
+    return findings
+
+
+def check_ledger_rows(project: Project, ledger: Ledger) -> list[Finding]:
+    """Ledger rows holding what no drover writes (a text pid, argv that is not JSON, a negative
+    token count, an id mark beyond any id): something else wrote them, and reading them fails."""
+    from drover.ledger.jsonl import impossible_rows
+
+    where = project.relpath(project.ledger_path)
+    return [Finding(f"{where}: impossible row: {said}") for said in impossible_rows(ledger)]
+
+
+def empty_verify(verify: dict[str, str]) -> list[Finding]:
+    """An empty verify command: drover then checks nothing before it merges (docs/verify.md)."""
+    return [Finding(f"drover.toml: [verify] {key} is empty: nothing runs before merge for "
+                    f"{'items' if key == 'default' else f'items with {key}: yes'} (drover runs no check "
+                    "of its own, and finish needs none)", error=False)
+            for key, command in sorted(verify.items()) if not command.strip()]
+
+
+def run_check(project: Project, ledger: Ledger, *, warnings: bool = True) -> list[Finding]:
+    """Every finding of `drover check`; warnings=False: leave out check_warnings (whose probes
+    of agents and the tracker only ever warn), for a caller that wants the errors alone."""
+    item_findings, keys = check_items(project, ledger)
+    template_findings = templates.check_templates(project.root, project.config, used_keys=keys)
+    refs = git.all_refs(project.root)  # the one git call: config and refs read it
+    return (item_findings + check_config(project, refs) + check_refs(project, ledger, refs) + template_findings
+            + check_ledger_rows(project, ledger) + (check_warnings(project) if warnings else []))
+
+
+def require_no_errors(project: Project, ledger: Ledger, command: str) -> None:
+    """Refuse `command` (exit 1) while `drover check` reports an error, naming each."""
+    from drover.errors import Refused
+
+    errors = [found.message for found in run_check(project, ledger, warnings=False) if found.error]
+    if errors:
+        count = f"{len(errors)} error" + ("s" if len(errors) > 1 else "")
+        raise Refused.listing(f"{command}: `drover check` reports {count}; fix them first, nothing was launched:",
+                              errors)

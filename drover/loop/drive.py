@@ -1,0 +1,421 @@
+"""`drover drive`: implement, review, and again while changes are outstanding and the cap allows."""
+from __future__ import annotations
+
+import threading
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from drover import git, prompts as templates
+from drover.loop import runs
+from drover.errors import DroverError, Refused, UsageError
+from drover.ledger.db import Ledger
+from drover.ledger.project import Project
+from drover.ledger.itemstate import ItemState, item_state
+from drover.ledger.listing import is_ready, list_items
+from drover.agents.launch import say_above_status
+from drover.agents.procs import run_alive
+from drover.ledger.status import IMPLEMENT_NEXT, NOT_DRIVEN, ORPHANED, State, orphan_note
+from drover.executors import Executor, open_executor
+from drover.cli.views import table
+from drover.agents.usage import describe as usage_text, total as usage_total
+from drover.vocabulary import SLOTS
+
+APPROVED = ("approved", "finished")
+NOT_FINISHED = "approved, not finished: "
+
+
+@dataclass(frozen=True)
+class Driven:
+    """How one item's drive ended."""
+
+    item_id: str
+    result: str  # finished | approved | parked | failed | no verdict | skipped | orphaned
+    rounds: int
+    runs: int
+    note: str = ""
+    usage: dict[str, Any] | None = None  # tokens, cost and tool calls over the item's runs (drover/agents/usage.py)
+    log: str = ""  # the newest run's agent log, named when the item failed
+
+    @property
+    def approved(self) -> bool:
+        return self.result in APPROVED
+
+    @property
+    def ok(self) -> bool:
+        """What drive's exit status counts: approved, and finished when --finish asked for it."""
+        return self.approved and not self.note.startswith(NOT_FINISHED)
+
+
+def header(project: Project, ids: list[str], jobs: int, finish: bool) -> list[str]:
+    """Agents per slot, template warnings, and the work ahead."""
+    lines = ["drover drive"]
+    for slot in SLOTS[:2]:
+        agent = project.config.agent_for(slot)
+        lines.append(f"  {slot:<9} agent {agent.identity} (preset {agent.preset}, timeout {agent.timeout})")
+        for warning in templates.launch_warnings(slot, root=project.root, config=project.config):
+            lines.append(f"  warning: {warning}")
+    ahead = ", ".join(ids) if ids else "nothing is ready"
+    lines.append(f"  items: {ahead}")
+    lines.append(f"  jobs: {jobs}; cap: {project.config.max_rounds} rounds; finish: {'yes' if finish else 'no'}")
+    return lines
+
+
+class Driver:
+    """Drives items, each in its own thread with its own ledger connection."""
+
+    def __init__(self, project: Project, *, finish: bool, say: Callable[[str], None], echo: bool,
+                 executor: "Executor | None" = None):
+        self.project = project
+        self.executor = executor
+        self.finish = finish
+        self.say = say
+        self.echo = echo
+        self.merge_lock = threading.Lock()
+        # Ctrl-C reaches only the main thread; this tells every launch in flight to end its agent.
+        self.cancel = threading.Event()
+
+    def drive_item(self, item_id: str) -> Driven:
+        with Ledger(self.project.ledger_path) as ledger:
+            try:
+                return self._drive(ledger, item_id)
+            except DroverError as exc:
+                self.event(item_id, f"stopped: {exc}")
+                known = item_state(self.project, ledger, item_id)
+                return Driven(item_id, "parked" if known.parked else "failed", len(known.rounds), len(known.runs),
+                              str(exc), usage=known.usage, log="" if known.parked else known.log)
+
+    def _launch(self, ledger: Ledger, item_id: str, slot: str) -> runs.RunResult:
+        launch = runs.prepare(self.project, ledger, item_id, slot)
+        for warning in launch.warnings:
+            self.say(f"{item_id}: warning: {warning}")
+        self.event(item_id, f"{slot} by {launch.agent.identity} ...")
+        result = runs.execute(self.project, ledger, launch, echo=self.echo, cancel=self.cancel, progress=self.say,
+                              executor=self.executor)
+        for note in result.notes:
+            self.say(note)
+        if slot == "review" and result.outcome == "exited" and result.exit_code == 0:
+            verdict = runs.describe_verdict(self.project, ledger, result.run_id)
+            if verdict != runs.NO_VERDICT_SHORT:  # no verdict: _drive says so in the words `drover review` uses
+                self.event(item_id, verdict)
+            return result
+        ending = f"exit {result.exit_code}" if result.outcome == "exited" else result.outcome
+        self.event(item_id, f"{slot} {ending} after {result.elapsed:.1f}s")
+        return result
+
+    def event(self, item_id: str, what: str) -> None:
+        """One line of an item's progress, `D-1: what`: every step of the loop is said here."""
+        self.say(f"{item_id}: {what}")
+
+    def _drive(self, ledger: Ledger, item_id: str) -> Driven:
+        project = self.project
+        known = item_state(project, ledger, item_id)
+        state = known.state
+        if state in NOT_DRIVEN:
+            note = known.reason or str(state)
+            skipped = ORPHANED if known.reason.startswith(ORPHANED) else "skipped"
+            if state == State.NEEDS_REQUIREMENTS:
+                note = needs_requirements_note(known)
+                self.say(f"{item_id}: skipped: {note}")
+            return Driven(item_id, skipped, len(known.rounds), len(known.runs), note)
+        conflicted = False
+        # One implement and one review per round, plus the first pass (and a merge of base).
+        for _ in range(project.config.max_rounds + 2):
+            if self.cancel.is_set():
+                return self._ended(ledger, item_id, "failed", "interrupted")
+            if state in IMPLEMENT_NEXT or conflicted:
+                conflicted = False
+                result = self._launch(ledger, item_id, "implement")
+                if result.outcome != "exited" or result.exit_code != 0:
+                    return self._ended(ledger, item_id, "failed", f"implement agent {_ending(result)}")
+                state = item_state(project, ledger, item_id).state
+            if state != State.APPROVED or self.finish:
+                # drover's own check of the head a review or a finish would see: a failure goes
+                # back to the implementer as a round of changes, and only a pass goes on
+                checked = self._check(ledger, item_id)
+                if isinstance(checked, Driven):
+                    return checked
+                if not checked:
+                    state = item_state(project, ledger, item_id).state
+                    continue
+            if state != State.APPROVED:
+                result = self._launch(ledger, item_id, "review")
+                known = item_state(project, ledger, item_id)
+                state = known.state
+                # a capped send-back parks the item and may fail the agent's command: parked wins
+                if state == State.PARKED:
+                    return self._ended(ledger, item_id, "parked", known.parked_reason, known)
+                if result.outcome != "exited" or result.exit_code != 0:
+                    return self._ended(ledger, item_id, "failed", f"review agent {_ending(result)}")
+                if not runs.review_verdict(ledger, result.run_id):
+                    self.event(item_id, runs.NO_VERDICT)
+                    return self._ended(ledger, item_id, "no verdict", runs.NO_VERDICT)
+            if state == State.APPROVED:
+                if not self.finish:
+                    return self._ended(ledger, item_id, "approved", "")
+                ended = self._finish(ledger, item_id)
+                if ended is not None:
+                    return ended
+                # base went into the branch: merged, the approval no longer covers its head; conflicted,
+                # the merge waits in the worktree for the implementing agent (posture conflict)
+                state = item_state(project, ledger, item_id).state
+                conflicted = state == State.APPROVED
+                continue
+            if state not in IMPLEMENT_NEXT and state != State.IN_REVIEW:
+                return self._ended(ledger, item_id, "failed", f"the item is {state}")
+        return self._ended(ledger, item_id, "failed", "the loop did not settle")
+
+    def _check(self, ledger: Ledger, item_id: str) -> Driven | bool:
+        """True when a passing check covers the branch head (run now unless one was recorded) or the
+        item has no verify command; False when the failure went back as a round of changes; how
+        the drive ended when the check was interrupted or the round parked the item."""
+        from drover.loop import verify
+
+        gate = verify.check_head(self.project, ledger, item_id, echo=self.echo, cancel=self.cancel,
+                                 progress=self.say)
+        if gate.check is None or not gate.ran:
+            return gate.passed
+        self.event(item_id, verify.describe(gate.check))
+        if gate.passed:
+            return True
+        if gate.check.outcome == "interrupted":
+            return self._ended(ledger, item_id, "failed", "interrupted")
+        try:
+            sent = verify.send_back(self.project, ledger, item_id, gate.check)
+        except Refused as exc:
+            known = item_state(self.project, ledger, item_id)
+            if known.parked:
+                self.event(item_id, str(exc))
+                return self._ended(ledger, item_id, "parked", known.parked_reason, known)
+            raise
+        self.say(f"{sent.lines[0]}; back to the implementer")
+        return False
+
+    def _finish(self, ledger: Ledger, item_id: str) -> Driven | None:
+        """Finish the item; None when a conflict with base went back to the loop instead."""
+        from drover.loop.finish import finish
+
+        try:
+            with self.merge_lock:
+                finished = finish(self.project, ledger, item_id)
+        except git.MergeConflict as exc:
+            if not self.project.config.worktree:
+                reason = str(exc).removeprefix(f"{item_id}: ")
+                return self._ended(ledger, item_id, "approved", NOT_FINISHED + reason)
+            branch = ledger.item_branch(item_id)
+            worktree = git.ensure_worktree(self.project.root, self.project.worktrees_dir / item_id, branch,
+                                           self.project.config.base)
+            conflicts = git.merge_base_into(worktree, self.project.config.base)
+            if conflicts:
+                self.event(item_id, f"merging {self.project.config.base} into {branch} conflicts in "
+                           f"{', '.join(conflicts)}: back to the implementing agent")
+            else:
+                self.event(item_id, f"merged {self.project.config.base} into {branch}: reviewing again")
+            return None
+        except Refused as exc:
+            reason = str(exc).removeprefix(f"{item_id}: ")
+            self.event(item_id, f"{NOT_FINISHED}{reason}")
+            return self._ended(ledger, item_id, "approved", NOT_FINISHED + reason)
+        for line in finished.lines:
+            self.say(line)
+        for problem in finished.problems:
+            self.event(item_id, problem)
+        return self._ended(ledger, item_id, "finished", "; ".join(finished.problems))
+
+    def _ended(self, ledger: Ledger, item_id: str, result: str, note: str, known: ItemState | None = None) -> Driven:
+        """How the item's drive ended; `known` is its state when the caller has just asked for it."""
+        known = known or item_state(self.project, ledger, item_id)
+        return Driven(item_id, result, len(known.rounds), len(known.runs), note,
+                      usage=known.usage, log="" if result in APPROVED else known.log)
+
+
+def needs_requirements_note(known: ItemState) -> str:
+    """Why drive does not take an item whose requirements are still the placeholder, and the way on."""
+    return (f"needs requirements: {known.entry.rel} still holds the placeholder; write them there "
+            f"or run `drover draft {known.id}`")
+
+
+def _ending(result: runs.RunResult) -> str:
+    return f"exited {result.exit_code}" if result.outcome == "exited" else result.outcome
+
+
+def orphans(project: Project) -> list[Driven]:
+    """The items whose run's drover is gone while its agent runs on, as summary rows naming the pid."""
+    found: list[Driven] = []
+    with Ledger(project.ledger_path) as ledger:
+        for run in ledger.unfinished_runs():
+            note = orphan_note(run, project.runs_dir) if run_alive(run) else ""
+            if note and run.item not in {row.item_id for row in found}:
+                known = item_state(project, ledger, run.item)
+                found.append(Driven(run.item, ORPHANED, len(known.rounds), len(known.runs), note))
+    return found
+
+
+def exit_status(results: list[Driven]) -> int:
+    """0 when every item driven was approved (and finished, if asked); 1 otherwise, and when the
+    only items were orphans: drive could do nothing, and something still runs unattended."""
+    driven = [row for row in results if row.result != ORPHANED]
+    if not driven:
+        return 1 if results else 0
+    return 0 if all(row.ok for row in driven) else 1
+
+
+def ready_ids(project: Project, finish: bool = False) -> list[str]:
+    """Items drive takes: the ready ones, and with --finish the approved ones an earlier drive left."""
+    with Ledger(project.ledger_path) as ledger:
+        return [row.entry.id for row in list_items(project, ledger)
+                if is_ready(row) or (finish and row.state == State.APPROVED)]
+
+
+def drive(project: Project, ids: list[str], *, jobs: int = 1, finish: bool = False,
+          say: Callable[[str], None] = print, echo: bool = False, executor: str | None = None,
+          dry_run: bool = False) -> list[Driven]:
+    """Drive the given ids, or every ready item (and, with finish, those that become ready)."""
+    if jobs < 1:
+        raise UsageError("--jobs must be at least 1")
+    if jobs > 1 and not project.config.worktree:
+        raise UsageError("--jobs above 1 needs worktrees: set [run] worktree = true")
+    explicit = bool(ids)
+    if explicit:
+        # an id that names no item is a usage error before anything starts, not a row in the table
+        with Ledger(project.ledger_path) as ledger:
+            for item_id in ids:
+                item_state(project, ledger, item_id)
+    from drover.loop.checks import require_no_errors
+
+    with Ledger(project.ledger_path) as ledger:
+        require_no_errors(project, ledger, "drive")
+    if finish:
+        _require_clean(project)
+    queue = list(dict.fromkeys(ids)) if explicit else ready_ids(project, finish)
+    # given ids speak for themselves (a row each); otherwise the orphans are named here and in the summary
+    orphaned = [] if explicit else orphans(project)
+    runner = open_executor(project, executor)
+    for line in header(project, queue, jobs, finish):
+        say(line)
+    say(f"  executor: {runner.name}: runs go to {runner.where()}")
+    for row in orphaned:
+        say(f"  {row.item_id}: {row.note}")
+    if dry_run:
+        for line in dry_run_lines(project, queue, explicit=explicit, finish=finish, where=runner.where()):
+            say(line)
+        say("--- drover: dry run; nothing was launched or written")
+        return []
+    try:
+        if queue:
+            runner.start()
+        results = _drive_queue(project, queue, explicit, jobs=jobs, finish=finish, say=say, echo=echo,
+                               runner=runner)
+    finally:
+        runner.close()
+    return results + [row for row in orphaned if row.item_id not in {done.item_id for done in results}]
+
+
+def dry_run_lines(project: Project, queue: list[str], *, explicit: bool, finish: bool, where: str) -> list[str]:
+    """What --dry-run says of the work ahead: each item's next step, and the blocked items that
+    follow a dep this drive takes (with --finish, once the dep is finished)."""
+    with Ledger(project.ledger_path) as ledger:
+        rows = {row.entry.id: row for row in list_items(project, ledger)}
+    lines = []
+    for item_id in queue:
+        row = rows.get(item_id)
+        if row is not None and row.state == State.NEEDS_REQUIREMENTS:
+            with Ledger(project.ledger_path) as ledger:
+                lines.append(f"  {item_id}: would be skipped: {needs_requirements_note(item_state(project, ledger, item_id))}")
+        elif row is not None and row.state == State.APPROVED:
+            lines.append(f"  {item_id}: finish would merge it")
+        else:
+            lines.append(f"  {item_id}: implement and review would run on {where}")
+    if explicit:
+        return lines
+    # blocked items whose deps not done are all taken by this drive, or follow one that is
+    taken = set(queue)
+    following: list[tuple[str, list[str]]] = []
+    grew = True
+    while grew:
+        grew = False
+        for item_id, row in rows.items():
+            if item_id in taken or row.state != State.BLOCKED:
+                continue
+            waiting = [dep for dep in row.entry.deps if dep in rows and rows[dep].state != State.DONE]
+            if waiting and all(dep in taken for dep in waiting):
+                taken.add(item_id)
+                following.append((item_id, waiting))
+                grew = True
+    for item_id, waiting in following:
+        deps = ", ".join(waiting)
+        are = "is" if len(waiting) == 1 else "are"
+        if finish:
+            lines.append(f"  {item_id}: blocked on {deps}: follows in this drive once {deps} {are} finished")
+        else:
+            lines.append(f"  {item_id}: blocked on {deps}: waits until {deps} {are} finished "
+                         "(drive --finish would take it next, in the same drive)")
+    return lines
+
+
+def _drive_queue(project: Project, queue: list[str], explicit: bool, *, jobs: int, finish: bool,
+                 say: Callable[[str], None], echo: bool, runner: "Executor") -> list[Driven]:
+    lock = threading.Lock()
+    if echo:
+        say = say_above_status(say)  # on a terminal the jobs' status lines stay below the progress
+
+    def locked_say(line: str) -> None:
+        with lock:
+            say(line)
+
+    driver = Driver(project, finish=finish, say=locked_say, echo=echo, executor=runner)
+    results: list[Driven] = []
+    attempted: set[str] = set()
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        running: dict[Future[Driven], str] = {}
+        while queue or running:
+            while queue and len(running) < jobs:
+                item_id = queue.pop(0)
+                if item_id in attempted:
+                    continue
+                attempted.add(item_id)
+                running[pool.submit(driver.drive_item, item_id)] = item_id
+            if not running:
+                break
+            try:
+                done, _ = wait(running, return_when=FIRST_COMPLETED)
+            except KeyboardInterrupt:
+                driver.cancel.set()
+                wait(running)
+                raise
+            for future in done:
+                running.pop(future)
+                results.append(future.result())
+            if not explicit and finish:
+                # finishing an item can make the items that depend on it ready
+                queue += [item for item in ready_ids(project, finish) if item not in attempted and item not in queue]
+    return results
+
+
+def _require_clean(project: Project) -> None:
+    """drive --finish would spend agent time, then fail every merge: refuse before any launch."""
+    from drover.loop.finish import refuse_dirty
+
+    try:
+        refuse_dirty(project, "first", "; no agent was launched")
+    except Refused as exc:
+        raise Refused.listing(f"drive --finish: {exc}", exc.details) from None
+
+
+def summary(results: list[Driven]) -> list[str]:
+    """The table drive ends with."""
+    if not results:
+        return ["nothing to drive"]
+    lines = table([(row.item_id, row.result, str(row.rounds), str(row.runs), row.note) for row in results],
+                  header=("item", "result", "rounds", "runs", "note"), widths=(0, 10), right=(2, 3))
+    for row in results:
+        if row.log:
+            lines.append(f"{row.item_id}: log {row.log}")
+    spent = [(row.item_id, usage_text(row.usage or {})) for row in results]
+    if any(text for _, text in spent):
+        lines += [f"{item_id}: {text}" for item_id, text in spent if text]
+        lines.append(f"total: {usage_text(usage_total([row.usage or {} for row in results]))}")
+    approved = sum(row.approved for row in results)
+    driven = sum(row.result != ORPHANED for row in results)
+    lines.append(f"{approved} of {driven} approved")
+    return lines

@@ -1,0 +1,207 @@
+"""`drover finish`: the refusals, the local merge into base, the dispositions, done."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from drover import git
+from drover.errors import Refused
+from drover.ledger.db import Ledger
+from drover.ledger.ownfiles import shown_paths, state_paths, steering_paths
+from drover.ledger.project import STATE_DIR, Project
+from drover.ledger.writes import actor
+from drover.ledger.itemstate import item_state
+from drover.ledger.status import State, approval_current
+from drover.trackers import open_tracker
+from drover.trackers.base import TrackerUnavailable
+
+
+@dataclass(frozen=True)
+class Finished:
+    lines: tuple[str, ...]
+    problems: tuple[str, ...] = ()
+
+
+def newest_dispositions(ledger: Ledger, item_id: str) -> dict[int, dict[str, Any]]:
+    """The judgment in force per issue: the newest disposition recorded for it."""
+    return ledger.newest_dispositions(item_id)
+
+
+def finish(project: Project, ledger: Ledger, item_id: str, *, allow_drover_files: bool = False) -> Finished:
+    """Refuse while anything is outstanding; merge the approved commit locally (never a push); mark done.
+
+    `allow_drover_files`: the operator accepts a branch that changes drover.toml, a prompt
+    override file or item files (never one that writes under .drover/).
+    """
+    item = project.require_item(item_id)
+    row = ledger.item_row(item_id)
+    judged = newest_dispositions(ledger, item_id)
+    if item.outstanding:
+        raise Refused(f"{item_id} has outstanding changes in {project.relpath(item.path)}: "
+                      "clear them (a review audit or `drover close-changes`) before finishing")
+    if not row.get("done"):
+        _require_approval(project, ledger, item_id)
+    undisposed = [number for number in item.closes if number not in judged]
+    if undisposed:
+        listed = ", ".join(f"#{n}" for n in undisposed)
+        raise Refused(f"{item_id} closes {listed} with no disposition: "
+                      f"`drover dispose {item_id} ISSUE --as close|comment|keep` first")
+    lines = []
+    if not row.get("done"):
+        branch = ledger.item_branch(item_id)
+        if not branch or not git.branch_exists(project.root, branch):
+            raise Refused(f"{item_id} has no branch to merge (no implementing run made one)")
+        approved = _require_covered(project, ledger, item_id, branch)
+        _require_own_files_kept(project, item_id, branch, approved, allow_drover_files)
+        _require_check(project, ledger, item_id, approved)
+        refuse_dirty(project, "before finishing")
+        worktree = project.worktrees_dir / item_id
+        if worktree.exists():
+            git.remove_worktree(project.root, worktree)
+        # the commit the approval covers, by its id: no ref named like the branch can stand in
+        sha = git.merge(project.root, branch, project.config.base,
+                        f"drover: merge {item_id}: {item.title}", commit=approved)
+        with ledger.write():
+            ledger.mark_done(item_id)
+            ledger.log_event("finish", item_id, actor(project, ledger), branch=branch, merge=sha, merged=approved)
+        lines.append(f"{item_id}: merged {branch} into {project.config.base} ({sha[:12]}); done. Nothing was pushed.")
+    problems = _apply_dispositions(project, ledger, item_id, judged, lines)
+    if not lines and not problems:
+        lines.append(f"{item_id} is already done; every disposition is applied: nothing to do")
+    return Finished(tuple(lines), tuple(problems))
+
+
+def _require_approval(project: Project, ledger: Ledger, item_id: str) -> None:
+    """Refuse unless an approving audit is newer than the newest round."""
+    activity = ledger.activity_for(item_id)
+    if not approval_current(activity):
+        raise Refused(f"{item_id}: no review approved it")
+
+
+def _require_covered(project: Project, ledger: Ledger, item_id: str, branch: str) -> str:
+    """The commit the approval covers; Refused unless the branch has something to merge and is at
+    that commit, in the state list and show report as approved (no live or unfinished implementing
+    run after it)."""
+    base = project.config.base
+    if git.ahead_of(project.root, branch, base) == 0:
+        raise Refused(f"{item_id}: nothing to merge: {branch} has no commits beyond {base}")
+    activity = ledger.activity_for(item_id)
+    head = git.head_of(project.root, branch)
+    covered = activity.get("approval_head") or ""
+    if not covered:
+        raise Refused(f"{item_id}: the approval records no commit it covers (review again)")
+    if covered != head:
+        since = git.count_commits(project.root, covered, head)
+        if since is None:
+            raise Refused(f"{item_id}: {branch} was rewritten since the approval at {covered[:7]} (review again)")
+        raise Refused(f"{item_id}: {since} commit{'s' if since != 1 else ''} since the approval at "
+                      f"{covered[:7]} (review again)")
+    shown = item_state(project, ledger, item_id)
+    if shown.state != State.APPROVED:
+        why = f" ({shown.reason})" if shown.reason else ""
+        raise Refused(f"{item_id} is {shown.state}{why}, not approved")
+    return covered
+
+
+def _require_own_files_kept(project: Project, item_id: str, branch: str, commit: str, allowed: bool) -> None:
+    """Refuse a branch that would bring drover's state, or (unless `allowed`) what steers it.
+
+    A path counts where the merge would change it: the diff from where the branch left base to
+    `commit`. A steering file whose text at `commit` is the text in this checkout already
+    (drover's own item edits, committed on the branch with `worktree = false`) brings nothing.
+    """
+    changed = git.changed_paths(project.root, project.config.base, commit)
+    state = state_paths(changed)
+    if state:
+        raise Refused(f"{item_id}: {branch} changes drover's own state ({shown_paths(state)}): nothing "
+                      f"under {STATE_DIR}/ is merged from a branch, --allow-drover-files or not; "
+                      f"take those commits off {branch} and review again")
+    steering = steering_paths(project, changed)
+    if steering and not allowed:
+        brought = _differing(project, commit, steering)
+        if brought:
+            raise Refused(f"{item_id}: {branch} changes drover's own files ({shown_paths(brought)}): "
+                          f"read those changes, then `drover finish {item_id} --allow-drover-files` to merge them")
+
+
+def _differing(project: Project, commit: str, paths: list[str]) -> list[str]:
+    """Those of `paths` whose content at `commit` is not the content in the checkout (either may lack it)."""
+    committed = git.blobs_at(project.root, commit, paths)
+    here = git.blobs_on_disk(project.root, paths)
+    return [path for path in paths if committed.get(path) != here.get(path)]
+
+
+def _require_check(project: Project, ledger: Ledger, item_id: str, commit: str) -> None:
+    """Refuse unless a passing check of the verify command covers `commit`, the approved head that
+    merges (none is needed when the item's verify command is empty; verify.py)."""
+    from drover.loop.verify import require_check
+
+    require_check(project, ledger, item_id, commit)
+
+
+def dirty_blockers(project: Project) -> list[tuple[str, bool]]:
+    """Uncommitted paths that would stop a finish (drover's own item edits do not), each with
+    whether it is untracked."""
+    return [(path, untracked) for path, untracked in git.dirty_entries(project.root) if not _tolerated(project, path)]
+
+
+def refuse_dirty(project: Project, when: str, after: str = "") -> None:
+    """Refuse (exit 1) while the checkout has changes a merge would trip on: the changed files
+    named (commit or stash them), the untracked ones summed up by top folder (ignore them)."""
+    dirty = dirty_blockers(project)
+    if not dirty:
+        return
+    changed = [path for path, untracked in dirty if not untracked]
+    loose: dict[str, int] = {}  # untracked: a top folder (with its count of files) or a file at the top
+    for path, untracked in dirty:
+        if untracked:
+            top = path.split("/", 1)[0] + "/" if "/" in path else path
+            loose[top] = loose.get(top, 0) + 1
+    details = [f"{path} (changed)" for path in changed[:MAX_NAMED]]
+    if len(changed) > MAX_NAMED:
+        details.append(f"... and {len(changed) - MAX_NAMED} more changed")
+    details += [f"{top} (untracked, {count} file{'s' if count != 1 else ''})" if top.endswith("/")
+                else f"{top} (untracked)" for top, count in list(loose.items())[:MAX_NAMED]]
+    if len(loose) > MAX_NAMED:
+        details.append(f"... and {len(loose) - MAX_NAMED} more untracked")
+    fixes = []
+    if changed:
+        fixes.append("commit or stash the changes")
+    if loose:
+        fixes.append("add the untracked paths to .gitignore (or commit them)")
+    what = " and ".join(word for word, there in (("uncommitted changes", changed), ("untracked files", loose)) if there)
+    raise Refused.listing(f"the checkout at {project.root} has {what}: {' and '.join(fixes)} {when}{after}:", details)
+
+
+MAX_NAMED = 10  # paths (or untracked top folders) a dirty-checkout refusal names
+
+
+def _tolerated(project: Project, path: str) -> bool:
+    """drover's own uncommitted edits to item files do not block a finish."""
+    items = project.config.items.rstrip("/") + "/"
+    return path.startswith(items) or path.startswith(".drover/")
+
+
+def _apply_dispositions(project: Project, ledger: Ledger, item_id: str, judged: dict[int, dict[str, Any]],
+                        lines: list[str]) -> list[str]:
+    """Write each judgment to the tracker once; a failure is reported and retried by the next finish."""
+    pending = [row for row in judged.values() if not row["applied"] and row["disposition"] != "keep"]
+    if not pending:
+        return []
+    tracker = open_tracker(project.config.tracker, project.root)
+    if not tracker.writes_back:
+        # no tracker to write to: the judgment stays in the ledger, and saying so once is enough
+        for row in pending:
+            ledger.set_applied(row["id"], f"recorded only ([tracker] backend = \"{project.config.tracker.backend}\")")
+            lines.append(f"#{row['issue']}: {row['disposition']} recorded; no tracker to write it to")
+        return []
+    problems = []
+    for row in pending:
+        try:
+            applied = tracker.apply(row["issue"], row["disposition"], row["note"] or "")
+        except TrackerUnavailable as exc:
+            problems.append(f"#{row['issue']}: not applied ({exc.reason}); run `drover finish {item_id}` again to retry")
+            continue
+        ledger.set_applied(row["id"], applied or row["disposition"])
+        lines.append(f"#{row['issue']}: {applied or row['disposition']}")
+    return problems

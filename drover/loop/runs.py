@@ -1,0 +1,346 @@
+"""run, review and draft: prepare a launch (pure), then execute it (branch, worktree, ledger, agent).
+
+`prepare` computes everything a launch needs and writes nothing, which is what --dry-run
+prints; `execute` does the work and records it.
+"""
+from __future__ import annotations
+
+import os
+import secrets
+import shlex
+import threading
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable, Sequence
+
+from drover.agents import launch as agents
+from drover import git
+from drover.prompts import data as template_data
+from drover import prompts as templates
+from drover.config import AgentConfig
+from drover.errors import DroverError, Refused, TemplateError, UsageError
+from drover.ledger.db import Ledger
+from drover.ledger.project import Project
+from drover.agents.procs import attached, process_start, run_alive
+from drover.ledger.rows import NewRun, Run
+from drover.ledger.status import State
+
+from drover.vocabulary import SLOTS as LAUNCH_SLOTS
+
+if TYPE_CHECKING:
+    from drover.executors import Executor
+
+
+@dataclass(frozen=True)
+class Launch:
+    """Everything one agent launch needs; computing it changes nothing."""
+
+    item_id: str
+    slot: str
+    run_id: str
+    agent: AgentConfig
+    argv: tuple[str, ...]
+    prompt_via: str
+    prompt: str
+    provenance: templates.Provenance
+    warnings: tuple[str, ...]
+    branch: str
+    workdir: Path
+    worktree: Path | None
+    run_dir: Path
+    env_add: dict[str, str] = field(default_factory=dict)
+    binary_missing: str = ""
+    root_refusal: str = ""
+    stream: str = ""  # the structured output the agent prints (drover/agents/usage.py), "" for plain text
+
+    @property
+    def prompt_path(self) -> Path:
+        return self.run_dir / "prompt.md"
+
+    @property
+    def log_path(self) -> Path:
+        return self.run_dir / "agent.log"
+
+
+@dataclass(frozen=True)
+class RunResult:
+    run_id: str
+    exit_code: int | None
+    outcome: str
+    elapsed: float
+    log_path: Path
+    notes: tuple[str, ...] = ()
+
+
+def new_run_id(item_id: str, slot: str) -> str:
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S")
+    # 8 random hex digits: runs of one item's slot started in the same second stay apart
+    return f"{stamp}-{item_id}-{slot}-{secrets.token_hex(4)}"
+
+
+def live_run(runs: Sequence[Run]) -> Run | None:
+    """The run of `runs` whose process is still alive, if any."""
+    for run in runs:
+        if run_alive(run):
+            return run
+    return None
+
+
+def require_valid_branch(item_id: str, branch: str) -> str:
+    """The branch name `[run] branch` rendered, refused unless git accepts it as a branch name."""
+    if not git.valid_branch_name(branch):
+        raise TemplateError(f"[run] branch renders {branch!r} for {item_id}, which is not a valid git branch name",
+                            path="drover.toml")
+    return branch
+
+
+def prepare(project: Project, ledger: Ledger, item_id: str, slot: str, *,
+            explicit_template: str | None = None) -> Launch:
+    """Render the prompt and work out argv, environment, branch and directory. Writes nothing."""
+    if slot not in LAUNCH_SLOTS:
+        raise UsageError(f"unknown slot {slot!r}: expected one of {', '.join(LAUNCH_SLOTS)}")
+    # the item and its rows are read once here, for the refusals and then for the template data
+    record = template_data.ItemRecord.read(project, ledger, item_id, slot)
+    row = record.row
+    if row.get("done"):
+        raise Refused(f"{item_id} is done; nothing to {slot}")
+    if row.get("parked"):
+        raise Refused(f"{item_id} is parked ({row.get('parked_reason') or 'no reason given'}): `drover unpark {item_id}` first")
+    running = live_run(record.runs)
+    if running:
+        raise Refused(f"{item_id} already has a live run {running.id} (pid {running.pid})")
+    if slot == "review":
+        _refuse_unfinished_work(record)
+    data = template_data.build(project, ledger, item_id, slot, record=record)
+    branch = data.Branch
+    if slot != "draft":
+        require_valid_branch(item_id, branch)
+    rendered = templates.render(slot, data, root=project.root, config=project.config, explicit=explicit_template)
+    agent = project.config.agent_for(slot)
+    run_id = new_run_id(item_id, slot)
+    run_dir = project.runs_dir / run_id
+    if slot == "draft" or not project.config.worktree:
+        worktree, workdir = None, project.root
+    else:
+        worktree = project.worktrees_dir / item_id
+        workdir = worktree
+    argv, via = agents.agent_argv(agent, run_dir / "prompt.md")
+    env_add = agents.agent_env(item_id=item_id, slot=slot, run_id=run_id, prompt_file=run_dir / "prompt.md",
+                               repo=project.root, workdir=workdir, base=project.config.base,
+                               branch=branch if slot != "draft" else "", round_number=data.Rounds,
+                               posture=data.Posture, verify=data.VerifyCommand)
+    env_add.update(agents.sandbox_env(agent))
+    return Launch(
+        item_id=item_id, slot=slot, run_id=run_id, agent=agent, argv=tuple(argv), prompt_via=via,
+        prompt=rendered.text, provenance=rendered.provenance, warnings=tuple(rendered.warnings),
+        branch=branch if slot != "draft" else "", workdir=workdir, worktree=worktree, run_dir=run_dir,
+        env_add=env_add, binary_missing=agents.binary_missing(agent), root_refusal=agents.root_refusal(agent),
+        stream=agents.stream_of(agent),
+    )
+
+
+def _refuse_unfinished_work(record: template_data.ItemRecord) -> None:
+    """A review judges finished work: after an interrupted or failed implementing run, resume first."""
+    from drover.ledger.status import unfinished_work
+
+    item_id = record.item.id
+    trouble, why = unfinished_work(record.runs, record.audits)
+    if trouble:
+        raise Refused(f"{item_id} is {trouble} ({why}): resume it with `drover run {item_id}` before a review")
+
+
+def describe(project: Project, launch: Launch) -> list[str]:
+    """What --dry-run prints after the prompt: argv, environment additions, branch, directory."""
+    lines = [f"argv: {shlex.join(launch.argv)}", f"prompt: via {launch.prompt_via}"]
+    lines += [f"env: {key}={value}" for key, value in sorted(launch.env_add.items()) if key != "PATH"]
+    if "PATH" in launch.env_add:
+        lines.append(f"env: PATH={launch.env_add['PATH'].split(os.pathsep)[0]}{os.pathsep}...")
+    lines.append(f"branch: {launch.branch or '(none: drafts run in the main checkout)'}")
+    where = project.relpath(launch.workdir) if launch.workdir != project.root else "."
+    lines.append(f"directory: {where}" + (" (a worktree, created at launch)" if launch.worktree else ""))
+    lines.append(f"agent: {launch.agent.identity} (timeout {launch.agent.timeout})")
+    if launch.worktree is not None and project.config.setup:
+        lines.append(f"setup: {project.config.setup} (once, in a new worktree, before the agent)")
+    if launch.binary_missing:
+        lines.append(f"note: {launch.binary_missing}; a real launch would stop here")
+    if launch.root_refusal:
+        lines.append(f"note: {launch.root_refusal}; a real launch would stop here")
+    return lines
+
+
+def _say(line: str) -> None:
+    try:
+        print(line, flush=True)
+    except (OSError, ValueError):
+        pass  # a closed screen must not stop the run
+
+
+_WORKTREE_LOCK = threading.Lock()
+
+
+def _ready_workdir(project: Project, launch: Launch) -> None:
+    """The branch and the directory the agent works in: a worktree, or this checkout switched."""
+    base = project.config.base
+    if launch.slot == "draft":
+        return
+    if launch.worktree is not None:
+        # One at a time: ensure_worktree prunes, and a prune during another thread's
+        # `worktree add` removes that worktree's half-written admin folder (drive --jobs N).
+        with _WORKTREE_LOCK:
+            git.ensure_worktree(project.root, launch.worktree, launch.branch, base)
+    else:
+        git.checkout_branch(project.root, launch.branch, base, ignore=[project.config.items + "/"])
+
+
+def execute(project: Project, ledger: Ledger, launch: Launch, *, echo: bool = True,
+            cancel: threading.Event | None = None, progress: Callable[[str], None] | None = None,
+            executor: "Executor | None" = None) -> RunResult:
+    """Create the branch and worktree, save the prompt, record the run, launch, record the end."""
+    if launch.binary_missing:
+        raise UsageError(launch.binary_missing)
+    if launch.root_refusal:
+        raise Refused(launch.root_refusal)
+    _ready_workdir(project, launch)
+    # the commit the run starts from: what a review reviews, what an implementing run builds on
+    head_start = git.head_of(project.root, launch.branch) if launch.branch else ""
+    launch.run_dir.mkdir(parents=True, exist_ok=True)
+    if launch.worktree is not None and project.config.setup:
+        from drover.loop.worktree_setup import run_setup
+
+        run_setup(project.config.setup, launch.worktree, launch.log_path, item_id=launch.item_id,
+                  shown_log=project.relpath(launch.log_path), timeout=launch.agent.timeout_seconds or None)
+    launch.prompt_path.write_text(launch.prompt, encoding="utf-8")
+    provenance = launch.provenance
+    ledger.start_run(NewRun(
+        id=launch.run_id, item=launch.item_id, slot=launch.slot,
+        agent=launch.agent.identity, argv=launch.argv,
+        log_path=project.relpath(launch.log_path), prompt_path=project.relpath(launch.prompt_path),
+        branch=launch.branch, worktree=project.relpath(launch.worktree) if launch.worktree else "",
+        requested_source=provenance.requested, resolved_source=provenance.resolved,
+        base_hashes=dict(provenance.base_hashes), template_sha256=provenance.template_sha256,
+        prompt_sha256=provenance.prompt_sha256,
+        head_start=head_start, head=head_start if launch.slot == "review" else "",
+    ))
+    ledger.log_event(launch.slot, launch.item_id, launch.agent.identity, run=launch.run_id)
+    from drover.executors import open_executor
+
+    runner: Executor = executor or open_executor(project, "local")
+    # held until the end is recorded: a live agent whose lock is free is an orphan (procs.attached)
+    with attached(launch.run_dir):
+        try:
+            handle = runner.submit(project, ledger, launch, echo=echo,
+                                   on_start=lambda pid: ledger.set_run_pid(launch.run_id, pid, process_start(pid)),
+                                   progress=progress if progress is not None else _say)
+            result = handle.collect(cancel)
+        except DroverError:
+            ledger.finish_run(launch.run_id, None, "failed to start")
+            raise
+        except OSError as exc:
+            ledger.finish_run(launch.run_id, None, "failed to start")
+            raise UsageError(f"{launch.agent.identity}: could not start {launch.argv[0]}: {exc.strerror}") from None
+        if (launch.run_dir / STOPPED).exists():
+            result = replace(result, outcome="interrupted", reason=STOPPED_REASON)
+        ledger.set_run_node(launch.run_id, result.node, result.reason)
+        if result.usage is not None:
+            ledger.record_usage(launch.run_id, result.usage)
+        # an implementing run's head is where it left the branch; a review's stays the one it reviewed
+        head = git.head_of(project.root, launch.branch) if launch.slot == "implement" and launch.branch else None
+        ledger.finish_run(launch.run_id, result.exit_code, result.outcome, head)
+    return RunResult(launch.run_id, result.exit_code, result.outcome, result.elapsed, launch.log_path, result.notes)
+
+
+# `drover stop` leaves this file in the run's folder, so the drover attached to it records the
+# end as interrupted (an agent ended by a signal would otherwise read as failed).
+STOPPED = "stopped"
+STOPPED_REASON = "stopped by `drover stop`"
+
+
+def stop(project: Project, ledger: Ledger, item_id: str) -> list[str]:
+    """End the item's live runs (`drover stop`): each one's process group and marked processes.
+
+    An orphan's end is recorded here (interrupted); a run whose drover is attached is recorded
+    by that drover, which this waits for.
+    """
+    import time
+
+    from drover.agents.procs import drover_attached, end_orphan
+
+    project.require_item(item_id)
+    live = [run for run in ledger.runs(item_id) if run_alive(run)]
+    if not live:
+        raise Refused(f"{item_id} has no live run: nothing to stop")
+    lines = []
+    for run in live:
+        assert run.pid is not None  # run_alive
+        run_dir = project.runs_dir / run.id
+        orphan = not drover_attached(run_dir)
+        run_dir.mkdir(parents=True, exist_ok=True)
+        (run_dir / STOPPED).write_text(f"{STOPPED_REASON} at {datetime.now(timezone.utc).isoformat()}\n")
+        end_orphan(run.pid, run.id, agents.GRACE_SECONDS)
+        if orphan:
+            with open(run_dir / "agent.log", "ab") as log:
+                log.write(f"\n[drover] {STOPPED_REASON}: its drover was gone; ended the agent's processes\n".encode())
+            head = git.head_of(project.root, run.branch) if run.slot == "implement" and run.branch else None
+            ledger.set_run_node(run.id, run.node or "local", f"{STOPPED_REASON} (its drover was gone)")
+            ledger.finish_run(run.id, None, "interrupted", head)
+            ledger.log_event("stop", item_id, run=run.id, pid=run.pid, orphaned=True)
+            lines.append(f"{item_id}: stopped orphaned run {run.id} (agent pid {run.pid}); recorded as interrupted")
+            continue
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            ended = ledger.run(run.id)
+            if ended is None or ended.finished is not None:
+                break
+            time.sleep(0.1)
+        ledger.log_event("stop", item_id, run=run.id, pid=run.pid, orphaned=False)
+        lines.append(f"{item_id}: stopped run {run.id} (agent pid {run.pid}); its drover recorded the end")
+    return lines
+
+
+NO_VERDICT = "the review recorded no verdict (neither request-changes nor an approving audit)"
+NO_VERDICT_SHORT = "no verdict"
+
+
+def review_verdict(ledger: Ledger, run_id: str) -> str:
+    """What a review run recorded since it started: "changes requested", "approved", "parked", or "" (none).
+
+    `drover review` and `drive` both judge a review by this right after it ends, so they say
+    the same thing.
+    """
+    run = ledger.run(run_id)
+    if run is None:
+        return ""
+    item_id, started = run.item, run.started
+    if any(started <= (row.at or "") for row in ledger.rounds(item_id)):
+        return State.CHANGES_REQUESTED
+    if any(started <= (row.at or "") and row.opens for row in ledger.audits(item_id)):
+        return State.APPROVED
+    row = ledger.item_row(item_id)
+    if row.get("parked") and started <= (row.get("parked_at") or ""):
+        return State.PARKED
+    return ""
+
+
+def describe_verdict(project: Project, ledger: Ledger, run_id: str) -> str:
+    """What a review run decided, for people: `changes requested (3 findings)`, `approved (reviewed by
+    reviewer)`, `parked (why)`, or `no verdict`. `drive`'s progress and `drover review` say it so."""
+    verdict = review_verdict(ledger, run_id)
+    run = ledger.run(run_id)
+    if not verdict or run is None:
+        return NO_VERDICT_SHORT
+    if verdict == State.CHANGES_REQUESTED:
+        from drover.items.file import Unreadable, count_findings, read_item
+
+        try:
+            count = count_findings(read_item(project.item_path(run.item), project.config.prefix).changes)
+        except Unreadable:
+            return str(verdict)
+        return f"{verdict} ({count} finding{'' if count == 1 else 's'})"
+    if verdict == State.APPROVED:
+        approving = [row for row in ledger.audits(run.item)
+                     if run.started <= (row.at or "") and row.level in ("reviewed", "verified")]
+        best = approving[-1]
+        return f"{verdict} ({best.level} by {best.by or 'nobody named'})"
+    reason = ledger.item_row(run.item).get("parked_reason") or ""
+    return f"{verdict} ({reason})" if reason else str(verdict)

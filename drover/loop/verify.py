@@ -1,0 +1,248 @@
+"""drover's own check: the item's verify command run on the head that would merge, with base merged in.
+
+The check runs in a scratch worktree on a detached HEAD at the branch head (`git worktree add
+--detach`), where base is merged in (`git merge --no-ff`): the merge is a commit no branch
+points at, so the branch never moves, and the worktree goes when the check ends. A merge that
+conflicts is a failed check that says so. The command is the operator's own line from
+drover.toml (`make test && make migrate-check`), so it runs through `/bin/sh -c`, like
+`[run] setup`; in its own process group, with the implementing agent's timeout, ended on
+Ctrl-C. Each check is a `checks` row (rows.Check); its whole output stays in
+`.drover/runs/<check-id>/check.log`. An item whose verify command is empty has nothing to run:
+nothing runs before its merge (docs/verify.md).
+"""
+from __future__ import annotations
+
+import re
+import threading
+import time
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable
+
+from drover.agents import launch as agents
+from drover import git
+from drover.prompts.data import verify_command
+from drover.errors import GitError, Refused
+from drover.ledger.db import Ledger, now
+from drover.ledger.project import Project
+from drover.ledger.rows import Check
+
+if TYPE_CHECKING:
+    from drover.ledger.writes import Outcome
+
+TAIL_LINES = 40
+TAIL_BYTES = 4096
+LOG_NAME = "check.log"
+CHECKER = "drover verify"  # the `by` of a round a failed check sends back
+SHELL = "/bin/sh"
+
+
+def command_for(project: Project, item_id: str) -> str:
+    """The item's verify command (SPEC 9.5), as the prompts name it; "" when it has none."""
+    return verify_command(project.config.verify, project.require_item(item_id).meta).strip()
+
+
+def passing_check(ledger: Ledger, item_id: str, head: str) -> Check | None:
+    """The newest passing check of exactly `head`, if any."""
+    passed = [check for check in ledger.checks(item_id, head) if check.passed] if head else []
+    return passed[-1] if passed else None
+
+
+def describe(check: Check) -> str:
+    """`check passed (make test, 1.2s)`: what progress lines and `verify` say of a check."""
+    if check.passed:
+        return f"check passed ({check.command}, {check.duration:.1f}s)"
+    return f"check failed ({check.command}, {_how(check)}, {check.duration:.1f}s)"
+
+
+def _how(check: Check) -> str:
+    return f"exit {check.exit_status}" if check.outcome == "exited" else check.outcome
+
+
+def run_check(project: Project, ledger: Ledger, item_id: str, *, echo: bool = False,
+              cancel: threading.Event | None = None, progress: Callable[[str], None] | None = None) -> Check | None:
+    """Run the item's verify command on its branch head with base merged in, record the check and
+    return it; None when the verify command is empty (nothing to run)."""
+    from drover.loop.runs import _WORKTREE_LOCK, new_run_id
+
+    command = command_for(project, item_id)
+    if not command:
+        return None
+    branch = ledger.item_branch(item_id)
+    head = git.head_of(project.root, branch)
+    if not head:
+        raise Refused(f"{item_id} has no branch to check (no implementing run made one)")
+    base = project.config.base
+    base_head = git.head_of(project.root, base)
+    if not base_head:
+        raise GitError(f"base branch {base!r} does not exist in {project.root}: check [run] base in drover.toml")
+    check_id = new_run_id(item_id, "check")
+    log_path = project.runs_dir / check_id / LOG_NAME
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    scratch = project.state_dir / "checks" / check_id
+    started, clock = now(), time.monotonic()
+    with open(log_path, "ab") as log:
+        log.write(f"$ {command}    # drover's check of {branch} at {head[:12]} with {base} "
+                  f"({base_head[:12]}) merged in, in {scratch}\n".encode())
+    # one at a time with the agents' worktrees: a prune during another `worktree add` breaks it
+    with _WORKTREE_LOCK:
+        git.add_detached_worktree(project.root, scratch, head)
+    try:
+        exit_status, outcome, tail = _run_in(project, item_id, command, scratch, base_head, log_path,
+                                             echo=echo, cancel=cancel, progress=progress)
+    finally:
+        with _WORKTREE_LOCK:
+            git.remove_worktree(project.root, scratch, force=True)
+    check = Check(id=check_id, item=item_id, head=head, base=base_head, command=command, exit_status=exit_status,
+                  outcome=outcome, started=started, duration=round(time.monotonic() - clock, 3),
+                  tail=tail, log_path=project.relpath(log_path), at=now())
+    ledger.add_check(check)
+    return check
+
+
+def _run_in(project: Project, item_id: str, command: str, scratch: Path, base_head: str, log_path: Path, *,
+            echo: bool, cancel: threading.Event | None,
+            progress: Callable[[str], None] | None) -> tuple[int | None, str, str]:
+    """(exit status, outcome, tail) of the merge and the command in the scratch worktree."""
+    conflicts = git.merge_base_into(scratch, project.config.base, commit=base_head)
+    if conflicts:
+        said = (f"merging {project.config.base} ({base_head[:12]}) into the branch conflicts in "
+                f"{', '.join(conflicts)}")
+        with open(log_path, "ab") as log:
+            log.write(f"# {said}\n".encode())
+        return None, "conflict", said
+    start = log_path.stat().st_size  # the tail is the output's, not drover's header line
+    if project.config.setup:
+        from drover.loop.worktree_setup import SetupFailed, run_setup
+
+        try:
+            run_setup(project.config.setup, scratch, log_path, item_id=item_id, shown_log=project.relpath(log_path),
+                      timeout=_timeout(project))
+        except SetupFailed:
+            return None, "setup failed", tail_of(log_path, start)
+    ended = agents.launch(
+        [SHELL, "-c", command], cwd=scratch, env_add={"DROVER_ITEM": item_id, "DROVER_WORKTREE": str(scratch)},
+        prompt="", prompt_via="file", log_path=log_path, timeout=_timeout(project),
+        label=f"{item_id} check", echo=echo, cancel=cancel, progress=progress,
+        progress_label=f"{item_id}: check ({command})",
+    )
+    return ended.exit_code if ended.outcome == "exited" else None, ended.outcome, tail_of(log_path, start)
+
+
+def _timeout(project: Project) -> float | None:
+    """The implementing agent's timeout: the check runs what the agent was told to run."""
+    return project.config.agent_for("implement").timeout_seconds or None
+
+
+def tail_of(log_path: Path, start: int = 0, lines: int = TAIL_LINES, size: int = TAIL_BYTES) -> str:
+    """The last `lines` lines of the log after byte `start`, at most `size` bytes of them."""
+    try:
+        with open(log_path, "rb") as handle:
+            handle.seek(0, 2)
+            handle.seek(max(start, handle.tell() - size * 4))
+            data = handle.read()
+    except OSError:
+        return ""
+    text = data.decode("utf-8", "replace").rstrip("\n")
+    kept = text.split("\n")[-lines:]
+    while len("\n".join(kept).encode()) > size and len(kept) > 1:
+        kept.pop(0)
+    return "\n".join(kept)[-size:]
+
+
+# --- a failed check goes back to the implementer --------------------------------------------
+
+
+@lru_cache(maxsize=1)
+def _words() -> dict[str, Any]:
+    from drover.config import parse_toml
+    from drover.prompts.resources import builtin_dir
+
+    path = builtin_dir() / "checks.toml"
+    return parse_toml(path, path.read_text(encoding="utf-8"), kind="checks")
+
+
+def _fill(text: str, values: dict[str, str]) -> str:
+    """`{name}` replaced by its value in one pass, so a value's own braces stay as they are."""
+    return re.sub(r"\{([a-z_]+)\}", lambda found: values.get(found.group(1), found.group(0)), text)
+
+
+def findings(project: Project, ledger: Ledger, item_id: str, check: Check) -> str:
+    """The findings a failed check writes into the Changes section (builtin_templates/checks.toml):
+    the command and the end of its output, and the review's findings that were still open."""
+    words = _words()
+    values = {key: str(value) for key, value in check.as_row().items()}
+    values.update(head=check.head[:12], base=f"{project.config.base} ({check.base[:12]})",
+                  log=check.log_path, tail="\n".join("    " + line for line in (check.tail or "(no output)").split("\n")))
+    values["ending"] = _fill(words["ending"].get(check.outcome, check.outcome), values)
+    text = _fill(words["findings"], values).strip("\n") + "\n"
+    still_open = _still_open(project, ledger, item_id)
+    if still_open:
+        text += "\n" + _fill(words["still_open"], {"changes": still_open}).strip("\n") + "\n"
+    return text
+
+
+def _still_open(project: Project, ledger: Ledger, item_id: str) -> str:
+    """The review findings the Changes section still holds: the whole section, or when a check wrote
+    it, only the review findings that check carried (the new check's own replace its)."""
+    item = project.require_item(item_id)
+    changes = item.changes.strip("\n")
+    if not item.outstanding or not changes.strip():
+        return ""
+    rounds = ledger.rounds(item_id)
+    if not rounds or rounds[-1].by != CHECKER:
+        return changes
+    from drover.items.file import headline
+
+    marker = headline(_words()["still_open"])
+    lines = changes.split("\n")
+    at = next((number for number, line in enumerate(lines) if headline(line) == marker), None)
+    return "" if at is None else "\n".join(lines[at + 1:]).strip("\n")
+
+
+def send_back(project: Project, ledger: Ledger, item_id: str, check: Check) -> "Outcome":
+    """A failed check as a round of changes, through request-changes: it counts against
+    `max_rounds`, and past the cap it is refused and the item parked (Refused)."""
+    from drover.ledger.writes import request_changes
+
+    return request_changes(project, ledger, item_id, findings(project, ledger, item_id, check), by=CHECKER,
+                           log=check.log_path)
+
+
+@dataclass(frozen=True)
+class Gate:
+    """What the check before a review or a finish found: `check` is None when the item has no
+    verify command; `ran` when it ran now (else a passing check of the head was there)."""
+
+    check: Check | None
+    ran: bool
+
+    @property
+    def passed(self) -> bool:
+        return self.check is None or self.check.passed
+
+
+def check_head(project: Project, ledger: Ledger, item_id: str, *, echo: bool = False,
+               cancel: threading.Event | None = None,
+               progress: Callable[[str], None] | None = None) -> Gate:
+    """A passing check of the branch's head, run now unless one is recorded."""
+    if not command_for(project, item_id):
+        return Gate(None, False)
+    head = git.head_of(project.root, ledger.item_branch(item_id))
+    found = passing_check(ledger, item_id, head)
+    if found is not None:
+        return Gate(found, False)
+    return Gate(run_check(project, ledger, item_id, echo=echo, cancel=cancel, progress=progress), True)
+
+
+def require_check(project: Project, ledger: Ledger, item_id: str, head: str) -> None:
+    """Refuse unless a passing check covers `head`, the commit that merges (none is needed when the
+    item's verify command is empty: nothing runs before its merge)."""
+    command = command_for(project, item_id)
+    if not command or passing_check(ledger, item_id, head) is not None:
+        return
+    checks = ledger.checks(item_id, head)
+    said = f"its last check failed: {checks[-1].command}, {_how(checks[-1])}" if checks else "it was never checked"
+    raise Refused(f"{item_id}: no passing check covers {head[:7]}, the commit that would merge ({said}): "
+                  f"`drover verify {item_id}` runs `{command}` on it")

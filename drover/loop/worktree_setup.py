@@ -1,0 +1,55 @@
+"""`[run] setup`: a command run once in each new worktree before its first agent.
+
+A fresh worktree has the code but none of what the code needs (a virtualenv, node_modules);
+worse, an editable install made in the main checkout makes the worktree's tests import the
+main checkout's code. The setup command (`uv sync`, `npm ci`, `pip install -e .`) runs in the
+worktree itself, so the agent's verify command tests the branch it is on.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+from drover import git
+from drover.errors import DroverError
+
+MARKER = "drover-setup-done"
+
+
+class SetupFailed(DroverError):
+    """The setup command exited non-zero or could not run (exit 1: the item stops)."""
+
+    exit_code = 1
+
+
+def run_setup(command: str, worktree: Path, log_path: Path, *, item_id: str, shown_log: str,
+              timeout: float | None = None) -> bool:
+    """Run `command` in `worktree` unless it already ran there; True when it ran now.
+
+    Its output goes to `log_path` (the run's log, which the agent then appends to). The marker
+    lives in the worktree's private git folder, so a worktree removed and made again runs it again.
+    """
+    if not command.strip():
+        return False
+    marker = git.private_dir(worktree) / MARKER
+    if marker.exists():
+        return False
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ, DROVER_ITEM=item_id, DROVER_WORKTREE=str(worktree))
+    with open(log_path, "ab") as log:
+        log.write(f"$ {command}    # [run] setup, in {worktree}\n".encode())
+        log.flush()
+        # the operator's own command line, like a Makefile recipe: through the shell
+        try:
+            done = subprocess.run(["/bin/sh", "-c", command], cwd=worktree, env=env, stdin=subprocess.DEVNULL,
+                                  stdout=log, stderr=subprocess.STDOUT, timeout=timeout, check=False)
+            status = f"exit {done.returncode}"
+            failed = done.returncode != 0
+        except subprocess.TimeoutExpired:
+            status, failed = "timed out", True
+        log.write(f"# [run] setup ended: {status}\n".encode())
+    if failed:
+        raise SetupFailed(f"{item_id}: worktree setup failed ({status}); log: {shown_log}")
+    marker.write_text(command + "\n", encoding="utf-8")
+    return True

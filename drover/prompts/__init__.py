@@ -1,0 +1,60 @@
+"""The prompt templates, split by concept (docs/architecture.md); this package re-exports the API.
+
+- env.py: the one Jinja environment, slots, block parsing and base hashes
+- limits.py: render time, size and output limits
+- gosyntax.py: Go template syntax recognised and translated
+- overrides.py: override files, staleness, resolution of a slot's source
+- fieldcheck.py: the static field check
+- render.py: rendering a slot, the branch template, guidance diff
+- check.py: `drover check` for templates, the `--diff` views, `schema --prompts`
+- history.py: the shipped history of every default (`python -m drover.prompts.history --record`)
+- update.py: `drover override` and the three-way merge of `--update`
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from drover.errors import Finding
+from drover.cli.views import use_color
+from drover.vocabulary import BRANCH_SLOT, SLOTS
+
+if TYPE_CHECKING:
+    from drover.prompts.fieldcheck import STANDARD_KEYS, field_problems, key_problems, unknown_field_error
+    from drover.prompts.check import check_templates, diff_stale, diff_unified, sample_data, schema_prompts, stale_overrides
+from drover.prompts.env import BUILTIN_FOLDER, base_hash, builtin_blocks, builtin_display, builtin_name, builtin_source, default_hash, environment, find_blocks
+from drover.prompts.overrides import INLINE, REPO_TEMPLATES_ENV, Override, OverrideBlock, parse_override, repo_path, repo_templates_enabled
+from drover.prompts.render import Provenance, Rendered, branch_source, guidance_diff, launch_warnings, render, render_branch
+
+# history.py is loaded on first use, so `python -m drover.prompts.history` runs it fresh; check.py
+# (`drover check`, the --diff views, `schema --prompts`) and fieldcheck.py (the static field walk of
+# a template other than the shipped ones) too, so a prompt on the shipped templates loads neither.
+_HISTORY_NAMES = frozenset({"HISTORY_FILE", "current_defaults", "history_path", "load_history", "missing_history",
+                            "record_history"})
+_CHECK_NAMES = frozenset({"check_templates", "diff_stale", "diff_unified", "sample_data", "schema_prompts",
+                          "stale_overrides"})
+_FIELDCHECK_NAMES = frozenset({"STANDARD_KEYS", "field_problems", "key_problems", "unknown_field_error"})
+
+
+def __getattr__(name: str) -> Any:
+    import importlib
+
+    if name == "history":
+        return importlib.import_module(".history", __name__)
+    if name in _HISTORY_NAMES:
+        return getattr(importlib.import_module(".history", __name__), name)
+    if name in _CHECK_NAMES:
+        return getattr(importlib.import_module(".check", __name__), name)
+    if name in _FIELDCHECK_NAMES:
+        return getattr(importlib.import_module(".fieldcheck", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__all__ = [
+    "BRANCH_SLOT", "BUILTIN_FOLDER", "HISTORY_FILE", "INLINE", "REPO_TEMPLATES_ENV", "SLOTS", "STANDARD_KEYS",
+    "Finding", "Override", "OverrideBlock", "Provenance", "Rendered",
+    "base_hash", "branch_source", "builtin_blocks", "builtin_display", "builtin_name", "builtin_source", "check_templates",
+    "current_defaults", "default_hash", "diff_stale", "diff_unified", "environment", "field_problems", "find_blocks",
+    "guidance_diff", "history_path", "key_problems", "launch_warnings", "load_history", "missing_history",
+    "parse_override", "record_history", "render", "render_branch", "repo_path", "repo_templates_enabled",
+    "sample_data", "schema_prompts", "stale_overrides", "unknown_field_error", "use_color",
+]

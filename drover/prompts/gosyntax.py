@@ -1,0 +1,55 @@
+"""Recognise Go text/template syntax and say how drover writes the same thing.
+
+Many users arrive from Go-templated tools (and older drover manuals); a Jinja parse error about
+`define` would not tell them what to write instead.
+"""
+from __future__ import annotations
+
+import re
+
+from drover.errors import TemplateError
+
+_ACTION = re.compile(r"\{\{-?\s*(?P<body>.*?)\s*-?\}\}", re.DOTALL)
+_DEFINE = re.compile(r'(?:define|block)\s+"(?P<name>[^"]*)"')
+_STATEMENT = re.compile(r"(?P<word>if|range|with|else|template)\b\s*(?P<rest>.*)", re.DOTALL)
+_CALL = re.compile(r'(?P<name>Is|Get)\s+(?P<arg>"[^"]*")')
+_DOT_FIELD = re.compile(r"(?<![\w\])])\.(?P<field>[A-Z]\w*)")
+
+
+def _drover_form(body: str) -> str | None:
+    """The drover form of one Go action, or None when the action is not Go syntax."""
+    if body.startswith("/*"):
+        inner = body.strip("/* ").strip()
+        return f"drover comments are written <# {inner} #>"
+    match = _DEFINE.match(body)
+    if match:
+        name = match.group("name") or "NAME"
+        return f"drover blocks are written <% block {name} %> ... <% endblock %>"
+    if body == "end":
+        return "drover closes a statement with <% endif %>, <% endfor %> or <% endblock %>"
+    match = _STATEMENT.match(body)
+    if match and (match.group("word") != "else" or not match.group("rest")):
+        word = {"range": "for", "with": "if", "template": "include"}.get(match.group("word"), match.group("word"))
+        rest = _DOT_FIELD.sub(r"\g<field>", match.group("rest")).strip()
+        rest = _CALL.sub(r"\g<name>(\g<arg>)", rest)
+        if word == "else":
+            return "drover statements are written <% else %>"
+        if word == "for":
+            rest = f"x in {rest}"
+        end = {"if": "<% endif %>", "for": "<% endfor %>"}.get(word, "")
+        return f"drover statements are written <% {word} {rest} %>" + (f" ... {end}" if end else "")
+    match = _DOT_FIELD.search(body)
+    if match and body.lstrip().startswith("."):
+        written = _DOT_FIELD.sub(r"\g<field>", body)
+        return f"drover fields are written {{{{ {written} }}}} (no leading dot)"
+    return None
+
+
+def go_syntax_error(text: str, display: str) -> TemplateError | None:
+    """One line for the first action written in Go template syntax, or None."""
+    for match in _ACTION.finditer(text):
+        form = _drover_form(match.group("body"))
+        if form:
+            line = text.count("\n", 0, match.start()) + 1
+            return TemplateError(f"{form} (this looks like Go template syntax)", path=display, line=line)
+    return None

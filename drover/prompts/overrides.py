@@ -1,0 +1,239 @@
+"""Override files: parsing them into blocks, base hashes they record, staleness, and resolution.
+
+An override file holds `<% block NAME %>...<% endblock %>` definitions that replace the same-named
+blocks of a slot's built-in; text outside every block makes it a whole-template replacement.
+"""
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from jinja2 import nodes
+
+from dataclasses import dataclass
+from drover.config import Config
+from drover.errors import TemplateError
+from drover.prompts.env import builtin_blocks, builtin_display, builtin_name, builtin_source, check_slot, default_hash, find_blocks, nearest, parse
+
+REPO_TEMPLATES_ENV = "DROVER_REPO_TEMPLATES"
+INLINE = "--template"
+
+# A block that renders `{{ super() }}` keeps the default's lines as shipped: an addition, never stale.
+_SUPER = re.compile(r"\{\{-?\s*super\(\)\s*-?\}\}")
+_BASE_COMMENT = re.compile(r"\s*<#-?\s*drover-base:\s*(?P<hash>[0-9A-Za-z]*)\s*-?#>")
+
+@dataclass(frozen=True)
+class OverrideBlock:
+    """A block an override file defines, and the base hash it recorded (None: none recorded)."""
+
+    name: str
+    line: int
+    source: str
+    base: str | None
+
+
+@dataclass(frozen=True)
+class Override:
+    """A parsed override file: either named blocks for the built-in, or a whole template."""
+
+    slot: str
+    display: str
+    text: str
+    whole: bool
+    blocks: tuple[OverrideBlock, ...] = ()
+
+    def replacements(self) -> list[OverrideBlock]:
+        """The blocks that replace a default (the others are additions)."""
+        defaults = builtin_blocks(self.slot)
+        return [block for block in self.blocks
+                if defaults.get(block.name, "").strip() and not _SUPER.search(block.source)]
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where a slot's template text comes from."""
+
+    requested: str
+    resolved: str
+    display: str
+    text: str | None  # None: the built-in alone
+    warnings: tuple[str, ...] = ()
+
+
+
+def compose(slot: str, override: Override) -> str:
+    """The built-in text with the override's blocks written in: the template a render used."""
+    source = builtin_source(slot)
+    replaced = {block.name: block.source for block in override.blocks}
+    spans = [block for block in find_blocks(source) if block.name in replaced]
+    for block in sorted(spans, key=lambda b: b.start, reverse=True):
+        source = source[: block.start] + replaced[block.name] + source[block.end :]
+    return source
+
+
+def _only_blocks(tree: nodes.Template) -> bool:
+    """True when the file holds nothing but blocks, comments and blank lines."""
+    for node in tree.body:
+        if isinstance(node, nodes.Block):
+            continue
+        if isinstance(node, nodes.Output) and all(
+            isinstance(part, nodes.TemplateData) and not part.data.strip() for part in node.nodes
+        ):
+            continue
+        return False
+    return True
+
+
+
+
+def override_problems(text: str, slot: str, display: str) -> tuple[Override | None, list[TemplateError]]:
+    """Parse an override file; return it with every problem found (unknown, duplicate blocks)."""
+    from drover.prompts.gosyntax import go_syntax_error  # here: only an override's text is checked for Go syntax
+
+    go = go_syntax_error(text, display)
+    if go is not None:
+        return None, [go]
+    try:
+        tree = parse(text, display)
+    except TemplateError as exc:
+        return None, [exc]
+    if not _only_blocks(tree):
+        return Override(slot, display, text, whole=True), []
+    known = builtin_blocks(slot)
+    problems: list[TemplateError] = []
+    seen: dict[str, int] = {}
+    blocks = []
+    for block in find_blocks(text):
+        if block.name in seen:
+            problems.append(TemplateError(
+                f"duplicate block {block.name} in the {slot} override (first defined on line {seen[block.name]})",
+                path=display, line=block.line,
+            ))
+            continue
+        seen[block.name] = block.line
+        if block.name not in known:
+            problems.append(TemplateError(
+                f"unknown block {block.name} in the {slot} override (did you mean "
+                f"{nearest(block.name, known)}?); {slot} blocks: {', '.join(known)}",
+                path=display, line=block.line,
+            ))
+            continue
+        match = _BASE_COMMENT.match(block.source)
+        base = match.group("hash").lower() if match else None
+        blocks.append(OverrideBlock(block.name, block.line, block.source, base))
+    return Override(slot, display, text, whole=False, blocks=tuple(blocks)), problems
+
+
+_TRAILING_TAG = re.compile(r"(?:<%(?P<trim>-?)[^%]*?%>|<#-?[^#]*?#>)[ \t]*$", re.DOTALL)
+_NEWLINE_EXPR = '{{ "\\n" }}'  # adds a newline without adding a source line, so line numbers hold
+
+
+def _ends_a_line(source: str) -> bool:
+    """Whether a block's content, as rendered, ends with a newline (trailing tags render nothing)."""
+    text = source
+    while True:
+        match = _TRAILING_TAG.search(text)
+        if not match:
+            break
+        text = text[: match.start()]
+        if match.group("trim"):
+            text = text.rstrip()
+    text = text.rstrip(" \t")
+    return not text.strip() or text.endswith("\n")
+
+
+def unended_blocks(text: str) -> list[OverrideBlock]:
+    """Blocks whose last line has no newline: written inline, they would glue onto the next line."""
+    return [OverrideBlock(block.name, block.line, block.source, None)
+            for block in find_blocks(text) if not _ends_a_line(block.source)]
+
+
+def whole_lines(text: str) -> str:
+    """The override with every block ending its last line, as the built-in's own lines do."""
+    for block in sorted(find_blocks(text), key=lambda b: b.end, reverse=True):
+        if not _ends_a_line(block.source):
+            text = text[: block.end] + _NEWLINE_EXPR + text[block.end :]
+    return text
+
+
+def parse_override(text: str, slot: str, display: str) -> Override:
+    """Parse an override file, raising the first problem as a TemplateError."""
+    override, problems = override_problems(text, slot, display)
+    if problems:
+        raise problems[0]
+    assert override is not None
+    return override
+
+
+def stale_blocks(override: Override) -> list[tuple[OverrideBlock, str]]:
+    """(block, today's hash) for each replacement whose recorded base is not today's default."""
+    stale = []
+    for block in override.replacements():
+        today = default_hash(override.slot, block.name)
+        if block.base != today:
+            stale.append((block, today))
+    return stale
+
+
+def override_warnings(override: Override) -> list[str]:
+    if override.whole:
+        return [f"WHOLE TEMPLATE {override.slot} in {override.display}"]
+    return [f"STALE OVERRIDE {override.slot}/{block.name} in {override.display}" for block, _ in stale_blocks(override)]
+
+
+
+
+def repo_templates_enabled() -> bool:
+    """False when DROVER_REPO_TEMPLATES=0: the repository is not trusted to supply templates."""
+    return os.environ.get(REPO_TEMPLATES_ENV, "1").strip().lower() not in ("0", "false", "no", "off")
+
+
+def repo_path(root: Path, written: str) -> Path:
+    """A template path relative to the repository root, refused when it resolves outside it."""
+    candidate = Path(written)
+    full = candidate if candidate.is_absolute() else root / candidate
+    real = full.resolve()
+    if not real.is_relative_to(Path(root).resolve()):
+        raise TemplateError("refused: the template path resolves outside the repository", path=written)
+    return real
+
+
+def read_repo_file(root: Path, written: str) -> str:
+    path = repo_path(root, written)
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise TemplateError(f"cannot read the template: {exc.strerror}", path=written) from None
+    except UnicodeDecodeError:
+        raise TemplateError("cannot read the template: not UTF-8 text", path=written) from None
+
+
+def resolve(slot: str, root: Path, config: Config, explicit: str | None) -> Source:
+    """The template source for a slot: explicit, then the [prompts] file, then the built-in."""
+    check_slot(slot)
+    trusted = repo_templates_enabled()
+    warnings: list[str] = []
+    requested: str | None = None
+    if explicit is not None:
+        if not explicit.startswith("@"):
+            return Source("inline", "inline", INLINE, explicit)
+        requested = explicit
+        if trusted:
+            written = explicit[1:]
+            return Source(requested, explicit, written, read_repo_file(root, written))
+        warnings.append(
+            f"{REPO_TEMPLATES_ENV}=0: ignoring --template {explicit} (a repository file); using the built-in {slot} template"
+        )
+    written = config.prompts.get(slot, "")
+    if written:
+        requested = requested or f"prompts:{written}"
+        if trusted:
+            return Source(requested, f"prompts:{written}", written, read_repo_file(root, written))
+        warnings.append(
+            f"{REPO_TEMPLATES_ENV}=0: ignoring [prompts] {slot} = {written}; using the built-in {slot} template"
+        )
+    builtin = f"builtin:{builtin_name(slot)}"
+    return Source(requested or builtin, builtin, builtin_display(slot), None, tuple(warnings))
+
+
