@@ -17,10 +17,9 @@ from dataclasses import dataclass
 from drover.errors import ConfigError, did_you_mean
 from drover.agents.presets import PRESETS
 from drover.trackers import BACKENDS
-from drover.vocabulary import EXECUTORS, PREFIX_PATTERN, SLOTS
+from drover.vocabulary import CONFIG_FILE as CONFIG_FILE, EXECUTORS, PREFIX_PATTERN, SLOTS
 from drover.vocabulary import GUIDANCE_LEVELS as GUIDANCE_LEVELS  # data.py reads it from here
 
-CONFIG_FILE = "drover.toml"
 # [verify] is an open table of key -> command string; `default` always exists.
 VERIFY_DEFAULT = {"default": "make test"}
 
@@ -426,12 +425,3 @@ def _keep_toml(path: Path, text: str, data: dict[str, Any], kind: str) -> None:
 def _line_of(message: str) -> int | None:
     match = re.search(r"at line (\d+)", message)
     return int(match.group(1)) if match else None
-
-
-def default_config_text(base: str = "main", verify: dict[str, str] | None = None,
-                        notes: dict[tuple[str, str], str] | None = None) -> str:
-    """The commented drover.toml `drover init` writes, every key at its default (base and the
-    verify commands as given); `notes`: comments for keys, by (table, key), in place of their meaning."""
-    from drover.cli.config_text import render_config
-
-    return render_config(KEYS, VERIFY_DEFAULT if verify is None else verify, base=base, notes=notes or {})

@@ -52,3 +52,6 @@ DISPOSITIONS = ("close", "comment", "keep")
 
 # Where agent runs execute (`[run] executor`, `drive --executor`); drover/executors/ has one module each.
 EXECUTORS = ("local", "ray")
+
+# The project's configuration file, at the root of the main checkout.
+CONFIG_FILE = "drover.toml"

@@ -9,7 +9,8 @@ import pytest
 from click.testing import CliRunner
 
 from drover.cli.main import cli
-from drover.config import SCHEMA, Config, default_config_text, load_config, parse_config, parse_duration
+from drover.cli.config_text import default_config_text
+from drover.config import SCHEMA, Config, load_config, parse_config, parse_duration
 from drover.errors import ConfigError
 from drover.agents.presets import PRESETS
 from drover.trackers import BACKENDS

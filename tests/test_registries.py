@@ -16,7 +16,8 @@ import pytest
 
 from drover.agents import launch as agents, presets
 from drover import trackers
-from drover.config import default_config_text, parse_config
+from drover.cli.config_text import default_config_text
+from drover.config import parse_config
 from drover.errors import ConfigError
 from drover.ledger.db import Ledger
 from drover.agents.presets import PROMPT_FILE, Preset

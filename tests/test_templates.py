@@ -14,6 +14,7 @@ import pytest
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from drover import prompts as templates
+from drover.cli.views import use_color
 from drover.config import Config, load_config
 from drover.prompts.data import FIELD_NAMES, Dep, TemplateData
 from drover.errors import DroverError, TemplateError
@@ -502,14 +503,14 @@ class _Stream(io.StringIO):
 
 
 def test_colour_decision(monkeypatch):
-    assert templates.use_color("always", _Stream(False)) is True
-    assert templates.use_color("never", _Stream(True)) is False
-    assert templates.use_color("auto", _Stream(True)) is True
-    assert templates.use_color("auto", _Stream(False)) is False
+    assert use_color("always", _Stream(False)) is True
+    assert use_color("never", _Stream(True)) is False
+    assert use_color("auto", _Stream(True)) is True
+    assert use_color("auto", _Stream(False)) is False
     monkeypatch.setenv("NO_COLOR", "1")
-    assert templates.use_color("auto", _Stream(True)) is False
+    assert use_color("auto", _Stream(True)) is False
     with pytest.raises(DroverError):
-        templates.use_color("sometimes", _Stream(True))
+        use_color("sometimes", _Stream(True))
 
 
 # ---------------------------------------------------------------------------- history

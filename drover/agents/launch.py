@@ -4,19 +4,20 @@ from __future__ import annotations
 import itertools
 import os
 import select
-import shlex
 import shutil
 import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Callable, Mapping, TextIO
 
-from drover.config import CONFIG_FILE, AgentConfig
-from drover.errors import ConfigError
-from drover.agents.presets import PRESETS, PROMPT_FILE, PROMPT_TEXT, Preset
+# argv and environment from an [agent] table are presets.py's; read through this module too
+from drover.agents.presets import PRESETS as PRESETS, PROMPT_FILE as PROMPT_FILE, PROMPT_TEXT, Preset as Preset
+from drover.agents.presets import agent_argv as agent_argv, binary_missing as binary_missing
+from drover.agents.presets import resolve_agent as resolve_agent, root_refusal as root_refusal
+from drover.agents.presets import sandbox_env as sandbox_env, stream_of as stream_of
 from drover.agents.usage import StreamReader, Usage
 # pid_alive, process_start and run_alive are read through this module too (runs.py, status.py, tests)
 from drover.agents.procs import become_subreaper, end_run_processes
@@ -36,87 +37,6 @@ class LaunchResult:
     outcome: str
     elapsed: float
     usage: Usage | None = None  # what the run cost, when the agent's output is a known stream
-
-
-def resolve_agent(agent: AgentConfig) -> Preset:
-    """The preset an [agent] table names, with `command` (if set) replacing its argv."""
-    try:
-        preset = PRESETS[agent.preset]
-    except KeyError:
-        raise ConfigError(f"{CONFIG_FILE}: [agent] preset: expected one of {', '.join(PRESETS)}, "
-                          f"not {agent.preset!r}") from None
-    if not agent.command.strip():
-        if not preset.argv:
-            raise ConfigError(f"{CONFIG_FILE}: [agent] command: the {preset.name} preset runs this command, "
-                              "and it is empty")
-        return preset
-    try:
-        words = tuple(shlex.split(agent.command))
-    except ValueError as exc:
-        raise ConfigError(f"{CONFIG_FILE}: [agent] command: {exc}") from None
-    # A command says how it wants the prompt by naming a placeholder; otherwise stdin.
-    if any(PROMPT_TEXT in word for word in words):
-        via = "arg"
-    elif any(PROMPT_FILE in word for word in words):
-        via = "file"
-    else:
-        via = "stdin"
-    return replace(preset, argv=words, prompt_via=via, binary=words[0])
-
-
-def agent_argv(agent: AgentConfig, prompt_file: Path) -> tuple[list[str], str]:
-    """The argv to run (prompt file filled in) and how the prompt travels: stdin, file or arg."""
-    preset = resolve_agent(agent)
-    argv = [word.replace(PROMPT_FILE, str(prompt_file)) for word in preset.argv]
-    return argv, preset.prompt_via
-
-
-def _installed(binary: str, cwd: Path | None) -> bool:
-    if os.sep in binary and not os.path.isabs(binary):
-        # A relative path is looked up from the agent's directory, known only at launch.
-        return cwd is None or os.access(Path(cwd) / binary, os.X_OK)
-    return shutil.which(binary) is not None
-
-
-def binary_missing(agent: AgentConfig, *, cwd: Path | None = None) -> str:
-    """"" when the agent's program can be found; else one line saying what to install."""
-    preset = resolve_agent(agent)
-    if _installed(preset.binary, cwd):
-        return ""
-    own = PRESETS[agent.preset]
-    if preset.binary == own.binary and own.install_hint:
-        return f"{own.name} is not installed: {own.install_hint}"
-    return f"{preset.binary} (from [agent] command) is not installed or not on PATH"
-
-
-def stream_of(agent: AgentConfig) -> str:
-    """The structured output the agent prints: the preset's own argv asks for it; a command does not."""
-    return PRESETS[agent.preset].stream if not agent.command.strip() else ""
-
-
-def sandbox_env(agent: AgentConfig) -> dict[str, str]:
-    """What the preset adds when `[agent] sandboxed = true` says the machine is a sandbox."""
-    return dict(PRESETS[agent.preset].sandbox_env) if agent.sandboxed else {}
-
-
-def root_refusal(agent: AgentConfig, *, uid: int | None = None, environ: Mapping[str, str] | None = None) -> str:
-    """One line when the agent's CLI will refuse to start for this user (uid 0), with the fixes; else ""."""
-    own = PRESETS[agent.preset]
-    uid = os.geteuid() if uid is None else uid
-    environ = os.environ if environ is None else environ
-    if uid != 0 or not own.root_refuses or agent.sandboxed:
-        return ""
-    needed = dict(own.sandbox_env)
-    if needed and all(environ.get(key) == value for key, value in needed.items()):
-        return ""  # the operator exported the CLI's own sandbox switch
-    argv = resolve_agent(agent).argv
-    refused = [word for word in argv[1:] if word in own.root_refuses]
-    if not argv or os.path.basename(argv[0]) != own.binary or not refused:
-        return ""  # a command of its own without the refused mode
-    switch = " ".join(f"{key}={value}" for key, value in needed.items())
-    return (f"{own.name} refuses {refused[0]} as root: if this machine is a sandbox set "
-            f"[agent] sandboxed = true (drover then passes {switch}), or run drover as another user, "
-            f"or set [agent] command to a narrower permission mode")
 
 
 def drover_bin_dir() -> Path | None:

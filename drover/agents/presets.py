@@ -4,8 +4,16 @@ Adding a preset is one entry here and its test in tests/test_agents.py.
 """
 from __future__ import annotations
 
+import os
+import shlex
+import shutil
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Mapping, Protocol
+
+from drover.errors import ConfigError
+from drover.vocabulary import CONFIG_FILE
 
 # Placeholders an argv word may hold; agents.agent_argv / agents.launch fill them in.
 PROMPT_FILE = "{prompt_file}"
@@ -56,3 +64,95 @@ PRESETS: dict[str, Preset] = {
         Preset("script", (), "stdin", "", ""),
     )
 }
+
+
+class AgentSettings(Protocol):
+    """What this module reads of an [agent] table (drover.config.AgentConfig has it)."""
+
+    @property
+    def preset(self) -> str: ...
+    @property
+    def command(self) -> str: ...
+    @property
+    def sandboxed(self) -> bool: ...
+
+
+def resolve_agent(agent: AgentSettings) -> Preset:
+    """The preset an [agent] table names, with `command` (if set) replacing its argv."""
+    try:
+        preset = PRESETS[agent.preset]
+    except KeyError:
+        raise ConfigError(f"{CONFIG_FILE}: [agent] preset: expected one of {', '.join(PRESETS)}, "
+                          f"not {agent.preset!r}") from None
+    if not agent.command.strip():
+        if not preset.argv:
+            raise ConfigError(f"{CONFIG_FILE}: [agent] command: the {preset.name} preset runs this command, "
+                              "and it is empty")
+        return preset
+    try:
+        words = tuple(shlex.split(agent.command))
+    except ValueError as exc:
+        raise ConfigError(f"{CONFIG_FILE}: [agent] command: {exc}") from None
+    # A command says how it wants the prompt by naming a placeholder; otherwise stdin.
+    if any(PROMPT_TEXT in word for word in words):
+        via = "arg"
+    elif any(PROMPT_FILE in word for word in words):
+        via = "file"
+    else:
+        via = "stdin"
+    return replace(preset, argv=words, prompt_via=via, binary=words[0])
+
+
+def agent_argv(agent: AgentSettings, prompt_file: Path) -> tuple[list[str], str]:
+    """The argv to run (prompt file filled in) and how the prompt travels: stdin, file or arg."""
+    preset = resolve_agent(agent)
+    argv = [word.replace(PROMPT_FILE, str(prompt_file)) for word in preset.argv]
+    return argv, preset.prompt_via
+
+
+def _installed(binary: str, cwd: Path | None) -> bool:
+    if os.sep in binary and not os.path.isabs(binary):
+        # A relative path is looked up from the agent's directory, known only at launch.
+        return cwd is None or os.access(Path(cwd) / binary, os.X_OK)
+    return shutil.which(binary) is not None
+
+
+def binary_missing(agent: AgentSettings, *, cwd: Path | None = None) -> str:
+    """"" when the agent's program can be found; else one line saying what to install."""
+    preset = resolve_agent(agent)
+    if _installed(preset.binary, cwd):
+        return ""
+    own = PRESETS[agent.preset]
+    if preset.binary == own.binary and own.install_hint:
+        return f"{own.name} is not installed: {own.install_hint}"
+    return f"{preset.binary} (from [agent] command) is not installed or not on PATH"
+
+
+def stream_of(agent: AgentSettings) -> str:
+    """The structured output the agent prints: the preset's own argv asks for it; a command does not."""
+    return PRESETS[agent.preset].stream if not agent.command.strip() else ""
+
+
+def sandbox_env(agent: AgentSettings) -> dict[str, str]:
+    """What the preset adds when `[agent] sandboxed = true` says the machine is a sandbox."""
+    return dict(PRESETS[agent.preset].sandbox_env) if agent.sandboxed else {}
+
+
+def root_refusal(agent: AgentSettings, *, uid: int | None = None, environ: Mapping[str, str] | None = None) -> str:
+    """One line when the agent's CLI will refuse to start for this user (uid 0), with the fixes; else ""."""
+    own = PRESETS[agent.preset]
+    uid = os.geteuid() if uid is None else uid
+    environ = os.environ if environ is None else environ
+    if uid != 0 or not own.root_refuses or agent.sandboxed:
+        return ""
+    needed = dict(own.sandbox_env)
+    if needed and all(environ.get(key) == value for key, value in needed.items()):
+        return ""  # the operator exported the CLI's own sandbox switch
+    argv = resolve_agent(agent).argv
+    refused = [word for word in argv[1:] if word in own.root_refuses]
+    if not argv or os.path.basename(argv[0]) != own.binary or not refused:
+        return ""  # a command of its own without the refused mode
+    switch = " ".join(f"{key}={value}" for key, value in needed.items())
+    return (f"{own.name} refuses {refused[0]} as root: if this machine is a sandbox set "
+            f"[agent] sandboxed = true (drover then passes {switch}), or run drover as another user, "
+            f"or set [agent] command to a narrower permission mode")

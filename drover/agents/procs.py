@@ -14,14 +14,26 @@ import sys
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING, Iterator, Protocol
 
 if TYPE_CHECKING:
     import subprocess
 
-    from drover.ledger.rows import Run
 
 PR_SET_CHILD_SUBREAPER = 36
+
+
+class RunProcess(Protocol):
+    """What this module reads of a ledger run (drover.ledger.rows.Run has it)."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def pid(self) -> int | None: ...
+    @property
+    def pid_start(self) -> str | None: ...
+    @property
+    def finished(self) -> str | None: ...
 
 
 def _stat_fields(pid: int | str) -> list[str] | None:
@@ -80,7 +92,7 @@ def parent_of(pid: int) -> int:
     return int(fields[1]) if fields else 0
 
 
-def run_alive(run: "Run") -> bool:
+def run_alive(run: RunProcess) -> bool:
     """An unfinished run whose agent is still that same process (a reused pid is not it)."""
     if run.finished or run.pid is None or not pid_alive(run.pid):
         return False
@@ -129,7 +141,7 @@ def drover_attached(run_dir: Path) -> bool:
     return False
 
 
-def run_orphaned(run: "Run", runs_dir: Path) -> bool:
+def run_orphaned(run: RunProcess, runs_dir: Path) -> bool:
     """A live run (run_alive) whose drover is gone: its agent runs on with nobody to record its end."""
     return run_alive(run) and not drover_attached(runs_dir / run.id)
 

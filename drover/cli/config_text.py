@@ -5,10 +5,9 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from drover.config import KeyInfo
+from drover.config import KEYS, VERIFY_DEFAULT, KeyInfo
 
 HEADER = (
     "# drover configuration. Every key below shows its default; delete what you do not change.\n"
@@ -98,7 +97,13 @@ def markdown_table(keys: Mapping[str, Any]) -> str:
 
 if __name__ == "__main__":
     # `python -m drover.cli.config_text`: the tables to paste into docs/configuration.md
-    from drover.config import KEYS
 
     for table_name, table_keys in KEYS.items():
         print(f"## [{table_name}]\n\n{markdown_table(table_keys)}")
+
+
+def default_config_text(base: str = "main", verify: dict[str, str] | None = None,
+                        notes: dict[tuple[str, str], str] | None = None) -> str:
+    """The commented drover.toml `drover init` writes, every key at its default (base and the
+    verify commands as given); `notes`: comments for keys, by (table, key), in place of their meaning."""
+    return render_config(KEYS, VERIFY_DEFAULT if verify is None else verify, base=base, notes=notes or {})

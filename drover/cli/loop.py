@@ -176,7 +176,8 @@ def log_command(item_id: str, run_id: str | None, follow: bool) -> None:
 def drive(item_ids: tuple[str, ...], jobs: int, finish_items: bool, executor: str | None, dry_run: bool,
           as_json: bool) -> None:
     """Implement and review ready items (or the ids given) until approved, parked or failed."""
-    from drover.loop.drive import drive as run_drive, exit_status, summary
+    from drover.cli.views import drive_summary
+    from drover.loop.drive import drive as run_drive, exit_status
     from drover.ledger.project import open_project
 
     project = open_project()
@@ -191,6 +192,6 @@ def drive(item_ids: tuple[str, ...], jobs: int, finish_items: bool, executor: st
         from drover.cli.reports import drive_report
 
         echo_json(drive_report(results))
-    for line in summary(results) if not as_json else ():
+    for line in drive_summary(results) if not as_json else ():
         click.echo(line)
     sys.exit(exit_status(results))

@@ -7,7 +7,8 @@ import tomllib
 from pathlib import Path
 
 from drover import git
-from drover.config import CONFIG_FILE, default_config_text, load_config, parse_config
+from drover.cli.config_text import default_config_text
+from drover.config import CONFIG_FILE, load_config, parse_config
 from drover.errors import UsageError
 from drover.items.file import write_atomic
 from drover.ledger.project import STATE_DIR, check_state, find_root, trusted_stat

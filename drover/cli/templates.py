@@ -38,6 +38,7 @@ def prompt(item_id: str, slot: str | None, guidance: str | None, diff_guidance: 
 def check(diff: bool, diff_format: str, color: str, update: bool, dry_run: bool, as_json: bool) -> None:
     """Check items, deps, config and templates; exit 1 when anything is wrong."""
     from drover import prompts as templates
+    from drover.cli.views import colour_diff, use_color
     from drover.loop.checks import run_check
 
     if update or dry_run:
@@ -53,8 +54,8 @@ def check(diff: bool, diff_format: str, color: str, update: bool, dry_run: bool,
         elif diff:
             # `drover --color X check --diff` means what `check --diff --color X` means
             parent = click.get_current_context().find_root()
-            colored = templates.use_color(color, sys.stdout) if color != "auto" else bool(parent.color)
-            text = templates.diff_stale(project.root, project.config, colored)
+            colored = use_color(color, sys.stdout) if color != "auto" else bool(parent.color)
+            text = templates.diff_stale(project.root, project.config, colour_diff if colored else None)
             if text:
                 # click strips ANSI codes off a pipe unless told the colour was asked for
                 click.echo(text, nl=not text.endswith("\n"), color=colored)

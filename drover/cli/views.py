@@ -10,7 +10,9 @@ from drover.errors import UsageError
 RED, GREEN, BOLD, FAINT, NORMAL, RESET = "\x1b[31m", "\x1b[32m", "\x1b[1m", "\x1b[2m", "\x1b[22m", "\x1b[0m"
 _WORD = re.compile(r"\w+|\s+|[^\w\s]+")
 
-from drover.agents.usage import describe as usage_text
+from drover.agents.usage import describe as usage_text, total as usage_total
+from drover.ledger.status import ORPHANED
+from drover.loop.drive import Driven
 
 
 def render_show(shown: dict[str, Any]) -> str:
@@ -212,3 +214,22 @@ def paint_state(line: str) -> str:
             at = line.index(f"  {state}") + 2
             return line[:at] + click.style(state, fg=colour) + line[at + len(state):]
     return line
+
+
+def drive_summary(results: list[Driven]) -> list[str]:
+    """The table drive ends with."""
+    if not results:
+        return ["nothing to drive"]
+    lines = table([(row.item_id, row.result, str(row.rounds), str(row.runs), row.note) for row in results],
+                  header=("item", "result", "rounds", "runs", "note"), widths=(0, 10), right=(2, 3))
+    for row in results:
+        if row.log:
+            lines.append(f"{row.item_id}: log {row.log}")
+    spent = [(row.item_id, usage_text(row.usage or {})) for row in results]
+    if any(text for _, text in spent):
+        lines += [f"{item_id}: {text}" for item_id, text in spent if text]
+        lines.append(f"total: {usage_text(usage_total([row.usage or {} for row in results]))}")
+    approved = sum(row.approved for row in results)
+    driven = sum(row.result != ORPHANED for row in results)
+    lines.append(f"{approved} of {driven} approved")
+    return lines

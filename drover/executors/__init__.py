@@ -8,18 +8,51 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Protocol
 
+from drover.config import AgentConfig
 from drover.errors import UsageError
+from drover.prompts import Provenance
 from drover.vocabulary import EXECUTORS
 
 if TYPE_CHECKING:
     from drover.config import Config
     from drover.ledger.db import Ledger
     from drover.ledger.project import Project
-    from drover.loop.runs import Launch
 
 NAMES = EXECUTORS
+
+
+@dataclass(frozen=True)
+class Launch:
+    """Everything one agent launch needs; computing it changes nothing."""
+
+    item_id: str
+    slot: str
+    run_id: str
+    agent: AgentConfig
+    argv: tuple[str, ...]
+    prompt_via: str
+    prompt: str
+    provenance: Provenance
+    warnings: tuple[str, ...]
+    branch: str
+    workdir: Path
+    worktree: Path | None
+    run_dir: Path
+    env_add: dict[str, str] = field(default_factory=dict)
+    binary_missing: str = ""
+    root_refusal: str = ""
+    stream: str = ""  # the structured output the agent prints (drover/agents/usage.py), "" for plain text
+
+    @property
+    def prompt_path(self) -> Path:
+        return self.run_dir / "prompt.md"
+
+    @property
+    def log_path(self) -> Path:
+        return self.run_dir / "agent.log"
 
 
 @dataclass(frozen=True)

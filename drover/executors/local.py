@@ -5,12 +5,11 @@ import threading
 from typing import TYPE_CHECKING, Callable, Iterator
 
 from drover.agents import launch as agents
-from drover.executors import Collected
+from drover.executors import Launch, Collected
 
 if TYPE_CHECKING:
     from drover.ledger.db import Ledger
     from drover.ledger.project import Project
-    from drover.loop.runs import Launch
 
 
 class LocalHandle:

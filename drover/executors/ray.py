@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from drover.agents import launch as agents
 from drover import git
-from drover.executors import outbox
+from drover.executors import Launch, outbox
 from drover.errors import DroverError, GitError, UsageError
 from drover.ledger.ownfiles import shown_paths, state_paths
 from drover.ledger.project import STATE_DIR
@@ -28,7 +28,6 @@ from drover.executors.worker import result_problem
 if TYPE_CHECKING:
     from drover.ledger.db import Ledger
     from drover.ledger.project import Project
-    from drover.loop.runs import Launch
 
 INSTALL = "the ray executor needs Ray: pip install 'drover-cli[ray]'"
 # No telemetry leaves the machine: set before Ray is imported anywhere in this process.

@@ -17,8 +17,6 @@ from drover.agents.launch import say_above_status
 from drover.agents.procs import run_alive
 from drover.ledger.status import IMPLEMENT_NEXT, NOT_DRIVEN, ORPHANED, State, orphan_note
 from drover.executors import Executor, open_executor
-from drover.cli.views import table
-from drover.agents.usage import describe as usage_text, total as usage_total
 from drover.vocabulary import SLOTS
 
 APPROVED = ("approved", "finished")
@@ -400,22 +398,3 @@ def _require_clean(project: Project) -> None:
         refuse_dirty(project, "first", "; no agent was launched")
     except Refused as exc:
         raise Refused.listing(f"drive --finish: {exc}", exc.details) from None
-
-
-def summary(results: list[Driven]) -> list[str]:
-    """The table drive ends with."""
-    if not results:
-        return ["nothing to drive"]
-    lines = table([(row.item_id, row.result, str(row.rounds), str(row.runs), row.note) for row in results],
-                  header=("item", "result", "rounds", "runs", "note"), widths=(0, 10), right=(2, 3))
-    for row in results:
-        if row.log:
-            lines.append(f"{row.item_id}: log {row.log}")
-    spent = [(row.item_id, usage_text(row.usage or {})) for row in results]
-    if any(text for _, text in spent):
-        lines += [f"{item_id}: {text}" for item_id, text in spent if text]
-        lines.append(f"total: {usage_text(usage_total([row.usage or {} for row in results]))}")
-    approved = sum(row.approved for row in results)
-    driven = sum(row.result != ORPHANED for row in results)
-    lines.append(f"{approved} of {driven} approved")
-    return lines

@@ -9,16 +9,15 @@ import os
 import secrets
 import shlex
 import threading
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Sequence
+from typing import Callable, Sequence
 
 from drover.agents import launch as agents
 from drover import git
 from drover.prompts import data as template_data
 from drover import prompts as templates
-from drover.config import AgentConfig
 from drover.errors import DroverError, Refused, TemplateError, UsageError
 from drover.ledger.db import Ledger
 from drover.ledger.project import Project
@@ -28,39 +27,7 @@ from drover.ledger.status import State
 
 from drover.vocabulary import SLOTS as LAUNCH_SLOTS
 
-if TYPE_CHECKING:
-    from drover.executors import Executor
-
-
-@dataclass(frozen=True)
-class Launch:
-    """Everything one agent launch needs; computing it changes nothing."""
-
-    item_id: str
-    slot: str
-    run_id: str
-    agent: AgentConfig
-    argv: tuple[str, ...]
-    prompt_via: str
-    prompt: str
-    provenance: templates.Provenance
-    warnings: tuple[str, ...]
-    branch: str
-    workdir: Path
-    worktree: Path | None
-    run_dir: Path
-    env_add: dict[str, str] = field(default_factory=dict)
-    binary_missing: str = ""
-    root_refusal: str = ""
-    stream: str = ""  # the structured output the agent prints (drover/agents/usage.py), "" for plain text
-
-    @property
-    def prompt_path(self) -> Path:
-        return self.run_dir / "prompt.md"
-
-    @property
-    def log_path(self) -> Path:
-        return self.run_dir / "agent.log"
+from drover.executors import Executor, Launch
 
 
 @dataclass(frozen=True)

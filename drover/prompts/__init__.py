@@ -15,7 +15,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from drover.errors import Finding
-from drover.cli.views import use_color
 from drover.vocabulary import BRANCH_SLOT, SLOTS
 
 if TYPE_CHECKING:
@@ -56,5 +55,5 @@ __all__ = [
     "current_defaults", "default_hash", "diff_stale", "diff_unified", "environment", "field_problems", "find_blocks",
     "guidance_diff", "history_path", "key_problems", "launch_warnings", "load_history", "missing_history",
     "parse_override", "record_history", "render", "render_branch", "repo_path", "repo_templates_enabled",
-    "sample_data", "schema_prompts", "stale_overrides", "unknown_field_error", "use_color",
+    "sample_data", "schema_prompts", "stale_overrides", "unknown_field_error",
 ]

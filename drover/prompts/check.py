@@ -3,14 +3,13 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Any, Container
+from typing import Any, Callable, Container
 
 from dataclasses import dataclass
 from drover import git
 from drover.config import Config
 from drover.errors import DroverError, Finding, TemplateError
 from drover.prompts.fields import TemplateData
-from drover.cli.views import colour_diff
 from drover.vocabulary import SLOTS
 from drover.prompts.env import base_hash, builtin_blocks, compile_template, normalise
 from drover.prompts.fieldcheck import field_problems, key_problems
@@ -164,8 +163,9 @@ def diff_lines(old: str, new: str) -> list[str]:
     return [line for line in difflib.ndiff(old.splitlines(), new.splitlines()) if not line.startswith("? ")]
 
 
-def diff_stale(root: Path, config: Config, color: bool) -> str:
-    """For each stale replacement, the change from the default it recorded to today's."""
+def diff_stale(root: Path, config: Config, paint: Callable[[list[str]], list[str]] | None = None) -> str:
+    """For each stale replacement, the change from the default it recorded to today's; `paint`
+    colours a diff's lines for a terminal (the CLI's)."""
     out: list[str] = []
     for _, stale_list in stale_overrides(root, config):
         for stale in stale_list:
@@ -176,7 +176,7 @@ def diff_stale(root: Path, config: Config, color: bool) -> str:
             out.append(f"--- {stale.block.base} (the override's base)")
             out.append(f"+++ {stale.today_hash} (today's default)")
             lines = diff_lines(stale.base_text, stale.today_text)
-            out.extend(colour_diff(lines) if color else lines)
+            out.extend(paint(lines) if paint else lines)
     return "".join(line + "\n" for line in out)
 
 

@@ -9,7 +9,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Sequence
 
 from dataclasses import dataclass
-from drover.prompts.fields import FIELD_NAMES, AuditNote, Check, Commit, Dep, Destination, FollowUp, Origin, OwnedIssue, Recent, Resolution, Round, Sibling, TemplateData, field_schema
+from drover.prompts.fields import FIELD_NAMES, AuditNote, Check, Commit, Dep, Destination, FollowUp, Origin, OwnedIssue, Recent, Resolution, Round, Sibling, TemplateData, field_schema  # noqa: F401 - FIELD_NAMES, field_schema, Commit, Recent are read through this module too
 from drover.items.file import CHANGES_HEADING, origin_of, truthy
 from drover.vocabulary import TEMPLATE_SLOTS as SLOTS
 

@@ -7,16 +7,12 @@ against it, and nothing else asks a backend's name (docs/architecture.md).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from drover.vocabulary import DISPOSITIONS
-from drover.trackers.base import Issue, Tracker, TrackerUnavailable, owners_in
+from drover.trackers.base import Issue, Tracker, TrackerUnavailable, owners_in, TrackerSettings
 from drover.trackers.file import FileTracker
 from drover.trackers.github import GitHubTracker
 from drover.trackers.none import NoTracker
-
-if TYPE_CHECKING:
-    from drover.config import TrackerConfig
 
 __all__ = ["BACKENDS", "DISPOSITIONS", "Issue", "Tracker", "TrackerUnavailable", "open_tracker", "owners_in"]
 
@@ -24,7 +20,7 @@ __all__ = ["BACKENDS", "DISPOSITIONS", "Issue", "Tracker", "TrackerUnavailable",
 BACKENDS: dict[str, type[Tracker]] = {backend.name: backend for backend in (NoTracker, FileTracker, GitHubTracker)}
 
 
-def open_tracker(config: TrackerConfig, root: Path) -> Tracker:
+def open_tracker(config: TrackerSettings, root: Path) -> Tracker:
     """The backend `[tracker] backend` names, rooted at the main checkout."""
     # config.py accepts only the names in BACKENDS, so a KeyError here is a bug, not a user error
     return BACKENDS[config.backend].from_config(config, root)

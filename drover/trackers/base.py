@@ -3,14 +3,24 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterable, Protocol, Sequence
+from typing import Iterable, Protocol, Sequence
 
 from dataclasses import dataclass
 from drover.errors import DroverError
 from drover.vocabulary import ANY_ID_PATTERN, DISPOSITIONS
 
-if TYPE_CHECKING:
-    from drover.config import TrackerConfig
+class TrackerSettings(Protocol):
+    """What a backend reads of the [tracker] table (drover.config.TrackerConfig has it)."""
+
+    @property
+    def backend(self) -> str: ...
+    @property
+    def repo(self) -> str: ...
+    @property
+    def follow_up_label(self) -> str: ...
+    @property
+    def register(self) -> str: ...
+
 
 # An item id as a tracker row may name it; the tracker cannot know the project's prefix.
 ITEM_ID = re.compile(ANY_ID_PATTERN)
@@ -57,7 +67,7 @@ class Tracker(Protocol):
     reads_issues: bool  # whether `new --issue N` can make an item from one of its rows (`intake`)
 
     @classmethod
-    def from_config(cls, config: TrackerConfig, root: Path) -> Tracker:
+    def from_config(cls, config: TrackerSettings, root: Path) -> Tracker:
         """The backend as `[tracker]` configures it, rooted at the main checkout."""
         ...
 

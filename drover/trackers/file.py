@@ -13,12 +13,9 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Sequence
+from typing import Sequence
 
-from drover.trackers.base import ITEM_ID, Issue, TrackerUnavailable, cannot_apply, check_disposition
-
-if TYPE_CHECKING:
-    from drover.config import TrackerConfig
+from drover.trackers.base import ITEM_ID, Issue, TrackerUnavailable, cannot_apply, check_disposition, TrackerSettings
 
 ROW_FORMAT = "- <owner id>[, <owner id>...]: <headline>"
 _LIST_ITEM = re.compile(r"^[-*+][ \t]+(.*)$")
@@ -32,7 +29,7 @@ class FileTracker:
     reads_issues = True  # a register row, by its line number
 
     @classmethod
-    def from_config(cls, config: TrackerConfig, root: Path) -> FileTracker:
+    def from_config(cls, config: TrackerSettings, root: Path) -> FileTracker:
         return cls(config.register, root)
 
     def __init__(self, register: str, root: Path):

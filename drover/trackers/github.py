@@ -4,12 +4,9 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import Any, Sequence
 
-from drover.trackers.base import Issue, TrackerUnavailable, check_disposition, owners_in
-
-if TYPE_CHECKING:
-    from drover.config import TrackerConfig
+from drover.trackers.base import Issue, TrackerUnavailable, check_disposition, owners_in, TrackerSettings
 
 GH_TIMEOUT = 30.0  # seconds per gh call; a hung network must not hang a prompt
 LIST_LIMIT = 1000  # gh issue list pages up to this many; reaching it means the list may be cut
@@ -25,7 +22,7 @@ class GitHubTracker:
     reads_issues = True
 
     @classmethod
-    def from_config(cls, config: TrackerConfig, root: Path) -> GitHubTracker:
+    def from_config(cls, config: TrackerSettings, root: Path) -> GitHubTracker:
         return cls(config.repo, config.follow_up_label, root)
 
     def __init__(self, repo: str, follow_up_label: str, root: Path, timeout: float = GH_TIMEOUT):

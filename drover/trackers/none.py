@@ -2,12 +2,9 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Sequence
+from typing import Sequence
 
-from drover.trackers.base import Issue, TrackerUnavailable, cannot_apply, check_disposition
-
-if TYPE_CHECKING:
-    from drover.config import TrackerConfig
+from drover.trackers.base import Issue, TrackerUnavailable, cannot_apply, check_disposition, TrackerSettings
 
 NOT_CONFIGURED = 'no tracker is configured ([tracker] backend = "none")'
 
@@ -18,7 +15,7 @@ class NoTracker:
     reads_issues = False
 
     @classmethod
-    def from_config(cls, config: TrackerConfig, root: Path) -> NoTracker:
+    def from_config(cls, config: TrackerSettings, root: Path) -> NoTracker:
         return cls()
 
     def follow_ups(self, owner_ids: Sequence[str]) -> list[Issue]:
