@@ -70,3 +70,108 @@ def test_no_module_runs_git_but_git_py():
         if rel not in allowed and re.search(r"""["']git["']\s*,""", path.read_text(encoding="utf-8")):
             offenders.append(rel)
     assert not offenders, f"git is run outside git.py in {', '.join(offenders)}"
+
+
+# --- the layers: docs/architecture.md's table, held against every import of the package -------
+
+def _layers() -> dict[str, int]:
+    """Each top-level module or package of drover/ -> its layer, from docs/architecture.md."""
+    layers: dict[str, int] = {}
+    for number, cells in re.findall(r"^\| (\d+) \| ([^|]+) \|", ARCHITECTURE.read_text(encoding="utf-8"), re.M):
+        for path in re.findall(r"`drover/(\w+)(?:\.py|/)`", cells):
+            layers[path] = int(number)
+    return layers
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _imports() -> dict[str, set[str]]:
+    """Every drover module -> the drover modules it imports, wherever in the file (inside functions
+    and `if TYPE_CHECKING:` too: an import the type checker needs is a dependency all the same)."""
+    import ast
+
+    modules = {_module_name(path): path for path in (ROOT / "drover").rglob("*.py")}
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        found: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    parts = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    base = ".".join(parts + ([base] if base else []))
+                targets = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules else base for alias in node.names]
+            else:
+                continue
+            for target in targets:
+                while target and target not in modules:
+                    target = target.rpartition(".")[0]
+                if target.startswith("drover.") and target != name:
+                    found.add(target)
+        graph[name] = found
+    return graph
+
+
+def _unit(module: str) -> str:
+    return module.split(".")[1]
+
+
+def test_every_top_level_module_and_package_has_a_layer():
+    top = {path.stem if path.is_file() else path.name for path in (ROOT / "drover").iterdir()
+           if (path.suffix == ".py" and path.name != "__init__.py") or (path / "__init__.py").exists()}
+    layers = _layers()
+    assert top == set(layers), f"docs/architecture.md's layers: missing {sorted(top - set(layers))}, " \
+                               f"absent {sorted(set(layers) - top)}"
+    assert len(top) <= 12, f"{len(top)} modules and packages at the top of drover/: {sorted(top)}"
+
+
+def test_imports_run_only_downward():
+    layers = _layers()
+    upward = [f"{source} imports {target}" for source, targets in sorted(_imports().items()) for target in sorted(targets)
+              if _unit(source) != _unit(target) and layers[_unit(target)] >= layers[_unit(source)]]
+    assert not upward, "an import runs up or across a layer (docs/architecture.md):\n" + "\n".join(upward)
+
+
+def test_no_import_circle():
+    graph = _imports()
+    done: set[str] = set()
+
+    def circle_from(start: str) -> list[str]:
+        path: list[str] = []
+        on_path: set[str] = set()
+
+        def visit(node: str) -> list[str]:
+            if node in on_path:
+                return path[path.index(node):] + [node]
+            if node in done:
+                return []
+            path.append(node)
+            on_path.add(node)
+            for target in sorted(graph.get(node, ())):
+                found = visit(target)
+                if found:
+                    return found
+            path.pop()
+            on_path.discard(node)
+            done.add(node)
+            return []
+
+        return visit(start)
+
+    for module in sorted(graph):
+        circle = circle_from(module)
+        assert not circle, "import circle: " + " -> ".join(circle)
+
+
+def test_no_module_is_over_500_lines():
+    long = {path.relative_to(ROOT).as_posix(): count for path in (ROOT / "drover").rglob("*.py")
+            if (count := len(path.read_text(encoding="utf-8").splitlines())) > 500}
+    assert not long, f"modules over 500 lines: {long}"

@@ -5,7 +5,7 @@ import threading
 from typing import TYPE_CHECKING, Callable, Iterator
 
 from drover.agents import launch as agents
-from drover.executors import Launch, Collected
+from drover.executors.base import Collected, Launch
 
 if TYPE_CHECKING:
     from drover.ledger.db import Ledger

@@ -18,11 +18,12 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from drover.agents import launch as agents
 from drover import git
-from drover.executors import Launch, outbox
+from drover.executors import outbox
+from drover.executors.base import Launch
 from drover.errors import DroverError, GitError, UsageError
 from drover.ledger.ownfiles import shown_paths, state_paths
 from drover.ledger.project import STATE_DIR
-from drover.executors import Collected
+from drover.executors.base import Collected
 from drover.executors.worker import result_problem
 
 if TYPE_CHECKING:
