@@ -686,26 +686,3 @@ def test_the_data_module_imports_neither_jinja2_nor_click():
     code = "import sys, drover.prompts.data; print(sorted(m for m in ('jinja2', 'click') if m in sys.modules))"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
-
-
-def test_fill_lays_out_text_as_textwrap_does():
-    """fields.fill is textwrap.fill with hyphens and long words left whole (Destination.Wrap)."""
-    import textwrap
-
-    from hypothesis import given, settings
-    from hypothesis import strategies as st
-
-    from drover.prompts.fields import fill
-
-    words = st.one_of(st.text("abc-é", min_size=1, max_size=12), st.text("x", min_size=20, max_size=120),
-                      st.sampled_from([" ", "  ", "\t", "\n", "\r\n", "\u00a0", "\x0b", "\u2003", "a\u00a0b"]))
-
-    @settings(max_examples=400, deadline=None)
-    @given(st.lists(words, max_size=40).map("".join), st.integers(1, 100), st.text(" >", max_size=6),
-           st.text(" ", max_size=8))
-    def check(text: str, width: int, first: str, rest: str) -> None:
-        assert fill(text, width, first, rest) == textwrap.fill(
-            text, width=width, initial_indent=first, subsequent_indent=rest,
-            break_on_hyphens=False, break_long_words=False)
-
-    check()

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from drover import git as dgit
-from drover.prompts.data import Recent
+from drover.git import Recent
 from drover.errors import GitError, Refused
 
 from helpers import git
@@ -157,6 +157,21 @@ def test_modified_files_excludes_added_and_deleted_and_uses_the_merge_base(repo)
     assert paths == ["README.md", "empty.txt", "new_name.txt", "src/keep.py"]
 
 
+def test_modified_files_counts_a_mode_change_not_a_type_change_and_keeps_odd_names_whole(repo):
+    commit_file(repo, "run.sh", "x\n", "script")
+    commit_file(repo, "becomes_link.txt", "t\n", "a file")
+    commit_file(repo, 'tab\tand "quote".txt', "q\n", "an odd name")
+    git(repo, "switch", "-q", "-c", "drover/d-1")
+    (repo / "run.sh").chmod(0o755)
+    (repo / "becomes_link.txt").unlink()
+    (repo / "becomes_link.txt").symlink_to("README.md")
+    (repo / 'tab\tand "quote".txt').write_text("changed\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "work")
+
+    assert dgit.modified_files(repo, "drover/d-1", "main") == (['run.sh', 'tab\tand "quote".txt'], "")
+
+
 def test_modified_files_reports_why_when_git_cannot_answer(repo):
     assert dgit.modified_files(repo, "drover/missing", "main") == ([], "branch drover/missing does not exist")
 
@@ -231,7 +246,7 @@ def test_ensure_worktree_frees_the_branch_of_another_worktree_deleted_by_hand(re
     shutil.rmtree(old)
     moved = dgit.ensure_worktree(repo, repo.parent / "elsewhere", "drover/d-1", "main")
     assert dgit.current_branch(moved) == "drover/d-1"
-    assert old.resolve() not in dgit._worktrees(repo)
+    assert old.resolve() not in dgit.registered_worktrees(repo)
 
 
 def test_remove_worktree(repo):
@@ -390,37 +405,21 @@ def test_merge_of_a_missing_branch(repo):
         dgit.merge(repo, "drover/nope", "main", "merge")
 
 
-def _both_ways(args: list[str], cwd: Path) -> tuple[object, object]:
-    """(what _stdout answers, what _run's exit status and stdout are): each value or its GitError."""
-    def outcome(read):
-        try:
-            return read()
-        except GitError as exc:
-            return ("GitError", str(exc))
-    return (outcome(lambda: dgit._stdout(args, cwd)),
-            outcome(lambda: (lambda done: (done.returncode, done.stdout))(dgit._run(args, cwd))))
-
-
-def test_the_spawned_git_answers_as_subprocess_does(repo, tmp_path, monkeypatch):
+def test_git_output_is_text_and_git_that_cannot_start_says_why(repo, tmp_path, monkeypatch):
     commit_file(repo, "a.txt", "a\n", "first")
     git(repo, "config", "user.name", "Ünïcode\rName")  # not ASCII, and a carriage return to translate
-    (repo / "sub").mkdir()
     (tmp_path / "file").write_text("x")
-    cases = [
-        (["rev-parse", "--path-format=absolute", "--git-common-dir"], repo / "sub"),
-        (["rev-parse", "--show-toplevel"], repo),
-        (["rev-parse", "--verify", "--quiet", "refs/heads/nope"], repo),  # fails: exit 1, no stdout
-        (["config", "user.name"], repo),
-        (["log", "--format=%B", "-1"], repo),
-        (["rev-parse", "--show-toplevel"], tmp_path),  # not a repository: exit 128
-        (["rev-parse", "HEAD"], tmp_path / "missing"),  # no such folder: _run's words
-        (["rev-parse", "HEAD"], tmp_path / "file"),  # not a folder
-    ]
-    for args, cwd in cases:
-        mine, theirs = _both_ways(args, cwd)
-        assert mine == theirs, (args, cwd)
     assert dgit.user_name(repo) == "Ünïcode\nName"
+    assert dgit.rev_parse(repo / ".git" / "refs", "--path-format=absolute", "--git-common-dir") == str(repo / ".git")
+    assert dgit.rev_parse(repo, "--verify", "--quiet", "refs/heads/nope") == ""  # exit 1, no stdout
+    assert dgit.rev_parse(tmp_path, "--show-toplevel") == ""  # not a repository: exit 128
+    with pytest.raises(GitError, match=f"no such directory: {tmp_path / 'missing'}"):
+        dgit.git(["rev-parse", "HEAD"], tmp_path / "missing")
+    with pytest.raises(GitError, match=f"not a directory: {tmp_path / 'file'}"):
+        dgit.git(["rev-parse", "HEAD"], tmp_path / "file")
+    with pytest.raises(GitError, match="git rev-parse: fatal: not a git repository"):
+        dgit.git(["rev-parse", "HEAD"], tmp_path)
     monkeypatch.setenv("PATH", str(tmp_path))  # no git at all
-    mine, theirs = _both_ways(["rev-parse", "HEAD"], repo)
-    assert mine == theirs == ("GitError", "git is not installed")
+    with pytest.raises(GitError, match="^git is not installed$"):
+        dgit.user_name(repo)
     assert dgit.rev_parse(repo, "HEAD") == ""

@@ -106,24 +106,22 @@ def itemfile_error(project: Project, path: Path, exc: "Unreadable", item_id: str
 
 
 def find_root(start: Path | None = None) -> Path:
-    """The main checkout's root: $DROVER_REPO, else git's common directory (main_checkout's when
-    it can say it without git). Outside a git repository, or in one git will not trust, a
-    one-line error: drover never walks up to a drover.toml git does not lead to."""
+    """The main checkout's root: $DROVER_REPO, else the one git finds from `start` (its common
+    directory's parent; a submodule's own top). Outside a git repository, or in one git will not
+    trust, a one-line error: drover never walks up to a drover.toml git does not lead to."""
     env = os.environ.get("DROVER_REPO")
     if env:
         root = Path(env).resolve()
-        if main_checkout(str(root)) is None and not git.rev_parse(root, "--git-dir"):
+        if not git.rev_parse(root, "--git-dir"):
             raise no_repository(root)
         return root
     start = (start or Path.cwd()).resolve()
-    found = main_checkout(str(start))
-    if found is not None:
-        return Path(found)
     common = git.rev_parse(start, "--path-format=absolute", "--git-common-dir")
     if common:
-        common_path = Path(common)
-        if common_path.name == ".git":
-            return common_path.parent.resolve()
+        # a worktree's common directory is the main checkout's .git; a submodule's lies in its
+        # superproject's .git/modules, so its own top is the checkout
+        if Path(common).name == ".git":
+            return Path(common).parent.resolve()
         toplevel = git.rev_parse(start, "--show-toplevel")
         if toplevel:
             return Path(toplevel).resolve()
@@ -148,79 +146,6 @@ def no_repository(start: Path) -> DroverError:
 
 
 _DUBIOUS = re.compile(r"dubious ownership in repository at '([^']*)'")
-
-# What changes where git looks for a repository, or which one it takes: main_checkout leaves the
-# answer to git when any is set.
-GIT_DISCOVERY = ("GIT_DIR", "GIT_WORK_TREE", "GIT_COMMON_DIR", "GIT_CEILING_DIRECTORIES",
-                 "GIT_DISCOVERY_ACROSS_FILESYSTEM", "GIT_OBJECT_DIRECTORY")
-
-
-def main_checkout(start: str) -> str | None:
-    """The folder at or above `start` (absolute, resolved) whose `.git` is the repository's own
-    folder, found without running git (about 2 ms of every command) when git could answer no
-    other way; None: ask git.
-
-    git takes the nearest folder with a `.git`. When that `.git` is a folder holding a repository
-    as git tests one (_holds_repository), owned with its parent by this user (so git's
-    safe.directory check passes), and no variable in GIT_DISCOVERY is set, git's common directory
-    is that `.git` and the main checkout is its parent: the answer here. Anything else is git's
-    to say: a `.git` file (a worktree's or a submodule's), a `.git` that holds no repository (git
-    passes it by: a HEAD naming no ref or commit is enough), a `.git` naming another common
-    directory, a folder on another file system than `start` before any `.git` (git stops there),
-    `start` inside a `.git` folder."""
-    if any(os.environ.get(name) for name in GIT_DISCOVERY) or "/.git/" in start + "/":
-        return None
-    folder = start
-    try:
-        device = os.stat(folder).st_dev
-        while True:
-            dot = os.path.join(folder, ".git")
-            try:
-                found = os.lstat(dot)
-            except FileNotFoundError:
-                parent = os.path.dirname(folder)
-                if parent == folder or os.stat(parent).st_dev != device:
-                    return None
-                folder = parent
-                continue
-            if not (stat.S_ISDIR(found.st_mode) and owned_by_me(found.st_uid)
-                    and owned_by_me(os.stat(folder).st_uid) and _holds_repository(dot)):
-                return None
-            return folder
-    except OSError:
-        return None
-
-
-def _holds_repository(dot: str) -> bool:
-    """git's test of a `.git` folder (setup.c is_git_directory, validate_headref): objects and
-    refs to enter, and a HEAD that is a symbolic ref under refs/ or a commit id; also no
-    `commondir` file (then git's common directory is elsewhere)."""
-    if os.path.lexists(os.path.join(dot, "commondir")):
-        return False
-    if not (os.access(os.path.join(dot, "objects"), os.X_OK) and os.access(os.path.join(dot, "refs"), os.X_OK)):
-        return False
-    head = os.path.join(dot, "HEAD")
-    if os.path.islink(head):
-        return os.readlink(head).startswith("refs/")
-    try:
-        handle = os.open(head, os.O_RDONLY | os.O_NONBLOCK)  # a fifo planted as HEAD does not hang
-    except OSError:
-        return False
-    try:
-        text = os.read(handle, 255)
-    except OSError:
-        return False
-    finally:
-        os.close(handle)
-    if text.startswith(b"ref:") and text[4:].lstrip().startswith(b"refs/"):
-        return True
-    return _OBJECT_ID.match(text) is not None
-
-
-# A detached HEAD as git's get_oid_hex_any reads one: the digits of a SHA-1 (a SHA-256's start
-# with as many), whatever follows them.
-_OBJECT_ID = re.compile(rb"[0-9a-fA-F]{40}")
-
 
 # --- ownership: what git's safe.directory guards, drover guards too ---------------------------
 

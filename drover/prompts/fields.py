@@ -2,8 +2,7 @@
 
 Field names are the template language (SPEC 9) and so are capitalised. A field a slot
 does not fill keeps its empty default: present and empty, never absent. The builder that
-fills it lives in data.py; this module stays free of imports so that templates, git and the
-builder can all use it.
+fills it lives in data.py. Commit and Recent are git's own rows (drover/git/history.py).
 """
 from __future__ import annotations
 
@@ -11,6 +10,7 @@ from dataclasses import field, fields
 from typing import Any
 
 from dataclasses import dataclass
+from drover.git.history import Commit as Commit, Recent as Recent  # the rows git returns, handed on as they are
 from drover.items.deps import Dep as Dep  # a row type of TemplateData, in its own module for `show`
 from drover.items.file import CHANGES_HEADING, truthy
 
@@ -66,61 +66,12 @@ class Destination:
 
     def Wrap(self, indent: int = 0) -> str:  # noqa: N802 - template method name
         """This destination as one paragraph, every line indented by `indent` spaces."""
+        import textwrap  # here: its patterns compile on import, and only prompts with Destinations wrap
+
         pad = " " * int(indent)
-        return fill(f"{self.Token}: {self.Where}. For {self.Found}. Do: {self.Do}", 88, pad, pad + "  ")
-
-
-# textwrap's whitespace, each made a space before the text is cut into words and spaces
-_SPACES = str.maketrans("\t\n\x0b\x0c\r", "     ")
-
-
-def fill(text: str, width: int, first: str = "", rest: str = "") -> str:
-    """What textwrap.fill(text, width, initial_indent=first, subsequent_indent=rest,
-    break_on_hyphens=False, break_long_words=False) gives, without importing textwrap, whose
-    import compiles its patterns (more than a millisecond of a prompt with Destinations): words
-    are laid on each line while they fit, a word longer than a line has one to itself, and the
-    spaces where a line breaks are dropped."""
-    import re
-
-    chunks = [chunk for chunk in re.split("( +)", text.expandtabs().translate(_SPACES)) if chunk]
-    chunks.reverse()  # popped from the end
-    lines: list[str] = []
-    while chunks:
-        indent = rest if lines else first
-        room = width - len(indent)
-        if lines and not chunks[-1].strip():
-            chunks.pop()
-        line: list[str] = []
-        used = 0
-        while chunks and used + len(chunks[-1]) <= room:
-            used += len(chunks[-1])
-            line.append(chunks.pop())
-        if chunks and not line and len(chunks[-1]) > room:
-            line.append(chunks.pop())
-        if line and not line[-1].strip():
-            line.pop()
-        if line:
-            lines.append(indent + "".join(line))
-    return "\n".join(lines)
-
-
-@dataclass(frozen=True)
-class Commit:
-    """One commit on the item's branch that base lacks, with its size."""
-
-    Sha: str = ""
-    Subject: str = ""
-    Files: int = 0
-    Insertions: int = 0
-    Deletions: int = 0
-
-
-@dataclass(frozen=True)
-class Recent:
-    """The branch's commits base lacks, or why git could not say."""
-
-    Commits: tuple[Commit, ...] = ()
-    Unavailable: str = ""
+        return textwrap.fill(f"{self.Token}: {self.Where}. For {self.Found}. Do: {self.Do}", 88,
+                             initial_indent=pad, subsequent_indent=pad + "  ",
+                             break_on_hyphens=False, break_long_words=False)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,112 @@
+"""Branches and refs: which exist, where they point, which one is checked out, and the base."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from drover.errors import GitError
+from drover.git.run import git, one_line, run, succeeds
+
+SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
+
+
+def local_ref(name: str) -> str:
+    """The full name of the local branch `name`.
+
+    git reads a short name as `refs/<name>` or the tag `<name>` before the branch, so a ref an
+    agent plants with a branch's name would stand in for it: every call that names a branch
+    drover works with spells it out (docs/security.md).
+    """
+    return f"refs/heads/{name}"
+
+
+def shadowing_refs(name: str) -> tuple[str, str]:
+    """The refs git reads a short `name` as before the branch `refs/heads/<name>` (gitrevisions:
+    `$GIT_DIR/<name>` first, then these two)."""
+    return f"refs/{name}", f"refs/tags/{name}"
+
+
+def current_branch(cwd: Path) -> str:
+    """The branch checked out in `cwd`; "" when HEAD is detached."""
+    # not --short: that says `heads/x` when a tag or other ref is also called x
+    done = run(["symbolic-ref", "--quiet", "HEAD"], cwd)
+    if done.returncode == 1:
+        return ""
+    if done.returncode != 0:
+        raise GitError(f"git symbolic-ref: {one_line(done.stderr)}")
+    ref = done.stdout.strip()
+    return ref.removeprefix("refs/heads/") if ref.startswith("refs/heads/") else ""
+
+
+def branch_exists(root: Path, name: str) -> bool:
+    """A local branch called `name` exists."""
+    return bool(name) and succeeds(["show-ref", "--verify", "--quiet", local_ref(name)], root)
+
+
+def require_base(root: Path, base: str) -> None:
+    """GitError unless the base branch exists."""
+    if not branch_exists(root, base):
+        raise GitError(f"base branch {base!r} does not exist in {root}: check [run] base in drover.toml")
+
+
+def detect_base(root: Path) -> str:
+    """The branch items should start from: origin/HEAD, else the current branch, else main or master."""
+    done = run(["symbolic-ref", "--quiet", "refs/remotes/origin/HEAD"], root)
+    if done.returncode == 0 and done.stdout.strip():
+        return done.stdout.strip().removeprefix("refs/remotes/origin/")
+    try:
+        current = current_branch(root)
+    except GitError:
+        current = ""
+    if current:
+        return current
+    for name in ("main", "master"):
+        if branch_exists(root, name):
+            return name
+    return "main"
+
+
+def valid_branch_name(name: str) -> bool:
+    """`name` is acceptable to git as a new branch name."""
+    # `@{-1}` and friends are expansions, not names; a leading dash would read as an option.
+    if not name or name.startswith("-") or "@{" in name or name == "HEAD":
+        return False
+    return run(["check-ref-format", "--branch", name], None).returncode == 0
+
+
+def exact_heads(root: Path, *names: str) -> list[str] | None:
+    """The head of each local branch named, in one git call; None when any is missing.
+
+    show-ref --verify takes exactly the names given: rev-parse would read `refs/heads/x`, when
+    there is no such branch, as `refs/refs/heads/x`.
+    """
+    done = run(["show-ref", "--verify", "--hash", *(local_ref(name) for name in names)], root)
+    heads = done.stdout.split()
+    if done.returncode != 0 or len(heads) != len(names) or not all(SHA.fullmatch(sha) for sha in heads):
+        return None
+    return heads
+
+
+def head_of(root: Path, branch: str) -> str:
+    """The full sha the local branch `branch` points at; "" when there is no such branch."""
+    if not branch:
+        return ""
+    heads = exact_heads(root, branch)
+    return heads[0] if heads else ""
+
+
+def all_refs(root: Path, *patterns: str) -> dict[str, str]:
+    """Every ref (under `patterns`, when given) by its full name -> the object it names, in one git call."""
+    out = git(["for-each-ref", "--format=%(refname)%00%(objectname)", *patterns], root, check=False)
+    found: dict[str, str] = {}
+    for line in out.splitlines():
+        name, _, sha = line.partition("\0")
+        if sha:
+            found[name] = sha
+    return found
+
+
+def branch_heads(root: Path) -> dict[str, str]:
+    """Every local branch -> the full sha of its head, in one git call."""
+    # full names cut here: refname:short says `heads/x` when a tag or other ref is also called x
+    return {name.removeprefix("refs/heads/"): sha for name, sha in all_refs(root, "refs/heads/").items()}

@@ -1,0 +1,156 @@
+"""History: a branch's commits that base lacks, the files they change, and the objects at a commit.
+
+Commit and Recent are the rows recent_commits returns; the template data hands them to review
+prompts as they are (drover/prompts/fields.py).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from drover.errors import GitError
+from drover.git.branches import branch_exists, exact_heads, head_of
+from drover.git.run import git, succeeds
+
+
+@dataclass(frozen=True)
+class Commit:
+    """One commit on the item's branch that base lacks, with its size."""
+
+    Sha: str = ""
+    Subject: str = ""
+    Files: int = 0
+    Insertions: int = 0
+    Deletions: int = 0
+
+
+@dataclass(frozen=True)
+class Recent:
+    """The branch's commits base lacks, or why git could not say."""
+
+    Commits: tuple[Commit, ...] = ()
+    Unavailable: str = ""
+
+
+def compare(root: Path, branch: str, base: str) -> tuple[str, str, str]:
+    """The heads of the branches `branch` and `base`, or why `base..branch` cannot be answered:
+    (branch sha, base sha, "") or ("", "", why)."""
+    if branch and base:
+        # the usual case in one git call: both branches exist; the checks below only say which does not
+        heads = exact_heads(root, branch, base)
+        if heads is not None:
+            return heads[0], heads[1], ""
+    if not succeeds(["rev-parse", "--git-dir"], root):
+        return "", "", f"{root} is not a git repository"
+    if not branch:
+        return "", "", "the item has no branch yet"
+    if not branch_exists(root, branch):
+        return "", "", f"branch {branch} does not exist"
+    return "", "", f"base {base} does not exist"
+
+
+def recent_commits(root: Path, branch: str, base: str) -> Recent:
+    """The commits on `branch` that `base` lacks, oldest first, with their sizes; or why not."""
+    head, base_head, problem = compare(root, branch, base)
+    if problem:
+        return Recent(Unavailable=problem)
+    try:
+        out = git(["log", "--reverse", "-M", "--numstat", "--format=%x1e%H%x1f%s",
+                   "--end-of-options", f"{base_head}..{head}"], root)
+    except GitError as exc:
+        return Recent(Unavailable=exc.message)
+    commits = []
+    for record in out.split("\x1e")[1:]:
+        header, _, stats = record.partition("\n")
+        sha, _, subject = header.partition("\x1f")
+        files = insertions = deletions = 0
+        for line in stats.splitlines():
+            parts = line.split("\t", 2)
+            if len(parts) != 3:
+                continue
+            files += 1
+            # Binary files show "-" for both counts: a changed file with no line count.
+            insertions += int(parts[0]) if parts[0].isdigit() else 0
+            deletions += int(parts[1]) if parts[1].isdigit() else 0
+        commits.append(Commit(Sha=sha[:12], Subject=subject, Files=files, Insertions=insertions, Deletions=deletions))
+    return Recent(Commits=tuple(commits))
+
+
+def modified_files(root: Path, branch: str, base: str) -> tuple[list[str], str]:
+    """Files `branch` modified since it left `base` (added and deleted ones excluded): (paths, "") or ([], why)."""
+    head, base_head, problem = compare(root, branch, base)
+    if problem:
+        return [], problem
+    try:
+        out = git(["diff", "--name-status", "-z", "-M", "--no-ext-diff", "--no-textconv", "--end-of-options",
+                   f"{base_head}...{head}"], root)
+    except GitError as exc:
+        return [], exc.message
+    # -z: each status, then its path, or for a rename (R<score>) the old path and the new one.
+    # M is a change of content or mode; A, D and T (a file that became a link, or the reverse:
+    # one path deleted and another added) do not count; a renamed file counts under its new name.
+    fields = out.split("\0")
+    paths = set()
+    index = 0
+    while index < len(fields) and fields[index]:
+        status = fields[index]
+        width = 2 if status[0] in "RC" else 1
+        names = fields[index + 1:index + 1 + width]
+        index += 1 + width
+        if status[0] in "MR" and names:
+            paths.add(names[-1])
+    return sorted(paths), ""
+
+
+def ahead_of(root: Path, branch: str, base: str) -> int:
+    """Commits on the branch `branch` that the branch `base` lacks."""
+    head, base_head, problem = compare(root, branch, base)
+    if problem:
+        raise GitError(problem)
+    return int(git(["rev-list", "--count", "--end-of-options", f"{base_head}..{head}"], root).strip() or 0)
+
+
+def count_commits(root: Path, since: str, until: str) -> int | None:
+    """Commits `until` has that `since` lacks; None when `since` is not an ancestor (history rewritten)."""
+    if not succeeds(["merge-base", "--is-ancestor", since, until], root):
+        return None
+    return int(git(["rev-list", "--count", f"{since}..{until}"], root).strip() or 0)
+
+
+def changed_paths(root: Path, base: str, commit: str) -> list[str]:
+    """Every path `commit` changes since it left the branch `base` (the merge-base diff: what a
+    merge would bring), both sides of a rename."""
+    base_head = head_of(root, base)
+    if not base_head:
+        raise GitError(f"base branch {base!r} does not exist in {root}: check [run] base in drover.toml")
+    out = git(["diff", "--name-only", "-z", "--no-renames", "--no-ext-diff", "--end-of-options",
+               f"{base_head}...{commit}"], root)
+    return [path for path in out.split("\0") if path]
+
+
+def commits_paths(root: Path, since: str, until: str) -> list[str]:
+    """Every path some commit of `since..until` changes; a merge commit counts where it differs
+    from all its parents (what it brought of its own, an evil merge's additions included)."""
+    out = git(["log", "--format=", "--name-only", "-z", "--no-renames", "-c", "--end-of-options",
+               f"{since}..{until}"], root)
+    return sorted({path.strip("\n") for path in out.split("\0") if path.strip("\n")})
+
+
+def blobs_at(root: Path, commit: str, paths: list[str]) -> dict[str, str]:
+    """path -> the object id `commit` holds at that path, for those of `paths` it holds."""
+    out = git(["ls-tree", "-z", "--full-tree", "--end-of-options", commit, "--", *paths], root)
+    found: dict[str, str] = {}
+    for entry in out.split("\0"):
+        meta, _, path = entry.partition("\t")
+        if path:
+            found[path] = meta.split()[-1]
+    return found
+
+
+def blobs_on_disk(root: Path, paths: list[str]) -> dict[str, str]:
+    """path -> the object id git would give the file at that path in the checkout, for those that are files."""
+    present = [path for path in paths if (root / path).is_file() and not (root / path).is_symlink()]
+    if not present:
+        return {}
+    out = git(["hash-object", "--", *present], root)
+    return dict(zip(present, out.split()))

@@ -1,0 +1,88 @@
+"""The one place git is started: subprocess.run, with drover's pinned config and environment."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from drover.errors import GitError
+
+if TYPE_CHECKING:
+    import subprocess
+
+# Config that would change what drover parses (quoted paths, missing a/ b/ prefixes, colour,
+# external diff drivers) is pinned per call, whatever the user's git config says.
+PINNED = ("-c", "core.quotePath=false", "-c", "color.ui=false")
+
+
+def one_line(text: str) -> str:
+    """git's message on one line: its non-blank lines joined by `; `."""
+    return "; ".join(line.strip() for line in text.splitlines() if line.strip())
+
+
+def _env() -> dict[str, str]:
+    # No editor and no prompts: drover runs git unattended.
+    return dict(os.environ, GIT_TERMINAL_PROMPT="0", GIT_EDITOR="true", GIT_MERGE_AUTOEDIT="no")
+
+
+def _cannot_start(exc: OSError, cwd: Path | None) -> GitError:
+    if isinstance(exc, NotADirectoryError):
+        return GitError(f"not a directory: {cwd}")
+    if isinstance(exc, FileNotFoundError) and exc.filename not in ("git", None):
+        return GitError(f"no such directory: {cwd}")
+    return GitError("git is not installed")
+
+
+def run(args: list[str], cwd: Path | None) -> subprocess.CompletedProcess[str]:
+    """git `args` in `cwd` (None: the working directory), its output as text; GitError only when
+    git cannot start."""
+    import subprocess  # here: a command that never runs git does not pay for the import
+
+    try:
+        return subprocess.run(["git", *PINNED, *args], cwd=cwd, env=_env(), capture_output=True,
+                              text=True, encoding="utf-8", errors="replace")
+    except (FileNotFoundError, NotADirectoryError) as exc:
+        raise _cannot_start(exc, cwd) from None
+
+
+def run_bytes(args: list[str], cwd: Path, stdin: bytes = b"") -> subprocess.CompletedProcess[bytes]:
+    """git `args` in `cwd` fed `stdin`, its output as bytes (object ids, trees and paths as git wrote them)."""
+    import subprocess
+
+    try:
+        return subprocess.run(["git", *PINNED, *args], cwd=cwd, env=_env(), input=stdin, capture_output=True)
+    except (FileNotFoundError, NotADirectoryError) as exc:
+        raise _cannot_start(exc, cwd) from None
+
+
+def failure(args: list[str], done: subprocess.CompletedProcess[str]) -> GitError:
+    """The GitError for a git that ran and failed, in git's own words."""
+    said = one_line(done.stderr) or one_line(done.stdout) or f"exit status {done.returncode}"
+    return GitError(f"git {args[0]}: {said}")
+
+
+def git(args: list[str], cwd: Path, *, check: bool = True) -> str:
+    """Run git with `args` in `cwd` and return its stdout; a failure raises GitError with git's words."""
+    done = run(args, cwd)
+    if check and done.returncode != 0:
+        raise failure(args, done)
+    return done.stdout
+
+
+def succeeds(args: list[str], cwd: Path) -> bool:
+    """git `args` in `cwd` exits 0."""
+    return run(args, cwd).returncode == 0
+
+
+def rev_parse(cwd: Path, *args: str) -> str:
+    """`git rev-parse ARGS` in `cwd`, stripped; "" when git fails or is not there (callers fall back)."""
+    try:
+        done = run(["rev-parse", *args], cwd)
+    except GitError:
+        return ""
+    return done.stdout.strip() if done.returncode == 0 else ""
+
+
+def user_name(root: Path) -> str:
+    """git's user.name for the repository at `root`; "" when unset."""
+    return run(["config", "user.name"], root).stdout.strip()

@@ -1,0 +1,143 @@
+"""Checkouts: worktrees made and removed, the branch a checkout is switched to, what is uncommitted."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from drover.errors import GitError, Refused
+from drover.git.branches import branch_exists, current_branch, local_ref, require_base
+from drover.git.run import git, rev_parse
+
+
+def registered_worktrees(root: Path) -> dict[Path, str]:
+    """Every registered worktree's path -> its branch ("" when detached)."""
+    found: dict[Path, str] = {}
+    path: Path | None = None
+    for line in git(["worktree", "list", "--porcelain"], root).splitlines():
+        if line.startswith("worktree "):
+            path = Path(line[len("worktree "):]).resolve()
+            found[path] = ""
+        elif line.startswith("branch ") and path is not None:
+            found[path] = line[len("branch "):].removeprefix("refs/heads/")
+    return found
+
+
+def ensure_worktree(root: Path, path: Path, branch: str, base: str) -> Path:
+    """A worktree at `path` on `branch` (created from `base` if missing); an existing one is reused."""
+    path = Path(path).resolve()
+    registered = registered_worktrees(root)
+    if path in registered:
+        if registered[path] != branch:
+            on = registered[path] or "a detached HEAD"
+            raise GitError(f"worktree {path} is on {on}, not {branch}: remove it with `git worktree remove {path}`")
+        if path.is_dir():
+            return path
+    # A worktree whose folder was deleted by hand is still registered; forget it, then recreate.
+    # Only then is there anything to prune: skipping the call otherwise saves a git process per run.
+    if any(not known.is_dir() for known in registered):
+        git(["worktree", "prune"], root)
+    if path.exists() and any(path.iterdir()):
+        raise GitError(f"{path} exists and is not a git worktree: move it aside")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if branch_exists(root, branch):
+        # the short name on purpose: an existing branch's name is checked out as that branch,
+        # where `refs/heads/...` would give a detached HEAD
+        git(["worktree", "add", str(path), branch], root)
+    else:
+        require_base(root, base)
+        git(["worktree", "add", "-b", branch, str(path), local_ref(base)], root)
+    return path
+
+
+def add_detached_worktree(root: Path, path: Path, commit: str) -> Path:
+    """A new worktree at `path` on a detached HEAD at `commit`: a scratch checkout that no branch
+    follows, so nothing done in it moves one (drover's checks, verify.py)."""
+    path = Path(path).resolve()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    git(["worktree", "add", "--quiet", "--detach", str(path), f"{commit}^{{commit}}"], root)
+    return path
+
+
+def remove_worktree(root: Path, path: Path, *, force: bool = False) -> None:
+    """Remove the worktree at `path`; refuse while it holds uncommitted changes to tracked files.
+
+    Untracked files go with it: they were never part of the branch that was reviewed.
+    """
+    path = Path(path).resolve()
+    if path not in registered_worktrees(root):
+        git(["worktree", "prune"], root)
+        return
+    if not force and path.is_dir():
+        changed = [changed for changed, _ in _status_entries(path, untracked=False)]
+        if changed:
+            shown = ", ".join(changed[:5]) + (" ..." if len(changed) > 5 else "")
+            raise Refused(f"worktree {path} has uncommitted changes ({shown}): commit or discard them first")
+    git(["worktree", "remove", "--force", str(path)], root)
+
+
+def private_dir(worktree: Path) -> Path:
+    """The worktree's own folder inside git's common dir: it goes when the worktree is removed."""
+    return Path(git(["rev-parse", "--absolute-git-dir"], worktree).strip())
+
+
+def own_git_dir(checkout: Path) -> Path | None:
+    """The git dir of the checkout at `checkout`, as git names it; None when git cannot say."""
+    found = rev_parse(Path(checkout), "--absolute-git-dir")
+    return Path(found) if found else None
+
+
+def _under(path: str, prefixes: list[str] | tuple[str, ...]) -> bool:
+    for prefix in prefixes:
+        prefix = prefix.strip("/")
+        if prefix and (path == prefix or path.startswith(prefix + "/")):
+            return True
+    return False
+
+
+def checkout_branch(root: Path, branch: str, base: str, *, ignore: list[str] | tuple[str, ...] = ()) -> None:
+    """Switch the checkout at `root` to `branch`, creating it from `base`; refuse if it is dirty.
+
+    Paths under an `ignore` prefix (drover's own item edits) do not count as dirty and travel
+    with the switch. Already being on `branch` is fine however dirty: that is work in progress.
+    """
+    if current_branch(root) == branch:
+        return
+    dirty = [path for path in dirty_paths(root) if not _under(path, ignore)]
+    if dirty:
+        shown = ", ".join(dirty[:5]) + (" ..." if len(dirty) > 5 else "")
+        raise Refused(f"cannot switch {root} to {branch}: uncommitted changes ({shown}); commit or stash them first")
+    if branch_exists(root, branch):
+        git(["switch", "--quiet", branch], root)
+    else:
+        require_base(root, base)
+        git(["switch", "--quiet", "--no-track", "-c", branch, local_ref(base)], root)
+
+
+def _status_entries(cwd: Path, *, untracked: bool) -> list[tuple[str, bool]]:
+    """(path, whether git tracks nothing of it) for each path `git status` names."""
+    out = git(["status", "--porcelain", "-z", "--untracked-files=" + ("all" if untracked else "no")], cwd)
+    paths: list[tuple[str, bool]] = []
+    entries = out.split("\0")
+    index = 0
+    while index < len(entries):
+        entry = entries[index]
+        index += 1
+        if len(entry) < 4:
+            continue
+        code, path = entry[:2], entry[3:]
+        paths.append((path, code == "??"))
+        # A rename or copy is followed by the path it came from, which changed too.
+        if "R" in code or "C" in code:
+            if index < len(entries) and entries[index]:
+                paths.append((entries[index], False))
+            index += 1
+    return paths
+
+
+def dirty_paths(root: Path) -> list[str]:
+    """Repo-relative paths with uncommitted changes, untracked files included (ignored ones not)."""
+    return [path for path, _ in _status_entries(root, untracked=True)]
+
+
+def dirty_entries(root: Path) -> list[tuple[str, bool]]:
+    """dirty_paths, each with whether it is untracked."""
+    return _status_entries(root, untracked=True)
