@@ -210,7 +210,7 @@ def test_a_render_turns_the_collector_the_launcher_paused_back_on(monkeypatch):
 
     from drover.prompts.fields import TemplateData
     from drover.prompts.env import compile_template
-    from drover.prompts.render import render_template
+    from drover.prompts.rendering import render_template
 
     monkeypatch.setattr(launch, "paused", True)
     gc.disable()
@@ -226,8 +226,8 @@ def test_a_render_turns_the_collector_the_launcher_paused_back_on(monkeypatch):
 @pytest.mark.parametrize("args", [["prompt", "D-2", "--slot", "implement"], ["show", "D-2"]])
 def test_a_single_item_command_runs_with_the_collector_paused_until_it_renders(project, args):
     # what the process's collector was when the command's body ran, and when a template rendered
-    probe = ("import gc, sys; import drover.prompts.render; from drover import fastpath, launch\n"
-             "r = sys.modules['drover.prompts.render']\n"
+    probe = ("import gc, sys; import drover.prompts.rendering; from drover import fastpath, launch\n"
+             "r = sys.modules['drover.prompts.rendering']\n"
              "seen = []\n"
              "body = fastpath.SPECS[sys.argv[1]].body\n"
              "def wrapped(**kw): seen.append(('body', gc.isenabled())); body(**kw)\n"

@@ -14,7 +14,7 @@ from drover.config import Config
 from drover.prompts.data import TemplateData
 from drover.errors import TemplateError
 from drover.prompts import env as template_env
-from drover.prompts.render import render_template
+from drover.prompts.rendering import render_template
 
 OVERRIDE = "<% block scope %>Scope of {{ Id }}: {{ Title | upper }}\n<% endblock %>\n"
 

@@ -14,7 +14,7 @@ import pytest
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from drover import prompts as templates
-from drover.cli.views import use_color
+from drover.cli.views import colour_diff, use_color
 from drover.config import Config, load_config
 from drover.prompts.data import FIELD_NAMES, Dep, TemplateData
 from drover.errors import DroverError, TemplateError
@@ -460,14 +460,14 @@ def test_diff_shows_the_change_since_the_recorded_base(repo, monkeypatch, tmp_pa
         *[f"  {line}" for line in lines[1:]],
         "- - A removed bullet.",
     ]
-    assert templates.diff_stale(repo, config, color=False) == "\n".join(expected) + "\n"
+    assert templates.diff_stale(repo, config, ) == "\n".join(expected) + "\n"
 
 
 def test_diff_in_colour_marks_removed_added_and_rewritten_words(repo, monkeypatch, tmp_path):
     old, _, lines = _old_default(monkeypatch, tmp_path)
     config = kickoff(repo, scope_override(old))
-    coloured = templates.diff_stale(repo, config, color=True)
-    assert ANSI.sub("", coloured) == templates.diff_stale(repo, config, color=False)
+    coloured = templates.diff_stale(repo, config, paint=colour_diff)
+    assert ANSI.sub("", coloured) == templates.diff_stale(repo, config, )
     out = coloured.splitlines()
     rewritten_old, rewritten_new = out[3], out[4]
     assert rewritten_old.startswith("\x1b[31m- ") and rewritten_new.startswith("\x1b[32m+ ")
@@ -479,18 +479,18 @@ def test_diff_in_colour_marks_removed_added_and_rewritten_words(repo, monkeypatc
 
 def test_diff_names_the_block_and_todays_hash_for_an_unknown_or_missing_base(repo):
     config = kickoff(repo, scope_override("abcdefabcdef"))
-    assert templates.diff_stale(repo, config, color=False) == (
+    assert templates.diff_stale(repo, config, ) == (
         f"==> implement/scope in {KICKOFF}\n"
         f"base abcdefabcdef is not a default this drover has shipped; today's default is {scope_hash()}\n"
     )
     config = kickoff(repo, scope_override(None))
-    out = templates.diff_stale(repo, config, color=False)
+    out = templates.diff_stale(repo, config, )
     assert out.startswith(f"==> implement/scope in {KICKOFF}\n") and scope_hash() in out and "---" not in out
 
 
 def test_diff_is_empty_when_nothing_is_stale(repo):
-    assert templates.diff_stale(repo, kickoff(repo, scope_override(scope_hash())), color=True) == ""
-    assert templates.diff_stale(repo, Config(), color=False) == ""
+    assert templates.diff_stale(repo, kickoff(repo, scope_override(scope_hash())), paint=colour_diff) == ""
+    assert templates.diff_stale(repo, Config(), ) == ""
 
 
 class _Stream(io.StringIO):

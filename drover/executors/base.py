@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Protocol
 
 from drover.config import AgentConfig
-from drover.prompts import Provenance
+from drover.prompts.rendering import Provenance
 
 if TYPE_CHECKING:
     from drover.ledger.db import Ledger

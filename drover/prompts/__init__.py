@@ -18,20 +18,31 @@ from drover.errors import Finding
 from drover.vocabulary import BRANCH_SLOT, SLOTS
 
 if TYPE_CHECKING:
-    from drover.prompts.fieldcheck import STANDARD_KEYS, field_problems, key_problems, unknown_field_error
     from drover.prompts.check import check_templates, diff_stale, diff_unified, sample_data, schema_prompts, stale_overrides
-from drover.prompts.env import BUILTIN_FOLDER, base_hash, builtin_blocks, builtin_display, builtin_name, builtin_source, default_hash, environment, find_blocks
-from drover.prompts.overrides import INLINE, REPO_TEMPLATES_ENV, Override, OverrideBlock, parse_override, repo_path, repo_templates_enabled
-from drover.prompts.render import Provenance, Rendered, branch_source, guidance_diff, launch_warnings, render, render_branch
+    from drover.prompts.env import (BUILTIN_FOLDER, base_hash, builtin_blocks, builtin_display, builtin_name,
+                                    builtin_source, default_hash, environment, find_blocks)
+    from drover.prompts.fieldcheck import STANDARD_KEYS, field_problems, key_problems, unknown_field_error
+    from drover.prompts.history import HISTORY_FILE, current_defaults, history_path, load_history, missing_history
+    from drover.prompts.history import record_history
+    from drover.prompts.overrides import (INLINE, REPO_TEMPLATES_ENV, Override, OverrideBlock, parse_override, repo_path,
+                                          repo_templates_enabled)
+    from drover.prompts.rendering import (Provenance, Rendered, branch_source, guidance_diff, launch_warnings, render,
+                                       render_branch)
 
-# history.py is loaded on first use, so `python -m drover.prompts.history` runs it fresh; check.py
-# (`drover check`, the --diff views, `schema --prompts`) and fieldcheck.py (the static field walk of
-# a template other than the shipped ones) too, so a prompt on the shipped templates loads neither.
-_HISTORY_NAMES = frozenset({"HISTORY_FILE", "current_defaults", "history_path", "load_history", "missing_history",
-                            "record_history"})
-_CHECK_NAMES = frozenset({"check_templates", "diff_stale", "diff_unified", "sample_data", "schema_prompts",
-                          "stale_overrides"})
-_FIELDCHECK_NAMES = frozenset({"STANDARD_KEYS", "field_problems", "key_problems", "unknown_field_error"})
+# Each name is loaded from its module on first use: the package's row types and data (fields.py,
+# data.py) are read by commands that never render, and must not pay for jinja2; `python -m
+# drover.prompts.history` runs that module fresh.
+_MODULES = {
+    "check": ("check_templates", "diff_stale", "diff_unified", "sample_data", "schema_prompts", "stale_overrides"),
+    "env": ("BUILTIN_FOLDER", "base_hash", "builtin_blocks", "builtin_display", "builtin_name", "builtin_source",
+            "default_hash", "environment", "find_blocks"),
+    "fieldcheck": ("STANDARD_KEYS", "field_problems", "key_problems", "unknown_field_error"),
+    "history": ("HISTORY_FILE", "current_defaults", "history_path", "load_history", "missing_history", "record_history"),
+    "overrides": ("INLINE", "REPO_TEMPLATES_ENV", "Override", "OverrideBlock", "parse_override", "repo_path",
+                  "repo_templates_enabled"),
+    "rendering": ("Provenance", "Rendered", "branch_source", "guidance_diff", "launch_warnings", "render", "render_branch"),
+}
+_HOME = {name: module for module, names in _MODULES.items() for name in names}
 
 
 def __getattr__(name: str) -> Any:
@@ -39,12 +50,8 @@ def __getattr__(name: str) -> Any:
 
     if name == "history":
         return importlib.import_module(".history", __name__)
-    if name in _HISTORY_NAMES:
-        return getattr(importlib.import_module(".history", __name__), name)
-    if name in _CHECK_NAMES:
-        return getattr(importlib.import_module(".check", __name__), name)
-    if name in _FIELDCHECK_NAMES:
-        return getattr(importlib.import_module(".fieldcheck", __name__), name)
+    if name in _HOME:
+        return getattr(importlib.import_module(f".{_HOME[name]}", __name__), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

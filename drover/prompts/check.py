@@ -15,7 +15,7 @@ from drover.prompts.env import base_hash, builtin_blocks, compile_template, norm
 from drover.prompts.fieldcheck import field_problems, key_problems
 from drover.prompts.merge import conflict_errors
 from drover.prompts.overrides import REPO_TEMPLATES_ENV, Override, OverrideBlock, Source, override_problems, override_warnings, parse_override, read_repo_file, repo_templates_enabled, stale_blocks, unended_blocks
-from drover.prompts.render import BRANCH_DISPLAY, prepare, render_branch, render_template
+from drover.prompts.rendering import BRANCH_DISPLAY, prepare, render_branch, render_template
 
 
 def sample_data(config: Config) -> TemplateData:
