@@ -175,7 +175,7 @@ def _with_field(tmp_path: Path) -> Path:
     shutil.copytree(ROOT / "drover", copy / "drover", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copytree(ROOT / "builtin_templates", copy / "builtin_templates")
     shutil.copy(ROOT / "tools" / "docgen.py", copy / "docgen.py")
-    fields = copy / "drover" / "fields.py"
+    fields = copy / "drover" / "prompts" / "fields.py"
     text = fields.read_text(encoding="utf-8")
     declared = '    # every slot\n    Id: str = ""\n'
     schema = '    ("Id", "str", _ALL,'
