@@ -109,6 +109,16 @@ def test_help_imports_no_core_library():
     assert heavy == [] and "drover.cli.verbs" in modules  # every command was declared, none ran
 
 
+def test_an_invocation_leaves_the_signal_handlers_as_it_found_them(repo):
+    """Ctrl-C and SIGTERM are drover's only while a command runs: a second invocation starts afresh."""
+    import signal
+
+    before = (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM))
+    assert CliRunner().invoke(cli, ["init"]).exit_code == 0
+    assert CliRunner().invoke(cli, ["new", "x"]).exit_code == 0
+    assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == before
+
+
 def _every_error_class(cls: type = DroverError) -> list[type]:
     found = [cls]
     for child in cls.__subclasses__():

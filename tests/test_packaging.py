@@ -18,7 +18,8 @@ SMOKE = """
 import json, sys
 from pathlib import Path
 import drover
-from drover import resources, templates
+from drover import prompts as templates
+from drover.prompts import resources
 from drover.config import Config
 from drover.prompts.data import TemplateData
 
