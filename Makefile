@@ -97,7 +97,7 @@ test-cluster:
 # the fork-based parse); found on PATH or under pyenv, and skipped with a line saying so when
 # not installed.
 PYTHON_VERSIONS ?= 3.12 3.13
-VERSION_TESTS := tests/test_records.py tests/test_new_item.py tests/test_fastpath.py tests/test_templates.py \
+VERSION_TESTS := tests/test_records.py tests/test_new_item.py tests/test_templates.py \
 	tests/test_commands.py tests/test_list_paths.py tests/test_parallel_parse.py tests/test_ledger.py
 
 .PHONY: test-pythons

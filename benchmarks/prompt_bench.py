@@ -110,7 +110,7 @@ def make_project(root: Path, count: int) -> None:
 
 def drover_argv() -> list[str]:
     script = Path(sys.executable).with_name("drover")
-    return [str(script)] if script.exists() else [sys.executable, "-m", "drover"]
+    return [str(script)] if script.exists() else [sys.executable, "-m", "drover.cli"]
 
 
 def prompt_wired(root: Path) -> bool:
@@ -122,7 +122,7 @@ def build_argv(item_id: str) -> list[str]:
     """The fallback while `drover prompt` is not wired: build + render in a fresh interpreter."""
     code = (
         "import sys; from drover.ledger.project import open_project; from drover.ledger.db import Ledger;"
-        "from drover import data, templates;"
+        "from drover import prompts as templates; from drover.prompts import data;"
         "p = open_project(); l = Ledger(p.ledger_path);"
         f"d = data.build(p, l, {item_id!r}, 'implement');"
         "sys.stdout.write(templates.render('implement', d, root=p.root, config=p.config).text)"
@@ -134,7 +134,7 @@ def builder_argv(item_id: str, slot: str) -> list[str]:
     """A fresh process that imports everything first, then times one cold `data.build` alone."""
     code = (
         "import sys, time; from drover.ledger.project import open_project; from drover.ledger.db import Ledger;"
-        "from drover import data, git, status, templates, trackers;"
+        "import drover.git, drover.ledger.status, drover.prompts, drover.trackers; from drover.prompts import data;"
         "p = open_project(); l = Ledger(p.ledger_path); t = time.perf_counter();"
         f"data.build(p, l, {item_id!r}, {slot!r});"
         "print((time.perf_counter() - t) * 1000)"

@@ -1,10 +1,14 @@
-"""Every command has help text; docs/commands.md lists exactly the exit codes the errors carry.
+"""Every command has help text and is parsed by click alone; `drover --help` imports no core
+library; docs/commands.md lists exactly the exit codes the errors carry.
 
 The command reference itself is generated (docs/reference/commands.md, `make docs`).
 """
 from __future__ import annotations
 
+import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import click
@@ -56,6 +60,65 @@ def test_every_option_says_what_it_does(name):
             assert (param.help or "").strip(), f"drover {name} {param.opts[0]} has no help text"
 
 
+def test_every_command_is_a_click_command_with_click_parameter_types():
+    """One declaration: every command and every parameter is click's, nothing parses a line beside it."""
+    for name, command in COMMANDS.items():
+        assert isinstance(command, click.Command), name
+        for param in command.params:
+            assert isinstance(param.type, click.ParamType), f"drover {name} {param.name}"
+
+
+def test_an_option_added_to_list_is_parsed_by_click_alone(repo, monkeypatch):
+    """`list --limit` as click's IntRange: the command gets an int, and a bad value is a one-line usage error."""
+    CliRunner().invoke(cli, ["init"], catch_exceptions=False)
+    command = cli.get_command(click.Context(cli), "list")
+    assert command is not None and command.callback is not None
+    seen: list[object] = []
+    callback = command.callback
+
+    def limited(*args, limit, **kwargs):
+        seen.append(limit)
+        return callback(*args, **kwargs)
+
+    monkeypatch.setattr(command, "params", [*command.params, click.Option(["--limit"], type=click.IntRange(min=1))])
+    monkeypatch.setattr(command, "callback", limited)
+    assert CliRunner().invoke(cli, ["list", "--limit", "2"], catch_exceptions=False).exit_code == 0
+    assert seen == [2]
+    refused = CliRunner().invoke(cli, ["list", "--limit", "0"], catch_exceptions=False)
+    assert refused.exit_code == 2 and refused.stdout == ""
+    assert refused.stderr.startswith("drover: Invalid value for '--limit': 0 is not in the range x>=1")
+    assert refused.stderr.count("\n") == 1 and "Traceback" not in refused.stderr
+
+
+def test_help_and_h_print_the_grouped_help():
+    said = CliRunner().invoke(cli, ["--help"], prog_name="drover")
+    assert said.exit_code == 0 and said.stdout.startswith("Usage: drover [OPTIONS] COMMAND")
+    assert CliRunner().invoke(cli, ["-h"], prog_name="drover").stdout == said.stdout
+
+
+def test_help_imports_no_core_library():
+    """`drover --help` needs click and the command declarations, not the ledger, the templates or YAML."""
+    code = ("import json, sys; from drover.cli.main import cli\n"
+            "try:\n    cli(['--help'], prog_name='drover')\n"
+            "except SystemExit:\n    print(json.dumps(sorted(sys.modules)), file=sys.stderr)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.stdout.startswith("Usage: drover [OPTIONS] COMMAND")
+    modules = json.loads(done.stderr)
+    heavy = [name for name in modules if name.split(".")[0] in ("jinja2", "sqlite3", "_sqlite3", "sqlite_utils",
+                                                                 "yaml", "frontmatter", "unidiff")]
+    assert heavy == [] and "drover.cli.verbs" in modules  # every command was declared, none ran
+
+
+def test_an_invocation_leaves_the_signal_handlers_as_it_found_them(repo):
+    """Ctrl-C and SIGTERM are drover's only while a command runs: a second invocation starts afresh."""
+    import signal
+
+    before = (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM))
+    assert CliRunner().invoke(cli, ["init"]).exit_code == 0
+    assert CliRunner().invoke(cli, ["new", "x"]).exit_code == 0
+    assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == before
+
+
 def _every_error_class(cls: type = DroverError) -> list[type]:
     found = [cls]
     for child in cls.__subclasses__():
@@ -74,7 +137,7 @@ def _documented_exit_codes() -> dict[int, str]:
 def test_the_exit_code_table_lists_exactly_the_codes_errors_carry():
     import drover.trackers  # noqa: F401 - its error classes join the hierarchy on import
 
-    from drover.cli.fastpath import SIGNAL_EXIT_CODES
+    from drover.cli.exits import SIGNAL_EXIT_CODES
 
     documented = _documented_exit_codes()
     carried = {cls.exit_code for cls in _every_error_class()}

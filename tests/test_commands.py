@@ -15,7 +15,7 @@ from click.testing import CliRunner
 from helpers import git, ledger_tables, write_requirements
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from helpers import chunk, findings_text
+from helpers import FINDINGS, chunk, findings_text
 from drover.cli.main import cli
 from drover.items.file import CHANGES_HEADING, CLEARED_MARKER, parse_item, section_span
 from drover.ledger.db import Ledger
@@ -412,6 +412,142 @@ def test_outside_a_project(repo):
         said = fails(drover(*args), 2)
         assert "drover init" in said
     assert not (repo / ".drover").exists()
+
+
+def test_outside_any_repository_each_command_is_one_line_and_exit_2(tmp_path, monkeypatch):
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    for args in (["show", "D-1"], ["audit", "1", "--level", "claimed"], ["new", "x"], ["list"]):
+        fails(drover(*args), 2)
+
+
+# --- every form of the common command lines: its exit code, and a failure in one line --------------------
+
+
+@pytest.fixture
+def two_items(project) -> Path:
+    """D-1 and D-2 (a bug depending on D-1) as `new` writes them, committed."""
+    for args in (["new", "one"], ["new", "two", "--dep", "D-1", "--kind", "bug"]):
+        assert drover(*args).exit_code == 0
+    git(project, "add", "-A")
+    git(project, "commit", "-q", "-m", "items")
+    return project
+
+
+LINES = [
+    (["show", "D-2"], 0), (["show", "2"], 0), (["show", "#2", "--json"], 0), (["show", "--json", "d1"], 0),
+    (["show", "D-9"], 2), (["show", "X-1"], 2), (["show", ""], 2), (["show", "D-1", "--color"], 2),
+    (["show", "D-1", "--help"], 0), (["show"], 2), (["show", "D-1", "D-2"], 2), (["show", "D-1", "--json", "--json"], 0),
+    (["show", "D-1", "--", "--json"], 2), (["show", "D-1", "--jso"], 2), (["show", "-1"], 2),
+    (["prompt", "D-2", "--slot", "implement"], 0), (["prompt", "2", "--slot=review", "--json"], 0),
+    (["prompt", "D-1", "--slot", "branch"], 0), (["prompt", "D-1", "--slot", "draft", "--guidance", "lean"], 0),
+    (["prompt", "D-1", "--slot", "implement", "--diff-guidance"], 0), (["prompt", "D-1", "--slot", "bogus"], 2),
+    (["prompt", "D-1"], 0), (["prompt", "D-1", "--slot", "implement", "--template", "Hi {{ Id }}\n"], 0),
+    (["prompt", "D-1", "--slot", "implement", "--template", "{{ Nope }}"], 2),
+    (["prompt", "D-7", "--slot", "implement"], 2), (["prompt", "D-1", "--slot", "implement", "--slot", "review"], 0),
+    (["prompt", "D-1", "--slot"], 2), (["prompt", "D-1", "--slot", "implement", "--json=1"], 2),
+    (["audit", "D-1", "--level", "bogus"], 2), (["audit", "D-1"], 2), (["audit", "D-1", "--level", "claimed", "--by"], 2),
+    (["new"], 2), (["new", "--issue", "x"], 2), (["new", "a", "b"], 2),
+    (["request-changes", "D-9", "--file", "nowhere.md"], 2), (["request-changes", "D-1", "--file", "nowhere.md"], 2),
+    (["list"], 0), (["list", "--json"], 0), (["list", "--ready"], 0), (["list", "--state", "blocked", "--state=ready"], 0),
+    (["list", "--state", "in review", "--json", "--ready"], 0), (["list", "--state", "bogus"], 2), (["list", "D-1"], 2),
+    (["list", "--ready", "--ready"], 0), (["list", "--state"], 2), (["list", "--help"], 0),
+    (["check"], 0), (["check", "--json"], 0), (["check", "--diff"], 0), (["check", "--json", "--json"], 0),
+    (["check", "D-1"], 2),
+]
+
+
+@pytest.mark.parametrize("args, code", LINES, ids=[" ".join(args) or "empty" for args, _ in LINES])
+def test_each_command_line_ends_with_its_exit_code_and_a_failure_in_one_line(two_items, args, code):
+    result = drover(*args)
+    if code:
+        fails(result, code)
+    else:
+        assert result.exit_code == 0, (result.stdout, result.stderr, result.exception)
+        assert "Traceback" not in result.output
+
+
+WRITES = [
+    (["request-changes", "2"], FINDINGS), (["request-changes", "D-2", "--file", "-"], FINDINGS),
+    (["request-changes", "D-2", "--file", "findings.md"], None),
+    (["audit", "d2", "--level", "reviewed", "--note", "fine"], None), (["audit", "D-2", "--level=claimed"], None),
+    (["audit", "D-2", "--level", "verified", "--by", "someone"], None),
+    (["new", "three", "--dep", "1", "--dep", "D-2", "-f", "#2", "--kind", "chore"], None),
+    (["new", "four", "--json"], None), (["new", "--finding", "D-1", "five"], None),
+]
+
+
+@pytest.mark.parametrize("args, stdin", WRITES, ids=[" ".join(args) for args, _ in WRITES])
+def test_each_form_of_a_write_succeeds_and_writes(two_items, args, stdin):
+    (two_items / "findings.md").write_text(FINDINGS)
+    before = ledger_rows(two_items)
+    result = drover(*args, input=stdin)
+    assert result.exit_code == 0, (result.stdout, result.stderr, result.exception)
+    assert result.stderr == ""
+    assert ledger_rows(two_items) != before
+
+
+def test_check_with_problems_exits_1_plain_and_json(two_items):
+    (two_items / "items" / "D-3.md").write_text("---\nid: D-3\ntitle: [\n---\n")
+    (two_items / "items" / "D-4.md").write_text("---\nid: D-4\ntitle: four\ndeps: [D-99]\n---\n\nbody\n")
+    for args in (["check"], ["check", "--json"]):
+        result = drover(*args)
+        assert result.exit_code == 1 and "D-99" in result.stdout
+
+
+@pytest.mark.parametrize("args, stdin", [
+    (["show", "D-1"], None), (["prompt", "1", "--slot", "implement"], None), (["audit", "D-1", "--level", "claimed"], None),
+    (["request-changes", "D-1"], FINDINGS), (["new", "six"], None), (["list"], None),
+    (["list", "--state", "ready", "--json"], None), (["check"], None), (["check", "--json"], None)],
+    ids=lambda value: " ".join(value) if isinstance(value, list) else "")
+def test_a_command_on_a_migrated_ledger_does_not_import_sqlite_utils(two_items, args, stdin):
+    done = subprocess.run([sys.executable, "-X", "importtime", "-m", "drover.cli", *args], cwd=two_items,
+                          input=stdin, text=True, capture_output=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    names = [line.split("|")[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")]
+    assert names and not [name for name in names if name.startswith("sqlite_utils")]
+
+
+def test_the_highest_number_on_disk_reads_names_as_before(tmp_path):
+    """`new`'s floor from one regex pass over ASCII names equals the name-by-name reading it replaced."""
+    from drover.ledger.writes import _highest_on_disk
+
+    def by_name(names: list[str], prefix: str) -> int:
+        start = len(prefix)
+        numbers = [name[start:-3] for name in names
+                   if name.startswith(prefix) and name.endswith(".md") and name[start:-3].isdigit()]
+        return max((int(number) for number in numbers if number[0] != "0"), default=0)
+
+    class Project:  # the two attributes _highest_on_disk reads
+        def __init__(self, folder: Path) -> None:
+            self.items_dir = folder
+            self.config = type("Config", (), {"prefix": "D"})()
+
+    part = st.sampled_from(["D-", "D", "d-", "E-", "D-0", "D--", "", "x"])
+    digits = st.text("0123456789", max_size=4)
+    suffix = st.sampled_from([".md", ".md.bak", ".txt", "", ".MD"])
+    names = st.lists(st.builds(lambda a, b, c: a + b + c, part, digits, suffix).filter(
+        lambda name: name not in ("", ".", "..") and "/" not in name), unique=True, max_size=12)
+    folders = iter(range(10_000))
+
+    @settings(max_examples=60, deadline=None)
+    @given(names)
+    def check(listed: list[str]) -> None:
+        folder = tmp_path / str(next(folders))
+        folder.mkdir()
+        for name in listed:
+            (folder / name).write_text("")
+        assert _highest_on_disk(Project(folder)) == by_name(listed, "D-")
+
+    check()
+    assert _highest_on_disk(Project(tmp_path / "absent")) == 0
+    other = tmp_path / "other"
+    other.mkdir()
+    for name in ("D-2.md", "D-\u0663\u0663.md", "D-é.md"):  # read name by name
+        (other / name).write_text("")
+    # Arabic-Indic 33 is no id (ids are ASCII digits), as the ASCII names' regex reads it
+    assert _highest_on_disk(Project(other)) == 2
 
 
 def test_a_broken_config_stops_every_command_with_one_line(project):

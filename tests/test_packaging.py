@@ -18,7 +18,8 @@ SMOKE = """
 import json, sys
 from pathlib import Path
 import drover
-from drover import resources, templates
+from drover import prompts as templates
+from drover.prompts import resources
 from drover.config import Config
 from drover.prompts.data import TemplateData
 
@@ -95,7 +96,7 @@ def test_the_wheel_is_drover_cli_with_its_metadata_and_help_pages(installed):
     assert "Project-URL: " in metadata
     assert "Description-Content-Type: text/markdown" in metadata
     entry_points = archive.read(metadata_name.replace("METADATA", "entry_points.txt")).decode()
-    assert "drover = drover.cli.launch:main" in entry_points
+    assert "drover = drover.cli.main:main" in entry_points
 
 
 def test_a_new_user_goes_from_the_installed_wheel_to_a_finished_item_on_master(installed, tmp_path):
@@ -108,6 +109,8 @@ def test_a_new_user_goes_from_the_installed_wheel_to_a_finished_item_on_master(i
     for argv in (["git", "init", "-q", "-b", "master"], ["git", "commit", "-q", "--allow-empty", "-m", "start"]):
         _run(argv, cwd=root, env=env)
     assert _run([drover, "--version"], cwd=root, env=env).stdout.startswith("drover, version ")
+    module = _run([str(env_dir / "bin" / "python"), "-m", "drover.cli", "--version"], cwd=root, env=env)
+    assert module.stdout.startswith("drover, version ")
     assert "  configuration\n" in _run([drover, "help"], cwd=root, env=env).stdout
     assert "[run]" in _run([drover, "help", "configuration"], cwd=root, env=env).stdout
     said = _run([drover, "init"], cwd=root, env=env).stdout

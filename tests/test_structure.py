@@ -27,6 +27,10 @@ def test_architecture_lists_nothing_that_is_absent():
 
 
 def test_each_closed_set_is_the_vocabulary_one():
+    from functools import partial
+
+    import click
+
     from drover.loop import checks, runs
     from drover.cli import main as cli
     from drover import config, prompts as templates, vocabulary
@@ -39,8 +43,10 @@ def test_each_closed_set_is_the_vocabulary_one():
     assert config.GUIDANCE_LEVELS is vocabulary.GUIDANCE_LEVELS
     assert status.LEVELS is writes.LEVELS is vocabulary.LEVELS
     assert writes.DISPOSITIONS is base.DISPOSITIONS is vocabulary.DISPOSITIONS
+    ctx = click.Context(cli.cli)
     choices = {(command.name, param.name): tuple(param.type.choices)
-               for command in cli.cli.commands.values() for param in command.params
+               for command in map(partial(cli.cli.get_command, ctx), cli.cli.list_commands(ctx))
+               for param in command.params
                if hasattr(param.type, "choices") and param.name in ("level", "disposition", "slot", "guidance")}
     assert choices == {
         ("audit", "level"): vocabulary.LEVELS,

@@ -1,4 +1,4 @@
-"""`python -m drover`: the same entry point as the `drover` program."""
-from drover.cli.launch import main
+"""`python -m drover.cli`: the same entry point as the `drover` program."""
+from drover.cli.main import main
 
 main()

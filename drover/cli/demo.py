@@ -26,7 +26,7 @@ def _run(argv: list[str], cwd: Path, stdin: str | None = None, check: bool = Tru
 
 
 def _drover(*args: str, cwd: Path, stdin: str | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
-    return _run([sys.executable, "-m", "drover", *args], cwd, stdin, check)
+    return _run([sys.executable, "-m", "drover.cli", *args], cwd, stdin, check)
 
 
 # --- the agent --------------------------------------------------------------------------
@@ -191,7 +191,7 @@ def main(argv: list[str]) -> int:
     print("$ drover list")
     print(_drover("list", cwd=root).stdout, end="")
     print("$ drover drive --finish")
-    drive = subprocess.run([sys.executable, "-m", "drover", "drive", "--finish"], cwd=root, text=True)
+    drive = subprocess.run([sys.executable, "-m", "drover.cli", "drive", "--finish"], cwd=root, text=True)
     for item_id in ("D-1", "D-2", "D-3"):
         print(f"\n$ drover show {item_id}")
         print(_drover("show", item_id, cwd=root).stdout, end="")

@@ -6,8 +6,10 @@ from pathlib import Path
 
 import click
 
+from drover.cli.parts import example, opened
 
-@click.group("ledger")
+
+@click.group("ledger", epilog=example("drover ledger export > ledger.jsonl"))
 def ledger_group() -> None:
     """Back up and move the ledger (JSON Lines, one row per line)."""
 
@@ -17,8 +19,6 @@ def ledger_group() -> None:
 def ledger_export(output: str | None) -> None:
     """Write every table as JSON Lines, the schema version first."""
     from drover.ledger.jsonl import export
-
-    from drover.cli.fastpath import opened
 
     with opened() as (project, ledger):
         if output:
@@ -39,8 +39,6 @@ def ledger_export(output: str | None) -> None:
 def ledger_import(file: Path, merge: bool) -> None:
     """Load an export into an empty ledger (or merge it into this one)."""
     from drover.ledger.jsonl import import_file
-
-    from drover.cli.fastpath import opened
 
     with opened() as (project, ledger):
         done = import_file(ledger, file, merge=merge)

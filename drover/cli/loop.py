@@ -1,13 +1,11 @@
-"""The agent-loop commands (run, review, draft, verify, finish, stop, log, drive): registered on cli.py's group."""
+"""The agent-loop commands: draft, run, review, verify, drive, finish, stop, log."""
 from __future__ import annotations
 
 import sys
 
 import click
 
-from drover.cli.main import Decorated, cli, json_option
-from drover.cli.fastpath import echo_json, opened, show_prompt
-from drover.cli.parts import ITEM_ID
+from drover.cli.parts import ITEM_ID, Decorated, echo_json, example, json_option, opened
 from drover.vocabulary import EXECUTORS
 
 
@@ -68,7 +66,7 @@ def dry_run_option(func: Decorated) -> Decorated:
                         help="Print the prompt, argv, environment, branch and directory; write nothing.")(func)
 
 
-@cli.command()
+@click.command(epilog=example("drover run D-3 --dry-run"))
 @click.argument("item_id", metavar="ID", type=ITEM_ID)
 @dry_run_option
 @click.option("--template", "explicit", metavar="SRC", help="Inline template text, or @path in the repository.")
@@ -77,19 +75,21 @@ def run(item_id: str, dry_run: bool, as_json: bool, explicit: str | None) -> Non
     _launch_command(item_id, "implement", dry_run, explicit, as_json)
 
 
-@cli.command()
+@click.command(epilog=example("drover review D-3"))
 @click.argument("item_id", metavar="ID", type=ITEM_ID)
 @dry_run_option
 @click.option("--print", "print_only", is_flag=True, help="Write the review prompt to stdout; record no launch.")
 def review(item_id: str, dry_run: bool, as_json: bool, print_only: bool) -> None:
     """Launch the reviewing agent on an item's branch."""
     if print_only:
+        from drover.cli.templates import show_prompt
+
         show_prompt(item_id, "review")
         return
     _launch_command(item_id, "review", dry_run, as_json=as_json)
 
 
-@cli.command()
+@click.command(epilog=example("drover draft D-3"))
 @click.argument("item_id", metavar="ID", type=ITEM_ID)
 @dry_run_option
 def draft(item_id: str, dry_run: bool, as_json: bool) -> None:
@@ -97,7 +97,7 @@ def draft(item_id: str, dry_run: bool, as_json: bool) -> None:
     _launch_command(item_id, "draft", dry_run, as_json=as_json)
 
 
-@cli.command()
+@click.command(epilog=example("drover finish D-3"))
 @click.argument("item_id", metavar="ID", type=ITEM_ID)
 @click.option("--allow-drover-files", is_flag=True,
               help="Merge a branch that changes drover.toml, prompt overrides or item files (never .drover/).")
@@ -121,7 +121,7 @@ def finish(item_id: str, allow_drover_files: bool, as_json: bool) -> None:
         sys.exit(1)
 
 
-@cli.command()
+@click.command(epilog=example("drover verify D-3"))
 @click.argument("item_id", metavar="ID", type=ITEM_ID)
 @json_option
 def verify(item_id: str, as_json: bool) -> None:
@@ -142,7 +142,7 @@ def verify(item_id: str, as_json: bool) -> None:
     sys.exit(0 if check is None or check.passed else 1)
 
 
-@cli.command()
+@click.command(epilog=example("drover stop D-3"))
 @click.argument("item_id", metavar="ID", type=ITEM_ID)
 def stop(item_id: str) -> None:
     """End an item's live run (an orphaned one too) and record it as interrupted."""
@@ -153,7 +153,7 @@ def stop(item_id: str) -> None:
             click.echo(line)
 
 
-@cli.command(name="log")
+@click.command(name="log", epilog=example("drover log D-3 --follow"))
 @click.argument("item_id", metavar="ID", type=ITEM_ID)
 @click.option("--run", "run_id", metavar="RUN", help="This run of the item (default: its newest).")
 @click.option("--follow", is_flag=True, help="Keep printing what the agent writes until the run ends.")
@@ -165,7 +165,7 @@ def log_command(item_id: str, run_id: str | None, follow: bool) -> None:
     show_log(open_project(), item_id, run_id, follow=follow, out=sys.stdout.buffer)
 
 
-@cli.command()
+@click.command(epilog=example("drover drive --jobs 2 --finish"))
 @click.argument("item_ids", metavar="[ID]...", nargs=-1, type=ITEM_ID)
 @click.option("--jobs", default=1, show_default=True, type=int, help="Items worked at once, each in its own worktree.")
 @click.option("--finish", "finish_items", is_flag=True, help="Finish each approved item (local merge into base).")

@@ -1,79 +1,62 @@
-"""The command line's furniture: grouped help, forgiving item ids, and the set-up commands
-(`help`, `completion`, `demo`). cli.py imports this module at its end to register them."""
+"""What the commands share: forgiving item ids, the --json option, examples, the project a
+command works on, JSON output, and shell completion of ids, blocks, presets and topics."""
 from __future__ import annotations
 
-import sys
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-# `drover --help` lists commands in the order a person meets them. A new command joins a
-# section by adding its name here; a command in no section is listed under "Other".
-SECTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("Set up", ("init", "help", "demo", "completion", "override")),
-    ("Items", ("new", "list", "show")),
-    ("The loop", ("draft", "run", "review", "verify", "drive", "finish", "stop")),
-    ("Review verbs", ("request-changes", "close-changes", "audit", "dispose", "park", "unpark")),
-    ("Inspection", ("check", "prompt", "schema", "log", "ledger")),
-)
+if TYPE_CHECKING:
+    from drover.ledger.db import Ledger
+    from drover.ledger.project import Project
 
-# One example per command, shown at the end of its --help. A new command adds its line here.
-EXAMPLES: dict[str, str] = {
-    "init": "drover init",
-    "help": "drover help configuration",
-    "demo": "drover demo /tmp/drover-demo",
-    "completion": 'eval "$(drover completion bash)"    # in ~/.bashrc',
-    "new": 'drover new "Reject unknown config keys" --kind bug --dep D-2',
-    "list": "drover list --state approved --state parked",
-    "show": "drover show D-3",
-    "draft": "drover draft D-3",
-    "run": "drover run D-3 --dry-run",
-    "review": "drover review D-3",
-    "drive": "drover drive --jobs 2 --finish",
-    "finish": "drover finish D-3",
-    "verify": "drover verify D-3",
-    "stop": "drover stop D-3",
-    "request-changes": "drover request-changes D-3 --file findings.md",
-    "close-changes": 'drover close-changes D-3 --note "fixed in the parser"',
-    "audit": 'drover audit D-3 --level reviewed --note "tests cover each requirement"',
-    "dispose": "drover dispose D-3 42 --as close",
-    "park": 'drover park D-3 --why "needs a decision on the file format"',
-    "unpark": "drover unpark D-3",
-    "check": "drover check --json",
-    "prompt": "drover prompt D-3 --slot implement",
-    "schema": "drover schema --fields",
-    "log": "drover log D-3 --follow",
-    "ledger": "drover ledger export > ledger.jsonl",
-    "override": "drover override implement scope",
-}
+# what an option decorator takes and gives back: the command function, its type unchanged
+Decorated = TypeVar("Decorated", bound=Callable[..., Any])
+
+COLOR_CHOICES = click.Choice(["auto", "always", "never"])
+
+# Where the item-id parameter keeps the project it opened, for the command's `opened()`.
+PROJECT_KEY = "drover.ledger.project"
 
 
-def add_examples(group: click.Group) -> None:
-    """Close each command's --help with its example (a command's own epilog wins)."""
-    for name, command in group.commands.items():
-        if name in EXAMPLES and not command.epilog:
-            # click rewraps epilogs; \b keeps the example on its own line as written
-            command.epilog = f"\b\nExample: {EXAMPLES[name]}"
+def json_option(func: Decorated) -> Decorated:
+    return click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")(func)
 
 
-def format_sections(group: click.Group, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-    """The command list of `drover --help`, one titled block per section."""
-    commands = {name: group.get_command(ctx, name) for name in group.list_commands(ctx)}
-    visible = {name: cmd for name, cmd in commands.items() if cmd is not None and not cmd.hidden}
-    placed: set[str] = set()
-    blocks: list[tuple[str, list[str]]] = []
-    for title, listed in SECTIONS:
-        present = [name for name in listed if name in visible]
-        placed.update(present)
-        blocks.append((title, present))
-    blocks.append(("Other", sorted(set(visible) - placed)))
-    for title, names in blocks:
-        if not names:
-            continue
-        width = formatter.width - 6 - max(len(name) for name in names)
-        rows = [(name, visible[name].get_short_help_str(max(width, 30))) for name in names]
-        with formatter.section(title):
-            formatter.write_dl(rows)
+def example(line: str) -> str:
+    """A command's epilog: its example, closing its --help."""
+    return f"\b\nExample: {line}"  # click rewraps epilogs; \b keeps the example on its own line as written
+
+
+@contextmanager
+def opened() -> Iterator[tuple[Project, Ledger]]:
+    """The command's project and its ledger, closed when the command ends. The project is the
+    one the item-id parameter opened while click parsed the line, if it did: found and read once."""
+    from drover.ledger.db import Ledger
+    from drover.ledger.project import open_project
+
+    ctx = click.get_current_context(silent=True)
+    project = ctx.meta.get(PROJECT_KEY) if ctx is not None else None
+    if project is None:
+        project = open_project()
+    ledger = Ledger(project.ledger_path)
+    try:
+        yield project, ledger
+    finally:
+        ledger.close()
+
+
+def echo_json(value: Any) -> None:
+    import json
+
+    click.echo(json.dumps(value, indent=2, default=str))
+
+
+def echo_outcome(outcome: Any) -> None:
+    for line in outcome.lines:
+        click.echo(line)
 
 
 # --- item ids --------------------------------------------------------------------------------
@@ -81,21 +64,18 @@ def format_sections(group: click.Group, ctx: click.Context, formatter: click.Hel
 
 def _prefix(ctx: click.Context | None) -> str | None:
     """The project's id prefix, or None outside a project (the command then says what is wrong).
-
-    The project opened here is kept in the context's meta, where the command's `opened()` takes
-    it instead of finding and reading it a second time (fastpath.opened).
-    """
+    The project opened here is kept in the context's meta, where the command's `opened()` takes it."""
     from drover.errors import DroverError
     from drover.ledger.project import open_project
 
-    project = ctx.meta.get("drover.ledger.project") if ctx is not None else None
+    project = ctx.meta.get(PROJECT_KEY) if ctx is not None else None
     if project is None:
         try:
             project = open_project()
         except DroverError:
             return None
         if ctx is not None:
-            ctx.meta["drover.ledger.project"] = project
+            ctx.meta[PROJECT_KEY] = project
     return project.config.prefix
 
 
@@ -171,62 +151,3 @@ def complete_help_topics(ctx: click.Context, param: click.Parameter, incomplete:
     commands = sorted(root.list_commands(ctx)) if isinstance(root, click.Group) else []
     names = dict.fromkeys([*HELP_TOPICS, *commands])
     return [CompletionItem(name) for name in names if name.startswith(incomplete)]
-
-
-# --- set-up commands -------------------------------------------------------------------------
-
-
-def register(cli: click.Group) -> None:
-    """Add the set-up commands to the group."""
-
-    @cli.command(name="help")
-    @click.argument("topic", required=False, shell_complete=complete_help_topics)
-    @click.pass_context
-    def help_cmd(ctx: click.Context, topic: str | None) -> None:
-        """Print a reference page (configuration, items, templates, ...) or a command's help.
-        """
-        from drover.errors import UsageError
-        from drover.prompts.resources import HELP_TOPICS, help_page
-
-        if not topic:
-            click.echo("Reference pages (drover help TOPIC):")
-            for name in HELP_TOPICS:
-                click.echo(f"  {name}")
-            click.echo("Command help: drover help COMMAND, or drover COMMAND --help")
-            return
-        if topic in HELP_TOPICS:
-            click.echo(help_page(topic), nl=False)
-            return
-        command = cli.get_command(ctx, topic)
-        if command is not None:
-            with click.Context(command, info_name=topic, parent=ctx.parent) as sub:
-                click.echo(command.get_help(sub))
-            return
-        import difflib
-
-        choices = [*HELP_TOPICS, *cli.list_commands(ctx)]
-        close = difflib.get_close_matches(topic, choices, n=1)
-        hint = f" (did you mean {close[0]}?)" if close else f" (topics: {', '.join(HELP_TOPICS)})"
-        raise UsageError(f"no help topic {topic!r}{hint}")
-
-    @cli.command()
-    @click.argument("shell", type=click.Choice(["bash", "zsh", "fish"]))
-    def completion(shell: str) -> None:
-        """Print the shell completion script; ids, slots and options complete.
-        """
-        from click.shell_completion import get_completion_class
-
-        completer = get_completion_class(shell)
-        assert completer is not None  # click ships all three
-        click.echo(completer(cli, {}, "drover", "_DROVER_COMPLETE").source())
-
-    @cli.command()
-    @click.argument("folder", required=False, type=click.Path(file_okay=False))
-    def demo(folder: str | None) -> None:
-        """Build a throw-away project and drive it with a scripted agent (no network).
-        """
-        from drover.cli.demo import main as run_demo
-
-        sys.exit(run_demo([folder] if folder else []))
-
-    add_examples(cli)

@@ -1,4 +1,4 @@
-"""The prompt and template commands (prompt, check, schema, override): registered on cli.py's group."""
+"""The prompt and template commands: prompt, check, override, schema."""
 from __future__ import annotations
 
 import sys
@@ -6,13 +6,11 @@ from typing import Any
 
 import click
 
-from drover.cli.main import COLOR_CHOICES, cli, json_option
-from drover.cli.fastpath import echo_json, opened, say_check, show_prompt
-from drover.cli.parts import ITEM_ID, complete_blocks
+from drover.cli.parts import COLOR_CHOICES, ITEM_ID, complete_blocks, echo_json, example, json_option, opened
 from drover.vocabulary import GUIDANCE_LEVELS, SLOTS, TEMPLATE_SLOTS
 
 
-@cli.command()
+@click.command(epilog=example("drover prompt D-3 --slot implement"))
 @click.argument("item_id", metavar="ID", type=ITEM_ID)
 @click.option("--slot", type=click.Choice(TEMPLATE_SLOTS),
               help="Which prompt: implement, review, draft, or the branch name. Default: the slot the item is at "
@@ -27,7 +25,50 @@ def prompt(item_id: str, slot: str | None, guidance: str | None, diff_guidance: 
     show_prompt(item_id, slot, guidance=guidance, explicit=explicit, diff_guidance=diff_guidance, as_json=as_json)
 
 
-@cli.command()
+def show_prompt(item_id: str, slot: str | None, *, guidance: str | None = None, explicit: str | None = None,
+                diff_guidance: bool = False, as_json: bool = False) -> None:
+    """Render one item's prompt and print it (or, with diff_guidance, what lean drops); slot None:
+    the slot the item is at (status.slot_at)."""
+    from drover import prompts as templates
+    from drover.prompts import data
+
+    with opened() as (project, ledger):
+        if slot is None:
+            from drover.ledger.itemstate import item_state
+            from drover.ledger.status import slot_at
+
+            slot = slot_at(item_state(project, ledger, item_id).state)
+        built = data.build(project, ledger, item_id, slot, guidance=guidance)
+        if slot == "branch":
+            from drover.loop.runs import require_valid_branch
+
+            branch = (templates.render_branch(built, templates.branch_source(project.root, explicit), display=explicit)
+                      if explicit is not None else templates.render_branch(built, project.config.branch))
+            branch = require_valid_branch(built.Id, branch)
+            if as_json:
+                echo_json({"id": built.Id, "slot": slot, "text": branch})
+            else:
+                click.echo(branch)
+            return
+        if diff_guidance:
+            dropped = templates.guidance_diff(slot, built, root=project.root, config=project.config)
+            for line, tokens in dropped:
+                click.echo(f"- [~{tokens} tokens] {line}")
+            total = sum(tokens for _, tokens in dropped)
+            click.echo(f"lean drops {len(dropped)} lines, about {total} tokens (4 characters a token)")
+            return
+        rendered = templates.render(slot, built, root=project.root, config=project.config, explicit=explicit)
+    if as_json:
+        from drover.cli.reports import prompt_report
+
+        echo_json(prompt_report(built.Id, slot, rendered))
+        return
+    for warning in rendered.warnings:
+        click.echo(f"drover: warning: {warning}", err=True)
+    click.echo(rendered.text, nl=False)
+
+
+@click.command(epilog=example("drover check --json"))
 @click.option("--diff", is_flag=True, help="Show how each stale override's default changed, then the other problems.")
 @click.option("--format", "diff_format", type=click.Choice(["words", "unified"]), default="words", show_default=True,
               help="--diff view: words (coloured on a terminal) or unified (for git apply, delta, diff-so-fancy).")
@@ -69,6 +110,23 @@ def check(diff: bool, diff_format: str, color: str, update: bool, dry_run: bool,
 NOTHING_STALE = "no stale overrides: nothing to diff"
 
 
+def say_check(findings: list[Any], as_json: bool, *, diff: bool = False, out_err: bool = False) -> None:
+    """check's findings, one line each (a warning says so) or as JSON; exit 1 when one is an error.
+    With --diff the STALE OVERRIDE lines were the diff's headers; out_err: they go to stderr."""
+    failed = any(found.error for found in findings)
+    if as_json:
+        from drover.cli.reports import check_report
+
+        echo_json(check_report(findings))
+        sys.exit(1 if failed else 0)
+    for found in findings:
+        if not (diff and found.message.startswith("STALE OVERRIDE ")):
+            click.echo(found.message if found.error else f"warning: {found.message}", err=out_err)
+    if not findings and not diff:
+        click.echo("no problems found")
+    sys.exit(1 if failed else 0)
+
+
 def _override(slot: str | None = None, block: str | None = None, **options: Any) -> None:
     from drover.prompts.update import override_command
 
@@ -79,7 +137,7 @@ def _override(slot: str | None = None, block: str | None = None, **options: Any)
     sys.exit(code)
 
 
-@cli.command()
+@click.command(epilog=example("drover override implement scope"))
 @click.argument("slot", required=False, type=click.Choice(SLOTS))
 @click.argument("block", required=False, shell_complete=complete_blocks)
 @click.option("--file", "file", metavar="PATH", help="The override file, when [prompts] names none for the slot yet.")
@@ -92,7 +150,7 @@ def override(slot: str | None, block: str | None, file: str | None, addition: bo
     _override(slot, block, file=file, addition=addition, update=update, dry_run=dry_run)
 
 
-@cli.command()
+@click.command(epilog=example("drover schema --fields"))
 @click.option("--prompts", is_flag=True, help="Every block of every slot, with its default and hash (JSON).")
 @click.option("--fields", is_flag=True, help="Every template field: type, slots, meaning.")
 @json_option

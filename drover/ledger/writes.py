@@ -12,6 +12,7 @@ is made before the lock is let go (journal.py, Journal.settle_commits).
 from __future__ import annotations
 
 import os
+import sys
 import threading
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -196,10 +197,8 @@ def _journaled(ledger: Ledger, command: str, item_id: str,
         if renamed is not None:
             renamed()
     if commit is not None:
-        from drover.cli.fastpath import echo
-
         for warning in ledger.settle_commits(retry_failed=True):
-            echo(f"drover: warning: {warning}", err=True)
+            print(f"drover: warning: {warning}", file=sys.stderr, flush=True)
     return result
 
 

@@ -117,10 +117,7 @@ def _location(exc: BaseException, displays: dict[str, str]) -> tuple[str | None,
 
 
 def _generate(template: jinja2.Template, context: dict[str, Any]) -> str:
-    """Render within the time and output limits (limits.py), the cyclic garbage collector on."""
-    from drover.cli.launch import collect_again
-
-    collect_again()  # a single-item command paused it for its imports
+    """Render within the time and output limits (limits.py)."""
     limits.start()
     try:
         parts: list[str] = []
