@@ -5,7 +5,7 @@ Strict: libyaml's parser when PyYAML was built with it (CSafeLoader, several tim
 SafeLoader), a key given twice refused (YAML would keep the last silently), nesting and alias
 expansion capped (else a small file could take the process, or every later reader, down), and
 drover's own keys type-checked. Errors are FrontmatterError naming the file's line; file.py
-turns them into Unreadable. Importing this module imports yaml (about 20 ms with
+turns them into Unreadable. Importing this module imports yaml (10 to 16 ms with
 python-frontmatter): file.py imports it only where a file is parsed or written.
 """
 from __future__ import annotations
