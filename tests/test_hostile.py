@@ -46,14 +46,17 @@ def test_a_hostile_item_is_one_unreadable_item(project, frontmatter, reason):
 
 
 def test_the_pure_python_parser_refuses_the_same_inputs():
-    from drover.items.frontmatter import PURE_LOADER, FrontmatterError, load_frontmatter
+    from drover.items.frontmatter_rules import FrontmatterError
+    from drover.items.strict_yaml import PureStrictLoader, StrictYAMLHandler
+
+    load = StrictYAMLHandler(PureStrictLoader).load
 
     for source, reason in (("x: " + "[" * 5000 + "]" * 5000, "nested"), (BOMB, "aliases"),
                            ("a: 1\na: 2", "duplicate key"), ("x:\n" + "".join("  " * n + "- \n" for n in range(1, 1200)), "nested")):
         with pytest.raises(FrontmatterError) as caught:
-            load_frontmatter(source, PURE_LOADER)
+            load(source)
         assert reason in caught.value.detail
-    assert load_frontmatter("id: D-1\ndeps: [D-2]\n", PURE_LOADER) == {"id": "D-1", "deps": ["D-2"]}
+    assert load("id: D-1\ndeps: [D-2]\n") == {"id": "D-1", "deps": ["D-2"]}
 
 
 def test_non_utf8_findings_on_stdin(project):
@@ -152,17 +155,17 @@ def test_timeout_in_plain_seconds_is_accepted(project):
 def test_libyaml_is_used_when_present_and_both_parsers_agree():
     import yaml
 
-    from drover.items.frontmatter import LOADER, PURE_LOADER, load_frontmatter
+    from drover.items.strict_yaml import StrictLoader, PureStrictLoader, StrictYAMLHandler
 
     if getattr(yaml, "__with_libyaml__", False):
-        assert issubclass(LOADER, yaml.CSafeLoader)
-    assert issubclass(PURE_LOADER, yaml.SafeLoader) and not issubclass(PURE_LOADER, getattr(yaml, "CSafeLoader", ()))
+        assert issubclass(StrictLoader, yaml.CSafeLoader)
+    assert issubclass(PureStrictLoader, yaml.SafeLoader) and not issubclass(PureStrictLoader, getattr(yaml, "CSafeLoader", ()))
     sources = [
         "id: D-4\ntitle: 'Quoted: yes'\nkind: bug\ndeps: [D-1, D-2]\ncloses: [12, \"#13\"]\nshelved: no\nmigration: yes\n",
         "id: D-5\ntitle: Émile's item\nmeta:\n  nested: {a: 1, b: [x, y]}\nanchor: &a [1, 2]\nagain: *a\n",
     ]
     for source in sources:
-        assert load_frontmatter(source, LOADER) == load_frontmatter(source, PURE_LOADER)
+        assert StrictYAMLHandler(StrictLoader).load(source) == StrictYAMLHandler(PureStrictLoader).load(source)
 
 
 def test_a_dependency_chain_thousands_long_is_checked_without_recursion():

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from helpers import chunk, findings_text
+from helpers import HOSTILE_FRONTMATTER, chunk, findings_text
 
 from drover.items import file as itemfile
 from drover.items.file import CHANGES_HEADING, CLEARED_MARKER, ID_MISMATCH, MISSING, NO_BODY, NO_PARSE, NOT_AN_ID, SHELVED, Unreadable, cleared_block, demote_headings, headline, new_item_text, parse_item, read_item, replace_section, section_span, write_atomic
@@ -133,6 +133,52 @@ def test_yaml_error_on_a_later_line():
                                   "---\n- a list\n- not a mapping\n---\nbody\n"])
 def test_no_usable_frontmatter_will_not_parse(text):
     assert unreadable(text).wording == NO_PARSE
+
+
+@pytest.mark.parametrize("frontmatter, reason", HOSTILE_FRONTMATTER)
+def test_hostile_frontmatter_is_refused_by_both_yaml_parsers(frontmatter, reason):
+    """libyaml's parser and the pure-Python one refuse each hostile case with the same reason."""
+    from drover.items.frontmatter_rules import FrontmatterError
+    from drover.items.strict_yaml import StrictLoader, PureStrictLoader, StrictYAMLHandler
+
+    source = "id: D-2\n" + frontmatter
+    for loader in (StrictLoader, PureStrictLoader):
+        with pytest.raises(FrontmatterError) as caught:
+            StrictYAMLHandler(loader).load(source)
+        assert reason in caught.value.detail
+
+
+@pytest.mark.parametrize("frontmatter, line", [("title: t\ntitle: u\n", 4), ("title: t\ndeps: D-1\n", 4),
+                                               ("title: t\nkind: [a]\n", 4), ("title: [x\n", 3)])
+def test_a_refused_frontmatter_names_its_line_in_the_file(frontmatter, line):
+    problem = unreadable(f"---\nid: D-4\n{frontmatter}---\nbody\n")
+    assert (problem.wording, problem.line) == (NO_PARSE, line)
+
+
+def test_python_frontmatter_reads_an_item_with_drovers_handler():
+    """The handler is python-frontmatter's: loads with it gives what parse_item gives, and a text
+    without frontmatter is refused rather than read as all body."""
+    import frontmatter
+
+    from drover.items.frontmatter_rules import FrontmatterError
+    from drover.items.strict_yaml import HANDLER
+
+    post = frontmatter.loads(GOOD, handler=HANDLER)
+    assert post.metadata == parse(GOOD).meta
+    assert post.content == parse(GOOD).body.strip()
+    assert frontmatter.checks(GOOD) and HANDLER.detect(GOOD) and not HANDLER.detect("\n" + GOOD)
+    with pytest.raises(FrontmatterError):
+        frontmatter.loads("no frontmatter\n---\nid: D-4\n---\n", handler=HANDLER)
+
+
+def test_keys_yaml_reads_as_other_than_text_are_kept():
+    item = parse("---\nid: D-4\nyes: 1\n7: seven\nnull: x\n---\nbody\n")
+    assert item.meta == {"id": "D-4", True: 1, 7: "seven", None: "x"}
+
+
+def test_an_empty_frontmatter_is_an_empty_mapping():
+    assert unreadable("---\n---\nbody\n").wording == ID_MISMATCH
+    assert unreadable("---\n# a comment\n---\nbody\n").detail == "the frontmatter is not a mapping of keys to values"
 
 
 def test_shelved():

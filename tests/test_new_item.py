@@ -1,5 +1,5 @@
-"""`drover new`'s fast parts give what the slow ones gave: the frontmatter written without yaml is
-yaml.safe_dump's, byte for byte, and the next id is the one the full scan of the ledger gave."""
+"""`drover new`: the frontmatter it writes is yaml.safe_dump's, byte for byte, and the next id is
+the one the full scan of the ledger gave."""
 from __future__ import annotations
 
 import sqlite3
@@ -11,7 +11,6 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from drover.items import newfront
 from drover.items.file import new_item_text
 from drover.ledger.db import Ledger
 from helpers import BIN, run
@@ -21,13 +20,23 @@ def dump(meta: dict) -> str:
     return yaml.safe_dump(meta, sort_keys=False, allow_unicode=True, default_flow_style=None)
 
 
+def front(meta: dict) -> str:
+    """The frontmatter new_item_text writes for `meta`, between its --- lines."""
+    text = new_item_text(meta["id"], meta["title"], meta["kind"], meta["deps"], origin=meta.get("origin"))
+    return text[len("---\n"):text.index("\n---\n\n## Requirements") + 1]
+
+
+# the words YAML 1.1 reads as booleans or null, which a writer must quote
+_WORDS = "yes Yes YES no No NO true True TRUE false False FALSE on On ON off Off OFF null Null NULL".split()
+
+
 # the characters that change how yaml writes a scalar, among any others
 _SPECIAL = list(" :#-?'\"[]{},&*!|>%@`.~=<+0123456789yYnNtTfFoO\t\n\r\x00\x85\xa0\u2028\u2029\ufeff\ufffe\U0010ffff")
 _TEXT = st.one_of(
     st.text(st.one_of(st.characters(), st.sampled_from(_SPECIAL)), max_size=90),
     st.text(st.sampled_from(list("ab :#'-.?")), max_size=100),
     st.lists(st.sampled_from(["a", "word", "it's", "x:y", "#3", "[D-1]"]), min_size=10, max_size=30).map(" ".join),
-    st.sampled_from(sorted(newfront._WORDS)),
+    st.sampled_from(_WORDS),
     st.sampled_from(["feature", "bug", "chore", "Fix the parser", "a: b", "a #b", "a#b", "x:", "?", "- a", "--- a",
                      "...", "'quoted'", "Émile's item", "中文标题", "yes", "Null", "2024-01-01", "0x1f", "1e3"]),
 )
@@ -37,39 +46,22 @@ _DEPS = st.one_of(st.lists(st.one_of(_IDS, st.text(max_size=6)), max_size=12), s
 
 @settings(max_examples=3000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(_IDS, _TEXT, _TEXT, _DEPS, st.one_of(st.none(), st.integers(), st.booleans()))
-def test_new_frontmatter_is_safe_dump_or_left_to_yaml(item_id, title, kind, deps, origin):
+def test_new_frontmatter_is_safe_dump(item_id, title, kind, deps, origin):
     meta = {"id": item_id, "title": title, "kind": kind, "deps": deps}
     if origin is not None:
         meta["origin"] = origin
-    written = newfront.front(meta)
-    if written is not None:
-        assert written == dump(meta)
+    assert front(meta) == dump(meta)
 
 
-def test_the_titles_people_write_take_the_plain_writer():
+def test_the_titles_people_write_are_written_as_safe_dump_writes_them():
     for title, kind in [("Fix the parser", "bug"), ("Fix: the parser's 'quotes' #1", "feature"),
                         ("yes", "chore"), ("Émile's item: a colon", "feature"), ("a" * 70, "feature")]:
         meta = {"id": "D-12", "title": title, "kind": kind, "deps": ["D-1", "D-10"], "origin": 4}
-        assert newfront.front(meta) == dump(meta), title
+        assert front(meta) == dump(meta), title
     long = " ".join(["word"] * 19)
     meta = {"id": "D-12", "title": long, "kind": "bug", "deps": []}
-    assert newfront.front(meta) is None  # long enough for yaml to fold it: yaml writes it
-    assert "\n  word" in dump(meta)
+    assert "\n  word" in dump(meta)  # long enough for yaml to fold it
     assert new_item_text("D-12", long, "bug", []).startswith("---\n" + dump(meta) + "---\n")
-
-
-def test_the_resolvers_the_plain_writer_knows_are_yamls():
-    """What newfront assumes of yaml's implicit resolvers: the first characters, and the words."""
-    from yaml.resolver import Resolver
-
-    firsts = {first for first in Resolver.yaml_implicit_resolvers if first}
-    letters = {first for first in firsts if first.isalpha()}
-    assert firsts - letters <= newfront._RESOLVED_FIRST
-    assert None not in Resolver.yaml_implicit_resolvers
-    for word in newfront._WORDS:
-        assert yaml.safe_load(f"x: {word}")["x"] in (True, False, None)
-        assert word[0] in letters
-    assert newfront.scalar("Yesterday") == "Yesterday" and newfront.scalar("NULL") == "'NULL'"
 
 
 # --- the next id ---------------------------------------------------------------------------------
@@ -174,16 +166,15 @@ def test_the_floor_above_the_ledger_is_the_highest_on_disk(tmp_path: Path):
     greater()
 
 
-def test_new_imports_no_rows_types_and_no_yaml(repo):
-    """A plain `new` imports neither rows.py's frozen types (it reads no run, round or audit), nor
-    yaml (newfront writes its frontmatter), nor sqlite-utils; the item it writes is the one
-    new_item_text gives."""
+def test_new_imports_no_rows_types_nor_sqlite_utils(repo):
+    """A plain `new` imports neither rows.py's frozen types (it reads no run, round or audit) nor
+    sqlite-utils; the item it writes is the one new_item_text gives."""
     assert run(repo, "init").returncode == 0
     done = subprocess.run([sys.executable, "-X", "importtime", str(BIN / "drover"), "new", "Fix: the 'parser'"],
                           cwd=repo, text=True, capture_output=True)
     assert done.returncode == 0, done.stderr[-2000:]
     names = {line.split("|")[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
-    assert "drover.ledger.writes" in names and "drover.ledger.rows" not in names and "yaml" not in names
+    assert "drover.ledger.writes" in names and "drover.ledger.rows" not in names
     assert not [name for name in names if name.startswith("sqlite_utils")]
     assert (repo / "items" / "D-1.md").read_text() == new_item_text("D-1", "Fix: the 'parser'", "feature", [])
 

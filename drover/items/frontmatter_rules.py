@@ -1,0 +1,93 @@
+"""What drover asks of an item's frontmatter beyond YAML: where it starts and ends, and what
+drover's own keys hold (a wrong type is reported with its line, never coerced).
+
+Nothing here imports yaml: the catalogue finds a frontmatter's text (to compare its digest
+with the cache's) without parsing it, and strict_yaml.py, which parses, imports these rules.
+"""
+from __future__ import annotations
+
+import re
+from typing import Any
+
+TRUE_WORDS = ("yes", "true", "on", "y")
+YES_NO = (*TRUE_WORDS, "no", "false", "off", "n")
+
+# `---` alone on the first line (after a byte-order mark) and on a later one, CRLF or LF
+_FRONTMATTER = re.compile(r"\A\ufeff?---[ \t]*\r?\n(.*?)(?:\r?\n)?^---[ \t]*(?:\r?\n|\Z)", re.S | re.M)
+
+
+class FrontmatterError(Exception):
+    """A frontmatter drover will not read: `detail` says why, `line` where (in the file)."""
+
+    def __init__(self, detail: str, line: int | None):
+        super().__init__(detail)
+        self.detail = detail
+        self.line = line
+
+
+def split_frontmatter(text: str) -> tuple[str, int] | None:
+    """(frontmatter source, offset where the body starts), or None when there is no frontmatter."""
+    if text.startswith("---\n"):
+        # the common form, found with string searches: the first line that opens with --- closes
+        # the frontmatter when it is --- alone (else, and for CRLF, the expression decides)
+        close = text.find("\n---", 3) + 1
+        if close and text[close + 3:close + 4] == "\n" and text[close - 2:close] != "\r\n":
+            return text[4:max(close - 1, 4)], close + 4
+    match = _FRONTMATTER.match(text)
+    if not match:
+        return None
+    return match.group(1), match.end()
+
+
+_SCALAR = (str, int, float)
+
+
+def check_types(meta: dict[Any, Any], source: str) -> None:
+    """drover's own keys must hold what they mean; raises FrontmatterError naming the key's line."""
+
+    def bad(key: str, what: str) -> FrontmatterError:
+        return FrontmatterError(f"{key}: {what}", line=key_line(source, key))
+
+    # (`type(...) is str` first: the common case, told without the isinstance calls)
+    for key in ("id", "title", "kind"):
+        value = meta.get(key)
+        if value is not None and type(value) is not str and (isinstance(value, bool) or not isinstance(value, _SCALAR)):
+            raise bad(key, f"must be text, not {_type_name(value)}")
+    deps = meta.get("deps")
+    if deps is not None and not isinstance(deps, list):
+        raise bad("deps", f"must be a list of ids (deps: [{deps}]), not {_type_name(deps)}")
+    for dep in deps or ():
+        if type(dep) is not str and (isinstance(dep, bool) or not isinstance(dep, _SCALAR)):
+            raise bad("deps", f"each dep must be an id, not {_type_name(dep)}")
+    for key in ("closes", "origin"):
+        value = meta.get(key)
+        if value is None:
+            continue
+        for one in value if isinstance(value, list) and key == "closes" else (value,):
+            if one is not None and not _issue_number(one):
+                raise bad(key, f"{one!r} is not an issue number (12 or \"#12\")")
+    shelved = meta.get("shelved")
+    if shelved is not None and not isinstance(shelved, bool) and not (
+        isinstance(shelved, str) and shelved.strip().lower() in YES_NO
+    ):
+        raise bad("shelved", f"{shelved!r} is not yes or no")
+
+
+def _issue_number(value: Any) -> bool:
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, int):
+        return value > 0
+    return isinstance(value, str) and value.lstrip("#").isdigit()
+
+
+def _type_name(value: Any) -> str:
+    return {list: "a list", dict: "a mapping", bool: "yes/no", type(None): "empty"}.get(type(value), "a value")
+
+
+def key_line(source: str, key: str) -> int | None:
+    """The file line of `key:` in the frontmatter `source` (the file's line 1 is the opening ---)."""
+    for number, line in enumerate(source.split("\n"), start=2):
+        if line.startswith(f"{key}:"):
+            return number
+    return None

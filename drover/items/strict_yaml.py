@@ -1,0 +1,170 @@
+"""drover's strict YAML handler for python-frontmatter, through which every item file is read
+and written.
+
+Strict: libyaml's parser when PyYAML was built with it (CSafeLoader, several times faster than
+SafeLoader), a key given twice refused (YAML would keep the last silently), nesting and alias
+expansion capped (else a small file could take the process, or every later reader, down), and
+drover's own keys type-checked. Errors are FrontmatterError naming the file's line; file.py
+turns them into Unreadable. Importing this module imports yaml (10 to 16 ms with
+python-frontmatter): file.py imports it only where a file is parsed or written.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import frontmatter
+import yaml
+from frontmatter.default_handlers import YAMLHandler
+
+from drover.items.frontmatter_rules import FrontmatterError, check_types, split_frontmatter
+
+# Flow brackets deeper than this, or more nodes than this once aliases are expanded, make the
+# item unreadable. (Block nesting is capped by the parsers: libyaml at 1,000 levels, the pure
+# Python one by the recursion limit.)
+MAX_DEPTH = 100
+MAX_NODES = 100_000
+
+
+class _UniqueKeys:
+    """Refuses a key given twice in one mapping, where YAML would keep the last silently."""
+
+    def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+        seen = set()
+        for key, _ in node.value:
+            if isinstance(key, yaml.ScalarNode):
+                if (key.tag, key.value) in seen:
+                    raise yaml.constructor.ConstructorError(None, None, f"duplicate key {key.value!r}", key.start_mark)
+                seen.add((key.tag, key.value))
+        return super().construct_mapping(node, deep)  # type: ignore[misc]
+
+
+class StrictLoader(_UniqueKeys, getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+    """The strict loader: libyaml's parser when PyYAML was built with it."""
+
+
+class PureStrictLoader(_UniqueKeys, yaml.SafeLoader):  # type: ignore[misc]
+    """The strict loader in pure Python: the tests hold both to the same rules."""
+
+
+class StrictYAMLHandler(YAMLHandler):
+    """python-frontmatter's YAML handler with drover's rules: the frontmatter found as drover finds
+    it (split_frontmatter), loaded strictly, drover's keys checked; written as yaml.safe_dump
+    writes it (keys in their order, lists of scalars in flow style), as `drover new` always has."""
+
+    def __init__(self, loader: type = StrictLoader) -> None:
+        super().__init__()
+        self.loader = loader
+
+    def detect(self, text: str) -> bool:
+        return split_frontmatter(text) is not None
+
+    def split(self, text: str) -> tuple[str, str]:
+        """(frontmatter, body), the body byte for byte; FrontmatterError when there is no frontmatter
+        (python-frontmatter would read a ValueError as "no metadata" and keep the file whole)."""
+        found = split_frontmatter(text)
+        if found is None:
+            raise FrontmatterError("no YAML frontmatter between --- lines", line=1)
+        source, offset = found
+        return source, text[offset:]
+
+    def load(self, fm: str, **kwargs: object) -> dict[Any, Any]:
+        """The frontmatter's mapping ({} for an empty one); raises FrontmatterError."""
+        if not fm.strip():
+            return {}
+        meta = _load(fm, self.loader)
+        if not isinstance(meta, dict):
+            raise FrontmatterError("the frontmatter is not a mapping of keys to values", line=2)
+        check_types(meta, fm)
+        return meta
+
+    def export(self, metadata: dict[str, object], **kwargs: object) -> str:
+        kwargs.setdefault("Dumper", yaml.SafeDumper)
+        kwargs.setdefault("default_flow_style", None)
+        kwargs.setdefault("sort_keys", False)
+        return super().export(metadata, **kwargs)
+
+
+HANDLER = StrictYAMLHandler()
+
+
+def read_post(text: str, split: tuple[str, int] | None = None) -> tuple[frontmatter.Post, int]:
+    """The item file `text` as a Post whose content is its body byte for byte, and the offset where
+    the body starts (`split`: the text's split_frontmatter, when known); raises FrontmatterError.
+
+    The handler's own steps, not frontmatter.loads: loads strips the text (a section's rewrite
+    must keep every other byte), and its Post(**metadata) refuses keys that YAML reads as
+    numbers, booleans or null, which drover accepts (only its own keys are checked).
+    """
+    if split is None:
+        source, body = HANDLER.split(text)
+        offset = len(text) - len(body)
+    else:
+        source, offset = split
+        body = text[offset:]
+    post = frontmatter.Post(body, HANDLER)
+    post.metadata = HANDLER.load(source)
+    return post, offset
+
+
+def item_text(meta: dict[str, Any], body: str) -> str:
+    """An item file's text: `meta` as yaml.safe_dump writes it, a blank line, then `body` (which
+    ends with one newline: frontmatter.dumps strips the text's end)."""
+    return frontmatter.dumps(frontmatter.Post(body, HANDLER, **meta)) + "\n"
+
+
+def _load(source: str, loader: type) -> Any:
+    """YAML to data with `loader`, nesting and alias expansion capped; raises FrontmatterError."""
+    if source.count("[") + source.count("{") > MAX_DEPTH and _flow_depth(source) > MAX_DEPTH:
+        raise FrontmatterError(f"YAML: nested more than {MAX_DEPTH} levels deep", line=2)
+    parser = loader(source)
+    try:
+        # composed once: the alias check reads the node tree before anything is built from it
+        node = parser.get_single_node()
+        if node is None:
+            return None
+        if "*" in source and _expanded_size(node, {}) > MAX_NODES:
+            raise FrontmatterError(f"YAML: aliases expand to more than {MAX_NODES} values", line=2)
+        return parser.construct_document(node)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        # libyaml marks the end of the stream for an unclosed bracket: name the last frontmatter line
+        line = min(mark.line, source.rstrip("\n").count("\n")) + 2 if mark is not None else 1
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise FrontmatterError(f"YAML: {problem}", line=line) from None
+    except RecursionError:
+        raise FrontmatterError("YAML: nested too deeply", line=2) from None
+    finally:
+        parser.dispose()
+
+
+def _flow_depth(source: str) -> int:
+    """The deepest run of open brackets, counted roughly (quotes ignored): a guard, not a parser."""
+    depth = deepest = 0
+    for char in source:
+        if char in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in "]}":
+            depth = max(depth - 1, 0)
+    return deepest
+
+
+def _expanded_size(node: Any, sizes: dict[int, int]) -> int:
+    """How many nodes the document holds once every alias is copied out (memoised per node)."""
+    known = sizes.get(id(node))
+    if known is not None:
+        return known
+    sizes[id(node)] = MAX_NODES + 1  # a node that contains itself expands without end
+    total = 1
+    if isinstance(node, yaml.SequenceNode):
+        for child in node.value:
+            total += _expanded_size(child, sizes)
+            if total > MAX_NODES:
+                break
+    elif isinstance(node, yaml.MappingNode):
+        for key, value in node.value:
+            total += _expanded_size(key, sizes) + _expanded_size(value, sizes)
+            if total > MAX_NODES:
+                break
+    sizes[id(node)] = total
+    return total
