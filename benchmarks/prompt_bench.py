@@ -65,7 +65,8 @@ def item_text(n: int) -> str:
 
 def make_project(root: Path, count: int) -> None:
     """A git repository with `count` item files and ROWS_PER_ITEM ledger rows per item."""
-    from drover.ledger.db import Ledger, now
+    from drover.ledger.connection import now
+    from drover.ledger.db import Ledger
 
     root.mkdir(parents=True)
     git(root, "init", "-q", "-b", "main")

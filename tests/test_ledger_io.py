@@ -150,6 +150,25 @@ def test_import_refuses_a_non_empty_ledger_and_merge_adds_what_is_missing(busy, 
     assert len(after["items"]) == len(before["items"]) + 1
 
 
+def test_a_key_repeated_in_one_file_is_loaded_once_and_a_different_repeat_is_a_conflict(repo, tmp_path):
+    """Rows load in batches: a later line that repeats a waiting row's key is judged against it as
+    against a row the ledger holds; a row that leaves a column out takes the column's default."""
+    assert run(repo, "init").returncode == 0
+    rows = [{"table": "items", "row": {"id": f"D-{n}", "number": n}} for n in range(1, 4)]
+    rows += [{"table": "items", "row": {"id": "D-2", "number": 2}},
+             {"table": "items", "row": {"id": "D-3", "number": 30}},
+             {"table": "items", "row": {"id": "D-4", "number": 4, "done": 1}}]
+    dump = tmp_path / "repeats.jsonl"
+    dump.write_text("\n".join(json.dumps(line) for line in [{"format": "drover-ledger", "migrations": []}, *rows]) + "\n")
+    done = run(repo, "ledger", "import", str(dump))
+    assert done.returncode == 1
+    assert "imported rows: items 4" in done.stdout
+    assert "conflict: repeats.jsonl:6: items id D-3 differs from this ledger's row (kept)" in done.stdout
+    items = {row[0]: row for row in ledger_tables(repo / ".drover" / "ledger.db")["items"]}
+    assert [(item, row[1], row[3], row[5]) for item, row in sorted(items.items())] == [
+        ("D-1", 1, 0, 0), ("D-2", 2, 0, 0), ("D-3", 3, 0, 0), ("D-4", 4, 1, 0)]
+
+
 @pytest.mark.parametrize("content, said", [
     ("", "not a drover ledger export"),
     ('{"format": "drover-ledger", "migrations": ["0099_future"]}\n', "newer drover (migration 0099_future)"),

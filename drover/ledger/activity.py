@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from drover.ledger.connection import Connection
 from drover.vocabulary import LEVELS
 
 if TYPE_CHECKING:
@@ -49,7 +50,8 @@ def gate_shut(item_id: str, level: str, run: str, acting: "Run | None", by: str,
 # The audits that open the gate, as SQL over an audits row aliased `a` (what opens_gate decided).
 OPENS_GATE = "a.opens = 1"
 # What approved before migration 0012 recorded `opens`: 0007 builds the table with it, as it did.
-APPROVING_LEVEL = "a.level IN ('reviewed', 'verified')"
+APPROVED_BEFORE_0012 = ("reviewed", "verified")
+APPROVING_LEVEL = f"a.level IN ({', '.join(repr(level) for level in APPROVED_BEFORE_0012)})"
 
 # the columns of the newest implementing run, each an activity key as last_<column>
 LAST_RUN_COLUMNS = ("id", "started", "finished", "outcome", "exit_status", "pid", "pid_start", "head_start", "head")
@@ -165,3 +167,45 @@ class ActivityRow:
 def no_activity(item: str) -> ActivityRow:
     """activity_for's row for an item with no runs, rounds or audits."""
     return ActivityRow((item, 0, *(None for _ in ACTIVITY_KEYS[2:])))
+
+
+_ACTIVITY_SELECT = ", ".join(ACTIVITY_KEYS)
+
+
+class ActivityReads(Connection):
+    """The ledger's reads of the activity table: one row per item rather than every run."""
+
+    def activity(self, *, done: bool = True) -> dict[str, ActivityRow]:
+        """Per item, what its state needs: the last implementing run, newest round, newest approval.
+
+        activity_for's row for every item in items, runs or rounds (done=False: but done items,
+        whose state needs none of it), read from the activity table its triggers keep.
+        """
+        cursor = self.conn.cursor()
+        cursor.row_factory = None  # plain tuples: cheaper than sqlite3.Row
+        also = "" if done else " WHERE item NOT IN (SELECT id FROM items WHERE done)"
+        ids = {row[0] for row in cursor.execute("SELECT id FROM items" + ("" if done else " WHERE NOT done"))}
+        # each row is (*ACTIVITY_KEYS, listed): the item first
+        found = {row[0]: ActivityRow(row[:-1]) for row in
+                 cursor.execute(f"SELECT {_ACTIVITY_SELECT}, listed FROM activity{also}") if row[-1] or row[0] in ids}
+        found.update((item, no_activity(item)) for item in ids.difference(found))
+        return found
+
+    def list_activity(self, *, approved: bool = False) -> dict[str, tuple[Any, ...]]:
+        """activity(done=False)'s rows but only the columns a state reads (LIST_KEYS), as plain tuples.
+
+        An item without a row here has no runs, rounds or audits, which a state reads as
+        activity() reads no_activity's row: `list` reads half the columns and makes no ActivityRow.
+        `approved`: only the rows with an approving audit (check asks whether its branch moved).
+        """
+        cursor = self.conn.cursor()
+        cursor.row_factory = None
+        only = "approval_head IS NOT NULL AND " if approved else ""
+        return {row[0]: row for row in cursor.execute(
+            f"SELECT {', '.join(LIST_KEYS)} FROM activity WHERE {only}"
+            "(listed OR item IN (SELECT id FROM items WHERE NOT done))"
+            " AND item NOT IN (SELECT id FROM items WHERE done)")}
+
+    def activity_for(self, item_id: str) -> dict[str, Any]:
+        """One item's activity row (as activity() has it), without scanning every item."""
+        return self._rows(activity_sql("SELECT ? AS id"), (item_id,))[0]

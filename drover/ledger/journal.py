@@ -1,4 +1,4 @@
-"""The writers' lock and the intent journal, mixed into ledger.Ledger.
+"""The writers' lock, their transactions and the intent journal: the base of every ledger table's writes.
 
 Writers take an exclusive flock on `ledger.db.lock` before their IMMEDIATE transaction, so they
 queue for up to WRITE_WAIT_SECONDS instead of failing on SQLite's busy timeout, and so the item
@@ -16,12 +16,12 @@ import json
 import os
 import sqlite3
 import time
-from contextlib import AbstractContextManager, contextmanager
-from datetime import datetime, timezone
+from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import Any, Iterator
 
 from drover.errors import DroverError
+from drover.ledger.connection import Connection, now
 
 # How long a writer waits for the write lock before it gives up: far longer than any write
 # (milliseconds), so only a stuck process holding the lock makes a writer fail.
@@ -34,15 +34,11 @@ def sha256(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def _nonempty(folder: Path) -> bool:
+def nonempty(folder: Path) -> bool:
     try:
         return bool(os.listdir(folder))
     except (FileNotFoundError, NotADirectoryError):
         return False
-
-
-def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def _intents(db: Any) -> None:
@@ -74,29 +70,52 @@ def failpoint(name: str) -> None:
         os.kill(os.getpid(), signal.SIGKILL)
 
 
-class Journal:
-    """The lock and the journal; Ledger provides the connection, paths and row helpers."""
+class Journal(Connection):
+    """The lock, the transactions it guards and the journal, over the ledger's connection."""
 
-    conn: sqlite3.Connection
-    path: Path
-    lock_path: Path
-    tmp_dir: Path
-    _lock_fd: int | None
-    _lock_depth: int
-    _journal: bool
+    _lock_fd: int | None = None
+    _lock_depth = 0
+    _journal = False  # the intents table exists (set once migrations are applied)
 
-    if TYPE_CHECKING:
-        def write(self) -> AbstractContextManager[Any]: ...
-        def _rows(self, sql: str, params: tuple[Any, ...] | list[Any] = ()) -> list[dict[str, Any]]: ...
-        def _insert(self, table: str, row: dict[str, Any], *, replace: bool = False) -> int: ...
+    def __init__(self, path: Path):
+        super().__init__(path)
+        self.lock_path = path.with_name(path.name + ".lock")
+        self.tmp_dir = path.parent / "tmp"  # staged item-file writes; any left here is a kill's
+
+    def close(self) -> None:
+        super().close()
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)
+            self._lock_fd = None
 
     @contextmanager
-    def locked(self) -> Iterator["Journal"]:
+    def write(self) -> Iterator[None]:
+        """One IMMEDIATE transaction under the writers' lock; nested calls join the outer one."""
+        conn = self.conn
+        if conn.in_transaction:
+            yield
+            return
+        with self.locked():
+            self._begin()
+            try:
+                yield
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            else:
+                conn.execute("COMMIT")
+
+    def _insert_row(self, table: str, row: dict[str, Any]) -> int:
+        """Insert one row (inside the caller's transaction); its rowid."""
+        return self.db.table(table).insert(row).last_rowid or 0
+
+    @contextmanager
+    def locked(self) -> Iterator[None]:
         """Hold the writers' lock (re-entrant). Taking it first finishes any interrupted write."""
         if self._lock_depth:
             self._lock_depth += 1
             try:
-                yield self
+                yield
             finally:
                 self._lock_depth -= 1
             return
@@ -109,7 +128,7 @@ class Journal:
             self._sweep()
             if owed:
                 self.settle_commits(retry_failed=False)
-            yield self
+            yield
         finally:
             self._lock_depth = 0
             self._release()
@@ -162,9 +181,9 @@ class Journal:
 
     def add_intent(self, command: str, item: str | None, path: Path, text: str, old: str | None) -> int:
         """Record, inside the caller's transaction, that `path` is to hold `text`."""
-        return self._insert("intents", {
+        return self._insert_row("intents", {
             "command": command, "item": item, "path": str(path), "text": text,
-            "old_sha256": sha256(old) if old is not None else None, "at": _now(),
+            "old_sha256": sha256(old) if old is not None else None, "at": now(),
         })
 
     def unfinished(self) -> tuple[bool, bool]:
@@ -186,7 +205,7 @@ class Journal:
         if not ids:
             return
         with self.write():
-            self.conn.executemany("DELETE FROM intents WHERE id = ?", [(i,) for i in ids])
+            self.db.table("intents").delete_where(f"id IN ({', '.join('?' for _ in ids)})", ids)
 
     def recover(self) -> list[str]:
         """Finish every interrupted write (under the lock): the ledger already counts on it.
@@ -215,23 +234,23 @@ class Journal:
             else:
                 line = f"an interrupted {intent['command']} left {path.name} as edited since"
             with self.write():
-                self.conn.execute("DELETE FROM intents WHERE id = ?", (intent["id"],))
+                self.db.table("intents").delete_where("id = ?", [intent["id"]])
                 if line.endswith("as edited since"):
                     # the file never held the text: no commit may say it did
                     self._drop_owed(path, intent["text"])
                 if line:
                     said.append(line)
-                    self._insert("events", {"at": _now(), "command": "recover", "item": intent["item"],
-                                            "by": "drover", "detail": json.dumps({"said": line})})
+                    self.db.table("events").insert({"at": now(), "command": "recover", "item": intent["item"],
+                                                     "by": "drover", "detail": json.dumps({"said": line})})
         return said
 
     # commits owed by writes ([project] commit_items) ------------------------------------------
 
     def owe_commit(self, item: str | None, root: Path, path: Path, text: str, message: str) -> int:
         """Record, inside the caller's transaction, that `text` at `path` is to be committed."""
-        return self._insert("owed_commits", {
+        return self._insert_row("owed_commits", {
             "item": item, "root": str(root), "path": path.relative_to(root).as_posix(), "text": text,
-            "message": message, "at": _now(), "failed": None,
+            "message": message, "at": now(), "failed": None,
         })
 
     def owed_commits(self) -> list[dict[str, Any]]:
@@ -240,7 +259,7 @@ class Journal:
     def _drop_owed(self, path: Path, text: str) -> None:
         for row in self.owed_commits():
             if Path(row["root"]) / row["path"] == path and row["text"] == text:
-                self.conn.execute("DELETE FROM owed_commits WHERE id = ?", (row["id"],))
+                self.db.table("owed_commits").delete_where("id = ?", [row["id"]])
 
     def settle_commits(self, *, retry_failed: bool) -> list[str]:
         """Make every owed commit, oldest first, under the lock; returns what failed, one line.
@@ -263,13 +282,13 @@ class Journal:
                 set_index_entry(root, row["path"], mode, blob)
             except GitError as exc:
                 with self.write():
-                    self.conn.execute("UPDATE owed_commits SET failed = ? WHERE id = ?", (str(exc), row["id"]))
+                    self.db.table("owed_commits").update(row["id"], {"failed": str(exc)})
                 waiting = len(self.owed_commits())
                 return [f"{row['path']}: the edit is made and recorded but not committed ([project] "
                         f"commit_items): {exc}; {waiting} commit{'s wait' if waiting > 1 else ' waits'} for "
                         "the next write to try again"]
             with self.write():
-                self.conn.execute("DELETE FROM owed_commits WHERE id = ?", (row["id"],))
+                self.db.table("owed_commits").delete_where("id = ?", [row["id"]])
         return []
 
     def _begin(self) -> None:

@@ -4,7 +4,7 @@ The first line names the format and the schema (the migrations applied, newest l
 object per row: {"table": name, "row": {column: value}}. Import loads a file into an empty
 ledger, or with merge adds the rows the ledger lacks, keyed by each table's primary key, and
 reports rows whose key it has with different values (conflicts: the ledger's row is kept).
-This module reads and writes tables by name, so it is the one place besides ledger.py with SQL.
+This module reads tables by name in SQL and writes their rows through sqlite-utils' table API.
 """
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from typing import IO, Any, Iterator
 from drover.ledger.activity import create_activity_triggers, drop_activity_triggers, fill_activity
 from drover.errors import Refused, UsageError
 from drover.ledger.db import Ledger
-from drover.ledger.migrations import MEET_CACHED, MIGRATIONS, OPENED_BEFORE_0012
+from drover.ledger.migrations import MIGRATIONS, meet_cached, open_as_before_0012
 
 FORMAT = "drover-ledger"
 VERSION = 1
@@ -85,11 +85,11 @@ def column_rules(ledger: Ledger) -> dict[str, dict[str, Column]]:
     rules: dict[str, dict[str, Column]] = {}
     for table in tables(ledger):
         rules[table] = {}
-        for _, name, declared, notnull, _, key in ledger.conn.execute(f'PRAGMA table_info("{table}")'):
-            kind = _kind(declared or "")
+        for info in ledger.conn.execute(f'PRAGMA table_info("{table}")'):
+            name, kind = info["name"], _kind(info["type"] or "")
             least, most = RANGES.get((table, name), INT64 if kind == "integer" else (-math.inf, math.inf))
-            rules[table][name] = Column(table, name, kind, bool(notnull or key), JSON_COLUMNS.get((table, name), ""),
-                                        least, most)
+            rules[table][name] = Column(table, name, kind, bool(info["notnull"] or info["pk"]),
+                                        JSON_COLUMNS.get((table, name), ""), least, most)
     return rules
 
 
@@ -178,10 +178,10 @@ def impossible_rows(ledger: Ledger, limit: int = 20) -> list[str]:
         key = " || ' ' || ".join(f'quote("{name}")' for name in keys)
         said = ", ".join(sql for _, sql in checks)
         where = " OR ".join(f"({sql}) IS NOT NULL" for _, sql in checks)
-        for row in ledger.conn.execute(f'SELECT {key}, {said} FROM "{table}" WHERE {where} LIMIT {limit}'):
-            for (name, _), what in zip(checks, row[1:]):
+        for shown, *said_of in ledger.conn.execute(f'SELECT {key}, {said} FROM "{table}" WHERE {where} LIMIT {limit}'):
+            for (name, _), what in zip(checks, said_of):
                 if what is not None:
-                    found.append(f"{table} {row[0]}: {name} {what}")
+                    found.append(f"{table} {shown}: {name} {what}")
     return found
 
 
@@ -195,14 +195,14 @@ def tables(ledger: Ledger) -> list[str]:
     rows = ledger.conn.execute(
         "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name"
     ).fetchall()
-    return [row[0] for row in rows]
+    return [row["name"] for row in rows]
 
 
 def columns(ledger: Ledger, table: str) -> tuple[list[str], list[str]]:
     """(every column, the primary-key columns) of a table."""
     info = ledger.conn.execute(f'PRAGMA table_info("{table}")').fetchall()
-    names = [row[1] for row in info]
-    keys = [row[1] for row in sorted(info, key=lambda row: row[5]) if row[5]]
+    names = [row["name"] for row in info]
+    keys = [row["name"] for row in sorted(info, key=lambda row: row["pk"]) if row["pk"]]
     return names, keys or ["rowid"]
 
 
@@ -210,7 +210,7 @@ def applied(ledger: Ledger) -> list[str]:
     rows = ledger.conn.execute(
         "SELECT name FROM _sqlite_migrations WHERE migration_set = 'drover' ORDER BY id"
     ).fetchall()
-    return [row[0] for row in rows]
+    return [row["name"] for row in rows]
 
 
 def export(ledger: Ledger, out: IO[str]) -> dict[str, int]:
@@ -280,6 +280,44 @@ def is_empty(ledger: Ledger) -> bool:
     return True
 
 
+class _Loader:
+    """Rows waiting to be loaded, per table in the file's order, LOAD_BATCH at a time through
+    sqlite-utils' insert_all (an insert each cost three times as long); by key as well, since a
+    later line may repeat a waiting row's key."""
+
+    def __init__(self, ledger: Ledger):
+        self.ledger = ledger
+        self.keys: dict[str, dict[tuple[Any, ...], dict[str, Any]]] = {}
+        self.batches: dict[str, list[tuple[tuple[Any, ...], dict[str, Any]]]] = {}
+
+    def waiting(self, table: str, key: tuple[Any, ...]) -> dict[str, Any] | None:
+        return self.keys.get(table, {}).get(key)
+
+    def add(self, table: str, key: tuple[Any, ...], row: dict[str, Any]) -> None:
+        batch = self.batches.setdefault(table, [])
+        if batch and batch[0][1].keys() != row.keys():
+            # one set of columns per batch: a column a row leaves out takes its default, not NULL
+            self._load(table, batch)
+        self.keys.setdefault(table, {})[key] = row
+        batch.append((key, row))
+        if len(batch) >= LOAD_BATCH:
+            self._load(table, batch)
+
+    def flush(self) -> None:
+        for table, batch in self.batches.items():
+            self._load(table, batch)
+
+    def _load(self, table: str, batch: list[tuple[tuple[Any, ...], dict[str, Any]]]) -> None:
+        self.ledger.db.table(table).insert_all([row for _, row in batch], batch_size=LOAD_BATCH)
+        for key, _ in batch:
+            del self.keys[table][key]
+        batch.clear()
+
+
+# Rows loaded by one insert_all (sqlite-utils splits it below SQLite's variable limit).
+LOAD_BATCH = 2000
+
+
 def import_file(ledger: Ledger, path: Path, merge: bool = False) -> Imported:
     """Load an export; everything in one transaction, so a bad line leaves the ledger as it was."""
     lines = _lines(path)
@@ -296,6 +334,7 @@ def import_file(ledger: Ledger, path: Path, merge: bool = False) -> Imported:
                           "or pass --merge to add the rows it lacks")
         # the activity table's triggers would recompute an item per row loaded: fill it once instead
         drop_activity_triggers(ledger.conn.execute)
+        loader = _Loader(ledger)
         for number, entry in lines:
             table, row = entry.get("table"), entry.get("row")
             if not isinstance(table, str):
@@ -315,28 +354,34 @@ def import_file(ledger: Ledger, path: Path, merge: bool = False) -> Imported:
                 problem = value_problem(rules[table][name], value) if name in rules[table] else ""
                 if problem:
                     raise UsageError(f"{table} {name} {problem}", path=path, line=number)
-            where = " AND ".join(f'"{key}" IS ?' for key in keys)
-            have = ledger.conn.execute(f'SELECT * FROM "{table}" WHERE {where}', [row[k] for k in keys]).fetchone()
+            key = tuple(row[name] for name in keys)
+            have = loader.waiting(table, key)
+            if have is None:
+                where = " AND ".join(f'"{name}" IS ?' for name in keys)
+                found = ledger.conn.execute(f'SELECT * FROM "{table}" WHERE {where}', key).fetchone()
+                have = None if found is None else dict(found)
             if have is not None and table in MARKS:
                 ledger.raise_met(row["prefix"], row["highest"])  # this ledger's folder note is kept
                 continue
             if have is not None:
-                mine = dict(have)
-                if any(mine.get(name) != value for name, value in row.items()):
-                    said = ", ".join(f"{key} {row[key]}" for key in keys)
+                if any(have.get(name) != value for name, value in row.items()):
+                    said = ", ".join(f"{name} {row[name]}" for name in keys)
                     conflicts.append(f"{path.name}:{number}: {table} {said} differs from this ledger's row (kept)")
                 continue
-            marks = ", ".join("?" for _ in row)
-            quoted = ", ".join(f'"{name}"' for name in row)
-            ledger.conn.execute(f'INSERT INTO "{table}" ({quoted}) VALUES ({marks})', list(row.values()))
+            if table in MARKS:
+                ledger.db.table(table).insert(row)  # raise_met reads it from the ledger
+            else:
+                loader.add(table, key, row)
             added[table] = added.get(table, 0) + 1
+        loader.flush()
         if not isinstance(exported_by, list) or "0012_audit_run" not in exported_by:
-            ledger.conn.execute(OPENED_BEFORE_0012)  # its approvals open the gate as they did there
+            open_as_before_0012(ledger.db)  # its approvals open the gate as they did there
         fill_activity(ledger.conn.execute)
         # cache rows from a ledger before migration 0010, or from two under different prefixes,
         # were parsed under no one prefix: they are dropped rather than trusted (Ledger.cache_under)
-        if ledger.conn.execute("SELECT count(*) FROM item_files_prefix").fetchone()[0] != 1:
+        (prefixes,) = ledger.conn.execute("SELECT count(*) FROM item_files_prefix").fetchone()
+        if prefixes != 1:
             ledger.drop_cache()
-        ledger.conn.execute(MEET_CACHED)  # an export from before 0011 has the cache's ids but no mark
+        meet_cached(ledger.db)  # an export from before 0011 has the cache's ids but no mark
         create_activity_triggers(ledger.conn.execute)
     return Imported(added=added, conflicts=conflicts)

@@ -1,4 +1,4 @@
-"""The ledger's rows as frozen types: `Run`, `Round`, `Audit`, `Check` as ledger.py reads them, and `NewRun`,
+"""The ledger's rows as frozen types: `Run`, `Round`, `Audit`, `Check` as the ledger reads them, and `NewRun`,
 what starting a run writes. The fields are the tables' columns (migrations.py), in their order.
 
 A row becomes plain data only where a command prints it (`as_json`, for `show --json`).
@@ -6,9 +6,7 @@ A row becomes plain data only where a command prints it (`as_json`, for `show --
 from __future__ import annotations
 
 import json
-from dataclasses import field, fields
-
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 

@@ -25,7 +25,8 @@ from drover.git import head_of, user_name
 from drover.ledger.journal import failpoint as _failpoint
 from drover.items.ids import highest_number
 from drover.ledger.activity import gate_shut
-from drover.ledger.db import Ledger, now
+from drover.ledger.connection import now
+from drover.ledger.db import Ledger
 from drover.ledger.project import Project, missing_item, not_an_id
 from drover.vocabulary import DISPOSITIONS, LEVELS
 
@@ -75,19 +76,6 @@ def traced_run(ledger: Ledger) -> str:
     runs_dir = ledger.path.parent / "runs"
     # an orphan's parent is whatever adopted it, not a drover: only an attached run names its launcher
     launchers = {parent_of(agent) for run_id, agent, _ in live if drover_attached(runs_dir / run_id)} - {0, 1}
-    under = [pid for pid in chain if pid in launchers]
-    if under:
-        raise Refused(f"this process descends from the drover at pid {under[0]}, which runs agents, but from none "
-                      "of its agents' processes: it cannot act for a run, nor as the operator")
-    return ""
-    live = [run for run in ledger.unfinished_runs() if run.pid]
-    if not live:
-        return ""
-    for pid in chain:
-        for run in live:
-            if run.pid == pid and (not run.pid_start or process_start(pid) == run.pid_start):
-                return run.id
-    launchers = {parent_of(run.pid) for run in live if run.pid} - {0, 1}
     under = [pid for pid in chain if pid in launchers]
     if under:
         raise Refused(f"this process descends from the drover at pid {under[0]}, which runs agents, but from none "

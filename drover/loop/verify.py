@@ -24,7 +24,8 @@ from drover.agents import launch as agents
 from drover import git
 from drover.prompts.data import verify_command
 from drover.errors import GitError, Refused
-from drover.ledger.db import Ledger, now
+from drover.ledger.connection import now
+from drover.ledger.db import Ledger
 from drover.ledger.project import Project
 from drover.ledger.rows import Check
 

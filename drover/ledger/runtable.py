@@ -1,0 +1,90 @@
+"""The ledger's `runs` (an agent's run of a slot on an item) and `checks` (drover's own runs of an
+item's verify command, verify.py)."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Sequence
+
+from drover.ledger.connection import now
+from drover.ledger.itemtable import ItemTable
+
+if TYPE_CHECKING:
+    from drover.ledger.rows import Check, NewRun, Run
+
+
+class RunTable(ItemTable):
+    """Runs and checks, written as they start and end, read as rows.py's frozen types."""
+
+    def _runs(self, where: str, params: Sequence[Any] = ()) -> list[Run]:
+        # rows.py is imported where a row is read: its frozen types cost `new`, which reads none, 10 ms
+        from drover.ledger.rows import RUN_COLUMNS, Run
+
+        return [Run.from_row(row) for row in self.conn.execute(f"SELECT {RUN_COLUMNS} FROM runs {where}", params)]
+
+    def start_run(self, run: NewRun) -> None:
+        with self.write():
+            self._ensure_item(run.item)
+            self.db.table("runs").insert(run.as_row(now()))
+
+    def _set_run(self, run_id: str, values: dict[str, Any]) -> None:
+        with self.write():
+            self.db.table("runs").update(run_id, values)
+
+    def set_run_pid(self, run_id: str, pid: int, started: str = "") -> None:
+        self._set_run(run_id, {"pid": pid, "pid_start": started})
+
+    def finish_run(self, run_id: str, exit_status: int | None, outcome: str, head: str | None = None) -> None:
+        """Record a run's end; `head` (the branch head it left) only when given."""
+        ended: dict[str, Any] = {"finished": now(), "exit_status": exit_status, "outcome": outcome}
+        if head is not None:
+            ended["head"] = head
+        self._set_run(run_id, ended)
+
+    def record_usage(self, run_id: str, usage: dict[str, Any]) -> None:
+        """A run's model, tokens in and out, cost and tool calls (see drover/agents/usage.py)."""
+        self._set_run(run_id, {"model": usage.get("model") or None, "input_tokens": usage.get("input_tokens"),
+                               "output_tokens": usage.get("output_tokens"), "cost_usd": usage.get("cost_usd"),
+                               "tool_calls": usage.get("tool_calls")})
+
+    def set_run_node(self, run_id: str, node: str, reason: str = "") -> None:
+        """Where a run ran, and (for an interrupted one) why it ended."""
+        self._set_run(run_id, {"node": node, "reason": reason})
+
+    def item_branch(self, item_id: str) -> str:
+        """The branch the item's newest implementing run worked on; "" before any."""
+        row = self.conn.execute(
+            "SELECT branch FROM runs WHERE item = ? AND slot = 'implement' AND branch != '' "
+            "ORDER BY started DESC, rowid DESC LIMIT 1", (item_id,)
+        ).fetchone()
+        return str(row["branch"]) if row else ""
+
+    def run(self, run_id: str) -> Run | None:
+        found = self._runs("WHERE id = ?", (run_id,))
+        return found[0] if found else None
+
+    def runs(self, item_id: str, slot: str | None = None) -> list[Run]:
+        """An item's runs, oldest first, optionally of one slot."""
+        if slot:
+            return self._runs("WHERE item = ? AND slot = ? ORDER BY started, rowid", (item_id, slot))
+        return self._runs("WHERE item = ? ORDER BY started, rowid", (item_id,))
+
+    def unfinished_runs(self) -> list[Run]:
+        return self._runs("WHERE finished IS NULL")
+
+    def live_agents(self) -> list[tuple[str, int, str]]:
+        """(run id, agent pid, the pid's start) of each unfinished run that recorded its agent's
+        pid: plain tuples, for the commands that must not load the row types (writes.traced_run)."""
+        return [(row["id"], row["pid"], row["pid_start"] or "") for row in
+                self._rows("SELECT id, pid, pid_start FROM runs WHERE finished IS NULL AND pid IS NOT NULL")]
+
+    def add_check(self, check: Check) -> None:
+        with self.write():
+            self._ensure_item(check.item)
+            self.db.table("checks").insert(check.as_row())
+
+    def checks(self, item_id: str, head: str | None = None) -> list[Check]:
+        """An item's checks, oldest first; `head`: only those of that commit."""
+        from drover.ledger.rows import CHECK_COLUMNS, Check
+
+        where, params = ("item = ?", [item_id]) if head is None else ("item = ? AND head = ?", [item_id, head])
+        return [Check(*row) for row in
+                self.conn.execute(f"SELECT {CHECK_COLUMNS} FROM checks WHERE {where} ORDER BY started, rowid", params)]
