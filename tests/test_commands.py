@@ -496,16 +496,19 @@ def test_check_with_problems_exits_1_plain_and_json(two_items):
         assert result.exit_code == 1 and "D-99" in result.stdout
 
 
-@pytest.mark.parametrize("args, stdin", [
-    (["show", "D-1"], None), (["prompt", "1", "--slot", "implement"], None), (["audit", "D-1", "--level", "claimed"], None),
-    (["request-changes", "D-1"], FINDINGS), (["new", "six"], None), (["list"], None),
-    (["list", "--state", "ready", "--json"], None), (["check"], None), (["check", "--json"], None)],
-    ids=lambda value: " ".join(value) if isinstance(value, list) else "")
-def test_a_command_on_a_migrated_ledger_does_not_import_sqlite_utils(two_items, args, stdin):
-    done = subprocess.run([sys.executable, "-X", "importtime", "-m", "drover.cli", *args], cwd=two_items,
-                          input=stdin, text=True, capture_output=True)
-    assert done.returncode == 0, done.stderr[-2000:]
-    names = [line.split("|")[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")]
+@pytest.mark.parametrize("args", [["show", "D-1"], ["prompt", "1", "--slot", "implement"], ["list"],
+                                  ["list", "--state", "ready", "--json"], ["check"], ["check", "--json"]],
+                         ids=" ".join)
+def test_a_read_on_a_warm_ledger_does_not_import_sqlite_utils(two_items, args):
+    """Reads pay no sqlite-utils import once the metadata cache is current (writes go through it)."""
+    def imported() -> list[str]:
+        done = subprocess.run([sys.executable, "-X", "importtime", "-m", "drover.cli", *args], cwd=two_items,
+                              text=True, capture_output=True)
+        assert done.returncode == 0, done.stderr[-2000:]
+        return [line.split("|")[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")]
+
+    imported()  # the first read after the items were written refreshes the cache
+    names = imported()
     assert names and not [name for name in names if name.startswith("sqlite_utils")]
 
 
