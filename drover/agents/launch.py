@@ -18,7 +18,7 @@ from drover.config import CONFIG_FILE, AgentConfig
 from drover.errors import ConfigError
 from drover.agents.presets import PRESETS, PROMPT_FILE, PROMPT_TEXT, Preset
 from drover.agents.usage import StreamReader, Usage
-# pid_alive, process_start and run_alive are read through this module too (runs.py, status.py, tests)
+# pid_alive, process_start and run_alive are read through this module too (runs.py, state.py, tests)
 from drover.agents.procs import become_subreaper, end_run_processes
 from drover.agents.procs import pid_alive as pid_alive, process_start as process_start, run_alive as run_alive
 

@@ -225,14 +225,14 @@ def audit(item_id: str, level: str, by: str, note: str, project: "Project | None
 def show_prompt(item_id: str, slot: str | None, *, guidance: str | None = None, explicit: str | None = None,
                 diff_guidance: bool = False, as_json: bool = False, project: "Project | None" = None) -> None:
     """Render one item's prompt and print it (or, with diff_guidance, what lean drops); slot None:
-    the slot the item is at (status.slot_at)."""
+    the slot the item is at (state.slot_at)."""
     from drover.prompts import data
     from drover import prompts as templates
 
     with opened(project) as (project, ledger):
         if slot is None:
             from drover.ledger.itemstate import item_state
-            from drover.ledger.status import slot_at
+            from drover.ledger.state import slot_at
 
             slot = slot_at(item_state(project, ledger, item_id).state)
         built = data.build(project, ledger, item_id, slot, guidance=guidance)

@@ -12,7 +12,8 @@ from drover.config import AgentConfig
 from drover.errors import Finding
 from drover.ledger.db import Ledger
 from drover.ledger.project import Project
-from drover.ledger.status import Entry, catalogue, collector_paused
+from drover.ledger.catalogue import Entry, catalogue, collector_paused
+from drover.ledger.state import Activity, verdict_of
 from drover.trackers import open_tracker
 from drover.vocabulary import SLOTS
 
@@ -152,19 +153,16 @@ def check_config(project: Project, refs: dict[str, str]) -> list[Finding]:
 def check_refs(project: Project, ledger: Ledger, refs: dict[str, str]) -> list[Finding]:
     """Refs named like an item's branch (or base), which git would read before the branch, and
     approvals whose branch has moved since; `refs` is every ref (git.all_refs)."""
-    from drover.ledger.activity import LIST_KEYS
-    from drover.ledger.listing import judge
-
-    at_branch = LIST_KEYS.index("branch")
     heads = {name[len("refs/heads/"):]: sha for name, sha in refs.items() if name.startswith("refs/heads/")}
     findings = [Finding(line) for line in _shadows(project, ledger, refs, heads)]
-    for item_id, act in sorted(ledger.list_activity(approved=True).items()):
-        branch = act[at_branch] or ""
-        _, _, approved, _, moved = judge(act, heads.get(branch, ""))
-        if moved and not approved:
+    for item_id, row in sorted(ledger.list_activity(approved=True).items()):
+        activity = Activity._make(row)
+        branch = activity.branch or ""
+        verdict = verdict_of(activity, heads.get(branch, ""))
+        if verdict.moved and not verdict.approved:
             now = heads.get(branch, "")
             where = f"is at {now[:7]}" if now else "is gone"
-            findings.append(Finding(f"{item_id}: {moved} ({branch} {where}): finish refuses it until a "
+            findings.append(Finding(f"{item_id}: {verdict.moved} ({branch} {where}): finish refuses it until a "
                                     "review approves the new head", error=False))
     return findings
 
@@ -191,8 +189,10 @@ def _shadows(project: Project, ledger: Ledger, refs: dict[str, str], heads: dict
     if not shadowed:
         return []
     owners = {project.config.base: "the base branch"}
-    owners.update((act[1], f"{item_id}'s branch") for item_id, act in ledger.list_activity().items()
-                  if act[1] in shadowed)
+    for item_id, row in ledger.list_activity().items():
+        branch = Activity._make(row).branch or ""
+        if branch in shadowed:
+            owners[branch] = f"{item_id}'s branch"
     return [f"{shadow} shadows {owners[name]} {name}: git reads {name} as it; drover uses "
             f"refs/heads/{name} and ignores it, but nobody meant it: if you did not make it, an agent did "
             "(remove it)"
