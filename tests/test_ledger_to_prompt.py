@@ -153,7 +153,8 @@ def test_the_deps_of_a_prompt_have_the_same_provenance_as_one_read_per_dep(opene
         for dep_id in ("D-1", "D-2")
     ]
     described = itemstate.describe_deps(project, ledger, ["D-1", "D-2", "D-1"])
-    assert [(dep.Id, itemstate.AuditProvenance(dep.Level, dep.By, dep.Weak), dep.Done) for dep, _ in described] == one_by_one
+    assert [(dep.Id, itemstate.AuditProvenance(dep.Level, dep.By, dep.Weak), dep.Done)
+            for dep in (one.dep for one in described)] == one_by_one
     assert ledger.authors("D-1") == ["writer"]
     ledger.add_audit("D-1", "claimed", "helper", "")
     # oldest first; recorded `started` later than the audit (now() is to the millisecond: a tie could order either way)

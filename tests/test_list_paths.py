@@ -1,10 +1,11 @@
 """The bulk `list` and `check` paths give exactly what the plain computations give.
 
 list_items reads the ledger in bulk (Ledger.flags, Ledger.list_activity as tuples of a few
-columns, the unfinished runs) and asks state.state_of of every item, as show asks it of one;
-check reads only the rounds a disagreement can name and skips the cycle search when every dep
-comes earlier. Each is held here to the computation it replaced: state_of over activity()'s
-rows, every round's summary, dependency_cycles over the whole graph.
+columns, the unfinished runs) and asks state.state_of of every item, as show asks it of one; the
+catalogue sorts names in C (sorted_names); check reads only the rounds a disagreement can name
+and skips the cycle search when every dep comes earlier. Each is held here to the computation it
+replaced: state_of over activity()'s rows, _sort_key, every round's summary, dependency_cycles
+over the whole graph.
 """
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ import re
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from drover.ledger import agreement
 from drover import git
@@ -19,7 +22,7 @@ from drover.items import file as itemfile
 from drover.ledger.activity import LIST_KEYS, no_activity
 from drover.loop.checks import check_items, dependency_cycles
 from drover.config import Config
-from drover.ledger.catalogue import CacheRow, CachedFile, Entry, catalogue, sorted_names
+from drover.ledger.catalogue import CacheRow, CachedFile, Entry, _sort_key, catalogue, sorted_names
 from drover.ledger.db import CACHE_COLUMNS, LIGHT_COLUMNS, Ledger
 from drover.ledger.project import Project
 from drover.ledger.rows import NewRun
@@ -34,6 +37,21 @@ def test_the_named_rows_name_the_columns_the_ledger_gives():
     assert Activity._fields == LIST_KEYS
     assert CachedFile._fields == LIGHT_COLUMNS
     assert CacheRow._fields == CACHE_COLUMNS
+
+
+NAME_PARTS = ["D-1", "D-2", "D-10", "D-9", "D-01", "D-0", "D-", "D", "d-3", "D-3a", "D--3", "D-٣", "D-²",
+              "a", "a-b", "Z", "", "X.Y-4", "D-12345678901234567890", "D-7 ", " D-7", "notes", "D-5\n"]
+
+
+@given(st.lists(st.tuples(st.sampled_from(NAME_PARTS), st.sampled_from([".md", ".txt", "", ".md.md"])),
+                unique=True, max_size=30),
+       st.sampled_from(["D", "X.Y", "a"]))
+def test_sorted_names_sorts_as_sort_key(parts, prefix):
+    names = [stem + ext for stem, ext in parts]
+    names = list(dict.fromkeys(names))
+    plain = [name for _, name in sorted(((_sort_key(name[:-3], prefix), name) for name in names
+                                         if name.endswith(".md")), key=lambda pair: pair[0])]
+    assert sorted_names(names, prefix) == plain
 
 
 def test_sorted_names_puts_numbered_ids_first_by_number_then_the_rest_by_id():

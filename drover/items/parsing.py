@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections import deque
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, NamedTuple, Union
 
@@ -73,7 +74,7 @@ Outcome = Union[Unchanged, BodyRead, Parsed]
 # From this many changed files, a pool of worker processes parses them (one per usable core, at
 # most MAX_WORKERS); below it, starting the pool costs more than it saves. DROVER_PARALLEL_PARSE_AT
 # sets another (the tests force both paths with it).
-PARALLEL_AT = 4000
+PARALLEL_AT = 10_000
 MAX_WORKERS = 8
 BATCH = 500  # files per task: results come back, and cache rows are written, as batches end
 
@@ -157,18 +158,32 @@ def parse_changed(folder: str, prefix: str, jobs: Sequence[Job]) -> Iterator[Out
         for batch in batches:
             yield from parse_batch(folder, prefix, batch)
         return
-    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures import Future, ProcessPoolExecutor
     from concurrent.futures.process import BrokenProcessPool
 
+    def submitted(batch: Sequence[Job]) -> Future[list[Outcome]] | None:
+        try:
+            return pool.submit(parse_batch, folder, prefix, batch)
+        except BrokenProcessPool:
+            return None  # parsed here when its turn comes
+
+    def taken(future: Future[list[Outcome]] | None, batch: Sequence[Job]) -> list[Outcome]:
+        try:
+            if future is not None:
+                return future.result()
+        except BrokenProcessPool:
+            pass  # a worker was killed (out of memory, say): this batch and those after it are parsed here
+        return parse_batch(folder, prefix, batch)
+
     pool = ProcessPoolExecutor(workers, mp_context=_start_method(), initializer=_worker_started)
+    ahead: deque[tuple[Future[list[Outcome]] | None, Sequence[Job]]] = deque()
     try:
-        futures = [pool.submit(parse_batch, folder, prefix, batch) for batch in batches]
-        for future, batch in zip(futures, batches):
-            try:
-                outcomes = future.result()
-            except BrokenProcessPool:
-                outcomes = parse_batch(folder, prefix, batch)  # a worker was killed: the rest is parsed here
-            yield from outcomes
+        for batch in batches:
+            ahead.append((submitted(batch), batch))
+            if len(ahead) > 2 * workers:  # a few batches ahead of the caller, not all: results not taken pile up here
+                yield from taken(*ahead.popleft())
+        while ahead:
+            yield from taken(*ahead.popleft())
     finally:
         pool.shutdown(cancel_futures=True)  # a caller that stopped early waits for no batch it will not read
 
@@ -207,4 +222,8 @@ def _worker_started() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
     parent = multiprocessing.parent_process()
     if parent is not None:
-        threading.Thread(target=lambda: (parent.join(), os._exit(1)), daemon=True).start()
+        def end_with_parent() -> None:
+            parent.join()
+            os._exit(1)
+
+        threading.Thread(target=end_with_parent, daemon=True).start()

@@ -11,6 +11,7 @@ from __future__ import annotations
 import gc
 import json
 import os
+import re
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any, NamedTuple, Union
@@ -119,9 +120,11 @@ class Changed(NamedTuple):
     row: CachedFile | None
 
 
-def _entry(row: Union[CachedFile, CacheRow], meta_json: str = NO_META) -> Entry:
-    return Entry(row.id, row.path, row.title or "", row.kind or "", _deps(row.deps), meta_json, bool(row.outstanding),
-                 bool(row.cleared), row.unreadable or "", row.detail or "", row.line, bool(row.placeholder))
+def _entry(row: Union[CachedFile, CacheRow], meta_json: str = NO_META, deps: tuple[str, ...] | None = None) -> Entry:
+    """The entry of a cache row (`deps`: its deps, when decoded already)."""
+    return Entry(row.id, row.path, row.title or "", row.kind or "", _deps(row.deps) if deps is None else deps, meta_json,
+                 bool(row.outstanding), bool(row.cleared), row.unreadable or "", row.detail or "", row.line,
+                 bool(row.placeholder))
 
 
 def _entry_of(fields: Fields, rel: str, meta: bool = True) -> Entry:
@@ -140,6 +143,11 @@ def _deps(text: str | None) -> tuple[str, ...]:
     return tuple(json.loads(text)) if text and text != "[]" else ()
 
 
+def _every_deps(rows: list[CachedFile]) -> list[tuple[str, ...]]:
+    """_deps of each row, through one json.loads for them all (one per row cost twice as much)."""
+    return [tuple(deps) for deps in json.loads("[" + ",".join(row.deps or "[]" for row in rows) + "]")]
+
+
 def catalogue(project: Project, ledger: Ledger) -> dict[str, Entry]:
     """Every item file's entry, by id (its file name), in the order of sorted_names; the entries
     leave the frontmatter out (entries_for gives it, Ledger.cached_metas searches it)."""
@@ -152,7 +160,8 @@ def catalogue(project: Project, ledger: Ledger) -> dict[str, Entry]:
     ledger.cache_under(prefix)
     cache = ledger.cached_light()
     base, within = project.item_rel(""), folder + os.sep
-    entries: dict[str, Entry] = {}
+    entries: dict[str, Entry] = {}  # each item's place in the order, its entry filled below
+    kept: list[CachedFile] = []  # the rows of the files whose size and mtime they have
     changed: list[Changed] = []
     for name in names:
         light = cache.pop(base + name, None)  # what is left in the cache at the end is stale
@@ -160,36 +169,33 @@ def catalogue(project: Project, ledger: Ledger) -> dict[str, Entry]:
             stat = os.stat(within + name)
         except FileNotFoundError:
             continue  # gone since the listing
+        entries[name[:-3]] = _PENDING
         row = None if light is None else CachedFile._make(light)
         if row is not None and row.size == stat.st_size and row.mtime_ns == stat.st_mtime_ns:
-            entries[name[:-3]] = _entry(row)
+            kept.append(row)
         else:
-            entries[name[:-3]] = _CHANGED  # its place in the order, filled by _refresh
             changed.append(Changed(name, stat.st_size, stat.st_mtime_ns, row))
+    for row, deps in zip(kept, _every_deps(kept)):
+        entries[row.path[len(base):-3]] = _entry(row, deps=deps)
     _refresh(folder, base, prefix, changed, entries, ledger)
     ledger.store_files([], list(cache))
     return entries
 
 
-_CHANGED = Entry("", "")
+_PENDING = Entry("", "")
 
 
 def _refresh(folder: str, base: str, prefix: str, changed: list[Changed], entries: dict[str, Entry],
              ledger: Ledger) -> None:
     """The entries and cache rows of the changed files, written in batches as the parse gives them."""
-    known = ledger.cached_known([found.row.path for found in changed if found.row is not None])
-    jobs = []
-    for name, size, _, row in changed:
-        if row is None:
-            jobs.append(Job(name, size=size))
-            continue
-        digest, front = known.get(row.path, (None, None))
-        jobs.append(Job(name, digest if row.size == size else None, None if row.unreadable else front, size))
+    jobs = _jobs(changed, ledger)
     fresh: list[CacheRow] = []  # files the cache had no row for
     renewed: list[CacheRow] = []  # files whose row is rewritten whole
     touched: list[tuple[int, str]] = []  # (mtime_ns, path) of files whose bytes are their row's
     bodies: list[BodyUpdate] = []
-    for (name, size, mtime_ns, row), outcome in zip(changed, parsing.parse_changed(folder, prefix, jobs)):
+    changed.reverse()  # popped as parsed: each cache row is let go once its entry is made
+    for outcome in parsing.parse_changed(folder, prefix, jobs):
+        name, size, mtime_ns, row = changed.pop()
         if isinstance(outcome, Unchanged) and row is not None:
             entries[name[:-3]] = _entry(row)
             touched.append((mtime_ns, row.path))
@@ -208,13 +214,40 @@ def _refresh(folder: str, base: str, prefix: str, changed: list[Changed], entrie
     ledger.store_files(fresh, mtimes=touched, bodies=bodies, renewed=renewed)
 
 
+def _jobs(changed: list[Changed], ledger: Ledger) -> list[Job]:
+    """What to read of each changed file: the digests its row knew, where they still tell something."""
+    known = ledger.cached_known([found.row.path for found in changed if found.row is not None])
+    jobs = []
+    for name, size, _, row in changed:
+        if row is None:
+            jobs.append(Job(name, size=size))
+            continue
+        digest, front = known.get(row.path, (None, None))
+        # the bytes' digest answers only a file of the row's size; the frontmatter's, only a readable item's
+        jobs.append(Job(name, digest if row.size == size else None, None if row.unreadable else front, size))
+    return jobs
+
+
 def sorted_names(names: list[str], prefix: str) -> list[str]:
-    """The `.md` names of `names` in the order of their ids: numbered ids (`<prefix>-<n>`) by
-    number, first; the others by id."""
-    return sorted((name for name in names if name.endswith(".md")), key=lambda name: _sort_key(name[:-3], prefix))
+    """The `.md` names of `names` in _sort_key's order of their ids, sorted in C rather than by a key per name.
+
+    A numbered name (prefix, dash, a number of up to 18 digits without leading zero) sorts by its
+    number, which for such names is the order of (length, name), and before any other; the
+    others follow in _sort_key's order.
+    """
+    numbered_name = re.compile(re.escape(prefix) + r"-[1-9][0-9]{0,17}\.md").fullmatch
+    numbered = list(filter(numbered_name, names))
+    numbered.sort()
+    numbered.sort(key=len)  # stable: by length, then by name
+    if len(numbered) != len(names):
+        taken = set(numbered)
+        rest = [name for name in names if name.endswith(".md") and name not in taken]
+        numbered += sorted(rest, key=lambda name: _sort_key(name[:-3], prefix))
+    return numbered
 
 
 def _sort_key(item_id: str, prefix: str) -> tuple[int, str]:
+    """Numbered ids (`<prefix>-<n>`) by number, first; the others by id."""
     number = item_id[len(prefix) + 1:]
     if item_id.startswith(prefix + "-") and number.isascii() and number.isdigit() and number[0] != "0":
         return (int(number), item_id)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, NamedTuple, Sequence
 
 from drover import git
 from drover.agents import usage
@@ -32,7 +32,7 @@ class ItemState:
     row: dict[str, Any]  # the item's row of `items`
     runs: tuple[Run, ...]
     rounds: tuple[Round, ...]
-    deps: tuple[tuple[Dep, Entry | None], ...]
+    deps: tuple[DescribedDep, ...]
     branch: str = ""
     head: str = ""
     approved_head: str = ""
@@ -74,7 +74,7 @@ def item_state(project: Project, ledger: Ledger, item_id: str) -> ItemState:
         unreadable=found.problem if found.unreadable else "", done=bool(row.get("done")),
         parked=(row.get("parked_reason") or "") if row.get("parked") else None,
         running=running_notes(runs, project.runs_dir).get(item_id), activity=verdict_of(activity, head),
-        outstanding=found.outstanding, placeholder=found.placeholder, deps_done=all(dep.Done for dep, _ in deps),
+        outstanding=found.outstanding, placeholder=found.placeholder, deps_done=all(described.dep.Done for described in deps),
     ))
     state = decided.state
     return ItemState(
@@ -114,7 +114,7 @@ def show_item(project: Project, ledger: Ledger, item_id: str) -> dict[str, Any]:
         "deps": [
             {"id": dep.Id, "title": dep.Title, "path": dep.Path, "done": dep.Done, "unreadable": dep.Unreadable,
              "level": dep.Level, "by": dep.By, "weak": dep.Weak}
-            for dep, _ in known.deps
+            for dep in (described.dep for described in known.deps)
         ],
         "runs": [_run_view(run, project.runs_dir) for run in known.runs],
         "usage": known.usage,
@@ -177,8 +177,13 @@ def audit_provenance(audits: Sequence[Audit], authors: Sequence[str] = ()) -> Au
     return AuditProvenance(level=best.level, by=best.by or "", weak=not independent)
 
 
+class DescribedDep(NamedTuple):
+    dep: Dep
+    entry: Entry | None  # None for a dep that is not an id
+
+
 def describe_deps(project: Project, ledger: Ledger, dep_ids: Iterable[str],
-                  rows: ItemRows | None = None) -> list[tuple[Dep, Entry | None]]:
+                  rows: ItemRows | None = None) -> list[DescribedDep]:
     """Each dep once: done (the ledger), readable (its file, through the cache), its best audit.
 
     A dep that is not an id has no entry. `show` and the template data both describe deps so.
@@ -191,14 +196,14 @@ def describe_deps(project: Project, ledger: Ledger, dep_ids: Iterable[str],
     if rows is None:
         rows = ledger.rows_of(valid)
     found_all = entries_for(project, ledger, valid)
-    described: list[tuple[Dep, Entry | None]] = []
+    described: list[DescribedDep] = []
     for dep_id in ids:
         if not pattern.match(dep_id):
-            described.append((Dep(Id=dep_id, Unreadable=itemfile.NOT_AN_ID, Weak=True), None))
+            described.append(DescribedDep(Dep(Id=dep_id, Unreadable=itemfile.NOT_AN_ID, Weak=True), None))
             continue
         found = found_all[dep_id]
         provenance = audit_provenance(rows.audits_of(dep_id), rows.authors(dep_id))
-        described.append((Dep(
+        described.append(DescribedDep(Dep(
             Id=dep_id, Title=found.title, Path=found.rel,
             Done=bool(rows.item_row(dep_id).get("done")), Unreadable=found.unreadable,
             Level=provenance.level, By=provenance.by, Weak=provenance.weak,

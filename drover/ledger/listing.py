@@ -5,6 +5,7 @@ branch's head) and state.state_of decides each item's state from them, as it doe
 """
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import NamedTuple
 
@@ -13,7 +14,7 @@ from drover.items import file as itemfile
 from drover.ledger.catalogue import Entry, catalogue, collector_paused
 from drover.ledger.db import Ledger
 from drover.ledger.project import Project
-from drover.ledger.state import (NO_ACTIVITY, NOT_DRIVEN, Activity, ItemFacts, State, Verdict, running_notes,
+from drover.ledger.state import (NO_ACTIVITY, NOT_DRIVEN, Activity, Decided, ItemFacts, State, Verdict, running_notes,
                                  state_of, verdict_of)
 
 
@@ -39,7 +40,23 @@ def list_items(project: Project, ledger: Ledger) -> list[Listed]:
         entries = catalogue(project, ledger)
         facts = ledger_facts(project, ledger)
         match = itemfile.id_pattern(project.config.prefix).match
-        return [_listed(item_id, found, facts, match) for item_id, found in entries.items()]
+        done, parked, verdicts, running = facts.done, facts.parked, facts.verdicts, facts.running
+        settled = set(filter(match, done))  # a dep is done when it is an id and its item is done
+        decide = functools.cache(state_of)  # many items have the same facts
+        listed = []
+        for item_id, found in entries.items():
+            deps_done = settled.issuperset(found.deps)
+            decided = decide(ItemFacts(
+                unreadable=found.problem if found.unreadable else "", done=item_id in done,
+                parked=parked.get(item_id), running=running.get(item_id),
+                activity=verdicts.get(item_id, NO_ACTIVITY), outstanding=found.outstanding,
+                placeholder=found.placeholder, deps_done=deps_done,
+            ))
+            note = decided.reason
+            if not deps_done and decided.state != State.UNREADABLE:
+                note = _deps_note(found.deps, decided, done, match)
+            listed.append(Listed(found, decided.state, note, deps_done))
+        return listed
 
 
 def ledger_facts(project: Project, ledger: Ledger) -> LedgerFacts:
@@ -56,23 +73,14 @@ def ledger_facts(project: Project, ledger: Ledger) -> LedgerFacts:
     return LedgerFacts(done, parked, verdicts, running_notes(ledger.unfinished_runs(), project.runs_dir))
 
 
-def _listed(item_id: str, found: Entry, facts: LedgerFacts, match: Callable[[str], object]) -> Listed:
-    """One item's row: its state, and a note that names the deps it waits on or that are no id."""
-    waiting = [dep for dep in found.deps if dep not in facts.done or not match(dep)]
-    decided = state_of(ItemFacts(
-        unreadable=found.problem if found.unreadable else "", done=item_id in facts.done,
-        parked=facts.parked.get(item_id), running=facts.running.get(item_id),
-        activity=facts.verdicts.get(item_id, NO_ACTIVITY), outstanding=found.outstanding,
-        placeholder=found.placeholder, deps_done=not waiting,
-    ))
-    note = decided.reason
-    if waiting and decided.state != State.UNREADABLE:
-        bad = [dep for dep in waiting if not match(dep)]
-        if bad:
-            note = "; ".join(f"dep {dep} {itemfile.NOT_AN_ID}" for dep in bad)
-        elif decided.state == State.BLOCKED:
-            note = "waiting on " + ", ".join(waiting)
-    return Listed(found, decided.state, note, not waiting)
+def _deps_note(deps: tuple[str, ...], decided: Decided, done: set[str], match: Callable[[str], object]) -> str:
+    """The note of an item whose deps are not all done: the deps that are no id, or (blocked) those it waits on."""
+    bad = [dep for dep in deps if not match(dep)]
+    if bad:
+        return "; ".join(f"dep {dep} {itemfile.NOT_AN_ID}" for dep in bad)
+    if decided.state == State.BLOCKED:
+        return "waiting on " + ", ".join(dep for dep in deps if dep not in done)
+    return decided.reason
 
 
 def is_ready(listed: Listed) -> bool:

@@ -109,15 +109,15 @@ def verdict_of(activity: Activity | None, head: str) -> Verdict:
     ("" when it has no branch)."""
     if activity is None:
         return NO_ACTIVITY
-    trouble, why = None, ""
+    trouble = Trouble()
     if activity.last_id:
         last = LastRun(activity.last_id, activity.last_started or "", activity.last_finished,
                        activity.last_outcome, activity.last_exit_status)
-        trouble, why = run_trouble(last, activity.approval_at or "")
+        trouble = run_trouble(last, activity.approval_at or "")
     covered = activity.approval_head or ""
     current = _approval_newer(activity.approval_at, activity.newest_round)
     return Verdict(
-        trouble=trouble, why=why,
+        trouble=trouble.state, why=trouble.why,
         approved=covered[:7] if current and head and covered == head else "",
         ran=bool(activity.last_id),
         moved=f"the branch moved since the approval at {covered[:7]}" if current and covered else "",
@@ -147,9 +147,15 @@ class LastRun(NamedTuple):
     exit_status: Any
 
 
-def run_trouble(run: RunEnd, approval_at: str = "") -> tuple[State | None, str]:
-    """Whether an implementing run that is not live left unfinished work: (INTERRUPTED or FAILED,
-    why) or (None, "").
+class Trouble(NamedTuple):
+    """What an implementing run left: INTERRUPTED or FAILED and why, or no state and ""."""
+
+    state: State | None = None
+    why: str = ""
+
+
+def run_trouble(run: RunEnd, approval_at: str = "") -> Trouble:
+    """Whether an implementing run that is not live left unfinished work.
 
     An approving audit given after that run ended means someone judged the work as it stands,
     so the trouble is behind it.
@@ -162,17 +168,17 @@ def run_trouble(run: RunEnd, approval_at: str = "") -> tuple[State | None, str]:
     elif outcome == "interrupted":
         state, why = State.INTERRUPTED, f"implementing run {run.id} was interrupted"
     elif outcome == "exited" and run.exit_status == 0:
-        return None, ""
+        return Trouble()
     elif outcome == "exited":
         state, why = State.FAILED, f"implementing run {run.id} exited {run.exit_status}"
     else:
         state, why = State.FAILED, f"implementing run {run.id} {outcome}"
     if approval_at and approval_at > (ended or run.started or ""):
-        return None, ""
-    return state, why
+        return Trouble()
+    return Trouble(state, why)
 
 
-def unfinished_work(runs: Iterable[Run], audits: Iterable[Audit]) -> tuple[State | None, str]:
+def unfinished_work(runs: Iterable[Run], audits: Iterable[Audit]) -> Trouble:
     """run_trouble of the newest implementing run of `runs` against the newest approval of
     `audits`: what the state reads of the activity, from an item's rows already read."""
     last = None
@@ -180,7 +186,7 @@ def unfinished_work(runs: Iterable[Run], audits: Iterable[Audit]) -> tuple[State
         if run.slot == "implement":
             last = run
     approvals = [audit.at for audit in audits if audit.opens]
-    return run_trouble(last, approvals[-1] if approvals else "") if last is not None else (None, "")
+    return run_trouble(last, approvals[-1] if approvals else "") if last is not None else Trouble()
 
 
 def _approval_newer(approval_at: str | None, newest_round: str | None) -> bool:

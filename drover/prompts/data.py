@@ -173,7 +173,8 @@ def _deps(project: Project, ledger: Ledger, record: ItemRecord) -> tuple[list[De
     from drover.ledger import itemstate
 
     described = itemstate.describe_deps(project, ledger, record.item.deps, record.rows)
-    return [dep for dep, _ in described], {dep.Id: found for dep, found in described if found is not None}
+    return ([one.dep for one in described],
+            {one.dep.Id: one.entry for one in described if one.entry is not None})
 
 
 def verify_command(verify: dict[str, str], meta: dict[str, Any]) -> str:
@@ -276,7 +277,7 @@ def _posture(record: ItemRecord, last_run: Run | None) -> str:
     from drover.ledger import state
 
     # a live run counts as unfinished work too: its prompt would be the one resuming it
-    trouble, _ = state.unfinished_work(record.runs, record.audits)
+    trouble = state.unfinished_work(record.runs, record.audits).state
     if trouble:
         return "resume"
     if record.item.outstanding:
