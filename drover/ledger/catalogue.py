@@ -18,7 +18,7 @@ from typing import Any, NamedTuple, Union
 
 from drover.items import file as itemfile
 from drover.items import parsing
-from drover.items.parsing import BodyRead, Fields, Job, Unchanged
+from drover.items.parsing import Fields, Job, Unchanged
 from drover.ledger.db import Ledger
 from drover.ledger.project import Project
 
@@ -195,19 +195,22 @@ def _refresh(folder: str, base: str, prefix: str, changed: list[Changed], entrie
     bodies: list[BodyUpdate] = []
     changed.reverse()  # popped as parsed: each cache row is let go once its entry is made
     for outcome in parsing.parse_changed(folder, prefix, jobs):
-        name, size, mtime_ns, row = changed.pop()
-        if isinstance(outcome, Unchanged) and row is not None:
-            entries[name[:-3]] = _entry(row)
-            touched.append((mtime_ns, row.path))
-        elif isinstance(outcome, BodyRead) and row is not None:
-            entries[name[:-3]] = _entry(row)._replace(outstanding=outcome.outstanding, cleared=outcome.cleared,
-                                                      placeholder=outcome.placeholder)
-            bodies.append(BodyUpdate(size, mtime_ns, int(outcome.outstanding), int(outcome.cleared),
+        file = changed.pop()
+        row, key = file.row, file.name[:-3]
+        if isinstance(outcome, parsing.Parsed):
+            rel = base + file.name
+            entries[key] = _entry_of(outcome.fields, rel, meta=False)
+            (fresh if row is None else renewed).append(_cache_row(rel, file.size, file.mtime_ns, outcome))
+        elif row is None:
+            raise AssertionError(f"{file.name}: only a cache row's digests make a file unchanged or its body alone read")
+        elif isinstance(outcome, Unchanged):
+            entries[key] = _entry(row)
+            touched.append((file.mtime_ns, row.path))
+        else:
+            entries[key] = _entry(row)._replace(outstanding=outcome.outstanding, cleared=outcome.cleared,
+                                                placeholder=outcome.placeholder)
+            bodies.append(BodyUpdate(file.size, file.mtime_ns, int(outcome.outstanding), int(outcome.cleared),
                                      int(outcome.placeholder), outcome.digest, row.path))
-        elif isinstance(outcome, parsing.Parsed):
-            rel = base + name
-            entries[name[:-3]] = _entry_of(outcome.fields, rel, meta=False)
-            (fresh if row is None else renewed).append(_cache_row(rel, size, mtime_ns, outcome))
         if len(fresh) + len(renewed) + len(touched) + len(bodies) >= CACHE_BATCH:
             ledger.store_files(fresh, mtimes=touched, bodies=bodies, renewed=renewed)
             fresh, renewed, touched, bodies = [], [], [], []
@@ -218,13 +221,15 @@ def _jobs(changed: list[Changed], ledger: Ledger) -> list[Job]:
     """What to read of each changed file: the digests its row knew, where they still tell something."""
     known = ledger.cached_known([found.row.path for found in changed if found.row is not None])
     jobs = []
-    for name, size, _, row in changed:
+    for file in changed:
+        row = file.row
         if row is None:
-            jobs.append(Job(name, size=size))
+            jobs.append(Job(file.name, size=file.size))
             continue
         digest, front = known.get(row.path, (None, None))
         # the bytes' digest answers only a file of the row's size; the frontmatter's, only a readable item's
-        jobs.append(Job(name, digest if row.size == size else None, None if row.unreadable else front, size))
+        jobs.append(Job(file.name, digest if row.size == file.size else None, None if row.unreadable else front,
+                        file.size))
     return jobs
 
 
