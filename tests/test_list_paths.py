@@ -168,6 +168,26 @@ def test_list_items_agrees_with_the_plain_computation(tmp_path):
 
 # --- check ----------------------------------------------------------------------------------
 
+def test_check_warns_of_the_items_whose_state_is_needs_requirements(tmp_path):
+    """check's warning follows the state: a placeholder item in review, done or parked needs nothing."""
+    project = _project(tmp_path)
+    for n in range(1, 5):
+        project.root.joinpath("items", f"D-{n}.md").write_text(itemfile.new_item_text(f"D-{n}", f"item {n}", "feature", []))
+    _item(project, "D-5")
+    with Ledger(project.ledger_path) as ledger:
+        ledger.start_run(NewRun(id="r1", item="D-2", slot="implement", agent="a", started="2026-01-01T00:00:00.000Z",
+                                branch="drover/d-2"))
+        ledger.finish_run("r1", 0, "exited")
+        ledger.mark_done("D-3")
+        ledger.park("D-4", "later")
+        findings, _ = check_items(project, ledger)
+        states = {row.entry.id: row.state for row in list_items(project, ledger)}
+    warned = [found.message.split()[1] for found in findings if "needs requirements" in found.message]
+    assert warned == [item_id for item_id, state in states.items() if state == State.NEEDS_REQUIREMENTS] == ["D-1"]
+    assert states["D-2"] == State.IN_REVIEW and states["D-5"] == State.READY
+
+
+
 GRAPHS = [
     {1: "", 2: "D-1", 3: "D-1, D-2"},  # every dep earlier: the search is skipped
     {1: "D-2", 2: "D-1"},

@@ -37,26 +37,30 @@ class LedgerFacts(NamedTuple):
 def list_items(project: Project, ledger: Ledger) -> list[Listed]:
     """Every item with its state; a bad file is one row, never a failure of the whole list."""
     with collector_paused():
-        entries = catalogue(project, ledger)
-        facts = ledger_facts(project, ledger)
-        match = itemfile.id_pattern(project.config.prefix).match
-        done, parked, verdicts, running = facts.done, facts.parked, facts.verdicts, facts.running
-        settled = set(filter(match, done))  # a dep is done when it is an id and its item is done
-        decide = functools.cache(state_of)  # many items have the same facts
-        listed = []
-        for item_id, found in entries.items():
-            deps_done = settled.issuperset(found.deps)
-            decided = decide(ItemFacts(
-                unreadable=found.problem if found.unreadable else "", done=item_id in done,
-                parked=parked.get(item_id), running=running.get(item_id),
-                activity=verdicts.get(item_id, NO_ACTIVITY), outstanding=found.outstanding,
-                placeholder=found.placeholder, deps_done=deps_done,
-            ))
-            note = decided.reason
-            if not deps_done and decided.state != State.UNREADABLE:
-                note = _deps_note(found.deps, decided, done, match)
-            listed.append(Listed(found, decided.state, note, deps_done))
-        return listed
+        return states_of(project, ledger, catalogue(project, ledger))
+
+
+def states_of(project: Project, ledger: Ledger, entries: dict[str, Entry]) -> list[Listed]:
+    """The state of each item of `entries` (catalogue entries by id), from the ledger read in bulk."""
+    facts = ledger_facts(project, ledger)
+    match = itemfile.id_pattern(project.config.prefix).match
+    done, parked, verdicts, running = facts.done, facts.parked, facts.verdicts, facts.running
+    settled = set(filter(match, done))  # a dep is done when it is an id and its item is done
+    decide = functools.cache(state_of)  # many items have the same facts
+    listed = []
+    for item_id, found in entries.items():
+        deps_done = settled.issuperset(found.deps)
+        decided = decide(ItemFacts(
+            unreadable=found.problem if found.unreadable else "", done=item_id in done,
+            parked=parked.get(item_id), running=running.get(item_id),
+            activity=verdicts.get(item_id, NO_ACTIVITY), outstanding=found.outstanding,
+            placeholder=found.placeholder, deps_done=deps_done,
+        ))
+        note = decided.reason
+        if not deps_done and decided.state != State.UNREADABLE:
+            note = _deps_note(found.deps, decided, done, match)
+        listed.append(Listed(found, decided.state, note, deps_done))
+    return listed
 
 
 def ledger_facts(project: Project, ledger: Ledger) -> LedgerFacts:

@@ -13,7 +13,8 @@ from drover.errors import Finding
 from drover.ledger.db import Ledger
 from drover.ledger.project import Project
 from drover.ledger.catalogue import Entry, catalogue, collector_paused
-from drover.ledger.state import Activity, verdict_of
+from drover.ledger.listing import states_of
+from drover.ledger.state import Activity, State, verdict_of
 from drover.trackers import open_tracker
 from drover.vocabulary import SLOTS
 
@@ -84,7 +85,7 @@ def _check_items(project: Project, ledger: Ledger) -> tuple[list[Finding], Conta
     from drover.ledger.agreement import disagreements
 
     findings.extend(Finding(line) for line in disagreements(project, ledger, entries))
-    findings.extend(_needs_requirements(ledger, entries))
+    findings.extend(_needs_requirements(project, ledger, entries))
     # Every dep earlier in one order (numbered items on lower numbers, the common case): no cycle.
     if forward:
         for cycle in dependency_cycles({item_id: found.deps for item_id, found in entries.items()}):
@@ -92,15 +93,14 @@ def _check_items(project: Project, ledger: Ledger) -> tuple[list[Finding], Conta
     return findings, UsedKeys(ledger)
 
 
-def _needs_requirements(ledger: Ledger, entries: dict[str, Entry]) -> list[Finding]:
-    """A warning for each item not done whose requirements are still `drover new`'s placeholder."""
-    waiting = [found for found in entries.values() if found.placeholder and not found.unreadable]
-    if not waiting:
-        return []
-    done, _ = ledger.flags()
-    return [Finding(f"{found.rel}: {found.id} needs requirements: its Requirements section is still the "
-                    f"placeholder, so drive skips it (write them, or run `drover draft {found.id}`)", error=False)
-            for found in waiting if found.id not in done]
+def _needs_requirements(project: Project, ledger: Ledger, entries: dict[str, Entry]) -> list[Finding]:
+    """A warning for each item in state `needs requirements` (its requirements are still `drover new`'s placeholder)."""
+    placeholders = {item_id: found for item_id, found in entries.items() if found.placeholder and not found.unreadable}
+    if not placeholders:
+        return []  # the ledger is read only when some item may need requirements
+    return [Finding(f"{row.entry.rel}: {row.entry.id} needs requirements: its Requirements section is still the "
+                    f"placeholder, so drive skips it (write them, or run `drover draft {row.entry.id}`)", error=False)
+            for row in states_of(project, ledger, placeholders) if row.state == State.NEEDS_REQUIREMENTS]
 
 
 def dependency_cycles(graph: dict[str, tuple[str, ...]]) -> list[list[str]]:
