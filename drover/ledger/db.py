@@ -62,16 +62,6 @@ class Ledger(Journal):
         self.conn.execute("PRAGMA journal_mode = WAL")
         self.conn.execute("PRAGMA foreign_keys = ON")
 
-    @classmethod
-    def beside(cls, path: Path) -> "Ledger":
-        """The ledger at `path` for reads, in a process forked from one that has it open: that one
-        migrated it and finished any killed writer's work, and keeps it open until this one ends
-        (docs/decisions.md, "Reading the ledger in a forked child")."""
-        ledger = cls.__new__(cls)
-        ledger._journal = True
-        ledger._connect(path)
-        return ledger
-
     @cached_property
     def db(self) -> "sqlite_utils.Database":
         """sqlite-utils over the same connection, for schema changes and row writes."""
