@@ -27,7 +27,7 @@ ANY_ID_PATTERN = PREFIX_PATTERN + r"-[0-9]+"
 
 
 class State(StrEnum):
-    """An item's state, the one registry of them (status.compute_state decides which applies;
+    """An item's state, the one registry of them (state.state_of decides which applies;
     docs/states.md is the table of what moves an item out of each)."""
 
     READY = "ready"

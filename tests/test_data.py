@@ -12,7 +12,7 @@ import yaml
 
 from drover.prompts import data as template_data
 from drover.items import file as itemfile
-from drover.ledger import status, writes
+from drover.ledger import catalogue, writes
 from drover import prompts as templates
 from drover.prompts.data import FIELD_NAMES, SLOTS, TemplateData, build, field_schema
 from drover.prompts.fields import field_explanations
@@ -617,7 +617,7 @@ def test_building_one_prompt_reads_only_its_own_file(env, monkeypatch):
     for number in range(1, 40):
         env.item(f"D-{number}")
     env.item("D-40", deps=["D-1", "D-2"])
-    status.catalogue(env.project, env.ledger)  # a warm metadata cache, as any earlier command leaves
+    catalogue.catalogue(env.project, env.ledger)  # a warm metadata cache, as any earlier command leaves
     read = []
     original = itemfile.read_item
     monkeypatch.setattr(itemfile, "read_item", lambda path, prefix: read.append(path.stem) or original(path, prefix))
@@ -625,7 +625,7 @@ def test_building_one_prompt_reads_only_its_own_file(env, monkeypatch):
     def no_catalogue(*args):
         raise AssertionError("the catalogue was walked")
 
-    monkeypatch.setattr(status, "catalogue", no_catalogue)
+    monkeypatch.setattr(catalogue, "catalogue", no_catalogue)
     for slot in ("implement", "review", "branch"):
         read.clear()
         data = env.build("D-40", slot)

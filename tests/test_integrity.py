@@ -346,7 +346,7 @@ def test_the_implement_prompt_names_the_conflicting_files(project):
 
 
 def test_every_state_is_in_the_state_table_and_the_list_docs():
-    from drover.ledger.status import State
+    from drover.ledger.state import State
 
     root = Path(__file__).resolve().parent.parent
     table = (root / "docs" / "states.md").read_text()

@@ -24,7 +24,7 @@ from drover.ledger.db import Ledger
 from drover.ledger.migrations import MIGRATIONS, migrations
 from drover.ledger.project import Project
 from drover.ledger.rows import NewRun
-from drover.ledger.status import catalogue
+from drover.ledger.catalogue import catalogue
 
 # Every table and column a blank ledger gets. A new migration changes this on purpose.
 EXPECTED_COLUMNS = {
@@ -389,7 +389,7 @@ def test_the_cache_remembers_unreadable_files_with_their_wording(tmp_path):
 def test_the_cache_is_dropped_when_the_prefix_changes(tmp_path):
     """Whether an id is readable depends on the prefix, which a file's bytes do not show: rows
     parsed under another prefix are not trusted, by the catalogue or by one entry."""
-    from drover.ledger.status import entry
+    from drover.ledger.catalogue import entry
 
     project = _project(tmp_path)
     _item(project, "D-1", "one")

@@ -12,12 +12,13 @@ import pytest
 
 from drover.items import file as itemfile
 from drover.prompts import data as template_data
-from drover.ledger import itemstate, status, writes
+from drover.ledger import itemstate, writes
 from drover.loop import drive as loop, runs
 from drover.errors import ItemError, UsageError
 from drover.ledger.db import Ledger
 from drover.ledger.project import Project, open_project
 from drover.ledger.rows import Audit, NewRun, Round, Run
+from drover.ledger.state import State
 from helpers import configure, drover, git
 
 TABLES = ("runs", "rounds", "audits", "dispositions", "items", "item_files", "events", "intents")
@@ -147,12 +148,13 @@ def test_a_draft_prompt_reads_each_ledger_table_once(opened):
 def test_the_deps_of_a_prompt_have_the_same_provenance_as_one_read_per_dep(opened):
     project, ledger = opened
     one_by_one = [
-        (dep_id, status.audit_provenance(ledger.audits(dep_id), ledger.authors(dep_id)),
+        (dep_id, itemstate.audit_provenance(ledger.audits(dep_id), ledger.authors(dep_id)),
          bool(ledger.item_row(dep_id).get("done")))
         for dep_id in ("D-1", "D-2")
     ]
-    described = status.describe_deps(project, ledger, ["D-1", "D-2", "D-1"])
-    assert [(dep.Id, status.AuditProvenance(dep.Level, dep.By, dep.Weak), dep.Done) for dep, _ in described] == one_by_one
+    described = itemstate.describe_deps(project, ledger, ["D-1", "D-2", "D-1"])
+    assert [(dep.Id, itemstate.AuditProvenance(dep.Level, dep.By, dep.Weak), dep.Done)
+            for dep in (one.dep for one in described)] == one_by_one
     assert ledger.authors("D-1") == ["writer"]
     ledger.add_audit("D-1", "claimed", "helper", "")
     # oldest first; recorded `started` later than the audit (now() is to the millisecond: a tie could order either way)
@@ -168,7 +170,7 @@ def test_item_state_is_what_show_says(opened):
     project, ledger = opened
     known = itemstate.item_state(project, ledger, "D-3")
     shown = itemstate.show_item(project, ledger, "D-3")
-    assert isinstance(known.state, status.State)
+    assert isinstance(known.state, State)
     assert (str(known.state), known.reason, known.parked, known.parked_reason) == \
         (shown["state"], shown["reason"], shown["parked"], shown["parked_reason"])
     assert [run.id for run in known.runs] == [run["id"] for run in shown["runs"]]
@@ -217,4 +219,4 @@ def test_project_require_item_says_what_is_wrong_in_one_line(opened):
     with pytest.raises(ItemError) as raised:
         project.require_item("D-2")
     assert "D-2" in str(raised.value) and raised.value.path == "items/D-2.md"
-    assert not hasattr(status, "require_item")
+    assert not hasattr(itemstate, "require_item")

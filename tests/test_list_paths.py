@@ -1,41 +1,43 @@
-"""The warm `list` and `check` paths give exactly what the plain computations give.
+"""The bulk `list` and `check` paths give exactly what the plain computations give.
 
-list_items reads the activity as tuples of a few columns (Ledger.list_activity) and decides a
-state with list_state; the catalogue sorts names in C (sorted_names); check reads only the rounds
-a disagreement can name and skips the cycle search when every dep comes earlier. Each is held
-here to the computation it replaced: compute_state over activity()'s rows, _sort_key, every
-round's summary, dependency_cycles over the whole graph.
+list_items reads the ledger in bulk (Ledger.flags, Ledger.list_activity as tuples of a few
+columns, the unfinished runs) and asks state.state_of of every item, as show asks it of one; the
+catalogue sorts names in C (sorted_names); check reads only the rounds a disagreement can name
+and skips the cycle search when every dep comes earlier. Each is held here to the computation it
+replaced: state_of over activity()'s rows, _sort_key, every round's summary, dependency_cycles
+over the whole graph.
 """
 from __future__ import annotations
 
 import re
-import sqlite3
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from drover.ledger import agreement
-from drover.items import forks
 from drover import git
 from drover.items import file as itemfile
-from drover.ledger.activity import ACTIVITY_KEYS, LIST_KEYS, no_activity
+from drover.ledger.activity import LIST_KEYS, no_activity
 from drover.loop.checks import check_items, dependency_cycles
 from drover.config import Config
-from drover.ledger.db import Ledger
+from drover.ledger.catalogue import CacheRow, CachedFile, Entry, _sort_key, catalogue, sorted_names
+from drover.ledger.db import CACHE_COLUMNS, LIGHT_COLUMNS, Ledger
 from drover.ledger.project import Project
 from drover.ledger.rows import NewRun
-from drover.ledger.listing import Listed, list_items, list_state
-from drover.ledger.status import Entry, State, _sort_key, catalogue, compute_state, sorted_names
+from drover.ledger.listing import Listed, list_items
+from drover.ledger.state import Activity, ItemFacts, State, state_of, verdict_of
 
 from helpers import git as run_git
 
-STAMPS = [None, "", "2026-01-01T00:00:00.000Z", "2026-01-02T00:00:00.000Z"]
-HEAD = "abc1234def5678"
 
+def test_the_named_rows_name_the_columns_the_ledger_gives():
+    """Rows are read by name: each named type's fields are the columns its query gives, in order."""
+    assert Activity._fields == LIST_KEYS
+    assert CachedFile._fields == LIGHT_COLUMNS
+    assert CacheRow._fields == CACHE_COLUMNS
 
-# --- sorted_names ---------------------------------------------------------------------------
 
 NAME_PARTS = ["D-1", "D-2", "D-10", "D-9", "D-01", "D-0", "D-", "D", "d-3", "D-3a", "D--3", "D-٣", "D-²",
               "a", "a-b", "Z", "", "X.Y-4", "D-12345678901234567890", "D-7 ", " D-7", "notes", "D-5\n"]
@@ -52,33 +54,10 @@ def test_sorted_names_sorts_as_sort_key(parts, prefix):
     assert sorted_names(names, prefix) == plain
 
 
-# --- list_state -----------------------------------------------------------------------------
-
-activities = st.fixed_dictionaries({
-    "branch": st.sampled_from([None, "", "drover/d-1", "other"]),
-    "newest_round": st.sampled_from(STAMPS),
-    "last_id": st.sampled_from([None, "", "r1"]),
-    "last_started": st.sampled_from(STAMPS),
-    "last_finished": st.sampled_from(STAMPS),
-    "last_outcome": st.sampled_from([None, "", "exited", "timeout", "interrupted", "crashed"]),
-    "last_exit_status": st.sampled_from([None, 0, 1, 3, 0.0]),
-    "approval_at": st.sampled_from(STAMPS),
-    "approval_head": st.sampled_from([None, "", HEAD, "fedcba9876"]),
-})
-
-
-@settings(max_examples=500)
-@given(activities, st.booleans(), st.booleans(), st.sampled_from(["", HEAD, "fedcba9876"]), st.booleans(),
-       st.booleans())
-def test_list_state_agrees_with_compute_state(values, outstanding, deps_done, head, has_row, placeholder):
-    found = Entry("D-1", "items/D-1.md", "one", outstanding=outstanding, placeholder=placeholder)
-    if has_row:
-        activity = {key: None for key in ACTIVITY_KEYS} | {"item": "D-1", "implement_runs": 1} | values
-        row: tuple | None = tuple(activity[key] for key in LIST_KEYS)
-    else:
-        activity, row = dict(zip(ACTIVITY_KEYS, no_activity("D-1").values)), None
-    assert list_state(outstanding, row, deps_done, head, placeholder) == \
-        compute_state(found, {}, activity, False, deps_done, head)
+def test_sorted_names_puts_numbered_ids_first_by_number_then_the_rest_by_id():
+    names = ["D-10.md", "notes.md", "D-2.md", "D-01.md", "D-9.txt", "D-3a.md", "D-1.md", "A.md", "D-12345678901234567890.md"]
+    assert sorted_names(names, "D") == ["D-1.md", "D-2.md", "D-10.md", "A.md", "D-01.md", "D-3a.md", "notes.md",
+                                        "D-12345678901234567890.md"]
 
 
 def flagged_items(ledger: Ledger) -> dict[str, dict[str, object]]:
@@ -96,7 +75,7 @@ def round_summary(ledger: Ledger) -> dict[str, dict[str, int]]:
 # --- list_items against the plain computation ------------------------------------------------
 
 def plain_list(project: Project, ledger: Ledger) -> list[Listed]:
-    """What list_items computed before its fast path: compute_state over activity()'s rows."""
+    """state_of over what the plain reads give: every items row, activity()'s rows by name."""
     entries = catalogue(project, ledger)
     flagged = flagged_items(ledger)
     done = {item_id for item_id, row in flagged.items() if row.get("done")}
@@ -107,10 +86,14 @@ def plain_list(project: Project, ledger: Ledger) -> list[Listed]:
     for item_id, found in entries.items():
         bad = [dep for dep in found.deps if not match(dep)]
         missing = [dep for dep in found.deps if match(dep) and dep not in done]
-        act = activity.get(item_id) or {}
+        row = flagged.get(item_id, {})
+        act = Activity.of(activity[item_id]) if item_id in activity else None
         deps_done = not bad and not missing
-        state, note = compute_state(found, flagged.get(item_id, {}), act, False, deps_done,
-                                    heads.get(act.get("branch") or "", ""))
+        state, note = state_of(ItemFacts(
+            unreadable=found.problem if found.unreadable else "", done=bool(row.get("done")),
+            parked=(row.get("parked_reason") or "") if row.get("parked") else None,
+            activity=verdict_of(act, heads.get(act.branch or "", "") if act else ""),
+            outstanding=found.outstanding, placeholder=found.placeholder, deps_done=deps_done))
         if state == State.UNREADABLE:
             pass
         elif bad:
@@ -133,28 +116,9 @@ def _item(project: Project, stem: str, deps: str = "", changes: str = "") -> Non
     project.root.joinpath("items", f"{stem}.md").write_text(text + changes)
 
 
-@pytest.mark.parametrize("ledger_part", ["forked", "here", "child fails"])
-def test_list_items_agrees_with_the_plain_computation(tmp_path, monkeypatch, ledger_part):
+def test_list_items_agrees_with_the_plain_computation(tmp_path):
     """Every state and note, on a ledger with runs of each outcome, approvals on and off the
-    branch's head, parked, done and re-opened items, bad, missing and unreadable deps; with the
-    ledger's part read by a forked child, in this process, and by a child that fails (whose
-    part this process then reads)."""
-    # the stat child, which reads the ledger's part once it has sent the stats
-    monkeypatch.setenv("DROVER_STAT_CHILD_AT", "1000000" if ledger_part == "here" else "1")
-    answers: list[object] = []
-    answered = forks.Also.answer
-
-    def spied(also):
-        got = answered(also)
-        answers.append((also.child is not None, got is not None))
-        return got
-
-    monkeypatch.setattr(forks.Also, "answer", spied)
-    if ledger_part == "child fails":
-        def refused(cls, path):
-            raise sqlite3.OperationalError("unable to open database file")
-
-        monkeypatch.setattr(Ledger, "beside", classmethod(refused))  # raised in the child only
+    branch's head, parked, done and re-opened items, bad, missing and unreadable deps."""
     project = _project(tmp_path)
     head = run_git(tmp_path, "rev-parse", "HEAD").strip()
     run_git(tmp_path, "branch", "drover/d-8")
@@ -196,9 +160,6 @@ def test_list_items_agrees_with_the_plain_computation(tmp_path, monkeypatch, led
         ledger.unpark("D-12")
         fast = list_items(project, ledger)
         assert fast == plain_list(project, ledger)
-    # (a child took the work, it answered): the forked child's answer was the one used; the
-    # failed child's was none, so the part was read here, as with no child at all
-    assert answers == [{"forked": (True, True), "here": (False, False), "child fails": (True, False)}[ledger_part]]
     states = {row.entry.id: row.state for row in fast}
     assert {State.DONE, State.PARKED, State.BLOCKED, State.READY, State.INTERRUPTED, State.FAILED, State.APPROVED,
             State.IN_REVIEW, State.CHANGES_REQUESTED, State.UNREADABLE} <= set(states.values())
@@ -206,6 +167,26 @@ def test_list_items_agrees_with_the_plain_computation(tmp_path, monkeypatch, led
 
 
 # --- check ----------------------------------------------------------------------------------
+
+def test_check_warns_of_the_items_whose_state_is_needs_requirements(tmp_path):
+    """check's warning follows the state: a placeholder item in review, done or parked needs nothing."""
+    project = _project(tmp_path)
+    for n in range(1, 5):
+        project.root.joinpath("items", f"D-{n}.md").write_text(itemfile.new_item_text(f"D-{n}", f"item {n}", "feature", []))
+    _item(project, "D-5")
+    with Ledger(project.ledger_path) as ledger:
+        ledger.start_run(NewRun(id="r1", item="D-2", slot="implement", agent="a", started="2026-01-01T00:00:00.000Z",
+                                branch="drover/d-2"))
+        ledger.finish_run("r1", 0, "exited")
+        ledger.mark_done("D-3")
+        ledger.park("D-4", "later")
+        findings, _ = check_items(project, ledger)
+        states = {row.entry.id: row.state for row in list_items(project, ledger)}
+    warned = [found.message.split()[1] for found in findings if "needs requirements" in found.message]
+    assert warned == [item_id for item_id, state in states.items() if state == State.NEEDS_REQUIREMENTS] == ["D-1"]
+    assert states["D-2"] == State.IN_REVIEW and states["D-5"] == State.READY
+
+
 
 GRAPHS = [
     {1: "", 2: "D-1", 3: "D-1, D-2"},  # every dep earlier: the search is skipped

@@ -150,7 +150,7 @@ def test_init_hints_at_run_setup_when_worktrees_would_share_an_environment(repo,
 
 @pytest.mark.parametrize("extra", [(), ("--json",)])
 def test_list_accepts_every_state_as_a_choice(project, extra):
-    from drover.ledger.status import State
+    from drover.ledger.state import State
 
     item = new_item(project, "Fails")
     env = {"AGENT_MODE": "fail"}

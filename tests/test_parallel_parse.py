@@ -1,6 +1,6 @@
-"""Changed item files parsed in worker processes give what the serial parse gives: the same
-list, check and cache rows, unreadable and hostile items included, in the same order; a worker
-that dies leaves its files to the parent. Real processes, files and ledgers."""
+"""Changed item files parsed in a pool of worker processes give what the serial parse gives: the
+same list, check and cache rows, unreadable and hostile items included, in the same order; a
+worker that dies leaves its files to the parent. Real processes, files and ledgers."""
 from __future__ import annotations
 
 import os
@@ -11,10 +11,9 @@ import pytest
 
 from helpers import HOSTILE_FRONTMATTER, ledger_tables, run
 
-# forked: parse workers and the stat child (which reads a list's ledger part too) at once; here:
-# every file read and statted, and the ledger read, in-process
-PARALLEL = {"DROVER_PARALLEL_PARSE_AT": "1", "DROVER_STAT_CHILD_AT": "1"}
-SERIAL = {"DROVER_PARALLEL_PARSE_AT": "1000000", "DROVER_STAT_CHILD_AT": "1000000"}
+# the changed files parsed in worker processes, or all in-process
+PARALLEL = {"DROVER_PARALLEL_PARSE_AT": "1"}
+SERIAL = {"DROVER_PARALLEL_PARSE_AT": "1000000"}
 
 
 def item(item_id: str, front: str, body: str = "## Requirements\n\n- x\n") -> str:
@@ -129,22 +128,37 @@ def test_a_body_edit_gives_what_a_whole_parse_gives(twins, env):
 
 def test_only_the_body_is_read_when_the_frontmatter_is_the_known_one(tmp_path):
     from drover.items import parsing
+    from drover.items.parsing import BodyRead, Job, Parsed
 
     folder = str(tmp_path) + os.sep
     path = tmp_path / "D-1.md"
     path.write_text(item("D-1", "title: first\ndeps: [D-2]\n"))
-    whole = parsing.parse_one(folder, "D-1.md", "D", None)
-    front = whole[-1]
-    assert len(whole) == 14 and whole[6] is False  # nothing outstanding
+    whole = parsing.parse_one(folder, Job("D-1.md"), "D")
+    assert isinstance(whole, Parsed) and whole.fields.outstanding is False  # nothing outstanding
+    front = whole.front
     path.write_text(path.read_text() + "\n## Changes requested\n\nFix it.\n")
-    body_only = parsing.parse_one(folder, "D-1.md", "D", None, front)
-    assert body_only == (parsing.digest(path.read_bytes()), front, True, False, False)
-    assert parsing.parse_one(folder, "D-1.md", "D", None, "0" * 32)[6] is True  # another front: whole
+    body_only = parsing.parse_one(folder, Job("D-1.md", front=front), "D")
+    assert body_only == BodyRead(parsing.digest(path.read_bytes()), front, True, False, False)
+    another = parsing.parse_one(folder, Job("D-1.md", front="0" * 32), "D")  # another front: whole
+    assert isinstance(another, Parsed) and another.fields.outstanding is True
     path.write_text(item("D-1", "title: first\ndeps: [D-2]\n", "\n"))  # no body: whole, and unreadable
-    assert parsing.parse_one(folder, "D-1.md", "D", None, front)[8] == "has no body"
+    empty = parsing.parse_one(folder, Job("D-1.md", front=front), "D")
+    assert isinstance(empty, Parsed) and empty.fields.unreadable == "has no body"
     path.write_text(item("D-1", "title: changed\ndeps: [D-2]\n"))
-    changed = parsing.parse_one(folder, "D-1.md", "D", None, front)
-    assert len(changed) == 14 and changed[1] == "changed" and changed[-1] != front
+    changed = parsing.parse_one(folder, Job("D-1.md", front=front), "D")
+    assert isinstance(changed, Parsed) and changed.fields.title == "changed" and changed.front != front
+
+
+def test_the_frontmatter_is_kept_as_json_with_dates_as_text(tmp_path):
+    import json
+
+    from drover.items import parsing
+
+    path = tmp_path / "D-4.md"
+    path.write_text(item("D-4", "title: dated\ndue: 2026-01-02\nlabels: [a, 'é']\n"))
+    found = parsing.fields(str(path), "D-4.md", "D")
+    assert json.loads(found.meta_json) == {"id": "D-4", "title": "dated", "due": "2026-01-02", "labels": ["a", "é"]}
+    assert found.meta_json == json.dumps(json.loads(found.meta_json))  # json.dumps' own text
 
 
 @pytest.mark.parametrize("length", [0, 1, 700, 65536, 65537, 200_000])
@@ -165,7 +179,11 @@ def test_a_read_in_the_open_folder_gives_every_byte_whatever_size_it_was_told(tm
 
 
 def test_a_worker_that_dies_leaves_its_files_to_the_parent(repo, monkeypatch):
+    import multiprocessing
+    import signal
+
     from drover.items import parsing
+    from drover.items.parsing import Job, Unchanged, BodyRead, Parsed
 
     assert run(repo, "init").returncode == 0
     fill(repo)
@@ -174,116 +192,32 @@ def test_a_worker_that_dies_leaves_its_files_to_the_parent(repo, monkeypatch):
     sizes = [os.path.getsize(os.path.join(folder, name)) for name in names]
     # the size a stat gave, none, and a wrong one (the file changed since): each read whole
     told = [size if index % 3 == 0 else -1 if index % 3 == 1 else size // 2 for index, size in enumerate(sizes)]
-    jobs = [(name, None, None, size) for name, size in zip(names, told)]
-    serial = [parsing.parse_one(folder + os.sep, name, "D", None) for name in names]
-    monkeypatch.setattr(parsing, "PARALLEL_AT", 1)
-    monkeypatch.setattr(parsing, "WORKERS", 3)
-    monkeypatch.delenv("DROVER_PARALLEL_PARSE_AT", raising=False)
-    forked = []
-    real_fork = parsing._fork
-
-    def counted(*args):
-        reader = real_fork(*args)
-        forked.append(reader)
-        return reader
-
-    monkeypatch.setattr(parsing, "_fork", counted)
+    jobs = [Job(name, size=size) for name, size in zip(names, told)]
+    serial = [parsing.parse_one(folder + os.sep, Job(name), "D") for name in names]
+    monkeypatch.setenv("DROVER_PARALLEL_PARSE_AT", "1")
+    monkeypatch.setattr(parsing, "BATCH", 5)
+    assert parsing._workers(len(jobs)) >= 2 or (os.cpu_count() or 1) < 2
     assert list(parsing.parse_changed(folder, "D", jobs)) == serial
-    assert len(forked) == 3 and all(forked)
 
     # digests the cache knows, right (a touch) and wrong (same size, new bytes), among new sizes;
     # and frontmatter digests, right (the body alone changed) and wrong
-    known = [found[-2] if index % 3 == 0 else "0" * 32 if index % 3 == 1 else None
-             for index, found in enumerate(serial)]
-    fronts = [found[-1] if index % 2 else "0" * 32 for index, found in enumerate(serial)]
-    mixed = list(zip(names, known, fronts, told))
-    expected = [parsing.parse_one(folder + os.sep, *job[:1], "D", *job[1:]) for job in mixed]
-    assert [len(found) for found in expected].count(1) > 5
-    assert [len(found) for found in expected].count(5) > 5
-    forked.clear()
+    parsed = [found for found in serial if isinstance(found, Parsed)]
+    assert len(parsed) == len(serial)
+    known = [found.digest if index % 3 == 0 else "0" * 32 if index % 3 == 1 else None
+             for index, found in enumerate(parsed)]
+    fronts = [found.front if index % 2 else "0" * 32 for index, found in enumerate(parsed)]
+    mixed = [Job(name, digest, front, size) for name, digest, front, size in zip(names, known, fronts, told)]
+    expected = [parsing.parse_one(folder + os.sep, job, "D") for job in mixed]
+    assert sum(isinstance(found, Unchanged) for found in expected) > 5
+    assert sum(isinstance(found, BodyRead) for found in expected) > 5
     assert list(parsing.parse_changed(folder, "D", mixed)) == expected
-    assert len(forked) == 3
 
-    real_serve = parsing._serve
-
-    def dies_after_one_chunk(within, prefix, jobs, starts, size, out):
-        real_serve(within, prefix, jobs, starts[:1], size, out)
-        if starts[0] == size:  # the second worker
-            os.write(out, (10).to_bytes(8, "little") + b"garbled")
-        os._exit(1)
-
-    forked.clear()
-    monkeypatch.setattr(parsing, "_serve", dies_after_one_chunk)
-    assert list(parsing.parse_changed(folder, "D", jobs)) == serial
-    assert len(forked) == 3
-
-
-def test_the_kept_json_encoder_writes_what_json_dumps_writes():
-    import datetime
-    import json
-
-    from drover.items import parsing
-
-    values = [{"id": "D-1", "deps": ["D-2"], "n": 3, "f": 1.5, "b": True, "z": None, "u": "é\u2028\"\\", 7: "x"},
-              ["D-1", "D-2"], {}, {"nan": float("nan"), "inf": float("-inf")}, {"nested": {"a": [{"b": []}]}}]
-    for value in values:
-        assert parsing._json(value) == json.dumps(value)
-    shared = {"d": datetime.date(2026, 1, 2)}
-    with pytest.raises(TypeError):
-        parsing._json({"inner": shared})
-    # a failed call leaves no mark behind that would call the next value circular
-    assert parsing._json({"inner": {"d": "2026-01-02"}}) == '{"inner": {"d": "2026-01-02"}}'
-    assert parsing._json(values[0]) == json.dumps(values[0])
-
-
-def test_the_stat_child_gives_what_stat_here_gives(tmp_path, monkeypatch):
-    from drover.items import parsing
-
-    for number in range(1, 40):
-        (tmp_path / f"D-{number}.md").write_text("x" * number)
-    names = sorted(os.listdir(tmp_path)) + ["D-404.md"]  # one gone since the listing
-    within = str(tmp_path) + os.sep
-    here = list(parsing.stats_here(within, names))
-    assert here[-1] == ("D-404.md", None) and here[0][1][0] == len("x")
-    monkeypatch.setenv("DROVER_STAT_CHILD_AT", "1")
-    child = parsing.stat_elsewhere(within, names)
-    assert child is not None  # forked: the pairs below came through its pipe
-    assert list(parsing.stats_of(within, names, child)) == here
-    monkeypatch.setenv("DROVER_STAT_CHILD_AT", "1000")
-    assert parsing.stat_elsewhere(within, names) is None  # too few names to fork for
-
-
-def test_a_stat_child_that_fails_leaves_the_stats_to_the_parent(tmp_path):
-    from drover.items import forks, parsing
-
-    (tmp_path / "D-1.md").write_text("one")
-    within, names = str(tmp_path) + os.sep, ["D-1.md"]
-    for sends in (b"", b"not marshal", None):
-        read_end, write_end = os.pipe()
-        pid = os.fork()
-        if pid == 0:  # a child that sends nothing, garbage, or dies by a signal
-            if sends is None:
-                os.kill(os.getpid(), 9)
-            os.write(write_end, sends)
-            os._exit(1 if not sends else 0)
-        os.close(write_end)
-        assert list(parsing.stats_of(within, names, forks.Child(read_end, pid))) == list(parsing.stats_here(within, names))
-
-
-def test_a_child_answers_in_turn_and_one_not_read_is_ended(monkeypatch):
-    """A child's answers come one by one, in order; one the caller never reads (it failed
-    midway) does not leave the child waiting on a full pipe: close ends and reaps it."""
-    from drover.items import forks
-
-    monkeypatch.setenv("DROVER_TEST_FORK_AT", "1")
-    child = forks.start([lambda: [1, 2], lambda: "x" * 1_000_000], 1, "DROVER_TEST_FORK_AT", 10)
-    assert child is not None
-    assert forks.answer(child) == ([1, 2],) and forks.answer(child) == ("x" * 1_000_000,)
-    assert forks.answer(child) is None  # nothing more to come; the child was reaped
-    child = forks.start([lambda: 1, lambda: "y" * 1_000_000], 1, "DROVER_TEST_FORK_AT", 10)
-    assert child is not None and forks.answer(child) == (1,)
-    pid = child.pid
-    forks.close(child)  # the second answer, bigger than a pipe holds, never read
-    with pytest.raises(ChildProcessError):
-        os.waitpid(pid, 0)  # reaped: no child left behind
-    assert forks.start([lambda: 1], 1, "DROVER_TEST_FORK_AT_UNSET", 10) is None  # too few to fork for
+    # every worker killed once the first batch is in: the rest is parsed here, in order
+    outcomes = parsing.parse_changed(folder, "D", jobs)
+    got = [next(outcomes)]
+    workers = multiprocessing.active_children()
+    assert workers
+    for worker in workers:
+        os.kill(worker.pid, signal.SIGKILL)
+    got.extend(outcomes)
+    assert got == serial

@@ -32,7 +32,7 @@ from drover.ledger.db import Ledger
 from drover.ledger.project import open_project
 from drover.ledger.itemstate import show_item
 from drover.ledger.listing import is_ready, list_items
-from drover.ledger.status import IMPLEMENT_NEXT, NOT_DRIVEN, State
+from drover.ledger.state import IMPLEMENT_NEXT, NOT_DRIVEN, State
 
 AGENT = """#!/bin/sh
 # the property test's agent: AGENT_MODE says what this run does

@@ -19,7 +19,7 @@ from drover.agents.presets import agent_argv as agent_argv, binary_missing as bi
 from drover.agents.presets import resolve_agent as resolve_agent, root_refusal as root_refusal
 from drover.agents.presets import sandbox_env as sandbox_env, stream_of as stream_of
 from drover.agents.usage import StreamReader, Usage
-# pid_alive, process_start and run_alive are read through this module too (runs.py, status.py, tests)
+# pid_alive, process_start and run_alive are read through this module too (runs.py, state.py, tests)
 from drover.agents.procs import become_subreaper, end_run_processes
 from drover.agents.procs import pid_alive as pid_alive, process_start as process_start, run_alive as run_alive
 

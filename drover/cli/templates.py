@@ -35,7 +35,7 @@ def show_prompt(item_id: str, slot: str | None, *, guidance: str | None = None, 
     with opened() as (project, ledger):
         if slot is None:
             from drover.ledger.itemstate import item_state
-            from drover.ledger.status import slot_at
+            from drover.ledger.state import slot_at
 
             slot = slot_at(item_state(project, ledger, item_id).state)
         built = data.build(project, ledger, item_id, slot, guidance=guidance)

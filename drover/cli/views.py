@@ -11,7 +11,7 @@ RED, GREEN, BOLD, FAINT, NORMAL, RESET = "\x1b[31m", "\x1b[32m", "\x1b[1m", "\x1
 _WORD = re.compile(r"\w+|\s+|[^\w\s]+")
 
 from drover.agents.usage import describe as usage_text, total as usage_total
-from drover.ledger.status import ORPHANED
+from drover.ledger.state import ORPHANED
 from drover.loop.drive import Driven
 
 
@@ -123,17 +123,18 @@ def list_lines(listed: list[Any], *, colour: bool) -> list[str]:
 
     Built directly rather than through table(): at 50,000 items the per-cell work showed.
     """
-    id_width = max([len(row[0].id) for row in listed])
-    states = {row[1] for row in listed}
+    id_width = max([len(row.entry.id) for row in listed])
+    states = {row.state for row in listed}
     state_width = max(17, *map(len, states))
     padded = {state: state.ljust(state_width) for state in states}
     lines: list[str] = []
     append = lines.append
-    for found, state, note, _ in listed:
+    for row in listed:
+        found = row.entry
         text = found.title if not found.unreadable else ""
-        if note:
-            text += f"  ({note})"
-        append(f"{found.id.ljust(id_width)}  {padded[state]}  {text}".rstrip())
+        if row.note:
+            text += f"  ({row.note})"
+        append(f"{found.id.ljust(id_width)}  {padded[row.state]}  {text}".rstrip())
     return [paint_state(line) for line in lines] if colour else lines
 
 

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from drover.ledger.db import Ledger
     from drover.ledger.project import Project
-    from drover.ledger.status import Entry
+    from drover.ledger.catalogue import Entry
 
 
 # Up to this many items are named in the query (SQLite's variable limit is far above it).

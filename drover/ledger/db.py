@@ -36,16 +36,6 @@ class Ledger(Verdicts, FileCache, ActivityReads):
         except sqlite3.DatabaseError as exc:
             raise DroverError(f"cannot open the ledger: {exc}", path=path) from None
 
-    @classmethod
-    def beside(cls, path: Path) -> "Ledger":
-        """The ledger at `path` for reads, in a process forked from one that has it open: that one
-        migrated it and finished any killed writer's work, and keeps it open until this one ends
-        (docs/decisions.md, "Reading the ledger in a forked child")."""
-        ledger = cls.__new__(cls)
-        super(Ledger, ledger).__init__(path)
-        ledger._journal = True
-        return ledger
-
     def _migrate(self) -> None:
         """The one place migrations are applied; a ledger from a newer drover is refused."""
         known = {name for name, _ in MIGRATIONS}

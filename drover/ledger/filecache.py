@@ -1,5 +1,5 @@
 """The metadata cache (tables `item_files` and `item_files_prefix`): what each item file said when it
-had its size, mtime and digests, so an unchanged file is not parsed again (drover/ledger/status.py)."""
+had its size, mtime and digests, so an unchanged file is not parsed again (drover/ledger/catalogue.py)."""
 from __future__ import annotations
 
 from typing import Any, Sequence

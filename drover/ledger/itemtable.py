@@ -87,7 +87,7 @@ class ItemTable(Journal):
 
     def flags(self) -> tuple[set[str], dict[str, str]]:
         """The ids of items done, and of items parked and not done with their reason, as
-        compute_state reads them, without a dict per row."""
+        state.state_of reads them, without a dict per row."""
         done: set[str] = set()
         parked: dict[str, str] = {}
         cursor = self.conn.cursor()

@@ -35,7 +35,7 @@ MARKS = ("ids_met",)
 
 
 # What a value may be beyond its column's declared type (the schema, migrations.py, gives the type
-# and NOT NULL): the columns whose text is JSON, with the JSON type it holds (rows.py, status.py
+# and NOT NULL): the columns whose text is JSON, with the JSON type it holds (rows.py, catalogue.py
 # and the journal decode them; "" is also read as empty), and the columns with a range.
 JSON_COLUMNS = {
     ("runs", "argv"): "array", ("runs", "base_hashes"): "object", ("audits", "authors"): "array",

@@ -1,23 +1,21 @@
-"""`list`'s rows: every item of the catalogue with its state, read from the ledger in bulk.
+"""`list`'s rows: every item of the catalogue with its state.
 
-compute_state (status.py) is the definition of a state. A list asks the same two functions it
-asks (status.judge and status.decide) of plain values read in bulk: judge makes of an item's
-Ledger.list_activity row and branch head what the state needs, decide finishes it with the item
-file's part, and tests/test_list_paths.py holds list_state to compute_state's answers.
+The facts of every item are read in bulk (one read of each ledger table, one git call for every
+branch's head) and state.state_of decides each item's state from them, as it does for one item.
 """
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any, NamedTuple
+import functools
+from collections.abc import Callable
+from typing import NamedTuple
 
-from drover.items import forks
 from drover import git
 from drover.items import file as itemfile
+from drover.ledger.catalogue import Entry, catalogue, collector_paused
 from drover.ledger.db import Ledger
-from drover.agents.procs import run_alive
 from drover.ledger.project import Project
-from drover.ledger.status import NOTHING, NOT_DRIVEN, Entry, Judged, State, catalogue, collector_paused, decide, orphan_note
-from drover.ledger.status import judge as judge_activity
+from drover.ledger.state import (NO_ACTIVITY, NOT_DRIVEN, Activity, Decided, ItemFacts, State, Verdict, running_notes,
+                                 state_of, verdict_of)
 
 
 class Listed(NamedTuple):
@@ -27,119 +25,69 @@ class Listed(NamedTuple):
     deps_done: bool = True
 
 
+class LedgerFacts(NamedTuple):
+    """What a list reads of the ledger and git, for every item at once."""
+
+    done: set[str]
+    parked: dict[str, str]  # item -> why, of the items parked and not done
+    verdicts: dict[str, Verdict]  # item -> what its activity says; an item without activity has none here
+    running: dict[str, str]  # item -> its live run's note (an orphan's, or "")
+
+
 def list_items(project: Project, ledger: Ledger) -> list[Listed]:
     """Every item with its state; a bad file is one row, never a failure of the whole list."""
     with collector_paused():
-        return _list_items(project, ledger)
+        return states_of(project, ledger, catalogue(project, ledger))
 
 
-def _list_items(project: Project, ledger: Ledger) -> list[Listed]:
-    # the stat child reads the ledger's part once it has sent the stats, while this process
-    # matches the files with their cache rows; without a stat child, it is read here
-    also = forks.Also(lambda: _packed(_ledger_part(project.root, project.runs_dir, Ledger.beside(ledger.path))))
-    try:
-        entries = catalogue(project, ledger, also)
-        got = also.answer()
-    finally:
-        also.close()  # a child whose answer was not read (this process failed midway) is ended
-    done, parked, judged, live = _unpacked(got[0]) if got is not None else _ledger_part(project.root, project.runs_dir, ledger)
+def states_of(project: Project, ledger: Ledger, entries: dict[str, Entry]) -> list[Listed]:
+    """The state of each item of `entries` (catalogue entries by id), from the ledger read in bulk."""
+    facts = ledger_facts(project, ledger)
     match = itemfile.id_pattern(project.config.prefix).match
+    done, parked, verdicts, running = facts.done, facts.parked, facts.verdicts, facts.running
     settled = set(filter(match, done))  # a dep is done when it is an id and its item is done
-    # decide's answer for each verdict, placeholder or not, outstanding or not, deps done or not
-    # (few verdicts, many items)
-    decided: dict[Judged, tuple[tuple[State, str], ...]] = {}
-    listed: list[Listed] = []
-    append = listed.append
-    new_tuple = tuple.__new__  # Listed(...) is a Python-level call per item
-    # State.X is a descriptor lookup on the enum class (about 0.2 µs in 3.11): read each once
-    unreadable, done_state, parked_state, running, blocked = (State.UNREADABLE, State.DONE, State.PARKED,
-                                                              State.RUNNING, State.BLOCKED)
+    decide = functools.cache(state_of)  # many items have the same facts
+    listed = []
     for item_id, found in entries.items():
         deps_done = settled.issuperset(found.deps)
-        # compute_state's order, read from what flags and judge give (list_state)
-        if found.unreadable:
-            append(new_tuple(Listed, (found, unreadable, found.problem, deps_done)))
-            continue
-        if item_id in done:
-            state, note = done_state, ""
-        elif item_id in parked:
-            state, note = parked_state, parked[item_id]
-        elif item_id in live:
-            state, note = running, live[item_id]
-        else:
-            verdict = judged.get(item_id, NOTHING)
-            answers = decided.get(verdict)
-            if answers is None:
-                answers = decided[verdict] = tuple(decide(outstanding, verdict, ready, placeholder)
-                                                   for placeholder in (False, True)
-                                                   for outstanding in (False, True) for ready in (False, True))
-            state, note = answers[4 * found.placeholder + 2 * found.outstanding + deps_done]
-        if not deps_done:
-            bad = [dep for dep in found.deps if not match(dep)]
-            if bad:
-                note = "; ".join(f"dep {dep} {itemfile.NOT_AN_ID}" for dep in bad)
-            elif state == blocked:
-                note = "waiting on " + ", ".join(dep for dep in found.deps if dep not in done)
-        append(new_tuple(Listed, (found, state, note, deps_done)))
+        decided = decide(ItemFacts(
+            unreadable=found.problem if found.unreadable else "", done=item_id in done,
+            parked=parked.get(item_id), running=running.get(item_id),
+            activity=verdicts.get(item_id, NO_ACTIVITY), outstanding=found.outstanding,
+            placeholder=found.placeholder, deps_done=deps_done,
+        ))
+        note = decided.reason
+        if not deps_done and decided.state != State.UNREADABLE:
+            note = _deps_note(found.deps, decided, done, match)
+        listed.append(Listed(found, decided.state, note, deps_done))
     return listed
 
 
-def list_state(outstanding: bool, act: tuple[Any, ...] | None, deps_done: bool, head: str,
-               placeholder: bool = False) -> tuple[State, str]:
-    """compute_state past its first four states (unreadable, done, parked, running), from a row of
-    Ledger.list_activity (None: no runs, rounds or audits). A test holds it to compute_state."""
-    return decide(outstanding, NOTHING if act is None else judge(act, head), deps_done, placeholder)
+def ledger_facts(project: Project, ledger: Ledger) -> LedgerFacts:
+    """The ids done, those parked (with why), what the activity of each item not done says
+    against its branch's head, and the items whose run is alive."""
+    done, parked = ledger.flags()
+    rows = ledger.list_activity()  # only items not done: a done item's state needs none
+    heads = git.branch_heads(project.root) if rows else {}
+    verdicts = {}
+    for item, row in rows.items():
+        activity = Activity._make(row)
+        verdicts[item] = verdict_of(activity, heads.get(activity.branch or "", ""))
+    # only runs without an end: liveness costs nothing for the rest
+    return LedgerFacts(done, parked, verdicts, running_notes(ledger.unfinished_runs(), project.runs_dir))
 
 
-def judge(act: tuple[Any, ...], head: str) -> Judged:
-    """status.judge of an item's Ledger.list_activity row and its branch's head `head`."""
-    _, _, newest_round, last_id, started, finished, outcome, exit_status, approval_at, approval_head = act
-    return judge_activity(newest_round, last_id, started, finished, outcome, exit_status, approval_at, approval_head,
-                          head)
+def _deps_note(deps: tuple[str, ...], decided: Decided, done: set[str], match: Callable[[str], object]) -> str:
+    """The note of an item whose deps are not all done: the deps that are no id, or (blocked) those it waits on."""
+    bad = [dep for dep in deps if not match(dep)]
+    if bad:
+        return "; ".join(f"dep {dep} {itemfile.NOT_AN_ID}" for dep in bad)
+    if decided.state == State.BLOCKED:
+        return "waiting on " + ", ".join(dep for dep in deps if dep not in done)
+    return decided.reason
 
 
 def is_ready(listed: Listed) -> bool:
     """Work drive would take: readable, not done, parked or running, every dep done."""
     # a state that outranks "blocked" (changes requested, in review) must not hide a dep not done
     return listed.state not in NOT_DRIVEN | {State.BLOCKED, State.APPROVED} and listed.deps_done
-
-
-def _ledger_part(root: Path, runs_dir: Path, ledger: Ledger) -> "LedgerPart":
-    """What a list reads of the ledger and git: the ids done, those parked (with why), what judge
-    makes of the activity of each item not done, and the items whose run is alive (with an
-    orphan's note). Plain values
-    throughout, small to send: a child computes it beside the catalogue."""
-    done, parked = ledger.flags()
-    activity = ledger.list_activity()  # only items not done: a done item's state needs none
-    live: dict[str, str] = {}  # item -> its running note (an orphan's, or "")
-    for run in ledger.unfinished_runs():  # only runs without an end: liveness costs nothing for the rest
-        if run_alive(run):
-            live[run.item] = live.get(run.item) or orphan_note(run, runs_dir)
-    heads = git.branch_heads(root) if activity else {}
-    judged = {item: judge(act, heads.get(act[1] or "", "") if heads else "") for item, act in activity.items()}
-    return done, parked, judged, live
-
-
-LedgerPart = tuple[set[str], dict[str, str], dict[str, Judged], dict[str, str]]
-
-
-def _packed(part: LedgerPart) -> tuple[str, dict[str, str], list[tuple[Judged, str]], dict[str, str]]:
-    """_ledger_part's answer as few objects for the pipe (marshal spends most of its time per
-    object): the done ids joined by NUL, which no id holds, and the items grouped by what judge
-    made of them (most items are judged alike), each group's ids joined. (An id with a NUL could
-    only come from a hand-made ledger; it fails the child, and the parent then reads here.)"""
-    done, parked, judged, live = part
-    if "\0" in "".join(done) or "\0" in "".join(judged):
-        raise ValueError("an id holds NUL")  # the child fails, and the parent reads the ledger itself
-    groups: dict[Judged, list[str]] = {}
-    for item, verdict in judged.items():
-        groups.setdefault(verdict, []).append(item)
-    return "\0".join(done), parked, [(verdict, "\0".join(items)) for verdict, items in groups.items()], live
-
-
-def _unpacked(packed: tuple[str, dict[str, str], list[tuple[Judged, str]], dict[str, str]]) -> LedgerPart:
-    done, parked, groups, live = packed
-    judged: dict[str, Judged] = {}
-    for verdict, items in groups:
-        judged.update(dict.fromkeys(items.split("\0"), verdict))
-    return set(done.split("\0")) if done else set(), parked, judged, dict(live)

@@ -106,7 +106,7 @@ def _activity(db: "sqlite_utils.Database") -> None:
 
 
 def _item_files_digest(db: "sqlite_utils.Database") -> None:
-    # A digest of the file's bytes (drover/ledger/status.py): a file touched but unchanged is not parsed again.
+    # A digest of the file's bytes (drover/ledger/catalogue.py): a file touched but unchanged is not parsed again.
     db["item_files"].add_column("digest", str)
 
 
@@ -169,7 +169,7 @@ def _opened_before_0012(level: str | None) -> int:
 
 def _item_files_placeholder(db: "sqlite_utils.Database") -> None:
     # Whether an item's requirements are still `drover new`'s placeholder (state `needs
-    # requirements`, drover/ledger/status.py). The rows cached before it never read that: they go.
+    # requirements`, drover/ledger/catalogue.py). The rows cached before it never read that: they go.
     db["item_files"].add_column("placeholder", int)
     db["item_files"].delete_where()
 

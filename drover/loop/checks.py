@@ -12,7 +12,9 @@ from drover.config import AgentConfig
 from drover.errors import Finding
 from drover.ledger.db import Ledger
 from drover.ledger.project import Project
-from drover.ledger.status import Entry, catalogue, collector_paused
+from drover.ledger.catalogue import Entry, catalogue, collector_paused
+from drover.ledger.listing import states_of
+from drover.ledger.state import Activity, State, verdict_of
 from drover.trackers import open_tracker
 from drover.vocabulary import SLOTS
 
@@ -83,7 +85,7 @@ def _check_items(project: Project, ledger: Ledger) -> tuple[list[Finding], Conta
     from drover.ledger.agreement import disagreements
 
     findings.extend(Finding(line) for line in disagreements(project, ledger, entries))
-    findings.extend(_needs_requirements(ledger, entries))
+    findings.extend(_needs_requirements(project, ledger, entries))
     # Every dep earlier in one order (numbered items on lower numbers, the common case): no cycle.
     if forward:
         for cycle in dependency_cycles({item_id: found.deps for item_id, found in entries.items()}):
@@ -91,15 +93,14 @@ def _check_items(project: Project, ledger: Ledger) -> tuple[list[Finding], Conta
     return findings, UsedKeys(ledger)
 
 
-def _needs_requirements(ledger: Ledger, entries: dict[str, Entry]) -> list[Finding]:
-    """A warning for each item not done whose requirements are still `drover new`'s placeholder."""
-    waiting = [found for found in entries.values() if found.placeholder and not found.unreadable]
-    if not waiting:
-        return []
-    done, _ = ledger.flags()
-    return [Finding(f"{found.rel}: {found.id} needs requirements: its Requirements section is still the "
-                    f"placeholder, so drive skips it (write them, or run `drover draft {found.id}`)", error=False)
-            for found in waiting if found.id not in done]
+def _needs_requirements(project: Project, ledger: Ledger, entries: dict[str, Entry]) -> list[Finding]:
+    """A warning for each item in state `needs requirements` (its requirements are still `drover new`'s placeholder)."""
+    placeholders = {item_id: found for item_id, found in entries.items() if found.placeholder and not found.unreadable}
+    if not placeholders:
+        return []  # the ledger is read only when some item may need requirements
+    return [Finding(f"{row.entry.rel}: {row.entry.id} needs requirements: its Requirements section is still the "
+                    f"placeholder, so drive skips it (write them, or run `drover draft {row.entry.id}`)", error=False)
+            for row in states_of(project, ledger, placeholders) if row.state == State.NEEDS_REQUIREMENTS]
 
 
 def dependency_cycles(graph: dict[str, tuple[str, ...]]) -> list[list[str]]:
@@ -152,19 +153,16 @@ def check_config(project: Project, refs: dict[str, str]) -> list[Finding]:
 def check_refs(project: Project, ledger: Ledger, refs: dict[str, str]) -> list[Finding]:
     """Refs named like an item's branch (or base), which git would read before the branch, and
     approvals whose branch has moved since; `refs` is every ref (git.all_refs)."""
-    from drover.ledger.activity import LIST_KEYS
-    from drover.ledger.listing import judge
-
-    at_branch = LIST_KEYS.index("branch")
     heads = {name[len("refs/heads/"):]: sha for name, sha in refs.items() if name.startswith("refs/heads/")}
     findings = [Finding(line) for line in _shadows(project, ledger, refs, heads)]
-    for item_id, act in sorted(ledger.list_activity(approved=True).items()):
-        branch = act[at_branch] or ""
-        _, _, approved, _, moved = judge(act, heads.get(branch, ""))
-        if moved and not approved:
+    for item_id, row in sorted(ledger.list_activity(approved=True).items()):
+        activity = Activity._make(row)
+        branch = activity.branch or ""
+        verdict = verdict_of(activity, heads.get(branch, ""))
+        if verdict.moved and not verdict.approved:
             now = heads.get(branch, "")
             where = f"is at {now[:7]}" if now else "is gone"
-            findings.append(Finding(f"{item_id}: {moved} ({branch} {where}): finish refuses it until a "
+            findings.append(Finding(f"{item_id}: {verdict.moved} ({branch} {where}): finish refuses it until a "
                                     "review approves the new head", error=False))
     return findings
 
@@ -191,8 +189,10 @@ def _shadows(project: Project, ledger: Ledger, refs: dict[str, str], heads: dict
     if not shadowed:
         return []
     owners = {project.config.base: "the base branch"}
-    owners.update((act[1], f"{item_id}'s branch") for item_id, act in ledger.list_activity().items()
-                  if act[1] in shadowed)
+    for item_id, row in ledger.list_activity().items():
+        branch = Activity._make(row).branch or ""
+        if branch in shadowed:
+            owners[branch] = f"{item_id}'s branch"
     return [f"{shadow} shadows {owners[name]} {name}: git reads {name} as it; drover uses "
             f"refs/heads/{name} and ignores it, but nobody meant it: if you did not make it, an agent did "
             "(remove it)"

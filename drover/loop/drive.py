@@ -15,7 +15,7 @@ from drover.ledger.itemstate import ItemState, item_state
 from drover.ledger.listing import is_ready, list_items
 from drover.agents.launch import say_above_status
 from drover.agents.procs import run_alive
-from drover.ledger.status import IMPLEMENT_NEXT, NOT_DRIVEN, ORPHANED, State, orphan_note
+from drover.ledger.state import IMPLEMENT_NEXT, NOT_DRIVEN, ORPHANED, State, orphan_note
 from drover.executors import Executor, open_executor
 from drover.vocabulary import SLOTS
 

@@ -11,7 +11,7 @@ from drover.ledger.ownfiles import shown_paths, state_paths, steering_paths
 from drover.ledger.project import STATE_DIR, Project
 from drover.ledger.writes import actor
 from drover.ledger.itemstate import item_state
-from drover.ledger.status import State, approval_current
+from drover.ledger.state import State, approval_current
 from drover.trackers import open_tracker
 from drover.trackers.base import TrackerUnavailable
 

@@ -23,7 +23,7 @@ from drover.ledger.db import Ledger
 from drover.ledger.project import Project
 from drover.agents.procs import attached, process_start, run_alive
 from drover.ledger.rows import NewRun, Run
-from drover.ledger.status import State
+from drover.ledger.state import State
 
 from drover.vocabulary import SLOTS as LAUNCH_SLOTS
 
@@ -109,7 +109,7 @@ def prepare(project: Project, ledger: Ledger, item_id: str, slot: str, *,
 
 def _refuse_unfinished_work(record: template_data.ItemRecord) -> None:
     """A review judges finished work: after an interrupted or failed implementing run, resume first."""
-    from drover.ledger.status import unfinished_work
+    from drover.ledger.state import unfinished_work
 
     item_id = record.item.id
     trouble, why = unfinished_work(record.runs, record.audits)

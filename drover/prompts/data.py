@@ -64,12 +64,12 @@ class ItemRecord:
 # One call per prompt, reading each ledger table once: runs, audits and `items` rows of the item
 # and its deps come in the ItemRecord (which `runs.prepare` reads for its refusals and passes in),
 # rounds and dispositions are read here. On this path nothing reads every item file: the item
-# itself is parsed once, the deps come from the metadata cache (status.entries_for), and only the
+# itself is parsed once, the deps come from the metadata cache (catalogue.entries_for), and only the
 # draft slot's Siblings walk the catalogue, which is itself the cache (the finding source's audits
 # come with the item's). Tracker reads go through the tracker interface only, and the
 # branch slot makes none.
 #
-# The builder imports status, git, trackers and templates inside its functions, so a command
+# The builder imports itemstate, git, trackers and templates inside its functions, so a command
 # that needs only the field schema does not pay for them.
 
 def build(project: Project, ledger: Ledger, item_id: str, slot: str, *, guidance: str | None = None,
@@ -170,10 +170,11 @@ def _every_slot(project: Project, ledger: Ledger, record: ItemRecord, deps: list
 
 def _deps(project: Project, ledger: Ledger, record: ItemRecord) -> tuple[list[Dep], dict[str, Any]]:
     """Every dep with its done flag, readability and audit provenance; their cache entries by id."""
-    from drover.ledger import status
+    from drover.ledger import itemstate
 
-    described = status.describe_deps(project, ledger, record.item.deps, record.rows)
-    return [dep for dep, _ in described], {dep.Id: found for dep, found in described if found is not None}
+    described = itemstate.describe_deps(project, ledger, record.item.deps, record.rows)
+    return ([one.dep for one in described],
+            {one.dep.Id: one.entry for one in described if one.entry is not None})
 
 
 def verify_command(verify: dict[str, str], meta: dict[str, Any]) -> str:
@@ -270,13 +271,13 @@ def _conflicts(project: Project, item_id: str, implementing: Sequence[Run]) -> t
 def _posture(record: ItemRecord, last_run: Run | None) -> str:
     """The first that applies: resume, revise, build, continue (conflict is decided by the caller).
 
-    `resume` follows the same rule as the interrupted and failed states (status.run_trouble),
+    `resume` follows the same rule as the interrupted and failed states (state.run_trouble),
     so list, drive and the prompt agree on it.
     """
-    from drover.ledger import status
+    from drover.ledger import state
 
     # a live run counts as unfinished work too: its prompt would be the one resuming it
-    trouble, _ = status.unfinished_work(record.runs, record.audits)
+    trouble = state.unfinished_work(record.runs, record.audits).state
     if trouble:
         return "resume"
     if record.item.outstanding:
@@ -335,7 +336,7 @@ def _closes(ledger: Ledger, item: Item, tracker: Tracker) -> tuple[Resolution, .
 
 
 def _draft(project: Project, ledger: Ledger, record: ItemRecord, tracker: Tracker) -> dict[str, Any]:
-    from drover.ledger import status
+    from drover.ledger import catalogue
     from drover.trackers import TrackerUnavailable
 
     item = record.item
@@ -358,7 +359,7 @@ def _draft(project: Project, ledger: Ledger, record: ItemRecord, tracker: Tracke
     done = {sibling_id for sibling_id, row in record.rows.items.items() if row["done"]}
     siblings = tuple(
         Sibling(Id=sibling_id, Title=found.title, Kind=found.kind, Done=sibling_id in done)
-        for sibling_id, found in status.catalogue(project, ledger).items() if sibling_id != item.id
+        for sibling_id, found in catalogue.catalogue(project, ledger).items() if sibling_id != item.id
     )
     return {"Origin": origin, "Finding": item.finding, "From": source, "Notes": notes,
             "Siblings": siblings}

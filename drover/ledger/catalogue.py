@@ -1,0 +1,306 @@
+"""The catalogue: every item file's entry, through the ledger's metadata cache (parse only what changed).
+
+A cache row (item_files) keeps what the catalogue needs of a file, with the file's size and
+mtime, the digest of its bytes and the digest of its frontmatter's text. A file whose size and
+mtime are its row's is not read; one with a new mtime is read, and parsed only when its bytes'
+digest differs from the row's (a checkout or a touch gives every file a new mtime and few new
+bytes); of a readable item whose frontmatter's digest is the row's, only the body is read.
+"""
+from __future__ import annotations
+
+import gc
+import json
+import os
+import re
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from typing import Any, NamedTuple, Union
+
+from drover.items import file as itemfile
+from drover.items import parsing
+from drover.items.parsing import Fields, Job, Unchanged
+from drover.ledger.db import Ledger
+from drover.ledger.project import Project
+
+# The meta_json of a catalogue entry: not read (Entry.meta then fails loudly rather than say {}).
+NO_META = ""
+# Fresh cache rows are written this many at a time, so a cold catalogue does not hold them all.
+CACHE_BATCH = 2000
+
+
+class Entry(NamedTuple):
+    """What the catalogue knows of one item file, from its cache row or a fresh parse (parsing.Fields, and where it is).
+
+    The frontmatter stays JSON text until `meta` is asked for; the catalogue's entries do not
+    carry it at all (NO_META): nothing that walks every item needs it, and it is a row's longest text.
+    """
+
+    id: str
+    rel: str
+    title: str = ""
+    kind: str = ""
+    deps: tuple[str, ...] = ()
+    meta_json: str = "{}"
+    outstanding: bool = False
+    cleared: bool = False
+    unreadable: str = ""
+    detail: str = ""
+    line: int | None = None
+    placeholder: bool = False  # the requirements are still `drover new`'s placeholder
+
+    @property
+    def meta(self) -> dict[str, Any]:
+        """The frontmatter as JSON keeps it (dates and other values as text)."""
+        return json.loads(self.meta_json) if self.meta_json != "{}" else {}
+
+    @property
+    def problem(self) -> str:
+        """One line naming file and line: what check, list and show print for an unreadable item."""
+        where = f"{self.rel}:{self.line}" if self.line else self.rel
+        return f"{where}: {self.id} {self.unreadable}" + (f" ({self.detail})" if self.detail else "")
+
+
+class CachedFile(NamedTuple):
+    """A cache row without its frontmatter and digests (Ledger.cached_light: LIGHT_COLUMNS)."""
+
+    path: str
+    size: int
+    mtime_ns: int
+    id: str
+    title: str | None
+    kind: str | None
+    deps: str | None  # JSON
+    outstanding: int
+    cleared: int
+    unreadable: str | None
+    detail: str | None
+    line: int | None
+    placeholder: int
+
+
+class CacheRow(NamedTuple):
+    """A whole cache row, as Ledger.cached_files_for gives it and Ledger.store_files takes it (CACHE_COLUMNS)."""
+
+    path: str
+    size: int
+    mtime_ns: int
+    id: str
+    title: str | None
+    kind: str | None
+    deps: str | None  # JSON
+    meta: str | None  # JSON
+    outstanding: int
+    cleared: int
+    unreadable: str | None
+    detail: str | None
+    line: int | None
+    digest: str | None
+    front: str | None
+    placeholder: int
+
+
+class BodyUpdate(NamedTuple):
+    """What a body decides of a row whose frontmatter held (Ledger.store_files' `bodies`)."""
+
+    size: int
+    mtime_ns: int
+    outstanding: int
+    cleared: int
+    placeholder: int
+    digest: str
+    path: str
+
+
+class Changed(NamedTuple):
+    """A file whose size or mtime its row does not have (or that has no row)."""
+
+    name: str
+    size: int
+    mtime_ns: int
+    row: CachedFile | None
+
+
+def _entry(row: Union[CachedFile, CacheRow], meta_json: str = NO_META, deps: tuple[str, ...] | None = None) -> Entry:
+    """The entry of a cache row (`deps`: its deps, when decoded already)."""
+    return Entry(row.id, row.path, row.title or "", row.kind or "", _deps(row.deps) if deps is None else deps, meta_json,
+                 bool(row.outstanding), bool(row.cleared), row.unreadable or "", row.detail or "", row.line,
+                 bool(row.placeholder))
+
+
+def _entry_of(fields: Fields, rel: str, meta: bool = True) -> Entry:
+    return Entry(fields.id, rel, fields.title, fields.kind, fields.deps, fields.meta_json if meta else NO_META,
+                 fields.outstanding, fields.cleared, fields.unreadable, fields.detail, fields.line, fields.placeholder)
+
+
+def _cache_row(rel: str, size: int, mtime_ns: int, parsed: parsing.Parsed) -> CacheRow:
+    found = parsed.fields
+    return CacheRow(rel, size, mtime_ns, found.id, found.title, found.kind, json.dumps(list(found.deps)),
+                    found.meta_json, int(found.outstanding), int(found.cleared), found.unreadable, found.detail,
+                    found.line, parsed.digest, parsed.front, int(found.placeholder))
+
+
+def _deps(text: str | None) -> tuple[str, ...]:
+    return tuple(json.loads(text)) if text and text != "[]" else ()
+
+
+def _every_deps(rows: list[CachedFile]) -> list[tuple[str, ...]]:
+    """_deps of each row, through one json.loads for them all (one per row cost twice as much)."""
+    return [tuple(deps) for deps in json.loads("[" + ",".join(row.deps or "[]" for row in rows) + "]")]
+
+
+def catalogue(project: Project, ledger: Ledger) -> dict[str, Entry]:
+    """Every item file's entry, by id (its file name), in the order of sorted_names; the entries
+    leave the frontmatter out (entries_for gives it, Ledger.cached_metas searches it)."""
+    prefix = project.config.prefix
+    folder = str(project.items_dir)
+    try:
+        names = sorted_names(os.listdir(folder), prefix)
+    except (FileNotFoundError, NotADirectoryError):
+        names = []
+    ledger.cache_under(prefix)
+    cache = ledger.cached_light()
+    base, within = project.item_rel(""), folder + os.sep
+    entries: dict[str, Entry] = {}  # each item's place in the order, its entry filled below
+    kept: list[CachedFile] = []  # the rows of the files whose size and mtime they have
+    changed: list[Changed] = []
+    for name in names:
+        light = cache.pop(base + name, None)  # what is left in the cache at the end is stale
+        try:
+            stat = os.stat(within + name)
+        except FileNotFoundError:
+            continue  # gone since the listing
+        entries[name[:-3]] = _PENDING
+        row = None if light is None else CachedFile._make(light)
+        if row is not None and row.size == stat.st_size and row.mtime_ns == stat.st_mtime_ns:
+            kept.append(row)
+        else:
+            changed.append(Changed(name, stat.st_size, stat.st_mtime_ns, row))
+    for row, deps in zip(kept, _every_deps(kept)):
+        entries[row.path[len(base):-3]] = _entry(row, deps=deps)
+    _refresh(folder, base, prefix, changed, entries, ledger)
+    ledger.store_files([], list(cache))
+    return entries
+
+
+_PENDING = Entry("", "")
+
+
+def _refresh(folder: str, base: str, prefix: str, changed: list[Changed], entries: dict[str, Entry],
+             ledger: Ledger) -> None:
+    """The entries and cache rows of the changed files, written in batches as the parse gives them."""
+    jobs = _jobs(changed, ledger)
+    fresh: list[CacheRow] = []  # files the cache had no row for
+    renewed: list[CacheRow] = []  # files whose row is rewritten whole
+    touched: list[tuple[int, str]] = []  # (mtime_ns, path) of files whose bytes are their row's
+    bodies: list[BodyUpdate] = []
+    changed.reverse()  # popped as parsed: each cache row is let go once its entry is made
+    for outcome in parsing.parse_changed(folder, prefix, jobs):
+        file = changed.pop()
+        row, key = file.row, file.name[:-3]
+        if isinstance(outcome, parsing.Parsed):
+            rel = base + file.name
+            entries[key] = _entry_of(outcome.fields, rel, meta=False)
+            (fresh if row is None else renewed).append(_cache_row(rel, file.size, file.mtime_ns, outcome))
+        elif row is None:
+            raise AssertionError(f"{file.name}: only a cache row's digests make a file unchanged or its body alone read")
+        elif isinstance(outcome, Unchanged):
+            entries[key] = _entry(row)
+            touched.append((file.mtime_ns, row.path))
+        else:
+            entries[key] = _entry(row)._replace(outstanding=outcome.outstanding, cleared=outcome.cleared,
+                                                placeholder=outcome.placeholder)
+            bodies.append(BodyUpdate(file.size, file.mtime_ns, int(outcome.outstanding), int(outcome.cleared),
+                                     int(outcome.placeholder), outcome.digest, row.path))
+        if len(fresh) + len(renewed) + len(touched) + len(bodies) >= CACHE_BATCH:
+            ledger.store_files(fresh, mtimes=touched, bodies=bodies, renewed=renewed)
+            fresh, renewed, touched, bodies = [], [], [], []
+    ledger.store_files(fresh, mtimes=touched, bodies=bodies, renewed=renewed)
+
+
+def _jobs(changed: list[Changed], ledger: Ledger) -> list[Job]:
+    """What to read of each changed file: the digests its row knew, where they still tell something."""
+    known = ledger.cached_known([found.row.path for found in changed if found.row is not None])
+    jobs = []
+    for file in changed:
+        row = file.row
+        if row is None:
+            jobs.append(Job(file.name, size=file.size))
+            continue
+        digest, front = known.get(row.path, (None, None))
+        # the bytes' digest answers only a file of the row's size; the frontmatter's, only a readable item's
+        jobs.append(Job(file.name, digest if row.size == file.size else None, None if row.unreadable else front,
+                        file.size))
+    return jobs
+
+
+def sorted_names(names: list[str], prefix: str) -> list[str]:
+    """The `.md` names of `names` in _sort_key's order of their ids, sorted in C rather than by a key per name.
+
+    A numbered name (prefix, dash, a number of up to 18 digits without leading zero) sorts by its
+    number, which for such names is the order of (length, name), and before any other; the
+    others follow in _sort_key's order.
+    """
+    numbered_name = re.compile(re.escape(prefix) + r"-[1-9][0-9]{0,17}\.md").fullmatch
+    numbered = list(filter(numbered_name, names))
+    numbered.sort()
+    numbered.sort(key=len)  # stable: by length, then by name
+    if len(numbered) != len(names):
+        taken = set(numbered)
+        rest = [name for name in names if name.endswith(".md") and name not in taken]
+        numbered += sorted(rest, key=lambda name: _sort_key(name[:-3], prefix))
+    return numbered
+
+
+def _sort_key(item_id: str, prefix: str) -> tuple[int, str]:
+    """Numbered ids (`<prefix>-<n>`) by number, first; the others by id."""
+    number = item_id[len(prefix) + 1:]
+    if item_id.startswith(prefix + "-") and number.isascii() and number.isdigit() and number[0] != "0":
+        return (int(number), item_id)
+    return (1 << 62, item_id)
+
+
+def entries_for(project: Project, ledger: Ledger, item_ids: Iterable[str]) -> dict[str, Entry]:
+    """Several items' entries by id, with their frontmatter, through one read of the cache (a
+    prompt's deps); a file whose size or mtime its row does not have is parsed, its row renewed."""
+    paths = {item_id: project.item_path(item_id) for item_id in item_ids}
+    rels = {item_id: project.item_rel(path.name) for item_id, path in paths.items()}
+    ledger.cache_under(project.config.prefix)
+    cached = ledger.cached_files_for(list(rels.values())) if rels else {}
+    found: dict[str, Entry] = {}
+    fresh: list[CacheRow] = []
+    for item_id, path in paths.items():
+        rel = rels[item_id]
+        try:
+            stat = path.stat()
+        except FileNotFoundError:
+            found[item_id] = Entry(id=item_id, rel=rel, unreadable=itemfile.MISSING)
+            continue
+        row = CacheRow(*cached[rel]) if rel in cached else None
+        if row is not None and row.size == stat.st_size and row.mtime_ns == stat.st_mtime_ns:
+            found[item_id] = _entry(row, row.meta or "{}")
+            continue
+        parsed = parsing.parse_one(str(path.parent) + os.sep, Job(path.name, size=stat.st_size),
+                                   project.config.prefix)
+        assert isinstance(parsed, parsing.Parsed)  # a job without digests is parsed whole
+        found[item_id] = _entry_of(parsed.fields, rel)
+        fresh.append(_cache_row(rel, stat.st_size, stat.st_mtime_ns, parsed))
+    ledger.store_files(fresh)
+    return found
+
+
+def entry(project: Project, ledger: Ledger, item_id: str) -> Entry:
+    """One item's entry, with its frontmatter, through the cache, without reading any other file."""
+    return entries_for(project, ledger, [item_id])[item_id]
+
+
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """No cyclic garbage collection inside: the catalogue makes tuples by the hundred thousand and
+    no cycles, and the collector's passes over them took a third of `list` at 50,000 items."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
