@@ -352,6 +352,17 @@ def test_a_missing_file_is_reported_as_a_dep_and_in_show(project):
     assert data["state"] == "unreadable" and "has no file" in data["unreadable"]
 
 
+def test_list_limit_keeps_the_first_n_items_after_the_filters(project):
+    for title in ("one", "two", "three"):
+        ok("new", title)
+    ok("park", "D-1", "--why", "later")
+    assert [row["id"] for row in json.loads(ok("list", "--limit", "2", "--json"))] == ["D-1", "D-2"]
+    assert [row["id"] for row in json.loads(ok("list", "--state", "ready", "--limit", "1", "--json"))] == ["D-2"]
+    assert ok("list", "--limit", "5").count("\n") == 3
+    said = fails(drover("list", "--limit", "0"), 2)
+    assert "--limit" in said and "Traceback" not in said
+
+
 def test_list_on_an_empty_project(project):
     assert ok("list") == ""
     assert json.loads(ok("list", "--json")) == []

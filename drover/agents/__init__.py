@@ -1,1 +1,3 @@
-"""agents"""
+"""The agents drover launches: the preset registry (presets.py), launching one in its own process
+group with logs, timeouts and signs of life (launch.py), its processes (procs.py), and the usage
+its structured output reports (usage.py)."""

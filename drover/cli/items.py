@@ -46,15 +46,16 @@ def new(title: str | None, kind: str | None, deps: tuple[str, ...], finding: str
 @click.option("--ready", is_flag=True, help="Only items drive would take now.")
 @click.option("--state", "states", multiple=True, metavar="STATE", type=click.Choice(LIST_STATES),
               help="Only items in this state (repeatable; quote states with a space).")
+@click.option("--limit", type=click.IntRange(min=1), metavar="N", help="At most N items, in list order.")
 @json_option
 @click.pass_context
-def list_command(ctx: click.Context, ready: bool, states: tuple[str, ...], as_json: bool) -> None:
+def list_command(ctx: click.Context, ready: bool, states: tuple[str, ...], limit: int | None, as_json: bool) -> None:
     """Items with their state."""
     from drover.ledger.listing import is_ready, list_items
 
     with opened() as (project, ledger):
         listed = [row for row in list_items(project, ledger)
-                  if (not ready or is_ready(row)) and (not states or row.state in states)]
+                  if (not ready or is_ready(row)) and (not states or row.state in states)][:limit]
     if as_json:
         from drover.cli.reports import list_report
 
