@@ -57,6 +57,20 @@ def contains(root: Path, commit: str) -> bool:
     return git(root, "branch", "--contains", commit, "--format=%(refname)").split().count("refs/heads/main") == 1
 
 
+def test_a_reviewer_that_execs_drover_acts_as_its_own_run(project):
+    """`exec drover audit` replaces the agent's process with drover's: the same pid and start, so
+    drover is the agent process itself, and the audit is recorded for the review run."""
+    config = project / "drover.toml"
+    review = "sh -c 'exec drover audit \\\"$DROVER_ITEM\\\" --level reviewed --note execed'"
+    config.write_text(config.read_text() + f'command = "{review}"\n')
+    git(project, "commit", "-q", "-am", "a reviewer that execs drover")
+    drover(project, "run", "D-1", check=True)
+    drover(project, "review", "D-1", check=True)
+    shown = json.loads(drover(project, "show", "D-1", "--json", check=True).stdout)
+    assert shown["state"] == "approved", shown["state"]
+    assert shown["audits"][-1]["note"] == "execed" and shown["audits"][-1]["by"] == "reviewer"
+
+
 # --- only the approved commit merges ---------------------------------------------------------
 
 SHADOWS = {

@@ -65,8 +65,9 @@ def traced_run(ledger: Ledger) -> str:
     drover, the subreaper), cannot say which run it belongs to, and is refused (docs/security.md)."""
     from drover.agents.procs import ancestors, drover_attached, parent_of, process_start
 
-    chain = ancestors()
-    live = ledger.live_agents() if chain else []
+    # this process first: an agent that execs drover (`exec drover audit ...`) is the agent process
+    chain = [os.getpid(), *ancestors()]
+    live = ledger.live_agents()
     if not live:
         return ""
     for pid in chain:
