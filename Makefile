@@ -68,6 +68,7 @@ demo: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python benchmarks/goals_bench.py
 	$(BIN)/python benchmarks/prompt_bench.py
+	$(BIN)/python benchmarks/drive_bench.py
 
 history: $(STAMP)
 	$(BIN)/python -m drover.prompts.history --record
