@@ -35,18 +35,74 @@ def ledger_tables(path: Path) -> dict[str, list[tuple]]:
         conn.close()
 
 
-# --- drover as a subprocess, on a project configured with the scripted loop agent -----------
+# --- drover's command line, in this process or as a process of its own -------------------------
 
 BIN = Path(sys.executable).parent
 
 
-def drover(root: Path, *args: str, stdin: str | None = None, env: dict | None = None, check: bool = False):
-    full_env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}", **(env or {})}
-    done = subprocess.run([str(BIN / "drover"), *args], cwd=root, input=stdin, text=True,
-                          capture_output=True, env=full_env)
+def drover(root: Path, *args: str, stdin: str | None = None, env: dict | None = None, check: bool = False,
+           process: bool = False) -> subprocess.CompletedProcess:
+    """`drover ARGS` in `root`, this interpreter's bin first on PATH (where the agents find `drover`).
+
+    In this process (click's runner on the real group) unless `process`: a test that needs the
+    process itself (signals, kills, locks held by another process, the entry point's own exit
+    codes, a terminal) asks for one."""
+    extra = {"PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}", **(env or {})}
+    done = run(root, *args, stdin=stdin, env=extra, process=process)
     if check and done.returncode != 0:
         raise AssertionError(f"drover {' '.join(args)} exited {done.returncode}:\n{done.stdout}{done.stderr}")
     return done
+
+
+def run(root: Path, *args: str, stdin: str | None = None, env: dict | None = None,
+        process: bool = False) -> subprocess.CompletedProcess:
+    """`drover ARGS` in `root` with the test's environment plus `env` (PATH as the test has it; a
+    None value unsets a variable)."""
+    if process:
+        full = {key: value for key, value in {**os.environ, **(env or {})}.items() if value is not None}
+        return subprocess.run([str(BIN / "drover"), *args], cwd=root, input=stdin, text=True,
+                              capture_output=True, env=full)
+    return in_process(root, args, stdin, env or {})
+
+
+def run_process(root: Path, *args: str, stdin: str | None = None, env: dict | None = None) -> subprocess.CompletedProcess:
+    """`run` as a process of its own, the `drover` executable's entry point first."""
+    return run(root, *args, stdin=stdin, env=env, process=True)
+
+
+def in_process(root: Path, args: tuple[str, ...], stdin: str | None, env: dict) -> subprocess.CompletedProcess:
+    """One command line through click's runner, in `root`; what it prints comes back as a process's
+    would. An exception that is no exit propagates: a traceback must fail the test, not vanish."""
+    from click.testing import CliRunner
+
+    from drover.cli.main import cli
+
+    here = os.getcwd()
+    os.chdir(root)
+    try:
+        result = CliRunner().invoke(cli, list(args), input=stdin, env=env, prog_name="drover",
+                                    catch_exceptions=False)
+    finally:
+        os.chdir(here)
+        forget_caches()
+    return subprocess.CompletedProcess(["drover", *args], result.exit_code, result.stdout, result.stderr)
+
+
+# Module-level memos of drover's whose answers depend on files a test changes between two
+# commands (git's global safe.directory list): emptied after each command run in this process.
+STALE_MEMOS = ("_SAFE",)
+
+
+def forget_caches() -> None:
+    """Empty drover's in-memory caches, as the end of a process would: the next command reads
+    the files, the environment and the configuration afresh."""
+    for name, module in list(sys.modules.items()):
+        if name == "drover" or name.startswith("drover."):
+            for key, value in list(vars(module).items()):
+                if key in STALE_MEMOS and isinstance(value, dict):
+                    value.clear()
+                elif callable(getattr(value, "cache_clear", None)) and getattr(value, "__module__", None) == name:
+                    value.cache_clear()
 
 
 def configure(root: Path, extra: str = "") -> None:
@@ -143,11 +199,6 @@ from drover.items.file import demote_headings, parse_item, read_item  # noqa: E4
 from drover.ledger.db import Ledger  # noqa: E402
 
 FINDINGS = "## The parser accepts unknown keys\nReject them, naming the key.\n"
-
-
-def run(root: Path, *args: str, stdin: str | None = None, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([str(BIN / "drover"), *args], cwd=root, input=stdin, text=True,
-                          capture_output=True, env={**os.environ, **(env or {})})
 
 
 def leftovers(root: Path) -> list[str]:

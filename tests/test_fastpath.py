@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from helpers import BIN, FINDINGS, git, ledger_tables, run
+from helpers import BIN, FINDINGS, git, ledger_tables
+from helpers import run_process as run  # the fast path is the executable's
 from drover.cli import fastpath, launch
 
 # the same program through click only: what `drover` was before the fast path

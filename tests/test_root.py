@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+import helpers
 from helpers import git
 
 BIN = Path(sys.executable).parent
@@ -17,10 +18,7 @@ pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs uid 0 (the dete
 
 
 def drover(root: Path, *args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
-    env.pop("IS_SANDBOX", None)
-    return subprocess.run([str(BIN / "drover"), *args], cwd=root, text=True, capture_output=True, env=env,
-                          stdin=subprocess.DEVNULL)
+    return helpers.drover(root, *args, env={"IS_SANDBOX": None})
 
 
 @pytest.fixture
