@@ -77,6 +77,8 @@ def in_process(root: Path, args: tuple[str, ...], stdin: str | None, env: dict) 
 
     from drover.cli.main import cli
 
+    if "DROVER_FAILPOINT" in env or "DROVER_FAILPOINT" in os.environ:
+        raise AssertionError("a failpoint kills the process it is in: run this drover with process=True")
     here = os.getcwd()
     os.chdir(root)
     try:
