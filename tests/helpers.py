@@ -93,18 +93,22 @@ def in_process(root: Path, args: tuple[str, ...], stdin: str | None, env: dict) 
 # Module-level memos of drover's whose answers depend on files a test changes between two
 # commands (git's global safe.directory list): emptied after each command run in this process.
 STALE_MEMOS = ("_SAFE",)
+# drover's module name -> (the module, its caches: functools' and STALE_MEMOS), found once per module.
+_caches: dict[str, tuple[object, list]] = {}
 
 
 def forget_caches() -> None:
     """Empty drover's in-memory caches, as the end of a process would: the next command reads
     the files, the environment and the configuration afresh."""
     for name, module in list(sys.modules.items()):
-        if name == "drover" or name.startswith("drover."):
-            for key, value in list(vars(module).items()):
-                if key in STALE_MEMOS and isinstance(value, dict):
-                    value.clear()
-                elif callable(getattr(value, "cache_clear", None)) and getattr(value, "__module__", None) == name:
-                    value.cache_clear()
+        if (name == "drover" or name.startswith("drover.")) and _caches.get(name, (None,))[0] is not module:
+            _caches[name] = (module, [value for key, value in vars(module).items()
+                                      if (key in STALE_MEMOS and isinstance(value, dict))
+                                      or (callable(getattr(value, "cache_clear", None))
+                                          and getattr(value, "__module__", None) == name)])
+    for _, found in _caches.values():
+        for cache in found:
+            cache.clear() if isinstance(cache, dict) else cache.cache_clear()
 
 
 def configure(root: Path, extra: str = "") -> None:
