@@ -10,8 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import BIN, FINDINGS, git, ledger_tables
-from helpers import run_process as run  # the fast path is the executable's
+from helpers import BIN, FINDINGS, git, ledger_tables, run, run_process
 from drover.cli import fastpath, launch
 
 # the same program through click only: what `drover` was before the fast path
@@ -63,14 +62,14 @@ READS = [
 
 @pytest.mark.parametrize("args", READS, ids=lambda args: " ".join(args) or "empty")
 def test_reads_and_refusals_are_the_same_with_and_without_click(project, args):
-    fast, slow = run(project, *args), through_click(project, *args)
+    fast, slow = run_process(project, *args), through_click(project, *args)
     assert (fast.returncode, fast.stdout, fast.stderr) == (slow.returncode, slow.stdout, slow.stderr)
     assert "Traceback" not in fast.stderr
 
 
 def test_outside_a_project_the_fast_path_says_what_click_says(tmp_path):
     for args in (["show", "D-1"], ["audit", "1", "--level", "claimed"], ["new", "x"], ["list"]):
-        fast, slow = run(tmp_path, *args), through_click(tmp_path, *args)
+        fast, slow = run_process(tmp_path, *args), through_click(tmp_path, *args)
         assert (fast.returncode, fast.stdout, fast.stderr) == (slow.returncode, slow.stdout, slow.stderr)
         assert fast.returncode == 2 and fast.stderr.startswith("drover: ")
 
@@ -90,7 +89,7 @@ def test_writes_are_the_same_with_and_without_click(project, tmp_path, args, std
     (project / "findings.md").write_text(FINDINGS)
     twin = tmp_path / "twin"
     shutil.copytree(project, twin)
-    fast, slow = run(project, *args, stdin=stdin), through_click(twin, *args, stdin=stdin)
+    fast, slow = run_process(project, *args, stdin=stdin), through_click(twin, *args, stdin=stdin)
     assert fast.returncode == 0, fast.stderr
     assert (fast.returncode, fast.stdout, fast.stderr) == (slow.returncode, slow.stdout, slow.stderr)
     items = {path.name: path.read_text() for path in (project / "items").iterdir()}
@@ -201,7 +200,7 @@ def test_check_with_problems_is_the_same_with_and_without_click(project):
     (project / "items" / "D-3.md").write_text("---\nid: D-3\ntitle: [\n---\n")
     (project / "items" / "D-4.md").write_text("---\nid: D-4\ntitle: four\ndeps: [D-99]\n---\n\nbody\n")
     for args in (["check"], ["check", "--json"]):
-        fast, slow = run(project, *args), through_click(project, *args)
+        fast, slow = run_process(project, *args), through_click(project, *args)
         assert fast.returncode == 1 and "D-99" in fast.stdout
         assert (fast.returncode, fast.stdout, fast.stderr) == (slow.returncode, slow.stdout, slow.stderr)
 
