@@ -15,11 +15,10 @@ $(STAMP): pyproject.toml
 
 # The suite runs on TEST_JOBS processes (pytest-xdist): every test has its own repository, HOME
 # and environment (tests/conftest.py), so they share nothing; two is what CI's machine has.
-# loadgroup keeps the tests of one xdist_group on one process (the wheel is built once).
 TEST_JOBS ?= 2
 
 test: $(STAMP)
-	$(BIN)/python -m pytest -n $(TEST_JOBS) --dist loadgroup
+	$(BIN)/python -m pytest -n $(TEST_JOBS)
 	$(MAKE) lint
 
 # The generated reference docs (docs/reference/*.md, and the cog blocks of configuration.md,

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+import helpers
+
 # re-exported: older tests import these from conftest; new ones import from helpers
 from helpers import FAKE_GH, FakeGh, git, ledger_tables  # noqa: F401
 
@@ -113,6 +115,7 @@ def repo_template(tmp_path_factory, git_template) -> Path:
         if args[0] == "add":
             (root / "README.md").write_text("# project\n")
         subprocess.run(["git", *args], cwd=root, env=env, check=True, capture_output=True)
+    helpers.TEMPLATES[:] = [tmp_path_factory.mktemp("configured")]  # helpers.configure's copies
     return root
 
 
@@ -121,6 +124,8 @@ def repo(tmp_path, monkeypatch, repo_template) -> Path:
     """A real git repository on branch main with one commit, as the working directory."""
     root = tmp_path / "project"
     shutil.copytree(repo_template, root, symlinks=True)
+    helpers.FRESH.clear()
+    helpers.FRESH[root] = helpers.files_state(root)
     monkeypatch.chdir(root)
     return root
 

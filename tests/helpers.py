@@ -8,6 +8,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -111,7 +112,50 @@ def forget_caches() -> None:
             cache.clear() if isinstance(cache, dict) else cache.cache_clear()
 
 
+# --- the configured project, made once per session for each `extra` --------------------------
+# conftest's `repo` fixture records the repository it hands out (its files' state then); `configure`
+# on one still in that state copies what it made the first time for the same `extra` and settings:
+# init's migrations and a commit cost tens of milliseconds, a copy a few file writes.
+
+FRESH: dict[Path, tuple] = {}  # the repository the `repo` fixture gave -> its files' state then
+CONFIGURED: dict[tuple, Path] = {}  # (extra, settings) -> a configured copy, made this session
+TEMPLATES: list[Path] = []  # where conftest keeps the copies (one folder, set per session)
+
+
+def files_state(root: Path) -> tuple:
+    """Every path under `root` with its size and modification time: equal means untouched."""
+    found = []
+    for path in root.rglob("*"):
+        status = path.lstat()
+        found.append((str(path.relative_to(root)), status.st_size, status.st_mtime_ns))
+    return tuple(sorted(found))
+
+
+def _settings() -> tuple:
+    """What drover init and git read besides the repository: drover's and git's variables (less
+    the per-test paths) and the global git config's text."""
+    variables = tuple(sorted((key, value) for key, value in os.environ.items() if key.startswith(("DROVER_", "GIT_"))
+                             and key not in ("DROVER_TEST_MARK", "GIT_CONFIG_GLOBAL")))
+    global_config = Path(os.environ.get("GIT_CONFIG_GLOBAL", os.devnull))
+    return variables, global_config.read_text() if global_config.is_file() else ""
+
+
 def configure(root: Path, extra: str = "") -> None:
+    """`drover init` set up for the scripted loop agent (implementer, reviewer), `extra` appended
+    to drover.toml, committed."""
+    fresh = root in FRESH and FRESH[root] == files_state(root)
+    key = (extra, _settings())
+    if fresh and key in CONFIGURED:
+        shutil.copytree(CONFIGURED[key], root, symlinks=True, dirs_exist_ok=True)
+        return
+    _configure(root, extra)
+    if fresh and TEMPLATES:
+        copy = TEMPLATES[0] / f"configured-{len(CONFIGURED)}"
+        shutil.copytree(root, copy, symlinks=True)
+        CONFIGURED[key] = copy
+
+
+def _configure(root: Path, extra: str) -> None:
     drover(root, "init", check=True)
     config = (root / "drover.toml").read_text()
     config = config.replace('preset = "claude" ', 'preset = "script" ', 1)
