@@ -63,6 +63,20 @@ def isolated_env(tmp_path_factory, monkeypatch, git_template):
         pytest.fail(f"the test left processes behind: {described}", pytrace=False)
 
 
+def pytest_configure(config):
+    config.addinivalue_line("markers", "slow: takes seconds; run first (see pytest_collection_modifyitems)")
+
+
+def pytest_collection_modifyitems(items):
+    """The longest tests first: the property tests (many examples each) and those marked slow, so
+    that under pytest-xdist they start at once, not last while the other processes idle."""
+    def long(item) -> bool:
+        function = getattr(item, "function", None)
+        return getattr(function, "is_hypothesis_test", False) or item.get_closest_marker("slow") is not None
+
+    items.sort(key=lambda item: not long(item))
+
+
 LEFT_BEHIND_KEY = "DROVER_TEST_MARK"
 # multiprocessing's resource tracker is started by the first test that spawns workers and is
 # meant to live as long as pytest does: not a process the test left behind.

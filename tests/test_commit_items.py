@@ -88,6 +88,7 @@ def _operator_work_kept(repo: Path, staged: str) -> None:
     assert sorted(status) == [" M README.md", "A  staged.txt"], status
 
 
+@pytest.mark.slow
 def test_three_concurrent_writers_never_fail_and_each_write_is_its_own_commit(repo, tmp_path):
     base, staged = _project(repo, 3)
     said = _race(repo, tmp_path, WRITER, 3, 3)

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # a wheel built and installed, pipx: seconds each
+
 SOURCE = Path(__file__).resolve().parents[1]
 SHIPPED = ("implement.tmpl", "review.tmpl", "draft.tmpl", "history.json", "destinations.toml")
 
