@@ -53,13 +53,16 @@ def isolated_env(tmp_path_factory, monkeypatch, git_template):
     monkeypatch.setenv(LEFT_BEHIND_KEY, token)
     yield
     left = _wait_for_marked(token)
+    described = ", ".join(_describe(pid) for pid in left)
+    for pid in left:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+    # gone now, like a passing test's tmp_path (pyproject's tmp_path_retention_policy): no run
+    # leaves thousands of folders for the next one's start to delete
+    shutil.rmtree(home, ignore_errors=True)
     if left:
-        described = ", ".join(_describe(pid) for pid in left)
-        for pid in left:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except OSError:
-                pass
         pytest.fail(f"the test left processes behind: {described}", pytrace=False)
 
 
