@@ -94,22 +94,25 @@ def in_process(root: Path, args: tuple[str, ...], stdin: str | None, env: dict) 
 # Module-level memos of drover's whose answers depend on files a test changes between two
 # commands (git's global safe.directory list): emptied after each command run in this process.
 STALE_MEMOS = ("_SAFE",)
-# drover's module name -> (the module, its caches: functools' and STALE_MEMOS), found once per module.
-_caches: dict[str, tuple[object, list]] = {}
+# drover's caches (functools' and STALE_MEMOS), found by looking over its modules again only
+# when a module was imported since the last look
+_caches: list = []
+_modules_seen = 0
 
 
 def forget_caches() -> None:
     """Empty drover's in-memory caches, as the end of a process would: the next command reads
     the files, the environment and the configuration afresh."""
-    for name, module in list(sys.modules.items()):
-        if (name == "drover" or name.startswith("drover.")) and _caches.get(name, (None,))[0] is not module:
-            _caches[name] = (module, [value for key, value in vars(module).items()
-                                      if (key in STALE_MEMOS and isinstance(value, dict))
-                                      or (callable(getattr(value, "cache_clear", None))
-                                          and getattr(value, "__module__", None) == name)])
-    for _, found in _caches.values():
-        for cache in found:
-            cache.clear() if isinstance(cache, dict) else cache.cache_clear()
+    global _modules_seen
+    if len(sys.modules) != _modules_seen:
+        _modules_seen = len(sys.modules)
+        _caches[:] = [value for name, module in list(sys.modules.items())
+                      if name == "drover" or name.startswith("drover.")
+                      for key, value in vars(module).items()
+                      if (key in STALE_MEMOS and isinstance(value, dict))
+                      or (callable(getattr(value, "cache_clear", None)) and getattr(value, "__module__", None) == name)]
+    for cache in _caches:
+        cache.clear() if isinstance(cache, dict) else cache.cache_clear()
 
 
 # --- the configured project, made once per session for each `extra` --------------------------
