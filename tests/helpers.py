@@ -88,7 +88,17 @@ def in_process(root: Path, args: tuple[str, ...], stdin: str | None, env: dict) 
     finally:
         os.chdir(here)
         forget_caches()
+        stop_adopting()
     return subprocess.CompletedProcess(["drover", *args], result.exit_code, result.stdout, result.stderr)
+
+
+def stop_adopting() -> None:
+    """A launch makes drover a subreaper (its agents' orphans come to it, not to init) for the
+    rest of its process: here, for the rest of the command, so later tests' orphans go to init."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        ctypes.CDLL(None).prctl(36, 0, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER, off
 
 
 # Module-level memos of drover's whose answers depend on files a test changes between two
