@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -11,7 +10,6 @@ import pytest
 import helpers
 from helpers import git
 
-BIN = Path(sys.executable).parent
 REFUSAL = "claude refuses bypassPermissions as root"
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs uid 0 (the detection is unit-tested in test_agents)")
