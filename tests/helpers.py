@@ -162,7 +162,9 @@ def configure(root: Path, extra: str = "") -> None:
         shutil.copytree(CONFIGURED[key], root, symlinks=True, dirs_exist_ok=True)
         return
     _configure(root, extra)
-    if fresh and TEMPLATES:
+    # a project that names its own folder anywhere is no copy for another folder
+    if fresh and TEMPLATES and not any(str(root).encode() in path.read_bytes()
+                                       for path in root.rglob("*") if path.is_file()):
         copy = TEMPLATES[0] / f"configured-{len(CONFIGURED)}"
         shutil.copytree(root, copy, symlinks=True)
         CONFIGURED[key] = copy
