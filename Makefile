@@ -15,10 +15,12 @@ $(STAMP): pyproject.toml
 
 # The suite runs on TEST_JOBS processes (pytest-xdist): every test has its own repository, HOME
 # and environment (tests/conftest.py), so they share nothing; two is what CI's machine has.
+# The longest tests come first (tests/conftest.py) and go out one at a time (--maxschedchunk 1),
+# so no process is left running a queue of them while the other has finished.
 TEST_JOBS ?= 2
 
 test: $(STAMP)
-	$(BIN)/python -m pytest -n $(TEST_JOBS)
+	$(BIN)/python -m pytest -n $(TEST_JOBS) --maxschedchunk 1
 	$(MAKE) lint
 
 # The generated reference docs (docs/reference/*.md, and the cog blocks of configuration.md,

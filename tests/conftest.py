@@ -5,10 +5,13 @@ import itertools
 import os
 import shutil
 import signal
+import subprocess
 import time
 from pathlib import Path
 
 import pytest
+
+import helpers
 
 # re-exported: older tests import these from conftest; new ones import from helpers
 from helpers import FAKE_GH, FakeGh, git, ledger_tables  # noqa: F401
@@ -21,13 +24,21 @@ GIT_IDENTITY = {
 }
 
 
+@pytest.fixture(scope="session")
+def git_template(tmp_path_factory) -> Path:
+    """An empty template folder for `git init`: no sample hooks, a dozen files fewer to write and
+    delete per repository (they are inert: *.sample never runs)."""
+    return tmp_path_factory.mktemp("git-template")
+
+
 @pytest.fixture(autouse=True)
-def isolated_env(tmp_path_factory, monkeypatch):
+def isolated_env(tmp_path_factory, monkeypatch, git_template):
     """No test sees the developer's HOME, git config, colour settings or drover variables."""
     home = tmp_path_factory.mktemp("home")
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(home / ".gitconfig"))
+    monkeypatch.setenv("GIT_TEMPLATE_DIR", str(git_template))
     (home / ".gitconfig").write_text(
         "[user]\n\tname = Test Operator\n\temail = operator@example.invalid\n"
         "[init]\n\tdefaultBranch = main\n"
@@ -42,14 +53,31 @@ def isolated_env(tmp_path_factory, monkeypatch):
     monkeypatch.setenv(LEFT_BEHIND_KEY, token)
     yield
     left = _wait_for_marked(token)
+    described = ", ".join(_describe(pid) for pid in left)
+    for pid in left:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+    # gone now, like a passing test's tmp_path (pyproject's tmp_path_retention_policy): no run
+    # leaves thousands of folders for the next one's start to delete
+    shutil.rmtree(home, ignore_errors=True)
     if left:
-        described = ", ".join(_describe(pid) for pid in left)
-        for pid in left:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except OSError:
-                pass
         pytest.fail(f"the test left processes behind: {described}", pytrace=False)
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "slow: takes seconds; run first (see pytest_collection_modifyitems)")
+
+
+def pytest_collection_modifyitems(items):
+    """The longest tests first: the property tests (many examples each) and those marked slow, so
+    that under pytest-xdist they start at once, not last while the other processes idle."""
+    def long(item) -> bool:
+        function = getattr(item, "function", None)
+        return getattr(function, "is_hypothesis_test", False) or item.get_closest_marker("slow") is not None
+
+    items.sort(key=lambda item: not long(item))
 
 
 LEFT_BEHIND_KEY = "DROVER_TEST_MARK"
@@ -91,15 +119,30 @@ def _describe(pid: int) -> str:
     return f"{pid} ({' '.join(word.decode(errors='replace') for word in words if word)[:80]})"
 
 
+@pytest.fixture(scope="session")
+def repo_template(tmp_path_factory, git_template) -> Path:
+    """The repository `repo` gives, made once per session: a copy costs a few file writes, where
+    `git init` and a commit cost three processes."""
+    root = tmp_path_factory.mktemp("repo-template") / "project"
+    root.mkdir()
+    # the session's fixtures come before a test's isolated_env: the same settings, given here
+    env = {**os.environ, **GIT_IDENTITY, "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull,
+           "GIT_TEMPLATE_DIR": str(git_template)}
+    for args in (["init", "-q", "-b", "main"], ["add", "README.md"], ["commit", "-q", "-m", "initial"]):
+        if args[0] == "add":
+            (root / "README.md").write_text("# project\n")
+        subprocess.run(["git", *args], cwd=root, env=env, check=True, capture_output=True)
+    helpers.TEMPLATES[:] = [tmp_path_factory.mktemp("configured")]  # helpers.configure's copies
+    return root
+
+
 @pytest.fixture
-def repo(tmp_path, monkeypatch) -> Path:
+def repo(tmp_path, monkeypatch, repo_template) -> Path:
     """A real git repository on branch main with one commit, as the working directory."""
     root = tmp_path / "project"
-    root.mkdir()
-    git(root, "init", "-q", "-b", "main")
-    (root / "README.md").write_text("# project\n")
-    git(root, "add", "README.md")
-    git(root, "commit", "-q", "-m", "initial")
+    shutil.copytree(repo_template, root, symlinks=True)
+    helpers.FRESH.clear()
+    helpers.FRESH[root] = helpers.files_state(root)
     monkeypatch.chdir(root)
     return root
 

@@ -8,6 +8,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -35,21 +36,141 @@ def ledger_tables(path: Path) -> dict[str, list[tuple]]:
         conn.close()
 
 
-# --- drover as a subprocess, on a project configured with the scripted loop agent -----------
+# --- drover's command line, in this process or as a process of its own -------------------------
 
 BIN = Path(sys.executable).parent
 
 
-def drover(root: Path, *args: str, stdin: str | None = None, env: dict | None = None, check: bool = False):
-    full_env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}", **(env or {})}
-    done = subprocess.run([str(BIN / "drover"), *args], cwd=root, input=stdin, text=True,
-                          capture_output=True, env=full_env)
+def drover(root: Path, *args: str, stdin: str | None = None, env: dict | None = None, check: bool = False,
+           process: bool = False) -> subprocess.CompletedProcess:
+    """`drover ARGS` in `root`, this interpreter's bin first on PATH (where the agents find `drover`).
+
+    In this process (click's runner on the real group) unless `process`: a test that needs the
+    process itself (signals, kills, locks held by another process, the entry point's own exit
+    codes, a terminal) asks for one."""
+    extra = {"PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}", **(env or {})}
+    done = run(root, *args, stdin=stdin, env=extra, process=process)
     if check and done.returncode != 0:
         raise AssertionError(f"drover {' '.join(args)} exited {done.returncode}:\n{done.stdout}{done.stderr}")
     return done
 
 
+def run(root: Path, *args: str, stdin: str | None = None, env: dict | None = None,
+        process: bool = False) -> subprocess.CompletedProcess:
+    """`drover ARGS` in `root` with the test's environment plus `env` (PATH as the test has it; a
+    None value unsets a variable)."""
+    if process:
+        full = {key: value for key, value in {**os.environ, **(env or {})}.items() if value is not None}
+        return subprocess.run([str(BIN / "drover"), *args], cwd=root, input=stdin, text=True,
+                              capture_output=True, env=full)
+    return in_process(root, args, stdin, env or {})
+
+
+def run_process(root: Path, *args: str, stdin: str | None = None, env: dict | None = None) -> subprocess.CompletedProcess:
+    """`run` as a process of its own, the `drover` executable's entry point first."""
+    return run(root, *args, stdin=stdin, env=env, process=True)
+
+
+def in_process(root: Path, args: tuple[str, ...], stdin: str | None, env: dict) -> subprocess.CompletedProcess:
+    """One command line through click's runner, in `root`; what it prints comes back as a process's
+    would. An exception that is no exit propagates: a traceback must fail the test, not vanish."""
+    from click.testing import CliRunner
+
+    from drover.cli.main import cli
+
+    if "DROVER_FAILPOINT" in env or "DROVER_FAILPOINT" in os.environ:
+        raise AssertionError("a failpoint kills the process it is in: run this drover with process=True")
+    here = os.getcwd()
+    os.chdir(root)
+    try:
+        result = CliRunner().invoke(cli, list(args), input=stdin, env=env, prog_name="drover",
+                                    catch_exceptions=False)
+    finally:
+        os.chdir(here)
+        forget_caches()
+        stop_adopting()
+    return subprocess.CompletedProcess(["drover", *args], result.exit_code, result.stdout, result.stderr)
+
+
+def stop_adopting() -> None:
+    """A launch makes drover a subreaper (its agents' orphans come to it, not to init) for the
+    rest of its process: here, for the rest of the command, so later tests' orphans go to init."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        ctypes.CDLL(None).prctl(36, 0, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER, off
+
+
+# Module-level memos of drover's whose answers depend on files a test changes between two
+# commands (git's global safe.directory list): emptied after each command run in this process.
+STALE_MEMOS = ("_SAFE",)
+# drover's caches (functools' and STALE_MEMOS), found by looking over its modules again only
+# when a module was imported since the last look
+_caches: list = []
+_modules_seen = 0
+
+
+def forget_caches() -> None:
+    """Empty drover's in-memory caches, as the end of a process would: the next command reads
+    the files, the environment and the configuration afresh."""
+    global _modules_seen
+    if len(sys.modules) != _modules_seen:
+        _modules_seen = len(sys.modules)
+        _caches[:] = [value for name, module in list(sys.modules.items())
+                      if name == "drover" or name.startswith("drover.")
+                      for key, value in vars(module).items()
+                      if (key in STALE_MEMOS and isinstance(value, dict))
+                      or (callable(getattr(value, "cache_clear", None)) and getattr(value, "__module__", None) == name)]
+    for cache in _caches:
+        cache.clear() if isinstance(cache, dict) else cache.cache_clear()
+
+
+# --- the configured project, made once per session for each `extra` --------------------------
+# conftest's `repo` fixture records the repository it hands out (its files' state then); `configure`
+# on one still in that state copies what it made the first time for the same `extra` and settings:
+# init's migrations and a commit cost tens of milliseconds, a copy a few file writes.
+
+FRESH: dict[Path, tuple] = {}  # the repository the `repo` fixture gave -> its files' state then
+CONFIGURED: dict[tuple, Path] = {}  # (extra, settings) -> a configured copy, made this session
+TEMPLATES: list[Path] = []  # where conftest keeps the copies (one folder, set per session)
+
+
+def files_state(root: Path) -> tuple:
+    """Every path under `root` with its size and modification time: equal means untouched."""
+    found = []
+    for path in root.rglob("*"):
+        status = path.lstat()
+        found.append((str(path.relative_to(root)), status.st_size, status.st_mtime_ns))
+    return tuple(sorted(found))
+
+
+def _settings() -> tuple:
+    """What drover init and git read besides the repository: drover's and git's variables (less
+    the per-test paths) and the global git config's text."""
+    variables = tuple(sorted((key, value) for key, value in os.environ.items() if key.startswith(("DROVER_", "GIT_"))
+                             and key not in ("DROVER_TEST_MARK", "GIT_CONFIG_GLOBAL")))
+    global_config = Path(os.environ.get("GIT_CONFIG_GLOBAL", os.devnull))
+    return variables, global_config.read_text() if global_config.is_file() else ""
+
+
 def configure(root: Path, extra: str = "") -> None:
+    """`drover init` set up for the scripted loop agent (implementer, reviewer), `extra` appended
+    to drover.toml, committed."""
+    fresh = root in FRESH and FRESH[root] == files_state(root)
+    key = (extra, _settings())
+    if fresh and key in CONFIGURED:
+        shutil.copytree(CONFIGURED[key], root, symlinks=True, dirs_exist_ok=True)
+        return
+    _configure(root, extra)
+    # a project that names its own folder anywhere is no copy for another folder
+    if fresh and TEMPLATES and not any(str(root).encode() in path.read_bytes()
+                                       for path in root.rglob("*") if path.is_file()):
+        copy = TEMPLATES[0] / f"configured-{len(CONFIGURED)}"
+        shutil.copytree(root, copy, symlinks=True)
+        CONFIGURED[key] = copy
+
+
+def _configure(root: Path, extra: str) -> None:
     drover(root, "init", check=True)
     config = (root / "drover.toml").read_text()
     config = config.replace('preset = "claude" ', 'preset = "script" ', 1)
@@ -143,11 +264,6 @@ from drover.items.file import demote_headings, parse_item, read_item  # noqa: E4
 from drover.ledger.db import Ledger  # noqa: E402
 
 FINDINGS = "## The parser accepts unknown keys\nReject them, naming the key.\n"
-
-
-def run(root: Path, *args: str, stdin: str | None = None, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([str(BIN / "drover"), *args], cwd=root, input=stdin, text=True,
-                          capture_output=True, env={**os.environ, **(env or {})})
 
 
 def leftovers(root: Path) -> list[str]:

@@ -88,6 +88,7 @@ def _operator_work_kept(repo: Path, staged: str) -> None:
     assert sorted(status) == [" M README.md", "A  staged.txt"], status
 
 
+@pytest.mark.slow
 def test_three_concurrent_writers_never_fail_and_each_write_is_its_own_commit(repo, tmp_path):
     base, staged = _project(repo, 3)
     said = _race(repo, tmp_path, WRITER, 3, 3)
@@ -136,7 +137,7 @@ def test_a_git_failure_after_the_write_is_a_warning_and_the_next_write_commits_i
 @pytest.mark.parametrize("point", ["committed", "renamed", "git-committed"])
 def test_a_write_killed_before_its_commit_is_committed_by_the_next_command(repo, point):
     base, staged = _project(repo, 1)
-    killed = run(repo, "request-changes", "D-1", stdin="## the finding\n", env={"DROVER_FAILPOINT": point})
+    killed = run(repo, "request-changes", "D-1", stdin="## the finding\n", env={"DROVER_FAILPOINT": point}, process=True)
     assert killed.returncode == -9
     assert run(repo, "list").returncode == 0  # any command that opens the ledger finishes it
     assert assert_each_write_committed(repo, base, seeded=1) == 1
@@ -145,7 +146,7 @@ def test_a_write_killed_before_its_commit_is_committed_by_the_next_command(repo,
 
 def test_a_commit_holds_the_text_the_write_made_even_when_the_file_changed_before_recovery(repo):
     base, staged = _project(repo, 1)
-    killed = run(repo, "request-changes", "D-1", stdin="## first\n", env={"DROVER_FAILPOINT": "renamed"})
+    killed = run(repo, "request-changes", "D-1", stdin="## first\n", env={"DROVER_FAILPOINT": "renamed"}, process=True)
     assert killed.returncode == -9
     # the next write of the same item takes the lock: it commits the killed write's text first
     assert run(repo, "request-changes", "D-1", stdin="## second\n").returncode == 0
@@ -155,7 +156,7 @@ def test_a_commit_holds_the_text_the_write_made_even_when_the_file_changed_befor
 
 def test_a_hand_edit_that_recovery_keeps_drops_the_commit_of_the_text_it_replaced(repo):
     base, staged = _project(repo, 1)
-    killed = run(repo, "request-changes", "D-1", stdin="## the finding\n", env={"DROVER_FAILPOINT": "committed"})
+    killed = run(repo, "request-changes", "D-1", stdin="## the finding\n", env={"DROVER_FAILPOINT": "committed"}, process=True)
     assert killed.returncode == -9
     item = repo / "items" / "D-1.md"
     item.write_text(item.read_text() + "\nthe operator's own line\n")

@@ -113,7 +113,7 @@ def test_drive_drives_the_other_items_and_still_names_the_orphan(project, orphan
 
 def test_stop_ends_an_orphan_and_records_it_interrupted(project, orphan):
     item, agent, grandchild = orphan
-    done = drover(project, "stop", item)
+    done = drover(project, "stop", item, process=True)
     assert done.returncode == 0, done.stderr
     assert "stopped orphaned run" in done.stdout and f"agent pid {agent}" in done.stdout
     assert _gone(agent, grandchild)
@@ -122,7 +122,7 @@ def test_stop_ends_an_orphan_and_records_it_interrupted(project, orphan):
     assert run["finished"] and run["outcome"] == "interrupted" and "drover stop" in run["reason"]
     assert data["state"] == "interrupted"
     assert "drover stop" in (project / run["log_path"]).read_text()
-    again = drover(project, "stop", item)
+    again = drover(project, "stop", item, process=True)
     assert again.returncode == 1 and "no live run" in again.stderr
 
 
@@ -131,7 +131,7 @@ def test_stop_ends_a_live_run_and_its_drover_records_it_interrupted(project):
     pidfile = project.parent / "pids"
     proc = _start_run(project, item, pidfile)
     agent, grandchild = map(int, wait_for(pidfile).split())
-    done = drover(project, "stop", item)
+    done = drover(project, "stop", item, process=True)
     proc.communicate(timeout=30)
     assert done.returncode == 0, done.stderr
     assert "its drover recorded the end" in done.stdout
@@ -142,6 +142,6 @@ def test_stop_ends_a_live_run_and_its_drover_records_it_interrupted(project):
 
 def test_stop_refuses_an_item_without_a_live_run(project):
     item = new_item(project, "Add a thing")
-    done = drover(project, "stop", item)
+    done = drover(project, "stop", item, process=True)
     assert done.returncode == 1 and done.stderr.strip() == f"drover: {item} has no live run: nothing to stop"
-    assert drover(project, "stop", "D-9").returncode == 2
+    assert drover(project, "stop", "D-9", process=True).returncode == 2

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 import venv
@@ -10,6 +11,8 @@ import zipfile
 from pathlib import Path
 
 import pytest
+
+pytestmark = pytest.mark.slow  # a wheel built and installed, pipx: seconds each
 
 SOURCE = Path(__file__).resolve().parents[1]
 SHIPPED = ("implement.tmpl", "review.tmpl", "draft.tmpl", "history.json", "destinations.toml")
@@ -43,16 +46,29 @@ def _run(args, **kwargs) -> subprocess.CompletedProcess:
 
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory):
-    """The wheel built from this checkout, installed into a fresh venv: (wheel, venv dir, clean env)."""
-    tmp_path = tmp_path_factory.mktemp("wheel")
-    dist = tmp_path / "dist"
-    _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "-w", str(dist), str(SOURCE)])
-    (wheel,) = dist.glob("drover_cli-*.whl")
+    """The wheel built from this checkout, installed into a fresh venv: (wheel, venv dir, clean env).
+
+    Once per run: under pytest-xdist the first process to ask builds it in the run's folder, and
+    the others wait for it and use it."""
+    import fcntl
+
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    tmp_path = shared / "wheel"
     env_dir = tmp_path / "venv"
-    venv.EnvBuilder(with_pip=True).create(env_dir)
-    python = env_dir / "bin" / "python"
     clean_env = {key: value for key, value in os.environ.items() if not key.startswith(("PYTHON", "VIRTUAL_ENV"))}
-    _run([str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", str(wheel)], env=clean_env)
+    with open(shared / "wheel.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (tmp_path / "installed").exists():
+            shutil.rmtree(tmp_path, ignore_errors=True)  # what a failed build left
+            dist = tmp_path / "dist"
+            _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "-w", str(dist), str(SOURCE)])
+            venv.EnvBuilder(with_pip=False).create(env_dir)  # this pip installs into it: no ensurepip, seconds saved
+            (wheel,) = dist.glob("drover_cli-*.whl")
+            _run([sys.executable, "-m", "pip", "--python", str(env_dir / "bin" / "python"), "install", "--quiet",
+                  "--disable-pip-version-check", str(wheel)], env=clean_env)
+            (tmp_path / "installed").touch()
+    (wheel,) = (tmp_path / "dist").glob("drover_cli-*.whl")
     return wheel, env_dir, clean_env
 
 

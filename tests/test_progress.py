@@ -100,6 +100,7 @@ def _drive_on_a_terminal(project: Path, *args: str, env: dict[str, str]) -> tupl
         os.close(master)
 
 
+@pytest.mark.slow
 def test_on_a_terminal_each_job_has_its_own_status_line_redrawn_at_most_once_a_second(project):
     new_item(project, "First thing")
     new_item(project, "Second thing")

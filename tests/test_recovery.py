@@ -34,7 +34,7 @@ def test_a_kill_at_each_window_of_a_write_is_finished_or_undone(project, command
     if command in ("close-changes", "audit"):
         assert run(project, "request-changes", "D-1", stdin=FINDINGS).returncode == 0
     args, stdin = WRITES[command]
-    killed = run(project, *args, stdin=stdin, env={"DROVER_FAILPOINT": point})
+    killed = run(project, *args, stdin=stdin, env={"DROVER_FAILPOINT": point}, process=True)
     assert killed.returncode == -9, (killed.stdout, killed.stderr)
     before_recovery = read_item(project / "items" / "D-1.md", "D").text
     seen = assert_agrees(project)
@@ -55,7 +55,7 @@ def test_a_kill_at_each_window_of_a_write_is_finished_or_undone(project, command
 def test_a_killed_write_past_the_round_cap_keeps_the_findings_and_parks(project):
     for _ in range(3):
         assert run(project, "request-changes", "D-1", stdin=FINDINGS).returncode == 0
-    killed = run(project, "request-changes", "D-1", stdin="fourth\n", env={"DROVER_FAILPOINT": "committed"})
+    killed = run(project, "request-changes", "D-1", stdin="fourth\n", env={"DROVER_FAILPOINT": "committed"}, process=True)
     assert killed.returncode == -9
     assert_agrees(project)
     kept = list((project / ".drover" / "parked").glob("D-1-*.md"))
@@ -66,7 +66,7 @@ def test_a_killed_write_past_the_round_cap_keeps_the_findings_and_parks(project)
 
 def test_a_file_edited_by_hand_after_a_kill_keeps_the_edit_and_check_names_the_repair(project):
     assert run(project, "request-changes", "D-1", stdin=FINDINGS).returncode == 0
-    killed = run(project, "close-changes", "D-1", env={"DROVER_FAILPOINT": "committed"})
+    killed = run(project, "close-changes", "D-1", env={"DROVER_FAILPOINT": "committed"}, process=True)
     assert killed.returncode == -9
     path = project / "items" / "D-1.md"
     path.write_text(path.read_text() + "\nA line the operator added.\n")

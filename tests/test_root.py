@@ -3,24 +3,20 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+import helpers
 from helpers import git
 
-BIN = Path(sys.executable).parent
 REFUSAL = "claude refuses bypassPermissions as root"
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs uid 0 (the detection is unit-tested in test_agents)")
 
 
 def drover(root: Path, *args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
-    env.pop("IS_SANDBOX", None)
-    return subprocess.run([str(BIN / "drover"), *args], cwd=root, text=True, capture_output=True, env=env,
-                          stdin=subprocess.DEVNULL)
+    return helpers.drover(root, *args, env={"IS_SANDBOX": None})
 
 
 @pytest.fixture

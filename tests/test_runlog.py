@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+import helpers
 from helpers import git, write_requirements
 
 BIN = Path(sys.executable).parent
@@ -17,9 +18,7 @@ AGENT = Path(__file__).parent / "agents" / "echo_agent.py"
 
 
 def drover(root: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    full = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}", **(env or {})}
-    return subprocess.run([str(BIN / "drover"), *args], cwd=root, text=True, capture_output=True, env=full,
-                          stdin=subprocess.DEVNULL)
+    return helpers.drover(root, *args, env=env)
 
 
 def use_command(root: Path, command: str) -> None:

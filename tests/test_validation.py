@@ -244,7 +244,7 @@ def test_check_reports_ledger_rows_whose_types_are_impossible(project):
 def test_a_non_utf8_argument_is_refused_with_one_line_and_nothing_written(project, args):
     before = ledger_tables(project / ".drover" / "ledger.db")
     files = {path.name: path.read_bytes() for path in (project / "items").iterdir()}
-    done = drover(project, *args)
+    done = drover(project, *args, process=True)  # the entry point refuses them, before click
     number = next(n for n, arg in enumerate(args, 1) if "\udcff" in arg)
     assert (done.returncode, done.stdout) == (2, "")
     assert done.stderr.startswith(f"drover: argument {number} '") and done.stderr.count("\n") == 1
