@@ -23,7 +23,8 @@ from drover.ledger.activity import LIST_KEYS, no_activity
 from drover.loop.checks import check_items, dependency_cycles
 from drover.config import Config
 from drover.ledger.catalogue import CacheRow, CachedFile, Entry, _sort_key, catalogue, sorted_names
-from drover.ledger.db import CACHE_COLUMNS, LIGHT_COLUMNS, Ledger
+from drover.ledger.db import Ledger
+from drover.ledger.filecache import CACHE_COLUMNS, LIGHT_COLUMNS
 from drover.ledger.project import Project
 from drover.ledger.rows import NewRun
 from drover.ledger.listing import Listed, list_items
