@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import shlex
-import shutil
 import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -114,6 +113,8 @@ def _installed(binary: str, cwd: Path | None) -> bool:
     if os.sep in binary and not os.path.isabs(binary):
         # A relative path is looked up from the agent's directory, known only at launch.
         return cwd is None or os.access(Path(cwd) / binary, os.X_OK)
+    import shutil  # here: only a launch or `check` asks, and shutil (with lzma) is a few ms of every command
+
     return shutil.which(binary) is not None
 
 

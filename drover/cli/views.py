@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import os
 import re
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from drover.errors import UsageError
 
@@ -12,7 +12,9 @@ _WORD = re.compile(r"\w+|\s+|[^\w\s]+")
 
 from drover.agents.usage import describe as usage_text, total as usage_total
 from drover.ledger.state import ORPHANED
-from drover.loop.drive import Driven
+
+if TYPE_CHECKING:
+    from drover.loop.drive import Driven
 
 
 def render_show(shown: dict[str, Any]) -> str:

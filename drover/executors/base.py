@@ -7,10 +7,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Protocol
 
-from drover.config import AgentConfig
-from drover.prompts.rendering import Provenance
 
 if TYPE_CHECKING:
+    from drover.config import AgentConfig
+    from drover.prompts.rendering import Provenance
     from drover.ledger.db import Ledger
     from drover.ledger.project import Project
 

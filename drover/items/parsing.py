@@ -6,7 +6,6 @@ calling process touches the ledger.
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from collections import deque
@@ -97,6 +96,8 @@ def fields(path: str, name: str, prefix: str, data: bytes | None = None,
 
 def digest(data: bytes) -> str:
     """What the cache keeps of a file's bytes, to know a touched file (same bytes, new mtime) unchanged."""
+    import hashlib  # here: a warm catalogue digests nothing, and hashlib is a few ms of every command
+
     return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
