@@ -221,6 +221,20 @@ def test_drive_two_jobs_finishes_two_independent_items(project):
     assert "D-1: pass 2" in log and "D-2: pass 2" in log
 
 
+def test_drive_finishes_an_item_while_another_items_agent_runs(project):
+    """drive is the launcher of every agent: its own finish of one item, while another item's agent
+    still runs, is the operator's, never refused as a process descending from a launcher."""
+    first = new_item(project, "Fast")
+    second = new_item(project, "Slow")
+    done = drover(project, "drive", "--jobs", "2", "--finish", env={"AGENT_SLOW_ITEM": f"{second}:3"})
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "cannot act for a run" not in done.stdout + done.stderr
+    for item in (first, second):
+        assert json.loads(drover(project, "show", item, "--json").stdout)["state"] == "done"
+    merged = git(project, "log", "--format=%s", "main")
+    assert merged.index(f"{first}") > merged.index(f"{second}")  # the fast one merged first
+
+
 def test_drive_takes_a_dependent_item_once_its_dep_is_finished(project):
     first = new_item(project, "First thing")
     second = new_item(project, "Second thing", "--dep", first)

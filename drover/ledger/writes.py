@@ -65,19 +65,20 @@ def traced_run(ledger: Ledger) -> str:
     drover, the subreaper), cannot say which run it belongs to, and is refused (docs/security.md)."""
     from drover.agents.procs import ancestors, drover_attached, parent_of, process_start
 
-    # this process first: an agent that execs drover (`exec drover audit ...`) is the agent process
-    chain = [os.getpid(), *ancestors()]
+    above = ancestors()
     live = ledger.live_agents()
     if not live:
         return ""
-    for pid in chain:
+    # this process first: an agent that execs drover (`exec drover audit ...`) is the agent process
+    for pid in (os.getpid(), *above):
         for run_id, agent, started in live:
             if agent == pid and (not started or process_start(pid) == started):
                 return run_id
     runs_dir = ledger.path.parent / "runs"
     # an orphan's parent is whatever adopted it, not a drover: only an attached run names its launcher
     launchers = {parent_of(agent) for run_id, agent, _ in live if drover_attached(runs_dir / run_id)} - {0, 1}
-    under = [pid for pid in chain if pid in launchers]
+    # only what this process descends from: drive itself, a launcher, records a finish while others run
+    under = [pid for pid in above if pid in launchers]
     if under:
         raise Refused(f"this process descends from the drover at pid {under[0]}, which runs agents, but from none "
                       "of its agents' processes: it cannot act for a run, nor as the operator")

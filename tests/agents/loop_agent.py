@@ -4,7 +4,8 @@
 AGENT_MODE steers it: `normal` (request changes once, then approve), `stubborn` (always
 request changes), `fail` (exit 3), `sleep` (start a grandchild and sleep), `silent` (review
 records nothing). AGENT_QUIET=N: the first implementing pass says nothing for N seconds first;
-AGENT_FINDINGS: the findings of a request for changes.
+AGENT_FINDINGS: the findings of a request for changes. AGENT_SLOW_ITEM=ID:N: every implementing pass
+of item ID sleeps N seconds first (another item's finish then comes while this agent runs).
 """
 import json
 import os
@@ -35,6 +36,10 @@ def drover(*args, stdin=None):
     print(done.stdout + done.stderr, end="", flush=True)
     return done
 
+
+slow_item, _, slow_seconds = os.environ.get("AGENT_SLOW_ITEM", "").partition(":")
+if slot == "implement" and slow_item == item:
+    time.sleep(float(slow_seconds))
 
 if slot == "implement":
     merging = subprocess.run(["git", "rev-parse", "-q", "--verify", "MERGE_HEAD"], capture_output=True).returncode == 0
