@@ -97,10 +97,10 @@ test-cluster:
 
 # The newer Pythons pyproject.toml claims (3.12, 3.13), each in a virtual environment of its own,
 # on the tests that touch what differs between versions (dataclasses, sqlite3's parameters,
-# the fork-based parse); found on PATH or under pyenv, and skipped with a line saying so when
+# the parse pool's spawned workers, PyYAML through python-frontmatter); found on PATH or under pyenv, and skipped with a line saying so when
 # not installed.
 PYTHON_VERSIONS ?= 3.12 3.13
-VERSION_TESTS := tests/test_records.py tests/test_new_item.py tests/test_templates.py \
+VERSION_TESTS := tests/test_items.py tests/test_new_item.py tests/test_templates.py \
 	tests/test_commands.py tests/test_list_paths.py tests/test_parallel_parse.py tests/test_ledger.py
 
 .PHONY: test-pythons
