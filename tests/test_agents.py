@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from drover.agents import launch as agents
-from drover.agents.launch import PRESETS, PROMPT_FILE, agent_argv, agent_env, binary_missing, launch, pid_alive
+from drover.agents import launch as agents, presets
+from drover.agents.launch import agent_env, launch, pid_alive
+from drover.agents.presets import PRESETS, PROMPT_FILE, agent_argv, binary_missing
 from drover.config import AgentConfig
 from drover.errors import ConfigError
 
@@ -396,7 +397,7 @@ def test_format_elapsed(seconds, shown):
 # root and sandboxes ---------------------------------------------------------------------------
 
 def test_claude_bypass_mode_under_root_is_named_with_the_fixes():
-    line = agents.root_refusal(AgentConfig(preset="claude"), uid=0, environ={})
+    line = presets.root_refusal(AgentConfig(preset="claude"), uid=0, environ={})
     assert line == ("claude refuses bypassPermissions as root: if this machine is a sandbox set "
                     "[agent] sandboxed = true (drover then passes IS_SANDBOX=1), or run drover as another "
                     "user, or set [agent] command to a narrower permission mode")
@@ -411,19 +412,19 @@ def test_claude_bypass_mode_under_root_is_named_with_the_fixes():
     (AgentConfig(preset="codex"), 0, {}),  # codex runs as root
 ])
 def test_no_root_refusal_where_the_cli_will_start(agent, uid, environ):
-    assert agents.root_refusal(agent, uid=uid, environ=environ) == ""
+    assert presets.root_refusal(agent, uid=uid, environ=environ) == ""
 
 
 def test_a_command_with_the_bypass_flag_is_refused_too():
     agent = AgentConfig(preset="claude", command="/opt/bin/claude -p --dangerously-skip-permissions")
-    assert agents.root_refusal(agent, uid=0, environ={}).startswith(
+    assert presets.root_refusal(agent, uid=0, environ={}).startswith(
         "claude refuses --dangerously-skip-permissions as root")
 
 
 def test_sandboxed_passes_what_the_cli_needs_and_nothing_unasked():
-    assert agents.sandbox_env(AgentConfig(preset="claude", sandboxed=True)) == {"IS_SANDBOX": "1"}
-    assert agents.sandbox_env(AgentConfig(preset="claude")) == {}
-    assert agents.sandbox_env(AgentConfig(preset="codex", sandboxed=True)) == {}
+    assert presets.sandbox_env(AgentConfig(preset="claude", sandboxed=True)) == {"IS_SANDBOX": "1"}
+    assert presets.sandbox_env(AgentConfig(preset="claude")) == {}
+    assert presets.sandbox_env(AgentConfig(preset="codex", sandboxed=True)) == {}
 
 
 # signs of life --------------------------------------------------------------------------------

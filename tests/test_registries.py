@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from drover.agents import launch as agents, presets
+from drover.agents import presets
 from drover import trackers
 from drover.cli.config_text import default_config_text
 from drover.config import parse_config
@@ -58,10 +58,10 @@ def newone(monkeypatch):
 def test_a_registered_preset_is_accepted_launched_completed_and_documented(newone, docgen, tmp_path, monkeypatch):
     config = parse_config({"agent": {"preset": "newone", "review": {"preset": "newone"}}})
     assert config.agent.preset == "newone" and config.agent_for("review").preset == "newone"
-    assert agents.agent_argv(config.agent, Path("/runs/1/prompt.md")) == (
+    assert presets.agent_argv(config.agent, Path("/runs/1/prompt.md")) == (
         ["newone-cli", "--task-file", "/runs/1/prompt.md", "--yes"], "file")
     monkeypatch.setenv("PATH", str(tmp_path))
-    assert agents.binary_missing(config.agent) == "newone is not installed: pipx install newone"
+    assert presets.binary_missing(config.agent) == "newone is not installed: pipx install newone"
     with pytest.raises(ConfigError, match=r"expected one of claude, .*, newone, not 'newon'$"):
         parse_config({"agent": {"preset": "newon"}})
 

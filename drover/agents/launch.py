@@ -13,11 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Callable, Mapping, TextIO
 
-# argv and environment from an [agent] table are presets.py's; read through this module too
-from drover.agents.presets import PRESETS as PRESETS, PROMPT_FILE as PROMPT_FILE, PROMPT_TEXT, Preset as Preset
-from drover.agents.presets import agent_argv as agent_argv, binary_missing as binary_missing
-from drover.agents.presets import resolve_agent as resolve_agent, root_refusal as root_refusal
-from drover.agents.presets import sandbox_env as sandbox_env, stream_of as stream_of
+from drover.agents.presets import PROMPT_TEXT
 from drover.agents.usage import StreamReader, Usage
 # pid_alive, process_start and run_alive are read through this module too (runs.py, state.py, tests)
 from drover.agents.procs import become_subreaper, end_run_processes

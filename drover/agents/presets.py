@@ -14,7 +14,7 @@ from typing import Mapping, Protocol
 from drover.errors import ConfigError
 from drover.vocabulary import CONFIG_FILE
 
-# Placeholders an argv word may hold; agents.agent_argv / agents.launch fill them in.
+# Placeholders an argv word may hold; presets.agent_argv / launch.launch fill them in.
 PROMPT_FILE = "{prompt_file}"
 PROMPT_TEXT = "{prompt}"
 

@@ -5,7 +5,7 @@ import json
 from pathlib import Path
 from typing import Container
 
-from drover.agents import launch as agents
+from drover.agents import presets
 from drover import git, prompts as templates
 from drover.items import file as itemfile
 from drover.config import AgentConfig
@@ -225,10 +225,10 @@ def check_warnings(project: Project) -> list[Finding]:
         agent = config.agent_for(slot)
         agents_seen.setdefault((agent.preset, agent.command), (slot, agent))
     for slot, agent in agents_seen.values():
-        missing = agents.binary_missing(agent)
+        missing = presets.binary_missing(agent)
         if missing:
             findings.append(Finding(f"agent for {slot}: {missing}", error=False))
-        refusal = agents.root_refusal(agent)
+        refusal = presets.root_refusal(agent)
         if refusal:
             findings.append(Finding(f"agent for {slot}: {refusal}", error=False))
     reason = open_tracker(config.tracker, project.root).probe()

@@ -14,7 +14,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable, Sequence
 
-from drover.agents import launch as agents
+from drover.agents import launch as agents, presets
 from drover import git
 from drover.prompts import data as template_data
 from drover import prompts as templates
@@ -92,18 +92,18 @@ def prepare(project: Project, ledger: Ledger, item_id: str, slot: str, *,
     else:
         worktree = project.worktrees_dir / item_id
         workdir = worktree
-    argv, via = agents.agent_argv(agent, run_dir / "prompt.md")
+    argv, via = presets.agent_argv(agent, run_dir / "prompt.md")
     env_add = agents.agent_env(item_id=item_id, slot=slot, run_id=run_id, prompt_file=run_dir / "prompt.md",
                                repo=project.root, workdir=workdir, base=project.config.base,
                                branch=branch if slot != "draft" else "", round_number=data.Rounds,
                                posture=data.Posture, verify=data.VerifyCommand)
-    env_add.update(agents.sandbox_env(agent))
+    env_add.update(presets.sandbox_env(agent))
     return Launch(
         item_id=item_id, slot=slot, run_id=run_id, agent=agent, argv=tuple(argv), prompt_via=via,
         prompt=rendered.text, provenance=rendered.provenance, warnings=tuple(rendered.warnings),
         branch=branch if slot != "draft" else "", workdir=workdir, worktree=worktree, run_dir=run_dir,
-        env_add=env_add, binary_missing=agents.binary_missing(agent), root_refusal=agents.root_refusal(agent),
-        stream=agents.stream_of(agent),
+        env_add=env_add, binary_missing=presets.binary_missing(agent), root_refusal=presets.root_refusal(agent),
+        stream=presets.stream_of(agent),
     )
 
 
