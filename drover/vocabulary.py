@@ -53,5 +53,10 @@ DISPOSITIONS = ("close", "comment", "keep")
 # Where agent runs execute (`[run] executor`, `drive --executor`); drover/executors/ has one module each.
 EXECUTORS = ("local", "ray")
 
+# Why a run did not end well (`runs.failure`; docs/unattended.md), each mapped to a policy by `[retry]`.
+FAILURE_CLASSES = ("rate_limited", "auth", "timeout", "stalled", "crashed", "no_verdict", "interrupted", "over_budget")
+# What drive does about a failed run (`[retry] <class> = "<policy>"`).
+RETRY_POLICIES = ("wait", "fresh", "fallback", "stop", "park")
+
 # The project's configuration file, at the root of the main checkout.
 CONFIG_FILE = "drover.toml"

@@ -32,7 +32,7 @@ EXPECTED_COLUMNS = {
     "runs": ["id", "item", "slot", "agent", "argv", "started", "finished", "exit_status", "outcome",
              "pid", "log_path", "prompt_path", "branch", "worktree", "requested_source",
              "resolved_source", "base_hashes", "template_sha256", "prompt_sha256", "pid_start",
-             "head_start", "head", "model", "input_tokens", "output_tokens", "cost_usd", "tool_calls", "node", "reason"],
+             "head_start", "head", "model", "input_tokens", "output_tokens", "cost_usd", "tool_calls", "node", "reason", "failure", "reset_at"],
     "rounds": ["item", "number", "digest", "headline", "path", "by", "at", "cleared_at", "cleared_by"],
     "audits": ["id", "item", "level", "by", "note", "at", "authors", "head", "run", "opens"],
     "dispositions": ["id", "item", "issue", "disposition", "by", "note", "at", "applied"],

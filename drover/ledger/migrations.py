@@ -180,6 +180,13 @@ def _unfinished_runs(db: "sqlite_utils.Database") -> None:
     db.execute("CREATE INDEX runs_unfinished ON runs (pid) WHERE finished IS NULL")
 
 
+def _failure_classes(db: "sqlite_utils.Database") -> None:
+    # Why a run did not end well (vocabulary.FAILURE_CLASSES; its words stay in `reason`), and when
+    # a rate limit the CLI named resets (ISO 8601, UTC).
+    db["runs"].add_column("failure", str)
+    db["runs"].add_column("reset_at", str)
+
+
 # The highest number among the cache's ids under the prefix they were parsed under, per prefix,
 # raised to the highest already met.
 _CACHED_HIGHEST = (
@@ -210,6 +217,7 @@ MIGRATIONS: tuple[tuple[str, Any], ...] = (
     ("0011_ids_met", _ids_met), ("0012_audit_run", _audit_run), ("0013_checks", _checks),
     ("0014_owed_commits", _owed_commits),
     ("0015_item_files_placeholder", _item_files_placeholder), ("0016_unfinished_runs", _unfinished_runs),
+    ("0017_failure_classes", _failure_classes),
 )
 
 

@@ -43,6 +43,8 @@ class Run:
     tool_calls: int | None = None
     node: str | None = None
     reason: str | None = None
+    failure: str | None = None
+    reset_at: str | None = None
 
     @classmethod
     def from_row(cls, row: Any) -> "Run":

@@ -49,6 +49,11 @@ class RunTable(ItemTable):
         """Where a run ran, and (for an interrupted one) why it ended."""
         self._set_run(run_id, {"node": node, "reason": reason})
 
+    def set_failure(self, run_id: str, failure: str, reason: str, reset_at: str | None = None) -> None:
+        """Why a run did not end well: its class (vocabulary.FAILURE_CLASSES), the words that decided
+        it, and when a rate limit resets where the CLI said."""
+        self._set_run(run_id, {"failure": failure, "reason": reason, "reset_at": reset_at})
+
     def item_branch(self, item_id: str) -> str:
         """The branch the item's newest implementing run worked on; "" before any."""
         row = self.conn.execute(
