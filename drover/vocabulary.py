@@ -57,6 +57,8 @@ EXECUTORS = ("local", "ray")
 FAILURE_CLASSES = ("rate_limited", "auth", "timeout", "stalled", "crashed", "no_verdict", "interrupted", "over_budget")
 # What drive does about a failed run (`[retry] <class> = "<policy>"`).
 RETRY_POLICIES = ("wait", "fresh", "fallback", "stop", "park")
+# How a park reason for an item past a token ceiling begins (`show`, `report`, the drive summary).
+OVER_BUDGET = "over budget: "
 
 # The project's configuration file, at the root of the main checkout.
 CONFIG_FILE = "drover.toml"

@@ -10,7 +10,8 @@ from click.testing import CliRunner
 
 from drover.cli.main import cli
 from drover.cli.config_text import default_config_text
-from drover.config import SCHEMA, Config, load_config, parse_config, parse_duration
+from drover.config import SCHEMA, Config, load_config, parse_config
+from drover.config.keys import parse_duration
 from drover.errors import ConfigError
 from drover.agents.presets import PRESETS
 from drover.trackers import BACKENDS
@@ -286,7 +287,7 @@ def test_a_key_declared_once_reaches_schema_file_and_docs():
 def test_the_toml_cache_gives_what_parsing_gives_and_follows_every_edit(tmp_path, monkeypatch):
     import json
 
-    from drover.config import _toml_cache
+    from drover.config.toml import toml_cache as _toml_cache
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     path = write_config(tmp_path, '[project]\nprefix = "Q"\n[review]\nmax_rounds = 2\n')
@@ -311,7 +312,7 @@ def test_the_toml_cache_gives_what_parsing_gives_and_follows_every_edit(tmp_path
 
 
 def test_toml_json_cannot_hold_is_parsed_each_time(tmp_path, monkeypatch):
-    from drover.config import _toml_cache
+    from drover.config.toml import toml_cache as _toml_cache
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     for text in ('[verify]\nwhen = 1979-05-27\n', '[project]\nratio = nan\n'):
@@ -347,7 +348,7 @@ def test_the_shipped_destinations_read_through_the_toml_cache_as_parsed(tmp_path
     import json
 
     from drover.prompts import data
-    from drover.config import _toml_cache
+    from drover.config.toml import toml_cache as _toml_cache
     from drover.prompts.resources import builtin_dir
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))

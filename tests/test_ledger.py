@@ -38,7 +38,7 @@ EXPECTED_COLUMNS = {
     "dispositions": ["id", "item", "issue", "disposition", "by", "note", "at", "applied"],
     "items": ["id", "number", "created_at", "done", "done_at", "parked", "parked_reason", "parked_at"],
     "item_files": ["path", "size", "mtime_ns", "id", "title", "kind", "deps", "meta", "outstanding",
-                   "cleared", "unreadable", "detail", "line", "digest", "front", "placeholder"],
+                   "cleared", "unreadable", "detail", "line", "digest", "front", "placeholder", "exact"],
     "item_files_prefix": ["prefix"],
     "ids_met": ["prefix", "highest", "folder"],
     "events": ["id", "at", "command", "item", "by", "detail"],
@@ -407,7 +407,7 @@ def test_the_cache_is_dropped_when_the_prefix_changes(tmp_path):
 def test_rows_parsed_under_another_prefix_are_not_stored(tmp_path):
     """Every cache row was parsed under the prefix the cache records: a process still under the
     old prefix does not write its rows into a cache another process took to the new one."""
-    readable = ("items/D-1.md", 1, 1, "D-1", "one", "", "[]", "{}", 0, 0, "", "", None, None, None, 0)
+    readable = ("items/D-1.md", 1, 1, "D-1", "one", "", "[]", "{}", 0, 0, "", "", None, None, None, 0, 0)
     unreadable = ("items/D-1.md", 1, 1, "D-1", "", "", "[]", "{}", 0, 0, "does not resolve to an item id",
                   "id D-1 is not T-<number>", None, None, None, 0)
     project = _project(tmp_path)
@@ -425,13 +425,13 @@ def test_rows_parsed_under_another_prefix_are_not_stored(tmp_path):
 
 def test_a_row_renewed_in_place_takes_every_column_and_one_gone_since_is_inserted(tmp_path):
     project = _project(tmp_path)
-    first = ("items/D-1.md", 1, 1, "D-1", "one", "", "[]", "{}", 0, 0, "", "", None, "a" * 32, "b" * 32, 0)
+    first = ("items/D-1.md", 1, 1, "D-1", "one", "", "[]", "{}", 0, 0, "", "", None, "a" * 32, "b" * 32, 0, 1)
     with Ledger(project.ledger_path) as opened:
         opened.cache_under("D")
         opened.store_files([first])
         again = ("items/D-1.md", 2, 3, "D-1", "two", "bug", '["D-2"]', '{"kind": "bug"}', 1, 0, "", "", None,
-                 "c" * 32, "d" * 32, 1)
-        gone = ("items/D-2.md", 5, 6, "D-2", "dropped meanwhile", "", "[]", "{}", 0, 1, "", "", None, None, None, 0)
+                 "c" * 32, "d" * 32, 1, 0)
+        gone = ("items/D-2.md", 5, 6, "D-2", "dropped meanwhile", "", "[]", "{}", 0, 1, "", "", None, None, None, 0, 0)
         opened.store_files([], renewed=[again, gone])
         rows = opened.cached_files()
     assert {path: tuple(row) for path, row in rows.items()} == {"items/D-1.md": again, "items/D-2.md": gone}
@@ -439,7 +439,7 @@ def test_a_row_renewed_in_place_takes_every_column_and_one_gone_since_is_inserte
 
 def test_a_new_mtime_or_body_takes_its_columns_and_makes_no_row_for_a_path_gone_since(tmp_path):
     project = _project(tmp_path)
-    first = ("items/D-1.md", 1, 1, "D-1", "one", "", "[]", "{}", 0, 0, "", "", None, "a" * 32, "b" * 32, 0)
+    first = ("items/D-1.md", 1, 1, "D-1", "one", "", "[]", "{}", 0, 0, "", "", None, "a" * 32, "b" * 32, 0, 1)
     with Ledger(project.ledger_path) as opened:
         opened.cache_under("D")
         opened.store_files([first])

@@ -12,7 +12,8 @@ import pytest
 
 from drover.items import file as itemfile
 from drover.prompts import data as template_data
-from drover.ledger import itemstate, writes
+from drover.ledger import catalogue, depstate, itemstate, writes
+from drover.ledger.catalogue import CacheRow
 from drover.loop import drive as loop, runs
 from drover.errors import ItemError, UsageError
 from drover.ledger.db import Ledger
@@ -121,7 +122,7 @@ def test_a_prompt_reads_each_ledger_table_once_and_parses_the_item_once(opened, 
     assert "D-3" in launch.prompt
     read = _tables_read(statements)
     assert {"runs", "audits", "items"} <= set(read), statements  # the refusals and the data need them
-    assert {table: count for table, count in read.items() if count > 1} == {}, statements
+    assert {table: count for table, count in read.items() if count > 1} == {}, "\n".join(statements)
     assert parsed.count(project.item_path("D-3")) == 1
 
 
@@ -140,7 +141,7 @@ def test_a_draft_prompt_reads_each_ledger_table_once(opened):
         ledger.conn.set_trace_callback(None)
     assert "the cache is never invalidated" in launch.prompt
     read = _tables_read(statements)
-    assert {table: count for table, count in read.items() if count > 1} == {}, statements
+    assert {table: count for table, count in read.items() if count > 1} == {}, "\n".join(statements)
     data = template_data.build(project, ledger, drafted, "draft")
     assert [(sibling.Id, sibling.Done) for sibling in data.Siblings] == [("D-1", True), ("D-2", False), ("D-3", False)]
 
@@ -148,12 +149,12 @@ def test_a_draft_prompt_reads_each_ledger_table_once(opened):
 def test_the_deps_of_a_prompt_have_the_same_provenance_as_one_read_per_dep(opened):
     project, ledger = opened
     one_by_one = [
-        (dep_id, itemstate.audit_provenance(ledger.audits(dep_id), ledger.authors(dep_id)),
+        (dep_id, depstate.audit_provenance(ledger.audits(dep_id), ledger.authors(dep_id)),
          bool(ledger.item_row(dep_id).get("done")))
         for dep_id in ("D-1", "D-2")
     ]
-    described = itemstate.describe_deps(project, ledger, ["D-1", "D-2", "D-1"])
-    assert [(dep.Id, itemstate.AuditProvenance(dep.Level, dep.By, dep.Weak), dep.Done)
+    described = depstate.describe_deps(project, ledger, ["D-1", "D-2", "D-1"])
+    assert [(dep.Id, depstate.AuditProvenance(dep.Level, dep.By, dep.Weak), dep.Done)
             for dep in (one.dep for one in described)] == one_by_one
     assert ledger.authors("D-1") == ["writer"]
     ledger.add_audit("D-1", "claimed", "helper", "")
@@ -220,3 +221,38 @@ def test_project_require_item_says_what_is_wrong_in_one_line(opened):
         project.require_item("D-2")
     assert "D-2" in str(raised.value) and raised.value.path == "items/D-2.md"
     assert not hasattr(itemstate, "require_item")
+
+
+# --- the prompt's frontmatter from the metadata cache ------------------------------------------------
+
+
+def _exact(project: Project, ledger: Ledger, item_id: str) -> int:
+    rel = project.item_rel(project.item_path(item_id).name)
+    return CacheRow(*ledger.cached_files_for([rel])[rel]).exact
+
+
+def test_a_prompt_takes_plain_frontmatter_from_the_cache_and_parses_the_rest(opened):
+    """A row holding the frontmatter exactly (plain data) stands in for YAML; a date, or a number as a
+    key, is more than JSON holds, so that item is parsed again; either way the item is the parsed one."""
+    project, ledger = opened
+    path = project.item_path("D-2")
+    text = path.read_text()
+    path.write_text(text.replace("\n---\n", "\nwhen: 2026-12-04\nsizes: {1: small}\n---\n", 1))
+    assert drover(project.root, "list").returncode == 0  # fills the cache
+    for item_id, exact in (("D-1", 1), ("D-2", 0), ("D-3", 1)):
+        assert _exact(project, ledger, item_id) == exact
+        parsed = project.require_item(item_id)
+        cached = catalogue.read_item(project, ledger, item_id)
+        assert (cached.meta, cached.body, cached.text, cached.body_offset, cached.bad_deps) == \
+            (parsed.meta, parsed.body, parsed.text, parsed.body_offset, parsed.bad_deps)
+    assert itemfile.parse_item(path.read_text(), path, "D").meta["sizes"] == {1: "small"}
+
+
+def test_a_cache_row_stands_in_only_for_the_file_it_was_made_from(opened):
+    """An edit that keeps the size is caught by the mtime; the cached frontmatter is not used then."""
+    project, ledger = opened
+    assert drover(project.root, "list").returncode == 0
+    path = project.item_path("D-1")
+    text = path.read_text()
+    path.write_text(text.replace("title: first dep", "title: first dap"))
+    assert catalogue.read_item(project, ledger, "D-1").meta["title"] == "first dap"

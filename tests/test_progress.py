@@ -113,8 +113,9 @@ def test_on_a_terminal_each_job_has_its_own_status_line_redrawn_at_most_once_a_s
         assert len(times) >= 2, text
         window = times[-1] - times[0]
         assert window >= 2.0, text
-        # one redraw a second at most (and an extra one when a progress line goes above the block)
-        assert len(times) <= window * 1.0 + 3, (item, len(times), window)
+        # one redraw a second at most, and an extra one each time a progress line goes above the
+        # block (each job's start and end, the other job's too: up to five with two jobs)
+        assert len(times) <= window * 1.0 + 5, (item, len(times), window)
     # the two jobs' status lines are two lines, drawn together in one block
     assert re.search(r"\[D-1 implement [^\r\n]* silent for [^\r\n]*\r?\n\[D-2 implement [^\r\n]* silent for ", text) \
         or re.search(r"\[D-2 implement [^\r\n]* silent for [^\r\n]*\r?\n\[D-1 implement [^\r\n]* silent for ", text), text

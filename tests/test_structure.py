@@ -35,13 +35,13 @@ def test_each_closed_set_is_the_vocabulary_one():
     from drover.cli import main as cli
     from drover import config, prompts as templates, vocabulary
     from drover.prompts import fields
-    from drover.ledger import itemstate, writes
+    from drover.ledger import depstate, writes
     from drover.trackers import base
 
     assert config.SLOTS is runs.LAUNCH_SLOTS is templates.SLOTS is checks.SLOTS is vocabulary.SLOTS
     assert fields.SLOTS is vocabulary.TEMPLATE_SLOTS
     assert config.GUIDANCE_LEVELS is vocabulary.GUIDANCE_LEVELS
-    assert itemstate.LEVELS is writes.LEVELS is vocabulary.LEVELS
+    assert depstate.LEVELS is writes.LEVELS is vocabulary.LEVELS
     assert writes.DISPOSITIONS is base.DISPOSITIONS is vocabulary.DISPOSITIONS
     ctx = click.Context(cli.cli)
     choices = {(command.name, param.name): tuple(param.type.choices)

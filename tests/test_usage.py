@@ -76,3 +76,13 @@ def test_describe_and_total():
     assert describe(rows[1]) == ""
     assert total(rows) == {"input_tokens": 1200, "output_tokens": 34, "cost_usd": 0.01, "tool_calls": 1}
     assert total([rows[1]]) == {"input_tokens": None, "output_tokens": None, "cost_usd": None, "tool_calls": None}
+
+
+def test_a_rate_card_prices_a_run_and_the_clis_own_figure_is_labelled_as_the_clis():
+    from drover.agents.usage import price
+
+    rates = {"opus": (15.0, 75.0)}
+    assert price("opus", 1_000_000, 200_000, 9.99, rates) == (15.0 + 15.0, "rates")
+    assert price("sonnet", 1_000_000, 200_000, 0.25, rates) == (0.25, "cli")  # no rate for this model
+    assert price("opus", None, 200_000, 0.25, rates) == (0.25, "cli")  # tokens unknown: no sum to make
+    assert price("sonnet", 10, 10, None, rates) == (None, "")

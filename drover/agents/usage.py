@@ -169,3 +169,17 @@ def total(rows: list[dict[str, Any]]) -> dict[str, Any]:
             if row.get(key) is not None:
                 summed[key] = (summed[key] or 0) + row[key]
     return summed
+
+
+def price(model: str, input_tokens: int | None, output_tokens: int | None, cli_usd: float | None,
+          rates: dict[str, tuple[float, float]]) -> tuple[float | None, str]:
+    """What a run cost and who says so: (usd, "rates") from the operator's rate card (USD per
+    million tokens in and out, by model) when it names the run's model and the tokens are known;
+    else the CLI's own figure, labelled "cli"; else (None, ""). The CLI's figure comes from its
+    own price table and may not be what the operator pays, which is why it is labelled."""
+    rate = rates.get(model)
+    if rate is not None and input_tokens is not None and output_tokens is not None:
+        return (input_tokens * rate[0] + output_tokens * rate[1]) / 1_000_000, "rates"
+    if cli_usd is not None:
+        return cli_usd, "cli"
+    return None, ""

@@ -10,15 +10,14 @@ from drover.errors import UsageError
 RED, GREEN, BOLD, FAINT, NORMAL, RESET = "\x1b[31m", "\x1b[32m", "\x1b[1m", "\x1b[2m", "\x1b[22m", "\x1b[0m"
 _WORD = re.compile(r"\w+|\s+|[^\w\s]+")
 
-from drover.agents.usage import describe as usage_text, total as usage_total
-from drover.ledger.state import ORPHANED
-
 if TYPE_CHECKING:
     from drover.loop.drive import Driven
 
 
 def render_show(shown: dict[str, Any]) -> str:
     """`drover show ID`: the item, then the ledger's story of it in time order per kind."""
+    from drover.agents.usage import describe as usage_text  # here: every command imports this module for --color
+
     lines = [f"{shown['id']}  {shown['title']}".rstrip(), f"  state: {shown['state']}", f"  file:  {shown['path']}"]
     if shown.get("reason"):
         lines.append(f"  why:   {shown['reason']}")
@@ -221,6 +220,9 @@ def paint_state(line: str) -> str:
 
 def drive_summary(results: list[Driven]) -> list[str]:
     """The table drive ends with."""
+    from drover.agents.usage import describe as usage_text, total as usage_total
+    from drover.ledger.state import ORPHANED
+
     if not results:
         return ["nothing to drive"]
     lines = table([(row.item_id, row.result, str(row.rounds), str(row.runs), row.note) for row in results],

@@ -5,16 +5,15 @@ prompts as they are (drover/prompts/fields.py).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from drover.errors import GitError
 from drover.git.branches import branch_exists, exact_heads, head_of
 from drover.git.run import git, succeeds
 
 
-@dataclass(frozen=True)
-class Commit:
+class Commit(NamedTuple):
     """One commit on the item's branch that base lacks, with its size."""
 
     Sha: str = ""
@@ -24,8 +23,7 @@ class Commit:
     Deletions: int = 0
 
 
-@dataclass(frozen=True)
-class Recent:
+class Recent(NamedTuple):
     """The branch's commits base lacks, or why git could not say."""
 
     Commits: tuple[Commit, ...] = ()

@@ -5,11 +5,10 @@ own so that `show`, which describes deps, does not build every template type to 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 
-@dataclass(frozen=True)
-class Dep:
+class Dep(NamedTuple):
     """One dep of an item: its file's state, its done flag and its best audit."""
 
     Id: str = ""

@@ -138,14 +138,30 @@ class Item:
     @property
     def finding(self) -> str:
         """The provenance line, "" when the body does not open with one."""
-        first = self.body.lstrip("\n").split("\n", 1)[0]
-        return first.strip() if first.startswith(PROVENANCE_PREFIX) else ""
+        return finding_of(self.body)
 
     @property
     def finding_source(self) -> str:
         """The item the provenance line names."""
         words = self.finding[len(PROVENANCE_PREFIX):].split()
         return words[0].rstrip(".,;:") if words else ""
+
+
+def finding_of(body: str) -> str:
+    """An item body's provenance line, "" when it does not open with one."""
+    first = body.lstrip("\n").split("\n", 1)[0]
+    return first.strip() if first.startswith(PROVENANCE_PREFIX) else ""
+
+
+def body_finding(path: Path) -> str:
+    """The provenance line of the item file at `path`, read without parsing its frontmatter (no
+    YAML): for an item the catalogue already knows readable. "" when there is none to read."""
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except (OSError, UnicodeDecodeError):
+        return ""
+    split = split_frontmatter(text)
+    return finding_of(text[split[1]:]) if split else ""
 
 
 def _text(value: Any) -> str:
@@ -160,7 +176,11 @@ def _as_list(value: Any) -> list[Any]:
 
 def parse_item(text: str, path: Path, prefix: str, *, expected_id: str | None = None) -> Item:
     """Parse an item file's text; raises Unreadable with the state's wording."""
-    meta, body, offset, item_id = _parse(text, path.name, prefix, expected_id)
+    return _item(text, path, prefix, _parse(text, path.name, prefix, expected_id))
+
+
+def _item(text: str, path: Path, prefix: str, parsed: tuple[dict[str, Any], str, int, str]) -> Item:
+    meta, body, offset, item_id = parsed
     pattern = id_pattern(prefix)
     bad = tuple(_text(dep) for dep in _as_list(meta.get("deps")) if not pattern.match(_text(dep)))
     return Item(id=item_id, path=path, meta=meta, body=body, text=text, body_offset=offset, bad_deps=bad)
@@ -225,7 +245,12 @@ def _parse(text: str, name: str, prefix: str, expected_id: str | None,
         post, offset = read_post(text, split)
     except FrontmatterError as exc:
         raise Unreadable(NO_PARSE, exc.detail, line=exc.line) from None
-    meta, body = post.metadata, post.content
+    return _checked(text, post.metadata, post.content, offset, name, prefix, expected_id)
+
+
+def _checked(text: str, meta: dict[str, Any], body: str, offset: int, name: str, prefix: str,
+             expected_id: str | None) -> tuple[dict[str, Any], str, int, str]:
+    """_parse's checks of what the frontmatter and body say; raises Unreadable."""
     item_id = _text(meta.get("id"))
     expected = expected_id if expected_id is not None else name.rpartition(".")[0] or name
     if item_id != expected:
@@ -246,6 +271,16 @@ def _key_line(text: str, key: str) -> int | None:
     """The file line that sets `key` in the frontmatter of `text`: where an Unreadable points."""
     split = split_frontmatter(text)
     return key_line(split[0], key) if split else None
+
+
+def item_from_meta(text: str, path: Path, prefix: str, meta: dict[str, Any]) -> Item:
+    """The item of `text` whose frontmatter is `meta`, known already (the metadata cache's exact
+    copy of what YAML gave for this very file): parse_item without the YAML parser, the same checks."""
+    split = split_frontmatter(text)
+    if split is None:
+        raise Unreadable(NO_PARSE, "no frontmatter")
+    offset = split[1]
+    return _item(text, path, prefix, _checked(text, meta, text[offset:], offset, path.name, prefix, None))
 
 
 def read_item(path: Path, prefix: str) -> Item:

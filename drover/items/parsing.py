@@ -33,6 +33,7 @@ class Fields(NamedTuple):
     detail: str = ""
     line: int | None = None
     placeholder: bool = False  # the requirements are still `drover new`'s placeholder
+    exact: bool = False  # meta_json is the frontmatter exactly (plain_data)
 
 
 class Job(NamedTuple):
@@ -91,7 +92,23 @@ def fields(path: str, name: str, prefix: str, data: bytes | None = None,
         return Fields(name[:-3] or name, unreadable=exc.wording, detail=exc.detail, line=exc.line)
     cleared = itemfile.is_cleared(changes)
     return Fields(item_id, title, kind, deps, _meta_json(meta), outstanding=bool(changes.strip()) and not cleared,
-                  cleared=cleared, placeholder=placeholder)
+                  cleared=cleared, placeholder=placeholder, exact=plain_data(meta))
+
+
+_JSON_SCALARS = (str, int, float, bool, type(None))
+
+
+def plain_data(value: object) -> bool:
+    """Whether JSON holds `value` exactly: mappings with text keys, lists, text, numbers, booleans
+    and null, nothing else (a date, a number as a key, NaN are not)."""
+    kind = type(value)
+    if kind is dict:
+        return all(type(key) is str and plain_data(item) for key, item in value.items())  # type: ignore[attr-defined]
+    if kind is list:
+        return all(plain_data(item) for item in value)  # type: ignore[attr-defined]
+    if kind is float:
+        return value == value and value not in (float("inf"), float("-inf"))
+    return kind in _JSON_SCALARS
 
 
 def digest(data: bytes) -> str:

@@ -97,6 +97,7 @@ class CacheRow(NamedTuple):
     digest: str | None
     front: str | None
     placeholder: int
+    exact: int = 0
 
 
 class BodyUpdate(NamedTuple):
@@ -136,7 +137,7 @@ def _cache_row(rel: str, size: int, mtime_ns: int, parsed: parsing.Parsed) -> Ca
     found = parsed.fields
     return CacheRow(rel, size, mtime_ns, found.id, found.title, found.kind, json.dumps(list(found.deps)),
                     found.meta_json, int(found.outstanding), int(found.cleared), found.unreadable, found.detail,
-                    found.line, parsed.digest, parsed.front, int(found.placeholder))
+                    found.line, parsed.digest, parsed.front, int(found.placeholder), int(found.exact))
 
 
 def _deps(text: str | None) -> tuple[str, ...]:
@@ -286,6 +287,29 @@ def entries_for(project: Project, ledger: Ledger, item_ids: Iterable[str]) -> di
         fresh.append(_cache_row(rel, stat.st_size, stat.st_mtime_ns, parsed))
     ledger.store_files(fresh)
     return found
+
+
+def read_item(project: Project, ledger: Ledger, item_id: str) -> "itemfile.Item":
+    """The parsed item, as Project.require_item gives it (its one-line errors too), its frontmatter
+    taken from the cache where the file has the size and mtime its row knew and the row holds the
+    frontmatter exactly (`exact`): a prompt then does not import the YAML parser."""
+    path = project.item_path(item_id)
+    if itemfile.id_number(item_id, project.config.prefix) is not None:
+        try:
+            stat = path.stat()
+            rel = project.item_rel(path.name)
+            rows = ledger.cache_under(project.config.prefix)
+            cached = ledger.cached_file_and_deps(rel).get(rel) if rows else None
+            row = CacheRow(*cached) if cached is not None else None
+            if (row is not None and row.exact and not row.unreadable and row.meta
+                    and (row.size, row.mtime_ns) == (stat.st_size, stat.st_mtime_ns)):
+                data = path.read_bytes()
+                if len(data) == row.size:
+                    return itemfile.item_from_meta(data.decode("utf-8"), path, project.config.prefix,
+                                                   json.loads(row.meta))
+        except (OSError, UnicodeDecodeError, itemfile.Unreadable):
+            pass  # parsed below, which says what is wrong
+    return project.require_item(item_id)
 
 
 def entry(project: Project, ledger: Ledger, item_id: str) -> Entry:

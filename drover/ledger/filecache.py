@@ -2,17 +2,18 @@
 had its size, mtime and digests, so an unchanged file is not parsed again (drover/ledger/catalogue.py)."""
 from __future__ import annotations
 
+import json
 from typing import Any, Sequence
 
 from drover.ledger.itemtable import ItemTable
 
 # The metadata cache's columns, in the order cached_files gives and store_files takes them.
 CACHE_COLUMNS = ("path", "size", "mtime_ns", "id", "title", "kind", "deps", "meta", "outstanding", "cleared",
-                 "unreadable", "detail", "line", "digest", "front", "placeholder")
+                 "unreadable", "detail", "line", "digest", "front", "placeholder", "exact")
 _CACHE_SELECT = ", ".join(f'"{name}"' for name in CACHE_COLUMNS)
 _ID = CACHE_COLUMNS.index("id")
 # What a catalogue entry needs of a row (cached_light): every column but the frontmatter and the digests.
-LIGHT_COLUMNS = tuple(name for name in CACHE_COLUMNS if name not in ("meta", "digest", "front"))
+LIGHT_COLUMNS = tuple(name for name in CACHE_COLUMNS if name not in ("meta", "digest", "front", "exact"))
 _LIGHT_SELECT = ", ".join(f'"{name}"' for name in LIGHT_COLUMNS)
 # The columns of store_files' `mtimes` and `bodies` tuples, in their order.
 _MTIME_COLUMNS = ("mtime_ns", "path")
@@ -25,24 +26,28 @@ class FileCache(ItemTable):
 
     _cache_prefix: str | None = None  # the prefix cache_under was told: store_files writes under it
 
-    def cache_under(self, prefix: str) -> None:
+    def cache_under(self, prefix: str) -> bool:
         """Drop every cache row when the rows were parsed under a prefix other than `prefix`: an id
         is readable or not by the prefix, which the file's bytes do not show. Rows this ledger
         stores from now on are written only while the cache is under `prefix`.
 
         item_files has rows only while item_files_prefix holds the one prefix they were parsed
         under: store_files records it with the first rows, the migration that made the table
-        emptied the cache, and an import that leaves no single prefix empties it too."""
+        emptied the cache, and an import that leaves no single prefix empties it too.
+
+        True when the cache holds rows parsed under `prefix`."""
         self._cache_prefix = prefix
         under = self._parsed_under()
         if under is None or under == prefix:
-            return  # None: no rows, so none to drop
+            return under is not None  # None: no rows, so none to drop
         with self.write():
             if self._parsed_under() not in (None, prefix):
                 self.drop_cache()
+        return False
 
     def drop_cache(self) -> None:
         """Empty the cache: every item file is parsed again at the next catalogue."""
+        self._ahead = None
         with self.write():
             self.db.table("item_files").delete_where()
             self.db.table("item_files_prefix").delete_where()
@@ -84,7 +89,32 @@ class FileCache(ItemTable):
         return [row["meta"] for row in
                 self.conn.execute("SELECT meta FROM item_files WHERE instr(meta, ?) > 0", (containing,))]
 
+    # rows read ahead by cached_file_and_deps, and every path that read asked for: a prompt reads its
+    # item's row and its dependencies' rows in one statement; any write forgets them
+    _ahead: tuple[dict[str, Any], frozenset[str]] | None = None
+
+    def cached_file_and_deps(self, path: str) -> dict[str, Any]:
+        """The cache rows of `path` and of the items its row names as deps (files beside it), in one
+        read; cached_files_for answers from it for any of those paths until the next write."""
+        folder = path.rpartition("/")[0]
+        folder = f"{folder}/" if folder else ""
+        rows = {row["path"]: row for row in self.conn.execute(
+            f"SELECT {_CACHE_SELECT} FROM item_files WHERE path = :path OR path IN "
+            "(SELECT :folder || value || '.md' FROM json_each((SELECT CASE WHEN json_valid(deps) "
+            "THEN deps ELSE '[]' END FROM item_files WHERE path = :path)))", {"path": path, "folder": folder})}
+        own = rows.get(path)
+        asked = {path}
+        if own is not None:
+            try:
+                asked |= {f"{folder}{dep}.md" for dep in json.loads(own["deps"] or "[]") if isinstance(dep, str)}
+            except ValueError:
+                pass
+        self._ahead = (rows, frozenset(asked))
+        return rows
+
     def cached_files_for(self, paths: list[str]) -> dict[str, Any]:
+        if self._ahead is not None and self._ahead[1].issuperset(paths):
+            return {path: self._ahead[0][path] for path in paths if path in self._ahead[0]}
         marks = ", ".join("?" for _ in paths)
         return {row["path"]: row for row in
                 self.conn.execute(f"SELECT {_CACHE_SELECT} FROM item_files WHERE path IN ({marks})", paths)}
@@ -100,6 +130,7 @@ class FileCache(ItemTable):
         cache_under was told since (a `[project] prefix` edited meanwhile)."""
         if not rows and not stale_paths and not mtimes and not bodies and not renewed:
             return
+        self._ahead = None
         with self.write():
             files = self.db.table("item_files")
             if rows or mtimes or bodies or renewed:

@@ -1,24 +1,22 @@
 """One item's state as show, drive, finish, log and prompt ask it (`item_state`: state.state_of of
-the item's facts, with the rows they were read from), show's plain data built on it (`show_item`),
-and the description of an item's deps (`describe_deps`)."""
+the item's facts, with the rows they were read from) and show's plain data built on it (`show_item`);
+its deps are described by depstate.py."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, NamedTuple, Sequence
+from typing import Any, Sequence
 
 from drover import git
 from drover.agents import usage
 from drover.agents.procs import run_alive
 from drover.items import file as itemfile
-from drover.items.deps import Dep  # not fields.py: show would build every template type
-from drover.items.file import Unreadable
-from drover.ledger.catalogue import Entry, entries_for, entry
+from drover.ledger.catalogue import Entry, entry
+from drover.ledger.depstate import DescribedDep, describe_deps
 from drover.ledger.db import Ledger
 from drover.ledger.project import Project, missing_item, not_an_id
-from drover.ledger.rows import Audit, ItemRows, Round, Run
+from drover.ledger.rows import Round, Run
 from drover.ledger.state import Activity, ItemFacts, State, orphan_note, running_notes, state_of, verdict_of
-from drover.vocabulary import LEVELS
 
 
 @dataclass(frozen=True)
@@ -140,72 +138,6 @@ def _run_view(run: Run, runs_dir: Path) -> dict[str, Any]:
 
 
 def _finding(project: Project, item_id: str) -> str:
-    """The provenance line: show reads the one file, the cache does not keep the body."""
-    try:
-        return itemfile.read_item(project.item_path(item_id), project.config.prefix).finding
-    except Unreadable:
-        return ""
-
-
-@dataclass(frozen=True)
-class AuditProvenance:
-    """The audit that best confirms an item (its level, who gave it), and whether nothing
-    independent confirms it (see audit_provenance)."""
-
-    level: str = ""
-    by: str = ""
-    weak: bool = True
-
-
-def audit_provenance(audits: Sequence[Audit], authors: Sequence[str] = ()) -> AuditProvenance:
-    """The audit that best confirms an item, and whether nothing independent confirms it (Weak).
-
-    Independent: an audit that opens the gate (activity.opens_gate: at `reviewed` or above, by a
-    review run of the item or the operator), by someone who is not one of the item's authors
-    (those recorded when the audit was given, and `authors`, the item's authors now). An item
-    with no recorded author has no self-audits. Level/By name the best independent audit (highest
-    level, newest on ties), or the best audit of all when none is independent.
-    """
-    if not audits:
-        return AuditProvenance()
-
-    def rank(row: Audit) -> tuple[int, str, int]:
-        return (LEVELS.index(row.level), row.at, row.id)
-
-    independent = [row for row in audits if row.opens and row.by not in {*row.authors, *authors}]
-    best = max(independent or audits, key=rank)
-    return AuditProvenance(level=best.level, by=best.by or "", weak=not independent)
-
-
-class DescribedDep(NamedTuple):
-    dep: Dep
-    entry: Entry | None  # None for a dep that is not an id
-
-
-def describe_deps(project: Project, ledger: Ledger, dep_ids: Iterable[str],
-                  rows: ItemRows | None = None) -> list[DescribedDep]:
-    """Each dep once: done (the ledger), readable (its file, through the cache), its best audit.
-
-    A dep that is not an id has no entry. `show` and the template data both describe deps so.
-    The ledger's tables and the cache are each read once for every dep together; `rows` are the
-    deps' rows when the caller has read them (Ledger.rows_of).
-    """
-    pattern = itemfile.id_pattern(project.config.prefix)
-    ids = list(dict.fromkeys(dep_ids))
-    valid = [dep_id for dep_id in ids if pattern.match(dep_id)]
-    if rows is None:
-        rows = ledger.rows_of(valid)
-    found_all = entries_for(project, ledger, valid)
-    described: list[DescribedDep] = []
-    for dep_id in ids:
-        if not pattern.match(dep_id):
-            described.append(DescribedDep(Dep(Id=dep_id, Unreadable=itemfile.NOT_AN_ID, Weak=True), None))
-            continue
-        found = found_all[dep_id]
-        provenance = audit_provenance(rows.audits_of(dep_id), rows.authors(dep_id))
-        described.append(DescribedDep(Dep(
-            Id=dep_id, Title=found.title, Path=found.rel,
-            Done=bool(rows.item_row(dep_id).get("done")), Unreadable=found.unreadable,
-            Level=provenance.level, By=provenance.by, Weak=provenance.weak,
-        ), found))
-    return described
+    """The provenance line: show reads the one file's body (the cache does not keep it), not its
+    frontmatter, which the cache has read (and which would cost show the YAML parser)."""
+    return itemfile.body_finding(project.item_path(item_id))

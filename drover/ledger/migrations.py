@@ -187,6 +187,15 @@ def _failure_classes(db: "sqlite_utils.Database") -> None:
     db["runs"].add_column("reset_at", str)
 
 
+def _item_files_exact(db: "sqlite_utils.Database") -> None:
+    # Whether a cache row's `meta` is the frontmatter exactly (YAML gave only what JSON holds: text
+    # keys; strings, numbers, booleans, null, lists, mappings): a prompt then takes it from the
+    # cache rather than import the YAML parser. The cache is emptied once, so every row says.
+    db["item_files"].add_column("exact", int, not_null_default=0)
+    db["item_files"].delete_where()
+    db["item_files_prefix"].delete_where()
+
+
 # The highest number among the cache's ids under the prefix they were parsed under, per prefix,
 # raised to the highest already met.
 _CACHED_HIGHEST = (
@@ -217,7 +226,7 @@ MIGRATIONS: tuple[tuple[str, Any], ...] = (
     ("0011_ids_met", _ids_met), ("0012_audit_run", _audit_run), ("0013_checks", _checks),
     ("0014_owed_commits", _owed_commits),
     ("0015_item_files_placeholder", _item_files_placeholder), ("0016_unfinished_runs", _unfinished_runs),
-    ("0017_failure_classes", _failure_classes),
+    ("0017_failure_classes", _failure_classes), ("0018_item_files_exact", _item_files_exact),
 )
 
 

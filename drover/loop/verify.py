@@ -157,7 +157,7 @@ def tail_of(log_path: Path, start: int = 0, lines: int = TAIL_LINES, size: int =
 
 @lru_cache(maxsize=1)
 def _words() -> dict[str, Any]:
-    from drover.config import parse_toml
+    from drover.config.toml import parse_toml
     from drover.prompts.resources import builtin_dir
 
     path = builtin_dir() / "checks.toml"

@@ -50,8 +50,9 @@ class ItemRecord:
         """The parsed item (or the one-line error `Project.require_item` gives), with the rows of it and its
         deps (for the draft slot, the `items` rows of every item: its Siblings say which are done)."""
         from drover.items.file import id_pattern
+        from drover.ledger.catalogue import read_item
 
-        item = project.require_item(item_id)
+        item = read_item(project, ledger, item_id)
         pattern = id_pattern(project.config.prefix)
         # the deps, and the item a draft's finding came from, ride on the same reads
         source = [item.finding_source] if item.finding_source else []
@@ -170,9 +171,9 @@ def _every_slot(project: Project, ledger: Ledger, record: ItemRecord, deps: list
 
 def _deps(project: Project, ledger: Ledger, record: ItemRecord) -> tuple[list[Dep], dict[str, Any]]:
     """Every dep with its done flag, readability and audit provenance; their cache entries by id."""
-    from drover.ledger import itemstate
+    from drover.ledger import depstate
 
-    described = itemstate.describe_deps(project, ledger, record.item.deps, record.rows)
+    described = depstate.describe_deps(project, ledger, record.item.deps, record.rows)
     return ([one.dep for one in described],
             {one.dep.Id: one.entry for one in described if one.entry is not None})
 
@@ -187,7 +188,7 @@ def verify_command(verify: dict[str, str], meta: dict[str, Any]) -> str:
 
 @lru_cache(maxsize=1)
 def _destination_table() -> tuple[dict[str, Any], ...]:
-    from drover.config import parse_toml
+    from drover.config.toml import parse_toml
     from drover.prompts.resources import builtin_dir
 
     path = builtin_dir() / "destinations.toml"

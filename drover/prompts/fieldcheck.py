@@ -29,7 +29,10 @@ def _field_types() -> dict[str, Any]:
 
 
 def _struct(hint: Any) -> type | None:
-    return hint if isinstance(hint, type) and dataclasses.is_dataclass(hint) else None
+    """The row type a hint names: a dataclass or a NamedTuple (prompts/fields.py's rows)."""
+    if isinstance(hint, type) and (dataclasses.is_dataclass(hint) or (issubclass(hint, tuple) and hasattr(hint, "_fields"))):
+        return hint
+    return None
 
 
 def _element(hint: Any) -> type | None:
@@ -40,7 +43,9 @@ def _element(hint: Any) -> type | None:
 
 
 def _members(struct: type) -> list[str]:
-    return [name for name in dir(struct) if not name.startswith("_")]
+    # a NamedTuple's tuple methods are not members a template means
+    tuple_methods = ("count", "index") if issubclass(struct, tuple) else ()
+    return [name for name in dir(struct) if not name.startswith("_") and name not in tuple_methods]
 
 
 def _type_of(expr: nodes.Node, scope: dict[str, Any]) -> Any:

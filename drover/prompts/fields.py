@@ -6,10 +6,9 @@ fills it lives in data.py. Commit and Recent are git's own rows (drover/git/hist
 """
 from __future__ import annotations
 
-from dataclasses import field, fields
-from typing import Any
+from dataclasses import dataclass, field, fields
+from typing import Any, NamedTuple
 
-from dataclasses import dataclass
 from drover.git.history import Commit as Commit, Recent as Recent  # the rows git returns, handed on as they are
 from drover.items.deps import Dep as Dep  # a row type of TemplateData, in its own module for `show`
 from drover.items.file import CHANGES_HEADING, truthy
@@ -19,8 +18,7 @@ from drover.vocabulary import TEMPLATE_SLOTS
 SLOTS = TEMPLATE_SLOTS  # the four slots a template can fill
 
 
-@dataclass(frozen=True)
-class Round:
+class Round(NamedTuple):
     """One round of requested changes, as `Trail` and `Earlier` list it."""
 
     N: int = 0
@@ -30,8 +28,7 @@ class Round:
     By: str = ""
 
 
-@dataclass(frozen=True)
-class FollowUp:
+class FollowUp(NamedTuple):
     """An open follow-up row on the tracker, owned by the item or a direct dep."""
 
     Number: int = 0
@@ -42,8 +39,7 @@ class FollowUp:
     Unavailable: str = ""
 
 
-@dataclass(frozen=True)
-class OwnedIssue:
+class OwnedIssue(NamedTuple):
     """An open issue naming the item or a direct dep as owner, without the follow-up label."""
 
     Number: int = 0
@@ -55,8 +51,7 @@ class OwnedIssue:
     Labels: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
-class Destination:
+class Destination(NamedTuple):
     """A place a finding can be sent, with this item's command."""
 
     Token: str = ""
@@ -74,8 +69,7 @@ class Destination:
                              break_on_hyphens=False, break_long_words=False)
 
 
-@dataclass(frozen=True)
-class Check:
+class Check(NamedTuple):
     """One run of the verify command by drover itself, on a branch head with base merged in."""
 
     Command: str = ""
@@ -85,8 +79,7 @@ class Check:
     Tail: str = ""
 
 
-@dataclass(frozen=True)
-class Resolution:
+class Resolution(NamedTuple):
     """An issue the item closes, with the newest judgment recorded for it."""
 
     Number: int = 0
@@ -101,8 +94,7 @@ class Resolution:
     Undisposed: bool = False
 
 
-@dataclass(frozen=True)
-class Origin:
+class Origin(NamedTuple):
     """The issue the item came from, read fresh."""
 
     Number: int = 0
@@ -112,8 +104,7 @@ class Origin:
     Unavailable: str = ""
 
 
-@dataclass(frozen=True)
-class AuditNote:
+class AuditNote(NamedTuple):
     """An audit on the provenance line's item that carries a note."""
 
     Level: str = ""
@@ -122,8 +113,7 @@ class AuditNote:
     At: str = ""
 
 
-@dataclass(frozen=True)
-class Sibling:
+class Sibling(NamedTuple):
     """Another item of the project, for routing a requirement to its owner."""
 
     Id: str = ""

@@ -1,0 +1,221 @@
+"""drover.toml -> a frozen Config.
+
+Each key is defined once, as a dataclass field made by `key(...)` (drover/config/keys.py): its
+table, default, meaning, allowed values and extra check. SCHEMA, validation, the commented
+drover.toml `init` writes and the tables of docs/configuration.md are all derived from those
+fields. Adding a key is one `key(...)` line in the dataclass that holds it; a table Config holds
+whole is a dataclass in drover/config/tables.py.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+from drover.config.keys import KeyInfo, at_least_one, check_items_folder, check_prefix, key
+from drover.config.tables import AgentConfig, PromptFiles, RayConfig, TrackerConfig
+from drover.config.toml import line_of, parse_toml
+from drover.errors import ConfigError, did_you_mean
+from drover.vocabulary import CONFIG_FILE as CONFIG_FILE, EXECUTORS, SLOTS
+from drover.vocabulary import GUIDANCE_LEVELS as GUIDANCE_LEVELS  # data.py reads it from here
+
+__all__ = ["CONFIG_FILE", "GUIDANCE_LEVELS", "KEYS", "SCHEMA", "VERIFY_DEFAULT", "AgentConfig", "Config",
+           "KeyInfo", "RayConfig", "TrackerConfig", "load_config", "parse_config"]
+
+# [verify] is an open table of key -> command string; `default` always exists.
+VERIFY_DEFAULT = {"default": "make test"}
+
+_TYPE_WORDS = {str: "a string", int: "an integer", bool: "true or false", dict: "a table"}
+
+
+@dataclass(frozen=True)
+class Config:
+    """The whole drover.toml, defaults filled in."""
+
+    prefix: str = key("project", "D", "item ids are D-1, D-2, ...: letters and digits, starting with a letter",
+                      check=check_prefix)
+    items: str = key("project", "items", "the folder holding one Markdown file per item", check=check_items_folder)
+    commit_items: bool = key("project", False, "true: drover commits its own edits to item files")
+    agent: AgentConfig = field(default_factory=AgentConfig, metadata={"holds": AgentConfig})
+    slot_agents: dict[str, AgentConfig] = field(default_factory=dict)
+    prompts: dict[str, str] = field(default_factory=lambda: {slot: "" for slot in SLOTS},
+                                    metadata={"holds": PromptFiles})
+    base: str = key("run", "main", "the branch items start from and merge into")
+    branch: str = key("run", "drover/{{ Id | lower }}", "the branch template; must render a valid git branch name")
+    worktree: bool = key("run", True, "each item is worked in .drover/worktrees/<ID>; false: in this checkout")
+    setup: str = key("run", "", "a command run once in each new worktree before its first agent, e.g. \"uv sync\"")
+    executor: str = key("run", "local", "where agent runs execute: local, or ray (drover help executors)",
+                        choices=EXECUTORS)
+    verify: dict[str, str] = field(default_factory=lambda: dict(VERIFY_DEFAULT))
+    max_rounds: int = key("review", 3, "rounds of changes an item may have (at least 1); past it request-changes "
+                                       "refuses, keeps the findings and parks the item", check=at_least_one)
+    require_independent: bool = key("review", False, "true: an approval by one of the item's authors (Weak) "
+                                                     "does not open the gate; false: it does, and shows as Weak")
+    tracker: TrackerConfig = field(default_factory=TrackerConfig, metadata={"holds": TrackerConfig})
+    ray: RayConfig = field(default_factory=RayConfig, metadata={"holds": RayConfig})
+
+    def agent_for(self, slot: str) -> AgentConfig:
+        """The agent a slot runs: [agent.<slot>] over [agent]."""
+        return self.slot_agents.get(slot, self.agent)
+
+
+def _declared(cls: type) -> list[KeyInfo]:
+    """The keys a dataclass declares, in field order, nested holders expanded where they sit."""
+    found: list[KeyInfo] = []
+    for item in fields(cls):
+        meta = item.metadata
+        if "holds" in meta:
+            found += _declared(meta["holds"])
+        elif "table" in meta:
+            default = meta["default"]
+            found.append(KeyInfo(meta["table"], item.name, type(default), default, meta["meaning"],
+                                 meta["choices"], meta["check"], meta["convert"]))
+    return found
+
+
+# table -> key -> KeyInfo, in the order drover.toml lists them; SCHEMA is its (type, default) view.
+KEYS: dict[str, dict[str, KeyInfo]] = {}
+for _info in _declared(Config):
+    KEYS.setdefault(_info.table, {})[_info.name] = _info
+SCHEMA: dict[str, dict[str, tuple[type, Any]]] = {
+    table: {name: (info.type, info.default) for name, info in keys.items()} for table, keys in KEYS.items()
+}
+
+
+class _Problems:
+    """Every problem found in one reading of drover.toml; raised together at the end."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def add(self, message: str) -> None:
+        self.lines.append(message)
+
+    def raise_any(self) -> None:
+        if self.lines:
+            raise ConfigError.several(self.lines)
+
+
+def _where(table: str, name: str) -> str:
+    return f"{CONFIG_FILE}: [{table}] {name}"
+
+
+def _check_value(info: KeyInfo, value: Any, shown: str) -> str:
+    """"" when `value` suits the key; else the one-line problem. `shown` is the table as written."""
+    where = _where(shown, info.name)
+    # bool is an int in Python; keep them apart so `max_rounds = true` is an error.
+    if not isinstance(value, info.type) or (info.type is int and isinstance(value, bool)):
+        return f"{where}: expected {_TYPE_WORDS[info.type]}"
+    if info.choices and value not in info.choices:
+        return f"{where}: expected one of {', '.join(info.choices)}, not {value!r}"
+    expected = info.check(value) if info.check else ""
+    return f"{where}: expected {expected}" if expected else ""
+
+
+def _read_table(table: str, raw: Any, problems: _Problems, nested: tuple[str, ...] = (),
+                shown: str = "") -> dict[str, Any]:
+    shown = shown or table
+    if not isinstance(raw, dict):
+        problems.add(f"{CONFIG_FILE}: [{shown}]: expected a table")
+        return {}
+    values = {}
+    for name, value in raw.items():
+        if name in nested:
+            continue
+        if name not in KEYS[table]:
+            if nested and isinstance(value, dict):
+                # [agent.<name>] with a name that is not a slot
+                problems.add(f"{CONFIG_FILE}: [{shown}.{name}]: unknown slot (expected one of "
+                             f"{', '.join(nested)})" + _suggest(name, nested))
+            else:
+                problems.add(f"{_where(shown, name)}: unknown key" + _suggest(name, KEYS[table]))
+            continue
+        info = KEYS[table][name]
+        value = info.convert(value) if info.convert else value
+        problem = _check_value(info, value, shown)
+        if problem:
+            problems.add(problem)
+        else:
+            values[name] = {**info.default, **value} if info.type is dict else value
+    return values
+
+
+def _suggest(word: str, choices: Iterable[str]) -> str:
+    close = did_you_mean(word, choices)
+    return f" (did you mean {close}?)" if close else ""
+
+
+def parse_config(data: dict[str, Any]) -> Config:
+    """Validate a parsed drover.toml and build the Config; every problem is reported, one line each."""
+    problems = _Problems()
+    # [executor.ray] arrives as data["executor"]["ray"]: one table per executor that has settings
+    known = {table for table in KEYS if "." not in table} | {"verify", "executor"}
+    for table, value in data.items():
+        if table in known:
+            continue
+        if not isinstance(value, dict):
+            # a key above every table: say which table it belongs in, when it belongs in one
+            homes = [name for name, keys in KEYS.items() if table in keys]
+            hint = f" (did you mean [{homes[0]}] {table}?)" if homes else ""
+            problems.add(f"{CONFIG_FILE}: {table}: unknown key{hint}")
+        else:
+            problems.add(f"{CONFIG_FILE}: [{table}]: unknown table" + _suggest(table, known))
+    project = _read_table("project", data.get("project", {}), problems)
+    agent_raw = data.get("agent", {})
+    agent = AgentConfig(**_read_table("agent", agent_raw, problems, nested=SLOTS))
+    slot_agents = {}
+    if isinstance(agent_raw, dict):
+        for slot in SLOTS:
+            if slot in agent_raw:
+                # a slot table names only what differs from [agent]; timeout and the rest carry over
+                overrides = _read_table("agent", agent_raw[slot], problems, shown=f"agent.{slot}")
+                if "preset" in overrides and "name" not in overrides:
+                    overrides["name"] = ""
+                if "preset" in overrides and "command" not in overrides:
+                    overrides["command"] = ""
+                slot_agents[slot] = replace(agent, **overrides)
+    prompts = {slot: "" for slot in SLOTS} | _read_table("prompts", data.get("prompts", {}), problems)
+    run = _read_table("run", data.get("run", {}), problems)
+    review = _read_table("review", data.get("review", {}), problems)
+    tracker = TrackerConfig(**_read_table("tracker", data.get("tracker", {}), problems))
+    verify = dict(VERIFY_DEFAULT)
+    verify_raw = data.get("verify", {})
+    if not isinstance(verify_raw, dict):
+        problems.add(f"{CONFIG_FILE}: [verify]: expected a table")
+        verify_raw = {}
+    for name, value in verify_raw.items():
+        if isinstance(value, str):
+            verify[name] = value
+        else:
+            problems.add(f"{CONFIG_FILE}: [verify] {name}: expected a string")
+    executor_raw = data.get("executor", {})
+    if not isinstance(executor_raw, dict):
+        problems.add(f"{CONFIG_FILE}: [executor]: expected a table")
+        executor_raw = {}
+    for name in executor_raw:
+        if name != "ray":
+            problems.add(f"{CONFIG_FILE}: [executor.{name}]: unknown table (expected [executor.ray])")
+    ray = RayConfig(**_read_table("executor.ray", executor_raw.get("ray", {}), problems))
+    problems.raise_any()
+    # an empty [tracker] repo with github is allowed: gh infers the repository from the remote
+    return Config(**project, agent=agent, slot_agents=slot_agents, prompts=prompts, **run, verify=verify,
+                  **review, tracker=tracker, ray=ray)
+
+
+def load_config(path: Path) -> Config:
+    """Read and validate drover.toml; every problem is a line of one ConfigError naming the key."""
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot read: {exc.strerror}", path=CONFIG_FILE) from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"not UTF-8 text ({exc.reason} at byte {exc.start})", path=CONFIG_FILE) from None
+    text = text.removeprefix("\ufeff")
+    try:
+        data = parse_toml(path, text)
+    except ValueError as exc:  # tomllib.TOMLDecodeError, named without importing tomllib
+        line = getattr(exc, "lineno", None) or line_of(str(exc))
+        message = str(exc).split(" (at line")[0]
+        raise ConfigError(message, path=CONFIG_FILE, line=line) from None
+    return parse_config(data)

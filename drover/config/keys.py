@@ -1,0 +1,92 @@
+"""How a drover.toml key is declared: `key(...)` makes a dataclass field that carries the key's
+table, default, meaning, allowed values and checks (KeyInfo); the checks and conversions keys share."""
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Collection
+from dataclasses import dataclass, field
+from typing import Any
+
+from drover.vocabulary import PREFIX_PATTERN
+
+_DURATION = re.compile(r"^(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$")
+
+
+@dataclass(frozen=True)
+class KeyInfo:
+    """One key of drover.toml, as its field declares it."""
+
+    table: str
+    name: str
+    type: type
+    default: Any
+    meaning: str
+    # the allowed values; for a preset or a tracker backend the registry's live keys, so that an
+    # entry added to presets.PRESETS or trackers.BACKENDS is accepted (and documented) with nothing else
+    choices: Collection[str] = ()
+    # returns "" when the value is fine, else what was expected ("an integer of at least 1")
+    check: Callable[[Any], str] | None = None
+    # turns an accepted other spelling into the declared type before the checks (e.g. 45 -> "45s")
+    convert: Callable[[Any], Any] | None = None
+
+
+def key(table: str, default: Any, meaning: str, *, choices: Collection[str] = (),
+        check: Callable[[Any], str] | None = None, convert: Callable[[Any], Any] | None = None) -> Any:
+    """A dataclass field that is also a drover.toml key: the one place its facts are written.
+
+    A dict default is a table of strings; what the user writes is laid over it.
+    """
+    metadata = {"table": table, "meaning": meaning, "choices": choices, "check": check, "convert": convert,
+                "default": default}
+    if isinstance(default, dict):
+        return field(default_factory=lambda: dict(default), metadata=metadata)
+    return field(default=default, metadata=metadata)
+
+
+def parse_duration(text: str) -> int:
+    """'2h', '90m', '1h30m', '45s' or a bare number of seconds -> seconds."""
+    text = text.strip()
+    if text.isdigit():
+        return int(text)
+    match = _DURATION.match(text)
+    if not text or not match:
+        raise ValueError(text)
+    hours, minutes, seconds = (int(group or 0) for group in match.groups())
+    return hours * 3600 + minutes * 60 + seconds
+
+
+def check_duration(value: str) -> str:
+    try:
+        parse_duration(value)
+    except ValueError:
+        return "a duration such as 2h, 90m or 45s"
+    return ""
+
+
+def check_prefix(value: str) -> str:
+    return "" if re.fullmatch(PREFIX_PATTERN, value) else "letters and digits, starting with a letter"
+
+
+def as_seconds(value: Any) -> Any:
+    """`timeout = 45` is seconds, as the documentation says."""
+    return f"{value}s" if isinstance(value, int) and not isinstance(value, bool) else value
+
+
+def check_items_folder(value: str) -> str:
+    """The items folder lies inside the repository, outside drover's and git's own state."""
+    from pathlib import PurePosixPath
+
+    parts = PurePosixPath(value.strip()).parts if value.strip() else ()
+    if not parts or parts == (".",) or PurePosixPath(value).is_absolute() or ".." in parts:
+        return f"a folder inside the repository, not {value!r}"
+    if parts[0] in (".drover", ".git"):
+        return f"a folder outside {parts[0]}/ (drover's and git's state), not {value!r}"
+    return ""
+
+
+def at_least_one(value: int) -> str:
+    return "" if value >= 1 else "an integer of at least 1"
+
+
+def table_of_strings(value: dict[str, Any]) -> str:
+    return "" if all(isinstance(word, str) for word in value.values()) else "a table of strings"

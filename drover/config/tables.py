@@ -1,0 +1,74 @@
+"""The tables of drover.toml that Config holds whole: [agent] (and [agent.<slot>]), [prompts],
+[tracker], [executor.ray]. Each key is one `key(...)` line (drover/config/keys.py)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from drover.agents.presets import PRESETS
+from drover.config.keys import at_least_one, as_seconds, check_duration, key, parse_duration, table_of_strings
+from drover.trackers import BACKENDS
+from drover.vocabulary import GUIDANCE_LEVELS
+
+
+# label -> kind for `drover new --issue`; a project's [tracker] kinds adds to these
+KIND_LABELS = {"bug": "bug", "enhancement": "feature", "feature": "feature", "documentation": "docs",
+               "chore": "chore", "refactor": "refactor", "performance": "performance", "security": "security"}
+
+
+@dataclass(frozen=True)
+class AgentConfig:
+    """One agent: its preset or command, identity, timeout and guidance ([agent] or a slot's table)."""
+
+    preset: str = key("agent", "claude", "the agent CLI to launch", choices=PRESETS.keys())
+    command: str = key("agent", "", "argv as shell-like words (never run through a shell); overrides the preset")
+    name: str = key("agent", "", "identity recorded as author / auditor; default: the preset name")
+    timeout: str = key("agent", "2h", "the agent's whole process group is ended after this long "
+                                            "(2h, 90m, 1h30m, 45s or seconds)", check=check_duration, convert=as_seconds)
+    guidance: str = key("agent", "detailed", "how much coaching the built-in prompts carry",
+                        choices=GUIDANCE_LEVELS)
+    sandboxed: bool = key("agent", False, "true states this machine is a sandbox: the preset then runs unattended "
+                                          "as root (claude: IS_SANDBOX=1); see `drover help agents`")
+
+    @property
+    def identity(self) -> str:
+        """Who this agent is in the ledger: `name`, else the preset."""
+        return self.name or self.preset
+
+    @property
+    def timeout_seconds(self) -> int:
+        return parse_duration(self.timeout)
+
+
+@dataclass(frozen=True)
+class PromptFiles:
+    """[prompts]: Config keeps these as a dict by slot; this type only declares the keys."""
+
+    implement: str = key("prompts", "", "override file for the implement slot; \"\" renders the built-in template")
+    review: str = key("prompts", "", "override file for the review slot")
+    draft: str = key("prompts", "", "override file for the draft slot")
+
+
+@dataclass(frozen=True)
+class TrackerConfig:
+    """The [tracker] table."""
+
+    backend: str = key("tracker", "none", "where issues live", choices=BACKENDS.keys())
+    repo: str = key("tracker", "", "owner/name for github; \"\" lets gh use this checkout's remote")
+    follow_up_label: str = key("tracker", "follow-up", "the label that marks follow-up issues (github)")
+    register: str = key("tracker", "follow-ups.md", "the follow-up register file (backend file)")
+    # key() gives a dict default its own default_factory, so no instance shares the table
+    kinds: dict[str, str] = key("tracker", KIND_LABELS, "issue label -> item kind for `drover new --issue`; "  # noqa: RUF009
+                                "yours are added to these", check=table_of_strings)
+
+
+@dataclass(frozen=True)
+class RayConfig:
+    """[executor.ray]: where `[run] executor = "ray"` sends runs (docs/executors.md)."""
+
+    address: str = key("executor.ray", "auto", "the Ray cluster: auto (the one this machine joined) or "
+                                               "ray://host:10001")
+    num_cpus: int = key("executor.ray", 1, "CPUs Ray reserves for each agent run (at least 1)",
+                        check=at_least_one)
+    runtime_env: dict[str, Any] = key("executor.ray", {}, "Ray's runtime_env for each run, e.g. "  # noqa: RUF009
+                                                          "{ pip = [\"drover-cli[ray]\"] }")
