@@ -173,17 +173,22 @@ def log_command(item_id: str, run_id: str | None, follow: bool) -> None:
               help="Where agents run (default: [run] executor).")
 @click.option("--dry-run", is_flag=True, help="Print where each run would go; launch and write nothing.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON (progress goes to stderr).")
+@click.option("--report", "report_file", metavar="FILE", default=None, type=click.Path(dir_okay=False),
+              help="When the drive ends, write the report of its runs as an HTML page to FILE.")
 def drive(item_ids: tuple[str, ...], jobs: int, finish_items: bool, executor: str | None, dry_run: bool,
-          as_json: bool) -> None:
+          as_json: bool, report_file: str | None = None) -> None:
     """Implement and review ready items (or the ids given) until approved, parked or failed."""
     from drover.cli.views import drive_summary
     from drover.loop.drive import drive as run_drive, exit_status
     from drover.ledger.project import open_project
+    from drover.ledger.connection import now
+    from pathlib import Path
 
     project = open_project()
     def say(line: str) -> None:
         click.echo(line, err=as_json)
 
+    started = now()
     results = run_drive(project, list(item_ids), jobs=jobs, finish=finish_items,
                         say=say, echo=sys.stdout.isatty() and not as_json, executor=executor, dry_run=dry_run)
     if dry_run:
@@ -194,4 +199,7 @@ def drive(item_ids: tuple[str, ...], jobs: int, finish_items: bool, executor: st
         echo_json(drive_report(results))
     for line in drive_summary(results) if not as_json else ():
         click.echo(line)
+    from drover.cli.report import drive_ended
+
+    drive_ended(project, started, Path(report_file) if report_file else None, say)
     sys.exit(exit_status(results))

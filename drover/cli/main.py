@@ -24,6 +24,7 @@ SECTIONS: dict[str, dict[str, str]] = {
                      "audit": "verbs.audit", "dispose": "verbs.dispose", "park": "verbs.park", "unpark": "verbs.unpark"},
     "Inspection": {"check": "templates.check", "prompt": "templates.prompt", "schema": "templates.schema",
                    "log": "loop.log_command", "ledger": "ledger.ledger_group"},
+    "Reports": {"report": "report.report"},
 }
 LAZY = {name: where for section in SECTIONS.values() for name, where in section.items()}
 

@@ -72,3 +72,29 @@ class RayConfig:
                         check=at_least_one)
     runtime_env: dict[str, Any] = key("executor.ray", {}, "Ray's runtime_env for each run, e.g. "  # noqa: RUF009
                                                           "{ pip = [\"drover-cli[ray]\"] }")
+
+
+def check_words(value: str) -> str:
+    """A command as shell-like words: shlex must be able to split it."""
+    import shlex
+
+    try:
+        shlex.split(value)
+    except ValueError as exc:
+        return f"shell-like words ({exc})"
+    return ""
+
+
+@dataclass(frozen=True)
+class NotifyConfig:
+    """[notify]: a command run when a drive ends, with the report's JSON on stdin (docs/report.md)."""
+
+    command: str = key("notify", "", "argv as shell-like words (never run through a shell), run when a drive "
+                                     "ends with the report's JSON on stdin; \"\" runs nothing", check=check_words)
+    timeout: str = key("notify", "30s", "the command's whole process group is ended after this long; its failure "
+                                        "is one warning line, never a failed drive",
+                       check=check_duration, convert=as_seconds)
+
+    @property
+    def timeout_seconds(self) -> int:
+        return parse_duration(self.timeout)

@@ -1,0 +1,177 @@
+"""`drover report`: the morning report as text, JSON or a self-contained HTML page; and what a drive
+does when it ends (`drive --report FILE`, `[notify] command`)."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable
+
+import click
+
+from drover.cli.parts import echo_json, example
+
+if TYPE_CHECKING:
+    from drover.config import Config
+    from drover.ledger.db import Ledger
+    from drover.ledger.project import Project
+    from drover.ledger.report import GroupLine, Report
+
+# Control characters (escape sequences among them) an agent could put in a title or a reason to
+# steer the operator's terminal: shown as `?`.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+@click.command(epilog=example("drover report --since 12h --html report.html"))
+@click.option("--since", metavar="WHEN", help="Only what happened since WHEN: a date or time (2026-12-04, "
+                                              "2026-12-04T22:00) or a duration back from now (12h, 7d).")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON (docs/report.md documents it).")
+@click.option("--html", "html_file", metavar="FILE", type=click.Path(dir_okay=False, path_type=Path),
+              help="Write the report as one self-contained HTML page to FILE.")
+def report(since: str | None, as_json: bool, html_file: Path | None) -> None:
+    """What merged, what is parked, failed or over budget and why, and what it cost."""
+    from drover.cli.parts import opened
+    from drover.errors import UsageError
+    from drover.ledger.report import as_json as report_json, since_of
+
+    if as_json and html_file is not None:
+        raise UsageError("--json and --html are one or the other")
+    start = since_of(since) if since is not None else None
+    with opened() as (project, ledger):
+        made = report_for(project, ledger, start)
+    if as_json:
+        echo_json(report_json(made))
+    elif html_file is not None:
+        write_page(made, html_file)
+        click.echo(f"drover: report written to {html_file}")
+    else:
+        for line in report_lines(made):
+            click.echo(line)
+
+
+def rates_of(config: "Config") -> dict[str, tuple[float, float]]:
+    """The operator's rate card ([budget.rates]: model -> USD per million tokens in and out), or none."""
+    budget = getattr(config, "budget", None)
+    return dict(getattr(budget, "rates", None) or {})
+
+
+def report_for(project: "Project", ledger: "Ledger", since: str | None) -> "Report":
+    from drover.ledger.report import build_report
+
+    return build_report(project, ledger, since=since, rates=rates_of(project.config))
+
+
+def write_page(made: "Report", path: Path) -> None:
+    """The HTML page, written whole or not at all."""
+    from drover.cli.report_html import page
+    from drover.items.file import write_atomic
+
+    write_atomic(path, page(made))
+
+
+def drive_ended(project: "Project", since: str, report_file: Path | None, say: Callable[[str], None]) -> None:
+    """When a drive ends: the page `--report FILE` asked for, then `[notify] command` with the JSON.
+
+    Both cover what happened since the drive started. Neither fails the drive: a problem is one
+    warning line."""
+    import json
+
+    from drover.ledger.db import Ledger
+    from drover.ledger.report import as_json as report_json
+
+    notify = getattr(project.config, "notify", None)
+    command = notify.command.strip() if notify is not None else ""
+    if report_file is None and not command:
+        return
+    try:
+        with Ledger(project.ledger_path) as ledger:
+            made = report_for(project, ledger, since)
+    except Exception as exc:  # the drive's work is done and recorded; the report is extra
+        say(f"drover: warning: the report could not be made: {exc}")
+        return
+    if report_file is not None:
+        try:
+            write_page(made, report_file)
+            say(f"drover: report written to {report_file}")
+        except OSError as exc:
+            say(f"drover: warning: the report was not written to {report_file}: {exc.strerror or exc}")
+    if command and notify is not None:
+        from drover.loop.notify import run_notify
+
+        warning = run_notify(command, notify.timeout_seconds, json.dumps(report_json(made), indent=2),
+                             cwd=project.root)
+        if warning:
+            say(f"drover: warning: [notify] {warning}")
+
+
+# --- text for people -----------------------------------------------------------------------------
+
+
+def clean(text: str) -> str:
+    """Ledger or item text, safe for a terminal: one line, no control characters."""
+    return _CONTROL.sub("?", " ".join(str(text).split("\n")))
+
+
+def money(cost: float | None, source: str) -> str:
+    if cost is None:
+        return "-"
+    label = {"rates": "", "cli": " (CLI's)", "mixed": " (partly CLI's)"}.get(source, "")
+    return f"${cost:.4f}{label}"
+
+
+def _share(value: float | None) -> str:
+    return "-" if value is None else f"{value:.0%}"
+
+
+def _mean(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1f}"
+
+
+def _failures(found: dict[str, int]) -> str:
+    return ", ".join(f"{clean(name)} {count}" for name, count in found.items()) or "-"
+
+
+def report_lines(made: "Report") -> list[str]:
+    """The report for a terminal."""
+    from drover.cli.views import table
+
+    window = f"since {made.since}" if made.since else "the whole ledger"
+    totals = made.totals
+    lines = [f"drover report: {window} (made {made.generated})",
+             f"  items {totals.items}: merged {len(made.merged)}, over budget {len(made.over_budget)}, "
+             f"parked {len(made.parked)}, failed {len(made.failed)}",
+             f"  runs {totals.runs} (failed {totals.failed_runs}: {_failures(totals.failures)}); "
+             f"tokens {totals.input_tokens:,} in, {totals.output_tokens:,} out; "
+             f"cost {money(totals.cost_usd, totals.cost_source)}"]
+    if not made.rated_models and totals.cost_usd is not None:
+        lines.append("  costs are the agent CLIs' own figures: no [budget.rates] rate card")
+    by_id = {item.id: item for item in made.items}
+    for heading, ids in (("Merged", made.merged), ("Over budget", made.over_budget), ("Parked", made.parked),
+                         ("Failed", made.failed)):
+        if ids:
+            lines += ["", f"{heading} ({len(ids)})"]
+            for item_id in ids:
+                item = by_id[item_id]
+                why = f": {clean(item.reason)}" if item.reason else ""
+                lines.append(f"  {clean(item.id)}  {clean(item.title)}{why}")
+    if made.items:
+        rows = [(clean(item.id), item.status.replace("_", " "), str(item.rounds),
+                 f"{item.checks_passed}/{item.checks_passed + item.checks_failed}", str(item.runs),
+                 f"{item.input_tokens + item.output_tokens:,}", money(item.cost_usd, item.cost_source),
+                 clean(item.title)) for item in made.items]
+        lines += ["", "Items"] + ["  " + line for line in table(
+            rows, header=("id", "status", "rounds", "checks ok", "runs", "tokens", "cost", "title"),
+            right=(2, 3, 4, 5))]
+    for heading, groups in (("Agents", made.agents), ("Models", made.models)):
+        if groups:
+            lines += ["", heading] + ["  " + line for line in table(
+                [_group_row(group) for group in groups],
+                header=(heading[:-1].lower(), "items", "runs", "approved first", "rounds to approval",
+                        "failures", "tokens", "cost"), right=(1, 2, 3, 4, 6))]
+    return lines
+
+
+def _group_row(group: "GroupLine") -> tuple[str, ...]:
+    return (clean(group.name), str(group.items), str(group.runs), _share(group.first_review_share),
+            _mean(group.mean_rounds_to_approval), _failures(group.failures),
+            f"{group.input_tokens + group.output_tokens:,}", money(group.cost_usd, group.cost_source))
+
