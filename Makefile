@@ -3,7 +3,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test demo bench venv history clean docs lint e2e test-stress
+.PHONY: test demo bench venv history clean docs lint e2e test-stress test-browser
 
 venv: $(STAMP)
 
@@ -25,7 +25,7 @@ test: $(STAMP)
 
 # The generated reference docs (docs/reference/*.md, and the cog blocks of configuration.md,
 # agents.md and fields.md): `make docs` rewrites them from the code.
-DOCS_GENERATED := $(wildcard docs/reference/*.md) docs/configuration.md docs/agents.md docs/fields.md
+DOCS_GENERATED := $(wildcard docs/reference/*.md) docs/configuration.md docs/agents.md docs/fields.md docs/report.md
 COG := $(BIN)/cog -I tools
 
 docs: $(STAMP)
@@ -63,6 +63,15 @@ e2e: $(STAMP)
 # SIGKILLs at random points of every writing command, and 16 concurrent writers (tests/stress/).
 test-stress: $(STAMP)
 	DROVER_STRESS=1 $(BIN)/python -m pytest tests/stress -q -s -p no:cacheprovider
+
+# The report's HTML page in a real browser: Chromium from the system's packages (installed when
+# missing), driven by Playwright for Python (the `browser` extra; no browser download of its own).
+CHROMIUM ?= /usr/bin/chromium
+
+test-browser: $(STAMP)
+	test -x $(CHROMIUM) || (apt-get update -q && apt-get install -y -q chromium)
+	$(BIN)/python -m pip install --quiet -e '.[test,browser]'
+	DROVER_BROWSER_REQUIRED=1 DROVER_CHROMIUM=$(CHROMIUM) $(BIN)/python -m pytest tests/browser -v -rs -p no:cacheprovider
 
 demo: $(STAMP)
 	$(BIN)/python -m drover.cli.demo

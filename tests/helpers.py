@@ -475,3 +475,105 @@ def assert_each_write_committed(root: Path, base: str, seeded: int = 0) -> int:
     status = git(root, "status", "--porcelain", "--untracked-files=all").splitlines()
     assert [line for line in status if "items/" in line] == []
     return len(commits)
+
+
+# --- a ledger for the report (tests/test_report.py, tests/browser/) -----------------------------
+
+REPORT_HOSTILE = ("<script>alert(1)</script>", '"><img src=x onerror=alert(1)>')
+REPORT_CLASSES = ("rate_limited", "auth", "timeout", "stalled", "crashed")
+
+
+def seed_report_ledger(root: Path, count: int = 200) -> dict:
+    """`drover init`, `count` item files and their ledger rows written through the ledger's API in one
+    transaction: merged, over budget, parked, failed (classified and not), open and untouched
+    items, agents alpha and beta on two models, a reviewer, hostile titles and reasons. Returns
+    what the report must find."""
+    from datetime import datetime, timedelta, timezone
+
+    from drover.items.file import new_item_text
+    from drover.ledger.db import Ledger
+    from drover.ledger.rows import Check, NewRun
+    from drover.vocabulary import OVER_BUDGET
+
+    configure(root)
+    start = datetime(2026, 12, 1, tzinfo=timezone.utc)
+
+    def at(seconds: float) -> str:
+        return (start + timedelta(seconds=seconds)).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+    want: dict = {"merged": [], "over_budget": [], "parked": [], "failed": [], "edges": [], "runs": 0,
+                  "input": 0, "output": 0, "failures": {}, "first": {}, "ids": [], "agent_failures": {}}
+    titles = {3: REPORT_HOSTILE[0], 4: REPORT_HOSTILE[1]}
+    for number in range(1, count + 1):
+        item_id = f"D-{number}"
+        deps = [f"D-{number // 2}"] if number % 3 == 0 and number > 2 else []
+        if number % 5 == 0:
+            deps.append(f"D-{number - 1}")
+        want["edges"] += [(dep, item_id) for dep in deps]
+        want["ids"].append(item_id)
+        (root / "items" / f"{item_id}.md").write_text(
+            new_item_text(item_id, titles.get(number, f"Item number {number}"), "feature", deps), encoding="utf-8")
+    with Ledger(root / ".drover" / "ledger.db") as ledger, ledger.write():
+        table = ledger.db.table
+        for number in range(1, count + 1):
+            item_id, fate, t = f"D-{number}", number % 10, number * 600.0
+            if fate == 9:
+                continue  # untouched: a file, no ledger row
+            agent, model = ("alpha", "m-large") if number % 2 else ("beta", "m-small")
+
+            def run(slot: str, who: str, exit_status: int, failure: str | None, tokens: tuple[int, int] | None,
+                    began: float, kind: str | None = model) -> None:
+                run_id = f"r{number}-{slot}-{int(began)}"
+                ledger.start_run(NewRun(run_id, item_id, slot, who, started=at(began)))
+                table("runs").update(run_id, {"finished": at(began + 120), "exit_status": exit_status,
+                                              "outcome": "exited", "model": kind,
+                                              "input_tokens": tokens and tokens[0], "output_tokens": tokens and tokens[1],
+                                              "cost_usd": 0.001 * number if tokens else None, "failure": failure,
+                                              "reason": f"exit {exit_status} <b>bold</b>" if exit_status else None})
+                want["runs"] += 1
+                if tokens:
+                    want["input"] += tokens[0]
+                    want["output"] += tokens[1]
+                if exit_status:
+                    name = failure or "unclassified"
+                    want["failures"][name] = want["failures"].get(name, 0) + 1
+                    mine = want["agent_failures"].setdefault(who, {})
+                    mine[name] = mine.get(name, 0) + 1
+
+            if fate == 6:
+                run("implement", agent, 1, REPORT_CLASSES[number // 10 % len(REPORT_CLASSES)], (1000 + number, 10), t)
+                want["failed"].append(item_id)
+                continue
+            if fate == 7:
+                run("implement", agent, 2, None, None, t)
+                want["failed"].append(item_id)
+                continue
+            run("implement", agent, 0, None, (1000 + number, 100 + number), t)
+            if fate == 8:
+                continue
+            run("review", "reviewer", 0, None, None, t + 200, kind=None)
+            if fate == 4:
+                ledger.park(item_id, f"{OVER_BUDGET}item used 250,000 tokens of 200,000 <script>x</script>")
+                want["over_budget"].append(item_id)
+                continue
+            if fate == 5:
+                ledger.park(item_id, 'the operator decides "><img src=x onerror=alert(2)>')
+                want["parked"].append(item_id)
+                continue
+            first = number % 4 == 0
+            if not first:
+                table("rounds").insert({"item": item_id, "number": 1, "digest": "d" * 64, "headline": "Fix it",
+                                        "by": "reviewer", "at": at(t + 300)})
+                run("implement", agent, 0, None, (500, 50), t + 400)
+                run("review", "reviewer", 0, None, None, t + 500, kind=None)
+            if fate == 3:
+                ledger.add_check(Check(f"c{number}-bad", item_id, "h" * 40, "b" * 40, "make test", 1, "exited",
+                                       at(t + 250), 1.0, "FAILED", "", at(t + 251)))
+            ledger.add_check(Check(f"c{number}", item_id, "h" * 40, "b" * 40, "make test", 0, "exited",
+                                   at(t + 550), 1.0, "ok", "", at(t + 551)))
+            table("audits").insert({"item": item_id, "level": "reviewed", "by": "reviewer", "note": "<i>fine</i>",
+                                    "at": at(t + 600), "authors": "[]", "head": "h" * 40, "run": "", "opens": 1})
+            ledger.mark_done(item_id)
+            want["merged"].append(item_id)
+            want["first"][item_id] = first
+    return want

@@ -167,3 +167,35 @@ def ledger_schema() -> str:
         finally:
             db.close()
     return "\n".join(parts).rstrip("\n")
+
+
+def report_schema() -> str:
+    """The JSON of `drover report --json`, one table per object, from drover/ledger/report.py's MEANINGS."""
+    from typing import get_type_hints
+
+    from drover.ledger import report
+
+    parts = []
+    for name, meanings in report.MEANINGS.items():
+        hints = get_type_hints(report.ROW_TYPES[name])
+        parts += ["", f"### `{name}`", "", "| field | type | meaning |", "|---|---|---|"]
+        for field, meaning in meanings.items():
+            parts.append(f"| `{field}` | {_cell(_json_type(hints[field]))} | {_cell(meaning)} |")
+    return "\n".join(parts[1:])
+
+
+def _json_type(hint: object) -> str:
+    """A Python annotation as the JSON it becomes: string, integer, number, boolean, null, array of ..., object."""
+    from typing import get_args, get_origin
+
+    words = {str: "string", int: "integer", float: "number", bool: "boolean", type(None): "null"}
+    if hint in words:
+        return words[hint]  # type: ignore[index]
+    origin, args = get_origin(hint), get_args(hint)
+    if origin is tuple:
+        return f"array of {_json_type(args[0])}"
+    if origin is dict:
+        return f"object of {_json_type(args[1])}"
+    if args:  # a union
+        return " or ".join(_json_type(arg) for arg in args)
+    return f"object (`{getattr(hint, '__name__', hint)}`)"

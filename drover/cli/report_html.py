@@ -238,7 +238,7 @@ def timeline(runs: "tuple[RunLine, ...]", generated: str) -> str:
 def _stamp(seconds: float) -> str:
     from datetime import timezone
 
-    return datetime.fromtimestamp(seconds, timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    return datetime.fromtimestamp(seconds, timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 def _legend() -> str:

@@ -1,0 +1,391 @@
+"""drover report (text, JSON, HTML), drive --report and [notify] command, on the demo's ledger and
+on a generated 200-item one."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import sqlite3
+import subprocess
+import sys
+from datetime import datetime, timedelta, timezone
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from helpers import (BIN, REPORT_HOSTILE, TESTS, configure, drover, git, new_item, one_line,
+                     seed_report_ledger)
+
+RECORDER = TESTS / "agents" / "notify_recorder.py"
+
+
+class Page(HTMLParser):
+    """What a browser would build of the page: its elements with their attributes, and its text."""
+
+    def __init__(self, text: str):
+        super().__init__(convert_charrefs=True)
+        self.elements: list[tuple[str, dict[str, str]]] = []
+        self.text: list[str] = []
+        self.feed(text)
+        self.close()
+
+    def handle_starttag(self, tag, attrs):
+        self.elements.append((tag, {name: value or "" for name, value in attrs}))
+
+    def handle_startendtag(self, tag, attrs):
+        self.handle_starttag(tag, attrs)
+
+    def handle_data(self, data):
+        self.text.append(data)
+
+    def having(self, tag: str, css: str) -> list[dict[str, str]]:
+        return [attrs for name, attrs in self.elements if name == tag and css in attrs.get("class", "").split()]
+
+
+def assert_self_contained(text: str) -> Page:
+    """No script, no element that fetches, no URL of any kind, no event handler: a page that cannot reach out."""
+    page = Page(text)
+    tags = {tag for tag, _ in page.elements}
+    assert not tags & {"script", "img", "link", "iframe", "object", "embed", "a", "image", "use", "foreignobject",
+                       "audio", "video", "source", "form", "base"}, tags
+    for tag, attrs in page.elements:
+        for name, value in attrs.items():
+            assert not name.startswith("on"), (tag, name)
+            assert "//" not in value and "url(" not in value.lower(), (tag, name, value)
+    assert not re.search(r"https?:|//|url\(|@import", text.replace(REPORT_HOSTILE[0], "")), "a URL in the page"
+    return page
+
+
+@pytest.fixture(scope="module")
+def demo_root(tmp_path_factory) -> Path:
+    """The demo's project after `make demo`'s drive: three items merged (built once for the module)."""
+    root = tmp_path_factory.mktemp("demo") / "project"
+    home = tmp_path_factory.mktemp("demo-home")
+    env = {key: value for key, value in os.environ.items() if not key.startswith("DROVER_")}
+    env.update({"PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}", "HOME": str(home), "GIT_CONFIG_NOSYSTEM": "1",
+                "GIT_CONFIG_GLOBAL": os.devnull})
+    done = subprocess.run([sys.executable, "-m", "drover.cli.demo", str(root)], text=True, capture_output=True,
+                          env=env, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return root
+
+
+def ledger_count(root: Path, sql: str) -> int:
+    conn = sqlite3.connect(root / ".drover" / "ledger.db")
+    try:
+        return conn.execute(sql).fetchone()[0]
+    finally:
+        conn.close()
+
+
+def documented_fields() -> dict[str, dict[str, str]]:
+    from drover.ledger.report import MEANINGS
+
+    return MEANINGS
+
+
+def assert_schema(value: dict) -> None:
+    """Every object of the JSON has exactly the fields docs/report.md documents, of their types."""
+    fields = documented_fields()
+    assert set(value) == set(fields["Report"]) and value["schema"] == 1
+    for name in ("merged", "over_budget", "parked", "failed", "rated_models"):
+        assert all(isinstance(one, str) for one in value[name])
+    for kind, rows in (("ItemLine", value["items"]), ("RunLine", value["runs"]), ("GroupLine", value["agents"]),
+                       ("GroupLine", value["models"]), ("Totals", [value["totals"]])):
+        for row in rows:
+            assert set(row) == set(fields[kind]), kind
+            for count in ("rounds", "runs", "items", "input_tokens", "output_tokens", "checks_passed"):
+                if count in row and kind != "RunLine":
+                    assert isinstance(row[count], int) and row[count] >= 0, (kind, count)
+            if "cost_usd" in row:
+                assert row["cost_usd"] is None or isinstance(row["cost_usd"], float)
+                assert row["cost_source"] in ("", "rates", "cli", "mixed")
+
+
+# --- the demo's ledger ---------------------------------------------------------------------------
+
+
+def test_the_report_of_the_demo_says_three_items_merged_with_their_rounds_and_checks(demo_root):
+    done = drover(demo_root, "report", check=True)
+    assert "items 3: merged 3, over budget 0, parked 0, failed 0" in done.stdout
+    assert re.search(r"^Merged \(3\)$", done.stdout, re.M)
+    runs = ledger_count(demo_root, "SELECT count(*) FROM runs")
+    assert f"runs {runs} (failed 0" in done.stdout
+    rows = {line.split()[0]: line.split() for line in done.stdout.splitlines()[done.stdout.splitlines().index("Items") + 2:]
+            if line.startswith("  D-")}
+    assert set(rows) == {"D-1", "D-2", "D-3"}
+    assert all(row[1] == "merged" and row[2] == "1" and row[3] == "2/2" for row in rows.values())
+    assert "demo-implementer" in done.stdout and "demo-reviewer" in done.stdout
+
+
+def test_the_demo_report_as_json_follows_the_documented_schema(demo_root):
+    value = json.loads(drover(demo_root, "report", "--json", check=True).stdout)
+    assert_schema(value)
+    assert value["merged"] == ["D-1", "D-2", "D-3"] and value["since"] is None
+    assert len(value["runs"]) == ledger_count(demo_root, "SELECT count(*) FROM runs")
+    by_id = {item["id"]: item for item in value["items"]}
+    assert by_id["D-2"]["deps"] == ["D-1"]
+    # the demo's reviewer asks for changes once, then approves: not at first review, one round to approval
+    assert all(item["approved_at_first_review"] is False and item["rounds_to_approval"] == 1 for item in by_id.values())
+    implementer = next(group for group in value["agents"] if group["name"] == "demo-implementer")
+    assert implementer["implemented"] == 3 and implementer["first_review_share"] == 0.0
+    assert implementer["mean_rounds_to_approval"] == 1.0
+
+
+def test_the_demo_report_page_has_every_item_dep_and_run_and_nothing_from_outside(demo_root, tmp_path):
+    out = tmp_path / "page.html"
+    done = drover(demo_root, "report", "--html", str(out), check=True)
+    assert str(out) in done.stdout
+    page = assert_self_contained(out.read_text(encoding="utf-8"))
+    assert sorted(node["data-id"] for node in page.having("g", "node")) == ["D-1", "D-2", "D-3"]
+    assert [(edge["data-from"], edge["data-to"]) for edge in page.having("path", "edge")] == [("D-1", "D-2")]
+    bars = page.having("rect", "bar")
+    conn = sqlite3.connect(demo_root / ".drover" / "ledger.db")
+    assert sorted(bar["data-run"] for bar in bars) == sorted(row[0] for row in conn.execute("SELECT id FROM runs"))
+    conn.close()
+    assert {bar["data-outcome"] for bar in bars} == {"ok"}
+
+
+# --- 200 items -------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def big(repo) -> dict:
+    return seed_report_ledger(repo)
+
+
+def test_the_report_of_200_items_counts_each_outcome_and_failure_class(repo, big):
+    value = json.loads(drover(repo, "report", "--json", check=True).stdout)
+    assert_schema(value)
+    assert len(value["items"]) == 200 and [item["id"] for item in value["items"]] == big["ids"]
+    for name in ("merged", "over_budget", "parked", "failed"):
+        assert value[name] == big[name], name
+    totals = value["totals"]
+    assert totals["runs"] == big["runs"] == len(value["runs"])
+    assert (totals["input_tokens"], totals["output_tokens"]) == (big["input"], big["output"])
+    assert totals["failures"] == dict(sorted(big["failures"].items()))
+    assert totals["cost_source"] == "cli" and value["rated_models"] == []
+    agents = {group["name"]: group for group in value["agents"]}
+    assert set(agents) == {"alpha", "beta", "reviewer"}
+    for name in ("alpha", "beta"):
+        assert agents[name]["failures"] == dict(sorted(big["agent_failures"][name].items()))
+        mine = [item for item, first in big["first"].items() if int(item[2:]) % 2 == (name == "alpha")]
+        firsts = sum(big["first"][item] for item in mine)
+        assert agents[name]["approved_at_first_review"] == firsts
+        assert agents[name]["first_review_share"] == pytest.approx(firsts / len(mine))
+        # one round before approval for each item not approved at once
+        assert agents[name]["mean_rounds_to_approval"] == pytest.approx((len(mine) - firsts) / len(mine))
+    items = {item["id"]: item for item in value["items"]}
+    assert items["D-6"]["reason"].startswith("implement run r6-implement-3600: ")  # a failure's class and words
+    assert items["D-7"]["reason"] == "implement run r7-implement-4200: unclassified: exit 2 <b>bold</b>"
+    assert items["D-14"]["reason"].startswith("over budget: ") and items["D-14"]["status"] == "over_budget"
+    assert items["D-9"]["runs"] == 0 and items["D-9"]["status"] == "open"  # untouched, still in the report
+    assert items["D-13"]["checks_passed"] == 1 and items["D-13"]["checks_failed"] == 1
+    models = {group["name"] for group in value["models"]}
+    assert models == {"m-large", "m-small", "(unknown)"}
+
+
+def test_the_200_item_page_draws_every_item_edge_and_run_and_keeps_hostile_text_as_text(repo, big, tmp_path):
+    out = tmp_path / "report.html"
+    drover(repo, "report", "--html", str(out), check=True)
+    text = out.read_text(encoding="utf-8")
+    page = assert_self_contained(text)
+    assert sorted(node["data-id"] for node in page.having("g", "node")) == sorted(big["ids"])
+    assert sorted((edge["data-from"], edge["data-to"]) for edge in page.having("path", "edge")) == sorted(big["edges"])
+    assert len(page.having("rect", "bar")) == big["runs"]
+    words = "".join(page.text)
+    for hostile in (*REPORT_HOSTILE, "<script>x</script>", '"><img src=x onerror=alert(2)>', "<b>bold</b>"):
+        assert hostile in words  # shown as the text it is
+        assert hostile not in text  # never as markup
+    assert "Content-Security-Policy" in text and "default-src 'none'" in text
+
+
+def test_a_rate_card_prices_the_runs_of_its_models_and_says_whose_figure_the_rest_are(repo, big):
+    from drover.ledger.db import Ledger
+    from drover.ledger.project import open_project
+    from drover.ledger.report import build_report
+
+    project = open_project(repo)
+    with Ledger(project.ledger_path) as ledger:
+        made = build_report(project, ledger, rates={"m-large": (3.0, 15.0)})
+    runs = {run.id: run for run in made.runs}
+    large = runs["r1-implement-600"]
+    assert large.cost_source == "rates"
+    assert large.cost_usd == pytest.approx((1001 * 3.0 + 101 * 15.0) / 1_000_000)
+    assert runs["r2-implement-1200"].cost_source == "cli" and runs["r2-implement-1200"].cost_usd == pytest.approx(0.002)
+    assert made.totals.cost_source == "mixed" and made.rated_models == ("m-large",)
+    assert {group.name: group.cost_source for group in made.models}["m-large"] == "rates"
+
+
+def test_since_keeps_only_what_happened_in_the_window(repo, big):
+    value = json.loads(drover(repo, "report", "--json", "--since", "2026-12-02T00:00:00Z", check=True).stdout)
+    # items are 600 s apart from 2026-12-01T00:00: from D-144 on, their runs start on the 2nd
+    assert value["since"] == "2026-12-02T00:00:00.000Z"
+    assert all(run["started"] >= value["since"] for run in value["runs"])
+    assert min(int(run["item"][2:]) for run in value["runs"]) == 144
+    # and the items with a run in it, or merged or parked in it (the seed marks them now)
+    with_runs = {run["item"] for run in value["runs"]}
+    assert {item["id"] for item in value["items"]} == with_runs | {*big["merged"], *big["over_budget"], *big["parked"]}
+    assert "D-106" not in with_runs and "D-108" not in with_runs
+    # a duration counts back from now
+    before = datetime.now(timezone.utc) - timedelta(hours=36)
+    recent = json.loads(drover(repo, "report", "--json", "--since", "1d12h", check=True).stdout)
+    after = datetime.now(timezone.utc) - timedelta(hours=36)
+    assert before <= datetime.fromisoformat(recent["since"].replace("Z", "+00:00")) <= after
+    conn = sqlite3.connect(repo / ".drover" / "ledger.db")
+    inside = sorted(row[0] for row in conn.execute("SELECT id FROM runs WHERE started >= ?", (recent["since"],)))
+    conn.close()
+    assert sorted(run["id"] for run in recent["runs"]) == inside
+
+
+@pytest.mark.parametrize("since", ["yesterday", "12x", "2026-13-40", ""])
+def test_a_bad_since_is_one_line_and_exit_2(repo, since):
+    configure(repo)
+    done = drover(repo, "report", "--since", since)
+    assert done.returncode == 2 and "--since" in one_line(done) and "Traceback" not in done.stderr
+
+
+def test_json_and_html_together_are_a_usage_error(repo, tmp_path):
+    configure(repo)
+    done = drover(repo, "report", "--json", "--html", str(tmp_path / "x.html"))
+    assert done.returncode == 2 and "one or the other" in one_line(done)
+    assert not (tmp_path / "x.html").exists()
+
+
+def test_the_terminal_report_shows_no_control_characters_an_agent_put_in_a_title(repo):
+    configure(repo)
+    item = new_item(repo, "Plain title")
+    path = repo / "items" / f"{item}.md"
+    path.write_text(path.read_text().replace("title: Plain title", 'title: "Evil \\e]0;owned\\a\\e[2J title"'))
+    done = drover(repo, "report", check=True)
+    assert "\x1b" not in done.stdout and "\x07" not in done.stdout
+    assert "Evil ?]0;owned?? title" in done.stdout or "Evil ?]0;owned??[2J title" in done.stdout
+
+
+def test_depths_survive_a_long_chain_and_a_cycle():
+    from drover.cli.report_html import depths
+    from drover.ledger.report import ItemLine
+
+    def line(item_id: str, deps: tuple[str, ...]) -> ItemLine:
+        return ItemLine(item_id, "", "", deps, "open", "", 0, 0, 0, 0, 0, 0, 0, None, "", None, None)
+
+    chain = tuple(line(f"D-{n}", (f"D-{n - 1}",) if n > 1 else ()) for n in range(1, 3001))
+    assert depths(chain)["D-3000"] == 2999
+    cycle = (line("D-1", ("D-2",)), line("D-2", ("D-1",)), line("D-3", ("D-1", "D-9")))
+    found = depths(cycle)
+    assert set(found) == {"D-1", "D-2", "D-3", "D-9"} and found["D-9"] == 0 and found["D-3"] >= 1
+    diamond = (line("D-1", ("D-2", "D-3")), line("D-3", ("D-2",)), line("D-2", ()))
+    assert depths(diamond) == {"D-1": 2, "D-2": 0, "D-3": 1}
+
+
+# --- when a drive ends: --report and [notify] --------------------------------------------------------
+
+
+def set_notify(root: Path, lines: str) -> None:
+    """`lines` at the top of the [notify] table `drover init` wrote, in place of the defaults of the
+    keys they set (TOML refuses a key twice), committed."""
+    config = (root / "drover.toml").read_text()
+    head, _, rest = config.partition("[notify]\n")
+    names = {line.split("=")[0].strip() for line in lines.splitlines() if "=" in line}
+    kept = [line for line in rest.split("\n") if line.split("=")[0].strip() not in names]
+    (root / "drover.toml").write_text(f"{head}[notify]\n{lines}\n" + "\n".join(kept))
+    git(root, "commit", "-qam", "notify")
+
+
+def notify_config(root: Path, *words: str, timeout: str = "30s") -> None:
+    configure(root)
+    argv = " ".join([sys.executable, str(RECORDER), *words])
+    set_notify(root, f"command = '''{argv}'''\ntimeout = \"{timeout}\"")
+
+
+def test_notify_gets_the_report_json_on_stdin_and_its_argv_split_like_a_shell_without_one(repo, tmp_path):
+    record = tmp_path / "record.json"
+    notify_config(repo, "--flag", "'two words'", "$HOME", ";", "touch", "pwned")
+    item = new_item(repo, "Add a thing")
+    done = drover(repo, "drive", "--finish", env={"NOTIFY_RECORD": str(record)})
+    assert done.returncode == 0, done.stdout + done.stderr
+    got = json.loads(record.read_text())
+    assert got["argv"] == ["--flag", "two words", "$HOME", ";", "touch", "pwned"]  # no shell saw them
+    assert not (repo / "pwned").exists()
+    sent = json.loads(got["stdin"])
+    assert_schema(sent)
+    assert sent["merged"] == [item] and sent["since"] is not None
+    assert {run["item"] for run in sent["runs"]} == {item}
+    assert "warning" not in done.stderr
+
+
+def test_a_notify_command_that_fails_is_one_warning_and_the_drive_still_succeeds(repo, tmp_path):
+    record = tmp_path / "record.json"
+    notify_config(repo, "--exit", "7")
+    new_item(repo, "Add a thing")
+    done = drover(repo, "drive", "--finish", env={"NOTIFY_RECORD": str(record)})
+    assert done.returncode == 0, done.stdout + done.stderr
+    warnings = [line for line in (done.stdout + done.stderr).splitlines() if "warning: [notify]" in line]
+    assert len(warnings) == 1 and "exited 7" in warnings[0] and "told to exit 7" in warnings[0]
+    assert record.exists()
+
+
+def test_a_notify_command_that_hangs_is_ended_with_its_children_and_the_drive_still_succeeds(repo, tmp_path):
+    record = tmp_path / "record.json"
+    notify_config(repo, "--hang", timeout="1s")
+    new_item(repo, "Add a thing")
+    done = drover(repo, "drive", "--finish", env={"NOTIFY_RECORD": str(record)})
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "warning: [notify]" in done.stdout + done.stderr and "no end after 1s" in done.stdout + done.stderr
+    assert record.exists()  # it ran; the fixture fails the test if it or its grandchild is left running
+
+
+def test_a_notify_command_that_does_not_exist_is_a_warning(repo):
+    configure(repo)
+    set_notify(repo, 'command = "/nonexistent/notify-me --now"')
+    new_item(repo, "Add a thing")
+    done = drover(repo, "drive")
+    assert done.returncode == 0 and "warning: [notify] /nonexistent/notify-me: could not start" in done.stdout
+
+
+@pytest.mark.parametrize(("table", "problem"), [
+    ("command = \"notify 'unclosed\"", "[notify] command: expected shell-like words"),
+    ("timeout = \"soon\"", "[notify] timeout: expected a duration"),
+    ("webhook = \"x\"", "[notify] webhook: unknown key"),
+])
+def test_a_bad_notify_table_names_the_key_and_exits_2(repo, table, problem):
+    configure(repo)
+    set_notify(repo, table)
+    done = drover(repo, "report")
+    assert done.returncode == 2 and problem in one_line(done)
+
+
+def test_drive_report_writes_the_page_of_the_drives_own_runs(repo, tmp_path):
+    configure(repo)
+    old = new_item(repo, "Done before")
+    drover(repo, "drive", "--finish", check=True)
+    item = new_item(repo, "Add a thing")
+    out = tmp_path / "night" / "report.html"
+    done = drover(repo, "drive", "--finish", "--report", str(out))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"report written to {out}" in done.stdout
+    page = assert_self_contained(out.read_text(encoding="utf-8"))
+    assert {bar["data-item"] for bar in page.having("rect", "bar")} == {item}
+    assert old not in {node["data-id"] for node in page.having("g", "node")}
+
+
+def test_drive_report_to_a_place_that_cannot_be_written_warns_and_the_drive_stands(repo, tmp_path):
+    configure(repo)
+    new_item(repo, "Add a thing")
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    done = drover(repo, "drive", "--report", str(blocker / "report.html"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "warning: the report was not written" in done.stdout
+
+
+def test_the_documented_schema_names_every_field_of_every_row_type():
+    from drover.ledger.report import MEANINGS, ROW_TYPES
+
+    for name, kind in ROW_TYPES.items():
+        assert list(MEANINGS[name]) == list(kind._fields), name
+    text = (Path(__file__).resolve().parent.parent / "docs" / "report.md").read_text(encoding="utf-8")
+    for name, meanings in MEANINGS.items():
+        for field in meanings:
+            assert f"`{field}`" in text, (name, field)
