@@ -154,7 +154,7 @@ def report_lines(made: "Report") -> list[str]:
                 why = f": {clean(item.reason)}" if item.reason else ""
                 lines.append(f"  {clean(item.id)}  {clean(item.title)}{why}")
     if made.items:
-        rows = [(clean(item.id), item.status.replace("_", " "), str(item.rounds),
+        rows: list[tuple[str, ...]] = [(clean(item.id), item.status.replace("_", " "), str(item.rounds),
                  f"{item.checks_passed}/{item.checks_passed + item.checks_failed}", str(item.runs),
                  f"{item.input_tokens + item.output_tokens:,}", money(item.cost_usd, item.cost_source),
                  clean(item.title)) for item in made.items]

@@ -167,10 +167,10 @@ def graph(items: "tuple[ItemLine, ...]") -> str:
             edges.append(f'<path class="edge" data-from="{_e(dep)}" data-to="{_e(item.id)}" '
                          f'd="M{x1 + _NODE_W} {y1 + _NODE_H // 2} L{x2} {y2 + _NODE_H // 2}"/>')
     for node, (x, y) in place.items():
-        item = known.get(node)
-        kind = "node" if item is not None else "node ghost"
-        fill = STATUS_COLOURS.get(item.status, "#fff") if item is not None else "#fff"
-        tip = f"{node}: {item.title} ({item.status})" if item is not None else f"{node}: not in this report"
+        found = known.get(node)
+        kind = "node" if found is not None else "node ghost"
+        fill = STATUS_COLOURS.get(found.status, "#fff") if found is not None else "#fff"
+        tip = f"{node}: {found.title} ({found.status})" if found is not None else f"{node}: not in this report"
         nodes.append(f'<g class="{kind}" data-id="{_e(node)}"><title>{_e(tip)}</title>'
                      f'<rect x="{x}" y="{y}" width="{_NODE_W}" height="{_NODE_H}" rx="4" fill="{fill}"/>'
                      f'<text x="{x + 6}" y="{y + 17}">{_e(_short(node, 18))}</text></g>')

@@ -197,12 +197,10 @@ def since_of(text: str, at: datetime | None = None) -> str:
         start = at - timedelta(days=days, hours=hours, minutes=minutes, seconds=seconds)
     else:
         try:
-            start = datetime.fromisoformat(text.replace("Z", "+00:00")) if text else None
+            start = datetime.fromisoformat(text.replace("Z", "+00:00"))
         except ValueError:
-            start = None
-        if start is None:
             raise UsageError(f"--since {text!r}: expected a date or time (2026-12-04, 2026-12-04T22:00) "
-                             "or a duration back from now (12h, 7d, 90m)")
+                             "or a duration back from now (12h, 7d, 90m)") from None
         if start.tzinfo is None:
             start = start.replace(tzinfo=timezone.utc)
     return start.astimezone(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
