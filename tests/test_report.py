@@ -260,7 +260,7 @@ def test_the_terminal_report_shows_no_control_characters_an_agent_put_in_a_title
     path.write_text(path.read_text().replace("title: Plain title", 'title: "Evil \\e]0;owned\\a\\e[2J title"'))
     done = drover(repo, "report", check=True)
     assert "\x1b" not in done.stdout and "\x07" not in done.stdout
-    assert "Evil ?]0;owned?? title" in done.stdout or "Evil ?]0;owned??[2J title" in done.stdout
+    assert "Evil ?]0;owned??[2J title" in done.stdout
 
 
 def test_depths_survive_a_long_chain_and_a_cycle():
