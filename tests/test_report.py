@@ -389,3 +389,17 @@ def test_the_documented_schema_names_every_field_of_every_row_type():
     for name, meanings in MEANINGS.items():
         for field in meanings:
             assert f"`{field}`" in text, (name, field)
+
+
+def test_a_project_with_nothing_done_yet_reports_zeros_in_every_form(repo, tmp_path):
+    configure(repo)
+    done = drover(repo, "report", check=True)
+    assert "items 0: merged 0, over budget 0, parked 0, failed 0" in done.stdout
+    value = json.loads(drover(repo, "report", "--json", check=True).stdout)
+    assert_schema(value)
+    assert value["items"] == [] and value["totals"]["runs"] == 0 and value["totals"]["cost_usd"] is None
+    out = tmp_path / "empty.html"
+    drover(repo, "report", "--html", str(out), check=True)
+    page = assert_self_contained(out.read_text(encoding="utf-8"))
+    assert page.having("g", "node") == [] and page.having("rect", "bar") == []
+    assert "No runs." in "".join(page.text)
