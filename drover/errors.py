@@ -1,9 +1,8 @@
 """The error hierarchy: the CLI turns each into one line and a chosen exit code."""
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, NamedTuple
 
 
 class DroverError(Exception):
@@ -79,8 +78,7 @@ class Refused(DroverError):
         return (str(self), *(f"  {detail}" for detail in self.details))
 
 
-@dataclass(frozen=True)
-class Finding:
+class Finding(NamedTuple):
     """One line `drover check` prints; `error` findings make it exit 1, the rest are warnings."""
 
     message: str

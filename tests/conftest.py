@@ -10,11 +10,17 @@ import time
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 import helpers
 
 # re-exported: older tests import these from conftest; new ones import from helpers
 from helpers import FAKE_GH, FakeGh, git, ledger_tables  # noqa: F401
+
+# No property test has a time limit: speed is measured by benchmarks/, and a loaded machine
+# (two pytest processes on two cores) must not turn a slow example into a failure.
+settings.register_profile("drover", deadline=None)
+settings.load_profile("drover")
 
 GIT_IDENTITY = {
     "GIT_AUTHOR_NAME": "Test Operator",

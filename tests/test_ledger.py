@@ -148,15 +148,14 @@ def test_the_ids_a_cache_met_before_0011_stay_taken(tmp_path):
 
 
 def test_a_reused_pid_is_not_a_live_run():
-    from dataclasses import replace
 
     from drover.agents.launch import process_start, run_alive
     from drover.ledger.rows import Run
 
     me = Run(id="r", item="D-1", slot="implement", agent="a", pid=os.getpid(), pid_start=process_start(os.getpid()))
     assert run_alive(me)
-    assert not run_alive(replace(me, pid_start="1"))  # the same pid, another process
-    assert not run_alive(replace(me, finished="2026-01-01T00:00:00.000Z"))
+    assert not run_alive(me._replace(pid_start="1"))  # the same pid, another process
+    assert not run_alive(me._replace(finished="2026-01-01T00:00:00.000Z"))
 
 
 def test_a_frozen_slotted_ledger_row_pickles():

@@ -2,7 +2,6 @@
 parsed once, drive's typed item-state query, and Project.require_item."""
 from __future__ import annotations
 
-import dataclasses
 import re
 import sqlite3
 from collections import Counter
@@ -60,7 +59,7 @@ def test_the_ledger_answers_frozen_typed_rows(opened):
     assert isinstance(round_, Round) and (round_.number, round_.headline, round_.cleared_by) == (1, "fix it", "writer")
     (audit,) = ledger.audits("D-3")
     assert isinstance(audit, Audit) and audit.authors == ["writer"] and audit.note == "done, I think"
-    with pytest.raises(dataclasses.FrozenInstanceError):
+    with pytest.raises(AttributeError):
         run.outcome = "changed"  # type: ignore[misc]
     assert ledger.unfinished_runs() == []
 
@@ -82,7 +81,7 @@ def test_every_field_of_a_row_type_is_a_column_of_its_table(opened):
     project, _ = opened
     conn = sqlite3.connect(project.ledger_path)
     for kind, table in ((Run, "runs"), (Round, "rounds"), (Audit, "audits")):
-        assert [field.name for field in dataclasses.fields(kind)] == \
+        assert list(kind._fields) == \
             [row[1] for row in conn.execute(f"PRAGMA table_info({table})")]
     conn.close()
 

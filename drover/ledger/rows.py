@@ -1,4 +1,4 @@
-"""The ledger's rows as frozen types: `Run`, `Round`, `Audit`, `Check` as the ledger reads them, and `NewRun`,
+"""The ledger's rows as named tuples: `Run`, `Round`, `Audit`, `Check` as the ledger reads them, and `NewRun`,
 what starting a run writes. The fields are the tables' columns (migrations.py), in their order.
 
 A row becomes plain data only where a command prints it (`as_json`, for `show --json`).
@@ -6,19 +6,17 @@ A row becomes plain data only where a command prints it (`as_json`, for `show --
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import Any, NamedTuple
 
 
-@dataclass(frozen=True, slots=True)
-class Run:
+class Run(NamedTuple):
     """One row of `runs`; argv and base_hashes decoded from their JSON text."""
 
     id: str
     item: str
     slot: str
     agent: str
-    argv: list[str] = field(default_factory=list)
+    argv: list[str] = []  # shared, never mutated: rows are read-only
     started: str = ""
     finished: str | None = None
     exit_status: int | None = None
@@ -30,7 +28,7 @@ class Run:
     worktree: str | None = None
     requested_source: str | None = None
     resolved_source: str | None = None
-    base_hashes: dict[str, str] = field(default_factory=dict)
+    base_hashes: dict[str, str] = {}  # shared, never mutated: rows are read-only
     template_sha256: str | None = None
     prompt_sha256: str | None = None
     pid_start: str | None = None
@@ -62,8 +60,7 @@ class Run:
         return plain
 
 
-@dataclass(frozen=True, slots=True)
-class NewRun:
+class NewRun(NamedTuple):
     """What starting a run records; the rest of its row is filled in as it runs and ends."""
 
     id: str
@@ -77,7 +74,7 @@ class NewRun:
     worktree: str = ""
     requested_source: str = ""
     resolved_source: str = ""
-    base_hashes: dict[str, str] = field(default_factory=dict)
+    base_hashes: dict[str, str] = {}  # shared, never mutated: rows are read-only
     template_sha256: str = ""
     prompt_sha256: str = ""
     head_start: str = ""
@@ -86,15 +83,14 @@ class NewRun:
 
     def as_row(self, started: str) -> dict[str, Any]:
         """The `runs` columns it sets, argv and base_hashes as JSON text."""
-        row = _plain(self, tuple(column.name for column in fields(self)))
+        row = _plain(self, self._fields)
         row["argv"] = json.dumps(list(self.argv))
         row["base_hashes"] = json.dumps(self.base_hashes)
         row["started"] = self.started or started
         return row
 
 
-@dataclass(frozen=True, slots=True)
-class Round:
+class Round(NamedTuple):
     """One row of `rounds`: a review's send-back."""
 
     item: str
@@ -112,8 +108,7 @@ class Round:
         return _plain(self, _ROUND_NAMES)
 
 
-@dataclass(frozen=True, slots=True)
-class Audit:
+class Audit(NamedTuple):
     """One row of `audits`; authors decoded from its JSON text."""
 
     id: int
@@ -122,7 +117,7 @@ class Audit:
     by: str | None = None
     note: str | None = None
     at: str = ""
-    authors: list[str] = field(default_factory=list)
+    authors: list[str] = []  # shared, never mutated: rows are read-only
     head: str | None = None
     run: str | None = None  # the run that gave it; "" the operator outside any run, None before 0012
     opens: int | None = None  # 1: it opens the gate (activity.opens_gate decided it when recorded)
@@ -141,8 +136,7 @@ class Audit:
         return plain
 
 
-@dataclass(frozen=True, slots=True)
-class Check:
+class Check(NamedTuple):
     """One row of `checks`: drover's own run of the item's verify command (verify.py)."""
 
     id: str
@@ -173,13 +167,12 @@ class Check:
         return plain
 
 
-@dataclass(frozen=True, slots=True)
-class ItemRows:
+class ItemRows(NamedTuple):
     """Several items' runs, audits and `items` rows by item id, each table read once (Ledger.rows_of)."""
 
-    runs: dict[str, tuple[Run, ...]] = field(default_factory=dict)
-    audits: dict[str, tuple[Audit, ...]] = field(default_factory=dict)
-    items: dict[str, dict[str, Any]] = field(default_factory=dict)
+    runs: dict[str, tuple[Run, ...]] = {}  # shared, never mutated: rows are read-only
+    audits: dict[str, tuple[Audit, ...]] = {}  # shared, never mutated: rows are read-only
+    items: dict[str, dict[str, Any]] = {}  # shared, never mutated: rows are read-only
 
     def runs_of(self, item_id: str) -> tuple[Run, ...]:
         return self.runs.get(item_id, ())
@@ -208,12 +201,7 @@ def _plain(row: Any, names: tuple[str, ...]) -> dict[str, Any]:
     return {name: getattr(row, name) for name in names}
 
 
-def _names(kind: type) -> tuple[str, ...]:
-    return tuple(column.name for column in fields(kind))
-
-
-_RUN_NAMES, _ROUND_NAMES, _AUDIT_NAMES = _names(Run), _names(Round), _names(Audit)
-_CHECK_NAMES = _names(Check)
+_RUN_NAMES, _ROUND_NAMES, _AUDIT_NAMES, _CHECK_NAMES = Run._fields, Round._fields, Audit._fields, Check._fields
 CHECK_COLUMNS = ", ".join(f'"{name}"' for name in _CHECK_NAMES)
 RUN_COLUMNS = ", ".join(f'"{name}"' for name in _RUN_NAMES)
 ROUND_COLUMNS = ", ".join(f'"{name}"' for name in _ROUND_NAMES)

@@ -6,9 +6,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import Any, NamedTuple, Sequence, TYPE_CHECKING
 
-from dataclasses import dataclass
 from drover.prompts.fields import FIELD_NAMES, AuditNote, Check, Commit, Dep, Destination, FollowUp, Origin, OwnedIssue, Recent, Resolution, Round, Sibling, TemplateData, field_schema  # noqa: F401 - FIELD_NAMES, field_schema, Commit, Recent are read through this module too
 from drover.items.file import CHANGES_HEADING, origin_of, truthy
 from drover.vocabulary import TEMPLATE_SLOTS as SLOTS
@@ -21,8 +20,7 @@ if TYPE_CHECKING:
     from drover.trackers import Tracker
 
 
-@dataclass(frozen=True)
-class ItemRecord:
+class ItemRecord(NamedTuple):
     """One item as its file and the ledger hold it, read once: `runs.prepare` reads it for its
     refusals and hands it to `build`, so nothing on the way to the prompt reads them again.
 

@@ -7,13 +7,13 @@ import re
 import typing
 from functools import cache, lru_cache
 from pathlib import Path
+from typing import NamedTuple
 
 import jinja2
 from jinja2 import exceptions as jinja_errors
 from jinja2 import nodes
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-from dataclasses import dataclass
 from drover import __version__ as _VERSION
 from drover.errors import TemplateError, UsageError, did_you_mean
 from drover.prompts.resources import builtin_dir
@@ -27,8 +27,7 @@ _BLOCK_TAG = re.compile(
 )
 
 
-@dataclass(frozen=True)
-class Block:
+class Block(NamedTuple):
     """A named block in a template's source: its name, the line its tag is on, its inner text."""
 
     name: str

@@ -1,15 +1,15 @@
 """A line-wise three-way merge with diff3-style conflict markers (base section included)."""
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from drover.errors import TemplateError
-from dataclasses import dataclass
 
 CONFLICT_START, CONFLICT_BASE, CONFLICT_MID, CONFLICT_END = "<<<<<<<", "|||||||", "=======", ">>>>>>>"
 
 
 
-@dataclass(frozen=True)
-class _Hunk:
+class _Hunk(NamedTuple):
     """One changed range of the base text."""
 
     start: int  # base lines [start, end) become lines

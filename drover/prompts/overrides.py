@@ -5,13 +5,14 @@ blocks of a slot's built-in; text outside every block makes it a whole-template 
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import os
 import re
 from pathlib import Path
 
 from jinja2 import nodes
 
-from dataclasses import dataclass
 from drover.config import Config
 from drover.errors import TemplateError
 from drover.prompts.env import builtin_blocks, builtin_display, builtin_name, builtin_source, check_slot, default_hash, find_blocks, nearest, parse
@@ -23,8 +24,7 @@ INLINE = "--template"
 _SUPER = re.compile(r"\{\{-?\s*super\(\)\s*-?\}\}")
 _BASE_COMMENT = re.compile(r"\s*<#-?\s*drover-base:\s*(?P<hash>[0-9A-Za-z]*)\s*-?#>")
 
-@dataclass(frozen=True)
-class OverrideBlock:
+class OverrideBlock(NamedTuple):
     """A block an override file defines, and the base hash it recorded (None: none recorded)."""
 
     name: str
@@ -33,8 +33,7 @@ class OverrideBlock:
     base: str | None
 
 
-@dataclass(frozen=True)
-class Override:
+class Override(NamedTuple):
     """A parsed override file: either named blocks for the built-in, or a whole template."""
 
     slot: str
@@ -50,8 +49,7 @@ class Override:
                 if defaults.get(block.name, "").strip() and not _SUPER.search(block.source)]
 
 
-@dataclass(frozen=True)
-class Source:
+class Source(NamedTuple):
     """Where a slot's template text comes from."""
 
     requested: str

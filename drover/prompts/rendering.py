@@ -4,12 +4,11 @@ from __future__ import annotations
 import dataclasses
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import jinja2
 from jinja2 import exceptions as jinja_errors
 
-from dataclasses import dataclass
 from drover.config import Config
 from drover.errors import TemplateError
 from drover.prompts.fields import Origin, TemplateData
@@ -35,8 +34,7 @@ _TRACKER_EMPTY: dict[str, Any] = {
 }
 
 
-@dataclass(frozen=True)
-class Provenance:
+class Provenance(NamedTuple):
     """Where a prompt came from: what was asked for, what was used, and digests of both texts."""
 
     requested: str
@@ -46,8 +44,7 @@ class Provenance:
     prompt_sha256: str
 
 
-@dataclass(frozen=True)
-class Rendered:
+class Rendered(NamedTuple):
     """A rendered prompt, its provenance, and the warnings a launch prints."""
 
     text: str
@@ -55,8 +52,7 @@ class Rendered:
     warnings: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
-class Prepared:
+class Prepared(NamedTuple):
     """A slot's template, compiled, with the base hashes and warnings its run records."""
 
     template: jinja2.Template

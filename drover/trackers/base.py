@@ -3,9 +3,8 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Iterable, Protocol, Sequence
+from typing import Iterable, NamedTuple, Protocol, Sequence
 
-from dataclasses import dataclass
 from drover.errors import DroverError
 from drover.vocabulary import ANY_ID_PATTERN, DISPOSITIONS
 
@@ -31,8 +30,7 @@ _OWNER_LINE = re.compile(
 )
 
 
-@dataclass(frozen=True)
-class Issue:
+class Issue(NamedTuple):
     """One tracker row, as the tracker gave it."""
 
     number: int
