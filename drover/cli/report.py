@@ -49,9 +49,16 @@ def report(since: str | None, as_json: bool, html_file: Path | None) -> None:
 
 
 def rates_of(config: "Config") -> dict[str, tuple[float, float]]:
-    """The operator's rate card ([budget.rates]: model -> USD per million tokens in and out), or none."""
+    """The operator's rate card ([budget.rates]) as usage.price reads it: model -> (USD per million
+    tokens in, out); none without a [budget] table. A rate is `{ input = ..., output = ... }`."""
     budget = getattr(config, "budget", None)
-    return dict(getattr(budget, "rates", None) or {})
+    card: dict[str, tuple[float, float]] = {}
+    for model, rate in (getattr(budget, "rates", None) or {}).items():
+        if isinstance(rate, dict):
+            card[model] = (float(rate["input"]), float(rate["output"]))
+        else:
+            card[model] = (float(rate[0]), float(rate[1]))
+    return card
 
 
 def report_for(project: "Project", ledger: "Ledger", since: str | None) -> "Report":
