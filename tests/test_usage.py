@@ -72,7 +72,7 @@ def test_lines_that_are_not_events_pass_through(kind, odd):
 def test_describe_and_total():
     rows = [{"input_tokens": 1200, "output_tokens": 34, "cost_usd": 0.01, "tool_calls": 1},
             {"input_tokens": None, "output_tokens": None, "cost_usd": None, "tool_calls": None}]
-    assert describe(rows[0]) == "1,200 in / 34 out tokens, $0.0100, 1 tool call"
+    assert describe(rows[0]) == "1,200 in / 34 out tokens, $0.0100 (CLI's figure), 1 tool call"
     assert describe(rows[1]) == ""
     assert total(rows) == {"input_tokens": 1200, "output_tokens": 34, "cost_usd": 0.01, "tool_calls": 1}
     assert total([rows[1]]) == {"input_tokens": None, "output_tokens": None, "cost_usd": None, "tool_calls": None}

@@ -23,6 +23,7 @@ PROMPT_VIAS = ("stdin", "file", "arg")
 GRACE_SECONDS = 5.0
 PROGRESS_SECONDS = 60.0  # off a terminal, one line per launch this often
 STATUS_AFTER = 3.0  # on a terminal, the status line appears after this much silence
+OVER_BUDGET = "over budget"  # the outcome of a run ended at its token ceiling (drover/loop/budgets.py)
 
 
 @dataclass(frozen=True)
@@ -310,6 +311,7 @@ def launch(
     stream: str = "",
     progress: Callable[[str], None] | None = None,
     progress_label: str = "",
+    token_ceiling: int = 0,
 ) -> LaunchResult:
     """Run an agent in its own process group, streaming its output to `log_path` (and the screen).
 
@@ -320,7 +322,8 @@ def launch(
     the agent prints (drover/agents/usage.py): the log then holds readable text, agent.jsonl the stream.
     Signs of life: on a terminal with echo, a status line while the agent is silent; otherwise
     `progress` (if given) hears one line every `progress_seconds()`. A program that cannot be
-    started raises OSError.
+    started raises OSError. `token_ceiling` (0: none): once the stream reports more tokens than
+    this, the run's processes are ended as for the timeout, with the outcome `over budget`.
     """
     if prompt_via not in PROMPT_VIAS:
         raise ValueError(f"prompt_via must be one of {PROMPT_VIAS}, not {prompt_via!r}")
@@ -376,6 +379,9 @@ def launch(
                 if cancel is not None and cancel.is_set():
                     outcome = "interrupted"
                     break
+                if token_ceiling and reader is not None and reader.tokens > token_ceiling:
+                    outcome = OVER_BUDGET
+                    break
                 silent = now - output.last_output
                 if status_line and (status_shown or silent >= STATUS_AFTER):
                     # once shown, the job's line stays until its launch ends: lines coming and going flicker
@@ -409,6 +415,8 @@ def launch(
         elapsed = time.monotonic() - start
         if outcome != "exited":
             why = "timed out" if outcome == "timeout" else "interrupted"
+            if outcome == OVER_BUDGET and reader is not None:
+                why = f"over budget ({reader.tokens:,} tokens, past its ceiling of {token_ceiling:,})"
             log.write(f"\n[drover] {why} after {format_elapsed(elapsed)}: "
                       "ended the agent's processes\n".encode())
     return LaunchResult(exit_code=proc.returncode, outcome=outcome, elapsed=elapsed,

@@ -15,6 +15,9 @@ from dataclasses import dataclass
 from typing import Any
 
 STREAMS = ("claude", "codex")
+# A token figure above this is taken as this: a forged or garbled count can raise a run's total
+# (and end the run) but never overflow the ledger's integer column or lower what was counted.
+MAX_TOKENS = 10**12
 OUTPUT_LINES = 8  # of a tool's output shown to people; the whole stream is kept in agent.jsonl
 
 
@@ -32,10 +35,25 @@ class Usage:
         return asdict(self)
 
 
+def count(value: Any) -> int | None:
+    """A token figure from a stream: a non-negative integer (capped at MAX_TOKENS), else None."""
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        return None
+    return min(value, MAX_TOKENS)
+
+
 def _add(total: int | None, more: Any) -> int | None:
-    if not isinstance(more, int):
+    more = count(more)
+    if more is None:
         return total
-    return (total or 0) + more
+    return min((total or 0) + more, MAX_TOKENS)
+
+
+def _most(seen: int | None, reported: int | None) -> int | None:
+    """The larger of two figures for the same thing: a later line can add to a count, never lower it."""
+    if reported is None:
+        return seen
+    return reported if seen is None else max(seen, reported)
 
 
 def _clip(text: str, limit: int = OUTPUT_LINES) -> list[str]:
@@ -53,11 +71,18 @@ class StreamReader:
             raise ValueError(f"stream must be one of {STREAMS}, not {kind!r}")
         self.kind = kind
         self.usage = Usage()
+        # claude: each model message's usage by message id (its events repeat it, growing)
+        self._messages: dict[str, tuple[int, int]] = {}
+
+    @property
+    def tokens(self) -> int:
+        """Tokens in + out the stream has reported so far (what a run's ceiling is checked against)."""
+        return (self.usage.input_tokens or 0) + (self.usage.output_tokens or 0)
 
     def feed(self, line: str) -> list[str]:
         try:
             event = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: a line of ten thousand "["
             return [line]
         if not isinstance(event, dict):
             return [line]
@@ -77,6 +102,7 @@ class StreamReader:
             message = event.get("message") or {}
             if message.get("model"):
                 self.usage.model = str(message["model"])
+            self._message_usage(message)
             shown: list[str] = []
             for block in message.get("content") or []:
                 if block.get("type") == "text":
@@ -100,17 +126,29 @@ class StreamReader:
             return shown
         if kind == "result":
             usage = event.get("usage") or {}
-            self.usage.input_tokens = sum(
-                value for key in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
-                if isinstance(value := usage.get(key), int))
-            self.usage.output_tokens = usage.get("output_tokens") if isinstance(usage.get("output_tokens"), int) \
-                else self.usage.output_tokens
+            # the CLI's own total for the run; what the messages already reported is a floor
+            self.usage.input_tokens = _most(self.usage.input_tokens, _input_of(usage))
+            self.usage.output_tokens = _most(self.usage.output_tokens, count(usage.get("output_tokens")))
             cost = event.get("total_cost_usd")
             if isinstance(cost, (int, float)):
                 self.usage.cost_usd = float(cost)
             ending = "done" if not event.get("is_error") else f"failed ({event.get('subtype', 'error')})"
             return [f"[result] {ending} after {event.get('num_turns', '?')} turns"]
         return []
+
+    def _message_usage(self, message: dict[str, Any]) -> None:
+        """Count a model message's usage as it streams: claude prints each message's usage with
+        each of its content blocks (output tokens as far as known), so it is kept per message id,
+        the larger figure winning, and the run's running total is the sum over messages."""
+        usage = message.get("usage")
+        if not isinstance(usage, dict):
+            return
+        name = str(message.get("id") or f"unnamed-{len(self._messages)}")
+        before = self._messages.get(name, (0, 0))
+        now = (max(before[0], _input_of(usage) or 0), max(before[1], count(usage.get("output_tokens")) or 0))
+        self._messages[name] = now
+        self.usage.input_tokens = _most(self.usage.input_tokens, sum(pair[0] for pair in self._messages.values()))
+        self.usage.output_tokens = _most(self.usage.output_tokens, sum(pair[1] for pair in self._messages.values()))
 
     # codex -------------------------------------------------------------------------------
 
@@ -148,26 +186,64 @@ class StreamReader:
         return []
 
 
+def _input_of(usage: dict[str, Any]) -> int | None:
+    """Input tokens as claude reports them: fresh, cache writes and cache reads together."""
+    parts = [count(usage.get(key)) for key in ("input_tokens", "cache_creation_input_tokens",
+                                               "cache_read_input_tokens")]
+    known = [part for part in parts if part is not None]
+    return min(sum(known), MAX_TOKENS) if known else None
+
+
 def describe(usage: dict[str, Any]) -> str:
-    """`12,400 in / 680 out tokens, $0.0137, 3 tool calls` from a run row ("" when nothing is known)."""
+    """`12,400 in / 680 out tokens, $0.0137, 3 tool calls` from a run row or a total ("" when nothing
+    is known). The money is `usd` as `priced` set it, the CLI's own figure labelled as the CLI's."""
     parts = []
     if usage.get("input_tokens") is not None or usage.get("output_tokens") is not None:
         parts.append(f"{usage.get('input_tokens') or 0:,} in / {usage.get('output_tokens') or 0:,} out tokens")
-    if usage.get("cost_usd") is not None:
-        parts.append(f"${usage['cost_usd']:.4f}")
+    money = money_text(usage)
+    if money:
+        parts.append(money)
     if usage.get("tool_calls"):
         parts.append(f"{usage['tool_calls']} tool call{'s' if usage['tool_calls'] != 1 else ''}")
     return ", ".join(parts)
 
 
+# usd_source -> how the figure is labelled; a figure from the operator's rates needs no label
+SOURCE_LABELS = {"rates": "", "cli": " (CLI's figure)", "mixed": " (in part the CLI's figure)"}
+
+
+def money_text(usage: dict[str, Any]) -> str:
+    """`$0.4200`, `$0.4200 (CLI's figure)` or "" : what a run or a total cost, and who says so."""
+    if "usd_source" in usage:
+        usd, source = usage.get("usd"), usage.get("usd_source") or ""
+    else:  # a row nobody priced: all it can show is the CLI's figure
+        usd, source = usage.get("cost_usd"), "cli"
+    if usd is None:
+        return ""
+    return f"${usd:.4f}{SOURCE_LABELS.get(source, '')}"
+
+
+def priced(row: dict[str, Any], rates: dict[str, tuple[float, float]]) -> dict[str, Any]:
+    """`row` (a run's usage) with `usd` and `usd_source` from `price`."""
+    usd, source = price(row.get("model") or "", row.get("input_tokens"), row.get("output_tokens"),
+                        row.get("cost_usd"), rates)
+    return {**row, "usd": usd, "usd_source": source}
+
+
 def total(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """The sum of runs' usage; a figure no run reported stays None."""
+    """The sum of runs' usage; a figure no run reported stays None. Priced rows (`priced`) also sum
+    to `usd`, whose `usd_source` is "rates", "cli", "mixed" (some of each) or "" (none known)."""
     keys = ("input_tokens", "output_tokens", "cost_usd", "tool_calls")
     summed: dict[str, Any] = dict.fromkeys(keys)
     for row in rows:
         for key in keys:
             if row.get(key) is not None:
                 summed[key] = (summed[key] or 0) + row[key]
+    if rows and all("usd_source" in row for row in rows):
+        known = [row for row in rows if row.get("usd") is not None]
+        sources = {row["usd_source"] for row in known}
+        summed["usd"] = sum(row["usd"] for row in known) if known else None
+        summed["usd_source"] = "" if not sources else sources.pop() if len(sources) == 1 else "mixed"
     return summed
 
 

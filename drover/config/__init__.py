@@ -16,6 +16,7 @@ from typing import Any
 from drover.config.keys import KeyInfo, at_least_one, check_items_folder, check_prefix, key
 from drover.config.tables import AgentConfig, PromptFiles, RayConfig, TrackerConfig
 from drover.config.tables import NotifyConfig
+from drover.config.tables import BudgetConfig
 from drover.config.toml import line_of, parse_toml
 from drover.errors import ConfigError, did_you_mean
 from drover.vocabulary import CONFIG_FILE as CONFIG_FILE, EXECUTORS, SLOTS
@@ -56,6 +57,7 @@ class Config:
     tracker: TrackerConfig = field(default_factory=TrackerConfig, metadata={"holds": TrackerConfig})
     ray: RayConfig = field(default_factory=RayConfig, metadata={"holds": RayConfig})
     notify: NotifyConfig = field(default_factory=NotifyConfig, metadata={"holds": NotifyConfig})
+    budget: BudgetConfig = field(default_factory=BudgetConfig, metadata={"holds": BudgetConfig})
 
     def agent_for(self, slot: str) -> AgentConfig:
         """The agent a slot runs: [agent.<slot>] over [agent]."""
@@ -200,10 +202,11 @@ def parse_config(data: dict[str, Any]) -> Config:
             problems.add(f"{CONFIG_FILE}: [executor.{name}]: unknown table (expected [executor.ray])")
     ray = RayConfig(**_read_table("executor.ray", executor_raw.get("ray", {}), problems))
     notify = NotifyConfig(**_read_table("notify", data.get("notify", {}), problems))
+    budget = BudgetConfig(**_read_table("budget", data.get("budget", {}), problems))
     problems.raise_any()
     # an empty [tracker] repo with github is allowed: gh infers the repository from the remote
     return Config(**project, agent=agent, slot_agents=slot_agents, prompts=prompts, **run, verify=verify,
-                  **review, tracker=tracker, ray=ray, notify=notify)
+                  **review, tracker=tracker, ray=ray, notify=notify, budget=budget)
 
 
 def load_config(path: Path) -> Config:

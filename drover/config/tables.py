@@ -85,6 +85,22 @@ def check_words(value: str) -> str:
     return ""
 
 
+def check_tokens(value: int) -> str:
+    return "" if value >= 0 else "a number of tokens (0 for no ceiling)"
+
+
+def check_rates(value: dict[str, Any]) -> str:
+    """Each model's rate is { input = USD per million tokens, output = USD per million tokens }."""
+    for model, rate in value.items():
+        numbers = isinstance(rate, dict) and set(rate) == {"input", "output"} and all(
+            isinstance(rate[side], (int, float)) and not isinstance(rate[side], bool) and 0 <= rate[side] < 1e9
+            for side in ("input", "output"))
+        if not numbers:
+            return (f"{{ input = <USD per million>, output = <USD per million> }} for {model!r}, "
+                    f"not {rate!r}")
+    return ""
+
+
 @dataclass(frozen=True)
 class NotifyConfig:
     """[notify]: a command run when a drive ends, with the report's JSON on stdin (docs/report.md)."""
@@ -98,3 +114,24 @@ class NotifyConfig:
     @property
     def timeout_seconds(self) -> int:
         return parse_duration(self.timeout)
+
+
+@dataclass(frozen=True)
+class BudgetConfig:
+    """[budget]: token ceilings per run, item and drive, and the operator's rate card (docs/budgets.md)."""
+
+    run_tokens: int = key("budget", 0, "tokens (in + out) one agent run may use; past it the run is ended "
+                                       "and the item parked (0: no ceiling)", check=check_tokens)
+    item_tokens: int = key("budget", 0, "tokens all of an item's runs may use; an item at it is parked "
+                                        "before its next launch (0: no ceiling)", check=check_tokens)
+    drive_tokens: int = key("budget", 0, "tokens one `drover drive` may use; at it the drive launches "
+                                         "nothing more (0: no ceiling)", check=check_tokens)
+    # key() gives a dict default its own default_factory, so no instance shares the table
+    rates: dict[str, Any] = key("budget", {}, "model -> { input = USD per million tokens, output = USD "  # noqa: RUF009
+                                "per million tokens }: what runs cost; without a model's rate the CLI's "
+                                "own figure is shown, labelled as the CLI's", check=check_rates)
+
+    @property
+    def rate_card(self) -> dict[str, tuple[float, float]]:
+        """The rates as usage.price reads them: model -> (input, output) USD per million tokens."""
+        return {model: (float(rate["input"]), float(rate["output"])) for model, rate in self.rates.items()}

@@ -37,6 +37,7 @@ class Launch:
     binary_missing: str = ""
     root_refusal: str = ""
     stream: str = ""  # the structured output the agent prints (drover/agents/usage.py), "" for plain text
+    token_ceiling: int = 0  # the run is ended past this many tokens in + out (drover/loop/budgets.py); 0: none
 
     @property
     def prompt_path(self) -> Path:

@@ -44,6 +44,7 @@ class LocalHandle:
                 timeout=launch.agent.timeout_seconds or None, label=f"{launch.item_id} {launch.slot}",
                 echo=self.echo, on_start=self.on_start, cancel=stop, stream=launch.stream,
                 progress=self.progress, progress_label=f"{launch.item_id}: {launch.slot} by {launch.agent.identity}",
+                token_ceiling=launch.token_ceiling,
             )
         finally:
             stop.set()  # ends the forwarding thread too

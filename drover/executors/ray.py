@@ -218,6 +218,7 @@ def make_payload(project: "Project", ledger: "Ledger", launch: "Launch", base_sh
         "argv": list(launch.argv), "prompt": launch.prompt, "prompt_via": launch.prompt_via,
         "env": {key: value for key, value in launch.env_add.items() if key not in agents.MACHINE_VARIABLES},
         "timeout": launch.agent.timeout_seconds, "stream": launch.stream,
+        "token_ceiling": launch.token_ceiling,
     }
 
 

@@ -20,7 +20,7 @@ from drover.executors.outbox import ENV as OUTBOX_ENV
 # What a worker's result holds (what _work returns, and "node", which the task adds): each field's
 # check answers "" or what is wrong. The coordinator takes nothing of a result that fails one.
 _INT64 = 2**63
-OUTCOMES = ("exited", "timeout", "interrupted")
+OUTCOMES = ("exited", "timeout", "interrupted", agents.OVER_BUDGET)
 
 
 def _count_or_none(value: Any) -> str:
@@ -133,7 +133,7 @@ def _work(payload: dict[str, Any], base_bundle: bytes, scratch: Path, started: f
     result = agents.launch(argv, cwd=workdir, env_add=env_add, prompt=payload["prompt"],
                            prompt_via=payload["prompt_via"], log_path=log, timeout=payload["timeout"] or None,
                            label=f"{payload['item_id']} {payload['slot']}", echo=False,
-                           stream=payload.get("stream", ""))
+                           stream=payload.get("stream", ""), token_ceiling=payload.get("token_ceiling", 0))
     out = scratch / "out.bundle"
     has_commits = git.bundle_create(repo, out, f"refs/heads/{branch}", exclude=start_sha)
     return {

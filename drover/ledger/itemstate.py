@@ -34,6 +34,7 @@ class ItemState:
     branch: str = ""
     head: str = ""
     approved_head: str = ""
+    rates: dict[str, tuple[float, float]] | None = None  # [budget.rates] as usage.price reads them
 
     @property
     def parked(self) -> bool:
@@ -46,7 +47,7 @@ class ItemState:
     @property
     def usage(self) -> dict[str, Any]:
         """Tokens in and out, cost and tool calls over the item's runs (drover/agents/usage.py)."""
-        return usage_total(self.runs)
+        return usage_total(self.runs, self.rates or {})
 
     @property
     def log(self) -> str:
@@ -82,6 +83,7 @@ def item_state(project: Project, ledger: Ledger, item_id: str) -> ItemState:
         # the commit the approval covers (its branch's head), while it is what an approved item
         # would merge; once done, the commit the approval in force at the merge covered
         approved_head=(activity.approval_head or "") if state in (State.APPROVED, State.DONE) else "",
+        rates=project.config.budget.rate_card,
     )
 
 
@@ -114,7 +116,7 @@ def show_item(project: Project, ledger: Ledger, item_id: str) -> dict[str, Any]:
              "level": dep.Level, "by": dep.By, "weak": dep.Weak}
             for dep in (described.dep for described in known.deps)
         ],
-        "runs": [_run_view(run, project.runs_dir) for run in known.runs],
+        "runs": [_run_view(run, project.runs_dir, known.rates or {}) for run in known.runs],
         "usage": known.usage,
         "rounds": [round_.as_json() for round_ in known.rounds],
         "audits": [audit.as_json() for audit in ledger.audits(item_id)],
@@ -123,14 +125,16 @@ def show_item(project: Project, ledger: Ledger, item_id: str) -> dict[str, Any]:
     }
 
 
-def usage_total(runs: Sequence[Run]) -> dict[str, Any]:
-    """Tokens in and out, cost and tool calls over the item's runs (drover/agents/usage.py)."""
-    return usage.total([{"input_tokens": run.input_tokens, "output_tokens": run.output_tokens,
-                         "cost_usd": run.cost_usd, "tool_calls": run.tool_calls} for run in runs])
+def usage_total(runs: Sequence[Run], rates: dict[str, tuple[float, float]] | None = None) -> dict[str, Any]:
+    """Tokens in and out, cost and tool calls over the item's runs, and what they cost (`usd`, priced
+    from `rates` where they name the run's model, else the CLI's figure: drover/agents/usage.py)."""
+    return usage.total([usage.priced({"model": run.model, "input_tokens": run.input_tokens,
+                                      "output_tokens": run.output_tokens, "cost_usd": run.cost_usd,
+                                      "tool_calls": run.tool_calls}, rates or {}) for run in runs])
 
 
-def _run_view(run: Run, runs_dir: Path) -> dict[str, Any]:
-    view = run.as_json()
+def _run_view(run: Run, runs_dir: Path, rates: dict[str, tuple[float, float]]) -> dict[str, Any]:
+    view = usage.priced(run.as_json(), rates)
     view["unfinished"] = run.finished is None
     view["live"] = run_alive(run)
     view["orphaned"] = view["live"] and bool(orphan_note(run, runs_dir))

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from drover import git, prompts as templates
-from drover.loop import runs
+from drover.loop import budgets, runs
 from drover.errors import DroverError, Refused, UsageError
 from drover.ledger.db import Ledger
 from drover.ledger.project import Project
@@ -21,6 +21,7 @@ from drover.vocabulary import SLOTS
 
 APPROVED = ("approved", "finished")
 NOT_FINISHED = "approved, not finished: "
+OVER_BUDGET_RESULT = "over budget"  # an item the drive's token ceiling stopped (budgets.py)
 
 
 @dataclass(frozen=True)
@@ -72,11 +73,17 @@ class Driver:
         self.merge_lock = threading.Lock()
         # Ctrl-C reaches only the main thread; this tells every launch in flight to end its agent.
         self.cancel = threading.Event()
+        self.budget = budgets.DriveBudget(project.config.budget.drive_tokens)  # [budget] drive_tokens
 
     def drive_item(self, item_id: str) -> Driven:
         with Ledger(self.project.ledger_path) as ledger:
             try:
                 return self._drive(ledger, item_id)
+            except budgets.DriveOverBudget as exc:  # the drive's tokens are spent: reported, not parked
+                self.event(item_id, f"stopped: {exc}")
+                known = item_state(self.project, ledger, item_id)
+                return Driven(item_id, OVER_BUDGET_RESULT, len(known.rounds), len(known.runs), str(exc),
+                              usage=known.usage)
             except DroverError as exc:
                 self.event(item_id, f"stopped: {exc}")
                 known = item_state(self.project, ledger, item_id)
@@ -89,7 +96,7 @@ class Driver:
             self.say(f"{item_id}: warning: {warning}")
         self.event(item_id, f"{slot} by {launch.agent.identity} ...")
         result = runs.execute(self.project, ledger, launch, echo=self.echo, cancel=self.cancel, progress=self.say,
-                              executor=self.executor)
+                              executor=self.executor, budget=self.budget)
         for note in result.notes:
             self.say(note)
         if slot == "review" and result.outcome == "exited" and result.exit_code == 0:

@@ -28,6 +28,8 @@ from drover.ledger.state import State
 from drover.vocabulary import SLOTS as LAUNCH_SLOTS
 
 from drover.executors import Executor, Launch
+from drover.loop import budgets
+from drover.loop.budgets import DriveBudget
 
 
 @dataclass(frozen=True)
@@ -162,12 +164,15 @@ def _ready_workdir(project: Project, launch: Launch) -> None:
 
 def execute(project: Project, ledger: Ledger, launch: Launch, *, echo: bool = True,
             cancel: threading.Event | None = None, progress: Callable[[str], None] | None = None,
-            executor: "Executor | None" = None) -> RunResult:
-    """Create the branch and worktree, save the prompt, record the run, launch, record the end."""
+            executor: "Executor | None" = None, budget: "DriveBudget | None" = None) -> RunResult:
+    """Create the branch and worktree, save the prompt, record the run, launch, record the end.
+
+    The token budgets (budgets.py) may refuse the launch, and raise after a run that crossed one."""
     if launch.binary_missing:
         raise UsageError(launch.binary_missing)
     if launch.root_refusal:
         raise Refused(launch.root_refusal)
+    launch, ceiling = budgets.admit(project, ledger, launch, budget)
     _ready_workdir(project, launch)
     # the commit the run starts from: what a review reviews, what an implementing run builds on
     head_start = git.head_of(project.root, launch.branch) if launch.branch else ""
@@ -214,6 +219,7 @@ def execute(project: Project, ledger: Ledger, launch: Launch, *, echo: bool = Tr
         # an implementing run's head is where it left the branch; a review's stays the one it reviewed
         head = git.head_of(project.root, launch.branch) if launch.slot == "implement" and launch.branch else None
         ledger.finish_run(launch.run_id, result.exit_code, result.outcome, head)
+    budgets.settle(project, ledger, launch, ceiling, result, budget)
     return RunResult(launch.run_id, result.exit_code, result.outcome, result.elapsed, launch.log_path, result.notes)
 
 

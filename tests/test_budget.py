@@ -1,0 +1,296 @@
+"""Token budgets ([budget], docs/budgets.md): refused before a launch, ended mid-run, parked with the
+figures; the drive's ceiling stops the drive; money from the rate card or labelled as the CLI's.
+
+The agent is tests/agents/stream_agent.py, a real process that prints claude's stream-json (or
+codex's exec --json) with the usage each test scripts, run through the claude (codex) preset from
+a folder put first on PATH.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import sqlite3
+import sys
+from pathlib import Path
+
+import pytest
+
+from helpers import TESTS, configure, drover, git, new_item
+
+STREAM_AGENT = TESTS / "agents" / "stream_agent.py"
+
+
+def runs_of(root: Path, item: str | None = None) -> list[dict]:
+    conn = sqlite3.connect(root / ".drover" / "ledger.db")
+    conn.row_factory = sqlite3.Row
+    try:
+        rows = conn.execute("SELECT * FROM runs ORDER BY started, rowid").fetchall()
+        return [dict(row) for row in rows if item is None or row["item"] == item]
+    finally:
+        conn.close()
+
+
+def alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+class Streaming:
+    """A project whose agent is the streaming scripted agent, and how to run drover there."""
+
+    def __init__(self, root: Path, bindir: Path):
+        self.root = root
+        self.bindir = bindir
+        self.script: dict = {}
+        self.kind = "claude"
+
+    def env(self) -> dict[str, str]:
+        return {"PATH": f"{self.bindir}{os.pathsep}{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+                "STREAM_AGENT": json.dumps(self.script), "STREAM_KIND": self.kind}
+
+    def drover(self, *args: str, process: bool = False):
+        return drover(self.root, *args, env=self.env(), process=process)
+
+
+def set_budget(root: Path, **values: int) -> None:
+    """Set [budget] keys in the drover.toml `init` wrote (every key is there at its default)."""
+    config = (root / "drover.toml").read_text()
+    for name, value in values.items():
+        config, found = re.subn(rf"^{name} = \d+", f"{name} = {value}", config, count=1, flags=re.M)
+        assert found, name
+    (root / "drover.toml").write_text(config)
+
+
+def set_rates(root: Path, lines: str) -> None:
+    config = (root / "drover.toml").read_text()
+    (root / "drover.toml").write_text(re.sub(r"^\[budget\.rates\].*$", lambda m: m.group(0) + "\n" + lines,
+                                             config, count=1, flags=re.M))
+
+
+def streaming_project(root: Path, tmp_path: Path, preset: str = "claude", **budget: int) -> Streaming:
+    bindir = tmp_path / "bin"
+    bindir.mkdir(exist_ok=True)
+    for name in ("claude", "codex"):
+        program = bindir / name
+        program.write_text(f"#!/bin/sh\nexec {sys.executable} {STREAM_AGENT} \"$@\"\n")
+        program.chmod(0o755)
+    configure(root)
+    set_budget(root, **budget)
+    config = (root / "drover.toml").read_text()
+    config = config.replace('preset = "script" ', f'preset = "{preset}" ', 1)
+    config = config.replace(f'command = "{sys.executable} {TESTS / "agents" / "loop_agent.py"}"', 'command = ""', 1)
+    config = config.replace("sandboxed = false", "sandboxed = true", 1)  # the claude preset refuses root without it
+    (root / "drover.toml").write_text(config)
+    git(root, "commit", "-qam", "the streaming agent")
+    return Streaming(root, bindir)
+
+
+def test_the_budget_table_is_validated_one_line_naming_the_key(repo):
+    configure(repo)
+    written = (repo / "drover.toml").read_text()
+    for before, after, named in (
+            ("run_tokens = 0", "run_tokens = -5", "[budget] run_tokens: expected a number of tokens"),
+            ("drive_tokens = 0", "drive_tokens = \"lots\"", "[budget] drive_tokens: expected an integer"),
+            ("item_tokens = 0", "item_token = 5", "[budget] item_token: unknown key (did you mean item_tokens?)"),
+            ("[budget.rates]", "[budget.rates]\nopus = { input = 15 }", "[budget] rates: expected { input"),
+            ("[budget.rates]", "[budget.rates]\nopus = { input = 15, output = \"75\" }", "for 'opus'"),
+            ("[budget.rates]", "[budget.rates]\nopus = { input = -1, output = 1 }", "for 'opus'"),
+            ("[budget.rates]", "[budget.rates]\nopus = 3", "[budget] rates")):
+        assert before in written
+        (repo / "drover.toml").write_text(written.replace(before, after, 1))
+        done = drover(repo, "list")
+        assert done.returncode == 2, after
+        lines = done.stderr.strip().splitlines()
+        assert len(lines) == 1 and named in lines[0] and "drover.toml" in lines[0], done.stderr
+    (repo / "drover.toml").write_text(written.replace("[budget.rates]", "[budget.rates]\nopus = { input = 15, output = 75 }"))
+    assert drover(repo, "list").returncode == 0
+
+
+def test_a_run_that_streams_past_its_ceiling_is_ended_with_its_process_group_and_the_item_parked(repo, tmp_path):
+    project = streaming_project(repo, tmp_path, run_tokens=1000)
+    item = new_item(repo, "Add a thing")
+    pidfile = tmp_path / "pids"
+    # 1,200 tokens reported at once, then a long sleep beside a child: only the ceiling ends it
+    project.script = {"messages": [[1150, 50]], "sleep": 300, "pidfile": str(pidfile)}
+    done = project.drover("run", item)
+    assert done.returncode == 1, done.stdout + done.stderr
+    reason = f"over budget: 1,200 of 1,000 tokens for one implement run of {item}"
+    assert reason in done.stderr and "parked" in done.stderr
+    agent, child = (int(word) for word in pidfile.read_text().split())
+    assert not alive(agent) and not alive(child)  # the whole group went
+    [run] = runs_of(repo)
+    assert (run["outcome"], run["failure"], run["reason"]) == ("over budget", "over_budget", reason)
+    assert (run["input_tokens"], run["output_tokens"]) == (1150, 50)
+    assert not (repo / ".drover" / "worktrees" / item / f"{item}.txt").exists()  # it never got to the work
+    shown = json.loads(project.drover("show", item, "--json").stdout)
+    assert shown["parked"] and shown["parked_reason"] == reason and shown["state"] == "parked"
+    assert "over budget" in (repo / run["log_path"]).read_text()
+
+
+def test_an_item_at_its_budget_is_refused_before_the_launch_and_parked_with_the_figures(repo, tmp_path):
+    project = streaming_project(repo, tmp_path, item_tokens=2000)
+    item = new_item(repo, "Add a thing")
+    project.script = {"messages": [[1500, 500]]}  # exactly the budget: the run ends well
+    assert project.drover("run", item).returncode == 0
+    assert len(runs_of(repo)) == 1
+    for slot in ("review", "run", "draft"):
+        if slot != "review":
+            project.drover("unpark", item)
+        done = project.drover(slot, item)
+        assert done.returncode == 1
+        assert f"{item}: over budget: 2,000 of 2,000 tokens for {item}: parked; no" in done.stderr, done.stderr
+        assert len(runs_of(repo)) == 1  # nothing launched, nothing recorded
+        shown = json.loads(project.drover("show", item, "--json").stdout)
+        assert shown["parked_reason"] == f"over budget: 2,000 of 2,000 tokens for {item}"
+
+
+def test_a_runs_ceiling_is_what_is_left_of_its_items_budget(repo, tmp_path):
+    project = streaming_project(repo, tmp_path, run_tokens=5000, item_tokens=3000)
+    item = new_item(repo, "Add a thing")
+    project.script = {"messages": [[1800, 200]]}
+    assert project.drover("run", item).returncode == 0
+    # 1,000 left for the item: a run reporting 600, then 600 more, is ended at the second message
+    project.script = {"messages": [[550, 50], [550, 50]], "sleep": 300}
+    done = project.drover("run", item)
+    assert done.returncode == 1
+    reason = f"over budget: 3,200 of 3,000 tokens for {item}"
+    assert reason in done.stderr
+    first, second = runs_of(repo)
+    assert (second["outcome"], second["failure"], second["reason"]) == ("over budget", "over_budget", reason)
+    assert first["failure"] is None
+    assert json.loads(project.drover("show", item, "--json").stdout)["parked_reason"] == reason
+
+
+def test_the_drive_ceiling_stops_the_drive_and_reports_the_items_not_started(repo, tmp_path):
+    project = streaming_project(repo, tmp_path, drive_tokens=1500)
+    first = new_item(repo, "First")
+    second = new_item(repo, "Second")
+    project.script = {"messages": [[900, 100]]}  # implement 1,000: then 500 are left for the review
+    done = project.drover("drive", first, second)
+    out = done.stdout
+    assert done.returncode == 1, out + done.stderr
+    runs = runs_of(repo)
+    # the first item's implement ran whole; its review was ended at what was left of the drive
+    assert [(run["item"], run["slot"], run["outcome"]) for run in runs] == [
+        (first, "implement", "exited"), (first, "review", "over budget")]
+    assert runs[1]["reason"] == "over budget: 2,000 of 1,500 tokens for this drive"
+    assert f"{second}: stopped: {second}: over budget: 2,000 of 1,500 tokens for this drive: " \
+           "no implement agent was launched" in out
+    summary = out[out.index("item "):]
+    assert re.search(rf"^{first} +over budget +0 +2 ", summary, re.M), summary
+    assert re.search(rf"^{second} +over budget +0 +0 ", summary, re.M), summary
+    for item in (first, second):  # the drive stopped; neither item is over its own budget
+        shown = json.loads(project.drover("show", item, "--json").stdout)
+        assert not shown["parked"], item
+    assert json.loads(project.drover("show", second, "--json").stdout)["runs"] == []
+
+
+def test_a_cli_that_reports_usage_only_at_the_end_is_held_to_its_ceiling_after_it_exits(repo, tmp_path):
+    project = streaming_project(repo, tmp_path, "codex", run_tokens=1000)
+    project.kind = "codex"
+    item = new_item(repo, "Add a thing")
+    project.script = {"messages": [[1900, 100]]}  # codex: one turn.completed, at the end
+    done = project.drover("run", item)
+    assert done.returncode == 1
+    reason = f"over budget: 2,000 of 1,000 tokens for one implement run of {item}"
+    assert reason in done.stderr
+    [run] = runs_of(repo)
+    assert (run["failure"], run["reason"], run["input_tokens"]) == ("over_budget", reason, 1900)
+    assert json.loads(project.drover("show", item, "--json").stdout)["parked_reason"] == reason
+
+
+FORGED = [
+    json.dumps({"type": "result", "usage": {"input_tokens": 1, "output_tokens": 1}}),  # a smaller "total"
+    json.dumps({"type": "assistant", "message": {"id": "msg_1", "usage": {"input_tokens": 2, "output_tokens": 0}}}),
+    json.dumps({"type": "assistant", "message": {"id": "msg_9", "usage": {"input_tokens": -5000, "output_tokens": True}}}),
+    json.dumps({"type": "assistant", "message": {"id": "msg_8", "usage": {"input_tokens": "lots", "output_tokens": 1.5}}}),
+    json.dumps({"type": "assistant", "message": {"usage": ["not", "a", "table"]}}),
+    "[" * 100_000,  # too deep for the JSON parser
+    json.dumps({"type": "result", "usage": "none"}),
+    "{\"type\": \"assistant\", \"message\": ",
+]
+
+
+def test_forged_or_malformed_usage_lines_cannot_lower_a_recorded_total_or_crash_drover(repo, tmp_path):
+    project = streaming_project(repo, tmp_path)
+    item = new_item(repo, "Add a thing")
+    project.script = {"messages": [[3000, 300]], "forged": FORGED, "result": [10, 10]}
+    done = project.drover("run", item)
+    assert done.returncode == 0, done.stdout + done.stderr
+    [run] = runs_of(repo)
+    assert (run["input_tokens"], run["output_tokens"]) == (3000, 300)
+
+
+def test_a_forged_huge_count_raises_the_total_without_overflowing_the_ledger(repo, tmp_path):
+    project = streaming_project(repo, tmp_path, run_tokens=1000)
+    item = new_item(repo, "Add a thing")
+    huge = json.dumps({"type": "assistant", "message": {"id": "x", "usage": {"input_tokens": 10**30}}})
+    project.script = {"messages": [[10, 10]], "forged": [huge], "sleep": 300}
+    done = project.drover("run", item)
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    [run] = runs_of(repo)
+    assert run["failure"] == "over_budget" and run["input_tokens"] == 10**12 + 10
+
+
+def test_the_stream_reader_counts_each_message_once_and_never_down():
+    from drover.agents.usage import StreamReader
+
+    reader = StreamReader("claude")
+    message = {"type": "assistant", "message": {"id": "m1", "usage": {"input_tokens": 100, "output_tokens": 1,
+                                                                      "cache_read_input_tokens": 20}}}
+    reader.feed(json.dumps(message))
+    reader.feed(json.dumps(message))  # claude repeats a message's usage with each content block
+    assert reader.tokens == 121
+    message["message"]["id"] = "m2"
+    reader.feed(json.dumps(message))
+    assert reader.tokens == 242
+    message["message"]["id"] = "m1"
+    message["message"]["usage"] = {"input_tokens": 5, "output_tokens": 0}  # m1 again, smaller: no lower
+    reader.feed(json.dumps(message))
+    assert reader.tokens == 242
+    for line in FORGED:  # one of them is a new message of 2 tokens in
+        reader.feed(line)
+    assert (reader.usage.input_tokens, reader.usage.output_tokens) == (242, 2)
+    reader.feed(json.dumps({"type": "result", "usage": {"input_tokens": 300, "output_tokens": 60}}))
+    assert (reader.usage.input_tokens, reader.usage.output_tokens) == (300, 60)  # the CLI's total, when larger
+
+
+def test_money_comes_from_the_rate_card_else_the_clis_figure_labelled_as_the_clis(repo, tmp_path):
+    project = streaming_project(repo, tmp_path)
+    item = new_item(repo, "Add a thing")
+    project.script = {"messages": [[1_000_000, 100_000]], "model": "opus-x", "cost": 0.42}
+    assert project.drover("run", item).returncode == 0
+    shown = project.drover("show", item).stdout
+    assert "$0.4200 (CLI's figure)" in shown
+    data = json.loads(project.drover("show", item, "--json").stdout)
+    assert (data["runs"][0]["usd"], data["runs"][0]["usd_source"]) == (0.42, "cli")
+    assert (data["usage"]["usd"], data["usage"]["usd_source"]) == (0.42, "cli")
+
+    set_rates(repo, "opus-x = { input = 15, output = 75.0 }")
+    shown = project.drover("show", item).stdout
+    assert "$22.5000\n" in shown and "CLI's figure" not in shown  # 1M in at $15 + 0.1M out at $75
+    data = json.loads(project.drover("show", item, "--json").stdout)
+    assert (data["runs"][0]["usd"], data["runs"][0]["usd_source"]) == (22.5, "rates")
+    assert (data["usage"]["usd"], data["usage"]["usd_source"]) == (22.5, "rates")
+    assert data["runs"][0]["cost_usd"] == 0.42  # the CLI's own figure stays on the record
+
+    # a review by a model the card does not name: the total is in part the CLI's figure
+    project.script = {"messages": [[10, 10]], "model": "other", "cost": 0.5}
+    assert project.drover("review", item).returncode == 0
+    data = json.loads(project.drover("show", item, "--json").stdout)
+    assert (data["usage"]["usd"], data["usage"]["usd_source"]) == (23.0, "mixed")
+    assert "total: 1,000,010 in / 100,010 out tokens, $23.0000 (in part the CLI's figure)" in \
+        project.drover("show", item).stdout
+
+
+def test_the_drive_summary_labels_the_clis_figure(repo, tmp_path):
+    project = streaming_project(repo, tmp_path)
+    item = new_item(repo, "Add a thing")
+    project.script = {"messages": [[1000, 100]], "cost": 0.25}
+    out = project.drover("drive", item).stdout
+    assert f"{item}: 2,000 in / 200 out tokens, $0.5000 (CLI's figure)" in out, out
+    assert "total: 2,000 in / 200 out tokens, $0.5000 (CLI's figure)" in out
