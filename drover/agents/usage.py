@@ -43,10 +43,10 @@ def count(value: Any) -> int | None:
 
 
 def _add(total: int | None, more: Any) -> int | None:
-    more = count(more)
-    if more is None:
+    added = count(more)
+    if added is None:
         return total
-    return min((total or 0) + more, MAX_TOKENS)
+    return min((total or 0) + added, MAX_TOKENS)
 
 
 def _most(seen: int | None, reported: int | None) -> int | None:

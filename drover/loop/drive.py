@@ -29,7 +29,7 @@ class Driven:
     """How one item's drive ended."""
 
     item_id: str
-    result: str  # finished | approved | parked | failed | no verdict | skipped | orphaned
+    result: str  # finished | approved | parked | failed | no verdict | skipped | orphaned | over budget
     rounds: int
     runs: int
     note: str = ""
@@ -57,6 +57,10 @@ def header(project: Project, ids: list[str], jobs: int, finish: bool) -> list[st
     ahead = ", ".join(ids) if ids else "nothing is ready"
     lines.append(f"  items: {ahead}")
     lines.append(f"  jobs: {jobs}; cap: {project.config.max_rounds} rounds; finish: {'yes' if finish else 'no'}")
+    ceilings = [f"{name} {value:,}" for name, value in (("run", project.config.budget.run_tokens),
+                ("item", project.config.budget.item_tokens), ("drive", project.config.budget.drive_tokens)) if value]
+    if ceilings:
+        lines.append(f"  budget: {', '.join(ceilings)} tokens (docs/budgets.md)")
     return lines
 
 

@@ -40,6 +40,9 @@ class Service:
     port: int = 0
     requests: list[Logged] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    # the usage each agent turn reports (tests/e2e/test_budget_e2e.py drives a run past a ceiling)
+    input_tokens: int = INPUT_TOKENS
+    output_tokens: int = OUTPUT_TOKENS
 
     @property
     def base_url(self) -> str:
@@ -50,7 +53,7 @@ class Service:
 
     def usage_total(self) -> tuple[int, int]:
         turns = len(self.agent_turns())
-        return turns * INPUT_TOKENS, turns * OUTPUT_TOKENS
+        return turns * self.input_tokens, turns * self.output_tokens
 
 
 def _sse(handler: BaseHTTPRequestHandler, events: list[tuple[str, dict]]) -> None:
@@ -108,13 +111,13 @@ def anthropic_events(body: dict, service: Service) -> tuple[str, list[tuple[str,
         ("message_start", {"type": "message_start", "message": {
             "id": "msg_standin", "type": "message", "role": "assistant", "model": model, "content": [],
             "stop_reason": None, "stop_sequence": None,
-            "usage": {"input_tokens": INPUT_TOKENS, "output_tokens": 1,
+            "usage": {"input_tokens": service.input_tokens, "output_tokens": 1,
                       "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}}}),
         ("content_block_start", {"type": "content_block_start", "index": 0, "content_block": block}),
         ("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": delta}),
         ("content_block_stop", {"type": "content_block_stop", "index": 0}),
         ("message_delta", {"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": None},
-                           "usage": {"output_tokens": OUTPUT_TOKENS}}),
+                           "usage": {"output_tokens": service.output_tokens}}),
         ("message_stop", {"type": "message_stop"}),
     ]
     return kind, events
@@ -155,9 +158,9 @@ def responses_events(body: dict, service: Service) -> tuple[str, list[tuple[str,
                 "content": [{"type": "output_text", "text": FINAL_TEXT if tool else "Stand-in", "annotations": []}]}
     response = {"id": "resp_standin", "object": "response", "model": body.get("model", "stand-in"),
                 "status": "completed", "output": []}
-    usage = {"input_tokens": INPUT_TOKENS, "input_tokens_details": {"cached_tokens": 0},
-             "output_tokens": OUTPUT_TOKENS, "output_tokens_details": {"reasoning_tokens": 0},
-             "total_tokens": INPUT_TOKENS + OUTPUT_TOKENS}
+    usage = {"input_tokens": service.input_tokens, "input_tokens_details": {"cached_tokens": 0},
+             "output_tokens": service.output_tokens, "output_tokens_details": {"reasoning_tokens": 0},
+             "total_tokens": service.input_tokens + service.output_tokens}
     events = [
         ("response.created", {"type": "response.created", "response": {**response, "status": "in_progress"}}),
         ("response.output_item.added", {"type": "response.output_item.added", "output_index": 0, "item": item}),
