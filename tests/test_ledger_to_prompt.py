@@ -71,7 +71,8 @@ def test_show_json_prints_every_column_in_the_tables_order(opened):
     columns = {table: [row[1] for row in conn.execute(f"PRAGMA table_info({table})")]
                for table in ("runs", "rounds", "audits")}
     conn.close()
-    assert list(shown["runs"][0]) == columns["runs"] + ["unfinished", "live", "orphaned"]
+    # then what show adds: the price (docs/budgets.md) and the liveness
+    assert list(shown["runs"][0]) == columns["runs"] + ["usd", "usd_source", "unfinished", "live", "orphaned"]
     assert list(shown["rounds"][0]) == columns["rounds"]
     assert list(shown["audits"][0]) == columns["audits"]
     assert shown["runs"][0]["argv"] == ["a", "b"] and shown["audits"][0]["authors"] == ["writer"]
