@@ -202,20 +202,22 @@ def test_the_200_item_page_draws_every_item_edge_and_run_and_keeps_hostile_text_
 
 
 def test_a_rate_card_prices_the_runs_of_its_models_and_says_whose_figure_the_rest_are(repo, big):
-    from drover.ledger.db import Ledger
-    from drover.ledger.project import open_project
-    from drover.ledger.report import build_report
-
-    project = open_project(repo)
-    with Ledger(project.ledger_path) as ledger:
-        made = build_report(project, ledger, rates={"m-large": (3.0, 15.0)})
-    runs = {run.id: run for run in made.runs}
+    cli_only = drover(repo, "report", check=True).stdout
+    assert "costs are the agent CLIs' own figures: no [budget.rates] rate card" in cli_only
+    config = (repo / "drover.toml").read_text()
+    config = re.sub(r"^\[budget\.rates\].*$", '[budget.rates]\n"m-large" = { input = 3, output = 15 }', config,
+                    count=1, flags=re.M)
+    (repo / "drover.toml").write_text(config)
+    value = json.loads(drover(repo, "report", "--json", check=True).stdout)
+    runs = {run["id"]: run for run in value["runs"]}
     large = runs["r1-implement-600"]
-    assert large.cost_source == "rates"
-    assert large.cost_usd == pytest.approx((1001 * 3.0 + 101 * 15.0) / 1_000_000)
-    assert runs["r2-implement-1200"].cost_source == "cli" and runs["r2-implement-1200"].cost_usd == pytest.approx(0.002)
-    assert made.totals.cost_source == "mixed" and made.rated_models == ("m-large",)
-    assert {group.name: group.cost_source for group in made.models}["m-large"] == "rates"
+    assert large["cost_source"] == "rates"
+    assert large["cost_usd"] == pytest.approx((1001 * 3.0 + 101 * 15.0) / 1_000_000)
+    small = runs["r2-implement-1200"]
+    assert small["cost_source"] == "cli" and small["cost_usd"] == pytest.approx(0.002)
+    assert value["totals"]["cost_source"] == "mixed" and value["rated_models"] == ["m-large"]
+    assert {group["name"]: group["cost_source"] for group in value["models"]}["m-large"] == "rates"
+    assert "no [budget.rates] rate card" not in drover(repo, "report", check=True).stdout
 
 
 def test_since_keeps_only_what_happened_in_the_window(repo, big):

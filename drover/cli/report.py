@@ -11,7 +11,6 @@ import click
 from drover.cli.parts import echo_json, example
 
 if TYPE_CHECKING:
-    from drover.config import Config
     from drover.ledger.db import Ledger
     from drover.ledger.project import Project
     from drover.ledger.report import GroupLine, Report
@@ -48,23 +47,10 @@ def report(since: str | None, as_json: bool, html_file: Path | None) -> None:
             click.echo(line)
 
 
-def rates_of(config: "Config") -> dict[str, tuple[float, float]]:
-    """The operator's rate card ([budget.rates]) as usage.price reads it: model -> (USD per million
-    tokens in, out); none without a [budget] table. A rate is `{ input = ..., output = ... }`."""
-    budget = getattr(config, "budget", None)
-    card: dict[str, tuple[float, float]] = {}
-    for model, rate in (getattr(budget, "rates", None) or {}).items():
-        if isinstance(rate, dict):
-            card[model] = (float(rate["input"]), float(rate["output"]))
-        else:
-            card[model] = (float(rate[0]), float(rate[1]))
-    return card
-
-
 def report_for(project: "Project", ledger: "Ledger", since: str | None) -> "Report":
     from drover.ledger.report import build_report
 
-    return build_report(project, ledger, since=since, rates=rates_of(project.config))
+    return build_report(project, ledger, since=since, rates=project.config.budget.rate_card)
 
 
 def write_page(made: "Report", path: Path) -> None:
