@@ -277,6 +277,8 @@ def test_money_comes_from_the_rate_card_else_the_clis_figure_labelled_as_the_cli
     assert (data["runs"][0]["usd"], data["runs"][0]["usd_source"]) == (22.5, "rates")
     assert (data["usage"]["usd"], data["usage"]["usd_source"]) == (22.5, "rates")
     assert data["runs"][0]["cost_usd"] == 0.42  # the CLI's own figure stays on the record
+    report = json.loads(project.drover("report", "--json").stdout)  # the report reads the same card
+    assert report["rated_models"] == ["opus-x"] and report["totals"]["cost_source"] == "rates"
 
     # a review by a model the card does not name: the total is in part the CLI's figure
     project.script = {"messages": [[10, 10]], "model": "other", "cost": 0.5}
