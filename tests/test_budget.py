@@ -15,6 +15,8 @@ import sys
 from pathlib import Path
 
 
+import pytest
+
 from helpers import TESTS, configure, drover, git, new_item
 
 STREAM_AGENT = TESTS / "agents" / "stream_agent.py"
@@ -296,3 +298,28 @@ def test_the_drive_summary_labels_the_clis_figure(repo, tmp_path):
     out = project.drover("drive", item).stdout
     assert f"{item}: 2,000 in / 200 out tokens, $0.5000 (CLI's figure)" in out, out
     assert "total: 2,000 in / 200 out tokens, $0.5000 (CLI's figure)" in out
+
+
+def test_the_ceiling_travels_with_the_run_to_a_worker(repo, tmp_path, monkeypatch):
+    from drover.ledger.db import Ledger
+    from drover.ledger.project import open_project
+    from drover.loop import budgets, runs
+    from helpers import InlineExecutor, stop_adopting
+
+    project = streaming_project(repo, tmp_path, run_tokens=1000)
+    item = new_item(repo, "Add a thing")
+    project.script = {"messages": [[1150, 50]], "sleep": 300}
+    for name, value in project.env().items():
+        monkeypatch.setenv(name, value)
+    opened = open_project(repo)
+    try:
+        with Ledger(opened.ledger_path) as ledger:
+            launch = runs.prepare(opened, ledger, item, "implement")
+            # the ray executor's path: the payload to a worker's scratch clone, the result home
+            with pytest.raises(budgets.OverBudget, match="over budget: 1,200 of 1,000 tokens for one implement run"):
+                runs.execute(opened, ledger, launch, echo=False, executor=InlineExecutor())
+    finally:
+        stop_adopting()
+    [run] = runs_of(repo)
+    assert (run["node"], run["outcome"], run["failure"]) == ("inline", "over budget", "over_budget")
+    assert json.loads(project.drover("show", item, "--json").stdout)["parked"]
