@@ -73,6 +73,7 @@ class StreamReader:
         self.usage = Usage()
         # claude: each model message's usage by message id (its events repeat it, growing)
         self._messages: dict[str, tuple[int, int]] = {}
+        self._sums = (0, 0)
 
     @property
     def tokens(self) -> int:
@@ -147,8 +148,10 @@ class StreamReader:
         before = self._messages.get(name, (0, 0))
         now = (max(before[0], _input_of(usage) or 0), max(before[1], count(usage.get("output_tokens")) or 0))
         self._messages[name] = now
-        self.usage.input_tokens = _most(self.usage.input_tokens, sum(pair[0] for pair in self._messages.values()))
-        self.usage.output_tokens = _most(self.usage.output_tokens, sum(pair[1] for pair in self._messages.values()))
+        # the sums over messages, kept as they grow (a message's figures only ever rise)
+        self._sums = (self._sums[0] + now[0] - before[0], self._sums[1] + now[1] - before[1])
+        self.usage.input_tokens = _most(self.usage.input_tokens, min(self._sums[0], MAX_TOKENS))
+        self.usage.output_tokens = _most(self.usage.output_tokens, min(self._sums[1], MAX_TOKENS))
 
     # codex -------------------------------------------------------------------------------
 
