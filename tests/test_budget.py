@@ -174,7 +174,7 @@ def test_the_drive_ceiling_stops_the_drive_and_reports_the_items_not_started(rep
     done = project.drover("drive", first, second)
     out = done.stdout
     assert done.returncode == 1, out + done.stderr
-    assert "  budget: drive 1,500 tokens (docs/budgets.md)" in out
+    assert "  budget: drive 1,500 tokens (drover help budgets)" in out
     runs = runs_of(repo)
     # the first item's implement ran whole; its review was ended at what was left of the drive
     assert [(run["item"], run["slot"], run["outcome"]) for run in runs] == [

@@ -60,7 +60,7 @@ def header(project: Project, ids: list[str], jobs: int, finish: bool) -> list[st
     ceilings = [f"{name} {value:,}" for name, value in (("run", project.config.budget.run_tokens),
                 ("item", project.config.budget.item_tokens), ("drive", project.config.budget.drive_tokens)) if value]
     if ceilings:
-        lines.append(f"  budget: {', '.join(ceilings)} tokens (docs/budgets.md)")
+        lines.append(f"  budget: {', '.join(ceilings)} tokens (drover help budgets)")
     return lines
 
 
