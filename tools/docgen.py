@@ -86,7 +86,7 @@ def config_table() -> str:
 
     from drover.cli.config_text import toml_value
 
-    words = {str: "string", int: "integer", bool: "boolean", dict: "table"}
+    words = {str: "string", int: "integer", bool: "boolean", dict: "table", tuple: "list of strings"}
     lines = ["| table | key | type | default | meaning |", "|---|---|---|---|---|"]
     for table, keys in config.KEYS.items():
         for key, info in keys.items():

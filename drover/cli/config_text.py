@@ -40,6 +40,8 @@ def toml_value(value: Any) -> str:
         if not value:
             return "{}"
         return "{ " + ", ".join(f"{toml_key(name)} = {toml_value(item)}" for name, item in value.items()) + " }"
+    if isinstance(value, tuple):
+        return json.dumps(list(value), ensure_ascii=False)  # a JSON array of strings is a TOML array
     return json.dumps(value, ensure_ascii=False)  # a TOML basic string is a JSON string for these values
 
 

@@ -23,7 +23,8 @@ SECTIONS: dict[str, dict[str, str]] = {
     "Review verbs": {"request-changes": "verbs.request_changes", "close-changes": "verbs.close_changes",
                      "audit": "verbs.audit", "dispose": "verbs.dispose", "park": "verbs.park", "unpark": "verbs.unpark"},
     "Inspection": {"check": "templates.check", "prompt": "templates.prompt", "schema": "templates.schema",
-                   "log": "loop.log_command", "ledger": "ledger.ledger_group"},
+                   "log": "loop.log_command", "ledger": "ledger.ledger_group",
+                   "worktrees": "worktrees.worktrees_group"},
     "Reports": {"report": "report.report"},
 }
 LAZY = {name: where for section in SECTIONS.values() for name, where in section.items()}

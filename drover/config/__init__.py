@@ -13,7 +13,8 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from drover.config.keys import KeyInfo, at_least_one, check_items_folder, check_prefix, key
+from drover.config.keys import (KeyInfo, at_least_one, at_least_zero, check_items_folder, check_prefix,
+                                check_relative_paths, key)
 from drover.config.tables import AgentConfig, PromptFiles, RayConfig, TrackerConfig
 from drover.config.tables import NotifyConfig
 from drover.config.tables import BudgetConfig
@@ -28,7 +29,8 @@ __all__ = ["CONFIG_FILE", "GUIDANCE_LEVELS", "KEYS", "SCHEMA", "VERIFY_DEFAULT",
 # [verify] is an open table of key -> command string; `default` always exists.
 VERIFY_DEFAULT = {"default": "make test"}
 
-_TYPE_WORDS = {str: "a string", int: "an integer", bool: "true or false", dict: "a table"}
+_TYPE_WORDS = {str: "a string", int: "an integer", bool: "true or false", dict: "a table",
+               tuple: "a list of strings"}
 
 
 @dataclass(frozen=True)
@@ -47,6 +49,13 @@ class Config:
     branch: str = key("run", "drover/{{ Id | lower }}", "the branch template; must render a valid git branch name")
     worktree: bool = key("run", True, "each item is worked in .drover/worktrees/<ID>; false: in this checkout")
     setup: str = key("run", "", "a command run once in each new worktree before its first agent, e.g. \"uv sync\"")
+    pool: int = key("run", 0, "worktrees kept and reused between items (docs/worktrees.md); 0: each item gets a "
+                              "new worktree, removed when it is finished", check=at_least_zero)
+    keep: tuple[str, ...] = key("run", (), "paths a pooled worktree's clean spares, from its top, e.g. "
+                                           "[\"node_modules\", \".venv\"]: the next item trusts what they hold",
+                                check=check_relative_paths)
+    setup_inputs: tuple[str, ...] = key("run", (), "files whose change makes a pooled worktree run [run] setup "
+                                                   "again, e.g. [\"uv.lock\"]", check=check_relative_paths)
     executor: str = key("run", "local", "where agent runs execute: local, or ray (drover help executors)",
                         choices=EXECUTORS)
     verify: dict[str, str] = field(default_factory=lambda: dict(VERIFY_DEFAULT))
@@ -111,6 +120,8 @@ def _check_value(info: KeyInfo, value: Any, shown: str) -> str:
     # bool is an int in Python; keep them apart so `max_rounds = true` is an error.
     if not isinstance(value, info.type) or (info.type is int and isinstance(value, bool)):
         return f"{where}: expected {_TYPE_WORDS[info.type]}"
+    if isinstance(value, tuple) and not all(isinstance(entry, str) for entry in value):
+        return f"{where}: expected {_TYPE_WORDS[tuple]}"
     if info.choices and value not in info.choices:
         return f"{where}: expected one of {', '.join(info.choices)}, not {value!r}"
     expected = info.check(value) if info.check else ""

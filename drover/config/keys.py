@@ -34,8 +34,11 @@ def key(table: str, default: Any, meaning: str, *, choices: Collection[str] = ()
         check: Callable[[Any], str] | None = None, convert: Callable[[Any], Any] | None = None) -> Any:
     """A dataclass field that is also a drover.toml key: the one place its facts are written.
 
-    A dict default is a table of strings; what the user writes is laid over it.
+    A dict default is a table of strings; what the user writes is laid over it. A tuple default
+    is a list of strings: TOML's array arrives as a list and is kept as a tuple (Config is frozen).
     """
+    if isinstance(default, tuple) and convert is None:
+        convert = as_tuple
     metadata = {"table": table, "meaning": meaning, "choices": choices, "check": check, "convert": convert,
                 "default": default}
     if isinstance(default, dict):
@@ -81,6 +84,28 @@ def check_items_folder(value: str) -> str:
         return f"a folder inside the repository, not {value!r}"
     if parts[0] in (".drover", ".git"):
         return f"a folder outside {parts[0]}/ (drover's and git's state), not {value!r}"
+    return ""
+
+
+def as_tuple(value: Any) -> Any:
+    """A TOML array -> a tuple; anything else is left for the type check to refuse."""
+    return tuple(value) if isinstance(value, list) else value
+
+
+def at_least_zero(value: int) -> str:
+    return "" if value >= 0 else "an integer of at least 0"
+
+
+def check_relative_paths(value: tuple[str, ...]) -> str:
+    """Each entry a path inside the worktree: not empty, not absolute, no `..`, nothing of git's."""
+    from pathlib import PurePosixPath
+
+    for entry in value:
+        parts = PurePosixPath(entry.strip()).parts if entry.strip() else ()
+        if not parts or PurePosixPath(entry).is_absolute() or ".." in parts or parts == (".",):
+            return f"paths inside the worktree, not {entry!r}"
+        if ".git" in parts:
+            return f"paths outside git's own files, not {entry!r}"
     return ""
 
 

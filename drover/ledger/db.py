@@ -18,10 +18,11 @@ from drover.ledger.connection import now
 from drover.ledger.filecache import FileCache
 from drover.ledger.journal import nonempty
 from drover.ledger.migrations import MIGRATION_SET, MIGRATIONS, migrations
+from drover.ledger.pooltable import PoolTable
 from drover.ledger.verdicts import Verdicts
 
 
-class Ledger(Verdicts, FileCache, ActivityReads):
+class Ledger(Verdicts, FileCache, ActivityReads, PoolTable):
     """One open ledger. Use as a context manager, or call close()."""
 
     def __init__(self, path: Path):

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 from drover.ledger.activity import APPROVED_BEFORE_0012, APPROVING_LEVEL, create_activity_table, renew_activity
 from drover.ledger.journal import _intents, _owed_commits
+from drover.ledger.pooltable import _pool
 
 if TYPE_CHECKING:
     import sqlite_utils
@@ -227,6 +228,7 @@ MIGRATIONS: tuple[tuple[str, Any], ...] = (
     ("0014_owed_commits", _owed_commits),
     ("0015_item_files_placeholder", _item_files_placeholder), ("0016_unfinished_runs", _unfinished_runs),
     ("0017_failure_classes", _failure_classes), ("0018_item_files_exact", _item_files_exact),
+    ("0019_worktree_pool", _pool),
 )
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 import threading
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable
 
 from drover import git, prompts as templates
@@ -212,8 +213,7 @@ class Driver:
                 reason = str(exc).removeprefix(f"{item_id}: ")
                 return self._ended(ledger, item_id, "approved", NOT_FINISHED + reason)
             branch = ledger.item_branch(item_id)
-            worktree = git.ensure_worktree(self.project.root, self.project.worktrees_dir / item_id, branch,
-                                           self.project.config.base)
+            worktree = self._item_worktree(ledger, item_id, branch)
             conflicts = git.merge_base_into(worktree, self.project.config.base)
             if conflicts:
                 self.event(item_id, f"merging {self.project.config.base} into {branch} conflicts in "
@@ -230,6 +230,15 @@ class Driver:
         for problem in finished.problems:
             self.event(item_id, problem)
         return self._ended(ledger, item_id, "finished", "; ".join(finished.problems))
+
+    def _item_worktree(self, ledger: Ledger, item_id: str, branch: str) -> Path:
+        """The item's worktree on its branch: its own folder, or the pooled one it holds (pool.py)."""
+        from drover.loop import pool
+
+        project = self.project
+        if pool.pooling(project) and not (project.worktrees_dir / item_id).is_dir():
+            return pool.acquire(project, ledger, item_id, branch=branch)
+        return git.ensure_worktree(project.root, project.worktrees_dir / item_id, branch, project.config.base)
 
     def _ended(self, ledger: Ledger, item_id: str, result: str, note: str, known: ItemState | None = None) -> Driven:
         """How the item's drive ended; `known` is its state when the caller has just asked for it."""

@@ -58,6 +58,7 @@ def finish(project: Project, ledger: Ledger, item_id: str, *, allow_drover_files
         worktree = project.worktrees_dir / item_id
         if worktree.exists():
             git.remove_worktree(project.root, worktree)
+        _release_pooled(project, ledger, item_id)
         # the commit the approval covers, by its id: no ref named like the branch can stand in
         sha = git.merge(project.root, branch, project.config.base,
                         f"drover: merge {item_id}: {item.title}", commit=approved)
@@ -69,6 +70,13 @@ def finish(project: Project, ledger: Ledger, item_id: str, *, allow_drover_files
     if not lines and not problems:
         lines.append(f"{item_id} is already done; every disposition is applied: nothing to do")
     return Finished(tuple(lines), tuple(problems))
+
+
+def _release_pooled(project: Project, ledger: Ledger, item_id: str) -> None:
+    """The item's pooled worktree goes back to the pool (pool.py) before its branch merges."""
+    from drover.loop import pool
+
+    pool.release(project, ledger, item_id)
 
 
 def _require_approval(project: Project, ledger: Ledger, item_id: str) -> None:

@@ -30,6 +30,7 @@ from drover.vocabulary import SLOTS as LAUNCH_SLOTS
 from drover.executors import Executor, Launch
 from drover.loop import budgets
 from drover.loop.budgets import DriveBudget
+from drover.loop import pool
 
 
 @dataclass(frozen=True)
@@ -93,6 +94,8 @@ def prepare(project: Project, ledger: Ledger, item_id: str, slot: str, *,
         worktree, workdir = None, project.root
     else:
         worktree = project.worktrees_dir / item_id
+        if pool.pooling(project):  # the pooled worktree it holds; else execute takes one (pool.rebind)
+            worktree = pool.held_path(project, ledger, item_id) or worktree
         workdir = worktree
     argv, via = presets.agent_argv(agent, run_dir / "prompt.md")
     env_add = agents.agent_env(item_id=item_id, slot=slot, run_id=run_id, prompt_file=run_dir / "prompt.md",
@@ -145,14 +148,17 @@ def _say(line: str) -> None:
         pass  # a closed screen must not stop the run
 
 
-_WORKTREE_LOCK = threading.Lock()
+_WORKTREE_LOCK = pool.WORKTREE_LOCK
 
 
-def _ready_workdir(project: Project, launch: Launch) -> None:
-    """The branch and the directory the agent works in: a worktree, or this checkout switched."""
+def _ready_workdir(project: Project, ledger: Ledger, launch: Launch) -> Launch:
+    """The branch and the directory the agent works in: a worktree, or this checkout switched; the
+    launch as it now runs (in a pooled worktree, the one it holds)."""
     base = project.config.base
     if launch.slot == "draft":
-        return
+        return launch
+    if launch.worktree is not None and pool.pooling(project) and not (project.worktrees_dir / launch.item_id).is_dir():
+        return pool.rebind(launch, pool.acquire(project, ledger, launch.item_id, branch=launch.branch))
     if launch.worktree is not None:
         # One at a time: ensure_worktree prunes, and a prune during another thread's
         # `worktree add` removes that worktree's half-written admin folder (drive --jobs N).
@@ -160,6 +166,7 @@ def _ready_workdir(project: Project, launch: Launch) -> None:
             git.ensure_worktree(project.root, launch.worktree, launch.branch, base)
     else:
         git.checkout_branch(project.root, launch.branch, base, ignore=[project.config.items + "/"])
+    return launch
 
 
 def execute(project: Project, ledger: Ledger, launch: Launch, *, echo: bool = True,
@@ -173,15 +180,18 @@ def execute(project: Project, ledger: Ledger, launch: Launch, *, echo: bool = Tr
     if launch.root_refusal:
         raise Refused(launch.root_refusal)
     launch, ceiling = budgets.admit(project, ledger, launch, budget)
-    _ready_workdir(project, launch)
+    launch = _ready_workdir(project, ledger, launch)
     # the commit the run starts from: what a review reviews, what an implementing run builds on
     head_start = git.head_of(project.root, launch.branch) if launch.branch else ""
     launch.run_dir.mkdir(parents=True, exist_ok=True)
     if launch.worktree is not None and project.config.setup:
         from drover.loop.worktree_setup import run_setup
 
-        run_setup(project.config.setup, launch.worktree, launch.log_path, item_id=launch.item_id,
-                  shown_log=project.relpath(launch.log_path), timeout=launch.agent.timeout_seconds or None)
+        shown, timeout = project.relpath(launch.log_path), launch.agent.timeout_seconds or None
+        if pool.setup_pooled(project, ledger, launch.worktree, launch.log_path, item_id=launch.item_id,
+                             shown_log=shown, timeout=timeout) is None:
+            run_setup(project.config.setup, launch.worktree, launch.log_path, item_id=launch.item_id,
+                      shown_log=shown, timeout=timeout)
     launch.prompt_path.write_text(launch.prompt, encoding="utf-8")
     provenance = launch.provenance
     ledger.start_run(NewRun(

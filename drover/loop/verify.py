@@ -86,15 +86,24 @@ def run_check(project: Project, ledger: Ledger, item_id: str, *, echo: bool = Fa
     with open(log_path, "ab") as log:
         log.write(f"$ {command}    # drover's check of {branch} at {head[:12]} with {base} "
                   f"({base_head[:12]}) merged in, in {scratch}\n".encode())
-    # one at a time with the agents' worktrees: a prune during another `worktree add` breaks it
-    with _WORKTREE_LOCK:
-        git.add_detached_worktree(project.root, scratch, head)
+    from drover.loop import pool
+
+    pooled = pool.pooling(project)
+    if pooled:  # a pooled worktree, detached at the head, held for the check (docs/worktrees.md)
+        scratch = pool.acquire(project, ledger, pool.check_holder(item_id), commit=head)
+    else:
+        # one at a time with the agents' worktrees: a prune during another `worktree add` breaks it
+        with _WORKTREE_LOCK:
+            git.add_detached_worktree(project.root, scratch, head)
     try:
         exit_status, outcome, tail = _run_in(project, item_id, command, scratch, base_head, log_path,
-                                             echo=echo, cancel=cancel, progress=progress)
+                                             echo=echo, cancel=cancel, progress=progress, ledger=ledger)
     finally:
-        with _WORKTREE_LOCK:
-            git.remove_worktree(project.root, scratch, force=True)
+        if pooled:
+            pool.release(project, ledger, pool.check_holder(item_id))
+        else:
+            with _WORKTREE_LOCK:
+                git.remove_worktree(project.root, scratch, force=True)
     check = Check(id=check_id, item=item_id, head=head, base=base_head, command=command, exit_status=exit_status,
                   outcome=outcome, started=started, duration=round(time.monotonic() - clock, 3),
                   tail=tail, log_path=project.relpath(log_path), at=now())
@@ -104,7 +113,7 @@ def run_check(project: Project, ledger: Ledger, item_id: str, *, echo: bool = Fa
 
 def _run_in(project: Project, item_id: str, command: str, scratch: Path, base_head: str, log_path: Path, *,
             echo: bool, cancel: threading.Event | None,
-            progress: Callable[[str], None] | None) -> tuple[int | None, str, str]:
+            progress: Callable[[str], None] | None, ledger: Ledger | None = None) -> tuple[int | None, str, str]:
     """(exit status, outcome, tail) of the merge and the command in the scratch worktree."""
     conflicts = git.merge_base_into(scratch, project.config.base, commit=base_head)
     if conflicts:
@@ -117,9 +126,14 @@ def _run_in(project: Project, item_id: str, command: str, scratch: Path, base_he
     if project.config.setup:
         from drover.loop.worktree_setup import SetupFailed, run_setup
 
+        from drover.loop.pool import setup_pooled
+
+        shown = project.relpath(log_path)
         try:
-            run_setup(project.config.setup, scratch, log_path, item_id=item_id, shown_log=project.relpath(log_path),
-                      timeout=_timeout(project))
+            if ledger is None or setup_pooled(project, ledger, scratch, log_path, item_id=item_id, shown_log=shown,
+                                              timeout=_timeout(project)) is None:
+                run_setup(project.config.setup, scratch, log_path, item_id=item_id, shown_log=shown,
+                          timeout=_timeout(project))
         except SetupFailed:
             return None, "setup failed", tail_of(log_path, start)
     ended = agents.launch(

@@ -24,16 +24,17 @@ class SetupFailed(DroverError):
 
 
 def run_setup(command: str, worktree: Path, log_path: Path, *, item_id: str, shown_log: str,
-              timeout: float | None = None) -> bool:
-    """Run `command` in `worktree` unless it already ran there; True when it ran now.
+              timeout: float | None = None, once: bool = True) -> bool:
+    """Run `command` in `worktree` unless it already ran there (`once`); True when it ran now.
 
     Its output goes to `log_path` (the run's log, which the agent then appends to). The marker
     lives in the worktree's private git folder, so a worktree removed and made again runs it again.
+    A pooled worktree (pool.py) passes once=False: the ledger's digest of its inputs decides.
     """
     if not command.strip():
         return False
-    marker = git.private_dir(worktree) / MARKER
-    if marker.exists():
+    marker = git.private_dir(worktree) / MARKER if once else None
+    if marker is not None and marker.exists():
         return False
     log_path.parent.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ, DROVER_ITEM=item_id, DROVER_WORKTREE=str(worktree))
@@ -51,5 +52,6 @@ def run_setup(command: str, worktree: Path, log_path: Path, *, item_id: str, sho
         log.write(f"# [run] setup ended: {status}\n".encode())
     if failed:
         raise SetupFailed(f"{item_id}: worktree setup failed ({status}); log: {shown_log}")
-    marker.write_text(command + "\n", encoding="utf-8")
+    if marker is not None:
+        marker.write_text(command + "\n", encoding="utf-8")
     return True

@@ -258,7 +258,9 @@ def _conflicts(project: Project, item_id: str, implementing: Sequence[Run]) -> t
     from drover import git
 
     if project.config.worktree:
-        return tuple(git.unmerged_files(project.worktrees_dir / item_id))
+        # the worktree the item's runs worked in: its own folder, or the pooled one it holds
+        held = next((run.worktree for run in reversed(implementing) if run.worktree), "")
+        return tuple(git.unmerged_files(project.root / held if held else project.worktrees_dir / item_id))
     # without worktrees, a merge in the main checkout is this item's only while its branch is out;
     # the branch is the newest implementing run's (Ledger.item_branch, from the runs read already)
     branch = next((run.branch for run in reversed(implementing) if run.branch), "")

@@ -1,0 +1,123 @@
+"""A pooled worktree made fit for its next holder (docs/worktrees.md): checked that it is still the
+worktree git registered, reset, cleaned of everything but the kept paths, switched to a branch or
+a commit; and one that cannot be, removed whatever it holds."""
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+from pathlib import Path
+
+from drover.errors import GitError
+from drover.git.branches import branch_exists, local_ref, require_base
+from drover.git.run import git, run
+
+# No hook runs for the pool's own checkouts: a hook is a program, and the clean is where drover
+# stops trusting what the last holder left.
+NO_HOOKS = ("-c", "core.hooksPath=/dev/null")
+# What an agent can leave in the worktree's private git folder that would change what the next
+# holder's git does or says: an operation in progress, per-worktree config, a sparse checkout.
+_LEFT_STATE = ("MERGE_HEAD", "MERGE_MSG", "MERGE_MODE", "CHERRY_PICK_HEAD", "REVERT_HEAD", "BISECT_LOG",
+               "rebase-merge", "rebase-apply", "sequencer", "config.worktree", "info")
+
+
+class Unfit(GitError):
+    """A pooled worktree that cannot be made clean: it is removed, never handed out."""
+
+
+def common_dir(root: Path) -> Path:
+    """The repository's common git folder (where `worktrees/` lives)."""
+    found = git(["rev-parse", "--git-common-dir"], root).strip()
+    return (root / found).resolve()
+
+
+def private_git_dir(worktree: Path, common: Path) -> Path:
+    """The worktree's own git folder, read from its `.git` file without running git in it; Unfit
+    unless the file is a plain file naming a folder of `common`/worktrees/ that names it back (an
+    agent may rewrite `.git` so that git in it works on another repository)."""
+    dot_git = worktree / ".git"
+    try:
+        if not stat.S_ISREG(os.lstat(dot_git).st_mode):
+            raise Unfit(f"{dot_git} is not a file")
+        text = dot_git.read_text(encoding="utf-8", errors="replace").strip()
+    except OSError as exc:
+        raise Unfit(f"{dot_git}: {exc.strerror}") from None
+    if not text.startswith("gitdir: "):
+        raise Unfit(f"{dot_git} does not name a git folder")
+    private = Path(text[len("gitdir: "):])
+    try:
+        named_back = Path((private / "gitdir").read_text(encoding="utf-8").strip())
+    except OSError:
+        raise Unfit(f"{dot_git} names {private}, which is not a worktree's folder") from None
+    if private.resolve().parent != common / "worktrees" or named_back.resolve() != dot_git.resolve():
+        raise Unfit(f"{dot_git} names {private}, not this repository's folder for {worktree}")
+    return private
+
+
+def clean_worktree(worktree: Path, private: Path, keep: tuple[str, ...]) -> None:
+    """Reset tracked files, and remove every untracked and ignored path outside `keep` (each entry
+    from the worktree's top; a kept path that is a symbolic link goes too). Unfit when git fails."""
+    for name in _LEFT_STATE:
+        left = private / name
+        if left.is_dir() and not left.is_symlink():
+            shutil.rmtree(left, ignore_errors=True)
+        elif left.exists() or left.is_symlink():
+            left.unlink()
+    for entry in keep:
+        kept = worktree / entry
+        if kept.is_symlink():  # a link would make the next holder's kept folder any folder at all
+            kept.unlink()
+    _must(["reset", "--hard", "--quiet"], worktree, "reset")
+    excludes = [arg for entry in keep for arg in ("-e", "/" + entry.strip("/"))]
+    _must(["clean", "-ffdxq", *excludes], worktree, "clean")
+
+
+def switch_worktree(worktree: Path, root: Path, branch: str, base: str) -> None:
+    """A clean pooled worktree onto `branch` (created from `base` when missing)."""
+    if branch_exists(root, branch):
+        # the short name on purpose: checked out as that branch (ensure_worktree says why)
+        _must([*NO_HOOKS, "checkout", "--force", "--quiet", branch], worktree, "checkout")
+    else:
+        require_base(root, base)
+        _must([*NO_HOOKS, "checkout", "--force", "--quiet", "--no-track", "-b", branch, local_ref(base)],
+              worktree, "checkout")
+
+
+def detach_worktree(worktree: Path, commit: str) -> None:
+    """A clean pooled worktree onto a detached HEAD at `commit` (a check's, or a released one's)."""
+    _must([*NO_HOOKS, "checkout", "--force", "--quiet", "--detach", f"{commit}^{{commit}}"], worktree, "checkout")
+
+
+def _must(args: list[str], cwd: Path, what: str) -> None:
+    done = run(args, cwd)
+    if done.returncode != 0:
+        said = "; ".join(line.strip() for line in (done.stderr or done.stdout).splitlines() if line.strip())
+        raise Unfit(f"git {what} in {cwd} failed: {said or f'exit status {done.returncode}'}")
+
+
+def discard_worktree(root: Path, worktree: Path) -> None:
+    """Remove a pooled worktree whatever it holds (a locked one, unwritable folders) and forget it."""
+    done = run(["worktree", "remove", "--force", "--force", str(worktree)], root)
+    if done.returncode != 0 or worktree.exists():
+        _remove_tree(worktree)
+    git(["worktree", "prune"], root)
+
+
+def _remove_tree(path: Path) -> None:
+    """rm -rf, making folders writable as it goes (an agent may leave some read-only)."""
+    def writable_then_retry(function: object, failed: str, _exc: object) -> None:
+        parent = os.path.dirname(failed)
+        try:
+            os.chmod(parent, 0o700)
+            if os.path.isdir(failed) and not os.path.islink(failed):
+                os.chmod(failed, 0o700)
+                shutil.rmtree(failed, ignore_errors=True)
+            else:
+                os.unlink(failed)
+        except OSError:
+            pass
+
+    if path.is_symlink() or path.is_file():
+        path.unlink()
+    elif path.exists():
+        shutil.rmtree(path, onerror=writable_then_retry)  # onexc from 3.12 only

@@ -1,0 +1,271 @@
+"""`[run] pool`: worktrees kept and reused between holders (docs/worktrees.md).
+
+A holder is an item (from its first run until it is finished) or one item's check (verify.py,
+for the length of the check). A new holder gets a free pooled worktree, cleaned of everything
+but `[run] keep` and switched to its branch or commit, or a new one when none is free; the
+ledger's `worktree_pool` table says who holds which, under the writers' lock. A worktree is
+marked `cleaning` before drover touches it, so one a killed drover left half-cleaned is removed
+by the next drover, never handed out. `[run] setup` runs again in a pooled worktree only when
+the digest of `[run] setup_inputs` (and the command) differs from the one it last ran with there.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable
+
+from drover import git
+from drover.agents.procs import pid_alive, process_start
+from drover.git.cleaning import (Unfit, clean_worktree, common_dir, detach_worktree, discard_worktree,
+                                 private_git_dir, switch_worktree)
+from drover.errors import GitError
+from drover.ledger.connection import now
+from drover.ledger.journal import failpoint
+from drover.ledger.pooltable import CHECK_SUFFIX, CLEANING, HELD, PoolRow
+from drover.ledger.project import Project
+
+if TYPE_CHECKING:
+    from drover.executors import Launch
+    from drover.ledger.db import Ledger
+
+# One at a time with every other worktree add and prune of this process: a prune during another
+# thread's `worktree add` removes that worktree's half-written admin folder (drive --jobs N).
+WORKTREE_LOCK = threading.Lock()
+POOL_DIR = "pool"  # under .drover/: .drover/pool/w1, w2, ...
+ATTEMPTS = 5  # worktrees found unfit in a row before giving up on reuse and saying why
+
+
+def pooling(project: Project) -> bool:
+    return project.config.worktree and project.config.pool > 0
+
+
+def check_holder(item_id: str) -> str:
+    return item_id + CHECK_SUFFIX
+
+
+def _me() -> tuple[int, str]:
+    pid = os.getpid()
+    return pid, process_start(pid)
+
+
+def holder_alive(row: PoolRow) -> bool:
+    """The drover process that marked the row is still that same process."""
+    return pid_alive(row.pid) and process_start(row.pid or 0) in ("", row.pid_start)
+
+
+def _stale(row: PoolRow) -> bool:
+    return row.state == CLEANING and not holder_alive(row)
+
+
+def held_path(project: Project, ledger: "Ledger", item_id: str) -> Path | None:
+    """The pooled worktree the item holds, if any."""
+    row = ledger.held_worktree(item_id)
+    return project.root / row.path if row is not None and row.state == HELD else None
+
+
+def reap(project: Project, ledger: "Ledger") -> list[str]:
+    """Remove every pooled worktree whose cleaning a drover began and did not live to end; their paths."""
+    pid, start = _me()
+    gone = []
+    for row in ledger.pool_rows():
+        if _stale(row) and ledger.claim_stale(row.path, pid, start, _stale):
+            _discard(project, ledger, row.path)
+            gone.append(row.path)
+    return gone
+
+
+def _discard(project: Project, ledger: "Ledger", rel: str) -> None:
+    with WORKTREE_LOCK:
+        discard_worktree(project.root, project.root / rel)
+    ledger.drop_pooled(rel)
+    ledger.log_event("pool-discard", None, path=rel)
+
+
+def _fresh_path(project: Project) -> Callable[[set[str]], str]:
+    def fresh(used: set[str]) -> str:
+        number = 1
+        while True:
+            rel = project.relpath(project.state_dir / POOL_DIR / f"w{number}")
+            if rel not in used and not (project.root / rel).exists():
+                return rel
+            number += 1
+    return fresh
+
+
+def acquire(project: Project, ledger: "Ledger", holder: str, *, branch: str = "", commit: str = "") -> Path:
+    """The pooled worktree `holder` works in, on `branch` (an item's) or detached at `commit` (a check's).
+
+    An item that holds one already gets it back as it left it (its work in progress); otherwise a
+    free one is cleaned and switched, or a new one is added.
+    """
+    root = project.root
+    held = ledger.held_worktree(holder)
+    if held is not None and held.state == HELD and not holder.endswith(CHECK_SUFFIX):
+        path = root / held.path
+        if path.is_dir() and _still_registered(project, path):
+            _require_on(path, branch)
+            return path
+        _discard(project, ledger, held.path)
+    elif held is not None and not holder_alive(held):
+        _discard(project, ledger, held.path)
+    reap(project, ledger)
+    pid, start = _me()
+    problems = []
+    for _ in range(ATTEMPTS):
+        row, new = ledger.claim_pooled(holder, pid, start, reusable=lambda found: not holder_alive(found),
+                                       fresh_path=_fresh_path(project))
+        path = root / row.path
+        try:
+            if new:
+                _add(project, path, branch, commit)
+            else:
+                _make_ready(project, path, branch, commit)
+        except (Unfit, GitError) as exc:
+            problems.append(str(exc))
+            _discard(project, ledger, row.path)
+            continue
+        ledger.set_pooled(row.path, state=HELD)
+        return path
+    raise GitError(f"no pooled worktree could be made ready for {holder}: {'; '.join(problems)}")
+
+
+def _add(project: Project, path: Path, branch: str, commit: str) -> None:
+    with WORKTREE_LOCK:
+        if branch:
+            git.ensure_worktree(project.root, path, branch, project.config.base)
+        else:
+            git.add_detached_worktree(project.root, path, commit)
+
+
+def _make_ready(project: Project, path: Path, branch: str, commit: str) -> None:
+    """Clean a free pooled worktree (marked `cleaning` already) and switch it; Unfit when it cannot be."""
+    if not path.is_dir():
+        raise Unfit(f"{path} is gone")
+    private = private_git_dir(path, _common(project))
+    failpoint("pool-cleaning")  # tests: a drover killed here leaves the row `cleaning` and the tree dirty
+    clean_worktree(path, private, project.config.keep)
+    if branch:
+        switch_worktree(path, project.root, branch, project.config.base)
+    else:
+        detach_worktree(path, commit)
+
+
+_COMMON: dict[Path, Path] = {}
+
+
+def _common(project: Project) -> Path:
+    if project.root not in _COMMON:
+        _COMMON[project.root] = common_dir(project.root)
+    return _COMMON[project.root]
+
+
+def _still_registered(project: Project, path: Path) -> bool:
+    try:
+        private_git_dir(path, _common(project))
+    except Unfit:
+        return False
+    return True
+
+
+def _require_on(path: Path, branch: str) -> None:
+    """An item's own worktree is on its branch: the agent may not have moved it elsewhere."""
+    head = _head_file(path)
+    if branch and head != f"ref: refs/heads/{branch}":
+        on = head.removeprefix("ref: refs/heads/") if head.startswith("ref: ") else "a detached HEAD"
+        raise GitError(f"worktree {path} is on {on}, not {branch}: `drover worktrees prune --held` frees it")
+
+
+def _head_file(path: Path) -> str:
+    text = (path / ".git").read_text(encoding="utf-8").strip()
+    try:
+        return (Path(text.removeprefix("gitdir: ")) / "HEAD").read_text(encoding="utf-8").strip()
+    except OSError:
+        return ""
+
+
+def release(project: Project, ledger: "Ledger", holder: str) -> str:
+    """The holder is done: its worktree goes back to the pool, or is removed when the pool holds
+    `[run] pool` others already. "" when it held none, else what became of it."""
+    row = ledger.held_worktree(holder)
+    if row is None:
+        return ""
+    if ledger.release_pooled(row.path, project.config.pool):
+        return f"{row.path} back to the pool"
+    with WORKTREE_LOCK:
+        discard_worktree(project.root, project.root / row.path)
+    return f"{row.path} removed (the pool holds {project.config.pool})"
+
+
+def rebind(launch: "Launch", path: Path) -> "Launch":
+    """The launch, working in the pooled worktree `path` (prepare named where it would be)."""
+    env_add = dict(launch.env_add)
+    if "DROVER_WORKTREE" in env_add:
+        env_add["DROVER_WORKTREE"] = str(path)
+    return replace(launch, worktree=path, workdir=path, env_add=env_add)
+
+
+def inputs_digest(project: Project, worktree: Path) -> str:
+    """sha256 over the setup command and each `[run] setup_inputs` file as the worktree has it (a
+    link counts by what it names, never followed; a missing file counts as missing)."""
+    digest = hashlib.sha256(project.config.setup.encode() + b"\0")
+    for name in project.config.setup_inputs:
+        path = worktree / name
+        digest.update(name.encode() + b"\0")
+        try:
+            if path.is_symlink():
+                digest.update(b"link\0" + os.readlink(path).encode())
+            elif path.is_file():
+                with open(path, "rb") as handle:
+                    digest.update(b"file\0" + hashlib.file_digest(handle, "sha256").digest())
+            else:
+                digest.update(b"absent")
+        except OSError:
+            digest.update(b"unreadable")
+        digest.update(b"\0")
+    return digest.hexdigest()
+
+
+def setup_pooled(project: Project, ledger: "Ledger", worktree: Path, log_path: Path, *, item_id: str,
+                 shown_log: str, timeout: float | None) -> bool | None:
+    """`[run] setup` in a pooled worktree when its inputs changed since it last ran there: True when
+    it ran, False when it did not need to, None when `worktree` is not pooled (the caller's
+    once-per-worktree rule applies)."""
+    from drover.loop.worktree_setup import run_setup
+
+    rel = project.relpath(worktree)
+    row = ledger.pool_row(rel)
+    if row is None:
+        return None
+    digest = inputs_digest(project, worktree)
+    if row.setup_at and row.setup_digest == digest:
+        return False
+    # forgotten first: a setup that fails or is killed half-way runs again next time
+    ledger.set_pooled(rel, setup_digest="", setup_at="")
+    run_setup(project.config.setup, worktree, log_path, item_id=item_id, shown_log=shown_log, timeout=timeout,
+              once=False)
+    ledger.set_pooled(rel, setup_digest=digest, setup_at=now())
+    ledger.log_event("pool-setup", item_id, path=rel)
+    return True
+
+
+def prune(project: Project, ledger: "Ledger", *, held: bool = False) -> list[str]:
+    """`drover worktrees prune`: remove every pooled worktree no live drover is using (a free one, a
+    check's or a cleaning whose drover is gone); an unfinished item's too when `held` (its commits
+    are on its branch; what it left uncommitted goes). What was done, a line each."""
+    lines = []
+    for row in ledger.pool_rows():
+        check = row.holder.endswith(CHECK_SUFFIX)
+        busy = row.state == CLEANING or check
+        if (busy and holder_alive(row)) or (row.state == HELD and not check and not held):
+            lines.append(f"kept {row.path}: held by {row.holder}")
+            continue
+        pid, start = _me()
+        if not ledger.claim_stale(row.path, pid, start, lambda found: found.holder == row.holder
+                                  and found.state == row.state):
+            continue
+        _discard(project, ledger, row.path)
+        lines.append(f"removed {row.path}")
+    return lines

@@ -1,0 +1,50 @@
+#!/usr/bin/env python3
+"""A scripted agent for the pool tests (tests/test_pool.py): a hostile neighbour.
+
+Implementing, it first notes what an earlier holder of its worktree left that it can still see
+(one JSON line to $POOL_SEEN), then commits its own `<item>.txt` and leaves litter of every kind
+behind: a tracked file changed and not committed, an untracked file, an ignored file, files in
+and beside the kept folder `cache/` (and in a nested `cache/` that keep does not name), and a
+`.owner` file naming it, which no other item may ever find in its own worktree while this one
+runs. POOL_HOSTILE=git: it also points the worktree's `.git` file at a repository of its own.
+Reviewing, it approves.
+"""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+prompt = sys.stdin.read()
+item, slot = os.environ["DROVER_ITEM"], os.environ["DROVER_SLOT"]
+here = Path.cwd()
+owner = here / ".owner"
+seen_owner = owner.read_text() if owner.exists() else ""
+litter = ["README", "untracked.txt", "ignored.log", "cache/kept.txt", "stray.txt", "src/cache/stray.txt"]
+seen = {name: (here / name).read_text() for name in litter if (here / name).exists()}
+base_readme = seen.pop("README", "")
+with open(os.environ["POOL_SEEN"], "a") as log:
+    log.write(json.dumps({"item": item, "slot": slot, "worktree": str(here), "owner": seen_owner,
+                          "readme": base_readme, "seen": seen}) + "\n")
+owner.write_text(item)
+
+if slot == "implement":
+    target = Path(f"{item.lower()}.txt")
+    target.write_text(f"{item}\n")
+    subprocess.run(["git", "add", str(target)], check=True)
+    subprocess.run(["git", "commit", "-q", "-m", f"{item}: done"], check=True)
+    (here / "README").write_text(f"changed by {item}\n")
+    (here / "untracked.txt").write_text(item)
+    (here / "ignored.log").write_text(item)
+    (here / "cache").mkdir(exist_ok=True)
+    (here / "cache" / "kept.txt").write_text(item)
+    (here / "stray.txt").write_text(item)
+    (here / "src" / "cache").mkdir(parents=True, exist_ok=True)
+    (here / "src" / "cache" / "stray.txt").write_text(item)
+    if os.environ.get("POOL_HOSTILE") == "git":
+        elsewhere = Path(os.environ["POOL_ELSEWHERE"])
+        (here / ".git").write_text(f"gitdir: {elsewhere / '.git'}\n")
+    sys.exit(0)
+done = subprocess.run(["drover", "audit", item, "--level", "reviewed", "--note", "fine"], capture_output=True, text=True)
+print(done.stdout + done.stderr, flush=True)
+sys.exit(done.returncode)

@@ -1,0 +1,254 @@
+"""The worktree pool ([run] pool, keep, setup_inputs; docs/worktrees.md): real git, real drover
+processes, a scripted agent (tests/agents/pool_agent.py) that litters its worktree."""
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+import sys
+from pathlib import Path
+
+import pytest
+
+from helpers import AGENT, TESTS, configure, drover, git, new_item
+
+POOL_AGENT = TESTS / "agents" / "pool_agent.py"
+
+
+def set_run(root: Path, **values: str) -> None:
+    """Set [run] keys in drover.toml (values as TOML text) and commit."""
+    path = root / "drover.toml"
+    text = path.read_text()
+    for name, value in values.items():
+        text, count = re.subn(rf"^{name} = .*$", f"{name} = {value}", text, count=1, flags=re.M)
+        assert count == 1, name
+    path.write_text(text)
+    git(root, "commit", "-qam", "settings")
+
+
+@pytest.fixture
+def pooled(repo, tmp_path, monkeypatch) -> Path:
+    """A project whose agent is the littering pool agent, pool = 2, keep = ["cache"], `*.log` ignored."""
+    (repo / ".gitignore").write_text("*.log\n")
+    (repo / "README").write_text("base\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "base files")
+    configure(repo)
+    text = (repo / "drover.toml").read_text().replace(str(AGENT), str(POOL_AGENT))
+    (repo / "drover.toml").write_text(text)
+    set_run(repo, pool="2", keep='["cache"]')
+    monkeypatch.setenv("POOL_SEEN", str(tmp_path / "seen.jsonl"))
+    return repo
+
+
+def seen(tmp_path: Path) -> list[dict]:
+    path = tmp_path / "seen.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def pool_rows(root: Path) -> list[dict]:
+    conn = sqlite3.connect(root / ".drover" / "ledger.db")
+    conn.row_factory = sqlite3.Row
+    try:
+        return [dict(row) for row in conn.execute("SELECT * FROM worktree_pool ORDER BY path")]
+    finally:
+        conn.close()
+
+
+def drive(root: Path, *args: str, env: dict | None = None, process: bool = False):
+    return drover(root, "drive", "--finish", *args, env=env, process=process)
+
+
+# --- isolation --------------------------------------------------------------------------------
+
+
+def test_the_next_item_sees_only_what_keep_spares_in_a_reused_worktree(pooled, tmp_path):
+    first, second = new_item(pooled, "first"), new_item(pooled, "second")
+    done = drive(pooled, first)
+    assert done.returncode == 0, done.stdout + done.stderr
+    (row,) = pool_rows(pooled)
+    assert row["holder"] is None and row["state"] == "free"
+    done = drive(pooled, second)
+    assert done.returncode == 0, done.stdout + done.stderr
+    runs = seen(tmp_path)
+    implement = [entry for entry in runs if entry["item"] == second and entry["slot"] == "implement"]
+    assert len(implement) == 1
+    entry = implement[0]
+    # the same worktree as the first item's, reused
+    assert entry["worktree"] == str((pooled / row["path"]).resolve())
+    # the tracked change is undone, the untracked, ignored and stray files are gone (the nested
+    # cache/ too: keep names paths from the worktree's top), the kept folder's file is there
+    assert entry["readme"] == "base\n"
+    assert entry["seen"] == {"cache/kept.txt": first}
+    assert entry["owner"] == ""
+
+
+def test_without_keep_nothing_an_item_left_survives(pooled, tmp_path):
+    set_run(pooled, keep="[]")
+    first, second = new_item(pooled, "first"), new_item(pooled, "second")
+    assert drive(pooled, first).returncode == 0
+    assert drive(pooled, second).returncode == 0
+    (entry,) = [entry for entry in seen(tmp_path) if entry["item"] == second and entry["slot"] == "implement"]
+    assert entry["seen"] == {} and entry["readme"] == "base\n"
+
+
+def test_a_worktree_whose_git_file_an_agent_rewrote_is_discarded_not_reused(pooled, tmp_path, monkeypatch):
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    git(elsewhere, "init", "-q", "-b", "main")
+    (elsewhere / "precious.txt").write_text("mine\n")
+    git(elsewhere, "add", "-A")
+    git(elsewhere, "commit", "-qm", "precious")
+    first, second = new_item(pooled, "first"), new_item(pooled, "second")
+    done = drive(pooled, first, env={"POOL_HOSTILE": "git", "POOL_ELSEWHERE": str(elsewhere)})
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert drive(pooled, second).returncode == 0
+    # the other repository was never reset or cleaned
+    assert (elsewhere / "precious.txt").read_text() == "mine\n"
+    assert git(elsewhere, "status", "--porcelain") == ""
+    (entry,) = [entry for entry in seen(tmp_path) if entry["item"] == second and entry["slot"] == "implement"]
+    assert entry["seen"] == {} and entry["readme"] == "base\n"  # a new worktree: not even the kept folder
+    discarded = sqlite3.connect(pooled / ".drover" / "ledger.db").execute(
+        "SELECT count(*) FROM events WHERE command = 'pool-discard'").fetchone()[0]
+    assert discarded >= 1
+
+
+def test_a_kept_folder_replaced_by_a_link_is_removed(pooled, tmp_path):
+    first, second = new_item(pooled, "first"), new_item(pooled, "second")
+    assert drive(pooled, first).returncode == 0
+    (row,) = pool_rows(pooled)
+    worktree = pooled / row["path"]
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "kept.txt").write_text("planted\n")
+    import shutil
+
+    shutil.rmtree(worktree / "cache")
+    (worktree / "cache").symlink_to(outside)
+    assert drive(pooled, second).returncode == 0
+    (entry,) = [entry for entry in seen(tmp_path) if entry["item"] == second and entry["slot"] == "implement"]
+    assert "cache/kept.txt" not in entry["seen"]
+    assert (outside / "kept.txt").read_text() == "planted\n"  # removed the link, not what it named
+
+
+# --- set-up only when its inputs change ----------------------------------------------------------
+
+
+def test_setup_runs_again_only_when_a_setup_input_changed(pooled, tmp_path):
+    log = tmp_path / "setup-runs.log"
+    (pooled / "deps.lock").write_text("one\n")
+    git(pooled, "add", "deps.lock")
+    git(pooled, "commit", "-qm", "lock")
+    set_run(pooled, pool="1", setup=f'"echo ran >> {log}"', setup_inputs='["deps.lock"]')
+    items = [new_item(pooled, f"item {n}") for n in range(3)]
+    assert drive(pooled, items[0]).returncode == 0
+    assert log.read_text().count("ran") == 1
+    assert drive(pooled, items[1]).returncode == 0
+    assert log.read_text().count("ran") == 1  # same inputs, same worktree: no set-up
+    (pooled / "deps.lock").write_text("two\n")
+    git(pooled, "commit", "-qam", "lock changed")
+    assert drive(pooled, items[2]).returncode == 0
+    assert log.read_text().count("ran") == 2
+    (row,) = pool_rows(pooled)
+    assert row["setup_at"] and row["setup_digest"]
+
+
+# --- a kill in the middle of a clean ---------------------------------------------------------------
+
+
+def test_a_worktree_a_killed_drover_left_half_cleaned_is_discarded_by_the_next_drive(pooled, tmp_path):
+    first, second = new_item(pooled, "first"), new_item(pooled, "second")
+    assert drive(pooled, first).returncode == 0
+    (row,) = pool_rows(pooled)
+    killed = drive(pooled, second, env={"DROVER_FAILPOINT": "pool-cleaning"}, process=True)
+    assert killed.returncode == -9
+    (left,) = pool_rows(pooled)
+    assert left["state"] == "cleaning" and left["holder"] == second
+    worktree = pooled / row["path"]
+    assert (worktree / "untracked.txt").exists()  # killed before the clean: the litter is there
+    listed = drover(pooled, "worktrees", "--json", check=True)
+    assert json.loads(listed.stdout)["worktrees"][0]["state"] == "cleaning"
+    done = drive(pooled, second)
+    assert done.returncode == 0, done.stdout + done.stderr
+    (entry,) = [entry for entry in seen(tmp_path) if entry["item"] == second and entry["slot"] == "implement"]
+    # discarded and made again: nothing of the first item's, not even its kept folder
+    assert entry["seen"] == {} and entry["readme"] == "base\n"
+    events = sqlite3.connect(pooled / ".drover" / "ledger.db").execute(
+        "SELECT detail FROM events WHERE command = 'pool-discard'").fetchall()
+    assert [json.loads(detail)["path"] for (detail,) in events] == [row["path"]]
+
+
+# --- --jobs ---------------------------------------------------------------------------------------
+
+
+def test_jobs_two_never_put_two_items_in_one_worktree(pooled, tmp_path):
+    items = [new_item(pooled, f"item {n}") for n in range(6)]
+    done = drive(pooled, "--jobs", "2")
+    assert done.returncode == 0, done.stdout + done.stderr
+    entries = seen(tmp_path)
+    assert {entry["item"] for entry in entries} == set(items)
+    # the agent writes .owner in its worktree and reports any it finds: only its own, ever
+    assert all(entry["owner"] in ("", entry["item"]) for entry in entries), entries
+    conn = sqlite3.connect(pooled / ".drover" / "ledger.db")
+    runs = conn.execute("SELECT item, worktree, started, finished FROM runs ORDER BY started").fetchall()
+    spans: dict[str, dict[str, list[str]]] = {}
+    for item, worktree, started, finished in runs:
+        span = spans.setdefault(worktree, {}).setdefault(item, [started, finished])
+        span[0], span[1] = min(span[0], started), max(span[1], finished)
+    for worktree, held in spans.items():
+        ordered = sorted(held.values())
+        for before, after in zip(ordered, ordered[1:]):
+            assert before[1] <= after[0], (worktree, held)
+    assert len(spans) >= 2 and len({entry["worktree"] for entry in entries}) <= 2 + 1
+
+
+# --- drover worktrees and prune ---------------------------------------------------------------------
+
+
+def test_worktrees_lists_the_pool_and_prune_empties_it(pooled, tmp_path):
+    first, second = new_item(pooled, "first"), new_item(pooled, "second")
+    assert drover(pooled, "run", second).returncode == 0  # implementing: second holds a worktree
+    assert drive(pooled, first).returncode == 0  # another, back to the pool when finished
+    listed = json.loads(drover(pooled, "worktrees", "--json", check=True).stdout)
+    assert listed["pool"] == 2
+    holders = sorted((row["holder"] or "", row["state"]) for row in listed["worktrees"])
+    assert holders == [("", "free"), (second, "held")]
+    text = drover(pooled, "worktrees", check=True).stdout.splitlines()
+    assert text[0].split() == ["path", "held", "by", "state", "set", "up", "used"]
+    assert any(line.split()[1:3] == [second, "held"] for line in text[1:])
+    assert any(line.split()[1:3] == ["-", "free"] for line in text[1:])
+    pruned = drover(pooled, "worktrees", "prune", check=True).stdout.splitlines()
+    assert sorted(line.split()[0] for line in pruned) == ["kept", "removed"]
+    assert [row["holder"] for row in pool_rows(pooled)] == [second]
+    held_path = pooled / pool_rows(pooled)[0]["path"]
+    pruned = drover(pooled, "worktrees", "prune", "--held", check=True).stdout
+    assert pruned.startswith("removed ") and pool_rows(pooled) == [] and not held_path.exists()
+    assert drover(pooled, "worktrees", check=True).stdout == "no pooled worktrees\n"
+    # the item goes on in a new pooled worktree: its commit is on its branch
+    assert drive(pooled, second).returncode == 0
+
+
+def test_with_the_pool_off_worktrees_says_so(repo):
+    configure(repo)
+    out = drover(repo, "worktrees", check=True).stdout
+    assert out.startswith("the pool is off ([run] pool = 0)")
+
+
+@pytest.mark.parametrize("setting, said", [
+    ('keep = "node_modules"', "drover.toml: [run] keep: expected a list of strings"),
+    ("keep = [1]", "drover.toml: [run] keep: expected a list of strings"),
+    ('keep = ["../up"]', "drover.toml: [run] keep: expected paths inside the worktree, not '../up'"),
+    ('setup_inputs = [".git/config"]', "drover.toml: [run] setup_inputs: expected paths outside git's own files"),
+    ("pool = -1", "drover.toml: [run] pool: expected an integer of at least 0"),
+])
+def test_a_bad_pool_setting_is_one_line(repo, setting, said):
+    configure(repo)
+    name, value = setting.split(" = ", 1)
+    path = repo / "drover.toml"
+    path.write_text(re.sub(rf"^{name} = .*$", f"{name} = {value}", path.read_text(), count=1, flags=re.M))
+    done = drover(repo, "worktrees")
+    assert done.returncode != 0 and "Traceback" not in done.stderr
+    assert done.stderr.strip().startswith(f"drover: {said}"), done.stderr
+    assert not (repo / ".drover" / "ledger.db").exists() or pool_rows(repo) == []
+
+
