@@ -22,8 +22,9 @@ from drover.ledger.migrations import MIGRATIONS, meet_cached, open_as_before_001
 FORMAT = "drover-ledger"
 VERSION = 1
 # The schema bookkeeping is the header; pending intents and owed commits are finished when the
-# ledger opens and name absolute paths on the machine that wrote them, so they never travel.
-SKIPPED = ("_sqlite_migrations", "intents", "owed_commits", "activity")
+# ledger opens and name absolute paths on the machine that wrote them, so they never travel; the
+# worktree pool is this machine's folders and processes (drover/ledger/pooltable.py).
+SKIPPED = ("_sqlite_migrations", "intents", "owed_commits", "activity", "worktree_pool")
 # The metadata cache is rebuilt from the item files, and the activity table by its triggers as
 # the rows load (drover/ledger/activity.py): neither makes a ledger non-empty. Export writes the activity
 # rows (every table is in the file) and import skips them, filling the table from what it loaded.
