@@ -81,6 +81,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/prompt_bench.py
 	$(BIN)/python benchmarks/drive_bench.py
 	$(BIN)/python benchmarks/budget_bench.py
+	$(BIN)/python benchmarks/pool_bench.py
 
 history: $(STAMP)
 	$(BIN)/python -m drover.prompts.history --record

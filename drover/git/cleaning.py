@@ -1,6 +1,6 @@
 """A pooled worktree made fit for its next holder (docs/worktrees.md): checked that it is still the
-worktree git registered, reset, cleaned of everything but the kept paths, switched to a branch or
-a commit; and one that cannot be, removed whatever it holds."""
+worktree git registered, forced onto a branch or a commit, cleaned of everything untracked but the
+kept paths; and one that cannot be, removed whatever it holds."""
 from __future__ import annotations
 
 import os
@@ -54,9 +54,9 @@ def private_git_dir(worktree: Path, common: Path) -> Path:
     return private
 
 
-def clean_worktree(worktree: Path, private: Path, keep: tuple[str, ...]) -> None:
-    """Reset tracked files, and remove every untracked and ignored path outside `keep` (each entry
-    from the worktree's top; a kept path that is a symbolic link goes too). Unfit when git fails."""
+def clear_leftovers(worktree: Path, private: Path, keep: tuple[str, ...]) -> None:
+    """Before a pooled worktree is switched: an operation in progress and per-worktree settings
+    gone from its private folder, and each kept path that is a symbolic link removed."""
     for name in _LEFT_STATE:
         left = private / name
         if left.is_dir() and not left.is_symlink():
@@ -67,13 +67,19 @@ def clean_worktree(worktree: Path, private: Path, keep: tuple[str, ...]) -> None
         kept = worktree / entry
         if kept.is_symlink():  # a link would make the next holder's kept folder any folder at all
             kept.unlink()
-    _must(["reset", "--hard", "--quiet"], worktree, "reset")
+
+
+def clean_worktree(worktree: Path, keep: tuple[str, ...]) -> None:
+    """Remove every untracked and ignored path outside `keep` (each entry from the worktree's top),
+    after the forced checkout that made tracked files and the index the target's. Unfit when git fails."""
     excludes = [arg for entry in keep for arg in ("-e", "/" + entry.strip("/"))]
     _must(["clean", "-ffdxq", *excludes], worktree, "clean")
 
 
 def switch_worktree(worktree: Path, root: Path, branch: str, base: str) -> None:
-    """A clean pooled worktree onto `branch` (created from `base` when missing)."""
+    """A pooled worktree onto `branch` (created from `base` when missing), whatever its tracked files
+    and index held: `checkout --force` makes both the target's, as `reset --hard` would (one git
+    process fewer per item: docs/worktrees.md)."""
     if branch_exists(root, branch):
         # the short name on purpose: checked out as that branch (ensure_worktree says why)
         _must([*NO_HOOKS, "checkout", "--force", "--quiet", branch], worktree, "checkout")
@@ -84,7 +90,7 @@ def switch_worktree(worktree: Path, root: Path, branch: str, base: str) -> None:
 
 
 def detach_worktree(worktree: Path, commit: str) -> None:
-    """A clean pooled worktree onto a detached HEAD at `commit` (a check's, or a released one's)."""
+    """A pooled worktree onto a detached HEAD at `commit` (a check's), tracked files forced as above."""
     _must([*NO_HOOKS, "checkout", "--force", "--quiet", "--detach", f"{commit}^{{commit}}"], worktree, "checkout")
 
 

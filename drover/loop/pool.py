@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Callable
 
 from drover import git
 from drover.agents.procs import pid_alive, process_start
-from drover.git.cleaning import (Unfit, clean_worktree, common_dir, detach_worktree, discard_worktree,
-                                 private_git_dir, switch_worktree)
+from drover.git.cleaning import (Unfit, clean_worktree, clear_leftovers, common_dir, detach_worktree,
+                                 discard_worktree, private_git_dir, switch_worktree)
 from drover.errors import GitError
 from drover.ledger.connection import now
 from drover.ledger.journal import failpoint
@@ -146,11 +146,12 @@ def _make_ready(project: Project, path: Path, branch: str, commit: str) -> None:
         raise Unfit(f"{path} is gone")
     private = private_git_dir(path, _common(project))
     failpoint("pool-cleaning")  # tests: a drover killed here leaves the row `cleaning` and the tree dirty
-    clean_worktree(path, private, project.config.keep)
+    clear_leftovers(path, private, project.config.keep)
     if branch:
         switch_worktree(path, project.root, branch, project.config.base)
     else:
         detach_worktree(path, commit)
+    clean_worktree(path, project.config.keep)
 
 
 _COMMON: dict[Path, Path] = {}

@@ -3,7 +3,7 @@
 
 Implementing, it first notes what an earlier holder of its worktree left that it can still see
 (one JSON line to $POOL_SEEN), then commits its own `<item>.txt` and leaves litter of every kind
-behind: a tracked file changed and not committed, an untracked file, an ignored file, files in
+behind: a tracked file changed and not committed, a new file staged, an untracked file, an ignored file, files in
 and beside the kept folder `cache/` (and in a nested `cache/` that keep does not name), and a
 `.owner` file naming it, which no other item may ever find in its own worktree while this one
 runs. POOL_HOSTILE=git: it also points the worktree's `.git` file at a repository of its own.
@@ -20,7 +20,7 @@ item, slot = os.environ["DROVER_ITEM"], os.environ["DROVER_SLOT"]
 here = Path.cwd()
 owner = here / ".owner"
 seen_owner = owner.read_text() if owner.exists() else ""
-litter = ["README", "untracked.txt", "ignored.log", "cache/kept.txt", "stray.txt", "src/cache/stray.txt"]
+litter = ["README", "staged.txt", "untracked.txt", "ignored.log", "cache/kept.txt", "stray.txt", "src/cache/stray.txt"]
 seen = {name: (here / name).read_text() for name in litter if (here / name).exists()}
 base_readme = seen.pop("README", "")
 with open(os.environ["POOL_SEEN"], "a") as log:
@@ -35,6 +35,8 @@ if slot == "implement":
     subprocess.run(["git", "commit", "-q", "-m", f"{item}: done"], check=True)
     (here / "README").write_text(f"changed by {item}\n")
     (here / "untracked.txt").write_text(item)
+    (here / "staged.txt").write_text(item)
+    subprocess.run(["git", "add", "staged.txt"], check=True)  # in the index, never committed
     (here / "ignored.log").write_text(item)
     (here / "cache").mkdir(exist_ok=True)
     (here / "cache" / "kept.txt").write_text(item)
