@@ -112,6 +112,21 @@ def test_a_worktree_whose_git_file_an_agent_rewrote_is_discarded_not_reused(pool
     assert discarded >= 1
 
 
+def test_a_worktree_whose_clean_fails_is_discarded_and_the_item_gets_another(pooled, tmp_path):
+    first, second = new_item(pooled, "first"), new_item(pooled, "second")
+    assert drive(pooled, first, env={"POOL_HOSTILE": "lock"}).returncode == 0
+    (row,) = pool_rows(pooled)
+    done = drive(pooled, second)
+    assert done.returncode == 0, done.stdout + done.stderr
+    (entry,) = [entry for entry in seen(tmp_path) if entry["item"] == second and entry["slot"] == "implement"]
+    assert entry["seen"] == {} and entry["readme"] == "base\n"
+    conn = sqlite3.connect(pooled / ".drover" / "ledger.db")
+    (detail,) = conn.execute("SELECT detail FROM events WHERE command = 'pool-discard'").fetchone()
+    assert json.loads(detail)["path"] == row["path"]
+    registered = git(pooled, "worktree", "list", "--porcelain")
+    assert registered.count("worktree ") == 2  # the main checkout and the one new pooled worktree
+
+
 def test_a_kept_folder_replaced_by_a_link_is_removed(pooled, tmp_path):
     first, second = new_item(pooled, "first"), new_item(pooled, "second")
     assert drive(pooled, first).returncode == 0

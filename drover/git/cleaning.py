@@ -7,10 +7,14 @@ import os
 import shutil
 import stat
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from drover.errors import GitError
 from drover.git.branches import branch_exists, local_ref, require_base
 from drover.git.run import git, run
+
+if TYPE_CHECKING:
+    import subprocess
 
 # No hook runs for the pool's own checkouts: a hook is a program, and the clean is where drover
 # stops trusting what the last holder left.
@@ -73,7 +77,9 @@ def clean_worktree(worktree: Path, keep: tuple[str, ...]) -> None:
     """Remove every untracked and ignored path outside `keep` (each entry from the worktree's top),
     after the forced checkout that made tracked files and the index the target's. Unfit when git fails."""
     excludes = [arg for entry in keep for arg in ("-e", "/" + entry.strip("/"))]
-    _must(["clean", "-ffdxq", *excludes], worktree, "clean")
+    done = _must(["clean", "-ffdxq", *excludes], worktree, "clean")
+    if "failed to remove" in done.stderr:  # git says so and may still exit 0: the path is still there
+        raise Unfit(f"git clean in {worktree} left files: {done.stderr.strip().splitlines()[0]}")
 
 
 def switch_worktree(worktree: Path, root: Path, branch: str, base: str) -> None:
@@ -94,11 +100,12 @@ def detach_worktree(worktree: Path, commit: str) -> None:
     _must([*NO_HOOKS, "checkout", "--force", "--quiet", "--detach", f"{commit}^{{commit}}"], worktree, "checkout")
 
 
-def _must(args: list[str], cwd: Path, what: str) -> None:
+def _must(args: list[str], cwd: Path, what: str) -> "subprocess.CompletedProcess[str]":
     done = run(args, cwd)
     if done.returncode != 0:
         said = "; ".join(line.strip() for line in (done.stderr or done.stdout).splitlines() if line.strip())
         raise Unfit(f"git {what} in {cwd} failed: {said or f'exit status {done.returncode}'}")
+    return done
 
 
 def discard_worktree(root: Path, worktree: Path) -> None:

@@ -6,7 +6,8 @@ Implementing, it first notes what an earlier holder of its worktree left that it
 behind: a tracked file changed and not committed, a new file staged, an untracked file, an ignored file, files in
 and beside the kept folder `cache/` (and in a nested `cache/` that keep does not name), and a
 `.owner` file naming it, which no other item may ever find in its own worktree while this one
-runs. POOL_HOSTILE=git: it also points the worktree's `.git` file at a repository of its own.
+runs. POOL_HOSTILE=git: it also points the worktree's `.git` file at a repository of its own;
+POOL_HOSTILE=lock: it leaves git's index lock in the worktree's private folder.
 Reviewing, it approves.
 """
 import json
@@ -43,6 +44,10 @@ if slot == "implement":
     (here / "stray.txt").write_text(item)
     (here / "src" / "cache").mkdir(parents=True, exist_ok=True)
     (here / "src" / "cache" / "stray.txt").write_text(item)
+    if os.environ.get("POOL_HOSTILE") == "lock":  # git's index lock left behind: no checkout can run
+        private = subprocess.run(["git", "rev-parse", "--absolute-git-dir"], capture_output=True, text=True,
+                                 check=True).stdout.strip()
+        Path(private, "index.lock").write_text("")
     if os.environ.get("POOL_HOSTILE") == "git":
         elsewhere = Path(os.environ["POOL_ELSEWHERE"])
         (here / ".git").write_text(f"gitdir: {elsewhere / '.git'}\n")
