@@ -7,14 +7,10 @@ import os
 import shutil
 import stat
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from drover.errors import GitError
 from drover.git.branches import branch_exists, local_ref, require_base
 from drover.git.run import git, run
-
-if TYPE_CHECKING:
-    import subprocess
 
 # No hook runs for the pool's own checkouts: a hook is a program, and the clean is where drover
 # stops trusting what the last holder left.
@@ -77,9 +73,9 @@ def clean_worktree(worktree: Path, keep: tuple[str, ...]) -> None:
     """Remove every untracked and ignored path outside `keep` (each entry from the worktree's top),
     after the forced checkout that made tracked files and the index the target's. Unfit when git fails."""
     excludes = [arg for entry in keep for arg in ("-e", "/" + entry.strip("/"))]
-    done = _must(["clean", "-ffdxq", *excludes], worktree, "clean")
-    if "failed to remove" in done.stderr:  # git says so and may still exit 0: the path is still there
-        raise Unfit(f"git clean in {worktree} left files: {done.stderr.strip().splitlines()[0]}")
+    said = _must(["clean", "-ffdxq", *excludes], worktree, "clean")
+    if "failed to remove" in said:  # git says so and may still exit 0: the path is still there
+        raise Unfit(f"git clean in {worktree} left files: {said.strip().splitlines()[0]}")
 
 
 def switch_worktree(worktree: Path, root: Path, branch: str, base: str) -> None:
@@ -100,12 +96,13 @@ def detach_worktree(worktree: Path, commit: str) -> None:
     _must([*NO_HOOKS, "checkout", "--force", "--quiet", "--detach", f"{commit}^{{commit}}"], worktree, "checkout")
 
 
-def _must(args: list[str], cwd: Path, what: str) -> "subprocess.CompletedProcess[str]":
+def _must(args: list[str], cwd: Path, what: str) -> str:
+    """Run git; Unfit with git's words when it fails; else what it said on stderr."""
     done = run(args, cwd)
     if done.returncode != 0:
         said = "; ".join(line.strip() for line in (done.stderr or done.stdout).splitlines() if line.strip())
         raise Unfit(f"git {what} in {cwd} failed: {said or f'exit status {done.returncode}'}")
-    return done
+    return done.stderr
 
 
 def discard_worktree(root: Path, worktree: Path) -> None:
