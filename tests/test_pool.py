@@ -145,6 +145,25 @@ def test_a_kept_folder_replaced_by_a_link_is_removed(pooled, tmp_path):
     assert (outside / "kept.txt").read_text() == "planted\n"  # removed the link, not what it named
 
 
+def test_checks_run_in_pooled_worktrees_cleaned_like_the_items(pooled, tmp_path):
+    # the verify command fails when an earlier check's litter is there, and leaves its own
+    path = pooled / "drover.toml"
+    path.write_text(re.sub(r'^default = ""', 'default = "test ! -e check-litter && touch check-litter"',
+                           path.read_text(), count=1, flags=re.M))
+    git(pooled, "commit", "-qam", "a verify command")
+    items = [new_item(pooled, f"item {n}") for n in range(3)]
+    for item in items:
+        done = drive(pooled, item)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert "check passed" in done.stdout
+    conn = sqlite3.connect(pooled / ".drover" / "ledger.db")
+    assert conn.execute("SELECT count(*) FROM checks WHERE exit_status = 0").fetchone()[0] == 3
+    assert conn.execute("SELECT count(*) FROM rounds").fetchone()[0] == 0
+    rows = pool_rows(pooled)
+    assert len(rows) == 2 and {row["state"] for row in rows} == {"free"}  # an item's and a check's, reused
+    assert not (pooled / ".drover" / "checks").exists() or not any((pooled / ".drover" / "checks").iterdir())
+
+
 # --- set-up only when its inputs change ----------------------------------------------------------
 
 
