@@ -577,3 +577,12 @@ def seed_report_ledger(root: Path, count: int = 200) -> dict:
             want["merged"].append(item_id)
             want["first"][item_id] = first
     return want
+
+
+def setting(text: str, table: str, name: str, value: str) -> str:
+    """drover.toml's text with `name = value` in `[table]` (where `drover init` wrote every key)."""
+    head = re.search(rf"^\[{re.escape(table)}\][^\n]*$", text, flags=re.M)
+    assert head is not None, table
+    start = head.end()
+    rest = re.sub(rf"^{name} = [^\n]*$", f"{name} = {value}", text[start:], count=1, flags=re.M)
+    return text[:start] + rest

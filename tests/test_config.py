@@ -243,7 +243,7 @@ def test_an_agent_table_for_a_slot_that_does_not_exist_names_the_slots(tmp_path)
     with pytest.raises(ConfigError) as caught:
         load_config(path)
     assert str(caught.value) == (
-        "drover.toml: [agent.reveiw]: unknown slot (expected one of implement, review, draft)"
+        "drover.toml: [agent.reveiw]: unknown slot (expected one of implement, review, draft, fallback)"
         " (did you mean review?)"
     )
 

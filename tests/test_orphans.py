@@ -120,6 +120,7 @@ def test_stop_ends_an_orphan_and_records_it_interrupted(project, orphan):
     data = json.loads(drover(project, "show", item, "--json", check=True).stdout)
     (run,) = data["runs"]
     assert run["finished"] and run["outcome"] == "interrupted" and "drover stop" in run["reason"]
+    assert run["failure"] == "interrupted"
     assert data["state"] == "interrupted"
     assert "drover stop" in (project / run["log_path"]).read_text()
     again = drover(project, "stop", item, process=True)

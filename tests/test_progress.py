@@ -43,8 +43,12 @@ def test_a_review_without_a_verdict_says_so_once(project):
     new_item(project, "Add a thing")
     done = drover(project, "drive", env={"AGENT_MODE": "silent"})
     assert done.returncode == 1
-    said = [line for line in done.stdout.splitlines() if "verdict" in line and line.startswith("D-1: ")]
-    assert said == ["D-1: the review recorded no verdict (neither request-changes nor an approving audit)"]
+    # each silent review once, with what [retry] no_verdict (default: one fresh review, then park) did
+    said = [line for line in done.stdout.splitlines() if line.startswith(("D-1 review: ", "D-1: the review"))]
+    assert said == ["D-1: the review recorded no verdict (neither request-changes nor an approving audit)",
+                    "D-1 review: no_verdict, fresh run 1 of 1",
+                    "D-1: the review recorded no verdict (neither request-changes nor an approving audit)",
+                    "D-1 review: no_verdict, parked: no verdict again after 1 fresh run ([retry] fresh_max)"]
     assert "review exit" not in done.stdout
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Callable, Mapping, TextIO
 
+from drover.agents.failures import STALLED_PREFIX
 from drover.agents.presets import PROMPT_TEXT
 from drover.agents.usage import StreamReader, Usage
 # pid_alive, process_start and run_alive are read through this module too (runs.py, state.py, tests)
@@ -34,6 +35,7 @@ class LaunchResult:
     outcome: str
     elapsed: float
     usage: Usage | None = None  # what the run cost, when the agent's output is a known stream
+    stalled: str = ""  # when drover ended a silent agent ([agent] stall): the words failures.py keeps
 
 
 def drover_bin_dir() -> Path | None:
@@ -312,13 +314,15 @@ def launch(
     progress: Callable[[str], None] | None = None,
     progress_label: str = "",
     token_ceiling: int = 0,
+    stall: float | None = None,
 ) -> LaunchResult:
     """Run an agent in its own process group, streaming its output to `log_path` (and the screen).
 
     The timeout, Ctrl-C (KeyboardInterrupt) and `cancel` end every process of the run (its
     group and, on Linux, whatever carries its DROVER_RUN): SIGTERM, then SIGKILL after `grace`
     seconds. So does the agent's own exit, for anything it left running. `on_start` learns the
-    pid (also the group id) as soon as the process exists. `stream` names the structured output
+    pid (also the group id) as soon as the process exists. `stall` (seconds) ends the run like
+    the timeout when the agent prints nothing for that long (`LaunchResult.stalled` says so). `stream` names the structured output
     the agent prints (drover/agents/usage.py): the log then holds readable text, agent.jsonl the stream.
     Signs of life: on a terminal with echo, a status line while the agent is silent; otherwise
     `progress` (if given) hears one line every `progress_seconds()`. A program that cannot be
@@ -368,6 +372,7 @@ def launch(
         every = progress_seconds()
         next_progress = start + every
         outcome = "exited"
+        stalled = ""
         try:
             if on_start is not None:
                 on_start(proc.pid)
@@ -383,6 +388,9 @@ def launch(
                     outcome = OVER_BUDGET
                     break
                 silent = now - output.last_output
+                if stall and silent >= stall:
+                    outcome, stalled = "timeout", f"{STALLED_PREFIX} {format_elapsed(silent)}"
+                    break
                 if status_line and (status_shown or silent >= STATUS_AFTER):
                     # once shown, the job's line stays until its launch ends: lines coming and going flicker
                     status_shown = True
@@ -414,13 +422,13 @@ def launch(
             raw_log.close()
         elapsed = time.monotonic() - start
         if outcome != "exited":
-            why = "timed out" if outcome == "timeout" else "interrupted"
+            why = stalled or ("timed out" if outcome == "timeout" else "interrupted")
             if outcome == OVER_BUDGET and reader is not None:
                 why = f"over budget ({reader.tokens:,} tokens, past its ceiling of {token_ceiling:,})"
             log.write(f"\n[drover] {why} after {format_elapsed(elapsed)}: "
                       "ended the agent's processes\n".encode())
     return LaunchResult(exit_code=proc.returncode, outcome=outcome, elapsed=elapsed,
-                        usage=reader.usage if reader is not None else None)
+                        usage=reader.usage if reader is not None else None, stalled=stalled)
 
 
 def _isatty(screen: TextIO) -> bool:

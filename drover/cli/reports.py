@@ -114,7 +114,8 @@ def drive_report(results: list[Any]) -> dict[str, Any]:
     """`drive --json`: the summary table as data."""
     return {
         "items": [{"id": row.item_id, "result": row.result, "approved": row.approved, "rounds": row.rounds,
-                   "runs": row.runs, "note": row.note} for row in results],
+                   "runs": row.runs, "note": row.note,
+                   "failures": [dict(entry) for entry in row.failures]} for row in results],
         "approved": sum(row.approved for row in results),
         "total": len(results),
     }

@@ -61,6 +61,9 @@ def render_show(shown: dict[str, Any]) -> str:
             hashes = ", ".join(f"{block}@{value}" for block, value in run["base_hashes"].items())
             lines.append(f"    template: {source}" + (f" ({hashes})" if hashes else "")
                          + (f"  prompt sha256 {run['prompt_sha256'][:12]}" if run.get("prompt_sha256") else ""))
+            if run.get("failure"):
+                resets = f", resets {run['reset_at']}" if run.get("reset_at") else ""
+                lines.append(f"    failure: {run['failure']}{resets}: {run.get('reason') or ''}".rstrip(": "))
             cost = usage_text(run)
             if cost:
                 lines.append(f"    usage: {run['model'] + ': ' if run.get('model') else ''}{cost}")
@@ -230,6 +233,8 @@ def drive_summary(results: list[Driven]) -> list[str]:
     for row in results:
         if row.log:
             lines.append(f"{row.item_id}: log {row.log}")
+        for failure in row.failures:  # each failed run's class and what the [retry] policy did
+            lines.append(f"{row.item_id}: {failure['class']}: {failure['action']} (run {failure['run']})")
     spent = [(row.item_id, usage_text(row.usage or {})) for row in results]
     if any(text for _, text in spent):
         lines += [f"{item_id}: {text}" for item_id, text in spent if text]

@@ -15,7 +15,7 @@ from typing import Any
 
 from drover.config.keys import (KeyInfo, at_least_one, at_least_zero, check_items_folder, check_prefix,
                                 check_relative_paths, key)
-from drover.config.tables import AgentConfig, PromptFiles, RayConfig, TrackerConfig
+from drover.config.tables import AgentConfig, PromptFiles, RayConfig, RetryConfig, TrackerConfig
 from drover.config.tables import NotifyConfig
 from drover.config.tables import BudgetConfig
 from drover.config.toml import line_of, parse_toml
@@ -28,6 +28,8 @@ __all__ = ["CONFIG_FILE", "GUIDANCE_LEVELS", "KEYS", "SCHEMA", "VERIFY_DEFAULT",
 
 # [verify] is an open table of key -> command string; `default` always exists.
 VERIFY_DEFAULT = {"default": "make test"}
+
+FALLBACK = "fallback"  # [agent.fallback], beside the slot tables
 
 _TYPE_WORDS = {str: "a string", int: "an integer", bool: "true or false", dict: "a table",
                tuple: "a list of strings"}
@@ -67,6 +69,9 @@ class Config:
     ray: RayConfig = field(default_factory=RayConfig, metadata={"holds": RayConfig})
     notify: NotifyConfig = field(default_factory=NotifyConfig, metadata={"holds": NotifyConfig})
     budget: BudgetConfig = field(default_factory=BudgetConfig, metadata={"holds": BudgetConfig})
+    retry: RetryConfig = field(default_factory=RetryConfig, metadata={"holds": RetryConfig})
+    # [agent.fallback]: the agent the `fallback` policy runs in a failed slot's place (None: park instead)
+    fallback_agent: AgentConfig | None = None
 
     def agent_for(self, slot: str) -> AgentConfig:
         """The agent a slot runs: [agent.<slot>] over [agent]."""
@@ -178,10 +183,10 @@ def parse_config(data: dict[str, Any]) -> Config:
             problems.add(f"{CONFIG_FILE}: [{table}]: unknown table" + _suggest(table, known))
     project = _read_table("project", data.get("project", {}), problems)
     agent_raw = data.get("agent", {})
-    agent = AgentConfig(**_read_table("agent", agent_raw, problems, nested=SLOTS))
+    agent = AgentConfig(**_read_table("agent", agent_raw, problems, nested=(*SLOTS, FALLBACK)))
     slot_agents = {}
     if isinstance(agent_raw, dict):
-        for slot in SLOTS:
+        for slot in (*SLOTS, FALLBACK):
             if slot in agent_raw:
                 # a slot table names only what differs from [agent]; timeout and the rest carry over
                 overrides = _read_table("agent", agent_raw[slot], problems, shown=f"agent.{slot}")
@@ -214,10 +219,13 @@ def parse_config(data: dict[str, Any]) -> Config:
     ray = RayConfig(**_read_table("executor.ray", executor_raw.get("ray", {}), problems))
     notify = NotifyConfig(**_read_table("notify", data.get("notify", {}), problems))
     budget = BudgetConfig(**_read_table("budget", data.get("budget", {}), problems))
+    retry = RetryConfig(**_read_table("retry", data.get("retry", {}), problems))
+    fallback_agent = slot_agents.pop(FALLBACK, None)
     problems.raise_any()
     # an empty [tracker] repo with github is allowed: gh infers the repository from the remote
     return Config(**project, agent=agent, slot_agents=slot_agents, prompts=prompts, **run, verify=verify,
-                  **review, tracker=tracker, ray=ray, notify=notify, budget=budget)
+                  **review, tracker=tracker, ray=ray, notify=notify, budget=budget,
+                  retry=retry, fallback_agent=fallback_agent)
 
 
 def load_config(path: Path) -> Config:

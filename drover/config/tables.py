@@ -8,7 +8,7 @@ from typing import Any
 from drover.agents.presets import PRESETS
 from drover.config.keys import at_least_one, as_seconds, check_duration, key, parse_duration, table_of_strings
 from drover.trackers import BACKENDS
-from drover.vocabulary import GUIDANCE_LEVELS
+from drover.vocabulary import GUIDANCE_LEVELS, RETRY_POLICIES
 
 
 # label -> kind for `drover new --issue`; a project's [tracker] kinds adds to these
@@ -25,6 +25,8 @@ class AgentConfig:
     name: str = key("agent", "", "identity recorded as author / auditor; default: the preset name")
     timeout: str = key("agent", "2h", "the agent's whole process group is ended after this long "
                                             "(2h, 90m, 1h30m, 45s or seconds)", check=check_duration, convert=as_seconds)
+    stall: str = key("agent", "15m", "a run that prints nothing for this long is ended like a timeout (class "
+                                     "stalled); \"0\" never", check=check_duration, convert=as_seconds)
     guidance: str = key("agent", "detailed", "how much coaching the built-in prompts carry",
                         choices=GUIDANCE_LEVELS)
     sandboxed: bool = key("agent", False, "true states this machine is a sandbox: the preset then runs unattended "
@@ -38,6 +40,10 @@ class AgentConfig:
     @property
     def timeout_seconds(self) -> int:
         return parse_duration(self.timeout)
+
+    @property
+    def stall_seconds(self) -> int:
+        return parse_duration(self.stall)
 
 
 @dataclass(frozen=True)
@@ -135,3 +141,42 @@ class BudgetConfig:
     def rate_card(self) -> dict[str, tuple[float, float]]:
         """The rates as usage.price reads them: model -> (input, output) USD per million tokens."""
         return {model: (float(rate["input"]), float(rate["output"])) for model, rate in self.rates.items()}
+
+
+@dataclass(frozen=True)
+class RetryConfig:
+    """[retry]: what drive does about a run that did not end well, per failure class (docs/failures.md).
+
+    over_budget has no key: an item past its token ceiling is always parked.
+    """
+
+    rate_limited: str = key("retry", "wait", "a usage or rate limit: wait until the reset the CLI names "
+                                             "(else wait_default), at most wait_max, then run again",
+                            choices=RETRY_POLICIES)
+    auth: str = key("retry", "stop", "the CLI is not logged in or its key is refused: stop the drive",
+                    choices=RETRY_POLICIES)
+    timeout: str = key("retry", "fresh", "the run passed [agent] timeout: fresh_max fresh runs, then park",
+                       choices=RETRY_POLICIES)
+    stalled: str = key("retry", "fresh", "no output for [agent] stall: fresh_max fresh runs, then park",
+                       choices=RETRY_POLICIES)
+    crashed: str = key("retry", "fresh", "any other failed exit: fresh_max fresh runs, then park",
+                       choices=RETRY_POLICIES)
+    no_verdict: str = key("retry", "fresh", "a review that exited 0 without a verdict: fresh_max fresh "
+                                            "reviews, then park", choices=RETRY_POLICIES)
+    interrupted: str = key("retry", "stop", "drover was interrupted (Ctrl-C, SIGTERM, `drover stop`)",
+                           choices=RETRY_POLICIES)
+    wait_max: str = key("retry", "6h", "the longest one wait lasts, whatever reset time the CLI names",
+                        check=check_duration, convert=as_seconds)
+    wait_default: str = key("retry", "10m", "how long to wait when the CLI names no reset time",
+                            check=check_duration, convert=as_seconds)
+    waits_max: int = key("retry", 12, "waits per item in one drive; past it the item is parked",
+                         check=at_least_one)
+    fresh_max: int = key("retry", 1, "fresh runs per item in one drive; past it the item is parked "
+                                     "(the fallback agent takes a slot once)", check=at_least_one)
+
+    def policy(self, failure: str) -> str:
+        """The policy for a failure class; park for a class without a key (over_budget)."""
+        return str(getattr(self, failure, "park")) if failure in RETRY_CLASSES else "park"
+
+
+RETRY_CLASSES = ("rate_limited", "auth", "timeout", "stalled", "crashed", "no_verdict", "interrupted")

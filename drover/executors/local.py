@@ -45,11 +45,12 @@ class LocalHandle:
                 echo=self.echo, on_start=self.on_start, cancel=stop, stream=launch.stream,
                 progress=self.progress, progress_label=f"{launch.item_id}: {launch.slot} by {launch.agent.identity}",
                 token_ceiling=launch.token_ceiling,
+                stall=launch.agent.stall_seconds or None,
             )
         finally:
             stop.set()  # ends the forwarding thread too
         usage = result.usage.as_row() if result.usage is not None else None
-        return Collected(result.exit_code, result.outcome, result.elapsed, usage=usage)
+        return Collected(result.exit_code, result.outcome, result.elapsed, usage=usage, reason=result.stalled)
 
 
 def _forward(source: threading.Event, target: threading.Event) -> None:

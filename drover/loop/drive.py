@@ -9,6 +9,7 @@ from typing import Any, Callable
 
 from drover import git, prompts as templates
 from drover.loop import budgets, runs
+from drover.loop.retry import Retries, header_lines as retry_header
 from drover.errors import DroverError, Refused, UsageError
 from drover.ledger.db import Ledger
 from drover.ledger.project import Project
@@ -36,6 +37,7 @@ class Driven:
     note: str = ""
     usage: dict[str, Any] | None = None  # tokens, cost and tool calls over the item's runs (drover/agents/usage.py)
     log: str = ""  # the newest run's agent log, named when the item failed
+    failures: tuple[dict[str, Any], ...] = ()  # each failed run: {run, class, reason, reset_at, action} (retry.py)
 
     @property
     def approved(self) -> bool:
@@ -62,7 +64,7 @@ def header(project: Project, ids: list[str], jobs: int, finish: bool) -> list[st
                 ("item", project.config.budget.item_tokens), ("drive", project.config.budget.drive_tokens)) if value]
     if ceilings:
         lines.append(f"  budget: {', '.join(ceilings)} tokens (drover help budgets)")
-    return lines
+    return lines + retry_header(project.config)
 
 
 class Driver:
@@ -79,6 +81,7 @@ class Driver:
         # Ctrl-C reaches only the main thread; this tells every launch in flight to end its agent.
         self.cancel = threading.Event()
         self.budget = budgets.DriveBudget(project.config.budget.drive_tokens)  # [budget] drive_tokens
+        self.retries = Retries(project.config, say, self.cancel)  # [retry]: what a failed run leads to
 
     def drive_item(self, item_id: str) -> Driven:
         with Ledger(self.project.ledger_path) as ledger:
@@ -93,10 +96,15 @@ class Driver:
                 self.event(item_id, f"stopped: {exc}")
                 known = item_state(self.project, ledger, item_id)
                 return Driven(item_id, "parked" if known.parked else "failed", len(known.rounds), len(known.runs),
-                              str(exc), usage=known.usage, log="" if known.parked else known.log)
+                              str(exc), usage=known.usage, log="" if known.parked else known.log,
+                              failures=self.retries.failures(item_id))
 
     def _launch(self, ledger: Ledger, item_id: str, slot: str) -> runs.RunResult:
-        launch = runs.prepare(self.project, ledger, item_id, slot)
+        """Run the slot, and again while the [retry] policy of a failed run's class says so."""
+        return self.retries.run(ledger, item_id, slot, lambda agent: self._launch_once(ledger, item_id, slot, agent))
+
+    def _launch_once(self, ledger: Ledger, item_id: str, slot: str, agent: Any = None) -> runs.RunResult:
+        launch = runs.prepare(self.project, ledger, item_id, slot, agent=agent)
         for warning in launch.warnings:
             self.say(f"{item_id}: warning: {warning}")
         self.event(item_id, f"{slot} by {launch.agent.identity} ...")
@@ -106,8 +114,8 @@ class Driver:
             self.say(note)
         if slot == "review" and result.outcome == "exited" and result.exit_code == 0:
             verdict = runs.describe_verdict(self.project, ledger, result.run_id)
-            if verdict != runs.NO_VERDICT_SHORT:  # no verdict: _drive says so in the words `drover review` uses
-                self.event(item_id, verdict)
+            # no verdict: said in the words `drover review` uses, once per review ([retry] may run another)
+            self.event(item_id, verdict if verdict != runs.NO_VERDICT_SHORT else runs.NO_VERDICT)
             return result
         ending = f"exit {result.exit_code}" if result.outcome == "exited" else result.outcome
         self.event(item_id, f"{slot} {ending} after {result.elapsed:.1f}s")
@@ -133,11 +141,14 @@ class Driver:
         for _ in range(project.config.max_rounds + 2):
             if self.cancel.is_set():
                 return self._ended(ledger, item_id, "failed", "interrupted")
+            if self.retries.stopped.is_set():
+                return self._ended(ledger, item_id, "failed", f"the drive stopped ({self.retries.stop_note})")
             if state in IMPLEMENT_NEXT or conflicted:
                 conflicted = False
                 result = self._launch(ledger, item_id, "implement")
                 if result.outcome != "exited" or result.exit_code != 0:
-                    return self._ended(ledger, item_id, "failed", f"implement agent {_ending(result)}")
+                    return self._ended(ledger, item_id, *self.retries.ending(
+                        item_id, "failed", f"implement agent {_ending(result)}"))
                 state = item_state(project, ledger, item_id).state
             if state != State.APPROVED or self.finish:
                 # drover's own check of the head a review or a finish would see: a failure goes
@@ -156,10 +167,10 @@ class Driver:
                 if state == State.PARKED:
                     return self._ended(ledger, item_id, "parked", known.parked_reason, known)
                 if result.outcome != "exited" or result.exit_code != 0:
-                    return self._ended(ledger, item_id, "failed", f"review agent {_ending(result)}")
+                    return self._ended(ledger, item_id, *self.retries.ending(
+                        item_id, "failed", f"review agent {_ending(result)}"))
                 if not runs.review_verdict(ledger, result.run_id):
-                    self.event(item_id, runs.NO_VERDICT)
-                    return self._ended(ledger, item_id, "no verdict", runs.NO_VERDICT)
+                    return self._ended(ledger, item_id, *self.retries.ending(item_id, "no verdict", runs.NO_VERDICT))
             if state == State.APPROVED:
                 if not self.finish:
                     return self._ended(ledger, item_id, "approved", "")
@@ -244,7 +255,8 @@ class Driver:
         """How the item's drive ended; `known` is its state when the caller has just asked for it."""
         known = known or item_state(self.project, ledger, item_id)
         return Driven(item_id, result, len(known.rounds), len(known.runs), note,
-                      usage=known.usage, log="" if result in APPROVED else known.log)
+                      usage=known.usage, log="" if result in APPROVED else known.log,
+                      failures=self.retries.failures(item_id))
 
 
 def needs_requirements_note(known: ItemState) -> str:
@@ -387,13 +399,15 @@ def _drive_queue(project: Project, queue: list[str], explicit: bool, *, jobs: in
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         running: dict[Future[Driven], str] = {}
         while queue or running:
-            while queue and len(running) < jobs:
+            while queue and len(running) < jobs and not driver.retries.stopped.is_set():
                 item_id = queue.pop(0)
                 if item_id in attempted:
                     continue
                 attempted.add(item_id)
                 running[pool.submit(driver.drive_item, item_id)] = item_id
             if not running:
+                if queue and driver.retries.stopped.is_set():
+                    say(f"drive stopped: {driver.retries.stop_note}; not started: {', '.join(queue)}")
                 break
             try:
                 done, _ = wait(running, return_when=FIRST_COMPLETED)

@@ -12,9 +12,10 @@ import threading
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 from drover.agents import launch as agents, presets
+from drover.agents.failures import Failure, classify_run
 from drover import git
 from drover.prompts import data as template_data
 from drover import prompts as templates
@@ -32,6 +33,9 @@ from drover.loop import budgets
 from drover.loop.budgets import DriveBudget
 from drover.loop import pool
 
+if TYPE_CHECKING:
+    from drover.config import AgentConfig
+
 
 @dataclass(frozen=True)
 class RunResult:
@@ -41,6 +45,7 @@ class RunResult:
     elapsed: float
     log_path: Path
     notes: tuple[str, ...] = ()
+    failure: Failure | None = None  # why it did not end well (drover/agents/failures.py), as the ledger has it
 
 
 def new_run_id(item_id: str, slot: str) -> str:
@@ -66,7 +71,7 @@ def require_valid_branch(item_id: str, branch: str) -> str:
 
 
 def prepare(project: Project, ledger: Ledger, item_id: str, slot: str, *,
-            explicit_template: str | None = None) -> Launch:
+            explicit_template: str | None = None, agent: AgentConfig | None = None) -> Launch:
     """Render the prompt and work out argv, environment, branch and directory. Writes nothing."""
     if slot not in LAUNCH_SLOTS:
         raise UsageError(f"unknown slot {slot!r}: expected one of {', '.join(LAUNCH_SLOTS)}")
@@ -87,7 +92,7 @@ def prepare(project: Project, ledger: Ledger, item_id: str, slot: str, *,
     if slot != "draft":
         require_valid_branch(item_id, branch)
     rendered = templates.render(slot, data, root=project.root, config=project.config, explicit=explicit_template)
-    agent = project.config.agent_for(slot)
+    agent = agent or project.config.agent_for(slot)  # `agent`: [agent.fallback] in the slot's place
     run_id = new_run_id(item_id, slot)
     run_dir = project.runs_dir / run_id
     if slot == "draft" or not project.config.worktree:
@@ -229,8 +234,27 @@ def execute(project: Project, ledger: Ledger, launch: Launch, *, echo: bool = Tr
         # an implementing run's head is where it left the branch; a review's stays the one it reviewed
         head = git.head_of(project.root, launch.branch) if launch.slot == "implement" and launch.branch else None
         ledger.finish_run(launch.run_id, result.exit_code, result.outcome, head)
+        failure = record_failure(ledger, launch, result.outcome, result.exit_code, result.reason)
     budgets.settle(project, ledger, launch, ceiling, result, budget)
-    return RunResult(launch.run_id, result.exit_code, result.outcome, result.elapsed, launch.log_path, result.notes)
+    return RunResult(launch.run_id, result.exit_code, result.outcome, result.elapsed, launch.log_path, result.notes,
+                     failure)
+
+
+def record_failure(ledger: Ledger, launch: Launch, outcome: str, exit_code: int | None, reason: str) -> Failure | None:
+    """Classify a finished run (drover/agents/failures.py) and keep its class in the ledger; a review
+    that exited 0 without recording a verdict is `no_verdict`. A class recorded while the run ran
+    (over_budget, by the budgets) stands."""
+    known = ledger.run(launch.run_id)
+    if known is not None and known.failure:
+        return Failure(known.failure, known.reason or "", None)
+    if outcome == agents.OVER_BUDGET:  # budgets.settle records the figures
+        return Failure("over_budget", "ended at its token ceiling")
+    failure = classify_run(launch.run_dir, outcome=outcome, exit_code=exit_code, reason=reason)
+    if failure is None and launch.slot == "review" and not review_verdict(ledger, launch.run_id):
+        failure = Failure("no_verdict", NO_VERDICT)
+    if failure is not None:
+        ledger.set_failure(launch.run_id, failure.failure, failure.reason, failure.reset_text)
+    return failure
 
 
 # `drover stop` leaves this file in the run's folder, so the drover attached to it records the
@@ -267,6 +291,7 @@ def stop(project: Project, ledger: Ledger, item_id: str) -> list[str]:
             head = git.head_of(project.root, run.branch) if run.slot == "implement" and run.branch else None
             ledger.set_run_node(run.id, run.node or "local", f"{STOPPED_REASON} (its drover was gone)")
             ledger.finish_run(run.id, None, "interrupted", head)
+            ledger.set_failure(run.id, "interrupted", f"{STOPPED_REASON} (its drover was gone)")
             ledger.log_event("stop", item_id, run=run.id, pid=run.pid, orphaned=True)
             lines.append(f"{item_id}: stopped orphaned run {run.id} (agent pid {run.pid}); recorded as interrupted")
             continue

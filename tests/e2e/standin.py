@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -43,6 +44,16 @@ class Service:
     # the usage each agent turn reports (tests/e2e/test_budget_e2e.py drives a run past a ceiling)
     input_tokens: int = INPUT_TOKENS
     output_tokens: int = OUTPUT_TOKENS
+    # Scripted errors (tests/e2e/test_failures_e2e.py): until `fail_until` (time.time()), every model
+    # request is answered `fail_status` (429, 401) with `fail_headers`; `stall` holds each model
+    # request open without a byte of answer until `stall` is cleared.
+    fail_status: int = 0
+    fail_until: float = 0.0
+    fail_headers: dict[str, str] = field(default_factory=dict)
+    stall: bool = False
+    fail_body: dict[str, Any] | None = None  # the error's JSON body, when not the default for its status
+    fail_only: str = ""  # "/messages" or "/responses": only that protocol's requests fail or stall
+    fail_for: float = 0.0  # seconds: with fail_until unset, requests fail this long from the first one
 
     @property
     def base_url(self) -> str:
@@ -209,6 +220,8 @@ def start(service: Service) -> ThreadingHTTPServer:
                 body = raw.decode("utf-8", "replace")
             entry = self._log(body)
             path = self.path.split("?")[0].rstrip("/")
+            if path.endswith(("/messages", "/responses")) and _scripted_error(self, service, entry):
+                return
             if path.endswith("/messages") and isinstance(body, dict):
                 entry.answered, events = anthropic_events(body, service)
                 if body.get("stream"):
@@ -245,3 +258,30 @@ def _anthropic_whole(events: list[tuple[str, dict]]) -> dict:
     message["stop_reason"] = events[4][1]["delta"]["stop_reason"]
     message["usage"] = {**message["usage"], "output_tokens": OUTPUT_TOKENS}
     return message
+
+
+def _scripted_error(handler: BaseHTTPRequestHandler, service: Service, entry: Logged) -> bool:
+    """Answer a model request with the scripted error or stall, if one is set; True when it was."""
+    if service.fail_only and not handler.path.split("?")[0].rstrip("/").endswith(service.fail_only):
+        return False
+    if service.fail_for and not service.fail_until:
+        service.fail_until = time.time() + service.fail_for
+    while service.stall:
+        entry.answered = "stalled"
+        time.sleep(0.1)
+    if not service.fail_status or time.time() >= service.fail_until:
+        return False
+    entry.answered = f"error {service.fail_status}"
+    kind = {401: "authentication_error", 429: "rate_limit_error"}.get(service.fail_status, "api_error")
+    message = {401: "invalid x-api-key", 429: "This request would exceed your rate limit"}.get(
+        service.fail_status, "error")
+    default = {"type": "error", "error": {"type": kind, "message": message, "code": kind}}
+    body = json.dumps(service.fail_body or default).encode()
+    handler.send_response(service.fail_status)
+    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Content-Length", str(len(body)))
+    for name, value in service.fail_headers.items():
+        handler.send_header(name, value)
+    handler.end_headers()
+    handler.wfile.write(body)
+    return True
