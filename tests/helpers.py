@@ -586,3 +586,11 @@ def setting(text: str, table: str, name: str, value: str) -> str:
     start = head.end()
     rest = re.sub(rf"^{name} = [^\n]*$", f"{name} = {value}", text[start:], count=1, flags=re.M)
     return text[:start] + rest
+
+
+def with_settings(text: str, settings: dict[str, str]) -> str:
+    """drover.toml's text with each `table__name=value` of `settings` set (setting)."""
+    for where, value in settings.items():
+        table, name = where.split("__")
+        text = setting(text, table, name, value)
+    return text

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import TESTS, configure, drover, git, new_item, setting
+from helpers import TESTS, configure, drover, git, new_item, with_settings
 from drover.agents.failures import Failure, classify, clean, reset_named
 from drover.config import parse_config
 from drover.loop.retry import Tried, decide
@@ -191,10 +191,7 @@ def project(repo: Path, *items: str, extra: str = "", **settings: str) -> list[s
     configure(repo, extra)
     path = repo / "drover.toml"
     text = path.read_text().replace(str(TESTS / "agents" / "loop_agent.py"), str(FAILING))
-    for where, value in settings.items():
-        table, name = where.split("__")
-        text = setting(text, table, name, value)
-    path.write_text(text)
+    path.write_text(with_settings(text, settings))
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "-m", "the failing agent")
     return [new_item(repo, title) for title in items or ("Add work",)]

@@ -13,7 +13,7 @@ import time
 import pytest
 
 from clis import CLIS, cli_binary, cli_env, drover, project_with_one_item, runs_table
-from helpers import git, setting, write_requirements
+from helpers import git, with_settings, write_requirements
 
 # One script for both slots: the implementer commits, the reviewer approves.
 WORK = ('if [ "$DROVER_SLOT" = implement ]; then printf "feature\\n" > feature.txt && git add feature.txt && '
@@ -30,10 +30,7 @@ def settle(repo, env, **settings: str) -> None:
     """drover.toml's `table__name=value` settings, committed."""
     path = repo / "drover.toml"
     text = path.read_text()
-    for where, value in settings.items():
-        table, name = where.split("__")
-        text = setting(text, table, name, value)
-    path.write_text(text)
+    path.write_text(with_settings(text, settings))
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "-m", "settings")
 
