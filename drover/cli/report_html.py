@@ -164,8 +164,10 @@ def graph(items: "tuple[ItemLine, ...]") -> str:
     for item in items:
         for dep in item.deps:
             (x1, y1), (x2, y2) = place[dep], place[item.id]
+            y1, y2 = y1 + _NODE_H // 2, y2 + _NODE_H // 2
+            # the line from the dep to the item that needs it, and an open arrowhead at the item
             edges.append(f'<path class="edge" data-from="{_e(dep)}" data-to="{_e(item.id)}" '
-                         f'd="M{x1 + _NODE_W} {y1 + _NODE_H // 2} L{x2} {y2 + _NODE_H // 2}"/>')
+                         f'd="M{x1 + _NODE_W} {y1} L{x2} {y2} M{x2 - 6} {y2 - 4} L{x2} {y2} L{x2 - 6} {y2 + 4}"/>')
     for node, (x, y) in place.items():
         found = known.get(node)
         kind = "node" if found is not None else "node ghost"
