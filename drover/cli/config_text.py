@@ -21,6 +21,8 @@ TABLE_NOTES = {
 }
 EXAMPLES = {
     "agent": ("", "# [agent.review]          # a different agent for one slot (implement, review or draft)",
+              '# preset = "codex"', "",
+              "# [agent.fallback]        # takes a failed slot under a [retry] policy of fallback (drover help failures)",
               '# preset = "codex"'),
     "verify": ('# migration = "make test && make migrate-check"   # chosen when an item sets `migration: yes`',),
 }
