@@ -184,3 +184,13 @@ def test_no_module_is_over_500_lines():
     long = {path.relative_to(ROOT).as_posix(): count for path in (ROOT / "drover").rglob("*.py")
             if (count := len(path.read_text(encoding="utf-8").splitlines())) > 500}
     assert not long, f"modules over 500 lines: {long}"
+
+
+def test_every_test_docs_security_md_names_as_a_proof_exists():
+    named = set(re.findall(r"`(test_\w+)`", (ROOT / "docs" / "security.md").read_text(encoding="utf-8")))
+    defined = set()
+    for path in (ROOT / "tests").rglob("test_*.py"):
+        defined |= set(re.findall(r"^(?:async )?def (test_\w+)", path.read_text(encoding="utf-8"), re.M))
+    assert named, "docs/security.md names no test"
+    missing = sorted(named - defined)
+    assert not missing, f"docs/security.md names tests that do not exist: {', '.join(missing)}"
