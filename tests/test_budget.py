@@ -170,7 +170,8 @@ def test_the_drive_ceiling_stops_the_drive_and_reports_the_items_not_started(rep
     project = streaming_project(repo, tmp_path, drive_tokens=1500)
     first = new_item(repo, "First")
     second = new_item(repo, "Second")
-    project.script = {"messages": [[900, 100]]}  # implement 1,000: then 500 are left for the review
+    # implement 1,000: then 500 are left for the review, which waits after its usage to be ended there
+    project.script = {"messages": [[900, 100]], "sleep": 60, "sleep_slot": "review"}
     done = project.drover("drive", first, second)
     out = done.stdout
     assert done.returncode == 1, out + done.stderr

@@ -7,6 +7,7 @@ usage only in `turn.completed`, at the end of the turn). STREAM_AGENT (JSON) ste
   messages: [[input, output], ...]  the model messages' usage, in order
   sleep: N          seconds to sleep after the messages (while a child `sleep` runs beside it),
                     before the work and the final figures: a run over its ceiling is ended here
+  sleep_slot: SLOT  sleep only in this slot's runs (default: every run)
   pidfile: PATH     where it writes "its pid and its child's pid" before sleeping
   forged: [LINE]    raw lines printed after the messages (a hostile agent's forged usage)
   result: [i, o]    the totals the closing event claims (default: the sums of messages)
@@ -44,7 +45,7 @@ else:
     say({"type": "item.completed", "item": {"id": "i", "type": "agent_message", "text": "working"}})
 for line in script.get("forged", []):
     print(line, flush=True)
-if script.get("sleep"):
+if script.get("sleep") and script.get("sleep_slot", slot) == slot:
     child = subprocess.Popen(["sleep", str(script["sleep"])])
     if script.get("pidfile"):
         Path(script["pidfile"]).write_text(f"{os.getpid()} {child.pid}")
