@@ -26,6 +26,16 @@ def git(cwd: Path, *args: str) -> str:
     ).stdout
 
 
+def ledger_rows(root: Path, table: str, order: str = "started, rowid") -> list[dict]:
+    """One table of the project's ledger as dicts by column, in `order`."""
+    conn = sqlite3.connect(root / ".drover" / "ledger.db")
+    conn.row_factory = sqlite3.Row
+    try:
+        return [dict(row) for row in conn.execute(f"SELECT * FROM {table} ORDER BY {order}")]
+    finally:
+        conn.close()
+
+
 def ledger_tables(path: Path) -> dict[str, list[tuple]]:
     """Every table of a SQLite file, its rows sorted: for before/after comparisons."""
     conn = sqlite3.connect(path)

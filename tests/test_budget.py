@@ -10,26 +10,19 @@ from __future__ import annotations
 import json
 import os
 import re
-import sqlite3
 import sys
 from pathlib import Path
 
 
 import pytest
 
-from helpers import TESTS, configure, drover, git, new_item
+from helpers import TESTS, configure, drover, git, ledger_rows, new_item
 
 STREAM_AGENT = TESTS / "agents" / "stream_agent.py"
 
 
 def runs_of(root: Path, item: str | None = None) -> list[dict]:
-    conn = sqlite3.connect(root / ".drover" / "ledger.db")
-    conn.row_factory = sqlite3.Row
-    try:
-        rows = conn.execute("SELECT * FROM runs ORDER BY started, rowid").fetchall()
-        return [dict(row) for row in rows if item is None or row["item"] == item]
-    finally:
-        conn.close()
+    return [run for run in ledger_rows(root, "runs") if item is None or run["item"] == item]
 
 
 def alive(pid: int) -> bool:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import TESTS, configure, drover, git, new_item, with_settings
+from helpers import TESTS, configure, drover, git, ledger_rows, new_item, with_settings
 from drover.agents.failures import Failure, classify, clean, reset_named
 from drover.config import parse_config
 from drover.loop.retry import Tried, decide
@@ -198,12 +198,7 @@ def project(repo: Path, *items: str, extra: str = "", **settings: str) -> list[s
 
 
 def runs_of(repo: Path) -> list[dict]:
-    conn = sqlite3.connect(repo / ".drover" / "ledger.db")
-    conn.row_factory = sqlite3.Row
-    try:
-        return [dict(row) for row in conn.execute("SELECT * FROM runs ORDER BY started, rowid")]
-    finally:
-        conn.close()
+    return ledger_rows(repo, "runs")
 
 
 def drive_json(repo: Path, *args: str, plan: str, **env: str) -> tuple[int, dict, str]:

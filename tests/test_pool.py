@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import AGENT, TESTS, configure, drover, git, new_item
+from helpers import AGENT, TESTS, configure, drover, git, ledger_rows, new_item
 
 POOL_AGENT = TESTS / "agents" / "pool_agent.py"
 
@@ -46,12 +46,7 @@ def seen(tmp_path: Path) -> list[dict]:
 
 
 def pool_rows(root: Path) -> list[dict]:
-    conn = sqlite3.connect(root / ".drover" / "ledger.db")
-    conn.row_factory = sqlite3.Row
-    try:
-        return [dict(row) for row in conn.execute("SELECT * FROM worktree_pool ORDER BY path")]
-    finally:
-        conn.close()
+    return ledger_rows(root, "worktree_pool", "path")
 
 
 def drive(root: Path, *args: str, env: dict | None = None, process: bool = False):

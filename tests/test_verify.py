@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import TESTS, configure, drover, git
+from helpers import TESTS, configure, drover, git, ledger_rows
 
 BROKEN_AGENT = TESTS / "agents" / "broken_agent.py"
 # `make test` fails while a file BROKEN exists, and says so on its last line
@@ -40,12 +40,7 @@ def project(repo, tmp_path, monkeypatch):
 
 
 def checks(root: Path) -> list[dict]:
-    conn = sqlite3.connect(root / ".drover" / "ledger.db")
-    conn.row_factory = sqlite3.Row
-    try:
-        return [dict(row) for row in conn.execute("SELECT * FROM checks ORDER BY started, rowid")]
-    finally:
-        conn.close()
+    return ledger_rows(root, "checks")
 
 
 def head(root: Path, ref: str) -> str:

@@ -3,7 +3,6 @@ stand-in model service), drover run as a process, and what the ledger and the se
 from __future__ import annotations
 
 import os
-import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -11,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import standin
-from helpers import git, write_requirements
+from helpers import git, ledger_rows, write_requirements
 
 
 BIN = Path(sys.executable).parent
@@ -103,12 +102,7 @@ def prompts_received(service: standin.Service, name: str) -> list[str]:
 
 
 def runs_table(root: Path) -> list[dict]:
-    conn = sqlite3.connect(root / ".drover" / "ledger.db")
-    conn.row_factory = sqlite3.Row
-    try:
-        return [dict(row) for row in conn.execute("SELECT * FROM runs ORDER BY started, rowid")]
-    finally:
-        conn.close()
+    return ledger_rows(root, "runs")
 
 
 def sleepers(tag: str) -> list[int]:
