@@ -229,17 +229,17 @@ def inputs_digest(project: Project, worktree: Path) -> str:
     return digest.hexdigest()
 
 
-def setup_pooled(project: Project, ledger: "Ledger", worktree: Path, log_path: Path, *, item_id: str,
-                 shown_log: str, timeout: float | None) -> bool | None:
-    """`[run] setup` in a pooled worktree when its inputs changed since it last ran there: True when
-    it ran, False when it did not need to, None when `worktree` is not pooled (the caller's
-    once-per-worktree rule applies)."""
+def setup_worktree(project: Project, ledger: "Ledger", worktree: Path, log_path: Path, *, item_id: str,
+                   shown_log: str, timeout: float | None) -> bool:
+    """`[run] setup` in `worktree`, True when it ran now: in a pooled worktree when its inputs
+    changed since it last ran there, in any other once (worktree_setup.run_setup's marker)."""
     from drover.loop.worktree_setup import run_setup
 
     rel = project.relpath(worktree)
-    row = ledger.pool_row(rel)
+    row = ledger.pool_row(rel) if pooling(project) else None
     if row is None:
-        return None
+        return run_setup(project.config.setup, worktree, log_path, item_id=item_id, shown_log=shown_log,
+                         timeout=timeout)
     digest = inputs_digest(project, worktree)
     if row.setup_at and row.setup_digest == digest:
         return False

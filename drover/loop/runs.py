@@ -190,13 +190,8 @@ def execute(project: Project, ledger: Ledger, launch: Launch, *, echo: bool = Tr
     head_start = git.head_of(project.root, launch.branch) if launch.branch else ""
     launch.run_dir.mkdir(parents=True, exist_ok=True)
     if launch.worktree is not None and project.config.setup:
-        from drover.loop.worktree_setup import run_setup
-
-        shown, timeout = project.relpath(launch.log_path), launch.agent.timeout_seconds or None
-        if pool.setup_pooled(project, ledger, launch.worktree, launch.log_path, item_id=launch.item_id,
-                             shown_log=shown, timeout=timeout) is None:
-            run_setup(project.config.setup, launch.worktree, launch.log_path, item_id=launch.item_id,
-                      shown_log=shown, timeout=timeout)
+        pool.setup_worktree(project, ledger, launch.worktree, launch.log_path, item_id=launch.item_id,
+                            shown_log=project.relpath(launch.log_path), timeout=launch.agent.timeout_seconds or None)
     launch.prompt_path.write_text(launch.prompt, encoding="utf-8")
     provenance = launch.provenance
     ledger.start_run(NewRun(

@@ -113,7 +113,7 @@ def run_check(project: Project, ledger: Ledger, item_id: str, *, echo: bool = Fa
 
 def _run_in(project: Project, item_id: str, command: str, scratch: Path, base_head: str, log_path: Path, *,
             echo: bool, cancel: threading.Event | None,
-            progress: Callable[[str], None] | None, ledger: Ledger | None = None) -> tuple[int | None, str, str]:
+            progress: Callable[[str], None] | None, ledger: Ledger) -> tuple[int | None, str, str]:
     """(exit status, outcome, tail) of the merge and the command in the scratch worktree."""
     conflicts = git.merge_base_into(scratch, project.config.base, commit=base_head)
     if conflicts:
@@ -124,16 +124,12 @@ def _run_in(project: Project, item_id: str, command: str, scratch: Path, base_he
         return None, "conflict", said
     start = log_path.stat().st_size  # the tail is the output's, not drover's header line
     if project.config.setup:
-        from drover.loop.worktree_setup import SetupFailed, run_setup
+        from drover.loop.pool import setup_worktree
+        from drover.loop.worktree_setup import SetupFailed
 
-        from drover.loop.pool import setup_pooled
-
-        shown = project.relpath(log_path)
         try:
-            if ledger is None or setup_pooled(project, ledger, scratch, log_path, item_id=item_id, shown_log=shown,
-                                              timeout=_timeout(project)) is None:
-                run_setup(project.config.setup, scratch, log_path, item_id=item_id, shown_log=shown,
-                          timeout=_timeout(project))
+            setup_worktree(project, ledger, scratch, log_path, item_id=item_id, shown_log=project.relpath(log_path),
+                           timeout=_timeout(project))
         except SetupFailed:
             return None, "setup failed", tail_of(log_path, start)
     ended = agents.launch(
