@@ -12,7 +12,7 @@ import json
 from dataclasses import asdict
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Iterable
 
 STREAMS = ("claude", "codex")
 # A token figure above this is taken as this: a forged or garbled count can raise a run's total
@@ -243,11 +243,18 @@ def total(rows: list[dict[str, Any]]) -> dict[str, Any]:
             if row.get(key) is not None:
                 summed[key] = (summed[key] or 0) + row[key]
     if rows and all("usd_source" in row for row in rows):
-        known = [row for row in rows if row.get("usd") is not None]
-        sources = {row["usd_source"] for row in known}
-        summed["usd"] = sum(row["usd"] for row in known) if known else None
-        summed["usd_source"] = "" if not sources else sources.pop() if len(sources) == 1 else "mixed"
+        summed["usd"], summed["usd_source"] = sum_costs((row.get("usd"), row["usd_source"]) for row in rows)
     return summed
+
+
+def sum_costs(costs: Iterable[tuple[float | None, str]]) -> tuple[float | None, str]:
+    """The sum of the (usd, source) costs known, and whose figures they are: the one source they
+    share, "mixed" (some of each), or (None, "") when none is known."""
+    known = [(usd, source) for usd, source in costs if usd is not None]
+    if not known:
+        return None, ""
+    sources = {source for _, source in known}
+    return sum(usd for usd, _ in known), sources.pop() if len(sources) == 1 else "mixed"
 
 
 def price(model: str, input_tokens: int | None, output_tokens: int | None, cli_usd: float | None,

@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from datetime import datetime, timedelta, timezone
 from typing import Any, NamedTuple
 
-from drover.agents.usage import price
+from drover.agents.usage import price, sum_costs
 from drover.errors import UsageError
 from drover.ledger.catalogue import Entry, catalogue, collector_paused
 from drover.ledger.connection import now
@@ -343,11 +343,7 @@ def _item_line(item_id: str, entry: Entry | None, row: dict[str, Any], runs: lis
 
 def _cost(runs: Iterable[RunLine]) -> tuple[float | None, str]:
     """The sum of the costs known, and whose figures they are."""
-    known = [run for run in runs if run.cost_usd is not None]
-    if not known:
-        return None, ""
-    sources = {run.cost_source for run in known}
-    return sum(run.cost_usd or 0.0 for run in known), sources.pop() if len(sources) == 1 else "mixed"
+    return sum_costs((run.cost_usd, run.cost_source) for run in runs)
 
 
 def _failures(runs: Iterable[RunLine]) -> dict[str, int]:
