@@ -243,7 +243,7 @@ def record_failure(ledger: Ledger, launch: Launch, outcome: str, exit_code: int 
     if known is not None and known.failure:
         return Failure(known.failure, known.reason or "", None)
     if outcome == agents.OVER_BUDGET:  # budgets.settle records the figures
-        return Failure("over_budget", "ended at its token ceiling")
+        return Failure(budgets.FAILURE, "ended at its token ceiling")
     failure = classify_run(launch.run_dir, outcome=outcome, exit_code=exit_code, reason=reason)
     if failure is None and launch.slot == "review" and not review_verdict(ledger, launch.run_id):
         failure = Failure("no_verdict", NO_VERDICT)
