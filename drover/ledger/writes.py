@@ -458,6 +458,13 @@ def park(project: Project, ledger: Ledger, item_id: str, why: str) -> Outcome:
     return Outcome((f"{item_id}: parked for the operator: {why.strip()}",))
 
 
+def park_by_drover(ledger: Ledger, item_id: str, why: str) -> None:
+    """drover's own park of an item (a token budget, a retry policy), recorded as drover's event."""
+    with ledger.write():
+        ledger.park(item_id, why)
+        ledger.log_event("park", item_id, "drover", why=why)
+
+
 def unpark(project: Project, ledger: Ledger, item_id: str) -> Outcome:
     """Take an item back from the operator."""
     _require_known(project, ledger, item_id)

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from drover.agents.launch import OVER_BUDGET as OVER_BUDGET_OUTCOME
 from drover.errors import Refused
+from drover.ledger.writes import park_by_drover
 from drover.vocabulary import OVER_BUDGET
 
 if TYPE_CHECKING:
@@ -79,12 +80,6 @@ def run_tokens(ledger: Ledger, run_id: str) -> int:
     return (run.input_tokens or 0) + (run.output_tokens or 0) if run is not None else 0
 
 
-def _park(ledger: Ledger, item_id: str, reason: str) -> None:
-    with ledger.write():
-        ledger.park(item_id, reason)
-        ledger.log_event("park", item_id, "drover", why=reason)
-
-
 def admit(project: Project, ledger: Ledger, launch: Launch,
           drive: DriveBudget | None = None) -> tuple[Launch, Ceiling]:
     """The launch with its token ceiling, or a refusal: an item at its budget is parked first."""
@@ -93,7 +88,7 @@ def admit(project: Project, ledger: Ledger, launch: Launch,
     used = item_tokens(ledger, item_id) if budget.item_tokens else 0
     if budget.item_tokens and used >= budget.item_tokens:
         reason = over(used, budget.item_tokens, item_id)
-        _park(ledger, item_id, reason)
+        park_by_drover(ledger, item_id, reason)
         raise OverBudget(f"{item_id}: {reason}: parked; no {launch.slot} agent was launched")
     if drive is not None and drive.spent:
         raise DriveOverBudget(f"{item_id}: {over(drive.used, drive.limit, 'this drive')}: "
@@ -138,7 +133,7 @@ def settle(project: Project, ledger: Ledger, launch: Launch, ceiling: Ceiling, r
     how = "was ended" if killed else "crossed its ceiling (its CLI reports usage at the end)"
     log = project.relpath(launch.log_path)
     if park:
-        _park(ledger, item_id, reason)
+        park_by_drover(ledger, item_id, reason)
         raise OverBudget(f"{item_id}: {launch.slot} run {launch.run_id} {how}: {reason}; parked (log: {log})")
     raise DriveOverBudget(f"{item_id}: {launch.slot} run {launch.run_id} {how}: {reason}; "
                           f"the drive launches nothing more (log: {log})")

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from drover.agents.failures import Failure
 from drover.agents.launch import short_elapsed
 from drover.config.keys import parse_duration
+from drover.ledger.writes import park_by_drover
 
 if TYPE_CHECKING:
     from drover.config import AgentConfig, Config
@@ -162,11 +163,8 @@ class Retries:
 
     def park(self, ledger: "Ledger", item_id: str, why: str) -> None:
         """Park the item, unless something parked it already (a capped round, the budgets): that reason stands."""
-        if ledger.item_row(item_id).get("parked"):
-            return
-        with ledger.write():
-            ledger.park(item_id, why)
-            ledger.log_event("park", item_id, "drover", why=why)
+        if not ledger.item_row(item_id).get("parked"):
+            park_by_drover(ledger, item_id, why)
 
     def ending(self, item_id: str, result: str, note: str) -> tuple[str, str]:
         """How a failed item's drive is summed up: its result and a note naming the last class and action."""
