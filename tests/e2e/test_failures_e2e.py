@@ -108,7 +108,9 @@ def test_a_401_is_auth_and_stops_the_drive(name, service, repo, tmp_path):
 def test_a_service_that_stops_answering_makes_the_run_stalled(name, service, repo, tmp_path):
     env, item = project_with_one_item(name, cli_binary(name), service, repo, tmp_path)
     service.stall = True
-    settle(repo, env, agent__stall='"4s"', retry__stalled='"park"')
+    # the stall clock also runs while the CLI starts; a loaded two-core machine has kept
+    # claude silent for over 4 s before its first request, so the ceiling leaves room for that
+    settle(repo, env, agent__stall='"12s"', retry__stalled='"park"')
     try:
         code, report, progress = drive(repo, env)
     finally:
@@ -118,7 +120,8 @@ def test_a_service_that_stops_answering_makes_the_run_stalled(name, service, rep
     assert row["failures"][0]["class"] == "stalled"
     [run] = runs_table(repo)
     assert (run["outcome"], run["failure"]) == ("timeout", "stalled")
-    assert any(entry.answered == "stalled" for entry in service.requests)
+    answered = [entry.answered for entry in service.requests]
+    assert "stalled" in answered, (answered, progress)
     shown = json.loads(drover(repo, env, "show", item, "--json").stdout)
     assert shown["parked_reason"].startswith("stalled: stalled: no output for")
 
