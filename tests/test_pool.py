@@ -107,6 +107,27 @@ def test_a_worktree_whose_git_file_an_agent_rewrote_is_discarded_not_reused(pool
     assert discarded >= 1
 
 
+@pytest.mark.parametrize("pool", ["0", "2"])
+def test_hooks_an_agent_plants_in_the_shared_git_folder_never_run_for_drovers_git(pooled, tmp_path, pool):
+    """The hooks folder is the repository's common one: an agent writes there from its worktree,
+    and drover's own checkouts and merges (worktree add, the pool's checkout, the finish's merge)
+    would run what it wrote as the operator."""
+    if pool != "2":  # the fixture's
+        set_run(pooled, pool=pool)
+    hooked = tmp_path / "hooked"
+    first, second = new_item(pooled, "first"), new_item(pooled, "second")
+    env = {"POOL_HOSTILE": "hooks", "POOL_HOOKED": str(hooked)}
+    assert drive(pooled, first, env=env).returncode == 0
+    assert (pooled / ".git" / "hooks" / "post-merge").exists()  # planted
+    done = drive(pooled, second, env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert git(pooled, "log", "--merges", "--format=%s", "main").count("drover: merge") == 2
+    assert not hooked.exists(), hooked.read_text()
+    # git itself runs them for anyone else: the plant is live
+    git(pooled, "checkout", "-q", "-b", "elsewhere")
+    assert hooked.read_text() == "post-checkout planted by " + second + "\n"
+
+
 def test_a_worktree_whose_clean_fails_is_discarded_and_the_item_gets_another(pooled, tmp_path):
     first, second = new_item(pooled, "first"), new_item(pooled, "second")
     assert drive(pooled, first, env={"POOL_HOSTILE": "lock"}).returncode == 0

@@ -362,6 +362,7 @@ def launch(
             start_new_session=True,
         )
         assert proc.stdout is not None  # stdout=PIPE
+        exited = _exit_watch(proc.pid)
         output = _Output(log, raw_log, reader, show if echo else None)
         stop = threading.Event()
         pump = threading.Thread(target=_pump, args=(proc.stdout.fileno(), output, stop), daemon=True)
@@ -402,10 +403,7 @@ def launch(
                              f"log {log_size(output.size)}")
                     next_progress = now + every
                 wait = 0.2 if deadline is None else max(0.0, min(0.2, deadline - now))
-                try:
-                    proc.wait(timeout=wait)
-                except subprocess.TimeoutExpired:
-                    pass
+                _wait_exit(proc, exited, wait)
         except KeyboardInterrupt:
             outcome = "interrupted"
         except BaseException:
@@ -414,6 +412,8 @@ def launch(
             raise
         finally:
             STATUS.drop(status_key, screen)
+            if exited is not None:
+                os.close(exited)
         end_run_processes(proc, grace, marker)
         stop.set()
         pump.join()
@@ -429,6 +429,27 @@ def launch(
                       "ended the agent's processes\n".encode())
     return LaunchResult(exit_code=proc.returncode, outcome=outcome, elapsed=elapsed,
                         usage=reader.usage if reader is not None else None, stalled=stalled)
+
+
+def _exit_watch(pid: int) -> int | None:
+    """A descriptor that becomes readable when the process `pid` exits (Linux's pidfd); None where
+    the system has none."""
+    try:
+        return os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        return None
+
+
+def _wait_exit(proc: subprocess.Popen[bytes], exited: int | None, seconds: float) -> None:
+    """Wait up to `seconds` for the agent to exit, waking as it does: Popen.wait(timeout) polls
+    with sleeps of up to 50 ms, which a drive paid after every run."""
+    if exited is not None:
+        select.select([exited], [], [], seconds)
+        return
+    try:
+        proc.wait(timeout=seconds)
+    except subprocess.TimeoutExpired:
+        pass
 
 
 def _isatty(screen: TextIO) -> bool:

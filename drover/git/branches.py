@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import re
+from functools import cache
 from pathlib import Path
 
 from drover.errors import GitError
@@ -66,6 +67,7 @@ def detect_base(root: Path) -> str:
     return "main"
 
 
+@cache  # git's answer depends on the name alone: a drive asks it for every run
 def valid_branch_name(name: str) -> bool:
     """`name` is acceptable to git as a new branch name."""
     # `@{-1}` and friends are expansions, not names; a leading dash would read as an option.
@@ -104,6 +106,13 @@ def all_refs(root: Path, *patterns: str) -> dict[str, str]:
         if sha:
             found[name] = sha
     return found
+
+
+def heads_of(root: Path, *names: str) -> dict[str, str]:
+    """Those of the local branches `names` that exist -> the full sha of each head, in one git call."""
+    # for-each-ref also takes `refs/heads/<name>/...` for a pattern: only the exact names count
+    wanted = {local_ref(name): name for name in names if name}
+    return {wanted[ref]: sha for ref, sha in all_refs(root, *wanted).items() if ref in wanted} if wanted else {}
 
 
 def branch_heads(root: Path) -> dict[str, str]:

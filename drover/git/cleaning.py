@@ -12,9 +12,6 @@ from drover.errors import GitError
 from drover.git.branches import branch_exists, local_ref, require_base
 from drover.git.run import git, run
 
-# No hook runs for the pool's own checkouts: a hook is a program, and the clean is where drover
-# stops trusting what the last holder left.
-NO_HOOKS = ("-c", "core.hooksPath=/dev/null")
 # What an agent can leave in the worktree's private git folder that would change what the next
 # holder's git does or says: an operation in progress, per-worktree config, a sparse checkout.
 _LEFT_STATE = ("MERGE_HEAD", "MERGE_MSG", "MERGE_MODE", "CHERRY_PICK_HEAD", "REVERT_HEAD", "BISECT_LOG",
@@ -84,16 +81,16 @@ def switch_worktree(worktree: Path, root: Path, branch: str, base: str) -> None:
     process fewer per item: docs/worktrees.md)."""
     if branch_exists(root, branch):
         # the short name on purpose: checked out as that branch (ensure_worktree says why)
-        _must([*NO_HOOKS, "checkout", "--force", "--quiet", branch], worktree, "checkout")
+        _must(["checkout", "--force", "--quiet", branch], worktree, "checkout")
     else:
         require_base(root, base)
-        _must([*NO_HOOKS, "checkout", "--force", "--quiet", "--no-track", "-b", branch, local_ref(base)],
+        _must(["checkout", "--force", "--quiet", "--no-track", "-b", branch, local_ref(base)],
               worktree, "checkout")
 
 
 def detach_worktree(worktree: Path, commit: str) -> None:
     """A pooled worktree onto a detached HEAD at `commit` (a check's), tracked files forced as above."""
-    _must([*NO_HOOKS, "checkout", "--force", "--quiet", "--detach", f"{commit}^{{commit}}"], worktree, "checkout")
+    _must(["checkout", "--force", "--quiet", "--detach", f"{commit}^{{commit}}"], worktree, "checkout")
 
 
 def _must(args: list[str], cwd: Path, what: str) -> str:

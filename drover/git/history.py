@@ -47,9 +47,12 @@ def compare(root: Path, branch: str, base: str) -> tuple[str, str, str]:
     return "", "", f"base {base} does not exist"
 
 
-def recent_commits(root: Path, branch: str, base: str) -> Recent:
-    """The commits on `branch` that `base` lacks, oldest first, with their sizes; or why not."""
-    head, base_head, problem = compare(root, branch, base)
+def recent_commits(root: Path, branch: str, base: str, *, compared: tuple[str, str, str] | None = None) -> Recent:
+    """The commits on `branch` that `base` lacks, oldest first, with their sizes; or why not.
+
+    `compared`: what `compare(root, branch, base)` just said, so a caller asking twice reads the
+    heads once."""
+    head, base_head, problem = compared or compare(root, branch, base)
     if problem:
         return Recent(Unavailable=problem)
     try:
@@ -74,9 +77,11 @@ def recent_commits(root: Path, branch: str, base: str) -> Recent:
     return Recent(Commits=tuple(commits))
 
 
-def modified_files(root: Path, branch: str, base: str) -> tuple[list[str], str]:
-    """Files `branch` modified since it left `base` (added and deleted ones excluded): (paths, "") or ([], why)."""
-    head, base_head, problem = compare(root, branch, base)
+def modified_files(root: Path, branch: str, base: str, *,
+                   compared: tuple[str, str, str] | None = None) -> tuple[list[str], str]:
+    """Files `branch` modified since it left `base` (added and deleted ones excluded): (paths, "") or
+    ([], why). `compared` as recent_commits takes it."""
+    head, base_head, problem = compared or compare(root, branch, base)
     if problem:
         return [], problem
     try:
@@ -105,6 +110,11 @@ def ahead_of(root: Path, branch: str, base: str) -> int:
     head, base_head, problem = compare(root, branch, base)
     if problem:
         raise GitError(problem)
+    return commits_beyond(root, head, base_head)
+
+
+def commits_beyond(root: Path, head: str, base_head: str) -> int:
+    """Commits the commit `head` has that the commit `base_head` lacks."""
     return int(git(["rev-list", "--count", "--end-of-options", f"{base_head}..{head}"], root).strip() or 0)
 
 
@@ -115,10 +125,11 @@ def count_commits(root: Path, since: str, until: str) -> int | None:
     return int(git(["rev-list", "--count", f"{since}..{until}"], root).strip() or 0)
 
 
-def changed_paths(root: Path, base: str, commit: str) -> list[str]:
+def changed_paths(root: Path, base: str, commit: str, *, base_head: str = "") -> list[str]:
     """Every path `commit` changes since it left the branch `base` (the merge-base diff: what a
-    merge would bring), both sides of a rename."""
-    base_head = head_of(root, base)
+    merge would bring), both sides of a rename. `base_head`: base's head, when the caller has just
+    read it."""
+    base_head = base_head or head_of(root, base)
     if not base_head:
         raise GitError(f"base branch {base!r} does not exist in {root}: check [run] base in drover.toml")
     out = git(["diff", "--name-only", "-z", "--no-renames", "--no-ext-diff", "--end-of-options",

@@ -4,7 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from drover.errors import GitError, Refused
-from drover.git.branches import current_branch, head_of, local_ref, require_base
+from drover.git.branches import current_branch, heads_of, local_ref, require_base
 from drover.git.run import failure, git, run, succeeds
 from drover.git.worktrees import dirty_paths
 
@@ -18,38 +18,57 @@ def merge(root: Path, branch: str, base: str, message: str, *, commit: str = "")
 
     What merges is the commit the branch points at, by its id (`commit`, when given: Refused
     unless the branch is at exactly that commit). The checkout must be on `base`, or clean
-    enough to switch to it. On a conflict the merge is aborted, the checkout is put back as it
-    was, and Refused names the conflicting files.
+    enough to switch to it. The merge is made apart from the checkout (`git merge-tree`, then
+    the merge commit), and the checkout then moves to it as a fast-forward: on a conflict nothing
+    was touched, and Refused names the conflicting files. No git hook runs (run.py).
     """
-    head = head_of(root, branch)
-    if not head:
-        raise GitError(f"branch {branch} does not exist")
-    if commit and head != commit:
-        raise Refused(f"{branch} is at {head[:7]}, not at {commit[:7]}: nothing was merged")
-    require_base(root, base)
     original = current_branch(root)
-    original_head = git(["rev-parse", "HEAD"], root).strip()
     if original != base:
         dirty = dirty_paths(root)
         if dirty:
             shown = ", ".join(dirty[:5]) + (" ..." if len(dirty) > 5 else "")
             raise Refused(f"{root} is on {original or 'a detached HEAD'} with uncommitted changes ({shown}): "
                           f"switch it to {base} before merging")
-        git(["switch", "--quiet", base], root)  # switch takes only a branch: no other ref stands in
-    args = ["merge", "--no-ff", "--no-edit", "-m", message, "--end-of-options", head]
+    for attempt in range(MERGE_TRIES):
+        heads = heads_of(root, branch, base)
+        head = heads.get(branch, "")
+        if not head:
+            raise GitError(f"branch {branch} does not exist")
+        if commit and head != commit:
+            raise Refused(f"{branch} is at {head[:7]}, not at {commit[:7]}: nothing was merged")
+        if base not in heads:
+            require_base(root, base)  # says so in the words every caller uses
+        tree, conflicted = _merged_tree(root, heads[base], head)
+        if conflicted:
+            raise MergeConflict(f"merging {branch} into {base} conflicts in {', '.join(conflicted)}: "
+                                f"nothing was merged and {root} is as it was; resolve on {branch} and finish again")
+        merged = git(["commit-tree", "-p", heads[base], "-p", head, "-m", message, tree], root).strip()
+        if original != base and attempt == 0:
+            git(["switch", "--quiet", base], root)  # switch takes only a branch: no other ref stands in
+        # only forward from the base head the merge was made on; when base moved meanwhile (drover's
+        # own item commits land on it), the merge is made again on the new head
+        args = ["merge", "--ff-only", "--quiet", "--end-of-options", merged]
+        done = run(args, root)
+        if done.returncode == 0:
+            return merged
+        if heads_of(root, base).get(base) == heads[base]:
+            raise failure(args, done)
+    raise GitError(f"{base} kept moving while {branch} was merged into it: nothing was merged; finish again")
+
+
+MERGE_TRIES = 5  # merges made again because base moved under them
+
+
+def _merged_tree(root: Path, base_head: str, head: str) -> tuple[str, list[str]]:
+    """The tree of the merge of `head` into `base_head`, made without the checkout, and the
+    conflicting files ([] when it merged cleanly)."""
+    args = ["merge-tree", "--write-tree", "--name-only", "--no-messages", "-z", "--end-of-options", base_head, head]
     done = run(args, root)
-    if done.returncode == 0:
-        return git(["rev-parse", "HEAD"], root).strip()
-    conflicted = _conflicted(root)
-    if succeeds(["rev-parse", "--verify", "--quiet", "MERGE_HEAD"], root):
-        git(["merge", "--abort"], root)
-    if original != base:
-        # Back where the operator left it: their branch, or the very commit if HEAD was detached.
-        git(["switch", "--quiet", original] if original else ["switch", "--quiet", "--detach", original_head], root)
-    if conflicted:
-        raise MergeConflict(f"merging {branch} into {base} conflicts in {', '.join(conflicted)}: "
-                            f"the merge was aborted and {root} is as it was; resolve on {branch} and finish again")
-    raise failure(args, done)
+    if done.returncode not in (0, 1):
+        raise failure(args, done)
+    # -z: the tree, then each conflicting path, each ended by a NUL
+    tree, *paths = [field for field in done.stdout.split("\0") if field]
+    return tree, paths if done.returncode == 1 else []
 
 
 def merge_base_into(worktree: Path, base: str, *, commit: str = "") -> list[str]:

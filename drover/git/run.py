@@ -11,8 +11,11 @@ if TYPE_CHECKING:
     import subprocess
 
 # Config that would change what drover parses (quoted paths, missing a/ b/ prefixes, colour,
-# external diff drivers) is pinned per call, whatever the user's git config says.
-PINNED = ("-c", "core.quotePath=false", "-c", "color.ui=false")
+# external diff drivers) is pinned per call, whatever the user's git config says. No hook runs
+# for drover's own git commands: the hooks folder is the repository's common one, which every
+# worktree an agent works in can write to, so a hook there is the agents' program, and drover
+# would run it as the operator (a merge's post-merge, a worktree's post-checkout; docs/security.md).
+PINNED = ("-c", "core.quotePath=false", "-c", "color.ui=false", "-c", "core.hooksPath=/dev/null")
 
 
 def one_line(text: str) -> str:

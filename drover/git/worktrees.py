@@ -4,7 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from drover.errors import GitError, Refused
-from drover.git.branches import branch_exists, current_branch, local_ref, require_base
+from drover.git.branches import branch_exists, current_branch, heads_of, local_ref, require_base
 from drover.git.run import git, rev_parse
 
 
@@ -38,12 +38,14 @@ def ensure_worktree(root: Path, path: Path, branch: str, base: str) -> Path:
     if path.exists() and any(path.iterdir()):
         raise GitError(f"{path} exists and is not a git worktree: move it aside")
     path.parent.mkdir(parents=True, exist_ok=True)
-    if branch_exists(root, branch):
+    heads = heads_of(root, branch, base)
+    if branch in heads:
         # the short name on purpose: an existing branch's name is checked out as that branch,
         # where `refs/heads/...` would give a detached HEAD
         git(["worktree", "add", str(path), branch], root)
     else:
-        require_base(root, base)
+        if base not in heads:
+            require_base(root, base)
         git(["worktree", "add", "-b", branch, str(path), local_ref(base)], root)
     return path
 
@@ -63,10 +65,10 @@ def remove_worktree(root: Path, path: Path, *, force: bool = False) -> None:
     Untracked files go with it: they were never part of the branch that was reviewed.
     """
     path = Path(path).resolve()
-    if path not in registered_worktrees(root):
+    if not path.is_dir() or path not in registered_worktrees(root):
         git(["worktree", "prune"], root)
         return
-    if not force and path.is_dir():
+    if not force:
         changed = [changed for changed, _ in _status_entries(path, untracked=False)]
         if changed:
             shown = ", ".join(changed[:5]) + (" ..." if len(changed) > 5 else "")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from drover import git
 from drover.agents import usage
@@ -55,8 +55,9 @@ class ItemState:
         return (self.runs[-1].log_path or "") if self.runs else ""
 
 
-def item_state(project: Project, ledger: Ledger, item_id: str) -> ItemState:
-    """The item's state, from its file (through the cache), its ledger rows and its branch head."""
+def item_state(project: Project, ledger: Ledger, item_id: str, *, heads: Mapping[str, str] | None = None) -> ItemState:
+    """The item's state, from its file (through the cache), its ledger rows and its branch head
+    (from `heads`, branch -> sha, when the caller has just read it)."""
     found = entry(project, ledger, item_id)
     runs = ledger.runs(item_id)
     rounds = ledger.rounds(item_id)
@@ -68,7 +69,7 @@ def item_state(project: Project, ledger: Ledger, item_id: str) -> ItemState:
     deps = describe_deps(project, ledger, found.deps)
     activity = Activity.of(ledger.activity_for(item_id))
     branch = activity.branch or ""
-    head = git.head_of(project.root, branch) if branch else ""
+    head = "" if not branch else heads.get(branch, "") if heads is not None else git.head_of(project.root, branch)
     decided = state_of(ItemFacts(
         unreadable=found.problem if found.unreadable else "", done=bool(row.get("done")),
         parked=(row.get("parked_reason") or "") if row.get("parked") else None,

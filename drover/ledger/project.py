@@ -8,6 +8,7 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
 from dataclasses import dataclass
+from functools import cached_property
 from drover import git
 from drover.config import CONFIG_FILE, Config, load_config
 from drover.errors import ConfigError, DroverError, GitError, ItemError, UsageError
@@ -25,6 +26,11 @@ class Project:
 
     root: Path
     config: Config
+
+    @cached_property
+    def user_name(self) -> str:
+        """git's user.name here, read once per command (a drive asks it at every finish)."""
+        return git.user_name(self.root)
 
     @property
     def items_dir(self) -> Path:

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Callable, Iterator, TypeVar
 
 from drover.items import file as itemfile
 from drover.errors import ItemError, Refused, UsageError
-from drover.git import head_of, user_name
+from drover.git import head_of
 from drover.ledger.journal import failpoint as _failpoint
 from drover.items.ids import highest_number
 from drover.ledger.activity import gate_shut
@@ -132,7 +132,7 @@ def actor(project: Project, ledger: Ledger) -> str:
         run = ledger.run(run_id)
         if run and run.agent:
             return run.agent
-    return user_name(project.root) or os.environ.get("USER", "") or "operator"
+    return project.user_name or os.environ.get("USER", "") or "operator"
 
 
 @dataclass(frozen=True)

@@ -49,10 +49,15 @@ def finish(project: Project, ledger: Ledger, item_id: str, *, allow_drover_files
     lines = []
     if not row.get("done"):
         branch = ledger.item_branch(item_id)
-        if not branch or not git.branch_exists(project.root, branch):
+        base = project.config.base
+        # both heads read once for the refusals below (the merge reads them again when it merges)
+        heads = git.heads_of(project.root, branch, base) if branch else {}
+        if branch not in heads:
             raise Refused(f"{item_id} has no branch to merge (no implementing run made one)")
-        approved = _require_covered(project, ledger, item_id, branch)
-        _require_own_files_kept(project, item_id, branch, approved, allow_drover_files)
+        if base not in heads:
+            git.require_base(project.root, base)
+        approved = _require_covered(project, ledger, item_id, branch, heads)
+        _require_own_files_kept(project, item_id, branch, approved, allow_drover_files, heads[base])
         _require_check(project, ledger, item_id, approved)
         refuse_dirty(project, "before finishing")
         worktree = project.worktrees_dir / item_id
@@ -86,15 +91,15 @@ def _require_approval(project: Project, ledger: Ledger, item_id: str) -> None:
         raise Refused(f"{item_id}: no review approved it")
 
 
-def _require_covered(project: Project, ledger: Ledger, item_id: str, branch: str) -> str:
+def _require_covered(project: Project, ledger: Ledger, item_id: str, branch: str, heads: dict[str, str]) -> str:
     """The commit the approval covers; Refused unless the branch has something to merge and is at
     that commit, in the state list and show report as approved (no live or unfinished implementing
-    run after it)."""
+    run after it). `heads`: the branch's and base's heads."""
     base = project.config.base
-    if git.ahead_of(project.root, branch, base) == 0:
+    head = heads[branch]
+    if git.commits_beyond(project.root, head, heads[base]) == 0:
         raise Refused(f"{item_id}: nothing to merge: {branch} has no commits beyond {base}")
     activity = ledger.activity_for(item_id)
-    head = git.head_of(project.root, branch)
     covered = activity.get("approval_head") or ""
     if not covered:
         raise Refused(f"{item_id}: the approval records no commit it covers (review again)")
@@ -104,21 +109,22 @@ def _require_covered(project: Project, ledger: Ledger, item_id: str, branch: str
             raise Refused(f"{item_id}: {branch} was rewritten since the approval at {covered[:7]} (review again)")
         raise Refused(f"{item_id}: {since} commit{'s' if since != 1 else ''} since the approval at "
                       f"{covered[:7]} (review again)")
-    shown = item_state(project, ledger, item_id)
+    shown = item_state(project, ledger, item_id, heads=heads)
     if shown.state != State.APPROVED:
         why = f" ({shown.reason})" if shown.reason else ""
         raise Refused(f"{item_id} is {shown.state}{why}, not approved")
     return covered
 
 
-def _require_own_files_kept(project: Project, item_id: str, branch: str, commit: str, allowed: bool) -> None:
+def _require_own_files_kept(project: Project, item_id: str, branch: str, commit: str, allowed: bool,
+                            base_head: str) -> None:
     """Refuse a branch that would bring drover's state, or (unless `allowed`) what steers it.
 
     A path counts where the merge would change it: the diff from where the branch left base to
     `commit`. A steering file whose text at `commit` is the text in this checkout already
     (drover's own item edits, committed on the branch with `worktree = false`) brings nothing.
     """
-    changed = git.changed_paths(project.root, project.config.base, commit)
+    changed = git.changed_paths(project.root, project.config.base, commit, base_head=base_head)
     state = state_paths(changed)
     if state:
         raise Refused(f"{item_id}: {branch} changes drover's own state ({shown_paths(state)}): nothing "

@@ -223,12 +223,13 @@ def execute(project: Project, ledger: Ledger, launch: Launch, *, echo: bool = Tr
             raise UsageError(f"{launch.agent.identity}: could not start {launch.argv[0]}: {exc.strerror}") from None
         if (launch.run_dir / STOPPED).exists():
             result = replace(result, outcome="interrupted", reason=STOPPED_REASON)
-        ledger.set_run_node(launch.run_id, result.node, result.reason)
-        if result.usage is not None:
-            ledger.record_usage(launch.run_id, result.usage)
         # an implementing run's head is where it left the branch; a review's stays the one it reviewed
         head = git.head_of(project.root, launch.branch) if launch.slot == "implement" and launch.branch else None
-        ledger.finish_run(launch.run_id, result.exit_code, result.outcome, head)
+        with ledger.write():  # the run's end is one write
+            ledger.set_run_node(launch.run_id, result.node, result.reason)
+            if result.usage is not None:
+                ledger.record_usage(launch.run_id, result.usage)
+            ledger.finish_run(launch.run_id, result.exit_code, result.outcome, head)
         failure = record_failure(ledger, launch, result.outcome, result.exit_code, result.reason)
     budgets.settle(project, ledger, launch, ceiling, result, budget)
     return RunResult(launch.run_id, result.exit_code, result.outcome, result.elapsed, launch.log_path, result.notes,

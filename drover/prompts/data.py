@@ -294,8 +294,9 @@ def _review(project: Project, ledger: Ledger, record: ItemRecord, last_run: Run 
 
     root, base, item = project.root, project.config.base, record.item
     notes = [row.note for row in record.audits if row.note]
-    recent = git.recent_commits(root, branch, base)
-    modified, scope_unavailable = git.modified_files(root, branch, base)
+    compared = git.compare(root, branch, base)  # both heads read once for the two questions below
+    recent = git.recent_commits(root, branch, base, compared=compared)
+    modified, scope_unavailable = git.modified_files(root, branch, base, compared=compared)
     closes = _closes(ledger, item, tracker)
     return {
         "Unfinished": last_run is not None and last_run.finished is None,

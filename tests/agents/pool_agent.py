@@ -7,7 +7,10 @@ behind: a tracked file changed and not committed, a new file staged, an untracke
 and beside the kept folder `cache/` (and in a nested `cache/` that keep does not name), and a
 `.owner` file naming it, which no other item may ever find in its own worktree while this one
 runs. POOL_HOSTILE=git: it also points the worktree's `.git` file at a repository of its own;
-POOL_HOSTILE=lock: it leaves git's index lock in the worktree's private folder.
+POOL_HOSTILE=lock: it leaves git's index lock in the worktree's private folder. POOL_HOSTILE=hooks:
+it plants hooks in the repository's common hooks folder (post-checkout, post-merge,
+pre-merge-commit) that note each run in $POOL_HOOKED (its own commits run none of those), and
+leaves no litter.
 Reviewing, it approves.
 """
 import json
@@ -34,6 +37,15 @@ if slot == "implement":
     target.write_text(f"{item}\n")
     subprocess.run(["git", "add", str(target)], check=True)
     subprocess.run(["git", "commit", "-q", "-m", f"{item}: done"], check=True)
+    if os.environ.get("POOL_HOSTILE") == "hooks":  # run by whoever's git checks out or merges next
+        common = subprocess.run(["git", "rev-parse", "--path-format=absolute", "--git-common-dir"],
+                                capture_output=True, text=True, check=True).stdout.strip()
+        hooks = Path(common, "hooks")
+        hooks.mkdir(exist_ok=True)
+        for name in ("post-checkout", "post-merge", "pre-merge-commit"):
+            (hooks / name).write_text(f'#!/bin/sh\necho "{name} planted by {item}" >> "{os.environ["POOL_HOOKED"]}"\n')
+            (hooks / name).chmod(0o755)
+        sys.exit(0)  # no litter: the worktree goes back clean, pooled or not
     (here / "README").write_text(f"changed by {item}\n")
     (here / "untracked.txt").write_text(item)
     (here / "staged.txt").write_text(item)
