@@ -9,7 +9,7 @@ import stat
 from pathlib import Path
 
 from drover.errors import GitError
-from drover.git.branches import branch_exists, local_ref, require_base
+from drover.git.branches import heads_of, local_ref, require_base
 from drover.git.run import git, run
 
 # What an agent can leave in the worktree's private git folder that would change what the next
@@ -79,11 +79,13 @@ def switch_worktree(worktree: Path, root: Path, branch: str, base: str) -> None:
     """A pooled worktree onto `branch` (created from `base` when missing), whatever its tracked files
     and index held: `checkout --force` makes both the target's, as `reset --hard` would (one git
     process fewer per item: docs/worktrees.md)."""
-    if branch_exists(root, branch):
+    heads = heads_of(root, branch, base)
+    if branch in heads:
         # the short name on purpose: checked out as that branch (ensure_worktree says why)
         _must(["checkout", "--force", "--quiet", branch], worktree, "checkout")
     else:
-        require_base(root, base)
+        if base not in heads:
+            require_base(root, base)
         _must(["checkout", "--force", "--quiet", "--no-track", "-b", branch, local_ref(base)],
               worktree, "checkout")
 
