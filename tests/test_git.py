@@ -1,6 +1,7 @@
 """drover.git against real repositories: branches, worktrees, recent commits, scope, merges."""
 from __future__ import annotations
 
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -230,6 +231,40 @@ def test_ensure_worktree_refuses_a_worktree_on_another_branch(repo):
         dgit.ensure_worktree(repo, path, "drover/d-2", "main")
 
 
+def test_ensure_worktree_registers_under_the_lock_and_writes_the_files_after_it(repo):
+    """drive --jobs N: the lock keeps a prune off a half-made worktree, not the others off a big checkout."""
+    path = repo.parent / "wt"
+    at_release: list[list[str]] = []
+
+    @contextmanager
+    def lock():
+        yield
+        at_release.append(sorted(entry.name for entry in path.iterdir()))
+
+    made = dgit.ensure_worktree(repo, path, "drover/d-1", "main", lock=lock())
+    assert at_release == [[".git"]]  # registered, on its branch, no file written yet
+    assert (made / "README.md").read_text() == "# project\n"
+    assert git(made, "status", "--porcelain") == ""
+
+
+def test_a_worktree_whose_files_cannot_be_written_is_removed_not_handed_out(repo):
+    path = repo.parent / "wt"
+
+    @contextmanager
+    def lock():
+        yield
+        # git's own lock on the new worktree's index: the fill cannot run
+        private = git(path, "rev-parse", "--absolute-git-dir").strip()
+        Path(private, "index.lock").write_text("")
+
+    with pytest.raises(GitError, match="index.lock"):
+        dgit.ensure_worktree(repo, path, "drover/d-1", "main", lock=lock())
+    assert not path.exists()
+    assert str(path) not in git(repo, "worktree", "list", "--porcelain")
+    again = dgit.ensure_worktree(repo, path, "drover/d-1", "main")
+    assert (again / "README.md").exists()
+
+
 def test_ensure_worktree_recreates_a_worktree_deleted_by_hand(repo):
     import shutil
 
@@ -398,6 +433,33 @@ def test_merge_that_would_overwrite_local_changes_fails_untouched(repo):
     with pytest.raises(GitError, match="README.md"):
         dgit.merge(repo, "drover/d-1", "main", "merge")
     assert snapshot(repo) == before
+
+
+def test_merge_is_made_again_when_base_moves_under_it(repo, monkeypatch):
+    """drover's own item commits land on base while a finish merges (drive --jobs N)."""
+    from drover.git import merges
+
+    git(repo, "switch", "-q", "-c", "drover/d-1")
+    commit_file(repo, "feature.txt", "f\n", "feature")
+    git(repo, "switch", "-q", "main")
+    made = merges._merged_tree
+    calls = []
+
+    def moving(root, base_head, head):
+        calls.append(base_head)
+        if len(calls) == 1:  # after the heads were read: base moves on
+            commit_file(repo, "items/D-2.md", "an item write\n", "drover: item write")
+        return made(root, base_head, head)
+
+    monkeypatch.setattr(merges, "_merged_tree", moving)
+    sha = dgit.merge(repo, "drover/d-1", "main", "merge")
+    moved = git(repo, "rev-parse", "HEAD~1").strip()
+    assert len(calls) == 2 and calls[1] == moved != calls[0]
+    assert sha == git(repo, "rev-parse", "main").strip()
+    assert git(repo, "rev-list", "--parents", "-n", "1", "HEAD").split()[1:] == [
+        moved, git(repo, "rev-parse", "drover/d-1").strip()]
+    assert (repo / "items" / "D-2.md").exists() and (repo / "feature.txt").exists()
+    assert git(repo, "status", "--porcelain") == ""
 
 
 def test_merge_of_a_missing_branch(repo):

@@ -1,11 +1,13 @@
 """Checkouts: worktrees made and removed, the branch a checkout is switched to, what is uncommitted."""
 from __future__ import annotations
 
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
+from typing import Any
 
 from drover.errors import GitError, Refused
 from drover.git.branches import branch_exists, current_branch, heads_of, local_ref, require_base
-from drover.git.run import git, rev_parse
+from drover.git.run import failure, git, rev_parse, run
 
 
 def registered_worktrees(root: Path) -> dict[Path, str]:
@@ -21,32 +23,43 @@ def registered_worktrees(root: Path) -> dict[Path, str]:
     return found
 
 
-def ensure_worktree(root: Path, path: Path, branch: str, base: str) -> Path:
-    """A worktree at `path` on `branch` (created from `base` if missing); an existing one is reused."""
+def ensure_worktree(root: Path, path: Path, branch: str, base: str, *,
+                    lock: AbstractContextManager[Any] = nullcontext()) -> Path:
+    """A worktree at `path` on `branch` (created from `base` if missing); an existing one is reused.
+
+    `lock` is held while the worktree is looked up and registered, and released before its files
+    are written: under `drive --jobs N` a prune must not meet another thread's `worktree add`
+    halfway, but the checkout of a big tree need not keep the others waiting.
+    """
     path = Path(path).resolve()
-    registered = registered_worktrees(root)
-    if path in registered:
-        if registered[path] != branch:
-            on = registered[path] or "a detached HEAD"
-            raise GitError(f"worktree {path} is on {on}, not {branch}: remove it with `git worktree remove {path}`")
-        if path.is_dir():
-            return path
-    # A worktree whose folder was deleted by hand is still registered; forget it, then recreate.
-    # Only then is there anything to prune: skipping the call otherwise saves a git process per run.
-    if any(not known.is_dir() for known in registered):
-        git(["worktree", "prune"], root)
-    if path.exists() and any(path.iterdir()):
-        raise GitError(f"{path} exists and is not a git worktree: move it aside")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    heads = heads_of(root, branch, base)
-    if branch in heads:
-        # the short name on purpose: an existing branch's name is checked out as that branch,
-        # where `refs/heads/...` would give a detached HEAD
-        git(["worktree", "add", str(path), branch], root)
-    else:
-        if base not in heads:
-            require_base(root, base)
-        git(["worktree", "add", "-b", branch, str(path), local_ref(base)], root)
+    with lock:
+        registered = registered_worktrees(root)
+        if path in registered:
+            if registered[path] != branch:
+                on = registered[path] or "a detached HEAD"
+                raise GitError(f"worktree {path} is on {on}, not {branch}: remove it with `git worktree remove {path}`")
+            if path.is_dir():
+                return path
+        # A worktree whose folder was deleted by hand is still registered; forget it, then recreate.
+        # Only then is there anything to prune: skipping the call otherwise saves a git process per run.
+        if any(not known.is_dir() for known in registered):
+            git(["worktree", "prune"], root)
+        if path.exists() and any(path.iterdir()):
+            raise GitError(f"{path} exists and is not a git worktree: move it aside")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        heads = heads_of(root, branch, base)
+        if branch in heads:
+            # the short name on purpose: an existing branch's name is checked out as that branch,
+            # where `refs/heads/...` would give a detached HEAD
+            git(["worktree", "add", "--no-checkout", str(path), branch], root)
+        else:
+            if base not in heads:
+                require_base(root, base)
+            git(["worktree", "add", "--no-checkout", "-b", branch, str(path), local_ref(base)], root)
+    done = run(["reset", "--hard", "--quiet"], path)
+    if done.returncode != 0:  # a half-written worktree is never handed out: the next call makes it again
+        git(["worktree", "remove", "--force", str(path)], root, check=False)
+        raise failure(["worktree", "add"], done)
     return path
 
 

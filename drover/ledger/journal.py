@@ -153,7 +153,8 @@ class Journal(Connection):
                     "gave up waiting", path=self.lock_path.name,
                 )
             time.sleep(pause)
-            pause = min(pause * 2, 0.05)
+            # a write holds the lock for milliseconds: a long pause would be paid by every waiter
+            pause = min(pause * 2, 0.01)
 
     def _sweep(self) -> None:
         """Under the lock no write is under way: a staged file left here is a killed writer's."""

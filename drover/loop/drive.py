@@ -249,7 +249,8 @@ class Driver:
         project = self.project
         if pool.pooling(project) and not (project.worktrees_dir / item_id).is_dir():
             return pool.acquire(project, ledger, item_id, branch=branch)
-        return git.ensure_worktree(project.root, project.worktrees_dir / item_id, branch, project.config.base)
+        return git.ensure_worktree(project.root, project.worktrees_dir / item_id, branch, project.config.base,
+                                   lock=pool.WORKTREE_LOCK)
 
     def _ended(self, ledger: Ledger, item_id: str, result: str, note: str, known: ItemState | None = None) -> Driven:
         """How the item's drive ended; `known` is its state when the caller has just asked for it."""

@@ -133,11 +133,11 @@ def acquire(project: Project, ledger: "Ledger", holder: str, *, branch: str = ""
 
 
 def _add(project: Project, path: Path, branch: str, commit: str) -> None:
+    if branch:
+        git.ensure_worktree(project.root, path, branch, project.config.base, lock=WORKTREE_LOCK)
+        return
     with WORKTREE_LOCK:
-        if branch:
-            git.ensure_worktree(project.root, path, branch, project.config.base)
-        else:
-            git.add_detached_worktree(project.root, path, commit)
+        git.add_detached_worktree(project.root, path, commit)
 
 
 def _make_ready(project: Project, path: Path, branch: str, commit: str) -> None:

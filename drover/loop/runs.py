@@ -165,10 +165,9 @@ def _ready_workdir(project: Project, ledger: Ledger, launch: Launch) -> Launch:
     if launch.worktree is not None and pool.pooling(project) and not (project.worktrees_dir / launch.item_id).is_dir():
         return pool.rebind(launch, pool.acquire(project, ledger, launch.item_id, branch=launch.branch))
     if launch.worktree is not None:
-        # One at a time: ensure_worktree prunes, and a prune during another thread's
+        # Registered one at a time: ensure_worktree prunes, and a prune during another thread's
         # `worktree add` removes that worktree's half-written admin folder (drive --jobs N).
-        with _WORKTREE_LOCK:
-            git.ensure_worktree(project.root, launch.worktree, launch.branch, base)
+        git.ensure_worktree(project.root, launch.worktree, launch.branch, base, lock=_WORKTREE_LOCK)
     else:
         git.checkout_branch(project.root, launch.branch, base, ignore=[project.config.items + "/"])
     return launch
