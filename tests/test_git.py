@@ -462,6 +462,39 @@ def test_merge_is_made_again_when_base_moves_under_it(repo, monkeypatch):
     assert git(repo, "status", "--porcelain") == ""
 
 
+def test_a_git_older_than_2_38_merges_in_the_checkout_as_before(repo, tmp_path, monkeypatch):
+    """Before 2.38 merge-tree had no --write-tree (Ubuntu 22.04 has 2.34): a git standing in for
+    one answers that option with the old usage and exit 129."""
+    import os
+    import shutil
+
+    fake = tmp_path / "oldgit" / "git"
+    fake.parent.mkdir()
+    fake.write_text("#!/bin/sh\n"
+                    'for word in "$@"; do if [ "$word" = --write-tree ]; then\n'
+                    '  echo "usage: git merge-tree <base-tree> <branch1> <branch2>" >&2; exit 129; fi; done\n'
+                    f'exec {shutil.which("git")} "$@"\n')
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake.parent}{os.pathsep}{os.environ['PATH']}")
+    git(repo, "switch", "-q", "-c", "drover/d-1")
+    commit_file(repo, "feature.txt", "f\n", "feature")
+    git(repo, "switch", "-q", "main")
+    main_before = git(repo, "rev-parse", "main").strip()
+    sha = dgit.merge(repo, "drover/d-1", "main", "drover: merge D-1")
+    assert git(repo, "rev-list", "--parents", "-n", "1", sha).split()[1:] == [
+        main_before, git(repo, "rev-parse", "drover/d-1").strip()]
+    assert sha == git(repo, "rev-parse", "main").strip() and (repo / "feature.txt").exists()
+    # a conflict is aborted and the checkout put back
+    git(repo, "switch", "-q", "-c", "drover/d-2", main_before)
+    commit_file(repo, "README.md", "# from the branch\n", "branch edits readme")
+    git(repo, "switch", "-q", "main")
+    commit_file(repo, "README.md", "# from main\n", "main edits readme")
+    before = snapshot(repo)
+    with pytest.raises(dgit.MergeConflict, match="README.md: the merge was aborted"):
+        dgit.merge(repo, "drover/d-2", "main", "merge")
+    assert snapshot(repo) == before and not (repo / ".git" / "MERGE_HEAD").exists()
+
+
 def test_merge_of_a_missing_branch(repo):
     with pytest.raises(GitError, match="branch drover/nope does not exist"):
         dgit.merge(repo, "drover/nope", "main", "merge")

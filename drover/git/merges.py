@@ -38,7 +38,10 @@ def merge(root: Path, branch: str, base: str, message: str, *, commit: str = "")
             raise Refused(f"{branch} is at {head[:7]}, not at {commit[:7]}: nothing was merged")
         if base not in heads:
             require_base(root, base)  # says so in the words every caller uses
-        tree, conflicted = _merged_tree(root, heads[base], head)
+        made = _merged_tree(root, heads[base], head)
+        if made is None:  # a git older than 2.38
+            return _merge_in_checkout(root, branch, base, message, head, original)
+        tree, conflicted = made
         if conflicted:
             raise MergeConflict(f"merging {branch} into {base} conflicts in {', '.join(conflicted)}: "
                                 f"nothing was merged and {root} is as it was; resolve on {branch} and finish again")
@@ -59,16 +62,43 @@ def merge(root: Path, branch: str, base: str, message: str, *, commit: str = "")
 MERGE_TRIES = 5  # merges made again because base moved under them
 
 
-def _merged_tree(root: Path, base_head: str, head: str) -> tuple[str, list[str]]:
+def _merged_tree(root: Path, base_head: str, head: str) -> tuple[str, list[str]] | None:
     """The tree of the merge of `head` into `base_head`, made without the checkout, and the
-    conflicting files ([] when it merged cleanly)."""
+    conflicting files ([] when it merged cleanly); None when git is too old to make it (2.38)."""
     args = ["merge-tree", "--write-tree", "--name-only", "--no-messages", "-z", "--end-of-options", base_head, head]
     done = run(args, root)
+    if done.returncode == USAGE and "--write-tree" not in done.stdout + done.stderr:
+        return None  # an older merge-tree: it knows no such option (its usage does not name it)
     if done.returncode not in (0, 1):
         raise failure(args, done)
     # -z: the tree, then each conflicting path, each ended by a NUL
     tree, *paths = [field for field in done.stdout.split("\0") if field]
     return tree, paths if done.returncode == 1 else []
+
+
+USAGE = 129  # git's exit status for options it does not know
+
+
+def _merge_in_checkout(root: Path, branch: str, base: str, message: str, head: str, original: str) -> str:
+    """merge for a git older than 2.38: `merge --no-ff` in the checkout; on a conflict the merge is
+    aborted and the checkout put back as it was."""
+    original_head = git(["rev-parse", "HEAD"], root).strip()
+    if original != base:
+        git(["switch", "--quiet", base], root)
+    args = ["merge", "--no-ff", "--no-edit", "-m", message, "--end-of-options", head]
+    done = run(args, root)
+    if done.returncode == 0:
+        return git(["rev-parse", "HEAD"], root).strip()
+    conflicted = _conflicted(root)
+    if succeeds(["rev-parse", "--verify", "--quiet", "MERGE_HEAD"], root):
+        git(["merge", "--abort"], root)
+    if original != base:
+        # Back where the operator left it: their branch, or the very commit if HEAD was detached.
+        git(["switch", "--quiet", original] if original else ["switch", "--quiet", "--detach", original_head], root)
+    if conflicted:
+        raise MergeConflict(f"merging {branch} into {base} conflicts in {', '.join(conflicted)}: "
+                            f"the merge was aborted and {root} is as it was; resolve on {branch} and finish again")
+    raise failure(args, done)
 
 
 def merge_base_into(worktree: Path, base: str, *, commit: str = "") -> list[str]:

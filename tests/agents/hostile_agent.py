@@ -26,6 +26,14 @@ sys.stdin.read()
 item, slot = os.environ["DROVER_ITEM"], os.environ["DROVER_SLOT"]
 
 
+def in_the_run(pid: int) -> bool:
+    """The process `pid` carries the run's DROVER_RUN; a process gone since getppid() named it does not."""
+    try:
+        return pid != 1 and b"DROVER_RUN=" in Path(f"/proc/{pid}/environ").read_bytes()
+    except OSError:
+        return False
+
+
 def drover(*args: str, env: dict | None = None) -> None:
     argv = ["drover", *args, *shlex.split(os.environ.get("HOSTILE_ARGS", ""))]
     done = subprocess.run(argv, text=True, capture_output=True, env=env)
@@ -62,7 +70,7 @@ if slot == "implement":
         if os.fork() == 0:
             os.setsid()
             if os.fork() == 0:
-                while os.getppid() != 1 and Path(f"/proc/{os.getppid()}/environ").read_bytes().count(b"DROVER_RUN="):
+                while in_the_run(os.getppid()):
                     time.sleep(0.05)  # until the middle process is gone and this one is re-parented
                 drover("audit", item, "--level", "reviewed",
                        env={key: value for key, value in os.environ.items() if key != "DROVER_RUN"})
@@ -70,7 +78,8 @@ if slot == "implement":
                 os._exit(0)
             os._exit(0)
         os.wait()
-        while not done.exists():
+        waited = time.monotonic() + 60  # a grandchild that died must not hang the test suite
+        while not done.exists() and time.monotonic() < waited:
             time.sleep(0.05)
 elif slot == "review":
     if mode == "commit-then-audit":
