@@ -101,8 +101,8 @@ def test_the_shipped_branch_template_has_no_unknown_fields():
     branch; this is where they run."""
     from drover.prompts.gosyntax import go_syntax_error
 
-    assert templates.field_problems(Config.branch, "drover.toml: [run] branch") == []
-    assert go_syntax_error(Config.branch, "drover.toml: [run] branch") is None
+    assert templates.field_problems(Config().branch, "drover.toml: [run] branch") == []
+    assert go_syntax_error(Config().branch, "drover.toml: [run] branch") is None
     assert templates.render_branch(TemplateData(Id="D-7"), Config().branch) == "drover/d-7"
 
 

@@ -1,20 +1,19 @@
 """drover.toml -> a frozen Config.
 
-Each key is defined once, as a dataclass field made by `key(...)` (drover/config/keys.py): its
-table, default, meaning, allowed values and extra check. SCHEMA, validation, the commented
+Each key is defined once, as a NamedTuple field whose default is `key(...)` (drover/config/keys.py):
+its table, default, meaning, allowed values and extra check. SCHEMA, validation, the commented
 drover.toml `init` writes and the tables of docs/configuration.md are all derived from those
-fields. Adding a key is one `key(...)` line in the dataclass that holds it; a table Config holds
-whole is a dataclass in drover/config/tables.py.
+fields. Adding a key is one `key(...)` line in the class that holds it; a table Config holds
+whole is a NamedTuple in drover/config/tables.py, held by `holds(...)`.
 """
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
-from drover.config.keys import (KeyInfo, at_least_one, at_least_zero, check_items_folder, check_prefix,
-                                check_relative_paths, key)
+from drover.config.keys import (DECLARED, KeyInfo, at_least_one, at_least_zero, check_items_folder, check_prefix,
+                                check_relative_paths, holds, key, keyed)
 from drover.config.tables import AgentConfig, PromptFiles, RayConfig, RetryConfig, TrackerConfig
 from drover.config.tables import NotifyConfig
 from drover.config.tables import BudgetConfig
@@ -35,18 +34,17 @@ _TYPE_WORDS = {str: "a string", int: "an integer", bool: "true or false", dict: 
                tuple: "a list of strings"}
 
 
-@dataclass(frozen=True)
-class Config:
-    """The whole drover.toml, defaults filled in."""
+@keyed
+class Config(NamedTuple):
+    """The whole drover.toml, defaults filled in; read-only, its dicts too (defaults are shared)."""
 
     prefix: str = key("project", "D", "item ids are D-1, D-2, ...: letters and digits, starting with a letter",
                       check=check_prefix)
     items: str = key("project", "items", "the folder holding one Markdown file per item", check=check_items_folder)
     commit_items: bool = key("project", False, "true: drover commits its own edits to item files")
-    agent: AgentConfig = field(default_factory=AgentConfig, metadata={"holds": AgentConfig})
-    slot_agents: dict[str, AgentConfig] = field(default_factory=dict)
-    prompts: dict[str, str] = field(default_factory=lambda: {slot: "" for slot in SLOTS},
-                                    metadata={"holds": PromptFiles})
+    agent: AgentConfig = holds(AgentConfig)
+    slot_agents: dict[str, AgentConfig] = {}
+    prompts: dict[str, str] = holds(PromptFiles, {slot: "" for slot in SLOTS})
     base: str = key("run", "main", "the branch items start from and merge into")
     branch: str = key("run", "drover/{{ Id | lower }}", "the branch template; must render a valid git branch name")
     worktree: bool = key("run", True, "each item is worked in .drover/worktrees/<ID>; false: in this checkout")
@@ -60,16 +58,16 @@ class Config:
                                                    "again, e.g. [\"uv.lock\"]", check=check_relative_paths)
     executor: str = key("run", "local", "where agent runs execute: local, or ray (drover help executors)",
                         choices=EXECUTORS)
-    verify: dict[str, str] = field(default_factory=lambda: dict(VERIFY_DEFAULT))
+    verify: dict[str, str] = dict(VERIFY_DEFAULT)
     max_rounds: int = key("review", 3, "rounds of changes an item may have (at least 1); past it request-changes "
                                        "refuses, keeps the findings and parks the item", check=at_least_one)
     require_independent: bool = key("review", False, "true: an approval by one of the item's authors (Weak) "
                                                      "does not open the gate; false: it does, and shows as Weak")
-    tracker: TrackerConfig = field(default_factory=TrackerConfig, metadata={"holds": TrackerConfig})
-    ray: RayConfig = field(default_factory=RayConfig, metadata={"holds": RayConfig})
-    notify: NotifyConfig = field(default_factory=NotifyConfig, metadata={"holds": NotifyConfig})
-    budget: BudgetConfig = field(default_factory=BudgetConfig, metadata={"holds": BudgetConfig})
-    retry: RetryConfig = field(default_factory=RetryConfig, metadata={"holds": RetryConfig})
+    tracker: TrackerConfig = holds(TrackerConfig)
+    ray: RayConfig = holds(RayConfig)
+    notify: NotifyConfig = holds(NotifyConfig)
+    budget: BudgetConfig = holds(BudgetConfig)
+    retry: RetryConfig = holds(RetryConfig)
     # [agent.fallback]: the agent the `fallback` policy runs in a failed slot's place (None: park instead)
     fallback_agent: AgentConfig | None = None
 
@@ -78,23 +76,9 @@ class Config:
         return self.slot_agents.get(slot, self.agent)
 
 
-def _declared(cls: type) -> list[KeyInfo]:
-    """The keys a dataclass declares, in field order, nested holders expanded where they sit."""
-    found: list[KeyInfo] = []
-    for item in fields(cls):
-        meta = item.metadata
-        if "holds" in meta:
-            found += _declared(meta["holds"])
-        elif "table" in meta:
-            default = meta["default"]
-            found.append(KeyInfo(meta["table"], item.name, type(default), default, meta["meaning"],
-                                 meta["choices"], meta["check"], meta["convert"]))
-    return found
-
-
 # table -> key -> KeyInfo, in the order drover.toml lists them; SCHEMA is its (type, default) view.
 KEYS: dict[str, dict[str, KeyInfo]] = {}
-for _info in _declared(Config):
+for _info in DECLARED[Config]:
     KEYS.setdefault(_info.table, {})[_info.name] = _info
 SCHEMA: dict[str, dict[str, tuple[type, Any]]] = {
     table: {name: (info.type, info.default) for name, info in keys.items()} for table, keys in KEYS.items()
@@ -194,7 +178,7 @@ def parse_config(data: dict[str, Any]) -> Config:
                     overrides["name"] = ""
                 if "preset" in overrides and "command" not in overrides:
                     overrides["command"] = ""
-                slot_agents[slot] = replace(agent, **overrides)
+                slot_agents[slot] = agent._replace(**overrides)
     prompts = {slot: "" for slot in SLOTS} | _read_table("prompts", data.get("prompts", {}), problems)
     run = _read_table("run", data.get("run", {}), problems)
     review = _read_table("review", data.get("review", {}), problems)

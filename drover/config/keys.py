@@ -1,19 +1,20 @@
-"""How a drover.toml key is declared: `key(...)` makes a dataclass field that carries the key's
-table, default, meaning, allowed values and checks (KeyInfo); the checks and conversions keys share."""
+"""How a drover.toml key is declared: `key(...)` gives a field of a table's NamedTuple its default and
+the key's table, meaning, allowed values and checks (KeyInfo), and `@keyed` reads them back; the checks
+and conversions keys share."""
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Collection
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Callable, Collection, Iterator
+from typing import Any, NamedTuple, TypeVar
 
 from drover.vocabulary import PREFIX_PATTERN
 
 _DURATION = re.compile(r"^(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$")
 
+T = TypeVar("T")
 
-@dataclass(frozen=True)
-class KeyInfo:
+
+class KeyInfo(NamedTuple):
     """One key of drover.toml, as its field declares it."""
 
     table: str
@@ -30,20 +31,71 @@ class KeyInfo:
     convert: Callable[[Any], Any] | None = None
 
 
+class Holds(NamedTuple):
+    """A field of Config that is a whole table: its keys are `table`'s, declared there."""
+
+    table: type
+    default: Any
+
+
+class Live(Collection[str]):
+    """A registry's names, read when first asked: `[agent] preset` and `[tracker] backend` accept
+    what the registry holds, and a command that never checks them never imports it."""
+
+    def __init__(self, names: Callable[[], Collection[str]]) -> None:
+        self._names = names
+
+    def __contains__(self, word: object) -> bool:
+        return word in self._names()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names())
+
+    def __len__(self) -> int:
+        return len(self._names())
+
+
+# a table's NamedTuple -> its keys in field order, nested tables expanded where they sit (see keyed)
+DECLARED: dict[type, list[KeyInfo]] = {}
+
+
 def key(table: str, default: Any, meaning: str, *, choices: Collection[str] = (),
         check: Callable[[Any], str] | None = None, convert: Callable[[Any], Any] | None = None) -> Any:
-    """A dataclass field that is also a drover.toml key: the one place its facts are written.
+    """A field's default that is also a drover.toml key: the one place its facts are written.
+    The class is decorated with `@keyed`, which puts the plain default in its place.
 
     A dict default is a table of strings; what the user writes is laid over it. A tuple default
-    is a list of strings: TOML's array arrives as a list and is kept as a tuple (Config is frozen).
+    is a list of strings: TOML's array arrives as a list and is kept as a tuple (Config is read-only).
     """
     if isinstance(default, tuple) and convert is None:
         convert = as_tuple
-    metadata = {"table": table, "meaning": meaning, "choices": choices, "check": check, "convert": convert,
-                "default": default}
-    if isinstance(default, dict):
-        return field(default_factory=lambda: dict(default), metadata=metadata)
-    return field(default=default, metadata=metadata)
+    return KeyInfo(table, "", type(default), default, meaning, choices, check, convert)
+
+
+def holds(table: type, default: Any = None) -> Any:
+    """A field's default for a whole table (`table()` unless given): Config holds [agent] so."""
+    return Holds(table, table() if default is None else default)
+
+
+def keyed(cls: type[T]) -> type[T]:
+    """Finish a NamedTuple whose defaults `key(...)` and `holds(...)` wrote: each default becomes the
+    plain value (a dict copied once: the tables are read-only, never mutated), and DECLARED[cls]
+    lists the keys. Setting `__new__.__defaults__` is how collections.namedtuple's defaults change."""
+    table: Any = cls
+    defaults: dict[str, Any] = {}
+    found: list[KeyInfo] = []
+    for name, value in table._field_defaults.items():
+        if isinstance(value, KeyInfo):
+            found.append(value._replace(name=name))
+            value = dict(value.default) if isinstance(value.default, dict) else value.default
+        elif isinstance(value, Holds):
+            found += DECLARED[value.table]
+            value = value.default
+        defaults[name] = value
+    table.__new__.__defaults__ = tuple(defaults.values())
+    table._field_defaults = defaults
+    DECLARED[cls] = found
+    return cls
 
 
 def parse_duration(text: str) -> int:

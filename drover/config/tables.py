@@ -1,14 +1,26 @@
 """The tables of drover.toml that Config holds whole: [agent] (and [agent.<slot>]), [prompts],
-[tracker], [executor.ray]. Each key is one `key(...)` line (drover/config/keys.py)."""
+[tracker], [executor.ray], [notify], [budget], [retry]. Each is a NamedTuple (cheap to define and
+build: docs/decisions.md) and each key one `key(...)` line (drover/config/keys.py)."""
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Collection
+from typing import Any, NamedTuple
 
-from drover.agents.presets import PRESETS
-from drover.config.keys import at_least_one, as_seconds, check_duration, key, parse_duration, table_of_strings
-from drover.trackers import BACKENDS
+from drover.config.keys import (Live, at_least_one, as_seconds, check_duration, key, keyed, parse_duration,
+                                table_of_strings)
 from drover.vocabulary import GUIDANCE_LEVELS, RETRY_POLICIES
+
+
+def _presets() -> Collection[str]:
+    from drover.agents.presets import PRESETS  # here: a command that never checks [agent] skips the registry
+
+    return PRESETS.keys()
+
+
+def _backends() -> Collection[str]:
+    from drover.trackers import BACKENDS  # here: importing the backends is json and more
+
+    return BACKENDS.keys()
 
 
 # label -> kind for `drover new --issue`; a project's [tracker] kinds adds to these
@@ -16,11 +28,11 @@ KIND_LABELS = {"bug": "bug", "enhancement": "feature", "feature": "feature", "do
                "chore": "chore", "refactor": "refactor", "performance": "performance", "security": "security"}
 
 
-@dataclass(frozen=True)
-class AgentConfig:
+@keyed
+class AgentConfig(NamedTuple):
     """One agent: its preset or command, identity, timeout and guidance ([agent] or a slot's table)."""
 
-    preset: str = key("agent", "claude", "the agent CLI to launch", choices=PRESETS.keys())
+    preset: str = key("agent", "claude", "the agent CLI to launch", choices=Live(_presets))
     command: str = key("agent", "", "argv as shell-like words (never run through a shell); overrides the preset")
     name: str = key("agent", "", "identity recorded as author / auditor; default: the preset name")
     timeout: str = key("agent", "2h", "the agent's whole process group is ended after this long "
@@ -46,8 +58,8 @@ class AgentConfig:
         return parse_duration(self.stall)
 
 
-@dataclass(frozen=True)
-class PromptFiles:
+@keyed
+class PromptFiles(NamedTuple):
     """[prompts]: Config keeps these as a dict by slot; this type only declares the keys."""
 
     implement: str = key("prompts", "", "override file for the implement slot; \"\" renders the built-in template")
@@ -55,28 +67,28 @@ class PromptFiles:
     draft: str = key("prompts", "", "override file for the draft slot")
 
 
-@dataclass(frozen=True)
-class TrackerConfig:
+@keyed
+class TrackerConfig(NamedTuple):
     """The [tracker] table."""
 
-    backend: str = key("tracker", "none", "where issues live", choices=BACKENDS.keys())
+    backend: str = key("tracker", "none", "where issues live", choices=Live(_backends))
     repo: str = key("tracker", "", "owner/name for github; \"\" lets gh use this checkout's remote")
     follow_up_label: str = key("tracker", "follow-up", "the label that marks follow-up issues (github)")
     register: str = key("tracker", "follow-ups.md", "the follow-up register file (backend file)")
-    # key() gives a dict default its own default_factory, so no instance shares the table
-    kinds: dict[str, str] = key("tracker", KIND_LABELS, "issue label -> item kind for `drover new --issue`; "  # noqa: RUF009
+    # the tables are read-only: every instance without the key shares one copy of the default
+    kinds: dict[str, str] = key("tracker", KIND_LABELS, "issue label -> item kind for `drover new --issue`; "
                                 "yours are added to these", check=table_of_strings)
 
 
-@dataclass(frozen=True)
-class RayConfig:
+@keyed
+class RayConfig(NamedTuple):
     """[executor.ray]: where `[run] executor = "ray"` sends runs (docs/executors.md)."""
 
     address: str = key("executor.ray", "auto", "the Ray cluster: auto (the one this machine joined) or "
                                                "ray://host:10001")
     num_cpus: int = key("executor.ray", 1, "CPUs Ray reserves for each agent run (at least 1)",
                         check=at_least_one)
-    runtime_env: dict[str, Any] = key("executor.ray", {}, "Ray's runtime_env for each run, e.g. "  # noqa: RUF009
+    runtime_env: dict[str, Any] = key("executor.ray", {}, "Ray's runtime_env for each run, e.g. "
                                                           "{ pip = [\"drover-cli[ray]\"] }")
 
 
@@ -107,8 +119,8 @@ def check_rates(value: dict[str, Any]) -> str:
     return ""
 
 
-@dataclass(frozen=True)
-class NotifyConfig:
+@keyed
+class NotifyConfig(NamedTuple):
     """[notify]: a command run when a drive ends, with the report's JSON on stdin (docs/report.md)."""
 
     command: str = key("notify", "", "argv as shell-like words (never run through a shell), run when a drive "
@@ -122,8 +134,8 @@ class NotifyConfig:
         return parse_duration(self.timeout)
 
 
-@dataclass(frozen=True)
-class BudgetConfig:
+@keyed
+class BudgetConfig(NamedTuple):
     """[budget]: token ceilings per run, item and drive, and the operator's rate card (docs/budgets.md)."""
 
     run_tokens: int = key("budget", 0, "tokens (in + out) one agent run may use; past it the run is ended "
@@ -132,8 +144,8 @@ class BudgetConfig:
                                         "before its next launch (0: no ceiling)", check=check_tokens)
     drive_tokens: int = key("budget", 0, "tokens one `drover drive` may use; at it the drive launches "
                                          "nothing more (0: no ceiling)", check=check_tokens)
-    # key() gives a dict default its own default_factory, so no instance shares the table
-    rates: dict[str, Any] = key("budget", {}, "model -> { input = USD per million tokens, output = USD "  # noqa: RUF009
+    # the tables are read-only: every instance without the key shares one copy of the default
+    rates: dict[str, Any] = key("budget", {}, "model -> { input = USD per million tokens, output = USD "
                                 "per million tokens }: what runs cost; without a model's rate the CLI's "
                                 "own figure is shown, labelled as the CLI's", check=check_rates)
 
@@ -143,8 +155,8 @@ class BudgetConfig:
         return {model: (float(rate["input"]), float(rate["output"])) for model, rate in self.rates.items()}
 
 
-@dataclass(frozen=True)
-class RetryConfig:
+@keyed
+class RetryConfig(NamedTuple):
     """[retry]: what drive does about a run that did not end well, per failure class (docs/failures.md).
 
     over_budget has no key: an item past its token ceiling is always parked.

@@ -197,7 +197,7 @@ def launch_warnings(slot: str, *, root: Path, config: Config, explicit: str | No
 
 def render_branch(data: TemplateData, template: str, display: str = BRANCH_DISPLAY) -> str:
     """The item's branch name from the one-line branch template (tracker fields empty)."""
-    if template != Config.branch:  # the shipped default is checked by the test suite, as the built-ins are
+    if template != Config().branch:  # the shipped default is checked by the test suite, as the built-ins are
         from drover.prompts.fieldcheck import field_problems
         from drover.prompts.gosyntax import go_syntax_error
 
