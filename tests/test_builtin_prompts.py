@@ -1,7 +1,6 @@
 """The built-in prompts: what SPEC 8.6 and 8.7 require them to say, rendered for representative items."""
 from __future__ import annotations
 
-import dataclasses
 import re
 import tomllib
 from pathlib import Path
@@ -66,7 +65,7 @@ def base(item_id: str = "D-7", **changes) -> TemplateData:
         Origin=Origin(Number=41, Title="CSV export breaks on commas", Body="Rows split in two.", Url="https://example.invalid/41"),
         Siblings=(Sibling(Id="D-8", Title="Export to JSON", Kind="feature"), Sibling(Id="D-2", Title="CSV writer", Done=True)),
     )
-    return dataclasses.replace(data, **changes)
+    return data._replace(**changes)
 
 
 def rounds(*headlines: str) -> tuple[Round, ...]:
@@ -137,7 +136,7 @@ STATES = {
 
 
 def render(slot: str, data: TemplateData, guidance: str = "detailed", config: Config | None = None, root: Path = Path(".")) -> str:
-    data = dataclasses.replace(data, Guidance=guidance)
+    data = data._replace(Guidance=guidance)
     return templates.render(slot, data, root=root, config=config or Config()).text
 
 
@@ -256,7 +255,7 @@ def test_stable_instructions_come_first_and_are_shared(slot, level):
     for state, data in STATES.items():
         if state == "empty":
             continue  # no verify command: the definition of done says so, a different prefix
-        text = render(slot, dataclasses.replace(data, Id="D-%d" % (len(prefixes) + 90)), level)
+        text = render(slot, data._replace(Id="D-%d" % (len(prefixes) + 90)), level)
         prefix = text.split("\n## The item\n")[0]
         for value in ("D-7", "D-9", "Quote CSV fields", "items/"):
             assert value not in prefix, (state, value)
@@ -282,7 +281,7 @@ def test_guarantees_and_changes_are_two_named_sections(slot):
 
 @pytest.mark.parametrize("slot", ["implement", "review"])
 def test_history_comes_from_earlier_never_trail(slot):
-    data = dataclasses.replace(STATES["repeated rounds"], Trail=rounds("Commas split rows", "TRAIL-ONLY headline"))
+    data = STATES["repeated rounds"]._replace(Trail=rounds("Commas split rows", "TRAIL-ONLY headline"))
     text = render(slot, data)
     assert "- Round 1: Commas split rows (review log: .drover/runs/review-1/agent.log)" in text
     assert "TRAIL-ONLY" not in text

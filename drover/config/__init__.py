@@ -44,7 +44,7 @@ class Config(NamedTuple):
     commit_items: bool = key("project", False, "true: drover commits its own edits to item files")
     agent: AgentConfig = holds(AgentConfig)
     slot_agents: dict[str, AgentConfig] = {}
-    prompts: dict[str, str] = holds(PromptFiles, {slot: "" for slot in SLOTS})
+    prompts: dict[str, str] = holds(PromptFiles, dict.fromkeys(SLOTS, ""))
     base: str = key("run", "main", "the branch items start from and merge into")
     branch: str = key("run", "drover/{{ Id | lower }}", "the branch template; must render a valid git branch name")
     worktree: bool = key("run", True, "each item is worked in .drover/worktrees/<ID>; false: in this checkout")

@@ -1,7 +1,6 @@
 """`drover check` for templates, the `--diff` views of stale overrides, and `schema --prompts`."""
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 from typing import Any, Callable, Container
 
@@ -34,7 +33,7 @@ def _sample_problems(slot: str, text: str, written: str, config: Config) -> list
     try:
         prepared = prepare(slot, Source(f"prompts:{written}", f"prompts:{written}", written, text))
         for guidance in ("detailed", "lean"):
-            render_template(prepared.template, dataclasses.replace(data, Guidance=guidance), prepared.displays)
+            render_template(prepared.template, data._replace(Guidance=guidance), prepared.displays)
     except TemplateError as exc:
         return [exc]
     return []

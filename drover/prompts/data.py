@@ -4,7 +4,6 @@ A field a slot does not fill keeps its empty default: present and empty, never a
 """
 from __future__ import annotations
 
-from dataclasses import replace
 from functools import lru_cache
 from typing import Any, NamedTuple, Sequence, TYPE_CHECKING
 
@@ -92,7 +91,7 @@ def build(project: Project, ledger: Ledger, item_id: str, slot: str, *, guidance
     # reads), so run, review and finish always agree on the branch name.
     branch_data = TemplateData(**base, Guidance=project.config.agent_for("branch").guidance)
     if slot == "branch":
-        return replace(branch_data, Guidance=guidance) if guidance else branch_data
+        return branch_data._replace(Guidance=guidance) if guidance else branch_data
     values = dict(base)
     values["Branch"] = render_item_branch(project, branch_data)
     values["Guidance"] = guidance or project.config.agent_for(slot).guidance

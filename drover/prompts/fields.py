@@ -6,7 +6,6 @@ fills it lives in data.py. Commit and Recent are git's own rows (drover/git/hist
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
 from typing import Any, NamedTuple
 
 from drover.git.history import Commit as Commit, Recent as Recent  # the rows git returns, handed on as they are
@@ -122,8 +121,11 @@ class Sibling(NamedTuple):
     Done: bool = False
 
 
-@dataclass(frozen=True)
-class TemplateData:
+_NO_RECENT = Recent()
+_NO_ORIGIN = Origin()
+
+
+class TemplateData(NamedTuple):
     """Everything a template can name. `Get` and `Is` are methods, called as functions."""
 
     # every slot
@@ -132,7 +134,7 @@ class TemplateData:
     Kind: str = ""
     Path: str = ""
     Body: str = ""
-    Meta: dict[str, Any] = field(default_factory=dict)
+    Meta: dict[str, Any] = {}  # shared, never mutated: template data is read-only
     Guarantees: str = ""
     Changes: str = ""
     ChangesHeading: str = CHANGES_HEADING
@@ -155,7 +157,7 @@ class TemplateData:
     OwnedUnreadable: str = ""
     Destinations: tuple[Destination, ...] = ()
     VerifyCommand: str = ""
-    VerifyCommands: dict[str, str] = field(default_factory=dict)
+    VerifyCommands: dict[str, str] = {}  # shared, never mutated
     Branch: str = ""
     Guidance: str = "detailed"
     # implement
@@ -165,7 +167,7 @@ class TemplateData:
     Unfinished: bool = False
     LogPath: str = ""
     Note: str = ""
-    Recent: Recent = field(default_factory=Recent)
+    Recent: Recent = _NO_RECENT
     Unnamed: tuple[str, ...] = ()
     ScopeUnavailable: str = ""
     Capped: bool = False
@@ -173,7 +175,7 @@ class TemplateData:
     UndisposedCloses: tuple[Resolution, ...] = ()
     Checks: tuple[Check, ...] = ()
     # draft
-    Origin: Origin = field(default_factory=Origin)
+    Origin: Origin = _NO_ORIGIN
     Finding: str = ""
     From: str = ""
     Notes: tuple[AuditNote, ...] = ()
@@ -190,13 +192,13 @@ class TemplateData:
 
     def context(self) -> dict[str, Any]:
         """The names a template sees: every field, plus Get and Is."""
-        names = {f.name: getattr(self, f.name) for f in fields(self)}
+        names = self._asdict()
         names["Get"] = self.Get
         names["Is"] = self.Is
         return names
 
 
-FIELD_NAMES: tuple[str, ...] = tuple(f.name for f in fields(TemplateData)) + ("Get", "Is")
+FIELD_NAMES: tuple[str, ...] = TemplateData._fields + ("Get", "Is")
 
 
 # --- the field schema (`drover schema --fields`, docs/fields.md) --------------------------
@@ -292,7 +294,7 @@ _MEMBERS: dict[str, tuple[tuple[str, str, str], ...]] = {
 
 # name, type, slots that fill it, one-line meaning (`schema --fields`), and the explanation
 # docs/fields.md's table gives (generated from here by `make docs`). A test keeps this and
-# FIELD_NAMES in step: adding a field is its dataclass line above and its row here.
+# FIELD_NAMES in step: adding a field is its line in TemplateData above and its row here.
 _SCHEMA: tuple[tuple[str, str, tuple[str, ...], str, str], ...] = (
     ("Id", "str", _ALL, "the item's id",
      "The item's id, such as `D-12`."),

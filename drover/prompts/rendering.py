@@ -1,7 +1,6 @@
 """Rendering a slot's prompt: resolve the source, compile it over the built-in, render in limits."""
 from __future__ import annotations
 
-import dataclasses
 import re
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -206,7 +205,7 @@ def render_branch(data: TemplateData, template: str, display: str = BRANCH_DISPL
             raise go
         _raise_first(field_problems(template, display))
     compiled = compile_template(template, display)
-    branch_data = dataclasses.replace(data, Branch="", **_TRACKER_EMPTY)
+    branch_data = data._replace(Branch="", **_TRACKER_EMPTY)
     text = render_template(compiled, branch_data, {display: display}).strip()
     if not text:
         raise TemplateError("the branch template rendered only whitespace", path=display)
@@ -221,8 +220,8 @@ def branch_source(root: Path, explicit: str) -> str:
 def guidance_diff(slot: str, data: TemplateData, *, root: Path, config: Config) -> list[tuple[str, int]]:
     """The lines the lean prompt drops, each with an approximate token count (characters / 4)."""
     import difflib  # here: a prompt never diffs
-    lean = render(slot, dataclasses.replace(data, Guidance="lean"), root=root, config=config).text.splitlines()
-    detailed = render(slot, dataclasses.replace(data, Guidance="detailed"), root=root, config=config).text.splitlines()
+    lean = render(slot, data._replace(Guidance="lean"), root=root, config=config).text.splitlines()
+    detailed = render(slot, data._replace(Guidance="detailed"), root=root, config=config).text.splitlines()
     dropped: list[str] = []
     for op, _, _, j1, j2 in difflib.SequenceMatcher(None, lean, detailed, autojunk=False).get_opcodes():
         if op in ("insert", "replace"):
