@@ -281,6 +281,50 @@ def test_a_key_declared_once_reaches_schema_file_and_docs():
     assert default_config_text(base="master").count('base = "master"') == 1
 
 
+
+def test_each_declared_default_is_the_value_a_config_without_the_key_holds():
+    """`key(...)` declares a NamedTuple field's default; @keyed puts the plain value in its place."""
+    from drover.config import KEYS, AgentConfig, RayConfig, TrackerConfig
+    from drover.config.keys import KeyInfo
+
+    config = Config()
+    held = {"agent": config.agent, "tracker": config.tracker, "executor.ray": config.ray, "notify": config.notify,
+            "budget": config.budget, "retry": config.retry}
+    for table, keys in KEYS.items():
+        for name, info in keys.items():
+            if table == "prompts":
+                value = config.prompts[name]
+            else:
+                value = getattr(held[table], name) if table in held else getattr(config, name)
+            assert value == info.default and not isinstance(value, KeyInfo), f"[{table}] {name}"
+    # a slot's table is [agent] with its own keys laid over; the rest stays as read-only tuples
+    assert AgentConfig(preset="codex")._replace(name="x") == AgentConfig(preset="codex", name="x")
+    assert TrackerConfig().kinds["bug"] == "bug" and RayConfig().runtime_env == {}
+    with pytest.raises(AttributeError):
+        config.agent.preset = "codex"  # type: ignore[misc]
+
+
+@pytest.mark.parametrize("data, imported", [
+    ({"project": {"prefix": "D"}}, []),
+    ({"agent": {"preset": "codex"}, "tracker": {"backend": "file"}}, ["drover.agents.presets", "drover.trackers"]),
+])
+def test_the_preset_and_backend_registries_are_imported_only_to_check_a_value(data, imported):
+    """[agent] preset and [tracker] backend are checked against the live registries, read when a file sets them."""
+    import json
+    import subprocess
+    import sys
+
+    code = ("import json, sys; from drover.config import parse_config; "
+            f"config = parse_config(json.loads({json.dumps(json.dumps(data))})); "
+            "print(json.dumps([config.agent.preset, config.tracker.backend, "
+            "sorted(m for m in ('drover.agents.presets', 'drover.trackers') if m in sys.modules)]))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    preset, backend, modules = json.loads(done.stdout)
+    assert (preset, backend) == (data.get("agent", {}).get("preset", "claude"),
+                                 data.get("tracker", {}).get("backend", "none"))
+    assert modules == imported
+
 # --- the parsed-TOML cache (config.py, docs/decisions.md) --------------------------------------
 
 

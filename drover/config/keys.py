@@ -38,9 +38,10 @@ class Holds(NamedTuple):
     default: Any
 
 
-class Live(Collection[str]):
-    """A registry's names, read when first asked: `[agent] preset` and `[tracker] backend` accept
-    what the registry holds, and a command that never checks them never imports it."""
+class Live:
+    """A registry's names, read when asked: `[agent] preset` and `[tracker] backend` accept what
+    the registry holds, and a command that never checks them never imports it. A Collection by
+    its methods (a plain class: an ABC subclass costs more to define)."""
 
     def __init__(self, names: Callable[[], Collection[str]]) -> None:
         self._names = names
