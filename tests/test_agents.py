@@ -38,7 +38,9 @@ def gone(pid: int) -> bool:
     return state == "Z"
 
 
-def wait_until(condition, timeout: float = 10.0) -> bool:
+def wait_until(condition, timeout: float = 60.0) -> bool:
+    """condition() turns true within `timeout`: a bound for a loaded machine (three test processes on
+    two cores have kept a driver from starting its agent for over 10 s), not a measure of speed."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if condition():
