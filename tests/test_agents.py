@@ -172,14 +172,31 @@ def test_preset_flags_appear_in_the_real_clis_help(name):
 
 # environment --------------------------------------------------------------------------------
 
-def test_agent_env_adds_the_drover_variables(tmp_path):
+def test_agent_env_adds_the_drover_variables(tmp_path, monkeypatch):
+    monkeypatch.delenv("GIT_CONFIG_COUNT", raising=False)
     env = agent_env(item_id="D-1", slot="review", run_id="r1", prompt_file=tmp_path / "prompt.md", repo=tmp_path)
     assert {key: env[key] for key in env if key != "PATH"} == {
         "DROVER_ITEM": "D-1", "DROVER_SLOT": "review", "DROVER_RUN": "r1",
         "DROVER_PROMPT_FILE": str(tmp_path / "prompt.md"), "DROVER_REPO": str(tmp_path),
         "DROVER_WORKTREE": str(tmp_path), "DROVER_BASE": "", "DROVER_BRANCH": "", "DROVER_ROUND": "0",
         "DROVER_POSTURE": "", "DROVER_VERIFY": "",
+        "GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "maintenance.auto", "GIT_CONFIG_VALUE_0": "false",
     }
+
+
+def test_the_agents_git_starts_no_maintenance_and_keeps_the_config_drover_was_given(tmp_path, monkeypatch):
+    """A `gc --auto` an agent's commit started would be ended with the run's other processes; the
+    operator's own `GIT_CONFIG_*` entries stay, the agent's one is added after them."""
+    monkeypatch.setenv("GIT_CONFIG_COUNT", "1")
+    monkeypatch.setenv("GIT_CONFIG_KEY_0", "operator.mark")
+    monkeypatch.setenv("GIT_CONFIG_VALUE_0", "Operator")
+    env = agent_env(item_id="D-1", slot="implement", run_id="r", prompt_file=tmp_path / "p", repo=tmp_path)
+    assert (env["GIT_CONFIG_COUNT"], env["GIT_CONFIG_KEY_1"], env["GIT_CONFIG_VALUE_1"]) == ("2", "maintenance.auto", "false")
+    assert "GIT_CONFIG_KEY_0" not in env  # the operator's, inherited as it was
+    subprocess.run(["git", "init", "-q", str(tmp_path / "repo")], check=True)
+    seen = subprocess.run(["git", "config", "--get-regexp", "^(operator.mark|maintenance.auto)$"], cwd=tmp_path / "repo",
+                          env={**os.environ, **env}, capture_output=True, text=True, check=True).stdout
+    assert seen.splitlines() == ["operator.mark Operator", "maintenance.auto false"]
 
 
 def test_agent_path_reaches_this_drover_first(tmp_path, monkeypatch):

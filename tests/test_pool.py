@@ -128,6 +128,28 @@ def test_hooks_an_agent_plants_in_the_shared_git_folder_never_run_for_drovers_gi
     assert hooked.read_text() == "post-checkout planted by " + second + "\n"
 
 
+@pytest.mark.parametrize("pool", ["0", "2"])
+def test_programs_an_agent_names_in_the_shared_git_config_never_run_for_drovers_git(pooled, tmp_path, pool):
+    """`.git/config` is the repository's common one too: a file-system monitor an agent names
+    there would run at drover's next status, checkout or merge, as the operator; a signing
+    program, at a merge commit drover makes."""
+    if pool != "2":  # the fixture's
+        set_run(pooled, pool=pool)
+    hooked = tmp_path / "hooked"
+    first, second = new_item(pooled, "first"), new_item(pooled, "second")
+    env = {"POOL_HOSTILE": "config", "POOL_HOOKED": str(hooked)}
+    assert drive(pooled, first, env=env).returncode == 0
+    assert git(pooled, "config", "core.fsmonitor").strip().endswith("planted-fsmonitor")  # planted
+    done = drive(pooled, second, env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert git(pooled, "log", "--merges", "--format=%s", "main").count("drover: merge") == 2
+    ran = hooked.read_text().splitlines() if hooked.exists() else []
+    assert ran and all(not line.endswith("ran for []") for line in ran), ran  # the agents' git ran it, drover's never
+    # git itself runs it for anyone else: the plant is live
+    git(pooled, "status", "--short")
+    assert hooked.read_text().splitlines()[-1] == f"fsmonitor planted by {second} ran for []"
+
+
 def test_a_worktree_whose_clean_fails_is_discarded_and_the_item_gets_another(pooled, tmp_path):
     first, second = new_item(pooled, "first"), new_item(pooled, "second")
     assert drive(pooled, first, env={"POOL_HOSTILE": "lock"}).returncode == 0

@@ -94,7 +94,20 @@ def on_this_machine(env_add: Mapping[str, str], *, prompt_file: Path, repo: Path
     """`env_add` (prepared elsewhere) with the paths of this machine: its prompt file, checkout,
     working directory and the PATH reaching this drover."""
     return {**env_add, "DROVER_PROMPT_FILE": str(prompt_file), "DROVER_REPO": str(repo),
-            "DROVER_WORKTREE": str(workdir), "PATH": _agent_path()}
+            "DROVER_WORKTREE": str(workdir), "PATH": _agent_path(), **no_auto_maintenance(os.environ)}
+
+
+def no_auto_maintenance(environ: Mapping[str, str]) -> dict[str, str]:
+    """`maintenance.auto=false` for an agent's git, after the config `environ` passes already
+    (GIT_CONFIG_COUNT): a `gc --auto` an agent's commit started would outlive the run and be
+    ended with its other processes, half-way through a repack. drover runs git's maintenance
+    itself when the command ends (git.housekeeping)."""
+    try:
+        count = max(0, int(environ.get("GIT_CONFIG_COUNT", "0")))
+    except ValueError:
+        count = 0  # git itself refuses a malformed count; the agent's git says so
+    return {f"GIT_CONFIG_KEY_{count}": "maintenance.auto", f"GIT_CONFIG_VALUE_{count}": "false",
+            "GIT_CONFIG_COUNT": str(count + 1)}
 
 
 def format_elapsed(seconds: float) -> str:

@@ -11,6 +11,7 @@ from drover.vocabulary import EXECUTORS
 
 def _launch_command(item_id: str, slot: str, dry_run: bool, explicit: str | None = None,
                     as_json: bool = False) -> None:
+    from drover import git
     from drover.errors import UsageError
     from drover.executors import open_executor
     from drover.loop.runs import describe, execute, prepare
@@ -41,6 +42,7 @@ def _launch_command(item_id: str, slot: str, dry_run: bool, explicit: str | None
             result = execute(project, ledger, launch, echo=True, executor=runner)
         finally:
             runner.close()
+        git.housekeeping(project.root)
     for note in result.notes:
         click.echo(f"drover: {note}", err=True)
     ending = f"exited {result.exit_code}" if result.outcome == "exited" else result.outcome
@@ -104,10 +106,12 @@ def draft(item_id: str, dry_run: bool, as_json: bool) -> None:
 @json_option
 def finish(item_id: str, allow_drover_files: bool, as_json: bool) -> None:
     """Merge an approved item's branch into base locally (never pushes) and mark it done."""
+    from drover import git
     from drover.loop.finish import finish as act
 
     with opened() as (project, ledger):
         finished = act(project, ledger, item_id, allow_drover_files=allow_drover_files)
+    git.housekeeping(project.root)
     if as_json:
         from drover.cli.reports import finish_report
 

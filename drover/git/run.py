@@ -11,11 +11,16 @@ if TYPE_CHECKING:
     import subprocess
 
 # Config that would change what drover parses (quoted paths, missing a/ b/ prefixes, colour,
-# external diff drivers) is pinned per call, whatever the user's git config says. No hook runs
-# for drover's own git commands: the hooks folder is the repository's common one, which every
-# worktree an agent works in can write to, so a hook there is the agents' program, and drover
-# would run it as the operator (a merge's post-merge, a worktree's post-checkout; docs/security.md).
-PINNED = ("-c", "core.quotePath=false", "-c", "color.ui=false", "-c", "core.hooksPath=/dev/null")
+# external diff drivers) is pinned per call, whatever the user's git config says. So is config
+# that would run a program: the hooks folder and `.git/config` are the repository's common ones,
+# which every worktree an agent works in can write to, so a hook, a file-system monitor or a
+# signing program named there is the agents' program, and drover would run it as the operator
+# (a merge's post-merge, a worktree's post-checkout, every status's fsmonitor, the merge commit's
+# gpg; docs/security.md). No git of drover's starts automatic maintenance either: a merge's
+# `gc --auto` would run under the drive's merge lock; drover asks for it once, at the end
+# (housekeeping below).
+PINNED = ("-c", "core.quotePath=false", "-c", "color.ui=false", "-c", "core.hooksPath=/dev/null",
+          "-c", "core.fsmonitor=false", "-c", "commit.gpgSign=false", "-c", "maintenance.auto=false")
 
 
 def one_line(text: str) -> str:
@@ -89,3 +94,12 @@ def rev_parse(cwd: Path, *args: str) -> str:
 def user_name(root: Path) -> str:
     """git's user.name for the repository at `root`; "" when unset."""
     return run(["config", "user.name"], root).stdout.strip()
+
+
+def housekeeping(root: Path) -> None:
+    """git's automatic maintenance, once, after a command whose agents committed or whose finish
+    merged: neither an agent's git nor drover's starts it on its own (PINNED; agents.launch,
+    where a `gc` an agent's commit left running would be ended with the run's other processes,
+    half-way). git decides whether anything is due and, as after any commit, packs in the
+    background. A git without `maintenance` (older than 2.29) ran its `gc --auto` already."""
+    run(["maintenance", "run", "--auto", "--quiet"], root)

@@ -339,6 +339,8 @@ def drive(project: Project, ids: list[str], *, jobs: int = 1, finish: bool = Fal
                                runner=runner)
     finally:
         runner.close()
+    if queue:
+        git.housekeeping(project.root)
     return results + [row for row in orphaned if row.item_id not in {done.item_id for done in results}]
 
 

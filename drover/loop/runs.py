@@ -193,17 +193,18 @@ def execute(project: Project, ledger: Ledger, launch: Launch, *, echo: bool = Tr
                             shown_log=project.relpath(launch.log_path), timeout=launch.agent.timeout_seconds or None)
     launch.prompt_path.write_text(launch.prompt, encoding="utf-8")
     provenance = launch.provenance
-    ledger.start_run(NewRun(
-        id=launch.run_id, item=launch.item_id, slot=launch.slot,
-        agent=launch.agent.identity, argv=launch.argv,
-        log_path=project.relpath(launch.log_path), prompt_path=project.relpath(launch.prompt_path),
-        branch=launch.branch, worktree=project.relpath(launch.worktree) if launch.worktree else "",
-        requested_source=provenance.requested, resolved_source=provenance.resolved,
-        base_hashes=dict(provenance.base_hashes), template_sha256=provenance.template_sha256,
-        prompt_sha256=provenance.prompt_sha256,
-        head_start=head_start, head=head_start if launch.slot == "review" else "",
-    ))
-    ledger.log_event(launch.slot, launch.item_id, launch.agent.identity, run=launch.run_id)
+    with ledger.write():  # the run's start is one write
+        ledger.start_run(NewRun(
+            id=launch.run_id, item=launch.item_id, slot=launch.slot,
+            agent=launch.agent.identity, argv=launch.argv,
+            log_path=project.relpath(launch.log_path), prompt_path=project.relpath(launch.prompt_path),
+            branch=launch.branch, worktree=project.relpath(launch.worktree) if launch.worktree else "",
+            requested_source=provenance.requested, resolved_source=provenance.resolved,
+            base_hashes=dict(provenance.base_hashes), template_sha256=provenance.template_sha256,
+            prompt_sha256=provenance.prompt_sha256,
+            head_start=head_start, head=head_start if launch.slot == "review" else "",
+        ))
+        ledger.log_event(launch.slot, launch.item_id, launch.agent.identity, run=launch.run_id)
     from drover.executors import open_executor
 
     runner: Executor = executor or open_executor(project, "local")

@@ -10,7 +10,10 @@ runs. POOL_HOSTILE=git: it also points the worktree's `.git` file at a repositor
 POOL_HOSTILE=lock: it leaves git's index lock in the worktree's private folder. POOL_HOSTILE=hooks:
 it plants hooks in the repository's common hooks folder (post-checkout, post-merge,
 pre-merge-commit) that note each run in $POOL_HOOKED (its own commits run none of those), and
-leaves no litter.
+leaves no litter. POOL_HOSTILE=config: it names programs of its own in the repository's common
+config (a file-system monitor, which git runs for a status, a checkout or a merge; a signing
+program, with every commit to be signed), each noting in $POOL_HOOKED whether it ran for an
+agent (DROVER_RUN set) or for anyone else, and leaves no litter; its own commits sign nothing.
 Reviewing, it approves.
 """
 import json
@@ -36,7 +39,20 @@ if slot == "implement":
     target = Path(f"{item.lower()}.txt")
     target.write_text(f"{item}\n")
     subprocess.run(["git", "add", str(target)], check=True)
-    subprocess.run(["git", "commit", "-q", "-m", f"{item}: done"], check=True)
+    unsigned = ["-c", "commit.gpgSign=false"] if os.environ.get("POOL_HOSTILE") == "config" else []
+    subprocess.run(["git", *unsigned, "commit", "-q", "-m", f"{item}: done"], check=True)
+    if os.environ.get("POOL_HOSTILE") == "config":  # run by whoever's git reads the config next
+        common = subprocess.run(["git", "rev-parse", "--path-format=absolute", "--git-common-dir"],
+                                capture_output=True, text=True, check=True).stdout.strip()
+        for name, keys in (("fsmonitor", ["core.fsmonitor"]), ("gpg", ["gpg.program"])):
+            program = Path(common, f"planted-{name}")
+            program.write_text(f'#!/bin/sh\necho "{name} planted by {item} ran for [$DROVER_RUN]" >> '
+                               f'"{os.environ["POOL_HOOKED"]}"\nexit 1\n')
+            program.chmod(0o755)
+            for key in keys:
+                subprocess.run(["git", "config", "--file", str(Path(common, "config")), key, str(program)], check=True)
+        subprocess.run(["git", "config", "--file", str(Path(common, "config")), "commit.gpgSign", "true"], check=True)
+        sys.exit(0)
     if os.environ.get("POOL_HOSTILE") == "hooks":  # run by whoever's git checks out or merges next
         common = subprocess.run(["git", "rev-parse", "--path-format=absolute", "--git-common-dir"],
                                 capture_output=True, text=True, check=True).stdout.strip()
