@@ -95,6 +95,44 @@ def test_a_ref_named_like_the_branch_does_not_change_what_finish_merges(project,
     assert git(project, "rev-parse", "main^2").strip() == head
 
 
+def test_a_replacement_an_agent_makes_does_not_change_what_finish_merges(project):
+    """`git replace` writes refs/replace/, in the repository's common folder, which an agent can
+    write: git would then read other content under the approved commit's id. drover's git does not."""
+    head = approved(project)
+    other = elsewhere(project)
+    git(project, "replace", head, other)
+    assert "evil.txt" in git(project, "ls-tree", "--name-only", head)  # git itself now reads the other
+
+    done = drover(project, "finish", "D-1")
+
+    assert done.returncode == 0, done.stderr
+    merged = git(project, "--no-replace-objects", "ls-tree", "-r", "--name-only", "main").split()
+    assert "evil.txt" not in merged
+    assert git(project, "--no-replace-objects", "rev-parse", "main^2").strip() == head
+    assert set(git(project, "--no-replace-objects", "ls-tree", "-r", "--name-only", head).split()) <= set(merged)
+
+
+def test_a_graft_an_agent_makes_does_not_change_what_finish_merges(project):
+    """`info/grafts` gives a commit other parents. One naming base's newest commit as the approved
+    commit's parent would make the merge take the approved tree whole, dropping what base gained
+    since the branch left it. drover's git reads no grafts."""
+    head = approved(project)
+    (project / "later.txt").write_text("merged into base after D-1 branched\n")
+    git(project, "add", "later.txt")
+    git(project, "commit", "-q", "-m", "later work on base")
+    base = git(project, "rev-parse", "main").strip()
+    (project / ".git" / "info").mkdir(exist_ok=True)
+    (project / ".git" / "info" / "grafts").write_text(f"{head} {base}\n")
+
+    done = drover(project, "finish", "D-1")
+
+    assert done.returncode == 0, done.stderr
+    (project / ".git" / "info" / "grafts").unlink()
+    merged = git(project, "ls-tree", "-r", "--name-only", "main").split()
+    assert "later.txt" in merged and (project / "later.txt").exists()
+    assert git(project, "rev-parse", "main^1", "main^2").split() == [base, head]
+
+
 @pytest.mark.parametrize("shadow", sorted(SHADOWS))
 def test_list_shows_an_approval_as_approved_whatever_ref_shares_the_branch_name(project, shadow):
     approved(project)
