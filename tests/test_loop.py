@@ -383,3 +383,49 @@ def test_the_drive_summary_aligns_its_columns_and_right_aligns_the_counts():
     ]
     assert lines[3] == "D-10: log .drover/runs/r/agent.log"
     assert lines[-1] == "1 of 2 approved"
+
+
+def trace_starts(trace: Path) -> list[tuple[str, list[str]]]:
+    """(session id, argv without `-c` pairs) of each git process GIT_TRACE2_EVENT recorded; a
+    process git started has its parent's session id before a `/`."""
+    found = []
+    for line in trace.read_text().splitlines():
+        event = json.loads(line)
+        if event["event"] == "start":
+            words, argv = event["argv"][1:], []
+            while words:
+                if words[0] == "-c":
+                    words = words[2:]
+                    continue
+                argv.append(words.pop(0))
+            found.append((event["sid"], argv))
+    return found
+
+
+def test_gits_maintenance_runs_once_the_command_ends_never_from_an_agents_commit(project, tmp_path):
+    """A `gc --auto` an agent's commit started would outlive the run and be ended with its other
+    processes, half-way; drover asks git for maintenance itself once the command ends."""
+    git(project, "config", "gc.auto", "1")  # a loose object or two call for a gc
+    git(project, "config", "gc.autoDetach", "false")  # so the gc is done when the command is
+    item = new_item(project, "Pack me")
+    loose = tmp_path / "loose"
+    loose.mkdir()
+    for n in range(600):  # git counts one folder of 256 and scales up: these fill every folder
+        (loose / str(n)).write_text(f"object {n}\n")
+    subprocess.run(["git", "hash-object", "-w", "--stdin-paths"], cwd=project, check=True, capture_output=True,
+                   input="\n".join(str(loose / str(n)) for n in range(600)), text=True)
+    trace = tmp_path / "trace.json"
+    packed = int(git(project, "count-objects", "-v").split("in-pack: ")[1].split()[0])
+
+    drover(project, "run", item, env={"GIT_TRACE2_EVENT": str(trace)}, check=True)
+
+    starts = trace_starts(trace)
+    commits = [sid for sid, argv in starts if argv[:1] == ["commit"]]
+    assert commits  # the agent committed
+    maintenance = [(sid, argv) for sid, argv in starts if argv[:1] in (["maintenance"], ["gc"])]
+    assert not [sid for sid, _ in maintenance if any(sid.startswith(commit + "/") for commit in commits)], maintenance
+    (first, argv), *_ = maintenance
+    assert argv[:3] == ["maintenance", "run", "--auto"] and "/" not in first  # drover's own, at the end
+    assert any(sid.startswith(first + "/") and argv[:1] == ["gc"] for sid, argv in maintenance)
+    # the run's commit and its objects are packed, as a commit's own gc would have
+    assert int(git(project, "count-objects", "-v").split("in-pack: ")[1].split()[0]) > packed
