@@ -6,6 +6,7 @@ import json
 import re
 import sqlite3
 from pathlib import Path
+from typing import Callable
 
 import pytest
 
@@ -107,21 +108,29 @@ def test_a_worktree_whose_git_file_an_agent_rewrote_is_discarded_not_reused(pool
     assert discarded >= 1
 
 
+def drive_two_planted(pooled: Path, pool: str, hostile: str, hooked: Path, planted: Callable[[], bool]) -> str:
+    """Two items driven and finished one after the other (`[run] pool = pool`), each implementing
+    agent planting `hostile` (pool_agent.py) after its commit, `planted` true after the first;
+    the second item's id."""
+    if pool != "2":  # the fixture's
+        set_run(pooled, pool=pool)
+    first, second = new_item(pooled, "first"), new_item(pooled, "second")
+    env = {"POOL_HOSTILE": hostile, "POOL_HOOKED": str(hooked)}
+    assert drive(pooled, first, env=env).returncode == 0
+    assert planted()
+    done = drive(pooled, second, env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert git(pooled, "log", "--merges", "--format=%s", "main").count("drover: merge") == 2
+    return second
+
+
 @pytest.mark.parametrize("pool", ["0", "2"])
 def test_hooks_an_agent_plants_in_the_shared_git_folder_never_run_for_drovers_git(pooled, tmp_path, pool):
     """The hooks folder is the repository's common one: an agent writes there from its worktree,
     and drover's own checkouts and merges (worktree add, the pool's checkout, the finish's merge)
     would run what it wrote as the operator."""
-    if pool != "2":  # the fixture's
-        set_run(pooled, pool=pool)
     hooked = tmp_path / "hooked"
-    first, second = new_item(pooled, "first"), new_item(pooled, "second")
-    env = {"POOL_HOSTILE": "hooks", "POOL_HOOKED": str(hooked)}
-    assert drive(pooled, first, env=env).returncode == 0
-    assert (pooled / ".git" / "hooks" / "post-merge").exists()  # planted
-    done = drive(pooled, second, env=env)
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert git(pooled, "log", "--merges", "--format=%s", "main").count("drover: merge") == 2
+    second = drive_two_planted(pooled, pool, "hooks", hooked, (pooled / ".git" / "hooks" / "post-merge").exists)
     assert not hooked.exists(), hooked.read_text()
     # git itself runs them for anyone else: the plant is live
     git(pooled, "checkout", "-q", "-b", "elsewhere")
@@ -133,16 +142,9 @@ def test_programs_an_agent_names_in_the_shared_git_config_never_run_for_drovers_
     """`.git/config` is the repository's common one too: a file-system monitor an agent names
     there would run at drover's next status, checkout or merge, as the operator; a signing
     program, at a merge commit drover makes."""
-    if pool != "2":  # the fixture's
-        set_run(pooled, pool=pool)
     hooked = tmp_path / "hooked"
-    first, second = new_item(pooled, "first"), new_item(pooled, "second")
-    env = {"POOL_HOSTILE": "config", "POOL_HOOKED": str(hooked)}
-    assert drive(pooled, first, env=env).returncode == 0
-    assert git(pooled, "config", "core.fsmonitor").strip().endswith("planted-fsmonitor")  # planted
-    done = drive(pooled, second, env=env)
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert git(pooled, "log", "--merges", "--format=%s", "main").count("drover: merge") == 2
+    second = drive_two_planted(pooled, pool, "config", hooked,
+                               lambda: git(pooled, "config", "core.fsmonitor").strip().endswith("planted-fsmonitor"))
     ran = hooked.read_text().splitlines() if hooked.exists() else []
     assert ran and all(not line.endswith("ran for []") for line in ran), ran  # the agents' git ran it, drover's never
     # git itself runs it for anyone else: the plant is live
