@@ -277,6 +277,23 @@ def test_check_reports_a_ref_that_shadows_an_item_branch(project, shadow, named)
     assert [(p["code"], p["severity"]) for p in problems if named in p["message"]] == [("ref-shadow", "error")]
 
 
+def test_check_warns_of_a_replacement_or_graft(project):
+    head = approved(project)
+    assert drover(project, "check").returncode == 0
+    git(project, "replace", head, elsewhere(project))
+    (project / ".git" / "info").mkdir(exist_ok=True)
+    (project / ".git" / "info" / "grafts").write_text(f"{head}\n")
+
+    done = drover(project, "check")
+
+    assert done.returncode == 0, done.stdout + done.stderr  # a warning: git replace has honest uses
+    problems = json.loads(drover(project, "check", "--json").stdout)["problems"]
+    rewrites = [p["message"] for p in problems if (p["code"], p["severity"]) == ("git-rewrite", "warning")]
+    assert len(rewrites) == 2, problems
+    assert rewrites[0].startswith(f"refs/replace/{head} makes git read commit {head[:12]} as ")
+    assert rewrites[1].startswith(".git/info/grafts gives commits other parents")
+
+
 def test_check_reports_an_approval_whose_branch_moved_since(project):
     head = approved(project)
     worktree = project / ".drover" / "worktrees" / "D-1"

@@ -12,6 +12,7 @@ _LOCATION = re.compile(r"^(?P<path>[^\s:][^:]*?\.(?:md|toml|tmpl|json|txt))(?::(
 # check's problem codes, for findings that do not carry their own: first matching words win
 _CODES = (
     (" shadows ", "ref-shadow"),
+    ("drover's git reads past it", "git-rewrite"),
     ("moved since the approval", "approval-moved"),
     ("needs requirements", "needs-requirements"),
     ("is empty: nothing runs before merge", "verify-empty"),

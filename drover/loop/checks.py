@@ -155,6 +155,7 @@ def check_refs(project: Project, ledger: Ledger, refs: dict[str, str]) -> list[F
     approvals whose branch has moved since; `refs` is every ref (git.all_refs)."""
     heads = {name[len("refs/heads/"):]: sha for name, sha in refs.items() if name.startswith("refs/heads/")}
     findings = [Finding(line) for line in _shadows(project, ledger, refs, heads)]
+    findings += [Finding(line, error=False) for line in _rewrites(project, refs)]
     for item_id, row in sorted(ledger.list_activity(approved=True).items()):
         activity = Activity._make(row)
         branch = activity.branch or ""
@@ -197,6 +198,20 @@ def _shadows(project: Project, ledger: Ledger, refs: dict[str, str], heads: dict
             f"refs/heads/{name} and ignores it, but nobody meant it: if you did not make it, an agent did "
             "(remove it)"
             for name in sorted(shadowed) if name in owners for shadow in shadowed[name]]
+
+
+def _rewrites(project: Project, refs: dict[str, str]) -> list[str]:
+    """One line per replacement ref, and one for a grafts file: git shows other content or other
+    parents under a commit's id for them, where drover's git reads neither (git/run.py)."""
+    said = "drover's git reads past it, but git log, diff and checkout by anyone else do not"
+    lines = [f"{ref} makes git read commit {ref.rsplit('/', 1)[1][:12]} as {sha[:12]}: {said}; if you did not "
+             f"make it, an agent did (`git replace -d {ref.rsplit('/', 1)[1][:12]}`)"
+             for ref, sha in sorted(refs.items()) if ref.startswith("refs/replace/")]
+    git_dir = git.own_git_dir(project.root)
+    if git_dir is not None and (git_dir / "info" / "grafts").is_file():
+        lines.append(f"{git_dir.name}/info/grafts gives commits other parents: {said}; if you did not write it, "
+                     "an agent did (remove it)")
+    return lines
 
 
 def _reads_as_ref(path: Path) -> bool:
