@@ -394,6 +394,8 @@ def _clear_ledger_only(ledger: Ledger, item_id: str, by: str) -> int | None:
 def audit(project: Project, ledger: Ledger, item_id: str, level: str, by: str = "", note: str = "") -> Outcome:
     """Record an audit, bound to the commit it covers; at reviewed or above it also clears
     outstanding changes."""
+    from drover.ledger.catalogue import read_item
+
     if level not in LEVELS:
         raise UsageError(f"--level must be one of {', '.join(LEVELS)}, not {level!r}")
     run = verdict_run(ledger, item_id, "audit")
@@ -410,7 +412,9 @@ def audit(project: Project, ledger: Ledger, item_id: str, level: str, by: str = 
                          opens=bool(given.opens))
 
     with ledger.locked():
-        item = project.require_item(item_id)  # "outstanding" read under the lock
+        # "outstanding" read under the lock, from the file's text; its frontmatter from the
+        # metadata cache when the file is as the cache knew it (no YAML import for a review's verdict)
+        item = read_item(project, ledger, item_id)
         approving = LEVELS.index(level) >= LEVELS.index("reviewed")
         # only an audit that opens the gate discharges the changes (Ledger.add_audit decides the
         # same under this lock)
