@@ -46,9 +46,10 @@ def read_text_arg(file: str | None) -> str:
 def request_changes(item_id: str, file: str | None) -> None:
     """Replace the item's Changes section with findings and record a round."""
     from drover.executors.outbox import perform
+    from drover.ledger.catalogue import read_item
 
     with opened() as (project, ledger):
-        project.require_item(item_id)  # a missing item is said before anything about the findings
+        read_item(project, ledger, item_id)  # a missing item is said before anything about the findings
         findings = read_text_arg(file)
         echo_outcome(perform(project, ledger, "request-changes", item_id=item_id, findings=findings))
 

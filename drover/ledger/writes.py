@@ -284,8 +284,10 @@ def request_changes(project: Project, ledger: Ledger, item_id: str, findings: st
 
     `by` and `log` name who sent the work back and the log the round points at, when that is not
     the acting run (drover's own failed check, verify.py)."""
+    from drover.ledger.catalogue import read_item  # the frontmatter from the cache, as audit's
+
     verdict_run(ledger, item_id, "request-changes")
-    item = project.require_item(item_id)  # a missing item is the first thing to hear about
+    item = read_item(project, ledger, item_id)  # a missing item is the first thing to hear about
     if not findings.strip():
         raise UsageError("no findings given: pass --file F or write them on standard input")
     _writable(project, project.item_path(item_id))
@@ -297,7 +299,7 @@ def request_changes(project: Project, ledger: Ledger, item_id: str, findings: st
     cap = project.config.max_rounds
     log = log or _review_log(ledger)
     with ledger.locked():
-        item = project.require_item(item_id)  # read under the lock: nobody writes it meanwhile
+        item = read_item(project, ledger, item_id)  # read under the lock: nobody writes it meanwhile
         rounds = len(ledger.rounds(item_id))
         if rounds >= cap:
             kept = project.parked_dir / f"{item_id}-{rounds + 1}.md"
