@@ -10,9 +10,9 @@ import sys
 # The cyclic garbage collector and a short-lived command (docs/decisions.md, "The collector and a
 # command's start and end"). What a command allocates as it starts (modules, classes, the
 # configuration, the ledger's rows) lives as long as it does, so collecting the first generation
-# every 700 new objects is work thrown away: every
-# GEN0_THRESHOLD instead. And main() freezes what is left as the process ends, so the
-# interpreter's last full collection does not walk it all once more.
+# every 700 new objects is work thrown away: it is collected every GEN0_THRESHOLD instead. And
+# main() freezes what is left as the process ends, so the interpreter's last full collection does
+# not walk it all once more.
 GEN0_THRESHOLD = 50_000
 gc.set_threshold(GEN0_THRESHOLD, *gc.get_threshold()[1:])
 

@@ -17,7 +17,7 @@ __all__ = [
     "blobs_at", "blobs_on_disk", "branch_exists", "branch_heads", "bundle_create", "bundle_heads", "changed_paths",
     "checkout_branch", "clone_bundle", "commit_file", "commits_beyond", "commits_paths", "compare", "count_commits",
     "current_branch", "detect_base", "dirty_entries", "dirty_paths", "ensure_worktree", "fetch_bundle", "git",
-    "head_of", "heads_of", "housekeeping", "local_ref", "merge", "merge_base_into", "modified_files", "own_git_dir", "private_dir",
-    "recent_commits", "registered_worktrees", "remove_worktree", "require_base", "rev_parse", "set_index_entry",
-    "shadowing_refs", "unmerged_files", "user_name", "valid_branch_name",
+    "head_of", "heads_of", "housekeeping", "local_ref", "merge", "merge_base_into", "modified_files", "own_git_dir",
+    "private_dir", "recent_commits", "registered_worktrees", "remove_worktree", "require_base", "rev_parse",
+    "set_index_entry", "shadowing_refs", "unmerged_files", "user_name", "valid_branch_name",
 ]

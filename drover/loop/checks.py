@@ -205,7 +205,7 @@ def _rewrites(project: Project, refs: dict[str, str]) -> list[str]:
     parents under a commit's id for them, where drover's git reads neither (git/run.py)."""
     said = "drover's git reads past it, but git log, diff and checkout by anyone else do not"
     lines = [f"{ref} makes git read commit {ref.rsplit('/', 1)[1][:12]} as {sha[:12]}: {said}; if you did not "
-             f"make it, an agent did (`git replace -d {ref.rsplit('/', 1)[1][:12]}`)"
+             f"make it, an agent did (`git replace -d {ref.rsplit('/', 1)[1]}`)"
              for ref, sha in sorted(refs.items()) if ref.startswith("refs/replace/")]
     git_dir = git.own_git_dir(project.root)
     if git_dir is not None and (git_dir / "info" / "grafts").is_file():
