@@ -51,13 +51,16 @@ def make_repo(root: Path, items: int, files: int, environ: dict[str, str], drove
     agent = root.parent / "agent.sh"
     agent.write_text(AGENT)
     agent.chmod(0o755)
-    for n in range(1, items + 1):
+    write_items(root, 1, items)
+
+
+def write_items(root: Path, first: int, count: int) -> None:
+    for n in range(first, first + count):
         (root / "items" / f"D-{n}.md").write_text(ITEM.format(n=n))
 
 
 def add_items(root: Path, environ: dict[str, str], first: int, count: int) -> None:
-    for n in range(first, first + count):
-        (root / "items" / f"D-{n}.md").write_text(ITEM.format(n=n))
+    write_items(root, first, count)
     run(["git", "add", "items"], root, environ)
     run(["git", "-c", "gc.auto=0", "commit", "-q", "-m", "more items"], root, environ)
 

@@ -154,8 +154,9 @@ def check_refs(project: Project, ledger: Ledger, refs: dict[str, str]) -> list[F
     """Refs named like an item's branch (or base), which git would read before the branch, and
     approvals whose branch has moved since; `refs` is every ref (git.all_refs)."""
     heads = {name[len("refs/heads/"):]: sha for name, sha in refs.items() if name.startswith("refs/heads/")}
-    findings = [Finding(line) for line in _shadows(project, ledger, refs, heads)]
-    findings += [Finding(line, error=False) for line in _rewrites(project, refs)]
+    git_dir = git.own_git_dir(project.root)
+    findings = [Finding(line) for line in _shadows(project, ledger, refs, heads, git_dir)]
+    findings += [Finding(line, error=False) for line in _rewrites(refs, git_dir)]
     for item_id, row in sorted(ledger.list_activity(approved=True).items()):
         activity = Activity._make(row)
         branch = activity.branch or ""
@@ -168,7 +169,8 @@ def check_refs(project: Project, ledger: Ledger, refs: dict[str, str]) -> list[F
     return findings
 
 
-def _shadows(project: Project, ledger: Ledger, refs: dict[str, str], heads: dict[str, str]) -> list[str]:
+def _shadows(project: Project, ledger: Ledger, refs: dict[str, str], heads: dict[str, str],
+             git_dir: Path | None) -> list[str]:
     """One line per ref git would read before an item's branch or base: `refs/<name>`,
     `refs/tags/<name>` (found among `refs`, however many items there are) or a file
     `<git dir>/<name>` that reads as a ref."""
@@ -179,7 +181,6 @@ def _shadows(project: Project, ledger: Ledger, refs: dict[str, str], heads: dict
             if ref.startswith(prefix) and name in heads and ref in git.shadowing_refs(name):
                 shadowed.setdefault(name, []).append(ref)
                 break
-    git_dir = git.own_git_dir(project.root)
     if git_dir is not None:
         # a branch's first folder (`drover` of drover/d-1) is rarely in git's folder: look deeper only then
         for top in {name.split("/", 1)[0] for name in heads}:
@@ -200,14 +201,16 @@ def _shadows(project: Project, ledger: Ledger, refs: dict[str, str], heads: dict
             for name in sorted(shadowed) if name in owners for shadow in shadowed[name]]
 
 
-def _rewrites(project: Project, refs: dict[str, str]) -> list[str]:
+def _rewrites(refs: dict[str, str], git_dir: Path | None) -> list[str]:
     """One line per replacement ref, and one for a grafts file: git shows other content or other
     parents under a commit's id for them, where drover's git reads neither (git/run.py)."""
     said = "drover's git reads past it, but git log, diff and checkout by anyone else do not"
-    lines = [f"{ref} makes git read commit {ref.rsplit('/', 1)[1][:12]} as {sha[:12]}: {said}; if you did not "
-             f"make it, an agent did (`git replace -d {ref.rsplit('/', 1)[1]}`)"
-             for ref, sha in sorted(refs.items()) if ref.startswith("refs/replace/")]
-    git_dir = git.own_git_dir(project.root)
+    lines = []
+    for ref, sha in sorted(refs.items()):
+        replaced = ref.removeprefix("refs/replace/")
+        if replaced != ref:
+            lines.append(f"{ref} makes git read commit {replaced[:12]} as {sha[:12]}: {said}; if you did not "
+                         f"make it, an agent did (`git replace -d {replaced}`)")
     if git_dir is not None and (git_dir / "info" / "grafts").is_file():
         lines.append(f"{git_dir.name}/info/grafts gives commits other parents: {said}; if you did not write it, "
                      "an agent did (remove it)")

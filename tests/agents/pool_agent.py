@@ -39,23 +39,23 @@ if slot == "implement":
     target = Path(f"{item.lower()}.txt")
     target.write_text(f"{item}\n")
     subprocess.run(["git", "add", str(target)], check=True)
-    unsigned = ["-c", "commit.gpgSign=false"] if os.environ.get("POOL_HOSTILE") == "config" else []
+    hostile = os.environ.get("POOL_HOSTILE")
+    unsigned = ["-c", "commit.gpgSign=false"] if hostile == "config" else []
     subprocess.run(["git", *unsigned, "commit", "-q", "-m", f"{item}: done"], check=True)
-    if os.environ.get("POOL_HOSTILE") == "config":  # run by whoever's git reads the config next
+    if hostile in ("config", "hooks"):  # both plant in the repository's common folder
         common = subprocess.run(["git", "rev-parse", "--path-format=absolute", "--git-common-dir"],
                                 capture_output=True, text=True, check=True).stdout.strip()
-        for name, keys in (("fsmonitor", ["core.fsmonitor"]), ("gpg", ["gpg.program"])):
+    if hostile == "config":  # run by whoever's git reads the config next
+        config = str(Path(common, "config"))
+        for name, key in (("fsmonitor", "core.fsmonitor"), ("gpg", "gpg.program")):
             program = Path(common, f"planted-{name}")
             program.write_text(f'#!/bin/sh\necho "{name} planted by {item} ran for [$DROVER_RUN]" >> '
                                f'"{os.environ["POOL_HOOKED"]}"\nexit 1\n')
             program.chmod(0o755)
-            for key in keys:
-                subprocess.run(["git", "config", "--file", str(Path(common, "config")), key, str(program)], check=True)
-        subprocess.run(["git", "config", "--file", str(Path(common, "config")), "commit.gpgSign", "true"], check=True)
+            subprocess.run(["git", "config", "--file", config, key, str(program)], check=True)
+        subprocess.run(["git", "config", "--file", config, "commit.gpgSign", "true"], check=True)
         sys.exit(0)
-    if os.environ.get("POOL_HOSTILE") == "hooks":  # run by whoever's git checks out or merges next
-        common = subprocess.run(["git", "rev-parse", "--path-format=absolute", "--git-common-dir"],
-                                capture_output=True, text=True, check=True).stdout.strip()
+    if hostile == "hooks":  # run by whoever's git checks out or merges next
         hooks = Path(common, "hooks")
         hooks.mkdir(exist_ok=True)
         for name in ("post-checkout", "post-merge", "pre-merge-commit"):
@@ -72,11 +72,11 @@ if slot == "implement":
     (here / "stray.txt").write_text(item)
     (here / "src" / "cache").mkdir(parents=True, exist_ok=True)
     (here / "src" / "cache" / "stray.txt").write_text(item)
-    if os.environ.get("POOL_HOSTILE") == "lock":  # git's index lock left behind: no checkout can run
+    if hostile == "lock":  # git's index lock left behind: no checkout can run
         private = subprocess.run(["git", "rev-parse", "--absolute-git-dir"], capture_output=True, text=True,
                                  check=True).stdout.strip()
         Path(private, "index.lock").write_text("")
-    if os.environ.get("POOL_HOSTILE") == "git":
+    if hostile == "git":
         elsewhere = Path(os.environ["POOL_ELSEWHERE"])
         (here / ".git").write_text(f"gitdir: {elsewhere / '.git'}\n")
     sys.exit(0)
