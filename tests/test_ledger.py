@@ -316,6 +316,40 @@ def test_concurrent_first_opens_migrate_once(tmp_path):
     assert len(rows) == len(MIGRATIONS)
 
 
+# A process whose first write this is: does it hold the writers' lock while sqlite-utils imports?
+_FIRST_WRITE = """
+import sys
+from pathlib import Path
+from drover.ledger.db import Ledger
+from drover.ledger.journal import Journal
+
+ledger = Ledger(Path(sys.argv[1]))
+assert "sqlite_utils" not in sys.modules, "opening a migrated ledger imported sqlite-utils"
+taken = Journal._acquire
+
+def acquire(self):
+    print("imported before the lock:", "sqlite_utils" in sys.modules)
+    taken(self)
+
+Journal._acquire = acquire
+ledger.log_event("audit", "D-1", "reviewer")
+ledger.close()
+"""
+
+
+def test_a_first_write_imports_sqlite_utils_before_it_takes_the_writers_lock(tmp_path):
+    """Other writers wait on that lock: a reviewer's `drover audit` once held it through the
+    30-40 ms import while the drive's jobs waited to record their runs."""
+    path = tmp_path / "ledger.db"
+    Ledger(path).close()
+    done = subprocess.run([sys.executable, "-c", _FIRST_WRITE, str(path)], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["imported before the lock: True"]
+    with Ledger(path) as opened:
+        assert [event["command"] for event in opened.events("D-1")] == ["audit"]
+
+
 # --- the metadata cache ----------------------------------------------------------------------------
 
 

@@ -42,7 +42,10 @@ _IDS = st.from_regex(r"[A-Za-z][A-Za-z0-9]{0,3}-[1-9][0-9]{0,5}", fullmatch=True
 _DEPS = st.one_of(st.lists(st.one_of(_IDS, st.text(max_size=6)), max_size=12), st.lists(_IDS, min_size=8, max_size=16))
 
 
-@settings(max_examples=3000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# 300 examples: the frontmatter is yaml's own dump through python-frontmatter (strict_yaml.item_text),
+# so what this guards is the handler's options, not a writer of drover's. The 3,000 it once ran
+# were for a hand-written writer that had to agree with yaml scalar by scalar; that writer is gone.
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(_IDS, _TEXT, _TEXT, _DEPS, st.one_of(st.none(), st.integers(), st.booleans()))
 def test_new_frontmatter_is_safe_dump(item_id, title, kind, deps, origin):
     meta = {"id": item_id, "title": title, "kind": kind, "deps": deps}
