@@ -703,6 +703,39 @@ def test_close_changes_marks_the_round_cleared_and_is_refused_twice(project):
     assert "already cleared" in said
 
 
+# drover with the writers' lock watched: each time it is taken, which of the libraries a write
+# needs were imported already
+_LOCK_WATCHED = """
+import sys
+from drover.ledger.journal import Journal
+
+taken = Journal._acquire
+
+def acquire(self):
+    print("lock taken with:", ",".join(name for name in ("sqlite_utils", "yaml") if name in sys.modules),
+          file=sys.stderr)
+    taken(self)
+
+Journal._acquire = acquire
+sys.argv = ["drover", *sys.argv[1:]]
+from drover.cli.main import main
+main()
+"""
+
+
+@pytest.mark.parametrize("command", [("new", "another"), ("close-changes", "D-1")])
+def test_a_write_that_parses_or_writes_an_item_imports_its_libraries_before_the_lock(project, command):
+    """Every other writer (a drive's jobs, the agents' verdicts) waits while the lock is held: the
+    YAML and sqlite-utils imports, 10-40 ms, happen before it is taken, never under it."""
+    ok("new", "x")
+    ok("request-changes", "D-1", input="one\n")
+    done = subprocess.run([sys.executable, "-c", _LOCK_WATCHED, *command], cwd=project, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    taken = [line for line in done.stderr.splitlines() if line.startswith("lock taken with:")]
+    assert taken and all(line == "lock taken with: sqlite_utils,yaml" for line in taken), done.stderr
+
+
 def test_the_round_cap_refuses_keeps_the_findings_and_parks(project):
     set_config(project, "review", "max_rounds = 2")
     ok("new", "stubborn")

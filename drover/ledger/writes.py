@@ -192,6 +192,13 @@ def _journaled(ledger: Ledger, command: str, item_id: str,
     return result
 
 
+def _yaml_before_the_lock() -> None:
+    """Import the item files' YAML reader and writer now: a command that parses or writes an item
+    file under the writers' lock would hold it through the import, 10-15 ms that every other
+    writer waits (Journal.locked imports sqlite-utils before the lock for the same reason)."""
+    from drover.items import strict_yaml  # noqa: F401
+
+
 def _writable(project: Project, path: Path) -> None:
     """Writes replace a file by rename: a symbolic link would silently become a regular file."""
     if path.is_symlink():
@@ -217,6 +224,7 @@ def new_item(project: Project, ledger: Ledger, title: str, kind: str, deps: list
     def taken(number: int) -> bool:
         return os.path.lexists(project.item_path(f"{prefix}-{number}"))
 
+    _yaml_before_the_lock()  # the new file's frontmatter is written under it
     with ledger.locked():
         # under the lock the id peeked here is the one allocated below, with its file's intent
         floor = _floor(project, ledger)
@@ -360,6 +368,7 @@ def close_changes(project: Project, ledger: Ledger, item_id: str, note: str = ""
     verdict_run(ledger, item_id, "close-changes")
     _writable(project, project.item_path(item_id))
     by = actor(project, ledger)
+    _yaml_before_the_lock()  # the item is parsed whole under it
     with ledger.locked():
         # "outstanding" is read under the lock: two racing close-changes cannot both clear
         item = project.require_item(item_id)
