@@ -6,6 +6,11 @@ with `drover audit`) and finish (the merge into base, the worktree removed). The
 the git work alone, item by item: worktree add on a new branch, the same commit, a merge into
 base, worktree remove. The ratio is drover's wall time over the loop's. Nothing asserts.
 
+The bench also prints what drover spends outside its agents: the drive's wall time times the
+jobs, less each run's start to end as the ledger records it, per item (pool_bench.py's measure).
+The agents' own time includes the reviewer's `drover audit`, a whole drover process, which the
+goal's ratio counts and this figure does not.
+
     python benchmarks/drive_bench.py [--items 200] [--jobs 1] [--keep]
 """
 from __future__ import annotations
@@ -13,10 +18,12 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import sqlite3
 import subprocess
 import sys
 import tempfile
 import time
+from datetime import datetime
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -69,6 +76,23 @@ def make_repo(root: Path, items: int, environ: dict[str, str], drover: list[str]
     run(["git", "commit", "-q", "-m", f"{items} items"], root, environ)
 
 
+def agents_seconds(root: Path) -> float:
+    """The agents' own time: every run's start to end, as the ledger records them."""
+    conn = sqlite3.connect(root / ".drover" / "ledger.db")
+    try:
+        spans = conn.execute("SELECT started, finished FROM runs").fetchall()
+    finally:
+        conn.close()
+
+    return sum(span_seconds(start, end) for start, end in spans if start and end)
+
+
+def span_seconds(start: str, end: str) -> float:
+    """Seconds between two of the ledger's timestamps."""
+    return (datetime.fromisoformat(end.replace("Z", "+00:00")) -
+            datetime.fromisoformat(start.replace("Z", "+00:00"))).total_seconds()
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--items", type=int, default=200)
@@ -99,6 +123,10 @@ def main() -> int:
         print(f"shell loop, the same git work: {looped:.1f} s ({looped / args.items * 1000:.0f} ms per item)")
         ratio = driven / looped
         print(f"ratio: {ratio:.2f}x (goal: within 1.5x) {'PASS' if ratio <= 1.5 else 'MISS'}")
+        agents = agents_seconds(work / "driven" / "repo")
+        outside = (driven * args.jobs - agents) / args.items
+        print(f"the agents' runs: {agents:.1f} s; drover outside them: {outside * 1000:.0f} ms an item "
+              f"({outside / (looped / args.items):.2f}x a loop item; no goal)")
     finally:
         if args.keep:
             print(f"kept: {work}")

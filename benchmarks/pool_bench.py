@@ -25,11 +25,10 @@ import subprocess
 import sys
 import tempfile
 import time
-from datetime import datetime
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from drive_bench import AGENT, ITEM, env, run  # noqa: E402
+from drive_bench import AGENT, ITEM, env, run, span_seconds  # noqa: E402
 from prompt_bench import drover_argv  # noqa: E402
 
 SETUP = 'echo "$DROVER_WORKTREE" >> {log}; sleep {seconds}'
@@ -84,11 +83,6 @@ def configure(root: Path, environ: dict[str, str], *, pool: int, seconds: float)
     return log
 
 
-def _seconds(start: str, end: str) -> float:
-    return (datetime.fromisoformat(end.replace("Z", "+00:00")) -
-            datetime.fromisoformat(start.replace("Z", "+00:00"))).total_seconds()
-
-
 def git_time(trace: Path) -> dict[str, tuple[int, float]]:
     """From a GIT_TRACE2_EVENT file: git's top-level commands (config options left out) -> (count, seconds)."""
     names: dict[str, str] = {}
@@ -132,7 +126,7 @@ def measure(root: Path, log: Path, environ: dict[str, str], drover: list[str], *
     spans = conn.execute(f"SELECT started, finished FROM runs WHERE item IN ({marks})", ids).fetchall()
     merged = conn.execute(f"SELECT count(*) FROM items WHERE done = 1 AND id IN ({marks})", ids).fetchone()[0]
     conn.close()
-    agent = sum(_seconds(started, finished) for started, finished in spans)
+    agent = sum(span_seconds(started, finished) for started, finished in spans)
     setups = log.read_text().splitlines()[before:] if log.exists() else []
     setup = len(setups) * seconds
     per_worktree = {path: setups.count(path) for path in set(setups)}
