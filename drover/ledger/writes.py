@@ -193,9 +193,8 @@ def _journaled(ledger: Ledger, command: str, item_id: str,
 
 
 def _yaml_before_the_lock() -> None:
-    """Import the item files' YAML reader and writer now: a command that parses or writes an item
-    file under the writers' lock would hold it through the import, 10-15 ms that every other
-    writer waits (Journal.locked imports sqlite-utils before the lock for the same reason)."""
+    """Import the YAML library before the writers' lock, not under it: no other writer waits through
+    the import, 10-15 ms (Journal.locked does the same for sqlite-utils)."""
     from drover.items import strict_yaml  # noqa: F401
 
 
