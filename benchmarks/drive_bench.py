@@ -111,7 +111,10 @@ def main() -> int:
                               env=environ, capture_output=True, text=True)
         driven = time.perf_counter() - start
         if done.returncode != 0:
-            print(done.stdout[-2000:], done.stderr[-2000:], sep="\n")
+            # the lines that say what went wrong, wherever they are among 200 items' progress
+            said = [line for line in done.stdout.splitlines() if " finished " not in line and (
+                "fail" in line or "stopped" in line or "not finished" in line or "no verdict" in line)]
+            print(f"drive exited {done.returncode}:", *said[-40:], done.stdout[-600:], done.stderr[-2000:], sep="\n")
             return 1
         merged = subprocess.run(["git", "log", "--oneline", "--merges", "main"], cwd=work / "driven" / "repo",
                                 capture_output=True, text=True, env=environ).stdout.count("\n")

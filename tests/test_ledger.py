@@ -488,7 +488,7 @@ def test_a_new_mtime_or_body_takes_its_columns_and_makes_no_row_for_a_path_gone_
 
 
 def test_asking_which_runs_are_live_reads_only_the_unfinished_ones(ledger):
-    """Every writing command asks (writes.traced_run): at 50,000 items a scan of every run cost 30 ms."""
+    """Every writing command asks (acting.traced_run): at 50,000 items a scan of every run cost 30 ms."""
     ledger.start_run(NewRun(id="r1", item="D-1", slot="implement", agent="claude"))
     ledger.set_run_pid("r1", 4242, "77")
     ledger.start_run(NewRun(id="r2", item="D-1", slot="review", agent="codex"))

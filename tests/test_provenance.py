@@ -4,6 +4,7 @@ Real git repositories, a real ledger, the real `drover` executable."""
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -157,6 +158,90 @@ def test_an_agent_cannot_shed_its_run_by_rewriting_its_environment(project, mode
     assert after["audits"] == before["audits"] and after["rounds"] == before["rounds"]
     assert listed(project)["D-1"] != "approved"
     assert "outstanding changes" in finish_refused(project, "D-1")
+
+
+# --- a command that comes before drover has recorded its run's agent ------------------------------
+
+# Which run this process acts for, asked once it has said it is about to ask.
+_ASKS = """
+import sys
+from pathlib import Path
+from drover.ledger.acting import acting_run
+from drover.ledger.db import Ledger
+
+Path(sys.argv[2]).write_text("asking")
+with Ledger(Path(sys.argv[1])) as ledger:
+    try:
+        print(acting_run(ledger))
+    except Exception as exc:
+        print("refused:", exc)
+"""
+
+
+@pytest.mark.parametrize("recorded", ["itself", "another process"])
+def test_a_command_before_its_runs_agent_pid_is_recorded_waits_for_it_and_is_traced(project, tmp_path, recorded):
+    """drover records an agent's pid just after it starts it, and a quick agent's first command
+    can come first. While another run of the same drover is live, that command descends from a
+    drover that runs agents but from none of their processes: it used to be refused, and a fast
+    scripted reviewer under `drive --jobs 4` parked an item now and then. It now waits for its
+    run's pid and is traced: the run, when it is that run's agent; refused still, when the pid
+    drover records is another process's (a process claiming a run that is starting)."""
+    import subprocess
+    import time
+
+    from drover.agents.procs import attached, process_start
+
+    ledger_path = project / ".drover" / "ledger.db"
+    runs_dir = project / ".drover" / "runs"
+    live = subprocess.Popen(["sleep", "60"])  # run A's agent, this process its drover
+    other = subprocess.Popen(["sleep", "60"])
+    asking = tmp_path / "asking"
+    try:
+        with Ledger(ledger_path) as ledger, attached(runs_dir / "r-a"), attached(runs_dir / "r-b"):
+            ledger.start_run(NewRun(id="r-a", item="D-1", slot="implement", agent="implementer"))
+            ledger.set_run_pid("r-a", live.pid, process_start(live.pid))
+            ledger.start_run(NewRun(id="r-b", item="D-2", slot="review", agent="reviewer"))
+            command = subprocess.Popen([sys.executable, "-c", _ASKS, str(ledger_path), str(asking)],
+                                       env={**os.environ, "DROVER_RUN": "r-b"}, stdout=subprocess.PIPE, text=True)
+            deadline = time.monotonic() + 60
+            while not asking.exists() and time.monotonic() < deadline:
+                time.sleep(0.01)
+            time.sleep(0.3)  # it is asking now, before the pid is there
+            agent = command.pid if recorded == "itself" else other.pid
+            ledger.set_run_pid("r-b", agent, process_start(agent))
+            out, _ = command.communicate(timeout=60)
+    finally:
+        for process in (live, other):
+            process.kill()
+            process.wait()
+    if recorded == "itself":
+        assert out.strip() == "r-b"
+    else:
+        assert out.startswith("refused:") and "which runs agents, but from none of its agents' processes" in out
+
+
+def test_a_command_claiming_a_run_no_drover_is_starting_does_not_wait(project, tmp_path):
+    """A run with no pid whose lock no drover holds (a worker's copy of a run, a drover that died
+    starting it) will get no pid: the command is traced at once, never held for PID_PATIENCE."""
+    import subprocess
+
+    from drover.agents.procs import attached, process_start
+    from drover.ledger.runtable import PID_PATIENCE
+
+    ledger_path = project / ".drover" / "ledger.db"
+    live = subprocess.Popen(["sleep", "60"])
+    try:
+        with Ledger(ledger_path) as ledger, attached(project / ".drover" / "runs" / "r-a"):
+            ledger.start_run(NewRun(id="r-a", item="D-1", slot="implement", agent="implementer"))
+            ledger.set_run_pid("r-a", live.pid, process_start(live.pid))
+            ledger.start_run(NewRun(id="r-c", item="D-2", slot="review", agent="reviewer"))
+            done = subprocess.run([sys.executable, "-c", _ASKS, str(ledger_path), str(tmp_path / "asking")],
+                                  env={**os.environ, "DROVER_RUN": "r-c"}, capture_output=True, text=True,
+                                  timeout=PID_PATIENCE / 2)
+    finally:
+        live.kill()
+        live.wait()
+    assert done.stdout.startswith("refused:") and "which runs agents" in done.stdout
 
 
 def test_an_implementers_audit_does_not_clear_the_reviewers_findings(project):

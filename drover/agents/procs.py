@@ -122,14 +122,15 @@ def attached(run_dir: Path) -> Iterator[None]:
         os.close(fd)
 
 
-def drover_attached(run_dir: Path) -> bool:
-    """The drover that launched the run still holds its lock (or the run predates the lock)."""
+def drover_attached(run_dir: Path, *, unlocked: bool = True) -> bool:
+    """The drover that launched the run still holds its lock; `unlocked` when the run has no lock
+    file (one launched before drover kept the lock, or not by a drover here: nothing says)."""
     import fcntl
 
     try:
         fd = os.open(run_dir / ATTACHED, os.O_RDONLY | os.O_CLOEXEC)
     except FileNotFoundError:
-        return True  # launched before drover kept the lock: nothing says its drover is gone
+        return unlocked
     except OSError:
         return True
     try:

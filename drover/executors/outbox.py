@@ -16,7 +16,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Callable
 
-from drover.ledger import writes
+from drover.ledger import acting, writes
 from drover.errors import DroverError, Refused
 from drover.items.file import id_pattern
 from drover.git import rev_parse
@@ -67,7 +67,7 @@ def perform(project: Project, ledger: Ledger, op: str, **args: Any) -> Any:
 def _append(op: str, args: dict[str, Any]) -> None:
     path = outbox_path()
     if path is not None:
-        entry = {"op": op, "args": args, "run": writes.acting_run(), "head": _head(Path.cwd())}
+        entry = {"op": op, "args": args, "run": acting.acting_run(), "head": _head(Path.cwd())}
         with open(path, "a", encoding="utf-8") as handle:
             handle.write(json.dumps(entry, sort_keys=True) + "\n")
 
@@ -188,7 +188,7 @@ def replay(project: Project, ledger: Ledger, entries: list[dict[str, Any]], *, r
     """
     validate(project, ledger, entries, run_id=run_id, source=source)
     refused = []
-    with writes.acting_as(run_id):
+    with acting.acting_as(run_id):
         for entry in entries:
             op, args = entry["op"], dict(entry["args"])
             item_id = str(args.get("item_id", ""))

@@ -176,7 +176,7 @@ def _item_files_placeholder(db: "sqlite_utils.Database") -> None:
 
 
 def _unfinished_runs(db: "sqlite_utils.Database") -> None:
-    # Every writing command asks which runs are live (writes.traced_run, up to three times): without
+    # Every writing command asks which runs are live (acting.traced_run, up to three times): without
     # this index each ask scans every run, 30 ms at 150,000 runs (50,000 items), with it none.
     db.execute("CREATE INDEX runs_unfinished ON runs (pid) WHERE finished IS NULL")
 

@@ -11,6 +11,10 @@ if TYPE_CHECKING:
     from drover.ledger.rows import Check, NewRun, Run
 
 
+# How long a command waits for drover to record the agent pid of the run it acts for (live_agents).
+PID_PATIENCE = 30.0
+
+
 class RunTable(ItemTable):
     """Runs and checks, written as they start and end, read as rows.py's frozen types."""
 
@@ -75,11 +79,35 @@ class RunTable(ItemTable):
     def unfinished_runs(self) -> list[Run]:
         return self._runs("WHERE finished IS NULL")
 
-    def live_agents(self) -> list[tuple[str, int, str]]:
+    def live_agents(self, awaiting: str = "") -> list[tuple[str, int, str]]:
         """(run id, agent pid, the pid's start) of each unfinished run that recorded its agent's
-        pid: plain tuples, for the commands that must not load the row types (writes.traced_run)."""
-        return [(row["id"], row["pid"], row["pid_start"] or "") for row in
-                self._rows("SELECT id, pid, pid_start FROM runs WHERE finished IS NULL AND pid IS NOT NULL")]
+        pid: plain tuples, for the commands that must not load the row types (acting.traced_run).
+
+        `awaiting`: the run a command says it acts for. drover records a run's agent pid just
+        after the agent starts, so a quick agent's first command can come first; while that run
+        is unfinished, its drover alive and its pid not yet written, the rows are read again, for
+        up to PID_PATIENCE. The claim decides only how long to read, never what is decided."""
+        import time
+
+        deadline = time.monotonic() + PID_PATIENCE
+        pause = 0.002
+        while True:
+            live = [(row["id"], row["pid"], row["pid_start"] or "") for row in
+                    self._rows("SELECT id, pid, pid_start FROM runs WHERE finished IS NULL AND pid IS NOT NULL")]
+            if (not awaiting or any(run_id == awaiting for run_id, _, _ in live)
+                    or not self._pid_pending(awaiting) or time.monotonic() > deadline):
+                return live
+            time.sleep(pause)
+            pause = min(pause * 2, 0.05)
+
+    def _pid_pending(self, run_id: str) -> bool:
+        """The run is unfinished with no agent pid yet, and a drover holds its lock: it is starting
+        the agent now (a run with no lock file, a worker's copy of one, has no drover to wait for)."""
+        from drover.agents.procs import drover_attached
+
+        pending = self.conn.execute("SELECT 1 FROM runs WHERE id = ? AND finished IS NULL AND pid IS NULL",
+                                    (run_id,)).fetchone()
+        return pending is not None and drover_attached(self.path.parent / "runs" / run_id, unlocked=False)
 
     def add_check(self, check: Check) -> None:
         with self.write():

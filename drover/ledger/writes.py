@@ -13,17 +13,16 @@ from __future__ import annotations
 
 import os
 import sys
-import threading
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterator, TypeVar
+from typing import TYPE_CHECKING, Callable, TypeVar
 
 from drover.items import file as itemfile
 from drover.errors import ItemError, Refused, UsageError
 from drover.git import head_of
 from drover.ledger.journal import failpoint as _failpoint
 from drover.items.ids import highest_number
+from drover.ledger.acting import acting_run, actor, verdict_run
 from drover.ledger.activity import gate_shut
 from drover.ledger.connection import now
 from drover.ledger.db import Ledger
@@ -34,105 +33,11 @@ if TYPE_CHECKING:
     from drover.ledger.rows import Run
 
 
-# The run an action is taken for when the coordinator replays a worker's outbox (outbox.py):
-# per thread, because drive replays several items' outboxes at once. None: not replaying.
-_acting = threading.local()
-
-
-def acting_run(ledger: Ledger | None = None) -> str:
-    """The run an action is taken for: the one an outbox being replayed belongs to ("" none),
-    else, given the ledger, the run whose agent this process descends from (traced_run), else
-    $DROVER_RUN ("" outside any run: the operator)."""
-    replayed: str | None = getattr(_acting, "run", None)
-    if replayed is not None:
-        return replayed
-    claimed = os.environ.get("DROVER_RUN", "")
-    if ledger is None:
-        return claimed
-    traced = traced_run(ledger)
-    if traced and claimed != traced:
-        said = f"$DROVER_RUN names {claimed[:64]!r}" if claimed else "$DROVER_RUN is unset"
-        raise Refused(f"{said}, but this process descends from the agent of run {traced!r}: "
-                      "a command inside a run acts as that run")
-    return traced or claimed
-
-
-def traced_run(ledger: Ledger) -> str:
-    """The live run whose agent process this process descends from ("" none), whatever its
-    environment says: an agent can unset or rewrite $DROVER_RUN for the commands it starts, not
-    its own ancestry. A process that descends from a drover that is running agents (it still holds
-    their runs' locks), but from none of those agent processes (a double fork re-parents to
-    drover, the subreaper), cannot say which run it belongs to, and is refused (docs/security.md)."""
-    from drover.agents.procs import ancestors, drover_attached, parent_of, process_start
-
-    above = ancestors()
-    live = ledger.live_agents()
-    if not live:
-        return ""
-    # this process first: an agent that execs drover (`exec drover audit ...`) is the agent process
-    for pid in (os.getpid(), *above):
-        for run_id, agent, started in live:
-            if agent == pid and (not started or process_start(pid) == started):
-                return run_id
-    runs_dir = ledger.path.parent / "runs"
-    # an orphan's parent is whatever adopted it, not a drover: only an attached run names its launcher
-    launchers = {parent_of(agent) for run_id, agent, _ in live if drover_attached(runs_dir / run_id)} - {0, 1}
-    # only what this process descends from: drive itself, a launcher, records a finish while others run
-    under = [pid for pid in above if pid in launchers]
-    if under:
-        raise Refused(f"this process descends from the drover at pid {under[0]}, which runs agents, but from none "
-                      "of its agents' processes: it cannot act for a run, nor as the operator")
-    return ""
-
-
-@contextmanager
-def acting_as(run_id: str) -> Iterator[None]:
-    """Every action inside is taken for run `run_id` ("" none), whatever $DROVER_RUN says here:
-    a coordinator replays a worker's outbox as the run it belongs to, never as its own environment."""
-    previous = getattr(_acting, "run", None)
-    _acting.run = run_id
-    try:
-        yield
-    finally:
-        _acting.run = previous
-
-
-def verdict_run(ledger: Ledger, item_id: str, command: str) -> Run | None:
-    """The run a verdict command (audit, request-changes, close-changes, dispose, park) is given
-    in, None outside any run (the operator); inside one it may name only that run's item.
-
-    An operator shell that inherited $DROVER_RUN acts as that run, so it is refused the same way
-    and told to unset it (docs/security.md).
-    """
-    run_id = acting_run(ledger)
-    if not run_id:
-        return None
-    run = ledger.run(run_id)
-    shown = repr(run_id[:64])
-    if run is None:
-        raise Refused(f"{command} {item_id} refused: $DROVER_RUN names {shown}, which is no run in this "
-                      "ledger (an operator outside any run: unset DROVER_RUN)")
-    if run.item != item_id:
-        raise Refused(f"{command} {item_id} refused: run {shown} ({run.slot} of {run.item}) gives verdicts "
-                      f"on {run.item} only (an operator outside any run: unset DROVER_RUN)")
-    return run
-
-
 @dataclass(frozen=True)
 class Outcome:
     """What an action did, in the words the CLI prints."""
 
     lines: tuple[str, ...]
-
-
-def actor(project: Project, ledger: Ledger) -> str:
-    """Who is acting: the agent of the acting run (acting_run), else git's user.name."""
-    run_id = acting_run(ledger)
-    if run_id:
-        run = ledger.run(run_id)
-        if run and run.agent:
-            return run.agent
-    return project.user_name or os.environ.get("USER", "") or "operator"
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from drover.errors import Refused
 from drover.ledger.db import Ledger
 from drover.ledger.ownfiles import shown_paths, state_paths, steering_paths
 from drover.ledger.project import STATE_DIR, Project
-from drover.ledger.writes import actor
+from drover.ledger.acting import actor
 from drover.ledger.itemstate import item_state
 from drover.ledger.state import State, approval_current
 from drover.trackers import open_tracker
