@@ -104,7 +104,6 @@ def verdict_run(ledger: Ledger, item_id: str, command: str) -> Run | None:
     return run
 
 
-
 def actor(project: Project, ledger: Ledger) -> str:
     """Who is acting: the agent of the acting run (acting_run), else git's user.name."""
     run_id = acting_run(ledger)
