@@ -15,6 +15,9 @@ def terminated(signum, frame):
 
 
 signal.signal(signal.SIGTERM, terminated)
+# Python's own Ctrl-C handler, even when this process was started with SIGINT ignored (a test run
+# started in the background by a non-interactive shell): drover's CLI installs its own too (exits.py).
+signal.signal(signal.SIGINT, signal.default_int_handler)
 workdir = Path(sys.argv[1])
 sleeper = Path(__file__).with_name("sleeper.py")
 result = launch(
