@@ -8,6 +8,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -48,6 +49,13 @@ def _alive_nodes(address: str, env: dict) -> int:
         return 0
 
 
+def _interruptible() -> None:
+    """The nodes' processes take SIGINT as Python does by default, however this run was started: a
+    background job of a non-interactive shell inherits it ignored, and Ray cancels a running task
+    (the coordinator's Ctrl-C) by interrupting its worker's main thread, which does nothing then."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.fixture(scope="session")
 def ray_cluster():
     """The cluster's address; the nodes are `ray start --block` processes, ended at the end."""
@@ -72,7 +80,7 @@ def ray_cluster():
     nodes = [subprocess.Popen(
         [str(BIN / "ray"), "start", "--head", f"--port={port}", f"--num-cpus={HEAD_CPUS}",
          "--include-dashboard=false", f"--temp-dir={temp}", *common],
-        env=env, stdout=open(logs / "head.log", "w"), stderr=subprocess.STDOUT)]
+        env=env, stdout=open(logs / "head.log", "w"), stderr=subprocess.STDOUT, preexec_fn=_interruptible)]
     try:
         deadline = time.monotonic() + 180
         while _alive_nodes(address, env) < 1:
@@ -81,7 +89,7 @@ def ray_cluster():
             time.sleep(1)
         nodes.append(subprocess.Popen(
             [str(BIN / "ray"), "start", f"--address={address}", f"--num-cpus={WORKER_CPUS}", *common],
-            env=env, stdout=open(logs / "worker.log", "w"), stderr=subprocess.STDOUT))
+            env=env, stdout=open(logs / "worker.log", "w"), stderr=subprocess.STDOUT, preexec_fn=_interruptible))
         while _alive_nodes(address, env) < 2:
             assert nodes[1].poll() is None, (logs / "worker.log").read_text()
             assert time.monotonic() < deadline, "the worker node did not join"
