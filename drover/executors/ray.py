@@ -45,10 +45,17 @@ def _require_ray() -> Any:
 
 def _on_worker(payload: dict[str, Any], base_bundle: bytes) -> dict[str, Any]:
     """The task body: runs in a Ray worker process on some node."""
+    import signal
+
     import ray
 
     from drover.executors.worker import work
 
+    if threading.current_thread() is threading.main_thread():
+        # The coordinator's Ctrl-C cancels this task by interrupting this thread (`cancel` below),
+        # which does nothing where the node was started with SIGINT ignored, as a background job
+        # of a script (`nohup ray start ... &`) is: the agent would run on, and the drive wait.
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     result = work(payload, base_bundle)
     context = ray.get_runtime_context()
     result["node"] = f"{context.get_node_id()[:12]}@{ray.util.get_node_ip_address()}"

@@ -49,11 +49,12 @@ def _alive_nodes(address: str, env: dict) -> int:
         return 0
 
 
-def _interruptible() -> None:
-    """The nodes' processes take SIGINT as Python does by default, however this run was started: a
-    background job of a non-interactive shell inherits it ignored, and Ray cancels a running task
-    (the coordinator's Ctrl-C) by interrupting its worker's main thread, which does nothing then."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
+def _started_in_the_background() -> None:
+    """The nodes start with SIGINT ignored, as `nohup ray start ... &` in a script leaves them (a
+    background job of a non-interactive shell): Ray cancels a running task, the coordinator's
+    Ctrl-C, by interrupting its worker's main thread, and drover's task takes SIGINT back for that
+    (executors/ray.py). Whatever SIGINT was where the tests started, the nodes get the hard case."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 @pytest.fixture(scope="session")
@@ -80,7 +81,7 @@ def ray_cluster():
     nodes = [subprocess.Popen(
         [str(BIN / "ray"), "start", "--head", f"--port={port}", f"--num-cpus={HEAD_CPUS}",
          "--include-dashboard=false", f"--temp-dir={temp}", *common],
-        env=env, stdout=open(logs / "head.log", "w"), stderr=subprocess.STDOUT, preexec_fn=_interruptible)]
+        env=env, stdout=open(logs / "head.log", "w"), stderr=subprocess.STDOUT, preexec_fn=_started_in_the_background)]
     try:
         deadline = time.monotonic() + 180
         while _alive_nodes(address, env) < 1:
@@ -89,7 +90,7 @@ def ray_cluster():
             time.sleep(1)
         nodes.append(subprocess.Popen(
             [str(BIN / "ray"), "start", f"--address={address}", f"--num-cpus={WORKER_CPUS}", *common],
-            env=env, stdout=open(logs / "worker.log", "w"), stderr=subprocess.STDOUT, preexec_fn=_interruptible))
+            env=env, stdout=open(logs / "worker.log", "w"), stderr=subprocess.STDOUT, preexec_fn=_started_in_the_background))
         while _alive_nodes(address, env) < 2:
             assert nodes[1].poll() is None, (logs / "worker.log").read_text()
             assert time.monotonic() < deadline, "the worker node did not join"
