@@ -5,8 +5,12 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
+import time
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 
@@ -15,7 +19,7 @@ from drover.loop import runs
 from drover.ledger.db import Ledger
 from drover.ledger.project import open_project
 from drover.ledger.rows import NewRun
-from helpers import TESTS, InlineExecutor, drover, git, ledger_tables, new_item, one_line
+from helpers import TESTS, InlineExecutor, drover, git, ledger_tables, new_item, one_line, wait_for
 
 HOSTILE = TESTS / "agents" / "hostile_agent.py"
 # the same verdict through the fast path, and through click (a repeated --note is click's to parse)
@@ -178,6 +182,28 @@ with Ledger(Path(sys.argv[1])) as ledger:
 """
 
 
+@contextmanager
+def live_run(project: Path) -> Iterator[Ledger]:
+    """The ledger, with run r-a of D-1 live: its agent a `sleep` this process started, its lock held
+    by this process as a drover holds it while its agent runs."""
+    from drover.agents.procs import attached, process_start
+
+    agent = subprocess.Popen(["sleep", "60"])
+    try:
+        with Ledger(project / ".drover" / "ledger.db") as ledger, attached(project / ".drover" / "runs" / "r-a"):
+            ledger.start_run(NewRun(id="r-a", item="D-1", slot="implement", agent="implementer"))
+            ledger.set_run_pid("r-a", agent.pid, process_start(agent.pid))
+            yield ledger
+    finally:
+        agent.kill()
+        agent.wait()
+
+
+def asks(ledger: Ledger, said: Path) -> list[str]:
+    """The argv of a process that writes `said`, then asks which run it acts for (_ASKS)."""
+    return [sys.executable, "-c", _ASKS, str(ledger.path), str(said)]
+
+
 @pytest.mark.parametrize("recorded", ["itself", "another process"])
 def test_a_command_before_its_runs_agent_pid_is_recorded_waits_for_it_and_is_traced(project, tmp_path, recorded):
     """drover records an agent's pid just after it starts it, and a quick agent's first command
@@ -186,34 +212,23 @@ def test_a_command_before_its_runs_agent_pid_is_recorded_waits_for_it_and_is_tra
     scripted reviewer under `drive --jobs 4` parked an item now and then. It now waits for its
     run's pid and is traced: the run, when it is that run's agent; refused still, when the pid
     drover records is another process's (a process claiming a run that is starting)."""
-    import subprocess
-    import time
-
     from drover.agents.procs import attached, process_start
 
-    ledger_path = project / ".drover" / "ledger.db"
-    runs_dir = project / ".drover" / "runs"
-    live = subprocess.Popen(["sleep", "60"])  # run A's agent, this process its drover
     other = subprocess.Popen(["sleep", "60"])
     asking = tmp_path / "asking"
     try:
-        with Ledger(ledger_path) as ledger, attached(runs_dir / "r-a"), attached(runs_dir / "r-b"):
-            ledger.start_run(NewRun(id="r-a", item="D-1", slot="implement", agent="implementer"))
-            ledger.set_run_pid("r-a", live.pid, process_start(live.pid))
+        with live_run(project) as ledger, attached(project / ".drover" / "runs" / "r-b"):
             ledger.start_run(NewRun(id="r-b", item="D-2", slot="review", agent="reviewer"))
-            command = subprocess.Popen([sys.executable, "-c", _ASKS, str(ledger_path), str(asking)],
-                                       env={**os.environ, "DROVER_RUN": "r-b"}, stdout=subprocess.PIPE, text=True)
-            deadline = time.monotonic() + 60
-            while not asking.exists() and time.monotonic() < deadline:
-                time.sleep(0.01)
+            command = subprocess.Popen(asks(ledger, asking), env={**os.environ, "DROVER_RUN": "r-b"},
+                                       stdout=subprocess.PIPE, text=True)
+            wait_for(asking, timeout=60)
             time.sleep(0.3)  # it is asking now, before the pid is there
             agent = command.pid if recorded == "itself" else other.pid
             ledger.set_run_pid("r-b", agent, process_start(agent))
             out, _ = command.communicate(timeout=60)
     finally:
-        for process in (live, other):
-            process.kill()
-            process.wait()
+        other.kill()
+        other.wait()
     if recorded == "itself":
         assert out.strip() == "r-b"
     else:
@@ -223,24 +238,12 @@ def test_a_command_before_its_runs_agent_pid_is_recorded_waits_for_it_and_is_tra
 def test_a_command_claiming_a_run_no_drover_is_starting_does_not_wait(project, tmp_path):
     """A run with no pid whose lock no drover holds (a worker's copy of a run, a drover that died
     starting it) will get no pid: the command is traced at once, never held for PID_PATIENCE."""
-    import subprocess
-
-    from drover.agents.procs import attached, process_start
     from drover.ledger.runtable import PID_PATIENCE
 
-    ledger_path = project / ".drover" / "ledger.db"
-    live = subprocess.Popen(["sleep", "60"])
-    try:
-        with Ledger(ledger_path) as ledger, attached(project / ".drover" / "runs" / "r-a"):
-            ledger.start_run(NewRun(id="r-a", item="D-1", slot="implement", agent="implementer"))
-            ledger.set_run_pid("r-a", live.pid, process_start(live.pid))
-            ledger.start_run(NewRun(id="r-c", item="D-2", slot="review", agent="reviewer"))
-            done = subprocess.run([sys.executable, "-c", _ASKS, str(ledger_path), str(tmp_path / "asking")],
-                                  env={**os.environ, "DROVER_RUN": "r-c"}, capture_output=True, text=True,
-                                  timeout=PID_PATIENCE / 2)
-    finally:
-        live.kill()
-        live.wait()
+    with live_run(project) as ledger:
+        ledger.start_run(NewRun(id="r-c", item="D-2", slot="review", agent="reviewer"))
+        done = subprocess.run(asks(ledger, tmp_path / "asking"), env={**os.environ, "DROVER_RUN": "r-c"},
+                              capture_output=True, text=True, timeout=PID_PATIENCE / 2)
     assert done.stdout.startswith("refused:") and "which runs agents" in done.stdout
 
 
