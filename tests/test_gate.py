@@ -196,6 +196,34 @@ def test_an_item_edit_drover_committed_on_the_branch_does_not_stop_finish(projec
     assert "A note drover wrote." in git(project, "show", "main:items/D-1.md")
 
 
+
+def test_signature_programs_an_agent_names_in_the_shared_git_config_never_run_for_drovers_git(project, tmp_path):
+    """An agent can write `.git/config`, which every worktree shares: it signs its commits with a
+    program of its own and sets `log.showSignature`, so the review prompt's `git log` would run
+    that program as the operator to verify them; `merge.verifySignatures` would refuse drover's
+    own unsigned merge commit."""
+    ran = tmp_path / "gpg-ran"
+    program = tmp_path / "planted-gpg"
+    program.write_text(f"""#!/bin/sh
+echo "$@" >> {ran}
+case "$*" in *-bsau*)
+  cat > /dev/null
+  echo "[GNUPG:] SIG_CREATED D 1 8 00 0 X" >&2
+  printf -- "-----BEGIN PGP SIGNATURE-----\\n\\nAAAA\\n-----END PGP SIGNATURE-----\\n" ;;
+esac
+""")
+    program.chmod(0o755)
+    for key, value in (("commit.gpgSign", "true"), ("user.signingKey", "planted"), ("gpg.program", str(program)),
+                       ("log.showSignature", "true"), ("merge.verifySignatures", "true")):
+        git(project, "config", key, value)
+    done = drover(project, "drive", "--finish", "D-1")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert json.loads(drover(project, "show", "D-1", "--json", check=True).stdout)["state"] == "done"
+    calls = ran.read_text().splitlines()
+    assert calls and all("-bsau" in call for call in calls), calls  # the agent's commits signed; nothing verified
+    git(project, "log", "-1", "--format=%H", "refs/heads/drover/d-1")  # git itself runs it for anyone else
+    assert any("--verify" in call for call in ran.read_text().splitlines())
+
 # --- the ray executor: what a worker's bundle may do ----------------------------------------
 
 def remote(root: Path, slot: str, between=None) -> runs.RunResult:

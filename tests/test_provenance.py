@@ -388,7 +388,27 @@ def test_an_approval_recorded_before_the_upgrade_still_opens_the_gate(project):
     drover(project, "request-changes", "D-1", stdin="# One more thing\n", check=True)
     drover(project, "close-changes", "D-1", check=True)
     assert listed(project)["D-1"] == "in review"
+    with Ledger(path) as ledger:  # an implementing run, live while its audit is given
+        ledger.start_run(NewRun(id="r-implementing", item="D-1", slot="implement", agent="implementer"))
+    drover(project, "audit", "D-1", "--level", "reviewed", env={"DROVER_RUN": "r-implementing"}, check=True)
+    assert (shown(project, "D-1")["audits"][-1]["run"], shown(project, "D-1")["audits"][-1]["opens"]) == (
+        "r-implementing", 0)
     with Ledger(path) as ledger:
-        implementing = ledger.runs("D-1")[0].id
-    drover(project, "audit", "D-1", "--level", "reviewed", env={"DROVER_RUN": implementing}, check=True)
+        ledger.finish_run("r-implementing", 0, "exited")
     assert listed(project)["D-1"] == "in review"
+
+
+@pytest.mark.parametrize("form", FORMS)
+def test_a_run_that_has_ended_gives_no_verdict_whoever_names_it(project, form):
+    """An agent of a later run whose own pid is not yet on record (a leftover can hold drover's
+    writes back), or a leftover of the ended run, names an ended review run of the item: refused."""
+    drover(project, "run", "D-1", env=agent_env(project), check=True)
+    with Ledger(project / ".drover" / "ledger.db") as ledger:
+        ledger.start_run(NewRun(id="r-review", item="D-1", slot="review", agent="reviewer"))
+        ledger.finish_run("r-review", 0, "exited")
+    before = verdict_rows(project)
+    args = FORMS[form].split() or ["--note", "lgtm"]
+    line = one_line(drover(project, "audit", "D-1", "--level", "reviewed", *args, env={"DROVER_RUN": "r-review"}), 1)
+    assert "'r-review', a run that has ended" in line and "unset DROVER_RUN" in line
+    assert verdict_rows(project) == before
+    assert "no review approved it" in finish_refused(project, "D-1")

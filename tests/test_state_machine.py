@@ -27,6 +27,7 @@ from drover.loop import finish as finishing
 from drover import git as drover_git
 from drover.loop import runs
 from drover.ledger import writes
+from drover.ledger.acting import acting_as
 from drover.errors import DroverError
 from drover.ledger.db import Ledger
 from drover.ledger.project import open_project
@@ -145,8 +146,9 @@ class Walk:
             assert (result is None) == (before["state"] in refused), before
             if result is None:
                 return None
-            _env(DROVER_RUN=result.run_id)
-            try:
+            # the run's verdict, recorded as that run after it ended: as an outbox's replay is
+            # (a claim of $DROVER_RUN acts only while its run has not ended)
+            with acting_as(result.run_id):
                 if operation == "review requests changes":
                     try:
                         writes.request_changes(project, ledger, item, "# Not yet\n\nAgain.\n")
@@ -154,8 +156,6 @@ class Walk:
                         assert self.state()["state"] == State.PARKED
                 elif operation == "review approves":
                     writes.audit(project, ledger, item, "reviewed")
-            finally:
-                _env(DROVER_RUN="")
             verdict = runs.review_verdict(ledger, result.run_id)
             expected = {"review requests changes": ("changes requested", "parked"),
                         "review approves": ("approved",), "review records nothing": ("",)}[operation]

@@ -86,6 +86,17 @@ def ancestors(limit: int = 128) -> list[int]:
     return chain
 
 
+def is_drover(pid: int) -> bool:
+    """The process runs drover's command line: its console script (`drover ...`, as its
+    interpreter runs it) or `python -m drover ...`. False where /proc cannot say."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as handle:
+            argv = handle.read().split(b"\0")
+    except OSError:
+        return False
+    return any(os.path.basename(word) == b"drover" for word in argv[:2]) or argv[1:3] == [b"-m", b"drover"]
+
+
 def parent_of(pid: int) -> int:
     """The parent of `pid` (0 when unknown)."""
     fields = _stat_fields(pid)

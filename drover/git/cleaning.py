@@ -13,9 +13,11 @@ from drover.git.branches import heads_of, local_ref, require_base
 from drover.git.run import git, run
 
 # What an agent can leave in the worktree's private git folder that would change what the next
-# holder's git does or says: an operation in progress, per-worktree config, a sparse checkout.
+# holder's git does or says: an operation in progress, per-worktree config, a sparse checkout,
+# the worktree's own refs (refs/worktree/*, refs/bisect/*) and their logs.
 _LEFT_STATE = ("MERGE_HEAD", "MERGE_MSG", "MERGE_MODE", "CHERRY_PICK_HEAD", "REVERT_HEAD", "BISECT_LOG",
-               "rebase-merge", "rebase-apply", "sequencer", "config.worktree", "info")
+               "BISECT_START", "BISECT_TERMS", "BISECT_NAMES", "BISECT_EXPECTED_REV", "BISECT_ANCESTORS_OK",
+               "rebase-merge", "rebase-apply", "sequencer", "config.worktree", "info", "refs", "logs/refs")
 
 
 class Unfit(GitError):
@@ -48,6 +50,14 @@ def private_git_dir(worktree: Path, common: Path) -> Path:
         raise Unfit(f"{dot_git} names {private}, which is not a worktree's folder") from None
     if private.resolve().parent != common / "worktrees" or named_back.resolve() != dot_git.resolve():
         raise Unfit(f"{dot_git} names {private}, not this repository's folder for {worktree}")
+    # the private folder names the common one it shares: rewritten, git in the worktree would
+    # work on another repository's objects, refs and config
+    try:
+        shared = (private / (private / "commondir").read_text(encoding="utf-8").strip()).resolve()
+    except OSError:
+        raise Unfit(f"{private} names no common git folder") from None
+    if shared != common.resolve():
+        raise Unfit(f"{private}/commondir names {shared}, not this repository's git folder")
     return private
 
 
@@ -64,6 +74,13 @@ def clear_leftovers(worktree: Path, private: Path, keep: tuple[str, ...]) -> Non
         kept = worktree / entry
         if kept.is_symlink():  # a link would make the next holder's kept folder any folder at all
             kept.unlink()
+    # a tracked file marked skip-worktree keeps whatever the last holder wrote in it, through the
+    # forced checkout and the clean: the marks go first, so the checkout writes the file again
+    # (`ls-files -v` says `S` for such an entry; an assume-unchanged mark the checkout undoes)
+    marked = [line[2:] for line in _must(["ls-files", "-v", "-z"], worktree, "ls-files", out=True).split("\0")
+              if line.startswith("S ")]
+    if marked:
+        _must(["update-index", "--no-skip-worktree", "--", *marked], worktree, "update-index")
 
 
 def clean_worktree(worktree: Path, keep: tuple[str, ...]) -> None:
@@ -95,13 +112,13 @@ def detach_worktree(worktree: Path, commit: str) -> None:
     _must(["checkout", "--force", "--quiet", "--detach", f"{commit}^{{commit}}"], worktree, "checkout")
 
 
-def _must(args: list[str], cwd: Path, what: str) -> str:
-    """Run git; Unfit with git's words when it fails; else what it said on stderr."""
+def _must(args: list[str], cwd: Path, what: str, *, out: bool = False) -> str:
+    """Run git; Unfit with git's words when it fails; else what it said on stderr (on stdout, with `out`)."""
     done = run(args, cwd)
     if done.returncode != 0:
         said = "; ".join(line.strip() for line in (done.stderr or done.stdout).splitlines() if line.strip())
         raise Unfit(f"git {what} in {cwd} failed: {said or f'exit status {done.returncode}'}")
-    return done.stderr
+    return done.stdout if out else done.stderr
 
 
 def discard_worktree(root: Path, worktree: Path) -> None:

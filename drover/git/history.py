@@ -56,8 +56,10 @@ def recent_commits(root: Path, branch: str, base: str, *, compared: tuple[str, s
     if problem:
         return Recent(Unavailable=problem)
     try:
-        out = git(["log", "--reverse", "-M", "--numstat", "--format=%x1e%H%x1f%s",
-                   "--end-of-options", f"{base_head}..{head}"], root)
+        # no signature shown, no textconv, no external diff: each would run a program the
+        # repository's shared config names, which an agent can write (run.py)
+        out = git(["log", "--reverse", "-M", "--numstat", "--no-show-signature", "--no-textconv", "--no-ext-diff",
+                   "--format=%x1e%H%x1f%s", "--end-of-options", f"{base_head}..{head}"], root)
     except GitError as exc:
         return Recent(Unavailable=exc.message)
     commits = []

@@ -16,11 +16,16 @@ if TYPE_CHECKING:
 # which every worktree an agent works in can write to, so a hook, a file-system monitor or a
 # signing program named there is the agents' program, and drover would run it as the operator
 # (a merge's post-merge, a worktree's post-checkout, every status's fsmonitor, the merge commit's
-# gpg; docs/security.md). No git of drover's starts automatic maintenance either: a merge's
-# `gc --auto` would run under the drive's merge lock; drover asks for it once, at the end
-# (housekeeping below).
+# gpg; docs/security.md). Signatures are neither shown nor required: `log.showSignature` would
+# run the signing program named there to check an agent's signed commits, for every log drover
+# reads, and `merge.verifySignatures` would refuse drover's own unsigned merge commit. No git of
+# drover's starts automatic maintenance either: a merge's `gc --auto` would run under the drive's
+# merge lock; drover asks for it once, at the end (housekeeping below). And no advice: git's hints
+# (one for the grafts file drover turns off below) would stand in front of the error drover reports.
 PINNED = ("-c", "core.quotePath=false", "-c", "color.ui=false", "-c", "core.hooksPath=/dev/null",
-          "-c", "core.fsmonitor=false", "-c", "commit.gpgSign=false", "-c", "maintenance.auto=false")
+          "-c", "core.fsmonitor=false", "-c", "commit.gpgSign=false", "-c", "log.showSignature=false",
+          "-c", "merge.verifySignatures=false", "-c", "maintenance.auto=false",
+          "-c", "advice.graftFileDeprecated=false")
 
 
 def one_line(text: str) -> str:

@@ -27,7 +27,9 @@ _acting = threading.local()
 def acting_run(ledger: Ledger | None = None) -> str:
     """The run an action is taken for: the one an outbox being replayed belongs to ("" none),
     else, given the ledger, the run whose agent this process descends from (traced_run), else
-    $DROVER_RUN ("" outside any run: the operator)."""
+    $DROVER_RUN ("" outside any run: the operator) while that run has not ended: a run that
+    ended gives no more verdicts, whoever names it (a leftover of its agent, or an agent of a
+    later run that claims it while its own agent's pid is not yet on record)."""
     replayed: str | None = getattr(_acting, "run", None)
     if replayed is not None:
         return replayed
@@ -39,22 +41,25 @@ def acting_run(ledger: Ledger | None = None) -> str:
         said = f"$DROVER_RUN names {claimed[:64]!r}" if claimed else "$DROVER_RUN is unset"
         raise Refused(f"{said}, but this process descends from the agent of run {traced!r}: "
                       "a command inside a run acts as that run")
+    if not traced and claimed and ledger.run_ended(claimed):
+        raise Refused(f"$DROVER_RUN names {claimed[:64]!r}, a run that has ended: it acts no more "
+                      "(an operator outside any run: unset DROVER_RUN)")
     return traced or claimed
 
 
 def traced_run(ledger: Ledger, claimed: str = "") -> str:
     """The live run whose agent process this process descends from ("" none), whatever its
     environment says: an agent can unset or rewrite $DROVER_RUN for the commands it starts, not
-    its own ancestry. A process that descends from a drover that is running agents (it still holds
-    their runs' locks), but from none of those agent processes (a double fork re-parents to
-    drover, the subreaper), cannot say which run it belongs to, and is refused (docs/security.md).
+    its own ancestry. A process that descends from a drover, but from none of the live agents'
+    processes, cannot say which run it belongs to, and is refused (docs/security.md): a double
+    fork of an agent (re-parented to drover, the subreaper), an agent whose pid drover has not
+    recorded yet, what drover's own check or `[run] setup` runs (the branch's code). Only a
+    process outside every drover acts as the operator.
     `claimed` ($DROVER_RUN) is not believed: that run's agent pid is only waited for (live_agents)."""
-    from drover.agents.procs import ancestors, drover_attached, parent_of, process_start
+    from drover.agents.procs import ancestors, drover_attached, is_drover, parent_of, process_start
 
     above = ancestors()
     live = ledger.live_agents(awaiting=claimed)  # the claimed run's pid, once drover has written it
-    if not live:
-        return ""
     # this process first: an agent that execs drover (`exec drover audit ...`) is the agent process
     for pid in (os.getpid(), *above):
         for run_id, agent, started in live:
@@ -64,10 +69,11 @@ def traced_run(ledger: Ledger, claimed: str = "") -> str:
     # an orphan's parent is whatever adopted it, not a drover: only an attached run names its launcher
     launchers = {parent_of(agent) for run_id, agent, _ in live if drover_attached(runs_dir / run_id)} - {0, 1}
     # only what this process descends from: drive itself, a launcher, records a finish while others run
-    under = [pid for pid in above if pid in launchers]
+    under = [pid for pid in above if pid in launchers or is_drover(pid)]
     if under:
-        raise Refused(f"this process descends from the drover at pid {under[0]}, which runs agents, but from none "
-                      "of its agents' processes: it cannot act for a run, nor as the operator")
+        doing = "which runs agents" if under[0] in launchers else "which has no agent running now"
+        raise Refused(f"this process descends from the drover at pid {under[0]}, {doing}, but from none of its "
+                      "agents' processes: it cannot act for a run, nor as the operator")
     return ""
 
 

@@ -100,6 +100,11 @@ class RunTable(ItemTable):
             time.sleep(pause)
             pause = min(pause * 2, 0.05)
 
+    def run_ended(self, run_id: str) -> bool:
+        """The run is on record and has ended (a plain read, for acting.acting_run)."""
+        return self.conn.execute("SELECT 1 FROM runs WHERE id = ? AND finished IS NOT NULL",
+                                 (run_id,)).fetchone() is not None
+
     def _pid_pending(self, run_id: str) -> bool:
         """The run is unfinished with no agent pid yet, and a drover holds its lock: it is starting
         the agent now (a run with no lock file, a worker's copy of one, has no drover to wait for)."""

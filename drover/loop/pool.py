@@ -123,10 +123,15 @@ def acquire(project: Project, ledger: "Ledger", holder: str, *, branch: str = ""
                 _add(project, path, branch, commit)
             else:
                 _make_ready(project, path, branch, commit)
-        except (Unfit, GitError) as exc:
+        except Unfit as exc:  # this worktree's fault: another may be fit
             problems.append(str(exc))
             _discard(project, ledger, row.path)
             continue
+        except GitError:
+            # the repository's, not the worktree's (a missing base, a branch git will not check
+            # out): every other worktree would meet it too, so it is said once, as without a pool
+            _discard(project, ledger, row.path)
+            raise
         ledger.set_pooled(row.path, state=HELD)
         return path
     raise GitError(f"no pooled worktree could be made ready for {holder}: {'; '.join(problems)}")
@@ -189,14 +194,20 @@ def _head_file(path: Path) -> str:
 
 def release(project: Project, ledger: "Ledger", holder: str) -> str:
     """The holder is done: its worktree goes back to the pool, or is removed when the pool holds
-    `[run] pool` others already. "" when it held none, else what became of it."""
+    `[run] pool` others already. "" when it held none, else what became of it. Refused while an
+    item's worktree holds uncommitted changes to tracked files, as an unpooled one's removal is."""
     row = ledger.held_worktree(holder)
     if row is None:
         return ""
+    path = project.root / row.path
+    # a check's worktree holds nothing of anyone's; an unfit one's git would answer for another
+    # repository (it is removed, never reset, whoever takes it next)
+    if row.state == HELD and not holder.endswith(CHECK_SUFFIX) and _still_registered(project, path):
+        git.require_committed(path)
     if ledger.release_pooled(row.path, project.config.pool):
         return f"{row.path} back to the pool"
     with WORKTREE_LOCK:
-        discard_worktree(project.root, project.root / row.path)
+        discard_worktree(project.root, path)
     return f"{row.path} removed (the pool holds {project.config.pool})"
 
 

@@ -14,6 +14,11 @@ leaves no litter. POOL_HOSTILE=config: it names programs of its own in the repos
 config (a file-system monitor, which git runs for a status, a checkout or a merge; a signing
 program, with every commit to be signed), each noting in $POOL_HOOKED whether it ran for an
 agent (DROVER_RUN set) or for anyone else, and leaves no litter; its own commits sign nothing.
+POOL_HOSTILE=tidy: it leaves no litter at all (a finish then meets nothing uncommitted).
+POOL_HOSTILE=skip-worktree: it marks its changed README skip-worktree (git status then shows no
+change) and makes refs of the worktree's own (refs/worktree/*, refs/bisect/*), which the next
+holder notes as `refs`. POOL_HOSTILE=commondir: it points the worktree's private git folder at
+the common folder of a repository of its own.
 Reviewing, it approves.
 """
 import json
@@ -30,9 +35,11 @@ seen_owner = owner.read_text() if owner.exists() else ""
 litter = ["README", "staged.txt", "untracked.txt", "ignored.log", "cache/kept.txt", "stray.txt", "src/cache/stray.txt"]
 seen = {name: (here / name).read_text() for name in litter if (here / name).exists()}
 base_readme = seen.pop("README", "")
+refs = subprocess.run(["git", "for-each-ref", "--format=%(refname)", "refs/worktree", "refs/bisect"],
+                      capture_output=True, text=True).stdout.split()
 with open(os.environ["POOL_SEEN"], "a") as log:
     log.write(json.dumps({"item": item, "slot": slot, "worktree": str(here), "owner": seen_owner,
-                          "readme": base_readme, "seen": seen}) + "\n")
+                          "readme": base_readme, "seen": seen, "refs": refs}) + "\n")
 owner.write_text(item)
 
 if slot == "implement":
@@ -62,6 +69,8 @@ if slot == "implement":
             (hooks / name).write_text(f'#!/bin/sh\necho "{name} planted by {item}" >> "{os.environ["POOL_HOOKED"]}"\n')
             (hooks / name).chmod(0o755)
         sys.exit(0)  # no litter: the worktree goes back clean, pooled or not
+    if hostile == "tidy":
+        sys.exit(0)
     (here / "README").write_text(f"changed by {item}\n")
     (here / "untracked.txt").write_text(item)
     (here / "staged.txt").write_text(item)
@@ -79,6 +88,14 @@ if slot == "implement":
     if hostile == "git":
         elsewhere = Path(os.environ["POOL_ELSEWHERE"])
         (here / ".git").write_text(f"gitdir: {elsewhere / '.git'}\n")
+    if hostile == "skip-worktree":
+        subprocess.run(["git", "update-index", "--skip-worktree", "README"], check=True)
+        for ref in ("refs/worktree/planted", "refs/bisect/bad"):
+            subprocess.run(["git", "update-ref", ref, "HEAD"], check=True)
+    if hostile == "commondir":
+        private = subprocess.run(["git", "rev-parse", "--absolute-git-dir"], capture_output=True, text=True,
+                                 check=True).stdout.strip()
+        Path(private, "commondir").write_text(f"{Path(os.environ['POOL_ELSEWHERE']) / '.git'}\n")
     sys.exit(0)
 done = subprocess.run(["drover", "audit", item, "--level", "reviewed", "--note", "fine"], capture_output=True, text=True)
 print(done.stdout + done.stderr, flush=True)
