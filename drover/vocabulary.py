@@ -24,6 +24,9 @@ LEVELS = ("claimed", "reviewed", "verified")
 PREFIX_PATTERN = r"[A-Za-z][A-Za-z0-9]*"
 ANY_ID_PATTERN = PREFIX_PATTERN + r"-[0-9]+"
 
+# The `by` of a round drover's own failed check sent back (loop/verify.py): not a review's.
+CHECKER = "drover verify"
+
 
 
 class State(StrEnum):

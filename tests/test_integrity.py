@@ -331,6 +331,50 @@ def test_a_conflict_with_base_goes_back_to_the_implementing_agent_then_review(pr
     assert git(project, "show", "main:d-1.txt") == "pass 1\npass 2\npass 3\n"
 
 
+def test_a_conflict_drovers_check_meets_goes_to_the_implementer_as_a_merge_not_a_round(project):
+    """With a verify command, drover's own check merges base first: a conflict there is the same
+    merge for the implementer to finish (posture conflict), never a round of changes."""
+    config = project / "drover.toml"
+    config.write_text(config.read_text().replace('default = ""', 'default = "true"', 1))
+    git(project, "commit", "-q", "-am", "verify = true")
+    item = new_item(project, "Add a thing")
+    drover(project, "run", item, check=True)  # the branch writes d-1.txt
+    (project / "d-1.txt").write_text("main wrote this first\n")
+    git(project, "add", "d-1.txt")
+    git(project, "commit", "-q", "-m", "main touches the same file")
+
+    done = drover(project, "drive", "--finish")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"{item}: check failed (true, conflict, " in done.stdout
+    assert "conflicts in d-1.txt: back to the implementing agent" in done.stdout
+    state = shown(project, item)
+    assert state["state"] == "done"
+    assert [round_ for round_ in state["rounds"] if round_["by"] == "drover verify"] == []
+    conflict_run = [run for run in state["runs"] if run["slot"] == "implement"][1]
+    prompt = (project / conflict_run["prompt_path"]).read_text()
+    assert "merging the base branch into this branch conflicts in" in prompt and "- d-1.txt" in prompt
+    assert "A review sent this item back" not in prompt
+    assert git(project, "show", "main:d-1.txt").startswith("pass 1\n")
+
+
+def test_a_conflict_drovers_check_meets_without_worktrees_ends_the_item_saying_so(project):
+    config = project / "drover.toml"
+    config.write_text(config.read_text().replace('default = ""', 'default = "true"', 1)
+                      .replace("worktree = true", "worktree = false", 1))
+    git(project, "commit", "-q", "-am", "verify = true, no worktrees")
+    item = new_item(project, "Add a thing")
+    drover(project, "run", item, check=True)
+    git(project, "switch", "-q", "main")
+    (project / "d-1.txt").write_text("main wrote this first\n")
+    git(project, "add", "d-1.txt")
+    git(project, "commit", "-q", "-m", "main touches the same file")
+
+    done = drover(project, "drive", "--finish")
+    assert done.returncode == 1
+    assert "conflicts in d-1.txt: with [run] worktree = false, merge it into the branch by hand" in done.stdout
+    assert [round_ for round_ in shown(project, item)["rounds"] if round_["by"] == "drover verify"] == []
+
+
 def test_the_implement_prompt_names_the_conflicting_files(project):
     item = new_item(project, "Add a thing")
     drover(project, "run", item, check=True)
@@ -354,3 +398,32 @@ def test_every_state_is_in_the_state_table_and_the_list_docs():
     for state in State:
         assert f"\n| `{state}` |" in table, state
         assert f"`{state}`" in listing, state
+
+
+def test_a_finish_refused_in_a_drive_names_what_blocks_it_in_progress_and_summary(project):
+    item = new_item(project, "Add a thing")
+    # each agent run leaves an untracked file in the main checkout, after drive's own dirty check
+    done = drover(project, "drive", "--finish", env={"AGENT_MARKER": str(project / "notes.txt")})
+    assert done.returncode == 1
+    lines = [line for line in done.stdout.splitlines() if "approved, not finished" in line]
+    assert len(lines) == 2, done.stdout  # the progress line and the summary's
+    for line in lines:
+        assert line.rstrip().endswith("before finishing: notes.txt (untracked)"), line
+    assert listed(project, item)["state"] == "approved"
+
+
+def test_drive_finish_without_worktrees_merges_past_drovers_own_uncommitted_item_edits(project):
+    """The checkout is on the branch while the agents work, and the item files drover wrote stay
+    uncommitted there ([project] commit_items = false): here a second item `drover new` made. The
+    finish switches back to base, taking them along, and merges."""
+    config = project / "drover.toml"
+    config.write_text(config.read_text().replace("worktree = true ", "worktree = false", 1))
+    git(project, "commit", "-q", "-am", "work in this checkout")
+    item = new_item(project, "Add a thing")
+    later = drover(project, "new", "Written later", check=True).stdout.split()[0]
+    done = drover(project, "drive", "--finish", item)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert git(project, "branch", "--show-current").strip() == "main"
+    assert shown(project, item)["state"] == "done"
+    assert git(project, "show", "main:d-1.txt") == "pass 1\npass 2\n"
+    assert (project / "items" / f"{later}.md").is_file()

@@ -192,6 +192,19 @@ def test_a_check_that_keeps_failing_counts_against_max_rounds_and_parks(project,
     assert shown["rounds"][0]["path"] == shown["checks"][0]["log_path"]
 
 
+def test_an_item_a_failing_check_parked_says_so_and_the_summary_names_the_checks_log(project, monkeypatch):
+    monkeypatch.setenv("BROKEN_MODE", "stubborn")
+    config = project / "drover.toml"
+    config.write_text(config.read_text().replace("max_rounds = 3", "max_rounds = 1"))
+    git(project, "commit", "-q", "-am", "one round")
+    done = drover(project, "drive")
+    assert done.returncode == 1
+    shown = json.loads(drover(project, "show", "D-1", "--json", check=True).stdout)
+    assert shown["parked_reason"] == "drover's check kept failing: 1 rounds of changes, the cap is 1"
+    assert "review did not converge" not in done.stdout
+    assert f"D-1: log {shown['checks'][-1]['log_path']}" in done.stdout.splitlines()
+
+
 def test_show_lists_the_checks_in_text_and_json(project):
     drover(project, "run", "D-1", check=True)
     drover(project, "verify", "D-1")
@@ -259,3 +272,19 @@ def test_the_checks_table_is_migration_0013(tmp_path):
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(pytest.main([__file__]))
+
+
+def test_code_drovers_check_runs_cannot_give_a_verdict_as_the_operator(project, tmp_path):
+    """The check runs the branch's own code as the operator's user, at a moment when no agent
+    of the drive may be live: a `drover audit` it makes descends from drover, not from an agent,
+    and is refused (docs/security.md)."""
+    said = tmp_path / "audit.out"
+    config = project / "drover.toml"
+    config.write_text(config.read_text().replace(
+        'default = "make test"', f'default = "drover audit D-1 --level reviewed --note mine > {said} 2>&1; make test"', 1))
+    git(project, "commit", "-q", "-am", "a verify command that tries to approve")
+    done = drover(project, "drive", "D-1", process=True)
+    assert "D-1: check" in done.stdout, done.stdout + done.stderr
+    out = said.read_text()
+    assert "descends from the drover at pid" in out and "nor as the operator" in out, out
+    assert [row for row in ledger_rows(project, "audits", order="rowid") if row["note"] == "mine"] == []

@@ -94,7 +94,7 @@ def config_table() -> str:
                          f"| {_cell(info.meaning)} |")
     for key, command in config.VERIFY_DEFAULT.items():
         lines.append(f"| `[verify]` | `{key}` (and any other key) | string | `{_cell(_toml(command))}` "
-                     "| the command an agent runs before it commits |")
+                     "| the check of each branch, base merged in: drover runs it before review and merge |")
     return "\n".join(lines)
 
 

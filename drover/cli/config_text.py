@@ -17,7 +17,7 @@ HEADER = (
 TABLE_NOTES = {
     "agent": "applies to every slot unless [agent.<slot>] overrides it",
     "prompts": "override files, one per slot, paths inside this repository",
-    "verify": "the command an agent runs before it commits",
+    "verify": "the check of each branch, base merged in: drover runs it before review and merge",
 }
 EXAMPLES = {
     "agent": ("", "# [agent.review]          # a different agent for one slot (implement, review or draft)",

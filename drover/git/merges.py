@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Callable
 
 from drover.errors import GitError, Refused
 from drover.git.branches import current_branch, heads_of, local_ref, require_base
@@ -13,18 +14,21 @@ class MergeConflict(Refused):
     """finish met a conflict with base: `drive` hands it back to the loop, `finish` alone refuses."""
 
 
-def merge(root: Path, branch: str, base: str, message: str, *, commit: str = "") -> str:
+def merge(root: Path, branch: str, base: str, message: str, *, commit: str = "",
+          carried: Callable[[str], bool] = lambda path: False) -> str:
     """Merge `branch` into `base` in the checkout at `root` (--no-ff, never a push); return the merge sha.
 
     What merges is the commit the branch points at, by its id (`commit`, when given: Refused
     unless the branch is at exactly that commit). The checkout must be on `base`, or clean
-    enough to switch to it. The merge is made apart from the checkout (`git merge-tree`, then
-    the merge commit), and the checkout then moves to it as a fast-forward: on a conflict nothing
-    was touched, and Refused names the conflicting files. No git hook runs (run.py).
+    enough to switch to it but for the uncommitted paths `carried` accepts (drover's own item
+    edits), which the switch takes along as git does when they do not differ between the two.
+    The merge is made apart from the checkout (`git merge-tree`, then the merge commit), and the
+    checkout then moves to it as a fast-forward: on a conflict nothing was touched, and Refused
+    names the conflicting files. No git hook runs (run.py).
     """
     original = current_branch(root)
     if original != base:
-        dirty = dirty_paths(root)
+        dirty = [path for path in dirty_paths(root) if not carried(path)]
         if dirty:
             shown = ", ".join(dirty[:5]) + (" ..." if len(dirty) > 5 else "")
             raise Refused(f"{root} is on {original or 'a detached HEAD'} with uncommitted changes ({shown}): "
@@ -47,7 +51,12 @@ def merge(root: Path, branch: str, base: str, message: str, *, commit: str = "")
                                 f"nothing was merged and {root} is as it was; resolve on {branch} and finish again")
         merged = git(["commit-tree", "-p", heads[base], "-p", head, "-m", message, tree], root).strip()
         if original != base and attempt == 0:
-            git(["switch", "--quiet", base], root)  # switch takes only a branch: no other ref stands in
+            # switch takes only a branch: no other ref stands in; it refuses to overwrite a carried edit
+            switched = run(["switch", "--quiet", base], root)
+            if switched.returncode != 0:
+                said = " ".join(line.strip() for line in switched.stderr.splitlines() if line.strip())
+                raise Refused(f"{root} is on {original or 'a detached HEAD'} and git would not switch it to "
+                              f"{base} ({said}): switch it to {base} before merging")
         # only forward from the base head the merge was made on; when base moved meanwhile (drover's
         # own item commits land on it), the merge is made again on the new head
         args = ["merge", "--ff-only", "--quiet", "--end-of-options", merged]

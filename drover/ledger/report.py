@@ -18,13 +18,11 @@ from drover.ledger.connection import now
 from drover.ledger.db import Ledger
 from drover.ledger.project import Project
 from drover.ledger.rows import AUDIT_COLUMNS, CHECK_COLUMNS, ROUND_COLUMNS, RUN_COLUMNS, Audit, Check, Round, Run
-from drover.vocabulary import LEVELS, OVER_BUDGET
+from drover.vocabulary import CHECKER, LEVELS, OVER_BUDGET
 
 SCHEMA = 1
 UNCLASSIFIED = "unclassified"  # a run that did not end well and has no failure class (yet)
 UNKNOWN_MODEL = "(unknown)"
-# The `by` of a round a failed verify check sent back (loop/verify.py's CHECKER): not a review.
-CHECKER = "drover verify"
 # An item's status in the report, in the order the report lists them.
 STATUSES = ("merged", "over_budget", "parked", "failed", "open")
 _SINCE = re.compile(r"^(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$")

@@ -27,7 +27,7 @@ from drover.ledger.activity import gate_shut
 from drover.ledger.connection import now
 from drover.ledger.db import Ledger
 from drover.ledger.project import Project, missing_item, not_an_id
-from drover.vocabulary import DISPOSITIONS, LEVELS
+from drover.vocabulary import CHECKER, DISPOSITIONS, LEVELS
 
 if TYPE_CHECKING:
     from drover.ledger.rows import Run
@@ -219,7 +219,8 @@ def request_changes(project: Project, ledger: Ledger, item_id: str, findings: st
             while kept.exists():  # an earlier refusal kept its findings here: never overwrite them
                 extra += 1
                 kept = project.parked_dir / f"{item_id}-{extra}.md"
-            reason = f"review did not converge: {rounds} rounds of changes, the cap is {cap}"
+            what = "drover's check kept failing" if by == CHECKER else "review did not converge"
+            reason = f"{what}: {rounds} rounds of changes, the cap is {cap}"
 
             def park_it() -> None:
                 ledger.park(item_id, reason)

@@ -24,6 +24,8 @@ from drover.vocabulary import SLOTS
 APPROVED = ("approved", "finished")
 NOT_FINISHED = "approved, not finished: "
 OVER_BUDGET_RESULT = "over budget"  # an item the drive's token ceiling stopped (budgets.py)
+# what drover's own check before a review or a finish decided (Drive._check)
+PASSED, SENT_BACK, CONFLICTED = "passed", "sent back", "conflicted"
 
 
 @dataclass(frozen=True)
@@ -156,8 +158,9 @@ class Driver:
                 checked = self._check(ledger, item_id)
                 if isinstance(checked, Driven):
                     return checked
-                if not checked:
+                if checked != PASSED:
                     state = item_state(project, ledger, item_id).state
+                    conflicted = checked == CONFLICTED
                     continue
             if state != State.APPROVED:
                 result = self._launch(ledger, item_id, "review")
@@ -186,31 +189,39 @@ class Driver:
                 return self._ended(ledger, item_id, "failed", f"the item is {state}")
         return self._ended(ledger, item_id, "failed", "the loop did not settle")
 
-    def _check(self, ledger: Ledger, item_id: str) -> Driven | bool:
-        """True when a passing check covers the branch head (run now unless one was recorded) or the
-        item has no verify command; False when the failure went back as a round of changes; how
-        the drive ended when the check was interrupted or the round parked the item."""
+    def _check(self, ledger: Ledger, item_id: str) -> Driven | str:
+        """PASSED when a passing check covers the branch head (run now unless one was recorded) or
+        the item has no verify command; SENT_BACK when the failure went back as a round of changes;
+        CONFLICTED when base would not merge into the branch, and that merge now waits in the
+        item's worktree for the implementing agent (no round: nothing was wrong with the work
+        itself); how the drive ended when the check was interrupted, the round parked the item,
+        or a conflict has no worktree to go to."""
         from drover.loop import verify
 
         gate = verify.check_head(self.project, ledger, item_id, echo=self.echo, cancel=self.cancel,
                                  progress=self.say)
         if gate.check is None or not gate.ran:
-            return gate.passed
+            return PASSED if gate.passed else SENT_BACK
         self.event(item_id, verify.describe(gate.check))
         if gate.passed:
-            return True
+            return PASSED
         if gate.check.outcome == "interrupted":
             return self._ended(ledger, item_id, "failed", "interrupted")
+        if gate.check.outcome == "conflict":
+            if not self.project.config.worktree:
+                return self._ended(ledger, item_id, "failed", f"{gate.check.tail}: with [run] worktree = false, "
+                                   "merge it into the branch by hand, then drive again")
+            return CONFLICTED if self._merge_base(ledger, item_id) else SENT_BACK
         try:
             sent = verify.send_back(self.project, ledger, item_id, gate.check)
         except Refused as exc:
             known = item_state(self.project, ledger, item_id)
             if known.parked:
                 self.event(item_id, str(exc))
-                return self._ended(ledger, item_id, "parked", known.parked_reason, known)
+                return self._ended(ledger, item_id, "parked", known.parked_reason, known, log=gate.check.log_path)
             raise
         self.say(f"{sent.lines[0]}; back to the implementer")
-        return False
+        return SENT_BACK
 
     def _finish(self, ledger: Ledger, item_id: str) -> Driven | None:
         """Finish the item; None when a conflict with base went back to the loop instead."""
@@ -221,19 +232,11 @@ class Driver:
                 finished = finish(self.project, ledger, item_id)
         except git.MergeConflict as exc:
             if not self.project.config.worktree:
-                reason = str(exc).removeprefix(f"{item_id}: ")
-                return self._ended(ledger, item_id, "approved", NOT_FINISHED + reason)
-            branch = ledger.item_branch(item_id)
-            worktree = self._item_worktree(ledger, item_id, branch)
-            conflicts = git.merge_base_into(worktree, self.project.config.base)
-            if conflicts:
-                self.event(item_id, f"merging {self.project.config.base} into {branch} conflicts in "
-                           f"{', '.join(conflicts)}: back to the implementing agent")
-            else:
-                self.event(item_id, f"merged {self.project.config.base} into {branch}: reviewing again")
+                return self._ended(ledger, item_id, "approved", NOT_FINISHED + _one_line(exc, item_id))
+            self._merge_base(ledger, item_id)
             return None
         except Refused as exc:
-            reason = str(exc).removeprefix(f"{item_id}: ")
+            reason = _one_line(exc, item_id)
             self.event(item_id, f"{NOT_FINISHED}{reason}")
             return self._ended(ledger, item_id, "approved", NOT_FINISHED + reason)
         for line in finished.lines:
@@ -241,6 +244,18 @@ class Driver:
         for problem in finished.problems:
             self.event(item_id, problem)
         return self._ended(ledger, item_id, "finished", "; ".join(finished.problems))
+
+    def _merge_base(self, ledger: Ledger, item_id: str) -> bool:
+        """Merge base into the item's branch in its worktree: True when conflicts wait there for the
+        implementing agent (its posture is then `conflict`), False when it merged cleanly."""
+        base, branch = self.project.config.base, ledger.item_branch(item_id)
+        conflicts = git.merge_base_into(self._item_worktree(ledger, item_id, branch), base)
+        if conflicts:
+            self.event(item_id, f"merging {base} into {branch} conflicts in {', '.join(conflicts)}: "
+                       "back to the implementing agent")
+        else:
+            self.event(item_id, f"merged {base} into {branch}: checked and reviewed again")
+        return bool(conflicts)
 
     def _item_worktree(self, ledger: Ledger, item_id: str, branch: str) -> Path:
         """The item's worktree on its branch: its own folder, or the pooled one it holds (pool.py)."""
@@ -252,11 +267,13 @@ class Driver:
         return git.ensure_worktree(project.root, project.worktrees_dir / item_id, branch, project.config.base,
                                    lock=pool.WORKTREE_LOCK)
 
-    def _ended(self, ledger: Ledger, item_id: str, result: str, note: str, known: ItemState | None = None) -> Driven:
-        """How the item's drive ended; `known` is its state when the caller has just asked for it."""
+    def _ended(self, ledger: Ledger, item_id: str, result: str, note: str, known: ItemState | None = None, *,
+               log: str = "") -> Driven:
+        """How the item's drive ended; `known` is its state when the caller has just asked for it;
+        `log` the log that says why, when it is not the newest run's (a failing check's)."""
         known = known or item_state(self.project, ledger, item_id)
         return Driven(item_id, result, len(known.rounds), len(known.runs), note,
-                      usage=known.usage, log="" if result in APPROVED else known.log,
+                      usage=known.usage, log="" if result in APPROVED else log or known.log,
                       failures=self.retries.failures(item_id))
 
 
@@ -264,6 +281,13 @@ def needs_requirements_note(known: ItemState) -> str:
     """Why drive does not take an item whose requirements are still the placeholder, and the way on."""
     return (f"needs requirements: {known.entry.rel} still holds the placeholder; write them there "
             f"or run `drover draft {known.id}`")
+
+
+def _one_line(refused: Refused, item_id: str) -> str:
+    """A refusal as one line of progress and of the summary: its message, then what it lists
+    (the paths a dirty checkout holds), which a command prints on lines of their own."""
+    said = str(refused).removeprefix(f"{item_id}: ")
+    return f"{said} {', '.join(refused.details)}" if refused.details else said
 
 
 def _ending(result: runs.RunResult) -> str:

@@ -66,7 +66,8 @@ def finish(project: Project, ledger: Ledger, item_id: str, *, allow_drover_files
         _release_pooled(project, ledger, item_id)
         # the commit the approval covers, by its id: no ref named like the branch can stand in
         sha = git.merge(project.root, branch, project.config.base,
-                        f"drover: merge {item_id}: {item.title}", commit=approved)
+                        f"drover: merge {item_id}: {item.title}", commit=approved,
+                        carried=lambda path: _tolerated(project, path))
         with ledger.write():
             ledger.mark_done(item_id)
             ledger.log_event("finish", item_id, actor(project, ledger), branch=branch, merge=sha, merged=approved)

@@ -28,6 +28,7 @@ from drover.ledger.connection import now
 from drover.ledger.db import Ledger
 from drover.ledger.project import Project
 from drover.ledger.rows import Check
+from drover.vocabulary import CHECKER
 
 if TYPE_CHECKING:
     from drover.ledger.writes import Outcome
@@ -35,7 +36,6 @@ if TYPE_CHECKING:
 TAIL_LINES = 40
 TAIL_BYTES = 4096
 LOG_NAME = "check.log"
-CHECKER = "drover verify"  # the `by` of a round a failed check sends back
 SHELL = "/bin/sh"
 
 
