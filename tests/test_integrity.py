@@ -427,3 +427,16 @@ def test_drive_finish_without_worktrees_merges_past_drovers_own_uncommitted_item
     assert shown(project, item)["state"] == "done"
     assert git(project, "show", "main:d-1.txt") == "pass 1\npass 2\n"
     assert (project / "items" / f"{later}.md").is_file()
+
+
+def test_finish_json_prints_its_object_when_it_refuses(project):
+    item = new_item(project, "Add a thing")
+    assert drover(project, "drive").returncode == 0
+    (project / "notes.txt").write_text("the operator's own\n")
+    done = drover(project, "finish", item, "--json")
+    assert done.returncode == 1
+    said = json.loads(done.stdout)
+    assert (said["id"], said["ok"], said["lines"]) == (item, False, [])
+    (problem,) = said["problems"]
+    assert "has untracked files" in problem and problem.endswith("\n  notes.txt (untracked)")
+    assert listed(project, item)["state"] == "approved"

@@ -288,3 +288,35 @@ def test_code_drovers_check_runs_cannot_give_a_verdict_as_the_operator(project, 
     out = said.read_text()
     assert "descends from the drover at pid" in out and "nor as the operator" in out, out
     assert [row for row in ledger_rows(project, "audits", order="rowid") if row["note"] == "mine"] == []
+
+
+def test_a_check_ctrl_c_stopped_is_said_to_be_interrupted_not_failed():
+    from drover.ledger.rows import Check
+    from drover.loop.verify import describe
+
+    check = Check(id="c-1", item="D-1", head="a" * 40, base="b" * 40, command="make test", exit_status=None,
+                  outcome="interrupted", started="2026-12-05T12:00:00Z", duration=4.9, tail="", log_path="", at="")
+    assert describe(check) == "check interrupted (make test, 4.9s)"
+    assert describe(check._replace(outcome="timeout")) == "check failed (make test, timeout, 4.9s)"
+
+
+def test_a_launching_drover_is_told_by_its_command_line(tmp_path):
+    """Only a drover command that starts agents or runs their code makes its descendants no operator."""
+    import subprocess
+    import time
+
+    from drover.agents.procs import is_launching_drover
+
+    script = tmp_path / "drover"
+    script.write_text("read line\n")  # waits on its stdin, with no child of its own
+    found = {}
+    for words in (["drive", "--jobs", "2"], ["verify", "D-1"], ["demo"], ["list"]):
+        process = subprocess.Popen(["sh", str(script), *words], stdin=subprocess.PIPE)
+        try:
+            time.sleep(0.2)
+            found[words[0]] = is_launching_drover(process.pid)
+        finally:
+            process.kill()
+            process.wait()
+    assert found == {"drive": True, "verify": True, "demo": False, "list": False}
+    assert is_launching_drover(0) is False

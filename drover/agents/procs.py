@@ -86,15 +86,26 @@ def ancestors(limit: int = 128) -> list[int]:
     return chain
 
 
-def is_drover(pid: int) -> bool:
-    """The process runs drover's command line: its console script (`drover ...`, as its
-    interpreter runs it) or `python -m drover ...`. False where /proc cannot say."""
+# The commands that start agents, drover's own check or `[run] setup`: programs that run code an
+# agent wrote. (`demo` only calls drover commands as the operator would; its drive is one of these.)
+LAUNCHING = frozenset({b"drive", b"run", b"review", b"draft", b"verify"})
+
+
+def is_launching_drover(pid: int) -> bool:
+    """The process runs a drover command that starts agents or runs their code (LAUNCHING), through
+    drover's console script (as its interpreter runs it) or `python -m drover[.cli]`. False where
+    /proc cannot say."""
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as handle:
-            argv = handle.read().split(b"\0")
+            argv = handle.read().rstrip(b"\0").split(b"\0")
     except OSError:
         return False
-    return any(os.path.basename(word) == b"drover" for word in argv[:2]) or argv[1:3] == [b"-m", b"drover"]
+    for at in (0, 1):  # the script run directly, or by its interpreter
+        if len(argv) > at and os.path.basename(argv[at]) == b"drover":
+            return not LAUNCHING.isdisjoint(argv[at + 1:])
+    if len(argv) > 2 and argv[1] == b"-m" and argv[2] in (b"drover", b"drover.cli"):
+        return not LAUNCHING.isdisjoint(argv[3:])
+    return False
 
 
 def parent_of(pid: int) -> int:

@@ -107,10 +107,18 @@ def draft(item_id: str, dry_run: bool, as_json: bool) -> None:
 def finish(item_id: str, allow_drover_files: bool, as_json: bool) -> None:
     """Merge an approved item's branch into base locally (never pushes) and mark it done."""
     from drover import git
-    from drover.loop.finish import finish as act
+    from drover.errors import Refused
+    from drover.loop.finish import Finished, finish as act
 
     with opened() as (project, ledger):
-        finished = act(project, ledger, item_id, allow_drover_files=allow_drover_files)
+        try:
+            finished = act(project, ledger, item_id, allow_drover_files=allow_drover_files)
+        except Refused as exc:
+            if not as_json:
+                raise
+            # the refusal is the JSON's one problem (each path it lists, on a line of its own
+            # in text, follows it); nothing was merged, so the exit status stays 1
+            finished = Finished((), ("\n".join(exc.lines),))
     git.housekeeping(project.root)
     if as_json:
         from drover.cli.reports import finish_report

@@ -50,13 +50,14 @@ def acting_run(ledger: Ledger | None = None) -> str:
 def traced_run(ledger: Ledger, claimed: str = "") -> str:
     """The live run whose agent process this process descends from ("" none), whatever its
     environment says: an agent can unset or rewrite $DROVER_RUN for the commands it starts, not
-    its own ancestry. A process that descends from a drover, but from none of the live agents'
-    processes, cannot say which run it belongs to, and is refused (docs/security.md): a double
+    its own ancestry. A process that descends from a drover that starts agents or runs their code
+    (procs.LAUNCHING), but from none of the live agents' processes, cannot say which run it
+    belongs to, and is refused (docs/security.md): a double
     fork of an agent (re-parented to drover, the subreaper), an agent whose pid drover has not
     recorded yet, what drover's own check or `[run] setup` runs (the branch's code). Only a
-    process outside every drover acts as the operator.
+    process outside every such drover acts as the operator.
     `claimed` ($DROVER_RUN) is not believed: that run's agent pid is only waited for (live_agents)."""
-    from drover.agents.procs import ancestors, drover_attached, is_drover, parent_of, process_start
+    from drover.agents.procs import ancestors, drover_attached, is_launching_drover, parent_of, process_start
 
     above = ancestors()
     live = ledger.live_agents(awaiting=claimed)  # the claimed run's pid, once drover has written it
@@ -69,7 +70,7 @@ def traced_run(ledger: Ledger, claimed: str = "") -> str:
     # an orphan's parent is whatever adopted it, not a drover: only an attached run names its launcher
     launchers = {parent_of(agent) for run_id, agent, _ in live if drover_attached(runs_dir / run_id)} - {0, 1}
     # only what this process descends from: drive itself, a launcher, records a finish while others run
-    under = [pid for pid in above if pid in launchers or is_drover(pid)]
+    under = [pid for pid in above if pid in launchers or is_launching_drover(pid)]
     if under:
         doing = "which runs agents" if under[0] in launchers else "which has no agent running now"
         raise Refused(f"this process descends from the drover at pid {under[0]}, {doing}, but from none of its "

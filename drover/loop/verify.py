@@ -54,6 +54,8 @@ def describe(check: Check) -> str:
     """`check passed (make test, 1.2s)`: what progress lines and `verify` say of a check."""
     if check.passed:
         return f"check passed ({check.command}, {check.duration:.1f}s)"
+    if check.outcome == "interrupted":  # stopped, not failed: it sends nothing back
+        return f"check interrupted ({check.command}, {check.duration:.1f}s)"
     return f"check failed ({check.command}, {_how(check)}, {check.duration:.1f}s)"
 
 
