@@ -114,13 +114,19 @@ def test_without_keep_nothing_an_item_left_survives(pooled, tmp_path):
     assert entry["seen"] == {} and entry["readme"] == "base\n"
 
 
-def test_a_worktree_whose_git_file_an_agent_rewrote_is_discarded_not_reused(pooled, tmp_path, monkeypatch):
+def another_repository(tmp_path: Path) -> Path:
+    """A repository of an agent's choosing, with one precious commit, that drover must never touch."""
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     git(elsewhere, "init", "-q", "-b", "main")
     (elsewhere / "precious.txt").write_text("mine\n")
     git(elsewhere, "add", "-A")
     git(elsewhere, "commit", "-qm", "precious")
+    return elsewhere
+
+
+def test_a_worktree_whose_git_file_an_agent_rewrote_is_discarded_not_reused(pooled, tmp_path, monkeypatch):
+    elsewhere = another_repository(tmp_path)
     first, second = new_item(pooled, "first"), new_item(pooled, "second")
     done = drive(pooled, first, env={"POOL_HOSTILE": "git", "POOL_ELSEWHERE": str(elsewhere)})
     assert done.returncode == 0, done.stdout + done.stderr
@@ -416,12 +422,7 @@ def test_a_tracked_file_marked_skip_worktree_and_the_worktrees_own_refs_do_not_r
 def test_a_worktree_whose_common_folder_an_agent_rewrote_is_discarded_not_reused(pooled, tmp_path):
     """The private git folder's `commondir` names the repository the worktree belongs to: pointed
     elsewhere, drover's checkout and clean would run in that other repository."""
-    elsewhere = tmp_path / "elsewhere"
-    elsewhere.mkdir()
-    git(elsewhere, "init", "-q", "-b", "main")
-    (elsewhere / "precious.txt").write_text("mine\n")
-    git(elsewhere, "add", "-A")
-    git(elsewhere, "commit", "-qm", "precious")
+    elsewhere = another_repository(tmp_path)
     first, second = new_item(pooled, "first"), new_item(pooled, "second")
     done = drive(pooled, first, env={"POOL_HOSTILE": "commondir", "POOL_ELSEWHERE": str(elsewhere)})
     assert done.returncode == 0, done.stdout + done.stderr
