@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
-import subprocess
 from pathlib import Path
 from typing import Callable
 
@@ -51,29 +50,8 @@ def pool_rows(root: Path) -> list[dict]:
     return ledger_rows(root, "worktree_pool", "path")
 
 
-LEFTOVERS = re.compile(r"approved, not finished: worktree (\S+) has uncommitted changes")
-
-
 def drive(root: Path, *args: str, env: dict | None = None, process: bool = False):
-    """`drover drive --finish ARGS`, as the operator finishes it: the pool agent leaves a tracked
-    file changed and a file staged, so each finish stops at them (docs/worktrees.md); the operator
-    discards them as the refusal asks, and drives again. Both drives' output, the second's exit."""
-    done = drover(root, "drive", "--finish", *args, env=env, process=process)
-    refused = set(LEFTOVERS.findall(done.stdout))
-    if done.returncode != 1 or not refused:
-        return done
-    for worktree in refused:
-        discard_uncommitted(Path(worktree))
-    again = drover(root, "drive", "--finish", *args, env=env, process=process)
-    return subprocess.CompletedProcess(again.args, again.returncode, done.stdout + again.stdout,
-                                       done.stderr + again.stderr)
-
-
-def discard_uncommitted(worktree: Path) -> None:
-    """What an operator does with changes an agent left uncommitted and nobody wants: unstaged
-    (a staged new file stays, untracked) and each tracked file as its commit has it."""
-    git(worktree, "reset", "-q")
-    git(worktree, "checkout", "-q", "--", ".")
+    return drover(root, "drive", "--finish", *args, env=env, process=process)
 
 
 # --- isolation --------------------------------------------------------------------------------
@@ -85,11 +63,6 @@ def test_the_next_item_sees_only_what_keep_spares_in_a_reused_worktree(pooled, t
     assert done.returncode == 0, done.stdout + done.stderr
     (row,) = pool_rows(pooled)
     assert row["holder"] is None and row["state"] == "free"
-    # a finish lets no tracked change go (the operator discarded the agent's), yet a free worktree
-    # can hold one: a check's verify command left it, or an agent hid it from git status
-    worktree = pooled / row["path"]
-    (worktree / "README").write_text("changed after the finish\n")
-    git(worktree, "add", "README", "staged.txt")
     done = drive(pooled, second)
     assert done.returncode == 0, done.stdout + done.stderr
     runs = seen(tmp_path)
@@ -187,12 +160,8 @@ def test_programs_an_agent_names_in_the_shared_git_config_never_run_for_drovers_
 
 def test_a_worktree_whose_clean_fails_is_discarded_and_the_item_gets_another(pooled, tmp_path):
     first, second = new_item(pooled, "first"), new_item(pooled, "second")
-    assert drive(pooled, first).returncode == 0
+    assert drive(pooled, first, env={"POOL_HOSTILE": "lock"}).returncode == 0
     (row,) = pool_rows(pooled)
-    # git's index lock left behind in the free worktree (by a check, or by an agent that hid its
-    # changes: a finish refuses a worktree whose changes it sees), so no checkout can run there
-    private = git(pooled / row["path"], "rev-parse", "--absolute-git-dir").strip()
-    Path(private, "index.lock").write_text("")
     done = drive(pooled, second)
     assert done.returncode == 0, done.stdout + done.stderr
     (entry,) = [entry for entry in seen(tmp_path) if entry["item"] == second and entry["slot"] == "implement"]
@@ -241,31 +210,7 @@ def test_checks_run_in_pooled_worktrees_cleaned_like_the_items(pooled, tmp_path)
     assert not (pooled / ".drover" / "checks").exists() or not any((pooled / ".drover" / "checks").iterdir())
 
 
-# --- a finish, and a worktree none can have ----------------------------------------------------
-
-
-@pytest.mark.parametrize("pool", ["0", "2"])
-def test_a_finish_refuses_while_the_items_worktree_holds_uncommitted_changes_pooled_or_not(pooled, pool):
-    """The agent commits its file and leaves a tracked file changed and a file staged: the finish
-    names them and merges nothing; the worktree keeps them, and its item keeps the worktree."""
-    if pool != "2":  # the fixture's
-        set_run(pooled, pool=pool)
-    item = new_item(pooled, "first")
-    done = drover(pooled, "drive", "--finish", item)  # not drive(): no operator discards them
-    assert done.returncode == 1, done.stdout + done.stderr
-    worktree = Path(LEFTOVERS.findall(done.stdout)[0])
-    assert (f"{item}: approved, not finished: worktree {worktree} has uncommitted changes (README, staged.txt): "
-            "commit or discard them first") in done.stdout.splitlines()
-    assert git(pooled, "log", "--merges", "--format=%s", "main") == ""
-    assert (worktree / "README").read_text() == f"changed by {item}\n"
-    assert git(worktree, "diff", "--cached", "--name-only") == "staged.txt\n"
-    if pool == "2":
-        (row,) = pool_rows(pooled)
-        assert (pooled / row["path"], row["holder"], row["state"]) == (worktree, item, "held")
-    discard_uncommitted(worktree)
-    finished = drover(pooled, "finish", item)
-    assert finished.returncode == 0, finished.stdout + finished.stderr
-    assert git(pooled, "log", "--merges", "--format=%s", "main") == f"drover: merge {item}: first\n"
+# --- a worktree none can have ----------------------------------------------------
 
 
 def test_a_missing_base_branch_is_said_once_as_without_a_pool(pooled):
@@ -333,9 +278,7 @@ def test_a_worktree_a_killed_drover_left_half_cleaned_is_discarded_by_the_next_d
 
 def test_jobs_two_never_put_two_items_in_one_worktree(pooled, tmp_path):
     items = [new_item(pooled, f"item {n}") for n in range(6)]
-    # an agent that leaves nothing uncommitted: each worktree goes back to the pool at its item's
-    # finish, mid-drive
-    done = drive(pooled, "--jobs", "2", env={"POOL_HOSTILE": "tidy"})
+    done = drive(pooled, "--jobs", "2")
     assert done.returncode == 0, done.stdout + done.stderr
     entries = seen(tmp_path)
     assert {entry["item"] for entry in entries} == set(items)

@@ -10,7 +10,7 @@ from drover.git.merges import MergeConflict, merge, merge_base_into, unmerged_fi
 from drover.git.plumbing import commit_file, set_index_entry
 from drover.git.run import git, housekeeping, rev_parse, user_name
 from drover.git.worktrees import (add_detached_worktree, checkout_branch, dirty_entries, dirty_paths, ensure_worktree,
-                                  own_git_dir, private_dir, registered_worktrees, remove_worktree, require_committed)
+                                  own_git_dir, private_dir, registered_worktrees, remove_worktree)
 
 __all__ = [
     "Commit", "MergeConflict", "Recent", "add_detached_worktree", "advance_branch", "ahead_of", "all_refs",
@@ -18,6 +18,6 @@ __all__ = [
     "checkout_branch", "clone_bundle", "commit_file", "commits_beyond", "commits_paths", "compare", "count_commits",
     "current_branch", "detect_base", "dirty_entries", "dirty_paths", "ensure_worktree", "fetch_bundle", "git",
     "head_of", "heads_of", "housekeeping", "local_ref", "merge", "merge_base_into", "modified_files", "own_git_dir",
-    "private_dir", "recent_commits", "registered_worktrees", "remove_worktree", "require_base", "require_committed", "rev_parse",
+    "private_dir", "recent_commits", "registered_worktrees", "remove_worktree", "require_base", "rev_parse",
     "set_index_entry", "shadowing_refs", "unmerged_files", "user_name", "valid_branch_name",
 ]

@@ -82,17 +82,11 @@ def remove_worktree(root: Path, path: Path, *, force: bool = False) -> None:
         git(["worktree", "prune"], root)
         return
     if not force:
-        require_committed(path)
+        changed = [changed for changed, _ in _status_entries(path, untracked=False)]
+        if changed:
+            shown = ", ".join(changed[:5]) + (" ..." if len(changed) > 5 else "")
+            raise Refused(f"worktree {path} has uncommitted changes ({shown}): commit or discard them first")
     git(["worktree", "remove", "--force", str(path)], root)
-
-
-def require_committed(path: Path) -> None:
-    """Refused while the worktree at `path` holds uncommitted changes to tracked files (staged ones
-    too): removing it, or handing it to the pool's next holder, would lose them."""
-    changed = [changed for changed, _ in _status_entries(path, untracked=False)]
-    if changed:
-        shown = ", ".join(changed[:5]) + (" ..." if len(changed) > 5 else "")
-        raise Refused(f"worktree {path} has uncommitted changes ({shown}): commit or discard them first")
 
 
 def private_dir(worktree: Path) -> Path:

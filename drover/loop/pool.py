@@ -193,21 +193,17 @@ def _head_file(path: Path) -> str:
 
 
 def release(project: Project, ledger: "Ledger", holder: str) -> str:
-    """The holder is done: its worktree goes back to the pool, or is removed when the pool holds
-    `[run] pool` others already. "" when it held none, else what became of it. Refused while an
-    item's worktree holds uncommitted changes to tracked files, as an unpooled one's removal is."""
+    """The holder is done: its worktree goes back to the pool as it is, or is removed when the pool
+    holds `[run] pool` others already. "" when it held none, else what became of it. Nothing is
+    asked of what its holder left uncommitted: the next holder's reset and clean discard it
+    (docs/worktrees.md, "Who holds a pooled worktree")."""
     row = ledger.held_worktree(holder)
     if row is None:
         return ""
-    path = project.root / row.path
-    # a check's worktree holds nothing of anyone's; an unfit one's git would answer for another
-    # repository (it is removed, never reset, whoever takes it next)
-    if row.state == HELD and not holder.endswith(CHECK_SUFFIX) and _still_registered(project, path):
-        git.require_committed(path)
     if ledger.release_pooled(row.path, project.config.pool):
         return f"{row.path} back to the pool"
     with WORKTREE_LOCK:
-        discard_worktree(project.root, path)
+        discard_worktree(project.root, project.root / row.path)
     return f"{row.path} removed (the pool holds {project.config.pool})"
 
 

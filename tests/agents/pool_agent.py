@@ -14,7 +14,6 @@ leaves no litter. POOL_HOSTILE=config: it names programs of its own in the repos
 config (a file-system monitor, which git runs for a status, a checkout or a merge; a signing
 program, with every commit to be signed), each noting in $POOL_HOOKED whether it ran for an
 agent (DROVER_RUN set) or for anyone else, and leaves no litter; its own commits sign nothing.
-POOL_HOSTILE=tidy: it leaves no litter at all (a finish then meets nothing uncommitted).
 POOL_HOSTILE=skip-worktree: it marks its changed README skip-worktree (git status then shows no
 change) and makes refs of the worktree's own (refs/worktree/*, refs/bisect/*), which the next
 holder notes as `refs`. POOL_HOSTILE=commondir: it points the worktree's private git folder at
@@ -69,8 +68,6 @@ if slot == "implement":
             (hooks / name).write_text(f'#!/bin/sh\necho "{name} planted by {item}" >> "{os.environ["POOL_HOOKED"]}"\n')
             (hooks / name).chmod(0o755)
         sys.exit(0)  # no litter: the worktree goes back clean, pooled or not
-    if hostile == "tidy":
-        sys.exit(0)
     (here / "README").write_text(f"changed by {item}\n")
     (here / "untracked.txt").write_text(item)
     (here / "staged.txt").write_text(item)
