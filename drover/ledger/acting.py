@@ -52,10 +52,10 @@ def traced_run(ledger: Ledger, claimed: str = "") -> str:
     environment says: an agent can unset or rewrite $DROVER_RUN for the commands it starts, not
     its own ancestry. A process that descends from a drover that starts agents or runs their code
     (procs.LAUNCHING), but from none of the live agents' processes, cannot say which run it
-    belongs to, and is refused (docs/security.md): a double
-    fork of an agent (re-parented to drover, the subreaper), an agent whose pid drover has not
-    recorded yet, what drover's own check or `[run] setup` runs (the branch's code). Only a
-    process outside every such drover acts as the operator.
+    belongs to, and is refused (docs/security.md): a double fork of an agent (re-parented to
+    drover, the subreaper), an agent whose pid drover has not recorded yet, what drover's own
+    check or `[run] setup` runs (the branch's code). Only a process outside every such drover
+    acts as the operator.
     `claimed` ($DROVER_RUN) is not believed: that run's agent pid is only waited for (live_agents)."""
     from drover.agents.procs import ancestors, drover_attached, is_launching_drover, parent_of, process_start
 

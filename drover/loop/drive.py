@@ -25,7 +25,7 @@ APPROVED = ("approved", "finished")
 NOT_FINISHED = "approved, not finished: "
 OVER_BUDGET_RESULT = "over budget"  # an item the drive's token ceiling stopped (budgets.py)
 # what drover's own check before a review or a finish decided (Drive._check)
-PASSED, SENT_BACK, CONFLICTED = "passed", "sent back", "conflicted"
+PASSED, AGAIN, CONFLICTED = "passed", "again", "conflicted"
 
 
 @dataclass(frozen=True)
@@ -191,7 +191,8 @@ class Driver:
 
     def _check(self, ledger: Ledger, item_id: str) -> Driven | str:
         """PASSED when a passing check covers the branch head (run now unless one was recorded) or
-        the item has no verify command; SENT_BACK when the failure went back as a round of changes;
+        the item has no verify command; AGAIN when the loop goes round again (the failure went back as
+        a round of changes, or base, which the check could not merge, merged cleanly in the worktree);
         CONFLICTED when base would not merge into the branch, and that merge now waits in the
         item's worktree for the implementing agent (no round: nothing was wrong with the work
         itself); how the drive ended when the check was interrupted, the round parked the item,
@@ -201,7 +202,7 @@ class Driver:
         gate = verify.check_head(self.project, ledger, item_id, echo=self.echo, cancel=self.cancel,
                                  progress=self.say)
         if gate.check is None or not gate.ran:
-            return PASSED if gate.passed else SENT_BACK
+            return PASSED if gate.passed else AGAIN
         self.event(item_id, verify.describe(gate.check))
         if gate.passed:
             return PASSED
@@ -211,7 +212,7 @@ class Driver:
             if not self.project.config.worktree:
                 return self._ended(ledger, item_id, "failed", f"{gate.check.tail}: with [run] worktree = false, "
                                    "merge it into the branch by hand, then drive again")
-            return CONFLICTED if self._merge_base(ledger, item_id) else SENT_BACK
+            return CONFLICTED if self._merge_base(ledger, item_id) else AGAIN
         try:
             sent = verify.send_back(self.project, ledger, item_id, gate.check)
         except Refused as exc:
@@ -221,7 +222,7 @@ class Driver:
                 return self._ended(ledger, item_id, "parked", known.parked_reason, known, log=gate.check.log_path)
             raise
         self.say(f"{sent.lines[0]}; back to the implementer")
-        return SENT_BACK
+        return AGAIN
 
     def _finish(self, ledger: Ledger, item_id: str) -> Driven | None:
         """Finish the item; None when a conflict with base went back to the loop instead."""
