@@ -10,7 +10,7 @@ from drover import git as dgit
 from drover.git import Recent
 from drover.errors import GitError, Refused
 
-from helpers import git
+from helpers import configure, drover, git, new_item
 
 
 def commit_file(root: Path, path: str, text: str | bytes, message: str) -> None:
@@ -518,3 +518,17 @@ def test_git_output_is_text_and_git_that_cannot_start_says_why(repo, tmp_path, m
     with pytest.raises(GitError, match="^git is not installed$"):
         dgit.user_name(repo)
     assert dgit.rev_parse(repo, "HEAD") == ""
+
+
+def test_a_git_error_drover_reports_is_gits_cause_with_no_grafts_hint(repo):
+    """drover turns grafts off (GIT_GRAFT_FILE), and git 2.39 then hints, on every commit it reads,
+    that grafts are deprecated: that hint must not stand in front of the cause drover reports."""
+    configure(repo)
+    item = new_item(repo, "Add a thing")
+    branch = f"drover/{item.lower()}"
+    git(repo, "worktree", "add", "-q", "-b", branch, str(repo.parent / "elsewhere"), "main")
+    done = drover(repo, "run", item)
+    assert done.returncode == 2
+    (said,) = done.stderr.splitlines()
+    assert said.startswith("drover: git worktree: ") and f"fatal: '{branch}' is already checked out" in said
+    assert "hint:" not in said and "grafts" not in said
