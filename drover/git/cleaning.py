@@ -10,7 +10,7 @@ from pathlib import Path
 
 from drover.errors import GitError
 from drover.git.branches import heads_of, local_ref, require_base
-from drover.git.run import git, run
+from drover.git.run import git, one_line, run
 
 # What an agent can leave in the worktree's private git folder that would change what the next
 # holder's git does or says: an operation in progress, per-worktree config, a sparse checkout,
@@ -116,7 +116,7 @@ def _must(args: list[str], cwd: Path, what: str, *, out: bool = False) -> str:
     """Run git; Unfit with git's words when it fails; else what it said on stderr (on stdout, with `out`)."""
     done = run(args, cwd)
     if done.returncode != 0:
-        said = "; ".join(line.strip() for line in (done.stderr or done.stdout).splitlines() if line.strip())
+        said = one_line(done.stderr or done.stdout)
         raise Unfit(f"git {what} in {cwd} failed: {said or f'exit status {done.returncode}'}")
     return done.stdout if out else done.stderr
 

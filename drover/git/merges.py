@@ -6,7 +6,7 @@ from typing import Callable
 
 from drover.errors import GitError, Refused
 from drover.git.branches import current_branch, heads_of, local_ref, require_base
-from drover.git.run import failure, git, run, succeeds
+from drover.git.run import failure, git, one_line, run, succeeds
 from drover.git.worktrees import dirty_paths
 
 
@@ -54,9 +54,8 @@ def merge(root: Path, branch: str, base: str, message: str, *, commit: str = "",
             # switch takes only a branch: no other ref stands in; it refuses to overwrite a carried edit
             switched = run(["switch", "--quiet", base], root)
             if switched.returncode != 0:
-                said = " ".join(line.strip() for line in switched.stderr.splitlines() if line.strip())
                 raise Refused(f"{root} is on {original or 'a detached HEAD'} and git would not switch it to "
-                              f"{base} ({said}): switch it to {base} before merging")
+                              f"{base} ({one_line(switched.stderr)}): switch it to {base} before merging")
         # only forward from the base head the merge was made on; when base moved meanwhile (drover's
         # own item commits land on it), the merge is made again on the new head
         args = ["merge", "--ff-only", "--quiet", "--end-of-options", merged]
