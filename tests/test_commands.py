@@ -157,6 +157,7 @@ def test_init_twice_changes_nothing(repo):
     before = snapshot(repo)
     out = ok("init")
     assert "already exists" in out
+    assert "nothing changed" in out and "next steps" not in out  # the first-time steps are behind the user
     assert snapshot(repo) == before
     assert (repo / ".gitignore").read_text() == "*.pyc\n.drover/\n"
 

@@ -530,5 +530,6 @@ def test_a_git_error_drover_reports_is_gits_cause_with_no_grafts_hint(repo):
     done = drover(repo, "run", item)
     assert done.returncode == 2
     (said,) = done.stderr.splitlines()
-    assert said.startswith("drover: git worktree: ") and f"fatal: '{branch}' is already checked out" in said
+    # git's cause comes first: no "Preparing worktree" progress line in front of it either
+    assert said.startswith(f"drover: git worktree: fatal: '{branch}' is already checked out"), said
     assert "hint:" not in said and "grafts" not in said

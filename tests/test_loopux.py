@@ -145,6 +145,41 @@ def test_init_hints_at_run_setup_when_worktrees_would_share_an_environment(repo,
     assert seen in setup and "main checkout's code" in setup
 
 
+def _bin(tmp_path, python: str) -> str:
+    """A PATH of git and a `python` that runs `python` (the shell line after the interpreter), no make."""
+    import shutil
+    import sys
+
+    folder = tmp_path / "bin"
+    folder.mkdir()
+    (folder / "git").symlink_to(shutil.which("git"))
+    (folder / "python").write_text(f"#!/bin/sh\nexec {sys.executable} {python} \"$@\"\n")
+    (folder / "python").chmod(0o755)
+    return str(folder)
+
+
+@pytest.mark.parametrize("files, python, warned", [
+    ({"Makefile": "test:\n\t./run-tests\n"}, "", "`make` is not on PATH"),
+    ({"pyproject.toml": "[tool.pytest.ini_options]\n"}, "-S", "has no module named 'pytest'"),  # no site-packages
+    ({"pyproject.toml": "[tool.pytest.ini_options]\n"}, "", ""),  # this interpreter has pytest
+])
+def test_init_warns_when_the_verify_command_it_chose_cannot_run_here(repo, tmp_path, files, python, warned):
+    from helpers import run
+
+    for name, text in files.items():
+        (repo / name).write_text(text)
+    done = run(repo, "init", env={"PATH": _bin(tmp_path, python)})
+    assert done.returncode == 0, done.stderr
+    warnings = [line for line in done.stdout.splitlines() if line.startswith("warning: the verify command")]
+    if warned:
+        (line,) = warnings
+        assert warned in line and "[verify] default" in line
+    else:
+        assert warnings == []
+    command = "make test" if "Makefile" in files else "python -m pytest"
+    assert f"  {command}   # the verify command" in done.stdout.split("next steps:")[1]
+
+
 # --- D: every state list can show is a --state choice ----------------------------------------
 
 

@@ -98,6 +98,8 @@ def test_drive_names_the_orphan_and_exits_1_when_nothing_else_could_be_driven(pr
     assert f"{item}: orphaned: agent pid {agent} runs with no drover attached" in done.stdout  # the header
     (row,) = [line for line in done.stdout.splitlines() if line.startswith(f"{item} ") and " orphaned " in line]
     assert f"agent pid {agent}" in row  # the summary's row
+    assert done.stdout.splitlines()[-1] == "nothing driven: an orphaned run holds its item; `drover stop <id>` ends it"
+    assert "0 of 0 approved" not in done.stdout
     named = drover(project, "drive", item)  # given by id: its row says the same
     assert named.returncode == 1 and f"orphaned: agent pid {agent}" in named.stdout
 

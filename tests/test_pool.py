@@ -378,3 +378,19 @@ def test_a_worktree_whose_common_folder_an_agent_rewrote_is_discarded_not_reused
     discarded = sqlite3.connect(pooled / ".drover" / "ledger.db").execute(
         "SELECT count(*) FROM events WHERE command = 'pool-discard'").fetchone()[0]
     assert discarded >= 1
+
+
+def test_an_item_that_holds_a_pooled_worktree_goes_on_in_it_after_the_pool_is_turned_off(pooled, tmp_path):
+    item = new_item(pooled, "held")
+    assert drover(pooled, "run", item).returncode == 0  # the implementer works in a pooled worktree
+    [row] = pool_rows(pooled)
+    held = pooled / row["path"]
+    set_run(pooled, pool="0")
+    # its branch is checked out there: git refuses it anywhere else, so the item goes on in it
+    done = drive(pooled, item)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "already checked out" not in done.stdout + done.stderr
+    assert {Path(entry["worktree"]).resolve() for entry in seen(tmp_path)} == {held.resolve()}
+    assert json.loads(drover(pooled, "show", item, "--json", check=True).stdout)["state"] == "done"
+    # the finish gives it back to a pool of none: it is removed
+    assert pool_rows(pooled) == [] and not held.exists()

@@ -117,6 +117,9 @@ def test_the_report_of_the_demo_says_three_items_merged_with_their_rounds_and_ch
     assert set(rows) == {"D-1", "D-2", "D-3"}
     assert all(row[1] == "merged" and row[2] == "1" and row[3] == "2/2" for row in rows.values())
     assert "demo-implementer" in done.stdout and "demo-reviewer" in done.stdout
+    # the demo's scripted agents report no tokens: that reads as none reported, not as a count of 0
+    assert "tokens: none reported; cost -" in done.stdout
+    assert all(row[5] == "-" for row in rows.values())
 
 
 def test_the_demo_report_as_json_follows_the_documented_schema(demo_root):
@@ -184,6 +187,10 @@ def test_the_report_of_200_items_counts_each_outcome_and_failure_class(repo, big
     assert items["D-13"]["checks_passed"] == 1 and items["D-13"]["checks_failed"] == 1
     models = {group["name"] for group in value["models"]}
     assert models == {"m-large", "m-small", "(unknown)"}
+    text = drover(repo, "report", check=True).stdout
+    assert f"tokens {big['input']:,} in, {big['output']:,} out; " in text
+    (untouched,) = [line.split() for line in text.splitlines() if line.startswith("  D-9 ")]
+    assert untouched[5] == "-"  # no runs: no tokens reported, not 0
 
 
 def test_the_200_item_page_draws_every_item_edge_and_run_and_keeps_hostile_text_as_text(repo, big, tmp_path):

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Callable
 import click
 
 from drover.cli.parts import echo_json, example
+from drover.cli.report_html import money, token_totals, tokens
 
 if TYPE_CHECKING:
     from drover.ledger.db import Ledger
@@ -104,13 +105,6 @@ def clean(text: str) -> str:
     return _CONTROL.sub("?", " ".join(str(text).split("\n")))
 
 
-def money(cost: float | None, source: str) -> str:
-    if cost is None:
-        return "-"
-    label = {"rates": "", "cli": " (CLI's)", "mixed": " (partly CLI's)"}.get(source, "")
-    return f"${cost:.4f}{label}"
-
-
 def _share(value: float | None) -> str:
     return "-" if value is None else f"{value:.0%}"
 
@@ -133,7 +127,7 @@ def report_lines(made: "Report") -> list[str]:
              f"  items {totals.items}: merged {len(made.merged)}, over budget {len(made.over_budget)}, "
              f"parked {len(made.parked)}, failed {len(made.failed)}",
              f"  runs {totals.runs} (failed {totals.failed_runs}: {_failures(totals.failures)}); "
-             f"tokens {totals.input_tokens:,} in, {totals.output_tokens:,} out; "
+             f"{token_totals(totals.input_tokens, totals.output_tokens)}; "
              f"cost {money(totals.cost_usd, totals.cost_source)}"]
     if not made.rated_models and totals.cost_usd is not None:
         lines.append("  costs are the agent CLIs' own figures: no [budget.rates] rate card")
@@ -149,7 +143,7 @@ def report_lines(made: "Report") -> list[str]:
     if made.items:
         rows: list[tuple[str, ...]] = [(clean(item.id), item.status.replace("_", " "), str(item.rounds),
                  f"{item.checks_passed}/{item.checks_passed + item.checks_failed}", str(item.runs),
-                 f"{item.input_tokens + item.output_tokens:,}", money(item.cost_usd, item.cost_source),
+                 tokens(item.input_tokens + item.output_tokens), money(item.cost_usd, item.cost_source),
                  clean(item.title)) for item in made.items]
         lines += ["", "Items"] + ["  " + line for line in table(
             rows, header=("id", "status", "rounds", "checks ok", "runs", "tokens", "cost", "title"),
@@ -166,5 +160,5 @@ def report_lines(made: "Report") -> list[str]:
 def _group_row(group: "GroupLine") -> tuple[str, ...]:
     return (clean(group.name), str(group.items), str(group.runs), _share(group.first_review_share),
             _mean(group.mean_rounds_to_approval), _failures(group.failures),
-            f"{group.input_tokens + group.output_tokens:,}", money(group.cost_usd, group.cost_source))
+            tokens(group.input_tokens + group.output_tokens), money(group.cost_usd, group.cost_source))
 

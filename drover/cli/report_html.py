@@ -58,10 +58,23 @@ def _e(text: object) -> str:
     return escape(str(text), quote=True)
 
 
-def _money(cost: float | None, source: str) -> str:
+def money(cost: float | None, source: str) -> str:
     if cost is None:
         return "-"
-    return f"${cost:.4f}" + {"cli": " (CLI's)", "mixed": " (partly CLI's)"}.get(source, "")
+    label = {"rates": "", "cli": " (CLI's)", "mixed": " (partly CLI's)"}.get(source, "")
+    return f"${cost:.4f}{label}"
+
+
+def tokens(count: int) -> str:
+    """A token count; "-" for none: no run reported any (a script agent, a CLI that does not say),
+    which is not the same as a run that cost nothing."""
+    return f"{count:,}" if count else "-"
+
+
+def token_totals(tokens_in: int, tokens_out: int) -> str:
+    if not tokens_in and not tokens_out:
+        return "tokens: none reported"
+    return f"tokens {tokens_in:,} in, {tokens_out:,} out"
 
 
 def _summary(report: "Report") -> str:
@@ -71,8 +84,8 @@ def _summary(report: "Report") -> str:
         else "no rate card: costs are the agent CLIs' own figures"
     return (f"<p>{totals.items} items: {len(report.merged)} merged, {len(report.over_budget)} over budget, "
             f"{len(report.parked)} parked, {len(report.failed)} failed. {totals.runs} runs, "
-            f"{totals.failed_runs} failed ({failures}). Tokens {totals.input_tokens:,} in, "
-            f"{totals.output_tokens:,} out. Cost {_e(_money(totals.cost_usd, totals.cost_source))} ({rates}).</p>")
+            f"{totals.failed_runs} failed ({failures}). "
+            f"{token_totals(totals.input_tokens, totals.output_tokens).capitalize()}. Cost {_e(money(totals.cost_usd, totals.cost_source))} ({rates}).</p>")
 
 
 def _outcomes(report: "Report") -> str:
@@ -99,8 +112,8 @@ def _items(items: "tuple[ItemLine, ...]") -> str:
             f"<td>{_e(item.title)}</td><td class=n>{item.rounds}</td>"
             f"<td class=n>{item.checks_passed}/{item.checks_passed + item.checks_failed}</td>"
             f"<td class=n>{item.runs}</td><td class=n>{item.failed_runs}</td><td>{first}</td>"
-            f"<td class=n>{item.input_tokens:,}</td><td class=n>{item.output_tokens:,}</td>"
-            f"<td class=n>{_e(_money(item.cost_usd, item.cost_source))}</td></tr>")
+            f"<td class=n>{tokens(item.input_tokens)}</td><td class=n>{tokens(item.output_tokens)}</td>"
+            f"<td class=n>{_e(money(item.cost_usd, item.cost_source))}</td></tr>")
     return ("<h2>Items</h2><table><tr><th>id</th><th>status</th><th>title</th><th>rounds</th><th>checks ok</th>"
             "<th>runs</th><th>failed</th><th>approved first</th><th>tokens in</th><th>tokens out</th><th>cost</th></tr>"
             + "".join(rows) + "</table>")
@@ -114,8 +127,8 @@ def _groups(heading: str, word: str, groups: "tuple[GroupLine, ...]") -> str:
         failures = ", ".join(f"{_e(name)} {count}" for name, count in group.failures.items()) or "-"
         rows.append(f"<tr><td>{_e(group.name)}</td><td class=n>{group.items}</td><td class=n>{group.runs}</td>"
                     f"<td class=n>{share}</td><td class=n>{mean}</td><td>{failures}</td>"
-                    f"<td class=n>{group.input_tokens:,}</td><td class=n>{group.output_tokens:,}</td>"
-                    f"<td class=n>{_e(_money(group.cost_usd, group.cost_source))}</td></tr>")
+                    f"<td class=n>{tokens(group.input_tokens)}</td><td class=n>{tokens(group.output_tokens)}</td>"
+                    f"<td class=n>{_e(money(group.cost_usd, group.cost_source))}</td></tr>")
     return (f"<h2>{heading}</h2><table><tr><th>{word}</th><th>items</th><th>runs</th><th>approved at first review</th>"
             "<th>rounds to approval</th><th>failures</th><th>tokens in</th><th>tokens out</th><th>cost</th></tr>"
             + "".join(rows) + "</table>")

@@ -3,6 +3,9 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
+import shutil
+import subprocess
 import tomllib
 from pathlib import Path
 
@@ -55,7 +58,10 @@ def init_project(start: Path) -> list[str]:
         text = existing + ("" if not existing or existing.endswith("\n") else "\n") + IGNORE_LINE + "\n"
         write_atomic(gitignore, text)
         said.append(f"added {IGNORE_LINE} to .gitignore")
-    return said + next_steps(config.prefix)
+    if not fresh:  # set up before: the first-time steps are behind the user
+        return said if len(said) > 1 else said + ["drover is set up here: nothing changed "
+                                                  "(`drover check` says whether all of it is sound)"]
+    return said + next_steps(config.prefix, config.verify.get("default", ""))
 
 
 def config_text_for(root: Path) -> str:
@@ -131,6 +137,10 @@ def _verify_said(root: Path) -> list[str]:
     command, found = detect_verify(root)
     said = [f"verify command: {command} ({found})" if command else
             "verify command: none found; nothing runs before merge until [verify] default is set"]
+    problem = cannot_run(command) if command else ""
+    if problem:
+        said.append(f"warning: the verify command cannot run here: {problem}. drover's check runs it before each "
+                    "review and merge and fails while it cannot: install what it needs, or change [verify] default")
     shared = shared_environment(root)
     if shared:
         said.append(f"hint: {shared} found: an agent's worktree would import the main checkout's code through it; "
@@ -138,11 +148,44 @@ def _verify_said(root: Path) -> list[str]:
     return said
 
 
-def next_steps(prefix: str) -> list[str]:
+def cannot_run(command: str) -> str:
+    """Why `command` cannot run here, as far as a look that runs none of it tells ("" when it may):
+    its program is not on PATH, or it is `python -m <module>` and that python finds no such module.
+    A shell builtin or a line the shell alone can read is left to the shell."""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return ""
+    while words and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=.*", words[0]):  # VAR=value before the program
+        words.pop(0)
+    if not words or "/" in words[0] or not re.fullmatch(r"[\w.+-]+", words[0]) or words[0] in _SHELL_WORDS:
+        return ""
+    program = shutil.which(words[0])
+    if program is None:
+        return f"`{words[0]}` is not on PATH"
+    if len(words) > 2 and words[1] == "-m" and words[0].startswith("python"):
+        try:
+            done = subprocess.run([program, "-c", _FINDS_MODULE, words[2]], capture_output=True, timeout=30,
+                                  stdin=subprocess.DEVNULL)
+        except (OSError, subprocess.TimeoutExpired):
+            return ""
+        if done.returncode == 1:
+            return f"`{words[0]}` ({program}) has no module named {words[2]!r}"
+    return ""
+
+
+_SHELL_WORDS = frozenset("""exit true false test cd echo export set source exec eval command if for while until
+case time env nohup ulimit umask""".split())
+_FINDS_MODULE = "import importlib.util, sys; sys.exit(importlib.util.find_spec(sys.argv[1]) is None)"
+
+
+def next_steps(prefix: str, verify: str = "") -> list[str]:
     """What a person does after init, in order."""
     return [
         "",
         "next steps:",
+        *([f"  {verify}   # the verify command: see that it passes here, as drover's check will need"]
+          if verify else []),
         f"  git add {CONFIG_FILE} .gitignore && git commit -m 'Set up drover'",
         '  drover new "What the first item should do"',
         f"  drover draft {prefix}-1          # or write its requirements yourself",

@@ -241,5 +241,9 @@ def drive_summary(results: list[Driven]) -> list[str]:
         lines.append(f"total: {usage_text(usage_total([row.usage or {} for row in results]))}")
     approved = sum(row.approved for row in results)
     driven = sum(row.result != ORPHANED for row in results)
-    lines.append(f"{approved} of {driven} approved")
+    if driven:
+        lines.append(f"{approved} of {driven} approved")
+    else:  # only orphans: what stands in the way is theirs to end
+        lines.append("nothing driven: an orphaned run holds " + ("its item" if len(results) == 1 else "each item")
+                     + "; `drover stop <id>` ends it")
     return lines

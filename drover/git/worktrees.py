@@ -51,11 +51,11 @@ def ensure_worktree(root: Path, path: Path, branch: str, base: str, *,
         if branch in heads:
             # the short name on purpose: an existing branch's name is checked out as that branch,
             # where `refs/heads/...` would give a detached HEAD
-            git(["worktree", "add", "--no-checkout", str(path), branch], root)
+            git(["worktree", "add", "--quiet", "--no-checkout", str(path), branch], root)
         else:
             if base not in heads:
                 require_base(root, base)
-            git(["worktree", "add", "--no-checkout", "-b", branch, str(path), local_ref(base)], root)
+            git(["worktree", "add", "--quiet", "--no-checkout", "-b", branch, str(path), local_ref(base)], root)
     done = run(["reset", "--hard", "--quiet"], path)
     if done.returncode != 0:  # a half-written worktree is never handed out: the next call makes it again
         git(["worktree", "remove", "--force", str(path)], root, check=False)

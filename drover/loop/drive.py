@@ -263,8 +263,9 @@ class Driver:
         from drover.loop import pool
 
         project = self.project
-        if pool.pooling(project) and not (project.worktrees_dir / item_id).is_dir():
-            return pool.acquire(project, ledger, item_id, branch=branch)
+        pooled = pool.item_worktree(project, ledger, item_id, branch)
+        if pooled is not None:
+            return pooled
         return git.ensure_worktree(project.root, project.worktrees_dir / item_id, branch, project.config.base,
                                    lock=pool.WORKTREE_LOCK)
 

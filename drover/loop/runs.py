@@ -99,8 +99,8 @@ def prepare(project: Project, ledger: Ledger, item_id: str, slot: str, *,
         worktree, workdir = None, project.root
     else:
         worktree = project.worktrees_dir / item_id
-        if pool.pooling(project):  # the pooled worktree it holds; else execute takes one (pool.rebind)
-            worktree = pool.held_path(project, ledger, item_id) or worktree
+        # the pooled worktree it holds (kept after `[run] pool` went to 0); else execute takes one
+        worktree = pool.held_path(project, ledger, item_id) or worktree
         workdir = worktree
     argv, via = presets.agent_argv(agent, run_dir / "prompt.md")
     env_add = agents.agent_env(item_id=item_id, slot=slot, run_id=run_id, prompt_file=run_dir / "prompt.md",
@@ -162,9 +162,10 @@ def _ready_workdir(project: Project, ledger: Ledger, launch: Launch) -> Launch:
     base = project.config.base
     if launch.slot == "draft":
         return launch
-    if launch.worktree is not None and pool.pooling(project) and not (project.worktrees_dir / launch.item_id).is_dir():
-        return pool.rebind(launch, pool.acquire(project, ledger, launch.item_id, branch=launch.branch))
     if launch.worktree is not None:
+        pooled = pool.item_worktree(project, ledger, launch.item_id, launch.branch)
+        if pooled is not None:
+            return pool.rebind(launch, pooled)
         # Registered one at a time: ensure_worktree prunes, and a prune during another thread's
         # `worktree add` removes that worktree's half-written admin folder (drive --jobs N).
         git.ensure_worktree(project.root, launch.worktree, launch.branch, base, lock=_WORKTREE_LOCK)
