@@ -113,6 +113,24 @@ def test_check_reports_an_unparseable_item_and_a_narrow_verify_command(project):
     assert "warning: [verify] migration does not contain the default command" in done.output
 
 
+def test_a_readme_beside_the_items_is_no_item_but_a_frontmatter_file_named_like_none_is_an_error(project):
+    items = project / "items"
+    (items / "README.md").write_text("# Our items\n\nOne file an item; see drover help.\n")
+    (items / "D-7.md").write_text("no frontmatter, but named like an item\n")
+    listed = invoke("list", "--json")
+    assert [row["id"] for row in json.loads(listed.output)] == ["D-1", "D-7"]  # D-7 is still an item, unreadable
+    (items / "D-7.md").unlink()
+    checked = invoke("check", "--json")
+    assert checked.exit_code == 0, checked.output
+    (note,) = [problem for problem in json.loads(checked.output)["problems"] if problem["path"] == "items/README.md"]
+    assert (note["code"], note["severity"]) == ("not-an-item", "warning")
+    assert "drover leaves it alone" in note["message"]
+    assert invoke("drive", "--dry-run").exit_code == 0  # a drive is not stopped by it
+    (items / "notes.md").write_text("---\ntitle: A note\n---\nbody\n")  # frontmatter: meant as an item
+    checked = invoke("check")
+    assert checked.exit_code == 1 and "items/notes.md: notes has an id that disagrees" in checked.output
+
+
 def test_a_broken_config_is_one_line_and_exit_2(project):
     config = project / "drover.toml"
     config.write_text(config.read_text().replace("max_rounds = 3", "max_rounds = \"three\""))

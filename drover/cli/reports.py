@@ -16,6 +16,7 @@ _CODES = (
     ("moved since the approval", "approval-moved"),
     ("needs requirements", "needs-requirements"),
     ("is empty: nothing runs before merge", "verify-empty"),
+    (": not an item (", "not-an-item"),
     (": not a folder", "items-folder"),
     ("STALE OVERRIDE", "stale-override"),
     ("WHOLE TEMPLATE", "whole-template"),

@@ -12,8 +12,9 @@ import gc
 import json
 import os
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, NamedTuple, Union
 
 from drover.items import file as itemfile
@@ -154,13 +155,13 @@ def catalogue(project: Project, ledger: Ledger) -> dict[str, Entry]:
     leave the frontmatter out (entries_for gives it, Ledger.cached_metas searches it)."""
     prefix = project.config.prefix
     folder = str(project.items_dir)
+    base, within = project.item_rel(""), folder + os.sep
     try:
-        names = sorted_names(os.listdir(folder), prefix)
+        names = sorted_names(os.listdir(folder), prefix, keep=lambda name: not for_people(within + name))
     except (FileNotFoundError, NotADirectoryError):
         names = []
     ledger.cache_under(prefix)
     cache = ledger.cached_light()
-    base, within = project.item_rel(""), folder + os.sep
     entries: dict[str, Entry] = {}  # each item's place in the order, its entry filled below
     kept: list[CachedFile] = []  # the rows of the files whose size and mtime they have
     changed: list[Changed] = []
@@ -234,22 +235,50 @@ def _jobs(changed: list[Changed], ledger: Ledger) -> list[Job]:
     return jobs
 
 
-def sorted_names(names: list[str], prefix: str) -> list[str]:
+def sorted_names(names: list[str], prefix: str, keep: Callable[[str], bool] = lambda name: True) -> list[str]:
     """The `.md` names of `names` in _sort_key's order of their ids, sorted in C rather than by a key per name.
 
     A numbered name (prefix, dash, a number of up to 18 digits without leading zero) sorts by its
     number, which for such names is the order of (length, name), and before any other; the
-    others follow in _sort_key's order.
+    others follow in _sort_key's order, those `keep` keeps.
     """
-    numbered_name = re.compile(re.escape(prefix) + r"-[1-9][0-9]{0,17}\.md").fullmatch
-    numbered = list(filter(numbered_name, names))
+    numbered = list(filter(_numbered(prefix), names))
     numbered.sort()
     numbered.sort(key=len)  # stable: by length, then by name
     if len(numbered) != len(names):
-        taken = set(numbered)
-        rest = [name for name in names if name.endswith(".md") and name not in taken]
-        numbered += sorted(rest, key=lambda name: _sort_key(name[:-3], prefix))
+        numbered += sorted(_others(names, numbered, keep), key=lambda name: _sort_key(name[:-3], prefix))
     return numbered
+
+
+def _numbered(prefix: str) -> Callable[[str], Any]:
+    return re.compile(re.escape(prefix) + r"-[1-9][0-9]{0,17}\.md").fullmatch
+
+
+def _others(names: list[str], numbered: list[str], keep: Callable[[str], bool]) -> list[str]:
+    taken = set(numbered)
+    return [name for name in names if name.endswith(".md") and name not in taken and keep(name)]
+
+
+def notes_for_people(project: Project) -> list[str]:
+    """The Markdown files beside the items that are not items (for_people), as paths from the root."""
+    folder = project.items_dir
+    try:
+        names = os.listdir(folder)
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    numbered = list(filter(_numbered(project.config.prefix), names))
+    return sorted(project.item_rel(name) for name in _others(names, numbered, lambda name: for_people(folder / name)))
+
+
+def for_people(path: str | Path) -> bool:
+    """A Markdown file beside the items whose name is not an id is no item when it has no
+    frontmatter (it does not begin with `---`): a README of the folder, notes for people."""
+    try:
+        with open(path, "rb") as handle:
+            start = handle.read(8)
+    except OSError:  # gone, or a folder: the entry's own read says what it is
+        return False
+    return not start.removeprefix(b"\xef\xbb\xbf").startswith(b"---")
 
 
 def _sort_key(item_id: str, prefix: str) -> tuple[int, str]:

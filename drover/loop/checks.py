@@ -12,7 +12,7 @@ from drover.config import AgentConfig
 from drover.errors import Finding
 from drover.ledger.db import Ledger
 from drover.ledger.project import Project
-from drover.ledger.catalogue import Entry, catalogue, collector_paused
+from drover.ledger.catalogue import Entry, catalogue, collector_paused, notes_for_people
 from drover.ledger.listing import states_of
 from drover.ledger.state import Activity, State, verdict_of
 from drover.trackers import open_tracker
@@ -238,6 +238,8 @@ def check_warnings(project: Project) -> list[Finding]:
                 f"[verify] {key} does not contain the default command ({default!r}): "
                 f"items with {key}: yes would silently run less", error=False))
     findings += empty_verify(config.verify)
+    findings += [Finding(f"{rel}: not an item (its name is no id and it has no frontmatter): drover leaves it alone",
+                         error=False) for rel in notes_for_people(project)]
     agents_seen: dict[tuple[str, str], tuple[str, AgentConfig]] = {}
     for slot in SLOTS:
         agent = config.agent_for(slot)
