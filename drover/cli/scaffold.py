@@ -137,7 +137,7 @@ def _verify_said(root: Path) -> list[str]:
     command, found = detect_verify(root)
     said = [f"verify command: {command} ({found})" if command else
             "verify command: none found; nothing runs before merge until [verify] default is set"]
-    problem = cannot_run(command) if command else ""
+    problem = cannot_run(command, root) if command else ""
     if problem:
         said.append(f"warning: the verify command cannot run here: {problem}. drover's check runs it before each "
                     "review and merge and fails while it cannot: install what it needs, or change [verify] default")
@@ -148,10 +148,11 @@ def _verify_said(root: Path) -> list[str]:
     return said
 
 
-def cannot_run(command: str) -> str:
-    """Why `command` cannot run here, as far as a look that runs none of it tells ("" when it may):
-    its program is not on PATH, or it is `python -m <module>` and that python finds no such module.
-    A shell builtin or a line the shell alone can read is left to the shell."""
+def cannot_run(command: str, root: Path) -> str:
+    """Why `command` cannot run in `root`, as far as a look that runs none of it tells ("" when it
+    may): its program is not on PATH, or it is `python -m <module>` and that python finds no such
+    module (a top-level one: finding a submodule would import, so run, its package). A shell
+    builtin or a line the shell alone can read is left to the shell."""
     try:
         words = shlex.split(command)
     except ValueError:
@@ -163,10 +164,10 @@ def cannot_run(command: str) -> str:
     program = shutil.which(words[0])
     if program is None:
         return f"`{words[0]}` is not on PATH"
-    if len(words) > 2 and words[1] == "-m" and words[0].startswith("python"):
+    if len(words) > 2 and words[1] == "-m" and words[0].startswith("python") and words[2].isidentifier():
         try:
-            done = subprocess.run([program, "-c", _FINDS_MODULE, words[2]], capture_output=True, timeout=30,
-                                  stdin=subprocess.DEVNULL)
+            done = subprocess.run([program, "-c", _FINDS_MODULE, words[2]], cwd=root, capture_output=True,
+                                  timeout=30, stdin=subprocess.DEVNULL)
         except (OSError, subprocess.TimeoutExpired):
             return ""
         if done.returncode == 1:
