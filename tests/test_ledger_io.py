@@ -50,6 +50,10 @@ def test_export_starts_with_the_schema_and_names_each_rows_table(busy):
 
 
 def test_a_round_trip_keeps_every_table(busy, tmp_path):
+    with sqlite3.connect(busy / ".drover" / "ledger.db") as conn:  # an item whose id sorts before D-2, seen last
+        conn.execute("INSERT INTO runs (id, item, slot, agent, argv, started) "
+                     "VALUES ('r10', 'D-10', 'implement', 'a', '[]', '2026-01-02')")
+    conn.close()
     dump = tmp_path / "ledger.jsonl"
     assert run(busy, "ledger", "export", "-o", str(dump)).returncode == 0
     original = ledger_tables(busy / ".drover" / "ledger.db")
@@ -70,6 +74,10 @@ def test_a_round_trip_keeps_every_table(busy, tmp_path):
             assert [row[2] for row in restored[table]] == [row[2] for row in original[table]]
         else:
             assert restored[table] == original[table], table
+    # and its export is the same file, line for line, the rebuilt tables included
+    again = tmp_path / "again.jsonl"
+    assert run(busy, "ledger", "export", "-o", str(again)).returncode == 0
+    assert again.read_text().splitlines()[1:] == dump.read_text().splitlines()[1:]
 
 
 def test_an_import_drops_cache_rows_parsed_under_no_one_prefix(busy, tmp_path):
@@ -178,6 +186,17 @@ def test_a_key_repeated_in_one_file_is_loaded_once_and_a_different_repeat_is_a_c
      ":2: table items has no column 'x'"),
     ('{"format": "drover-ledger", "migrations": []}\n{"table": "ids_met", "row": {"prefix": "D", "highest": "9"}}\n',
      ":2: ids_met highest must be a whole number"),
+    # the words drover acts on: an audit level, a slot, a failure class, a disposition, an item id
+    ('{"format": "drover-ledger", "migrations": []}\n{"table": "audits", "row": {"id": 1, "item": "D-1", '
+     '"level": "bogus", "at": "2026-01-01T00:00:00Z"}}\n', ":2: audits level must be one of claimed, reviewed, verified"),
+    ('{"format": "drover-ledger", "migrations": []}\n{"table": "runs", "row": {"id": "r1", "item": "D-1", '
+     '"slot": "hack", "agent": "a", "started": "2026-01-01T00:00:00Z"}}\n', ":2: runs slot must be one of implement"),
+    ('{"format": "drover-ledger", "migrations": []}\n{"table": "runs", "row": {"id": "r1", "item": "D-1", '
+     '"slot": "review", "agent": "a", "started": "x", "failure": "oops"}}\n', ":2: runs failure must be one of"),
+    ('{"format": "drover-ledger", "migrations": []}\n{"table": "dispositions", "row": {"id": 1, "item": "D-1", '
+     '"issue": 5, "disposition": "burn", "at": "x"}}\n', ":2: dispositions disposition must be one of close"),
+    ('{"format": "drover-ledger", "migrations": []}\n{"table": "rounds", "row": {"item": "../x", "number": 1}}\n',
+     ":2: rounds item must be an item id"),
 ])
 def test_a_bad_export_is_one_line_and_imports_nothing(repo, tmp_path, content, said):
     assert run(repo, "init").returncode == 0

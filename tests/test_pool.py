@@ -248,6 +248,23 @@ def test_setup_runs_again_only_when_a_setup_input_changed(pooled, tmp_path):
     assert row["setup_at"] and row["setup_digest"]
 
 
+def test_with_a_check_a_pool_of_two_a_job_sets_each_worktree_up_once_and_a_smaller_one_is_warned(pooled, tmp_path):
+    log = tmp_path / "setup-runs.log"
+    set_run(pooled, pool="1", setup=f'"pwd >> {log}"', default='"true"')  # [verify] default: a check that passes
+    items = [new_item(pooled, f"item {n}") for n in range(3)]
+    small = drive(pooled, items[0])
+    assert small.returncode == 0, small.stdout + small.stderr
+    assert "warning: [run] pool = 1 is under two worktrees a job (2 for --jobs 1)" in small.stdout
+    set_run(pooled, pool="2")
+    log.unlink()
+    done = drive(pooled, *items[1:])
+    assert done.returncode == 0 and "warning: [run] pool" not in done.stdout
+    # the item's worktree and its check's: each set up once, kept for the next item and its check
+    ran = log.read_text().splitlines()
+    assert len(ran) <= 2 and len(ran) == len(set(ran)), ran
+    assert len(pool_rows(pooled)) == 2
+
+
 # --- a kill in the middle of a clean ---------------------------------------------------------------
 
 

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Iterator
 
 from drover.ledger.activity import create_activity_triggers, drop_activity_triggers, fill_activity
 from drover.errors import Refused, UsageError
+from drover.vocabulary import ANY_ID_PATTERN, DISPOSITIONS, FAILURE_CLASSES, LEVELS, SLOTS
 from drover.ledger.db import Ledger
 from drover.ledger.migrations import MIGRATIONS, meet_cached, open_as_before_0012
 
@@ -42,6 +44,15 @@ JSON_COLUMNS = {
     ("runs", "argv"): "array", ("runs", "base_hashes"): "object", ("audits", "authors"): "array",
     ("events", "detail"): "object", ("item_files", "deps"): "array", ("item_files", "meta"): "object",
 }
+# The columns that hold one of drover's closed sets of words (vocabulary.py), and those that hold
+# an item's id: drover acts on these words, so an imported row may hold no other.
+CHOICES: dict[tuple[str, str], tuple[str, ...]] = {
+    ("audits", "level"): LEVELS, ("runs", "slot"): SLOTS, ("runs", "failure"): FAILURE_CLASSES,
+    ("dispositions", "disposition"): DISPOSITIONS,
+}
+ITEM_COLUMNS = {("runs", "item"), ("audits", "item"), ("rounds", "item"), ("dispositions", "item"),
+                ("checks", "item"), ("items", "id")}
+_ANY_ID = re.compile(ANY_ID_PATTERN).fullmatch
 INT64 = (-(2**63), 2**63 - 1)
 # An item number above this is no number an id could have reached (and no longer exact as a JSON
 # number elsewhere); `new` adds one to the highest, which must stay inside SQLite's integers.
@@ -67,6 +78,8 @@ class Column:
     json: str  # "array", "object" or ""
     least: float
     most: float
+    choices: tuple[str, ...] = ()  # the words it may hold; () for any
+    item_id: bool = False  # it holds an item's id
 
 
 def _kind(declared: str) -> str:
@@ -90,7 +103,8 @@ def column_rules(ledger: Ledger) -> dict[str, dict[str, Column]]:
             name, kind = info["name"], _kind(info["type"] or "")
             least, most = RANGES.get((table, name), INT64 if kind == "integer" else (-math.inf, math.inf))
             rules[table][name] = Column(table, name, kind, bool(info["notnull"] or info["pk"]),
-                                        JSON_COLUMNS.get((table, name), ""), least, most)
+                                        JSON_COLUMNS.get((table, name), ""), least, most,
+                                        CHOICES.get((table, name), ()), (table, name) in ITEM_COLUMNS)
     return rules
 
 
@@ -115,6 +129,10 @@ def value_problem(column: Column, value: Any) -> str:
             value.encode("utf-8")
         except UnicodeEncodeError:
             return "must be UTF-8 text (it holds a lone surrogate)"
+        if column.choices and value not in column.choices:
+            return f"must be one of {', '.join(column.choices)}, not {json.dumps(value)[:40]}"
+        if column.item_id and not _ANY_ID(value):
+            return f"must be an item id (PREFIX-NUMBER), not {json.dumps(value)[:40]}"
         if column.json and value:
             try:
                 decoded = json.loads(value)
@@ -226,7 +244,9 @@ def export(ledger: Ledger, out: IO[str]) -> dict[str, int]:
         for table in tables(ledger):
             if table == "_sqlite_migrations":
                 continue  # the header states the schema
-            cursor = ledger.conn.execute(f'SELECT * FROM "{table}" ORDER BY rowid')
+            # a table rebuilt on import is in its key's order: its rowids are the rebuild's, not the history's
+            order = ", ".join(f'"{name}"' for name in columns(ledger, table)[1]) if table in CACHE else "rowid"
+            cursor = ledger.conn.execute(f'SELECT * FROM "{table}" ORDER BY {order}')
             counts[table] = 0
             for row in cursor:
                 out.write(json.dumps({"table": table, "row": dict(row)}, ensure_ascii=False) + "\n")

@@ -66,7 +66,21 @@ def header(project: Project, ids: list[str], jobs: int, finish: bool) -> list[st
                 ("item", project.config.budget.item_tokens), ("drive", project.config.budget.drive_tokens)) if value]
     if ceilings:
         lines.append(f"  budget: {', '.join(ceilings)} tokens (drover help budgets)")
-    return lines + retry_header(project.config)
+    return lines + _pool_warning(project, jobs) + retry_header(project.config)
+
+
+def _pool_warning(project: Project, jobs: int) -> list[str]:
+    """A pool too small for the drive's jobs and their checks: an item holds its pooled worktree
+    while drover's check holds another, so a pool under two a job hands each check a worktree it
+    cannot keep, and `[run] setup` runs in it again for every item (docs/worktrees.md)."""
+    config = project.config
+    if not (config.worktree and config.pool and config.setup and any(config.verify.values())):
+        return []
+    if config.pool >= 2 * jobs:
+        return []
+    return [f"  warning: [run] pool = {config.pool} is under two worktrees a job ({2 * jobs} for --jobs {jobs}): "
+            "an item and drover's check of it each hold one, so checks would run [run] setup again for every "
+            f"item; set pool = {2 * jobs}"]
 
 
 class Driver:
