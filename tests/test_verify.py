@@ -3,12 +3,13 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from helpers import TESTS, configure, drover, git, ledger_rows
+from helpers import TESTS, configure, drover, git, ledger_rows, new_item
 
 BROKEN_AGENT = TESTS / "agents" / "broken_agent.py"
 # `make test` fails while a file BROKEN exists, and says so on its last line
@@ -111,6 +112,60 @@ def test_finish_by_hand_refuses_an_approved_first_attempt_until_a_check_of_it_pa
     assert passed.returncode == 0 and passed.stdout.startswith("D-1: check passed (make test, ")
     assert drover(project, "finish", "D-1").returncode == 0
     assert head(project, "main^2") == checks(project)[-1]["head"]
+
+
+def test_a_check_of_an_older_base_does_not_cover_a_finish_after_base_moved(project):
+    """A pass with base at B1 says nothing of the merge into B2: another item's merge may break it."""
+    for _ in range(2):  # the first attempt leaves BROKEN, the second removes it
+        drover(project, "run", "D-1", check=True)
+    drover(project, "audit", "D-1", "--level", "reviewed", check=True)
+    assert drover(project, "verify", "D-1").returncode == 0
+    # base moves on: its tests now fail wherever D-1's work.txt is (as a rename breaks a new caller)
+    (project / "Makefile").write_text(MAKEFILE.replace("-e BROKEN ]", "-e BROKEN ] || [ -e work.txt ]"))
+    git(project, "commit", "-qam", "main: tests that D-1's work breaks")
+    moved = head(project, "main")
+    refused = drover(project, "finish", "D-1")
+    assert refused.returncode == 1 and head(project, "main") == moved
+    assert f"it passed with main at {checks(project)[-1]['base'][:7]}, and main is at {moved[:7]} now" in refused.stderr
+    # a drive checks it again with base as it is before it merges: the failure goes back, nothing merges
+    driven = drover(project, "drive", "--finish", "D-1")
+    assert driven.returncode == 1 and head(project, "main") == moved, driven.stdout
+    again = [check for check in checks(project) if check["base"] == moved]
+    assert again and again[0]["exit_status"] != 0 and "D-1: check failed (make test" in driven.stdout
+
+
+def test_two_items_checked_on_the_same_base_the_second_is_checked_again_before_it_merges(repo, tmp_path,
+                                                                                       monkeypatch):
+    """D-1 renames f, D-2 adds a caller of f: each passes its check, both checked before either
+    merged. Whichever merges second is checked again with the other merged, fails, and goes back."""
+    (repo / "mod.py").write_text("def f():\n    return 1\n")
+    (repo / "test_mod.py").write_text("from mod import f\nassert f() == 1\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "mod")
+    configure(repo)
+    config = repo / "drover.toml"
+    text = config.read_text().replace(str(TESTS / "agents" / "loop_agent.py"), str(TESTS / "agents" / "rename_agent.py"))
+    text = text.replace('default = ""', "default = 'for t in test_*.py; do python3 \"$t\" || exit 1; done'", 1)
+    config.write_text(text)
+    git(repo, "commit", "-qam", "the rename agent, a verify command")
+    first, second = new_item(repo, "Rename f to g"), new_item(repo, "Call f")
+    barrier = tmp_path / "barrier"
+    barrier.mkdir()
+    monkeypatch.setenv("RENAME_BARRIER", str(barrier))
+    monkeypatch.setenv("RENAME_ITEMS", "2")
+    driven = drover(repo, "drive", "--finish", "--jobs", "2", first, second)
+    assert driven.returncode == 1, driven.stdout + driven.stderr
+    merged = [item for item in (first, second) if f"{item}: merged " in driven.stdout]
+    assert len(merged) == 1, driven.stdout
+    # main's own tests pass: the second item did not merge on the strength of its first check
+    work = tmp_path / "main-now"
+    git(repo, "worktree", "add", "-q", "--detach", str(work), "main")
+    for test in sorted(work.glob("test_*.py")):
+        assert subprocess.run([sys.executable, test.name], cwd=work).returncode == 0, test.name
+    late = first if merged == [second] else second
+    main = head(repo, "main")
+    assert any(check["item"] == late and check["base"] == main and check["exit_status"] not in (0, None)
+               for check in checks(repo)), checks(repo)
 
 
 # --- where the check runs ------------------------------------------------------------------------

@@ -239,11 +239,16 @@ class Driver:
         return AGAIN
 
     def _finish(self, ledger: Ledger, item_id: str) -> Driven | None:
-        """Finish the item; None when a conflict with base went back to the loop instead."""
+        """Finish the item; None when it went back to the loop instead: a conflict with base, or
+        a check of it with base as it is now (another item's merge moved base since its check)
+        that did not pass."""
         from drover.loop.finish import finish
 
         try:
-            with self.merge_lock:
+            with self.merge_lock:  # base stays where the check saw it until the merge
+                checked = self._check(ledger, item_id)
+                if checked != PASSED:
+                    return checked if isinstance(checked, Driven) else None
                 finished = finish(self.project, ledger, item_id)
         except git.MergeConflict as exc:
             if not self.project.config.worktree:

@@ -58,7 +58,7 @@ def finish(project: Project, ledger: Ledger, item_id: str, *, allow_drover_files
             git.require_base(project.root, base)
         approved = _require_covered(project, ledger, item_id, branch, heads)
         _require_own_files_kept(project, item_id, branch, approved, allow_drover_files, heads[base])
-        _require_check(project, ledger, item_id, approved)
+        _require_check(project, ledger, item_id, approved, heads[base])
         refuse_dirty(project, "before finishing")
         worktree = project.worktrees_dir / item_id
         if worktree.exists():
@@ -146,12 +146,12 @@ def _differing(project: Project, commit: str, paths: list[str]) -> list[str]:
     return [path for path in paths if committed.get(path) != here.get(path)]
 
 
-def _require_check(project: Project, ledger: Ledger, item_id: str, commit: str) -> None:
+def _require_check(project: Project, ledger: Ledger, item_id: str, commit: str, base: str) -> None:
     """Refuse unless a passing check of the verify command covers `commit`, the approved head that
-    merges (none is needed when the item's verify command is empty; verify.py)."""
+    merges, with base at `base` (none is needed when the item's verify command is empty; verify.py)."""
     from drover.loop.verify import require_check
 
-    require_check(project, ledger, item_id, commit)
+    require_check(project, ledger, item_id, commit, base)
 
 
 def dirty_blockers(project: Project) -> list[tuple[str, bool]]:

@@ -44,9 +44,11 @@ def command_for(project: Project, item_id: str) -> str:
     return verify_command(project.config.verify, project.require_item(item_id).meta).strip()
 
 
-def passing_check(ledger: Ledger, item_id: str, head: str) -> Check | None:
-    """The newest passing check of exactly `head`, if any."""
-    passed = [check for check in ledger.checks(item_id, head) if check.passed] if head else []
+def passing_check(ledger: Ledger, item_id: str, head: str, base: str) -> Check | None:
+    """The newest passing check of exactly `head` with exactly `base` merged in, if any: the
+    commit a finish would merge, as it would land. A pass with an older base says nothing of
+    what base has gained since (another item's merge)."""
+    passed = [check for check in ledger.checks(item_id, head) if check.passed and check.base == base] if head else []
     return passed[-1] if passed else None
 
 
@@ -239,23 +241,30 @@ class Gate:
 def check_head(project: Project, ledger: Ledger, item_id: str, *, echo: bool = False,
                cancel: threading.Event | None = None,
                progress: Callable[[str], None] | None = None) -> Gate:
-    """A passing check of the branch's head, run now unless one is recorded."""
+    """A passing check of the branch's head with base as it is now, run now unless one is recorded."""
     if not command_for(project, item_id):
         return Gate(None, False)
     head = git.head_of(project.root, ledger.item_branch(item_id))
-    found = passing_check(ledger, item_id, head)
+    found = passing_check(ledger, item_id, head, git.head_of(project.root, project.config.base))
     if found is not None:
         return Gate(found, False)
     return Gate(run_check(project, ledger, item_id, echo=echo, cancel=cancel, progress=progress), True)
 
 
-def require_check(project: Project, ledger: Ledger, item_id: str, head: str) -> None:
-    """Refuse unless a passing check covers `head`, the commit that merges (none is needed when the
-    item's verify command is empty: nothing runs before its merge)."""
+def require_check(project: Project, ledger: Ledger, item_id: str, head: str, base: str) -> None:
+    """Refuse unless a passing check covers `head`, the commit that merges, with `base` (base's
+    head now) merged in; none is needed when the item's verify command is empty: nothing runs
+    before its merge."""
     command = command_for(project, item_id)
-    if not command or passing_check(ledger, item_id, head) is not None:
+    if not command or passing_check(ledger, item_id, head, base) is not None:
         return
     checks = ledger.checks(item_id, head)
-    said = f"its last check failed: {checks[-1].command}, {_how(checks[-1])}" if checks else "it was never checked"
+    if checks and checks[-1].passed:
+        said = (f"it passed with {project.config.base} at {checks[-1].base[:7]}, and {project.config.base} "
+                f"is at {base[:7]} now")
+    elif checks:
+        said = f"its last check failed: {checks[-1].command}, {_how(checks[-1])}"
+    else:
+        said = "it was never checked"
     raise Refused(f"{item_id}: no passing check covers {head[:7]}, the commit that would merge ({said}): "
                   f"`drover verify {item_id}` runs `{command}` on it")
