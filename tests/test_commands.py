@@ -757,6 +757,10 @@ def test_the_round_cap_refuses_keeps_the_findings_and_parks(project):
     fails(drover("request-changes", "D-1", input="round four\n"), 1)
     assert kept.read_text() == "### round three\n"
     assert (project / ".drover" / "parked" / "D-1-4.md").read_text() == "round four\n"
+    # unparked at the cap: the operator is told the next send-back parks it again
+    out = ok("unpark", "D-1")
+    assert out.splitlines() == ["D-1: unparked", "warning: D-1 has 2 rounds of changes, the cap ([review] max_rounds "
+                                "= 2): its next request for changes parks it again; raise the cap to give it more rounds"]
 
 
 def test_the_review_runs_log_is_the_rounds_path(project, monkeypatch):
@@ -854,7 +858,7 @@ def test_park_and_unpark(project):
     assert "parked" in out
     assert listed()["D-1"]["state"] == "parked"
     assert shown("D-1")["parked_reason"] == "which database?"
-    ok("unpark", "D-1")
+    assert ok("unpark", "D-1") == "D-1: unparked\n"  # no rounds: nothing to warn of
     assert listed()["D-1"]["state"] == "ready"
     fails(drover("unpark", "D-1"), 1)
     events = [row[2] for row in ledger_rows(project)["events"]]

@@ -197,6 +197,13 @@ def test_bad_toml_syntax_names_the_line(tmp_path):
     assert "\n" not in message
 
 
+def test_a_table_declared_twice_is_named_as_toml_writes_it(tmp_path):
+    assert config_error(tmp_path, "[run]\npool = 1\n\n[review]\n\n[run.x]\n[run]\n") == \
+        "drover.toml:7: Cannot declare [run] twice"
+    assert config_error(tmp_path, "[agent.review]\nname = 'a'\n[agent.review]\n") == \
+        "drover.toml:3: Cannot declare [agent.review] twice"
+
+
 def _one_line_error(result, exit_code: int = 2) -> str:
     assert result.exit_code == exit_code, result.output
     assert result.exception is None or isinstance(result.exception, SystemExit)

@@ -284,6 +284,15 @@ def test_a_silent_agent_is_stalled_its_processes_end_and_a_fresh_run_follows(rep
     assert "[drover] stalled: no output for" in (repo / first["log_path"]).read_text()
     shown = drover(repo, "show", item).stdout
     assert "failure: stalled: stalled: no output for" in shown
+    assert f"{item}: implement stalled after " in progress and f"{item}: implement timeout after " not in progress
+
+
+def test_a_stalled_run_parked_by_its_policy_names_the_class_once(repo):
+    [item] = project(repo, agent__stall='"1s"', retry__stalled='"park"')
+    code, report, progress = drive_json(repo, plan="implement=stall")
+    assert report["items"][0]["result"] == "parked", progress
+    reason = json.loads(drover(repo, "show", item, "--json").stdout)["parked_reason"]
+    assert reason.startswith("stalled: no output for ") and "stalled: stalled" not in reason, reason
 
 
 def test_a_timeout_is_its_own_class_and_parks_under_park(repo):

@@ -357,6 +357,22 @@ def test_a_conflict_drovers_check_meets_goes_to_the_implementer_as_a_merge_not_a
     assert git(project, "show", "main:d-1.txt").startswith("pass 1\n")
 
 
+def test_an_implementer_that_leaves_the_merge_of_base_unconcluded_ends_the_item_saying_so(project):
+    item = new_item(project, "Add a thing")
+    drover(project, "run", item, check=True)  # the branch writes d-1.txt
+    (project / "d-1.txt").write_text("main wrote this first\n")
+    git(project, "add", "d-1.txt")
+    git(project, "commit", "-q", "-m", "main touches the same file")
+    done = drover(project, "drive", "--finish", env={"AGENT_MODE": "unmerged"})
+    assert done.returncode == 1
+    # one merge handed over, one implementing run for it, and the drive ends: it does not start the merge again
+    assert done.stdout.count("back to the implementing agent") == 1, done.stdout
+    (row,) = [line for line in done.stdout.splitlines() if line.startswith(f"{item} ") and " failed " in line]
+    assert "the implementing agent left the merge of main into drover/d-1 unconcluded in .drover/worktrees/D-1" in row
+    assert "`git merge --abort`" in row
+    assert "the loop did not settle" not in done.stdout
+
+
 def test_a_conflict_drovers_check_meets_without_worktrees_ends_the_item_saying_so(project):
     config = project / "drover.toml"
     config.write_text(config.read_text().replace('default = ""', 'default = "true"', 1)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import AGENT, BIN, configure, drover, git, ledger_tables, new_item  # noqa: F401
+from helpers import AGENT, BIN, configure, drover, git, ledger_rows, ledger_tables, new_item  # noqa: F401
 
 def snapshot(root: Path) -> dict:
     """Everything a dry run must leave alone: ledger rows, git refs and worktrees, the file tree."""
@@ -207,6 +207,10 @@ def test_drive_parks_an_item_that_does_not_converge(project):
     assert shown["state"] == "parked" and len(shown["rounds"]) == 2
     assert (project / ".drover" / "parked" / f"{item}-3.md").exists()
     assert "parked" in done.stdout
+    # the capped send-back is how the review ended: no failure class, no fresh run promised
+    assert f"{item} review: crashed" not in done.stdout and "fresh run" not in done.stdout, done.stdout
+    assert f"{item}   parked " in done.stdout and "review did not converge: 2 rounds of changes" in done.stdout
+    assert [run["failure"] for run in ledger_rows(project, "runs")] == [None] * len(shown["runs"])
 
 
 def test_drive_two_jobs_finishes_two_independent_items(project):
@@ -429,3 +433,13 @@ def test_gits_maintenance_runs_once_the_command_ends_never_from_an_agents_commit
     assert any(sid.startswith(first + "/") and argv[:1] == ["gc"] for sid, argv in maintenance)
     # the run's commit and its objects are packed, as a commit's own gc would have
     assert int(git(project, "count-objects", "-v").split("in-pack: ")[1].split()[0]) > packed
+
+
+def test_a_review_of_an_item_no_implementing_run_touched_is_refused_before_anything_starts(project):
+    item = new_item(project, "Add a thing")
+    before = git(project, "for-each-ref", "--format=%(refname)")
+    done = drover(project, "review", item)
+    assert done.returncode == 1
+    assert done.stderr.strip() == f"drover: {item} has no implementing run to review: `drover run {item}` first"
+    assert ledger_rows(project, "runs") == [] and ledger_rows(project, "audits", "id") == []
+    assert git(project, "for-each-ref", "--format=%(refname)") == before  # no branch made for it

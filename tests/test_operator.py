@@ -44,6 +44,15 @@ def test_init_outside_a_repository_refuses_and_writes_nothing(tmp_path):
     assert list(folder.iterdir()) == []
 
 
+def test_a_drover_repo_outside_any_repository_is_named_as_the_cause(repo, tmp_path):
+    configure(repo)
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    said = one_line_error(drover(repo, "list", env={"DROVER_REPO": str(plain)}), 2)
+    assert said == (f"drover: $DROVER_REPO is {plain}, which is not inside a git repository: unset it to use the "
+                    "repository you are in, or point it at a repository's checkout")
+
+
 def test_init_takes_the_base_from_the_current_branch(tmp_path):
     root = tmp_path / "lib"
     root.mkdir()

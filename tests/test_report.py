@@ -262,6 +262,14 @@ def test_json_and_html_together_are_a_usage_error(repo, tmp_path):
     assert not (tmp_path / "x.html").exists()
 
 
+def test_an_empty_page_name_is_one_line_naming_a_folder_and_nothing_is_left_behind(repo):
+    configure(repo)
+    before = sorted(path.name for path in repo.iterdir())
+    done = drover(repo, "report", "--html", "")
+    assert done.returncode == 2 and one_line(done) == "drover: .: a folder, not a file: name the page to write, e.g. report.html"
+    assert sorted(path.name for path in repo.iterdir()) == before  # no temporary file left
+
+
 def test_the_terminal_report_shows_no_control_characters_an_agent_put_in_a_title(repo):
     configure(repo)
     item = new_item(repo, "Plain title")

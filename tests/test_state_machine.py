@@ -141,9 +141,11 @@ class Walk:
             return after
         elif operation.startswith("review "):
             result = self.launch("review", "none")
-            # a review is refused exactly where drive would not review: done, parked, unfinished work
+            # a review is refused exactly where drive would not review: done, parked, unfinished
+            # work, and no implementing run yet (there is nothing but base to judge)
             refused = (State.DONE, State.PARKED, State.INTERRUPTED, State.FAILED)
-            assert (result is None) == (before["state"] in refused), before
+            never = not any(run["slot"] == "implement" for run in before["runs"])
+            assert (result is None) == (before["state"] in refused or never), before
             if result is None:
                 return None
             # the run's verdict, recorded as that run after it ended: as an outbox's replay is

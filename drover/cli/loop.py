@@ -19,7 +19,7 @@ def _launch_command(item_id: str, slot: str, dry_run: bool, explicit: str | None
     if as_json and not dry_run:
         raise UsageError("--json goes with --dry-run (a launch reports as it runs)")
     with opened() as (project, ledger):
-        launch = prepare(project, ledger, item_id, slot, explicit_template=explicit)
+        launch = prepare(project, ledger, item_id, slot, explicit_template=explicit, preview=dry_run)
         # drafts edit the item file in the main checkout, so they always run here
         runner = open_executor(project, "local" if slot == "draft" else None)
         for warning in launch.warnings:

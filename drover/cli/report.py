@@ -2,6 +2,7 @@
 does when it ends (`drive --report FILE`, `[notify] command`)."""
 from __future__ import annotations
 
+import errno
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
@@ -59,6 +60,9 @@ def write_page(made: "Report", path: Path) -> None:
     from drover.cli.report_html import page
     from drover.items.file import write_atomic
 
+    if path.is_dir():  # `--html ''` too: click makes it the current folder
+        raise IsADirectoryError(errno.EISDIR, "a folder, not a file: name the page to write, e.g. report.html",
+                                str(path))
     write_atomic(path, page(made))
 
 

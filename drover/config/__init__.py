@@ -17,7 +17,7 @@ from drover.config.keys import (DECLARED, KeyInfo, at_least_one, at_least_zero, 
 from drover.config.tables import AgentConfig, PromptFiles, RayConfig, RetryConfig, TrackerConfig
 from drover.config.tables import NotifyConfig
 from drover.config.tables import BudgetConfig
-from drover.config.toml import line_of, parse_toml
+from drover.config.toml import line_of, parse_toml, readable
 from drover.errors import ConfigError, did_you_mean
 from drover.vocabulary import CONFIG_FILE as CONFIG_FILE, EXECUTORS, SLOTS
 from drover.vocabulary import GUIDANCE_LEVELS as GUIDANCE_LEVELS  # data.py reads it from here
@@ -225,6 +225,5 @@ def load_config(path: Path) -> Config:
         data = parse_toml(path, text)
     except ValueError as exc:  # tomllib.TOMLDecodeError, named without importing tomllib
         line = getattr(exc, "lineno", None) or line_of(str(exc))
-        message = str(exc).split(" (at line")[0]
-        raise ConfigError(message, path=CONFIG_FILE, line=line) from None
+        raise ConfigError(readable(str(exc)), path=CONFIG_FILE, line=line) from None
     return parse_config(data)

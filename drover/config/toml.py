@@ -69,3 +69,11 @@ def _keep_toml(path: Path, text: str, data: dict[str, Any], kind: str) -> None:
 def line_of(message: str) -> int | None:
     match = re.search(r"at line (\d+)", message)
     return int(match.group(1)) if match else None
+
+
+def readable(message: str) -> str:
+    """tomllib's message without its line (the caller names it), a key it shows as a Python tuple
+    (`('run',)`) shown as TOML writes it (`[run]`)."""
+    message = message.split(" (at line")[0]
+    return re.sub(r"\(((?:'[^']*',? ?)+)\)",
+                  lambda found: "[" + ".".join(re.findall(r"'([^']*)'", found.group(1))) + "]", message)

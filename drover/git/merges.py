@@ -124,11 +124,14 @@ def merge_base_into(worktree: Path, base: str, *, commit: str = "") -> list[str]
     return conflicted
 
 
+def merge_in_progress(checkout: Path) -> bool:
+    """A merge was begun in `checkout` and not concluded (its MERGE_HEAD is there)."""
+    return Path(checkout).is_dir() and succeeds(["rev-parse", "--verify", "--quiet", "MERGE_HEAD"], checkout)
+
+
 def unmerged_files(checkout: Path) -> list[str]:
     """The conflicting files of a merge in progress in `checkout`; [] when none is."""
-    if not Path(checkout).is_dir() or not succeeds(["rev-parse", "--verify", "--quiet", "MERGE_HEAD"], checkout):
-        return []
-    return _conflicted(checkout)
+    return _conflicted(checkout) if merge_in_progress(checkout) else []
 
 
 def _conflicted(checkout: Path) -> list[str]:

@@ -119,7 +119,11 @@ def find_root(start: Path | None = None) -> Path:
     if env:
         root = Path(env).resolve()
         if not git.rev_parse(root, "--git-dir"):
-            raise no_repository(root)
+            found = no_repository(root)
+            if isinstance(found, UsageError) and "is not inside a git repository" in str(found):
+                raise UsageError(f"$DROVER_REPO is {env}, which is not inside a git repository: unset it to use "
+                                 "the repository you are in, or point it at a repository's checkout")
+            raise found
         return root
     start = (start or Path.cwd()).resolve()
     common = git.rev_parse(start, "--path-format=absolute", "--git-common-dir")

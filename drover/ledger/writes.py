@@ -220,7 +220,7 @@ def request_changes(project: Project, ledger: Ledger, item_id: str, findings: st
                 extra += 1
                 kept = project.parked_dir / f"{item_id}-{extra}.md"
             what = "drover's check kept failing" if by == CHECKER else "review did not converge"
-            reason = f"{what}: {rounds} rounds of changes, the cap is {cap}"
+            reason = f"{what}: {rounds} round{'s' if rounds != 1 else ''} of changes, the cap is {cap}"
 
             def park_it() -> None:
                 ledger.park(item_id, reason)
@@ -394,7 +394,13 @@ def unpark(project: Project, ledger: Ledger, item_id: str) -> Outcome:
     with ledger.write():
         ledger.unpark(item_id)
         ledger.log_event("unpark", item_id, by)
-    return Outcome((f"{item_id}: unparked",))
+    said = [f"{item_id}: unparked"]
+    rounds, cap = len(ledger.rounds(item_id)), project.config.max_rounds
+    if rounds >= cap:  # the next send-back is refused and parks it again
+        said.append(f"warning: {item_id} has {rounds} round{'s' if rounds != 1 else ''} of changes, the cap "
+                    f"([review] max_rounds = {cap}): its next request for changes parks it again; raise the cap "
+                    "to give it more rounds")
+    return Outcome(tuple(said))
 
 
 def _require_known(project: Project, ledger: Ledger, item_id: str) -> None:

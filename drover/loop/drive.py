@@ -134,6 +134,8 @@ class Driver:
             self.event(item_id, verdict if verdict != runs.NO_VERDICT_SHORT else runs.NO_VERDICT)
             return result
         ending = f"exit {result.exit_code}" if result.outcome == "exited" else result.outcome
+        if result.failure is not None and result.failure.failure == "stalled":  # ended silent, long before its timeout
+            ending = "stalled"
         self.event(item_id, f"{slot} {ending} after {result.elapsed:.1f}s")
         return result
 
@@ -160,11 +162,15 @@ class Driver:
             if self.retries.stopped.is_set():
                 return self._ended(ledger, item_id, "failed", f"the drive stopped ({self.retries.stop_note})")
             if state in IMPLEMENT_NEXT or conflicted:
-                conflicted = False
+                merging, conflicted = conflicted, False
                 result = self._launch(ledger, item_id, "implement")
                 if result.outcome != "exited" or result.exit_code != 0:
                     return self._ended(ledger, item_id, *self.retries.ending(
                         item_id, "failed", f"implement agent {_ending(result)}"))
+                if merging:  # its task was to conclude the merge of base: going round would only start it again
+                    left = self._merge_left(ledger, item_id)
+                    if left:
+                        return self._ended(ledger, item_id, "failed", left)
                 state = item_state(project, ledger, item_id).state
             if state != State.APPROVED or self.finish:
                 # drover's own check of the head a review or a finish would see: a failure goes
@@ -232,7 +238,7 @@ class Driver:
         except Refused as exc:
             known = item_state(self.project, ledger, item_id)
             if known.parked:
-                self.event(item_id, str(exc))
+                self.event(item_id, str(exc).removeprefix(f"{item_id} "))
                 return self._ended(ledger, item_id, "parked", known.parked_reason, known, log=gate.check.log_path)
             raise
         self.say(f"{sent.lines[0]}; back to the implementer")
@@ -276,6 +282,16 @@ class Driver:
         else:
             self.event(item_id, f"merged {base} into {branch}: checked and reviewed again")
         return bool(conflicts)
+
+    def _merge_left(self, ledger: Ledger, item_id: str) -> str:
+        """What to say when the implementing agent left the merge of base unconcluded; "" when it did not."""
+        branch = ledger.item_branch(item_id)
+        worktree = self._item_worktree(ledger, item_id, branch)
+        if not git.merge_in_progress(worktree):
+            return ""
+        return (f"the implementing agent left the merge of {self.project.config.base} into {branch} unconcluded in "
+                f"{self.project.relpath(worktree)}: conclude it there (`git commit`) or abort it "
+                "(`git merge --abort`), then drive again")
 
     def _item_worktree(self, ledger: Ledger, item_id: str, branch: str) -> Path:
         """The item's worktree on its branch: its own folder, or the pooled one it holds (pool.py)."""

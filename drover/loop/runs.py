@@ -71,8 +71,12 @@ def require_valid_branch(item_id: str, branch: str) -> str:
 
 
 def prepare(project: Project, ledger: Ledger, item_id: str, slot: str, *,
-            explicit_template: str | None = None, agent: AgentConfig | None = None) -> Launch:
-    """Render the prompt and work out argv, environment, branch and directory. Writes nothing."""
+            explicit_template: str | None = None, agent: AgentConfig | None = None,
+            preview: bool = False) -> Launch:
+    """Render the prompt and work out argv, environment, branch and directory. Writes nothing.
+
+    `preview` (a dry run): a review prompt may be shown before any implementing run, to see a
+    template; a review launched then would judge base itself, and is refused."""
     if slot not in LAUNCH_SLOTS:
         raise UsageError(f"unknown slot {slot!r}: expected one of {', '.join(LAUNCH_SLOTS)}")
     # the item and its rows are read once here, for the refusals and then for the template data
@@ -86,6 +90,8 @@ def prepare(project: Project, ledger: Ledger, item_id: str, slot: str, *,
     if running:
         raise Refused(f"{item_id} already has a live run {running.id} (pid {running.pid})")
     if slot == "review":
+        if not preview and not any(run.slot == "implement" for run in record.runs):
+            raise Refused(f"{item_id} has no implementing run to review: `drover run {item_id}` first")
         _refuse_unfinished_work(record)
     data = template_data.build(project, ledger, item_id, slot, record=record)
     branch = data.Branch
@@ -246,6 +252,11 @@ def record_failure(ledger: Ledger, launch: Launch, outcome: str, exit_code: int 
         return Failure(known.failure, known.reason or "", None)
     if outcome == agents.OVER_BUDGET:  # budgets.settle records the figures
         return Failure(budgets.FAILURE, "ended at its token ceiling")
+    if launch.slot == "review" and outcome == "exited" and ledger.item_row(launch.item_id).get("parked"):
+        # parked while it ran (a launch refuses a parked item): its send-back past the cap, which
+        # the command refuses and the agent may exit non-zero for, or its own `drover park`. The
+        # park is how the review ended, not a failure to retry
+        return None
     failure = classify_run(launch.run_dir, outcome=outcome, exit_code=exit_code, reason=reason)
     if failure is None and launch.slot == "review" and not review_verdict(ledger, launch.run_id):
         failure = Failure("no_verdict", NO_VERDICT)

@@ -189,7 +189,8 @@ def findings(project: Project, ledger: Ledger, item_id: str, check: Check) -> st
     words = _words()
     values = {key: str(value) for key, value in check.as_row().items()}
     values.update(head=check.head[:12], base=f"{project.config.base} ({check.base[:12]})",
-                  log=check.log_path, tail="\n".join("    " + line for line in (check.tail or "(no output)").split("\n")))
+                  # the main checkout's path: an agent in a worktree has no `.drover/` of its own
+                  log=str(project.root / check.log_path), tail="\n".join("    " + line for line in (check.tail or "(no output)").split("\n")))
     values["ending"] = _fill(words["ending"].get(check.outcome, check.outcome), values)
     text = _fill(words["findings"], values).strip("\n") + "\n"
     still_open = _still_open(project, ledger, item_id)

@@ -3,7 +3,8 @@
 
 AGENT_MODE steers it: `normal` (request changes once, then approve), `stubborn` (always
 request changes), `fail` (exit 3), `sleep` (start a grandchild and sleep), `silent` (review
-records nothing). AGENT_QUIET=N: the first implementing pass says nothing for N seconds first;
+records nothing), `unmerged` (in posture conflict, resolve the files and leave the merge
+unconcluded). AGENT_QUIET=N: the first implementing pass says nothing for N seconds first;
 AGENT_FINDINGS: the findings of a request for changes. AGENT_SLOW_ITEM=ID:N: every implementing pass
 of item ID sleeps N seconds first (another item's finish then comes while this agent runs).
 """
@@ -50,6 +51,8 @@ if slot == "implement":
         for path in unmerged:
             subprocess.run(["git", "checkout", "--ours", "--", path], check=True)
             subprocess.run(["git", "add", "--", path], check=True)
+        if mode == "unmerged":
+            sys.exit(0)
     target = Path(f"{item.lower()}.txt")
     passes = int(target.read_text().count("\n")) if target.exists() else 0
     if passes == 0 and os.environ.get("AGENT_QUIET"):
