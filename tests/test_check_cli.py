@@ -126,6 +126,11 @@ def test_a_readme_beside_the_items_is_no_item_but_a_frontmatter_file_named_like_
     assert (note["code"], note["severity"]) == ("not-an-item", "warning")
     assert "drover leaves it alone" in note["message"]
     assert invoke("drive", "--dry-run").exit_code == 0  # a drive is not stopped by it
+    (items / "D-8.md").write_text("---\nid: D-8\n---\n## Requirements\n\n1. Do it.\n")  # no title: a warning
+    (untitled,) = [problem for problem in json.loads(invoke("check", "--json").output)["problems"]
+                   if problem["path"] == "items/D-8.md"]
+    assert (untitled["code"], untitled["severity"]) == ("no-title", "warning") and "D-8 has no title" in untitled["message"]
+    (items / "D-8.md").unlink()
     (items / "notes.md").write_text("---\ntitle: A note\n---\nbody\n")  # frontmatter: meant as an item
     checked = invoke("check")
     assert checked.exit_code == 1 and "items/notes.md: notes has an id that disagrees" in checked.output

@@ -161,6 +161,28 @@ def test_ctrl_c_or_sigterm_ends_the_agents_whole_process_group(project, signum):
     assert run["finished"] and run["outcome"] == "interrupted"
 
 
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_drive_a_signal_stops_still_gives_its_summary_report_and_notify(project, signum):
+    first, second = new_item(project, "Add a thing"), new_item(project, "Another thing")
+    pidfile, page, notified = project.parent / "pids", project.parent / "night.html", project.parent / "notified"
+    config = project / "drover.toml"
+    config.write_text(config.read_text().replace('[notify]\ncommand = ""', f'[notify]\ncommand = "tee {notified}"', 1))
+    git(project, "commit", "-qam", "notify")
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}", "AGENT_MODE": "sleep",
+           "AGENT_PIDFILE": str(pidfile)}
+    proc = subprocess.Popen([str(BIN / "drover"), "drive", "--report", str(page)], cwd=project, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    _wait_for(pidfile)
+    proc.send_signal(signum)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 128 + signum, out + err
+    assert f"drive interrupted; not started: {second}" in out
+    (row,) = [line for line in out.splitlines() if line.startswith(f"{first} ") and " failed " in line]
+    assert "interrupted" in row and "0 of 1 approved" in out
+    assert page.is_file() and first in page.read_text()
+    assert json.loads(notified.read_text())["items"][0]["id"] == first
+
+
 def test_a_run_killed_from_outside_stays_unfinished(project):
     item = new_item(project, "Add a thing")
     pidfile = project.parent / "pids"

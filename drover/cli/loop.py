@@ -191,7 +191,7 @@ def drive(item_ids: tuple[str, ...], jobs: int, finish_items: bool, executor: st
           as_json: bool, report_file: str | None = None) -> None:
     """Implement and review ready items (or the ids given) until approved, parked or failed."""
     from drover.cli.views import drive_summary
-    from drover.loop.drive import drive as run_drive, exit_status
+    from drover.loop.drive import DriveInterrupted, drive as run_drive, exit_status
     from drover.ledger.project import open_project
     from drover.ledger.connection import now
     from pathlib import Path
@@ -201,8 +201,12 @@ def drive(item_ids: tuple[str, ...], jobs: int, finish_items: bool, executor: st
         click.echo(line, err=as_json)
 
     started = now()
-    results = run_drive(project, list(item_ids), jobs=jobs, finish=finish_items,
-                        say=say, echo=sys.stdout.isatty() and not as_json, executor=executor, dry_run=dry_run)
+    interrupted: DriveInterrupted | None = None
+    try:
+        results = run_drive(project, list(item_ids), jobs=jobs, finish=finish_items,
+                            say=say, echo=sys.stdout.isatty() and not as_json, executor=executor, dry_run=dry_run)
+    except DriveInterrupted as exc:  # the items in flight ended: their summary, report and notify still come
+        interrupted, results = exc, exc.results
     if dry_run:
         return
     if as_json:
@@ -214,4 +218,6 @@ def drive(item_ids: tuple[str, ...], jobs: int, finish_items: bool, executor: st
     from drover.cli.report import drive_ended
 
     drive_ended(project, started, Path(report_file) if report_file else None, say)
+    if interrupted is not None:
+        raise interrupted  # exit 130 or 143, as any command a signal stopped
     sys.exit(exit_status(results))

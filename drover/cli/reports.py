@@ -17,6 +17,7 @@ _CODES = (
     ("needs requirements", "needs-requirements"),
     ("is empty: nothing runs before merge", "verify-empty"),
     (": not an item (", "not-an-item"),
+    (" has no title: ", "no-title"),
     (": not a folder", "items-folder"),
     ("STALE OVERRIDE", "stale-override"),
     ("WHOLE TEMPLATE", "whole-template"),

@@ -58,6 +58,9 @@ def _check_items(project: Project, ledger: Ledger) -> tuple[list[Finding], Conta
     for item_id, found in entries.items():
         if found.unreadable and found.unreadable != itemfile.SHELVED:
             findings.append(Finding(found.problem))
+        elif not found.unreadable and not found.title.strip():
+            findings.append(Finding(f"{found.rel}: {item_id} has no title: list, the branch and its prompts name it "
+                                    "by id alone (add `title:` to its frontmatter)", error=False))
         for dep in found.deps:
             if dep in seen:
                 if entries[dep].unreadable:

@@ -1,15 +1,17 @@
 """`drover drive`: implement, review, and again while changes are outstanding and the cap allows."""
 from __future__ import annotations
 
+import signal
 import threading
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from drover import git, prompts as templates
+from drover import git
 from drover.loop import budgets, runs
-from drover.loop.retry import Retries, header_lines as retry_header
+from drover.loop.preview import dry_run_lines, header, needs_requirements_note
+from drover.loop.retry import Retries
 from drover.errors import DroverError, Refused, UsageError
 from drover.ledger.db import Ledger
 from drover.ledger.project import Project
@@ -19,7 +21,6 @@ from drover.agents.launch import say_above_status
 from drover.agents.procs import run_alive
 from drover.ledger.state import IMPLEMENT_NEXT, NOT_DRIVEN, ORPHANED, State, orphan_note
 from drover.executors import Executor, open_executor
-from drover.vocabulary import SLOTS
 
 APPROVED = ("approved", "finished")
 NOT_FINISHED = "approved, not finished: "
@@ -49,38 +50,6 @@ class Driven:
     def ok(self) -> bool:
         """What drive's exit status counts: approved, and finished when --finish asked for it."""
         return self.approved and not self.note.startswith(NOT_FINISHED)
-
-
-def header(project: Project, ids: list[str], jobs: int, finish: bool) -> list[str]:
-    """Agents per slot, template warnings, and the work ahead."""
-    lines = ["drover drive"]
-    for slot in SLOTS[:2]:
-        agent = project.config.agent_for(slot)
-        lines.append(f"  {slot:<9} agent {agent.identity} (preset {agent.preset}, timeout {agent.timeout})")
-        for warning in templates.launch_warnings(slot, root=project.root, config=project.config):
-            lines.append(f"  warning: {warning}")
-    ahead = ", ".join(ids) if ids else "nothing is ready"
-    lines.append(f"  items: {ahead}")
-    lines.append(f"  jobs: {jobs}; cap: {project.config.max_rounds} rounds; finish: {'yes' if finish else 'no'}")
-    ceilings = [f"{name} {value:,}" for name, value in (("run", project.config.budget.run_tokens),
-                ("item", project.config.budget.item_tokens), ("drive", project.config.budget.drive_tokens)) if value]
-    if ceilings:
-        lines.append(f"  budget: {', '.join(ceilings)} tokens (drover help budgets)")
-    return lines + _pool_warning(project, jobs) + retry_header(project.config)
-
-
-def _pool_warning(project: Project, jobs: int) -> list[str]:
-    """A pool too small for the drive's jobs and their checks: an item holds its pooled worktree
-    while drover's check holds another, so a pool under two a job hands each check a worktree it
-    cannot keep, and `[run] setup` runs in it again for every item (docs/worktrees.md)."""
-    config = project.config
-    if not (config.worktree and config.pool and config.setup and any(config.verify.values())):
-        return []
-    if config.pool >= 2 * jobs:
-        return []
-    return [f"  warning: [run] pool = {config.pool} is under two worktrees a job ({2 * jobs} for --jobs {jobs}): "
-            "an item and drover's check of it each hold one, so checks would run [run] setup again for every "
-            f"item; set pool = {2 * jobs}"]
 
 
 class Driver:
@@ -314,12 +283,6 @@ class Driver:
                       failures=self.retries.failures(item_id))
 
 
-def needs_requirements_note(known: ItemState) -> str:
-    """Why drive does not take an item whose requirements are still the placeholder, and the way on."""
-    return (f"needs requirements: {known.entry.rel} still holds the placeholder; write them there "
-            f"or run `drover draft {known.id}`")
-
-
 def _one_line(refused: Refused, item_id: str) -> str:
     """A refusal as one line of progress and of the summary: its message, then what it lists
     (the paths a dirty checkout holds), which a command prints on lines of their own."""
@@ -405,48 +368,6 @@ def drive(project: Project, ids: list[str], *, jobs: int = 1, finish: bool = Fal
     return results + [row for row in orphaned if row.item_id not in {done.item_id for done in results}]
 
 
-def dry_run_lines(project: Project, queue: list[str], *, explicit: bool, finish: bool, where: str) -> list[str]:
-    """What --dry-run says of the work ahead: each item's next step, and the blocked items that
-    follow a dep this drive takes (with --finish, once the dep is finished)."""
-    with Ledger(project.ledger_path) as ledger:
-        rows = {row.entry.id: row for row in list_items(project, ledger)}
-    lines = []
-    for item_id in queue:
-        row = rows.get(item_id)
-        if row is not None and row.state == State.NEEDS_REQUIREMENTS:
-            with Ledger(project.ledger_path) as ledger:
-                lines.append(f"  {item_id}: would be skipped: {needs_requirements_note(item_state(project, ledger, item_id))}")
-        elif row is not None and row.state == State.APPROVED:
-            lines.append(f"  {item_id}: finish would merge it")
-        else:
-            lines.append(f"  {item_id}: implement and review would run on {where}")
-    if explicit:
-        return lines
-    # blocked items whose deps not done are all taken by this drive, or follow one that is
-    taken = set(queue)
-    following: list[tuple[str, list[str]]] = []
-    grew = True
-    while grew:
-        grew = False
-        for item_id, row in rows.items():
-            if item_id in taken or row.state != State.BLOCKED:
-                continue
-            waiting = [dep for dep in row.entry.deps if dep in rows and rows[dep].state != State.DONE]
-            if waiting and all(dep in taken for dep in waiting):
-                taken.add(item_id)
-                following.append((item_id, waiting))
-                grew = True
-    for item_id, waiting in following:
-        deps = ", ".join(waiting)
-        are = "is" if len(waiting) == 1 else "are"
-        if finish:
-            lines.append(f"  {item_id}: blocked on {deps}: follows in this drive once {deps} {are} finished")
-        else:
-            lines.append(f"  {item_id}: blocked on {deps}: waits until {deps} {are} finished "
-                         "(drive --finish would take it next, in the same drive)")
-    return lines
-
-
 def _drive_queue(project: Project, queue: list[str], explicit: bool, *, jobs: int, finish: bool,
                  say: Callable[[str], None], echo: bool, runner: "Executor") -> list[Driven]:
     lock = threading.Lock()
@@ -475,10 +396,17 @@ def _drive_queue(project: Project, queue: list[str], explicit: bool, *, jobs: in
                 break
             try:
                 done, _ = wait(running, return_when=FIRST_COMPLETED)
-            except KeyboardInterrupt:
-                driver.cancel.set()
+            except KeyboardInterrupt as exc:
+                driver.cancel.set()  # each launch in flight ends its agent and records the run
                 wait(running)
-                raise
+                for future in running:
+                    try:
+                        results.append(future.result())
+                    except Exception as error:  # noqa: BLE001 - said in the summary, as any item's end
+                        results.append(Driven(running[future], "failed", 0, 0, f"interrupted: {error}"))
+                if queue:
+                    say(f"drive interrupted; not started: {', '.join(queue)}")
+                raise DriveInterrupted(results, exc) from None
             for future in done:
                 running.pop(future)
                 results.append(future.result())
@@ -486,6 +414,16 @@ def _drive_queue(project: Project, queue: list[str], explicit: bool, *, jobs: in
                 # finishing an item can make the items that depend on it ready
                 queue += [item for item in ready_ids(project, finish) if item not in attempted and item not in queue]
     return results
+
+
+class DriveInterrupted(KeyboardInterrupt):
+    """Ctrl-C or SIGTERM ended a drive once its items in flight had ended: what it drove, for the
+    summary, the `--report` page and `[notify]`, which an interrupted drive still gives."""
+
+    def __init__(self, results: list[Driven], cause: KeyboardInterrupt) -> None:
+        super().__init__(*cause.args)
+        self.results = results
+        self.signum = getattr(cause, "signum", signal.SIGINT)
 
 
 def _require_clean(project: Project) -> None:

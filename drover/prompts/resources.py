@@ -23,7 +23,8 @@ def read_resource(name: str) -> str:
 # `drover help TOPIC`: the reference pages of docs/, shipped in the wheel as drover/help/.
 # A new topic also joins pyproject.toml's force-include list (tests/test_packaging.py checks the wheel).
 HELP_TOPICS = ("configuration", "items", "states", "templates", "fields", "agents", "trackers", "executors",
-               "commands", "ledger", "report", "budgets", "failures", "unattended")
+               "commands", "ledger", "report", "budgets", "failures", "unattended", "verify", "worktrees",
+               "security")
 
 
 @lru_cache(maxsize=1)

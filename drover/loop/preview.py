@@ -1,0 +1,92 @@
+"""What a drive says before it launches anything: its header (agents, items, jobs, budgets, a
+pool too small for its checks, the retry policies) and, with --dry-run, each item's next step."""
+from __future__ import annotations
+
+from drover import prompts as templates
+from drover.ledger.db import Ledger
+from drover.ledger.itemstate import ItemState, item_state
+from drover.ledger.listing import list_items
+from drover.ledger.project import Project
+from drover.ledger.state import State
+from drover.loop.retry import header_lines as retry_header
+from drover.vocabulary import SLOTS
+
+
+def header(project: Project, ids: list[str], jobs: int, finish: bool) -> list[str]:
+    """Agents per slot, template warnings, and the work ahead."""
+    lines = ["drover drive"]
+    for slot in SLOTS[:2]:
+        agent = project.config.agent_for(slot)
+        lines.append(f"  {slot:<9} agent {agent.identity} (preset {agent.preset}, timeout {agent.timeout})")
+        for warning in templates.launch_warnings(slot, root=project.root, config=project.config):
+            lines.append(f"  warning: {warning}")
+    ahead = ", ".join(ids) if ids else "nothing is ready"
+    lines.append(f"  items: {ahead}")
+    lines.append(f"  jobs: {jobs}; cap: {project.config.max_rounds} rounds; finish: {'yes' if finish else 'no'}")
+    ceilings = [f"{name} {value:,}" for name, value in (("run", project.config.budget.run_tokens),
+                ("item", project.config.budget.item_tokens), ("drive", project.config.budget.drive_tokens)) if value]
+    if ceilings:
+        lines.append(f"  budget: {', '.join(ceilings)} tokens (drover help budgets)")
+    return lines + _pool_warning(project, jobs) + retry_header(project.config)
+
+
+def _pool_warning(project: Project, jobs: int) -> list[str]:
+    """A pool too small for the drive's jobs and their checks: an item holds its pooled worktree
+    while drover's check holds another, so a pool under two a job hands each check a worktree it
+    cannot keep, and `[run] setup` runs in it again for every item (docs/worktrees.md)."""
+    config = project.config
+    if not (config.worktree and config.pool and config.setup and any(config.verify.values())):
+        return []
+    if config.pool >= 2 * jobs:
+        return []
+    return [f"  warning: [run] pool = {config.pool} is under two worktrees a job ({2 * jobs} for --jobs {jobs}): "
+            "an item and drover's check of it each hold one, so checks would run [run] setup again for every "
+            f"item; set pool = {2 * jobs}"]
+
+
+def needs_requirements_note(known: ItemState) -> str:
+    """Why drive does not take an item whose requirements are still the placeholder, and the way on."""
+    return (f"needs requirements: {known.entry.rel} still holds the placeholder; write them there "
+            f"or run `drover draft {known.id}`")
+
+
+def dry_run_lines(project: Project, queue: list[str], *, explicit: bool, finish: bool, where: str) -> list[str]:
+    """What --dry-run says of the work ahead: each item's next step, and the blocked items that
+    follow a dep this drive takes (with --finish, once the dep is finished)."""
+    with Ledger(project.ledger_path) as ledger:
+        rows = {row.entry.id: row for row in list_items(project, ledger)}
+    lines = []
+    for item_id in queue:
+        row = rows.get(item_id)
+        if row is not None and row.state == State.NEEDS_REQUIREMENTS:
+            with Ledger(project.ledger_path) as ledger:
+                lines.append(f"  {item_id}: would be skipped: {needs_requirements_note(item_state(project, ledger, item_id))}")
+        elif row is not None and row.state == State.APPROVED:
+            lines.append(f"  {item_id}: finish would merge it")
+        else:
+            lines.append(f"  {item_id}: implement and review would run on {where}")
+    if explicit:
+        return lines
+    # blocked items whose deps not done are all taken by this drive, or follow one that is
+    taken = set(queue)
+    following: list[tuple[str, list[str]]] = []
+    grew = True
+    while grew:
+        grew = False
+        for item_id, row in rows.items():
+            if item_id in taken or row.state != State.BLOCKED:
+                continue
+            waiting = [dep for dep in row.entry.deps if dep in rows and rows[dep].state != State.DONE]
+            if waiting and all(dep in taken for dep in waiting):
+                taken.add(item_id)
+                following.append((item_id, waiting))
+                grew = True
+    for item_id, waiting in following:
+        deps = ", ".join(waiting)
+        are = "is" if len(waiting) == 1 else "are"
+        if finish:
+            lines.append(f"  {item_id}: blocked on {deps}: follows in this drive once {deps} {are} finished")
+        else:
+            lines.append(f"  {item_id}: blocked on {deps}: waits until {deps} {are} finished "
+                         "(drive --finish would take it next, in the same drive)")
+    return lines
