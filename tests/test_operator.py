@@ -196,9 +196,14 @@ def test_a_failing_setup_stops_before_the_agent(project):
     match = re.fullmatch(rf"drover: {item}: worktree setup failed \(exit 3\); log: (\S+)", said)
     assert match, said
     assert "no-network" in (project / match.group(1)).read_text()
+    # the agent never started (no pid), and the run that could not start is on record, with the
+    # setup's log, so list, show and the report say what happened (not a ready item and no run)
     conn = sqlite3.connect(project / ".drover" / "ledger.db")
-    assert conn.execute("SELECT count(*) FROM runs").fetchone()[0] == 0
+    (row,) = conn.execute("SELECT pid, outcome, reason, log_path FROM runs").fetchall()
     conn.close()
+    assert row == (None, "failed to start", f"worktree setup failed (exit 3); log: {match.group(1)}", match.group(1))
+    shown = json.loads(drover(project, "show", item, "--json").stdout)
+    assert shown["state"] == "failed" and "failed to start" in shown["reason"]
 
 
 # --- intake: new --issue ------------------------------------------------------------------------

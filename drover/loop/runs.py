@@ -180,6 +180,23 @@ def _ready_workdir(project: Project, ledger: Ledger, launch: Launch) -> Launch:
     return launch
 
 
+def _record_start(project: Project, ledger: Ledger, launch: Launch, head_start: str) -> None:
+    """The run's start, as one write: its row and its event."""
+    provenance = launch.provenance
+    with ledger.write():
+        ledger.start_run(NewRun(
+            id=launch.run_id, item=launch.item_id, slot=launch.slot,
+            agent=launch.agent.identity, argv=launch.argv,
+            log_path=project.relpath(launch.log_path), prompt_path=project.relpath(launch.prompt_path),
+            branch=launch.branch, worktree=project.relpath(launch.worktree) if launch.worktree else "",
+            requested_source=provenance.requested, resolved_source=provenance.resolved,
+            base_hashes=dict(provenance.base_hashes), template_sha256=provenance.template_sha256,
+            prompt_sha256=provenance.prompt_sha256,
+            head_start=head_start, head=head_start if launch.slot == "review" else "",
+        ))
+        ledger.log_event(launch.slot, launch.item_id, launch.agent.identity, run=launch.run_id)
+
+
 def execute(project: Project, ledger: Ledger, launch: Launch, *, echo: bool = True,
             cancel: threading.Event | None = None, progress: Callable[[str], None] | None = None,
             executor: "Executor | None" = None, budget: "DriveBudget | None" = None) -> RunResult:
@@ -195,23 +212,21 @@ def execute(project: Project, ledger: Ledger, launch: Launch, *, echo: bool = Tr
     # the commit the run starts from: what a review reviews, what an implementing run builds on
     head_start = git.head_of(project.root, launch.branch) if launch.branch else ""
     launch.run_dir.mkdir(parents=True, exist_ok=True)
-    if launch.worktree is not None and project.config.setup:
-        pool.setup_worktree(project, ledger, launch.worktree, launch.log_path, item_id=launch.item_id,
-                            shown_log=project.relpath(launch.log_path), timeout=launch.agent.timeout_seconds or None)
     launch.prompt_path.write_text(launch.prompt, encoding="utf-8")
-    provenance = launch.provenance
-    with ledger.write():  # the run's start is one write
-        ledger.start_run(NewRun(
-            id=launch.run_id, item=launch.item_id, slot=launch.slot,
-            agent=launch.agent.identity, argv=launch.argv,
-            log_path=project.relpath(launch.log_path), prompt_path=project.relpath(launch.prompt_path),
-            branch=launch.branch, worktree=project.relpath(launch.worktree) if launch.worktree else "",
-            requested_source=provenance.requested, resolved_source=provenance.resolved,
-            base_hashes=dict(provenance.base_hashes), template_sha256=provenance.template_sha256,
-            prompt_sha256=provenance.prompt_sha256,
-            head_start=head_start, head=head_start if launch.slot == "review" else "",
-        ))
-        ledger.log_event(launch.slot, launch.item_id, launch.agent.identity, run=launch.run_id)
+    if launch.worktree is not None and project.config.setup:
+        from drover.loop.worktree_setup import SetupFailed
+
+        try:
+            pool.setup_worktree(project, ledger, launch.worktree, launch.log_path, item_id=launch.item_id,
+                                shown_log=project.relpath(launch.log_path),
+                                timeout=launch.agent.timeout_seconds or None)
+        except SetupFailed as exc:  # on record as the run that could not start, its log the setup's
+            _record_start(project, ledger, launch, head_start)
+            with ledger.write():
+                ledger.set_run_node(launch.run_id, "", str(exc).removeprefix(f"{launch.item_id}: "))
+                ledger.finish_run(launch.run_id, None, "failed to start")
+            raise
+    _record_start(project, ledger, launch, head_start)
     from drover.executors import open_executor
 
     runner: Executor = executor or open_executor(project, "local")
