@@ -177,7 +177,9 @@ def cannot_run(command: str, root: Path) -> str:
 
 _SHELL_WORDS = frozenset("""exit true false test cd echo export set source exec eval command if for while until
 case time env nohup ulimit umask""".split())
-_FINDS_MODULE = "import importlib.util, sys; sys.exit(importlib.util.find_spec(sys.argv[1]) is None)"
+# The repository's own folder leaves the path first: a file of it named like a module the lookup
+# imports (importlib.py) would otherwise run at init.
+_FINDS_MODULE = "import sys; del sys.path[0]; import importlib.util; sys.exit(importlib.util.find_spec(sys.argv[1]) is None)"
 
 
 def next_steps(prefix: str, verify: str = "") -> list[str]:
