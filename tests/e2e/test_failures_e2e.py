@@ -123,7 +123,7 @@ def test_a_service_that_stops_answering_makes_the_run_stalled(name, service, rep
     answered = [entry.answered for entry in service.requests]
     assert "stalled" in answered, (answered, progress)
     shown = json.loads(drover(repo, env, "show", item, "--json").stdout)
-    assert shown["parked_reason"].startswith("stalled: stalled: no output for")
+    assert shown["parked_reason"].startswith("stalled: no output for")  # the class named once
 
 
 @pytest.mark.parametrize("name", CLIS)
