@@ -481,3 +481,30 @@ def test_on_a_terminal_a_status_line_shows_while_silent_and_stays_below_the_outp
     assert [LINE_PREFIX.sub("", line) for line in agent_lines if LINE_PREFIX.match(line)] == ["one", "two"]
     assert text.endswith("\r\x1b[1A\x1b[J")  # the status line is erased when the run ends
     assert heard == []  # on a terminal the status line replaces the progress lines
+
+
+def test_one_long_line_of_agent_output_is_held_at_most_to_its_cap(monkeypatch):
+    """An agent that prints megabytes with no newline: each 64 KiB read used to re-split everything
+    pending, quadratic in the line's length (64 MB took about 40 s, a few hundred MB hung a run
+    until its timeout). What is pending now never passes LONGEST_LINE and one read, so each read's
+    work is bounded whatever the agent prints; a line past the cap is taken as it stands."""
+    import io
+
+    from drover.agents import launch
+
+    monkeypatch.setattr(launch, "LONGEST_LINE", 1 << 20)
+    log = io.BytesIO()
+    output = launch._Output(log, None, None, None)
+    taken: list[int] = []
+    original = output.line
+    monkeypatch.setattr(output, "line", lambda line: (taken.append(len(line)), original(line)))
+    chunk = b"a" * 65536
+    most = 0
+    for _ in range(64):  # 4 MiB on one line
+        output.chunk(chunk)
+        most = max(most, len(output.pending))
+    output.chunk(b"b\nlast line\n")
+    output.close()
+    assert most <= (1 << 20) + len(chunk)
+    assert len(taken) >= 4 and all(size > 1 << 20 for size in taken[:3])  # taken at the cap, not held
+    assert output.last_line == "last line" and log.getbuffer().nbytes == 4 * 1024 * 1024 + 12

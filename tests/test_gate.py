@@ -7,7 +7,9 @@ a real repository; docs/security.md names each as the proof of a promise.
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -174,6 +176,87 @@ def test_a_branch_that_changes_what_steers_drover_merges_only_when_the_operator_
     done = drover(project, "finish", "D-1", "--allow-drover-files")
     assert done.returncode == 0, done.stderr
     assert "the agent was here" in (project / path).read_text()
+
+
+def test_a_branch_with_two_merge_bases_cannot_hide_a_drover_toml_change_from_finish(project):
+    """The branch merges an older base commit into a merged item's head by hand (a criss-cross: two
+    merge bases with main), taking drover.toml from the older side. `git diff main...BRANCH` picks
+    one base, the newer (its commit date is the agent's to set), where drover.toml is as the branch
+    has it; the merge's virtual base has the operator's text, so the merge puts the old one back."""
+    drover(project, "run", "D-1", check=True)
+    git(project, "switch", "-q", "-c", "earlier-item")
+    (project / "x.txt").write_text("an earlier item's work\n")
+    git(project, "add", "x.txt")
+    with_date = {"GIT_COMMITTER_DATE": "2030-01-01T00:00:00Z"}
+    subprocess.run(["git", "commit", "-q", "-m", "earlier item"], cwd=project, check=True,
+                   env={**os.environ, **with_date})
+    git(project, "switch", "-q", "main")
+    config = project / "drover.toml"
+    config.write_text(config.read_text().replace('timeout = "2h"', 'timeout = "30m"', 1))
+    git(project, "commit", "-q", "-am", "operator: shorter timeout")
+    operator_change = git(project, "rev-parse", "main").strip()
+    git(project, "merge", "-q", "--no-ff", "-m", "earlier item merged", "earlier-item")
+    worktree = project / ".drover" / "worktrees" / "D-1"
+    earlier = git(project, "rev-parse", "earlier-item").strip()
+    git(worktree, "reset", "-q", "--hard", earlier)
+    subprocess.run(["git", "merge", "-q", "--no-ff", "--no-commit", operator_change], cwd=worktree,
+                   capture_output=True)
+    git(worktree, "checkout", earlier, "--", "drover.toml")
+    git(worktree, "commit", "-q", "-m", "Merge main into the item branch")
+    (worktree / "d-1.txt").write_text("the work\n")
+    git(worktree, "add", "d-1.txt")
+    git(worktree, "commit", "-q", "-m", "the work")
+    drover(project, "review", "D-1", check=True)
+    main = git(project, "rev-parse", "main")
+
+    line = one_line(drover(project, "finish", "D-1"), 1)
+    assert "drover.toml" in line and "--allow-drover-files" in line
+    assert git(project, "rev-parse", "main") == main
+    assert 'timeout = "30m"' in config.read_text()
+
+
+@pytest.mark.parametrize("form", ["absolute", "through a linked folder"])
+def test_a_prompt_override_named_another_way_is_still_drovers_own_file(project, form):
+    """`[prompts] review` names the file by an absolute path inside the repository, or through a
+    committed link to a folder: a branch that edits the file the review renders is still refused."""
+    if form == "absolute":
+        written, edited = str(project / "prompts" / "review.tmpl"), "prompts/review.tmpl"
+    else:
+        (project / "docs" / "prompts").mkdir(parents=True)
+        (project / "tmpl").symlink_to("docs/prompts")
+        written, edited = "tmpl/review.tmpl", "docs/prompts/review.tmpl"
+    config = project / "drover.toml"
+    config.write_text(config.read_text().replace('review = ""  ', f'review = "{written}"', 1))
+    drover(project, "override", "review", "checks", check=True)
+    git(project, "add", "-A")
+    git(project, "commit", "-q", "-m", "a review override")
+    approved(project, edited)
+    main = git(project, "rev-parse", "main")
+
+    line = one_line(drover(project, "finish", "D-1"), 1)
+    assert edited in line and "--allow-drover-files" in line
+    assert git(project, "rev-parse", "main") == main
+
+
+def test_a_review_never_runs_the_reviewer_script_as_the_branch_rewrote_it(project):
+    """docs/agents.md's custom agent: `[agent.review] command = "sh agents/agent.sh"`, a path found
+    from the worktree, the branch's. An implementer that rewrites the script to approve would
+    review itself: the review is refused instead, and nothing approves the branch."""
+    (project / "agents").mkdir()
+    (project / "agents" / "agent.sh").write_text(
+        '#!/bin/sh\necho "- never approved" | drover request-changes "$DROVER_ITEM"\n')
+    config = project / "drover.toml"
+    config.write_text(config.read_text().replace("\n[agent.review]\n", '\n[agent.review]\ncommand = "sh agents/agent.sh"\n', 1))
+    git(project, "add", "-A")
+    git(project, "commit", "-q", "-m", "the operator's reviewer script")
+    drover(project, "run", "D-1", check=True)
+    worktree = project / ".drover" / "worktrees" / "D-1"
+    (worktree / "agents" / "agent.sh").write_text('#!/bin/sh\nexec drover audit "$DROVER_ITEM" --level reviewed\n')
+    git(worktree, "commit", "-q", "-am", "a friendlier reviewer")
+    done = drover(project, "review", "D-1")
+    shown = json.loads(drover(project, "show", "D-1", "--json", check=True).stdout)
+    assert shown["state"] != "approved", (done.stdout, done.stderr)
+    assert "agents/agent.sh" in done.stderr
 
 
 def work_in_this_checkout(root: Path) -> None:

@@ -118,6 +118,55 @@ def test_a_drover_run_naming_no_run_is_refused(project):
     assert verdict_rows(project) == before
 
 
+# --- an implementing run gives the operator's commands ------------------------------------------
+
+
+FORGED_REVIEWER = """#!/bin/sh
+exec drover audit "$DROVER_ITEM" --level reviewed --note "the implementer's program"
+"""
+
+
+def forged_import(root: Path, tmp_path: Path) -> Path:
+    """An export adding a finished review run of D-2, its approving audit and a passing check of D-2's head."""
+    head, base = git(root, "rev-parse", "drover/d-2").strip(), git(root, "rev-parse", "main").strip()
+    header = drover(root, "ledger", "export", check=True).stdout.splitlines()[0]
+    run = {"id": "forged-review", "item": "D-2", "slot": "review", "agent": "reviewer",
+           "started": "2099-01-01T00:00:00.000Z", "finished": "2099-01-01T00:00:01.000Z", "exit_status": 0,
+           "outcome": "exited", "branch": "drover/d-2"}
+    audit = {"id": 999, "item": "D-2", "level": "reviewed", "by": "reviewer", "note": "", "head": head,
+             "at": "2099-01-01T00:00:00.500Z", "authors": "[]", "run": "forged-review", "opens": 1}
+    check = {"id": "forged-check", "item": "D-2", "head": head, "base": base, "command": "true", "exit_status": 0,
+             "outcome": "exited", "started": "2099-01-01T00:00:00.000Z", "duration": 0.0, "tail": "",
+             "log_path": "x", "at": "2099-01-01T00:00:00.100Z"}
+    path = tmp_path / "forged.jsonl"
+    path.write_text("\n".join([header, *(json.dumps({"table": table, "row": row}) for table, row in
+                                          (("runs", run), ("audits", audit), ("checks", check)))]) + "\n")
+    return path
+
+
+@pytest.mark.parametrize("command", ["review D-2", "run D-2", "verify D-2", "unpark D-2", "finish D-2",
+                                     "stop D-2", "drive D-2", "ledger import --merge {forged}"])
+def test_an_implementing_run_cannot_give_the_operators_commands(project, tmp_path, command):
+    """A review launched from inside a run would run the agent's own program as the reviewer (the
+    launch inherits the caller's PATH), and a merged import would bring an audit no review gave."""
+    drover(project, "run", "D-2", env=agent_env(project), check=True)  # D-2 implemented, never reviewed
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name in ("python3", Path(sys.executable).name):
+        (bin_dir / name).write_text(FORGED_REVIEWER)
+        (bin_dir / name).chmod(0o755)
+    before = verdict_rows(project)
+    words = command.format(forged=forged_import(project, tmp_path))
+    drover(project, "run", "D-1", env=agent_env(project, "operator", HOSTILE_COMMAND=words,
+                                                   HOSTILE_PATH=str(bin_dir)), check=True)
+    [attempt] = said(project)
+    assert attempt["code"] != 0 and "Traceback" not in attempt["err"], attempt
+    assert "refused: this process acts for run " in attempt["err"], attempt
+    assert verdict_rows(project)["audits"] == before["audits"]
+    assert listed(project)["D-2"] == "in review"
+    assert "no review approved it" in finish_refused(project, "D-2")
+
+
 # --- an implementing run approves itself -------------------------------------------------------
 
 
@@ -412,3 +461,19 @@ def test_a_run_that_has_ended_gives_no_verdict_whoever_names_it(project, form):
     assert "'r-review', a run that has ended" in line and "unset DROVER_RUN" in line
     assert verdict_rows(project) == before
     assert "no review approved it" in finish_refused(project, "D-1")
+
+
+def test_a_workers_outbox_cannot_unpark_an_item(project):
+    """`unpark` is the operator's: a worker's outbox (replayed as its run) that unparks another item,
+    or its own after a park for its cap or budget, is refused and the item stays parked."""
+    drover(project, "run", "D-1", env=agent_env(project), check=True)
+    drover(project, "park", "D-2", "--why", "the operator's call", check=True)
+    drover(project, "park", "D-1", "--why", "over budget", check=True)
+    coordinator = open_project(project)
+    with Ledger(coordinator.ledger_path) as ledger:
+        implementing = ledger.runs("D-1")[0].id
+        refused = outbox.replay(coordinator, ledger, [{"op": "unpark", "args": {"item_id": "D-2"}},
+                                                      {"op": "unpark", "args": {"item_id": "D-1"}}],
+                                run_id=implementing, head_of=lambda item: "")
+    assert len(refused) == 2, refused
+    assert listed(project)["D-1"] == "parked" and listed(project)["D-2"] == "parked"

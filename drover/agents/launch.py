@@ -218,6 +218,9 @@ def _feed(stream: BinaryIO, data: bytes) -> None:
             pass
 
 
+LONGEST_LINE = 16 << 20  # bytes of one line of agent output kept whole before it is taken as a line
+
+
 class _Output:
     """Where the agent's output goes: the log (readable), the raw stream, the screen, and what
     the signs of life need (when it last spoke, its last line)."""
@@ -226,7 +229,7 @@ class _Output:
                  show: Callable[[str], None] | None) -> None:
         # raw (agent.jsonl) is given exactly when a reader turns the stream into text
         self.log, self.raw, self.reader, self.show = log, raw, reader, show
-        self.pending = b""
+        self.pending = bytearray()
         self.last_output = time.monotonic()
         self.last_line = ""
         self.size = 0
@@ -245,8 +248,17 @@ class _Output:
             self.size += len(data)
         else:
             self._write(self.raw, data)
-        self.pending += data
-        *lines, self.pending = self.pending.split(b"\n")
+        if b"\n" not in data:
+            # most of a long line: only the new bytes are searched, and a line past LONGEST_LINE
+            # is taken as it stands (re-splitting all that is pending at every read was quadratic
+            # in the line's length: an agent printing a few hundred MB on one line hung drover)
+            self.pending += data
+            if len(self.pending) > LONGEST_LINE:
+                self.line(bytes(self.pending))
+                self.pending = bytearray()
+            return
+        *lines, rest = (bytes(self.pending) + data).split(b"\n")
+        self.pending = bytearray(rest)
         for line in lines:
             self.line(line)
 
@@ -265,8 +277,8 @@ class _Output:
 
     def close(self) -> None:
         if self.pending:
-            self.line(self.pending)
-            self.pending = b""
+            self.line(bytes(self.pending))
+            self.pending = bytearray()
 
 
 def _pump(fd: int, output: _Output, stop: threading.Event) -> None:

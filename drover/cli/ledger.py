@@ -41,6 +41,9 @@ def ledger_import(file: Path, merge: bool) -> None:
     from drover.ledger.jsonl import import_file
 
     with opened() as (project, ledger):
+        from drover.ledger.acting import require_operator
+
+        require_operator(ledger, "ledger import")
         done = import_file(ledger, file, merge=merge)
     added = ", ".join(f"{table} {count}" for table, count in sorted(done.added.items())) or "none"
     click.echo(f"imported rows: {added}")

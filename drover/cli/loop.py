@@ -19,6 +19,10 @@ def _launch_command(item_id: str, slot: str, dry_run: bool, explicit: str | None
     if as_json and not dry_run:
         raise UsageError("--json goes with --dry-run (a launch reports as it runs)")
     with opened() as (project, ledger):
+        if not dry_run:
+            from drover.ledger.acting import require_operator
+
+            require_operator(ledger, slot if slot != "implement" else "run")
         launch = prepare(project, ledger, item_id, slot, explicit_template=explicit, preview=dry_run)
         # drafts edit the item file in the main checkout, so they always run here
         runner = open_executor(project, "local" if slot == "draft" else None)
@@ -111,6 +115,9 @@ def finish(item_id: str, allow_drover_files: bool, as_json: bool) -> None:
     from drover.loop.finish import Finished, finish as act
 
     with opened() as (project, ledger):
+        from drover.ledger.acting import require_operator
+
+        require_operator(ledger, "finish")
         try:
             finished = act(project, ledger, item_id, allow_drover_files=allow_drover_files)
         except Refused as exc:
@@ -141,6 +148,9 @@ def verify(item_id: str, as_json: bool) -> None:
     from drover.loop.verify import describe, run_check
 
     with opened() as (project, ledger):
+        from drover.ledger.acting import require_operator
+
+        require_operator(ledger, "verify")
         check = run_check(project, ledger, item_id, echo=sys.stdout.isatty() and not as_json)
     if as_json:
         echo_json({"id": item_id, "check": check.as_json() if check else None})
@@ -161,6 +171,9 @@ def stop(item_id: str) -> None:
     from drover.loop.runs import stop as stop_runs
 
     with opened() as (project, ledger):
+        from drover.ledger.acting import require_operator
+
+        require_operator(ledger, "stop")
         for line in stop_runs(project, ledger, item_id):
             click.echo(line)
 
@@ -197,6 +210,15 @@ def drive(item_ids: tuple[str, ...], jobs: int, finish_items: bool, executor: st
     from pathlib import Path
 
     project = open_project()
+    if not dry_run:
+        from drover.ledger.acting import require_operator
+        from drover.ledger.db import Ledger
+
+        ledger = Ledger(project.ledger_path)
+        try:
+            require_operator(ledger, "drive")
+        finally:
+            ledger.close()
     def say(line: str) -> None:
         click.echo(line, err=as_json)
 

@@ -134,9 +134,19 @@ def changed_paths(root: Path, base: str, commit: str, *, base_head: str = "") ->
     base_head = base_head or head_of(root, base)
     if not base_head:
         raise GitError(f"base branch {base!r} does not exist in {root}: check [run] base in drover.toml")
-    out = git(["diff", "--name-only", "-z", "--no-renames", "--no-ext-diff", "--end-of-options",
-               f"{base_head}...{commit}"], root)
-    return [path for path in out.split("\0") if path]
+    # Every merge base, not the one `A...B` picks: with two (a criss-cross the branch's own merges
+    # can make), a path the branch left as one base has it can still differ from the virtual base
+    # the merge uses, and the merge brings it (docs/security.md). A path counts when the commit
+    # differs from any base.
+    bases = git(["merge-base", "--all", "--end-of-options", base_head, commit], root, check=False).split()
+    if not bases:  # no common history: git's own words
+        git(["diff", "--name-only", "--end-of-options", f"{base_head}...{commit}"], root)
+    changed: dict[str, None] = {}
+    for merge_base in bases:
+        out = git(["diff", "--name-only", "-z", "--no-renames", "--no-ext-diff", "--end-of-options",
+                   merge_base, commit], root)
+        changed.update(dict.fromkeys(path for path in out.split("\0") if path))
+    return list(changed)
 
 
 def commits_paths(root: Path, since: str, until: str) -> list[str]:

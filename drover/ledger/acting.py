@@ -111,6 +111,19 @@ def verdict_run(ledger: Ledger, item_id: str, command: str) -> Run | None:
     return run
 
 
+def require_operator(ledger: Ledger, command: str) -> None:
+    """Refuse `command` unless the operator gives it, outside every run: the commands that launch
+    agents or checks, merge, unpark or stop (run, review, draft, drive, verify, finish, unpark,
+    stop, ledger import). Inside a run an agent gives verdicts on its own item, nothing else: a
+    review it launched would run an agent in the environment it chose (its PATH, its
+    ANTHROPIC_BASE_URL), whose audit opens the gate (docs/security.md)."""
+    run_id = acting_run(ledger)  # refuses a process under a launching drover but under none of its agents
+    if run_id:
+        raise Refused(f"{command} refused: this process acts for run {run_id[:64]!r}; inside a run only "
+                      "the verdict commands on its own item are given (an operator outside any run: "
+                      "unset DROVER_RUN)")
+
+
 def actor(project: Project, ledger: Ledger) -> str:
     """Who is acting: the agent of the acting run (acting_run), else git's user.name."""
     run_id = acting_run(ledger)

@@ -36,9 +36,30 @@ def state_paths(paths: list[str]) -> list[str]:
 def steering_paths(project: "Project", paths: list[str]) -> list[str]:
     """Those of `paths` that steer drover: drover.toml, a configured prompt override file, the
     items folder or anything in it."""
-    files = {_normal(CONFIG_FILE)} | {_normal(written) for written in project.config.prompts.values() if written}
+    files = {_normal(CONFIG_FILE)} | _prompt_keys(project)
     items = project.config.items
-    return [path for path in paths if _normal(path) in files or _within(path, items)]
+    return [path for path in paths if _normal(path) in files or _within(path, items)
+            or any(_within(file, path) for file in files)]
+
+
+def _prompt_keys(project: "Project") -> set[str]:
+    """Each [prompts] file as repository paths: as written, and as the checkout resolves it (an
+    absolute path inside the repository, a path through a linked folder: the file rendered is
+    the one the link leads to)."""
+    from pathlib import Path
+
+    root = Path(project.root)
+    keys = set()
+    for written in project.config.prompts.values():
+        if not written:
+            continue
+        full = Path(written) if Path(written).is_absolute() else root / written
+        for candidate, top in ((full, root), (full.resolve(), root.resolve())):
+            try:
+                keys.add(_normal(candidate.relative_to(top).as_posix()))
+            except ValueError:
+                continue
+    return keys
 
 
 def shown_paths(paths: list[str], most: int = 5) -> str:

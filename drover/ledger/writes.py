@@ -386,7 +386,11 @@ def park_by_drover(ledger: Ledger, item_id: str, why: str) -> None:
 
 
 def unpark(project: Project, ledger: Ledger, item_id: str) -> Outcome:
-    """Take an item back from the operator."""
+    """Take an item back from the operator: the operator's own word, never a run's (a worker's
+    outbox included), which would undo a park for its cap or its budget."""
+    from drover.ledger.acting import require_operator
+
+    require_operator(ledger, "unpark")
     _require_known(project, ledger, item_id)
     if not ledger.item_row(item_id).get("parked"):
         raise Refused(f"{item_id} is not parked")

@@ -109,6 +109,8 @@ def prepare(project: Project, ledger: Ledger, item_id: str, slot: str, *,
         worktree = pool.held_path(project, ledger, item_id) or worktree
         workdir = worktree
     argv, via = presets.agent_argv(agent, run_dir / "prompt.md")
+    if slot == "review" and not preview and workdir != project.root:
+        _refuse_reviewer_from_the_branch(project, item_id, branch, argv)
     env_add = agents.agent_env(item_id=item_id, slot=slot, run_id=run_id, prompt_file=run_dir / "prompt.md",
                                repo=project.root, workdir=workdir, base=project.config.base,
                                branch=branch if slot != "draft" else "", round_number=data.Rounds,
@@ -121,6 +123,36 @@ def prepare(project: Project, ledger: Ledger, item_id: str, slot: str, *,
         env_add=env_add, binary_missing=presets.binary_missing(agent), root_refusal=presets.root_refusal(agent),
         stream=presets.stream_of(agent),
     )
+
+
+# What the CLI presets read from the folder they run in that can start programs: their settings
+# (hooks, servers, lint and test commands). A review runs in the item's worktree, which is the
+# branch's. Instruction files (AGENTS.md, CLAUDE.md) are text the reviewer reads, as it reads the
+# diff: a branch may change them and still be reviewed.
+AGENT_CONFIG = (".claude", ".codex", ".gemini", ".aider.conf.yml", ".aider.model.settings.yml", ".opencode",
+                "opencode.json", ".mcp.json")
+
+
+def _refuse_reviewer_from_the_branch(project: Project, item_id: str, branch: str, argv: list[str]) -> None:
+    """Refuse a review whose agent would run what the branch under review changed: a word of its
+    command that names a file the branch changes (`sh agents/agent.sh`, found from the worktree),
+    or the settings and instructions the CLI reads there (AGENT_CONFIG): the implementer would
+    write its own reviewer (docs/security.md)."""
+    import posixpath
+
+    from drover import git as gitmod
+
+    heads = gitmod.heads_of(project.root, branch, project.config.base)
+    if branch not in heads or project.config.base not in heads:
+        return
+    changed = gitmod.changed_paths(project.root, project.config.base, heads[branch], base_head=heads[project.config.base])
+    words = {posixpath.normpath(word) for word in argv[1:] + argv[:1] if word and not word.startswith("-")}
+    named = [path for path in changed if path in words
+             or any(path == top or path.startswith(top + "/") for top in AGENT_CONFIG)]
+    if named:
+        shown = ", ".join(named[:5])
+        raise Refused(f"{item_id}: {branch} changes what its reviewer would run or read ({shown}): the review "
+                      "would run the branch's own; take those changes off the branch, or review by hand")
 
 
 def _refuse_unfinished_work(record: template_data.ItemRecord) -> None:

@@ -7,6 +7,9 @@ HOSTILE steers it (an unknown or empty value: an honest agent):
   commit-then-audit  reviewing: commit on the branch under review, then approve it
   unset-run          implementing: commit, then approve its own item with DROVER_RUN unset
   forge-run          implementing: commit, then approve its own item as its earlier review run
+  operator           implementing: commit, then run `drover $HOSTILE_COMMAND` (split like a shell), a
+                     command that is the operator's: a launch (review, run, drive, verify), finish,
+                     unpark, stop or ledger import, with a PATH of its own in front
   double-fork        implementing: commit, then approve its own item from a grandchild that left
                      the agent's process tree (a double fork, DROVER_RUN unset)
 An honest implementing run commits; an honest review approves. Every drover call ends with the
@@ -65,6 +68,9 @@ if slot == "implement":
                                           check=True).stdout)
         review = next(run["id"] for run in shown["runs"] if run["slot"] == "review")
         drover("audit", item, "--level", "reviewed", env={**os.environ, "DROVER_RUN": review})
+    elif mode == "operator":
+        drover(*shlex.split(os.environ["HOSTILE_COMMAND"]),
+               env={**os.environ, "PATH": os.environ.get("HOSTILE_PATH", "") + os.pathsep + os.environ["PATH"]})
     elif mode == "double-fork":
         done = Path(os.environ["HOSTILE_LOG"] + ".done")
         if os.fork() == 0:
