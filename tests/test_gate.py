@@ -160,18 +160,27 @@ def test_a_branch_that_force_adds_the_ledger_is_refused_and_the_ledger_keeps_eve
     assert json.loads(drover(project, "show", "D-1", "--json", check=True).stdout)["state"] == "approved"
 
 
-@pytest.mark.parametrize("path", ["drover.toml", "items/D-2.md", "prompts/review.tmpl"])
-def test_a_branch_that_changes_what_steers_drover_merges_only_when_the_operator_allows_it(project, path):
-    if path.startswith("prompts/"):
-        drover(project, "override", "review", "checks", check=True)
-        git(project, "add", "-A")
-        git(project, "commit", "-q", "-m", "a review override")
-    approved(project, path)
-    main = git(project, "rev-parse", "main")
+def commit_review_override(project: Path) -> None:
+    """`drover override review checks`, committed: the review's [prompts] file now exists."""
+    drover(project, "override", "review", "checks", check=True)
+    git(project, "add", "-A")
+    git(project, "commit", "-q", "-m", "a review override")
 
+
+def finish_refuses_naming(project: Path, path: str) -> None:
+    """`finish D-1` refuses with one line naming `path` and `--allow-drover-files`; main stays."""
+    main = git(project, "rev-parse", "main")
     line = one_line(drover(project, "finish", "D-1"), 1)
     assert path in line and "--allow-drover-files" in line
     assert git(project, "rev-parse", "main") == main
+
+
+@pytest.mark.parametrize("path", ["drover.toml", "items/D-2.md", "prompts/review.tmpl"])
+def test_a_branch_that_changes_what_steers_drover_merges_only_when_the_operator_allows_it(project, path):
+    if path.startswith("prompts/"):
+        commit_review_override(project)
+    approved(project, path)
+    finish_refuses_naming(project, path)
 
     done = drover(project, "finish", "D-1", "--allow-drover-files")
     assert done.returncode == 0, done.stderr
@@ -207,11 +216,7 @@ def test_a_branch_with_two_merge_bases_cannot_hide_a_drover_toml_change_from_fin
     git(worktree, "add", "d-1.txt")
     git(worktree, "commit", "-q", "-m", "the work")
     drover(project, "review", "D-1", check=True)
-    main = git(project, "rev-parse", "main")
-
-    line = one_line(drover(project, "finish", "D-1"), 1)
-    assert "drover.toml" in line and "--allow-drover-files" in line
-    assert git(project, "rev-parse", "main") == main
+    finish_refuses_naming(project, "drover.toml")
     assert 'timeout = "30m"' in config.read_text()
 
 
@@ -227,15 +232,9 @@ def test_a_prompt_override_named_another_way_is_still_drovers_own_file(project, 
         written, edited = "tmpl/review.tmpl", "docs/prompts/review.tmpl"
     config = project / "drover.toml"
     config.write_text(config.read_text().replace('review = ""  ', f'review = "{written}"', 1))
-    drover(project, "override", "review", "checks", check=True)
-    git(project, "add", "-A")
-    git(project, "commit", "-q", "-m", "a review override")
+    commit_review_override(project)
     approved(project, edited)
-    main = git(project, "rev-parse", "main")
-
-    line = one_line(drover(project, "finish", "D-1"), 1)
-    assert edited in line and "--allow-drover-files" in line
-    assert git(project, "rev-parse", "main") == main
+    finish_refuses_naming(project, edited)
 
 
 def test_a_review_never_runs_the_reviewer_script_as_the_branch_rewrote_it(project):

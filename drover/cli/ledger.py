@@ -40,10 +40,7 @@ def ledger_import(file: Path, merge: bool) -> None:
     """Load an export into an empty ledger (or merge it into this one)."""
     from drover.ledger.jsonl import import_file
 
-    with opened() as (project, ledger):
-        from drover.ledger.acting import require_operator
-
-        require_operator(ledger, "ledger import")
+    with opened(operator="ledger import") as (project, ledger):
         done = import_file(ledger, file, merge=merge)
     added = ", ".join(f"{table} {count}" for table, count in sorted(done.added.items())) or "none"
     click.echo(f"imported rows: {added}")

@@ -18,11 +18,7 @@ def _launch_command(item_id: str, slot: str, dry_run: bool, explicit: str | None
 
     if as_json and not dry_run:
         raise UsageError("--json goes with --dry-run (a launch reports as it runs)")
-    with opened() as (project, ledger):
-        if not dry_run:
-            from drover.ledger.acting import require_operator
-
-            require_operator(ledger, slot if slot != "implement" else "run")
+    with opened(operator="" if dry_run else "run" if slot == "implement" else slot) as (project, ledger):
         launch = prepare(project, ledger, item_id, slot, explicit_template=explicit, preview=dry_run)
         # drafts edit the item file in the main checkout, so they always run here
         runner = open_executor(project, "local" if slot == "draft" else None)
@@ -114,10 +110,7 @@ def finish(item_id: str, allow_drover_files: bool, as_json: bool) -> None:
     from drover.errors import Refused
     from drover.loop.finish import Finished, finish as act
 
-    with opened() as (project, ledger):
-        from drover.ledger.acting import require_operator
-
-        require_operator(ledger, "finish")
+    with opened(operator="finish") as (project, ledger):
         try:
             finished = act(project, ledger, item_id, allow_drover_files=allow_drover_files)
         except Refused as exc:
@@ -147,10 +140,7 @@ def verify(item_id: str, as_json: bool) -> None:
     """Run the item's verify command on its branch head with base merged in; record the check."""
     from drover.loop.verify import describe, run_check
 
-    with opened() as (project, ledger):
-        from drover.ledger.acting import require_operator
-
-        require_operator(ledger, "verify")
+    with opened(operator="verify") as (project, ledger):
         check = run_check(project, ledger, item_id, echo=sys.stdout.isatty() and not as_json)
     if as_json:
         echo_json({"id": item_id, "check": check.as_json() if check else None})
@@ -170,10 +160,7 @@ def stop(item_id: str) -> None:
     """End an item's live run (an orphaned one too) and record it as interrupted."""
     from drover.loop.runs import stop as stop_runs
 
-    with opened() as (project, ledger):
-        from drover.ledger.acting import require_operator
-
-        require_operator(ledger, "stop")
+    with opened(operator="stop") as (project, ledger):
         for line in stop_runs(project, ledger, item_id):
             click.echo(line)
 
@@ -205,20 +192,12 @@ def drive(item_ids: tuple[str, ...], jobs: int, finish_items: bool, executor: st
     """Implement and review ready items (or the ids given) until approved, parked or failed."""
     from drover.cli.views import drive_summary
     from drover.loop.drive import DriveInterrupted, drive as run_drive, exit_status
-    from drover.ledger.project import open_project
     from drover.ledger.connection import now
     from pathlib import Path
 
-    project = open_project()
-    if not dry_run:
-        from drover.ledger.acting import require_operator
-        from drover.ledger.db import Ledger
+    with opened(operator="" if dry_run else "drive") as (project, _):
+        pass  # the project, refused inside a run; the drive opens a ledger for each of its threads
 
-        ledger = Ledger(project.ledger_path)
-        try:
-            require_operator(ledger, "drive")
-        finally:
-            ledger.close()
     def say(line: str) -> None:
         click.echo(line, err=as_json)
 

@@ -31,9 +31,11 @@ def example(line: str) -> str:
 
 
 @contextmanager
-def opened() -> Iterator[tuple[Project, Ledger]]:
+def opened(operator: str = "") -> Iterator[tuple[Project, Ledger]]:
     """The command's project and its ledger, closed when the command ends. The project is the
-    one the item-id parameter opened while click parsed the line, if it did: found and read once."""
+    one the item-id parameter opened while click parsed the line, if it did: found and read once.
+    `operator` names a command only the operator gives (acting.require_operator): refused
+    inside a run before the command does anything."""
     from drover.ledger.db import Ledger
     from drover.ledger.project import open_project
 
@@ -43,6 +45,10 @@ def opened() -> Iterator[tuple[Project, Ledger]]:
         project = open_project()
     ledger = Ledger(project.ledger_path)
     try:
+        if operator:
+            from drover.ledger.acting import require_operator
+
+            require_operator(ledger, operator)
         yield project, ledger
     finally:
         ledger.close()

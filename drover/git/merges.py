@@ -98,7 +98,7 @@ def _merge_in_checkout(root: Path, branch: str, base: str, message: str, head: s
     if done.returncode == 0:
         return git(["rev-parse", "HEAD"], root).strip()
     conflicted = _conflicted(root)
-    if succeeds(["rev-parse", "--verify", "--quiet", "MERGE_HEAD"], root):
+    if merge_in_progress(root):
         git(["merge", "--abort"], root)
     if original != base:
         # Back where the operator left it: their branch, or the very commit if HEAD was detached.

@@ -220,7 +220,7 @@ def request_changes(project: Project, ledger: Ledger, item_id: str, findings: st
                 extra += 1
                 kept = project.parked_dir / f"{item_id}-{extra}.md"
             what = "drover's check kept failing" if by == CHECKER else "review did not converge"
-            reason = f"{what}: {rounds} round{'s' if rounds != 1 else ''} of changes, the cap is {cap}"
+            reason = f"{what}: {rounds_of_changes(rounds)}, the cap is {cap}"
 
             def park_it() -> None:
                 ledger.park(item_id, reason)
@@ -385,6 +385,10 @@ def park_by_drover(ledger: Ledger, item_id: str, why: str) -> None:
         ledger.log_event("park", item_id, "drover", why=why)
 
 
+def rounds_of_changes(count: int) -> str:
+    return f"{count} round{'s' if count != 1 else ''} of changes"
+
+
 def unpark(project: Project, ledger: Ledger, item_id: str) -> Outcome:
     """Take an item back from the operator: the operator's own word, never a run's (a worker's
     outbox included), which would undo a park for its cap or its budget."""
@@ -401,7 +405,7 @@ def unpark(project: Project, ledger: Ledger, item_id: str) -> Outcome:
     said = [f"{item_id}: unparked"]
     rounds, cap = len(ledger.rounds(item_id)), project.config.max_rounds
     if rounds >= cap:  # the next send-back is refused and parks it again
-        said.append(f"warning: {item_id} has {rounds} round{'s' if rounds != 1 else ''} of changes, the cap "
+        said.append(f"warning: {item_id} has {rounds_of_changes(rounds)}, the cap "
                     f"([review] max_rounds = {cap}): its next request for changes parks it again; raise the cap "
                     "to give it more rounds")
     return Outcome(tuple(said))
