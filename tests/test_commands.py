@@ -394,6 +394,8 @@ ERRORS = [
     (["unpark", "D-9"], None, 2, "no item D-9"),
     (["new"], None, 2, "Missing argument"),
     (["nosuchcommand"], None, 2, "No such command"),
+    (["lsit"], None, 2, "No such command 'lsit'. Did you mean 'list'?"),
+    (["reveiw", "D-1"], None, 2, "Did you mean 'review'?"),
     (["list", "--bogus"], None, 2, "No such option"),
 ]
 

@@ -26,10 +26,11 @@ def busy(repo):
     ledger = repo / ".drover" / "ledger.db"
     with sqlite3.connect(ledger) as conn:
         conn.execute("INSERT INTO runs (id, item, slot, agent, argv, started, finished, exit_status, outcome) "
-                     "VALUES ('r1', 'D-3', 'implement', 'a', '[\"x\"]', '2026-01-01', '2026-01-01', 0, 'ok')")
+                     "VALUES ('r1', 'D-3', 'implement', 'a', '[\"x\"]', '2026-01-01T00:00:00.000Z', "
+                     "'2026-01-01T00:00:00.000Z', 0, 'ok')")
         conn.execute("INSERT INTO checks (id, item, head, base, command, exit_status, outcome, started, duration, "
-                     "tail, log_path, at) VALUES ('c1', 'D-3', 'abc', 'def', 'make test', 0, 'exited', '2026-01-01', "
-                     "1.5, 'ok', '.drover/runs/c1/check.log', '2026-01-01')")
+                     "tail, log_path, at) VALUES ('c1', 'D-3', 'abc', 'def', 'make test', 0, 'exited', "
+                     "'2026-01-01T00:00:00.000Z', 1.5, 'ok', '.drover/runs/c1/check.log', '2026-01-01T00:00:00.000Z')")
     conn.close()
     assert run(repo, "list").returncode == 0  # fills the metadata cache
     return repo
@@ -52,7 +53,7 @@ def test_export_starts_with_the_schema_and_names_each_rows_table(busy):
 def test_a_round_trip_keeps_every_table(busy, tmp_path):
     with sqlite3.connect(busy / ".drover" / "ledger.db") as conn:  # an item whose id sorts before D-2, seen last
         conn.execute("INSERT INTO runs (id, item, slot, agent, argv, started) "
-                     "VALUES ('r10', 'D-10', 'implement', 'a', '[]', '2026-01-02')")
+                     "VALUES ('r10', 'D-10', 'implement', 'a', '[]', '2026-01-02T00:00:00.000Z')")
     conn.close()
     dump = tmp_path / "ledger.jsonl"
     assert run(busy, "ledger", "export", "-o", str(dump)).returncode == 0
@@ -182,6 +183,15 @@ def test_a_key_repeated_in_one_file_is_loaded_once_and_a_different_repeat_is_a_c
     ('{"format": "drover-ledger", "migrations": ["0099_future"]}\n', "newer drover (migration 0099_future)"),
     ('{"format": "drover-ledger", "migrations": []}\n{"table": "nope", "row": {}}\n', ":2: no table 'nope'"),
     ('{"format": "drover-ledger", "migrations": []}\nnot json\n', ":2: not JSON"),
+    # a file cut short says where its last line ends
+    ('{"format": "drover-ledger", "migrations": []}\n{"table": "items", "row": {"id": "D-1", "ti',
+     ":2: not JSON (Unterminated string starting at, column 41)"),
+    # times are ordered as text (the newest approval): one that is no time would sort after them all
+    ('{"format": "drover-ledger", "migrations": []}\n{"table": "audits", "row": {"id": 1, "item": "D-1", '
+     '"level": "reviewed", "at": "9999"}}\n', ':2: audits at must be a UTC time (2026-01-31T09:30:00.000Z), not "9999"'),
+    ('{"format": "drover-ledger", "migrations": []}\n{"table": "runs", "row": {"id": "r1", "item": "D-1", '
+     '"slot": "review", "agent": "a", "started": "2026-01-01T00:00:00Z", "finished": "soon"}}\n',
+     ":2: runs finished must be a UTC time"),
     ('{"format": "drover-ledger", "migrations": []}\n{"table": "items", "row": {"id": "D-1", "x": 1}}\n',
      ":2: table items has no column 'x'"),
     ('{"format": "drover-ledger", "migrations": []}\n{"table": "ids_met", "row": {"prefix": "D", "highest": "9"}}\n',
@@ -192,9 +202,9 @@ def test_a_key_repeated_in_one_file_is_loaded_once_and_a_different_repeat_is_a_c
     ('{"format": "drover-ledger", "migrations": []}\n{"table": "runs", "row": {"id": "r1", "item": "D-1", '
      '"slot": "hack", "agent": "a", "started": "2026-01-01T00:00:00Z"}}\n', ":2: runs slot must be one of implement"),
     ('{"format": "drover-ledger", "migrations": []}\n{"table": "runs", "row": {"id": "r1", "item": "D-1", '
-     '"slot": "review", "agent": "a", "started": "x", "failure": "oops"}}\n', ":2: runs failure must be one of"),
+     '"slot": "review", "agent": "a", "started": "2026-01-01T00:00:00Z", "failure": "oops"}}\n', ":2: runs failure must be one of"),
     ('{"format": "drover-ledger", "migrations": []}\n{"table": "dispositions", "row": {"id": 1, "item": "D-1", '
-     '"issue": 5, "disposition": "burn", "at": "x"}}\n', ":2: dispositions disposition must be one of close"),
+     '"issue": 5, "disposition": "burn", "at": "2026-01-01T00:00:00Z"}}\n', ":2: dispositions disposition must be one of close"),
     ('{"format": "drover-ledger", "migrations": []}\n{"table": "rounds", "row": {"item": "../x", "number": 1}}\n',
      ":2: rounds item must be an item id"),
 ])

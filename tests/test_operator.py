@@ -204,6 +204,9 @@ def test_a_failing_setup_stops_before_the_agent(project):
     assert row == (None, "failed to start", f"worktree setup failed (exit 3); log: {match.group(1)}", match.group(1))
     shown = json.loads(drover(project, "show", item, "--json").stdout)
     assert shown["state"] == "failed" and "failed to start" in shown["reason"]
+    # show's run line says why the run never started: the setup's line, its log named
+    shown_text = drover(project, "show", item).stdout
+    assert f"    why: worktree setup failed (exit 3); log: {match.group(1)}\n" in shown_text
 
 
 # --- intake: new --issue ------------------------------------------------------------------------

@@ -56,6 +56,17 @@ class DroverGroup(click.Group):
             self.add_command(command, cmd_name)  # the same object every later lookup, in this process
         return self.commands.get(cmd_name)
 
+    def resolve_command(self, ctx: click.Context, args: list[str]) -> tuple[str | None, click.Command | None, list[str]]:
+        """click's lookup, and for a name that is no command the nearest one, as click's options do."""
+        name = click.utils.make_str(args[0]) if args else ""
+        if args and self.get_command(ctx, name) is None and not name.startswith("-"):
+            from difflib import get_close_matches
+
+            near = get_close_matches(name, self.list_commands(ctx), n=1)
+            if near:
+                raise click.UsageError(f"No such command '{name}'. Did you mean '{near[0]}'?", ctx)
+        return super().resolve_command(ctx, args)
+
     def main(self, args: Any = None, prog_name: str | None = None, complete_var: str | None = None,
              standalone_mode: bool = True, **extra: Any) -> Any:
         from drover.cli.exits import caught_signals, not_utf8

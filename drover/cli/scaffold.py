@@ -26,7 +26,8 @@ def init_project(start: Path) -> list[str]:
     config_path = root / CONFIG_FILE
     trusted_stat(root, root)
     fresh = trusted_stat(config_path, root) is None
-    text = config_text_for(root) if fresh else ""
+    detected = detect_verify(root) if fresh else ("", "")
+    text = config_text_for(root, detected) if fresh else ""
     config = parse_config(tomllib.loads(text)) if fresh else load_config(config_path)
     items = root / config.items
     check_state(root, config.items)
@@ -37,7 +38,7 @@ def init_project(start: Path) -> list[str]:
     if fresh:
         write_atomic(config_path, text)
         said.append(f"wrote {CONFIG_FILE} (base branch: {config.base})")
-        said += _verify_said(root)
+        said += _verify_said(root, detected)
     else:
         said.append(f"{CONFIG_FILE} already exists; left as it is")
     if not items.is_dir():
@@ -64,11 +65,11 @@ def init_project(start: Path) -> list[str]:
     return said + next_steps(config.prefix, config.verify.get("default", ""))
 
 
-def config_text_for(root: Path) -> str:
+def config_text_for(root: Path, detected: tuple[str, str] | None = None) -> str:
     """The commented drover.toml: its `base` the branch this repository works from, its verify
-    command the one the repository's files name (detect_verify), a hint at `[run] setup` when
-    a shared environment would make worktrees import the main checkout's code."""
-    command, found = detect_verify(root)
+    command the one the repository's files name (`detected`, or detect_verify now), a hint at
+    `[run] setup` when a shared environment would make worktrees import the main checkout's code."""
+    command, found = detected or detect_verify(root)
     notes = {("verify", "default"): f"found: {found}" if command else NO_VERIFY}
     shared = shared_environment(root)
     if shared:
@@ -132,9 +133,10 @@ def _text(path: Path) -> str:
         return ""
 
 
-def _verify_said(root: Path) -> list[str]:
-    """What init says of the verify command it wrote and of a shared environment."""
-    command, found = detect_verify(root)
+def _verify_said(root: Path, detected: tuple[str, str]) -> list[str]:
+    """What init says of the verify command it wrote (`detected`: detect_verify's answer) and of a
+    shared environment."""
+    command, found = detected
     said = [f"verify command: {command} ({found})" if command else
             "verify command: none found; nothing runs before merge until [verify] default is set"]
     problem = cannot_run(command, root) if command else ""

@@ -64,6 +64,8 @@ def render_show(shown: dict[str, Any]) -> str:
             if run.get("failure"):
                 resets = f", resets {run['reset_at']}" if run.get("reset_at") else ""
                 lines.append(f"    failure: {run['failure']}{resets}: {run.get('reason') or ''}".rstrip(": "))
+            elif run.get("reason"):  # a run that failed to start, or one stopped: no class, its words
+                lines.append(f"    why: {run['reason']}")
             cost = usage_text(run)
             if cost:
                 lines.append(f"    usage: {run['model'] + ': ' if run.get('model') else ''}{cost}")

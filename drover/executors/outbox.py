@@ -84,7 +84,7 @@ def read(text: str) -> list[dict[str, Any]]:
         try:
             entry = json.loads(line)
         except json.JSONDecodeError as exc:
-            raise DroverError(f"outbox line {number}: not JSON: {exc.msg}") from None
+            raise DroverError(f"outbox line {number}: not JSON: {exc.msg}, column {exc.colno}") from None
         if not isinstance(entry, dict) or entry.get("op") not in OPERATIONS or not isinstance(entry.get("args"), dict):
             raise DroverError(f"outbox line {number}: not an operation drover replays")
         entries.append(entry)

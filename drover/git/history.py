@@ -59,13 +59,14 @@ def recent_commits(root: Path, branch: str, base: str, *, compared: tuple[str, s
         # no signature shown, no textconv, no external diff: each would run a program the
         # repository's shared config names, which an agent can write (run.py)
         out = git(["log", "--reverse", "-M", "--numstat", "--no-show-signature", "--no-textconv", "--no-ext-diff",
-                   "--format=%x1e%H%x1f%s", "--end-of-options", f"{base_head}..{head}"], root)
+                   "--format=%x00%H %s", "--end-of-options", f"{base_head}..{head}"], root)
     except GitError as exc:
         return Recent(Unavailable=exc.message)
     commits = []
-    for record in out.split("\x1e")[1:]:
+    # each commit starts at a NUL, which no subject can hold (%s is one line of the message)
+    for record in out.split("\0")[1:]:
         header, _, stats = record.partition("\n")
-        sha, _, subject = header.partition("\x1f")
+        sha, _, subject = header.partition(" ")
         files = insertions = deletions = 0
         for line in stats.splitlines():
             parts = line.split("\t", 2)

@@ -53,6 +53,13 @@ CHOICES: dict[tuple[str, str], tuple[str, ...]] = {
 ITEM_COLUMNS = {("runs", "item"), ("audits", "item"), ("rounds", "item"), ("dispositions", "item"),
                 ("checks", "item"), ("items", "id")}
 _ANY_ID = re.compile(ANY_ID_PATTERN).fullmatch
+# A time drover wrote (connection.now, or a rate limit's reset in seconds): ISO 8601 in UTC. Times
+# are compared as text (the newest approval, a run's end), so "x" or "9999" would sort after them all.
+_TIME = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,6})?(?:Z|\+00:00)").fullmatch
+
+
+def _holds_time(name: str) -> bool:
+    return name in ("at", "started", "finished") or name.endswith("_at")
 INT64 = (-(2**63), 2**63 - 1)
 # An item number above this is no number an id could have reached (and no longer exact as a JSON
 # number elsewhere); `new` adds one to the highest, which must stay inside SQLite's integers.
@@ -80,6 +87,7 @@ class Column:
     most: float
     choices: tuple[str, ...] = ()  # the words it may hold; () for any
     item_id: bool = False  # it holds an item's id
+    time: bool = False  # it holds a UTC time (connection.now), which drover orders as text
 
 
 def _kind(declared: str) -> str:
@@ -104,7 +112,8 @@ def column_rules(ledger: Ledger) -> dict[str, dict[str, Column]]:
             least, most = RANGES.get((table, name), INT64 if kind == "integer" else (-math.inf, math.inf))
             rules[table][name] = Column(table, name, kind, bool(info["notnull"] or info["pk"]),
                                         JSON_COLUMNS.get((table, name), ""), least, most,
-                                        CHOICES.get((table, name), ()), (table, name) in ITEM_COLUMNS)
+                                        CHOICES.get((table, name), ()), (table, name) in ITEM_COLUMNS,
+                                        _holds_time(name) and table not in CACHE)
     return rules
 
 
@@ -133,6 +142,8 @@ def value_problem(column: Column, value: Any) -> str:
             return f"must be one of {', '.join(column.choices)}, not {json.dumps(value)[:40]}"
         if column.item_id and not _ANY_ID(value):
             return f"must be an item id (PREFIX-NUMBER), not {json.dumps(value)[:40]}"
+        if column.time and not _TIME(value):
+            return f"must be a UTC time (2026-01-31T09:30:00.000Z), not {json.dumps(value)[:40]}"
         if column.json and value:
             try:
                 decoded = json.loads(value)
@@ -269,7 +280,7 @@ def _lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
                 try:
                     value = json.loads(line)
                 except json.JSONDecodeError as exc:
-                    raise UsageError(f"not JSON ({exc.msg})", path=path, line=number) from None
+                    raise UsageError(f"not JSON ({exc.msg}, column {exc.colno})", path=path, line=number) from None
                 if not isinstance(value, dict):
                     raise UsageError("each line must be a JSON object", path=path, line=number)
                 yield number, value
