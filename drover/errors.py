@@ -104,3 +104,17 @@ def did_you_mean(word: str, choices: Iterable[str], *, cutoff: float = 0.6, fold
 
 class GitError(DroverError):
     """git did not do what drover asked; carries git's own words."""
+
+
+
+# Any control character but tab and newline: ESC starts a terminal's escapes (colours, cursor moves,
+# a cleared screen, a window title, the clipboard through OSC 52), C1's CSI is one byte of them.
+CONTROL_CHARACTER = r"[\x00-\x08\x0b-\x1f\x7f-\x9f]"
+
+
+def printable(text: str) -> str:
+    """`text` an agent may have written, safe for the operator's terminal: each control character but
+    tab and newline shown as `?`, so an escape it tried stays visible and does nothing."""
+    import re
+
+    return re.sub(CONTROL_CHARACTER, "?", text)

@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from helpers import BIN, BOMB, FINDINGS, HOSTILE_FRONTMATTER, ledger_tables, one_line, run
+from helpers import BIN, BOMB, FINDINGS, HOSTILE_FRONTMATTER, drover, ledger_tables, one_line, run
 
 
 
@@ -178,3 +178,21 @@ def test_a_dependency_chain_thousands_long_is_checked_without_recursion():
     assert len(cycle) == 5001 and cycle[0] == cycle[-1]
     assert dependency_cycles({"D-1": ("D-2",), "D-2": ("D-1", "D-3"), "D-3": ("D-3",)}) == [
         ["D-1", "D-2", "D-1"], ["D-3", "D-3"]]
+
+
+def test_show_prints_no_terminal_escape_an_agent_wrote(project):
+    """Findings, notes and reasons are agents' words: `show` prints them without their escapes
+    (an OSC 52 would write the operator's clipboard, a CSI would clear or overwrite lines)."""
+    hostile = "x \x1b]52;c;ZWNobyBwd25lZA==\x07 \x1b]0;title\x07 \x1b[2J\x1b[1A\r\x9b2J y"
+    drover(project, "request-changes", "D-1", stdin=f"# finding {hostile}\n", check=True)
+    drover(project, "audit", "D-1", "--level", "reviewed", "--note", hostile, check=True)
+    drover(project, "park", "D-1", "--why", hostile, check=True)
+    out = drover(project, "show", "D-1", check=True).stdout
+    assert "finding x" in out and "title" in out
+    assert not any(ord(char) < 32 and char not in "\n\t" or 0x7f <= ord(char) <= 0x9f for char in out), repr(out)
+    # `list` too: the park reason is its note, and a title is the item file's (YAML's "\e" is ESC)
+    path = project / "items" / "D-1.md"
+    path.write_text(path.read_text().replace("title: ", 'title: "evil \\e]0;owned\\a" # ', 1))
+    listed = drover(project, "list", check=True).stdout
+    assert "evil ?]0;owned?  (x ?]52;c;" in listed, listed
+    assert not any(ord(char) < 32 and char not in "\n\t" or 0x7f <= ord(char) <= 0x9f for char in listed)

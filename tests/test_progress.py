@@ -126,6 +126,22 @@ def test_on_a_terminal_each_job_has_its_own_status_line_redrawn_at_most_once_a_s
     assert "\x1b[K[D-" not in text  # no status line rewritten over another on one line
 
 
+def test_no_escape_an_agent_prints_reaches_the_operators_terminal(project):
+    # its echo during the run and `drover log` on a terminal show each control character as "?":
+    # an OSC 52 would write the clipboard, a CSI clear the screen; the log file keeps every byte
+    new_item(project, "First thing")
+    said = "x \x1b]52;c;ZWNobyBvd25lZA==\x07 \x1b[2J\x9b2J y"
+    code, heard = _drive_on_a_terminal(project, "run", "D-1", env={"AGENT_SAY": said})
+    text = "".join(data for _, data in heard)
+    assert code == 0, text
+    assert "] x ?]52;c;ZWNobyBvd25lZA==? ?[2J?2J y" in text, text
+    assert "\x1b]" not in text and "\x1b[2J" not in text and "\x9b" not in text
+    code, heard = _drive_on_a_terminal(project, "log", "D-1", env={})
+    text = "".join(data for _, data in heard)
+    assert code == 0 and "x ?]52;c;ZWNobyBvd25lZA==? ?[2J?2J y" in text, text
+    assert f"\n{said}\n" in drover(project, "log", "D-1").stdout  # off a terminal: the bytes as written
+
+
 def test_off_a_terminal_drive_keeps_the_heartbeat_lines_beside_the_verdicts(project):
     new_item(project, "First thing")
     done = drover(project, "drive", env={"AGENT_QUIET": "1.5", "DROVER_PROGRESS_SECONDS": "0.5"})

@@ -213,6 +213,30 @@ def test_an_agent_cannot_shed_its_run_by_rewriting_its_environment(project, mode
     assert "outstanding changes" in finish_refused(project, "D-1")
 
 
+def _unshares() -> bool:
+    try:
+        return subprocess.run(["unshare", "-Urpf", "true"], capture_output=True).returncode == 0
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not _unshares(), reason="no unprivileged user and pid namespaces here")
+@pytest.mark.parametrize("flags, words", [
+    ("-Urpf", "$DROVER_RUN is unset, but this process descends from the agent of run"),
+    ("-Urpmf --mount-proc", "cannot see the drover at pid"),
+])
+def test_an_agent_cannot_pass_for_the_operator_from_a_process_namespace_of_its_own(project, flags, words):
+    """In a pid namespace of its own getppid() is 0, so drover saw no ancestry at all and took an
+    implementer's `unshare -Urpf drover audit` (DROVER_RUN unset) for the operator's."""
+    before = verdict_rows(project)
+    drover(project, "run", "D-1", env=agent_env(project, "unshare", HOSTILE_UNSHARE=flags), check=True)
+    [attempt] = said(project)
+    assert attempt["code"] == 1 and "Traceback" not in attempt["err"], attempt
+    assert words in attempt["err"], attempt
+    assert verdict_rows(project)["audits"] == before["audits"]
+    assert listed(project)["D-1"] != "approved"
+
+
 # --- a command that comes before drover has recorded its run's agent ------------------------------
 
 # Which run this process acts for, asked once it has said it is about to ask.
@@ -477,3 +501,18 @@ def test_a_workers_outbox_cannot_unpark_an_item(project):
                                 run_id=implementing, head_of=lambda item: "")
     assert len(refused) == 2, refused
     assert listed(project)["D-1"] == "parked" and listed(project)["D-2"] == "parked"
+
+
+def test_an_agents_leftover_does_not_outlive_the_drover_that_adopted_it(project):
+    """A process an agent leaves in a session of its own with DROVER_RUN unset escapes the run's
+    end (its group and its mark); once its drover exited it would be re-parented to init, outside
+    every drover, and approve as the operator. drover, its subreaper, ends it when it exits."""
+    before = verdict_rows(project)
+    drover(project, "run", "D-1", env=agent_env(project, "leftover"), check=True, process=True)
+    pid = int((project.parent / "hostile.jsonl.pid").read_text())
+    waited = time.monotonic() + 10
+    while Path(f"/proc/{pid}").exists() and not said(project) and time.monotonic() < waited:
+        time.sleep(0.05)
+    assert said(project) == [] and not Path(f"/proc/{pid}").exists()
+    assert verdict_rows(project)["audits"] == before["audits"]
+    assert listed(project)["D-1"] != "approved"

@@ -368,3 +368,21 @@ def test_a_launching_drover_is_told_by_its_command_line(tmp_path):
             process.wait()
     assert found == {"drive": True, "verify": True, "demo": False, "list": False}
     assert is_launching_drover(0) is False
+
+
+def test_code_drovers_setup_runs_cannot_give_a_verdict_as_the_operator_from_a_double_fork(project, tmp_path):
+    """`[run] setup` runs the branch's code before drover's first agent or check: a grandchild it
+    double-forks is re-parented to the nearest subreaper, which must be drover, not init, or its
+    `drover audit` is the operator's (docs/security.md)."""
+    said = tmp_path / "audit.out"
+    config = project / "drover.toml"
+    forked = (f"( ( sleep 0.5; env -u DROVER_RUN drover audit D-1 --level reviewed --note mine > {said} 2>&1 ) & ); "
+              f"while [ ! -s {said} ]; do sleep 0.1; done")
+    config.write_text(config.read_text().replace('setup = ""', f'setup = "{forked}"', 1))
+    git(project, "commit", "-q", "-am", "a setup that double-forks an approval")
+    for command in ("run", "verify"):  # setup runs in the item's new worktree, then in the check's
+        drover(project, command, "D-1", process=True)
+        out = said.read_text()
+        said.unlink()
+        assert "descends from the drover at pid" in out and "nor as the operator" in out, (command, out)
+    assert [row for row in ledger_rows(project, "audits", order="rowid") if row["note"] == "mine"] == []

@@ -17,6 +17,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
+from drover.errors import CONTROL_CHARACTER
 from drover.vocabulary import FAILURE_CLASSES
 
 TAIL_BYTES = 256 * 1024  # of agent.jsonl and agent.log read after a run: the end is what speaks
@@ -30,7 +31,7 @@ _AUTH = re.compile(r"\b(?:401|403)\b|invalid[ _-]?(?:x-)?api[ _-]?key|authentica
 _RATE = re.compile(r"\b429\b|rate[ _-]?limit|usage[ _-]?limit|too many requests|quota exceeded|"
                    r"overloaded|\b529\b", re.I)
 # CSI and OSC escapes whole (a title, a hyperlink), then any other control character
-_CONTROL = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_CONTROL = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|" + CONTROL_CHARACTER)
 _MONTHS = {name: number for number, name in enumerate(
     ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"), start=1)}
 # codex: "try again at 9:50 PM." / "try again at Dec 5th, 2026 9:50 PM." (the machine's local time)

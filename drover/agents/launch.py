@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import BinaryIO, Callable, Mapping, TextIO
 
 from drover.agents.failures import STALLED_PREFIX
+from drover.errors import printable
 from drover.agents.presets import PROMPT_TEXT
 from drover.agents.usage import StreamReader, Usage
 # pid_alive, process_start and run_alive are read through this module too (runs.py, state.py, tests)
@@ -371,8 +372,8 @@ def launch(
     status_key = next(_launches)
     status_shown = False
 
-    def show(text: str) -> None:
-        STATUS.above(f"[{label} {format_elapsed(time.monotonic() - start)}] {text}\n", screen)
+    def show(text: str) -> None:  # the agent's line: none of its escapes reaches the operator's terminal
+        STATUS.above(f"[{label} {format_elapsed(time.monotonic() - start)}] {printable(text)}\n", screen)
 
     become_subreaper()
     marker = ("DROVER_RUN", env_add["DROVER_RUN"]) if env_add.get("DROVER_RUN") else None

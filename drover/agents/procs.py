@@ -73,10 +73,22 @@ def process_start(pid: int) -> str:
     return fields[19] if fields and len(fields) > 19 else ""
 
 
+def own_pid() -> int:
+    """This process's id as /proc numbers it: in a pid namespace of its own (`unshare -p`) getpid()
+    says 1, and its ancestors are not its to see, but /proc (the operator's, unless the process
+    mounted one of its own) still numbers them all."""
+    try:
+        with open("/proc/self/stat", encoding="ascii", errors="replace") as handle:
+            return int(handle.read().split(" ", 1)[0])
+    except (OSError, ValueError):
+        return os.getpid()
+
+
 def ancestors(limit: int = 128) -> list[int]:
     """This process's ancestors, its parent first, up to (not including) init; [] without /proc."""
     chain: list[int] = []
-    pid = os.getppid()
+    own = _stat_fields("self")
+    pid = int(own[1]) if own else os.getppid()
     while pid > 1 and len(chain) < limit:
         chain.append(pid)
         fields = _stat_fields(pid)
@@ -223,9 +235,40 @@ def become_subreaper() -> bool:
 
         libc = ctypes.CDLL(None, use_errno=True)
         answer: int = libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-        return answer == 0
     except (OSError, AttributeError):
         return False
+    if answer == 0 and not _sweeping:
+        import atexit
+
+        _sweeping.append(os.getpid())
+        atexit.register(end_adopted)
+    return answer == 0
+
+
+_sweeping: list[int] = []  # the pid that registered end_adopted (a fork does not inherit the duty)
+
+
+def end_adopted(patience: float = 5.0) -> None:
+    """At the exit of a drover that became a subreaper: every child still here is one it adopted, a
+    process an agent, a check or a set-up left in a session of its own without its run's mark
+    (drover has waited for each process it started). Once this drover is gone it would be re-parented
+    to init, outside every drover, where acting.traced_run takes it for the operator: end it, and
+    whatever it leaves (re-parented here in turn), until none is left."""
+    if _sweeping != [os.getpid()]:
+        return
+    me = str(os.getpid())
+    deadline = time.monotonic() + patience
+    while time.monotonic() < deadline:
+        children = [int(pid) for pid in _pids() if (fields := _stat_fields(pid)) and len(fields) > 1
+                    and fields[1] == me]
+        if not children:
+            return
+        _signal(children, signal.SIGKILL)
+        for pid in children:
+            try:
+                os.waitpid(pid, 0)
+            except ChildProcessError:
+                pass
 
 
 def _running(pid: int) -> bool:

@@ -192,14 +192,15 @@ def drive(item_ids: tuple[str, ...], jobs: int, finish_items: bool, executor: st
     """Implement and review ready items (or the ids given) until approved, parked or failed."""
     from drover.cli.views import drive_summary
     from drover.loop.drive import DriveInterrupted, drive as run_drive, exit_status
+    from drover.errors import printable
     from drover.ledger.connection import now
     from pathlib import Path
 
     with opened(operator="" if dry_run else "drive") as (project, _):
         pass  # the project, refused inside a run; the drive opens a ledger for each of its threads
 
-    def say(line: str) -> None:
-        click.echo(line, err=as_json)
+    def say(line: str) -> None:  # its words may be an agent's (a finding's headline, a park reason)
+        click.echo(printable(line), err=as_json)
 
     started = now()
     interrupted: DriveInterrupted | None = None
@@ -215,7 +216,7 @@ def drive(item_ids: tuple[str, ...], jobs: int, finish_items: bool, executor: st
 
         echo_json(drive_report(results))
     for line in drive_summary(results) if not as_json else ():
-        click.echo(line)
+        click.echo(printable(line))
     from drover.cli.report import drive_ended
 
     drive_ended(project, started, Path(report_file) if report_file else None, say)

@@ -3,7 +3,6 @@ does when it ends (`drive --report FILE`, `[notify] command`)."""
 from __future__ import annotations
 
 import errno
-import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
@@ -11,6 +10,7 @@ import click
 
 from drover.cli.parts import echo_json, example
 from drover.cli.report_html import money, token_totals, tokens
+from drover.errors import printable
 
 if TYPE_CHECKING:
     from drover.ledger.db import Ledger
@@ -19,7 +19,6 @@ if TYPE_CHECKING:
 
 # Control characters (escape sequences among them) an agent could put in a title or a reason to
 # steer the operator's terminal: shown as `?`.
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
 @click.command(epilog=example("drover report --since 12h --html report.html"))
@@ -106,7 +105,7 @@ def drive_ended(project: "Project", since: str, report_file: Path | None, say: C
 
 def clean(text: str) -> str:
     """Ledger or item text, safe for a terminal: one line, no control characters."""
-    return _CONTROL.sub("?", " ".join(str(text).split("\n")))
+    return printable(" ".join(str(text).split("\n")))
 
 
 def _share(value: float | None) -> str:

@@ -1,6 +1,7 @@
 """`drover log`: a run's agent log, printed whole or followed while the run is alive."""
 from __future__ import annotations
 
+import re
 import sys
 import time
 from pathlib import Path
@@ -81,8 +82,12 @@ def show_log(project: Project, item_id: str, run_id: str | None, *, follow: bool
             latest = ledger.run(run.id)
         return latest is not None and run_alive(latest)
 
+    terminal = out.isatty()
+
     def write(data: bytes) -> None:
-        out.write(data)
+        # on a terminal, no escape the agent wrote acts (errors.printable, here on UTF-8 bytes: a C1
+        # control is two); piped or redirected, the log's bytes as they are
+        out.write(re.sub(rb"[\x00-\x08\x0b-\x1f\x7f]|\xc2[\x80-\x9f]", b"?", data) if terminal else data)
         out.flush()
 
     try:

@@ -5,7 +5,7 @@ import os
 import re
 from typing import IO, TYPE_CHECKING, Any
 
-from drover.errors import UsageError
+from drover.errors import UsageError, printable
 
 RED, GREEN, BOLD, FAINT, NORMAL, RESET = "\x1b[31m", "\x1b[32m", "\x1b[1m", "\x1b[2m", "\x1b[22m", "\x1b[0m"
 _WORD = re.compile(r"\w+|\s+|[^\w\s]+")
@@ -100,7 +100,9 @@ def render_show(shown: dict[str, Any]) -> str:
             lines.append(f"  #{row['issue']} {row['disposition']} by {row['by']}{applied}")
     changes = "cleared" if shown["cleared"] else ("outstanding" if shown["outstanding"] else "none")
     lines.append(f"changes: {changes}")
-    return "\n".join(lines)
+    # agents write much of this (findings, notes, titles, reasons): no escape of theirs reaches the
+    # terminal (a title, the clipboard through OSC 52, a cleared screen, a line written over)
+    return printable("\n".join(lines))
 
 
 def table(rows: list[tuple[str, ...]], *, widths: tuple[int, ...] = (), header: tuple[str, ...] = (),
@@ -140,6 +142,8 @@ def list_lines(listed: list[Any], *, colour: bool) -> list[str]:
         text = found.title if not found.unreadable else ""
         if row.note:
             text += f"  ({row.note})"
+        if not text.isprintable():  # a title or a park reason an agent wrote may carry escapes
+            text = printable(text)
         append(f"{found.id.ljust(id_width)}  {padded[row.state]}  {text}".rstrip())
     return [paint_state(line) for line in lines] if colour else lines
 

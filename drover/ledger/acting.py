@@ -16,6 +16,8 @@ from drover.ledger.db import Ledger
 from drover.ledger.project import Project
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from drover.ledger.rows import Run
 
 
@@ -57,16 +59,26 @@ def traced_run(ledger: Ledger, claimed: str = "") -> str:
     check or `[run] setup` runs (the branch's code). Only a process outside every such drover
     acts as the operator.
     `claimed` ($DROVER_RUN) is not believed: that run's agent pid is only waited for (live_agents)."""
-    from drover.agents.procs import ancestors, drover_attached, is_launching_drover, parent_of, process_start
+    from drover.agents.procs import (ancestors, drover_attached, is_launching_drover, own_pid, parent_of,
+                                     process_start)
 
     above = ancestors()
     live = ledger.live_agents(awaiting=claimed)  # the claimed run's pid, once drover has written it
     # this process first: an agent that execs drover (`exec drover audit ...`) is the agent process
-    for pid in (os.getpid(), *above):
+    for pid in (own_pid(), *above):
         for run_id, agent, started in live:
             if agent == pid and (not started or process_start(pid) == started):
                 return run_id
     runs_dir = ledger.path.parent / "runs"
+    if os.path.isdir("/proc"):
+        # a drover that runs an agent now is alive (it holds its run's lock): a process whose /proc does
+        # not show it lives in a pid namespace of its own (`unshare -p --mount-proc`), where its
+        # ancestry is hidden from it; it cannot say it is none of that drover's agents
+        for run_id, _, _ in live:
+            launcher = _launcher(runs_dir / run_id)
+            if launcher and not os.path.exists(f"/proc/{launcher}"):
+                raise Refused(f"this process cannot see the drover at pid {launcher}, which runs agents (it "
+                              "lives in a process namespace of its own): it cannot act for a run, nor as the operator")
     # an orphan's parent is whatever adopted it, not a drover: only an attached run names its launcher
     launchers = {parent_of(agent) for run_id, agent, _ in live if drover_attached(runs_dir / run_id)} - {0, 1}
     # only what this process descends from: drive itself, a launcher, records a finish while others run
@@ -76,6 +88,18 @@ def traced_run(ledger: Ledger, claimed: str = "") -> str:
         raise Refused(f"this process descends from the drover at pid {under[0]}, {doing}, but from none of its "
                       "agents' processes: it cannot act for a run, nor as the operator")
     return ""
+
+
+def _launcher(run_dir: Path) -> int:
+    """The pid of the drover that holds the run's lock now (procs.attached writes it there), 0 when none does."""
+    from drover.agents.procs import ATTACHED, drover_attached
+
+    if not drover_attached(run_dir, unlocked=False):
+        return 0
+    try:
+        return int((run_dir / ATTACHED).read_text(encoding="ascii").split()[0])
+    except (OSError, ValueError, IndexError):
+        return 0
 
 
 @contextmanager

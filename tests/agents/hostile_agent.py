@@ -4,6 +4,9 @@
 HOSTILE steers it (an unknown or empty value: an honest agent):
   audit-other        implementing: commit, then approve $HOSTILE_TARGET (another item)
   audit-self         implementing: commit, then approve its own item
+  leftover           implementing: commit, then leave a process in a session of its own with
+                     DROVER_RUN unset, which waits until drover has exited (it is re-parented to
+                     init) and then approves the item; its pid goes to $HOSTILE_LOG.pid
   commit-then-audit  reviewing: commit on the branch under review, then approve it
   unset-run          implementing: commit, then approve its own item with DROVER_RUN unset
   forge-run          implementing: commit, then approve its own item as its earlier review run
@@ -12,6 +15,8 @@ HOSTILE steers it (an unknown or empty value: an honest agent):
                      unpark, stop or ledger import, with a PATH of its own in front
   double-fork        implementing: commit, then approve its own item from a grandchild that left
                      the agent's process tree (a double fork, DROVER_RUN unset)
+  unshare            implementing: commit, then approve its own item from a process namespace of its
+                     own (`unshare $HOSTILE_UNSHARE drover audit ...`, DROVER_RUN unset)
 An honest implementing run commits; an honest review approves. Every drover call ends with the
 words of $HOSTILE_ARGS (e.g. a repeated --note, which sends it through click, not the fast path),
 and what drover answered is appended to $HOSTILE_LOG as one JSON line.
@@ -54,7 +59,12 @@ def commit(what: str) -> None:
     subprocess.run(["git", "commit", "-q", "-m", f"{item}: {what}"], check=True)
 
 
-if slot == "implement":
+if mode == "leftover-waits":  # the process the leftover mode leaves behind
+    Path(os.environ["HOSTILE_LOG"] + ".pid").write_text(str(os.getpid()))
+    while int(Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()[1]) != 1:
+        time.sleep(0.05)  # until every drover above it is gone
+    drover("audit", item, "--level", "reviewed")
+elif slot == "implement":
     commit("the work")
     if mode == "audit-other":
         drover("audit", os.environ["HOSTILE_TARGET"], "--level", "reviewed")
@@ -71,6 +81,14 @@ if slot == "implement":
     elif mode == "operator":
         drover(*shlex.split(os.environ["HOSTILE_COMMAND"]),
                env={**os.environ, "PATH": os.environ.get("HOSTILE_PATH", "") + os.pathsep + os.environ["PATH"]})
+    elif mode == "unshare":
+        unshared = ["unshare", *shlex.split(os.environ["HOSTILE_UNSHARE"]), "drover"]
+        argv = [*unshared, "audit", item, "--level", "reviewed"]
+        done = subprocess.run(argv, text=True, capture_output=True,
+                              env={key: value for key, value in os.environ.items() if key != "DROVER_RUN"})
+        with open(os.environ["HOSTILE_LOG"], "a", encoding="utf-8") as log:
+            log.write(json.dumps({"argv": argv, "code": done.returncode, "out": done.stdout,
+                                  "err": done.stderr}) + "\n")
     elif mode == "double-fork":
         done = Path(os.environ["HOSTILE_LOG"] + ".done")
         if os.fork() == 0:
@@ -86,6 +104,13 @@ if slot == "implement":
         os.wait()
         waited = time.monotonic() + 60  # a grandchild that died must not hang the test suite
         while not done.exists() and time.monotonic() < waited:
+            time.sleep(0.05)
+    elif mode == "leftover":
+        subprocess.Popen([sys.executable, __file__], env={**{k: v for k, v in os.environ.items() if k != "DROVER_RUN"},
+                                                          "HOSTILE": "leftover-waits"},
+                         start_new_session=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL)
+        while not Path(os.environ["HOSTILE_LOG"] + ".pid").exists():
             time.sleep(0.05)
 elif slot == "review":
     if mode == "commit-then-audit":

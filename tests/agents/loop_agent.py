@@ -42,6 +42,9 @@ slow_item, _, slow_seconds = os.environ.get("AGENT_SLOW_ITEM", "").partition(":"
 if slot == "implement" and slow_item == item:
     time.sleep(float(slow_seconds))
 
+if os.environ.get("AGENT_SAY"):  # a line of output, as the agent chose it (escapes and all)
+    print(os.environ["AGENT_SAY"], flush=True)
+
 if slot == "implement":
     merging = subprocess.run(["git", "rev-parse", "-q", "--verify", "MERGE_HEAD"], capture_output=True).returncode == 0
     if merging:
