@@ -62,6 +62,9 @@ FAILURE_CLASSES = ("rate_limited", "auth", "timeout", "stalled", "crashed", "no_
 RETRY_POLICIES = ("wait", "fresh", "fallback", "stop", "park")
 # How a park reason for an item past a token ceiling begins (`show`, `report`, the drive summary).
 OVER_BUDGET = "over budget: "
+# How the reason of a review run that ended by parking its item begins (its send-back past the
+# cap, or its own `drover park`): no failure, whatever it exited (`report`'s outcome `parked`).
+PARKED_ITS_ITEM = "parked its item: "
 
 # The project's configuration file, at the root of the main checkout.
 CONFIG_FILE = "drover.toml"

@@ -346,7 +346,9 @@ def test_a_missing_file_is_reported_as_a_dep_and_in_show(project):
     ok("new", "depends on it", "--dep", "D-1")
     ok("request-changes", "D-1", input="finding\n")
     (project / "items" / "D-1.md").unlink()
-    assert list(listed()) == ["D-2"]
+    rows = listed()  # it has ledger history (a round): list names it, as show does
+    assert list(rows) == ["D-1", "D-2"]
+    assert rows["D-1"]["state"] == "unreadable" and rows["D-1"]["note"] == "items/D-1.md: D-1 has no file"
     dep = shown("D-2")["deps"][0]
     assert dep["unreadable"] == "has no file"
     data = shown("D-1")  # it has ledger history, so show still tells it
@@ -865,6 +867,39 @@ def test_park_and_unpark(project):
     fails(drover("unpark", "D-1"), 1)
     events = [row[2] for row in ledger_rows(project)["events"]]
     assert events == ["new", "park", "unpark"]
+
+
+def test_park_refuses_a_done_item_and_writes_nothing(project):
+    ok("new", "x")
+    with Ledger(project / ".drover" / "ledger.db") as ledger:
+        ledger.mark_done("D-1")
+    before = snapshot(project)
+    assert fails(drover("park", "D-1", "--why", "too late"), 1) == "drover: D-1 is done; nothing to park"
+    assert snapshot(project) == before
+    assert listed()["D-1"]["state"] == "done"
+
+
+def test_parking_a_parked_item_again_names_the_reason_it_replaces(project):
+    ok("new", "x")
+    assert ok("park", "D-1", "--why", "waiting for the security review") == (
+        "D-1: parked for the operator: waiting for the security review\n")
+    assert ok("park", "D-1", "--why", "the review said no: redesign") == (
+        "D-1: parked for the operator: the review said no: redesign "
+        "(was parked: waiting for the security review)\n")
+    assert shown("D-1")["parked_reason"] == "the review said no: redesign"
+    events = [row[2] for row in ledger_rows(project)["events"]]
+    assert events == ["new", "park", "park"]
+
+
+def test_the_draft_prompt_reads_the_register_row_new_issue_took(project):
+    set_config(project, "tracker", 'backend = "file"')
+    (project / "follow-ups.md").write_text("# Follow-ups\n\n- D-9: repr should show the algorithm\n")
+    assert json.loads(ok("new", "--issue", "3", "--json"))["origin"] == 3
+    # the draft's Origin is that same row, read fresh: its number, headline and place
+    origin = ok("prompt", "D-1", "--slot", "draft", "--template",
+                "{{ Origin.Number }}|{{ Origin.Title }}|{{ Origin.Url }}\n")
+    assert origin == "3|repr should show the algorithm|follow-ups.md:3\n"
+    assert "has no issues" not in ok("prompt", "D-1", "--slot", "draft")
 
 
 # --- the commit decision (SPEC 7) ----------------------------------------------------------------------------

@@ -159,6 +159,23 @@ def test_import_refuses_a_non_empty_ledger_and_merge_adds_what_is_missing(busy, 
     assert len(after["items"]) == len(before["items"]) + 1
 
 
+def test_an_import_into_a_clone_whose_cache_another_command_filled_has_no_conflicts(busy, tmp_path):
+    """A fresh clone where `list` ran first holds its own metadata cache of the same files (other
+    mtimes): the cache is rebuilt from the files, so its rows conflict with nothing and every record loads."""
+    dump = tmp_path / "ledger.jsonl"
+    assert run(busy, "ledger", "export", "-o", str(dump)).returncode == 0
+    git(busy, "add", "-A")
+    git(busy, "commit", "-qm", "the items")
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", str(busy), str(clone))
+    assert run(clone, "list").returncode == 0  # fills the clone's cache from its own files
+    done = run(clone, "ledger", "import", str(dump))
+    assert done.returncode == 0 and "conflict" not in done.stdout, done.stdout + done.stderr
+    records = ("runs", "rounds", "audits", "dispositions", "items", "checks")
+    mine, theirs = ledger_tables(clone / ".drover" / "ledger.db"), ledger_tables(busy / ".drover" / "ledger.db")
+    assert {table: mine[table] for table in records} == {table: theirs[table] for table in records}
+
+
 def test_a_key_repeated_in_one_file_is_loaded_once_and_a_different_repeat_is_a_conflict(repo, tmp_path):
     """Rows load in batches: a later line that repeats a waiting row's key is judged against it as
     against a row the ledger holds; a row that leaves a column out takes the column's default."""

@@ -282,3 +282,90 @@ def test_flags_and_list_activity_read_what_flagged_items_and_activity_read(tmp_p
         # an item list_activity leaves out is one activity() gives no_activity's row
         assert {item: fast.get(item, tuple(no_activity(item).get(key) for key in LIST_KEYS)) for item in slow} == slow
         assert set(fast) == {"D-2", "D-3", "D-4", "D-9"} and set(slow) == set(fast) | {"D-5"}
+
+
+# --- an item whose file is gone ---------------------------------------------------------------
+
+def _gone_project(root: Path) -> Project:
+    """D-1..D-6 with files; then the files of D-2 (a run, parked), D-3 (a round, done), D-4 (made
+    by `new` alone) and D-6 (parked, no run or round) deleted."""
+    project = _project(root)
+    for n in range(1, 7):
+        _item(project, f"D-{n}")
+    with Ledger(project.ledger_path) as ledger:
+        ledger.start_run(NewRun(id="r1", item="D-2", slot="implement", agent="a", started="2026-01-01T00:00:00.000Z",
+                                branch="drover/d-2"))
+        ledger.finish_run("r1", 0, "exited")
+        ledger.park("D-2", "later")
+        ledger.add_round("D-3", "0" * 64, "a finding", "", "codex")
+        ledger.mark_done("D-3")
+        with ledger.write():
+            ledger.conn.execute("INSERT INTO items (id, number, created_at) VALUES ('D-4', 4, 'x')")
+        ledger.park("D-6", "never started")
+        list_items(project, ledger)  # the cache knew every file
+    for n in (2, 3, 4, 6):
+        project.root.joinpath("items", f"D-{n}.md").unlink()
+    return project
+
+
+def test_list_shows_an_item_whose_file_is_gone_as_show_does(tmp_path):
+    """An item with runs or rounds and no file is an unreadable row that `has no file`, in id order,
+    in the state show gives it; one the ledger knows without runs or rounds is no item, as for show."""
+    from drover.errors import UsageError
+    from drover.ledger.itemstate import item_state
+
+    project = _gone_project(tmp_path)
+    with Ledger(project.ledger_path) as ledger:
+        listed = list_items(project, ledger)
+        assert [row.entry.id for row in listed] == ["D-1", "D-2", "D-3", "D-5"]
+        for row in listed:
+            shown = item_state(project, ledger, row.entry.id)
+            assert (row.state, row.entry.problem if row.entry.unreadable else "") == \
+                (shown.state, shown.entry.problem if shown.entry.unreadable else "")
+        gone = {row.entry.id: (row.state, row.note) for row in listed if row.entry.unreadable}
+        assert gone == {"D-2": (State.UNREADABLE, "items/D-2.md: D-2 has no file"),
+                        "D-3": (State.UNREADABLE, "items/D-3.md: D-3 has no file")}
+        for item_id in ("D-4", "D-6"):
+            with pytest.raises(UsageError, match=f"no item {item_id}"):
+                item_state(project, ledger, item_id)
+
+
+def test_check_names_an_item_whose_file_is_gone(tmp_path):
+    """An error, as for any unreadable item; a warning for a done item (its file deleted after the merge)."""
+    project = _gone_project(tmp_path)
+    with Ledger(project.ledger_path) as ledger:
+        findings, _ = check_items(project, ledger)
+    assert [(found.message, found.error) for found in findings] == [
+        ("items/D-2.md: D-2 has no file (the ledger has its runs or rounds: restore the file from git)", True),
+        ("items/D-3.md: D-3 has no file (it is done; the ledger keeps its history)", False),
+    ]
+
+
+def test_list_and_check_name_an_item_whose_file_is_gone_on_the_command_line(repo):
+    """The new user's case: `list`, `list --json` and `check` name the item show calls `has no file`."""
+    import json
+
+    from helpers import invoke
+
+    assert invoke("init").exit_code == 0
+    for title in ("a", "b", "c"):
+        assert invoke("new", title).exit_code == 0
+    with Ledger(repo / ".drover" / "ledger.db") as ledger:
+        ledger.add_round("D-1", "0" * 64, "bad", "", "codex")
+        ledger.park("D-1", "later")
+    (repo / "items" / "D-1.md").unlink()
+    (repo / "items" / "D-3.md").unlink()  # made by new alone: no item, for list, check and show
+    listed = invoke("list")
+    assert listed.exit_code == 0
+    assert listed.output.splitlines()[0].split(None, 2) == ["D-1", "unreadable", "(items/D-1.md: D-1 has no file)"]
+    assert [line.split()[0] for line in listed.output.splitlines()] == ["D-1", "D-2"]
+    rows = json.loads(invoke("list", "--json").output)
+    assert [(row["id"], row["state"], row["note"]) for row in rows][0] == \
+        ("D-1", "unreadable", "items/D-1.md: D-1 has no file")
+    checked = invoke("check")
+    assert checked.exit_code == 1
+    assert "items/D-1.md: D-1 has no file (the ledger has its runs or rounds: restore the file from git)" \
+        in checked.output.splitlines()
+    assert "D-3" not in checked.output
+    assert "unreadable: items/D-1.md: D-1 has no file" in invoke("show", "D-1").output
+    assert invoke("show", "D-3").exit_code == 2

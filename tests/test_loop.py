@@ -179,6 +179,7 @@ def test_a_drive_a_signal_stops_still_gives_its_summary_report_and_notify(projec
     assert f"drive interrupted; not started: {second}" in out
     (row,) = [line for line in out.splitlines() if line.startswith(f"{first} ") and " failed " in line]
     assert "interrupted" in row and "0 of 1 approved" in out
+    assert f"{first}: interrupted: not tried again: the drive is ending (run " in out, out
     assert page.is_file() and first in page.read_text()
     assert json.loads(notified.read_text())["items"][0]["id"] == first
 
@@ -233,6 +234,10 @@ def test_drive_parks_an_item_that_does_not_converge(project):
     assert f"{item} review: crashed" not in done.stdout and "fresh run" not in done.stdout, done.stdout
     assert f"{item}   parked " in done.stdout and "review did not converge: 2 rounds of changes" in done.stdout
     assert [run["failure"] for run in ledger_rows(project, "runs")] == [None] * len(shown["runs"])
+    # the report counts that review as what it was, no failure of any class ("unclassified" before)
+    runs = json.loads(drover(project, "report", "--json").stdout)["runs"]
+    assert [(run["slot"], run["outcome"], run["failure"]) for run in runs][-1] == ("review", "parked", ""), runs
+    assert not [run for run in runs if run["outcome"] == "failed"], runs
 
 
 def test_drive_two_jobs_finishes_two_independent_items(project):

@@ -58,6 +58,12 @@ def test_a_launch_or_a_prompt_refuses_an_override_with_conflict_markers(project,
     assert json.loads(drover(project, "show", item, "--json").stdout)["runs"] == []
 
 
+def test_a_dry_run_of_an_inline_template_ends_its_prompt_on_a_line_of_its_own(project):
+    item = new_item(project, "Add a thing")
+    shown = drover(project, "run", item, "--dry-run", "--template", "Do {{ Id }} now.", check=True).stdout
+    assert shown.startswith(f"Do {item} now.\n--- drover: dry run; nothing was launched or written\n"), shown
+
+
 # --- B: needs requirements ------------------------------------------------------------------
 
 

@@ -413,7 +413,7 @@ def test_require_independent_refuses_an_approval_by_an_author(project, independe
     config.write_text(text)
     git(project, "commit", "-qam", "the reviewer is the implementer")
     drover(project, "run", "D-1", env=agent_env(project), check=True)
-    drover(project, "review", "D-1", env=agent_env(project), check=False)
+    reviewed = drover(project, "review", "D-1", env=agent_env(project), check=False)
     [approval] = said(project)
     data = shown(project, "D-1")
     [audit] = data["audits"]
@@ -425,6 +425,11 @@ def test_require_independent_refuses_an_approval_by_an_author(project, independe
         return
     assert "does not open the gate" in approval["out"] and "require_independent" in approval["out"]
     assert audit["opens"] == 0 and data["state"] == "in review"
+    # the review ends without a verdict, and says why: its approval was refused, not missing
+    assert reviewed.returncode == 1
+    assert ("D-1: the review's approval (reviewed by implementer) opened no gate: [review] require_independent "
+            "refuses an approval by an author of the work") in reviewed.stderr, reviewed.stderr
+    assert data["runs"][-1]["failure"] == "no_verdict" and "require_independent" in data["runs"][-1]["reason"]
     assert "no review approved it" in finish_refused(project, "D-1")
     # the operator's approval, by someone who wrote none of it, opens the gate
     drover(project, "audit", "D-1", "--level", "reviewed", "--by", "Ann", check=True)

@@ -189,14 +189,32 @@ def test_file_register_says_what_is_wrong_with_a_row(repo, line, problem):
     assert bad.value.reason.startswith("fu.md:1: ") and bad.value.reason.endswith(problem)
 
 
-def test_file_register_reads_no_issues_and_writes_none(repo):
+def test_file_register_owns_no_issues_and_writes_none(repo):
     tracker = write_register(repo, REGISTER)
     assert tracker.owned("D-3", 12) == []
-    with pytest.raises(TrackerUnavailable, match=r"issue #12 cannot be read: the register follow-ups.md has no issues"):
-        tracker.issue(12)
+    with pytest.raises(TrackerUnavailable, match=r"^follow-ups.md has no row on line 12$"):
+        tracker.issue(12)  # line 12 is a fence; issue #n is the row on line n
     with pytest.raises(TrackerUnavailable, match=r"cannot comment on issue #12: the register follow-ups.md"):
         tracker.apply(12, "comment", "see D-3")
     assert tracker.apply(12, "keep", "") == ""
+
+
+def test_file_register_reads_issue_n_as_the_row_intake_takes(repo):
+    """One definition: `issue(n)` (the draft's Origin, Closes) is the row `intake(n)` made the item from."""
+    tracker = write_register(repo, REGISTER)
+    row = tracker.issue(6)
+    assert (row.number, row.owners, row.title, row.state, row.url) == (
+        6, ("D-4", "D-7"), "retry the flaky upload test", "open", "follow-ups.md:6")
+    assert row.body_unavailable == "the register follow-ups.md has no body column: a row is its headline only"
+    assert tracker.intake(6) == (row, "the register row follow-ups.md:6")
+    assert tracker.issue(8).state == "closed"  # a ticked row still reads
+    for number in (3, 11, 99):  # prose, a fenced example, past the end: no row
+        with pytest.raises(TrackerUnavailable) as missing:
+            tracker.issue(number)
+        assert missing.value.reason == f"follow-ups.md has no row on line {number}"
+        with pytest.raises(TrackerUnavailable) as same:
+            tracker.intake(number)
+        assert same.value.reason == missing.value.reason
 
 
 # --- backend = "github": follow-ups -------------------------------------------------------

@@ -136,6 +136,38 @@ def test_a_check_of_an_older_base_does_not_cover_a_finish_after_base_moved(proje
     assert again and again[0]["exit_status"] != 0 and "D-1: check failed (make test" in driven.stdout
 
 
+def test_a_check_still_covers_a_finish_when_base_gained_only_item_files(project):
+    """With commit_items, drover's own writes (a round, a park, a new item) commit item files to
+    base while a passing check waits for its finish: what base gained is records no verify
+    command tests, so the check still covers the merge. A gain outside the items folder does not."""
+    config = project / "drover.toml"
+    config.write_text(config.read_text().replace("commit_items = false", "commit_items = true", 1))
+    git(project, "commit", "-qam", "commit the item files")
+    for _ in range(2):  # the first attempt leaves BROKEN, the second removes it
+        drover(project, "run", "D-1", check=True)
+    drover(project, "audit", "D-1", "--level", "reviewed", check=True)
+    assert drover(project, "verify", "D-1").returncode == 0
+    checked = checks(project)[-1]["base"]
+    drover(project, "new", "Another thing", check=True)  # committed to main by drover itself
+    moved = head(project, "main")
+    assert moved != checked
+    done = drover(project, "finish", "D-1")
+    assert done.returncode == 0, done.stderr
+    assert len(checks(project)) == 1  # covered by the check of the older base: nothing ran again
+    # a second item: base gains a file outside the items folder as well, and the check no longer covers it
+    drover(project, "new", "Third thing", check=True)
+    for _ in range(2):
+        drover(project, "run", "D-3", check=True)
+    drover(project, "audit", "D-3", "--level", "reviewed", check=True)
+    assert drover(project, "verify", "D-3").returncode == 0
+    drover(project, "new", "Fourth thing", check=True)
+    (project / "notes.txt").write_text("not an item\n")
+    git(project, "add", "notes.txt")
+    git(project, "commit", "-qm", "main: a file outside items/")
+    refused = drover(project, "finish", "D-3")
+    assert refused.returncode == 1 and "no passing check covers" in refused.stderr
+
+
 def test_two_items_checked_on_the_same_base_the_second_is_checked_again_before_it_merges(repo, tmp_path,
                                                                                        monkeypatch):
     """D-1 renames f, D-2 adds a caller of f: each passes its check, both checked before either

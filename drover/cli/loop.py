@@ -31,7 +31,7 @@ def _launch_command(item_id: str, slot: str, dry_run: bool, explicit: str | None
             echo_json(launch_report(launch, where, project.config.setup))
             return
         if dry_run:
-            click.echo(launch.prompt, nl=False)
+            click.echo(launch.prompt, nl=not launch.prompt.endswith("\n"))  # an inline --template may end mid-line
             click.echo("--- drover: dry run; nothing was launched or written")
             for line in describe(project, launch):
                 click.echo(line)
@@ -46,19 +46,21 @@ def _launch_command(item_id: str, slot: str, dry_run: bool, explicit: str | None
     for note in result.notes:
         click.echo(f"drover: {note}", err=True)
     ending = f"exited {result.exit_code}" if result.outcome == "exited" else result.outcome
+    if result.failure is not None and result.failure.failure == "stalled":  # ended silent, before its timeout
+        ending = "stalled"
     click.echo(f"{item_id}: {slot} run {result.run_id} {ending} after {result.elapsed:.1f}s "
                f"(log: {project.relpath(result.log_path)})")
     if result.outcome != "exited" or result.exit_code != 0:
         sys.exit(1)
     if slot == "review":
-        from drover.loop.runs import NO_VERDICT, describe_verdict, review_verdict
+        from drover.loop.runs import describe_verdict, no_verdict, review_verdict
 
         with opened() as (project, ledger):
             verdict = review_verdict(ledger, result.run_id)
             if not verdict:
                 from drover.errors import Refused
 
-                raise Refused(f"{item_id}: {NO_VERDICT}")
+                raise Refused(f"{item_id}: {no_verdict(ledger, result.run_id)}")
             click.echo(f"{item_id}: the review recorded: {describe_verdict(project, ledger, result.run_id)}")
 
 

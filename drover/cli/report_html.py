@@ -15,8 +15,9 @@ if TYPE_CHECKING:
 
 # default-src 'none': no script, image, font, frame or connection from anywhere; the inline style only.
 POLICY = "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'"
-# A bar's colour: ok, unfinished, then each failure class; an unknown class is `other`.
-COLOURS = {"ok": "#2e8b57", "unfinished": "#9e9e9e", "rate_limited": "#e0a100", "auth": "#8e24aa",
+# A bar's colour: ok, unfinished, parked (a review that parked its item), then each failure class;
+# an unknown class is `other`.
+COLOURS = {"ok": "#2e8b57", "unfinished": "#9e9e9e", "parked": "#ffb74d", "rate_limited": "#e0a100", "auth": "#8e24aa",
            "timeout": "#ef6c00", "stalled": "#6d4c41", "crashed": "#c62828", "no_verdict": "#5c6bc0",
            "interrupted": "#78909c", "over_budget": "#ad1457", "unclassified": "#b71c1c", "other": "#455a64"}
 STATUS_COLOURS = {"merged": "#c8e6c9", "over_budget": "#f8bbd0", "parked": "#ffe0b2", "failed": "#ffcdd2",
@@ -209,7 +210,7 @@ def _seconds(stamp: str | None) -> float | None:
 def colour_of(run: "RunLine") -> str:
     if run.outcome == "failed":
         return COLOURS.get(run.failure, COLOURS["other"])
-    return COLOURS["ok"] if run.outcome == "ok" else COLOURS["unfinished"]
+    return COLOURS.get(run.outcome, COLOURS["unfinished"])
 
 
 def timeline(runs: "tuple[RunLine, ...]", generated: str) -> str:

@@ -63,7 +63,9 @@ def render_show(shown: dict[str, Any]) -> str:
                          + (f"  prompt sha256 {run['prompt_sha256'][:12]}" if run.get("prompt_sha256") else ""))
             if run.get("failure"):
                 resets = f", resets {run['reset_at']}" if run.get("reset_at") else ""
-                lines.append(f"    failure: {run['failure']}{resets}: {run.get('reason') or ''}".rstrip(": "))
+                # a stall's words begin with its class ("stalled: no output for 3s"): said once
+                why = (run.get("reason") or "").removeprefix(f"{run['failure']}: ")
+                lines.append(f"    failure: {run['failure']}{resets}: {why}".rstrip(": "))
             elif run.get("reason"):  # a run that failed to start, or one stopped: no class, its words
                 lines.append(f"    why: {run['reason']}")
             cost = usage_text(run)

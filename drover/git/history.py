@@ -121,6 +121,17 @@ def commits_beyond(root: Path, head: str, base_head: str) -> int:
     return int(git(["rev-list", "--count", "--end-of-options", f"{base_head}..{head}"], root).strip() or 0)
 
 
+def moved_only_under(root: Path, since: str, until: str, folder: str) -> bool:
+    """Whether the commit `until` descends from `since` and its tree differs from it only under
+    `folder`: what base gained is records in that folder and nothing else."""
+    if not succeeds(["merge-base", "--is-ancestor", "--end-of-options", since, until], root):
+        return False
+    out = git(["diff", "--name-only", "-z", "--no-renames", "--no-ext-diff", "--no-textconv", "--end-of-options",
+               since, until], root)
+    top = folder.strip("/") + "/"
+    return all(path.startswith(top) for path in out.split("\0") if path)
+
+
 def count_commits(root: Path, since: str, until: str) -> int | None:
     """Commits `until` has that `since` lacks; None when `since` is not an ancestor (history rewritten)."""
     if not succeeds(["merge-base", "--is-ancestor", since, until], root):

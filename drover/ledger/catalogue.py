@@ -12,7 +12,7 @@ import gc
 import json
 import os
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, NamedTuple, Union
@@ -182,6 +182,48 @@ def catalogue(project: Project, ledger: Ledger) -> dict[str, Entry]:
     _refresh(folder, base, prefix, changed, entries, ledger)
     ledger.store_files([], list(cache))
     return entries
+
+
+def with_history(ledger: Ledger, item_ids: Collection[str]) -> set[str]:
+    """The ids of `item_ids` the ledger has history of: a run or a round.
+
+    The one rule for an item whose file is gone: with history it is an unreadable item that `has
+    no file` (show, list and check say so); without, such as an item `new` made whose file was
+    deleted before any run, it is no item (show: `no item D-3`), its id still taken.
+    """
+    ids = list(item_ids)
+    found: set[str] = set()
+    for start in range(0, len(ids), 400):  # at most 800 parameters a query: SQLite's limit was 999
+        chunk = ids[start:start + 400]
+        marks = ",".join("?" * len(chunk))
+        found.update(row[0] for row in ledger.conn.execute(
+            f"SELECT item FROM runs WHERE item IN ({marks}) UNION SELECT item FROM rounds WHERE item IN ({marks})",
+            chunk + chunk))
+    return found
+
+
+def without_file(project: Project, ledger: Ledger, entries: dict[str, Entry]) -> dict[str, Entry]:
+    """The entries of the items the ledger has history of (with_history) that have no file among
+    `entries` (the catalogue's), each unreadable as `has no file`, in id order. One read of the
+    items table's ids; runs and rounds are asked only of the ids without a file."""
+    match = itemfile.id_pattern(project.config.prefix).match
+    cursor = ledger.conn.cursor()
+    cursor.row_factory = None
+    gone = [item for (item,) in cursor.execute("SELECT id FROM items") if item not in entries and match(item)]
+    if not gone:
+        return {}
+    kept = with_history(ledger, gone)
+    return {name[:-3]: Entry(name[:-3], project.item_rel(name), unreadable=itemfile.MISSING)
+            for name in sorted_names([item + ".md" for item in gone if item in kept], project.config.prefix)}
+
+
+def with_missing(project: Project, ledger: Ledger, entries: dict[str, Entry]) -> dict[str, Entry]:
+    """`entries` (the catalogue's) and without_file's, in the catalogue's order."""
+    missing = without_file(project, ledger, entries)
+    if not missing:
+        return entries
+    every = {**entries, **missing}
+    return {name[:-3]: every[name[:-3]] for name in sorted_names([item + ".md" for item in every], project.config.prefix)}
 
 
 _PENDING = Entry("", "")

@@ -395,6 +395,8 @@ def import_file(ledger: Ledger, path: Path, merge: bool = False) -> Imported:
             if have is not None and table in MARKS:
                 ledger.raise_met(row["prefix"], row["highest"])  # this ledger's folder note is kept
                 continue
+            if have is not None and table in CACHE:
+                continue  # this checkout's own parse of its files stands: a cache row is no record to conflict over
             if have is not None:
                 if any(have.get(name) != value for name, value in row.items()):
                     said = ", ".join(f"{name} {row[name]}" for name in keys)

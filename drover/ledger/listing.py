@@ -11,7 +11,7 @@ from typing import NamedTuple
 
 from drover import git
 from drover.items import file as itemfile
-from drover.ledger.catalogue import Entry, catalogue, collector_paused
+from drover.ledger.catalogue import Entry, catalogue, collector_paused, with_missing
 from drover.ledger.db import Ledger
 from drover.ledger.project import Project
 from drover.ledger.state import (NO_ACTIVITY, NOT_DRIVEN, Activity, Decided, ItemFacts, State, Verdict, running_notes,
@@ -35,9 +35,10 @@ class LedgerFacts(NamedTuple):
 
 
 def list_items(project: Project, ledger: Ledger) -> list[Listed]:
-    """Every item with its state; a bad file is one row, never a failure of the whole list."""
+    """Every item with its state; a bad file is one row, never a failure of the whole list, and
+    so is an item the ledger has history of whose file is gone (catalogue.with_history)."""
     with collector_paused():
-        return states_of(project, ledger, catalogue(project, ledger))
+        return states_of(project, ledger, with_missing(project, ledger, catalogue(project, ledger)))
 
 
 def states_of(project: Project, ledger: Ledger, entries: dict[str, Entry]) -> list[Listed]:

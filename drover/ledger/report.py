@@ -18,7 +18,7 @@ from drover.ledger.connection import now
 from drover.ledger.db import Ledger
 from drover.ledger.project import Project
 from drover.ledger.rows import AUDIT_COLUMNS, CHECK_COLUMNS, ROUND_COLUMNS, RUN_COLUMNS, Audit, Check, Round, Run
-from drover.vocabulary import CHECKER, LEVELS, OVER_BUDGET
+from drover.vocabulary import CHECKER, LEVELS, OVER_BUDGET, PARKED_ITS_ITEM
 
 SCHEMA = 1
 UNCLASSIFIED = "unclassified"  # a run that did not end well and has no failure class (yet)
@@ -38,7 +38,7 @@ class RunLine(NamedTuple):
     model: str
     started: str
     ended: str | None
-    outcome: str  # ok | failed | unfinished
+    outcome: str  # ok | failed | parked | unfinished
     exit_status: int | None
     failure: str  # "" (ok or unfinished), a failure class, or "unclassified"
     reason: str
@@ -156,7 +156,7 @@ MEANINGS: dict[str, dict[str, str]] = {
         "id": "the run id", "item": "its item", "slot": "implement, review or draft",
         "agent": "the agent identity", "model": "the model the CLI named, or `(unknown)`",
         "started": "when it started (UTC)", "ended": "when it ended, or null (running, or died)",
-        "outcome": "ok (exit 0), failed, or unfinished",
+        "outcome": "ok (exit 0), failed, parked (a review that parked its item), or unfinished",
         "exit_status": "the agent's exit status, or null", "failure": "its failure class, `unclassified`, or empty",
         "reason": "the words that decided the class, or why it ended", "reset_at": "when a rate limit resets, or null",
         "input_tokens": "tokens in, or null when the CLI did not say", "output_tokens": "tokens out, or null",
@@ -297,6 +297,8 @@ def _run_line(run: Run, rates: dict[str, tuple[float, float]]) -> RunLine:
     cost, source = price(model, run.input_tokens, run.output_tokens, run.cost_usd, rates)
     if run.finished is None:
         outcome, failure = "unfinished", ""
+    elif not run.failure and (run.reason or "").startswith(PARKED_ITS_ITEM):
+        outcome, failure = "parked", ""  # a review that ended by parking its item: no failure, whatever it exited
     elif run.outcome == "exited" and run.exit_status == 0 and not run.failure:
         outcome, failure = "ok", ""
     else:

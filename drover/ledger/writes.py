@@ -373,9 +373,14 @@ def park(project: Project, ledger: Ledger, item_id: str, why: str) -> Outcome:
     _require_known(project, ledger, item_id)
     by = actor(project, ledger)
     with ledger.write():
+        row = ledger.item_row(item_id)
+        if row.get("done"):  # merged: nothing shows a park of it, and there is nothing left to decide
+            raise Refused(f"{item_id} is done; nothing to park")
         ledger.park(item_id, why.strip())
         ledger.log_event("park", item_id, by, why=why.strip())
-    return Outcome((f"{item_id}: parked for the operator: {why.strip()}",))
+    # parking again replaces the reason (a refinement); the one it replaces is named, not lost silently
+    was = f" (was parked: {row.get('parked_reason') or 'no reason given'})" if row.get("parked") else ""
+    return Outcome((f"{item_id}: parked for the operator: {why.strip()}{was}",))
 
 
 def park_by_drover(ledger: Ledger, item_id: str, why: str) -> None:

@@ -12,7 +12,7 @@ from drover.config import AgentConfig
 from drover.errors import Finding
 from drover.ledger.db import Ledger
 from drover.ledger.project import Project
-from drover.ledger.catalogue import Entry, catalogue, collector_paused, notes_for_people
+from drover.ledger.catalogue import Entry, catalogue, collector_paused, notes_for_people, without_file
 from drover.ledger.listing import states_of
 from drover.ledger.state import Activity, State, verdict_of
 from drover.trackers import open_tracker
@@ -85,6 +85,7 @@ def _check_items(project: Project, ledger: Ledger) -> tuple[list[Finding], Conta
                     findings.append(Finding(f"{found.rel}: {item_id}: dep {dep} {state}", error=state != itemfile.SHELVED))
         if match(item_id):
             seen.add(item_id)
+    findings.extend(_without_file(project, ledger, entries))
     from drover.ledger.agreement import disagreements
 
     findings.extend(Finding(line) for line in disagreements(project, ledger, entries))
@@ -94,6 +95,16 @@ def _check_items(project: Project, ledger: Ledger) -> tuple[list[Finding], Conta
         for cycle in dependency_cycles({item_id: found.deps for item_id, found in entries.items()}):
             findings.append(Finding(f"dependency cycle: {' -> '.join(cycle)}"))
     return findings, UsedKeys(ledger)
+
+
+def _without_file(project: Project, ledger: Ledger, entries: dict[str, Entry]) -> list[Finding]:
+    """The items the ledger has history of whose file is gone (catalogue.without_file): an error, as
+    any unreadable item is, but for a done item, whose file deleted after its merge only warns."""
+    missing = without_file(project, ledger, entries)
+    done = ledger.flags()[0] if missing else set()
+    return [Finding(f"{found.problem} (it is done; the ledger keeps its history)", error=False) if item_id in done
+            else Finding(f"{found.problem} (the ledger has its runs or rounds: restore the file from git)")
+            for item_id, found in missing.items()]
 
 
 def _needs_requirements(project: Project, ledger: Ledger, entries: dict[str, Entry]) -> list[Finding]:

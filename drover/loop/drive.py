@@ -21,6 +21,7 @@ from drover.agents.launch import say_above_status
 from drover.agents.procs import run_alive
 from drover.ledger.state import IMPLEMENT_NEXT, NOT_DRIVEN, ORPHANED, State, orphan_note
 from drover.executors import Executor, open_executor
+from drover.vocabulary import PARKED_ITS_ITEM
 
 APPROVED = ("approved", "finished")
 NOT_FINISHED = "approved, not finished: "
@@ -100,12 +101,17 @@ class Driver:
         if slot == "review" and result.outcome == "exited" and result.exit_code == 0:
             verdict = runs.describe_verdict(self.project, ledger, result.run_id)
             # no verdict: said in the words `drover review` uses, once per review ([retry] may run another)
-            self.event(item_id, verdict if verdict != runs.NO_VERDICT_SHORT else runs.NO_VERDICT)
+            self.event(item_id, verdict if verdict != runs.NO_VERDICT_SHORT else runs.no_verdict(ledger, result.run_id))
             return result
         ending = f"exit {result.exit_code}" if result.outcome == "exited" else result.outcome
         if result.failure is not None and result.failure.failure == "stalled":  # ended silent, long before its timeout
             ending = "stalled"
-        self.event(item_id, f"{slot} {ending} after {result.elapsed:.1f}s")
+        said = f"{slot} {ending} after {result.elapsed:.1f}s"
+        if slot == "review" and result.failure is None and result.outcome == "exited":
+            parked = ledger.item_row(item_id)
+            if parked.get("parked"):  # its send-back past the cap (refused: the agent may exit 1 for it)
+                said += f"; {PARKED_ITS_ITEM}{parked.get('parked_reason') or ''}"
+        self.event(item_id, said)
         return result
 
     def event(self, item_id: str, what: str) -> None:
@@ -162,7 +168,8 @@ class Driver:
                     return self._ended(ledger, item_id, *self.retries.ending(
                         item_id, "failed", f"review agent {_ending(result)}"))
                 if not runs.review_verdict(ledger, result.run_id):
-                    return self._ended(ledger, item_id, *self.retries.ending(item_id, "no verdict", runs.NO_VERDICT))
+                    return self._ended(ledger, item_id, *self.retries.ending(item_id, "no verdict",
+                                                                             runs.no_verdict(ledger, result.run_id)))
             if state == State.APPROVED:
                 if not self.finish:
                     return self._ended(ledger, item_id, "approved", "")

@@ -144,7 +144,7 @@ class Retries:
                 return result
             if self.cancel.is_set() or self.stopped.is_set():
                 # the drive is ending: nothing more is tried, and the class is on record
-                tried.failures.append(_entry(result.run_id, failure, "none (the drive is ending)"))
+                tried.failures.append(_entry(result.run_id, failure, "not tried again: the drive is ending"))
                 return result
             action = decide(failure, slot, tried, self.config)
             tried.failures.append(_entry(result.run_id, failure, action.note))

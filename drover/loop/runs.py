@@ -26,7 +26,7 @@ from drover.agents.procs import attached, process_start, run_alive
 from drover.ledger.rows import NewRun, Run
 from drover.ledger.state import State
 
-from drover.vocabulary import SLOTS as LAUNCH_SLOTS
+from drover.vocabulary import PARKED_ITS_ITEM, SLOTS as LAUNCH_SLOTS
 
 from drover.executors import Executor, Launch
 from drover.loop import budgets
@@ -299,14 +299,16 @@ def record_failure(ledger: Ledger, launch: Launch, outcome: str, exit_code: int 
         return Failure(known.failure, known.reason or "", None)
     if outcome == agents.OVER_BUDGET:  # budgets.settle records the figures
         return Failure(budgets.FAILURE, "ended at its token ceiling")
-    if launch.slot == "review" and outcome == "exited" and ledger.item_row(launch.item_id).get("parked"):
+    item = ledger.item_row(launch.item_id) if launch.slot == "review" and outcome == "exited" else {}
+    if item.get("parked"):
         # parked while it ran (a launch refuses a parked item): its send-back past the cap, which
         # the command refuses and the agent may exit non-zero for, or its own `drover park`. The
         # park is how the review ended, not a failure to retry
+        ledger.set_run_node(launch.run_id, (known.node if known else "") or "", PARKED_ITS_ITEM + (item.get("parked_reason") or ""))
         return None
     failure = classify_run(launch.run_dir, outcome=outcome, exit_code=exit_code, reason=reason)
     if failure is None and launch.slot == "review" and not review_verdict(ledger, launch.run_id):
-        failure = Failure("no_verdict", NO_VERDICT)
+        failure = Failure("no_verdict", no_verdict(ledger, launch.run_id))
     if failure is not None:
         ledger.set_failure(launch.run_id, failure.failure, failure.reason, failure.reset_text)
     return failure
@@ -363,6 +365,19 @@ def stop(project: Project, ledger: Ledger, item_id: str) -> list[str]:
 
 NO_VERDICT = "the review recorded no verdict (neither request-changes nor an approving audit)"
 NO_VERDICT_SHORT = "no verdict"
+
+
+def no_verdict(ledger: Ledger, run_id: str) -> str:
+    """Why a review run gave no verdict, in words: NO_VERDICT, or, when it approved and the approval
+    opened nothing, that `[review] require_independent` refused it (the reviewer is an author)."""
+    run = ledger.run(run_id)
+    refused = [row for row in ledger.audits(run.item) if row.run == run_id and row.level in ("reviewed", "verified")
+               and not row.opens] if run is not None else []
+    if not refused:
+        return NO_VERDICT
+    return (f"the review's approval ({refused[-1].level} by {refused[-1].by or 'nobody named'}) opened no gate: "
+            "[review] require_independent refuses an approval by an author of the work; give the review "
+            "slot an agent of another name, or audit by hand")
 
 
 def review_verdict(ledger: Ledger, run_id: str) -> str:

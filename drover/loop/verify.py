@@ -44,12 +44,17 @@ def command_for(project: Project, item_id: str) -> str:
     return verify_command(project.config.verify, project.require_item(item_id).meta).strip()
 
 
-def passing_check(ledger: Ledger, item_id: str, head: str, base: str) -> Check | None:
-    """The newest passing check of exactly `head` with exactly `base` merged in, if any: the
-    commit a finish would merge, as it would land. A pass with an older base says nothing of
-    what base has gained since (another item's merge)."""
-    passed = [check for check in ledger.checks(item_id, head) if check.passed and check.base == base] if head else []
-    return passed[-1] if passed else None
+def passing_check(project: Project, ledger: Ledger, item_id: str, head: str, base: str) -> Check | None:
+    """The newest passing check of exactly `head` with `base` merged in, if any: the commit a
+    finish would merge, as it would land. A pass with an older base says nothing of what base
+    has gained since (another item's merge), unless all it gained is item files: drover's own
+    records (`commit_items`: a round, a park, a new item), which no verify command tests."""
+    passed = [check for check in ledger.checks(item_id, head) if check.passed] if head else []
+    exact = [check for check in passed if check.base == base]
+    if exact or not passed:
+        return exact[-1] if exact else None
+    newest = passed[-1]
+    return newest if git.moved_only_under(project.root, newest.base, base, project.config.items) else None
 
 
 def describe(check: Check) -> str:
@@ -246,7 +251,7 @@ def check_head(project: Project, ledger: Ledger, item_id: str, *, echo: bool = F
     if not command_for(project, item_id):
         return Gate(None, False)
     head = git.head_of(project.root, ledger.item_branch(item_id))
-    found = passing_check(ledger, item_id, head, git.head_of(project.root, project.config.base))
+    found = passing_check(project, ledger, item_id, head, git.head_of(project.root, project.config.base))
     if found is not None:
         return Gate(found, False)
     return Gate(run_check(project, ledger, item_id, echo=echo, cancel=cancel, progress=progress), True)
@@ -257,7 +262,7 @@ def require_check(project: Project, ledger: Ledger, item_id: str, head: str, bas
     head now) merged in; none is needed when the item's verify command is empty: nothing runs
     before its merge."""
     command = command_for(project, item_id)
-    if not command or passing_check(ledger, item_id, head, base) is not None:
+    if not command or passing_check(project, ledger, item_id, head, base) is not None:
         return
     checks = ledger.checks(item_id, head)
     if checks and checks[-1].passed:

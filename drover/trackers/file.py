@@ -52,11 +52,8 @@ class FileTracker:
         return []
 
     def issue(self, number: int) -> Issue:
-        """Always unavailable: a register holds follow-up rows, not issues."""
-        raise TrackerUnavailable(f"issue #{number} cannot be read: {self._no_issues()}")
-
-    def row(self, number: int) -> Issue:
-        """The register row on line `number` (intake: `drover new --issue N`)."""
+        """Issue #`number` is the register row on line `number`, ticked or not: the row
+        `new --issue N` took (intake), and what the item's Origin and Closes read."""
         rows, _ = self._read()
         for found in rows:
             if found.number == number:
@@ -65,15 +62,15 @@ class FileTracker:
 
     def intake(self, number: int) -> tuple[Issue, str]:
         """The register row on line `number`, named by where it is (`follow-ups.md:7`)."""
-        found = self.row(number)
+        found = self.issue(number)
         return found, f"the register row {found.url}"
 
     def apply(self, number: int, disposition: str, note: str) -> str:
-        """`keep` needs no tracker; the register has no issues to close or comment on."""
+        """`keep` needs no tracker; drover closes and comments on no row (people tick them)."""
         check_disposition(disposition)
         if disposition == "keep":
             return ""
-        raise cannot_apply(number, disposition, self._no_issues())
+        raise cannot_apply(number, disposition, self._not_written())
 
     def probe(self) -> str:
         """Empty when the register exists and every row parses; else the reason."""
@@ -83,8 +80,8 @@ class FileTracker:
             return exc.reason
         return ""
 
-    def _no_issues(self) -> str:
-        return f'the register {self.register} has no issues ([tracker] backend = "file")'
+    def _not_written(self) -> str:
+        return f'the register {self.register} is edited by hand, not by drover ([tracker] backend = "file")'
 
     def _read(self) -> tuple[list[Issue], list[tuple[int, str]]]:
         """Every row (ticked ones included) and every (line, problem) for a list line that is not a row."""
