@@ -58,6 +58,24 @@ def test_a_launch_or_a_prompt_refuses_an_override_with_conflict_markers(project,
     assert json.loads(drover(project, "show", item, "--json").stdout)["runs"] == []
 
 
+def test_a_first_run_that_finds_its_branch_made_with_commits_says_so(project):
+    """Another item's agent (or a person) made drover/d-2 before D-2 ever ran: its first run builds
+    on those commits, and says so; a later run of the item, whose own commits they are, does not."""
+    new_item(project, "First")
+    second = new_item(project, "Second")
+    git(project, "branch", "drover/d-2", "main")
+    git(project, "switch", "-q", "drover/d-2")
+    (project / "sitecustomize.py").write_text("print('planted')\n")
+    git(project, "add", "sitecustomize.py")
+    git(project, "commit", "-qm", "D-2: scaffold the module")
+    git(project, "switch", "-q", "main")
+    done = drover(project, "run", second, check=True)
+    assert ("drover: warning: drover/d-2 exists already with 1 commit beyond main that no run of D-2 made: "
+            "this run builds on them (`git branch -D drover/d-2` first to start from main)") in done.stderr.splitlines()
+    again = drover(project, "run", second, check=True)
+    assert "exists already" not in again.stderr
+
+
 def test_a_dry_run_of_an_inline_template_ends_its_prompt_on_a_line_of_its_own(project):
     item = new_item(project, "Add a thing")
     shown = drover(project, "run", item, "--dry-run", "--template", "Do {{ Id }} now.", check=True).stdout

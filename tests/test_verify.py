@@ -116,6 +116,24 @@ def test_finish_by_hand_refuses_an_approved_first_attempt_until_a_check_of_it_pa
     assert head(project, "main^2") == checks(project)[-1]["head"]
 
 
+def test_a_pass_of_another_command_does_not_cover_a_finish(project):
+    """The item's verify command is the one its frontmatter picks now: a pass of the command it picked
+    before (`make test`, where `migration: yes` asks for `make migrate-check`) covers nothing."""
+    config = project / "drover.toml"
+    config.write_text(config.read_text().replace("\n[review]", '\nmigration = "false"\n\n[review]', 1))
+    git(project, "commit", "-qam", "a migration check")
+    drover(project, "run", "D-1", check=True)
+    drover(project, "run", "D-1", check=True)  # the second pass removes BROKEN
+    assert drover(project, "verify", "D-1").returncode == 0
+    drover(project, "audit", "D-1", "--level", "reviewed", check=True)
+    item = project / "items" / "D-1.md"
+    item.write_text(item.read_text().replace("\ntitle:", "\nmigration: yes\ntitle:", 1))
+    before = head(project, "main")
+    refused = drover(project, "finish", "D-1")
+    assert refused.returncode == 1 and "no passing check covers" in refused.stderr
+    assert "runs `false`" in refused.stderr and head(project, "main") == before
+
+
 def test_a_check_of_an_older_base_does_not_cover_a_finish_after_base_moved(project):
     """A pass with base at B1 says nothing of the merge into B2: another item's merge may break it."""
     for _ in range(2):  # the first attempt leaves BROKEN, the second removes it

@@ -198,7 +198,8 @@ def request_changes(project: Project, ledger: Ledger, item_id: str, findings: st
     the acting run (drover's own failed check, verify.py)."""
     from drover.ledger.catalogue import read_item  # the frontmatter from the cache, as audit's
 
-    verdict_run(ledger, item_id, "request-changes")
+    _reviewer_only(verdict_run(ledger, item_id, "request-changes"), item_id, "request-changes",
+                   "the Changes section is the reviewer's to write or clear")
     item = read_item(project, ledger, item_id)  # a missing item is the first thing to hear about
     if not findings.strip():
         raise UsageError("no findings given: pass --file F or write them on standard input")
@@ -247,6 +248,17 @@ def request_changes(project: Project, ledger: Ledger, item_id: str, findings: st
     ))
 
 
+def _reviewer_only(run: Run | None, item_id: str, command: str, what: str) -> None:
+    """Inside a run only a review run of the item gives `command` (`what` says whose it is); the
+    operator, outside any run, may. The Changes section and the judgment of the issues an item
+    closes are the reviewer's: an implementer that cleared or replaced the findings would have the
+    next review told the round is settled, and one that disposed would empty the review's
+    worklist and have finish close the issue in its words (docs/security.md)."""
+    if run is not None and run.slot != "review":
+        raise Refused(f"{command} {item_id} refused: run {run.id[:64]!r} ({run.slot} of {item_id}) is no review; "
+                      f"{what} (a review run of {item_id}, or the operator outside any run)")
+
+
 def _clear(project: Project, ledger: Ledger, item: itemfile.Item, by: str, note: str,
            then: Callable[[int], None], how: str = "") -> int:
     """Write the cleared block and mark the newest round cleared; `then(number)` adds its rows;
@@ -270,7 +282,8 @@ def _clear(project: Project, ledger: Ledger, item: itemfile.Item, by: str, note:
 
 def close_changes(project: Project, ledger: Ledger, item_id: str, note: str = "") -> Outcome:
     """Discharge the outstanding changes: a cleared block in the file, the round marked cleared."""
-    verdict_run(ledger, item_id, "close-changes")
+    _reviewer_only(verdict_run(ledger, item_id, "close-changes"), item_id, "close-changes",
+                   "the Changes section is the reviewer's to write or clear")
     _writable(project, project.item_path(item_id))
     by = actor(project, ledger)
     _yaml_before_the_lock()  # the item is parsed whole under it
@@ -353,7 +366,8 @@ def dispose(project: Project, ledger: Ledger, item_id: str, issue: int, disposit
         raise UsageError(f"--as must be one of {', '.join(DISPOSITIONS)}, not {disposition!r}")
     if disposition == "comment" and not note.strip():
         raise UsageError("--as comment needs --note: the note is the comment finish writes")
-    verdict_run(ledger, item_id, "dispose")
+    _reviewer_only(verdict_run(ledger, item_id, "dispose"), item_id, "dispose",
+                   f"judging the issues {item_id} closes is the reviewer's")
     item = project.require_item(item_id)
     if issue not in item.closes:
         closes = ", ".join(f"#{n}" for n in item.closes) or "none"

@@ -19,7 +19,7 @@ from drover.agents.failures import Failure, classify_run
 from drover import git
 from drover.prompts import data as template_data
 from drover import prompts as templates
-from drover.errors import DroverError, Refused, TemplateError, UsageError
+from drover.errors import DroverError, GitError, Refused, TemplateError, UsageError
 from drover.ledger.db import Ledger
 from drover.ledger.project import Project
 from drover.agents.procs import attached, process_start, run_alive
@@ -116,13 +116,31 @@ def prepare(project: Project, ledger: Ledger, item_id: str, slot: str, *,
                                branch=branch if slot != "draft" else "", round_number=data.Rounds,
                                posture=data.Posture, verify=data.VerifyCommand)
     env_add.update(presets.sandbox_env(agent))
+    warnings = tuple(rendered.warnings) + _found_branch(project, record, branch, slot)
     return Launch(
         item_id=item_id, slot=slot, run_id=run_id, agent=agent, argv=tuple(argv), prompt_via=via,
-        prompt=rendered.text, provenance=rendered.provenance, warnings=tuple(rendered.warnings),
+        prompt=rendered.text, provenance=rendered.provenance, warnings=warnings,
         branch=branch if slot != "draft" else "", workdir=workdir, worktree=worktree, run_dir=run_dir,
         env_add=env_add, binary_missing=presets.binary_missing(agent), root_refusal=presets.root_refusal(agent),
         stream=presets.stream_of(agent),
     )
+
+
+def _found_branch(project: Project, record: template_data.ItemRecord, branch: str, slot: str) -> tuple[str, ...]:
+    """A warning when an item's first implementing run finds its branch made already, with commits
+    no run of the item made: a person's start, or another item's agent planting them
+    (docs/security.md). The run builds on them, and the review sees them like any other."""
+    if slot != "implement" or any(run.slot == "implement" for run in record.runs):
+        return ()
+    try:
+        found = git.ahead_of(project.root, branch, project.config.base)
+    except GitError:
+        return ()  # no such branch yet (or no base: the launch says so)
+    if not found:
+        return ()
+    return (f"{branch} exists already with {found} commit{'s' if found != 1 else ''} beyond "
+            f"{project.config.base} that no run of {record.item.id} made: this run builds on them "
+            f"(`git branch -D {branch}` first to start from {project.config.base})",)
 
 
 # What the CLI presets read from the folder they run in that can start programs: their settings

@@ -49,7 +49,9 @@ def passing_check(project: Project, ledger: Ledger, item_id: str, head: str, bas
     finish would merge, as it would land. A pass with an older base says nothing of what base
     has gained since (another item's merge), unless all it gained is item files: drover's own
     records (`commit_items`: a round, a park, a new item), which no verify command tests."""
-    passed = [check for check in ledger.checks(item_id, head) if check.passed] if head else []
+    # a pass of another command (the item's frontmatter now picks a stricter [verify] key) covers nothing
+    command = command_for(project, item_id) if head else ""
+    passed = [check for check in ledger.checks(item_id, head) if check.passed and check.command == command] if head else []
     exact = [check for check in passed if check.base == base]
     if exact or not passed:
         return exact[-1] if exact else None

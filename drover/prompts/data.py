@@ -292,7 +292,10 @@ def _review(project: Project, ledger: Ledger, record: ItemRecord, last_run: Run 
     from drover import git
 
     root, base, item = project.root, project.config.base, record.item
-    notes = [row.note for row in record.audits if row.note]
+    # the note a reviewer reads first is a reviewer's or the operator's: an implementing (or draft)
+    # run's own audit is recorded, but its note would reach the review unattributed (docs/security.md)
+    slots = {run.id: run.slot for run in record.runs}
+    notes = [row.note for row in record.audits if row.note and (not row.run or slots.get(row.run) == "review")]
     compared = git.compare(root, branch, base)  # both heads read once for the two questions below
     recent = git.recent_commits(root, branch, base, compared=compared)
     modified, scope_unavailable = git.modified_files(root, branch, base, compared=compared)
@@ -302,7 +305,8 @@ def _review(project: Project, ledger: Ledger, record: ItemRecord, last_run: Run 
         "LogPath": _rel(project, last_run.log_path) if last_run else "",
         "Note": notes[-1] if notes else "",
         "Recent": recent,
-        "Unnamed": tuple(path for path in modified if path not in item.body),
+        # a path is one line of the prompt: one holding a newline would write sections of its own
+        "Unnamed": tuple(one_line_path(path) for path in modified if path not in item.body),
         "ScopeUnavailable": scope_unavailable or "",
         "Capped": rounds >= project.config.max_rounds,
         "Closes": closes,
@@ -311,6 +315,12 @@ def _review(project: Project, ledger: Ledger, record: ItemRecord, last_run: Run 
                               ExitStatus=-1 if row.exit_status is None else row.exit_status, Tail=row.tail)
                         for row in ledger.checks(item.id)),
     }
+
+
+def one_line_path(path: str) -> str:
+    """`path` with each character that is not printable (a newline, an escape) written as its
+    Python escape (`\\n`), so a file name the branch chose stays one line of a prompt."""
+    return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in path)
 
 
 def _closes(ledger: Ledger, item: Item, tracker: Tracker) -> tuple[Resolution, ...]:
