@@ -185,6 +185,22 @@ def test_the_drive_ceiling_stops_the_drive_and_reports_the_items_not_started(rep
     assert json.loads(project.drover("show", second, "--json").stdout)["runs"] == []
 
 
+def test_a_run_that_ended_on_its_own_past_the_drives_ceiling_is_no_failure(repo, tmp_path):
+    """codex reports usage as it ends: its run went past the drive's ceiling but was not ended for
+    it, and did its work. It is no over_budget run (under --jobs N the others' spending may be what
+    crossed the line); the drive launches nothing after it."""
+    project = streaming_project(repo, tmp_path, "codex", drive_tokens=1500)
+    project.kind = "codex"
+    item = new_item(repo, "Add a thing")
+    project.script = {"messages": [[1900, 100]]}
+    done = project.drover("drive", item)
+    assert done.returncode == 1
+    [run] = runs_of(repo)
+    assert (run["slot"], run["outcome"], run["exit_status"], run["failure"]) == ("implement", "exited", 0, None)
+    assert f"{item}: stopped: {item}: over budget: 2,000 of 1,500 tokens for this drive: no review agent was launched" \
+        in done.stdout, done.stdout
+
+
 def test_a_cli_that_reports_usage_only_at_the_end_is_held_to_its_ceiling_after_it_exits(repo, tmp_path):
     project = streaming_project(repo, tmp_path, "codex", run_tokens=1000)
     project.kind = "codex"
@@ -292,6 +308,13 @@ def test_the_drive_summary_labels_the_clis_figure(repo, tmp_path):
     out = project.drover("drive", item).stdout
     assert f"{item}: 2,000 in / 200 out tokens, $0.5000 (CLI's figure)" in out, out
     assert "total: 2,000 in / 200 out tokens, $0.5000 (CLI's figure)" in out
+    # a drive's summary counts the runs it started, not the item's whole life: an implementing run
+    # by hand first, then a drive that only reviews
+    second = new_item(repo, "Another thing")
+    assert project.drover("run", second).returncode == 0
+    out = project.drover("drive", second).stdout
+    assert f"{second}: 1,000 in / 100 out tokens, $0.2500 (CLI's figure)" in out, out
+    assert "total: 1,000 in / 100 out tokens, $0.2500 (CLI's figure)" in out
 
 
 def test_the_ceiling_travels_with_the_run_to_a_worker(repo, tmp_path, monkeypatch):

@@ -145,6 +145,8 @@ def test_a_wait_lasts_until_the_reset_and_never_past_wait_max():
     unnamed = decide(Failure("rate_limited", "429"), "implement", Tried(), config({"wait_default": "90s"}), NOW)
     assert unnamed.until == NOW + timedelta(seconds=90) and unnamed.note == "waiting 1m30s"
     assert decide(near, "implement", Tried(waits=12), config(), NOW).policy == "park"
+    once = decide(near, "implement", Tried(waits=1), config({"waits_max": 1}), NOW)
+    assert once.note == "parked: rate limited after 1 wait ([retry] waits_max)"
 
 
 def test_fresh_runs_are_counted_then_the_item_is_parked():
@@ -249,6 +251,20 @@ def test_auth_stops_the_drive_and_the_next_item_never_starts(repo):
     assert report["items"][0]["failures"][0]["class"] == "auth"
     assert f"not started: {second}" in progress
     assert [run["item"] for run in runs_of(repo)] == [first]
+
+
+def test_a_stop_ends_the_items_in_flight_at_their_next_step(repo):
+    """auth = "stop" under --jobs 2: the item already implementing when the other's key was refused
+    goes no further, no check, no review, no merge."""
+    first, second = project(repo, "First", "Second")
+    code, report, progress = drive_json(repo, "--jobs", "2", "--finish",
+                                        plan=f"{first}/implement=after_auth {second}/implement=auth", FAIL_AFTER=second)
+    assert code == 1, progress
+    results = {row["id"]: row for row in report["items"]}
+    assert results[second]["failures"][0]["class"] == "auth"
+    assert results[first]["result"] == "failed" and "the drive stopped" in results[first]["note"], results
+    assert [(run["item"], run["slot"]) for run in runs_of(repo)].count((first, "review")) == 0
+    assert not json.loads(drover(repo, "show", first, "--json").stdout)["done"]
 
 
 def test_a_forged_auth_message_stops_the_drive_only_under_the_operators_policy(repo):

@@ -182,6 +182,8 @@ def test_a_drive_a_signal_stops_still_gives_its_summary_report_and_notify(projec
     assert f"{first}: interrupted: not tried again: the drive is ending (run " in out, out
     assert page.is_file() and first in page.read_text()
     assert json.loads(notified.read_text())["items"][0]["id"] == first
+    # the item the drive never started is in the morning's report too, not only in the summary
+    assert [row["id"] for row in json.loads(notified.read_text())["items"]] == [first, second]
 
 
 def test_a_run_killed_from_outside_stays_unfinished(project):
@@ -238,6 +240,18 @@ def test_drive_parks_an_item_that_does_not_converge(project):
     runs = json.loads(drover(project, "report", "--json").stdout)["runs"]
     assert [(run["slot"], run["outcome"], run["failure"]) for run in runs][-1] == ("review", "parked", ""), runs
     assert not [run for run in runs if run["outcome"] == "failed"], runs
+
+
+@pytest.mark.skipif(not Path("/usr/bin/time").exists(), reason="no /usr/bin/time here")
+def test_drive_under_a_wrapper_that_waits_on_it_is_the_operators(project):
+    """`/usr/bin/time drover drive` (what `time` is under sh, as in cron) forks drover and waits: the
+    wrapper's command line names drover drive, but it is no drover, and the drive goes on."""
+    item = new_item(project, "Add a thing")
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
+    done = subprocess.run(["/usr/bin/time", "drover", "drive", "--finish"], cwd=project, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert json.loads(drover(project, "show", item, "--json").stdout)["state"] == "done"
 
 
 def test_drive_two_jobs_finishes_two_independent_items(project):

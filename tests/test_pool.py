@@ -411,3 +411,44 @@ def test_an_item_that_holds_a_pooled_worktree_goes_on_in_it_after_the_pool_is_tu
     assert json.loads(drover(pooled, "show", item, "--json", check=True).stdout)["state"] == "done"
     # the finish gives it back to a pool of none: it is removed
     assert pool_rows(pooled) == [] and not held.exists()
+
+
+# --- a parked item's worktree -----------------------------------------------------------------------
+
+
+def events(root: Path, command: str) -> list[tuple[str, dict]]:
+    rows = sqlite3.connect(root / ".drover" / "ledger.db").execute(
+        "SELECT item, detail FROM events WHERE command = ? ORDER BY rowid", (command,)).fetchall()
+    return [(item, json.loads(detail or "{}")) for item, detail in rows]
+
+
+def test_a_parked_items_clean_worktree_goes_to_the_next_holder_and_it_takes_one_again_when_unparked(repo, tmp_path):
+    configure(repo)  # the loop agent: it commits all it writes
+    log = tmp_path / "setups.log"
+    parked, dirty_for, clean_for = (new_item(repo, title) for title in ("parked", "second", "third"))
+    # drover's check fails for `parked` only: past max_rounds = 1 drover parks it
+    (repo / "drover.toml").write_text((repo / "drover.toml").read_text().replace("max_rounds = 3", "max_rounds = 1"))
+    set_run(repo, pool="2", setup=f'"echo $(basename $PWD) >> {log}"', default=f'"test $DROVER_ITEM != {parked}"')
+    drive(repo, parked)
+    assert json.loads(drover(repo, "show", parked, "--json", check=True).stdout)["state"] == "parked"
+    (held,) = [row["path"] for row in pool_rows(repo) if row["holder"] == parked]
+    # uncommitted work in it: the parked item keeps it, and the next check pays a new worktree
+    (repo / held / "notes.txt").write_text("mine\n")
+    assert drive(repo, dirty_for).returncode == 0
+    assert [row["path"] for row in pool_rows(repo) if row["holder"] == parked] == [held]
+    assert (repo / held / "notes.txt").read_text() == "mine\n" and events(repo, "pool-reclaim") == []
+    # nothing uncommitted: the full pool's next holder takes it, and no worktree is added or set up
+    (repo / held / "notes.txt").unlink()
+    setups = log.read_text().splitlines()
+    assert drive(repo, clean_for).returncode == 0
+    assert log.read_text().splitlines() == setups
+    rows = pool_rows(repo)
+    assert len(rows) == 2 and parked not in [row["holder"] for row in rows] and held in [row["path"] for row in rows]
+    assert [(item, detail["path"]) for item, detail in events(repo, "pool-reclaim")] == [(parked, held)]
+    # unparked, it takes a pooled worktree again on its branch, with both passes it committed
+    set_run(repo, default='"true"')
+    drover(repo, "unpark", parked, check=True)
+    done = drive(repo, parked)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert git(repo, "show", f"main:{parked.lower()}.txt").splitlines()[:2] == ["pass 1", "pass 2"]
+    assert len(pool_rows(repo)) == 2

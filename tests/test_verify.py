@@ -5,11 +5,12 @@ import json
 import sqlite3
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
-from helpers import TESTS, configure, drover, git, ledger_rows, new_item
+from helpers import BIN, TESTS, configure, drover, git, ledger_rows, new_item
 
 BROKEN_AGENT = TESTS / "agents" / "broken_agent.py"
 # `make test` fails while a file BROKEN exists, and says so on its last line
@@ -406,17 +407,21 @@ def test_a_launching_drover_is_told_by_its_command_line(tmp_path):
     from drover.agents.procs import is_launching_drover
 
     script = tmp_path / "drover"
-    script.write_text("read line\n")  # waits on its stdin, with no child of its own
+    script.write_text("import sys\nsys.stdin.readline()\n")  # waits on its stdin, with no child of its own
     found = {}
-    for words in (["drive", "--jobs", "2"], ["verify", "D-1"], ["demo"], ["list"]):
-        process = subprocess.Popen(["sh", str(script), *words], stdin=subprocess.PIPE)
+    # run by its interpreter, as a console script's shebang runs it; then under a wrapper that waits
+    # on it (`/usr/bin/time drover drive`, `nohup`, `strace`), which is no drover but the operator's
+    for runner, words in (("python", ["drive", "--jobs", "2"]), ("python", ["verify", "D-1"]), ("python", ["demo"]),
+                          ("python", ["list"]), ("time", ["drive"])):
+        process = subprocess.Popen([runner, str(script), *words], executable=sys.executable, stdin=subprocess.PIPE)
         try:
             time.sleep(0.2)
-            found[words[0]] = is_launching_drover(process.pid)
+            found[f"{runner} {words[0]}"] = is_launching_drover(process.pid)
         finally:
             process.kill()
             process.wait()
-    assert found == {"drive": True, "verify": True, "demo": False, "list": False}
+    assert found == {"python drive": True, "python verify": True, "python demo": False, "python list": False,
+                     "time drive": False}
     assert is_launching_drover(0) is False
 
 
@@ -436,3 +441,65 @@ def test_code_drovers_setup_runs_cannot_give_a_verdict_as_the_operator_from_a_do
         said.unlink()
         assert "descends from the drover at pid" in out and "nor as the operator" in out, (command, out)
     assert [row for row in ledger_rows(project, "audits", order="rowid") if row["note"] == "mine"] == []
+
+
+# --- a drover killed during its check --------------------------------------------------------------
+
+
+def check_worktrees(root: Path) -> list[str]:
+    return [line.split(" ", 1)[1] for line in worktrees(root) if "/.drover/checks/" in line]
+
+
+def killed_during_its_check(project: Path, pidfile: Path) -> tuple[str, int]:
+    """`drover verify D-1` killed (SIGKILL) while its check's command runs: (the check worktree it
+    left, the pid of the command, which lives on in its own process group)."""
+    import os
+    import signal
+
+    pidfile.unlink(missing_ok=True)
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
+    drover_process = subprocess.Popen([str(BIN / "drover"), "verify", "D-1"], cwd=project, env=env,
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 30
+    while not pidfile.exists() or not pidfile.read_text().strip():
+        assert time.monotonic() < deadline and drover_process.poll() is None
+        time.sleep(0.05)
+    (left,) = check_worktrees(project)
+    # while its drover lives, neither a prune nor another drover's check touches it
+    pruned = drover(project, "worktrees", "prune", check=True).stdout
+    assert "checks" not in pruned and check_worktrees(project) == [left]
+    drover_process.send_signal(signal.SIGKILL)
+    drover_process.wait()
+    return left, int(pidfile.read_text())
+
+
+def test_a_check_worktree_a_killed_drover_left_goes_at_the_next_check_or_prune_a_live_ones_stays(project, tmp_path):
+    import os
+    import signal
+
+    drover(project, "run", "D-1", check=True)
+    pidfile = tmp_path / "check.pid"
+    config = project / "drover.toml"
+    config.write_text(config.read_text().replace('default = "make test"',
+                                                 f'default = "echo $$ > {pidfile} && exec sleep 60"', 1))
+    git(project, "commit", "-q", "-am", "a slow check")
+    for remover in ("prune", "check"):
+        left, command = killed_during_its_check(project, pidfile)
+        try:
+            assert check_worktrees(project) == [left]
+            # its command still runs there: kept until it ends
+            pruned = drover(project, "worktrees", "prune", check=True).stdout
+            assert "its check's command still runs" in pruned and check_worktrees(project) == [left]
+        finally:
+            os.killpg(command, signal.SIGKILL)
+        deadline = time.monotonic() + 10
+        while Path(f"/proc/{command}").exists() and "Z" not in Path(f"/proc/{command}/stat").read_text().split()[2]:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        if remover == "prune":
+            pruned = drover(project, "worktrees", "prune", check=True).stdout
+            assert f"removed .drover/checks/{Path(left).name}: its check's drover is gone" in pruned
+        else:  # a later check, by another drover, with the pool off
+            config.write_text(config.read_text().replace(f'"echo $$ > {pidfile} && exec sleep 60"', '"true"', 1))
+            assert drover(project, "verify", "D-1").returncode == 0
+        assert check_worktrees(project) == [] and not Path(left).exists()

@@ -112,7 +112,10 @@ def is_launching_drover(pid: int) -> bool:
             argv = handle.read().rstrip(b"\0").split(b"\0")
     except OSError:
         return False
-    for at in (0, 1):  # the script run directly, or by its interpreter
+    # the script run directly, or by its interpreter (a shebang's python): not by a wrapper that
+    # waits on it (`/usr/bin/time drover drive`, `strace drover drive`), which is the operator's
+    ran_by_python = len(argv) > 1 and os.path.basename(argv[0]).startswith((b"python", b"pypy"))
+    for at in (0, 1) if ran_by_python else (0,):
         if len(argv) > at and os.path.basename(argv[at]) == b"drover":
             return not LAUNCHING.isdisjoint(argv[at + 1:])
     if len(argv) > 2 and argv[1] == b"-m" and argv[2] in (b"drover", b"drover.cli"):

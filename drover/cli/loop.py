@@ -206,9 +206,10 @@ def drive(item_ids: tuple[str, ...], jobs: int, finish_items: bool, executor: st
 
     started = now()
     interrupted: DriveInterrupted | None = None
+    left: list[str] = []  # what it never started: the morning's report names those too
     try:
-        results = run_drive(project, list(item_ids), jobs=jobs, finish=finish_items,
-                            say=say, echo=sys.stdout.isatty() and not as_json, executor=executor, dry_run=dry_run)
+        results = run_drive(project, list(item_ids), jobs=jobs, finish=finish_items, say=say,
+                            echo=sys.stdout.isatty() and not as_json, executor=executor, dry_run=dry_run, left=left)
     except DriveInterrupted as exc:  # the items in flight ended: their summary, report and notify still come
         interrupted, results = exc, exc.results
     if dry_run:
@@ -221,7 +222,8 @@ def drive(item_ids: tuple[str, ...], jobs: int, finish_items: bool, executor: st
         click.echo(printable(line))
     from drover.cli.report import drive_ended
 
-    drive_ended(project, started, Path(report_file) if report_file else None, say)
+    drive_ended(project, started, Path(report_file) if report_file else None, say,
+                [row.item_id for row in results] + left)
     if interrupted is not None:
         raise interrupted  # exit 130 or 143, as any command a signal stopped
     sys.exit(exit_status(results))

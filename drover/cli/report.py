@@ -13,12 +13,11 @@ from drover.cli.report_html import money, token_totals, tokens
 from drover.errors import printable
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from drover.ledger.db import Ledger
     from drover.ledger.project import Project
     from drover.ledger.report import GroupLine, Report
-
-# Control characters (escape sequences among them) an agent could put in a title or a reason to
-# steer the operator's terminal: shown as `?`.
 
 
 @click.command(epilog=example("drover report --since 12h --html report.html"))
@@ -48,10 +47,10 @@ def report(since: str | None, as_json: bool, html_file: Path | None) -> None:
             click.echo(line)
 
 
-def report_for(project: "Project", ledger: "Ledger", since: str | None) -> "Report":
+def report_for(project: "Project", ledger: "Ledger", since: str | None, also: "Iterable[str]" = ()) -> "Report":
     from drover.ledger.report import build_report
 
-    return build_report(project, ledger, since=since, rates=project.config.budget.rate_card)
+    return build_report(project, ledger, since=since, rates=project.config.budget.rate_card, also=also)
 
 
 def write_page(made: "Report", path: Path) -> None:
@@ -65,11 +64,13 @@ def write_page(made: "Report", path: Path) -> None:
     write_atomic(path, page(made))
 
 
-def drive_ended(project: "Project", since: str, report_file: Path | None, say: Callable[[str], None]) -> None:
+def drive_ended(project: "Project", since: str, report_file: Path | None, say: Callable[[str], None],
+                driven: "Iterable[str]" = ()) -> None:
     """When a drive ends: the page `--report FILE` asked for, then `[notify] command` with the JSON.
 
-    Both cover what happened since the drive started. Neither fails the drive: a problem is one
-    warning line."""
+    Both cover what happened since the drive started, and every item the drive took (`driven`),
+    those it never launched for (a spent drive ceiling, a stop, a blocked dep) too. Neither fails
+    the drive: a problem is one warning line."""
     import json
 
     from drover.ledger.db import Ledger
@@ -81,7 +82,7 @@ def drive_ended(project: "Project", since: str, report_file: Path | None, say: C
         return
     try:
         with Ledger(project.ledger_path) as ledger:
-            made = report_for(project, ledger, since)
+            made = report_for(project, ledger, since, driven)
     except Exception as exc:  # the drive's work is done and recorded; the report is extra
         say(f"drover: warning: the report could not be made: {exc}")
         return

@@ -59,10 +59,12 @@ def worktrees_group(ctx: click.Context, as_json: bool) -> None:
 def worktrees_prune(held: bool) -> None:
     """Remove the pooled worktrees no running drover is using."""
     from drover.loop import pool
+    from drover.loop.verify import sweep_checks
 
     with opened() as (project, ledger):
         lines = pool.prune(project, ledger, held=held)
-    for line in lines:
+        checks = sweep_checks(project)  # scratch check worktrees killed drovers left (pool off)
+    for line in lines + checks:
         click.echo(line)
-    if not lines:
+    if not lines and not checks:
         click.echo("no pooled worktrees")

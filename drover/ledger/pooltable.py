@@ -59,17 +59,22 @@ class PoolTable(Journal):
         return _row(found) if found else None
 
     def claim_pooled(self, holder: str, pid: int, pid_start: str, reusable: Callable[[PoolRow], bool],
-                     fresh_path: Callable[[set[str]], str]) -> tuple[PoolRow, bool]:
+                     fresh_path: Callable[[set[str]], str], spare: Callable[[PoolRow], bool] | None = None,
+                     limit: int = 0) -> tuple[PoolRow, bool]:
         """(the row `holder` now has, marked `cleaning` by `pid`, whether it is new): a free row, or
-        one `reusable` accepts (a check's whose drover is gone), else a new row at `fresh_path`
-        (given the paths in use), which the caller then adds as a worktree."""
+        one `reusable` accepts (a check's whose drover is gone), or when the pool has `limit` rows
+        already, a held one `spare` gives up (a parked item's, pool.py), else a new row at
+        `fresh_path` (given the paths in use), which the caller then adds as a worktree."""
         with self.write():
             rows = self.pool_rows()
-            for row in rows:
-                if row.state == FREE or (row.holder.endswith(CHECK_SUFFIX) and reusable(row)):
-                    self._set_pooled(row.path, holder=holder, state=CLEANING, pid=pid, pid_start=pid_start,
-                                     used=now())
-                    return row._replace(holder=holder, state=CLEANING, pid=pid, pid_start=pid_start), False
+            taken = next((row for row in rows if row.state == FREE
+                          or (row.holder.endswith(CHECK_SUFFIX) and reusable(row))), None)
+            if taken is None and spare is not None and len(rows) >= limit:
+                taken = next((row for row in rows if row.state == HELD and spare(row)), None)
+            if taken is not None:
+                self._set_pooled(taken.path, holder=holder, state=CLEANING, pid=pid, pid_start=pid_start,
+                                 used=now())
+                return taken._replace(holder=holder, state=CLEANING, pid=pid, pid_start=pid_start), False
             path = fresh_path({row.path for row in rows})
             stamp = now()
             self.db.table("worktree_pool").insert({"path": path, "holder": holder, "state": CLEANING, "pid": pid,

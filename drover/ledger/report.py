@@ -205,11 +205,12 @@ def since_of(text: str, at: datetime | None = None) -> str:
 
 
 def build_report(project: Project, ledger: Ledger, *, since: str | None = None,
-                 rates: dict[str, tuple[float, float]] | None = None) -> Report:
-    """The report over the whole ledger, or over what happened since `since` (as since_of gives it)."""
+                 rates: dict[str, tuple[float, float]] | None = None, also: Iterable[str] = ()) -> Report:
+    """The report over the whole ledger, or over what happened since `since` (as since_of gives it);
+    `also`: items it names whatever happened to them (a drive's items, those it never started too)."""
     with collector_paused():
         entries = catalogue(project, ledger)
-    return report_of(entries, read_tables(ledger, since), since=since, rates=rates or {})
+    return report_of(entries, read_tables(ledger, since), since=since, rates=rates or {}, also=also)
 
 
 class Tables(NamedTuple):
@@ -241,7 +242,7 @@ def read_tables(ledger: Ledger, since: str | None) -> Tables:
 
 
 def report_of(entries: dict[str, Entry], tables: Tables, *, since: str | None,
-              rates: dict[str, tuple[float, float]]) -> Report:
+              rates: dict[str, tuple[float, float]], also: Iterable[str] = ()) -> Report:
     """The report from the catalogue's entries and the ledger's rows."""
     run_lines = [_run_line(run, rates) for run in tables.runs]
     by_item: dict[str, list[RunLine]] = {}
@@ -250,7 +251,7 @@ def report_of(entries: dict[str, Entry], tables: Tables, *, since: str | None,
     rounds = _grouped(tables.rounds)
     audits = _grouped(tables.audits)
     checks = _grouped(tables.checks)
-    ids = set(by_item) | set(rounds) | set(audits) | set(checks)
+    ids = set(by_item) | set(rounds) | set(audits) | set(checks) | set(also)
     if since is None:
         ids |= set(entries) | set(tables.items)
     else:

@@ -122,7 +122,10 @@ def settle(project: Project, ledger: Ledger, launch: Launch, ceiling: Ceiling, r
         reason, park = over(total, budget.item_tokens, item_id), True
     elif budget.run_tokens and spent > budget.run_tokens:
         reason, park = over(spent, budget.run_tokens, f"one {launch.slot} run of {item_id}"), True
-    elif drive is not None and drive.limit and drive.used > drive.limit:
+    elif killed and drive is not None and drive.limit and drive.used > drive.limit:
+        # a run that ended on its own while the drive went past its ceiling (under --jobs N, perhaps
+        # by the other jobs' spending) did nothing wrong: its work stands, and the next launch is the
+        # one refused (admit)
         reason, park = over(drive.used, drive.limit, "this drive"), False
     elif killed:  # ended at a ceiling the ledger's figures do not show (a usage line it did not keep)
         reason, park = f"{OVER_BUDGET}{spent:,} tokens, past the {ceiling.bound} ceiling of {ceiling.tokens:,}", \
@@ -130,7 +133,7 @@ def settle(project: Project, ledger: Ledger, launch: Launch, ceiling: Ceiling, r
     else:
         return
     ledger.set_failure(launch.run_id, FAILURE, reason)
-    how = "was ended" if killed else "crossed its ceiling (its CLI reports usage at the end)"
+    how = "was ended" if killed else "went past its ceiling before drover could end it (its usage came as it ended)"
     log = project.relpath(launch.log_path)
     if park:
         park_by_drover(ledger, item_id, reason)

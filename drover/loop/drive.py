@@ -15,7 +15,8 @@ from drover.loop.retry import Retries
 from drover.errors import DroverError, Refused, UsageError
 from drover.ledger.db import Ledger
 from drover.ledger.project import Project
-from drover.ledger.itemstate import ItemState, item_state
+from drover.ledger.connection import now
+from drover.ledger.itemstate import ItemState, item_state, usage_total
 from drover.ledger.listing import is_ready, list_items
 from drover.agents.launch import say_above_status
 from drover.agents.procs import run_alive
@@ -39,7 +40,7 @@ class Driven:
     rounds: int
     runs: int
     note: str = ""
-    usage: dict[str, Any] | None = None  # tokens, cost and tool calls over the item's runs (drover/agents/usage.py)
+    usage: dict[str, Any] | None = None  # tokens, cost and tool calls of the item's runs in this drive (usage.py)
     log: str = ""  # the newest run's agent log, named when the item failed
     failures: tuple[dict[str, Any], ...] = ()  # each failed run: {run, class, reason, reset_at, action} (retry.py)
 
@@ -68,6 +69,7 @@ class Driver:
         self.cancel = threading.Event()
         self.budget = budgets.DriveBudget(project.config.budget.drive_tokens)  # [budget] drive_tokens
         self.retries = Retries(project.config, say, self.cancel)  # [retry]: what a failed run leads to
+        self.started = now()  # the summary's figures are this drive's runs
 
     def drive_item(self, item_id: str) -> Driven:
         with Ledger(self.project.ledger_path) as ledger:
@@ -77,12 +79,12 @@ class Driver:
                 self.event(item_id, f"stopped: {exc}")
                 known = item_state(self.project, ledger, item_id)
                 return Driven(item_id, OVER_BUDGET_RESULT, len(known.rounds), len(known.runs), str(exc),
-                              usage=known.usage)
+                              usage=self._spent(known))
             except DroverError as exc:
                 self.event(item_id, f"stopped: {exc}")
                 known = item_state(self.project, ledger, item_id)
                 return Driven(item_id, "parked" if known.parked else "failed", len(known.rounds), len(known.runs),
-                              str(exc), usage=known.usage, log="" if known.parked else known.log,
+                              str(exc), usage=self._spent(known), log="" if known.parked else known.log,
                               failures=self.retries.failures(item_id))
 
     def _launch(self, ledger: Ledger, item_id: str, slot: str) -> runs.RunResult:
@@ -132,10 +134,9 @@ class Driver:
         conflicted = False
         # One implement and one review per round, plus the first pass (and a merge of base).
         for _ in range(project.config.max_rounds + 2):
-            if self.cancel.is_set():
-                return self._ended(ledger, item_id, "failed", "interrupted")
-            if self.retries.stopped.is_set():
-                return self._ended(ledger, item_id, "failed", f"the drive stopped ({self.retries.stop_note})")
+            halted = self._halted(ledger, item_id)
+            if halted is not None:
+                return halted
             if state in IMPLEMENT_NEXT or conflicted:
                 merging, conflicted = conflicted, False
                 result = self._launch(ledger, item_id, "implement")
@@ -147,6 +148,9 @@ class Driver:
                     if left:
                         return self._ended(ledger, item_id, "failed", left)
                 state = item_state(project, ledger, item_id).state
+            halted = self._halted(ledger, item_id)  # a stop or Ctrl-C meanwhile: no check, review or merge after it
+            if halted is not None:
+                return halted
             if state != State.APPROVED or self.finish:
                 # drover's own check of the head a review or a finish would see: a failure goes
                 # back to the implementer as a round of changes, and only a pass goes on
@@ -157,6 +161,9 @@ class Driver:
                     state = item_state(project, ledger, item_id).state
                     conflicted = checked == CONFLICTED
                     continue
+            halted = self._halted(ledger, item_id)
+            if halted is not None:
+                return halted
             if state != State.APPROVED:
                 result = self._launch(ledger, item_id, "review")
                 known = item_state(project, ledger, item_id)
@@ -173,6 +180,9 @@ class Driver:
             if state == State.APPROVED:
                 if not self.finish:
                     return self._ended(ledger, item_id, "approved", "")
+                if self.retries.stopped.is_set() or self.cancel.is_set():  # approved, and nothing merges now
+                    why = f"the drive stopped ({self.retries.stop_note})" if self.retries.stopped.is_set() else "interrupted"
+                    return self._ended(ledger, item_id, "approved", NOT_FINISHED + why)
                 ended = self._finish(ledger, item_id)
                 if ended is not None:
                     return ended
@@ -184,6 +194,19 @@ class Driver:
             if state not in IMPLEMENT_NEXT and state != State.IN_REVIEW:
                 return self._ended(ledger, item_id, "failed", f"the item is {state}")
         return self._ended(ledger, item_id, "failed", "the loop did not settle")
+
+    def _spent(self, known: ItemState) -> dict[str, Any]:
+        """Tokens, cost and tool calls of the item's runs this drive started (not its whole life)."""
+        return usage_total([run for run in known.runs if run.started >= self.started], known.rates)
+
+    def _halted(self, ledger: Ledger, item_id: str) -> Driven | None:
+        """How the item ends when the drive is ending (Ctrl-C, or a `[retry]` policy's stop): at its
+        next step, with nothing more launched, checked or merged; None while the drive goes on."""
+        if self.cancel.is_set():
+            return self._ended(ledger, item_id, "failed", "interrupted")
+        if self.retries.stopped.is_set():
+            return self._ended(ledger, item_id, "failed", f"the drive stopped ({self.retries.stop_note})")
+        return None
 
     def _check(self, ledger: Ledger, item_id: str) -> Driven | str:
         """PASSED when a passing check covers the branch head (run now unless one was recorded) or
@@ -286,7 +309,7 @@ class Driver:
         `log` the log that says why, when it is not the newest run's (a failing check's)."""
         known = known or item_state(self.project, ledger, item_id)
         return Driven(item_id, result, len(known.rounds), len(known.runs), note,
-                      usage=known.usage, log="" if result in APPROVED else log or known.log,
+                      usage=self._spent(known), log="" if result in APPROVED else log or known.log,
                       failures=self.retries.failures(item_id))
 
 
@@ -331,8 +354,9 @@ def ready_ids(project: Project, finish: bool = False) -> list[str]:
 
 def drive(project: Project, ids: list[str], *, jobs: int = 1, finish: bool = False,
           say: Callable[[str], None] = print, echo: bool = False, executor: str | None = None,
-          dry_run: bool = False) -> list[Driven]:
-    """Drive the given ids, or every ready item (and, with finish, those that become ready)."""
+          dry_run: bool = False, left: list[str] | None = None) -> list[Driven]:
+    """Drive the given ids, or every ready item (and, with finish, those that become ready).
+    `left` gets the items it never started (a stop, Ctrl-C), for the report the drive ends with."""
     if jobs < 1:
         raise UsageError("--jobs must be at least 1")
     if jobs > 1 and not project.config.worktree:
@@ -370,6 +394,8 @@ def drive(project: Project, ids: list[str], *, jobs: int = 1, finish: bool = Fal
                                runner=runner)
     finally:
         runner.close()
+        if left is not None:
+            left.extend(queue)  # _drive_queue took the items it started off the queue
     if queue:
         git.housekeeping(project.root)
     return results + [row for row in orphaned if row.item_id not in {done.item_id for done in results}]

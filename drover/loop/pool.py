@@ -18,12 +18,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 from drover import git
-from drover.agents.procs import pid_alive, process_start
+from drover.agents.procs import drover_attached, pid_alive, process_start, run_alive
 from drover.git.cleaning import (Unfit, clean_worktree, clear_leftovers, common_dir, detach_worktree,
                                  discard_worktree, private_git_dir, switch_worktree)
 from drover.errors import GitError
 from drover.ledger.connection import now
 from drover.ledger.journal import failpoint
+from drover.git.worktrees import dirty_entries
 from drover.ledger.pooltable import CHECK_SUFFIX, CLEANING, HELD, PoolRow
 from drover.ledger.project import Project
 
@@ -119,6 +120,9 @@ def acquire(project: Project, ledger: "Ledger", holder: str, *, branch: str = ""
         path = root / held.path
         if path.is_dir() and _still_registered(project, path):
             _require_on(path, branch)
+            if (held.pid, held.pid_start) != _me():  # this drover uses it now: no other may take it (_spare)
+                pid, start = _me()
+                ledger.set_pooled(held.path, pid=pid, pid_start=start)
             return path
         _discard(project, ledger, held.path)
     elif held is not None and not holder_alive(held):
@@ -127,8 +131,12 @@ def acquire(project: Project, ledger: "Ledger", holder: str, *, branch: str = ""
     pid, start = _me()
     problems = []
     for _ in range(ATTEMPTS):
+        spared: list[PoolRow] = []
         row, new = ledger.claim_pooled(holder, pid, start, reusable=lambda found: not holder_alive(found),
-                                       fresh_path=_fresh_path(project))
+                                       fresh_path=_fresh_path(project), spare=_spare(project, ledger, spared),
+                                       limit=project.config.pool)
+        if spared:  # a parked item's clean worktree: its branch has all its work (docs/worktrees.md)
+            ledger.log_event("pool-reclaim", spared[0].holder, path=row.path, to=holder)
         path = root / row.path
         try:
             if new:
@@ -147,6 +155,49 @@ def acquire(project: Project, ledger: "Ledger", holder: str, *, branch: str = ""
         ledger.set_pooled(row.path, state=HELD)
         return path
     raise GitError(f"no pooled worktree could be made ready for {holder}: {'; '.join(problems)}")
+
+
+# An operation in progress in a worktree's private folder: work that is not on the branch yet.
+_IN_PROGRESS = ("MERGE_HEAD", "CHERRY_PICK_HEAD", "REVERT_HEAD", "rebase-merge", "rebase-apply", "sequencer",
+                "BISECT_LOG")
+
+
+def _spare(project: Project, ledger: "Ledger", spared: list[PoolRow]) -> Callable[[PoolRow], bool]:
+    """Whether a full pool's new holder may take `row` (under the writers' lock): a parked item's
+    worktree that holds nothing but its branch, so the item loses nothing and takes a worktree
+    again at its next run after `drover unpark` (docs/worktrees.md, "A parked item's worktree").
+    Taken rows are noted in `spared`."""
+    def spare(row: PoolRow) -> bool:
+        item = row.holder
+        if row.state != HELD or not item or item.endswith(CHECK_SUFFIX) or not ledger.item_row(item).get("parked"):
+            return False
+        # the drover that last used it for the item is gone, or is this one: another live drover
+        # may be between two steps of the item, about to use it again
+        if row.pid != os.getpid() and holder_alive(row):
+            return False
+        if any(not run.finished and (run_alive(run) or drover_attached(project.runs_dir / run.id, unlocked=False))
+               for run in ledger.runs(item)):
+            return False  # a run of it still works there (an agent that parked its own item)
+        if not _only_the_branch(project, project.root / row.path, ledger.item_branch(item)):
+            return False
+        spared.append(row)
+        return True
+    return spare
+
+
+def _only_the_branch(project: Project, path: Path, branch: str) -> bool:
+    """The worktree is this repository's, on `branch`, with no operation in progress and nothing
+    uncommitted (tracked or untracked, outside `[run] keep`; ignored files are no one's work)."""
+    try:
+        private = private_git_dir(path, _common(project))
+        if _head_file(path) != f"ref: refs/heads/{branch}" or any((private / name).exists() for name in _IN_PROGRESS):
+            return False
+        entries = dirty_entries(path)
+    except (Unfit, GitError, OSError):
+        return False
+    kept = [entry.strip("/") for entry in project.config.keep if entry.strip("/")]
+    return not [name for name, _ in entries
+                if not any(name == top or name.startswith(top + "/") for top in kept)]
 
 
 def _add(project: Project, path: Path, branch: str, commit: str) -> None:

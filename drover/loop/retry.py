@@ -73,7 +73,8 @@ def decide(failure: Failure, slot: str, tried: Tried, config: "Config", now: dat
     what = failure.failure.replace("_", " ")
     if policy == "wait":
         if tried.waits >= retry.waits_max:
-            return Action("park", f"parked: {what} after {tried.waits} waits ([retry] waits_max)")
+            waits = f"{tried.waits} wait" + ("s" if tried.waits != 1 else "")
+            return Action("park", f"parked: {what} after {waits} ([retry] waits_max)")
         bound = now + timedelta(seconds=parse_duration(retry.wait_max))
         until = failure.reset_at or now + timedelta(seconds=parse_duration(retry.wait_default))
         bounded = until > bound

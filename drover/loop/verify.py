@@ -12,6 +12,7 @@ nothing runs before its merge (docs/verify.md).
 """
 from __future__ import annotations
 
+import os
 import re
 import threading
 import time
@@ -97,29 +98,79 @@ def run_check(project: Project, ledger: Ledger, item_id: str, *, echo: bool = Fa
     with open(log_path, "ab") as log:
         log.write(f"$ {command}    # drover's check of {branch} at {head[:12]} with {base} "
                   f"({base_head[:12]}) merged in, in {scratch}\n".encode())
+    from drover.agents.procs import attached
     from drover.loop import pool
 
+    sweep_checks(project)  # the scratch worktrees of checks whose drover was killed
     pooled = pool.pooling(project)
-    if pooled:  # a pooled worktree, detached at the head, held for the check (docs/worktrees.md)
-        scratch = pool.acquire(project, ledger, pool.check_holder(item_id), commit=head)
-    else:
-        # one at a time with the agents' worktrees: a prune during another `worktree add` breaks it
-        with _WORKTREE_LOCK:
-            git.add_detached_worktree(project.root, scratch, head)
-    try:
-        exit_status, outcome, tail = _run_in(project, item_id, command, scratch, base_head, log_path,
-                                             echo=echo, cancel=cancel, progress=progress, ledger=ledger)
-    finally:
-        if pooled:
-            pool.release(project, ledger, pool.check_holder(item_id))
+    # held from before the scratch worktree is added until it is removed: a check worktree whose
+    # lock is free is a killed drover's (sweep_checks)
+    with attached(log_path.parent):
+        if pooled:  # a pooled worktree, detached at the head, held for the check (docs/worktrees.md)
+            scratch = pool.acquire(project, ledger, pool.check_holder(item_id), commit=head)
         else:
+            # one at a time with the agents' worktrees: a prune during another `worktree add` breaks it
             with _WORKTREE_LOCK:
-                git.remove_worktree(project.root, scratch, force=True)
+                git.add_detached_worktree(project.root, scratch, head)
+        try:
+            exit_status, outcome, tail = _run_in(project, item_id, command, scratch, base_head, log_path,
+                                                 echo=echo, cancel=cancel, progress=progress, ledger=ledger)
+        finally:
+            if pooled:
+                pool.release(project, ledger, pool.check_holder(item_id))
+            else:
+                with _WORKTREE_LOCK:
+                    git.remove_worktree(project.root, scratch, force=True)
     check = Check(id=check_id, item=item_id, head=head, base=base_head, command=command, exit_status=exit_status,
                   outcome=outcome, started=started, duration=round(time.monotonic() - clock, 3),
                   tail=tail, log_path=project.relpath(log_path), at=now())
     ledger.add_check(check)
     return check
+
+
+def sweep_checks(project: Project) -> list[str]:
+    """Remove each scratch check worktree (`.drover/checks/<check-id>`) whose drover is gone: the
+    lock that drover holds for the check in `.drover/runs/<check-id>/` is free (killed, even by
+    SIGKILL) or was never taken. One whose command still runs (an orphan of the killed drover,
+    found by its DROVER_WORKTREE) is kept until it ends. A line for each, said by `drover
+    worktrees prune`; without any, only a listing of `.drover/checks`."""
+    import fcntl
+
+    from drover.agents.procs import ATTACHED, marked_processes
+    from drover.git.cleaning import discard_worktree
+    from drover.loop.runs import _WORKTREE_LOCK
+
+    folder = project.state_dir / "checks"
+    try:
+        names = sorted(entry.name for entry in folder.iterdir())
+    except OSError:
+        return []
+    said = []
+    for name in names:
+        scratch, shown = folder / name, project.relpath(folder / name)
+        try:
+            fd = os.open(project.runs_dir / name / ATTACHED, os.O_RDONLY | os.O_CLOEXEC)
+        except FileNotFoundError:
+            fd = -1  # a drover from before the lock, or one killed before it took it: nothing holds it
+        except OSError:
+            continue
+        try:
+            if fd >= 0:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # held until the worktree is gone
+                except OSError:
+                    continue  # its drover is alive and checking
+            running = marked_processes("DROVER_WORKTREE", str(scratch))
+            if running:
+                said.append(f"kept {shown}: its check's command still runs (pid {running[0]}), its drover is gone")
+                continue
+            with _WORKTREE_LOCK:
+                discard_worktree(project.root, scratch)
+            said.append(f"removed {shown}: its check's drover is gone")
+        finally:
+            if fd >= 0:
+                os.close(fd)
+    return said
 
 
 def _run_in(project: Project, item_id: str, command: str, scratch: Path, base_head: str, log_path: Path, *,
