@@ -134,7 +134,7 @@ class Driver:
         conflicted = False
         # One implement and one review per round, plus the first pass (and a merge of base).
         for _ in range(project.config.max_rounds + 2):
-            halted = self._halted(ledger, item_id)
+            halted = self._halted(ledger, item_id, state)
             if halted is not None:
                 return halted
             if state in IMPLEMENT_NEXT or conflicted:
@@ -148,7 +148,7 @@ class Driver:
                     if left:
                         return self._ended(ledger, item_id, "failed", left)
                 state = item_state(project, ledger, item_id).state
-            halted = self._halted(ledger, item_id)  # a stop or Ctrl-C meanwhile: no check, review or merge after it
+            halted = self._halted(ledger, item_id, state)  # a stop or Ctrl-C meanwhile: no check, review or merge
             if halted is not None:
                 return halted
             if state != State.APPROVED or self.finish:
@@ -161,7 +161,7 @@ class Driver:
                     state = item_state(project, ledger, item_id).state
                     conflicted = checked == CONFLICTED
                     continue
-            halted = self._halted(ledger, item_id)
+            halted = self._halted(ledger, item_id, state)
             if halted is not None:
                 return halted
             if state != State.APPROVED:
@@ -180,9 +180,9 @@ class Driver:
             if state == State.APPROVED:
                 if not self.finish:
                     return self._ended(ledger, item_id, "approved", "")
-                if self.retries.stopped.is_set() or self.cancel.is_set():  # approved, and nothing merges now
-                    why = f"the drive stopped ({self.retries.stop_note})" if self.retries.stopped.is_set() else "interrupted"
-                    return self._ended(ledger, item_id, "approved", NOT_FINISHED + why)
+                halted = self._halted(ledger, item_id, state)  # approved, and nothing merges now
+                if halted is not None:
+                    return halted
                 ended = self._finish(ledger, item_id)
                 if ended is not None:
                     return ended
@@ -199,14 +199,19 @@ class Driver:
         """Tokens, cost and tool calls of the item's runs this drive started (not its whole life)."""
         return usage_total([run for run in known.runs if run.started >= self.started], known.rates)
 
-    def _halted(self, ledger: Ledger, item_id: str) -> Driven | None:
+    def _halted(self, ledger: Ledger, item_id: str, state: State | None = None) -> Driven | None:
         """How the item ends when the drive is ending (Ctrl-C, or a `[retry]` policy's stop): at its
-        next step, with nothing more launched, checked or merged; None while the drive goes on."""
+        next step, with nothing more launched, checked or merged (an approved item stays approved,
+        not finished, without --finish simply approved); None while the drive goes on."""
         if self.cancel.is_set():
-            return self._ended(ledger, item_id, "failed", "interrupted")
-        if self.retries.stopped.is_set():
-            return self._ended(ledger, item_id, "failed", f"the drive stopped ({self.retries.stop_note})")
-        return None
+            why = "interrupted"
+        elif self.retries.stopped.is_set():
+            why = f"the drive stopped ({self.retries.stop_note})"
+        else:
+            return None
+        if state == State.APPROVED:
+            return self._ended(ledger, item_id, "approved", NOT_FINISHED + why if self.finish else "")
+        return self._ended(ledger, item_id, "failed", why)
 
     def _check(self, ledger: Ledger, item_id: str) -> Driven | str:
         """PASSED when a passing check covers the branch head (run now unless one was recorded) or
