@@ -267,6 +267,21 @@ def test_a_stop_ends_the_items_in_flight_at_their_next_step(repo):
     assert not json.loads(drover(repo, "show", first, "--json").stdout)["done"]
 
 
+def test_a_stop_leaves_an_approved_item_in_flight_approved_and_unmerged(repo):
+    """The stop comes while the first item's review runs: its approval stands, and nothing merges."""
+    first, second = project(repo, "First", "Second")
+    main = git(repo, "rev-parse", "main")
+    code, report, progress = drive_json(repo, "--jobs", "2", "--finish",
+                                        plan=f"{first}/review=after_auth {second}/implement=auth_after_review",
+                                        FAIL_AFTER=second, FAIL_AFTER_REVIEW=first)
+    assert code == 1, progress
+    results = {row["id"]: row for row in report["items"]}
+    assert results[first]["result"] == "approved", results
+    assert results[first]["note"].startswith("approved, not finished: the drive stopped"), results
+    assert git(repo, "rev-parse", "main") == main
+    assert json.loads(drover(repo, "show", first, "--json").stdout)["state"] == "approved"
+
+
 def test_a_forged_auth_message_stops_the_drive_only_under_the_operators_policy(repo):
     first, second = project(repo, "First", "Second", retry__auth='"park"')
     code, report, progress = drive_json(repo, plan=f"{first}/implement=auth_claude")

@@ -11,7 +11,8 @@ item's slot takes the n-th entry for it, and `ok` once the entries run out. Mode
 - auth: a refused API key; crash: a traceback and exit 3; stall: one line, then silence;
 - silent: exit 0 and do nothing (a review without a verdict); sleep: print every 0.2 s forever
   (only the timeout ends it); escape: a reason full of terminal escapes;
-- after_auth: wait until a run of item FAIL_AFTER has the failure class auth on record, then ok.
+- after_auth: wait until a run of item FAIL_AFTER has the failure class auth on record, then ok;
+- auth_after_review: wait until item FAIL_AFTER_REVIEW has a review run, then auth.
 """
 import json
 import os
@@ -35,6 +36,16 @@ reset_in = float(os.environ.get("FAIL_RESET_IN", "2"))
 def git(*args: str) -> None:
     subprocess.run(["git", *args], check=True, capture_output=True)
 
+
+if mode == "auth_after_review":
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        other = json.loads(subprocess.run(["drover", "show", os.environ["FAIL_AFTER_REVIEW"], "--json"],
+                                          capture_output=True, text=True, check=True).stdout)
+        if any(run["slot"] == "review" for run in other["runs"]):
+            break
+        time.sleep(0.1)
+    mode = "auth"
 
 if mode == "after_auth":
     deadline = time.monotonic() + 60
