@@ -106,7 +106,6 @@ class GitError(DroverError):
     """git did not do what drover asked; carries git's own words."""
 
 
-
 # Any control character but tab and newline: ESC starts a terminal's escapes (colours, cursor moves,
 # a cleared screen, a window title, the clipboard through OSC 52), C1's CSI is one byte of them.
 CONTROL_CHARACTER = r"[\x00-\x08\x0b-\x1f\x7f-\x9f]"
