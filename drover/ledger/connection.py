@@ -27,8 +27,24 @@ class Connection:
         self.conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
         self.conn.row_factory = sqlite3.Row
         self.conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-        self.conn.execute("PRAGMA journal_mode = WAL")
+        self._wal()
         self.conn.execute("PRAGMA foreign_keys = ON")
+
+    def _wal(self) -> None:
+        """WAL mode. Turning a new ledger to it takes an exclusive lock, and SQLite answers a
+        contended switch with "database is locked" at once, its busy handler not asked (several
+        drovers opening a ledger no one has opened yet): tried again within the busy timeout."""
+        import time
+
+        deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+        while True:
+            try:
+                self.conn.execute("PRAGMA journal_mode = WAL")
+                return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.01)
 
     @cached_property
     def db(self) -> "sqlite_utils.Database":
