@@ -46,7 +46,7 @@ def _launch_command(item_id: str, slot: str, dry_run: bool, explicit: str | None
     for note in result.notes:
         click.echo(f"drover: {note}", err=True)
     ending = f"exited {result.exit_code}" if result.outcome == "exited" else result.outcome
-    if result.failure is not None and result.failure.failure == "stalled":  # ended silent, before its timeout
+    if result.stalled:
         ending = "stalled"
     click.echo(f"{item_id}: {slot} run {result.run_id} {ending} after {result.elapsed:.1f}s "
                f"(log: {project.relpath(result.log_path)})")

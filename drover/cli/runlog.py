@@ -1,13 +1,12 @@
 """`drover log`: a run's agent log, printed whole or followed while the run is alive."""
 from __future__ import annotations
 
-import re
 import sys
 import time
 from pathlib import Path
 from typing import BinaryIO, Callable
 
-from drover.errors import UsageError
+from drover.errors import UsageError, printable
 from drover.ledger.db import Ledger
 from drover.agents.procs import run_alive
 from drover.ledger.project import Project
@@ -85,9 +84,11 @@ def show_log(project: Project, item_id: str, run_id: str | None, *, follow: bool
     terminal = out.isatty()
 
     def write(data: bytes) -> None:
-        # on a terminal, no escape the agent wrote acts (errors.printable, here on UTF-8 bytes: a C1
-        # control is two); piped or redirected, the log's bytes as they are
-        out.write(re.sub(rb"[\x00-\x08\x0b-\x1f\x7f]|\xc2[\x80-\x9f]", b"?", data) if terminal else data)
+        # on a terminal, no escape the agent wrote acts (errors.printable; bytes that are not UTF-8
+        # pass through as they are); piped or redirected, the log's bytes as they are
+        if terminal:
+            data = printable(data.decode("utf-8", "surrogateescape")).encode("utf-8", "surrogateescape")
+        out.write(data)
         out.flush()
 
     try:

@@ -12,12 +12,15 @@ from drover.errors import GitError
 from drover.git.branches import heads_of, local_ref, require_base
 from drover.git.run import git, one_line, run
 
+# An operation in progress, as a worktree's private git folder shows it: work not on the branch yet.
+IN_PROGRESS = ("MERGE_HEAD", "CHERRY_PICK_HEAD", "REVERT_HEAD", "BISECT_LOG", "rebase-merge", "rebase-apply",
+               "sequencer")
 # What an agent can leave in the worktree's private git folder that would change what the next
-# holder's git does or says: an operation in progress, per-worktree config, a sparse checkout,
-# the worktree's own refs (refs/worktree/*, refs/bisect/*) and their logs.
-_LEFT_STATE = ("MERGE_HEAD", "MERGE_MSG", "MERGE_MODE", "CHERRY_PICK_HEAD", "REVERT_HEAD", "BISECT_LOG",
-               "BISECT_START", "BISECT_TERMS", "BISECT_NAMES", "BISECT_EXPECTED_REV", "BISECT_ANCESTORS_OK",
-               "rebase-merge", "rebase-apply", "sequencer", "config.worktree", "info", "refs", "logs/refs")
+# holder's git does or says: an operation in progress (and its other files), per-worktree config,
+# a sparse checkout, the worktree's own refs (refs/worktree/*, refs/bisect/*) and their logs.
+_LEFT_STATE = IN_PROGRESS + ("MERGE_MSG", "MERGE_MODE", "BISECT_START", "BISECT_TERMS", "BISECT_NAMES",
+                             "BISECT_EXPECTED_REV", "BISECT_ANCESTORS_OK", "config.worktree", "info", "refs",
+                             "logs/refs")
 
 
 class Unfit(GitError):

@@ -56,10 +56,6 @@ _ANY_ID = re.compile(ANY_ID_PATTERN).fullmatch
 # A time drover wrote (connection.now, or a rate limit's reset in seconds): ISO 8601 in UTC. Times
 # are compared as text (the newest approval, a run's end), so "x" or "9999" would sort after them all.
 _TIME = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,6})?(?:Z|\+00:00)").fullmatch
-
-
-def _holds_time(name: str) -> bool:
-    return name in ("at", "started", "finished") or name.endswith("_at")
 INT64 = (-(2**63), 2**63 - 1)
 # An item number above this is no number an id could have reached (and no longer exact as a JSON
 # number elsewhere); `new` adds one to the highest, which must stay inside SQLite's integers.
@@ -88,6 +84,11 @@ class Column:
     choices: tuple[str, ...] = ()  # the words it may hold; () for any
     item_id: bool = False  # it holds an item's id
     time: bool = False  # it holds a UTC time (connection.now), which drover orders as text
+
+
+def _holds_time(name: str) -> bool:
+    """A column of drover's times, by the names it gives them (`at`, `started`, `finished`, `*_at`)."""
+    return name in ("at", "started", "finished") or name.endswith("_at")
 
 
 def _kind(declared: str) -> str:

@@ -119,11 +119,8 @@ def find_root(start: Path | None = None) -> Path:
     if env:
         root = Path(env).resolve()
         if not git.rev_parse(root, "--git-dir"):
-            found = no_repository(root)
-            if isinstance(found, UsageError) and "is not inside a git repository" in str(found):
-                raise UsageError(f"$DROVER_REPO is {env}, which is not inside a git repository: unset it to use "
-                                 "the repository you are in, or point it at a repository's checkout")
-            raise found
+            raise no_repository(root, missing=f"$DROVER_REPO is {env}, which is not inside a git repository: unset "
+                                "it to use the repository you are in, or point it at a repository's checkout")
         return root
     start = (start or Path.cwd()).resolve()
     common = git.rev_parse(start, "--path-format=absolute", "--git-common-dir")
@@ -138,9 +135,10 @@ def find_root(start: Path | None = None) -> Path:
     raise no_repository(start)
 
 
-def no_repository(start: Path) -> DroverError:
+def no_repository(start: Path, missing: str = "") -> DroverError:
     """Why git finds no repository at `start` (asked again, for its words: a refusal's path only):
-    one owned by another user that safe.directory does not list, or none at all."""
+    one owned by another user that safe.directory does not list, or none at all (said as `missing`
+    when the caller has words of its own for that)."""
     try:
         git.git(["rev-parse", "--git-dir"], start)
     except GitError as exc:
@@ -152,7 +150,7 @@ def no_repository(start: Path) -> DroverError:
     else:
         return UsageError(f"{start}: git finds a repository without a checkout here (bare, or GIT_DIR "
                           f"without a work tree); drover works in a checkout")
-    return UsageError(f"{start} is not inside a git repository: run `git init` first, then `drover init`")
+    return UsageError(missing or f"{start} is not inside a git repository: run `git init` first, then `drover init`")
 
 
 _DUBIOUS = re.compile(r"dubious ownership in repository at '([^']*)'")

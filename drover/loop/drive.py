@@ -106,7 +106,7 @@ class Driver:
             self.event(item_id, verdict if verdict != runs.NO_VERDICT_SHORT else runs.no_verdict(ledger, result.run_id))
             return result
         ending = f"exit {result.exit_code}" if result.outcome == "exited" else result.outcome
-        if result.failure is not None and result.failure.failure == "stalled":  # ended silent, long before its timeout
+        if result.stalled:
             ending = "stalled"
         said = f"{slot} {ending} after {result.elapsed:.1f}s"
         if slot == "review" and result.failure is None and result.outcome == "exited":

@@ -19,12 +19,11 @@ from typing import TYPE_CHECKING, Callable
 
 from drover import git
 from drover.agents.procs import drover_attached, pid_alive, process_start, run_alive
-from drover.git.cleaning import (Unfit, clean_worktree, clear_leftovers, common_dir, detach_worktree,
+from drover.git.cleaning import (IN_PROGRESS, Unfit, clean_worktree, clear_leftovers, common_dir, detach_worktree,
                                  discard_worktree, private_git_dir, switch_worktree)
 from drover.errors import GitError
 from drover.ledger.connection import now
 from drover.ledger.journal import failpoint
-from drover.git.worktrees import dirty_entries
 from drover.ledger.pooltable import CHECK_SUFFIX, CLEANING, HELD, PoolRow
 from drover.ledger.project import Project
 
@@ -157,11 +156,6 @@ def acquire(project: Project, ledger: "Ledger", holder: str, *, branch: str = ""
     raise GitError(f"no pooled worktree could be made ready for {holder}: {'; '.join(problems)}")
 
 
-# An operation in progress in a worktree's private folder: work that is not on the branch yet.
-_IN_PROGRESS = ("MERGE_HEAD", "CHERRY_PICK_HEAD", "REVERT_HEAD", "rebase-merge", "rebase-apply", "sequencer",
-                "BISECT_LOG")
-
-
 def _spare(project: Project, ledger: "Ledger", spared: list[PoolRow]) -> Callable[[PoolRow], bool]:
     """Whether a full pool's new holder may take `row` (under the writers' lock): a parked item's
     worktree that holds nothing but its branch, so the item loses nothing and takes a worktree
@@ -190,9 +184,9 @@ def _only_the_branch(project: Project, path: Path, branch: str) -> bool:
     uncommitted (tracked or untracked, outside `[run] keep`; ignored files are no one's work)."""
     try:
         private = private_git_dir(path, _common(project))
-        if _head_file(path) != f"ref: refs/heads/{branch}" or any((private / name).exists() for name in _IN_PROGRESS):
+        if _head_file(path) != f"ref: refs/heads/{branch}" or any((private / name).exists() for name in IN_PROGRESS):
             return False
-        entries = dirty_entries(path)
+        entries = git.dirty_entries(path)
     except (Unfit, GitError, OSError):
         return False
     kept = [entry.strip("/") for entry in project.config.keep if entry.strip("/")]

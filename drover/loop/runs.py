@@ -47,6 +47,11 @@ class RunResult:
     notes: tuple[str, ...] = ()
     failure: Failure | None = None  # why it did not end well (drover/agents/failures.py), as the ledger has it
 
+    @property
+    def stalled(self) -> bool:
+        """drover ended it for silence ([agent] stall), long before its timeout (its outcome says timeout)."""
+        return self.failure is not None and self.failure.failure == "stalled"
+
 
 def new_run_id(item_id: str, slot: str) -> str:
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S")

@@ -45,13 +45,13 @@ def command_for(project: Project, item_id: str) -> str:
     return verify_command(project.config.verify, project.require_item(item_id).meta).strip()
 
 
-def passing_check(project: Project, ledger: Ledger, item_id: str, head: str, base: str) -> Check | None:
+def passing_check(project: Project, ledger: Ledger, item_id: str, head: str, base: str, command: str) -> Check | None:
     """The newest passing check of exactly `head` with `base` merged in, if any: the commit a
     finish would merge, as it would land. A pass with an older base says nothing of what base
     has gained since (another item's merge), unless all it gained is item files: drover's own
-    records (`commit_items`: a round, a park, a new item), which no verify command tests."""
-    # a pass of another command (the item's frontmatter now picks a stricter [verify] key) covers nothing
-    command = command_for(project, item_id) if head else ""
+    records (`commit_items`: a round, a park, a new item), which no verify command tests.
+    `command`: the item's verify command now (command_for); a pass of another (the item's
+    frontmatter now picks a stricter [verify] key) covers nothing."""
     passed = [check for check in ledger.checks(item_id, head) if check.passed and check.command == command] if head else []
     exact = [check for check in passed if check.base == base]
     if exact or not passed:
@@ -301,10 +301,11 @@ def check_head(project: Project, ledger: Ledger, item_id: str, *, echo: bool = F
                cancel: threading.Event | None = None,
                progress: Callable[[str], None] | None = None) -> Gate:
     """A passing check of the branch's head with base as it is now, run now unless one is recorded."""
-    if not command_for(project, item_id):
+    command = command_for(project, item_id)
+    if not command:
         return Gate(None, False)
     head = git.head_of(project.root, ledger.item_branch(item_id))
-    found = passing_check(project, ledger, item_id, head, git.head_of(project.root, project.config.base))
+    found = passing_check(project, ledger, item_id, head, git.head_of(project.root, project.config.base), command)
     if found is not None:
         return Gate(found, False)
     return Gate(run_check(project, ledger, item_id, echo=echo, cancel=cancel, progress=progress), True)
@@ -315,7 +316,7 @@ def require_check(project: Project, ledger: Ledger, item_id: str, head: str, bas
     head now) merged in; none is needed when the item's verify command is empty: nothing runs
     before its merge."""
     command = command_for(project, item_id)
-    if not command or passing_check(project, ledger, item_id, head, base) is not None:
+    if not command or passing_check(project, ledger, item_id, head, base, command) is not None:
         return
     checks = ledger.checks(item_id, head)
     if checks and checks[-1].passed:
