@@ -269,6 +269,7 @@ def test_drive_summary_says_approved_not_finished_with_the_reason(project):
     done = drover(project, "drive", "--finish")
     assert done.returncode == 1
     assert "approved, not finished: nothing to merge: drover/d-1 has no commits beyond main" in done.stdout
+    assert done.stdout.splitlines()[-1] == "1 of 1 approved, 0 finished"  # and so the exit status 1
     assert listed(project, item)["state"] == "approved"
 
 

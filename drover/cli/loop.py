@@ -218,7 +218,7 @@ def drive(item_ids: tuple[str, ...], jobs: int, finish_items: bool, executor: st
         from drover.cli.reports import drive_report
 
         echo_json(drive_report(results))
-    for line in drive_summary(results) if not as_json else ():
+    for line in drive_summary(results, finish_items) if not as_json else ():
         click.echo(printable(line))
     from drover.cli.report import drive_ended
 

@@ -229,8 +229,8 @@ def paint_state(line: str) -> str:
     return line
 
 
-def drive_summary(results: list[Driven]) -> list[str]:
-    """The table drive ends with."""
+def drive_summary(results: list[Driven], finish: bool = False) -> list[str]:
+    """The table drive ends with; with `finish`, its count says how many of the approved merged."""
     from drover.agents.usage import describe as usage_text, total as usage_total
     from drover.ledger.state import ORPHANED
 
@@ -250,7 +250,8 @@ def drive_summary(results: list[Driven]) -> list[str]:
     approved = sum(row.approved for row in results)
     driven = sum(row.result != ORPHANED for row in results)
     if driven:
-        lines.append(f"{approved} of {driven} approved")
+        finished = sum(row.result == "finished" for row in results)
+        lines.append(f"{approved} of {driven} approved" + (f", {finished} finished" if finish else ""))
     else:  # only orphans: what stands in the way is theirs to end
         lines.append("nothing driven: an orphaned run holds " + ("its item" if len(results) == 1 else "each item")
                      + "; `drover stop <id>` ends it")

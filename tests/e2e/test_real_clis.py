@@ -104,7 +104,7 @@ def test_drive_with_the_real_cli_totals_what_it_cost(name, service, repo, tmp_pa
     lines = done.stdout.splitlines()
     per_run = (2 * standin.INPUT_TOKENS, 2 * standin.OUTPUT_TOKENS)
     tokens = f"{2 * per_run[0]:,} in / {2 * per_run[1]:,} out tokens"
-    assert "1 of 1 approved" in lines and (repo / "feature.txt").read_text() == "one\n"
+    assert "1 of 1 approved, 1 finished" in lines and (repo / "feature.txt").read_text() == "one\n"
     (spent,) = [line for line in lines if line.startswith(f"{item}: ") and "tokens" in line]
     assert spent.startswith(f"{item}: {tokens}") and spent.endswith("2 tool calls")
     assert [line for line in lines if line.startswith("total: ")] == [f"total: {spent.split(': ', 1)[1]}"]
