@@ -335,7 +335,8 @@ def test_drive_and_finish_json(project):
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     assert report == {"items": [{"id": item, "result": "approved", "approved": True, "rounds": 1, "runs": 4,
-                                 "note": report["items"][0]["note"], "failures": []}], "approved": 1, "total": 1}
+                                 "note": report["items"][0]["note"], "failures": []}], "approved": 1, "finished": 0,
+                      "total": 1}
     assert f"{item}: implement" in done.stderr  # progress goes to stderr, leaving stdout to the JSON
     finished = json.loads(ok(project, "finish", item, "--json"))
     assert finished["id"] == item and finished["ok"] is True and finished["problems"] == []

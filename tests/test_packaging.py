@@ -148,6 +148,7 @@ def test_a_new_user_goes_from_the_installed_wheel_to_a_finished_item_on_master(i
 
     report = json.loads(driven.stdout)
     assert report["items"][0]["id"] == item and report["items"][0]["result"] == "finished", driven.stderr
+    assert (report["approved"], report["finished"], report["total"]) == (1, 1, 1)
     shown = json.loads(_run([drover, "show", "1", "--json"], cwd=root, env=env).stdout)
     assert shown["done"] is True
     tracked = _run(["git", "ls-files"], cwd=root, env=env).stdout.split()

@@ -120,6 +120,7 @@ def drive_report(results: list[Any]) -> dict[str, Any]:
                    "runs": row.runs, "note": row.note,
                    "failures": [dict(entry) for entry in row.failures]} for row in results],
         "approved": sum(row.approved for row in results),
+        "finished": sum(row.result == "finished" for row in results),  # merged: only under --finish
         "total": len(results),
     }
 
