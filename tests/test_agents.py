@@ -179,7 +179,7 @@ def test_agent_env_adds_the_drover_variables(tmp_path, monkeypatch):
         "DROVER_ITEM": "D-1", "DROVER_SLOT": "review", "DROVER_RUN": "r1",
         "DROVER_PROMPT_FILE": str(tmp_path / "prompt.md"), "DROVER_REPO": str(tmp_path),
         "DROVER_WORKTREE": str(tmp_path), "DROVER_BASE": "", "DROVER_BRANCH": "", "DROVER_ROUND": "0",
-        "DROVER_POSTURE": "", "DROVER_VERIFY": "",
+        "DROVER_POSTURE": "", "DROVER_VERIFY": "", "PYTHONSAFEPATH": "1",
         "GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "maintenance.auto", "GIT_CONFIG_VALUE_0": "false",
     }
 

@@ -142,3 +142,22 @@ def test_a_broken_config_is_one_line_and_exit_2(project):
     done = invoke("check")
     assert done.exit_code == 2
     assert done.output.strip() == "drover: drover.toml: [review] max_rounds: expected an integer"
+
+
+def test_check_warns_when_require_independent_leaves_no_review_agent_of_another_identity(project):
+    def warned() -> list[dict]:
+        return [problem for problem in json.loads(invoke("check", "--json").output)["problems"]
+                if "require_independent" in problem["message"]]
+
+    assert warned() == []  # off by default: an author's approval opens the gate, Weak
+    config = project / "drover.toml"
+    config.write_text(config.read_text().replace("require_independent = false", "require_independent = true", 1))
+    done = invoke("check")
+    assert done.exit_code == 0, done.output  # a warning, not an error
+    assert ("warning: drover.toml: [review] require_independent is true and the review agent's identity is the "
+            "implementing agent's (claude): an approval by one of the item's authors (Weak) does not open the "
+            "gate") in done.output
+    (problem,) = warned()
+    assert (problem["severity"], problem["path"]) == ("warning", "drover.toml")
+    config.write_text(config.read_text() + '\n[agent.review]\nname = "reviewer"\n')
+    assert warned() == []

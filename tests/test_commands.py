@@ -197,6 +197,14 @@ def test_new_prints_the_id_first_and_writes_a_readable_item(project):
     assert [row[2] for row in events] == ["new", "new", "new"]
 
 
+def test_new_keeps_each_dep_once_however_it_was_spelled(project):
+    ok("new", "First")
+    ok("new", "Second")
+    ok("new", "Third", "--dep", "D-2", "--dep", "D-1", "--dep", "1", "--dep", "d1", "--dep", "#2")
+    assert "deps: [D-2, D-1]\n" in item_text(project, "D-3")
+    assert [dep["id"] for dep in shown("D-3")["deps"]] == ["D-2", "D-1"]
+
+
 def test_new_with_a_finding_source_writes_the_provenance_line(project):
     ok("new", "The reviewed item")
     ok("new", "The reviewer's side finding", "--finding", "#1")
@@ -276,6 +284,9 @@ def test_list_shows_each_state(project):
     rows = listed()
     assert rows["D-2"]["note"] == "waiting on D-1"
     assert rows["D-3"]["note"] == "needs a decision"
+    ok("park", "D-1", "--why", "on hold")  # what D-2 waits on now waits on the operator
+    assert listed()["D-2"]["note"] == "waiting on D-1 (parked)"
+    ok("unpark", "D-1")
     assert set(rows["D-1"]) >= {"id", "title", "kind", "state", "path", "deps", "note"}
     ready = [row["id"] for row in json.loads(ok("list", "--ready", "--json"))]
     assert ready == ["D-1", "D-4"]

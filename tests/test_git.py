@@ -57,6 +57,40 @@ def test_branch_exists(repo):
     assert not dgit.branch_exists(repo, "")
 
 
+def test_heads_and_checked_out_reads_the_heads_and_which_one_is_checked_out_in_one_call(repo):
+    from drover.git.branches import heads_and_checked_out
+
+    main = git(repo, "rev-parse", "HEAD").strip()
+    git(repo, "branch", "drover/d-1")
+    git(repo, "tag", "drover/d-2")  # a tag named like a branch is no branch
+    git(repo, "branch", "drover/d-3/x")  # nor is a branch under the name
+    assert heads_and_checked_out(repo, "drover/d-1", "main", "drover/d-2", "drover/d-3") == (
+        {"drover/d-1": main, "main": main}, "main")
+    assert heads_and_checked_out(repo, "drover/d-1", "drover/d-2") == ({"drover/d-1": main}, None)
+    git(repo, "switch", "-q", "drover/d-1")
+    assert heads_and_checked_out(repo, "drover/d-1", "main")[1] == "drover/d-1" == dgit.current_branch(repo)
+    git(repo, "switch", "-q", "--detach", "HEAD")
+    assert heads_and_checked_out(repo, "drover/d-1", "main")[1] is None
+    assert heads_and_checked_out(repo) == ({}, None)
+
+
+def test_merge_bases_are_the_commit_alone_exactly_when_it_has_nothing_beyond_base(repo):
+    base_head = git(repo, "rev-parse", "HEAD").strip()
+    assert dgit.merge_bases(repo, base_head, base_head) == [base_head]
+    git(repo, "switch", "-q", "-c", "drover/d-1")
+    commit_file(repo, "a.txt", "a", "a")
+    head = git(repo, "rev-parse", "HEAD").strip()
+    assert dgit.merge_bases(repo, base_head, head) == [base_head] != [head]
+    assert dgit.commits_beyond(repo, head, base_head) == 1
+    git(repo, "switch", "-q", "main")
+    git(repo, "merge", "-q", "--ff-only", "drover/d-1")
+    commit_file(repo, "b.txt", "b", "b")
+    moved = git(repo, "rev-parse", "HEAD").strip()
+    # merged already, base moved on: the branch's head is an ancestor of base, nothing to merge
+    assert dgit.merge_bases(repo, moved, head) == [head]
+    assert dgit.commits_beyond(repo, head, moved) == 0
+
+
 @pytest.mark.parametrize("name", ["drover/d-1", "feature", "a-b_c.d/e"])
 def test_valid_branch_names(name):
     assert dgit.valid_branch_name(name)

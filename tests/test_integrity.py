@@ -273,6 +273,47 @@ def test_drive_summary_says_approved_not_finished_with_the_reason(project):
     assert listed(project, item)["state"] == "approved"
 
 
+def test_an_implementer_that_commits_nothing_is_not_reviewed(project):
+    item = new_item(project, "Add a thing")
+    done = drover(project, "drive", "--finish", env={"AGENT_MODE": "idle"})
+    assert done.returncode == 1
+    said = f"{item}: nothing to review: drover/d-1 has no commits beyond main (the implementing runs committed nothing)"
+    (row,) = [line for line in done.stdout.splitlines() if line.startswith(f"{item} ")]
+    assert " failed " in row and said.removeprefix(f"{item}: ") in row and said in done.stdout
+    assert [run["slot"] for run in shown(project, item)["runs"]] == ["implement"]  # no review was launched
+    alone = drover(project, "review", item)
+    assert alone.returncode == 1 and said in alone.stderr
+
+
+@pytest.mark.parametrize("command, status", [("pytset -q", 127), ("./tests.sh", 126)])
+def test_a_verify_command_that_cannot_start_fails_the_item_without_a_round(project, command, status):
+    config = project / "drover.toml"
+    config.write_text(config.read_text().replace('default = ""', f'default = "{command}"', 1))
+    (project / "tests.sh").write_text("#!/bin/sh\nexit 0\n")  # not executable
+    git(project, "add", "-A")
+    git(project, "commit", "-q", "-m", f"verify = {command}")
+    item = new_item(project, "Add a thing")
+    done = drover(project, "drive")
+    assert done.returncode == 1
+    (row,) = [line for line in done.stdout.splitlines() if line.startswith(f"{item} ")]
+    assert " failed " in row and f"the verify command could not run (`{command}` exited {status}: " in row
+    state = shown(project, item)
+    assert state["rounds"] == [] and [run["slot"] for run in state["runs"]] == ["implement"]
+    (check,) = state["checks"]
+    assert f"{item}: log {check['log_path']}" in done.stdout  # the check's log, not the agent's
+
+
+def test_a_finish_that_moves_the_checkout_to_base_says_so(project):
+    item = new_item(project, "Add a thing")
+    git(project, "switch", "-q", "-c", "feature-x")
+    done = drover(project, "drive", "--finish", item)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"{item}: the checkout was on feature-x and is now on main, where the merge is" in done.stdout
+    assert git(project, "branch", "--show-current").strip() == "main"
+    again = drover(project, "drive", "--finish", new_item(project, "Another"))  # on main already: nothing said
+    assert again.returncode == 0 and "the checkout was on" not in again.stdout
+
+
 # --- Weak: no independent confirmation ---
 
 def test_an_independent_review_confirms_a_dep_whatever_its_author_later_claims(project):
@@ -372,6 +413,26 @@ def test_an_implementer_that_leaves_the_merge_of_base_unconcluded_ends_the_item_
     assert "the implementing agent left the merge of main into drover/d-1 unconcluded in .drover/worktrees/D-1" in row
     assert "`git merge --abort`" in row
     assert "the loop did not settle" not in done.stdout
+
+
+def test_a_merge_of_base_committed_with_its_conflict_markers_goes_back_as_a_round_and_never_merges(project):
+    item = new_item(project, "Add a thing")
+    drover(project, "run", item, check=True)  # the branch writes d-1.txt
+    (project / "d-1.txt").write_text("main wrote this first\n")
+    git(project, "add", "d-1.txt")
+    git(project, "commit", "-q", "-m", "main touches the same file")
+    done = drover(project, "drive", "--finish", env={"AGENT_MODE": "markers"})
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"{item}: the merge of base was committed with conflict markers in d-1.txt:1, d-1.txt:6" in done.stdout
+    state = shown(project, item)
+    assert state["state"] == "done"
+    (round_,) = [round_ for round_ in state["rounds"] if round_["by"] == "drover verify"]
+    assert "committed with its conflicts left in" in round_["headline"]
+    # the implementer's next pass was told where, and what merged holds no marker
+    runs = [run for run in state["runs"] if run["slot"] == "implement"]
+    assert "    d-1.txt:1\n    d-1.txt:6" in (project / runs[-1]["prompt_path"]).read_text()
+    merged = git(project, "show", "main:d-1.txt")
+    assert "<<<<<<<" not in merged and ">>>>>>>" not in merged and "main wrote this first" in merged
 
 
 def test_a_conflict_drovers_check_meets_without_worktrees_ends_the_item_saying_so(project):

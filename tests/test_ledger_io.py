@@ -81,6 +81,18 @@ def test_a_round_trip_keeps_every_table(busy, tmp_path):
     assert again.read_text().splitlines()[1:] == dump.read_text().splitlines()[1:]
 
 
+def test_export_to_a_folder_names_the_folder_and_writes_nothing(busy, tmp_path):
+    folder = tmp_path / "out"
+    folder.mkdir()
+    done = run(busy, "ledger", "export", "-o", str(folder))
+    assert one_line(done) == f"drover: {folder}: is a directory"
+    assert list(folder.iterdir()) == [] and list(tmp_path.glob(".out.*")) == []
+    # a missing folder on the way is made, as docs/commands.md says
+    deeper = tmp_path / "missing" / "deeper" / "ledger.jsonl"
+    assert run(busy, "ledger", "export", "-o", str(deeper)).returncode == 0
+    assert json.loads(deeper.read_text().splitlines()[0])["format"] == "drover-ledger"
+
+
 def test_an_import_drops_cache_rows_parsed_under_no_one_prefix(busy, tmp_path):
     """Cache rows merged from a ledger under another prefix, or exported without their prefix
     (a drover before migration 0010), cannot say whose ids they read: the import drops them, and

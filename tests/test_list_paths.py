@@ -100,7 +100,8 @@ def plain_list(project: Project, ledger: Ledger) -> list[Listed]:
         elif bad:
             note = "; ".join(f"dep {dep} {itemfile.NOT_AN_ID}" for dep in bad)
         elif state == State.BLOCKED:
-            note = "waiting on " + ", ".join(missing)
+            note = "waiting on " + ", ".join(dep + (" (parked)" if flagged.get(dep, {}).get("parked") else "")
+                                             for dep in missing)
         listed.append(Listed(found, state, note, deps_done))
     return listed
 

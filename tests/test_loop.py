@@ -235,6 +235,8 @@ def test_drive_parks_an_item_that_does_not_converge(project):
     # the capped send-back is how the review ended: no failure class, no fresh run promised
     assert f"{item} review: crashed" not in done.stdout and "fresh run" not in done.stdout, done.stdout
     assert f"{item}   parked " in done.stdout and "review did not converge: 2 rounds of changes" in done.stdout
+    # where the refused findings went is said wherever the park reason is
+    assert shown["parked_reason"].endswith(f"; the findings refused are kept in .drover/parked/{item}-3.md")
     assert [run["failure"] for run in ledger_rows(project, "runs")] == [None] * len(shown["runs"])
     # the report counts that review as what it was, no failure of any class ("unclassified" before)
     runs = json.loads(drover(project, "report", "--json").stdout)["runs"]
@@ -381,6 +383,16 @@ def test_draft_runs_in_the_main_checkout_and_is_recorded(project):
     assert run["slot"] == "draft" and run["worktree"] == "" and run["branch"] == ""
     assert not (project / ".drover" / "worktrees" / item).exists()
     assert "script agent: draft D-1 in project" in (project / run["log_path"]).read_text()
+
+
+def test_a_draft_that_writes_no_requirements_exits_1_and_says_the_item_still_needs_them(project):
+    drover(project, "new", "Needs a draft", check=True)  # the placeholder: `needs requirements`
+    done = drover(project, "draft", "D-1")  # the script agent's draft writes nothing
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "exited 0" in done.stdout
+    assert done.stderr.splitlines() == ["drover: D-1: the draft wrote no requirements: its Requirements section "
+                                        "is still the placeholder, so the item still needs requirements"]
+    assert json.loads(drover(project, "show", "D-1", "--json").stdout)["state"] == "needs requirements"
 
 
 def test_commands_act_on_the_main_checkout_from_a_subfolder_and_a_worktree(project):

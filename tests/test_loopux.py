@@ -327,6 +327,16 @@ def test_drive_dry_run_says_a_blocked_item_follows_its_dep(project):
     assert f"  {second}: blocked on {first}: waits until {first} is finished" in plain
 
 
+def test_the_drive_header_gives_the_cap_in_rounds_and_one_round_in_the_singular(project):
+    new_item(project, "First")
+    assert "; cap: 3 rounds; " in drover(project, "drive", "--dry-run", check=True).stdout
+    config = project / "drover.toml"
+    config.write_text(config.read_text().replace("max_rounds = 3", "max_rounds = 1", 1))
+    git(project, "commit", "-qam", "one round")
+    header = drover(project, "drive", "--dry-run", check=True).stdout
+    assert "; cap: 1 round; " in header and "1 rounds" not in header
+
+
 # --- F: the regressions of point 11 --------------------------------------------------------------
 
 
@@ -356,6 +366,27 @@ def test_check_fails_when_the_items_folder_is_a_file(project):
         done = drover(project, *args)
         assert done.returncode == 1, done.stdout
         assert "items: not a folder" in done.stdout
+
+
+def test_check_fails_and_drive_refuses_when_the_items_folder_named_does_not_exist(project):
+    new_item(project, "Add a thing")
+    config = project / "drover.toml"
+    config.write_text(config.read_text().replace('items = "items"', 'items = "itmes"', 1))
+    done = drover(project, "check")
+    assert done.returncode == 1, done.stdout
+    assert "drover.toml: [project] items: no folder 'itmes'" in done.stdout
+    problems = json.loads(drover(project, "check", "--json").stdout)["problems"]
+    found = next(problem for problem in problems if "itmes" in problem["message"])
+    assert (found["code"], found["severity"], found["path"]) == ("items-folder", "error", "drover.toml")
+    driven = drover(project, "drive")
+    assert driven.returncode == 1 and "no folder 'itmes'" in driven.stdout + driven.stderr
+    assert "nothing to drive" not in driven.stdout
+
+
+def test_a_freshly_initialised_project_has_its_items_folder_and_checks_clean(repo):
+    drover(repo, "init", check=True)
+    done = drover(repo, "check")
+    assert done.returncode == 0 and "[project] items" not in done.stdout, done.stdout
 
 
 def test_check_json_codes_the_new_findings(project):

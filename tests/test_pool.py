@@ -13,6 +13,8 @@ import pytest
 from helpers import AGENT, TESTS, configure, drover, git, ledger_rows, new_item
 
 POOL_AGENT = TESTS / "agents" / "pool_agent.py"
+HOSTILE_AGENT = TESTS / "agents" / "hostile_agent.py"
+INDEX_AGENT = TESTS / "agents" / "index_agent.py"
 
 
 def set_run(root: Path, **values: str) -> None:
@@ -340,6 +342,30 @@ def test_worktrees_lists_the_pool_and_prune_empties_it(pooled, tmp_path):
     assert drive(pooled, second).returncode == 0
 
 
+def test_an_agent_cannot_prune_the_pool_from_inside_its_run(pooled, tmp_path):
+    """`worktrees prune --held` is the operator's: from inside a run it removed another item's held
+    worktree with its work in progress, and the worktree of the run still going."""
+    first, second = new_item(pooled, "first"), new_item(pooled, "second")
+    assert drover(pooled, "run", second).returncode == 0  # second holds a worktree, its work in progress there
+    (held,) = pool_rows(pooled)
+    progress = pooled / held["path"] / "untracked.txt"
+    assert progress.read_text() == second
+    # the first item's implementer (tests/agents/hostile_agent.py) gives the operator's command
+    text = (pooled / "drover.toml").read_text().replace(str(POOL_AGENT), str(HOSTILE_AGENT))
+    (pooled / "drover.toml").write_text(text)
+    git(pooled, "commit", "-qam", "the hostile agent")
+    log = tmp_path / "hostile.jsonl"
+    drover(pooled, "run", first, env={"HOSTILE": "operator", "HOSTILE_COMMAND": "worktrees prune --held",
+                                      "HOSTILE_LOG": str(log)})
+    (attempt,) = [json.loads(line) for line in log.read_text().splitlines()]
+    assert attempt["code"] != 0 and "Traceback" not in attempt["err"], attempt
+    assert "refused: this process acts for run " in attempt["err"], attempt
+    rows = pool_rows(pooled)
+    assert sorted(row["holder"] for row in rows) == sorted([first, second])
+    assert all((pooled / row["path"]).is_dir() for row in rows)
+    assert progress.read_text() == second
+
+
 def test_with_the_pool_off_worktrees_says_so(repo):
     configure(repo)
     out = drover(repo, "worktrees", check=True).stdout
@@ -377,6 +403,31 @@ def test_a_tracked_file_marked_skip_worktree_and_the_worktrees_own_refs_do_not_r
     (entry,) = [entry for entry in seen(tmp_path) if entry["item"] == second and entry["slot"] == "implement"]
     assert entry["worktree"] == str(pooled / row["path"])  # the same worktree, reused
     assert entry["readme"] == "base\n" and entry["refs"] == []
+
+
+@pytest.mark.parametrize("hide", ["assume-unchanged", "forged", "time-set-back"])
+def test_a_tracked_file_a_holder_hid_from_git_in_the_index_does_not_reach_the_next_item(pooled, tmp_path, hide):
+    """The index is the holder's to write (tests/agents/index_agent.py): a changed tracked file marked
+    assume-unchanged (which git trusts as it checks out once the index holds 1000 entries), one whose
+    entry has the changed file's stat data and the committed blob id, or one rewritten at its size
+    with its modification time set back, once the shared config told git to trust no ctime: the
+    forced checkout and the clean passed over it, and the next holder (or drover's check) ran the
+    holder's text."""
+    text = (pooled / "drover.toml").read_text().replace(str(POOL_AGENT), str(INDEX_AGENT))
+    (pooled / "drover.toml").write_text(text)
+    git(pooled, "commit", "-qam", "the index agent")
+    first, second = new_item(pooled, "first"), new_item(pooled, "second")
+    done = drive(pooled, first, env={"INDEX_HIDE": hide})
+    assert done.returncode == 0, done.stdout + done.stderr
+    (row,) = pool_rows(pooled)
+    worktree = pooled / row["path"]
+    assert (worktree / "README").read_text() != "base\n"  # the plant is there,
+    assert git(worktree, "status", "--porcelain", "--", "README") == ""  # and git sees no change in it
+    done = drive(pooled, second)
+    assert done.returncode == 0, done.stdout + done.stderr
+    (entry,) = [entry for entry in seen(tmp_path) if entry["item"] == second and entry["slot"] == "implement"]
+    assert entry["worktree"] == str(worktree)  # the same worktree, reused
+    assert entry["readme"] == "base\n"
 
 
 def test_a_worktree_whose_common_folder_an_agent_rewrote_is_discarded_not_reused(pooled, tmp_path):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 import time
@@ -19,7 +20,7 @@ from drover.loop import runs
 from drover.ledger.db import Ledger
 from drover.ledger.project import open_project
 from drover.ledger.rows import NewRun
-from helpers import TESTS, InlineExecutor, drover, git, ledger_tables, new_item, one_line, wait_for
+from helpers import BIN, TESTS, InlineExecutor, drover, git, ledger_tables, new_item, one_line, wait_for
 
 HOSTILE = TESTS / "agents" / "hostile_agent.py"
 # the same verdict through the fast path, and through click (a repeated --note is click's to parse)
@@ -233,6 +234,59 @@ def test_an_agent_cannot_pass_for_the_operator_from_a_process_namespace_of_its_o
     [attempt] = said(project)
     assert attempt["code"] == 1 and "Traceback" not in attempt["err"], attempt
     assert words in attempt["err"], attempt
+    assert verdict_rows(project)["audits"] == before["audits"]
+    assert listed(project)["D-1"] != "approved"
+
+
+def _sets_its_own_pids() -> bool:
+    """A process may make a pid namespace of its own, with its own /proc, and choose the next pid there."""
+    try:
+        return subprocess.run(["unshare", "-Urpf", "--mount-proc", "sh", "-c", "echo 4000 > /proc/sys/kernel/ns_last_pid"],
+                              capture_output=True).returncode == 0
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not _sets_its_own_pids(), reason="no unprivileged user and pid namespaces with a /proc of their own here")
+def test_an_agent_cannot_pass_for_the_operator_by_making_its_launchers_pid_exist_in_a_namespace_of_its_own(project):
+    """In a pid namespace of its own, with its own /proc, an agent writes ns_last_pid and starts a
+    process at the pid number of the drover that launched it: drover saw that pid there, took it
+    for its launcher, found no ancestry, and took the implementer's audit for the operator's."""
+    inner = ('launcher=$(cut -d" " -f1 "$DROVER_REPO"/.drover/runs/*/drover.lock); '
+             'echo $((launcher - 1)) > /proc/sys/kernel/ns_last_pid; sleep 60 & '
+             '[ -e /proc/$launcher ] || exit 99; "$0" "$@"; said=$?; kill $!; exit $said')
+    flags = shlex.join(["-Urpf", "--mount-proc", "sh", "-c", inner])
+    before = verdict_rows(project)
+    drover(project, "run", "D-1", env=agent_env(project, "unshare", HOSTILE_UNSHARE=flags), check=True)
+    [attempt] = said(project)
+    assert attempt["code"] == 1 and "Traceback" not in attempt["err"], attempt
+    assert "cannot see the drover at pid" in attempt["err"], attempt
+    assert verdict_rows(project)["audits"] == before["audits"]
+    assert listed(project)["D-1"] != "approved"
+
+
+NESTED_DROVER = """#!/bin/sh
+# drover, {depth} shells below whoever runs it, DROVER_RUN unset
+depth=${{NESTED:-0}}
+if [ "$depth" -lt {depth} ]; then NESTED=$((depth + 1)) "$0" "$@"; exit $?; fi
+exec env -u DROVER_RUN -u NESTED {drover} "$@"
+"""
+
+
+def test_an_agent_cannot_shed_its_run_by_nesting_shells_deeper_than_drover_looks(project, tmp_path):
+    """drover walked at most 128 ancestors: an implementer's `drover audit` from the bottom of 140
+    nested shells (DROVER_RUN unset) was traced to no run and no launching drover, and approved as
+    the operator."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "drover").write_text(NESTED_DROVER.format(depth=140, drover=BIN / "drover"))
+    (bin_dir / "drover").chmod(0o755)
+    before = verdict_rows(project)
+    drover(project, "run", "D-1", env=agent_env(project, "operator", HOSTILE_COMMAND="audit D-1 --level reviewed",
+                                                   HOSTILE_PATH=str(bin_dir)), check=True)
+    [attempt] = said(project)
+    assert attempt["code"] == 1 and "Traceback" not in attempt["err"], attempt
+    assert "$DROVER_RUN is unset, but this process descends from the agent of run" in attempt["err"], attempt
     assert verdict_rows(project)["audits"] == before["audits"]
     assert listed(project)["D-1"] != "approved"
 

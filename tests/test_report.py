@@ -193,6 +193,14 @@ def test_the_report_of_200_items_counts_each_outcome_and_failure_class(repo, big
     assert untouched[5] == "-"  # no runs: no tokens reported, not 0
 
 
+def test_report_html_says_where_it_wrote_as_a_success_not_an_error(repo, tmp_path):
+    configure(repo)
+    out = tmp_path / "page.html"
+    done = drover(repo, "report", "--html", str(out), check=True)
+    assert done.stdout == f"report written to {out}\n" and "drover:" not in done.stderr
+    assert_self_contained(out.read_text(encoding="utf-8"))
+
+
 def test_the_200_item_page_draws_every_item_edge_and_run_and_keeps_hostile_text_as_text(repo, big, tmp_path):
     out = tmp_path / "report.html"
     drover(repo, "report", "--html", str(out), check=True)
@@ -381,7 +389,7 @@ def test_drive_report_writes_the_page_of_the_drives_own_runs(repo, tmp_path):
     out = tmp_path / "night" / "report.html"
     done = drover(repo, "drive", "--finish", "--report", str(out))
     assert done.returncode == 0, done.stdout + done.stderr
-    assert f"report written to {out}" in done.stdout
+    assert f"report written to {out}" in done.stdout.splitlines()  # a success, not a `drover:` line
     page = assert_self_contained(out.read_text(encoding="utf-8"))
     assert {bar["data-item"] for bar in page.having("rect", "bar")} == {item}
     assert old not in {node["data-id"] for node in page.having("g", "node")}

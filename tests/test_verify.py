@@ -187,6 +187,52 @@ def test_a_check_still_covers_a_finish_when_base_gained_only_item_files(project)
     assert refused.returncode == 1 and "no passing check covers" in refused.stderr
 
 
+def test_a_base_moved_only_under_items_by_a_merge_that_changes_the_merge_base_needs_a_new_check(repo):
+    """Base moved by a commit whose tree differs from base's only under items/, but whose second
+    parent is one of the approved branch's own commits: the finish's merge then starts from another
+    merge base and lands a tree no check ran (here main's old a.txt beside the branch's b.txt that
+    needs the new one). The older check no longer covers the finish."""
+    configure(repo)
+    config = repo / "drover.toml"
+    config.write_text(config.read_text().replace('default = ""', 'default = "sh check.sh"', 1))
+    (repo / "a.txt").write_text("old api\n")
+    (repo / "check.sh").write_text('if grep -q uses b.txt 2>/dev/null; then grep -q NEW a.txt || exit 1; fi\n')
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "code and its test")
+    item = new_item(repo, "The new api")
+    drover(repo, "run", item, check=True)
+    worktree = repo / ".drover" / "worktrees" / item
+    (worktree / "a.txt").write_text("NEW api\n")
+    git(worktree, "commit", "-qam", "a: the new api")
+    new_api = head(worktree, "HEAD")
+    (worktree / "b.txt").write_text("uses NEW\n")
+    git(worktree, "add", "b.txt")
+    git(worktree, "commit", "-qm", "b: uses the new api")
+    assert drover(repo, "verify", item).returncode == 0
+    drover(repo, "audit", item, "--level", "reviewed", check=True)
+    # base gains items/note.md, as a merge of the branch's first commit whose tree is base's own
+    base = head(repo, "main")
+    items = git(repo, "rev-parse", f"{base}:items").strip()
+    note = subprocess.run(["git", "hash-object", "-w", "--stdin"], cwd=repo, input="a note\n", text=True,
+                          capture_output=True, check=True).stdout.strip()
+    listing = git(repo, "ls-tree", items) + f"100644 blob {note}\tnote.md\n"
+    new_items = subprocess.run(["git", "mktree"], cwd=repo, input=listing, text=True, capture_output=True,
+                               check=True).stdout.strip()
+    top = "".join(line.replace(f"tree {items}\titems", f"tree {new_items}\titems") + "\n"
+                  for line in git(repo, "ls-tree", base).splitlines())
+    tree = subprocess.run(["git", "mktree"], cwd=repo, input=top, text=True, capture_output=True,
+                          check=True).stdout.strip()
+    moved = git(repo, "commit-tree", tree, "-p", base, "-p", new_api, "-m", "drover: a note").strip()
+    git(repo, "update-ref", "refs/heads/main", moved, base)
+    assert git(repo, "diff", "--name-only", base, moved).split() == ["items/note.md"]
+    refused = drover(repo, "finish", item)
+    assert refused.returncode == 1 and head(repo, "main") == moved, refused.stdout + refused.stderr
+    assert "no passing check covers" in refused.stderr
+    # checked again on base as it is, the merge drover would make fails
+    assert drover(repo, "verify", item).returncode == 1
+    assert drover(repo, "finish", item).returncode == 1 and head(repo, "main") == moved
+
+
 def test_two_items_checked_on_the_same_base_the_second_is_checked_again_before_it_merges(repo, tmp_path,
                                                                                        monkeypatch):
     """D-1 renames f, D-2 adds a caller of f: each passes its check, both checked before either
@@ -299,7 +345,8 @@ def test_a_check_that_keeps_failing_counts_against_max_rounds_and_parks(project,
     assert shown["rounds"][0]["by"] == "drover verify"
     assert shown["rounds"][0]["path"] == shown["checks"][0]["log_path"]
     # parked for what happened, the failing check's log named, not the implementing run's
-    assert shown["parked_reason"] == "drover's check kept failing: 1 round of changes, the cap is 1"
+    assert shown["parked_reason"] == ("drover's check kept failing: 1 round of changes, the cap is 1; "
+                                      "the findings refused are kept in .drover/parked/D-1-2.md")
     assert "review did not converge" not in done.stdout
     assert f"D-1: log {shown['checks'][-1]['log_path']}" in done.stdout.splitlines()
 
@@ -423,6 +470,30 @@ def test_a_launching_drover_is_told_by_its_command_line(tmp_path):
     assert found == {"python drive": True, "python verify": True, "python demo": False, "python list": False,
                      "time drive": False}
     assert is_launching_drover(0) is False
+
+
+@pytest.mark.parametrize("started", [["-u", str(BIN / "drover")], ["-X", "dev", "-W", "ignore", "-m", "drover.cli"]],
+                         ids=["python -u drover", "python -X dev -W ignore -m drover.cli"])
+def test_code_drovers_check_runs_cannot_give_a_verdict_as_the_operator_when_python_starts_drover_with_options(
+        project, tmp_path, started):
+    """The operator may start drover by its interpreter with options of the interpreter's own
+    (`python3 -u .venv/bin/drover verify D-1`, for unbuffered logs): still a launching drover, so
+    the branch's code its check runs is no operator either."""
+    import os
+
+    said = tmp_path / "audit.out"
+    config = project / "drover.toml"
+    config.write_text(config.read_text().replace(
+        'default = "make test"', f'default = "drover audit D-1 --level reviewed --note mine > {said} 2>&1; make test"', 1))
+    git(project, "commit", "-q", "-am", "a verify command that tries to approve")
+    drover(project, "run", "D-1", check=True)
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
+    done = subprocess.run([sys.executable, *started, "verify", "D-1"], cwd=project, env=env, capture_output=True,
+                          text=True)
+    assert "D-1: check" in done.stdout, done.stdout + done.stderr
+    out = said.read_text()
+    assert "descends from the drover at pid" in out and "nor as the operator" in out, out
+    assert [row for row in ledger_rows(project, "audits", order="rowid") if row["note"] == "mine"] == []
 
 
 def test_code_drovers_setup_runs_cannot_give_a_verdict_as_the_operator_from_a_double_fork(project, tmp_path):

@@ -83,6 +83,10 @@ def agent_env(*, item_id: str, slot: str, run_id: str, prompt_file: Path, repo: 
         "DROVER_ROUND": str(round_number),
         "DROVER_POSTURE": posture,
         "DROVER_VERIFY": verify,
+        # a review runs in the branch's worktree: a Python reviewer started as `python -m MODULE`
+        # (or -c) would put that folder first on its module path and import the branch's json.py,
+        # subprocess.py, ... inside the review run (docs/security.md); 3.11+ leaves it off
+        **({"PYTHONSAFEPATH": "1"} if slot == "review" else {}),
         **on_this_machine({}, prompt_file=prompt_file, repo=repo, workdir=workdir or repo),
     }
 

@@ -52,6 +52,14 @@ def _pids() -> list[str]:
     return [entry.name for entry in os.scandir("/proc") if entry.name.isdigit()]
 
 
+def pid_namespace(pid: int | str = "self") -> str:
+    """The pid namespace `pid` lives in, as /proc names it (`pid:[4026531836]`); "" where unknown."""
+    try:
+        return os.readlink(f"/proc/{pid}/ns/pid")
+    except OSError:
+        return ""
+
+
 def pid_alive(pid: int | None) -> bool:
     """A process with this id exists (it may belong to someone else)."""
     if not pid or pid <= 0:
@@ -73,29 +81,44 @@ def process_start(pid: int) -> str:
     return fields[19] if fields and len(fields) > 19 else ""
 
 
-def own_pid() -> int:
-    """This process's id as /proc numbers it: in a pid namespace of its own (`unshare -p`) getpid()
-    says 1, and its ancestors are not its to see, but /proc (the operator's, unless the process
-    mounted one of its own) still numbers them all."""
-    try:
-        with open("/proc/self/stat", encoding="ascii", errors="replace") as handle:
-            return int(handle.read().split(" ", 1)[0])
-    except (OSError, ValueError):
-        return os.getpid()
+class Untraceable(Exception):
+    """This process's ancestry could not be read to its end."""
 
 
-def ancestors(limit: int = 128) -> list[int]:
-    """This process's ancestors, its parent first, up to (not including) init; [] without /proc."""
-    chain: list[int] = []
-    own = _stat_fields("self")
-    pid = int(own[1]) if own else os.getppid()
-    while pid > 1 and len(chain) < limit:
-        chain.append(pid)
-        fields = _stat_fields(pid)
-        if fields is None:
-            break
-        pid = int(fields[1])
-    return chain
+def lineage() -> tuple[int, list[int]]:
+    """(this process's id as /proc numbers it, its ancestors: its parent first, up to and not
+    including init); (getpid(), []) without /proc.
+
+    /proc numbers them all in the operator's pid namespace: in one of its own (`unshare -p`)
+    getpid() says 1 and getppid() 0, but /proc (unless the process mounted one of its own) still
+    shows every ancestor. The walk has no bound (an agent may nest its shells as deep as it likes).
+    An ancestor that cannot be read is where the walk stops when it is there to stay (a process of
+    another user that `hidepid` hides, whose child still names it); one that went away during the
+    walk (its children are adopted: the chain changed) makes the walk start again, and Untraceable
+    when it will not hold still."""
+    for _ in range(3):
+        try:
+            with open("/proc/self/stat", encoding="ascii", errors="replace") as handle:
+                text = handle.read()
+            me, pid = int(text.split(" ", 1)[0]), int(text.rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            return os.getpid(), []
+        chain: list[int] = []
+        child = "self"
+        while pid > 1:
+            if pid in chain:
+                raise Untraceable(f"the ancestry of this process loops at pid {pid}")
+            chain.append(pid)
+            fields = _stat_fields(pid)
+            if fields is None:
+                again = _stat_fields(child)
+                if again is not None and int(again[1]) == pid:
+                    return me, chain  # there, but not this process's to read
+                break
+            child, pid = str(pid), int(fields[1])
+        else:
+            return me, chain
+    raise Untraceable("the ancestry of this process changed while it was read")
 
 
 # The commands that start agents, drover's own check or `[run] setup`: programs that run code an
@@ -112,14 +135,23 @@ def is_launching_drover(pid: int) -> bool:
             argv = handle.read().rstrip(b"\0").split(b"\0")
     except OSError:
         return False
-    # the script run directly, or by its interpreter (a shebang's python): not by a wrapper that
-    # waits on it (`/usr/bin/time drover drive`, `strace drover drive`), which is the operator's
-    ran_by_python = len(argv) > 1 and os.path.basename(argv[0]).startswith((b"python", b"pypy"))
-    for at in (0, 1) if ran_by_python else (0,):
-        if len(argv) > at and os.path.basename(argv[at]) == b"drover":
-            return not LAUNCHING.isdisjoint(argv[at + 1:])
-    if len(argv) > 2 and argv[1] == b"-m" and argv[2] in (b"drover", b"drover.cli"):
-        return not LAUNCHING.isdisjoint(argv[3:])
+    # the script run directly, or by its interpreter (a shebang's python, or one the operator
+    # started with options of its own: `python3 -u .venv/bin/drover drive`, `python -X dev -m
+    # drover drive`): not by a wrapper that waits on it (`/usr/bin/time drover drive`, `strace
+    # drover drive`), which is the operator's
+    if os.path.basename(argv[0]) == b"drover":
+        return not LAUNCHING.isdisjoint(argv[1:])
+    if not os.path.basename(argv[0]).startswith((b"python", b"pypy")):
+        return False
+    at = 1
+    while at < len(argv) and argv[at].startswith(b"-") and argv[at] not in (b"-", b"-m", b"-c"):
+        # an option whose value is the next word (-X dev, -W error, --check-hash-based-pycs never)
+        at += 2 if argv[at] in (b"-X", b"-W", b"--check-hash-based-pycs") else 1
+    if at < len(argv) and argv[at] == b"-m":
+        return at + 1 < len(argv) and argv[at + 1] in (b"drover", b"drover.cli") and \
+            not LAUNCHING.isdisjoint(argv[at + 2:])
+    if at < len(argv) and os.path.basename(argv[at]) == b"drover":
+        return not LAUNCHING.isdisjoint(argv[at + 1:])
     return False
 
 
@@ -153,7 +185,9 @@ def attached(run_dir: Path) -> Iterator[None]:
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         os.ftruncate(fd, 0)
-        os.write(fd, f"{os.getpid()}\n".encode())  # for people: which drover it was
+        # which drover it was (for people), and for acting.traced_run: when it started and the pid
+        # namespace it lives in, so a process that sees another at that pid number is not fooled
+        os.write(fd, f"{os.getpid()} {process_start(os.getpid())} {pid_namespace()}\n".encode())
         yield
     finally:
         os.close(fd)

@@ -26,6 +26,7 @@ def new(title: str | None, kind: str | None, deps: tuple[str, ...], finding: str
         raise UsageError("new --issue takes its title from the issue: give no TITLE and no --finding")
     if issue is None and title is None:
         raise UsageError("Missing argument 'TITLE': drover new \"What the item should do\" (or --issue N)")
+    deps = tuple(dict.fromkeys(deps))  # each id once, where first given: `--dep D-1 --dep 1` both name D-1
     with opened() as (project, ledger):
         if issue is not None:
             from drover.ledger.intake import new_from_issue

@@ -20,6 +20,10 @@ def ledger_export(output: str | None) -> None:
     """Write every table as JSON Lines, the schema version first."""
     from drover.ledger.jsonl import export
 
+    if output and Path(output).is_dir():  # else the error would name the temporary file beside it
+        from drover.errors import UsageError
+
+        raise UsageError(f"{output}: is a directory")
     with opened() as (project, ledger):
         if output:
             from drover.items.file import write_atomic

@@ -62,6 +62,22 @@ def _launch_command(item_id: str, slot: str, dry_run: bool, explicit: str | None
 
                 raise Refused(f"{item_id}: {no_verdict(ledger, result.run_id)}")
             click.echo(f"{item_id}: the review recorded: {describe_verdict(project, ledger, result.run_id)}")
+    if slot == "draft":
+        _require_drafted(item_id)
+
+
+def _require_drafted(item_id: str) -> None:
+    """Exit 1 with a line when a draft run that ended well left the item `needs requirements` (its
+    Requirements section still the placeholder), as review does when no verdict was recorded."""
+    from drover.ledger.itemstate import item_state
+    from drover.ledger.state import State
+
+    with opened() as (project, ledger):
+        if item_state(project, ledger, item_id).state == State.NEEDS_REQUIREMENTS:
+            from drover.errors import Refused
+
+            raise Refused(f"{item_id}: the draft wrote no requirements: its Requirements section is still the "
+                          "placeholder, so the item still needs requirements")
 
 
 def dry_run_option(func: Decorated) -> Decorated:

@@ -41,7 +41,7 @@ def report(since: str | None, as_json: bool, html_file: Path | None) -> None:
         echo_json(report_json(made))
     elif html_file is not None:
         write_page(made, html_file)
-        click.echo(f"drover: report written to {html_file}")
+        click.echo(f"report written to {html_file}")
     else:
         for line in report_lines(made):
             click.echo(line)
@@ -89,7 +89,7 @@ def drive_ended(project: "Project", since: str, report_file: Path | None, say: C
     if report_file is not None:
         try:
             write_page(made, report_file)
-            say(f"drover: report written to {report_file}")
+            say(f"report written to {report_file}")
         except OSError as exc:
             say(f"drover: warning: the report was not written to {report_file}: {exc.strerror or exc}")
     if command and notify is not None:

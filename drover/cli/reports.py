@@ -19,6 +19,7 @@ _CODES = (
     (": not an item (", "not-an-item"),
     (" has no title: ", "no-title"),
     (": not a folder", "items-folder"),
+    ("[project] items: no folder", "items-folder"),
     ("STALE OVERRIDE", "stale-override"),
     ("WHOLE TEMPLATE", "whole-template"),
     ("dependency cycle", "dep-cycle"),

@@ -61,7 +61,9 @@ def worktrees_prune(held: bool) -> None:
     from drover.loop import pool
     from drover.loop.verify import sweep_checks
 
-    with opened() as (project, ledger):
+    # the operator's: inside a run it would remove other items' worktrees, their work in progress
+    # and the worktree of a run still going (acting.require_operator)
+    with opened(operator="worktrees prune") as (project, ledger):
         lines = pool.prune(project, ledger, held=held)
         checks = sweep_checks(project)  # scratch check worktrees killed drovers left (pool off)
     for line in lines + checks:

@@ -115,6 +115,26 @@ def heads_of(root: Path, *names: str) -> dict[str, str]:
     return {wanted[ref]: sha for ref, sha in all_refs(root, *wanted).items() if ref in wanted} if wanted else {}
 
 
+def heads_and_checked_out(root: Path, *names: str) -> tuple[dict[str, str], str | None]:
+    """heads_of(root, *names), and which of `names` is the branch checked out at `root` (None when
+    none of them is), in one git call."""
+    wanted = {local_ref(name): name for name in names if name}
+    if not wanted:
+        return {}, None
+    # %(HEAD) is `*` for the branch HEAD names (git 2.8): current_branch's answer, when it is one of these
+    out = git(["for-each-ref", "--format=%(refname)%00%(objectname)%00%(HEAD)", *wanted], root, check=False)
+    found: dict[str, str] = {}
+    checked_out = None
+    for line in out.splitlines():
+        ref, _, rest = line.partition("\0")
+        sha, _, mark = rest.partition("\0")
+        if ref in wanted and sha:
+            found[wanted[ref]] = sha
+            if mark == "*":
+                checked_out = wanted[ref]
+    return found, checked_out
+
+
 def branch_heads(root: Path) -> dict[str, str]:
     """Every local branch -> the full sha of its head, in one git call."""
     # full names cut here: refname:short says `heads/x` when a tag or other ref is also called x

@@ -66,7 +66,8 @@ def private_git_dir(worktree: Path, common: Path) -> Path:
 
 def clear_leftovers(worktree: Path, private: Path, keep: tuple[str, ...]) -> None:
     """Before a pooled worktree is switched: an operation in progress and per-worktree settings
-    gone from its private folder, and each kept path that is a symbolic link removed."""
+    gone from its private folder, each kept path that is a symbolic link removed, and the index
+    drover's last checkout there wrote put back (restore_index)."""
     for name in _LEFT_STATE:
         left = private / name
         if left.is_dir() and not left.is_symlink():
@@ -77,13 +78,49 @@ def clear_leftovers(worktree: Path, private: Path, keep: tuple[str, ...]) -> Non
         kept = worktree / entry
         if kept.is_symlink():  # a link would make the next holder's kept folder any folder at all
             kept.unlink()
-    # a tracked file marked skip-worktree keeps whatever the last holder wrote in it, through the
-    # forced checkout and the clean: the marks go first, so the checkout writes the file again
-    # (`ls-files -v` says `S` for such an entry; an assume-unchanged mark the checkout undoes)
-    marked = [line[2:] for line in _must(["ls-files", "-v", "-z"], worktree, "ls-files", out=True).split("\0")
-              if line.startswith("S ")]
-    if marked:
-        _must(["update-index", "--no-skip-worktree", "--", *marked], worktree, "update-index")
+    restore_index(private)
+
+
+# The index as drover left it when the worktree was last made ready (keep_index), in the
+# worktree's private git folder: what the next holder's checkout starts from.
+KEPT_INDEX = "drover-index"
+
+
+def keep_index(private: Path) -> None:
+    """Keep a copy of the index drover's checkout and clean just wrote, for restore_index."""
+    kept, index = private / KEPT_INDEX, private / "index"
+    scratch = kept.with_name(KEPT_INDEX + ".new")
+    shutil.copyfile(index, scratch)
+    os.replace(scratch, kept)
+
+
+def restore_index(private: Path) -> None:
+    """Put back the index keep_index kept (none kept: no index at all), so the next checkout reads
+    nothing the last holder wrote into the index.
+
+    The index is the holder's to write: a tracked file marked skip-worktree or assume-unchanged
+    (which git trusts as it checks out, once the index has 1000 entries), or an entry whose stat
+    data the holder wrote for content other than its blob, makes a forced checkout pass over the
+    file, keeping the holder's text for the next holder's agent, or for a check. The kept index
+    says what drover's checkout wrote, with the stat data it wrote it with: every file the holder
+    changed since has a newer ctime, which no process can set back, so the checkout writes it
+    again (run.PINNED has git compare ctimes, whatever the repository's config says), and git
+    hashes anything whose times leave it in doubt. Without a kept index git writes every tracked
+    file again (a worktree made ready before drover kept one)."""
+    kept, index = private / KEPT_INDEX, private / "index"
+    try:
+        if stat.S_ISREG(os.lstat(kept).st_mode):
+            os.replace(kept, index)
+            return
+        _remove_tree(kept)  # a link or a folder in its place: not drover's
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        raise Unfit(f"{kept}: {exc.strerror}") from None
+    try:
+        _remove_tree(index)
+    except OSError as exc:
+        raise Unfit(f"{index}: {exc.strerror}") from None
 
 
 def clean_worktree(worktree: Path, keep: tuple[str, ...]) -> None:
@@ -95,6 +132,11 @@ def clean_worktree(worktree: Path, keep: tuple[str, ...]) -> None:
         raise Unfit(f"git clean in {worktree} left files: {said.strip().splitlines()[0]}")
 
 
+# A pooled checkout writes every tracked file: with a sparse checkout (which the shared config may
+# turn on) git would mark the files it leaves out skip-worktree, in the index keep_index keeps.
+_WHOLE = ("-c", "core.sparseCheckout=false")
+
+
 def switch_worktree(worktree: Path, root: Path, branch: str, base: str) -> None:
     """A pooled worktree onto `branch` (created from `base` when missing), whatever its tracked files
     and index held: `checkout --force` makes both the target's, as `reset --hard` would (one git
@@ -102,17 +144,17 @@ def switch_worktree(worktree: Path, root: Path, branch: str, base: str) -> None:
     heads = heads_of(root, branch, base)
     if branch in heads:
         # the short name on purpose: checked out as that branch (ensure_worktree says why)
-        _must(["checkout", "--force", "--quiet", branch], worktree, "checkout")
+        _must([*_WHOLE, "checkout", "--force", "--quiet", branch], worktree, "checkout")
     else:
         if base not in heads:
             require_base(root, base)
-        _must(["checkout", "--force", "--quiet", "--no-track", "-b", branch, local_ref(base)],
+        _must([*_WHOLE, "checkout", "--force", "--quiet", "--no-track", "-b", branch, local_ref(base)],
               worktree, "checkout")
 
 
 def detach_worktree(worktree: Path, commit: str) -> None:
     """A pooled worktree onto a detached HEAD at `commit` (a check's), tracked files forced as above."""
-    _must(["checkout", "--force", "--quiet", "--detach", f"{commit}^{{commit}}"], worktree, "checkout")
+    _must([*_WHOLE, "checkout", "--force", "--quiet", "--detach", f"{commit}^{{commit}}"], worktree, "checkout")
 
 
 def _must(args: list[str], cwd: Path, what: str, *, out: bool = False) -> str:

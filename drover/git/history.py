@@ -10,7 +10,7 @@ from typing import NamedTuple
 
 from drover.errors import GitError
 from drover.git.branches import branch_exists, exact_heads, head_of
-from drover.git.run import git, succeeds
+from drover.git.run import git, run, succeeds
 
 
 class Commit(NamedTuple):
@@ -121,14 +121,28 @@ def commits_beyond(root: Path, head: str, base_head: str) -> int:
     return int(git(["rev-list", "--count", "--end-of-options", f"{base_head}..{head}"], root).strip() or 0)
 
 
-def moved_only_under(root: Path, since: str, until: str, folder: str) -> bool:
+def moved_only_under(root: Path, since: str, until: str, folder: str, *, head: str = "") -> bool:
     """Whether the commit `until` descends from `since` and its tree differs from it only under
-    `folder`: what base gained is records in that folder and nothing else."""
+    `folder`: what base gained is records in that folder and nothing else. With `head`, also whether
+    merging `head` into `until` makes what merging it into `since` made, but under `folder`: a
+    commit base gained can change the merge base (a merge of one of `head`'s ancestors, its tree
+    base's own), and the merge then lands another tree than the one checked."""
     if not succeeds(["merge-base", "--is-ancestor", "--end-of-options", since, until], root):
         return False
     out = git(["diff", "--name-only", "-z", "--no-renames", "--no-ext-diff", "--no-textconv", "--end-of-options",
                since, until], root)
     top = folder.strip("/") + "/"
+    if not all(path.startswith(top) for path in out.split("\0") if path):
+        return False
+    if not head:
+        return True
+    trees = []
+    for onto in (since, until):
+        done = run(["merge-tree", "--write-tree", "--no-messages", "--end-of-options", onto, head], root)
+        if done.returncode != 0:  # a conflict, or a git too old to say: the check runs again
+            return False
+        trees.append(done.stdout.split()[0])
+    out = git(["diff-tree", "-r", "--name-only", "-z", "--no-renames", "--end-of-options", *trees], root)
     return all(path.startswith(top) for path in out.split("\0") if path)
 
 
@@ -139,10 +153,16 @@ def count_commits(root: Path, since: str, until: str) -> int | None:
     return int(git(["rev-list", "--count", f"{since}..{until}"], root).strip() or 0)
 
 
-def changed_paths(root: Path, base: str, commit: str, *, base_head: str = "") -> list[str]:
+def merge_bases(root: Path, base_head: str, commit: str) -> list[str]:
+    """Every merge base of the commits `base_head` and `commit` ([] when they share no history).
+    `[commit]` exactly when `commit` is `base_head` or one of its ancestors: nothing of it to merge."""
+    return git(["merge-base", "--all", "--end-of-options", base_head, commit], root, check=False).split()
+
+
+def changed_paths(root: Path, base: str, commit: str, *, base_head: str = "", bases: list[str] | None = None) -> list[str]:
     """Every path `commit` changes since it left the branch `base` (the merge-base diff: what a
     merge would bring), both sides of a rename. `base_head`: base's head, when the caller has just
-    read it."""
+    read it; `bases`: merge_bases(base_head, commit), when the caller has just asked them."""
     base_head = base_head or head_of(root, base)
     if not base_head:
         raise GitError(f"base branch {base!r} does not exist in {root}: check [run] base in drover.toml")
@@ -150,7 +170,8 @@ def changed_paths(root: Path, base: str, commit: str, *, base_head: str = "") ->
     # can make), a path the branch left as one base has it can still differ from the virtual base
     # the merge uses, and the merge brings it (docs/security.md). A path counts when the commit
     # differs from any base.
-    bases = git(["merge-base", "--all", "--end-of-options", base_head, commit], root, check=False).split()
+    if bases is None:
+        bases = merge_bases(root, base_head, commit)
     if not bases:  # no common history: git's own words
         git(["diff", "--name-only", "--end-of-options", f"{base_head}...{commit}"], root)
     changed: dict[str, None] = {}

@@ -5,7 +5,7 @@ from pathlib import Path
 from typing import Callable
 
 from drover.errors import GitError, Refused
-from drover.git.branches import current_branch, heads_of, local_ref, require_base
+from drover.git.branches import current_branch, heads_and_checked_out, heads_of, local_ref, require_base
 from drover.git.run import failure, git, one_line, run, succeeds
 from drover.git.worktrees import dirty_paths
 
@@ -15,7 +15,7 @@ class MergeConflict(Refused):
 
 
 def merge(root: Path, branch: str, base: str, message: str, *, commit: str = "",
-          carried: Callable[[str], bool] = lambda path: False) -> str:
+          carried: Callable[[str], bool] = lambda path: False, switched: Callable[[str], None] = lambda was: None) -> str:
     """Merge `branch` into `base` in the checkout at `root` (--no-ff, never a push); return the merge sha.
 
     What merges is the commit the branch points at, by its id (`commit`, when given: Refused
@@ -24,9 +24,12 @@ def merge(root: Path, branch: str, base: str, message: str, *, commit: str = "",
     edits), which the switch takes along as git does when they do not differ between the two.
     The merge is made apart from the checkout (`git merge-tree`, then the merge commit), and the
     checkout then moves to it as a fast-forward: on a conflict nothing was touched, and Refused
-    names the conflicting files. No git hook runs (run.py).
+    names the conflicting files. No git hook runs (run.py). `switched` hears of a checkout that
+    was on another branch (its name; "" a detached HEAD) and now is on `base`.
     """
-    original = current_branch(root)
+    # the heads, and the branch checked out when it is base (the usual case) or the item's, in one git call
+    heads, checked_out = heads_and_checked_out(root, branch, base)
+    original = checked_out if checked_out is not None else current_branch(root)
     if original != base:
         dirty = [path for path in dirty_paths(root) if not carried(path)]
         if dirty:
@@ -34,7 +37,8 @@ def merge(root: Path, branch: str, base: str, message: str, *, commit: str = "",
             raise Refused(f"{root} is on {original or 'a detached HEAD'} with uncommitted changes ({shown}): "
                           f"switch it to {base} before merging")
     for attempt in range(MERGE_TRIES):
-        heads = heads_of(root, branch, base)
+        if attempt:
+            heads = heads_of(root, branch, base)
         head = heads.get(branch, "")
         if not head:
             raise GitError(f"branch {branch} does not exist")
@@ -44,7 +48,7 @@ def merge(root: Path, branch: str, base: str, message: str, *, commit: str = "",
             require_base(root, base)  # says so in the words every caller uses
         made = _merged_tree(root, heads[base], head)
         if made is None:  # a git older than 2.38
-            return _merge_in_checkout(root, branch, base, message, head, original)
+            return _merge_in_checkout(root, branch, base, message, head, original, switched)
         tree, conflicted = made
         if conflicted:
             raise MergeConflict(f"merging {branch} into {base} conflicts in {', '.join(conflicted)}: "
@@ -52,10 +56,11 @@ def merge(root: Path, branch: str, base: str, message: str, *, commit: str = "",
         merged = git(["commit-tree", "-p", heads[base], "-p", head, "-m", message, tree], root).strip()
         if original != base and attempt == 0:
             # switch takes only a branch: no other ref stands in; it refuses to overwrite a carried edit
-            switched = run(["switch", "--quiet", base], root)
-            if switched.returncode != 0:
+            moved = run(["switch", "--quiet", base], root)
+            if moved.returncode != 0:
                 raise Refused(f"{root} is on {original or 'a detached HEAD'} and git would not switch it to "
-                              f"{base} ({one_line(switched.stderr)}): switch it to {base} before merging")
+                              f"{base} ({one_line(moved.stderr)}): switch it to {base} before merging")
+            switched(original)
         # only forward from the base head the merge was made on; when base moved meanwhile (drover's
         # own item commits land on it), the merge is made again on the new head
         args = ["merge", "--ff-only", "--quiet", "--end-of-options", merged]
@@ -87,7 +92,8 @@ def _merged_tree(root: Path, base_head: str, head: str) -> tuple[str, list[str]]
 USAGE = 129  # git's exit status for options it does not know
 
 
-def _merge_in_checkout(root: Path, branch: str, base: str, message: str, head: str, original: str) -> str:
+def _merge_in_checkout(root: Path, branch: str, base: str, message: str, head: str, original: str,
+                       switched: Callable[[str], None]) -> str:
     """merge for a git older than 2.38: `merge --no-ff` in the checkout; on a conflict the merge is
     aborted and the checkout put back as it was."""
     original_head = git(["rev-parse", "HEAD"], root).strip()
@@ -96,6 +102,8 @@ def _merge_in_checkout(root: Path, branch: str, base: str, message: str, head: s
     args = ["merge", "--no-ff", "--no-edit", "-m", message, "--end-of-options", head]
     done = run(args, root)
     if done.returncode == 0:
+        if original != base:
+            switched(original)
         return git(["rev-parse", "HEAD"], root).strip()
     conflicted = _conflicted(root)
     if merge_in_progress(root):
@@ -137,3 +145,24 @@ def unmerged_files(checkout: Path) -> list[str]:
 def _conflicted(checkout: Path) -> list[str]:
     out = git(["diff", "--name-only", "--diff-filter=U"], checkout, check=False)
     return [line for line in out.splitlines() if line]
+
+
+# The lines git writes around each side of a conflict (`<<<<<<< HEAD`, `>>>>>>> main`); its
+# `=======` between them is left out, as it is also a heading's underline in reStructuredText.
+_MARKER = "^(<{7}|>{7})( |$)"
+
+
+def conflict_markers(checkout: Path, commit: str, paths: list[str]) -> list[str]:
+    """`path:line` of each conflict marker line that `paths` hold in `commit`: a merge committed
+    with its conflicts left in the files."""
+    if not paths:
+        return []
+    done = run(["grep", "-n", "-I", "-z", "-E", _MARKER, commit, "--", *paths], checkout)
+    if done.returncode not in (0, 1):  # 1: no line matched
+        raise failure(["grep"], done)
+    found = []
+    for line in done.stdout.splitlines():
+        # <commit>:<path> NUL <line number> NUL <text>
+        where, number = (line.split("\0") + [""])[:2]
+        found.append(f"{where.removeprefix(commit + ':')}:{number}")
+    return found

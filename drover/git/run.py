@@ -22,10 +22,14 @@ if TYPE_CHECKING:
 # drover's starts automatic maintenance either: a merge's `gc --auto` would run under the drive's
 # merge lock; drover asks for it once, at the end (housekeeping below). And no advice: git's hints
 # (one for the grafts file drover turns off below) would stand in front of the error drover reports.
+# And what git believes of a worktree's files is its own look at them: it compares every stat field
+# (ctime included, which no process can set back) and keeps no index split over other files, so
+# config that an agent sets cannot make a changed file look untouched (cleaning.restore_index).
 PINNED = ("-c", "core.quotePath=false", "-c", "color.ui=false", "-c", "core.hooksPath=/dev/null",
           "-c", "core.fsmonitor=false", "-c", "commit.gpgSign=false", "-c", "log.showSignature=false",
           "-c", "merge.verifySignatures=false", "-c", "maintenance.auto=false",
-          "-c", "advice.graftFileDeprecated=false")
+          "-c", "advice.graftFileDeprecated=false", "-c", "core.trustctime=true", "-c", "core.checkStat=default",
+          "-c", "core.ignoreStat=false", "-c", "core.splitIndex=false")
 
 
 def one_line(text: str) -> str:

@@ -59,13 +59,16 @@ def traced_run(ledger: Ledger, claimed: str = "") -> str:
     check or `[run] setup` runs (the branch's code). Only a process outside every such drover
     acts as the operator.
     `claimed` ($DROVER_RUN) is not believed: that run's agent pid is only waited for (live_agents)."""
-    from drover.agents.procs import (ancestors, drover_attached, is_launching_drover, own_pid, parent_of,
-                                     process_start)
+    from drover.agents.procs import (Untraceable, drover_attached, is_launching_drover, lineage, parent_of,
+                                     pid_namespace, process_start)
 
-    above = ancestors()
+    try:
+        me, above = lineage()
+    except Untraceable as exc:
+        raise Refused(f"{exc}: it cannot act for a run, nor as the operator") from None
     live = ledger.live_agents(awaiting=claimed)  # the claimed run's pid, once drover has written it
     # this process first: an agent that execs drover (`exec drover audit ...`) is the agent process
-    for pid in (own_pid(), *above):
+    for pid in (me, *above):
         for run_id, agent, started in live:
             if agent == pid and (not started or process_start(pid) == started):
                 return run_id
@@ -73,10 +76,14 @@ def traced_run(ledger: Ledger, claimed: str = "") -> str:
     if os.path.isdir("/proc"):
         # a drover that runs an agent now is alive (it holds its run's lock): a process whose /proc does
         # not show it lives in a pid namespace of its own (`unshare -p --mount-proc`), where its
-        # ancestry is hidden from it; it cannot say it is none of that drover's agents
+        # ancestry is hidden from it; it cannot say it is none of that drover's agents. A pid it sees is
+        # that drover only as the same process (its start) in the same pid namespace: in a namespace of
+        # its own an agent can make any pid number exist (by writing ns_last_pid)
         for run_id, _, _ in live:
-            launcher = _launcher(runs_dir / run_id)
-            if launcher and not os.path.exists(f"/proc/{launcher}"):
+            launcher, started, namespace = _launcher(runs_dir / run_id)
+            if launcher and (not os.path.exists(f"/proc/{launcher}")
+                             or (started and process_start(launcher) != started)
+                             or (namespace and pid_namespace() != namespace)):
                 raise Refused(f"this process cannot see the drover at pid {launcher}, which runs agents (it "
                               "lives in a process namespace of its own): it cannot act for a run, nor as the operator")
     # an orphan's parent is whatever adopted it, not a drover: only an attached run names its launcher
@@ -90,16 +97,18 @@ def traced_run(ledger: Ledger, claimed: str = "") -> str:
     return ""
 
 
-def _launcher(run_dir: Path) -> int:
-    """The pid of the drover that holds the run's lock now (procs.attached writes it there), 0 when none does."""
+def _launcher(run_dir: Path) -> tuple[int, str, str]:
+    """(pid, start, pid namespace) of the drover that holds the run's lock now, as procs.attached
+    wrote them there (an older drover wrote the pid alone); (0, "", "") when none holds it."""
     from drover.agents.procs import ATTACHED, drover_attached
 
     if not drover_attached(run_dir, unlocked=False):
-        return 0
+        return 0, "", ""
     try:
-        return int((run_dir / ATTACHED).read_text(encoding="ascii").split()[0])
+        words = (run_dir / ATTACHED).read_text(encoding="ascii").split()
+        return int(words[0]), (words[1:2] or [""])[0], (words[2:3] or [""])[0]
     except (OSError, ValueError, IndexError):
-        return 0
+        return 0, "", ""
 
 
 @contextmanager

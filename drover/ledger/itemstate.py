@@ -57,7 +57,8 @@ class ItemState:
 
 def item_state(project: Project, ledger: Ledger, item_id: str, *, heads: Mapping[str, str] | None = None) -> ItemState:
     """The item's state, from its file (through the cache), its ledger rows and its branch head
-    (from `heads`, branch -> sha, when the caller has just read it)."""
+    (from `heads`, branch -> sha, when the caller has just read it; a branch it does not name is
+    asked of git)."""
     found = entry(project, ledger, item_id)
     runs = ledger.runs(item_id)
     rounds = ledger.rounds(item_id)
@@ -69,7 +70,7 @@ def item_state(project: Project, ledger: Ledger, item_id: str, *, heads: Mapping
     deps = describe_deps(project, ledger, found.deps)
     activity = Activity.of(ledger.activity_for(item_id))
     branch = activity.branch or ""
-    head = "" if not branch else heads.get(branch, "") if heads is not None else git.head_of(project.root, branch)
+    head = "" if not branch else heads[branch] if heads and branch in heads else git.head_of(project.root, branch)
     decided = state_of(ItemFacts(
         unreadable=found.problem if found.unreadable else "", done=bool(row.get("done")),
         parked=(row.get("parked_reason") or "") if row.get("parked") else None,

@@ -59,7 +59,7 @@ def states_of(project: Project, ledger: Ledger, entries: dict[str, Entry]) -> li
         ))
         note = decided.reason
         if not deps_done and decided.state != State.UNREADABLE:
-            note = _deps_note(found.deps, decided, done, match)
+            note = _deps_note(found.deps, decided, done, match, parked)
         listed.append(Listed(found, decided.state, note, deps_done))
     return listed
 
@@ -78,13 +78,15 @@ def ledger_facts(project: Project, ledger: Ledger) -> LedgerFacts:
     return LedgerFacts(done, parked, verdicts, running_notes(ledger.unfinished_runs(), project.runs_dir))
 
 
-def _deps_note(deps: tuple[str, ...], decided: Decided, done: set[str], match: Callable[[str], object]) -> str:
-    """The note of an item whose deps are not all done: the deps that are no id, or (blocked) those it waits on."""
+def _deps_note(deps: tuple[str, ...], decided: Decided, done: set[str], match: Callable[[str], object],
+               parked: dict[str, str]) -> str:
+    """The note of an item whose deps are not all done: the deps that are no id, or (blocked) those
+    it waits on, a parked one marked so (it waits on the operator, not on a drive)."""
     bad = [dep for dep in deps if not match(dep)]
     if bad:
         return "; ".join(f"dep {dep} {itemfile.NOT_AN_ID}" for dep in bad)
     if decided.state == State.BLOCKED:
-        return "waiting on " + ", ".join(dep for dep in deps if dep not in done)
+        return "waiting on " + ", ".join(dep + (" (parked)" if dep in parked else "") for dep in deps if dep not in done)
     return decided.reason
 
 

@@ -221,7 +221,8 @@ def request_changes(project: Project, ledger: Ledger, item_id: str, findings: st
                 extra += 1
                 kept = project.parked_dir / f"{item_id}-{extra}.md"
             what = "drover's check kept failing" if by == CHECKER else "review did not converge"
-            reason = f"{what}: {rounds_of_changes(rounds)}, the cap is {cap}"
+            reason = (f"{what}: {rounds_of_changes(rounds)}, the cap is {cap}; "
+                      f"the findings refused are kept in {project.relpath(kept)}")
 
             def park_it() -> None:
                 ledger.park(item_id, reason)

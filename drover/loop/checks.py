@@ -8,7 +8,7 @@ from typing import Container
 from drover.agents import presets
 from drover import git, prompts as templates
 from drover.items import file as itemfile
-from drover.config import AgentConfig
+from drover.config import AgentConfig, Config
 from drover.errors import Finding
 from drover.ledger.db import Ledger
 from drover.ledger.project import Project
@@ -161,6 +161,10 @@ def check_config(project: Project, refs: dict[str, str]) -> list[Finding]:
     if items.exists() and not items.is_dir():
         findings.append(Finding(f"{project.config.items}: not a folder ([project] items names the folder of "
                                 "item files): move it aside and run `drover init`"))
+    elif not items.exists():  # `drover init` makes it: a name that is not there is a typo, and no item is read
+        findings.append(Finding(f"drover.toml: [project] items: no folder {project.config.items!r}: drover "
+                                "reads no items, so list shows none and drive has nothing to drive (correct the "
+                                "name, or create the folder with `drover init`)"))
     return findings
 
 
@@ -252,6 +256,7 @@ def check_warnings(project: Project) -> list[Finding]:
                 f"[verify] {key} does not contain the default command ({default!r}): "
                 f"items with {key}: yes would silently run less", error=False))
     findings += empty_verify(config.verify)
+    findings += independent_review(config)
     findings += [Finding(f"{rel}: not an item (its name is no id and it has no frontmatter): drover leaves it alone",
                          error=False) for rel in notes_for_people(project)]
     agents_seen: dict[tuple[str, str], tuple[str, AgentConfig]] = {}
@@ -269,6 +274,18 @@ def check_warnings(project: Project) -> list[Finding]:
     if reason:
         findings.append(Finding(f"tracker {config.tracker.backend}: {reason}", error=False))
     return findings
+
+
+def independent_review(config: Config) -> list[Finding]:
+    """A warning when `[review] require_independent` is on and the review agent is the implementing
+    agent by identity: every approval by the review slot is then one by an author, and opens nothing."""
+    reviewer = config.agent_for("review").identity
+    if not config.require_independent or reviewer != config.agent_for("implement").identity:
+        return []
+    return [Finding(f"drover.toml: [review] require_independent is true and the review agent's identity is the "
+                    f"implementing agent's ({reviewer}): an approval by one of the item's authors (Weak) does not "
+                    "open the gate, so no review run approves and drive parks every item (give [agent.review] "
+                    "another `name`, or audit by hand)", error=False)]
 
 
 def check_ledger_rows(project: Project, ledger: Ledger) -> list[Finding]:

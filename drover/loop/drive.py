@@ -6,7 +6,7 @@ import threading
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from drover import git
 from drover.loop import budgets, runs
@@ -16,6 +16,7 @@ from drover.errors import DroverError, Refused, UsageError
 from drover.ledger.db import Ledger
 from drover.ledger.project import Project
 from drover.ledger.connection import now
+from drover.ledger.rows import Run
 from drover.ledger.itemstate import ItemState, item_state, usage_total
 from drover.ledger.listing import is_ready, list_items
 from drover.agents.launch import say_above_status
@@ -70,6 +71,7 @@ class Driver:
         self.budget = budgets.DriveBudget(project.config.budget.drive_tokens)  # [budget] drive_tokens
         self.retries = Retries(project.config, say, self.cancel)  # [retry]: what a failed run leads to
         self.started = now()  # the summary's figures are this drive's runs
+        self.conflicts: dict[str, list[str]] = {}  # per item, the files its last merge of base conflicted in
 
     def drive_item(self, item_id: str) -> Driven:
         with Ledger(self.project.ledger_path) as ledger:
@@ -79,12 +81,12 @@ class Driver:
                 self.event(item_id, f"stopped: {exc}")
                 known = item_state(self.project, ledger, item_id)
                 return Driven(item_id, OVER_BUDGET_RESULT, len(known.rounds), len(known.runs), str(exc),
-                              usage=self._spent(known))
+                              usage=self._spent(known.runs))
             except DroverError as exc:
                 self.event(item_id, f"stopped: {exc}")
                 known = item_state(self.project, ledger, item_id)
                 return Driven(item_id, "parked" if known.parked else "failed", len(known.rounds), len(known.runs),
-                              str(exc), usage=self._spent(known), log="" if known.parked else known.log,
+                              str(exc), usage=self._spent(known.runs), log="" if known.parked else known.log,
                               failures=self.retries.failures(item_id))
 
     def _launch(self, ledger: Ledger, item_id: str, slot: str) -> runs.RunResult:
@@ -134,8 +136,7 @@ class Driver:
         conflicted = False
         # One implement and one review per round, plus the first pass (and a merge of base).
         for _ in range(project.config.max_rounds + 2):
-            halted = self._halted(ledger, item_id, state)
-            if halted is not None:
+            if (halted := self._halted(ledger, item_id, state)) is not None:
                 return halted
             if state in IMPLEMENT_NEXT or conflicted:
                 merging, conflicted = conflicted, False
@@ -147,9 +148,15 @@ class Driver:
                     left = self._merge_left(ledger, item_id)
                     if left:
                         return self._ended(ledger, item_id, "failed", left)
-                state = item_state(project, ledger, item_id).state
-            halted = self._halted(ledger, item_id, state)  # a stop or Ctrl-C meanwhile: no check, review or merge
-            if halted is not None:
+                    marked = self._markers_left(ledger, item_id)
+                    if isinstance(marked, Driven):
+                        return marked
+                    if marked == AGAIN:  # back to the implementer, with where the markers are
+                        state = item_state(project, ledger, item_id).state
+                        continue
+                state = item_state(project, ledger, item_id, heads=result.heads).state
+            # a stop or Ctrl-C meanwhile: no check, review or merge
+            if (halted := self._halted(ledger, item_id, state)) is not None:
                 return halted
             if state != State.APPROVED or self.finish:
                 # drover's own check of the head a review or a finish would see: a failure goes
@@ -161,8 +168,7 @@ class Driver:
                     state = item_state(project, ledger, item_id).state
                     conflicted = checked == CONFLICTED
                     continue
-            halted = self._halted(ledger, item_id, state)
-            if halted is not None:
+            if (halted := self._halted(ledger, item_id, state)) is not None:
                 return halted
             if state != State.APPROVED:
                 result = self._launch(ledger, item_id, "review")
@@ -180,8 +186,7 @@ class Driver:
             if state == State.APPROVED:
                 if not self.finish:
                     return self._ended(ledger, item_id, "approved", "")
-                halted = self._halted(ledger, item_id, state)  # approved, and nothing merges now
-                if halted is not None:
+                if (halted := self._halted(ledger, item_id, state)) is not None:  # approved, and nothing merges now
                     return halted
                 ended = self._finish(ledger, item_id)
                 if ended is not None:
@@ -195,9 +200,10 @@ class Driver:
                 return self._ended(ledger, item_id, "failed", f"the item is {state}")
         return self._ended(ledger, item_id, "failed", "the loop did not settle")
 
-    def _spent(self, known: ItemState) -> dict[str, Any]:
+    def _spent(self, item_runs: Sequence[Run]) -> dict[str, Any]:
         """Tokens, cost and tool calls of the item's runs this drive started (not its whole life)."""
-        return usage_total([run for run in known.runs if run.started >= self.started], known.rates)
+        return usage_total([run for run in item_runs if run.started >= self.started],
+                           self.project.config.budget.rate_card)
 
     def _halted(self, ledger: Ledger, item_id: str, state: State | None = None) -> Driven | None:
         """How the item ends when the drive is ending (Ctrl-C, or a `[retry]` policy's stop): at its
@@ -225,28 +231,36 @@ class Driver:
 
         gate = verify.check_head(self.project, ledger, item_id, echo=self.echo, cancel=self.cancel,
                                  progress=self.say)
-        if gate.check is None or not gate.ran:
+        check = gate.check
+        if check is None or not gate.ran:
             return PASSED if gate.passed else AGAIN
-        self.event(item_id, verify.describe(gate.check))
+        self.event(item_id, verify.describe(check))
         if gate.passed:
             return PASSED
-        if gate.check.outcome == "interrupted":
-            return self._ended(ledger, item_id, "failed", "interrupted")
-        if gate.check.outcome == "conflict":
+        unrunnable = verify.cannot_run(check)  # a command that cannot start: no agent can fix that
+        if check.outcome == "interrupted" or unrunnable:
+            return self._ended(ledger, item_id, "failed", unrunnable or "interrupted", log=check.log_path)
+        if check.outcome == "conflict":
             if not self.project.config.worktree:
-                return self._ended(ledger, item_id, "failed", f"{gate.check.tail}: with [run] worktree = false, "
+                return self._ended(ledger, item_id, "failed", f"{check.tail}: with [run] worktree = false, "
                                    "merge it into the branch by hand, then drive again")
             return CONFLICTED if self._merge_base(ledger, item_id) else AGAIN
+        return self._send_back(ledger, item_id, lambda: verify.send_back(self.project, ledger, item_id, check),
+                               log=check.log_path) or AGAIN
+
+    def _send_back(self, ledger: Ledger, item_id: str, send: Callable[[], Any], log: str = "") -> Driven | None:
+        """A round of changes of drover's (a failed check, markers left in a merge) sent back to the
+        implementer: None, or how the drive ended when the round was past the cap and parked the item."""
         try:
-            sent = verify.send_back(self.project, ledger, item_id, gate.check)
+            sent = send()
         except Refused as exc:
             known = item_state(self.project, ledger, item_id)
             if known.parked:
                 self.event(item_id, str(exc).removeprefix(f"{item_id} "))
-                return self._ended(ledger, item_id, "parked", known.parked_reason, known, log=gate.check.log_path)
+                return self._ended(ledger, item_id, "parked", known.parked_reason, known, log=log)
             raise
         self.say(f"{sent.lines[0]}; back to the implementer")
-        return AGAIN
+        return None
 
     def _finish(self, ledger: Ledger, item_id: str) -> Driven | None:
         """Finish the item; None when it went back to the loop instead: a conflict with base, or
@@ -280,12 +294,26 @@ class Driver:
         implementing agent (its posture is then `conflict`), False when it merged cleanly."""
         base, branch = self.project.config.base, ledger.item_branch(item_id)
         conflicts = git.merge_base_into(self._item_worktree(ledger, item_id, branch), base)
+        self.conflicts[item_id] = conflicts  # to look for markers left in, once the agent concludes it
         if conflicts:
             self.event(item_id, f"merging {base} into {branch} conflicts in {', '.join(conflicts)}: "
                        "back to the implementing agent")
         else:
             self.event(item_id, f"merged {base} into {branch}: checked and reviewed again")
         return bool(conflicts)
+
+    def _markers_left(self, ledger: Ledger, item_id: str) -> Driven | str:
+        """After the agent concluded the merge of base: AGAIN when the files that conflicted hold conflict
+        markers in the branch's head (sent back as a round), how the drive ended if that parked the item, else PASSED."""
+        from drover.loop import verify
+
+        branch, paths = ledger.item_branch(item_id), self.conflicts.pop(item_id, [])
+        lines = git.conflict_markers(self.project.root, git.head_of(self.project.root, branch), paths)
+        if not lines:
+            return PASSED
+        self.event(item_id, f"the merge of base was committed with conflict markers in {', '.join(lines)}")
+        return self._send_back(ledger, item_id, lambda: verify.send_back_markers(
+            self.project, ledger, item_id, branch, lines)) or AGAIN
 
     def _merge_left(self, ledger: Ledger, item_id: str) -> str:
         """What to say when the implementing agent left the merge of base unconcluded; "" when it did not."""
@@ -312,9 +340,13 @@ class Driver:
                log: str = "") -> Driven:
         """How the item's drive ended; `known` is its state when the caller has just asked for it;
         `log` the log that says why, when it is not the newest run's (a failing check's)."""
-        known = known or item_state(self.project, ledger, item_id)
-        return Driven(item_id, result, len(known.rounds), len(known.runs), note,
-                      usage=self._spent(known), log="" if result in APPROVED else log or known.log,
+        if known is not None:
+            item_runs, rounds = known.runs, known.rounds
+        else:  # the summary's row needs the item's runs and rounds, not its state (nor its branch's head)
+            item_runs, rounds = tuple(ledger.runs(item_id)), tuple(ledger.rounds(item_id))
+        newest = (item_runs[-1].log_path or "") if item_runs else ""  # ItemState.log
+        return Driven(item_id, result, len(rounds), len(item_runs), note,
+                      usage=self._spent(item_runs), log="" if result in APPROVED else log or newest,
                       failures=self.retries.failures(item_id))
 
 
@@ -376,8 +408,10 @@ def drive(project: Project, ids: list[str], *, jobs: int = 1, finish: bool = Fal
 
     with Ledger(project.ledger_path) as ledger:
         require_no_errors(project, ledger, "drive")
-    if finish:
-        _require_clean(project)
+    if finish:  # it would spend agent time, then fail every merge: refused before any launch
+        from drover.loop.finish import refuse_dirty
+
+        refuse_dirty(project, "first", "; no agent was launched", command="drive --finish")
     queue = list(dict.fromkeys(ids)) if explicit else ready_ids(project, finish)
     # given ids speak for themselves (a row each); otherwise the orphans are named here and in the summary
     orphaned = [] if explicit else orphans(project)
@@ -462,13 +496,3 @@ class DriveInterrupted(KeyboardInterrupt):
         super().__init__(*cause.args)
         self.results = results
         self.signum = getattr(cause, "signum", signal.SIGINT)
-
-
-def _require_clean(project: Project) -> None:
-    """drive --finish would spend agent time, then fail every merge: refuse before any launch."""
-    from drover.loop.finish import refuse_dirty
-
-    try:
-        refuse_dirty(project, "first", "; no agent was launched")
-    except Refused as exc:
-        raise Refused.listing(f"drive --finish: {exc}", exc.details) from None

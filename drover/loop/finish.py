@@ -56,32 +56,42 @@ def finish(project: Project, ledger: Ledger, item_id: str, *, allow_drover_files
             raise Refused(f"{item_id} has no branch to merge (no implementing run made one)")
         if base not in heads:
             git.require_base(project.root, base)
-        approved = _require_covered(project, ledger, item_id, branch, heads)
-        _require_own_files_kept(project, item_id, branch, approved, allow_drover_files, heads[base])
+        # what the two refusals below ask of history, in one git call: where the branch left base
+        bases = git.merge_bases(project.root, heads[base], heads[branch])
+        approved = _require_covered(project, ledger, item_id, branch, heads, bases)
+        _require_own_files_kept(project, item_id, branch, approved, allow_drover_files, heads[base], bases)
         _require_check(project, ledger, item_id, approved, heads[base])
         refuse_dirty(project, "before finishing")
-        worktree = project.worktrees_dir / item_id
-        if worktree.exists():
-            git.remove_worktree(project.root, worktree)
-        _release_pooled(project, ledger, item_id)
+        _remove_worktrees(project, ledger, item_id)
         # the commit the approval covers, by its id: no ref named like the branch can stand in
+        left: list[str] = []  # the branch the checkout was on, when the merge moved it to base
         sha = git.merge(project.root, branch, project.config.base,
                         f"drover: merge {item_id}: {item.title}", commit=approved,
-                        carried=lambda path: _tolerated(project, path))
+                        carried=lambda path: _tolerated(project, path), switched=left.append)
         with ledger.write():
             ledger.mark_done(item_id)
             ledger.log_event("finish", item_id, actor(project, ledger), branch=branch, merge=sha, merged=approved)
         lines.append(f"{item_id}: merged {branch} into {project.config.base} ({sha[:12]}); done. Nothing was pushed.")
+        for was in left:
+            lines.append(f"{item_id}: the checkout was on {was or 'a detached HEAD'} and is now on "
+                         f"{project.config.base}, where the merge is")
     problems = _apply_dispositions(project, ledger, item_id, judged, lines)
     if not lines and not problems:
         lines.append(f"{item_id} is already done; every disposition is applied: nothing to do")
     return Finished(tuple(lines), tuple(problems))
 
 
-def _release_pooled(project: Project, ledger: Ledger, item_id: str) -> None:
-    """The item's pooled worktree goes back to the pool (pool.py) before its branch merges."""
+def _remove_worktrees(project: Project, ledger: Ledger, item_id: str) -> None:
+    """The item's worktree removed, or its pooled one back to the pool (pool.py), before its branch
+    merges. Removed one at a time with every other worktree add and remove of this drover: git
+    deletes `.git/worktrees` with the last worktree in it, under another job's `worktree add` or
+    `worktree list` (`fatal: Invalid path '.git/worktrees'`, drive --jobs N)."""
     from drover.loop import pool
 
+    worktree = project.worktrees_dir / item_id
+    if worktree.exists():
+        with pool.WORKTREE_LOCK:
+            git.remove_worktree(project.root, worktree)
     pool.release(project, ledger, item_id)
 
 
@@ -92,13 +102,14 @@ def _require_approval(project: Project, ledger: Ledger, item_id: str) -> None:
         raise Refused(f"{item_id}: no review approved it")
 
 
-def _require_covered(project: Project, ledger: Ledger, item_id: str, branch: str, heads: dict[str, str]) -> str:
+def _require_covered(project: Project, ledger: Ledger, item_id: str, branch: str, heads: dict[str, str],
+                     bases: list[str]) -> str:
     """The commit the approval covers; Refused unless the branch has something to merge and is at
     that commit, in the state list and show report as approved (no live or unfinished implementing
-    run after it). `heads`: the branch's and base's heads."""
+    run after it). `heads`: the branch's and base's heads; `bases`: their merge bases."""
     base = project.config.base
     head = heads[branch]
-    if git.commits_beyond(project.root, head, heads[base]) == 0:
+    if bases == [head]:  # the branch's head is base's or one of its ancestors: no commits beyond base
         raise Refused(f"{item_id}: nothing to merge: {branch} has no commits beyond {base}")
     activity = ledger.activity_for(item_id)
     covered = activity.get("approval_head") or ""
@@ -118,14 +129,15 @@ def _require_covered(project: Project, ledger: Ledger, item_id: str, branch: str
 
 
 def _require_own_files_kept(project: Project, item_id: str, branch: str, commit: str, allowed: bool,
-                            base_head: str) -> None:
+                            base_head: str, bases: list[str]) -> None:
     """Refuse a branch that would bring drover's state, or (unless `allowed`) what steers it.
 
     A path counts where the merge would change it: the diff from where the branch left base to
     `commit`. A steering file whose text at `commit` is the text in this checkout already
     (drover's own item edits, committed on the branch with `worktree = false`) brings nothing.
+    `bases`: the merge bases of `base_head` and `commit`.
     """
-    changed = git.changed_paths(project.root, project.config.base, commit, base_head=base_head)
+    changed = git.changed_paths(project.root, project.config.base, commit, base_head=base_head, bases=bases)
     state = state_paths(changed)
     if state:
         raise Refused(f"{item_id}: {branch} changes drover's own state ({shown_paths(state)}): nothing "
@@ -160,9 +172,10 @@ def dirty_blockers(project: Project) -> list[tuple[str, bool]]:
     return [(path, untracked) for path, untracked in git.dirty_entries(project.root) if not _tolerated(project, path)]
 
 
-def refuse_dirty(project: Project, when: str, after: str = "") -> None:
+def refuse_dirty(project: Project, when: str, after: str = "", command: str = "") -> None:
     """Refuse (exit 1) while the checkout has changes a merge would trip on: the changed files
-    named (commit or stash them), the untracked ones summed up by top folder (ignore them)."""
+    named (commit or stash them), the untracked ones summed up by top folder (ignore them);
+    `command` opens the message (`drive --finish: ...`)."""
     dirty = dirty_blockers(project)
     if not dirty:
         return
@@ -185,7 +198,8 @@ def refuse_dirty(project: Project, when: str, after: str = "") -> None:
     if loose:
         fixes.append("add the untracked paths to .gitignore (or commit them)")
     what = " and ".join(word for word, there in (("uncommitted changes", changed), ("untracked files", loose)) if there)
-    raise Refused.listing(f"the checkout at {project.root} has {what}: {' and '.join(fixes)} {when}{after}:", details)
+    said = f"the checkout at {project.root} has {what}: {' and '.join(fixes)} {when}{after}:"
+    raise Refused.listing(f"{command}: {said}" if command else said, details)
 
 
 MAX_NAMED = 10  # paths (or untracked top folders) a dirty-checkout refusal names

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Callable
 from drover import git
 from drover.agents.procs import drover_attached, pid_alive, process_start, run_alive
 from drover.git.cleaning import (IN_PROGRESS, Unfit, clean_worktree, clear_leftovers, common_dir, detach_worktree,
-                                 discard_worktree, private_git_dir, switch_worktree)
+                                 discard_worktree, keep_index, private_git_dir, switch_worktree)
 from drover.errors import GitError
 from drover.ledger.connection import now
 from drover.ledger.journal import failpoint
@@ -142,6 +142,7 @@ def acquire(project: Project, ledger: "Ledger", holder: str, *, branch: str = ""
                 _add(project, path, branch, commit)
             else:
                 _make_ready(project, path, branch, commit)
+            _keep_index(project, path)
         except Unfit as exc:  # this worktree's fault: another may be fit
             problems.append(str(exc))
             _discard(project, ledger, row.path)
@@ -214,6 +215,14 @@ def _make_ready(project: Project, path: Path, branch: str, commit: str) -> None:
     else:
         detach_worktree(path, commit)
     clean_worktree(path, project.config.keep)
+
+
+def _keep_index(project: Project, path: Path) -> None:
+    """The index the checkout just wrote, kept for the next holder's (cleaning.restore_index)."""
+    try:
+        keep_index(private_git_dir(path, _common(project)))
+    except OSError as exc:
+        raise Unfit(f"{path}: the index could not be kept: {exc.strerror}") from None
 
 
 _COMMON: dict[Path, Path] = {}

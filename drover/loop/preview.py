@@ -22,7 +22,8 @@ def header(project: Project, ids: list[str], jobs: int, finish: bool) -> list[st
             lines.append(f"  warning: {warning}")
     ahead = ", ".join(ids) if ids else "nothing is ready"
     lines.append(f"  items: {ahead}")
-    lines.append(f"  jobs: {jobs}; cap: {project.config.max_rounds} rounds; finish: {'yes' if finish else 'no'}")
+    cap = project.config.max_rounds
+    lines.append(f"  jobs: {jobs}; cap: {cap} round{'' if cap == 1 else 's'}; finish: {'yes' if finish else 'no'}")
     ceilings = [f"{name} {value:,}" for name, value in (("run", project.config.budget.run_tokens),
                 ("item", project.config.budget.item_tokens), ("drive", project.config.budget.drive_tokens)) if value]
     if ceilings:

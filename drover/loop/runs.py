@@ -9,7 +9,7 @@ import os
 import secrets
 import shlex
 import threading
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Sequence
@@ -46,6 +46,9 @@ class RunResult:
     log_path: Path
     notes: tuple[str, ...] = ()
     failure: Failure | None = None  # why it did not end well (drover/agents/failures.py), as the ledger has it
+    # an implementing run's branch -> where the run left it, as its end was recorded ({} for a
+    # review): item_state takes it, so the drive does not ask git again a moment later
+    heads: dict[str, str] = field(default_factory=dict)
 
     @property
     def stalled(self) -> bool:
@@ -98,8 +101,12 @@ def prepare(project: Project, ledger: Ledger, item_id: str, slot: str, *,
         if not preview and not any(run.slot == "implement" for run in record.runs):
             raise Refused(f"{item_id} has no implementing run to review: `drover run {item_id}` first")
         _refuse_unfinished_work(record)
-    data = template_data.build(project, ledger, item_id, slot, record=record)
+    heads: dict[str, str] = {}  # a review's branch and base heads, as its prompt's data read them
+    data = template_data.build(project, ledger, item_id, slot, record=record, heads=heads)
     branch = data.Branch
+    if slot == "review" and not preview and not data.Recent.Commits and not data.Recent.Unavailable:
+        raise Refused(f"{item_id}: nothing to review: {branch} has no commits beyond {project.config.base} "
+                      "(the implementing runs committed nothing)")
     if slot != "draft":
         require_valid_branch(item_id, branch)
     rendered = templates.render(slot, data, root=project.root, config=project.config, explicit=explicit_template)
@@ -115,7 +122,7 @@ def prepare(project: Project, ledger: Ledger, item_id: str, slot: str, *,
         workdir = worktree
     argv, via = presets.agent_argv(agent, run_dir / "prompt.md")
     if slot == "review" and not preview and workdir != project.root:
-        _refuse_reviewer_from_the_branch(project, item_id, branch, argv)
+        _refuse_reviewer_from_the_branch(project, item_id, branch, argv, heads)
     env_add = agents.agent_env(item_id=item_id, slot=slot, run_id=run_id, prompt_file=run_dir / "prompt.md",
                                repo=project.root, workdir=workdir, base=project.config.base,
                                branch=branch if slot != "draft" else "", round_number=data.Rounds,
@@ -137,10 +144,15 @@ def _found_branch(project: Project, record: template_data.ItemRecord, branch: st
     (docs/security.md). The run builds on them, and the review sees them like any other."""
     if slot != "implement" or any(run.slot == "implement" for run in record.runs):
         return ()
-    try:
-        found = git.ahead_of(project.root, branch, project.config.base)
-    except GitError:
+    base = project.config.base
+    # both heads in one git call: a first run's branch is usually not there yet, and that is all it asks
+    heads = git.heads_of(project.root, branch, base)
+    if branch not in heads or base not in heads:
         return ()  # no such branch yet (or no base: the launch says so)
+    try:
+        found = git.commits_beyond(project.root, heads[branch], heads[base])
+    except GitError:
+        return ()
     if not found:
         return ()
     return (f"{branch} exists already with {found} commit{'s' if found != 1 else ''} beyond "
@@ -153,19 +165,24 @@ def _found_branch(project: Project, record: template_data.ItemRecord, branch: st
 # branch's. Instruction files (AGENTS.md, CLAUDE.md) are text the reviewer reads, as it reads the
 # diff: a branch may change them and still be reviewed.
 AGENT_CONFIG = (".claude", ".codex", ".gemini", ".aider.conf.yml", ".aider.model.settings.yml", ".opencode",
-                "opencode.json", ".mcp.json")
+                "opencode.json", ".mcp.json",
+                # read at start by aider (from the repository's top and the working folder) and by
+                # gemini's CLI: variables that set the model's endpoint and the commands run (AIDER_TEST_CMD)
+                ".env", ".gemini/.env")
 
 
-def _refuse_reviewer_from_the_branch(project: Project, item_id: str, branch: str, argv: list[str]) -> None:
+def _refuse_reviewer_from_the_branch(project: Project, item_id: str, branch: str, argv: list[str],
+                                     heads: dict[str, str] | None = None) -> None:
     """Refuse a review whose agent would run what the branch under review changed: a word of its
     command that names a file the branch changes (`sh agents/agent.sh`, found from the worktree),
     or the settings and instructions the CLI reads there (AGENT_CONFIG): the implementer would
-    write its own reviewer (docs/security.md)."""
+    write its own reviewer (docs/security.md). `heads`: the branch's and base's heads the
+    review's prompt was built on, when both exist (read here otherwise)."""
     import posixpath
 
     from drover import git as gitmod
 
-    heads = gitmod.heads_of(project.root, branch, project.config.base)
+    heads = heads or gitmod.heads_of(project.root, branch, project.config.base)
     if branch not in heads or project.config.base not in heads:
         return
     changed = gitmod.changed_paths(project.root, project.config.base, heads[branch], base_head=heads[project.config.base])
@@ -310,7 +327,7 @@ def execute(project: Project, ledger: Ledger, launch: Launch, *, echo: bool = Tr
         failure = record_failure(ledger, launch, result.outcome, result.exit_code, result.reason)
     budgets.settle(project, ledger, launch, ceiling, result, budget)
     return RunResult(launch.run_id, result.exit_code, result.outcome, result.elapsed, launch.log_path, result.notes,
-                     failure)
+                     failure, {launch.branch: head} if head is not None else {})
 
 
 def record_failure(ledger: Ledger, launch: Launch, outcome: str, exit_code: int | None, reason: str) -> Failure | None:

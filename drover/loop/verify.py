@@ -57,7 +57,21 @@ def passing_check(project: Project, ledger: Ledger, item_id: str, head: str, bas
     if exact or not passed:
         return exact[-1] if exact else None
     newest = passed[-1]
-    return newest if git.moved_only_under(project.root, newest.base, base, project.config.items) else None
+    return newest if git.moved_only_under(project.root, newest.base, base, project.config.items, head=head) else None
+
+
+# The shell's exit status for a command it could not start: not found, or found and not executable.
+_CANNOT_START = {127: "not found", 126: "not executable"}
+
+
+def cannot_run(check: Check) -> str:
+    """Why the verify command itself could not start, as the shell's exit status says ("" when it
+    ran): no round of changes can fix that, only the operator's configuration."""
+    if check.outcome != "exited" or check.exit_status not in _CANNOT_START:
+        return ""
+    said = (check.tail or "").strip().splitlines()[-1:] or [_CANNOT_START[check.exit_status]]
+    return (f"the verify command could not run (`{check.command}` exited {check.exit_status}: {said[0]}): "
+            "fix it ([verify] in drover.toml, or the item's `verify` key), then drive again")
 
 
 def describe(check: Check) -> str:
@@ -282,6 +296,20 @@ def send_back(project: Project, ledger: Ledger, item_id: str, check: Check) -> "
 
     return request_changes(project, ledger, item_id, findings(project, ledger, item_id, check), by=CHECKER,
                            log=check.log_path)
+
+
+def send_back_markers(project: Project, ledger: Ledger, item_id: str, branch: str, lines: list[str]) -> "Outcome":
+    """A merge of base concluded with conflict markers left in (`path:line` each) as a round of
+    changes, as send_back sends a failed check."""
+    from drover.ledger.writes import request_changes
+
+    words = _words()
+    text = _fill(words["markers"], {"base": project.config.base, "branch": branch,
+                                    "lines": "\n".join("    " + line for line in lines)}).strip("\n") + "\n"
+    still_open = _still_open(project, ledger, item_id)
+    if still_open:
+        text += "\n" + _fill(words["still_open"], {"changes": still_open}).strip("\n") + "\n"
+    return request_changes(project, ledger, item_id, text, by=CHECKER)
 
 
 @dataclass(frozen=True)

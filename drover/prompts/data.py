@@ -71,10 +71,13 @@ class ItemRecord(NamedTuple):
 # that needs only the field schema does not pay for them.
 
 def build(project: Project, ledger: Ledger, item_id: str, slot: str, *, guidance: str | None = None,
-          tracker: Tracker | None = None, record: ItemRecord | None = None) -> TemplateData:
+          tracker: Tracker | None = None, record: ItemRecord | None = None,
+          heads: dict[str, str] | None = None) -> TemplateData:
     """The template data for one item in one slot (implement, review, draft or branch).
 
     `record` is the item's file and rows when the caller has read them (ItemRecord.read).
+    `heads`, when given, gets the branch and base heads (name -> sha) a review's data was built
+    on, when both exist: the launch's refusals judge the same commits without asking git again.
     """
     from drover.vocabulary import GUIDANCE_LEVELS
     from drover.errors import UsageError
@@ -109,7 +112,7 @@ def build(project: Project, ledger: Ledger, item_id: str, slot: str, *, guidance
         values["Posture"] = "conflict" if conflicts and posture != "resume" else posture
         values["Conflicts"] = conflicts
     elif slot == "review":
-        values.update(_review(project, ledger, record, last, values["Branch"], base["Rounds"], tracker))
+        values.update(_review(project, ledger, record, last, values["Branch"], base["Rounds"], tracker, heads))
     elif slot == "draft":
         values.update(_draft(project, ledger, record, tracker))
     return TemplateData(**values)
@@ -288,7 +291,7 @@ def _posture(record: ItemRecord, last_run: Run | None) -> str:
 
 
 def _review(project: Project, ledger: Ledger, record: ItemRecord, last_run: Run | None, branch: str, rounds: int,
-            tracker: Tracker) -> dict[str, Any]:
+            tracker: Tracker, heads: dict[str, str] | None = None) -> dict[str, Any]:
     from drover import git
 
     root, base, item = project.root, project.config.base, record.item
@@ -297,6 +300,8 @@ def _review(project: Project, ledger: Ledger, record: ItemRecord, last_run: Run 
     slots = {run.id: run.slot for run in record.runs}
     notes = [row.note for row in record.audits if row.note and (not row.run or slots.get(row.run) == "review")]
     compared = git.compare(root, branch, base)  # both heads read once for the two questions below
+    if heads is not None and not compared[2]:
+        heads.update({branch: compared[0], base: compared[1]})
     recent = git.recent_commits(root, branch, base, compared=compared)
     modified, scope_unavailable = git.modified_files(root, branch, base, compared=compared)
     closes = _closes(ledger, item, tracker)

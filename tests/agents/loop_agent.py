@@ -4,7 +4,8 @@
 AGENT_MODE steers it: `normal` (request changes once, then approve), `stubborn` (always
 request changes), `fail` (exit 3), `sleep` (start a grandchild and sleep), `silent` (review
 records nothing), `unmerged` (in posture conflict, resolve the files and leave the merge
-unconcluded). AGENT_QUIET=N: the first implementing pass says nothing for N seconds first;
+unconcluded), `markers` (in posture conflict, commit the files as they are, conflict markers and
+all; on its next pass, take the marker lines out), `idle` (implementing, exit 0 having done nothing). AGENT_QUIET=N: the first implementing pass says nothing for N seconds first;
 AGENT_FINDINGS: the findings of a request for changes. AGENT_SLOW_ITEM=ID:N: every implementing pass
 of item ID sleeps N seconds first (another item's finish then comes while this agent runs).
 """
@@ -25,6 +26,8 @@ if marker:
 
 if mode == "fail":
     sys.exit(3)
+if mode == "idle" and slot == "implement":
+    sys.exit(0)
 if mode == "sleep":
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
     Path(os.environ["AGENT_PIDFILE"]).write_text(f"{os.getpid()} {child.pid}")
@@ -52,11 +55,18 @@ if slot == "implement":
         unmerged = subprocess.run(["git", "diff", "--name-only", "--diff-filter=U"], capture_output=True,
                                   text=True, check=True).stdout.split()
         for path in unmerged:
-            subprocess.run(["git", "checkout", "--ours", "--", path], check=True)
+            if mode != "markers":
+                subprocess.run(["git", "checkout", "--ours", "--", path], check=True)
             subprocess.run(["git", "add", "--", path], check=True)
+        if mode == "markers":
+            subprocess.run(["git", "commit", "-q", "--no-edit"], check=True)
+            sys.exit(0)
         if mode == "unmerged":
             sys.exit(0)
     target = Path(f"{item.lower()}.txt")
+    if mode == "markers" and target.exists():
+        target.write_text("".join(line for line in target.read_text().splitlines(keepends=True)
+                                  if not line.startswith(("<<<<<<<", "=======", ">>>>>>>"))))
     passes = int(target.read_text().count("\n")) if target.exists() else 0
     if passes == 0 and os.environ.get("AGENT_QUIET"):
         time.sleep(float(os.environ["AGENT_QUIET"]))
