@@ -74,6 +74,20 @@ def test_heads_and_checked_out_reads_the_heads_and_which_one_is_checked_out_in_o
     assert heads_and_checked_out(repo) == ({}, None)
 
 
+def test_conflict_markers_names_each_marker_line_of_the_paths_named_and_no_other(repo):
+    text = "top\n<<<<<<< HEAD\nours\n=======\ntheirs\n>>>>>>> main\n"
+    (repo / "notes.md").write_text(text)
+    (repo / ":(glob)*").write_text(text)  # a file named like pathspec magic is that file alone
+    (repo / "title.rst").write_text("Title\n=======\n")  # an underline is no marker
+    (repo / "other.md").write_text(text)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "markers")
+    head = git(repo, "rev-parse", "HEAD").strip()
+    assert dgit.conflict_markers(repo, head, ["notes.md", "title.rst"]) == ["notes.md:2", "notes.md:6"]
+    assert dgit.conflict_markers(repo, head, [":(glob)*"]) == [":(glob)*:2", ":(glob)*:6"]
+    assert dgit.conflict_markers(repo, head, ["title.rst"]) == dgit.conflict_markers(repo, head, []) == []
+
+
 def test_merge_bases_are_the_commit_alone_exactly_when_it_has_nothing_beyond_base(repo):
     base_head = git(repo, "rev-parse", "HEAD").strip()
     assert dgit.merge_bases(repo, base_head, base_head) == [base_head]

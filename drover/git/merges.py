@@ -157,7 +157,8 @@ def conflict_markers(checkout: Path, commit: str, paths: list[str]) -> list[str]
     with its conflicts left in the files."""
     if not paths:
         return []
-    done = run(["grep", "-n", "-I", "-z", "-E", _MARKER, commit, "--", *paths], checkout)
+    # each path as named (a conflicted file may be called `:(glob)*`): no pathspec magic
+    done = run(["--literal-pathspecs", "grep", "-n", "-I", "-z", "-E", _MARKER, commit, "--", *paths], checkout)
     if done.returncode not in (0, 1):  # 1: no line matched
         raise failure(["grep"], done)
     found = []
