@@ -379,11 +379,7 @@ def test_a_conflict_drovers_check_meets_goes_to_the_implementer_as_a_merge_not_a
     config = project / "drover.toml"
     config.write_text(config.read_text().replace('default = ""', 'default = "true"', 1))
     git(project, "commit", "-q", "-am", "verify = true")
-    item = new_item(project, "Add a thing")
-    drover(project, "run", item, check=True)  # the branch writes d-1.txt
-    (project / "d-1.txt").write_text("main wrote this first\n")
-    git(project, "add", "d-1.txt")
-    git(project, "commit", "-q", "-m", "main touches the same file")
+    item = item_that_conflicts_with_main(project)
 
     done = drover(project, "drive", "--finish")
     assert done.returncode == 0, done.stdout + done.stderr
@@ -399,12 +395,18 @@ def test_a_conflict_drovers_check_meets_goes_to_the_implementer_as_a_merge_not_a
     assert git(project, "show", "main:d-1.txt").startswith("pass 1\n")
 
 
-def test_an_implementer_that_leaves_the_merge_of_base_unconcluded_ends_the_item_saying_so(project):
+def item_that_conflicts_with_main(project) -> str:
+    """A new item whose branch writes d-1.txt, which main then writes too: its merge conflicts."""
     item = new_item(project, "Add a thing")
     drover(project, "run", item, check=True)  # the branch writes d-1.txt
     (project / "d-1.txt").write_text("main wrote this first\n")
     git(project, "add", "d-1.txt")
     git(project, "commit", "-q", "-m", "main touches the same file")
+    return item
+
+
+def test_an_implementer_that_leaves_the_merge_of_base_unconcluded_ends_the_item_saying_so(project):
+    item = item_that_conflicts_with_main(project)
     done = drover(project, "drive", "--finish", env={"AGENT_MODE": "unmerged"})
     assert done.returncode == 1
     # one merge handed over, one implementing run for it, and the drive ends: it does not start the merge again
@@ -416,11 +418,7 @@ def test_an_implementer_that_leaves_the_merge_of_base_unconcluded_ends_the_item_
 
 
 def test_a_merge_of_base_committed_with_its_conflict_markers_goes_back_as_a_round_and_never_merges(project):
-    item = new_item(project, "Add a thing")
-    drover(project, "run", item, check=True)  # the branch writes d-1.txt
-    (project / "d-1.txt").write_text("main wrote this first\n")
-    git(project, "add", "d-1.txt")
-    git(project, "commit", "-q", "-m", "main touches the same file")
+    item = item_that_conflicts_with_main(project)
     done = drover(project, "drive", "--finish", env={"AGENT_MODE": "markers"})
     assert done.returncode == 0, done.stdout + done.stderr
     assert f"{item}: the merge of base was committed with conflict markers in d-1.txt:1, d-1.txt:6" in done.stdout
