@@ -432,9 +432,9 @@ def test_check_reports_item_problems_and_warns_without_failing(project):
     assert done.returncode == 1
     assert any(line.startswith("items/D-2.md:3: D-2 will not parse") for line in lines)
     assert any(line.startswith("items/D-3.md:2: D-3 has an id that disagrees with its file name") for line in lines)
-    assert any(line.startswith("items/D-1.md: D-1: dep D-9 has no file") for line in lines)
-    assert "items/D-1.md: D-1: dep the-lexer does not resolve to an item id" in lines
-    assert "dependency cycle: D-4 -> D-5 -> D-4" in lines
+    assert any(line.startswith("items/D-1.md:5: D-1: dep D-9 has no file") for line in lines)
+    assert "items/D-1.md:5: D-1: dep the-lexer does not resolve to an item id" in lines
+    assert "items/D-4.md: dependency cycle: D-4 -> D-5 -> D-4" in lines
 
     for name in ("D-1", "D-2", "D-3", "D-4", "D-5"):
         (project / "items" / f"{name}.md").unlink()

@@ -97,9 +97,9 @@ def test_check_reports_dependency_problems_and_cycles(project):
     first.write_text(first.read_text().replace("deps: []", "deps: [D-2, D-9, nonsense]"))
     done = invoke("check")
     assert done.exit_code == 1
-    assert "items/D-1.md: D-1: dep nonsense does not resolve to an item id" in done.output
-    assert "items/D-1.md: D-1: dep D-9 has no file (no items/D-9.md)" in done.output
-    assert any(line.startswith("dependency cycle: D-1 -> D-2 -> D-1") for line in done.output.splitlines())
+    assert "items/D-1.md:5: D-1: dep nonsense does not resolve to an item id" in done.output
+    assert "items/D-1.md:5: D-1: dep D-9 has no file (no items/D-9.md)" in done.output
+    assert any(line.startswith("items/D-1.md: dependency cycle: D-1 -> D-2 -> D-1") for line in done.output.splitlines())
 
 
 def test_check_reports_an_unparseable_item_and_a_narrow_verify_command(project):
@@ -161,3 +161,45 @@ def test_check_warns_when_require_independent_leaves_no_review_agent_of_another_
     assert (problem["severity"], problem["path"]) == ("warning", "drover.toml")
     config.write_text(config.read_text() + '\n[agent.review]\nname = "reviewer"\n')
     assert warned() == []
+
+
+@pytest.mark.parametrize("key", ["depends_on", "dep", "depends", "dependencies", "requires", "after", "blocked_by"])
+def test_check_warns_of_a_misspelt_deps_key_with_its_file_and_line(project, key):
+    (project / "items" / "D-2.md").write_text(f"---\nid: D-2\ntitle: builds on D-1\n{key}: [D-1]\n---\n\n"
+                                              "## Requirements\n\n1. Needs D-1 first.\n")
+    done = invoke("check")
+    assert done.exit_code == 0, done.output  # a warning: the key may be the project's own
+    assert (f"warning: items/D-2.md:4: {key}: did you mean deps? drover reads deps for an item's dependencies; "
+            "this key is the project's own and drover ignores it") in done.output.splitlines()
+    (problem,) = [problem for problem in json.loads(invoke("check", "--json").output)["problems"]
+                  if problem["path"] == "items/D-2.md"]
+    assert (problem["code"], problem["severity"], problem["line"]) == ("misspelt-key", "warning", 4)
+
+
+def test_check_warns_of_an_own_key_misspelt_or_in_another_case_and_not_of_project_keys(project):
+    first = project / "items" / "D-1.md"
+    first.write_text(first.read_text().replace("title: A thing", "Titel: A thing\nmigration: yes\npriority: 2"))
+    config = project / "drover.toml"
+    config.write_text(re.sub(r"^default = (.*)$", "default = \\1\nkinds = \"make kinds\"", config.read_text(),
+                             count=1, flags=re.M))
+    (project / "items" / "D-2.md").write_text("---\nid: D-2\ntitle: two\nkinds: yes\nshelve: no\n---\nbody\n")
+    warned = [line for line in invoke("check").output.splitlines() if "did you mean" in line]
+    assert warned == [
+        "warning: items/D-1.md:3: Titel: did you mean title? drover reads title for an item's title; this key is the "
+        "project's own and drover ignores it",
+        "warning: items/D-2.md:5: shelve: did you mean shelved? drover reads shelved for an item set aside; this key "
+        "is the project's own and drover ignores it",
+    ]  # kinds is a [verify] key: the project's, read by drover
+
+
+def test_check_gives_a_missing_dep_the_deps_line_and_a_cycle_the_file_of_its_first_item(project):
+    first = project / "items" / "D-1.md"
+    first.write_text(first.read_text().replace("deps: []", "deps: [D-99]"))
+    done = invoke("check")
+    assert "items/D-1.md:5: D-1: dep D-99 has no file (no items/D-99.md)" in done.output.splitlines()
+    first.write_text(first.read_text().replace("deps: [D-99]", "deps: [D-1]"))
+    done = invoke("check")
+    assert done.exit_code == 1 and "items/D-1.md: dependency cycle: D-1 -> D-1" in done.output.splitlines()
+    (problem,) = [problem for problem in json.loads(invoke("check", "--json").output)["problems"]
+                  if "dependency cycle" in problem["message"]]
+    assert (problem["code"], problem["path"], problem["line"]) == ("dep-cycle", "items/D-1.md", None)

@@ -294,6 +294,19 @@ def test_list_shows_each_state(project):
     assert "D-1" in text_out and "D-2" not in text_out and "D-3" not in text_out
 
 
+def test_list_says_a_dep_that_names_no_item_is_no_such_item(project):
+    for title in ("waits on a typo", "waits on a deleted item", "deleted"):
+        ok("new", title)
+    (project / "items" / "D-1.md").write_text(item_text(project, "D-1").replace("deps: []", "deps: [D-99, D-2]"))
+    (project / "items" / "D-2.md").write_text(item_text(project, "D-2").replace("deps: []", "deps: [D-3]"))
+    (project / "items" / "D-3.md").unlink()  # new made it, no run: no item, its number still taken
+    rows = listed()
+    assert rows["D-1"]["state"] == "blocked" and rows["D-1"]["note"] == "waiting on D-99 (no such item), D-2"
+    assert rows["D-2"]["note"] == "waiting on D-3 (no such item)"
+    assert "(waiting on D-99 (no such item), D-2)" in ok("list").splitlines()[0]
+
+
+
 def test_show_text(project):
     ok("new", "Show me")
     (project / "items" / "D-1.md").write_text(item_text(project, "D-1").replace("deps: []", "deps: [D-5]"))
@@ -475,6 +488,7 @@ LINES = [
     (["prompt", "D-7", "--slot", "implement"], 2), (["prompt", "D-1", "--slot", "implement", "--slot", "review"], 0),
     (["prompt", "D-1", "--slot"], 2), (["prompt", "D-1", "--slot", "implement", "--json=1"], 2),
     (["audit", "D-1", "--level", "bogus"], 2), (["audit", "D-1"], 2), (["audit", "D-1", "--level", "claimed", "--by"], 2),
+    (["audit", "D-1", "--level", "claimed", "--by", ""], 2), (["audit", "D-1", "--level", "claimed", "--by", " "], 2),
     (["new"], 2), (["new", "--issue", "x"], 2), (["new", "a", "b"], 2),
     (["request-changes", "D-9", "--file", "nowhere.md"], 2), (["request-changes", "D-1", "--file", "nowhere.md"], 2),
     (["list"], 0), (["list", "--json"], 0), (["list", "--ready"], 0), (["list", "--state", "blocked", "--state=ready"], 0),
@@ -801,6 +815,14 @@ def test_audit_by_defaults_to_git_user_name(project):
     assert row["by"] == "Repo Person"
     assert row["note"] == "  verbatim  note "
     assert row["level"] == "claimed"
+
+
+def test_an_empty_audit_by_is_a_usage_error_and_records_nothing(project):
+    ok("new", "x")
+    for empty in ("", "  "):
+        line = fails(drover("audit", "D-1", "--level", "claimed", "--by", empty), 2)
+        assert line == "drover: --by: give a name, or leave --by out to use git's user.name"
+    assert shown("D-1")["audits"] == []
 
 
 def test_audit_by_inside_a_run_is_the_runs_agent(project, monkeypatch):

@@ -83,6 +83,7 @@ def plain_list(project: Project, ledger: Ledger) -> list[Listed]:
     activity = ledger.activity(done=False)
     heads = git.branch_heads(project.root)
     match = itemfile.id_pattern(project.config.prefix).match
+    history = {row[0] for row in ledger.conn.execute("SELECT item FROM runs UNION SELECT item FROM rounds")}
     listed = []
     for item_id, found in entries.items():
         bad = [dep for dep in found.deps if not match(dep)]
@@ -100,8 +101,9 @@ def plain_list(project: Project, ledger: Ledger) -> list[Listed]:
         elif bad:
             note = "; ".join(f"dep {dep} {itemfile.NOT_AN_ID}" for dep in bad)
         elif state == State.BLOCKED:
-            note = "waiting on " + ", ".join(dep + (" (parked)" if flagged.get(dep, {}).get("parked") else "")
-                                             for dep in missing)
+            note = "waiting on " + ", ".join(
+                dep + (" (parked)" if flagged.get(dep, {}).get("parked") else
+                       "" if dep in entries or dep in history else " (no such item)") for dep in missing)
         listed.append(Listed(found, state, note, deps_done))
     return listed
 
@@ -129,6 +131,7 @@ def test_list_items_agrees_with_the_plain_computation(tmp_path):
         deps = {3: "D-1, D-2", 4: "D-99", 5: "not an id, D-1", 6: "D-14", 10: "D-2", 11: "D-4", 12: "D-7"}.get(n, "")
         _item(project, f"D-{n}", deps, "## Changes requested\n\nfix it\n" if n == 7 else "")
     _item(project, "D-14", "D-1")
+    _item(project, "D-16", "D-98")  # a dep that names no item: `(no such item)`
     project.root.joinpath("items", "D-15.md").write_text("---\nid: D-15\ntitle: [\n---\n")
     project.root.joinpath("items", "notes.md").write_text("---\ntitle: loose\n---\n")
     runs = {  # item -> (finished, outcome, exit status, branch)
@@ -208,9 +211,9 @@ def test_check_finds_every_cycle_the_whole_search_finds(tmp_path, graph):
     with Ledger(project.ledger_path) as ledger:
         findings, _ = check_items(project, ledger)
         entries = catalogue(project, ledger)
-    cycles = [f"dependency cycle: {' -> '.join(cycle)}"
+    cycles = [f"items/{cycle[0]}.md: dependency cycle: {' -> '.join(cycle)}"
               for cycle in dependency_cycles({item_id: found.deps for item_id, found in entries.items()})]
-    assert [found.message for found in findings if found.message.startswith("dependency cycle")] == cycles
+    assert [found.message for found in findings if ": dependency cycle: " in found.message] == cycles
 
 
 def plain_disagreements(ledger: Ledger, entries: dict[str, Entry]) -> list[str]:

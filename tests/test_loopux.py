@@ -327,6 +327,20 @@ def test_drive_dry_run_says_a_blocked_item_follows_its_dep(project):
     assert f"  {second}: blocked on {first}: waits until {first} is finished" in plain
 
 
+def test_drive_dry_run_json_prints_the_plan_as_json_on_stdout_and_the_header_on_stderr(project):
+    first = new_item(project, "First")
+    second = new_item(project, "Second", "--dep", first)
+    done = drover(project, "drive", "--dry-run", "--json", "--finish", check=True)
+    assert json.loads(done.stdout) == {
+        "dry_run": True, "executor": "local", "where": "this machine", "finish": True,
+        "items": [{"id": first, "next": "run", "waiting": [], "note": "implement and review would run on this machine"},
+                  {"id": second, "next": "blocked", "waiting": [first],
+                   "note": f"blocked on {first}: follows in this drive once {first} is finished"}]}
+    assert "drover drive" in done.stderr and "dry run; nothing was launched" in done.stderr
+    named = json.loads(drover(project, "drive", second, "--dry-run", "--json", check=True).stdout)
+    assert [(row["id"], row["next"]) for row in named["items"]] == [(second, "run")]
+
+
 def test_the_drive_header_gives_the_cap_in_rounds_and_one_round_in_the_singular(project):
     new_item(project, "First")
     assert "; cap: 3 rounds; " in drover(project, "drive", "--dry-run", check=True).stdout

@@ -406,14 +406,14 @@ def test_check_reports_a_vanished_dep_in_the_prompts_words(project):
     (project / "items" / "D-1.md").unlink()
     result = invoke("check")
     assert result.exit_code == 1
-    assert any(line.startswith("items/D-2.md: D-2: dep D-1 has no file (no items/D-1.md")
+    assert any(line.startswith("items/D-2.md:5: D-2: dep D-1 has no file (no items/D-1.md")
                for line in result.output.splitlines()), result.output
     prompt = invoke("prompt", "D-2", "--slot", "implement").output
     assert "- D-1 (items/D-1.md): has no file" in prompt
     second = project / "items" / "D-2.md"
     second.write_text(second.read_text().replace("deps: [D-1]", "deps: [D-1, D-5]"))
     result = invoke("check")
-    assert "items/D-2.md: D-2: dep D-5 has no file (no items/D-5.md)" in result.output.splitlines()
+    assert "items/D-2.md:5: D-2: dep D-5 has no file (no items/D-5.md)" in result.output.splitlines()
 
 
 @pytest.mark.parametrize("args, message", [
@@ -425,6 +425,18 @@ def test_check_reports_a_vanished_dep_in_the_prompts_words(project):
 def test_override_usage_errors_are_one_line_exit_2(project, args, message):
     result = invoke(*args)
     assert result.exit_code == 2 and message in result.output and len(result.output.splitlines()) == 1
+
+
+@pytest.mark.parametrize("args, near", [
+    (["override", "implment", "scope"], "implement"), (["override", "Review", "checks"], "review"),
+    (["prompt", "D-1", "--slot", "brnch"], "branch"),
+])
+def test_a_misspelt_slot_is_refused_in_one_line_with_the_nearest_slot(project, args, near):
+    result = invoke(*args)
+    assert result.exit_code == 2 and len(result.output.splitlines()) == 1
+    assert "is not one of 'implement', 'review', 'draft'" in result.output
+    assert f". Did you mean '{near}'? (see `cli {args[0]} --help`)" in result.output  # the runner names it cli
+    assert "Did you mean" not in invoke("override", "nothing", "scope").output  # nothing near: click's words alone
 
 
 def test_override_adds_the_prompts_table_when_drover_toml_has_none(project):

@@ -14,7 +14,7 @@ import sys
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterator, Protocol
+from typing import TYPE_CHECKING, Iterator, NamedTuple, Protocol
 
 if TYPE_CHECKING:
     import subprocess
@@ -57,6 +57,31 @@ def pid_namespace(pid: int | str = "self") -> str:
     try:
         return os.readlink(f"/proc/{pid}/ns/pid")
     except OSError:
+        return ""
+
+
+_STATX_MNT_ID = 0x1000
+
+
+def proc_mount() -> str:
+    """The mount id of /proc as this process sees it (statx, a system call: no file says it), "" where
+    unknown. A mount namespace of its own (`unshare -Urm`, no privilege needed) copies every mount
+    under a new id, and a folder or file bound over /proc, or over an entry in it, is a mount of its
+    own: so a process whose /proc is the launching drover's mount lives where drover does, and
+    what it reads there the kernel wrote."""
+    if not sys.platform.startswith("linux"):
+        return ""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        buf = ctypes.create_string_buffer(256)
+        AT_FDCWD, AT_SYMLINK_NOFOLLOW = -100, 0x100
+        if libc.statx(AT_FDCWD, b"/proc", AT_SYMLINK_NOFOLLOW, _STATX_MNT_ID, buf) != 0:
+            return ""
+        mask = int.from_bytes(buf.raw[0:4], "little")
+        return str(int.from_bytes(buf.raw[144:152], "little")) if mask & _STATX_MNT_ID else ""
+    except (OSError, AttributeError):
         return ""
 
 
@@ -187,10 +212,48 @@ def attached(run_dir: Path) -> Iterator[None]:
         os.ftruncate(fd, 0)
         # which drover it was (for people), and for acting.traced_run: when it started and the pid
         # namespace it lives in, so a process that sees another at that pid number is not fooled
-        os.write(fd, f"{os.getpid()} {process_start(os.getpid())} {pid_namespace()}\n".encode())
+        os.write(fd, f"{' '.join(map(str, Launcher.here()))}\n".encode())
         yield
     finally:
         os.close(fd)
+
+
+class Launcher(NamedTuple):
+    """The drover that holds a run's lock, as `attached` records it in the lock file: its pid, its
+    start, its pid namespace and the mount /proc is to it (the last three "" from an older drover)."""
+
+    pid: int
+    start: str = ""
+    pid_namespace: str = ""
+    proc_mount: str = ""
+
+    @classmethod
+    def here(cls) -> "Launcher":
+        pid = os.getpid()
+        return cls(pid, process_start(pid), pid_namespace(), proc_mount())
+
+    def hidden(self) -> bool:
+        """This process does not see that drover as it is. A process whose /proc does not show it
+        lives in a pid namespace of its own (`unshare -p --mount-proc`), where its ancestry is
+        hidden from it. A pid it sees is that drover only as the same process (its start) in the
+        same pid namespace: in a namespace of its own an agent can make any pid number exist (by
+        writing ns_last_pid). And /proc must be the mount drover reads: in a mount namespace of its
+        own an agent can bind a folder it wrote over /proc, or over an entry of it."""
+        return (not os.path.exists(f"/proc/{self.pid}")
+                or bool(self.start) and process_start(self.pid) != self.start
+                or bool(self.pid_namespace) and pid_namespace() != self.pid_namespace
+                or bool(self.proc_mount) and proc_mount() != self.proc_mount)
+
+
+def launcher_of(run_dir: Path) -> Launcher | None:
+    """The drover that holds the run's lock now, as it recorded itself; None when none holds it."""
+    if not drover_attached(run_dir, unlocked=False):
+        return None
+    try:
+        pid, *where = (run_dir / ATTACHED).read_text(encoding="ascii").split()[:4]
+        return Launcher(int(pid), *where)
+    except (OSError, ValueError):
+        return None
 
 
 def drover_attached(run_dir: Path, *, unlocked: bool = True) -> bool:

@@ -2,11 +2,15 @@
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
 import click
 
 from drover.cli.parts import ITEM_ID, Decorated, echo_json, example, json_option, opened
 from drover.vocabulary import EXECUTORS
+
+if TYPE_CHECKING:
+    from drover.ledger.project import Project
 
 
 def _launch_command(item_id: str, slot: str, dry_run: bool, explicit: str | None = None,
@@ -229,6 +233,8 @@ def drive(item_ids: tuple[str, ...], jobs: int, finish_items: bool, executor: st
     except DriveInterrupted as exc:  # the items in flight ended: their summary, report and notify still come
         interrupted, results = exc, exc.results
     if dry_run:
+        if as_json:
+            _echo_plan(project, item_ids, finish_items, executor)
         return
     if as_json:
         from drover.cli.reports import drive_report
@@ -243,3 +249,16 @@ def drive(item_ids: tuple[str, ...], jobs: int, finish_items: bool, executor: st
     if interrupted is not None:
         raise interrupted  # exit 130 or 143, as any command a signal stopped
     sys.exit(exit_status(results))
+
+
+def _echo_plan(project: Project, item_ids: tuple[str, ...], finish: bool, executor: str | None) -> None:
+    """`drive --dry-run --json`: the plan the dry run printed (to stderr), as JSON on stdout."""
+    from drover.cli.reports import plan_report
+    from drover.executors import open_executor
+    from drover.loop.drive import ready_ids
+    from drover.loop.preview import dry_run_plan
+
+    queue = list(dict.fromkeys(item_ids)) if item_ids else ready_ids(project, finish)
+    runner = open_executor(project, executor)
+    steps = dry_run_plan(project, queue, explicit=bool(item_ids), finish=finish, where=runner.where())
+    echo_json(plan_report(steps, runner.name, runner.where(), finish))

@@ -17,6 +17,22 @@ Decorated = TypeVar("Decorated", bound=Callable[..., Any])
 
 COLOR_CHOICES = click.Choice(["auto", "always", "never"])
 
+
+class NearChoice(click.Choice):  # type: ignore[type-arg]
+    """click's Choice whose refusal names the nearest choice, as an unknown command's does
+    (`'implment' is not one of ... Did you mean 'implement'?`): every slot argument and option."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        try:
+            return super().convert(value, param, ctx)
+        except click.BadParameter as exc:
+            from drover.errors import did_you_mean
+
+            near = did_you_mean(str(value), [str(choice) for choice in self.choices], fold_case=True)
+            if not near:
+                raise
+            raise click.BadParameter(f"{exc.message.rstrip('.')}. Did you mean '{near}'?", ctx, param) from None
+
 # Where the item-id parameter keeps the project it opened, for the command's `opened()`.
 PROJECT_KEY = "drover.ledger.project"
 

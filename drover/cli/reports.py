@@ -12,6 +12,7 @@ _LOCATION = re.compile(r"^(?P<path>[^\s:][^:]*?\.(?:md|toml|tmpl|json|txt))(?::(
 # check's problem codes, for findings that do not carry their own: first matching words win
 _CODES = (
     (" shadows ", "ref-shadow"),
+    ("this key is the project's own and drover ignores it", "misspelt-key"),
     ("drover's git reads past it", "git-rewrite"),
     ("moved since the approval", "approval-moved"),
     ("needs requirements", "needs-requirements"),
@@ -124,6 +125,13 @@ def drive_report(results: list[Any]) -> dict[str, Any]:
         "finished": sum(row.result == "finished" for row in results),  # merged: only under --finish
         "total": len(results),
     }
+
+
+def plan_report(steps: list[Any], executor: str, where: str, finish: bool) -> dict[str, Any]:
+    """`drive --dry-run --json`: each item's next step, and nothing done."""
+    return {"dry_run": True, "executor": executor, "where": where, "finish": finish,
+            "items": [{"id": step.id, "next": step.next, "waiting": list(step.waiting), "note": step.said}
+                      for step in steps]}
 
 
 def finish_report(item_id: str, finished: Any) -> dict[str, Any]:

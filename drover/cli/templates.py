@@ -6,13 +6,13 @@ from typing import Any
 
 import click
 
-from drover.cli.parts import COLOR_CHOICES, ITEM_ID, complete_blocks, echo_json, example, json_option, opened
+from drover.cli.parts import COLOR_CHOICES, ITEM_ID, NearChoice, complete_blocks, echo_json, example, json_option, opened
 from drover.vocabulary import GUIDANCE_LEVELS, SLOTS, TEMPLATE_SLOTS
 
 
 @click.command(epilog=example("drover prompt D-3 --slot implement"))
 @click.argument("item_id", metavar="ID", type=ITEM_ID)
-@click.option("--slot", type=click.Choice(TEMPLATE_SLOTS),
+@click.option("--slot", type=NearChoice(TEMPLATE_SLOTS),
               help="Which prompt: implement, review, draft, or the branch name. Default: the slot the item is at "
                    "(review when in review or approved, draft when it needs requirements, else implement).")
 @click.option("--guidance", type=click.Choice(GUIDANCE_LEVELS), help="Override [agent] guidance.")
@@ -138,7 +138,7 @@ def _override(slot: str | None = None, block: str | None = None, **options: Any)
 
 
 @click.command(epilog=example("drover override implement scope"))
-@click.argument("slot", required=False, type=click.Choice(SLOTS))
+@click.argument("slot", required=False, type=NearChoice(SLOTS))
 @click.argument("block", required=False, shell_complete=complete_blocks)
 @click.option("--file", "file", metavar="PATH", help="The override file, when [prompts] names none for the slot yet.")
 @click.option("--addition", is_flag=True, help="Keep the default's lines and add yours after them.")

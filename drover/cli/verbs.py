@@ -69,14 +69,18 @@ def close_changes(item_id: str, note: str) -> None:
 @click.argument("item_id", metavar="ID", type=ITEM_ID)
 @click.option("--level", required=True, type=click.Choice(LEVELS),
               help="claimed < reviewed < verified; reviewed or above also clears outstanding changes.")
-@click.option("--by", default="", help="Who audits (default: the run's agent, else git user.name).")
+@click.option("--by", default=None, help="Who audits (default: the run's agent, else git user.name).")
 @click.option("--note", default="", help="Recorded verbatim.")
-def audit(item_id: str, level: str, by: str, note: str) -> None:
+def audit(item_id: str, level: str, by: str | None, note: str) -> None:
     """Record an audit; at reviewed or above it also clears outstanding changes."""
     from drover.executors.outbox import perform
 
+    if by is not None and not by.strip():  # an empty name would read as no --by: someone else's name
+        from drover.errors import UsageError
+
+        raise UsageError("--by: give a name, or leave --by out to use git's user.name")
     with opened() as (project, ledger):
-        echo_outcome(perform(project, ledger, "audit", item_id=item_id, level=level, by=by, note=note))
+        echo_outcome(perform(project, ledger, "audit", item_id=item_id, level=level, by=by or "", note=note))
 
 
 @click.command(epilog=example("drover dispose D-3 42 --as close"))

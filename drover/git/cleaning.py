@@ -127,7 +127,7 @@ def clean_worktree(worktree: Path, keep: tuple[str, ...]) -> None:
     """Remove every untracked and ignored path outside `keep` (each entry from the worktree's top),
     after the forced checkout that made tracked files and the index the target's. Unfit when git fails."""
     excludes = [arg for entry in keep for arg in ("-e", "/" + entry.strip("/"))]
-    said = _must(["clean", "-ffdxq", *excludes], worktree, "clean")
+    said = _must([*_as_the_disk_is(worktree), "clean", "-ffdxq", *excludes], worktree, "clean")
     if "failed to remove" in said:  # git says so and may still exit 0: the path is still there
         raise Unfit(f"git clean in {worktree} left files: {said.strip().splitlines()[0]}")
 
@@ -137,6 +137,18 @@ def clean_worktree(worktree: Path, keep: tuple[str, ...]) -> None:
 _WHOLE = ("-c", "core.sparseCheckout=false")
 
 
+def _as_the_disk_is(worktree: Path) -> tuple[str, ...]:
+    """Config that says what the worktree's file system does, whatever the shared config claims (an
+    agent can set it there): core.ignoreCase=true on a file system that tells case apart makes the
+    clean pass over an untracked `makefile` beside a tracked `Makefile` (make reads it first), and
+    core.fileMode=false makes the forced checkout keep a mode the holder gave a tracked file."""
+    try:
+        folds = os.path.samefile(worktree / ".git", worktree / ".GIT")
+    except OSError:
+        folds = False
+    return ("-c", f"core.ignoreCase={'true' if folds else 'false'}", "-c", "core.fileMode=true")
+
+
 def switch_worktree(worktree: Path, root: Path, branch: str, base: str) -> None:
     """A pooled worktree onto `branch` (created from `base` when missing), whatever its tracked files
     and index held: `checkout --force` makes both the target's, as `reset --hard` would (one git
@@ -144,17 +156,19 @@ def switch_worktree(worktree: Path, root: Path, branch: str, base: str) -> None:
     heads = heads_of(root, branch, base)
     if branch in heads:
         # the short name on purpose: checked out as that branch (ensure_worktree says why)
-        _must([*_WHOLE, "checkout", "--force", "--quiet", branch], worktree, "checkout")
+        _must([*_WHOLE, *_as_the_disk_is(worktree), "checkout", "--force", "--quiet", branch], worktree, "checkout")
     else:
         if base not in heads:
             require_base(root, base)
-        _must([*_WHOLE, "checkout", "--force", "--quiet", "--no-track", "-b", branch, local_ref(base)],
+        _must([*_WHOLE, *_as_the_disk_is(worktree), "checkout", "--force", "--quiet", "--no-track", "-b", branch,
+               local_ref(base)],
               worktree, "checkout")
 
 
 def detach_worktree(worktree: Path, commit: str) -> None:
     """A pooled worktree onto a detached HEAD at `commit` (a check's), tracked files forced as above."""
-    _must([*_WHOLE, "checkout", "--force", "--quiet", "--detach", f"{commit}^{{commit}}"], worktree, "checkout")
+    _must([*_WHOLE, *_as_the_disk_is(worktree), "checkout", "--force", "--quiet", "--detach", f"{commit}^{{commit}}"],
+          worktree, "checkout")
 
 
 def _must(args: list[str], cwd: Path, what: str, *, out: bool = False) -> str:

@@ -273,6 +273,16 @@ def _key_line(text: str, key: str) -> int | None:
     return key_line(split[0], key) if split else None
 
 
+def key_line_of(path: Path, key: str) -> int | None:
+    """The file line that sets `key` in the frontmatter of the file at `path`, read again (for a
+    finding's line: the catalogue keeps what a file says, not where); None when it cannot tell."""
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    return _key_line(text, key)
+
+
 def item_from_meta(text: str, path: Path, prefix: str, meta: dict[str, Any]) -> Item:
     """The item of `text` whose frontmatter is `meta`, known already (the metadata cache's exact
     copy of what YAML gave for this very file): parse_item without the YAML parser, the same checks."""

@@ -10,6 +10,24 @@ import re
 from typing import Any
 
 TRUE_WORDS = ("yes", "true", "on", "y")
+
+# drover's own frontmatter keys, each with what drover reads it for (docs/items.md's table); any
+# other key is the project's own
+OWN_KEYS = {
+    "id": "an item's id",
+    "title": "an item's title",
+    "kind": "an item's kind",
+    "deps": "an item's dependencies",
+    "origin": "the issue an item came from",
+    "closes": "the issues an item closes",
+    "shelved": "an item set aside",
+}
+# What other tools and people call an item's dependencies: each one reads as a project key, and
+# the item as one that waits on nothing
+DEPS_SPELLINGS = frozenset({
+    "dep", "depend", "depends", "depends_on", "depends-on", "dependson", "dependency", "dependencies",
+    "deps_on", "requires", "required", "after", "blocked_by", "blocked-by", "blockedby", "blockers",
+})
 YES_NO = (*TRUE_WORDS, "no", "false", "off", "n")
 
 # `---` alone on the first line (after a byte-order mark) and on a later one, CRLF or LF
@@ -91,3 +109,18 @@ def key_line(source: str, key: str) -> int | None:
         if line.startswith(f"{key}:"):
             return number
     return None
+
+
+def meant_key(key: str) -> str:
+    """The own key (OWN_KEYS) that the project key `key` looks like a misspelling of; "" when none:
+    a common spelling of deps, the own key in another case, or one difflib finds close (`titel`).
+    `id` is matched only by case: at two letters, difflib finds it in any short key (`uid`, `ids`)."""
+    folded = key.lower()
+    if folded in OWN_KEYS:
+        return folded if folded != key else ""
+    if folded in DEPS_SPELLINGS:
+        return "deps"
+    import difflib
+
+    close = difflib.get_close_matches(folded, [own for own in OWN_KEYS if len(own) > 2], n=1, cutoff=0.8)
+    return close[0] if close else ""

@@ -16,7 +16,6 @@ from drover.ledger.db import Ledger
 from drover.ledger.project import Project
 
 if TYPE_CHECKING:
-    from pathlib import Path
 
     from drover.ledger.rows import Run
 
@@ -59,8 +58,8 @@ def traced_run(ledger: Ledger, claimed: str = "") -> str:
     check or `[run] setup` runs (the branch's code). Only a process outside every such drover
     acts as the operator.
     `claimed` ($DROVER_RUN) is not believed: that run's agent pid is only waited for (live_agents)."""
-    from drover.agents.procs import (Untraceable, drover_attached, is_launching_drover, lineage, parent_of,
-                                     pid_namespace, process_start)
+    from drover.agents.procs import (Untraceable, drover_attached, is_launching_drover, launcher_of, lineage,
+                                     parent_of, process_start)
 
     try:
         me, above = lineage()
@@ -74,18 +73,14 @@ def traced_run(ledger: Ledger, claimed: str = "") -> str:
                 return run_id
     runs_dir = ledger.path.parent / "runs"
     if os.path.isdir("/proc"):
-        # a drover that runs an agent now is alive (it holds its run's lock): a process whose /proc does
-        # not show it lives in a pid namespace of its own (`unshare -p --mount-proc`), where its
-        # ancestry is hidden from it; it cannot say it is none of that drover's agents. A pid it sees is
-        # that drover only as the same process (its start) in the same pid namespace: in a namespace of
-        # its own an agent can make any pid number exist (by writing ns_last_pid)
+        # a drover that runs an agent now is alive (it holds its run's lock): a process that does not
+        # see it as it is (procs.Launcher.hidden) cannot say it is none of that drover's agents
         for run_id, _, _ in live:
-            launcher, started, namespace = _launcher(runs_dir / run_id)
-            if launcher and (not os.path.exists(f"/proc/{launcher}")
-                             or (started and process_start(launcher) != started)
-                             or (namespace and pid_namespace() != namespace)):
-                raise Refused(f"this process cannot see the drover at pid {launcher}, which runs agents (it "
-                              "lives in a process namespace of its own): it cannot act for a run, nor as the operator")
+            launcher = launcher_of(runs_dir / run_id)
+            if launcher is not None and launcher.hidden():
+                raise Refused(f"this process cannot see the drover at pid {launcher.pid}, which runs agents (it "
+                              "lives in a process or mount namespace of its own): it cannot act for a run, nor as "
+                              "the operator")
     # an orphan's parent is whatever adopted it, not a drover: only an attached run names its launcher
     launchers = {parent_of(agent) for run_id, agent, _ in live if drover_attached(runs_dir / run_id)} - {0, 1}
     # only what this process descends from: drive itself, a launcher, records a finish while others run
@@ -95,20 +90,6 @@ def traced_run(ledger: Ledger, claimed: str = "") -> str:
         raise Refused(f"this process descends from the drover at pid {under[0]}, {doing}, but from none of its "
                       "agents' processes: it cannot act for a run, nor as the operator")
     return ""
-
-
-def _launcher(run_dir: Path) -> tuple[int, str, str]:
-    """(pid, start, pid namespace) of the drover that holds the run's lock now, as procs.attached
-    wrote them there (an older drover wrote the pid alone); (0, "", "") when none holds it."""
-    from drover.agents.procs import ATTACHED, drover_attached
-
-    if not drover_attached(run_dir, unlocked=False):
-        return 0, "", ""
-    try:
-        words = (run_dir / ATTACHED).read_text(encoding="ascii").split()
-        return int(words[0]), (words[1:2] or [""])[0], (words[2:3] or [""])[0]
-    except (OSError, ValueError, IndexError):
-        return 0, "", ""
 
 
 @contextmanager

@@ -84,6 +84,18 @@ class FileCache(ItemTable):
                 f"SELECT path, digest, front FROM item_files WHERE path IN ({marks})", part))
         return found
 
+    def cached_keys(self) -> set[str]:
+        """Every frontmatter key some cache row holds (SQLite reads the JSON: no row comes to Python)."""
+        return {row[0] for row in self.conn.execute(
+            "SELECT DISTINCT j.key FROM item_files f, json_each(f.meta) j WHERE json_valid(f.meta)")}
+
+    def cached_ids_with_keys(self, keys: list[str]) -> list[tuple[str, str]]:
+        """(the id, the key) of each cache row holding one of `keys` in its frontmatter."""
+        marks = ", ".join("?" for _ in keys)
+        return [(str(row[0]), row[1]) for row in self.conn.execute(
+            "SELECT f.id, j.key FROM item_files f, json_each(f.meta) j "
+            f"WHERE json_valid(f.meta) AND j.key IN ({marks})", keys)]
+
     def cached_metas(self, containing: str) -> list[str]:
         """The frontmatter (as JSON) of each cache row whose JSON text holds `containing`."""
         return [row["meta"] for row in

@@ -6,7 +6,7 @@ branch's head) and state.state_of decides each item's state from them, as it doe
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Container
 from typing import NamedTuple
 
 from drover import git
@@ -42,7 +42,9 @@ def list_items(project: Project, ledger: Ledger) -> list[Listed]:
 
 
 def states_of(project: Project, ledger: Ledger, entries: dict[str, Entry]) -> list[Listed]:
-    """The state of each item of `entries` (catalogue entries by id), from the ledger read in bulk."""
+    """The state of each item of `entries` (catalogue entries by id), from the ledger read in bulk;
+    a dep waited on that is none of `entries` is noted `(no such item)` (list's are with_missing's:
+    every file, and every item the ledger has history of)."""
     facts = ledger_facts(project, ledger)
     match = itemfile.id_pattern(project.config.prefix).match
     done, parked, verdicts, running = facts.done, facts.parked, facts.verdicts, facts.running
@@ -59,7 +61,7 @@ def states_of(project: Project, ledger: Ledger, entries: dict[str, Entry]) -> li
         ))
         note = decided.reason
         if not deps_done and decided.state != State.UNREADABLE:
-            note = _deps_note(found.deps, decided, done, match, parked)
+            note = _deps_note(found.deps, decided, done, match, parked, entries)
         listed.append(Listed(found, decided.state, note, deps_done))
     return listed
 
@@ -79,14 +81,16 @@ def ledger_facts(project: Project, ledger: Ledger) -> LedgerFacts:
 
 
 def _deps_note(deps: tuple[str, ...], decided: Decided, done: set[str], match: Callable[[str], object],
-               parked: dict[str, str]) -> str:
+               parked: dict[str, str], known: Container[str]) -> str:
     """The note of an item whose deps are not all done: the deps that are no id, or (blocked) those
-    it waits on, a parked one marked so (it waits on the operator, not on a drive)."""
+    it waits on, a parked one marked so (it waits on the operator, not on a drive) and one that
+    names no item `known` (no file, no history: a typo or a deleted item) so (nothing will do it)."""
     bad = [dep for dep in deps if not match(dep)]
     if bad:
         return "; ".join(f"dep {dep} {itemfile.NOT_AN_ID}" for dep in bad)
     if decided.state == State.BLOCKED:
-        return "waiting on " + ", ".join(dep + (" (parked)" if dep in parked else "") for dep in deps if dep not in done)
+        return "waiting on " + ", ".join(dep + (" (parked)" if dep in parked else "" if dep in known else " (no such item)")
+                                         for dep in deps if dep not in done)
     return decided.reason
 
 

@@ -65,24 +65,24 @@ def _check_items(project: Project, ledger: Ledger) -> tuple[list[Finding], Conta
             if dep in seen:
                 if entries[dep].unreadable:
                     state = entries[dep].unreadable
-                    findings.append(Finding(f"{found.rel}: {item_id}: dep {dep} {state}", error=state != itemfile.SHELVED))
+                    findings.append(Finding(f"{_deps_at(project, item_id, found.rel)}: {item_id}: dep {dep} {state}", error=state != itemfile.SHELVED))
                 continue  # an id with a file: the checks below would find nothing else
             # The words are the ones the prompt's Unreadable carries for the same dep (items.py).
             if not match(dep):
-                findings.append(Finding(f"{found.rel}: {item_id}: dep {dep} {itemfile.NOT_AN_ID}"))
+                findings.append(Finding(f"{_deps_at(project, item_id, found.rel)}: {item_id}: dep {dep} {itemfile.NOT_AN_ID}"))
                 forward = forward or dep in entries  # the cycle search follows any dep with a file
             elif dep not in entries:
                 # A dep the ledger knows (done, then its file deleted) reads as absent to an agent too.
                 if known is None:
                     known = set(entries) | set(ledger.item_rows())
                 where = "; the ledger knows it" if dep in known else ""
-                findings.append(Finding(f"{found.rel}: {item_id}: dep {dep} {itemfile.MISSING}"
+                findings.append(Finding(f"{_deps_at(project, item_id, found.rel)}: {item_id}: dep {dep} {itemfile.MISSING}"
                                         f" (no {project.config.items}/{dep}.md{where})"))
             else:
                 forward = True
                 if entries[dep].unreadable:
                     state = entries[dep].unreadable
-                    findings.append(Finding(f"{found.rel}: {item_id}: dep {dep} {state}", error=state != itemfile.SHELVED))
+                    findings.append(Finding(f"{_deps_at(project, item_id, found.rel)}: {item_id}: dep {dep} {state}", error=state != itemfile.SHELVED))
         if match(item_id):
             seen.add(item_id)
     findings.extend(_without_file(project, ledger, entries))
@@ -93,8 +93,47 @@ def _check_items(project: Project, ledger: Ledger) -> tuple[list[Finding], Conta
     # Every dep earlier in one order (numbered items on lower numbers, the common case): no cycle.
     if forward:
         for cycle in dependency_cycles({item_id: found.deps for item_id, found in entries.items()}):
-            findings.append(Finding(f"dependency cycle: {' -> '.join(cycle)}"))
+            findings.append(Finding(f"{entries[cycle[0]].rel}: dependency cycle: {' -> '.join(cycle)}"))
     return findings, UsedKeys(ledger)
+
+
+def _deps_at(project: Project, item_id: str, rel: str) -> str:
+    """`items/D-1.md:4`, the file and line of an item's `deps:` key: the file is read again, for
+    a finding only (the catalogue keeps an item's deps, not their line)."""
+    line = itemfile.key_line_of(project.item_path(item_id), "deps")
+    return f"{rel}:{line}" if line else rel
+
+
+def misspelt_keys(project: Project, ledger: Ledger) -> list[Finding]:
+    """A warning for each frontmatter key that looks like a misspelling of one of drover's own
+    (`depends_on:` for deps): drover ignores it as the project's own, so the item silently waits
+    on nothing, or has no title. A key [verify] names is the project's, read by drover: never one.
+
+    The keys come from the metadata cache (the catalogue's rows, just refreshed), read by SQLite;
+    the rows holding a key meant otherwise are asked for only then, and the item files read only
+    for the line of such a key.
+    """
+    from drover.items.frontmatter_rules import OWN_KEYS, meant_key
+
+    keys = ledger.cached_keys()
+    meant = {key: own for key in keys.difference(OWN_KEYS, project.config.verify) if (own := meant_key(key))}
+    if not meant:
+        return []
+    from drover.ledger.catalogue import sorted_names
+
+    found: dict[str, list[str]] = {}
+    for item_id, key in ledger.cached_ids_with_keys(sorted(meant)):
+        found.setdefault(item_id, []).append(key)
+    findings = []
+    for name in sorted_names([item_id + ".md" for item_id in found], project.config.prefix):
+        item_id = name[:-3]
+        lines = {key: itemfile.key_line_of(project.item_path(item_id), key) for key in found[item_id]}
+        for key, line in sorted(lines.items(), key=lambda pair: pair[1] or 0):
+            own = meant[key]
+            findings.append(Finding(
+                f"{project.item_rel(name)}{f':{line}' if line else ''}: {key}: did you mean {own}? drover reads "
+                f"{own} for {OWN_KEYS[own]}; this key is the project's own and drover ignores it", error=False))
+    return findings
 
 
 def _without_file(project: Project, ledger: Ledger, entries: dict[str, Entry]) -> list[Finding]:
@@ -312,7 +351,8 @@ def run_check(project: Project, ledger: Ledger, *, warnings: bool = True) -> lis
     template_findings = templates.check_templates(project.root, project.config, used_keys=keys)
     refs = git.all_refs(project.root)  # the one git call: config and refs read it
     return (item_findings + check_config(project, refs) + check_refs(project, ledger, refs) + template_findings
-            + check_ledger_rows(project, ledger) + (check_warnings(project) if warnings else []))
+            + check_ledger_rows(project, ledger)
+            + (misspelt_keys(project, ledger) + check_warnings(project) if warnings else []))
 
 
 def require_no_errors(project: Project, ledger: Ledger, command: str) -> None:

@@ -2,6 +2,8 @@
 pool too small for its checks, the retry policies) and, with --dry-run, each item's next step."""
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from drover import prompts as templates
 from drover.ledger.db import Ledger
 from drover.ledger.itemstate import ItemState, item_state
@@ -51,23 +53,40 @@ def needs_requirements_note(known: ItemState) -> str:
             f"or run `drover draft {known.id}`")
 
 
+class Step(NamedTuple):
+    """One item's next step in a dry run: `next` is run (implement and review), finish, skip
+    (needs requirements) or blocked (it follows `waiting`, deps this drive takes); `said` the words."""
+
+    id: str
+    next: str
+    said: str
+    waiting: tuple[str, ...] = ()
+
+
 def dry_run_lines(project: Project, queue: list[str], *, explicit: bool, finish: bool, where: str) -> list[str]:
-    """What --dry-run says of the work ahead: each item's next step, and the blocked items that
-    follow a dep this drive takes (with --finish, once the dep is finished)."""
+    """What --dry-run says of the work ahead, a line for each step of dry_run_plan."""
+    return [f"  {step.id}: {step.said}" for step in dry_run_plan(project, queue, explicit=explicit, finish=finish,
+                                                                 where=where)]
+
+
+def dry_run_plan(project: Project, queue: list[str], *, explicit: bool, finish: bool, where: str) -> list[Step]:
+    """The work ahead of a drive: each item's next step, and the blocked items that follow a dep
+    this drive takes (with --finish, once the dep is finished)."""
     with Ledger(project.ledger_path) as ledger:
         rows = {row.entry.id: row for row in list_items(project, ledger)}
-    lines = []
+    steps = []
     for item_id in queue:
         row = rows.get(item_id)
         if row is not None and row.state == State.NEEDS_REQUIREMENTS:
             with Ledger(project.ledger_path) as ledger:
-                lines.append(f"  {item_id}: would be skipped: {needs_requirements_note(item_state(project, ledger, item_id))}")
+                steps.append(Step(item_id, "skip", f"would be skipped: "
+                                  f"{needs_requirements_note(item_state(project, ledger, item_id))}"))
         elif row is not None and row.state == State.APPROVED:
-            lines.append(f"  {item_id}: finish would merge it")
+            steps.append(Step(item_id, "finish", "finish would merge it"))
         else:
-            lines.append(f"  {item_id}: implement and review would run on {where}")
+            steps.append(Step(item_id, "run", f"implement and review would run on {where}"))
     if explicit:
-        return lines
+        return steps
     # blocked items whose deps not done are all taken by this drive, or follow one that is
     taken = set(queue)
     following: list[tuple[str, list[str]]] = []
@@ -86,8 +105,8 @@ def dry_run_lines(project: Project, queue: list[str], *, explicit: bool, finish:
         deps = ", ".join(waiting)
         are = "is" if len(waiting) == 1 else "are"
         if finish:
-            lines.append(f"  {item_id}: blocked on {deps}: follows in this drive once {deps} {are} finished")
+            said = f"blocked on {deps}: follows in this drive once {deps} {are} finished"
         else:
-            lines.append(f"  {item_id}: blocked on {deps}: waits until {deps} {are} finished "
-                         "(drive --finish would take it next, in the same drive)")
-    return lines
+            said = f"blocked on {deps}: waits until {deps} {are} finished (drive --finish would take it next, in the same drive)"
+        steps.append(Step(item_id, "blocked", said, tuple(waiting)))
+    return steps

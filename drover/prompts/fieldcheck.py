@@ -14,11 +14,12 @@ from jinja2 import exceptions as jinja_errors
 from jinja2 import meta, nodes
 
 from drover.errors import TemplateError
+from drover.items.frontmatter_rules import OWN_KEYS
 from drover.prompts.fields import FIELD_NAMES, TemplateData
 from drover.prompts.env import FUNCTIONS, environment, nearest, parse, syntax_error
 
 # Keys every item may carry (SPEC 4): a template asking Is("shelved") is never asking about nothing.
-STANDARD_KEYS = frozenset({"id", "title", "kind", "deps", "origin", "closes", "shelved"})
+STANDARD_KEYS = frozenset(OWN_KEYS)
 
 # What an unknown name may have meant: every field, and the functions the docs feature.
 KNOWN_NAMES = (*FIELD_NAMES, *FUNCTIONS)
