@@ -255,10 +255,9 @@ def _echo_plan(project: Project, item_ids: tuple[str, ...], finish: bool, execut
     """`drive --dry-run --json`: the plan the dry run printed (to stderr), as JSON on stdout."""
     from drover.cli.reports import plan_report
     from drover.executors import open_executor
-    from drover.loop.drive import ready_ids
-    from drover.loop.preview import dry_run_plan
+    from drover.loop.preview import dry_run_plan, queue_of
 
-    queue = list(dict.fromkeys(item_ids)) if item_ids else ready_ids(project, finish)
+    queue = queue_of(project, item_ids, finish)
     runner = open_executor(project, executor)
     steps = dry_run_plan(project, queue, explicit=bool(item_ids), finish=finish, where=runner.where())
     echo_json(plan_report(steps, runner.name, runner.where(), finish))

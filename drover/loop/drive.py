@@ -10,7 +10,7 @@ from typing import Any, Callable, Sequence
 
 from drover import git
 from drover.loop import budgets, runs
-from drover.loop.preview import dry_run_lines, header, needs_requirements_note
+from drover.loop.preview import dry_run_lines, header, needs_requirements_note, queue_of, ready_ids
 from drover.loop.retry import Retries
 from drover.errors import DroverError, Refused, UsageError
 from drover.ledger.db import Ledger
@@ -18,7 +18,6 @@ from drover.ledger.project import Project
 from drover.ledger.connection import now
 from drover.ledger.rows import Run
 from drover.ledger.itemstate import ItemState, item_state, usage_total
-from drover.ledger.listing import is_ready, list_items
 from drover.agents.launch import say_above_status
 from drover.agents.procs import run_alive
 from drover.ledger.state import IMPLEMENT_NEXT, NOT_DRIVEN, ORPHANED, State, orphan_note
@@ -382,13 +381,6 @@ def exit_status(results: list[Driven]) -> int:
     return 0 if all(row.ok for row in driven) else 1
 
 
-def ready_ids(project: Project, finish: bool = False) -> list[str]:
-    """Items drive takes: the ready ones, and with --finish the approved ones an earlier drive left."""
-    with Ledger(project.ledger_path) as ledger:
-        return [row.entry.id for row in list_items(project, ledger)
-                if is_ready(row) or (finish and row.state == State.APPROVED)]
-
-
 def drive(project: Project, ids: list[str], *, jobs: int = 1, finish: bool = False,
           say: Callable[[str], None] = print, echo: bool = False, executor: str | None = None,
           dry_run: bool = False, left: list[str] | None = None) -> list[Driven]:
@@ -412,7 +404,7 @@ def drive(project: Project, ids: list[str], *, jobs: int = 1, finish: bool = Fal
         from drover.loop.finish import refuse_dirty
 
         refuse_dirty(project, "first", "; no agent was launched", command="drive --finish")
-    queue = list(dict.fromkeys(ids)) if explicit else ready_ids(project, finish)
+    queue = queue_of(project, ids, finish)
     # given ids speak for themselves (a row each); otherwise the orphans are named here and in the summary
     orphaned = [] if explicit else orphans(project)
     runner = open_executor(project, executor)

@@ -7,11 +7,23 @@ from typing import NamedTuple
 from drover import prompts as templates
 from drover.ledger.db import Ledger
 from drover.ledger.itemstate import ItemState, item_state
-from drover.ledger.listing import list_items
+from drover.ledger.listing import is_ready, list_items
 from drover.ledger.project import Project
 from drover.ledger.state import State
 from drover.loop.retry import header_lines as retry_header
 from drover.vocabulary import SLOTS
+
+
+def ready_ids(project: Project, finish: bool = False) -> list[str]:
+    """Items drive takes: the ready ones, and with --finish the approved ones an earlier drive left."""
+    with Ledger(project.ledger_path) as ledger:
+        return [row.entry.id for row in list_items(project, ledger)
+                if is_ready(row) or (finish and row.state == State.APPROVED)]
+
+
+def queue_of(project: Project, ids: list[str] | tuple[str, ...], finish: bool) -> list[str]:
+    """The items a drive takes, in order: the ids given (each once), or the ready ones."""
+    return list(dict.fromkeys(ids)) if ids else ready_ids(project, finish)
 
 
 def header(project: Project, ids: list[str], jobs: int, finish: bool) -> list[str]:
