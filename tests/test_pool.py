@@ -3,6 +3,7 @@ processes, a scripted agent (tests/agents/pool_agent.py) that litters its worktr
 from __future__ import annotations
 
 import json
+import os
 import re
 import sqlite3
 from pathlib import Path
@@ -15,6 +16,7 @@ from helpers import AGENT, TESTS, configure, drover, git, ledger_rows, new_item
 POOL_AGENT = TESTS / "agents" / "pool_agent.py"
 HOSTILE_AGENT = TESTS / "agents" / "hostile_agent.py"
 INDEX_AGENT = TESTS / "agents" / "index_agent.py"
+CONFIG_AGENT = TESTS / "agents" / "config_agent.py"
 
 
 def set_run(root: Path, **values: str) -> None:
@@ -428,6 +430,62 @@ def test_a_tracked_file_a_holder_hid_from_git_in_the_index_does_not_reach_the_ne
     (entry,) = [entry for entry in seen(tmp_path) if entry["item"] == second and entry["slot"] == "implement"]
     assert entry["worktree"] == str(worktree)  # the same worktree, reused
     assert entry["readme"] == "base\n"
+
+
+def check_after_a_config_plant(pooled: Path, tmp_path: Path, plant: str, verify: str) -> tuple[str, Path, Path]:
+    """The second of two items implemented (it holds one pooled worktree), then the first driven and
+    finished by config_agent.py planting `plant` in the other, which it gives back: (the second's id,
+    the planted worktree, the file each check appends its folder to). `verify` is [verify] default,
+    run after that folder is noted."""
+    checked = tmp_path / "checked-in"
+    text = (pooled / "drover.toml").read_text().replace(str(POOL_AGENT), str(CONFIG_AGENT))
+    (pooled / "drover.toml").write_text(text)
+    set_run(pooled, default=json.dumps(f"pwd >> {checked} && {verify}"))
+    first, second = new_item(pooled, "first"), new_item(pooled, "second")
+    drover(pooled, "run", second, check=True)  # the second item holds a worktree of its own
+    (held,) = pool_rows(pooled)
+    done = drive(pooled, first, env={"CONFIG_PLANT": plant, "CONFIG_RAN": str(tmp_path / "planted-ran")})
+    assert done.returncode == 0, done.stdout + done.stderr
+    (planted,) = [pooled / row["path"] for row in pool_rows(pooled) if row["path"] != held["path"]]
+    return second, planted, checked
+
+
+def test_an_untracked_file_the_shared_config_made_git_fold_into_a_tracked_ones_name_does_not_reach_the_next_check(
+        pooled, tmp_path):
+    """`git config core.ignoreCase true` (the shared config) on a file system that tells case apart:
+    git took an untracked `makefile` for the tracked `Makefile`, so the clean passed over it, and the
+    next item's check (`make test`, which reads `makefile` first) in that worktree ran the holder's
+    text in place of the project's tests."""
+    (pooled / "Makefile").write_text("test:\n\t@true\n")
+    git(pooled, "add", "Makefile")
+    git(pooled, "commit", "-qm", "the project's tests")
+    second, planted, checked = check_after_a_config_plant(pooled, tmp_path, "ignorecase", "make test")
+    assert (planted / "makefile").exists()  # the plant is there,
+    assert git(planted, "status", "--porcelain", "--ignored", "--", "makefile") == ""  # and git sees nothing there
+    done = drive(pooled, second)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"{second}: check passed (" in done.stdout
+    assert checked.read_text().splitlines()[-1] == str(planted)  # the second item's check, in that worktree,
+    assert not (tmp_path / "planted-ran").exists()  # ran the project's Makefile
+    assert git(pooled, "log", "--merges", "--format=%s", "main").count("drover: merge") == 2
+
+
+def test_a_mode_the_shared_config_told_git_to_overlook_does_not_reach_the_next_check(pooled, tmp_path):
+    """`chmod -x check.sh` on a tracked script, then `git config core.fileMode false` (the shared
+    config): the forced checkout kept the holder's mode, and the next item's check in that worktree
+    could not run (126), failing that item for what another item's agent did."""
+    (pooled / "check.sh").write_text("#!/bin/sh\nexit 0\n")
+    (pooled / "check.sh").chmod(0o755)
+    git(pooled, "add", "check.sh")
+    git(pooled, "commit", "-qm", "the project's tests")
+    second, planted, checked = check_after_a_config_plant(pooled, tmp_path, "filemode", "./check.sh")
+    assert not os.access(planted / "check.sh", os.X_OK)  # the plant is there,
+    assert git(planted, "status", "--porcelain", "--", "check.sh") == ""  # and git sees no change there
+    done = drive(pooled, second)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"{second}: check passed (" in done.stdout
+    assert checked.read_text().splitlines()[-1] == str(planted)  # the second item's check, in that worktree
+    assert git(pooled, "log", "--merges", "--format=%s", "main").count("drover: merge") == 2
 
 
 def test_a_worktree_whose_common_folder_an_agent_rewrote_is_discarded_not_reused(pooled, tmp_path):

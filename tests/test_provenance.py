@@ -8,6 +8,7 @@ import os
 import shlex
 import subprocess
 import sys
+import tempfile
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -263,6 +264,51 @@ def test_an_agent_cannot_pass_for_the_operator_by_making_its_launchers_pid_exist
     assert "cannot see the drover at pid" in attempt["err"], attempt
     assert verdict_rows(project)["audits"] == before["audits"]
     assert listed(project)["D-1"] != "approved"
+
+
+def _binds_over_proc() -> bool:
+    """A process may make a user and mount namespace of its own and bind a folder over /proc there."""
+    try:
+        with tempfile.TemporaryDirectory() as folder:
+            return subprocess.run(["unshare", "-Urm", "mount", "--bind", folder, "/proc"],
+                                  capture_output=True).returncode == 0
+    except OSError:
+        return False
+
+
+# /proc as an agent writes it, bound over the real one in a mount namespace of its own: this process
+# without ancestry (its parent 1), and at each run lock's pid a drover with the recorded start and
+# pid namespace (the real one: no pid namespace of its own)
+FAKE_PROC = r"""
+fake="$DROVER_REPO/../fake-proc"; rm -rf "$fake"; mkdir -p "$fake/self/ns"
+zeros="0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0"
+echo "4242 (drover) R 1 $zeros 0 0" > "$fake/self/stat"
+ln -s "$(readlink /proc/self/ns/pid)" "$fake/self/ns/pid"
+for lock in "$DROVER_REPO"/.drover/runs/*/drover.lock; do
+    read -r pid start namespace rest < "$lock" || continue
+    mkdir -p "$fake/$pid/ns"
+    echo "$pid (drover) S $zeros $start 0 0" > "$fake/$pid/stat"
+    ln -s "$namespace" "$fake/$pid/ns/pid"
+done
+mount --bind "$fake" /proc && exec "$0" "$@"
+"""
+
+
+@pytest.mark.skipif(not _binds_over_proc(), reason="no unprivileged user and mount namespaces, or no bind mount in one, here")
+def test_an_agent_cannot_pass_for_the_operator_from_a_proc_it_wrote_itself(project):
+    """In a user and mount namespace of its own (`unshare -Urm`, the operator's pid namespace), an
+    agent binds a folder it wrote over /proc: itself with parent 1, and its launcher's pid with the
+    start and pid namespace drover recorded in the run's lock. drover read that /proc, saw its
+    launcher as it is and no ancestry, and took the implementer's audit for the operator's."""
+    flags = shlex.join(["-Urm", "sh", "-c", FAKE_PROC])
+    before = verdict_rows(project)
+    drover(project, "run", "D-1", env=agent_env(project, "unshare", HOSTILE_UNSHARE=flags), check=True)
+    [attempt] = said(project)
+    assert attempt["code"] == 1 and "Traceback" not in attempt["err"], attempt
+    assert "cannot see the drover at pid" in attempt["err"], attempt
+    assert verdict_rows(project)["audits"] == before["audits"]
+    assert listed(project)["D-1"] != "approved"
+    assert "no review approved it" in finish_refused(project, "D-1")
 
 
 NESTED_DROVER = """#!/bin/sh
