@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 import re
 
 import pytest
@@ -174,6 +175,17 @@ def test_check_warns_of_a_misspelt_deps_key_with_its_file_and_line(project, key)
     (problem,) = [problem for problem in json.loads(invoke("check", "--json").output)["problems"]
                   if problem["path"] == "items/D-2.md"]
     assert (problem["code"], problem["severity"], problem["line"]) == ("misspelt-key", "warning", 4)
+
+
+def test_the_misspelt_key_warning_passes_over_a_cache_row_that_is_not_json(project):
+    (project / "items" / "D-2.md").write_text("---\nid: D-2\ntitle: two\ndepends_on: [D-1]\n---\nbody\n")
+    assert invoke("check").exit_code == 0  # the cache holds both items now
+    with sqlite3.connect(project / ".drover" / "ledger.db") as conn:  # another hand's row
+        conn.execute("UPDATE item_files SET meta = '{not json' WHERE id = 'D-1'")
+    conn.close()
+    done = invoke("check")
+    assert done.exit_code == 0 and "Traceback" not in done.output, done.output
+    assert any("D-2.md:4: depends_on: did you mean deps?" in line for line in done.output.splitlines()), done.output
 
 
 def test_check_warns_of_an_own_key_misspelt_or_in_another_case_and_not_of_project_keys(project):

@@ -3,6 +3,7 @@ had its size, mtime and digests, so an unchanged file is not parsed again (drove
 from __future__ import annotations
 
 import json
+import sqlite3
 from typing import Any, Sequence
 
 from drover.ledger.itemtable import ItemTable
@@ -85,9 +86,14 @@ class FileCache(ItemTable):
         return found
 
     def cached_keys(self) -> set[str]:
-        """Every frontmatter key some cache row holds (SQLite reads the JSON: no row comes to Python)."""
-        return {row[0] for row in self.conn.execute(
-            "SELECT DISTINCT j.key FROM item_files f, json_each(f.meta) j WHERE json_valid(f.meta)")}
+        """Every frontmatter key some cache row holds (SQLite reads the JSON: no row comes to Python).
+        drover writes each row's JSON; a row that is not JSON (written by another hand) is passed
+        over, in a second read that checks every row first (half again the time)."""
+        query = "SELECT DISTINCT j.key FROM item_files f, json_each(f.meta) j"
+        try:
+            return {row[0] for row in self.conn.execute(query)}
+        except sqlite3.OperationalError:  # malformed JSON
+            return {row[0] for row in self.conn.execute(query + " WHERE json_valid(f.meta)")}
 
     def cached_ids_with_keys(self, keys: list[str]) -> list[tuple[str, str]]:
         """(the id, the key) of each cache row holding one of `keys` in its frontmatter."""
