@@ -196,3 +196,8 @@ def test_show_prints_no_terminal_escape_an_agent_wrote(project):
     listed = drover(project, "list", check=True).stdout
     assert "evil ?]0;owned?  (x ?]52;c;" in listed, listed
     assert not any(ord(char) < 32 and char not in "\n\t" or 0x7f <= ord(char) <= 0x9f for char in listed)
+    # `check` quotes the item's keys: one close enough to `title` to be warned of keeps its escape out
+    path.write_text(path.read_text().replace("\n---", '\n"titl\\e": oops\n---', 1))
+    checked = drover(project, "check").stdout
+    assert "titl?: did you mean title?" in checked, checked
+    assert not any(ord(char) < 32 and char not in "\n\t" or 0x7f <= ord(char) <= 0x9f for char in checked)

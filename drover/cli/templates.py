@@ -119,9 +119,11 @@ def say_check(findings: list[Any], as_json: bool, *, diff: bool = False, out_err
 
         echo_json(check_report(findings))
         sys.exit(1 if failed else 0)
-    for found in findings:
+    from drover.errors import printable
+
+    for found in findings:  # a finding quotes item files, which agents may write: no escape reaches a terminal
         if not (diff and found.message.startswith("STALE OVERRIDE ")):
-            click.echo(found.message if found.error else f"warning: {found.message}", err=out_err)
+            click.echo(printable(found.message if found.error else f"warning: {found.message}"), err=out_err)
     if not findings and not diff:
         click.echo("no problems found")
     sys.exit(1 if failed else 0)
