@@ -201,3 +201,8 @@ def test_show_prints_no_terminal_escape_an_agent_wrote(project):
     checked = drover(project, "check").stdout
     assert "titl?: did you mean title?" in checked, checked
     assert not any(ord(char) < 32 and char not in "\n\t" or 0x7f <= ord(char) <= 0x9f for char in checked)
+    # and an error that quotes the file (its id, here) says it on one line, its escapes shown as ?
+    path.write_text(path.read_text().replace("id: D-1", 'id: "D-1\\e]0;owned\\a"', 1))
+    refused = drover(project, "run", "D-1", "--dry-run")
+    assert refused.returncode != 0 and "(id D-1?]0;owned? in a file named D-1.md)" in refused.stderr, refused.stderr
+    assert not any(ord(char) < 32 and char not in "\n\t" or 0x7f <= ord(char) <= 0x9f for char in refused.stderr)

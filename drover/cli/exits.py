@@ -70,11 +70,11 @@ def caught_signals() -> Iterator[Caught]:
 def answer(exc: BaseException) -> int:
     """Say what ended the command (one line on stderr, or nothing for a closed pipe) and return its exit
     code: for a DroverError, Ctrl-C or SIGTERM, an OSError or a sqlite3.Error (DroverGroup.invoke)."""
-    from drover.errors import DroverError
+    from drover.errors import DroverError, printable
 
     if isinstance(exc, DroverError):
-        for line in exc.lines:
-            click.echo(f"drover: {line}", err=True)
+        for line in exc.lines:  # it may quote an item file, a branch or a path an agent wrote
+            click.echo(f"drover: {printable(line)}", err=True)
         return exc.exit_code
     if isinstance(exc, KeyboardInterrupt):
         signum = getattr(exc, "signum", signal.SIGINT)
