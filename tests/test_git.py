@@ -80,11 +80,14 @@ def test_conflict_markers_names_each_marker_line_of_the_paths_named_and_no_other
     (repo / ":(glob)*").write_text(text)  # a file named like pathspec magic is that file alone
     (repo / "title.rst").write_text("Title\n=======\n")  # an underline is no marker
     (repo / "other.md").write_text(text)
+    (repo / "hidden.py").write_text(text)
+    (repo / ".gitattributes").write_text("hidden.py -diff\n")  # binary to git: its markers are still there
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "-m", "markers")
     head = git(repo, "rev-parse", "HEAD").strip()
     assert dgit.conflict_markers(repo, head, ["notes.md", "title.rst"]) == ["notes.md:2", "notes.md:6"]
     assert dgit.conflict_markers(repo, head, [":(glob)*"]) == [":(glob)*:2", ":(glob)*:6"]
+    assert dgit.conflict_markers(repo, head, ["hidden.py"]) == ["hidden.py:2", "hidden.py:6"]
     assert dgit.conflict_markers(repo, head, ["title.rst"]) == dgit.conflict_markers(repo, head, []) == []
 
 

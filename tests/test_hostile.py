@@ -200,6 +200,8 @@ def test_show_prints_no_terminal_escape_an_agent_wrote(project):
     path.write_text(path.read_text().replace("\n---", '\n"titl\\e": oops\n---', 1))
     checked = drover(project, "check").stdout
     assert "titl?: did you mean title?" in checked, checked
+    path.write_text(path.read_text().replace('"titl\\e": oops', '"tit\\nle": split', 1))  # one finding, one line
+    assert "items/D-1.md: tit\\nle: did you mean title?" in drover(project, "check").stdout
     assert not any(ord(char) < 32 and char not in "\n\t" or 0x7f <= ord(char) <= 0x9f for char in checked)
     # and an error that quotes the file (its id, here) says it on one line, its escapes shown as ?
     path.write_text(path.read_text().replace("id: D-1", 'id: "D-1\\e]0;owned\\a"', 1))

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import signal
 import subprocess
 import sys
 import tempfile
@@ -668,6 +669,42 @@ def test_a_workers_outbox_cannot_unpark_an_item(project):
                                 run_id=implementing, head_of=lambda item: "")
     assert len(refused) == 2, refused
     assert listed(project)["D-1"] == "parked" and listed(project)["D-2"] == "parked"
+
+
+def chain_pids(mark: str) -> list[int]:
+    """The running processes whose environment carries HOSTILE_CHAIN=mark."""
+    from drover.agents.procs import marked_processes
+
+    return marked_processes("HOSTILE_CHAIN", mark)
+
+
+def test_a_chain_of_leftovers_growing_faster_than_a_scan_does_not_outlive_its_drover(project):
+    """Each link of the chain starts the next; only the head is drover's (adopted) child. Ending
+    drover's children a scan of /proc at a time killed one link a scan while the chain grew by
+    dozens, and after its 5 s the sweep gave up: the rest went to init, outside every drover.
+    drover now stops the whole tree below it before it kills."""
+    mark = f"chain-{os.getpid()}-{time.monotonic_ns()}"
+    try:
+        drover(project, "run", "D-1", env=agent_env(project, "chain", HOSTILE_CHAIN=mark, CHAIN_LINKS="2000"),
+               check=True, process=True)
+        left = chain_pids(mark)
+        waited = time.monotonic() + 10  # the kills' last exits
+        while left and time.monotonic() < waited:
+            time.sleep(0.1)
+            left = chain_pids(mark)
+        assert left == [], f"{len(left)} links of the chain outlived drover"
+    finally:  # a failing run must not leave two thousand sleeps behind: stopped first, as it grows
+        for _ in range(100):
+            left = chain_pids(mark)
+            if not left:
+                break
+            for signum in (signal.SIGSTOP, signal.SIGKILL):
+                for pid in left:
+                    try:
+                        os.kill(pid, signum)
+                    except ProcessLookupError:
+                        pass
+            time.sleep(0.05)
 
 
 def test_an_agents_leftover_does_not_outlive_the_drover_that_adopted_it(project):

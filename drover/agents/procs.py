@@ -349,26 +349,51 @@ _sweeping: list[int] = []  # the pid that registered end_adopted (a fork does no
 
 
 def end_adopted(patience: float = 5.0) -> None:
-    """At the exit of a drover that became a subreaper: every child still here is one it adopted, a
-    process an agent, a check or a set-up left in a session of its own without its run's mark
-    (drover has waited for each process it started). Once this drover is gone it would be re-parented
-    to init, outside every drover, where acting.traced_run takes it for the operator: end it, and
-    whatever it leaves (re-parented here in turn), until none is left."""
+    """At the exit of a drover that became a subreaper: every process still below it is one it
+    adopted (or that one's), a process an agent, a check or a set-up left in a session of its own
+    without its run's mark (drover has waited for each process it started). Once this drover is gone
+    it would be re-parented to init, outside every drover, where acting.traced_run takes it for the
+    operator: end them all.
+
+    Killing the children a round at a time loses to a chain that forks faster than a scan of /proc
+    (each child forks, and only the newest is alive to be adopted next). So the whole tree below is
+    stopped first, a scan at a time, until a scan finds nothing not stopped (a stopped process
+    forks no more), then killed; `patience` bounds only the wait for their exits."""
     if _sweeping != [os.getpid()]:
         return
-    me = str(os.getpid())
+    me = os.getpid()
+    stopped: set[int] = set()
+    for _ in range(10_000):  # each round stops all it finds: what it misses was forked meanwhile
+        fresh = [pid for pid in _below(me) if pid not in stopped]
+        if not fresh:
+            break
+        _signal(fresh, signal.SIGSTOP)
+        stopped.update(fresh)
+    _signal(sorted(stopped), signal.SIGKILL)
     deadline = time.monotonic() + patience
-    while time.monotonic() < deadline:
-        children = [int(pid) for pid in _pids() if (fields := _stat_fields(pid)) and len(fields) > 1
-                    and fields[1] == me]
-        if not children:
+    while time.monotonic() < deadline:  # their exits, each re-parented here as its parent dies
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
             return
-        _signal(children, signal.SIGKILL)
-        for pid in children:
-            try:
-                os.waitpid(pid, 0)
-            except ChildProcessError:
-                pass
+        if pid == 0:
+            time.sleep(0.005)
+
+
+def _below(root: int) -> list[int]:
+    """Every process whose ancestry runs through `root`, from one read of /proc."""
+    children: dict[int, list[int]] = {}
+    for name in _pids():
+        fields = _stat_fields(name)
+        if fields and len(fields) > 1 and fields[0] not in ("Z", "X"):
+            children.setdefault(int(fields[1]), []).append(int(name))
+    found: list[int] = []
+    queue = list(children.get(root, []))
+    while queue:
+        pid = queue.pop()
+        found.append(pid)
+        queue.extend(children.get(pid, []))
+    return found
 
 
 def _running(pid: int) -> bool:

@@ -157,8 +157,9 @@ def conflict_markers(checkout: Path, commit: str, paths: list[str]) -> list[str]
     with its conflicts left in the files."""
     if not paths:
         return []
-    # each path as named (a conflicted file may be called `:(glob)*`): no pathspec magic
-    done = run(["--literal-pathspecs", "grep", "-n", "-I", "-z", "-E", _MARKER, commit, "--", *paths], checkout)
+    # each path as named (a conflicted file may be called `:(glob)*`): no pathspec magic; and every
+    # file as text (-a), whatever a committed .gitattributes says of it (`-diff` makes it binary)
+    done = run(["--literal-pathspecs", "grep", "-n", "-a", "-z", "-E", _MARKER, commit, "--", *paths], checkout)
     if done.returncode not in (0, 1):  # 1: no line matched
         raise failure(["grep"], done)
     found = []

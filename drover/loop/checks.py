@@ -130,8 +130,9 @@ def misspelt_keys(project: Project, ledger: Ledger) -> list[Finding]:
         lines = {key: itemfile.key_line_of(project.item_path(item_id), key) for key in found[item_id]}
         for key, line in sorted(lines.items(), key=lambda pair: pair[1] or 0):
             own = meant[key]
+            shown = key.replace("\r", "\\r").replace("\n", "\\n")  # a finding is one line
             findings.append(Finding(
-                f"{project.item_rel(name)}{f':{line}' if line else ''}: {key}: did you mean {own}? drover reads "
+                f"{project.item_rel(name)}{f':{line}' if line else ''}: {shown}: did you mean {own}? drover reads "
                 f"{own} for {OWN_KEYS[own]}; this key is the project's own and drover ignores it", error=False))
     return findings
 

@@ -7,6 +7,8 @@ HOSTILE steers it (an unknown or empty value: an honest agent):
   leftover           implementing: commit, then leave a process in a session of its own with
                      DROVER_RUN unset, which waits until drover has exited (it is re-parented to
                      init) and then approves the item; its pid goes to $HOSTILE_LOG.pid
+  chain              implementing: commit, then leave a growing chain of processes (chain.sh) in a
+                     session of its own with DROVER_RUN unset, each link the parent of the next
   commit-then-audit  reviewing: commit on the branch under review, then approve it
   unset-run          implementing: commit, then approve its own item with DROVER_RUN unset
   forge-run          implementing: commit, then approve its own item as its earlier review run
@@ -105,6 +107,10 @@ elif slot == "implement":
         waited = time.monotonic() + 60  # a grandchild that died must not hang the test suite
         while not done.exists() and time.monotonic() < waited:
             time.sleep(0.05)
+    elif mode == "chain":
+        subprocess.Popen(["sh", str(Path(__file__).with_name("chain.sh"))],
+                         env={k: v for k, v in os.environ.items() if k != "DROVER_RUN"}, start_new_session=True,
+                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     elif mode == "leftover":
         subprocess.Popen([sys.executable, __file__], env={**{k: v for k, v in os.environ.items() if k != "DROVER_RUN"},
                                                           "HOSTILE": "leftover-waits"},
