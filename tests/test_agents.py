@@ -508,3 +508,17 @@ def test_one_long_line_of_agent_output_is_held_at_most_to_its_cap(monkeypatch):
     assert most <= (1 << 20) + len(chunk)
     assert len(taken) >= 4 and all(size > 1 << 20 for size in taken[:3])  # taken at the cap, not held
     assert output.last_line == "last line" and log.getbuffer().nbytes == 4 * 1024 * 1024 + 12
+
+
+def test_a_run_lock_keeps_each_field_of_its_drover_in_place_when_one_is_unknown(tmp_path, monkeypatch):
+    """The lock records the drover's pid, start, pid namespace and /proc mount; one that /proc could
+    not say is written `-`, so the others are read back as what they are, not one place earlier."""
+    from drover.agents import procs
+
+    monkeypatch.setattr(procs, "pid_namespace", lambda pid="self": "")
+    with procs.attached(tmp_path):
+        found = procs.launcher_of(tmp_path)
+    assert found is not None
+    assert (found.pid, found.pid_namespace) == (os.getpid(), "")
+    assert found.start == procs.process_start(os.getpid()) and found.proc_mount == procs.proc_mount()
+    assert not found.hidden()  # this very process sees itself as it is

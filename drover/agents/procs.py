@@ -212,7 +212,7 @@ def attached(run_dir: Path) -> Iterator[None]:
         os.ftruncate(fd, 0)
         # which drover it was (for people), and for acting.traced_run: when it started and the pid
         # namespace it lives in, so a process that sees another at that pid number is not fooled
-        os.write(fd, f"{' '.join(map(str, Launcher.here()))}\n".encode())
+        os.write(fd, f"{' '.join(str(field) or '-' for field in Launcher.here())}\n".encode())  # "-": unknown
         yield
     finally:
         os.close(fd)
@@ -251,7 +251,7 @@ def launcher_of(run_dir: Path) -> Launcher | None:
         return None
     try:
         pid, *where = (run_dir / ATTACHED).read_text(encoding="ascii").split()[:4]
-        return Launcher(int(pid), *where)
+        return Launcher(int(pid), *("" if field == "-" else field for field in where))
     except (OSError, ValueError):
         return None
 
