@@ -61,28 +61,30 @@ def _check_items(project: Project, ledger: Ledger) -> tuple[list[Finding], Conta
         elif not found.unreadable and not found.title.strip():
             findings.append(Finding(f"{found.rel}: {item_id} has no title: list, the branch and its prompts name it "
                                     "by id alone (add `title:` to its frontmatter)", error=False))
+        wrong: list[tuple[str, str]] = []  # (dep, what is wrong with it), said at the `deps:` line below
         for dep in found.deps:
             if dep in seen:
                 if entries[dep].unreadable:
-                    state = entries[dep].unreadable
-                    findings.append(Finding(f"{_deps_at(project, item_id, found.rel)}: {item_id}: dep {dep} {state}", error=state != itemfile.SHELVED))
+                    wrong.append((dep, entries[dep].unreadable))
                 continue  # an id with a file: the checks below would find nothing else
             # The words are the ones the prompt's Unreadable carries for the same dep (items.py).
             if not match(dep):
-                findings.append(Finding(f"{_deps_at(project, item_id, found.rel)}: {item_id}: dep {dep} {itemfile.NOT_AN_ID}"))
+                wrong.append((dep, itemfile.NOT_AN_ID))
                 forward = forward or dep in entries  # the cycle search follows any dep with a file
             elif dep not in entries:
                 # A dep the ledger knows (done, then its file deleted) reads as absent to an agent too.
                 if known is None:
                     known = set(entries) | set(ledger.item_rows())
                 where = "; the ledger knows it" if dep in known else ""
-                findings.append(Finding(f"{_deps_at(project, item_id, found.rel)}: {item_id}: dep {dep} {itemfile.MISSING}"
-                                        f" (no {project.config.items}/{dep}.md{where})"))
+                wrong.append((dep, f"{itemfile.MISSING} (no {project.config.items}/{dep}.md{where})"))
             else:
                 forward = True
                 if entries[dep].unreadable:
-                    state = entries[dep].unreadable
-                    findings.append(Finding(f"{_deps_at(project, item_id, found.rel)}: {item_id}: dep {dep} {state}", error=state != itemfile.SHELVED))
+                    wrong.append((dep, entries[dep].unreadable))
+        if wrong:
+            at = _deps_at(project, item_id, found.rel)  # the file read again once, for the line
+            findings.extend(Finding(f"{at}: {item_id}: dep {dep} {words}", error=words != itemfile.SHELVED)
+                            for dep, words in wrong)
         if match(item_id):
             seen.add(item_id)
     findings.extend(_without_file(project, ledger, entries))
