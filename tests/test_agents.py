@@ -515,7 +515,7 @@ def test_a_run_lock_keeps_each_field_of_its_drover_in_place_when_one_is_unknown(
     not say is written `-`, so the others are read back as what they are, not one place earlier."""
     from drover.agents import procs
 
-    monkeypatch.setattr(procs, "pid_namespace", lambda pid="self": "")
+    monkeypatch.setattr(procs, "_own_place", lambda: ("", procs.proc_mount()))
     with procs.attached(tmp_path):
         found = procs.launcher_of(tmp_path)
     assert found is not None

@@ -8,13 +8,14 @@ subreaper, so an orphaned descendant is re-parented to drover (and reaped by it)
 """
 from __future__ import annotations
 
+import functools
 import os
 import signal
 import sys
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterator, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, Iterator, NamedTuple, Protocol
 
 if TYPE_CHECKING:
     import subprocess
@@ -69,20 +70,36 @@ def proc_mount() -> str:
     under a new id, and a folder or file bound over /proc, or over an entry in it, is a mount of its
     own: so a process whose /proc is the launching drover's mount lives where drover does, and
     what it reads there the kernel wrote."""
-    if not sys.platform.startswith("linux"):
+    statx = getattr(_libc(), "statx", None)  # None: no C library, or one without statx
+    if statx is None:
         return ""
+    import ctypes
+
+    buf = ctypes.create_string_buffer(256)
+    AT_FDCWD, AT_SYMLINK_NOFOLLOW = -100, 0x100
+    if statx(AT_FDCWD, b"/proc", AT_SYMLINK_NOFOLLOW, _STATX_MNT_ID, buf) != 0:
+        return ""
+    mask = int.from_bytes(buf.raw[0:4], "little")
+    return str(int.from_bytes(buf.raw[144:152], "little")) if mask & _STATX_MNT_ID else ""
+
+
+@functools.cache
+def _libc() -> Any:
+    """Linux's C library through ctypes (a few ms to import, paid only by what needs it); None elsewhere."""
+    if not sys.platform.startswith("linux"):
+        return None
     try:
         import ctypes
 
-        libc = ctypes.CDLL(None, use_errno=True)
-        buf = ctypes.create_string_buffer(256)
-        AT_FDCWD, AT_SYMLINK_NOFOLLOW = -100, 0x100
-        if libc.statx(AT_FDCWD, b"/proc", AT_SYMLINK_NOFOLLOW, _STATX_MNT_ID, buf) != 0:
-            return ""
-        mask = int.from_bytes(buf.raw[0:4], "little")
-        return str(int.from_bytes(buf.raw[144:152], "little")) if mask & _STATX_MNT_ID else ""
-    except (OSError, AttributeError):
-        return ""
+        return ctypes.CDLL(None, use_errno=True)
+    except OSError:
+        return None
+
+
+@functools.cache
+def _own_place() -> tuple[str, str]:
+    """(pid namespace, /proc's mount id) of this process: neither changes while it lives."""
+    return pid_namespace(), proc_mount()
 
 
 def pid_alive(pid: int | None) -> bool:
@@ -230,7 +247,7 @@ class Launcher(NamedTuple):
     @classmethod
     def here(cls) -> "Launcher":
         pid = os.getpid()
-        return cls(pid, process_start(pid), pid_namespace(), proc_mount())
+        return cls(pid, process_start(pid), *_own_place())
 
     def hidden(self) -> bool:
         """This process does not see that drover as it is. A process whose /proc does not show it
@@ -241,8 +258,8 @@ class Launcher(NamedTuple):
         own an agent can bind a folder it wrote over /proc, or over an entry of it."""
         return (not os.path.exists(f"/proc/{self.pid}")
                 or bool(self.start) and process_start(self.pid) != self.start
-                or bool(self.pid_namespace) and pid_namespace() != self.pid_namespace
-                or bool(self.proc_mount) and proc_mount() != self.proc_mount)
+                or bool(self.pid_namespace) and _own_place()[0] != self.pid_namespace
+                or bool(self.proc_mount) and _own_place()[1] != self.proc_mount)
 
 
 def launcher_of(run_dir: Path) -> Launcher | None:
@@ -328,14 +345,12 @@ def _signal_group(pgid: int, signum: int) -> None:
 
 def become_subreaper() -> bool:
     """Linux: orphaned descendants re-parent to this process instead of init. False elsewhere."""
-    if not sys.platform.startswith("linux"):
+    libc = _libc()
+    if libc is None:
         return False
     try:
-        import ctypes  # here: ctypes costs a few ms, and only a launch needs it
-
-        libc = ctypes.CDLL(None, use_errno=True)
         answer: int = libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-    except (OSError, AttributeError):
+    except AttributeError:
         return False
     if answer == 0 and not _sweeping:
         import atexit
