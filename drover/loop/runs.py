@@ -231,9 +231,6 @@ def _say(line: str) -> None:
         pass  # a closed screen must not stop the run
 
 
-_WORKTREE_LOCK = pool.WORKTREE_LOCK
-
-
 def _ready_workdir(project: Project, ledger: Ledger, launch: Launch) -> Launch:
     """The branch and the directory the agent works in: a worktree, or this checkout switched; the
     launch as it now runs (in a pooled worktree, the one it holds)."""
@@ -246,7 +243,7 @@ def _ready_workdir(project: Project, ledger: Ledger, launch: Launch) -> Launch:
             return pool.rebind(launch, pooled)
         # Registered one at a time: ensure_worktree prunes, and a prune during another thread's
         # `worktree add` removes that worktree's half-written admin folder (drive --jobs N).
-        git.ensure_worktree(project.root, launch.worktree, launch.branch, base, lock=_WORKTREE_LOCK)
+        git.ensure_worktree(project.root, launch.worktree, launch.branch, base, lock=pool.WORKTREE_LOCK)
     else:
         git.checkout_branch(project.root, launch.branch, base, ignore=[project.config.items + "/"])
     return launch

@@ -12,6 +12,7 @@ nothing runs before its merge (docs/verify.md).
 """
 from __future__ import annotations
 
+import functools
 import os
 import re
 import threading
@@ -91,7 +92,7 @@ def run_check(project: Project, ledger: Ledger, item_id: str, *, echo: bool = Fa
               cancel: threading.Event | None = None, progress: Callable[[str], None] | None = None) -> Check | None:
     """Run the item's verify command on its branch head with base merged in, record the check and
     return it; None when the verify command is empty (nothing to run)."""
-    from drover.loop.runs import _WORKTREE_LOCK, new_run_id
+    from drover.loop.runs import new_run_id
 
     command = command_for(project, item_id)
     if not command:
@@ -124,7 +125,7 @@ def run_check(project: Project, ledger: Ledger, item_id: str, *, echo: bool = Fa
             scratch = pool.acquire(project, ledger, pool.check_holder(item_id), commit=head)
         else:
             # one at a time with the agents' worktrees: a prune during another `worktree add` breaks it
-            with _WORKTREE_LOCK:
+            with pool.WORKTREE_LOCK:
                 git.add_detached_worktree(project.root, scratch, head)
         try:
             exit_status, outcome, tail = _run_in(project, item_id, command, scratch, base_head, log_path,
@@ -133,7 +134,7 @@ def run_check(project: Project, ledger: Ledger, item_id: str, *, echo: bool = Fa
             if pooled:
                 pool.release(project, ledger, pool.check_holder(item_id))
             else:
-                with _WORKTREE_LOCK:
+                with pool.WORKTREE_LOCK:
                     git.remove_worktree(project.root, scratch, force=True)
     check = Check(id=check_id, item=item_id, head=head, base=base_head, command=command, exit_status=exit_status,
                   outcome=outcome, started=started, duration=round(time.monotonic() - clock, 3),
@@ -152,7 +153,7 @@ def sweep_checks(project: Project) -> list[str]:
 
     from drover.agents.procs import ATTACHED, marked_processes
     from drover.git.cleaning import discard_worktree
-    from drover.loop.runs import _WORKTREE_LOCK
+    from drover.loop import pool
 
     folder = project.state_dir / "checks"
     try:
@@ -178,7 +179,7 @@ def sweep_checks(project: Project) -> list[str]:
             if running:
                 said.append(f"kept {shown}: its check's command still runs (pid {running[0]}), its drover is gone")
                 continue
-            with _WORKTREE_LOCK:
+            with pool.WORKTREE_LOCK:
                 discard_worktree(project.root, scratch)
             said.append(f"removed {shown}: its check's drover is gone")
         finally:
@@ -242,7 +243,9 @@ def tail_of(log_path: Path, start: int = 0, lines: int = TAIL_LINES, size: int =
 
 
 @lru_cache(maxsize=1)
+@functools.cache
 def _words() -> dict[str, Any]:
+    """builtin_templates/checks.toml, read once a process (every round of drover's reads it twice)."""
     from drover.config.toml import parse_toml
     from drover.prompts.resources import builtin_dir
 
@@ -264,10 +267,15 @@ def findings(project: Project, ledger: Ledger, item_id: str, check: Check) -> st
                   # the main checkout's path: an agent in a worktree has no `.drover/` of its own
                   log=str(project.root / check.log_path), tail="\n".join("    " + line for line in (check.tail or "(no output)").split("\n")))
     values["ending"] = _fill(words["ending"].get(check.outcome, check.outcome), values)
-    text = _fill(words["findings"], values).strip("\n") + "\n"
+    return _with_still_open(project, ledger, item_id, _fill(words["findings"], values).strip("\n") + "\n")
+
+
+def _with_still_open(project: Project, ledger: Ledger, item_id: str, text: str) -> str:
+    """`text`, a round of drover's own, and below it the review's findings the Changes section still
+    held (the section is replaced whole, so they travel with it)."""
     still_open = _still_open(project, ledger, item_id)
     if still_open:
-        text += "\n" + _fill(words["still_open"], {"changes": still_open}).strip("\n") + "\n"
+        text += "\n" + _fill(_words()["still_open"], {"changes": still_open}).strip("\n") + "\n"
     return text
 
 
@@ -303,13 +311,9 @@ def send_back_markers(project: Project, ledger: Ledger, item_id: str, branch: st
     changes, as send_back sends a failed check."""
     from drover.ledger.writes import request_changes
 
-    words = _words()
-    text = _fill(words["markers"], {"base": project.config.base, "branch": branch,
-                                    "lines": "\n".join("    " + line for line in lines)}).strip("\n") + "\n"
-    still_open = _still_open(project, ledger, item_id)
-    if still_open:
-        text += "\n" + _fill(words["still_open"], {"changes": still_open}).strip("\n") + "\n"
-    return request_changes(project, ledger, item_id, text, by=CHECKER)
+    text = _fill(_words()["markers"], {"base": project.config.base, "branch": branch,
+                                       "lines": "\n".join("    " + line for line in lines)}).strip("\n") + "\n"
+    return request_changes(project, ledger, item_id, _with_still_open(project, ledger, item_id, text), by=CHECKER)
 
 
 @dataclass(frozen=True)
