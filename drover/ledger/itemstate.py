@@ -51,8 +51,12 @@ class ItemState:
 
     @property
     def log(self) -> str:
-        """The newest run's agent log ("" before any run)."""
-        return (self.runs[-1].log_path or "") if self.runs else ""
+        return newest_log(self.runs)
+
+
+def newest_log(runs: Sequence[Run]) -> str:
+    """The newest run's agent log ("" before any run)."""
+    return (runs[-1].log_path or "") if runs else ""
 
 
 def item_state(project: Project, ledger: Ledger, item_id: str, *, heads: Mapping[str, str] | None = None) -> ItemState:

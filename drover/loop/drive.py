@@ -17,7 +17,7 @@ from drover.ledger.db import Ledger
 from drover.ledger.project import Project
 from drover.ledger.connection import now
 from drover.ledger.rows import Run
-from drover.ledger.itemstate import ItemState, item_state, usage_total
+from drover.ledger.itemstate import ItemState, item_state, newest_log, usage_total
 from drover.agents.launch import say_above_status
 from drover.agents.procs import run_alive
 from drover.ledger.state import IMPLEMENT_NEXT, NOT_DRIVEN, ORPHANED, State, orphan_note
@@ -343,9 +343,8 @@ class Driver:
             item_runs, rounds = known.runs, known.rounds
         else:  # the summary's row needs the item's runs and rounds, not its state (nor its branch's head)
             item_runs, rounds = tuple(ledger.runs(item_id)), tuple(ledger.rounds(item_id))
-        newest = (item_runs[-1].log_path or "") if item_runs else ""  # ItemState.log
         return Driven(item_id, result, len(rounds), len(item_runs), note,
-                      usage=self._spent(item_runs), log="" if result in APPROVED else log or newest,
+                      usage=self._spent(item_runs), log="" if result in APPROVED else log or newest_log(item_runs),
                       failures=self.retries.failures(item_id))
 
 
