@@ -68,3 +68,8 @@ PARKED_ITS_ITEM = "parked its item: "
 
 # The project's configuration file, at the root of the main checkout.
 CONFIG_FILE = "drover.toml"
+
+
+def counted(count: int, noun: str) -> str:
+    """`count` and `noun`, plural unless it is one: "1 round", "3 rounds", "0 findings"."""
+    return f"{count} {noun}{'' if count == 1 else 's'}"

@@ -9,10 +9,10 @@ and out, cost where the CLI gives it, and the number of tool calls. Lines that a
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
-
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any, Iterable
+
+from drover.vocabulary import counted
 
 STREAMS = ("claude", "codex")
 # A token figure above this is taken as this: a forged or garbled count can raise a run's total
@@ -207,7 +207,7 @@ def describe(usage: dict[str, Any]) -> str:
     if money:
         parts.append(money)
     if usage.get("tool_calls"):
-        parts.append(f"{usage['tool_calls']} tool call{'s' if usage['tool_calls'] != 1 else ''}")
+        parts.append(counted(usage['tool_calls'], 'tool call'))
     return ", ".join(parts)
 
 

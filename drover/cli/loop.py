@@ -10,7 +10,7 @@ from drover.cli.parts import ITEM_ID, Decorated, echo_json, example, json_option
 from drover.vocabulary import EXECUTORS
 
 if TYPE_CHECKING:
-    from drover.ledger.project import Project
+    from drover.loop.preview import Step
 
 
 def _launch_command(item_id: str, slot: str, dry_run: bool, explicit: str | None = None,
@@ -224,17 +224,22 @@ def drive(item_ids: tuple[str, ...], jobs: int, finish_items: bool, executor: st
     def say(line: str) -> None:  # its words may be an agent's (a finding's headline, a park reason)
         click.echo(printable(line), err=as_json)
 
+    def planned(steps: list[Step], executor_name: str, where: str) -> None:  # --dry-run --json
+        if as_json:
+            from drover.cli.reports import plan_report
+
+            echo_json(plan_report(steps, executor_name, where, finish_items))
+
     started = now()
     interrupted: DriveInterrupted | None = None
     left: list[str] = []  # what it never started: the morning's report names those too
     try:
         results = run_drive(project, list(item_ids), jobs=jobs, finish=finish_items, say=say,
-                            echo=sys.stdout.isatty() and not as_json, executor=executor, dry_run=dry_run, left=left)
+                            echo=sys.stdout.isatty() and not as_json, executor=executor, dry_run=dry_run,
+                            planned=planned, left=left)
     except DriveInterrupted as exc:  # the items in flight ended: their summary, report and notify still come
         interrupted, results = exc, exc.results
     if dry_run:
-        if as_json:
-            _echo_plan(project, item_ids, finish_items, executor)
         return
     if as_json:
         from drover.cli.reports import drive_report
@@ -249,15 +254,3 @@ def drive(item_ids: tuple[str, ...], jobs: int, finish_items: bool, executor: st
     if interrupted is not None:
         raise interrupted  # exit 130 or 143, as any command a signal stopped
     sys.exit(exit_status(results))
-
-
-def _echo_plan(project: Project, item_ids: tuple[str, ...], finish: bool, executor: str | None) -> None:
-    """`drive --dry-run --json`: the plan the dry run printed (to stderr), as JSON on stdout."""
-    from drover.cli.reports import plan_report
-    from drover.executors import open_executor
-    from drover.loop.preview import dry_run_plan, queue_of
-
-    queue = queue_of(project, item_ids, finish)
-    runner = open_executor(project, executor)
-    steps = dry_run_plan(project, queue, explicit=bool(item_ids), finish=finish, where=runner.where())
-    echo_json(plan_report(steps, runner.name, runner.where(), finish))

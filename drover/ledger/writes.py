@@ -27,7 +27,7 @@ from drover.ledger.activity import gate_shut
 from drover.ledger.connection import now
 from drover.ledger.db import Ledger
 from drover.ledger.project import Project, missing_item, not_an_id
-from drover.vocabulary import CHECKER, DISPOSITIONS, LEVELS
+from drover.vocabulary import CHECKER, DISPOSITIONS, LEVELS, counted
 
 if TYPE_CHECKING:
     from drover.ledger.rows import Run
@@ -406,7 +406,7 @@ def park_by_drover(ledger: Ledger, item_id: str, why: str) -> None:
 
 
 def rounds_of_changes(count: int) -> str:
-    return f"{count} round{'s' if count != 1 else ''} of changes"
+    return f"{counted(count, 'round')} of changes"
 
 
 def unpark(project: Project, ledger: Ledger, item_id: str) -> Outcome:

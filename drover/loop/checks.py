@@ -16,7 +16,7 @@ from drover.ledger.catalogue import Entry, catalogue, collector_paused, notes_fo
 from drover.ledger.listing import states_of
 from drover.ledger.state import Activity, State, verdict_of
 from drover.trackers import open_tracker
-from drover.vocabulary import SLOTS
+from drover.vocabulary import SLOTS, counted
 
 
 class UsedKeys:
@@ -364,6 +364,5 @@ def require_no_errors(project: Project, ledger: Ledger, command: str) -> None:
 
     errors = [found.message for found in run_check(project, ledger, warnings=False) if found.error]
     if errors:
-        count = f"{len(errors)} error" + ("s" if len(errors) > 1 else "")
-        raise Refused.listing(f"{command}: `drover check` reports {count}; fix them first, nothing was launched:",
+        raise Refused.listing(f"{command}: `drover check` reports {counted(len(errors), 'error')}; fix them first, nothing was launched:",
                               errors)

@@ -10,7 +10,7 @@ from typing import Any, Callable, Sequence
 
 from drover import git
 from drover.loop import budgets, runs
-from drover.loop.preview import dry_run_lines, header, needs_requirements_note, queue_of, ready_ids
+from drover.loop.preview import Step, dry_run_plan, header, needs_requirements_note, queue_of, ready_ids
 from drover.loop.retry import Retries
 from drover.errors import DroverError, Refused, UsageError
 from drover.ledger.db import Ledger
@@ -382,9 +382,12 @@ def exit_status(results: list[Driven]) -> int:
 
 def drive(project: Project, ids: list[str], *, jobs: int = 1, finish: bool = False,
           say: Callable[[str], None] = print, echo: bool = False, executor: str | None = None,
-          dry_run: bool = False, left: list[str] | None = None) -> list[Driven]:
+          dry_run: bool = False, planned: Callable[[list[Step], str, str], None] = lambda steps, executor, where: None,
+          left: list[str] | None = None) -> list[Driven]:
     """Drive the given ids, or every ready item (and, with finish, those that become ready).
-    `left` gets the items it never started (a stop, Ctrl-C), for the report the drive ends with."""
+    A dry run says the work ahead and hands it to `planned` (the steps, the executor's name and where its runs go), and
+    launches nothing. `left` gets the items it never started (a stop, Ctrl-C), for the report the
+    drive ends with."""
     if jobs < 1:
         raise UsageError("--jobs must be at least 1")
     if jobs > 1 and not project.config.worktree:
@@ -413,8 +416,10 @@ def drive(project: Project, ids: list[str], *, jobs: int = 1, finish: bool = Fal
     for row in orphaned:
         say(f"  {row.item_id}: {row.note}")
     if dry_run:
-        for line in dry_run_lines(project, queue, explicit=explicit, finish=finish, where=runner.where()):
-            say(line)
+        steps = dry_run_plan(project, queue, explicit=explicit, finish=finish, where=runner.where())
+        for step in steps:
+            say(f"  {step.id}: {step.said}")
+        planned(steps, runner.name, runner.where())
         say("--- drover: dry run; nothing was launched or written")
         return []
     try:

@@ -14,6 +14,7 @@ from drover.ledger.itemstate import item_state
 from drover.ledger.state import State, approval_current
 from drover.trackers import open_tracker
 from drover.trackers.base import TrackerUnavailable
+from drover.vocabulary import counted
 
 
 @dataclass(frozen=True)
@@ -119,7 +120,7 @@ def _require_covered(project: Project, ledger: Ledger, item_id: str, branch: str
         since = git.count_commits(project.root, covered, head)
         if since is None:
             raise Refused(f"{item_id}: {branch} was rewritten since the approval at {covered[:7]} (review again)")
-        raise Refused(f"{item_id}: {since} commit{'s' if since != 1 else ''} since the approval at "
+        raise Refused(f"{item_id}: {counted(since, 'commit')} since the approval at "
                       f"{covered[:7]} (review again)")
     shown = item_state(project, ledger, item_id, heads=heads)
     if shown.state != State.APPROVED:
@@ -188,7 +189,7 @@ def refuse_dirty(project: Project, when: str, after: str = "", command: str = ""
     details = [f"{path} (changed)" for path in changed[:MAX_NAMED]]
     if len(changed) > MAX_NAMED:
         details.append(f"... and {len(changed) - MAX_NAMED} more changed")
-    details += [f"{top} (untracked, {count} file{'s' if count != 1 else ''})" if top.endswith("/")
+    details += [f"{top} (untracked, {counted(count, 'file')})" if top.endswith("/")
                 else f"{top} (untracked)" for top, count in list(loose.items())[:MAX_NAMED]]
     if len(loose) > MAX_NAMED:
         details.append(f"... and {len(loose) - MAX_NAMED} more untracked")

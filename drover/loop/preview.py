@@ -11,7 +11,7 @@ from drover.ledger.listing import is_ready, list_items
 from drover.ledger.project import Project
 from drover.ledger.state import State
 from drover.loop.retry import header_lines as retry_header
-from drover.vocabulary import SLOTS
+from drover.vocabulary import SLOTS, counted
 
 
 def ready_ids(project: Project, finish: bool = False) -> list[str]:
@@ -37,7 +37,7 @@ def header(project: Project, ids: list[str], jobs: int, finish: bool) -> list[st
     ahead = ", ".join(ids) if ids else "nothing is ready"
     lines.append(f"  items: {ahead}")
     cap = project.config.max_rounds
-    lines.append(f"  jobs: {jobs}; cap: {cap} round{'' if cap == 1 else 's'}; finish: {'yes' if finish else 'no'}")
+    lines.append(f"  jobs: {jobs}; cap: {counted(cap, 'round')}; finish: {'yes' if finish else 'no'}")
     ceilings = [f"{name} {value:,}" for name, value in (("run", project.config.budget.run_tokens),
                 ("item", project.config.budget.item_tokens), ("drive", project.config.budget.drive_tokens)) if value]
     if ceilings:
@@ -73,12 +73,6 @@ class Step(NamedTuple):
     next: str
     said: str
     waiting: tuple[str, ...] = ()
-
-
-def dry_run_lines(project: Project, queue: list[str], *, explicit: bool, finish: bool, where: str) -> list[str]:
-    """What --dry-run says of the work ahead, a line for each step of dry_run_plan."""
-    return [f"  {step.id}: {step.said}" for step in dry_run_plan(project, queue, explicit=explicit, finish=finish,
-                                                                 where=where)]
 
 
 def dry_run_plan(project: Project, queue: list[str], *, explicit: bool, finish: bool, where: str) -> list[Step]:

@@ -17,6 +17,7 @@ from drover.agents.failures import Failure
 from drover.agents.launch import short_elapsed
 from drover.config.keys import parse_duration
 from drover.ledger.writes import park_by_drover
+from drover.vocabulary import counted
 
 if TYPE_CHECKING:
     from drover.config import AgentConfig, Config
@@ -73,8 +74,7 @@ def decide(failure: Failure, slot: str, tried: Tried, config: "Config", now: dat
     what = failure.failure.replace("_", " ")
     if policy == "wait":
         if tried.waits >= retry.waits_max:
-            waits = f"{tried.waits} wait" + ("s" if tried.waits != 1 else "")
-            return Action("park", f"parked: {what} after {waits} ([retry] waits_max)")
+            return Action("park", f"parked: {what} after {counted(tried.waits, 'wait')} ([retry] waits_max)")
         bound = now + timedelta(seconds=parse_duration(retry.wait_max))
         until = failure.reset_at or now + timedelta(seconds=parse_duration(retry.wait_default))
         bounded = until > bound
@@ -82,8 +82,7 @@ def decide(failure: Failure, slot: str, tried: Tried, config: "Config", now: dat
         note = f"waiting {short_elapsed((until - now).total_seconds())}"
         return Action("wait", note + (" (bounded by [retry] wait_max)" if bounded else ""), until)
     if policy == "fresh" and tried.fresh >= retry.fresh_max:
-        return Action("park", f"parked: {what} again after {tried.fresh} fresh run"
-                              f"{'s' if tried.fresh != 1 else ''} ([retry] fresh_max)")
+        return Action("park", f"parked: {what} again after {counted(tried.fresh, 'fresh run')} ([retry] fresh_max)")
     if policy == "fresh":
         return Action("fresh", f"fresh run {tried.fresh + 1} of {retry.fresh_max}")
     if policy == "fallback":

@@ -26,7 +26,7 @@ from drover.agents.procs import attached, process_start, run_alive
 from drover.ledger.rows import NewRun, Run
 from drover.ledger.state import State
 
-from drover.vocabulary import PARKED_ITS_ITEM, SLOTS as LAUNCH_SLOTS
+from drover.vocabulary import PARKED_ITS_ITEM, SLOTS as LAUNCH_SLOTS, counted
 
 from drover.executors import Executor, Launch
 from drover.loop import budgets
@@ -155,7 +155,7 @@ def _found_branch(project: Project, record: template_data.ItemRecord, branch: st
         return ()
     if not found:
         return ()
-    return (f"{branch} exists already with {found} commit{'s' if found != 1 else ''} beyond "
+    return (f"{branch} exists already with {counted(found, 'commit')} beyond "
             f"{project.config.base} that no run of {record.item.id} made: this run builds on them "
             f"(`git branch -D {branch}` first to start from {project.config.base})",)
 
@@ -451,7 +451,7 @@ def describe_verdict(project: Project, ledger: Ledger, run_id: str) -> str:
             count = count_findings(read_item(project.item_path(run.item), project.config.prefix).changes)
         except Unreadable:
             return str(verdict)
-        return f"{verdict} ({count} finding{'' if count == 1 else 's'})"
+        return f"{verdict} ({counted(count, 'finding')})"
     if verdict == State.APPROVED:
         approving = [row for row in ledger.audits(run.item)
                      if run.started <= (row.at or "") and row.level in ("reviewed", "verified")]
