@@ -8,7 +8,7 @@ whole is a NamedTuple in drover/config/tables.py, held by `holds(...)`.
 """
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -17,7 +17,7 @@ from drover.config.keys import (DECLARED, KeyInfo, at_least_one, at_least_zero, 
 from drover.config.tables import AgentConfig, PromptFiles, RayConfig, RetryConfig, TrackerConfig
 from drover.config.tables import NotifyConfig
 from drover.config.tables import BudgetConfig
-from drover.config.toml import line_of, parse_toml, readable
+from drover.config.toml import line_of, locate, parse_toml, readable
 from drover.errors import ConfigError, did_you_mean
 from drover.vocabulary import CONFIG_FILE as CONFIG_FILE, EXECUTORS, SLOTS
 from drover.vocabulary import GUIDANCE_LEVELS as GUIDANCE_LEVELS  # data.py reads it from here
@@ -86,42 +86,43 @@ SCHEMA: dict[str, dict[str, tuple[type, Any]]] = {
 
 
 class _Problems:
-    """Every problem found in one reading of drover.toml; raised together at the end."""
+    """Every problem found in one reading of drover.toml, each a line naming the file, the line
+    (when `locate` finds it), the table and the key; raised together at the end."""
 
-    def __init__(self) -> None:
-        self.lines: list[str] = []
+    def __init__(self, locate: Callable[[str, str], int | None]) -> None:
+        self.found: list[tuple[int, str]] = []
+        self.locate = locate
 
-    def add(self, message: str) -> None:
-        self.lines.append(message)
+    def add(self, table: str, key: str, what: str) -> None:
+        """`what` is wrong with `key` of `table` ("" key: the table itself; "" table: a key above
+        every table)."""
+        line = self.locate(table, key)
+        place = " ".join(filter(None, [f"[{table}]" if table else "", key]))
+        self.found.append((line or 0, f"{CONFIG_FILE}{f':{line}' if line else ''}: {place}: {what}"))
 
     def raise_any(self) -> None:
-        if self.lines:
-            raise ConfigError.several(self.lines)
+        if self.found:  # in the file's order (a stable sort: unplaced ones keep the order they were found in)
+            raise ConfigError.several([message for _, message in sorted(self.found, key=lambda found: found[0])])
 
 
-def _where(table: str, name: str) -> str:
-    return f"{CONFIG_FILE}: [{table}] {name}"
-
-
-def _check_value(info: KeyInfo, value: Any, shown: str) -> str:
-    """"" when `value` suits the key; else the one-line problem. `shown` is the table as written."""
-    where = _where(shown, info.name)
+def _check_value(info: KeyInfo, value: Any) -> str:
+    """"" when `value` suits the key; else what is wrong with it."""
     # bool is an int in Python; keep them apart so `max_rounds = true` is an error.
     if not isinstance(value, info.type) or (info.type is int and isinstance(value, bool)):
-        return f"{where}: expected {_TYPE_WORDS[info.type]}"
+        return f"expected {_TYPE_WORDS[info.type]}"
     if isinstance(value, tuple) and not all(isinstance(entry, str) for entry in value):
-        return f"{where}: expected {_TYPE_WORDS[tuple]}"
+        return f"expected {_TYPE_WORDS[tuple]}"
     if info.choices and value not in info.choices:
-        return f"{where}: expected one of {', '.join(info.choices)}, not {value!r}"
+        return f"expected one of {', '.join(info.choices)}, not {value!r}"
     expected = info.check(value) if info.check else ""
-    return f"{where}: expected {expected}" if expected else ""
+    return f"expected {expected}" if expected else ""
 
 
 def _read_table(table: str, raw: Any, problems: _Problems, nested: tuple[str, ...] = (),
                 shown: str = "") -> dict[str, Any]:
     shown = shown or table
     if not isinstance(raw, dict):
-        problems.add(f"{CONFIG_FILE}: [{shown}]: expected a table")
+        problems.add(shown, "", "expected a table")
         return {}
     values = {}
     for name, value in raw.items():
@@ -130,16 +131,16 @@ def _read_table(table: str, raw: Any, problems: _Problems, nested: tuple[str, ..
         if name not in KEYS[table]:
             if nested and isinstance(value, dict):
                 # [agent.<name>] with a name that is not a slot
-                problems.add(f"{CONFIG_FILE}: [{shown}.{name}]: unknown slot (expected one of "
-                             f"{', '.join(nested)})" + _suggest(name, nested))
+                problems.add(f"{shown}.{name}", "", f"unknown slot (expected one of {', '.join(nested)})"
+                             + _suggest(name, nested))
             else:
-                problems.add(f"{_where(shown, name)}: unknown key" + _suggest(name, KEYS[table]))
+                problems.add(shown, name, "unknown key" + _suggest(name, KEYS[table]))
             continue
         info = KEYS[table][name]
         value = info.convert(value) if info.convert else value
-        problem = _check_value(info, value, shown)
+        problem = _check_value(info, value)
         if problem:
-            problems.add(problem)
+            problems.add(shown, name, problem)
         else:
             values[name] = {**info.default, **value} if info.type is dict else value
     return values
@@ -150,9 +151,11 @@ def _suggest(word: str, choices: Iterable[str]) -> str:
     return f" (did you mean {close}?)" if close else ""
 
 
-def parse_config(data: dict[str, Any]) -> Config:
-    """Validate a parsed drover.toml and build the Config; every problem is reported, one line each."""
-    problems = _Problems()
+def parse_config(data: dict[str, Any],
+                 locate: Callable[[str, str], int | None] = lambda table, key: None) -> Config:
+    """Validate a parsed drover.toml and build the Config; every problem is reported, one line each,
+    at the line `locate` finds for its table and key (toml.locate)."""
+    problems = _Problems(locate)
     # [executor.ray] arrives as data["executor"]["ray"]: one table per executor that has settings
     known = {table for table in KEYS if "." not in table} | {"verify", "executor"}
     for table, value in data.items():
@@ -162,9 +165,9 @@ def parse_config(data: dict[str, Any]) -> Config:
             # a key above every table: say which table it belongs in, when it belongs in one
             homes = [name for name, keys in KEYS.items() if table in keys]
             hint = f" (did you mean [{homes[0]}] {table}?)" if homes else ""
-            problems.add(f"{CONFIG_FILE}: {table}: unknown key{hint}")
+            problems.add("", table, f"unknown key{hint}")
         else:
-            problems.add(f"{CONFIG_FILE}: [{table}]: unknown table" + _suggest(table, known))
+            problems.add(table, "", "unknown table" + _suggest(table, known))
     project = _read_table("project", data.get("project", {}), problems)
     agent_raw = data.get("agent", {})
     agent = AgentConfig(**_read_table("agent", agent_raw, problems, nested=(*SLOTS, FALLBACK)))
@@ -186,20 +189,20 @@ def parse_config(data: dict[str, Any]) -> Config:
     verify = dict(VERIFY_DEFAULT)
     verify_raw = data.get("verify", {})
     if not isinstance(verify_raw, dict):
-        problems.add(f"{CONFIG_FILE}: [verify]: expected a table")
+        problems.add("verify", "", "expected a table")
         verify_raw = {}
     for name, value in verify_raw.items():
         if isinstance(value, str):
             verify[name] = value
         else:
-            problems.add(f"{CONFIG_FILE}: [verify] {name}: expected a string")
+            problems.add("verify", name, "expected a string")
     executor_raw = data.get("executor", {})
     if not isinstance(executor_raw, dict):
-        problems.add(f"{CONFIG_FILE}: [executor]: expected a table")
+        problems.add("executor", "", "expected a table")
         executor_raw = {}
     for name in executor_raw:
         if name != "ray":
-            problems.add(f"{CONFIG_FILE}: [executor.{name}]: unknown table (expected [executor.ray])")
+            problems.add(f"executor.{name}", "", "unknown table (expected [executor.ray])")
     ray = RayConfig(**_read_table("executor.ray", executor_raw.get("ray", {}), problems))
     notify = NotifyConfig(**_read_table("notify", data.get("notify", {}), problems))
     budget = BudgetConfig(**_read_table("budget", data.get("budget", {}), problems))
@@ -226,4 +229,4 @@ def load_config(path: Path) -> Config:
     except ValueError as exc:  # tomllib.TOMLDecodeError, named without importing tomllib
         line = getattr(exc, "lineno", None) or line_of(str(exc))
         raise ConfigError(readable(str(exc)), path=CONFIG_FILE, line=line) from None
-    return parse_config(data)
+    return parse_config(data, locate(text))

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 
 # The parsed TOML of each project's drover.toml (and of the shipped destinations.toml), kept in
@@ -77,3 +77,55 @@ def readable(message: str) -> str:
     message = message.split(" (at line")[0]
     return re.sub(r"\(((?:'[^']*',? ?)+)\)",
                   lambda found: "[" + ".".join(re.findall(r"'([^']*)'", found.group(1))) + "]", message)
+
+
+_HEADER = re.compile(r"""^\s*\[\s*([^\[\]#]+?)\s*\]\s*(?:#.*)?$""")
+_KEY = re.compile(r"""^\s*((?:[A-Za-z0-9_-]+|"[^"\n]*"|'[^'\n]*')(?:\s*\.\s*(?:[A-Za-z0-9_-]+|"[^"\n]*"|'[^'\n]*'))*)\s*=""")
+_PART = re.compile(r"""[A-Za-z0-9_-]+|"([^"\n]*)"|'([^'\n]*)'""")
+
+
+def key_lines(text: str) -> dict[tuple[str, str], int]:
+    """Where each table and key of TOML `text` is written: (table, key) -> its first line, a table's
+    header under (table, ""), a key above every table under ("", key). Dotted names are joined by
+    "." (`[agent . review]` is "agent.review"); a value's own lines (a multi-line string or array)
+    may be read as keys, and only the first line of a name counts, so a wrong guess is never preferred."""
+    found: dict[tuple[str, str], int] = {}
+    table = ""
+    for number, line in enumerate(text.splitlines(), 1):
+        header = _HEADER.match(line)
+        if header:
+            table = _dotted(header.group(1))
+            found.setdefault((table, ""), number)
+            continue
+        if line.lstrip().startswith("[["):
+            table = "\0"  # an array of tables: drover reads none, and its keys are not a table's
+            continue
+        written = _KEY.match(line)
+        if written:
+            *within, name = _dotted(written.group(1)).split(".")
+            found.setdefault((".".join(filter(None, [table, *within])), name), number)
+    return found
+
+
+def _dotted(name: str) -> str:
+    return ".".join(quoted[0] or quoted[1] or part.group(0)
+                    for part in _PART.finditer(name) for quoted in [part.groups("")])
+
+
+def locate(text: str) -> Callable[[str, str], int | None]:
+    """A lookup of the line where `text` writes a table's key (`key` "": the table itself), read the
+    first time it is asked. A key not written on a line of its own (inside an inline table) is
+    placed at its table; a table written as a key (`review = {...}` under `[agent]`), at that key."""
+    lines: dict[tuple[str, str], int] | None = None
+
+    def line(table: str, key: str) -> int | None:
+        nonlocal lines
+        if lines is None:
+            lines = key_lines(text)
+        parent, _, last = table.rpartition(".")
+        for place in ((table, key), (table, ""), (parent, last), (parent, "")):
+            if place in lines and place != ("", ""):
+                return lines[place]
+        return None
+
+    return line
