@@ -515,11 +515,11 @@ def test_one_long_line_of_agent_output_is_held_at_most_to_its_cap(monkeypatch):
 def test_a_run_lock_keeps_each_field_of_its_drover_in_place_when_one_is_unknown(tmp_path, monkeypatch):
     """The lock records the drover's pid, start, pid namespace and /proc mount; one that /proc could
     not say is written `-`, so the others are read back as what they are, not one place earlier."""
-    from drover.agents import procs
+    from drover.agents import locks, procs
 
-    monkeypatch.setattr(procs, "_own_place", lambda: ("", procs.proc_mount()))
-    with procs.attached(tmp_path):
-        found = procs.launcher_of(tmp_path)
+    monkeypatch.setattr(procs, "own_place", lambda: ("", procs.proc_mount()))
+    with locks.attached(tmp_path):
+        found = locks.launcher_of(tmp_path)
     assert found is not None
     assert (found.pid, found.pid_namespace) == (os.getpid(), "")
     assert found.start == procs.process_start(os.getpid()) and found.proc_mount == procs.proc_mount()

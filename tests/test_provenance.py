@@ -240,6 +240,37 @@ def test_an_agent_cannot_pass_for_the_operator_from_a_process_namespace_of_its_o
     assert listed(project)["D-1"] != "approved"
 
 
+# the branch's check script: from a pid and mount namespace of its own (DROVER_RUN unset, a session
+# of its own) it approves the item, and says what drover answered
+NAMESPACED_CHECK = """#!/bin/sh
+setsid env -u DROVER_RUN unshare -Urpf --mount-proc {drover} audit D-1 --level reviewed > {out}/audit.out 2>&1
+echo $? > {out}/audit.code
+"""
+
+
+@pytest.mark.skipif(not _unshares(), reason="no unprivileged user and pid namespaces here")
+def test_code_a_drover_runs_while_no_agent_is_live_cannot_pass_for_the_operator_from_a_namespace_of_its_own(project):
+    """Between two runs no run's lock names the drive, so a process in a pid namespace of its own
+    (where it sees no drover above it) was taken for the operator. The branch's check script stands
+    here for any such process: an agent's leftover that waits for the gap, or what `[run] setup` and
+    the check run. Every drover that runs agents or their code now holds a lock of its own for as long
+    as it lives, and a process that cannot see it is refused."""
+    drover(project, "run", "D-1", env=agent_env(project), check=True)
+    worktree, out = project / ".drover" / "worktrees" / "D-1", project.parent
+    (worktree / "check.sh").write_text(NAMESPACED_CHECK.format(drover=BIN / "drover", out=out))
+    git(worktree, "add", "check.sh")
+    git(worktree, "commit", "-q", "-m", "the check")
+    config = (project / "drover.toml").read_text()
+    (project / "drover.toml").write_text(config.replace('default = "', 'default = "sh check.sh', 1))
+    before = verdict_rows(project)
+    drover(project, "verify", "D-1", check=True)  # no agent is live while the check runs
+    assert (out / "audit.code").read_text().strip() == "1"
+    [line] = (out / "audit.out").read_text().splitlines()
+    assert "cannot see the drover at pid" in line and "Traceback" not in line
+    assert verdict_rows(project)["audits"] == before["audits"]
+    assert listed(project)["D-1"] != "approved"
+
+
 def _sets_its_own_pids() -> bool:
     """A process may make a pid namespace of its own, with its own /proc, and choose the next pid there."""
     try:
@@ -360,7 +391,8 @@ with Ledger(Path(sys.argv[1])) as ledger:
 def live_run(project: Path) -> Iterator[Ledger]:
     """The ledger, with run r-a of D-1 live: its agent a `sleep` this process started, its lock held
     by this process as a drover holds it while its agent runs."""
-    from drover.agents.procs import attached, process_start
+    from drover.agents.locks import attached
+    from drover.agents.procs import process_start
 
     agent = subprocess.Popen(["sleep", "60"])
     try:
@@ -386,7 +418,8 @@ def test_a_command_before_its_runs_agent_pid_is_recorded_waits_for_it_and_is_tra
     scripted reviewer under `drive --jobs 4` parked an item now and then. It now waits for its
     run's pid and is traced: the run, when it is that run's agent; refused still, when the pid
     drover records is another process's (a process claiming a run that is starting)."""
-    from drover.agents.procs import attached, process_start
+    from drover.agents.locks import attached
+    from drover.agents.procs import process_start
 
     other = subprocess.Popen(["sleep", "60"])
     asking = tmp_path / "asking"

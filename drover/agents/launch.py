@@ -18,7 +18,8 @@ from drover.errors import printable
 from drover.agents.presets import PROMPT_TEXT
 from drover.agents.usage import StreamReader, Usage
 # pid_alive, process_start and run_alive are read through this module too (runs.py, state.py, tests)
-from drover.agents.procs import become_subreaper, end_run_processes
+from drover.agents.locks import launching
+from drover.agents.procs import end_run_processes
 from drover.agents.procs import pid_alive as pid_alive, process_start as process_start, run_alive as run_alive
 
 PROMPT_VIAS = ("stdin", "file", "arg")
@@ -379,7 +380,7 @@ def launch(
     def show(text: str) -> None:  # the agent's line: none of its escapes reaches the operator's terminal
         STATUS.above(f"[{label} {format_elapsed(time.monotonic() - start)}] {printable(text)}\n", screen)
 
-    become_subreaper()
+    launching()
     marker = ("DROVER_RUN", env_add["DROVER_RUN"]) if env_add.get("DROVER_RUN") else None
     raw_log = open(log_path.with_name("agent.jsonl"), "ab") if reader is not None else None
     with open(log_path, "ab") as log:

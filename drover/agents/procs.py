@@ -13,9 +13,7 @@ import os
 import signal
 import sys
 import time
-from contextlib import contextmanager
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     import subprocess
@@ -97,7 +95,7 @@ def _libc() -> Any:
 
 
 @functools.cache
-def _own_place() -> tuple[str, str]:
+def own_place() -> tuple[str, str]:
     """(pid namespace, /proc's mount id) of this process: neither changes while it lives."""
     return pid_namespace(), proc_mount()
 
@@ -209,93 +207,6 @@ def run_alive(run: RunProcess) -> bool:
         return False
     recorded = run.pid_start or ""
     return not recorded or process_start(run.pid) in ("", recorded)
-
-
-# In a run's folder: the drover that launched the run holds a lock on this file until it has
-# recorded the run's end. The kernel lets go of the lock when that drover dies, however it dies
-# (SIGKILL included), so a live agent whose lock is free has no drover attached: an orphan.
-ATTACHED = "drover.lock"
-
-
-@contextmanager
-def attached(run_dir: Path) -> Iterator[None]:
-    """Hold the run's lock while this drover waits for its agent and records its end."""
-    import fcntl  # POSIX only, as process groups are; only a launch needs it
-
-    run_dir.mkdir(parents=True, exist_ok=True)
-    fd = os.open(run_dir / ATTACHED, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        os.ftruncate(fd, 0)
-        # which drover it was (for people), and for acting.traced_run: when it started and the pid
-        # namespace it lives in, so a process that sees another at that pid number is not fooled
-        os.write(fd, f"{' '.join(str(field) or '-' for field in Launcher.here())}\n".encode())  # "-": unknown
-        yield
-    finally:
-        os.close(fd)
-
-
-class Launcher(NamedTuple):
-    """The drover that holds a run's lock, as `attached` records it in the lock file: its pid, its
-    start, its pid namespace and the mount /proc is to it (the last three "" from an older drover)."""
-
-    pid: int
-    start: str = ""
-    pid_namespace: str = ""
-    proc_mount: str = ""
-
-    @classmethod
-    def here(cls) -> "Launcher":
-        pid = os.getpid()
-        return cls(pid, process_start(pid), *_own_place())
-
-    def hidden(self) -> bool:
-        """This process does not see that drover as it is. A process whose /proc does not show it
-        lives in a pid namespace of its own (`unshare -p --mount-proc`), where its ancestry is
-        hidden from it. A pid it sees is that drover only as the same process (its start) in the
-        same pid namespace: in a namespace of its own an agent can make any pid number exist (by
-        writing ns_last_pid). And /proc must be the mount drover reads: in a mount namespace of its
-        own an agent can bind a folder it wrote over /proc, or over an entry of it."""
-        return (not os.path.exists(f"/proc/{self.pid}")
-                or bool(self.start) and process_start(self.pid) != self.start
-                or bool(self.pid_namespace) and _own_place()[0] != self.pid_namespace
-                or bool(self.proc_mount) and _own_place()[1] != self.proc_mount)
-
-
-def launcher_of(run_dir: Path) -> Launcher | None:
-    """The drover that holds the run's lock now, as it recorded itself; None when none holds it."""
-    if not drover_attached(run_dir, unlocked=False):
-        return None
-    try:
-        pid, *where = (run_dir / ATTACHED).read_text(encoding="ascii").split()[:4]
-        return Launcher(int(pid), *("" if field == "-" else field for field in where))
-    except (OSError, ValueError):
-        return None
-
-
-def drover_attached(run_dir: Path, *, unlocked: bool = True) -> bool:
-    """The drover that launched the run still holds its lock; `unlocked` when the run has no lock
-    file (one launched before drover kept the lock, or not by a drover here: nothing says)."""
-    import fcntl
-
-    try:
-        fd = os.open(run_dir / ATTACHED, os.O_RDONLY | os.O_CLOEXEC)
-    except FileNotFoundError:
-        return unlocked
-    except OSError:
-        return True
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except OSError:
-        return True  # held: its drover is alive
-    finally:
-        os.close(fd)  # closing lets go of the shared lock taken just now
-    return False
-
-
-def run_orphaned(run: RunProcess, runs_dir: Path) -> bool:
-    """A live run (run_alive) whose drover is gone: its agent runs on with nobody to record its end."""
-    return run_alive(run) and not drover_attached(runs_dir / run.id)
 
 
 def end_orphan(pid: int, run_id: str, grace: float) -> None:

@@ -65,6 +65,12 @@ def opened(operator: str = "") -> Iterator[tuple[Project, Ledger]]:
             from drover.ledger.acting import require_operator
 
             require_operator(ledger, operator)
+            from drover.agents.procs import LAUNCHING
+
+            if operator.encode() in LAUNCHING:  # it runs agents or their code: named once it starts one
+                from drover.agents.locks import will_launch
+
+                will_launch(project.state_dir)
         yield project, ledger
     finally:
         ledger.close()

@@ -58,8 +58,8 @@ def traced_run(ledger: Ledger, claimed: str = "") -> str:
     check or `[run] setup` runs (the branch's code). Only a process outside every such drover
     acts as the operator.
     `claimed` ($DROVER_RUN) is not believed: that run's agent pid is only waited for (live_agents)."""
-    from drover.agents.procs import (Untraceable, drover_attached, is_launching_drover, launcher_of, lineage,
-                                     parent_of, process_start)
+    from drover.agents.locks import drover_attached, launcher_of, live_launchers
+    from drover.agents.procs import Untraceable, is_launching_drover, lineage, parent_of, process_start
 
     try:
         me, above = lineage()
@@ -73,10 +73,12 @@ def traced_run(ledger: Ledger, claimed: str = "") -> str:
                 return run_id
     runs_dir = ledger.path.parent / "runs"
     if os.path.isdir("/proc"):
-        # a drover that runs an agent now is alive (it holds its run's lock): a process that does not
-        # see it as it is (procs.Launcher.hidden) cannot say it is none of that drover's agents
-        for run_id, _, _ in live:
-            launcher = launcher_of(runs_dir / run_id)
+        # a drover that runs an agent now is alive (it holds its run's lock), and so is one that runs
+        # agents between its runs (its launcher lock, locks.hold_launcher): a process that does not see
+        # it as it is (locks.Launcher.hidden) cannot say it is none of that drover's agents, nor a
+        # leftover of one, living on below it in a namespace of its own
+        seen = [launcher_of(runs_dir / run_id) for run_id, _, _ in live] + live_launchers(runs_dir.parent)
+        for launcher in seen:
             if launcher is not None and launcher.hidden():
                 raise Refused(f"this process cannot see the drover at pid {launcher.pid}, which runs agents (it "
                               "lives in a process or mount namespace of its own): it cannot act for a run, nor as "

@@ -108,7 +108,7 @@ class RunTable(ItemTable):
     def _pid_pending(self, run_id: str) -> bool:
         """The run is unfinished with no agent pid yet, and a drover holds its lock: it is starting
         the agent now (a run with no lock file, a worker's copy of one, has no drover to wait for)."""
-        from drover.agents.procs import drover_attached
+        from drover.agents.locks import drover_attached
 
         pending = self.conn.execute("SELECT 1 FROM runs WHERE id = ? AND finished IS NULL AND pid IS NULL",
                                     (run_id,)).fetchone()

@@ -214,7 +214,7 @@ def running_notes(runs: Iterable[Run], runs_dir: "Path") -> dict[str, str]:
 def orphan_note(run: Run, runs_dir: "Path") -> str:
     """Of a live run: "" while the drover that launched it is attached; else what list, show and
     drive say of the orphan, with its agent's pid (docs/states.md)."""
-    from drover.agents.procs import drover_attached
+    from drover.agents.locks import drover_attached
 
     if drover_attached(runs_dir / run.id):
         return ""

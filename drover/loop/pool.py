@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 from drover import git
-from drover.agents.procs import drover_attached, pid_alive, process_start, run_alive
+from drover.agents.locks import drover_attached
+from drover.agents.procs import pid_alive, process_start, run_alive
 from drover.git.cleaning import (IN_PROGRESS, Unfit, clean_worktree, clear_leftovers, common_dir, detach_worktree,
                                  discard_worktree, keep_index, private_git_dir, switch_worktree)
 from drover.errors import GitError

@@ -22,7 +22,8 @@ from drover import prompts as templates
 from drover.errors import DroverError, GitError, Refused, TemplateError, UsageError
 from drover.ledger.db import Ledger
 from drover.ledger.project import Project
-from drover.agents.procs import attached, process_start, run_alive
+from drover.agents.locks import attached
+from drover.agents.procs import process_start, run_alive
 from drover.ledger.rows import NewRun, Run
 from drover.ledger.state import State
 
@@ -365,7 +366,8 @@ def stop(project: Project, ledger: Ledger, item_id: str) -> list[str]:
     """
     import time
 
-    from drover.agents.procs import drover_attached, end_orphan
+    from drover.agents.locks import drover_attached
+    from drover.agents.procs import end_orphan
 
     project.require_item(item_id)
     live = [run for run in ledger.runs(item_id) if run_alive(run)]

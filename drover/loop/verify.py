@@ -113,7 +113,7 @@ def run_check(project: Project, ledger: Ledger, item_id: str, *, echo: bool = Fa
     with open(log_path, "ab") as log:
         log.write(f"$ {command}    # drover's check of {branch} at {head[:12]} with {base} "
                   f"({base_head[:12]}) merged in, in {scratch}\n".encode())
-    from drover.agents.procs import attached
+    from drover.agents.locks import attached
     from drover.loop import pool
 
     sweep_checks(project)  # the scratch worktrees of checks whose drover was killed
@@ -151,7 +151,8 @@ def sweep_checks(project: Project) -> list[str]:
     worktrees prune`; without any, only a listing of `.drover/checks`."""
     import fcntl
 
-    from drover.agents.procs import ATTACHED, marked_processes
+    from drover.agents.locks import ATTACHED
+    from drover.agents.procs import marked_processes
     from drover.git.cleaning import discard_worktree
     from drover.loop import pool
 

@@ -40,9 +40,9 @@ def run_setup(command: str, worktree: Path, log_path: Path, *, item_id: str, sho
     env = dict(os.environ, DROVER_ITEM=item_id, DROVER_WORKTREE=str(worktree))
     # setup runs the branch's code, often before this drover's first agent: what it double-forks must
     # be re-parented to drover, not to init, where it would pass for the operator (acting.traced_run)
-    from drover.agents.procs import become_subreaper
+    from drover.agents.locks import launching
 
-    become_subreaper()
+    launching()
     with open(log_path, "ab") as log:
         log.write(f"$ {command}    # [run] setup, in {worktree}\n".encode())
         log.flush()

@@ -1,0 +1,168 @@
+"""Who launched: the locks a drover holds while it runs agents or their code, and what they record
+of it, so that a verdict can tell an agent's process from the operator's (ledger/acting.py).
+
+A lock is a file held with `flock`: the kernel lets go of it when its drover dies, however it dies
+(SIGKILL included), so a lock that can be taken names no live drover. Each names its drover as
+`Launcher` records it: pid, start, pid namespace and /proc mount.
+"""
+from __future__ import annotations
+
+import fcntl
+import os
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator, NamedTuple
+
+from drover.agents import procs
+
+# In a run's folder: the drover that launched the run holds a lock on this file until it has
+# recorded the run's end. A live agent whose lock is free has no drover attached: an orphan.
+ATTACHED = "drover.lock"
+# In .drover/: one lock for each live drover that runs agents or their code (procs.LAUNCHING), held
+# from its start to its exit, the gaps between its runs included.
+LAUNCHERS = "launchers"
+
+
+class Launcher(NamedTuple):
+    """A drover that holds a lock, as it recorded itself in the lock file: its pid, its start, its
+    pid namespace and the mount /proc is to it (the last three "" from an older drover)."""
+
+    pid: int
+    start: str = ""
+    pid_namespace: str = ""
+    proc_mount: str = ""
+
+    @classmethod
+    def here(cls) -> "Launcher":
+        pid = os.getpid()
+        return cls(pid, procs.process_start(pid), *procs.own_place())
+
+    def hidden(self) -> bool:
+        """This process does not see that drover as it is. A process whose /proc does not show it
+        lives in a pid namespace of its own (`unshare -p --mount-proc`), where its ancestry is
+        hidden from it. A pid it sees is that drover only as the same process (its start) in the
+        same pid namespace: in a namespace of its own an agent can make any pid number exist (by
+        writing ns_last_pid). And /proc must be the mount drover reads: in a mount namespace of its
+        own an agent can bind a folder it wrote over /proc, or over an entry of it."""
+        return (not os.path.exists(f"/proc/{self.pid}")
+                or bool(self.start) and procs.process_start(self.pid) != self.start
+                or bool(self.pid_namespace) and procs.own_place()[0] != self.pid_namespace
+                or bool(self.proc_mount) and procs.own_place()[1] != self.proc_mount)
+
+
+def _record(fd: int) -> None:
+    """Write this drover into the lock file it holds at `fd` ("-" for a field /proc could not say,
+    so the fields after it keep their places)."""
+    os.ftruncate(fd, 0)
+    os.write(fd, f"{' '.join(str(field) or '-' for field in Launcher.here())}\n".encode())
+
+
+@contextmanager
+def attached(run_dir: Path) -> Iterator[None]:
+    """Hold the run's lock while this drover waits for its agent and records its end."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    fd = os.open(run_dir / ATTACHED, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        _record(fd)
+        yield
+    finally:
+        os.close(fd)
+
+
+def launcher_of(run_dir: Path, name: str = ATTACHED) -> Launcher | None:
+    """The drover that holds the lock `name` in `run_dir` now, as it recorded itself; None when none holds it."""
+    if not drover_attached(run_dir, unlocked=False, name=name):
+        return None
+    try:
+        pid, *where = (run_dir / name).read_text(encoding="ascii").split()[:4]
+        return Launcher(int(pid), *("" if field == "-" else field for field in where))
+    except (OSError, ValueError):
+        return None
+
+
+def drover_attached(run_dir: Path, *, unlocked: bool = True, name: str = ATTACHED) -> bool:
+    """The drover that launched the run still holds its lock; `unlocked` when the run has no lock
+    file (one launched before drover kept the lock, or not by a drover here: nothing says)."""
+    try:
+        fd = os.open(run_dir / name, os.O_RDONLY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return unlocked
+    except OSError:
+        return True
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError:
+        return True  # held: its drover is alive
+    finally:
+        os.close(fd)  # closing lets go of the shared lock taken just now
+    return False
+
+
+_holding: dict[Path, int] = {}  # .drover/ -> the descriptor of this drover's lock in its launchers/
+_launches_for: set[Path] = set()  # the .drover/ of the command that will run agents (will_launch)
+
+
+def will_launch(state_dir: Path) -> None:
+    """This command runs agents or their code for the project whose state is in `state_dir`: from
+    the first it starts (launching) to its exit, it holds its launcher lock there."""
+    _launches_for.add(state_dir)
+
+
+def launching() -> None:
+    """This drover starts an agent, a check or a set-up now: what they leave behind is re-parented to
+    it (procs.become_subreaper), and it holds its launcher lock (will_launch) until it exits."""
+    procs.become_subreaper()
+    for state_dir in _launches_for:
+        hold_launcher(state_dir)
+
+
+def hold_launcher(state_dir: Path) -> None:
+    """Hold this drover's lock in `state_dir`/launchers/ until it exits. Between two runs no run's
+    lock names the drive, and an agent's leftover lives on below it (in a namespace of its own,
+    where it sees no drover above it): acting.traced_run refuses a process that cannot see any
+    live launcher. The file stays when its drover ends (its agents' leftovers are ended first, at
+    its exit: procs.end_adopted), and the next drover to hold a lock here takes it away."""
+    if state_dir in _holding:
+        return
+    folder = state_dir / LAUNCHERS
+    folder.mkdir(parents=True, exist_ok=True)
+    _sweep(folder)
+    path = folder / f"{os.getpid()}.lock"
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        try:  # a sweeping drover may have taken the file away between the open and the lock
+            if os.stat(path).st_ino == os.fstat(fd).st_ino:
+                break
+        except FileNotFoundError:
+            pass
+        os.close(fd)
+    _record(fd)
+    _holding[state_dir] = fd  # held until this process ends: the kernel lets go of it then
+
+
+def _sweep(folder: Path) -> None:
+    """Remove the lock files in `folder` no drover holds (those of drovers that have ended)."""
+    for entry in os.scandir(folder):
+        try:
+            fd = os.open(entry.path, os.O_RDONLY | os.O_CLOEXEC)
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            os.unlink(entry.path)  # still locked by this sweep: no drover holds it meanwhile
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
+
+
+def live_launchers(state_dir: Path) -> list[Launcher]:
+    """The drovers that hold a lock in `state_dir`/launchers/ now (hold_launcher)."""
+    try:
+        names = [entry.name for entry in os.scandir(state_dir / LAUNCHERS) if entry.name.endswith(".lock")]
+    except OSError:
+        return []
+    found = [launcher_of(state_dir / LAUNCHERS, name) for name in names]
+    return [launcher for launcher in found if launcher is not None]
