@@ -408,6 +408,23 @@ def test_a_tracked_file_marked_skip_worktree_and_the_worktrees_own_refs_do_not_r
     assert entry["readme"] == "base\n" and entry["refs"] == []
 
 
+def test_an_index_a_holder_wrote_where_drover_kept_its_own_does_not_reach_the_next_item(pooled, tmp_path):
+    """drover kept the index its checkout wrote in the worktree's private git folder, which the holder
+    writes as it commits: a holder that copied its own index there (a changed README marked
+    skip-worktree) had it put back, and the forced checkout and the clean passed over README. The
+    kept index is now in drover's own folder, beside the worktree."""
+    first, second = new_item(pooled, "first"), new_item(pooled, "second")
+    done = drive(pooled, first, env={"POOL_HOSTILE": "kept-index"})
+    assert done.returncode == 0, done.stdout + done.stderr
+    (row,) = pool_rows(pooled)
+    worktree = pooled / row["path"]
+    assert git(worktree, "ls-files", "-v", "README").startswith("S ")  # the plant is there
+    assert drive(pooled, second).returncode == 0
+    (entry,) = [entry for entry in seen(tmp_path) if entry["item"] == second and entry["slot"] == "implement"]
+    assert entry["worktree"] == str(worktree)  # the same worktree, reused
+    assert entry["readme"] == "base\n"
+
+
 @pytest.mark.parametrize("hide", ["assume-unchanged", "forged", "time-set-back"])
 def test_a_tracked_file_a_holder_hid_from_git_in_the_index_does_not_reach_the_next_item(pooled, tmp_path, hide):
     """The index is the holder's to write (tests/agents/index_agent.py): a changed tracked file marked
@@ -562,3 +579,20 @@ def test_a_parked_items_clean_worktree_goes_to_the_next_holder_and_it_takes_one_
     assert done.returncode == 0, done.stdout + done.stderr
     assert git(repo, "show", f"main:{parked.lower()}.txt").splitlines()[:2] == ["pass 1", "pass 2"]
     assert len(pool_rows(repo)) == 2
+
+
+def test_putting_back_the_kept_index_replaces_a_link_the_holder_left_in_its_place(tmp_path):
+    """The holder may leave its private folder's `index` a link to any file: putting back the kept
+    index replaces the link and writes nothing through it (the file it leads to may be one the
+    operator may write and the holder may not)."""
+    from drover.git.cleaning import restore_index
+
+    private, outside, kept = tmp_path / "private", tmp_path / "operators-file", tmp_path / "w1.index"
+    private.mkdir()
+    outside.write_text("the operator's\n")
+    kept.write_bytes(b"DIRC kept")
+    (private / "index").symlink_to(outside)
+    restore_index(private, kept)
+    assert outside.read_text() == "the operator's\n"
+    assert not (private / "index").is_symlink() and (private / "index").read_bytes() == b"DIRC kept"
+    assert kept.read_bytes() == b"DIRC kept"  # kept for the next holder too

@@ -64,7 +64,7 @@ def private_git_dir(worktree: Path, common: Path) -> Path:
     return private
 
 
-def clear_leftovers(worktree: Path, private: Path, keep: tuple[str, ...]) -> None:
+def clear_leftovers(worktree: Path, private: Path, keep: tuple[str, ...], kept_index: Path) -> None:
     """Before a pooled worktree is switched: an operation in progress and per-worktree settings
     gone from its private folder, each kept path that is a symbolic link removed, and the index
     drover's last checkout there wrote put back (restore_index)."""
@@ -78,23 +78,26 @@ def clear_leftovers(worktree: Path, private: Path, keep: tuple[str, ...]) -> Non
         kept = worktree / entry
         if kept.is_symlink():  # a link would make the next holder's kept folder any folder at all
             kept.unlink()
-    restore_index(private)
+    restore_index(private, kept_index)
 
 
-# The index as drover left it when the worktree was last made ready (keep_index), in the
-# worktree's private git folder: what the next holder's checkout starts from.
-KEPT_INDEX = "drover-index"
+def kept_index_of(worktree: Path) -> Path:
+    """Where drover keeps the index it left in a pooled worktree when it last made it ready
+    (keep_index): beside the worktree in drover's own folder (.drover/pool/w1.index), never in the
+    worktree's private git folder, which the holder writes as it commits (a copy there was the
+    holder's to replace: a skip-worktree mark in it reached the next holder)."""
+    return worktree.with_name(worktree.name + ".index")
 
 
-def keep_index(private: Path) -> None:
+def keep_index(private: Path, kept: Path) -> None:
     """Keep a copy of the index drover's checkout and clean just wrote, for restore_index."""
-    kept, index = private / KEPT_INDEX, private / "index"
-    scratch = kept.with_name(KEPT_INDEX + ".new")
+    index = private / "index"
+    scratch = kept.with_name(kept.name + ".new")
     shutil.copyfile(index, scratch)
     os.replace(scratch, kept)
 
 
-def restore_index(private: Path) -> None:
+def restore_index(private: Path, kept: Path) -> None:
     """Put back the index keep_index kept (none kept: no index at all), so the next checkout reads
     nothing the last holder wrote into the index.
 
@@ -107,10 +110,18 @@ def restore_index(private: Path) -> None:
     again (run.PINNED has git compare ctimes, whatever the repository's config says), and git
     hashes anything whose times leave it in doubt. Without a kept index git writes every tracked
     file again (a worktree made ready before drover kept one)."""
-    kept, index = private / KEPT_INDEX, private / "index"
+    index = private / "index"
     try:
         if stat.S_ISREG(os.lstat(kept).st_mode):
-            os.replace(kept, index)
+            # a new file renamed over the index: a link the holder put in its place is replaced, not
+            # written through (it may lead anywhere the operator may write, and the holder nowhere)
+            scratch = private / "index.drover"
+            _remove_tree(scratch)
+            with open(kept, "rb") as source, \
+                    open(os.open(scratch, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644),
+                         "wb") as target:
+                shutil.copyfileobj(source, target)
+            os.replace(scratch, index)
             return
         _remove_tree(kept)  # a link or a folder in its place: not drover's
     except FileNotFoundError:
@@ -185,6 +196,7 @@ def discard_worktree(root: Path, worktree: Path) -> None:
     done = run(["worktree", "remove", "--force", "--force", str(worktree)], root)
     if done.returncode != 0 or worktree.exists():
         _remove_tree(worktree)
+    kept_index_of(worktree).unlink(missing_ok=True)
     git(["worktree", "prune"], root)
 
 

@@ -21,7 +21,7 @@ from drover import git
 from drover.agents.locks import drover_attached
 from drover.agents.procs import pid_alive, process_start, run_alive
 from drover.git.cleaning import (IN_PROGRESS, Unfit, clean_worktree, clear_leftovers, common_dir, detach_worktree,
-                                 discard_worktree, keep_index, private_git_dir, switch_worktree)
+                                 discard_worktree, keep_index, kept_index_of, private_git_dir, switch_worktree)
 from drover.errors import GitError
 from drover.ledger.connection import now
 from drover.ledger.journal import failpoint
@@ -210,7 +210,7 @@ def _make_ready(project: Project, path: Path, branch: str, commit: str) -> None:
         raise Unfit(f"{path} is gone")
     private = private_git_dir(path, _common(project))
     failpoint("pool-cleaning")  # tests: a drover killed here leaves the row `cleaning` and the tree dirty
-    clear_leftovers(path, private, project.config.keep)
+    clear_leftovers(path, private, project.config.keep, kept_index_of(path))
     if branch:
         switch_worktree(path, project.root, branch, project.config.base)
     else:
@@ -221,7 +221,7 @@ def _make_ready(project: Project, path: Path, branch: str, commit: str) -> None:
 def _keep_index(project: Project, path: Path) -> None:
     """The index the checkout just wrote, kept for the next holder's (cleaning.restore_index)."""
     try:
-        keep_index(private_git_dir(path, _common(project)))
+        keep_index(private_git_dir(path, _common(project)), kept_index_of(path))
     except OSError as exc:
         raise Unfit(f"{path}: the index could not be kept: {exc.strerror}") from None
 

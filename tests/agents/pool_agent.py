@@ -16,7 +16,9 @@ program, with every commit to be signed), each noting in $POOL_HOOKED whether it
 agent (DROVER_RUN set) or for anyone else, and leaves no litter; its own commits sign nothing.
 POOL_HOSTILE=skip-worktree: it marks its changed README skip-worktree (git status then shows no
 change) and makes refs of the worktree's own (refs/worktree/*, refs/bisect/*), which the next
-holder notes as `refs`. POOL_HOSTILE=commondir: it points the worktree's private git folder at
+holder notes as `refs`. POOL_HOSTILE=kept-index: it does the same to README, then copies its
+index over every file in its private git folder that git did not write (where drover kept a copy
+of the index it last wrote there). POOL_HOSTILE=commondir: it points the worktree's private git folder at
 the common folder of a repository of its own.
 Reviewing, it approves.
 """
@@ -85,8 +87,16 @@ if slot == "implement":
     if hostile == "git":
         elsewhere = Path(os.environ["POOL_ELSEWHERE"])
         (here / ".git").write_text(f"gitdir: {elsewhere / '.git'}\n")
-    if hostile == "skip-worktree":
+    if hostile in ("skip-worktree", "kept-index"):
         subprocess.run(["git", "update-index", "--skip-worktree", "README"], check=True)
+    if hostile == "kept-index":
+        private = Path(subprocess.run(["git", "rev-parse", "--absolute-git-dir"], capture_output=True, text=True,
+                                      check=True).stdout.strip())
+        gits = {"index", "HEAD", "ORIG_HEAD", "commondir", "gitdir", "logs", "refs", "config.worktree"}
+        for entry in private.iterdir():
+            if entry.name not in gits and entry.is_file():
+                entry.write_bytes((private / "index").read_bytes())
+    if hostile == "skip-worktree":
         for ref in ("refs/worktree/planted", "refs/bisect/bad"):
             subprocess.run(["git", "update-ref", ref, "HEAD"], check=True)
     if hostile == "commondir":
