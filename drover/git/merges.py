@@ -143,23 +143,45 @@ def unmerged_files(checkout: Path) -> list[str]:
 
 
 def _conflicted(checkout: Path) -> list[str]:
-    out = git(["diff", "--name-only", "--diff-filter=U"], checkout, check=False)
-    return [line for line in out.splitlines() if line]
+    # -z: each path as it is (git quotes a name holding `"`, `\` or a control character, whatever
+    # core.quotePath says, and a quoted name names no file)
+    out = git(["diff", "--name-only", "-z", "--diff-filter=U"], checkout, check=False)
+    return [path for path in out.split("\0") if path]
 
 
-# The lines git writes around each side of a conflict (`<<<<<<< HEAD`, `>>>>>>> main`); its
-# `=======` between them is left out, as it is also a heading's underline in reStructuredText.
-_MARKER = "^(<{7}|>{7})( |$)"
+def marker_sizes(checkout: Path, paths: list[str]) -> dict[str, int]:
+    """Each of `paths` with the length of the conflict markers git writes in it in `checkout` (its
+    `conflict-marker-size` attribute, which a committed .gitattributes may set; 7 unless set): read
+    where the merge was made, as it was made."""
+    out = git(["check-attr", "-z", "conflict-marker-size", "--", *paths], checkout) if paths else ""
+    fields = out.split("\0")
+    sizes = {path: 7 for path in paths}
+    for path, _, value in zip(fields[0::3], fields[1::3], fields[2::3]):
+        if value.isdigit() and int(value) > 0:
+            sizes[path] = int(value)
+    return sizes
 
 
-def conflict_markers(checkout: Path, commit: str, paths: list[str]) -> list[str]:
-    """`path:line` of each conflict marker line that `paths` hold in `commit`: a merge committed
-    with its conflicts left in the files."""
-    if not paths:
-        return []
+# The lines git writes around each side of a conflict (`<<<<<<< HEAD`, `>>>>>>> main`), each
+# marker as long as the file's conflict-marker-size (marker_sizes); the `=======` between them is
+# left out, as it is also a heading's underline in reStructuredText.
+_MARKER = "^(<{{{size}}}|>{{{size}}})( |$)"
+
+
+def conflict_markers(checkout: Path, commit: str, paths: dict[str, int]) -> list[str]:
+    """`path:line` of each conflict marker line that `paths` (each with its marker size:
+    marker_sizes) hold in `commit`: a merge committed with its conflicts left in the files."""
+    found: list[str] = []
+    for size in sorted(set(paths.values())):
+        found += _markers_of_size(checkout, commit, [path for path in paths if paths[path] == size], size)
+    return found
+
+
+def _markers_of_size(checkout: Path, commit: str, paths: list[str], size: int) -> list[str]:
     # each path as named (a conflicted file may be called `:(glob)*`): no pathspec magic; and every
     # file as text (-a), whatever a committed .gitattributes says of it (`-diff` makes it binary)
-    done = run(["--literal-pathspecs", "grep", "-n", "-a", "-z", "-E", _MARKER, commit, "--", *paths], checkout)
+    done = run(["--literal-pathspecs", "grep", "-n", "-a", "-z", "-E", _MARKER.format(size=size), commit, "--",
+                *paths], checkout)
     if done.returncode not in (0, 1):  # 1: no line matched
         raise failure(["grep"], done)
     found = []

@@ -70,7 +70,8 @@ class Driver:
         self.budget = budgets.DriveBudget(project.config.budget.drive_tokens)  # [budget] drive_tokens
         self.retries = Retries(project.config, say, self.cancel)  # [retry]: what a failed run leads to
         self.started = now()  # the summary's figures are this drive's runs
-        self.conflicts: dict[str, list[str]] = {}  # per item, the files its last merge of base conflicted in
+        # per item, the files its last merge of base conflicted in, each with the size of its markers
+        self.conflicts: dict[str, dict[str, int]] = {}
 
     def drive_item(self, item_id: str) -> Driven:
         with Ledger(self.project.ledger_path) as ledger:
@@ -292,8 +293,10 @@ class Driver:
         """Merge base into the item's branch in its worktree: True when conflicts wait there for the
         implementing agent (its posture is then `conflict`), False when it merged cleanly."""
         base, branch = self.project.config.base, ledger.item_branch(item_id)
-        conflicts = git.merge_base_into(self._item_worktree(ledger, item_id, branch), base)
-        self.conflicts[item_id] = conflicts  # to look for markers left in, once the agent concludes it
+        worktree = self._item_worktree(ledger, item_id, branch)
+        conflicts = git.merge_base_into(worktree, base)
+        # to look for markers left in, once the agent concludes it
+        self.conflicts[item_id] = git.marker_sizes(worktree, conflicts)
         if conflicts:
             self.event(item_id, f"merging {base} into {branch} conflicts in {', '.join(conflicts)}: "
                        "back to the implementing agent")
@@ -306,7 +309,7 @@ class Driver:
         markers in the branch's head (sent back as a round), how the drive ended if that parked the item, else PASSED."""
         from drover.loop import verify
 
-        branch, paths = ledger.item_branch(item_id), self.conflicts.pop(item_id, [])
+        branch, paths = ledger.item_branch(item_id), self.conflicts.pop(item_id, {})
         lines = git.conflict_markers(self.project.root, git.head_of(self.project.root, branch), paths)
         if not lines:
             return PASSED
