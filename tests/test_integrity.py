@@ -303,6 +303,26 @@ def test_a_verify_command_that_cannot_start_fails_the_item_without_a_round(proje
     assert f"{item}: log {check['log_path']}" in done.stdout  # the check's log, not the agent's
 
 
+def test_a_verify_command_the_branch_took_away_is_a_round_for_the_implementer(project):
+    """`./tests.sh` exits 127 on a branch that deleted tests.sh: the branch broke its check, and the
+    implementer can mend it. It failed the item at once, telling the operator to fix drover.toml."""
+    config = project / "drover.toml"
+    config.write_text(config.read_text().replace('default = ""', 'default = "./tests.sh"', 1))
+    (project / "tests.sh").write_text("#!/bin/sh\nexit 0\n")
+    (project / "tests.sh").chmod(0o755)
+    git(project, "add", "-A")
+    git(project, "commit", "-q", "-m", "verify = ./tests.sh")
+    item = new_item(project, "Add a thing")
+    done = drover(project, "drive", "--finish", env={"AGENT_MODE": "breaks-check"})
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "could not run" not in done.stdout
+    state = shown(project, item)
+    assert state["state"] == "done"
+    assert [check["exit_status"] for check in state["checks"]] == [127, 0]
+    (sent,) = state["rounds"]
+    assert sent["headline"] == "The verify command failed: `./tests.sh`"
+
+
 def test_a_finish_that_moves_the_checkout_to_base_says_so(project):
     item = new_item(project, "Add a thing")
     git(project, "switch", "-q", "-c", "feature-x")

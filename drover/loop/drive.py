@@ -237,7 +237,7 @@ class Driver:
         self.event(item_id, verify.describe(check))
         if gate.passed:
             return PASSED
-        unrunnable = verify.cannot_run(check)  # a command that cannot start: no agent can fix that
+        unrunnable = verify.cannot_run(self.project, check)  # a command that cannot start: no agent can fix that
         if check.outcome == "interrupted" or unrunnable:
             return self._ended(ledger, item_id, "failed", unrunnable or "interrupted", log=check.log_path)
         if check.outcome == "conflict":

@@ -65,14 +65,31 @@ def passing_check(project: Project, ledger: Ledger, item_id: str, head: str, bas
 _CANNOT_START = {127: "not found", 126: "not executable"}
 
 
-def cannot_run(check: Check) -> str:
+def cannot_run(project: Project, check: Check) -> str:
     """Why the verify command itself could not start, as the shell's exit status says ("" when it
-    ran): no round of changes can fix that, only the operator's configuration."""
+    ran): no round of changes can fix that, only the operator's configuration. Unless the branch
+    changed a file a word of the command names (deleted `./tests.sh`, took its mode away): then the
+    branch broke its own check, and that is a round's to mend like any failed check."""
     if check.outcome != "exited" or check.exit_status not in _CANNOT_START:
+        return ""
+    if _names_what_the_branch_changed(project, check):
         return ""
     said = (check.tail or "").strip().splitlines()[-1:] or [_CANNOT_START[check.exit_status]]
     return (f"the verify command could not run (`{check.command}` exited {check.exit_status}: {said[0]}): "
             "fix it ([verify] in drover.toml, or the item's `verify` key), then drive again")
+
+
+def _names_what_the_branch_changed(project: Project, check: Check) -> bool:
+    import shlex
+
+    try:
+        words = shlex.split(check.command)
+    except ValueError:
+        return False
+    named = {os.path.normpath(word) for word in words if not word.startswith("-") and "=" not in word}
+    named = {path for path in named if not os.path.isabs(path) and not path.startswith("..")}
+    changed = git.changed_paths(project.root, project.config.base, check.head, base_head=check.base)
+    return not named.isdisjoint(changed)
 
 
 def describe(check: Check) -> str:

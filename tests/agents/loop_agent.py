@@ -5,7 +5,8 @@ AGENT_MODE steers it: `normal` (request changes once, then approve), `stubborn` 
 request changes), `fail` (exit 3), `sleep` (start a grandchild and sleep), `silent` (review
 records nothing), `unmerged` (in posture conflict, resolve the files and leave the merge
 unconcluded), `markers` (in posture conflict, commit the files as they are, conflict markers and
-all; on its next pass, take the marker lines out), `idle` (implementing, exit 0 having done nothing). AGENT_QUIET=N: the first implementing pass says nothing for N seconds first;
+all; on its next pass, take the marker lines out), `idle` (implementing, exit 0 having done nothing),
+`breaks-check` (its first implementing pass deletes tests.sh, the verify command; the next puts it back). AGENT_QUIET=N: the first implementing pass says nothing for N seconds first;
 AGENT_FINDINGS: the findings of a request for changes. AGENT_SLOW_ITEM=ID:N: every implementing pass
 of item ID sleeps N seconds first (another item's finish then comes while this agent runs).
 """
@@ -72,6 +73,9 @@ if slot == "implement":
         time.sleep(float(os.environ["AGENT_QUIET"]))
     with target.open("a") as handle:
         handle.write(f"pass {passes + 1}\n")
+    if mode == "breaks-check":
+        subprocess.run(["git", "rm", "-q", "tests.sh"] if passes == 0 else ["git", "checkout", "main", "--", "tests.sh"],
+                       check=True)
     subprocess.run(["git", "add", str(target)], check=True)
     subprocess.run(["git", "commit", "-q", "-m", f"{item}: pass {passes + 1}"], check=True)
 elif slot == "review":
