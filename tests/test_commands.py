@@ -777,7 +777,8 @@ def test_the_round_cap_refuses_keeps_the_findings_and_parks(project):
     said = fails(result, 1)
     kept = project / ".drover" / "parked" / "D-1-3.md"
     assert kept.read_text() == "### round three\n"
-    assert "refused" in said and ".drover/parked/D-1-3.md" in said and "parked" in said
+    assert said.startswith("drover: D-1 already has 2 rounds of changes ([review] max_rounds = 2): refused; ")
+    assert ".drover/parked/D-1-3.md" in said and "parked" in said
     assert item_text(project, "D-1") == before
     assert listed()["D-1"]["state"] == "parked"
     data = shown("D-1")
@@ -791,6 +792,14 @@ def test_the_round_cap_refuses_keeps_the_findings_and_parks(project):
     out = ok("unpark", "D-1")
     assert out.splitlines() == ["D-1: unparked", "warning: D-1 has 2 rounds of changes, the cap ([review] max_rounds "
                                 "= 2): its next request for changes parks it again; raise the cap to give it more rounds"]
+
+
+def test_the_round_cap_of_one_says_one_round(project):
+    set_config(project, "review", "max_rounds = 1")
+    ok("new", "x")
+    ok("request-changes", "D-1", input="round one\n")
+    said = fails(drover("request-changes", "D-1", input="round two\n"), 1)
+    assert said.startswith("drover: D-1 already has 1 round of changes ([review] max_rounds = 1): refused; ")
 
 
 def test_the_review_runs_log_is_the_rounds_path(project, monkeypatch):
@@ -911,6 +920,19 @@ def test_park_refuses_a_done_item_and_writes_nothing(project):
     assert fails(drover("park", "D-1", "--why", "too late"), 1) == "drover: D-1 is done; nothing to park"
     assert snapshot(project) == before
     assert listed()["D-1"]["state"] == "done"
+
+
+def test_request_changes_refuses_a_done_item_and_writes_nothing(project):
+    """Findings on a merged item were recorded as a round no drive would ever take up: `list` said
+    done, `show` said changes outstanding, and nothing pointed at a new item."""
+    ok("new", "x")
+    with Ledger(project / ".drover" / "ledger.db") as ledger:
+        ledger.mark_done("D-1")
+    before = snapshot(project)
+    said = fails(drover("request-changes", "D-1", input="# Still wrong\n"), 1)
+    assert said == ("drover: D-1 is done (merged): nothing takes up changes to it; record what is left as a "
+                    "new item: drover new TITLE -f D-1")
+    assert snapshot(project) == before
 
 
 def test_parking_a_parked_item_again_names_the_reason_it_replaces(project):

@@ -73,6 +73,8 @@ def test_list_and_show_name_an_orphan_with_its_agents_pid(project, orphan):
     assert run["live"] and run["orphaned"] and run["pid"] == agent
     (row,) = json.loads(drover(project, "list", "--json", check=True).stdout)
     assert (row["state"], row["note"]) == ("running", note)
+    again = drover(project, "run", item)  # refused, and told how to end it
+    assert again.returncode == 1 and again.stderr.strip().endswith(f"(pid {agent}): {note}")
 
 
 def test_a_live_run_with_its_drover_attached_is_not_an_orphan(project):

@@ -212,6 +212,10 @@ def test_checks_run_in_pooled_worktrees_cleaned_like_the_items(pooled, tmp_path)
     rows = pool_rows(pooled)
     assert len(rows) == 2 and {row["state"] for row in rows} == {"free"}  # an item's and a check's, reused
     assert not (pooled / ".drover" / "checks").exists() or not any((pooled / ".drover" / "checks").iterdir())
+    # each check's log names the pooled worktree it ran in, not a scratch folder it never made
+    for check in conn.execute("SELECT log_path FROM checks").fetchall():
+        first = (pooled / check[0]).read_text().splitlines()[0]
+        assert first.endswith(tuple(f" in {pooled / row['path']}" for row in rows)), first
 
 
 # --- a worktree none can have ----------------------------------------------------

@@ -213,6 +213,9 @@ def request_changes(project: Project, ledger: Ledger, item_id: str, findings: st
     log = log or _review_log(ledger)
     with ledger.locked():
         item = read_item(project, ledger, item_id)  # read under the lock: nobody writes it meanwhile
+        if ledger.item_row(item_id).get("done"):  # merged: no drive takes it up again, and the findings would wait forever
+            raise Refused(f"{item_id} is done (merged): nothing takes up changes to it; record what is left "
+                          f"as a new item: drover new TITLE -f {item_id}")
         rounds = len(ledger.rounds(item_id))
         if rounds >= cap:
             kept = project.parked_dir / f"{item_id}-{rounds + 1}.md"
@@ -230,7 +233,7 @@ def request_changes(project: Project, ledger: Ledger, item_id: str, findings: st
 
             _journaled(ledger, "request-changes", item_id, [(kept, written, None)], park_it)
             raise Refused(
-                f"{item_id} already has {rounds} rounds of changes ([review] max_rounds = {cap}): "
+                f"{item_id} already has {counted(rounds, 'round')} of changes ([review] max_rounds = {cap}): "
                 f"refused; the findings are kept in {project.relpath(kept)}; "
                 f"{item_id} is parked for the operator"
             )

@@ -97,7 +97,11 @@ def prepare(project: Project, ledger: Ledger, item_id: str, slot: str, *,
         raise Refused(f"{item_id} is parked ({row.get('parked_reason') or 'no reason given'}): `drover unpark {item_id}` first")
     running = live_run(record.runs)
     if running:
-        raise Refused(f"{item_id} already has a live run {running.id} (pid {running.pid})")
+        from drover.ledger.state import orphan_note
+
+        orphaned = orphan_note(running, project.runs_dir)  # its drover is gone: say how to end it
+        raise Refused(f"{item_id} already has a live run {running.id} (pid {running.pid})"
+                      + (f": {orphaned}" if orphaned else ""))
     if slot == "review":
         if not preview and not any(run.slot == "implement" for run in record.runs):
             raise Refused(f"{item_id} has no implementing run to review: `drover run {item_id}` first")

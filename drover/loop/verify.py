@@ -127,9 +127,6 @@ def run_check(project: Project, ledger: Ledger, item_id: str, *, echo: bool = Fa
     log_path.parent.mkdir(parents=True, exist_ok=True)
     scratch = project.state_dir / "checks" / check_id
     started, clock = now(), time.monotonic()
-    with open(log_path, "ab") as log:
-        log.write(f"$ {command}    # drover's check of {branch} at {head[:12]} with {base} "
-                  f"({base_head[:12]}) merged in, in {scratch}\n".encode())
     from drover.agents.locks import attached
     from drover.loop import pool
 
@@ -144,6 +141,9 @@ def run_check(project: Project, ledger: Ledger, item_id: str, *, echo: bool = Fa
             # one at a time with the agents' worktrees: a prune during another `worktree add` breaks it
             with pool.WORKTREE_LOCK:
                 git.add_detached_worktree(project.root, scratch, head)
+        with open(log_path, "ab") as log:  # where it runs: a scratch worktree, or the pooled one it holds
+            log.write(f"$ {command}    # drover's check of {branch} at {head[:12]} with {base} "
+                      f"({base_head[:12]}) merged in, in {scratch}\n".encode())
         try:
             exit_status, outcome, tail = _run_in(project, item_id, command, scratch, base_head, log_path,
                                                  echo=echo, cancel=cancel, progress=progress, ledger=ledger)
