@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from drover.agents import launch as agents, presets
-from drover.agents.launch import agent_env, launch, pid_alive
+from drover.agents.environment import agent_env, drover_bin_dir
+from drover.agents.launch import launch, pid_alive
 from drover.agents.presets import PRESETS, PROMPT_FILE, agent_argv, binary_missing
 from drover.config import AgentConfig
 from drover.errors import ConfigError
@@ -199,16 +200,26 @@ def test_the_agents_git_starts_no_maintenance_and_keeps_the_config_drover_was_gi
     assert seen.splitlines() == ["operator.mark Operator", "maintenance.auto false"]
 
 
-def test_agent_path_reaches_this_drover_first(tmp_path, monkeypatch):
-    ours = agents.drover_bin_dir()
-    assert ours is not None and (ours / "drover").exists()
+def test_agent_path_reaches_this_drover_first_and_nothing_else_of_its_folder(tmp_path, monkeypatch):
+    """drover's folder is often a virtual environment's: put in front of the agent's PATH whole, its
+    python, pip and pytest shadowed the project's for the agent, while `[run] setup` and drover's
+    check ran the project's. What goes in front is a folder holding a link to this drover alone."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    ours = drover_bin_dir()
+    assert ours is not None and (ours / "drover").exists() and (ours / "python").exists()
     impostor = tmp_path / "bin"
     impostor.mkdir()
     (impostor / "drover").write_text("#!/bin/sh\necho wrong drover\n")
     (impostor / "drover").chmod(0o755)
     monkeypatch.setenv("PATH", os.pathsep.join([str(impostor), "/usr/bin", "/bin"]))
     env = agent_env(item_id="D-1", slot="implement", run_id="r", prompt_file=tmp_path / "p", repo=tmp_path)
-    assert env["PATH"].split(os.pathsep)[:2] == [str(ours), str(impostor)]
+    front, after = env["PATH"].split(os.pathsep)[:2]
+    assert after == str(impostor)
+    assert os.listdir(front) == ["drover"] and os.path.samefile(Path(front) / "drover", ours / "drover")
+    assert shutil.which("python", path=env["PATH"]) != str(ours / "python")  # the project's python, not drover's
+    # a second launch finds the link made already
+    again = agent_env(item_id="D-1", slot="implement", run_id="r", prompt_file=tmp_path / "p", repo=tmp_path)
+    assert again["PATH"] == env["PATH"]
     # When PATH already finds it first, PATH is left as it was.
     monkeypatch.setenv("PATH", os.pathsep.join([str(ours), "/usr/bin"]))
     env = agent_env(item_id="D-1", slot="implement", run_id="r", prompt_file=tmp_path / "p", repo=tmp_path)
@@ -224,7 +235,8 @@ def test_the_agent_sees_the_environment_additions(tmp_path, monkeypatch):
     for key in ("DROVER_ITEM=D-1", "DROVER_SLOT=implement", "DROVER_RUN=r-7",
                 f"DROVER_PROMPT_FILE={tmp_path / 'prompt.md'}", f"DROVER_REPO={tmp_path}"):
         assert f"env: {key}\n" in log
-    assert f"which drover: {agents.drover_bin_dir() / 'drover'}\n" in log
+    said = next(line for line in log.splitlines() if line.startswith("which drover: "))
+    assert os.path.samefile(said.removeprefix("which drover: "), drover_bin_dir() / "drover")
 
 
 # launching ----------------------------------------------------------------------------------

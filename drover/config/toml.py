@@ -28,9 +28,10 @@ def toml_cache(path: Path, kind: str = "config") -> str:
     import os
     import zlib
 
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    from drover import cache_dir
+
     where = zlib.crc32(os.path.abspath(path).encode("utf-8", "surrogateescape"))
-    return os.path.join(base, "drover", f"{kind}-{where:08x}.json")
+    return os.path.join(cache_dir(), f"{kind}-{where:08x}.json")
 
 
 def _cached_toml(path: Path, text: str, kind: str) -> dict[str, Any] | None:

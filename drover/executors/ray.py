@@ -16,7 +16,7 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
-from drover.agents import launch as agents
+from drover.agents import environment
 from drover import git
 from drover.executors import outbox
 from drover.executors.base import Launch
@@ -223,7 +223,7 @@ def make_payload(project: "Project", ledger: "Ledger", launch: "Launch", base_sh
         "worktree_rel": project.relpath(launch.worktree) if launch.worktree else "",
         "prompt_rel": project.relpath(launch.prompt_path), "prompt_file": str(launch.prompt_path),
         "argv": list(launch.argv), "prompt": launch.prompt, "prompt_via": launch.prompt_via,
-        "env": {key: value for key, value in launch.env_add.items() if key not in agents.MACHINE_VARIABLES},
+        "env": {key: value for key, value in launch.env_add.items() if key not in environment.MACHINE_VARIABLES},
         "timeout": launch.agent.timeout_seconds, "stream": launch.stream,
         "token_ceiling": launch.token_ceiling,
     }

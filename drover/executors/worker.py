@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from drover.agents import launch as agents
+from drover.agents import environment, launch as agents
 from drover import git
 from drover.executors.outbox import ENV as OUTBOX_ENV
 
@@ -126,7 +126,7 @@ def _work(payload: dict[str, Any], base_bundle: bytes, scratch: Path, started: f
     prompt_file = _write(repo / payload["prompt_rel"], payload["prompt"])
     outbox = scratch / "outbox.jsonl"
     # the environment the coordinator prepared, its paths made this machine's
-    env_add = agents.on_this_machine(payload["env"], prompt_file=prompt_file, repo=repo, workdir=workdir)
+    env_add = environment.on_this_machine(payload["env"], prompt_file=prompt_file, repo=repo, workdir=workdir)
     env_add[OUTBOX_ENV] = str(outbox)
     argv = [word.replace(payload["prompt_file"], str(prompt_file)) for word in payload["argv"]]
     log = scratch / "agent.log"

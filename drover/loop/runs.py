@@ -14,7 +14,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Sequence
 
-from drover.agents import launch as agents, presets
+from drover.agents import environment, launch as agents, presets
 from drover.agents.failures import Failure, classify_run
 from drover import git
 from drover.prompts import data as template_data
@@ -128,7 +128,7 @@ def prepare(project: Project, ledger: Ledger, item_id: str, slot: str, *,
     argv, via = presets.agent_argv(agent, run_dir / "prompt.md")
     if slot == "review" and not preview and workdir != project.root:
         _refuse_reviewer_from_the_branch(project, item_id, branch, argv, heads)
-    env_add = agents.agent_env(item_id=item_id, slot=slot, run_id=run_id, prompt_file=run_dir / "prompt.md",
+    env_add = environment.agent_env(item_id=item_id, slot=slot, run_id=run_id, prompt_file=run_dir / "prompt.md",
                                repo=project.root, workdir=workdir, base=project.config.base,
                                branch=branch if slot != "draft" else "", round_number=data.Rounds,
                                posture=data.Posture, verify=data.VerifyCommand)

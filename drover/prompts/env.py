@@ -63,8 +63,9 @@ def _bytecode_cache() -> jinja2.BytecodeCache | None:
     """
     if os.environ.get("DROVER_NO_CACHE"):
         return None
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    folder = Path(base) / "drover" / "jinja"
+    from drover import cache_dir
+
+    folder = Path(cache_dir()) / "jinja"
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError:

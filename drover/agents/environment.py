@@ -1,0 +1,113 @@
+"""An agent's environment: what drover adds to its own for the agent (the DROVER_* variables, a PATH
+that reaches this drover, git's automatic maintenance off), and which of it names places on the
+machine the agent runs on."""
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+
+
+def drover_bin_dir() -> Path | None:
+    """The folder holding the `drover` program that is running now, if one can be found."""
+    candidates = []
+    argv0 = sys.argv[0] if sys.argv else ""
+    if os.path.basename(argv0) == "drover":
+        candidates.append(os.path.dirname(os.path.abspath(argv0)))
+    # Not resolved: a venv's python is a symlink, and its bin folder is the one that matters.
+    candidates.append(os.path.dirname(os.path.abspath(sys.executable)))
+    for folder in candidates:
+        if os.access(os.path.join(folder, "drover"), os.X_OK):
+            return Path(folder)
+    return None
+
+
+def _agent_path() -> str:
+    path = os.environ.get("PATH", os.defpath)
+    folder = drover_bin_dir()
+    if folder is None:
+        return path
+    ours = folder / "drover"
+    first = shutil.which("drover", path=path)
+    if first and os.path.samefile(first, ours):
+        return path  # already the first drover found; leave the agent's PATH alone
+    return os.pathsep.join([_drover_alone(ours), *[entry for entry in path.split(os.pathsep) if entry]])
+
+
+def _drover_alone(program: Path) -> str:
+    """A folder holding `program` (a link named drover) and nothing else, for the front of an agent's
+    PATH: drover's own folder is often a virtual environment's, whose python, pip and pytest
+    would shadow the project's for the agent, while `[run] setup` and the check run the project's
+    (a new user found an agent's tests and drover's check on two interpreters). In drover's cache;
+    drover's own folder where it cannot be made."""
+    import zlib
+
+    from drover import cache_dir
+
+    folder = os.path.join(cache_dir(), "bin", f"{zlib.crc32(str(program).encode('utf-8', 'surrogateescape')):08x}")
+    link = os.path.join(folder, "drover")
+    try:
+        if os.readlink(link) == str(program):
+            return folder
+    except OSError:
+        pass
+    try:
+        os.makedirs(folder, exist_ok=True)
+        scratch = f"{link}.{os.getpid()}"
+        os.symlink(program, scratch)
+        os.replace(scratch, link)
+    except OSError:
+        return str(program.parent)
+    return folder
+
+
+def agent_env(*, item_id: str, slot: str, run_id: str, prompt_file: Path, repo: Path, workdir: Path | None = None,
+              base: str = "", branch: str = "", round_number: int = 0, posture: str = "",
+              verify: str = "") -> dict[str, str]:
+    """What an agent's environment adds: the DROVER_* variables, and PATH reaching this drover.
+
+    The context a script agent would otherwise parse from its prompt (docs/agents.md): base and
+    branch, the directory it works in, the rounds of changes so far, the implementing posture
+    and the verify command.
+    """
+    return {
+        "DROVER_ITEM": item_id,
+        "DROVER_SLOT": slot,
+        "DROVER_RUN": str(run_id),
+        "DROVER_BASE": base,
+        "DROVER_BRANCH": branch,
+        "DROVER_ROUND": str(round_number),
+        "DROVER_POSTURE": posture,
+        "DROVER_VERIFY": verify,
+        # a review runs in the branch's worktree: a Python reviewer started as `python -m MODULE`
+        # (or -c) would put that folder first on its module path and import the branch's json.py,
+        # subprocess.py, ... inside the review run (docs/security.md); 3.11+ leaves it off
+        **({"PYTHONSAFEPATH": "1"} if slot == "review" else {}),
+        **on_this_machine({}, prompt_file=prompt_file, repo=repo, workdir=workdir or repo),
+    }
+
+
+# The variables that name places on the machine the agent runs on: a worker fills them in afresh.
+MACHINE_VARIABLES = ("DROVER_PROMPT_FILE", "DROVER_REPO", "DROVER_WORKTREE", "PATH")
+
+
+def on_this_machine(env_add: Mapping[str, str], *, prompt_file: Path, repo: Path, workdir: Path) -> dict[str, str]:
+    """`env_add` (prepared elsewhere) with the paths of this machine: its prompt file, checkout,
+    working directory and the PATH reaching this drover."""
+    return {**env_add, "DROVER_PROMPT_FILE": str(prompt_file), "DROVER_REPO": str(repo),
+            "DROVER_WORKTREE": str(workdir), "PATH": _agent_path(), **no_auto_maintenance(os.environ)}
+
+
+def no_auto_maintenance(environ: Mapping[str, str]) -> dict[str, str]:
+    """`maintenance.auto=false` for an agent's git, after the config `environ` passes already
+    (GIT_CONFIG_COUNT): a `gc --auto` an agent's commit started would outlive the run and be
+    ended with its other processes, half-way through a repack. drover runs git's maintenance
+    itself when the command ends (git.housekeeping)."""
+    try:
+        count = max(0, int(environ.get("GIT_CONFIG_COUNT", "0")))
+    except ValueError:
+        count = 0  # git itself refuses a malformed count; the agent's git says so
+    return {f"GIT_CONFIG_KEY_{count}": "maintenance.auto", f"GIT_CONFIG_VALUE_{count}": "false",
+            "GIT_CONFIG_COUNT": str(count + 1)}
