@@ -307,7 +307,7 @@ def test_timeout_ends_the_whole_process_group(tmp_path, pidfile):
     assert wait_until(lambda: gone(agent_pid) and gone(grandchild_pid))
     log = (tmp_path / "run" / "agent.log").read_text()
     assert log.startswith("ready\n")
-    assert re.search(r"\n\[drover\] timed out after 0:0\d: ended the agent's processes\n$", log)
+    assert re.search(r"\n\[drover\] timed out after 0:0\d: ended its processes\n$", log)
 
 
 def test_sigterm_ignored_is_followed_by_sigkill(tmp_path, pidfile):

@@ -5,13 +5,16 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import sqlite3
+import subprocess
+import time
 from pathlib import Path
 from typing import Callable
 
 import pytest
 
-from helpers import AGENT, TESTS, configure, drover, git, ledger_rows, line_of_key, new_item
+from helpers import AGENT, BIN, TESTS, configure, drover, git, ledger_rows, line_of_key, new_item
 
 POOL_AGENT = TESTS / "agents" / "pool_agent.py"
 HOSTILE_AGENT = TESTS / "agents" / "hostile_agent.py"
@@ -600,3 +603,31 @@ def test_putting_back_the_kept_index_replaces_a_link_the_holder_left_in_its_plac
     assert outside.read_text() == "the operator's\n"
     assert not (private / "index").is_symlink() and (private / "index").read_bytes() == b"DIRC kept"
     assert kept.read_bytes() == b"DIRC kept"  # kept for the next holder too
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_during_the_setup_ends_it_and_the_run_is_interrupted_with_no_agent_started(pooled, tmp_path, signum):
+    """The setup ran as a plain child in drover's process group: SIGTERM left it to run its course
+    and the agent was started after it, and Ctrl-C reached it straight from the terminal, so the run
+    was recorded as a setup that failed. Now it is launched as an agent is, and ended with the drive."""
+    pids = tmp_path / "setup.pids"
+    set_run(pooled, setup=json.dumps(f"echo $$ >> {pids}; sleep 60 & echo $! >> {pids}; wait"))
+    item = new_item(pooled, "first")
+    driving = subprocess.Popen([str(BIN / "drover"), "drive", item], cwd=pooled, text=True,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+                               env={**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"})
+    try:
+        deadline = time.monotonic() + 60
+        while len(pids.read_text().split()) < 2 if pids.exists() else True:
+            assert time.monotonic() < deadline and driving.poll() is None, "the setup never started"
+            time.sleep(0.05)
+        os.kill(driving.pid, signum)
+        out, err = driving.communicate(timeout=30)
+    finally:
+        if driving.poll() is None:
+            driving.kill()
+    assert driving.returncode == 128 + signum, out + err
+    assert all(not os.path.exists(f"/proc/{pid}") for pid in map(int, pids.read_text().split()))
+    (run,) = json.loads(drover(pooled, "show", item, "--json", check=True).stdout)["runs"]
+    assert run["outcome"] == "interrupted"
+    assert [entry for entry in seen(tmp_path) if entry["item"] == item] == []  # no agent started

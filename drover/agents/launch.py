@@ -380,7 +380,7 @@ def launch(
             if outcome == OVER_BUDGET and reader is not None:
                 why = f"over budget ({reader.tokens:,} tokens, past its ceiling of {token_ceiling:,})"
             log.write(f"\n[drover] {why} after {format_elapsed(elapsed)}: "
-                      "ended the agent's processes\n".encode())
+                      "ended its processes\n".encode())
     return LaunchResult(exit_code=proc.returncode, outcome=outcome, elapsed=elapsed,
                         usage=reader.usage if reader is not None else None, stalled=stalled)
 

@@ -288,18 +288,22 @@ def execute(project: Project, ledger: Ledger, launch: Launch, *, echo: bool = Tr
     launch.run_dir.mkdir(parents=True, exist_ok=True)
     launch.prompt_path.write_text(launch.prompt, encoding="utf-8")
     if launch.worktree is not None and project.config.setup:
-        from drover.loop.worktree_setup import SetupFailed
+        from drover.loop.worktree_setup import SetupFailed, SetupInterrupted
 
         try:
             pool.setup_worktree(project, ledger, launch.worktree, launch.log_path, item_id=launch.item_id,
                                 shown_log=project.relpath(launch.log_path),
-                                timeout=launch.agent.timeout_seconds or None)
+                                timeout=launch.agent.timeout_seconds or None, cancel=cancel,
+                                progress=progress if progress is not None else _say)
         except SetupFailed as exc:  # on record as the run that could not start, its log the setup's
             _record_start(project, ledger, launch, head_start)
+            stopped = isinstance(exc, SetupInterrupted)  # a run cut short, as an agent Ctrl-C ends
             with ledger.write():
                 ledger.set_run_node(launch.run_id, "", str(exc).removeprefix(f"{launch.item_id}: "))
-                ledger.finish_run(launch.run_id, None, "failed to start")
-            raise
+                ledger.finish_run(launch.run_id, None, "interrupted" if stopped else "failed to start")
+            if not stopped:
+                raise
+            return RunResult(launch.run_id, None, "interrupted", 0.0, launch.log_path)
     _record_start(project, ledger, launch, head_start)
     from drover.executors import open_executor
 

@@ -220,11 +220,13 @@ def _run_in(project: Project, item_id: str, command: str, scratch: Path, base_he
     start = log_path.stat().st_size  # the tail is the output's, not drover's header line
     if project.config.setup:
         from drover.loop.pool import setup_worktree
-        from drover.loop.worktree_setup import SetupFailed
+        from drover.loop.worktree_setup import SetupFailed, SetupInterrupted
 
         try:
             setup_worktree(project, ledger, scratch, log_path, item_id=item_id, shown_log=project.relpath(log_path),
-                           timeout=_timeout(project))
+                           timeout=_timeout(project), cancel=cancel, progress=progress)
+        except SetupInterrupted:
+            return None, "interrupted", tail_of(log_path, start)
         except SetupFailed:
             return None, "setup failed", tail_of(log_path, start)
     ended = agents.launch(

@@ -7,9 +7,9 @@ worktree itself, so the agent's verify command tests the branch it is on.
 """
 from __future__ import annotations
 
-import os
-import subprocess
+import threading
 from pathlib import Path
+from typing import Callable
 
 from drover import git
 from drover.errors import DroverError
@@ -23,8 +23,13 @@ class SetupFailed(DroverError):
     exit_code = 1
 
 
+class SetupInterrupted(SetupFailed):
+    """Ctrl-C, SIGTERM or `drover stop` ended the setup command: nothing is known to be wrong with it."""
+
+
 def run_setup(command: str, worktree: Path, log_path: Path, *, item_id: str, shown_log: str,
-              timeout: float | None = None, once: bool = True) -> bool:
+              timeout: float | None = None, once: bool = True, cancel: threading.Event | None = None,
+              progress: Callable[[str], None] | None = None) -> bool:
     """Run `command` in `worktree` unless it already ran there (`once`); True when it ran now.
 
     Its output goes to `log_path` (the run's log, which the agent then appends to). The marker
@@ -37,25 +42,24 @@ def run_setup(command: str, worktree: Path, log_path: Path, *, item_id: str, sho
     if marker is not None and marker.exists():
         return False
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    env = dict(os.environ, DROVER_ITEM=item_id, DROVER_WORKTREE=str(worktree))
-    # setup runs the branch's code, often before this drover's first agent: what it double-forks must
-    # be re-parented to drover, not to init, where it would pass for the operator (acting.traced_run)
-    from drover.agents.locks import launching
-
-    launching()
     with open(log_path, "ab") as log:
         log.write(f"$ {command}    # [run] setup, in {worktree}\n".encode())
-        log.flush()
-        # the operator's own command line, like a Makefile recipe: through the shell
-        try:
-            done = subprocess.run(["/bin/sh", "-c", command], cwd=worktree, env=env, stdin=subprocess.DEVNULL,
-                                  stdout=log, stderr=subprocess.STDOUT, timeout=timeout, check=False)
-            status = f"exit {done.returncode}"
-            failed = done.returncode != 0
-        except subprocess.TimeoutExpired:
-            status, failed = "timed out", True
+    # the operator's own command line, like a Makefile recipe: through the shell, launched as an agent
+    # is (launching() included): in a session of its own, ended whole by the timeout, Ctrl-C, SIGTERM
+    # or `cancel`, signs of life through `progress`; what it double-forks is re-parented to drover,
+    # not to init, where it would pass for the operator (acting.traced_run)
+    from drover.agents import launch as agents
+
+    ended = agents.launch(["/bin/sh", "-c", command], cwd=worktree,
+                          env_add={"DROVER_ITEM": item_id, "DROVER_WORKTREE": str(worktree)}, prompt="",
+                          prompt_via="file", log_path=log_path, timeout=timeout, label=f"{item_id} setup",
+                          echo=False, cancel=cancel, progress=progress, progress_label=f"{item_id}: [run] setup")
+    status = f"exit {ended.exit_code}" if ended.outcome == "exited" else ended.outcome.replace("timeout", "timed out")
+    with open(log_path, "ab") as log:
         log.write(f"# [run] setup ended: {status}\n".encode())
-    if failed:
+    if ended.outcome == "interrupted":
+        raise SetupInterrupted(f"{item_id}: worktree setup interrupted; log: {shown_log}")
+    if ended.outcome != "exited" or ended.exit_code != 0:
         raise SetupFailed(f"{item_id}: worktree setup failed ({status}); log: {shown_log}")
     if marker is not None:
         marker.write_text(command + "\n", encoding="utf-8")
