@@ -24,7 +24,7 @@ class SetupFailed(DroverError):
 
 
 class SetupInterrupted(SetupFailed):
-    """Ctrl-C, SIGTERM or `drover stop` ended the setup command: nothing is known to be wrong with it."""
+    """Ctrl-C or SIGTERM ended the setup command: nothing is known to be wrong with it."""
 
 
 def run_setup(command: str, worktree: Path, log_path: Path, *, item_id: str, shown_log: str,
