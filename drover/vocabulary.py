@@ -1,4 +1,5 @@
-"""The closed sets of words drover acts on, each defined once; every other module imports them.
+"""The closed sets of words drover acts on, each defined once; every other module imports them;
+and the shared names (the configuration file, drover's cache folder) and how a count is said.
 
 This module imports nothing but enum (which re, and so every command, imports anyway), so the
 command line can build its choices from it for free.
@@ -73,3 +74,11 @@ CONFIG_FILE = "drover.toml"
 def counted(count: int, noun: str) -> str:
     """`count` and `noun`, plural unless it is one: "1 round", "3 rounds", "0 findings"."""
     return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
+def cache_dir() -> str:
+    """drover's folder in the user's cache ($XDG_CACHE_HOME/drover, else ~/.cache/drover): what it
+    keeps there is made again from scratch when it is gone."""
+    import os
+
+    return os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "drover")

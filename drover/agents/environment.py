@@ -44,7 +44,7 @@ def _drover_alone(program: Path) -> str:
     drover's own folder where it cannot be made."""
     import zlib
 
-    from drover import cache_dir
+    from drover.vocabulary import cache_dir
 
     folder = os.path.join(cache_dir(), "bin", f"{zlib.crc32(str(program).encode('utf-8', 'surrogateescape')):08x}")
     link = os.path.join(folder, "drover")

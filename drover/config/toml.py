@@ -28,7 +28,7 @@ def toml_cache(path: Path, kind: str = "config") -> str:
     import os
     import zlib
 
-    from drover import cache_dir
+    from drover.vocabulary import cache_dir
 
     where = zlib.crc32(os.path.abspath(path).encode("utf-8", "surrogateescape"))
     return os.path.join(cache_dir(), f"{kind}-{where:08x}.json")

@@ -63,7 +63,7 @@ def _bytecode_cache() -> jinja2.BytecodeCache | None:
     """
     if os.environ.get("DROVER_NO_CACHE"):
         return None
-    from drover import cache_dir
+    from drover.vocabulary import cache_dir
 
     folder = Path(cache_dir()) / "jinja"
     try:
