@@ -85,16 +85,17 @@ def test_conflict_markers_names_each_marker_line_of_the_paths_named_and_no_other
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "-m", "markers")
     head = git(repo, "rev-parse", "HEAD").strip()
-    assert dgit.conflict_markers(repo, head, {"notes.md": 7, "title.rst": 7}) == ["notes.md:2", "notes.md:6"]
-    assert dgit.conflict_markers(repo, head, {":(glob)*": 7}) == [":(glob)*:2", ":(glob)*:6"]
-    assert dgit.conflict_markers(repo, head, {"hidden.py": 7}) == ["hidden.py:2", "hidden.py:6"]
-    assert dgit.conflict_markers(repo, head, {"title.rst": 7}) == dgit.conflict_markers(repo, head, {}) == []
+    assert dgit.conflict_markers(repo, head, ["notes.md", "title.rst"]) == ["notes.md:2", "notes.md:6"]
+    assert dgit.conflict_markers(repo, head, [":(glob)*"]) == [":(glob)*:2", ":(glob)*:6"]
+    assert dgit.conflict_markers(repo, head, ["hidden.py"]) == ["hidden.py:2", "hidden.py:6"]
+    assert dgit.conflict_markers(repo, head, ["title.rst"]) == dgit.conflict_markers(repo, head, []) == []
 
 
-def test_a_merge_names_each_conflicted_file_as_it_is_with_the_size_of_its_markers(repo):
+def test_a_merge_names_each_conflicted_file_as_it_is_and_its_markers_are_found_whatever_their_size(repo):
     """A name git quotes (`"`, `\\`) was looked for as its quoted form, which names no file, and a
-    conflict-marker-size made markers the grep did not match: markers left in passed."""
-    (repo / ".gitattributes").write_text("*.md conflict-marker-size=9\n")
+    conflict-marker-size made markers the grep did not match: markers left in passed. The branch's
+    own merges say which files conflicted, however long ago they were concluded."""
+    (repo / ".gitattributes").write_text("*.md conflict-marker-size=9\n*.txt conflict-marker-size=3\n")
     for name in ('notes"draft.md', "back\\slash.txt"):
         (repo / name).write_text("first\n")
     git(repo, "add", "-A")
@@ -109,11 +110,14 @@ def test_a_merge_names_each_conflicted_file_as_it_is_with_the_size_of_its_marker
     git(repo, "commit", "-q", "-am", "main")
     conflicts = dgit.merge_base_into(repo, "side")
     assert sorted(conflicts) == ["back\\slash.txt", 'notes"draft.md']
-    sizes = dgit.marker_sizes(repo, conflicts)
-    assert sizes == {'notes"draft.md': 9, "back\\slash.txt": 7}
+    assert (repo / "back\\slash.txt").read_text().startswith("<<< HEAD\n")
     git(repo, "commit", "-q", "-am", "markers left in")
-    assert sorted(dgit.conflict_markers(repo, "HEAD", sizes)) == [
-        "back\\slash.txt:1", "back\\slash.txt:5", 'notes"draft.md:1', 'notes"draft.md:5']
+    (repo / "later.txt").write_text("later\n")
+    git(repo, "add", "later.txt")
+    git(repo, "commit", "-q", "-m", "a commit after the merge")
+    assert sorted(dgit.conflicts_merged(repo, "side", "HEAD")) == ["back\\slash.txt", 'notes"draft.md']
+    assert sorted(dgit.conflict_markers(repo, "HEAD", dgit.conflicts_merged(repo, "side", "HEAD"))) == [
+        "back\\slash.txt:1", 'notes"draft.md:1', 'notes"draft.md:5']  # `>>> side` alone is no marker
 
 
 def test_merge_bases_are_the_commit_alone_exactly_when_it_has_nothing_beyond_base(repo):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import time
@@ -451,6 +452,27 @@ def test_a_merge_of_base_committed_with_its_conflict_markers_goes_back_as_a_roun
     assert "    d-1.txt:1\n    d-1.txt:6" in (project / runs[-1]["prompt_path"]).read_text()
     merged = git(project, "show", "main:d-1.txt")
     assert "<<<<<<<" not in merged and ">>>>>>>" not in merged and "main wrote this first" in merged
+
+
+def test_markers_left_by_a_run_that_failed_are_found_by_the_next_drive(project):
+    """The files a merge of base conflicted in were kept in the drive's memory and looked at once,
+    after the run that concluded the merge: when that run failed and the drive stopped, the next
+    drive never looked, and the markers merged into main. They are now read from the branch's own
+    merges, before every check."""
+    config = project / "drover.toml"
+    config.write_text(re.sub(r'^crashed = "fresh"', 'crashed = "stop"', config.read_text(), count=1, flags=re.M))
+    git(project, "commit", "-q", "-am", "a crash stops the drive")
+    item = item_that_conflicts_with_main(project)
+    first = drover(project, "drive", "--finish", env={"AGENT_MODE": "markers", "AGENT_MARKERS_EXIT": "1"})
+    assert first.returncode == 1 and "stopping the drive" in first.stdout, first.stdout
+    assert "<<<<<<< HEAD" in git(project, "show", "drover/d-1:d-1.txt")  # the markers are on the branch
+    base = git(project, "rev-parse", "main")
+    # the next drive's implementer resumes with other work and leaves the markers: each check sends them back
+    done = drover(project, "drive", "--finish", env={"AGENT_MODE": "normal"})
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert f"{item}: the merge of base was committed with conflict markers in d-1.txt:1, d-1.txt:6" in done.stdout
+    assert shown(project, item)["state"] == "parked"
+    assert git(project, "rev-parse", "main") == base  # nothing merged
 
 
 def test_a_conflict_drovers_check_meets_without_worktrees_ends_the_item_saying_so(project):

@@ -149,39 +149,23 @@ def _conflicted(checkout: Path) -> list[str]:
     return [path for path in out.split("\0") if path]
 
 
-def marker_sizes(checkout: Path, paths: list[str]) -> dict[str, int]:
-    """Each of `paths` with the length of the conflict markers git writes in it in `checkout` (its
-    `conflict-marker-size` attribute, which a committed .gitattributes may set; 7 unless set): read
-    where the merge was made, as it was made."""
-    out = git(["check-attr", "-z", "conflict-marker-size", "--", *paths], checkout) if paths else ""
-    fields = out.split("\0")
-    sizes = {path: 7 for path in paths}
-    for path, _, value in zip(fields[0::3], fields[1::3], fields[2::3]):
-        if value.isdigit() and int(value) > 0:
-            sizes[path] = int(value)
-    return sizes
+# The lines git writes around each side of a conflict: `<<<<<<< HEAD` and `>>>>>>> main`, seven long
+# unless a `conflict-marker-size` attribute says otherwise, and whatever the size, the first names
+# HEAD (git merge's name for the side merged into). The attributes are not asked: the merge read
+# them from the disk as it was then (a subfolder's .gitattributes the branch committed and took off
+# the disk said 3 to `git check-attr` and nothing to the merge). The `=======` between is left out,
+# as it is also a heading's underline in reStructuredText.
+_MARKER = "^(<{7,}|>{7,})( |$)|^<+ HEAD$"
 
 
-# The lines git writes around each side of a conflict (`<<<<<<< HEAD`, `>>>>>>> main`), each
-# marker as long as the file's conflict-marker-size (marker_sizes); the `=======` between them is
-# left out, as it is also a heading's underline in reStructuredText.
-_MARKER = "^(<{{{size}}}|>{{{size}}})( |$)"
-
-
-def conflict_markers(checkout: Path, commit: str, paths: dict[str, int]) -> list[str]:
-    """`path:line` of each conflict marker line that `paths` (each with its marker size:
-    marker_sizes) hold in `commit`: a merge committed with its conflicts left in the files."""
-    found: list[str] = []
-    for size in sorted(set(paths.values())):
-        found += _markers_of_size(checkout, commit, [path for path in paths if paths[path] == size], size)
-    return found
-
-
-def _markers_of_size(checkout: Path, commit: str, paths: list[str], size: int) -> list[str]:
+def conflict_markers(checkout: Path, commit: str, paths: list[str]) -> list[str]:
+    """`path:line` of each conflict marker line that `paths` hold in `commit`: a merge committed with
+    its conflicts left in the files."""
+    if not paths:
+        return []
     # each path as named (a conflicted file may be called `:(glob)*`): no pathspec magic; and every
     # file as text (-a), whatever a committed .gitattributes says of it (`-diff` makes it binary)
-    done = run(["--literal-pathspecs", "grep", "-n", "-a", "-z", "-E", _MARKER.format(size=size), commit, "--",
-                *paths], checkout)
+    done = run(["--literal-pathspecs", "grep", "-n", "-a", "-z", "-E", _MARKER, commit, "--", *paths], checkout)
     if done.returncode not in (0, 1):  # 1: no line matched
         raise failure(["grep"], done)
     found = []
@@ -189,4 +173,17 @@ def _markers_of_size(checkout: Path, commit: str, paths: list[str], size: int) -
         # <commit>:<path> NUL <line number> NUL <text>
         where, number = (line.split("\0") + [""])[:2]
         found.append(f"{where.removeprefix(commit + ':')}:{number}")
+    return found
+
+
+def conflicts_merged(root: Path, base: str, head: str) -> list[str]:
+    """The files that conflicted in the merges `head` holds since it left `base` (the merges of base
+    drover handed the implementer), each merge made again from its parents (`git merge-tree`): the
+    branch says it, whichever drive or run concluded the merge; [] with a git older than 2.38."""
+    found: list[str] = []
+    out = git(["rev-list", "--merges", "--parents", "--end-of-options", head, f"^{local_ref(base)}"], root)
+    for line in out.splitlines():
+        _, *parents = line.split()
+        merged = _merged_tree(root, parents[0], parents[1]) if len(parents) == 2 else None
+        found += [path for path in (merged[1] if merged else []) if path not in found]
     return found

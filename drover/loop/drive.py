@@ -70,8 +70,6 @@ class Driver:
         self.budget = budgets.DriveBudget(project.config.budget.drive_tokens)  # [budget] drive_tokens
         self.retries = Retries(project.config, say, self.cancel)  # [retry]: what a failed run leads to
         self.started = now()  # the summary's figures are this drive's runs
-        # per item, the files its last merge of base conflicted in, each with the size of its markers
-        self.conflicts: dict[str, dict[str, int]] = {}
 
     def drive_item(self, item_id: str) -> Driven:
         with Ledger(self.project.ledger_path) as ledger:
@@ -148,12 +146,6 @@ class Driver:
                     left = self._merge_left(ledger, item_id)
                     if left:
                         return self._ended(ledger, item_id, "failed", left)
-                    marked = self._markers_left(ledger, item_id)
-                    if isinstance(marked, Driven):
-                        return marked
-                    if marked == AGAIN:  # back to the implementer, with where the markers are
-                        state = item_state(project, ledger, item_id).state
-                        continue
                 state = item_state(project, ledger, item_id, heads=result.heads).state
             # a stop or Ctrl-C meanwhile: no check, review or merge
             if (halted := self._halted(ledger, item_id, state)) is not None:
@@ -229,6 +221,11 @@ class Driver:
         or a conflict has no worktree to go to."""
         from drover.loop import verify
 
+        # markers a merge of base was concluded with, whichever run concluded it (this drive's, or
+        # one that failed in an earlier drive), and still there after the round that named them
+        marked = self._markers_left(ledger, item_id)
+        if marked != PASSED:
+            return marked
         gate = verify.check_head(self.project, ledger, item_id, echo=self.echo, cancel=self.cancel,
                                  progress=self.say)
         check = gate.check
@@ -293,10 +290,7 @@ class Driver:
         """Merge base into the item's branch in its worktree: True when conflicts wait there for the
         implementing agent (its posture is then `conflict`), False when it merged cleanly."""
         base, branch = self.project.config.base, ledger.item_branch(item_id)
-        worktree = self._item_worktree(ledger, item_id, branch)
-        conflicts = git.merge_base_into(worktree, base)
-        # to look for markers left in, once the agent concludes it
-        self.conflicts[item_id] = git.marker_sizes(worktree, conflicts)
+        conflicts = git.merge_base_into(self._item_worktree(ledger, item_id, branch), base)
         if conflicts:
             self.event(item_id, f"merging {base} into {branch} conflicts in {', '.join(conflicts)}: "
                        "back to the implementing agent")
@@ -305,12 +299,15 @@ class Driver:
         return bool(conflicts)
 
     def _markers_left(self, ledger: Ledger, item_id: str) -> Driven | str:
-        """After the agent concluded the merge of base: AGAIN when the files that conflicted hold conflict
-        markers in the branch's head (sent back as a round), how the drive ended if that parked the item, else PASSED."""
+        """Before each check: AGAIN when the files that conflicted in a merge of base the branch holds
+        (git.conflicts_merged) still hold conflict markers in its head (sent back as a round), how the
+        drive ended if that parked the item, else PASSED."""
         from drover.loop import verify
 
-        branch, paths = ledger.item_branch(item_id), self.conflicts.pop(item_id, {})
-        lines = git.conflict_markers(self.project.root, git.head_of(self.project.root, branch), paths)
+        branch = ledger.item_branch(item_id)
+        head = git.head_of(self.project.root, branch)
+        paths = git.conflicts_merged(self.project.root, self.project.config.base, head) if head else []
+        lines = git.conflict_markers(self.project.root, head, paths)
         if not lines:
             return PASSED
         self.event(item_id, f"the merge of base was committed with conflict markers in {', '.join(lines)}")

@@ -5,7 +5,7 @@ AGENT_MODE steers it: `normal` (request changes once, then approve), `stubborn` 
 request changes), `fail` (exit 3), `sleep` (start a grandchild and sleep), `silent` (review
 records nothing), `unmerged` (in posture conflict, resolve the files and leave the merge
 unconcluded), `markers` (in posture conflict, commit the files as they are, conflict markers and
-all; on its next pass, take the marker lines out), `idle` (implementing, exit 0 having done nothing),
+all, and exit $AGENT_MARKERS_EXIT; on its next pass, take the marker lines out), `idle` (implementing, exit 0 having done nothing),
 `breaks-check` (its first implementing pass deletes tests.sh, the verify command; the next puts it back). AGENT_QUIET=N: the first implementing pass says nothing for N seconds first;
 AGENT_FINDINGS: the findings of a request for changes. AGENT_SLOW_ITEM=ID:N: every implementing pass
 of item ID sleeps N seconds first (another item's finish then comes while this agent runs).
@@ -61,7 +61,7 @@ if slot == "implement":
             subprocess.run(["git", "add", "--", path], check=True)
         if mode == "markers":
             subprocess.run(["git", "commit", "-q", "--no-edit"], check=True)
-            sys.exit(0)
+            sys.exit(int(os.environ.get("AGENT_MARKERS_EXIT", "0")))
         if mode == "unmerged":
             sys.exit(0)
     target = Path(f"{item.lower()}.txt")
