@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 import subprocess
 import sys
@@ -315,6 +316,22 @@ def test_a_check_past_the_agents_timeout_ends_its_whole_process_group(project):
     (row,) = checks(project)
     assert row["outcome"] == "timeout" and row["duration"] < 30
     # conftest fails the test if either sleep outlived it
+
+
+def test_a_check_timeout_of_its_own_stands_apart_from_the_agents(project):
+    """The check had only the implementing agent's timeout: set low to catch a hanging agent, it cut a
+    slow test suite short and sent the work back, round after round, for the operator's setting."""
+    config = project / "drover.toml"
+    config.write_text(re.sub(r'^check_timeout = ""', 'check_timeout = "2s"', config.read_text(), count=1, flags=re.M)
+                      .replace('default = "make test"', 'default = "sleep 60"'))
+    drover(project, "run", "D-1", check=True)
+    done = drover(project, "verify", "D-1")
+    assert done.returncode == 1 and "D-1: check failed (sleep 60, timeout, " in done.stdout
+    (row,) = checks(project)
+    assert row["outcome"] == "timeout" and row["duration"] < 30
+    config.write_text(config.read_text().replace('check_timeout = "2s"', 'check_timeout = "2h"')
+                      .replace('timeout = "2h"', 'timeout = "1s"', 1).replace('"sleep 60"', '"sleep 2"'))
+    assert drover(project, "verify", "D-1").returncode == 0  # past the agent's timeout, within its own
 
 
 def test_the_command_runs_through_the_shell_and_the_ledger_keeps_its_last_forty_lines(project):

@@ -12,8 +12,8 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from drover.config.keys import (DECLARED, KeyInfo, at_least_one, at_least_zero, check_items_folder, check_prefix,
-                                check_relative_paths, holds, key, keyed)
+from drover.config.keys import (DECLARED, KeyInfo, as_seconds, at_least_one, at_least_zero, check_items_folder,
+                                check_optional_duration, check_prefix, check_relative_paths, holds, key, keyed)
 from drover.config.tables import AgentConfig, PromptFiles, RayConfig, RetryConfig, TrackerConfig
 from drover.config.tables import NotifyConfig
 from drover.config.tables import BudgetConfig
@@ -56,6 +56,9 @@ class Config(NamedTuple):
                                 check=check_relative_paths)
     setup_inputs: tuple[str, ...] = key("run", (), "files whose change makes a pooled worktree run [run] setup "
                                                    "again, e.g. [\"uv.lock\"]", check=check_relative_paths)
+    check_timeout: str = key("run", "", "how long drover's check (the verify command, with its set-up) may run, "
+                                        "e.g. \"30m\"; empty: the implementing agent's timeout",
+                             check=check_optional_duration, convert=as_seconds)
     executor: str = key("run", "local", "where agent runs execute: local, or ray (drover help executors)",
                         choices=EXECUTORS)
     verify: dict[str, str] = dict(VERIFY_DEFAULT)

@@ -119,6 +119,11 @@ def check_duration(value: str) -> str:
     return ""
 
 
+def check_optional_duration(value: str) -> str:
+    """"" (unset: another key's value stands) or a duration."""
+    return check_duration(value) if value.strip() else ""
+
+
 def check_prefix(value: str) -> str:
     return "" if re.fullmatch(PREFIX_PATTERN, value) else "letters and digits, starting with a letter"
 

@@ -5,7 +5,8 @@ The check runs in a scratch worktree on a detached HEAD at the branch head (`git
 points at, so the branch never moves, and the worktree goes when the check ends. A merge that
 conflicts is a failed check that says so. The command is the operator's own line from
 drover.toml (`make test && make migrate-check`), so it runs through `/bin/sh -c`, like
-`[run] setup`; in its own process group, with the implementing agent's timeout, ended on
+`[run] setup`; in its own process group, with `[run] check_timeout` (else the implementing agent's
+timeout), ended on
 Ctrl-C. Each check is a `checks` row (rows.Check); its whole output stays in
 `.drover/runs/<check-id>/check.log`. An item whose verify command is empty has nothing to run:
 nothing runs before its merge (docs/verify.md).
@@ -239,7 +240,12 @@ def _run_in(project: Project, item_id: str, command: str, scratch: Path, base_he
 
 
 def _timeout(project: Project) -> float | None:
-    """The implementing agent's timeout: the check runs what the agent was told to run."""
+    """`[run] check_timeout`, else the implementing agent's timeout: the check runs what the agent
+    was told to run."""
+    if project.config.check_timeout.strip():
+        from drover.config.keys import parse_duration
+
+        return parse_duration(project.config.check_timeout) or None
     return project.config.agent_for("implement").timeout_seconds or None
 
 
