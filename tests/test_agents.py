@@ -217,9 +217,19 @@ def test_agent_path_reaches_this_drover_first_and_nothing_else_of_its_folder(tmp
     assert after == str(impostor)
     assert os.listdir(front) == ["drover"] and os.path.samefile(Path(front) / "drover", ours / "drover")
     assert shutil.which("python", path=env["PATH"]) != str(ours / "python")  # the project's python, not drover's
-    # a second launch finds the link made already
+    # a second launch finds the link made already, and nothing beside it: a program an agent put there
+    # (a `reviewer-cli`, a `git`) would come first on every later agent's PATH, the review's included
+    (Path(front) / "reviewer-cli").write_text("#!/bin/sh\necho planted\n")
+    (Path(front) / "reviewer-cli").chmod(0o755)
     again = agent_env(item_id="D-1", slot="implement", run_id="r", prompt_file=tmp_path / "p", repo=tmp_path)
-    assert again["PATH"] == env["PATH"]
+    assert again["PATH"] == env["PATH"] and os.listdir(front) == ["drover"]
+    # and the agent's own program is the one the operator's PATH names, whatever the agent's PATH holds
+    (Path(front) / "reviewer-cli").write_text("#!/bin/sh\necho planted\n")
+    (Path(front) / "reviewer-cli").chmod(0o755)
+    (impostor / "reviewer-cli").write_text("#!/bin/sh\necho from the operator\n")
+    (impostor / "reviewer-cli").chmod(0o755)
+    result = run(["reviewer-cli"], tmp_path, env_add=env)
+    assert result.exit_code == 0 and "from the operator" in (tmp_path / "run" / "agent.log").read_text()
     # When PATH already finds it first, PATH is left as it was.
     monkeypatch.setenv("PATH", os.pathsep.join([str(ours), "/usr/bin"]))
     env = agent_env(item_id="D-1", slot="implement", run_id="r", prompt_file=tmp_path / "p", repo=tmp_path)

@@ -625,3 +625,21 @@ def test_a_git_error_drover_reports_is_gits_cause_with_no_grafts_hint(repo):
     # git's cause comes first: no "Preparing worktree" progress line in front of it either
     assert said.startswith(f"drover: git worktree: fatal: '{branch}' is already checked out"), said
     assert "hint:" not in said and "grafts" not in said
+
+
+def test_head_markers_are_the_opening_markers_the_branch_adds_in_any_file(repo):
+    """Markers carried past the merge that made them: renamed, squashed into a one-parent commit (no
+    merge left to make again), or git's short CRLF markers (`<<< HEAD` then CR): each opening marker
+    the branch adds is named at its line; one base already had is not the branch's."""
+    (repo / "kept.md").write_text("<<<<<<< HEAD\n")  # on base already
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "base")
+    git(repo, "switch", "-q", "-c", "branch")
+    (repo / "moved.txt").write_text("top\n<<<<<<< HEAD\nours\n=======\ntheirs\n>>>>>>> refs/heads/main\n")
+    (repo / "win.txt").write_bytes(b"one\r\n<<< HEAD\r\nours\r\n===\r\n>>> main\r\n")
+    (repo / "plus.txt").write_text("++ not a header\n<<<<<<< HEAD\n")  # an added line `+++ ...` is content
+    (repo / "kept.md").write_text("<<<<<<< HEAD\nmore\n")
+    (repo / "fine.txt").write_text("<<<<<<< HEAD is how git opens a conflict\n")  # prose, not a marker line
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "squashed")
+    assert dgit.head_markers(repo, "main", "HEAD") == ["moved.txt:2", "plus.txt:2", "win.txt:2"]

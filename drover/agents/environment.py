@@ -49,12 +49,17 @@ def _drover_alone(program: Path) -> str:
     folder = os.path.join(cache_dir(), "bin", f"{zlib.crc32(str(program).encode('utf-8', 'surrogateescape')):08x}")
     link = os.path.join(folder, "drover")
     try:
-        if os.readlink(link) == str(program):
+        # the link alone: a program an agent put beside it would come first on every later agent's PATH
+        if os.readlink(link) == str(program) and os.listdir(folder) == ["drover"]:
             return folder
     except OSError:
         pass
     try:
         os.makedirs(folder, exist_ok=True)
+        for name in os.listdir(folder):
+            if name != "drover":
+                path = os.path.join(folder, name)
+                shutil.rmtree(path) if os.path.isdir(path) and not os.path.islink(path) else os.unlink(path)
         scratch = f"{link}.{os.getpid()}"
         os.symlink(program, scratch)
         os.replace(scratch, link)

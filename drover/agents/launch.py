@@ -303,6 +303,12 @@ def launch(
     def show(text: str) -> None:  # the agent's line: none of its escapes reaches the operator's terminal
         STATUS.above(f"[{label} {format_elapsed(time.monotonic() - start)}] {printable(text)}\n", screen)
 
+    if os.sep not in argv[0]:
+        # the program named as the operator's PATH finds it, not the agent's (whose first folder,
+        # in drover's cache, a same-user agent can put programs in: environment._drover_alone)
+        import shutil
+
+        argv[0] = shutil.which(argv[0]) or argv[0]
     launching()
     marker = ("DROVER_RUN", env_add["DROVER_RUN"]) if env_add.get("DROVER_RUN") else None
     raw_log = open(log_path.with_name("agent.jsonl"), "ab") if reader is not None else None

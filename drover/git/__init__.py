@@ -7,7 +7,7 @@ from drover.git.bundles import advance_branch, bundle_create, bundle_heads, clon
 from drover.git.history import (Commit, Recent, ahead_of, blobs_at, blobs_on_disk, changed_paths, commits_beyond,
                                 commits_paths, compare, count_commits, merge_bases, modified_files,
                                 moved_only_under, recent_commits)
-from drover.git.merges import (MergeConflict, conflict_markers, conflicts_merged, merge, merge_base_into, merge_in_progress,
+from drover.git.merges import (MergeConflict, conflict_markers, conflicts_merged, head_markers, merge, merge_base_into, merge_in_progress,
                                unmerged_files)
 from drover.git.plumbing import commit_file, set_index_entry
 from drover.git.run import git, housekeeping, rev_parse, user_name
@@ -19,7 +19,7 @@ __all__ = [
     "blobs_at", "blobs_on_disk", "branch_exists", "branch_heads", "bundle_create", "bundle_heads", "changed_paths",
     "checkout_branch", "clone_bundle", "conflict_markers", "conflicts_merged", "commit_file", "commits_beyond", "commits_paths", "compare", "count_commits",
     "current_branch", "detect_base", "dirty_entries", "dirty_paths", "ensure_worktree", "fetch_bundle", "git",
-    "head_of", "heads_of", "housekeeping", "local_ref", "merge", "merge_base_into", "merge_bases", "merge_in_progress",
+    "head_markers", "head_of", "heads_of", "housekeeping", "local_ref", "merge", "merge_base_into", "merge_bases", "merge_in_progress",
     "modified_files",
     "moved_only_under", "own_git_dir",
     "private_dir", "recent_commits", "registered_worktrees", "remove_worktree", "require_base", "rev_parse",

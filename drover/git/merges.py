@@ -1,6 +1,7 @@
 """Merges: an item's branch into base (finish), base into an item's branch, and a merge's conflicts."""
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Callable
 
@@ -155,17 +156,18 @@ def _conflicted(checkout: Path) -> list[str]:
 # them from the disk as it was then (a subfolder's .gitattributes the branch committed and took off
 # the disk said 3 to `git check-attr` and nothing to the merge). The `=======` between is left out,
 # as it is also a heading's underline in reStructuredText.
-_MARKER = "^(<{7,}|>{7,})( |$)|^<+ HEAD$"
+# a CRLF file's markers end in CR (git writes them as the file's lines end): a real CR in the pattern
+_MARKER = "^(<{7,}|>{7,})( |\r?$)|^<+ HEAD\r?$"
 
 
-def conflict_markers(checkout: Path, commit: str, paths: list[str]) -> list[str]:
+def conflict_markers(checkout: Path, commit: str, paths: list[str], pattern: str = _MARKER) -> list[str]:
     """`path:line` of each conflict marker line that `paths` hold in `commit`: a merge committed with
     its conflicts left in the files."""
     if not paths:
         return []
     # each path as named (a conflicted file may be called `:(glob)*`): no pathspec magic; and every
     # file as text (-a), whatever a committed .gitattributes says of it (`-diff` makes it binary)
-    done = run(["--literal-pathspecs", "grep", "-n", "-a", "-z", "-E", _MARKER, commit, "--", *paths], checkout)
+    done = run(["--literal-pathspecs", "grep", "-n", "-a", "-z", "-E", pattern, commit, "--", *paths], checkout)
     if done.returncode not in (0, 1):  # 1: no line matched
         raise failure(["grep"], done)
     found = []
@@ -184,6 +186,41 @@ def conflicts_merged(root: Path, base: str, head: str) -> list[str]:
     out = git(["rev-list", "--merges", "--parents", "--end-of-options", head, f"^{local_ref(base)}"], root)
     for line in out.splitlines():
         _, *parents = line.split()
-        merged = _merged_tree(root, parents[0], parents[1]) if len(parents) == 2 else None
-        found += [path for path in (merged[1] if merged else []) if path not in found]
+        # an octopus is each of its other parents merged into its first
+        for other in parents[1:]:
+            merged = _merged_tree(root, parents[0], other)
+            found += [path for path in (merged[1] if merged else []) if path not in found]
+    return found
+
+
+# `git merge` in a worktree always names the side merged into HEAD: the line that opens a conflict,
+# whatever its size, ended as the file's lines end (CRLF too)
+_HEAD_MARKER = re.compile(r"<+ HEAD\r?")
+_HUNK = re.compile(r"@@ -\d+(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
+
+
+def head_markers(root: Path, base: str, head: str) -> list[str]:
+    """`path:line` of each `<<<<<<< HEAD` line that `head` adds to what `base` has, in any file: a
+    merge's conflicts carried on under another name, or in a commit that is no longer a two-parent
+    merge (squashed, an octopus). One diff, read hunk by hunk (every file as text)."""
+    out = git(["diff", "--no-renames", "--no-ext-diff", "--no-textconv", "--no-color", "-a", "-U0",
+               "--src-prefix=a/", "--dst-prefix=b/", "--end-of-options", local_ref(base), head], root)
+    found: list[str] = []
+    path, removed, added, number = "", 0, 0, 0
+    for line in out.split("\n"):
+        if removed or added:  # inside a hunk: its lines, whatever they begin with
+            if line.startswith("-"):
+                removed -= 1
+            elif line.startswith("+"):
+                if _HEAD_MARKER.fullmatch(line[1:]):
+                    found.append(f"{path}:{number}")
+                added, number = added - 1, number + 1
+            continue
+        if line.startswith("+++ "):
+            name = line[4:]
+            path = (name[1:-1] if name.startswith('"') else name).removeprefix("b/")
+        elif hunk := _HUNK.match(line):
+            removed = int(hunk.group(1) if hunk.group(1) is not None else 1)
+            number = int(hunk.group(2))
+            added = int(hunk.group(3) if hunk.group(3) is not None else 1)
     return found

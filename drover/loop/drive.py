@@ -308,6 +308,9 @@ class Driver:
         head = git.head_of(self.project.root, branch)
         paths = git.conflicts_merged(self.project.root, self.project.config.base, head) if head else []
         lines = git.conflict_markers(self.project.root, head, paths)
+        if head:  # and, in any file, an opening marker the branch adds (renamed, squashed, an octopus)
+            lines += [line for line in git.head_markers(self.project.root, self.project.config.base, head)
+                      if line not in lines]
         if not lines:
             return PASSED
         self.event(item_id, f"the merge of base was committed with conflict markers in {', '.join(lines)}")
