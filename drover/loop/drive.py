@@ -304,15 +304,16 @@ class Driver:
         drive ended if that parked the item, else PASSED."""
         from drover.loop import verify
 
-        branch = ledger.item_branch(item_id)
-        head = git.head_of(self.project.root, branch)
-        paths = git.conflicts_merged(self.project.root, self.project.config.base, head) if head else []
-        lines = git.conflict_markers(self.project.root, head, paths)
-        if head:  # and, in any file, an opening marker the branch adds (renamed, squashed, an octopus)
-            lines += [line for line in git.head_markers(self.project.root, self.project.config.base, head)
-                      if line not in lines]
-        if not lines:
+        root, base, branch = self.project.root, self.project.config.base, ledger.item_branch(item_id)
+        # every opening marker the branch adds, in any file (one diff: a conflict git's merge wrote
+        # opens with `<<<<<<< HEAD`, whatever became of the merge since: renamed, squashed, an octopus)
+        opened = git.head_markers(root, base, git.local_ref(branch)) if branch else []
+        if not opened:
             return PASSED
+        # then each marker line of the files the branch's merges conflicted in, to name them all
+        head = git.head_of(root, branch)
+        lines = git.conflict_markers(root, head, git.conflicts_merged(root, base, head))
+        lines += [line for line in opened if line not in lines]
         self.event(item_id, f"the merge of base was committed with conflict markers in {', '.join(lines)}")
         return self._send_back(ledger, item_id, lambda: verify.send_back_markers(
             self.project, ledger, item_id, branch, lines)) or AGAIN
