@@ -3,9 +3,11 @@ that reaches this drover, git's automatic maintenance off), and which of it name
 machine the agent runs on."""
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import sys
+import threading
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -36,6 +38,13 @@ def _agent_path() -> str:
     return os.pathsep.join([_drover_alone(ours), *[entry for entry in path.split(os.pathsep) if entry]])
 
 
+_MAKING = threading.Lock()  # the jobs of one drive launch at once: one of them makes the folder
+
+
+def _ours(name: str) -> bool:
+    return name == "drover" or name.startswith("drover.")
+
+
 def _drover_alone(program: Path) -> str:
     """A folder holding `program` (a link named drover) and nothing else, for the front of an agent's
     PATH: drover's own folder is often a virtual environment's, whose python, pip and pytest
@@ -48,23 +57,28 @@ def _drover_alone(program: Path) -> str:
 
     folder = os.path.join(cache_dir(), "bin", f"{zlib.crc32(str(program).encode('utf-8', 'surrogateescape')):08x}")
     link = os.path.join(folder, "drover")
-    try:
-        # the link alone: a program an agent put beside it would come first on every later agent's PATH
-        if os.readlink(link) == str(program) and os.listdir(folder) == ["drover"]:
-            return folder
-    except OSError:
-        pass
-    try:
-        os.makedirs(folder, exist_ok=True)
-        for name in os.listdir(folder):
-            if name != "drover":
-                path = os.path.join(folder, name)
-                shutil.rmtree(path) if os.path.isdir(path) and not os.path.islink(path) else os.unlink(path)
-        scratch = f"{link}.{os.getpid()}"
-        os.symlink(program, scratch)
-        os.replace(scratch, link)
-    except OSError:
-        return str(program.parent)
+    with _MAKING:
+        try:
+            # the link alone: a program an agent put beside it would come first on every later agent's PATH
+            # (a `drover.*` name is another drover's link in the making, and shadows no program)
+            if os.readlink(link) == str(program) and all(_ours(name) for name in os.listdir(folder)):
+                return folder
+        except OSError:
+            pass
+        try:
+            os.makedirs(folder, exist_ok=True)
+            for name in os.listdir(folder):
+                if not _ours(name):
+                    path = os.path.join(folder, name)
+                    with contextlib.suppress(FileNotFoundError):
+                        shutil.rmtree(path) if os.path.isdir(path) and not os.path.islink(path) else os.unlink(path)
+            scratch = f"{link}.{os.getpid()}"
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(scratch)
+            os.symlink(program, scratch)
+            os.replace(scratch, link)
+        except OSError:
+            return str(program.parent)
     return folder
 
 

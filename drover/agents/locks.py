@@ -105,7 +105,9 @@ _launches_for: set[Path] = set()  # the .drover/ of the command that will run ag
 
 def will_launch(state_dir: Path) -> None:
     """This command runs agents or their code for the project whose state is in `state_dir`: from
-    the first it starts (launching) to its exit, it holds its launcher lock there."""
+    the first it starts (launching) to its exit, it holds its launcher lock there. One command a
+    process: a later one (tests run many in one process) names its own project alone."""
+    _launches_for.clear()
     _launches_for.add(state_dir)
 
 
