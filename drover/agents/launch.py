@@ -4,6 +4,7 @@ from __future__ import annotations
 import itertools
 import os
 import select
+import shutil
 import subprocess
 import sys
 import threading
@@ -306,8 +307,6 @@ def launch(
     if os.sep not in argv[0]:
         # the program named as the operator's PATH finds it, not the agent's (whose first folder,
         # in drover's cache, a same-user agent can put programs in: environment._drover_alone)
-        import shutil
-
         argv[0] = shutil.which(argv[0]) or argv[0]
     launching()
     marker = ("DROVER_RUN", env_add["DROVER_RUN"]) if env_add.get("DROVER_RUN") else None

@@ -154,20 +154,21 @@ def _conflicted(checkout: Path) -> list[str]:
 # unless a `conflict-marker-size` attribute says otherwise, and whatever the size, the first names
 # HEAD (git merge's name for the side merged into). The attributes are not asked: the merge read
 # them from the disk as it was then (a subfolder's .gitattributes the branch committed and took off
-# the disk said 3 to `git check-attr` and nothing to the merge). The `=======` between is left out,
-# as it is also a heading's underline in reStructuredText.
-# a CRLF file's markers end in CR (git writes them as the file's lines end): a real CR in the pattern
-_MARKER = "^(<{7,}|>{7,})( |\r?$)|^<+ HEAD\r?$"
+# the disk said 3 to `git check-attr` and nothing to the merge). A CRLF file's markers end in CR, as
+# its lines do (a real CR in the patterns). The `=======` between is left out, as it is also a
+# heading's underline in reStructuredText. _OPENING is a whole line, for grep and for re alike.
+_OPENING = "<+ HEAD\r?"
+_MARKER = f"^(<{{7,}}|>{{7,}})( |\r?$)|^{_OPENING}$"
 
 
-def conflict_markers(checkout: Path, commit: str, paths: list[str], pattern: str = _MARKER) -> list[str]:
+def conflict_markers(checkout: Path, commit: str, paths: list[str]) -> list[str]:
     """`path:line` of each conflict marker line that `paths` hold in `commit`: a merge committed with
     its conflicts left in the files."""
     if not paths:
         return []
     # each path as named (a conflicted file may be called `:(glob)*`): no pathspec magic; and every
     # file as text (-a), whatever a committed .gitattributes says of it (`-diff` makes it binary)
-    done = run(["--literal-pathspecs", "grep", "-n", "-a", "-z", "-E", pattern, commit, "--", *paths], checkout)
+    done = run(["--literal-pathspecs", "grep", "-n", "-a", "-z", "-E", _MARKER, commit, "--", *paths], checkout)
     if done.returncode not in (0, 1):  # 1: no line matched
         raise failure(["grep"], done)
     found = []
@@ -193,9 +194,7 @@ def conflicts_merged(root: Path, base: str, head: str) -> list[str]:
     return found
 
 
-# `git merge` in a worktree always names the side merged into HEAD: the line that opens a conflict,
-# whatever its size, ended as the file's lines end (CRLF too)
-_HEAD_MARKER = re.compile(r"<+ HEAD\r?")
+_HEAD_MARKER = re.compile(_OPENING)  # the opening marker (above), whatever its size
 _HUNK = re.compile(r"@@ -\d+(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 
 

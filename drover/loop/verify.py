@@ -31,6 +31,7 @@ from drover.ledger.connection import now
 from drover.ledger.db import Ledger
 from drover.ledger.project import Project
 from drover.ledger.rows import Check
+from drover.loop.worktree_setup import SHELL
 from drover.vocabulary import CHECKER
 
 if TYPE_CHECKING:
@@ -39,7 +40,6 @@ if TYPE_CHECKING:
 TAIL_LINES = 40
 TAIL_BYTES = 4096
 LOG_NAME = "check.log"
-SHELL = "/bin/sh"
 
 
 def command_for(project: Project, item_id: str) -> str:

@@ -15,6 +15,8 @@ from drover import git
 from drover.errors import DroverError
 
 MARKER = "drover-setup-done"
+# the operator's command lines (`[run] setup`, the verify command) run through it, like a Makefile recipe
+SHELL = "/bin/sh"
 
 
 class SetupFailed(DroverError):
@@ -50,7 +52,7 @@ def run_setup(command: str, worktree: Path, log_path: Path, *, item_id: str, sho
     # not to init, where it would pass for the operator (acting.traced_run)
     from drover.agents import launch as agents
 
-    ended = agents.launch(["/bin/sh", "-c", command], cwd=worktree,
+    ended = agents.launch([SHELL, "-c", command], cwd=worktree,
                           env_add={"DROVER_ITEM": item_id, "DROVER_WORKTREE": str(worktree)}, prompt="",
                           prompt_via="file", log_path=log_path, timeout=timeout, label=f"{item_id} setup",
                           echo=False, cancel=cancel, progress=progress, progress_label=f"{item_id}: [run] setup")
