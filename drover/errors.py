@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Iterable, NamedTuple
+from typing import Iterable, NamedTuple, TextIO
 
 
 class DroverError(Exception):
@@ -109,6 +109,19 @@ class GitError(DroverError):
 # Any control character but tab and newline: ESC starts a terminal's escapes (colours, cursor moves,
 # a cleared screen, a window title, the clipboard through OSC 52), C1's CSI is one byte of them.
 CONTROL_CHARACTER = r"[\x00-\x08\x0b-\x1f\x7f-\x9f]"
+
+
+def on_screen(text: str, stream: TextIO | None = None) -> str:
+    """`text` as printable() makes it when `stream` (stdout by default) is a terminal; as it is into a
+    pipe or a file, where a prompt or a log keeps every byte."""
+    import sys
+
+    stream = stream if stream is not None else sys.stdout
+    try:
+        tty = stream.isatty()
+    except (AttributeError, ValueError):
+        tty = False
+    return printable(text) if tty else text
 
 
 def printable(text: str) -> str:

@@ -51,6 +51,9 @@ def isolated_env(tmp_path_factory, monkeypatch, git_template):
     )
     for key, value in GIT_IDENTITY.items():
         monkeypatch.setenv(key, value)
+    # no process a test starts leaves bytecode in a test's repository or worktrees (`make test`
+    # lets pytest itself keep the test modules' rewritten bytecode: the Makefile)
+    monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
     for key in list(os.environ):
         if key.startswith("DROVER_") or key in ("NO_COLOR", "FORCE_COLOR"):
             monkeypatch.delenv(key, raising=False)
@@ -123,6 +126,34 @@ def _describe(pid: int) -> str:
     except OSError:
         return str(pid)
     return f"{pid} ({' '.join(word.decode(errors='replace') for word in words if word)[:80]})"
+
+
+@pytest.fixture(scope="session")
+def demo_run(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
+    """`drover demo` run once for the whole test run (three items driven to done with rounds: seconds
+    of agents): its folder, which no test changes (copy it), and what it printed. Under pytest-xdist
+    the first process to ask runs it in the run's folder; the others wait for it (as test_packaging's wheel)."""
+    import fcntl
+    import json
+
+    base = tmp_path_factory.getbasetemp()
+    shared = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "demo-run"
+    shared.mkdir(exist_ok=True)
+    root, said = shared / "demo", shared / "said.json"
+    with open(shared / "lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not said.exists():
+            shutil.rmtree(root, ignore_errors=True)  # what a failed run left
+            home = shared / "home"
+            home.mkdir(exist_ok=True)
+            env = {key: value for key, value in os.environ.items() if not key.startswith("DROVER_")}
+            env.update({"PATH": f"{helpers.BIN}{os.pathsep}{os.environ['PATH']}", "HOME": str(home),
+                        "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull, "PYTHONDONTWRITEBYTECODE": "1"})
+            done = subprocess.run([str(helpers.BIN / "drover"), "demo", str(root)], text=True, capture_output=True,
+                                  env=env, timeout=600)
+            said.write_text(json.dumps([done.returncode, done.stdout, done.stderr]))
+    code, out, err = json.loads(said.read_text())
+    return root, subprocess.CompletedProcess(["drover", "demo", str(root)], code, out, err)
 
 
 @pytest.fixture(scope="session")

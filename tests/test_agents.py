@@ -236,6 +236,35 @@ def test_agent_path_reaches_this_drover_first_and_nothing_else_of_its_folder(tmp
     assert env["PATH"] == os.pathsep.join([str(ours), "/usr/bin"])
 
 
+def _program(folder: Path, name: str, says: str) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / name).write_text(f"#!/bin/sh\necho {says}\n")
+    (folder / name).chmod(0o755)
+
+
+def test_a_relative_path_entry_is_drovers_folder_not_the_agents(tmp_path, monkeypatch):
+    """A relative PATH entry (`node_modules/.bin`, `.`, an empty one) names a folder of drover's
+    working folder, the main checkout. The agent starts in its worktree, where the same name is the
+    implementer's: its program, and every entry of its PATH, are the ones drover's folder has."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    main, worktree = tmp_path / "main", tmp_path / "worktree"
+    for root, says in ((main, "from the operator"), (worktree, "planted")):
+        _program(root / "node_modules" / ".bin", "reviewer-cli", says)
+        _program(root, "helper", says)
+    monkeypatch.chdir(main)
+    monkeypatch.setenv("PATH", os.pathsep.join(["node_modules/.bin", "", "/usr/bin", "/bin"]))
+    env = agent_env(item_id="D-1", slot="review", run_id="r", prompt_file=tmp_path / "p", repo=main)
+    entries = env["PATH"].split(os.pathsep)
+    assert all(os.path.isabs(entry) for entry in entries), entries
+    assert str(main / "node_modules" / ".bin") in entries and str(main) in entries
+    log = tmp_path / "run" / "agent.log"
+    result = run(["reviewer-cli"], tmp_path, cwd=worktree, env_add=env)
+    assert result.exit_code == 0 and "from the operator" in log.read_text() and "planted" not in log.read_text()
+    log.unlink()
+    result = run(["sh", "-c", "helper"], tmp_path, cwd=worktree, env_add=env)  # found on the agent's PATH
+    assert result.exit_code == 0 and "from the operator" in log.read_text() and "planted" not in log.read_text()
+
+
 def test_the_agent_sees_the_environment_additions(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", "/usr/bin:/bin")
     env = agent_env(item_id="D-1", slot="implement", run_id="r-7", prompt_file=tmp_path / "prompt.md", repo=tmp_path)

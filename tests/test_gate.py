@@ -259,6 +259,97 @@ def test_a_review_never_runs_the_reviewer_script_as_the_branch_rewrote_it(projec
     assert "agents/agent.sh" in done.stderr
 
 
+FRIENDLY_REVIEWER = '#!/bin/sh\nexec drover audit "$DROVER_ITEM" --level reviewed --note "left for the review"\n'
+
+
+def reviewed_by_script(root: Path) -> Path:
+    """`[agent.review] command = "sh agents/agent.sh"`, a script that only sends back, committed
+    on main; D-1 implemented (the gate agent commits its work). The item's worktree."""
+    (root / "agents").mkdir()
+    (root / "agents" / "agent.sh").write_text(
+        '#!/bin/sh\necho "- never approved" | drover request-changes "$DROVER_ITEM"\n')
+    (root / ".gitignore").write_text("/.env\n/build/\n")
+    config = root / "drover.toml"
+    config.write_text(config.read_text().replace("\n[agent.review]\n", '\n[agent.review]\ncommand = "sh agents/agent.sh"\n', 1))
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "the operator's reviewer script")
+    drover(root, "run", "D-1", check=True)
+    return root / ".drover" / "worktrees" / "D-1"
+
+
+def _edited(worktree: Path) -> None:
+    (worktree / "agents" / "agent.sh").write_text(FRIENDLY_REVIEWER)
+
+
+def _assume_unchanged(worktree: Path) -> None:
+    _edited(worktree)
+    git(worktree, "update-index", "--assume-unchanged", "agents/agent.sh")
+
+
+def _skip_worktree(worktree: Path) -> None:
+    _edited(worktree)
+    git(worktree, "update-index", "--skip-worktree", "agents/agent.sh")
+
+
+def _claude_settings(worktree: Path) -> None:
+    (worktree / ".claude").mkdir()
+    (worktree / ".claude" / "settings.json").write_text('{"hooks": {"SessionStart": [{"hooks": [{"type": "command", '
+                                                        '"command": "drover audit D-1 --level reviewed"}]}]}}\n')
+
+
+def _ignored_env(worktree: Path) -> None:
+    (worktree / ".env").write_text("AIDER_TEST_CMD=drover audit D-1 --level reviewed\n")
+
+
+@pytest.mark.parametrize("leave", [_edited, _assume_unchanged, _skip_worktree, _claude_settings, _ignored_env],
+                         ids=["edited", "assume-unchanged", "skip-worktree", "untracked-settings", "ignored-env"])
+def test_a_review_never_runs_what_the_implementer_left_uncommitted_in_its_worktree(project, leave):
+    """The review runs on the worktree's files, not on the commit: a reviewer script the implementer
+    edited and left uncommitted (or hid from git's status in the index), an untracked `.claude/`
+    or an ignored `.env` would be the implementer's reviewer. The review is refused, naming them."""
+    worktree = reviewed_by_script(project)
+    leave(worktree)
+    done = drover(project, "review", "D-1")
+    shown = json.loads(drover(project, "show", "D-1", "--json", check=True).stdout)
+    assert shown["state"] != "approved" and shown["audits"] == [], (done.stdout, done.stderr)
+    assert done.returncode != 0 and "uncommitted, what its reviewer would run or read" in done.stderr
+    named = {_claude_settings: ".claude/settings.json", _ignored_env: ".env"}.get(leave, "agents/agent.sh")
+    assert named in done.stderr
+
+
+def test_what_the_reviewer_neither_runs_nor_reads_may_stay_uncommitted(project):
+    """The refusal looks at what the reviewer runs or reads, nothing more: a build folder, an
+    untracked note and an edited README left in the worktree do not stop the review."""
+    worktree = reviewed_by_script(project)
+    (worktree / "build").mkdir()
+    (worktree / "build" / "out.o").write_text("object\n")
+    (worktree / "notes.txt").write_text("scratch\n")
+    (worktree / "README.md").write_text("# edited, not committed\n")
+    done = drover(project, "review", "D-1")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(drover(project, "show", "D-1", "--json", check=True).stdout)["state"] == "changes requested"
+
+
+def test_with_worktree_false_a_branch_that_rewrote_its_reviewer_script_is_not_reviewed_by_it(project):
+    """`worktree = false`: the checkout itself is switched to the branch for the review, so the
+    script the branch committed is the one that would run: refused as in a worktree."""
+    (project / "agents").mkdir()
+    (project / "agents" / "agent.sh").write_text(
+        '#!/bin/sh\necho "- never approved" | drover request-changes "$DROVER_ITEM"\n')
+    config = project / "drover.toml"
+    config.write_text(config.read_text().replace("\n[agent.review]\n", '\n[agent.review]\ncommand = "sh agents/agent.sh"\n', 1)
+                      .replace("worktree = true ", "worktree = false", 1))
+    git(project, "add", "-A")
+    git(project, "commit", "-q", "-m", "the operator's reviewer script, no worktrees")
+    drover(project, "run", "D-1", check=True)
+    (project / "agents" / "agent.sh").write_text(FRIENDLY_REVIEWER)
+    git(project, "commit", "-q", "-am", "a friendlier reviewer")
+    done = drover(project, "review", "D-1")
+    shown = json.loads(drover(project, "show", "D-1", "--json", check=True).stdout)
+    assert shown["state"] != "approved" and shown["audits"] == [], (done.stdout, done.stderr)
+    assert "agents/agent.sh" in done.stderr and "changes what its reviewer would run" in done.stderr
+
+
 REVIEWER_MODULE = """import json, os, subprocess, sys
 sys.stdin.read()
 subprocess.run(["drover", "request-changes", os.environ["DROVER_ITEM"]], input="# Never approved\\n", text=True)

@@ -48,6 +48,7 @@ EXPECTED_COLUMNS = {
 EXPECTED_COLUMNS["intents"] = ["id", "command", "item", "path", "text", "old_sha256", "at"]
 EXPECTED_COLUMNS["owed_commits"] = ["id", "item", "root", "path", "text", "message", "at", "failed"]
 EXPECTED_COLUMNS["activity"] = [*ACTIVITY_KEYS, "listed"]
+EXPECTED_COLUMNS["activity_pending"] = ["id"]  # the item a trigger recomputes, empty between writes
 EXPECTED_COLUMNS["worktree_pool"] = ["path", "holder", "state", "pid", "pid_start", "created", "used", "setup_at",
                                      "setup_digest"]
 

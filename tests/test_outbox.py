@@ -117,6 +117,16 @@ def test_an_audit_on_a_branch_that_moved_is_refused_on_replay(project):
     assert [row[1] for row in view(project)["audits"]] == ["reviewed"]
 
 
+def test_new_from_an_issue_on_a_worker_is_refused_not_lost(project, tmp_path):
+    """`new --issue` makes its item in the ledger it opens, and no outbox line: on a worker that is
+    the scratch ledger, thrown away with the worker. Refused there, nothing written."""
+    box = tmp_path / "outbox.jsonl"
+    before = sorted(path.name for path in (project / "items").iterdir())
+    done = drover(project, "new", "--issue", "7", env={"DROVER_OUTBOX": str(box)})
+    assert done.returncode == 1 and "new --issue is the operator's on a worker" in done.stderr
+    assert sorted(path.name for path in (project / "items").iterdir()) == before and not box.exists()
+
+
 def test_replay_acts_as_the_run_and_reports_what_the_ledger_refuses(project):
     coordinator = open_project(project)
     with Ledger(coordinator.ledger_path) as ledger:

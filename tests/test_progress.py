@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import BIN, configure, drover, new_item, wait_for
+from helpers import BIN, configure, drover, git, new_item, wait_for
 
 FINDINGS = "- The parser accepts unknown keys.\n- The error names no line.\n- Nothing tests an empty file.\n"
 ROOT = Path(__file__).resolve().parent.parent
@@ -140,6 +140,44 @@ def test_no_escape_an_agent_prints_reaches_the_operators_terminal(project):
     text = "".join(data for _, data in heard)
     assert code == 0 and "x ?]52;c;ZWNobyBvd25lZA==? ?[2J?2J y" in text, text
     assert f"\n{said}\n" in drover(project, "log", "D-1").stdout  # off a terminal: the bytes as written
+
+
+ESCAPES = "x \x1b]52;c;ZWNobyBvd25lZA==\x07 \x1b[2J y"
+SHOWN = "x ?]52;c;ZWNobyBvd25lZA==? ?[2J y"
+
+
+@pytest.mark.parametrize("args", [("prompt", "D-1", "--slot", "implement"), ("run", "D-1", "--dry-run"),
+                                  ("review", "D-1", "--print")])
+def test_a_prompt_on_a_terminal_carries_no_escape_an_agent_wrote(project, args):
+    """A prompt quotes what agents wrote (requirements an agent drafted, findings, commit subjects).
+    Shown on a terminal each control character is `?`; piped, the prompt keeps every byte."""
+    item = new_item(project, "First thing")
+    path = project / "items" / f"{item}.md"
+    path.write_text(path.read_text().replace("1. Do what the title says.", f"1. Do it. {ESCAPES}"))
+    git(project, "commit", "-q", "-am", "requirements an agent drafted")
+    if args[0] == "review":
+        drover(project, "run", item, check=True)
+    code, heard = _drive_on_a_terminal(project, *args, env={})
+    text = "".join(data for _, data in heard)
+    assert code == 0 and SHOWN in text, text
+    assert "\x1b]" not in text and "\x1b[2J" not in text
+    # piped, the prompt's bytes (click itself drops a CSI into a pipe, not an OSC)
+    assert "x \x1b]52;c;ZWNobyBvd25lZA==\x07 " in drover(project, *args, check=True).stdout
+
+
+def test_a_failed_check_on_a_terminal_shows_no_escape_the_branchs_tests_printed(project):
+    """`drover verify` prints the end of the check's output: the branch's own tests wrote it."""
+    (project / "tests.sh").write_text(f"printf '%s\\n' '{ESCAPES}'\nexit 1\n")
+    config = project / "drover.toml"
+    config.write_text(re.sub(r'^default = ".*?"', 'default = "sh tests.sh"', config.read_text(), count=1, flags=re.M))
+    git(project, "add", "-A")
+    git(project, "commit", "-q", "-m", "a check that prints escapes")
+    item = new_item(project, "First thing")
+    drover(project, "run", item, check=True)
+    code, heard = _drive_on_a_terminal(project, "verify", item, env={})
+    text = "".join(data for _, data in heard)
+    assert code == 1 and SHOWN in text, text
+    assert "\x1b]" not in text and "\x1b[2J" not in text
 
 
 def test_off_a_terminal_drive_keeps_the_heartbeat_lines_beside_the_verdicts(project):

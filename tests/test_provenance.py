@@ -638,7 +638,7 @@ def test_require_independent_refuses_an_approval_by_an_author(project, independe
 def test_an_approval_recorded_before_the_upgrade_still_opens_the_gate(project):
     import sqlite3
 
-    from drover.ledger.activity import APPROVING_LEVEL, create_activity_triggers, fill_activity
+    from drover.ledger.activity import APPROVING_LEVEL, create_activity_triggers, drop_activity_triggers, fill_activity
 
     drover(project, "run", "D-1", env=agent_env(project), check=True)
     drover(project, "audit", "D-1", "--level", "reviewed", check=True)
@@ -646,9 +646,7 @@ def test_an_approval_recorded_before_the_upgrade_still_opens_the_gate(project):
     # the ledger as 0011 left it: no run or opens column, the activity table kept as 0007 built it
     conn = sqlite3.connect(path)
     conn.execute("DELETE FROM _sqlite_migrations WHERE name = '0012_audit_run'")
-    for table in ("runs", "rounds", "audits"):
-        for event in ("insert", "delete", "update"):
-            conn.execute(f"DROP TRIGGER activity_{table}_{event}")
+    drop_activity_triggers(conn.execute)
     conn.execute("ALTER TABLE audits DROP COLUMN opens")
     conn.execute("ALTER TABLE audits DROP COLUMN run")
     create_activity_triggers(conn.execute, APPROVING_LEVEL)

@@ -3,10 +3,9 @@ on a generated 200-item one."""
 from __future__ import annotations
 
 import json
-import os
 import re
+import shutil
 import sqlite3
-import subprocess
 import sys
 from datetime import datetime, timedelta, timezone
 from html.parser import HTMLParser
@@ -14,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import (BIN, REPORT_HOSTILE, TESTS, configure, drover, git, new_item, one_line,
+from helpers import (REPORT_HOSTILE, TESTS, configure, drover, git, new_item, one_line,
                      seed_report_ledger)
 
 RECORDER = TESTS / "agents" / "notify_recorder.py"
@@ -58,16 +57,12 @@ def assert_self_contained(text: str) -> Page:
 
 
 @pytest.fixture(scope="module")
-def demo_root(tmp_path_factory) -> Path:
-    """The demo's project after `make demo`'s drive: three items merged (built once for the module)."""
-    root = tmp_path_factory.mktemp("demo") / "project"
-    home = tmp_path_factory.mktemp("demo-home")
-    env = {key: value for key, value in os.environ.items() if not key.startswith("DROVER_")}
-    env.update({"PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}", "HOME": str(home), "GIT_CONFIG_NOSYSTEM": "1",
-                "GIT_CONFIG_GLOBAL": os.devnull})
-    done = subprocess.run([sys.executable, "-m", "drover.cli.demo", str(root)], text=True, capture_output=True,
-                          env=env, timeout=600)
+def demo_root(demo_run, tmp_path_factory) -> Path:
+    """The demo's project after `make demo`'s drive: three items merged (a copy for the module)."""
+    folder, done = demo_run
     assert done.returncode == 0, done.stdout + done.stderr
+    root = tmp_path_factory.mktemp("demo") / "project"
+    shutil.copytree(folder, root, symlinks=True)
     return root
 
 

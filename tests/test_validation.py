@@ -54,6 +54,16 @@ BAD_LINES = {
     "unknown-argument": {"op": "park", "args": {"item_id": "D-1", "why": "x", "extra": 1}},
     "missing-argument": {"op": "park", "args": {"item_id": "D-1"}},
     "head-not-a-commit": {"op": "park", "args": {"item_id": "D-1", "why": "x"}, "head": ["HEAD"]},
+    # arguments only drover itself passes: a round recorded as drover's check, with a log of the
+    # agent's choosing; an item whose body (its Requirements) the agent wrote, or "from issue #7"
+    "round-by-drovers-check": {"op": "request-changes", "args": {"item_id": "D-1", "findings": "- x",
+                                                                 "by": "drover verify"}},
+    "round-log-chosen": {"op": "request-changes", "args": {"item_id": "D-1", "findings": "- x",
+                                                           "log": "/home/operator/.ssh/id_rsa"}},
+    "new-scaffold": {"op": "new", "args": {"title": "t", "kind": "feature", "deps": [], "finding_source": "",
+                                           "scaffold": "## Requirements\n\n1. Whatever the agent wants.\n"}},
+    "new-origin": {"op": "new", "args": {"title": "t", "kind": "feature", "deps": [], "finding_source": "",
+                                         "origin": 7}},
     "audit-by-someone-else": {"op": "audit", "args": {"item_id": "D-1", "level": "claimed", "by": "Test Operator",
                                                       "note": ""}},
 }

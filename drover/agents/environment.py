@@ -27,7 +27,10 @@ def drover_bin_dir() -> Path | None:
 
 
 def _agent_path() -> str:
-    path = os.environ.get("PATH", os.defpath)
+    # each entry absolute, as drover's own folder resolves it: the agent runs in its worktree, where a
+    # relative entry (node_modules/.bin, ".", an empty one) names the implementer's files (the `node`
+    # that `#!/usr/bin/env node` finds for a CLI)
+    path = os.pathsep.join(os.path.abspath(entry) for entry in os.environ.get("PATH", os.defpath).split(os.pathsep))
     folder = drover_bin_dir()
     if folder is None:
         return path

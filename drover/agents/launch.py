@@ -307,7 +307,10 @@ def launch(
     if os.sep not in argv[0]:
         # the program named as the operator's PATH finds it, not the agent's (whose first folder,
         # in drover's cache, a same-user agent can put programs in: environment._drover_alone)
-        argv[0] = shutil.which(argv[0]) or argv[0]
+        # made absolute: a relative PATH entry (node_modules/.bin, ".", an empty one) found it from
+        # drover's folder, and the agent starts in its worktree, where that name is the agent's own file
+        found = shutil.which(argv[0])
+        argv[0] = os.path.abspath(found) if found else argv[0]
     launching()
     marker = ("DROVER_RUN", env_add["DROVER_RUN"]) if env_add.get("DROVER_RUN") else None
     raw_log = open(log_path.with_name("agent.jsonl"), "ab") if reader is not None else None

@@ -19,9 +19,13 @@ from drover.vocabulary import LIST_STATES
 def new(title: str | None, kind: str | None, deps: tuple[str, ...], finding: str, issue: int | None,
         as_json: bool) -> None:
     """Create the next item and print its id first."""
-    from drover.errors import UsageError
-    from drover.executors.outbox import perform
+    from drover.errors import Refused, UsageError
+    from drover.executors.outbox import outbox_path, perform
 
+    if issue is not None and outbox_path() is not None:
+        # its item would stay in the worker's scratch ledger: an outbox replays no `new --issue`
+        raise Refused("new --issue is the operator's on a worker: the item would never reach this project's "
+                      "ledger; name the issue in your report instead")
     if issue is not None and (title or finding):
         raise UsageError("new --issue takes its title from the issue: give no TITLE and no --finding")
     if issue is None and title is None:

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from drover.errors import on_screen, printable
 from drover.cli.parts import ITEM_ID, Decorated, echo_json, example, json_option, opened
 from drover.vocabulary import EXECUTORS
 
@@ -35,10 +36,10 @@ def _launch_command(item_id: str, slot: str, dry_run: bool, explicit: str | None
             echo_json(launch_report(launch, where, project.config.setup))
             return
         if dry_run:
-            click.echo(launch.prompt, nl=not launch.prompt.endswith("\n"))  # an inline --template may end mid-line
+            click.echo(on_screen(launch.prompt), nl=not launch.prompt.endswith("\n"))  # an inline --template may end mid-line
             click.echo("--- drover: dry run; nothing was launched or written")
             for line in describe(project, launch):
-                click.echo(line)
+                click.echo(printable(line))
             click.echo(f"executor: {runner.name} ({runner.where()})")
             return
         try:
@@ -48,7 +49,7 @@ def _launch_command(item_id: str, slot: str, dry_run: bool, explicit: str | None
             runner.close()
         git.housekeeping(project.root)
     for note in result.notes:
-        click.echo(f"drover: {note}", err=True)
+        click.echo(f"drover: {printable(note)}", err=True)
     ending = f"exited {result.exit_code}" if result.outcome == "exited" else result.outcome
     if result.stalled:
         ending = "stalled"
@@ -65,7 +66,7 @@ def _launch_command(item_id: str, slot: str, dry_run: bool, explicit: str | None
                 from drover.errors import Refused
 
                 raise Refused(f"{item_id}: {no_verdict(ledger, result.run_id)}")
-            click.echo(f"{item_id}: the review recorded: {describe_verdict(project, ledger, result.run_id)}")
+            click.echo(printable(f"{item_id}: the review recorded: {describe_verdict(project, ledger, result.run_id)}"))
     if slot == "draft":
         _require_drafted(item_id)
 
@@ -148,9 +149,9 @@ def finish(item_id: str, allow_drover_files: bool, as_json: bool) -> None:
         echo_json(finish_report(item_id, finished))
         sys.exit(1 if finished.problems else 0)
     for line in finished.lines:
-        click.echo(line)
+        click.echo(printable(line))
     for problem in finished.problems:
-        click.echo(f"drover: {problem}", err=True)
+        click.echo(f"drover: {printable(problem)}", err=True)
     if finished.problems:
         sys.exit(1)
 
@@ -172,7 +173,7 @@ def verify(item_id: str, as_json: bool) -> None:
         click.echo(f"{item_id}: {describe(check)} on {check.head[:12]} with {project.config.base} "
                    f"({check.base[:12]}) merged in; log: {check.log_path}")
         if not check.passed:
-            click.echo(check.tail)
+            click.echo(on_screen(check.tail))
     sys.exit(0 if check is None or check.passed else 1)
 
 

@@ -8,6 +8,7 @@ from typing import BinaryIO, Callable
 
 from drover.errors import UsageError, printable
 from drover.ledger.db import Ledger
+from drover.agents.locks import drover_attached
 from drover.agents.procs import run_alive
 from drover.ledger.project import Project
 from drover.ledger.rows import Run
@@ -77,9 +78,13 @@ def show_log(project: Project, item_id: str, run_id: str | None, *, follow: bool
         raise UsageError(f"{run.id}: no log at {run.log_path}")
 
     def still_running() -> bool:
+        # until its end is recorded: the agent may have exited while its drover still writes the
+        # last of its output to the log (a drover gone, the agent alone says: an orphan's log)
         with Ledger(project.ledger_path) as ledger:
             latest = ledger.run(run.id)
-        return latest is not None and run_alive(latest)
+        if latest is None or latest.finished:
+            return False
+        return run_alive(latest) or drover_attached(project.runs_dir / run.id, unlocked=False)
 
     terminal = out.isatty()
 

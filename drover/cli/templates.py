@@ -65,7 +65,9 @@ def show_prompt(item_id: str, slot: str | None, *, guidance: str | None = None, 
         return
     for warning in rendered.warnings:
         click.echo(f"drover: warning: {warning}", err=True)
-    click.echo(rendered.text, nl=False)
+    from drover.errors import on_screen
+
+    click.echo(on_screen(rendered.text), nl=False)
 
 
 @click.command(epilog=example("drover check --json"))

@@ -123,6 +123,13 @@ _RULES: dict[str, Callable[[Any], str]] = {
 }
 
 
+# Arguments of the operations that no command an agent calls passes: drover's own check names a
+# round's `by` and `log` (verify.send_back), and `new --issue` (origin, scaffold: a body with its
+# Requirements written) is no outbox operation. From a worker they would record a round as drover's
+# check, or an item ready to implement on requirements the agent wrote.
+_DROVERS_OWN: dict[str, tuple[str, ...]] = {"request-changes": ("by", "log"), "new": ("origin", "scaffold")}
+
+
 @cache
 def _parameters(op: str) -> dict[str, inspect.Parameter]:
     """The arguments an operation takes: its function's parameters after project and ledger."""
@@ -148,6 +155,9 @@ def _problem(op: str, args: dict[str, Any], match: Callable[[str], Any], agent: 
             for one in value if isinstance(value, list) else [value]:
                 if (one or name != "finding_source") and not match(one):
                     return f"{op} {name}: {one[:40]!r} is not an item id of this project"
+    drovers = [name for name in _DROVERS_OWN.get(op, ()) if args.get(name) not in (None, "")]
+    if drovers:
+        return f"{op} takes no {drovers[0]!r} from an outbox: only drover itself passes it"
     if op == "audit" and args.get("by") not in ("", agent):
         named = f"its agent {agent!r}" if agent else "no one (no run is acting)"
         return f"audit by {args['by'][:40]!r}: an audit from this run can only name {named}"

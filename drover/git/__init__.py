@@ -12,7 +12,7 @@ from drover.git.merges import (MergeConflict, conflict_markers, conflicts_merged
 from drover.git.plumbing import commit_file, set_index_entry
 from drover.git.run import git, housekeeping, rev_parse, user_name
 from drover.git.worktrees import (add_detached_worktree, checkout_branch, dirty_entries, dirty_paths, ensure_worktree,
-                                  own_git_dir, private_dir, registered_worktrees, remove_worktree)
+                                  own_git_dir, private_dir, registered_worktrees, remove_worktree, unclean_paths)
 
 __all__ = [
     "Commit", "MergeConflict", "Recent", "add_detached_worktree", "advance_branch", "ahead_of", "all_refs",
@@ -23,5 +23,5 @@ __all__ = [
     "modified_files",
     "moved_only_under", "own_git_dir",
     "private_dir", "recent_commits", "registered_worktrees", "remove_worktree", "require_base", "rev_parse",
-    "set_index_entry", "shadowing_refs", "unmerged_files", "user_name", "valid_branch_name",
+    "set_index_entry", "shadowing_refs", "unclean_paths", "unmerged_files", "user_name", "valid_branch_name",
 ]

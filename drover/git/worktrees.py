@@ -127,9 +127,16 @@ def checkout_branch(root: Path, branch: str, base: str, *, ignore: list[str] | t
         git(["switch", "--quiet", "--no-track", "-c", branch, local_ref(base)], root)
 
 
-def _status_entries(cwd: Path, *, untracked: bool) -> list[tuple[str, bool]]:
-    """(path, whether git tracks nothing of it) for each path `git status` names."""
-    out = git(["status", "--porcelain", "-z", "--untracked-files=" + ("all" if untracked else "no")], cwd)
+def _status_entries(cwd: Path, *, untracked: bool, ignored: bool = False,
+                    pathspecs: tuple[str, ...] = ()) -> list[tuple[str, bool]]:
+    """(path, whether git tracks nothing of it) for each path `git status` names; `ignored`: ignored
+    files too; `pathspecs`: only under these paths, taken literally."""
+    args = ["status", "--porcelain", "-z", "--untracked-files=" + ("all" if untracked else "no")]
+    if ignored:
+        args.append("--ignored=matching")
+    if pathspecs:
+        args = ["--literal-pathspecs", *args, "--", *pathspecs]
+    out = git(args, cwd)
     paths: list[tuple[str, bool]] = []
     entries = out.split("\0")
     index = 0
@@ -156,3 +163,16 @@ def dirty_paths(root: Path) -> list[str]:
 def dirty_entries(root: Path) -> list[tuple[str, bool]]:
     """dirty_paths, each with whether it is untracked."""
     return _status_entries(root, untracked=True)
+
+
+def unclean_paths(cwd: Path, pathspecs: tuple[str, ...]) -> list[str]:
+    """The paths under `pathspecs` (literal) where the checkout at `cwd` is not its HEAD's commit:
+    changed, staged, untracked or ignored files, and tracked ones the index hides from status
+    (assume-unchanged, a lowercase letter in `ls-files -v`; skip-worktree, `S`)."""
+    if not pathspecs:
+        return []
+    paths = [path.rstrip("/") for path, _ in _status_entries(cwd, untracked=True, ignored=True, pathspecs=pathspecs)]
+    for entry in git(["--literal-pathspecs", "ls-files", "-v", "-z", "--", *pathspecs], cwd).split("\0"):
+        if len(entry) > 2 and (entry[0].islower() or entry[0] == "S"):
+            paths.append(entry[2:])
+    return paths

@@ -26,7 +26,7 @@ VERSION = 1
 # The schema bookkeeping is the header; pending intents and owed commits are finished when the
 # ledger opens and name absolute paths on the machine that wrote them, so they never travel; the
 # worktree pool is this machine's folders and processes (drover/ledger/pooltable.py).
-SKIPPED = ("_sqlite_migrations", "intents", "owed_commits", "activity", "worktree_pool")
+SKIPPED = ("_sqlite_migrations", "intents", "owed_commits", "activity", "activity_pending", "worktree_pool")
 # The metadata cache is rebuilt from the item files, and the activity table by its triggers as
 # the rows load (drover/ledger/activity.py): neither makes a ledger non-empty. Export writes the activity
 # rows (every table is in the file) and import skips them, filling the table from what it loaded.

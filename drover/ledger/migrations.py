@@ -197,6 +197,13 @@ def _item_files_exact(db: "sqlite_utils.Database") -> None:
     db["item_files_prefix"].delete_where()
 
 
+def _activity_view(db: "sqlite_utils.Database") -> None:
+    # The activity triggers read their item's row from one view (activity.ACTIVITY_REFRESH), not
+    # each from a copy of its query: a connection's first statement parses the schema, 36 KB of it
+    # those copies (activity.py).
+    renew_activity(db.execute)
+
+
 # The highest number among the cache's ids under the prefix they were parsed under, per prefix,
 # raised to the highest already met.
 _CACHED_HIGHEST = (
@@ -228,7 +235,7 @@ MIGRATIONS: tuple[tuple[str, Any], ...] = (
     ("0014_owed_commits", _owed_commits),
     ("0015_item_files_placeholder", _item_files_placeholder), ("0016_unfinished_runs", _unfinished_runs),
     ("0017_failure_classes", _failure_classes), ("0018_item_files_exact", _item_files_exact),
-    ("0019_worktree_pool", _pool),
+    ("0019_worktree_pool", _pool), ("0020_activity_view", _activity_view),
 )
 
 

@@ -32,7 +32,7 @@ from drover.vocabulary import PARKED_ITS_ITEM, SLOTS as LAUNCH_SLOTS, counted
 from drover.executors import Executor, Launch
 from drover.loop import budgets
 from drover.loop.budgets import DriveBudget
-from drover.loop import pool
+from drover.loop import pool, reviewers
 
 if TYPE_CHECKING:
     from drover.config import AgentConfig
@@ -126,8 +126,9 @@ def prepare(project: Project, ledger: Ledger, item_id: str, slot: str, *,
         worktree = pool.held_path(project, ledger, item_id) or worktree
         workdir = worktree
     argv, via = presets.agent_argv(agent, run_dir / "prompt.md")
-    if slot == "review" and not preview and workdir != project.root:
-        _refuse_reviewer_from_the_branch(project, item_id, branch, argv, heads)
+    if slot == "review" and not preview:
+        # worktree = false too: the checkout is switched to the branch, and runs what it holds
+        reviewers.refuse_from_the_branch(project, item_id, branch, argv, heads)
     env_add = environment.agent_env(item_id=item_id, slot=slot, run_id=run_id, prompt_file=run_dir / "prompt.md",
                                repo=project.root, workdir=workdir, base=project.config.base,
                                branch=branch if slot != "draft" else "", round_number=data.Rounds,
@@ -163,41 +164,6 @@ def _found_branch(project: Project, record: template_data.ItemRecord, branch: st
     return (f"{branch} exists already with {counted(found, 'commit')} beyond "
             f"{project.config.base} that no run of {record.item.id} made: this run builds on them "
             f"(`git branch -D {branch}` first to start from {project.config.base})",)
-
-
-# What the CLI presets read from the folder they run in that can start programs: their settings
-# (hooks, servers, lint and test commands). A review runs in the item's worktree, which is the
-# branch's. Instruction files (AGENTS.md, CLAUDE.md) are text the reviewer reads, as it reads the
-# diff: a branch may change them and still be reviewed.
-AGENT_CONFIG = (".claude", ".codex", ".gemini", ".aider.conf.yml", ".aider.model.settings.yml", ".opencode",
-                "opencode.json", ".mcp.json",
-                # read at start by aider (from the repository's top and the working folder) and by
-                # gemini's CLI: variables that set the model's endpoint and the commands run (AIDER_TEST_CMD)
-                ".env", ".gemini/.env")
-
-
-def _refuse_reviewer_from_the_branch(project: Project, item_id: str, branch: str, argv: list[str],
-                                     heads: dict[str, str] | None = None) -> None:
-    """Refuse a review whose agent would run what the branch under review changed: a word of its
-    command that names a file the branch changes (`sh agents/agent.sh`, found from the worktree),
-    or the settings and instructions the CLI reads there (AGENT_CONFIG): the implementer would
-    write its own reviewer (docs/security.md). `heads`: the branch's and base's heads the
-    review's prompt was built on, when both exist (read here otherwise)."""
-    import posixpath
-
-    from drover import git as gitmod
-
-    heads = heads or gitmod.heads_of(project.root, branch, project.config.base)
-    if branch not in heads or project.config.base not in heads:
-        return
-    changed = gitmod.changed_paths(project.root, project.config.base, heads[branch], base_head=heads[project.config.base])
-    words = {posixpath.normpath(word) for word in argv[1:] + argv[:1] if word and not word.startswith("-")}
-    named = [path for path in changed if path in words
-             or any(path == top or path.startswith(top + "/") for top in AGENT_CONFIG)]
-    if named:
-        shown = ", ".join(named[:5])
-        raise Refused(f"{item_id}: {branch} changes what its reviewer would run or read ({shown}): the review "
-                      "would run the branch's own; take those changes off the branch, or review by hand")
 
 
 def _refuse_unfinished_work(record: template_data.ItemRecord) -> None:
@@ -304,6 +270,8 @@ def execute(project: Project, ledger: Ledger, launch: Launch, *, echo: bool = Tr
             if not stopped:
                 raise
             return RunResult(launch.run_id, None, "interrupted", 0.0, launch.log_path)
+    if launch.slot == "review" and launch.worktree is not None:
+        reviewers.refuse_from_the_worktree(launch)  # after the set-up: it may write there too
     _record_start(project, ledger, launch, head_start)
     from drover.executors import open_executor
 

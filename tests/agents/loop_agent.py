@@ -79,11 +79,11 @@ if slot == "implement":
     subprocess.run(["git", "add", str(target)], check=True)
     subprocess.run(["git", "commit", "-q", "-m", f"{item}: pass {passes + 1}"], check=True)
 elif slot == "review":
-    shown = json.loads(subprocess.run(["drover", "show", item, "--json"], capture_output=True, text=True, check=True).stdout)
+    rounds = int(os.environ["DROVER_ROUND"])  # the rounds recorded so far, as `drover show` counts them
     if mode == "silent":
         sys.exit(0)
-    if mode == "stubborn" or not shown["rounds"]:
-        findings = os.environ.get("AGENT_FINDINGS") or f"# Pass {len(shown['rounds']) + 1} is not enough\n\nDo it again.\n"
+    if mode == "stubborn" or not rounds:
+        findings = os.environ.get("AGENT_FINDINGS") or f"# Pass {rounds + 1} is not enough\n\nDo it again.\n"
         done = drover("request-changes", item, stdin=findings)
         sys.exit(done.returncode)
     sys.exit(drover("audit", item, "--level", "reviewed", "--note", "looks right").returncode)

@@ -1,0 +1,75 @@
+"""What a review's agent would run or read that the implementer could have written: a review is
+refused rather than run on it (docs/security.md). The review runs in the item's worktree, the
+branch's, on the files there."""
+from __future__ import annotations
+
+import posixpath
+from typing import TYPE_CHECKING
+
+from drover import git
+from drover.errors import GitError, Refused
+
+if TYPE_CHECKING:
+    from drover.executors import Launch
+    from drover.ledger.project import Project
+
+
+# What the CLI presets read from the folder they run in that can start programs: their settings
+# (hooks, servers, lint and test commands). A review runs in the item's worktree, which is the
+# branch's. Instruction files (AGENTS.md, CLAUDE.md) are text the reviewer reads, as it reads the
+# diff: a branch may change them and still be reviewed.
+AGENT_CONFIG = (".claude", ".codex", ".gemini", ".aider.conf.yml", ".aider.model.settings.yml", ".opencode",
+                "opencode.json", ".mcp.json",
+                # read at start by aider (from the repository's top and the working folder) and by
+                # gemini's CLI: variables that set the model's endpoint and the commands run (AIDER_TEST_CMD)
+                ".env", ".gemini/.env")
+
+
+def _reviewer_words(argv: tuple[str, ...] | list[str]) -> set[str]:
+    """The words of a reviewer's command that may name a file in its folder."""
+    return {posixpath.normpath(word) for word in [*argv[1:], *argv[:1]] if word and not word.startswith("-")}
+
+
+def _run_or_read(paths: list[str], words: set[str]) -> list[str]:
+    """Of `paths`, those the reviewer would run (a word of its command) or its CLI would read (AGENT_CONFIG)."""
+    return [path for path in paths
+            if path in words or any(path == top or path.startswith(top + "/") for top in AGENT_CONFIG)]
+
+
+def refuse_from_the_branch(project: "Project", item_id: str, branch: str, argv: list[str],
+                           heads: dict[str, str] | None = None) -> None:
+    """Refuse a review whose agent would run what the branch under review changed: a word of its
+    command that names a file the branch changes (`sh agents/agent.sh`, found from the worktree),
+    or the settings and instructions the CLI reads there (AGENT_CONFIG): the implementer would
+    write its own reviewer (docs/security.md). `heads`: the branch's and base's heads the
+    review's prompt was built on, when both exist (read here otherwise)."""
+    heads = heads or git.heads_of(project.root, branch, project.config.base)
+    if branch not in heads or project.config.base not in heads:
+        return
+    changed = git.changed_paths(project.root, project.config.base, heads[branch], base_head=heads[project.config.base])
+    named = _run_or_read(changed, _reviewer_words(argv))
+    if named:
+        shown = ", ".join(named[:5])
+        raise Refused(f"{item_id}: {branch} changes what its reviewer would run or read ({shown}): the review "
+                      "would run the branch's own; take those changes off the branch, or review by hand")
+
+
+def refuse_from_the_worktree(launch: "Launch") -> None:
+    """Refuse a review whose worktree holds, beyond its commit, what the reviewer would run or read:
+    the review runs on the files there, not on the commit, so a reviewer script the implementer
+    edited and left uncommitted, an untracked or ignored `.claude/`, or a file the index hides
+    from status would be the implementer's reviewer. Only those paths are looked at (literal
+    pathspecs): the whole worktree's status would be a pass over every file."""
+    words = _reviewer_words(launch.argv)
+    within = sorted(word for word in words if word not in (".", "..") and not word.startswith(("/", "../")))
+    try:
+        unclean = git.unclean_paths(launch.workdir, (*within, *AGENT_CONFIG))
+    except GitError as exc:
+        raise Refused(f"{launch.item_id}: cannot tell what its worktree holds beyond {launch.branch}'s head "
+                      f"({exc}): no review runs there") from None
+    named = _run_or_read(unclean, words)
+    if named:
+        shown = ", ".join(sorted(set(named))[:5])
+        raise Refused(f"{launch.item_id}: its worktree holds, uncommitted, what its reviewer would run or read "
+                      f"({shown}): the review would run the implementer's own; remove them from "
+                      f"{launch.workdir}, or review by hand")
