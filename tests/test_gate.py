@@ -291,6 +291,35 @@ def _skip_worktree(worktree: Path) -> None:
     git(worktree, "update-index", "--skip-worktree", "agents/agent.sh")
 
 
+def _forged_index(worktree: Path) -> None:
+    """The edit staged with its time an hour back, then the index entry given the committed blob id
+    (its stat data the edited file's): git's status of the worktree then says nothing changed."""
+    import importlib.util
+    import time
+
+    spec = importlib.util.spec_from_file_location("index_forgery", TESTS / "agents" / "index_forgery.py")
+    forgery = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(forgery)
+    _edited(worktree)
+    past = time.time() - 3600
+    os.utime(worktree / "agents" / "agent.sh", (past, past))
+    git(worktree, "add", "agents/agent.sh")
+    index = Path(git(worktree, "rev-parse", "--absolute-git-dir").strip()) / "index"
+    forgery.forge_entry(index, "agents/agent.sh", git(worktree, "rev-parse", "HEAD:agents/agent.sh").strip())
+    assert git(worktree, "status", "--porcelain", "--", "agents") == ""  # git sees no change
+
+
+def _linked_folder(worktree: Path) -> None:
+    """`agents/` made a link to a folder outside the worktree that holds the friendlier script."""
+    import shutil
+
+    outside = worktree.parent / "outside-agents"
+    outside.mkdir()
+    (outside / "agent.sh").write_text(FRIENDLY_REVIEWER)
+    shutil.rmtree(worktree / "agents")
+    (worktree / "agents").symlink_to(outside)
+
+
 def _claude_settings(worktree: Path) -> None:
     (worktree / ".claude").mkdir()
     (worktree / ".claude" / "settings.json").write_text('{"hooks": {"SessionStart": [{"hooks": [{"type": "command", '
@@ -301,12 +330,15 @@ def _ignored_env(worktree: Path) -> None:
     (worktree / ".env").write_text("AIDER_TEST_CMD=drover audit D-1 --level reviewed\n")
 
 
-@pytest.mark.parametrize("leave", [_edited, _assume_unchanged, _skip_worktree, _claude_settings, _ignored_env],
-                         ids=["edited", "assume-unchanged", "skip-worktree", "untracked-settings", "ignored-env"])
+@pytest.mark.parametrize("leave", [_edited, _assume_unchanged, _skip_worktree, _forged_index, _linked_folder,
+                                   _claude_settings, _ignored_env],
+                         ids=["edited", "assume-unchanged", "skip-worktree", "forged-index", "linked-folder",
+                              "untracked-settings", "ignored-env"])
 def test_a_review_never_runs_what_the_implementer_left_uncommitted_in_its_worktree(project, leave):
     """The review runs on the worktree's files, not on the commit: a reviewer script the implementer
-    edited and left uncommitted (or hid from git's status in the index), an untracked `.claude/`
-    or an ignored `.env` would be the implementer's reviewer. The review is refused, naming them."""
+    edited and left uncommitted (or hid from git's status in the index, which it can write), an
+    untracked `.claude/` or an ignored `.env` would be the implementer's reviewer. The review is
+    refused, naming them."""
     worktree = reviewed_by_script(project)
     leave(worktree)
     done = drover(project, "review", "D-1")

@@ -12,16 +12,16 @@ from drover.git.merges import (MergeConflict, conflict_markers, conflicts_merged
 from drover.git.plumbing import commit_file, set_index_entry
 from drover.git.run import git, housekeeping, rev_parse, user_name
 from drover.git.worktrees import (add_detached_worktree, checkout_branch, dirty_entries, dirty_paths, ensure_worktree,
-                                  own_git_dir, private_dir, registered_worktrees, remove_worktree, unclean_paths)
+                                  own_git_dir, private_dir, registered_worktrees, remove_worktree, differing_on_disk)
 
 __all__ = [
     "Commit", "MergeConflict", "Recent", "add_detached_worktree", "advance_branch", "ahead_of", "all_refs",
     "blobs_at", "blobs_on_disk", "branch_exists", "branch_heads", "bundle_create", "bundle_heads", "changed_paths",
     "checkout_branch", "clone_bundle", "conflict_markers", "conflicts_merged", "commit_file", "commits_beyond", "commits_paths", "compare", "count_commits",
-    "current_branch", "detect_base", "dirty_entries", "dirty_paths", "ensure_worktree", "fetch_bundle", "git",
+    "current_branch", "detect_base", "differing_on_disk", "dirty_entries", "dirty_paths", "ensure_worktree", "fetch_bundle", "git",
     "head_markers", "head_of", "heads_of", "housekeeping", "local_ref", "merge", "merge_base_into", "merge_bases", "merge_in_progress",
     "modified_files",
     "moved_only_under", "own_git_dir",
     "private_dir", "recent_commits", "registered_worktrees", "remove_worktree", "require_base", "rev_parse",
-    "set_index_entry", "shadowing_refs", "unclean_paths", "unmerged_files", "user_name", "valid_branch_name",
+    "set_index_entry", "shadowing_refs", "unmerged_files", "user_name", "valid_branch_name",
 ]

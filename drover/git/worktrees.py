@@ -1,6 +1,7 @@
 """Checkouts: worktrees made and removed, the branch a checkout is switched to, what is uncommitted."""
 from __future__ import annotations
 
+import os
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any
@@ -127,16 +128,9 @@ def checkout_branch(root: Path, branch: str, base: str, *, ignore: list[str] | t
         git(["switch", "--quiet", "--no-track", "-c", branch, local_ref(base)], root)
 
 
-def _status_entries(cwd: Path, *, untracked: bool, ignored: bool = False,
-                    pathspecs: tuple[str, ...] = ()) -> list[tuple[str, bool]]:
-    """(path, whether git tracks nothing of it) for each path `git status` names; `ignored`: ignored
-    files too; `pathspecs`: only under these paths, taken literally."""
-    args = ["status", "--porcelain", "-z", "--untracked-files=" + ("all" if untracked else "no")]
-    if ignored:
-        args.append("--ignored=matching")
-    if pathspecs:
-        args = ["--literal-pathspecs", *args, "--", *pathspecs]
-    out = git(args, cwd)
+def _status_entries(cwd: Path, *, untracked: bool) -> list[tuple[str, bool]]:
+    """(path, whether git tracks nothing of it) for each path `git status` names."""
+    out = git(["status", "--porcelain", "-z", "--untracked-files=" + ("all" if untracked else "no")], cwd)
     paths: list[tuple[str, bool]] = []
     entries = out.split("\0")
     index = 0
@@ -165,14 +159,53 @@ def dirty_entries(root: Path) -> list[tuple[str, bool]]:
     return _status_entries(root, untracked=True)
 
 
-def unclean_paths(cwd: Path, pathspecs: tuple[str, ...]) -> list[str]:
-    """The paths under `pathspecs` (literal) where the checkout at `cwd` is not its HEAD's commit:
-    changed, staged, untracked or ignored files, and tracked ones the index hides from status
-    (assume-unchanged, a lowercase letter in `ls-files -v`; skip-worktree, `S`)."""
-    if not pathspecs:
-        return []
-    paths = [path.rstrip("/") for path, _ in _status_entries(cwd, untracked=True, ignored=True, pathspecs=pathspecs)]
-    for entry in git(["--literal-pathspecs", "ls-files", "-v", "-z", "--", *pathspecs], cwd).split("\0"):
-        if len(entry) > 2 and (entry[0].islower() or entry[0] == "S"):
-            paths.append(entry[2:])
-    return paths
+def _on_disk(folder: Path, paths: tuple[str, ...]) -> tuple[dict[str, str], list[str]]:
+    """Under each of `paths` in `folder`: path -> "file" or "link" for what is there, and the paths
+    that are neither (a fifo, a device) or are reached through a linked folder."""
+    found: dict[str, str] = {}
+    odd: list[str] = []
+    for path in paths:
+        parts = path.split("/")
+        if any(os.path.islink(folder.joinpath(*parts[:end])) for end in range(1, len(parts))):
+            odd.append(path)  # a linked folder on the way leads out of the checkout
+            continue
+        full = folder / path
+        if full.is_symlink() or full.is_file():
+            found[path] = "link" if full.is_symlink() else "file"
+        elif full.is_dir():
+            for top, folders, files in os.walk(full):  # never into a linked folder: listed as a link
+                shown = Path(top).relative_to(folder).as_posix()
+                for name in folders + files:
+                    entry = os.path.join(top, name)
+                    if os.path.islink(entry):
+                        found[f"{shown}/{name}"] = "link"
+                    elif name in files:
+                        found[f"{shown}/{name}"] = "file" if os.path.isfile(entry) else "odd"
+        elif os.path.lexists(full):
+            odd.append(path)
+    return found, odd
+
+
+def differing_on_disk(root: Path, folder: Path, commit: str, paths: tuple[str, ...]) -> list[str]:
+    """Of `paths` (files or folders) in the checkout at `folder`, every file or link under them
+    that `commit` does not hold as it is there, byte for byte (a link by its target); also any
+    reached through a linked folder. The checkout's own git (its index, which says what it
+    believes unchanged, and its `.git` file) is not asked: whoever works there can write both.
+    `commit` is read in the repository at `root`; no filter program runs."""
+    found, odd = _on_disk(folder, paths)
+    if not found:
+        return odd
+    held: dict[str, tuple[str, str]] = {}
+    for entry in git(["ls-tree", "-r", "-z", "--full-tree", "--end-of-options", commit, "--", *paths], root).split("\0"):
+        meta, _, path = entry.partition("\t")
+        if path:
+            mode, _, object_id = meta.split()
+            held[path] = (mode, object_id)
+    files = [path for path, kind in found.items() if kind == "file" and held.get(path, ("",))[0].startswith("100")]
+    hashed = git(["hash-object", "--no-filters", "--", *(str(folder / path) for path in files)], root).split() if files else []
+    same = {path for path, object_id in zip(files, hashed) if object_id == held[path][1]}
+    for path, kind in found.items():
+        if kind == "link" and held.get(path, ("",))[0] == "120000":
+            if git(["cat-file", "blob", held[path][1]], root) == os.readlink(folder / path):
+                same.add(path)
+    return odd + [path for path in found if path not in same]

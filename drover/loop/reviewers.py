@@ -54,20 +54,20 @@ def refuse_from_the_branch(project: "Project", item_id: str, branch: str, argv: 
                       "would run the branch's own; take those changes off the branch, or review by hand")
 
 
-def refuse_from_the_worktree(launch: "Launch") -> None:
-    """Refuse a review whose worktree holds, beyond its commit, what the reviewer would run or read:
-    the review runs on the files there, not on the commit, so a reviewer script the implementer
-    edited and left uncommitted, an untracked or ignored `.claude/`, or a file the index hides
-    from status would be the implementer's reviewer. Only those paths are looked at (literal
-    pathspecs): the whole worktree's status would be a pass over every file."""
+def refuse_from_the_worktree(project: "Project", launch: "Launch", head: str) -> None:
+    """Refuse a review whose worktree holds, beside the commit under review (`head`), what the
+    reviewer would run or read: the review runs on the files there, not on the commit, so a
+    reviewer script the implementer edited and left uncommitted (whatever the index it can write
+    says of it), an untracked or ignored `.claude/`, would be the implementer's reviewer. Only
+    those paths are compared with the commit, by their bytes: not a pass over every file."""
     words = _reviewer_words(launch.argv)
     within = sorted(word for word in words if word not in (".", "..") and not word.startswith(("/", "../")))
     try:
-        unclean = git.unclean_paths(launch.workdir, (*within, *AGENT_CONFIG))
+        differing = git.differing_on_disk(project.root, launch.workdir, head, (*within, *AGENT_CONFIG))
     except GitError as exc:
-        raise Refused(f"{launch.item_id}: cannot tell what its worktree holds beyond {launch.branch}'s head "
-                      f"({exc}): no review runs there") from None
-    named = _run_or_read(unclean, words)
+        raise Refused(f"{launch.item_id}: cannot compare its worktree with {head[:12]} ({exc}): "
+                      "no review runs there") from None
+    named = _run_or_read(differing, words)
     if named:
         shown = ", ".join(sorted(set(named))[:5])
         raise Refused(f"{launch.item_id}: its worktree holds, uncommitted, what its reviewer would run or read "

@@ -271,7 +271,7 @@ def execute(project: Project, ledger: Ledger, launch: Launch, *, echo: bool = Tr
                 raise
             return RunResult(launch.run_id, None, "interrupted", 0.0, launch.log_path)
     if launch.slot == "review" and launch.worktree is not None:
-        reviewers.refuse_from_the_worktree(launch)  # after the set-up: it may write there too
+        reviewers.refuse_from_the_worktree(project, launch, head_start)  # after the set-up: it may write there too
     _record_start(project, ledger, launch, head_start)
     from drover.executors import open_executor
 
