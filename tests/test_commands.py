@@ -151,6 +151,19 @@ def test_init_writes_the_project_files(repo):
     assert ".drover" not in git(repo, "status", "--porcelain", "--untracked-files=all")
 
 
+def test_list_on_a_new_project_says_how_to_make_the_first_item(repo):
+    """Nothing to list is said on stderr (stdout stays the list, empty); a filter that matches
+    nothing in a project with items stays silent, as scripts expect."""
+    ok("init")
+    done = drover("list")
+    assert done.exit_code == 0 and done.stdout == ""
+    assert done.stderr == 'drover: no items yet in items/: `drover new "TITLE"` makes the first\n'
+    assert drover("list", "--json").stderr == ""
+    ok("new", "First")
+    done = drover("list", "--state", "done")
+    assert (done.exit_code, done.stdout, done.stderr) == (0, "", "")
+
+
 def test_init_twice_changes_nothing(repo):
     (repo / ".gitignore").write_text("*.pyc")  # no final newline
     ok("init")

@@ -59,8 +59,11 @@ def list_command(ctx: click.Context, ready: bool, states: tuple[str, ...], limit
     from drover.ledger.listing import is_ready, list_items
 
     with opened() as (project, ledger):
-        listed = [row for row in list_items(project, ledger)
-                  if (not ready or is_ready(row)) and (not states or row.state in states)][:limit]
+        every = list_items(project, ledger)
+        listed = [row for row in every if (not ready or is_ready(row)) and (not states or row.state in states)][:limit]
+    if not every and not as_json:  # a new project: say so, rather than print nothing
+        click.echo(f"drover: no items yet in {project.config.items}/: `drover new \"TITLE\"` makes the first",
+                   err=True)
     if as_json:
         from drover.cli.reports import list_report
 
