@@ -181,8 +181,17 @@ def test_agent_env_adds_the_drover_variables(tmp_path, monkeypatch):
         "DROVER_PROMPT_FILE": str(tmp_path / "prompt.md"), "DROVER_REPO": str(tmp_path),
         "DROVER_WORKTREE": str(tmp_path), "DROVER_BASE": "", "DROVER_BRANCH": "", "DROVER_ROUND": "0",
         "DROVER_POSTURE": "", "DROVER_VERIFY": "", "PYTHONSAFEPATH": "1",
-        "GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "maintenance.auto", "GIT_CONFIG_VALUE_0": "false",
+        # a review's git reads the commits themselves and runs none of the shared config's programs
+        "GIT_NO_REPLACE_OBJECTS": "1", "GIT_GRAFT_FILE": os.devnull, "GIT_CONFIG_COUNT": "4",
+        "GIT_CONFIG_KEY_0": "maintenance.auto", "GIT_CONFIG_VALUE_0": "false",
+        "GIT_CONFIG_KEY_1": "core.fsmonitor", "GIT_CONFIG_VALUE_1": "false",
+        "GIT_CONFIG_KEY_2": "core.hooksPath", "GIT_CONFIG_VALUE_2": os.devnull,
+        "GIT_CONFIG_KEY_3": "core.pager", "GIT_CONFIG_VALUE_3": "cat",
     }
+    implementing = agent_env(item_id="D-1", slot="implement", run_id="r1", prompt_file=tmp_path / "prompt.md",
+                             repo=tmp_path)
+    assert (implementing["GIT_CONFIG_COUNT"], implementing["GIT_CONFIG_KEY_0"]) == ("1", "maintenance.auto")
+    assert "PYTHONSAFEPATH" not in implementing and "GIT_NO_REPLACE_OBJECTS" not in implementing
 
 
 def test_the_agents_git_starts_no_maintenance_and_keeps_the_config_drover_was_given(tmp_path, monkeypatch):
@@ -263,6 +272,34 @@ def test_a_relative_path_entry_is_drovers_folder_not_the_agents(tmp_path, monkey
     log.unlink()
     result = run(["sh", "-c", "helper"], tmp_path, cwd=worktree, env_add=env)  # found on the agent's PATH
     assert result.exit_code == 0 and "from the operator" in log.read_text() and "planted" not in log.read_text()
+
+
+def test_a_reviewers_git_reads_the_commits_themselves(tmp_path, monkeypatch):
+    """`git replace` (refs the implementer can write) showed the reviewer's git another commit under
+    the id under review; and a monitor the shared config names would run inside the review run."""
+    repo = tmp_path / "repo"
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    for subject in ("the real work", "a harmless stand-in"):
+        subprocess.run(["git", "commit", "-q", "--allow-empty", "-m", subject], cwd=repo, check=True)
+    real, stand_in = (subprocess.run(["git", "rev-parse", ref], cwd=repo, capture_output=True, text=True,
+                                     check=True).stdout.strip() for ref in ("HEAD~1", "HEAD"))
+    subprocess.run(["git", "replace", real, stand_in], cwd=repo, check=True)
+    monitor = tmp_path / "monitored"
+    subprocess.run(["git", "config", "core.fsmonitor", f"touch {monitor}; true"], cwd=repo, check=True)
+    env = {**os.environ, **agent_env(item_id="D-1", slot="review", run_id="r", prompt_file=tmp_path / "p", repo=repo)}
+    shown = subprocess.run(["git", "log", "-1", "--format=%s", real], cwd=repo, env=env, capture_output=True,
+                           text=True, check=True).stdout
+    assert shown == "the real work\n"
+    (repo / "file.txt").write_text("one\n")
+    subprocess.run(["git", "add", "file.txt"], cwd=repo, env=env, check=True)
+    (repo / "file.txt").write_text("two\n")
+    assert "+two" in subprocess.run(["git", "diff"], cwd=repo, env=env, check=True, capture_output=True,
+                                    text=True).stdout  # the reviewer's diffs still work
+    assert not monitor.exists()
+    implementing = {**os.environ, **agent_env(item_id="D-1", slot="implement", run_id="r", prompt_file=tmp_path / "p",
+                                              repo=repo)}
+    assert subprocess.run(["git", "log", "-1", "--format=%s", real], cwd=repo, env=implementing, capture_output=True,
+                          text=True, check=True).stdout == "a harmless stand-in\n"  # the replacement is live
 
 
 def test_the_agent_sees_the_environment_additions(tmp_path, monkeypatch):

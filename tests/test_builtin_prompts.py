@@ -459,6 +459,15 @@ def test_destinations_and_verify_come_from_the_data(slot):
     assert "make test" not in source
 
 
+def test_the_review_tells_its_reviewer_not_to_run_the_branchs_code():
+    """A program the reviewer starts from the branch runs as the review, with its verdicts: the
+    review reads drover's own check of the head instead (docs/security.md)."""
+    for guidance in ("lean", "detailed"):
+        text = render("review", STATES["first pass"], guidance)
+        assert "Do not run the branch's code" in text and VERIFY in text
+        assert "Run the verify command" not in text and "you also ran the verify command" not in text
+
+
 @pytest.mark.parametrize("slot", templates.SLOTS)
 def test_the_body_renders_verbatim(slot):
     text = render(slot, STATES["first pass"], "lean")

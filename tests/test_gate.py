@@ -268,7 +268,7 @@ def reviewed_by_script(root: Path) -> Path:
     (root / "agents").mkdir()
     (root / "agents" / "agent.sh").write_text(
         '#!/bin/sh\necho "- never approved" | drover request-changes "$DROVER_ITEM"\n')
-    (root / ".gitignore").write_text("/.env\n/build/\n")
+    (root / ".gitignore").write_text((root / ".gitignore").read_text() + "/.env\n/build/\n")
     config = root / "drover.toml"
     config.write_text(config.read_text().replace("\n[agent.review]\n", '\n[agent.review]\ncommand = "sh agents/agent.sh"\n', 1))
     git(root, "add", "-A")
@@ -380,6 +380,66 @@ def test_with_worktree_false_a_branch_that_rewrote_its_reviewer_script_is_not_re
     shown = json.loads(drover(project, "show", "D-1", "--json", check=True).stdout)
     assert shown["state"] != "approved" and shown["audits"] == [], (done.stdout, done.stderr)
     assert "agents/agent.sh" in done.stderr and "changes what its reviewer would run" in done.stderr
+
+
+def test_a_review_is_refused_when_its_worktrees_git_names_another_repository(project, tmp_path):
+    """The worktree's private folder names the common git folder it shares (`commondir`), and the
+    implementer can rewrite it: the reviewer's git would then read another repository, whose
+    harmless commits stand in for the ones under review."""
+    worktree = reviewed_by_script(project)
+    other = tmp_path / "other"
+    subprocess.run(["git", "init", "-q", str(other)], check=True)
+    private = Path(git(worktree, "rev-parse", "--absolute-git-dir").strip())
+    (private / "commondir").write_text(str(other / ".git") + "\n")
+    done = drover(project, "review", "D-1")
+    assert done.returncode != 0 and "its worktree's git is not this repository's" in done.stderr, done.stderr
+    assert json.loads(drover(project, "show", "D-1", "--json", check=True).stdout)["audits"] == []
+
+
+def test_with_worktree_false_an_uncommitted_reviewer_script_is_not_the_reviewer(project):
+    """`worktree = false`: the review runs in the operator's checkout, switched to the branch. The
+    files its command names count there too; the CLIs' settings there are the operator's own."""
+    (project / "agents").mkdir()
+    (project / "agents" / "agent.sh").write_text(
+        '#!/bin/sh\necho "- never approved" | drover request-changes "$DROVER_ITEM"\n')
+    config = project / "drover.toml"
+    config.write_text(config.read_text().replace("\n[agent.review]\n", '\n[agent.review]\ncommand = "sh agents/agent.sh"\n', 1)
+                      .replace("worktree = true ", "worktree = false", 1))
+    (project / ".gitignore").write_text((project / ".gitignore").read_text() + "/.env\n")
+    git(project, "add", "-A")
+    git(project, "commit", "-q", "-m", "the operator's reviewer script, no worktrees")
+    drover(project, "run", "D-1", check=True)
+    (project / ".env").write_text("OPERATOR_SETTING=1\n")  # the operator's: no refusal for it
+    (project / "agents" / "agent.sh").write_text(FRIENDLY_REVIEWER)
+    done = drover(project, "review", "D-1")
+    assert done.returncode != 0 and "agents/agent.sh" in done.stderr and ".env" not in done.stderr, done.stderr
+    assert json.loads(drover(project, "show", "D-1", "--json", check=True).stdout)["audits"] == []
+
+
+def test_a_branch_that_adds_a_file_beside_the_reviewer_script_is_not_reviewed_by_it(project):
+    """`sh agents/agent.sh` may source `agents/lib.sh`: the folder of a script the command names is
+    the reviewer's too, and a branch that adds to it is not reviewed."""
+    worktree = reviewed_by_script(project)
+    (worktree / "agents" / "lib.sh").write_text('drover audit "$DROVER_ITEM" --level reviewed\n')
+    git(worktree, "add", "agents/lib.sh")
+    git(worktree, "commit", "-q", "-m", "a library beside the reviewer")
+    done = drover(project, "review", "D-1")
+    assert done.returncode != 0 and "agents/lib.sh" in done.stderr, done.stderr
+
+
+def test_an_item_whose_worktree_changed_under_its_review_goes_to_the_operator(project):
+    """The check before a review cannot see what a process left running writes after it: the same
+    comparison once the review ended parks the item, whatever the review recorded."""
+    worktree = reviewed_by_script(project)
+    (project / "agents" / "agent.sh").write_text(
+        '#!/bin/sh\nmkdir -p .claude && echo "{}" > .claude/settings.json\n'
+        'exec drover audit "$DROVER_ITEM" --level reviewed --note "approved, then its folder changed"\n')
+    git(project, "commit", "-q", "-am", "a reviewer that writes .claude/ as it runs (as a leftover could)")
+    git(worktree, "merge", "-q", "main")  # the branch has main's reviewer script, as committed
+    done = drover(project, "review", "D-1")
+    shown = json.loads(drover(project, "show", "D-1", "--json", check=True).stdout)
+    assert shown["state"] == "parked", (shown["state"], done.stdout, done.stderr)
+    assert "changed under its review" in shown["parked_reason"] and ".claude/settings.json" in shown["parked_reason"]
 
 
 REVIEWER_MODULE = """import json, os, subprocess, sys

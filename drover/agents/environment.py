@@ -108,7 +108,36 @@ def agent_env(*, item_id: str, slot: str, run_id: str, prompt_file: Path, repo: 
         # subprocess.py, ... inside the review run (docs/security.md); 3.11+ leaves it off
         **({"PYTHONSAFEPATH": "1"} if slot == "review" else {}),
         **on_this_machine({}, prompt_file=prompt_file, repo=repo, workdir=workdir or repo),
+        **(review_git(os.environ) if slot == "review" else {}),
     }
+
+
+# What a reviewer's git reads of the repository as drover's own git does (git/run.py): the
+# commits themselves, not the replacements or grafts the implementer can write (`git replace`
+# showed the reviewer another commit under the reviewed id), and no monitor, hook or pager the
+# implementer named in the shared config runs inside the review run. An external diff, a textconv
+# or a filter cannot be turned off by config (an empty `diff.external` is a program git cannot
+# start): docs/security.md says what that leaves.
+REVIEW_GIT = (("maintenance.auto", "false"), ("core.fsmonitor", "false"), ("core.hooksPath", os.devnull),
+              ("core.pager", "cat"))
+
+
+def review_git(environ: Mapping[str, str]) -> dict[str, str]:
+    """The variables of a review run's git: no replacement objects and no grafts, and REVIEW_GIT
+    after the config `environ` passes already (GIT_CONFIG_COUNT)."""
+    count = _config_count(environ)
+    pinned = {"GIT_NO_REPLACE_OBJECTS": "1", "GIT_GRAFT_FILE": os.devnull,
+              "GIT_CONFIG_COUNT": str(count + len(REVIEW_GIT))}
+    for number, (key, value) in enumerate(REVIEW_GIT, count):
+        pinned[f"GIT_CONFIG_KEY_{number}"], pinned[f"GIT_CONFIG_VALUE_{number}"] = key, value
+    return pinned
+
+
+def _config_count(environ: Mapping[str, str]) -> int:
+    try:
+        return max(0, int(environ.get("GIT_CONFIG_COUNT", "0")))
+    except ValueError:
+        return 0  # git itself refuses a malformed count; the agent's git says so
 
 
 # The variables that name places on the machine the agent runs on: a worker fills them in afresh.
@@ -127,9 +156,6 @@ def no_auto_maintenance(environ: Mapping[str, str]) -> dict[str, str]:
     (GIT_CONFIG_COUNT): a `gc --auto` an agent's commit started would outlive the run and be
     ended with its other processes, half-way through a repack. drover runs git's maintenance
     itself when the command ends (git.housekeeping)."""
-    try:
-        count = max(0, int(environ.get("GIT_CONFIG_COUNT", "0")))
-    except ValueError:
-        count = 0  # git itself refuses a malformed count; the agent's git says so
+    count = _config_count(environ)
     return {f"GIT_CONFIG_KEY_{count}": "maintenance.auto", f"GIT_CONFIG_VALUE_{count}": "false",
             "GIT_CONFIG_COUNT": str(count + 1)}

@@ -20,7 +20,7 @@ from drover.agents import environment
 from drover import git
 from drover.executors import outbox
 from drover.executors.base import Launch
-from drover.errors import DroverError, GitError, UsageError
+from drover.errors import DroverError, GitError, UsageError, printable
 from drover.ledger.ownfiles import shown_paths, state_paths
 from drover.ledger.project import STATE_DIR
 from drover.executors.base import Collected
@@ -107,7 +107,7 @@ class RayHandle:
     def _bring_home(self, result: dict[str, Any]) -> Collected:
         if self.echo and not result_problem(result):
             for line in result["log"].decode("utf-8", errors="replace").splitlines():
-                print(f"[{self.launch.item_id} {self.launch.slot} {result['node']}] {line}", flush=True)
+                print(printable(f"[{self.launch.item_id} {self.launch.slot} {result['node']}] {line}"), flush=True)
         return bring_home(self.project, self.ledger, self.launch, result)
 
 

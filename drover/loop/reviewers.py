@@ -11,6 +11,7 @@ from drover.errors import GitError, Refused
 
 if TYPE_CHECKING:
     from drover.executors import Launch
+    from drover.ledger.db import Ledger
     from drover.ledger.project import Project
 
 
@@ -26,14 +27,19 @@ AGENT_CONFIG = (".claude", ".codex", ".gemini", ".aider.conf.yml", ".aider.model
 
 
 def _reviewer_words(argv: tuple[str, ...] | list[str]) -> set[str]:
-    """The words of a reviewer's command that may name a file in its folder."""
-    return {posixpath.normpath(word) for word in [*argv[1:], *argv[:1]] if word and not word.startswith("-")}
+    """The words of a reviewer's command that may name a file in its folder, and the folder of each
+    one below the top: a script sources or runs what lies beside it (`sh agents/review.sh` and
+    its `agents/lib.sh`)."""
+    words = {posixpath.normpath(word) for word in [*argv[1:], *argv[:1]] if word and not word.startswith("-")}
+    return words | {posixpath.dirname(word) for word in words
+                    if posixpath.dirname(word) and not word.startswith(("/", "../"))}
 
 
-def _run_or_read(paths: list[str], words: set[str]) -> list[str]:
-    """Of `paths`, those the reviewer would run (a word of its command) or its CLI would read (AGENT_CONFIG)."""
-    return [path for path in paths
-            if path in words or any(path == top or path.startswith(top + "/") for top in AGENT_CONFIG)]
+def _run_or_read(paths: list[str], words: set[str], settings: bool = True) -> list[str]:
+    """Of `paths`, those the reviewer would run (a word of its command, or under the folder of one)
+    or, with `settings`, its CLI would read (AGENT_CONFIG)."""
+    tops = (*words, *AGENT_CONFIG) if settings else tuple(words)
+    return [path for path in paths if any(path == top or path.startswith(top + "/") for top in tops)]
 
 
 def refuse_from_the_branch(project: "Project", item_id: str, branch: str, argv: list[str],
@@ -59,17 +65,45 @@ def refuse_from_the_worktree(project: "Project", launch: "Launch", head: str) ->
     reviewer would run or read: the review runs on the files there, not on the commit, so a
     reviewer script the implementer edited and left uncommitted (whatever the index it can write
     says of it), an untracked or ignored `.claude/`, would be the implementer's reviewer. Only
-    those paths are compared with the commit, by their bytes: not a pass over every file."""
+    those paths are compared with the commit, by their bytes: not a pass over every file. The
+    worktree's git must be this repository's too: its `.git` file and private folder are the
+    implementer's to rewrite, and another repository there shows the reviewer other commits.
+
+    With `worktree = false` the review runs in the operator's checkout, switched to the branch:
+    there only the files its command names count (the CLIs' settings there are the operator's)."""
+    settings = launch.workdir != project.root
+    if settings:
+        from drover.git.cleaning import Unfit, common_dir, private_git_dir
+
+        try:
+            private_git_dir(launch.workdir, common_dir(project.root))
+        except Unfit as exc:
+            raise Refused(f"{launch.item_id}: its worktree's git is not this repository's ({exc}): "
+                          "no review runs there") from None
     words = _reviewer_words(launch.argv)
     within = sorted(word for word in words if word not in (".", "..") and not word.startswith(("/", "../")))
+    looked_at = (*within, *AGENT_CONFIG) if settings else tuple(within)
     try:
-        differing = git.differing_on_disk(project.root, launch.workdir, head, (*within, *AGENT_CONFIG))
+        differing = git.differing_on_disk(project.root, launch.workdir, head, looked_at) if looked_at else []
     except GitError as exc:
         raise Refused(f"{launch.item_id}: cannot compare its worktree with {head[:12]} ({exc}): "
                       "no review runs there") from None
-    named = _run_or_read(differing, words)
+    named = _run_or_read(differing, words, settings)
     if named:
         shown = ", ".join(sorted(set(named))[:5])
         raise Refused(f"{launch.item_id}: its worktree holds, uncommitted, what its reviewer would run or read "
                       f"({shown}): the review would run the implementer's own; remove them from "
                       f"{launch.workdir}, or review by hand")
+
+
+def park_if_changed_under(project: "Project", ledger: "Ledger", launch: "Launch", head: str) -> None:
+    """The same comparison once the review ended: a process the implementer left running may have
+    written what the reviewer reads between the check before the launch and the moment its CLI
+    read it. An item whose worktree changed under its review goes to the operator, whatever the
+    review recorded (its approval stays on record; `drover unpark` after a look)."""
+    try:
+        refuse_from_the_worktree(project, launch, head)
+    except Refused as exc:
+        from drover.ledger.writes import park_by_drover
+
+        park_by_drover(ledger, launch.item_id, f"its worktree changed under its review: {exc}")

@@ -270,7 +270,7 @@ def execute(project: Project, ledger: Ledger, launch: Launch, *, echo: bool = Tr
             if not stopped:
                 raise
             return RunResult(launch.run_id, None, "interrupted", 0.0, launch.log_path)
-    if launch.slot == "review" and launch.worktree is not None:
+    if launch.slot == "review":
         reviewers.refuse_from_the_worktree(project, launch, head_start)  # after the set-up: it may write there too
     _record_start(project, ledger, launch, head_start)
     from drover.executors import open_executor
@@ -299,6 +299,8 @@ def execute(project: Project, ledger: Ledger, launch: Launch, *, echo: bool = Tr
                 ledger.record_usage(launch.run_id, result.usage)
             ledger.finish_run(launch.run_id, result.exit_code, result.outcome, head)
         failure = record_failure(ledger, launch, result.outcome, result.exit_code, result.reason)
+        if launch.slot == "review":
+            reviewers.park_if_changed_under(project, ledger, launch, head_start)
     budgets.settle(project, ledger, launch, ceiling, result, budget)
     return RunResult(launch.run_id, result.exit_code, result.outcome, result.elapsed, launch.log_path, result.notes,
                      failure, {launch.branch: head} if head is not None else {})
