@@ -262,19 +262,21 @@ def test_a_review_never_runs_the_reviewer_script_as_the_branch_rewrote_it(projec
 FRIENDLY_REVIEWER = '#!/bin/sh\nexec drover audit "$DROVER_ITEM" --level reviewed --note "left for the review"\n'
 
 
-def reviewed_by_script(root: Path) -> Path:
+def reviewed_by_script(root: Path, *, worktree: bool = True) -> Path:
     """`[agent.review] command = "sh agents/agent.sh"`, a script that only sends back, committed
-    on main; D-1 implemented (the gate agent commits its work). The item's worktree."""
+    on main (`.env` and `build/` ignored), with worktrees or without; D-1 implemented (the gate
+    agent commits its work). The folder the review runs in."""
     (root / "agents").mkdir()
     (root / "agents" / "agent.sh").write_text(
         '#!/bin/sh\necho "- never approved" | drover request-changes "$DROVER_ITEM"\n')
     (root / ".gitignore").write_text((root / ".gitignore").read_text() + "/.env\n/build/\n")
     config = root / "drover.toml"
-    config.write_text(config.read_text().replace("\n[agent.review]\n", '\n[agent.review]\ncommand = "sh agents/agent.sh"\n', 1))
+    text = config.read_text().replace("\n[agent.review]\n", '\n[agent.review]\ncommand = "sh agents/agent.sh"\n', 1)
+    config.write_text(text if worktree else text.replace("worktree = true ", "worktree = false", 1))
     git(root, "add", "-A")
     git(root, "commit", "-q", "-m", "the operator's reviewer script")
     drover(root, "run", "D-1", check=True)
-    return root / ".drover" / "worktrees" / "D-1"
+    return root / ".drover" / "worktrees" / "D-1" if worktree else root
 
 
 def _edited(worktree: Path) -> None:
@@ -365,15 +367,7 @@ def test_what_the_reviewer_neither_runs_nor_reads_may_stay_uncommitted(project):
 def test_with_worktree_false_a_branch_that_rewrote_its_reviewer_script_is_not_reviewed_by_it(project):
     """`worktree = false`: the checkout itself is switched to the branch for the review, so the
     script the branch committed is the one that would run: refused as in a worktree."""
-    (project / "agents").mkdir()
-    (project / "agents" / "agent.sh").write_text(
-        '#!/bin/sh\necho "- never approved" | drover request-changes "$DROVER_ITEM"\n')
-    config = project / "drover.toml"
-    config.write_text(config.read_text().replace("\n[agent.review]\n", '\n[agent.review]\ncommand = "sh agents/agent.sh"\n', 1)
-                      .replace("worktree = true ", "worktree = false", 1))
-    git(project, "add", "-A")
-    git(project, "commit", "-q", "-m", "the operator's reviewer script, no worktrees")
-    drover(project, "run", "D-1", check=True)
+    reviewed_by_script(project, worktree=False)
     (project / "agents" / "agent.sh").write_text(FRIENDLY_REVIEWER)
     git(project, "commit", "-q", "-am", "a friendlier reviewer")
     done = drover(project, "review", "D-1")
@@ -399,16 +393,7 @@ def test_a_review_is_refused_when_its_worktrees_git_names_another_repository(pro
 def test_with_worktree_false_an_uncommitted_reviewer_script_is_not_the_reviewer(project):
     """`worktree = false`: the review runs in the operator's checkout, switched to the branch. The
     files its command names count there too; the CLIs' settings there are the operator's own."""
-    (project / "agents").mkdir()
-    (project / "agents" / "agent.sh").write_text(
-        '#!/bin/sh\necho "- never approved" | drover request-changes "$DROVER_ITEM"\n')
-    config = project / "drover.toml"
-    config.write_text(config.read_text().replace("\n[agent.review]\n", '\n[agent.review]\ncommand = "sh agents/agent.sh"\n', 1)
-                      .replace("worktree = true ", "worktree = false", 1))
-    (project / ".gitignore").write_text((project / ".gitignore").read_text() + "/.env\n")
-    git(project, "add", "-A")
-    git(project, "commit", "-q", "-m", "the operator's reviewer script, no worktrees")
-    drover(project, "run", "D-1", check=True)
+    reviewed_by_script(project, worktree=False)
     (project / ".env").write_text("OPERATOR_SETTING=1\n")  # the operator's: no refusal for it
     (project / "agents" / "agent.sh").write_text(FRIENDLY_REVIEWER)
     done = drover(project, "review", "D-1")
