@@ -1,6 +1,7 @@
 """The error hierarchy: the CLI turns each into one line and a chosen exit code."""
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Iterable, NamedTuple, TextIO
 
@@ -114,8 +115,6 @@ CONTROL_CHARACTER = r"[\x00-\x08\x0b-\x1f\x7f-\x9f]"
 def on_screen(text: str, stream: TextIO | None = None) -> str:
     """`text` as printable() makes it when `stream` (stdout by default) is a terminal; as it is into a
     pipe or a file, where a prompt or a log keeps every byte."""
-    import sys
-
     stream = stream if stream is not None else sys.stdout
     try:
         tty = stream.isatty()

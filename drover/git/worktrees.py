@@ -196,7 +196,9 @@ def differing_on_disk(root: Path, folder: Path, commit: str, paths: tuple[str, .
     if not found:
         return odd
     held: dict[str, tuple[str, str]] = {}
-    for entry in git(["ls-tree", "-r", "-z", "--full-tree", "--end-of-options", commit, "--", *paths], root).split("\0"):
+    listed = git(["--literal-pathspecs", "ls-tree", "-r", "-z", "--full-tree", "--end-of-options", commit, "--", *paths],
+                 root)
+    for entry in listed.split("\0"):
         meta, _, path = entry.partition("\t")
         if path:
             mode, _, object_id = meta.split()
