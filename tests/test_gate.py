@@ -412,6 +412,20 @@ def test_a_branch_that_adds_a_file_beside_the_reviewer_script_is_not_reviewed_by
     assert done.returncode != 0 and "agents/lib.sh" in done.stderr, done.stderr
 
 
+def test_a_folder_named_like_a_word_of_the_review_command_is_the_projects_own(project):
+    """`sh agents/agent.sh`: `agents/` is the reviewer's, but a project's own `sh/` folder, changed on
+    the branch and left changed in the worktree, stops no review."""
+    worktree = reviewed_by_script(project)
+    (worktree / "sh").mkdir()
+    (worktree / "sh" / "notes.txt").write_text("committed\n")
+    git(worktree, "add", "sh")
+    git(worktree, "commit", "-q", "-m", "a folder of the project's named sh")
+    (worktree / "sh" / "notes.txt").write_text("edited, not committed\n")
+    done = drover(project, "review", "D-1")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(drover(project, "show", "D-1", "--json", check=True).stdout)["state"] == "changes requested"
+
+
 def test_an_item_whose_worktree_changed_under_its_review_goes_to_the_operator(project):
     """The check before a review cannot see what a process left running writes after it: the same
     comparison once the review ended parks the item, whatever the review recorded."""

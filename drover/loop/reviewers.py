@@ -26,20 +26,21 @@ AGENT_CONFIG = (".claude", ".codex", ".gemini", ".aider.conf.yml", ".aider.model
                 ".env", ".gemini/.env")
 
 
-def _reviewer_words(argv: tuple[str, ...] | list[str]) -> set[str]:
+def _reviewer_files(argv: tuple[str, ...] | list[str]) -> tuple[set[str], set[str]]:
     """The words of a reviewer's command that may name a file in its folder, and the folder of each
     one below the top: a script sources or runs what lies beside it (`sh agents/review.sh` and
-    its `agents/lib.sh`)."""
+    its `agents/lib.sh`). A plain word (`claude`, `exec`) names no folder: a project's `exec/` is its own."""
     words = {posixpath.normpath(word) for word in [*argv[1:], *argv[:1]] if word and not word.startswith("-")}
-    return words | {posixpath.dirname(word) for word in words
-                    if posixpath.dirname(word) and not word.startswith(("/", "../"))}
+    folders = {posixpath.dirname(word) for word in words if posixpath.dirname(word) and not word.startswith(("/", "../"))}
+    return words, folders
 
 
-def _run_or_read(paths: list[str], words: set[str], settings: bool = True) -> list[str]:
+def _run_or_read(paths: list[str], files: tuple[set[str], set[str]], settings: bool = True) -> list[str]:
     """Of `paths`, those the reviewer would run (a word of its command, or under the folder of one)
     or, with `settings`, its CLI would read (AGENT_CONFIG)."""
-    tops = (*words, *AGENT_CONFIG) if settings else tuple(words)
-    return [path for path in paths if any(path == top or path.startswith(top + "/") for top in tops)]
+    words, folders = files
+    tops = (*folders, *AGENT_CONFIG) if settings else tuple(folders)
+    return [path for path in paths if path in words or any(path == top or path.startswith(top + "/") for top in tops)]
 
 
 def refuse_from_the_branch(project: "Project", item_id: str, branch: str, argv: list[str],
@@ -53,7 +54,7 @@ def refuse_from_the_branch(project: "Project", item_id: str, branch: str, argv: 
     if branch not in heads or project.config.base not in heads:
         return
     changed = git.changed_paths(project.root, project.config.base, heads[branch], base_head=heads[project.config.base])
-    named = _run_or_read(changed, _reviewer_words(argv))
+    named = _run_or_read(changed, _reviewer_files(argv))
     if named:
         shown = ", ".join(named[:5])
         raise Refused(f"{item_id}: {branch} changes what its reviewer would run or read ({shown}): the review "
@@ -80,17 +81,21 @@ def refuse_from_the_worktree(project: "Project", launch: "Launch", head: str) ->
         except Unfit as exc:
             raise Refused(f"{launch.item_id}: its worktree's git is not this repository's ({exc}): "
                           "no review runs there") from None
-    words = _reviewer_words(launch.argv)
-    within = sorted(word for word in words if word not in (".", "..") and not word.startswith(("/", "../")))
+    files = _reviewer_files(launch.argv)
+    words, folders = files
+    # a word names a file the command runs, a folder a script's neighbours: a folder a plain word
+    # happens to name (a project's own `exec/`) is not walked
+    named = {word for word in words if not (launch.workdir / word).is_dir()} | folders
+    within = sorted(word for word in named if word not in (".", "..") and not word.startswith(("/", "../")))
     looked_at = (*within, *AGENT_CONFIG) if settings else tuple(within)
     try:
         differing = git.differing_on_disk(project.root, launch.workdir, head, looked_at) if looked_at else []
     except GitError as exc:
         raise Refused(f"{launch.item_id}: cannot compare its worktree with {head[:12]} ({exc}): "
                       "no review runs there") from None
-    named = _run_or_read(differing, words, settings)
-    if named:
-        shown = ", ".join(sorted(set(named))[:5])
+    changed = _run_or_read(differing, files, settings)
+    if changed:
+        shown = ", ".join(sorted(set(changed))[:5])
         raise Refused(f"{launch.item_id}: its worktree holds, uncommitted, what its reviewer would run or read "
                       f"({shown}): the review would run the implementer's own; remove them from "
                       f"{launch.workdir}, or review by hand")
