@@ -182,11 +182,13 @@ def test_agent_env_adds_the_drover_variables(tmp_path, monkeypatch):
         "DROVER_WORKTREE": str(tmp_path), "DROVER_BASE": "", "DROVER_BRANCH": "", "DROVER_ROUND": "0",
         "DROVER_POSTURE": "", "DROVER_VERIFY": "", "PYTHONSAFEPATH": "1",
         # a review's git reads the commits themselves and runs none of the shared config's programs
-        "GIT_NO_REPLACE_OBJECTS": "1", "GIT_GRAFT_FILE": os.devnull, "GIT_CONFIG_COUNT": "4",
+        "GIT_NO_REPLACE_OBJECTS": "1", "GIT_GRAFT_FILE": os.devnull, "GIT_CONFIG_COUNT": "6",
         "GIT_CONFIG_KEY_0": "maintenance.auto", "GIT_CONFIG_VALUE_0": "false",
         "GIT_CONFIG_KEY_1": "core.fsmonitor", "GIT_CONFIG_VALUE_1": "false",
         "GIT_CONFIG_KEY_2": "core.hooksPath", "GIT_CONFIG_VALUE_2": os.devnull,
         "GIT_CONFIG_KEY_3": "core.pager", "GIT_CONFIG_VALUE_3": "cat",
+        "GIT_CONFIG_KEY_4": "core.attributesFile", "GIT_CONFIG_VALUE_4": os.devnull,
+        "GIT_CONFIG_KEY_5": "advice.graftFileDeprecated", "GIT_CONFIG_VALUE_5": "false",
     }
     implementing = agent_env(item_id="D-1", slot="implement", run_id="r1", prompt_file=tmp_path / "prompt.md",
                              repo=tmp_path)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -388,6 +389,68 @@ def test_a_review_is_refused_when_its_worktrees_git_names_another_repository(pro
     done = drover(project, "review", "D-1")
     assert done.returncode != 0 and "its worktree's git is not this repository's" in done.stderr, done.stderr
     assert json.loads(drover(project, "show", "D-1", "--json", check=True).stdout)["audits"] == []
+
+
+def test_a_relative_gitdir_is_read_from_the_worktree_as_git_reads_it(project, tmp_path):
+    """`gitdir: items/../.git/worktrees/D-1`: read from drover's folder it named the real private
+    folder; read by git from the worktree, where `items` is a link the implementer made, it named
+    a folder of the implementer's whose `commondir` is another repository."""
+    worktree = reviewed_by_script(project)
+    private = Path(git(worktree, "rev-parse", "--absolute-git-dir").strip())
+    other = tmp_path / "other"
+    subprocess.run(["git", "init", "-q", str(other)], check=True)
+    fake = worktree / ".hide" / "a" / ".git" / "worktrees" / private.name
+    fake.mkdir(parents=True)
+    (worktree / ".hide" / "a" / "b").mkdir()
+    (fake / "HEAD").write_text("ref: refs/heads/main\n")
+    (fake / "commondir").write_text(str(other / ".git") + "\n")
+    (fake / "gitdir").write_text(str(worktree / ".git") + "\n")
+    shutil.rmtree(worktree / "items")
+    (worktree / "items").symlink_to(".hide/a/b")
+    (worktree / ".git").write_text(f"gitdir: items/../.git/worktrees/{private.name}\n")
+    done = drover(project, "review", "D-1")
+    assert done.returncode != 0 and "its worktree's git is not this repository's" in done.stderr, done.stderr
+    assert json.loads(drover(project, "show", "D-1", "--json", check=True).stdout)["audits"] == []
+
+
+@pytest.mark.parametrize("name", ["opencode.jsonc", ".gitattributes"])
+def test_what_else_the_reviewer_reads_left_in_the_worktree_refuses_the_review(project, name):
+    """opencode reads `opencode.jsonc` as it reads `opencode.json` (its MCP servers are commands);
+    the reviewer's git reads `.gitattributes` (`install.sh -diff` showed a script as binary)."""
+    worktree = reviewed_by_script(project)
+    (worktree / name).write_text('{"mcp": {}}\n' if name.endswith("jsonc") else "install.sh -diff\n")
+    done = drover(project, "review", "D-1")
+    assert done.returncode != 0 and name in done.stderr, done.stderr
+
+
+def test_a_file_an_option_of_the_review_command_names_is_the_reviewers(project):
+    """`--hooks=agents/hooks.sh` names a file as a word would: a branch that rewrites it is not reviewed."""
+    worktree = reviewed_by_script(project)
+    config = project / "drover.toml"
+    config.write_text(config.read_text().replace('command = "sh agents/agent.sh"',
+                                                 'command = "sh agents/agent.sh --hooks=hooks/review.sh"', 1))
+    (project / "hooks").mkdir()
+    (project / "hooks" / "review.sh").write_text("true\n")
+    git(project, "add", "-A")
+    git(project, "commit", "-q", "-m", "a hooks file the reviewer is given")
+    git(worktree, "merge", "-q", "main")
+    (worktree / "hooks" / "review.sh").write_text(FRIENDLY_REVIEWER)
+    git(worktree, "commit", "-q", "-am", "a friendlier hook")
+    done = drover(project, "review", "D-1")
+    assert done.returncode != 0 and "hooks/review.sh" in done.stderr, done.stderr
+
+
+def test_a_setting_the_implementer_deleted_refuses_the_review(project):
+    """A committed `.claude/settings.json` may hold the operator's deny rules: gone from the
+    worktree, the reviewer runs without them."""
+    (project / ".claude").mkdir()
+    (project / ".claude" / "settings.json").write_text('{"permissions": {"deny": ["Bash(curl:*)"]}}\n')
+    git(project, "add", ".claude")
+    git(project, "commit", "-q", "-m", "the operator's deny rules")
+    worktree = reviewed_by_script(project)
+    (worktree / ".claude" / "settings.json").unlink()
+    done = drover(project, "review", "D-1")
+    assert done.returncode != 0 and ".claude/settings.json" in done.stderr, done.stderr
 
 
 def test_with_worktree_false_an_uncommitted_reviewer_script_is_not_the_reviewer(project):

@@ -114,12 +114,13 @@ def agent_env(*, item_id: str, slot: str, run_id: str, prompt_file: Path, repo: 
 
 # What a reviewer's git reads of the repository as drover's own git does (git/run.py): the
 # commits themselves, not the replacements or grafts the implementer can write (`git replace`
-# showed the reviewer another commit under the reviewed id), and no monitor, hook or pager the
-# implementer named in the shared config runs inside the review run. An external diff, a textconv
+# showed the reviewer another commit under the reviewed id), no monitor, hook or pager the
+# implementer named in the shared config runs inside the review run, and no attributes file of the
+# user's hides a change from its diffs (the worktree's `.gitattributes`: reviewers.AGENT_CONFIG). An external diff, a textconv
 # or a filter cannot be turned off by config (an empty `diff.external` is a program git cannot
 # start): docs/security.md says what that leaves.
 REVIEW_GIT = (("maintenance.auto", "false"), ("core.fsmonitor", "false"), ("core.hooksPath", os.devnull),
-              ("core.pager", "cat"))
+              ("core.pager", "cat"), ("core.attributesFile", os.devnull), ("advice.graftFileDeprecated", "false"))
 
 
 def review_git(environ: Mapping[str, str]) -> dict[str, str]:

@@ -46,7 +46,10 @@ def private_git_dir(worktree: Path, common: Path) -> Path:
         raise Unfit(f"{dot_git}: {exc.strerror}") from None
     if not text.startswith("gitdir: "):
         raise Unfit(f"{dot_git} does not name a git folder")
-    private = Path(text[len("gitdir: "):])
+    # as git reads it: from the worktree, through whatever links lie on the way (a relative path
+    # read from drover's own folder named the real private folder while git, from the worktree,
+    # followed the implementer's link elsewhere)
+    private = Path(os.path.realpath(worktree / text[len("gitdir: "):]))
     try:
         named_back = Path((private / "gitdir").read_text(encoding="utf-8").strip())
     except OSError:

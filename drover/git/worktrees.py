@@ -188,13 +188,12 @@ def _on_disk(folder: Path, paths: tuple[str, ...]) -> tuple[dict[str, str], list
 
 def differing_on_disk(root: Path, folder: Path, commit: str, paths: tuple[str, ...]) -> list[str]:
     """Of `paths` (files or folders) in the checkout at `folder`, every file or link under them
-    that `commit` does not hold as it is there, byte for byte (a link by its target); also any
-    reached through a linked folder. The checkout's own git (its index, which says what it
+    that `commit` does not hold as it is there, byte for byte (a link by its target), every one
+    `commit` holds that is gone from there (settings with deny rules), and any reached through a
+    linked folder. The checkout's own git (its index, which says what it
     believes unchanged, and its `.git` file) is not asked: whoever works there can write both.
     `commit` is read in the repository at `root`; no filter program runs."""
     found, odd = _on_disk(folder, paths)
-    if not found:
-        return odd
     held: dict[str, tuple[str, str]] = {}
     listed = git(["--literal-pathspecs", "ls-tree", "-r", "-z", "--full-tree", "--end-of-options", commit, "--", *paths],
                  root)
@@ -210,4 +209,5 @@ def differing_on_disk(root: Path, folder: Path, commit: str, paths: tuple[str, .
         if kind == "link" and held.get(path, ("",))[0] == "120000":
             if git(["cat-file", "blob", held[path][1]], root) == os.readlink(folder / path):
                 same.add(path)
-    return odd + [path for path in found if path not in same]
+    gone = [path for path in held if path not in found and not any(path.startswith(bad + "/") for bad in odd)]
+    return odd + [path for path in found if path not in same] + gone

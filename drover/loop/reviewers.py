@@ -20,26 +20,32 @@ if TYPE_CHECKING:
 # branch's. Instruction files (AGENTS.md, CLAUDE.md) are text the reviewer reads, as it reads the
 # diff: a branch may change them and still be reviewed.
 AGENT_CONFIG = (".claude", ".codex", ".gemini", ".aider.conf.yml", ".aider.model.settings.yml", ".opencode",
-                "opencode.json", ".mcp.json",
+                "opencode.json", "opencode.jsonc", ".mcp.json",
                 # read at start by aider (from the repository's top and the working folder) and by
                 # gemini's CLI: variables that set the model's endpoint and the commands run (AIDER_TEST_CMD)
                 ".env", ".gemini/.env")
+# What the reviewer's git reads of the worktree beside the commit: `install.sh -diff` left there,
+# uncommitted, showed the reviewer's `git diff` a binary file where the branch added a script. A
+# branch may change it: committed, the change is in the diff the reviewer reads.
+GIT_READS = (".gitattributes",)
 
 
 def _reviewer_files(argv: tuple[str, ...] | list[str]) -> tuple[set[str], set[str]]:
     """The words of a reviewer's command that may name a file in its folder, and the folder of each
     one below the top: a script sources or runs what lies beside it (`sh agents/review.sh` and
     its `agents/lib.sh`). A plain word (`claude`, `exec`) names no folder: a project's `exec/` is its own."""
-    words = {posixpath.normpath(word) for word in [*argv[1:], *argv[:1]] if word and not word.startswith("-")}
+    # an option's value names a file as a word does (`--settings=agents/hooks.json`)
+    values = [word.partition("=")[2] if word.startswith("-") else word for word in [*argv[1:], *argv[:1]]]
+    words = {posixpath.normpath(value) for value in values if value and not value.startswith("-")}
     folders = {posixpath.dirname(word) for word in words if posixpath.dirname(word) and not word.startswith(("/", "../"))}
     return words, folders
 
 
-def _run_or_read(paths: list[str], files: tuple[set[str], set[str]], settings: bool = True) -> list[str]:
+def _run_or_read(paths: list[str], files: tuple[set[str], set[str]], settings: tuple[str, ...] = AGENT_CONFIG) -> list[str]:
     """Of `paths`, those the reviewer would run (a word of its command, or under the folder of one)
-    or, with `settings`, its CLI would read (AGENT_CONFIG)."""
+    or would read at start (`settings`: its CLI's, AGENT_CONFIG)."""
     words, folders = files
-    tops = (*folders, *AGENT_CONFIG) if settings else tuple(folders)
+    tops = (*folders, *settings)
     return [path for path in paths if path in words or any(path == top or path.startswith(top + "/") for top in tops)]
 
 
@@ -72,8 +78,9 @@ def refuse_from_the_worktree(project: "Project", launch: "Launch", head: str) ->
 
     With `worktree = false` the review runs in the operator's checkout, switched to the branch:
     there only the files its command names count (the CLIs' settings there are the operator's)."""
-    settings = launch.workdir != project.root
-    if settings:
+    in_a_worktree = launch.workdir != project.root
+    settings = (*AGENT_CONFIG, *GIT_READS) if in_a_worktree else ()
+    if in_a_worktree:
         from drover.git.cleaning import Unfit, common_dir, private_git_dir
 
         try:
@@ -87,7 +94,7 @@ def refuse_from_the_worktree(project: "Project", launch: "Launch", head: str) ->
     # happens to name (a project's own `exec/`) is not walked
     named = {word for word in words if not (launch.workdir / word).is_dir()} | folders
     within = sorted(word for word in named if word not in (".", "..") and not word.startswith(("/", "../")))
-    looked_at = (*within, *AGENT_CONFIG) if settings else tuple(within)
+    looked_at = (*within, *settings)
     try:
         differing = git.differing_on_disk(project.root, launch.workdir, head, looked_at) if looked_at else []
     except GitError as exc:
