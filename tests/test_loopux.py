@@ -327,6 +327,18 @@ def test_drive_dry_run_says_a_blocked_item_follows_its_dep(project):
     assert f"  {second}: blocked on {first}: waits until {first} is finished" in plain
 
 
+def test_the_drive_header_names_the_items_that_follow_as_their_deps_are_finished(project):
+    """`drive --finish` takes a blocked item once its dep is finished: its header says so up front
+    (without --finish nothing follows; given ids are what they are)."""
+    first = new_item(project, "First")
+    second = new_item(project, "Second", "--dep", first)
+    third = new_item(project, "Third", "--dep", second)
+    finish = drover(project, "drive", "--dry-run", "--finish", check=True).stdout
+    assert f"  items: {first}\n  then, as their deps are finished: {second}, {third}\n" in finish
+    assert "then, as their deps" not in drover(project, "drive", "--dry-run", check=True).stdout
+    assert "then, as their deps" not in drover(project, "drive", first, "--dry-run", "--finish", check=True).stdout
+
+
 def test_drive_dry_run_json_prints_the_plan_as_json_on_stdout_and_the_header_on_stderr(project):
     first = new_item(project, "First")
     second = new_item(project, "Second", "--dep", first)

@@ -10,7 +10,7 @@ from typing import Any, Callable, Sequence
 
 from drover import git
 from drover.loop import budgets, runs
-from drover.loop.preview import Step, dry_run_plan, header, needs_requirements_note, queue_of, ready_ids
+from drover.loop.preview import Step, dry_run_plan, following_ids, header, needs_requirements_note, queue_of, ready_ids
 from drover.loop.retry import Retries
 from drover.errors import DroverError, Refused, UsageError
 from drover.ledger.db import Ledger
@@ -414,7 +414,8 @@ def drive(project: Project, ids: list[str], *, jobs: int = 1, finish: bool = Fal
     # given ids speak for themselves (a row each); otherwise the orphans are named here and in the summary
     orphaned = [] if explicit else orphans(project)
     runner = open_executor(project, executor)
-    for line in header(project, queue, jobs, finish):
+    then = following_ids(project, queue) if finish and not explicit else []
+    for line in header(project, queue, jobs, finish, then):
         say(line)
     say(f"  executor: {runner.name}: runs go to {runner.where()}")
     for row in orphaned:

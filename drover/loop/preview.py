@@ -2,7 +2,7 @@
 pool too small for its checks, the retry policies) and, with --dry-run, each item's next step."""
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from drover import prompts as templates
 from drover.ledger.db import Ledger
@@ -26,8 +26,9 @@ def queue_of(project: Project, ids: list[str] | tuple[str, ...], finish: bool) -
     return list(dict.fromkeys(ids)) if ids else ready_ids(project, finish)
 
 
-def header(project: Project, ids: list[str], jobs: int, finish: bool) -> list[str]:
-    """Agents per slot, template warnings, and the work ahead."""
+def header(project: Project, ids: list[str], jobs: int, finish: bool, then: list[str] | None = None) -> list[str]:
+    """Agents per slot, template warnings, and the work ahead (`then`: the items that follow as
+    their deps finish)."""
     lines = ["drover drive"]
     for slot in SLOTS[:2]:
         agent = project.config.agent_for(slot)
@@ -36,6 +37,8 @@ def header(project: Project, ids: list[str], jobs: int, finish: bool) -> list[st
             lines.append(f"  warning: {warning}")
     ahead = ", ".join(ids) if ids else "nothing is ready"
     lines.append(f"  items: {ahead}")
+    if then:
+        lines.append(f"  then, as their deps are finished: {', '.join(then)}")
     cap = project.config.max_rounds
     lines.append(f"  jobs: {jobs}; cap: {counted(cap, 'round')}; finish: {'yes' if finish else 'no'}")
     ceilings = [f"{name} {value:,}" for name, value in (("run", project.config.budget.run_tokens),
@@ -63,6 +66,31 @@ def needs_requirements_note(known: ItemState) -> str:
     """Why drive does not take an item whose requirements are still the placeholder, and the way on."""
     return (f"needs requirements: {known.entry.rel} still holds the placeholder; write them there "
             f"or run `drover draft {known.id}`")
+
+
+def _following(rows: dict[str, Any], queue: list[str]) -> list[tuple[str, list[str]]]:
+    """The blocked items whose deps not done are all in `queue`, or follow one that is: (id, those deps)."""
+    taken = set(queue)
+    following: list[tuple[str, list[str]]] = []
+    grew = True
+    while grew:
+        grew = False
+        for item_id, row in rows.items():
+            if item_id in taken or row.state != State.BLOCKED:
+                continue
+            waiting = [dep for dep in row.entry.deps if dep in rows and rows[dep].state != State.DONE]
+            if waiting and all(dep in taken for dep in waiting):
+                taken.add(item_id)
+                following.append((item_id, waiting))
+                grew = True
+    return following
+
+
+def following_ids(project: Project, queue: list[str]) -> list[str]:
+    """The items a `drive --finish` of `queue` takes once their deps are finished, in that order."""
+    with Ledger(project.ledger_path) as ledger:
+        rows = {row.entry.id: row for row in list_items(project, ledger)}
+    return [item_id for item_id, _ in _following(rows, queue)]
 
 
 class Step(NamedTuple):
@@ -93,21 +121,7 @@ def dry_run_plan(project: Project, queue: list[str], *, explicit: bool, finish: 
             steps.append(Step(item_id, "run", f"implement and review would run on {where}"))
     if explicit:
         return steps
-    # blocked items whose deps not done are all taken by this drive, or follow one that is
-    taken = set(queue)
-    following: list[tuple[str, list[str]]] = []
-    grew = True
-    while grew:
-        grew = False
-        for item_id, row in rows.items():
-            if item_id in taken or row.state != State.BLOCKED:
-                continue
-            waiting = [dep for dep in row.entry.deps if dep in rows and rows[dep].state != State.DONE]
-            if waiting and all(dep in taken for dep in waiting):
-                taken.add(item_id)
-                following.append((item_id, waiting))
-                grew = True
-    for item_id, waiting in following:
+    for item_id, waiting in _following(rows, queue):
         deps = ", ".join(waiting)
         are = "is" if len(waiting) == 1 else "are"
         if finish:
