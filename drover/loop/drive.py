@@ -10,7 +10,7 @@ from typing import Any, Callable, Sequence
 
 from drover import git
 from drover.loop import budgets, runs
-from drover.loop.preview import Step, dry_run_plan, following_ids, header, needs_requirements_note, queue_of, ready_ids
+from drover.loop.preview import Step, dry_run_plan, following_ids, header, item_rows, needs_requirements_note, queue_of, ready_ids
 from drover.loop.retry import Retries
 from drover.errors import DroverError, Refused, UsageError
 from drover.ledger.db import Ledger
@@ -410,18 +410,19 @@ def drive(project: Project, ids: list[str], *, jobs: int = 1, finish: bool = Fal
         from drover.loop.finish import refuse_dirty
 
         refuse_dirty(project, "first", "; no agent was launched", command="drive --finish")
-    queue = queue_of(project, ids, finish)
+    rows = item_rows(project) if not explicit or dry_run else None  # one listing: queue, followers, plan
+    queue = queue_of(project, ids, finish, rows)
     # given ids speak for themselves (a row each); otherwise the orphans are named here and in the summary
     orphaned = [] if explicit else orphans(project)
     runner = open_executor(project, executor)
-    then = following_ids(project, queue) if finish and not explicit else []
+    then = following_ids(rows, queue) if finish and not explicit and rows is not None else []
     for line in header(project, queue, jobs, finish, then):
         say(line)
     say(f"  executor: {runner.name}: runs go to {runner.where()}")
     for row in orphaned:
         say(f"  {row.item_id}: {row.note}")
     if dry_run:
-        steps = dry_run_plan(project, queue, explicit=explicit, finish=finish, where=runner.where())
+        steps = dry_run_plan(project, queue, rows or {}, explicit=explicit, finish=finish, where=runner.where())
         for step in steps:
             say(f"  {step.id}: {step.said}")
         planned(steps, runner.name, runner.where())

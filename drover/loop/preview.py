@@ -2,28 +2,35 @@
 pool too small for its checks, the retry policies) and, with --dry-run, each item's next step."""
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from drover import prompts as templates
 from drover.ledger.db import Ledger
 from drover.ledger.itemstate import ItemState, item_state
-from drover.ledger.listing import is_ready, list_items
+from drover.ledger.listing import Listed, is_ready, list_items
 from drover.ledger.project import Project
 from drover.ledger.state import State
 from drover.loop.retry import header_lines as retry_header
 from drover.vocabulary import SLOTS, counted
 
 
-def ready_ids(project: Project, finish: bool = False) -> list[str]:
-    """Items drive takes: the ready ones, and with --finish the approved ones an earlier drive left."""
+def item_rows(project: Project) -> dict[str, Listed]:
+    """Every item's listed row by id, in list order: one listing that the queue, the items that
+    follow it and the dry run's plan all read."""
     with Ledger(project.ledger_path) as ledger:
-        return [row.entry.id for row in list_items(project, ledger)
-                if is_ready(row) or (finish and row.state == State.APPROVED)]
+        return {row.entry.id: row for row in list_items(project, ledger)}
 
 
-def queue_of(project: Project, ids: list[str] | tuple[str, ...], finish: bool) -> list[str]:
+def ready_ids(project: Project, finish: bool = False, rows: dict[str, Listed] | None = None) -> list[str]:
+    """Items drive takes: the ready ones, and with --finish the approved ones an earlier drive left."""
+    rows = item_rows(project) if rows is None else rows
+    return [item_id for item_id, row in rows.items() if is_ready(row) or (finish and row.state == State.APPROVED)]
+
+
+def queue_of(project: Project, ids: list[str] | tuple[str, ...], finish: bool,
+             rows: dict[str, Listed] | None = None) -> list[str]:
     """The items a drive takes, in order: the ids given (each once), or the ready ones."""
-    return list(dict.fromkeys(ids)) if ids else ready_ids(project, finish)
+    return list(dict.fromkeys(ids)) if ids else ready_ids(project, finish, rows)
 
 
 def header(project: Project, ids: list[str], jobs: int, finish: bool, then: list[str] | None = None) -> list[str]:
@@ -68,7 +75,7 @@ def needs_requirements_note(known: ItemState) -> str:
             f"or run `drover draft {known.id}`")
 
 
-def _following(rows: dict[str, Any], queue: list[str]) -> list[tuple[str, list[str]]]:
+def _following(rows: dict[str, Listed], queue: list[str]) -> list[tuple[str, list[str]]]:
     """The blocked items whose deps not done are all in `queue`, or follow one that is: (id, those deps)."""
     taken = set(queue)
     following: list[tuple[str, list[str]]] = []
@@ -86,10 +93,8 @@ def _following(rows: dict[str, Any], queue: list[str]) -> list[tuple[str, list[s
     return following
 
 
-def following_ids(project: Project, queue: list[str]) -> list[str]:
+def following_ids(rows: dict[str, Listed], queue: list[str]) -> list[str]:
     """The items a `drive --finish` of `queue` takes once their deps are finished, in that order."""
-    with Ledger(project.ledger_path) as ledger:
-        rows = {row.entry.id: row for row in list_items(project, ledger)}
     return [item_id for item_id, _ in _following(rows, queue)]
 
 
@@ -103,11 +108,10 @@ class Step(NamedTuple):
     waiting: tuple[str, ...] = ()
 
 
-def dry_run_plan(project: Project, queue: list[str], *, explicit: bool, finish: bool, where: str) -> list[Step]:
+def dry_run_plan(project: Project, queue: list[str], rows: dict[str, Listed], *, explicit: bool, finish: bool,
+                 where: str) -> list[Step]:
     """The work ahead of a drive: each item's next step, and the blocked items that follow a dep
     this drive takes (with --finish, once the dep is finished)."""
-    with Ledger(project.ledger_path) as ledger:
-        rows = {row.entry.id: row for row in list_items(project, ledger)}
     steps = []
     for item_id in queue:
         row = rows.get(item_id)
