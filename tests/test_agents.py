@@ -190,6 +190,12 @@ def test_agent_env_adds_the_drover_variables(tmp_path, monkeypatch):
         "GIT_CONFIG_KEY_4": "core.attributesFile", "GIT_CONFIG_VALUE_4": os.devnull,
         "GIT_CONFIG_KEY_5": "advice.graftFileDeprecated", "GIT_CONFIG_VALUE_5": "false",
     }
+    # a worker fills in its own machine's part of what the coordinator prepared: a review's pins too
+    from drover.agents.environment import on_this_machine
+
+    worker = on_this_machine(env, prompt_file=tmp_path / "w.md", repo=tmp_path, workdir=tmp_path)
+    assert {key: worker[key] for key in worker if key.startswith("GIT_")} == {
+        key: env[key] for key in env if key.startswith("GIT_")}
     implementing = agent_env(item_id="D-1", slot="implement", run_id="r1", prompt_file=tmp_path / "prompt.md",
                              repo=tmp_path)
     assert (implementing["GIT_CONFIG_COUNT"], implementing["GIT_CONFIG_KEY_0"]) == ("1", "maintenance.auto")

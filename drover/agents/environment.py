@@ -107,38 +107,39 @@ def agent_env(*, item_id: str, slot: str, run_id: str, prompt_file: Path, repo: 
         # (or -c) would put that folder first on its module path and import the branch's json.py,
         # subprocess.py, ... inside the review run (docs/security.md); 3.11+ leaves it off
         **({"PYTHONSAFEPATH": "1"} if slot == "review" else {}),
-        **on_this_machine({}, prompt_file=prompt_file, repo=repo, workdir=workdir or repo),
-        **(review_git(os.environ) if slot == "review" else {}),
+        **on_this_machine({"DROVER_SLOT": slot}, prompt_file=prompt_file, repo=repo, workdir=workdir or repo),
     }
 
 
-# What a reviewer's git reads of the repository as drover's own git does (git/run.py): the
-# commits themselves, not the replacements or grafts the implementer can write (`git replace`
-# showed the reviewer another commit under the reviewed id), no monitor, hook or pager the
-# implementer named in the shared config runs inside the review run, and no attributes file of the
-# user's hides a change from its diffs (the worktree's `.gitattributes`: reviewers.AGENT_CONFIG). An external diff, a textconv
-# or a filter cannot be turned off by config (an empty `diff.external` is a program git cannot
-# start): docs/security.md says what that leaves.
-REVIEW_GIT = (("maintenance.auto", "false"), ("core.fsmonitor", "false"), ("core.hooksPath", os.devnull),
-              ("core.pager", "cat"), ("core.attributesFile", os.devnull), ("advice.graftFileDeprecated", "false"))
+# A `gc --auto` an agent's commit started would outlive the run and be ended with its other
+# processes, half-way through a repack: drover runs git's maintenance itself when the command ends
+# (git.housekeeping).
+AGENT_GIT = (("maintenance.auto", "false"),)
+# What a reviewer's git reads of the repository as drover's own git does (git/run.py): the commits
+# themselves (run.AS_COMMITTED: `git replace` showed the reviewer another commit under the
+# reviewed id), no monitor, hook or pager the implementer named in the shared config runs inside
+# the review run, and no attributes file of the user's hides a change from its diffs (the
+# worktree's `.gitattributes`: reviewers.GIT_READS). An external diff, a textconv or a filter
+# cannot be turned off by config (an empty `diff.external` is a program git cannot start):
+# docs/security.md says what that leaves.
+REVIEW_GIT = (("core.fsmonitor", "false"), ("core.hooksPath", os.devnull), ("core.pager", "cat"),
+              ("core.attributesFile", os.devnull), ("advice.graftFileDeprecated", "false"))
 
 
-def review_git(environ: Mapping[str, str]) -> dict[str, str]:
-    """The variables of a review run's git: no replacement objects and no grafts, and REVIEW_GIT
-    after the config `environ` passes already (GIT_CONFIG_COUNT)."""
-    count = _config_count(environ)
-    pinned = {"GIT_NO_REPLACE_OBJECTS": "1", "GIT_GRAFT_FILE": os.devnull,
-              "GIT_CONFIG_COUNT": str(count + len(REVIEW_GIT))}
-    for number, (key, value) in enumerate(REVIEW_GIT, count):
-        pinned[f"GIT_CONFIG_KEY_{number}"], pinned[f"GIT_CONFIG_VALUE_{number}"] = key, value
-    return pinned
+def agent_git(environ: Mapping[str, str], slot: str) -> dict[str, str]:
+    """The variables of an agent's git: AGENT_GIT, and for a review REVIEW_GIT and the commits as
+    committed, each after the config `environ` passes already (GIT_CONFIG_COUNT)."""
+    from drover.git.run import AS_COMMITTED
 
-
-def _config_count(environ: Mapping[str, str]) -> int:
+    pins = (*AGENT_GIT, *REVIEW_GIT) if slot == "review" else AGENT_GIT
     try:
-        return max(0, int(environ.get("GIT_CONFIG_COUNT", "0")))
+        count = max(0, int(environ.get("GIT_CONFIG_COUNT", "0")))
     except ValueError:
-        return 0  # git itself refuses a malformed count; the agent's git says so
+        count = 0  # git itself refuses a malformed count; the agent's git says so
+    variables = {**(AS_COMMITTED if slot == "review" else {}), "GIT_CONFIG_COUNT": str(count + len(pins))}
+    for number, (key, value) in enumerate(pins, count):
+        variables[f"GIT_CONFIG_KEY_{number}"], variables[f"GIT_CONFIG_VALUE_{number}"] = key, value
+    return variables
 
 
 # The variables that name places on the machine the agent runs on: a worker fills them in afresh.
@@ -147,16 +148,8 @@ MACHINE_VARIABLES = ("DROVER_PROMPT_FILE", "DROVER_REPO", "DROVER_WORKTREE", "PA
 
 def on_this_machine(env_add: Mapping[str, str], *, prompt_file: Path, repo: Path, workdir: Path) -> dict[str, str]:
     """`env_add` (prepared elsewhere) with the paths of this machine: its prompt file, checkout,
-    working directory and the PATH reaching this drover."""
+    working directory, the PATH reaching this drover, and its git's config after this machine's
+    (agent_git, for the run's slot)."""
     return {**env_add, "DROVER_PROMPT_FILE": str(prompt_file), "DROVER_REPO": str(repo),
-            "DROVER_WORKTREE": str(workdir), "PATH": _agent_path(), **no_auto_maintenance(os.environ)}
-
-
-def no_auto_maintenance(environ: Mapping[str, str]) -> dict[str, str]:
-    """`maintenance.auto=false` for an agent's git, after the config `environ` passes already
-    (GIT_CONFIG_COUNT): a `gc --auto` an agent's commit started would outlive the run and be
-    ended with its other processes, half-way through a repack. drover runs git's maintenance
-    itself when the command ends (git.housekeeping)."""
-    count = _config_count(environ)
-    return {f"GIT_CONFIG_KEY_{count}": "maintenance.auto", f"GIT_CONFIG_VALUE_{count}": "false",
-            "GIT_CONFIG_COUNT": str(count + 1)}
+            "DROVER_WORKTREE": str(workdir), "PATH": _agent_path(),
+            **agent_git(os.environ, env_add.get("DROVER_SLOT", ""))}

@@ -37,13 +37,16 @@ def one_line(text: str) -> str:
     return "; ".join(line.strip() for line in text.splitlines() if line.strip())
 
 
+# No replacement objects and no grafts: `refs/replace/` and `info/grafts` are the repository's
+# common ones, which an agent can write (`git replace`), and either would show other content, or
+# other parents, under the id of the commit a review approved (docs/security.md). drover's git
+# reads the commits as they are, and so does a reviewer's (agents/environment.py).
+AS_COMMITTED = {"GIT_NO_REPLACE_OBJECTS": "1", "GIT_GRAFT_FILE": os.devnull}
+
+
 def _env() -> dict[str, str]:
-    # No editor and no prompts: drover runs git unattended. No replacement objects and no grafts:
-    # `refs/replace/` and `info/grafts` are the repository's common ones, which an agent can
-    # write (`git replace`), and either would show drover other content, or other parents, under
-    # the id of the commit a review approved (docs/security.md).
-    return dict(os.environ, GIT_TERMINAL_PROMPT="0", GIT_EDITOR="true", GIT_MERGE_AUTOEDIT="no",
-                GIT_NO_REPLACE_OBJECTS="1", GIT_GRAFT_FILE=os.devnull)
+    # No editor and no prompts: drover runs git unattended.
+    return dict(os.environ, GIT_TERMINAL_PROMPT="0", GIT_EDITOR="true", GIT_MERGE_AUTOEDIT="no", **AS_COMMITTED)
 
 
 def _cannot_start(exc: OSError, cwd: Path | None) -> GitError:
