@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from drover.config.keys import (DECLARED, KeyInfo, as_seconds, at_least_one, at_least_zero, check_items_folder,
-                                check_optional_duration, check_prefix, check_relative_paths, holds, key, keyed)
+                                check_optional_duration, check_prefix, check_relative_paths, holds, key, keyed,
+                                parse_duration)
 from drover.config.tables import AgentConfig, PromptFiles, RayConfig, RetryConfig, TrackerConfig
 from drover.config.tables import NotifyConfig
 from drover.config.tables import BudgetConfig
@@ -77,6 +78,14 @@ class Config(NamedTuple):
     def agent_for(self, slot: str) -> AgentConfig:
         """The agent a slot runs: [agent.<slot>] over [agent]."""
         return self.slot_agents.get(slot, self.agent)
+
+    @property
+    def check_timeout_seconds(self) -> int:
+        """How long drover's check may run: [run] check_timeout, else the implementing agent's
+        timeout (the check runs what that agent was told to run); 0: no limit."""
+        if self.check_timeout.strip():
+            return parse_duration(self.check_timeout)
+        return self.agent_for("implement").timeout_seconds
 
 
 # table -> key -> KeyInfo, in the order drover.toml lists them; SCHEMA is its (type, default) view.

@@ -240,13 +240,8 @@ def _run_in(project: Project, item_id: str, command: str, scratch: Path, base_he
 
 
 def _timeout(project: Project) -> float | None:
-    """`[run] check_timeout`, else the implementing agent's timeout: the check runs what the agent
-    was told to run."""
-    if project.config.check_timeout.strip():
-        from drover.config.keys import parse_duration
-
-        return parse_duration(project.config.check_timeout) or None
-    return project.config.agent_for("implement").timeout_seconds or None
+    """Config.check_timeout_seconds, None for no limit."""
+    return project.config.check_timeout_seconds or None
 
 
 def tail_of(log_path: Path, start: int = 0, lines: int = TAIL_LINES, size: int = TAIL_BYTES) -> str:
