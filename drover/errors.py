@@ -112,15 +112,18 @@ class GitError(DroverError):
 CONTROL_CHARACTER = r"[\x00-\x08\x0b-\x1f\x7f-\x9f]"
 
 
+def is_terminal(stream: TextIO) -> bool:
+    """Whether `stream` is a terminal; False for one that cannot say (closed, or no file at all)."""
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
 def on_screen(text: str, stream: TextIO | None = None) -> str:
     """`text` as printable() makes it when `stream` (stdout by default) is a terminal; as it is into a
     pipe or a file, where a prompt or a log keeps every byte."""
-    stream = stream if stream is not None else sys.stdout
-    try:
-        tty = stream.isatty()
-    except (AttributeError, ValueError):
-        tty = False
-    return printable(text) if tty else text
+    return printable(text) if is_terminal(stream if stream is not None else sys.stdout) else text
 
 
 def printable(text: str) -> str:

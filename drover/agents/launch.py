@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import BinaryIO, Callable, TextIO
 
 from drover.agents.failures import STALLED_PREFIX
-from drover.errors import printable
+from drover.errors import is_terminal, printable
 from drover.agents.presets import PROMPT_TEXT
 from drover.agents.usage import StreamReader, Usage
 # pid_alive, process_start and run_alive are read through this module too (runs.py, state.py, tests)
@@ -297,7 +297,7 @@ def launch(
     screen = out if out is not None else sys.stdout
     start = time.monotonic()
     reader = StreamReader(stream) if stream else None
-    status_line = echo and _isatty(screen)
+    status_line = echo and is_terminal(screen)
     status_key = next(_launches)
     status_shown = False
 
@@ -412,10 +412,3 @@ def _wait_exit(proc: subprocess.Popen[bytes], exited: int | None, seconds: float
         proc.wait(timeout=seconds)
     except subprocess.TimeoutExpired:
         pass
-
-
-def _isatty(screen: TextIO) -> bool:
-    try:
-        return screen.isatty()
-    except (AttributeError, ValueError):
-        return False
