@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 # And what git believes of a worktree's files is its own look at them: it compares every stat field
 # (ctime included, which no process can set back) and keeps no index split over other files, so
 # config that an agent sets cannot make a changed file look untouched (cleaning.restore_index).
+# A reviewer's git gets the program pins of these, not the output ones (agents/environment.REVIEW_GIT).
 PINNED = ("-c", "core.quotePath=false", "-c", "color.ui=false", "-c", "core.hooksPath=/dev/null",
           "-c", "core.fsmonitor=false", "-c", "commit.gpgSign=false", "-c", "log.showSignature=false",
           "-c", "merge.verifySignatures=false", "-c", "maintenance.auto=false",
