@@ -137,6 +137,41 @@ def test_merge_bases_are_the_commit_alone_exactly_when_it_has_nothing_beyond_bas
     assert dgit.commits_beyond(repo, head, moved) == 0
 
 
+def test_what_git_says_of_two_commit_ids_is_asked_once_and_no_merge_base_is_never_kept(repo, tmp_path, monkeypatch):
+    """A drive asks the paths a branch changes before its review and again at its finish: the
+    second answer comes from the first, for commits named by their ids. "No merge base" is not
+    kept: the objects may arrive later (a worker's bundle), and then there is one."""
+    from drover.git import history
+
+    base_head = git(repo, "rev-parse", "HEAD").strip()
+    git(repo, "switch", "-q", "-c", "drover/d-1")
+    commit_file(repo, "a.txt", "a", "a")
+    head = git(repo, "rev-parse", "HEAD").strip()
+    asked: list[list[str]] = []
+    real = history.git
+
+    def counted(args, cwd, **kwargs):
+        asked.append(args)
+        return real(args, cwd, **kwargs)
+
+    monkeypatch.setattr(history, "git", counted)
+    first = dgit.changed_paths(repo, "main", head, base_head=base_head)
+    after_first = len(asked)
+    assert first == ["a.txt"] and after_first == 2  # the merge base, then the diff
+    assert dgit.changed_paths(repo, "main", head, base_head=base_head) == first
+    assert dgit.merge_bases(repo, base_head, head) == [base_head]
+    assert len(asked) == after_first
+    # by a branch's name, not its id: asked each time (the branch may move)
+    assert dgit.changed_paths(repo, "main", "drover/d-1", base_head=base_head) == first
+    assert len(asked) == after_first + 2
+    # a clone that lacks the branch's commit has no merge base for it yet; once fetched, it has
+    other = tmp_path / "other"
+    git(tmp_path, "clone", "-q", "--no-local", "--single-branch", "--branch", "main", str(repo), str(other))
+    assert dgit.merge_bases(other, base_head, head) == []
+    git(other, "fetch", "-q", str(repo), "drover/d-1")
+    assert dgit.merge_bases(other, base_head, head) == [base_head]
+
+
 @pytest.mark.parametrize("name", ["drover/d-1", "feature", "a-b_c.d/e"])
 def test_valid_branch_names(name):
     assert dgit.valid_branch_name(name)

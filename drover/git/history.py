@@ -6,10 +6,10 @@ prompts as they are (drover/prompts/fields.py).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import NamedTuple
+from typing import Callable, NamedTuple
 
 from drover.errors import GitError
-from drover.git.branches import branch_exists, exact_heads, head_of
+from drover.git.branches import SHA, branch_exists, exact_heads, head_of
 from drover.git.run import git, run, succeeds
 
 
@@ -156,7 +156,8 @@ def count_commits(root: Path, since: str, until: str) -> int | None:
 def merge_bases(root: Path, base_head: str, commit: str) -> list[str]:
     """Every merge base of the commits `base_head` and `commit` ([] when they share no history).
     `[commit]` exactly when `commit` is `base_head` or one of its ancestors: nothing of it to merge."""
-    return git(["merge-base", "--all", "--end-of-options", base_head, commit], root, check=False).split()
+    return _of_ids("merge-base", root, base_head, commit, lambda: git(
+        ["merge-base", "--all", "--end-of-options", base_head, commit], root, check=False).split(), keep_empty=False)
 
 
 def changed_paths(root: Path, base: str, commit: str, *, base_head: str = "", bases: list[str] | None = None) -> list[str]:
@@ -166,6 +167,35 @@ def changed_paths(root: Path, base: str, commit: str, *, base_head: str = "", ba
     base_head = base_head or head_of(root, base)
     if not base_head:
         raise GitError(f"base branch {base!r} does not exist in {root}: check [run] base in drover.toml")
+    return _of_ids("changed", root, base_head, commit, lambda: _changed_paths(root, base_head, commit, bases))
+
+
+# What git says of two commits named by their ids never changes: an id names a commit's content and
+# parents, and drover's git reads no replacements or grafts (run.AS_COMMITTED). A drive asks the
+# same of each item before its review and again at its finish: the answers are kept for the process.
+_ANSWERS: dict[tuple[str, Path, str, str], list[str]] = {}
+_MOST_ANSWERS = 2048
+
+
+def _of_ids(question: str, root: Path, first: str, second: str, ask: Callable[[], list[str]], *,
+            keep_empty: bool = True) -> list[str]:
+    """ask(), or the answer it gave before for the same two commits named by their ids. An empty
+    answer is kept only when `keep_empty`: "no merge base" may be a git that failed, or objects
+    that arrive later (a worker's bundle)."""
+    if not (SHA.fullmatch(first) and SHA.fullmatch(second)):
+        return ask()
+    key = (question, root, first, second)
+    known = _ANSWERS.get(key)
+    if known is None:
+        known = ask()
+        if known or keep_empty:
+            if len(_ANSWERS) >= _MOST_ANSWERS:
+                _ANSWERS.clear()
+            _ANSWERS[key] = known
+    return list(known)
+
+
+def _changed_paths(root: Path, base_head: str, commit: str, bases: list[str] | None) -> list[str]:
     # Every merge base, not the one `A...B` picks: with two (a criss-cross the branch's own merges
     # can make), a path the branch left as one base has it can still differ from the virtual base
     # the merge uses, and the merge brings it (docs/security.md). A path counts when the commit

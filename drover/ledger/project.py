@@ -32,6 +32,14 @@ class Project:
         """git's user.name here, read once per command (a drive asks it at every finish)."""
         return git.user_name(self.root)
 
+    @cached_property
+    def git_common_dir(self) -> Path:
+        """The repository's common git folder (where `worktrees/` lives), asked of git once per
+        command: each pooled worktree taken and each review checks a worktree's git against it."""
+        from drover.git.cleaning import common_dir
+
+        return common_dir(self.root)
+
     @property
     def items_dir(self) -> Path:
         return self.root / self.config.items

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Callable
 from drover import git
 from drover.agents.locks import drover_attached
 from drover.agents.procs import pid_alive, process_start, run_alive
-from drover.git.cleaning import (IN_PROGRESS, Unfit, clean_worktree, clear_leftovers, common_dir, detach_worktree,
+from drover.git.cleaning import (IN_PROGRESS, Unfit, clean_worktree, clear_leftovers, detach_worktree,
                                  discard_worktree, keep_index, kept_index_of, private_git_dir, switch_worktree)
 from drover.errors import GitError
 from drover.ledger.connection import now
@@ -185,7 +185,7 @@ def _only_the_branch(project: Project, path: Path, branch: str) -> bool:
     """The worktree is this repository's, on `branch`, with no operation in progress and nothing
     uncommitted (tracked or untracked, outside `[run] keep`; ignored files are no one's work)."""
     try:
-        private = private_git_dir(path, _common(project))
+        private = private_git_dir(path, project.git_common_dir)
         if _head_file(path) != f"ref: refs/heads/{branch}" or any((private / name).exists() for name in IN_PROGRESS):
             return False
         entries = git.dirty_entries(path)
@@ -208,7 +208,7 @@ def _make_ready(project: Project, path: Path, branch: str, commit: str) -> None:
     """Clean a free pooled worktree (marked `cleaning` already) and switch it; Unfit when it cannot be."""
     if not path.is_dir():
         raise Unfit(f"{path} is gone")
-    private = private_git_dir(path, _common(project))
+    private = private_git_dir(path, project.git_common_dir)
     failpoint("pool-cleaning")  # tests: a drover killed here leaves the row `cleaning` and the tree dirty
     clear_leftovers(path, private, project.config.keep, kept_index_of(path))
     if branch:
@@ -221,23 +221,14 @@ def _make_ready(project: Project, path: Path, branch: str, commit: str) -> None:
 def _keep_index(project: Project, path: Path) -> None:
     """The index the checkout just wrote, kept for the next holder's (cleaning.restore_index)."""
     try:
-        keep_index(private_git_dir(path, _common(project)), kept_index_of(path))
+        keep_index(private_git_dir(path, project.git_common_dir), kept_index_of(path))
     except OSError as exc:
         raise Unfit(f"{path}: the index could not be kept: {exc.strerror}") from None
 
 
-_COMMON: dict[Path, Path] = {}
-
-
-def _common(project: Project) -> Path:
-    if project.root not in _COMMON:
-        _COMMON[project.root] = common_dir(project.root)
-    return _COMMON[project.root]
-
-
 def _still_registered(project: Project, path: Path) -> bool:
     try:
-        private_git_dir(path, _common(project))
+        private_git_dir(path, project.git_common_dir)
     except Unfit:
         return False
     return True

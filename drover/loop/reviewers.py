@@ -81,10 +81,10 @@ def refuse_from_the_worktree(project: "Project", launch: "Launch", head: str) ->
     in_a_worktree = launch.workdir != project.root
     settings = (*AGENT_CONFIG, *GIT_READS) if in_a_worktree else ()
     if in_a_worktree:
-        from drover.git.cleaning import Unfit, common_dir, private_git_dir
+        from drover.git.cleaning import Unfit, private_git_dir
 
         try:
-            private_git_dir(launch.workdir, common_dir(project.root))
+            private_git_dir(launch.workdir, project.git_common_dir)
         except Unfit as exc:
             raise Refused(f"{launch.item_id}: its worktree's git is not this repository's ({exc}): "
                           "no review runs there") from None

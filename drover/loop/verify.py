@@ -357,8 +357,9 @@ def check_head(project: Project, ledger: Ledger, item_id: str, *, echo: bool = F
     command = command_for(project, item_id)
     if not command:
         return Gate(None, False)
-    head = git.head_of(project.root, ledger.item_branch(item_id))
-    found = passing_check(project, ledger, item_id, head, git.head_of(project.root, project.config.base), command)
+    branch, base = ledger.item_branch(item_id), project.config.base
+    heads = git.heads_of(project.root, branch, base)  # both in one git call
+    found = passing_check(project, ledger, item_id, heads.get(branch, ""), heads.get(base, ""), command)
     if found is not None:
         return Gate(found, False)
     return Gate(run_check(project, ledger, item_id, echo=echo, cancel=cancel, progress=progress), True)
