@@ -108,8 +108,10 @@ class GitError(DroverError):
 
 
 # Any control character but tab and newline: ESC starts a terminal's escapes (colours, cursor moves,
-# a cleared screen, a window title, the clipboard through OSC 52), C1's CSI is one byte of them.
-CONTROL_CHARACTER = r"[\x00-\x08\x0b-\x1f\x7f-\x9f]"
+# a cleared screen, a window title, the clipboard through OSC 52), C1's CSI is one byte of them,
+# and so is a byte of C1's range that is not UTF-8 (surrogateescape keeps it as U+DC80-U+DC9F), which
+# a terminal that reads 8-bit controls would act on.
+CONTROL_CHARACTER = r"[\x00-\x08\x0b-\x1f\x7f-\x9f\udc80-\udc9f]"
 
 
 def is_terminal(stream: TextIO) -> bool:

@@ -182,13 +182,18 @@ def test_agent_env_adds_the_drover_variables(tmp_path, monkeypatch):
         "DROVER_WORKTREE": str(tmp_path), "DROVER_BASE": "", "DROVER_BRANCH": "", "DROVER_ROUND": "0",
         "DROVER_POSTURE": "", "DROVER_VERIFY": "", "PYTHONSAFEPATH": "1",
         # a review's git reads the commits themselves and runs none of the shared config's programs
-        "GIT_NO_REPLACE_OBJECTS": "1", "GIT_GRAFT_FILE": os.devnull, "GIT_CONFIG_COUNT": "6",
+        "GIT_NO_REPLACE_OBJECTS": "1", "GIT_GRAFT_FILE": os.devnull, "GIT_CONFIG_COUNT": "11",
         "GIT_CONFIG_KEY_0": "maintenance.auto", "GIT_CONFIG_VALUE_0": "false",
         "GIT_CONFIG_KEY_1": "core.fsmonitor", "GIT_CONFIG_VALUE_1": "false",
         "GIT_CONFIG_KEY_2": "core.hooksPath", "GIT_CONFIG_VALUE_2": os.devnull,
         "GIT_CONFIG_KEY_3": "core.pager", "GIT_CONFIG_VALUE_3": "cat",
         "GIT_CONFIG_KEY_4": "core.attributesFile", "GIT_CONFIG_VALUE_4": os.devnull,
         "GIT_CONFIG_KEY_5": "advice.graftFileDeprecated", "GIT_CONFIG_VALUE_5": "false",
+        "GIT_CONFIG_KEY_6": "log.showSignature", "GIT_CONFIG_VALUE_6": "false",
+        "GIT_CONFIG_KEY_7": "gpg.program", "GIT_CONFIG_VALUE_7": "gpg",
+        "GIT_CONFIG_KEY_8": "gpg.openpgp.program", "GIT_CONFIG_VALUE_8": "gpg",
+        "GIT_CONFIG_KEY_9": "gpg.x509.program", "GIT_CONFIG_VALUE_9": "gpgsm",
+        "GIT_CONFIG_KEY_10": "gpg.ssh.program", "GIT_CONFIG_VALUE_10": "ssh-keygen",
     }
     # a worker fills in its own machine's part of what the coordinator prepared: a review's pins too
     from drover.agents.environment import on_this_machine

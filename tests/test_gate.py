@@ -489,6 +489,55 @@ def test_a_folder_named_like_a_word_of_the_review_command_is_the_projects_own(pr
     assert json.loads(drover(project, "show", "D-1", "--json", check=True).stdout)["state"] == "changes requested"
 
 
+def test_a_folder_put_in_place_of_the_committed_reviewer_script_is_not_the_reviewer(project):
+    """Hostile review 13: `python3 review.py` runs a folder named `review.py` (its `__main__.py`), as
+    node runs a folder's `index.js`. A folder where the commit holds the script is compared, not
+    passed over as a project's own folder named like a word of the command."""
+    (project / "review.py").write_text(REVIEWER_MODULE)
+    config = project / "drover.toml"
+    config.write_text(config.read_text().replace("\n[agent.review]\n", '\n[agent.review]\ncommand = "python3 review.py"\n', 1))
+    git(project, "add", "-A")
+    git(project, "commit", "-q", "-m", "the operator's reviewer, a python script")
+    drover(project, "run", "D-1", check=True)
+    worktree = project / ".drover" / "worktrees" / "D-1"
+    (worktree / "review.py").unlink()
+    (worktree / "review.py").mkdir()
+    (worktree / "review.py" / "__main__.py").write_text(SHADOWING_JSON)
+    done = drover(project, "review", "D-1")
+    assert done.returncode != 0 and "review.py" in done.stderr, done.stdout + done.stderr
+    assert json.loads(drover(project, "show", "D-1", "--json", check=True).stdout)["audits"] == []
+
+
+@pytest.mark.parametrize("command", ["sh -c 'sh agents/agent.sh'", "env REVIEWER=agents/agent.sh sh -c 'sh $REVIEWER'"])
+def test_a_file_a_shell_string_or_a_variable_of_the_review_command_names_is_the_reviewers(project, command):
+    """Hostile review 13: the words of a shell script inside the command (`sh -c '...'`) and a
+    variable's value (`NAME=path`) name files as the command's own words do: a branch that
+    rewrites that file is not reviewed by it."""
+    worktree = reviewed_by_script(project)
+    config = project / "drover.toml"
+    config.write_text(config.read_text().replace('command = "sh agents/agent.sh"', f'command = "{command}"', 1))
+    git(project, "commit", "-q", "-am", "the reviewer started through a shell")
+    git(worktree, "merge", "-q", "main")
+    (worktree / "agents" / "agent.sh").write_text(FRIENDLY_REVIEWER)
+    git(worktree, "commit", "-q", "-am", "a friendlier reviewer")
+    done = drover(project, "review", "D-1")
+    assert done.returncode != 0 and "agents/agent.sh" in done.stderr, done.stdout + done.stderr
+    assert json.loads(drover(project, "show", "D-1", "--json", check=True).stdout)["audits"] == []
+
+
+@pytest.mark.parametrize("name", ["refs/tags/main", "refs/main", "refs/tags/drover/d-1"])
+def test_a_ref_that_shadows_base_or_the_branch_for_the_reviewer_refuses_the_review(project, name):
+    """Hostile review 13: a tag `main` on a commit of the implementer's choosing makes the reviewer's
+    `git diff main...HEAD` show only what came after it, while finish merges the whole branch."""
+    worktree = reviewed_by_script(project)
+    git(worktree, "update-ref", name, "HEAD")
+    done = drover(project, "review", "D-1")
+    assert done.returncode != 0 and name in done.stderr, done.stdout + done.stderr
+    assert json.loads(drover(project, "show", "D-1", "--json", check=True).stdout)["audits"] == []
+    git(project, "update-ref", "-d", name)
+    assert drover(project, "review", "D-1").returncode == 0  # gone, the review runs
+
+
 def test_an_item_whose_worktree_changed_under_its_review_goes_to_the_operator(project):
     """The check before a review cannot see what a process left running writes after it: the same
     comparison once the review ended parks the item, whatever the review recorded."""
@@ -598,6 +647,44 @@ esac
     assert calls and all("-bsau" in call for call in calls), calls  # the agent's commits signed; nothing verified
     git(project, "log", "-1", "--format=%H", "refs/heads/drover/d-1")  # git itself runs it for anyone else
     assert any("--verify" in call for call in ran.read_text().splitlines())
+
+def test_a_signing_program_the_shared_git_config_names_never_runs_inside_a_review(project, tmp_path):
+    """Hostile review 13: the implementer signs its commit with a program of its own and names it
+    in `.git/config`, which every worktree shares, with `log.showSignature` and a `format.pretty`
+    that asks `%G?`. The honest reviewer's `git log` would run it to verify the commit, inside the
+    review run, where it could record the verdict. A review's git runs git's own programs."""
+    ran = tmp_path / "gpg-ran"
+    program = tmp_path / "planted-gpg"
+    program.write_text(f"""#!/bin/sh
+echo "$DROVER_SLOT $*" >> {ran}
+case "$*" in *-bsau*)
+  cat > /dev/null
+  echo "[GNUPG:] SIG_CREATED D 1 8 00 0 X" >&2
+  printf -- "-----BEGIN PGP SIGNATURE-----\\n\\nAAAA\\n-----END PGP SIGNATURE-----\\n" ;;
+esac
+""")
+    program.chmod(0o755)
+    (project / "agents").mkdir()
+    (project / "agents" / "agent.sh").write_text(
+        '#!/bin/sh\ngit log -1 >/dev/null 2>&1; git log -1 --format=pretty >/dev/null 2>&1\n'
+        'echo "- never approved" | drover request-changes "$DROVER_ITEM"\n')
+    config = project / "drover.toml"
+    config.write_text(config.read_text().replace("\n[agent.review]\n", '\n[agent.review]\ncommand = "sh agents/agent.sh"\n', 1))
+    git(project, "add", "-A")
+    git(project, "commit", "-q", "-m", "a reviewer that reads the log")
+    for key, value in (("commit.gpgSign", "true"), ("user.signingKey", "planted"), ("gpg.program", str(program)),
+                       ("gpg.openpgp.program", str(program)), ("log.showSignature", "true"),
+                       ("pretty.pretty", "%h %G? %s")):
+        git(project, "config", key, value)
+    drover(project, "run", "D-1", check=True)
+    assert any(line.startswith("implement") and "-bsau" in line for line in ran.read_text().splitlines())
+    done = drover(project, "review", "D-1")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert json.loads(drover(project, "show", "D-1", "--json", check=True).stdout)["state"] == "changes requested"
+    assert not [line for line in ran.read_text().splitlines() if line.startswith("review")]
+    git(project, "log", "-1", "--format=%G?", "refs/heads/drover/d-1")  # the operator's own git still runs it
+    assert any("--verify" in line for line in ran.read_text().splitlines())
+
 
 # --- the ray executor: what a worker's bundle may do ----------------------------------------
 

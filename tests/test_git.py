@@ -1,6 +1,8 @@
 """drover.git against real repositories: branches, worktrees, recent commits, scope, merges."""
 from __future__ import annotations
 
+import os
+import subprocess
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -678,3 +680,34 @@ def test_head_markers_are_the_opening_markers_the_branch_adds_in_any_file(repo):
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "-m", "squashed")
     assert dgit.head_markers(repo, "main", "HEAD") == ["moved.txt:2", "plus.txt:2", "win.txt:2"]
+
+
+def test_a_folder_that_cannot_be_listed_is_never_taken_for_an_empty_one(repo, tmp_path):
+    """Hostile review 13: `.claude/` left untracked with mode 0311 can be entered but not listed, so
+    a walk of it finds nothing, while the CLI opens `.claude/settings.json` by its name and runs the
+    hook there. differing_on_disk names such a folder. Root reads any folder: there, the comparison
+    runs in a process without the capabilities that let it (what an operator who is not root is)."""
+    import shutil
+    import sys
+
+    worktree = tmp_path / "wt"
+    git(repo, "worktree", "add", "-q", "--detach", str(worktree), "HEAD")
+    (worktree / ".claude").mkdir()
+    (worktree / ".claude" / "settings.json").write_text('{"hooks": {}}\n')
+    (worktree / ".claude").chmod(0o311)
+    head = git(repo, "rev-parse", "HEAD").strip()
+    code = ("import sys; from pathlib import Path; from drover.git import differing_on_disk; "
+            "print(differing_on_disk(Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3], ('.claude',)))")
+    argv = [sys.executable, "-c", code, str(repo), str(worktree), head]
+    if os.geteuid() == 0:
+        if shutil.which("setpriv") is None:
+            pytest.skip("as root, a folder's mode stops no listing, and setpriv is not here to drop that")
+        argv = ["setpriv", "--inh-caps=-dac_override,-dac_read_search",
+                "--bounding-set=-dac_override,-dac_read_search", *argv]
+    try:
+        said = subprocess.run(argv, capture_output=True, text=True, check=True).stdout
+    finally:
+        (worktree / ".claude").chmod(0o755)
+    assert ".claude" in said, said
+    # listed, the same folder is compared file by file
+    assert dgit.differing_on_disk(repo, worktree, head, (".claude",)) == [".claude/settings.json"]

@@ -97,3 +97,39 @@ def test_drive_off_a_terminal_says_it_is_alive_and_names_the_log_of_a_failure(pr
     # the crash got its one fresh run ([retry] crashed = "fresh"): the summary names the newest log
     newest = max((project / ".drover" / "runs").iterdir(), key=lambda run_dir: run_dir.name)
     assert f"D-1: log .drover/runs/{newest.name}/agent.log" in done.stdout.splitlines()
+
+
+def test_a_character_split_between_two_reads_of_a_followed_log_is_cleaned_whole():
+    """Hostile review 13: an agent writes C2, and a second later 9B (C1's CSI as UTF-8) and the rest
+    of an escape. `log --follow` read them apart: each byte alone is no character, so each went to
+    the terminal as it was, and the terminal put them together into a working CSI. One decoder
+    across reads holds the C2 until its 9B comes, then shows the pair as `?`; a raw byte of C1's
+    range that is no UTF-8 at all is `?` too; off a terminal every byte stays."""
+    import io
+    import pty
+    import select
+
+    from drover.cli.runlog import log_writer
+
+    master, slave = pty.openpty()
+    try:
+        with open(slave, "wb", buffering=0, closefd=False) as terminal:
+            write = log_writer(terminal)
+            for chunk in (b"working\nx\xc2", b"\x9b2J\x9b31mhijacked \xe2\x82", b"\xac ok\xc2"):
+                write(chunk)
+            write(b"", final=True)
+        shown = b""
+        while True:
+            if not select.select([master], [], [], 0.5)[0]:
+                break
+            shown += os.read(master, 4096)
+    finally:
+        os.close(master)
+        os.close(slave)
+    assert b"\xc2\x9b" not in shown and b"\x9b" not in shown, shown
+    assert shown.replace(b"\r\n", b"\n") == "working\nx?2J?31mhijacked € ok".encode() + b"\xc2", shown
+    piped = io.BytesIO()
+    write = log_writer(piped)
+    write(b"x\xc2")
+    write(b"\x9b2J")
+    assert piped.getvalue() == b"x\xc2\x9b2J"

@@ -119,11 +119,15 @@ AGENT_GIT = (("maintenance.auto", "false"),)
 # themselves (run.AS_COMMITTED: `git replace` showed the reviewer another commit under the
 # reviewed id), no monitor, hook or pager the implementer named in the shared config runs inside
 # the review run, and no attributes file of the user's hides a change from its diffs (the
-# worktree's `.gitattributes`: reviewers.GIT_READS). An external diff, a textconv or a filter
-# cannot be turned off by config (an empty `diff.external` is a program git cannot start):
-# docs/security.md says what that leaves.
+# worktree's `.gitattributes`: reviewers.GIT_READS). Nor does a signing program: with
+# `log.showSignature` (or a `format.pretty` asking `%G?`) the reviewer's `git log` verifies each
+# signed commit with the program the shared config names (hostile review 13), so each format's
+# program is git's own default. An external diff, a textconv or a filter cannot be turned off by
+# config (an empty `diff.external` is a program git cannot start): docs/security.md says what that leaves.
 REVIEW_GIT = (("core.fsmonitor", "false"), ("core.hooksPath", os.devnull), ("core.pager", "cat"),
-              ("core.attributesFile", os.devnull), ("advice.graftFileDeprecated", "false"))
+              ("core.attributesFile", os.devnull), ("advice.graftFileDeprecated", "false"),
+              ("log.showSignature", "false"), ("gpg.program", "gpg"), ("gpg.openpgp.program", "gpg"),
+              ("gpg.x509.program", "gpgsm"), ("gpg.ssh.program", "ssh-keygen"))
 
 
 def agent_git(environ: Mapping[str, str], slot: str) -> dict[str, str]:

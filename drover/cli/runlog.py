@@ -86,17 +86,30 @@ def show_log(project: Project, item_id: str, run_id: str | None, *, follow: bool
             return False
         return run_alive(latest) or drover_attached(project.runs_dir / run.id, unlocked=False)
 
-    terminal = out.isatty()
-
-    def write(data: bytes) -> None:
-        # on a terminal, no escape the agent wrote acts (errors.printable; bytes that are not UTF-8
-        # pass through as they are); piped or redirected, the log's bytes as they are
-        if terminal:
-            data = printable(data.decode("utf-8", "surrogateescape")).encode("utf-8", "surrogateescape")
-        out.write(data)
-        out.flush()
-
+    write = log_writer(out)
     try:
         copy_log(path, write, follow=follow, still_running=still_running)
     except KeyboardInterrupt:
         pass
+    write(b"", final=True)  # a last byte held for a character that never came
+
+
+def log_writer(out: BinaryIO) -> Callable[..., None]:
+    """write(data, final=False): a log's bytes to `out` as they are read. On a terminal no escape the
+    agent wrote acts (errors.printable; bytes that are not UTF-8 pass through as they are, but those
+    of C1's range); piped or redirected, the log's bytes as they are. One decoder serves every read:
+    a character the agent split between two writes (C2, a second later 9B: C1's CSI) is held until
+    its last byte comes, then shown whole, and cleaned."""
+    import codecs
+
+    terminal = out.isatty()
+    decoder = codecs.getincrementaldecoder("utf-8")("surrogateescape")
+
+    def write(data: bytes, *, final: bool = False) -> None:
+        if terminal:
+            data = printable(decoder.decode(data, final)).encode("utf-8", "surrogateescape")
+        if data:
+            out.write(data)
+            out.flush()
+
+    return write

@@ -161,9 +161,15 @@ def dirty_entries(root: Path) -> list[tuple[str, bool]]:
 
 def _on_disk(folder: Path, paths: tuple[str, ...]) -> tuple[dict[str, str], list[str]]:
     """Under each of `paths` in `folder`: path -> "file" or "link" for what is there, and the paths
-    that are neither (a fifo, a device) or are reached through a linked folder."""
+    that are neither (a fifo, a device), are reached through a linked folder, or cannot be listed."""
     found: dict[str, str] = {}
     odd: list[str] = []
+
+    def unlisted(exc: OSError) -> None:
+        # a folder that can be entered but not listed (mode 0311) hides nothing from a program that
+        # opens a file in it by its name (`.claude/settings.json`): it is odd, never empty
+        odd.append(os.path.relpath(exc.filename, folder) if exc.filename else str(exc))
+
     for path in paths:
         parts = path.split("/")
         if any(os.path.islink(folder.joinpath(*parts[:end])) for end in range(1, len(parts))):
@@ -173,7 +179,8 @@ def _on_disk(folder: Path, paths: tuple[str, ...]) -> tuple[dict[str, str], list
         if full.is_symlink() or full.is_file():
             found[path] = "link" if full.is_symlink() else "file"
         elif full.is_dir():
-            for top, folders, files in os.walk(full):  # never into a linked folder: listed as a link
+            # never into a linked folder: listed as a link
+            for top, folders, files in os.walk(full, onerror=unlisted):
                 shown = Path(top).relative_to(folder).as_posix()
                 for name in folders + files:
                     entry = os.path.join(top, name)

@@ -4,6 +4,7 @@ branch's, on the files there."""
 from __future__ import annotations
 
 import posixpath
+import re
 from typing import TYPE_CHECKING
 
 from drover import git
@@ -34,11 +35,37 @@ def _reviewer_files(argv: tuple[str, ...] | list[str]) -> tuple[set[str], set[st
     """The words of a reviewer's command that may name a file in its folder, and the folder of each
     one below the top: a script sources or runs what lies beside it (`sh agents/review.sh` and
     its `agents/lib.sh`). A plain word (`claude`, `exec`) names no folder: a project's `exec/` is its own."""
-    # an option's value names a file as a word does (`--settings=agents/hooks.json`)
-    values = [word.partition("=")[2] if word.startswith("-") else word for word in [*argv[1:], *argv[:1]]]
+    values = [value for word in [*argv[1:], *argv[:1]] for value in _naming(word)]
     words = {posixpath.normpath(value) for value in values if value and not value.startswith("-")}
     folders = {posixpath.dirname(word) for word in words if posixpath.dirname(word) and not word.startswith(("/", "../"))}
     return words, folders
+
+
+# What splits a shell's words: a reviewer's command may hold a script for a shell to run
+# (`sh -c 'sh agents/review.sh'`), whose words name files as the command's own do.
+_SHELL_TEXT = re.compile(r"[\s;&|()<>`]")
+_SEPARATORS = re.compile(r"[;&|()<>`]+")
+
+
+def _naming(word: str, depth: int = 3) -> list[str]:
+    """What a word of the command may name a file by: the word itself, an option's value
+    (`--settings=agents/hooks.json`), a variable's (`env R=agents/review.sh`), and each word of a
+    shell script it holds, nested up to `depth` quotes deep. It errs towards naming too much: a
+    review refused is the operator's to look at, a reviewer the implementer wrote is not."""
+    named = [] if word.startswith("-") else [word]
+    if "=" in word:
+        named.append(word.partition("=")[2])
+    if depth and _SHELL_TEXT.search(word):
+        import shlex
+
+        try:
+            split = shlex.split(word)
+        except ValueError:  # an unclosed quote: the shell would refuse it; its words still count
+            split = word.split()
+        for piece in (piece for part in split for piece in _SEPARATORS.split(part) if piece):
+            if piece != word:
+                named += _naming(piece, depth - 1)
+    return named
 
 
 def _run_or_read(paths: list[str], files: tuple[set[str], set[str]], settings: tuple[str, ...] = AGENT_CONFIG) -> list[str]:
@@ -67,6 +94,22 @@ def refuse_from_the_branch(project: "Project", item_id: str, branch: str, argv: 
                       "would run the branch's own; take those changes off the branch, or review by hand")
 
 
+def _shadowing(project: "Project", branch: str) -> list[str]:
+    """The refs git reads the short name of base or of `branch` as, before the branch itself (a
+    tag `main`, hostile review 13): the implementer can make one, and the reviewer's `git diff
+    main...HEAD` then shows a diff from the implementer's chosen commit, not what merges."""
+    wanted = [ref for name in (project.config.base, branch) if name for ref in git.shadowing_refs(name)]
+    return [ref for ref in git.all_refs(project.root, *wanted) if ref in wanted]
+
+
+def _held_as_files(project: "Project", commit: str, paths: list[str]) -> set[str]:
+    """Those of `paths` that `commit` holds as a file or a link, not as a folder."""
+    listed = git.git(["--literal-pathspecs", "ls-tree", "-z", "--full-tree", "--end-of-options", commit, "--", *paths],
+                     project.root)
+    return {path for meta, _, path in (entry.partition("\t") for entry in listed.split("\0"))
+            if path and not meta.startswith("040000")}
+
+
 def refuse_from_the_worktree(project: "Project", launch: "Launch", head: str) -> None:
     """Refuse a review whose worktree holds, beside the commit under review (`head`), what the
     reviewer would run or read: the review runs on the files there, not on the commit, so a
@@ -88,14 +131,24 @@ def refuse_from_the_worktree(project: "Project", launch: "Launch", head: str) ->
         except Unfit as exc:
             raise Refused(f"{launch.item_id}: its worktree's git is not this repository's ({exc}): "
                           "no review runs there") from None
+    shadows = _shadowing(project, launch.branch)
+    if shadows:
+        raise Refused(f"{launch.item_id}: {', '.join(shadows)} shares the name of a branch its reviewer reads: the "
+                      "reviewer's git would read that ref for the branch (`git diff main...HEAD` showing less than "
+                      "merges); delete it (`drover check` names such refs), then review")
     files = _reviewer_files(launch.argv)
     words, folders = files
     # a word names a file the command runs, a folder a script's neighbours: a folder a plain word
-    # happens to name (a project's own `exec/`) is not walked
-    named = {word for word in words if not (launch.workdir / word).is_dir()} | folders
-    within = sorted(word for word in named if word not in (".", "..") and not word.startswith(("/", "../")))
-    looked_at = (*within, *settings)
+    # happens to name (a project's own `exec/`) is not walked, unless the commit holds a file there
+    # (python runs a folder's `__main__.py`, node its `index.js`: a folder the implementer put in
+    # place of the committed `review.py` would be the reviewer)
+    below = [word for word in words if word not in (".", "..") and not word.startswith(("/", "../"))]
+    in_folders = [word for word in below if (launch.workdir / word).is_dir()]
     try:
+        held = _held_as_files(project, head, in_folders) if in_folders else set()
+        within = sorted({word for word in below if word not in in_folders or word in held} | {
+            folder for folder in folders if folder not in (".", "..")})
+        looked_at = (*within, *settings)
         differing = git.differing_on_disk(project.root, launch.workdir, head, looked_at) if looked_at else []
     except GitError as exc:
         raise Refused(f"{launch.item_id}: cannot compare its worktree with {head[:12]} ({exc}): "
