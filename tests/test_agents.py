@@ -625,3 +625,35 @@ def test_a_run_lock_keeps_each_field_of_its_drover_in_place_when_one_is_unknown(
     assert (found.pid, found.pid_namespace) == (os.getpid(), "")
     assert found.start == procs.process_start(os.getpid()) and found.proc_mount == procs.proc_mount()
     assert not found.hidden()  # this very process sees itself as it is
+
+
+def test_two_jobs_that_launch_at_once_both_take_the_drovers_launcher_lock(tmp_path, monkeypatch):
+    """A drive's jobs launch from threads of one process. A flock belongs to an open file: two threads
+    that each opened the launcher lock and locked it waited on each other for ever (a new user's
+    `drive --jobs 2` hung at its second job's first launch, Ctrl-C with it). The sweep of old lock
+    files is slowed here so that both threads are inside at once, as they were there."""
+    import threading
+    import time
+
+    from drover.agents import locks
+
+    real_sweep = locks._sweep
+
+    def slow_sweep(folder):
+        time.sleep(0.3)
+        real_sweep(folder)
+
+    monkeypatch.setattr(locks, "_sweep", slow_sweep)
+    state_dir = tmp_path / ".drover"
+    threads = [threading.Thread(target=locks.hold_launcher, args=(state_dir,), daemon=True) for _ in range(2)]
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=10)
+        assert not any(thread.is_alive() for thread in threads), "a job waits for ever on its own drover's lock"
+        assert [launcher.pid for launcher in locks.live_launchers(state_dir)] == [os.getpid()]
+    finally:
+        held = locks._holding.pop(state_dir, None)
+        if held is not None:
+            os.close(held)  # this test's process lives on: its lock goes with the test

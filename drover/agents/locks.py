@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import threading
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator, NamedTuple
@@ -100,6 +101,10 @@ def drover_attached(run_dir: Path, *, unlocked: bool = True, name: str = ATTACHE
 
 
 _holding: dict[Path, int] = {}  # .drover/ -> the descriptor of this drover's lock in its launchers/
+# The jobs of a drive launch from threads of one process. A flock belongs to an open file, not to
+# the process: two threads that each opened the lock file and locked it would wait on each other
+# for ever (the second job's first launch hung, and Ctrl-C with it). One thread at a time takes it.
+_TAKING = threading.Lock()
 _launches_for: set[Path] = set()  # the .drover/ of the command that will run agents (will_launch)
 
 
@@ -127,6 +132,12 @@ def hold_launcher(state_dir: Path) -> None:
     its exit: procs.end_adopted), and the next drover to hold a lock here takes it away."""
     if state_dir in _holding:
         return
+    with _TAKING:
+        if state_dir not in _holding:  # another job's thread may have taken it while this one waited
+            _hold_launcher(state_dir)
+
+
+def _hold_launcher(state_dir: Path) -> None:
     folder = state_dir / LAUNCHERS
     folder.mkdir(parents=True, exist_ok=True)
     _sweep(folder)
