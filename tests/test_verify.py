@@ -591,3 +591,22 @@ def test_a_check_worktree_a_killed_drover_left_goes_at_the_next_check_or_prune_a
             config.write_text(config.read_text().replace(f'"echo $$ > {pidfile} && exec sleep 60"', '"true"', 1))
             assert drover(project, "verify", "D-1").returncode == 0
         assert check_worktrees(project) == [] and not Path(left).exists()
+
+
+def test_a_review_started_by_hand_says_when_no_check_covers_the_head_it_reads(project):
+    """`drive` checks the head before each review; `drover review` alone does not, and a new user's
+    reviewer then saw no check, approved, and finish refused (`it was never checked`). The review
+    started by hand says so before it starts, and says it no more once a check covers the head."""
+    drover(project, "run", "D-1", check=True)
+    first = drover(project, "review", "D-1")
+    branch_head = head(project, "drover/d-1")
+    assert (f"drover: warning: D-1: no passing check of `make test` covers {branch_head[:7]}, the head under "
+            "review") in first.stderr, first.stderr
+    assert "`drover verify D-1` runs it" in first.stderr
+    assert drover(project, "verify", "D-1").returncode == 1  # the first pass left BROKEN: a failing check
+    assert "no passing check" in drover(project, "review", "D-1").stderr
+    worktree = project / ".drover" / "worktrees" / "D-1"
+    git(worktree, "rm", "-q", "BROKEN")
+    git(worktree, "commit", "-q", "-m", "BROKEN gone")
+    assert drover(project, "verify", "D-1").returncode == 0
+    assert "no passing check" not in drover(project, "review", "D-1").stderr

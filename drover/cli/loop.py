@@ -27,7 +27,12 @@ def _launch_command(item_id: str, slot: str, dry_run: bool, explicit: str | None
         launch = prepare(project, ledger, item_id, slot, explicit_template=explicit, preview=dry_run)
         # drafts edit the item file in the main checkout, so they always run here
         runner = open_executor(project, "local" if slot == "draft" else None)
-        for warning in launch.warnings:
+        warnings = list(launch.warnings)
+        if slot == "review" and not dry_run:
+            from drover.loop.verify import unchecked
+
+            warnings += [said for said in (unchecked(project, ledger, item_id),) if said]
+        for warning in warnings:
             click.echo(f"drover: warning: {warning}", err=True)
         if dry_run and as_json:
             from drover.cli.reports import launch_report

@@ -365,6 +365,23 @@ def check_head(project: Project, ledger: Ledger, item_id: str, *, echo: bool = F
     return Gate(run_check(project, ledger, item_id, echo=echo, cancel=cancel, progress=progress), True)
 
 
+def unchecked(project: Project, ledger: Ledger, item_id: str) -> str:
+    """For a review started by hand (`drive` checks the head before each review): why no check of
+    drover's covers the head its reviewer is about to read; "" when one does, or nothing runs
+    before merge."""
+    command = command_for(project, item_id)
+    branch, base = ledger.item_branch(item_id), project.config.base
+    if not command or not branch:
+        return ""
+    heads = git.heads_of(project.root, branch, base)
+    head = heads.get(branch, "")
+    if not head or passing_check(project, ledger, item_id, head, heads.get(base, ""), command) is not None:
+        return ""
+    return (f"{item_id}: no passing check of `{command}` covers {head[:7]}, the head under review: its reviewer "
+            f"sees none, and finish needs one (`drover verify {item_id}` runs it; `drover drive` runs it before "
+            "each review)")
+
+
 def require_check(project: Project, ledger: Ledger, item_id: str, head: str, base: str) -> None:
     """Refuse unless a passing check covers `head`, the commit that merges, with `base` (base's
     head now) merged in; none is needed when the item's verify command is empty: nothing runs
