@@ -427,3 +427,18 @@ def test_check_json_codes_the_new_findings(project):
     problems = json.loads(drover(project, "check", "--json").stdout)["problems"]
     assert {"code": "items-folder", "severity": "error"}.items() <= next(
         problem for problem in problems if problem["code"] == "items-folder").items()
+
+
+def test_the_drive_header_says_what_holds_back_an_item_it_will_not_take(project):
+    """A new user's drive printed `items: nothing is ready` and stopped there: the one item left
+    waited on a parked dep. The header names each blocked item the drive will not take, with each
+    dep that holds it back, its state, and what frees it."""
+    first = new_item(project, "First")
+    second = new_item(project, "Second", "--dep", first)
+    drover(project, "park", first, "--why", "the operator looks first", check=True)
+    said = drover(project, "drive", "--dry-run", "--finish", check=True).stdout
+    assert "  items: nothing is ready\n" in said
+    assert f"  waiting: {second} on {first} (parked: `drover unpark {first}`)\n" in said
+    drover(project, "unpark", first, check=True)
+    said = drover(project, "drive", "--dry-run", "--finish", check=True).stdout
+    assert "waiting:" not in said  # the dep is in this drive: the plan says the rest

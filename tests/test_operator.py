@@ -65,6 +65,7 @@ def test_init_takes_the_base_from_the_current_branch(tmp_path):
     steps = out[out.index("next steps:"):]
     assert "git add drover.toml .gitignore" in steps
     assert "drover new" in steps and "drover run --dry-run D-1" in steps
+    assert "git add items/ && git commit" in steps  # the items are the operator's to commit: one clean would lose them
     assert "drover help configuration" in steps
     assert "docs/configuration.md" not in (root / "drover.toml").read_text()
     assert "drover help configuration" in (root / "drover.toml").read_text()

@@ -62,7 +62,7 @@ def init_project(start: Path) -> list[str]:
     if not fresh:  # set up before: the first-time steps are behind the user
         return said if len(said) > 1 else said + ["drover is set up here: nothing changed "
                                                   "(`drover check` says whether all of it is sound)"]
-    return said + next_steps(config.prefix, config.verify.get("default", ""))
+    return said + next_steps(config.prefix, config.verify.get("default", ""), config.items.rstrip("/"))
 
 
 def config_text_for(root: Path, detected: tuple[str, str] | None = None) -> str:
@@ -184,7 +184,7 @@ case time env nohup ulimit umask""".split())
 _FINDS_MODULE = "import sys; del sys.path[0]; import importlib.util; sys.exit(importlib.util.find_spec(sys.argv[1]) is None)"
 
 
-def next_steps(prefix: str, verify: str = "") -> list[str]:
+def next_steps(prefix: str, verify: str = "", items: str = "items") -> list[str]:
     """What a person does after init, in order."""
     return [
         "",
@@ -194,6 +194,8 @@ def next_steps(prefix: str, verify: str = "") -> list[str]:
         f"  git add {CONFIG_FILE} .gitignore && git commit -m 'Set up drover'",
         '  drover new "What the first item should do"',
         f"  drover draft {prefix}-1          # or write its requirements yourself",
+        f"  git add {items}/ && git commit -m 'The first items'   # the item files are yours to commit "
+        "(drover commits its own edits with [project] commit_items = true)",
         f"  drover run --dry-run {prefix}-1  # see the prompt and the launch, change nothing",
         "  drover help configuration   # every key of drover.toml explained",
     ]

@@ -416,7 +416,7 @@ def drive(project: Project, ids: list[str], *, jobs: int = 1, finish: bool = Fal
     orphaned = [] if explicit else orphans(project)
     runner = open_executor(project, executor)
     then = following_ids(rows, queue) if finish and not explicit and rows is not None else []
-    for line in header(project, queue, jobs, finish, then):
+    for line in header(project, queue, jobs, finish, then, rows if not explicit else None):
         say(line)
     say(f"  executor: {runner.name}: runs go to {runner.where()}")
     for row in orphaned:

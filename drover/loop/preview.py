@@ -33,9 +33,11 @@ def queue_of(project: Project, ids: list[str] | tuple[str, ...], finish: bool,
     return list(dict.fromkeys(ids)) if ids else ready_ids(project, finish, rows)
 
 
-def header(project: Project, ids: list[str], jobs: int, finish: bool, then: list[str] | None = None) -> list[str]:
+def header(project: Project, ids: list[str], jobs: int, finish: bool, then: list[str] | None = None,
+           rows: dict[str, Listed] | None = None) -> list[str]:
     """Agents per slot, template warnings, and the work ahead (`then`: the items that follow as
-    their deps finish)."""
+    their deps finish; from `rows`, the listing, the items that wait on a dep this drive will not
+    finish, and why)."""
     lines = ["drover drive"]
     for slot in SLOTS[:2]:
         agent = project.config.agent_for(slot)
@@ -46,6 +48,7 @@ def header(project: Project, ids: list[str], jobs: int, finish: bool, then: list
     lines.append(f"  items: {ahead}")
     if then:
         lines.append(f"  then, as their deps are finished: {', '.join(then)}")
+    lines += _waiting_lines(rows or {}, [*ids, *(then or [])], finish)
     cap = project.config.max_rounds
     lines.append(f"  jobs: {jobs}; cap: {counted(cap, 'round')}; finish: {'yes' if finish else 'no'}")
     ceilings = [f"{name} {value:,}" for name, value in (("run", project.config.budget.run_tokens),
@@ -73,6 +76,40 @@ def needs_requirements_note(known: ItemState) -> str:
     """Why drive does not take an item whose requirements are still the placeholder, and the way on."""
     return (f"needs requirements: {known.entry.rel} still holds the placeholder; write them there "
             f"or run `drover draft {known.id}`")
+
+
+# What frees a dep that holds an item back, by the dep's state (a drive takes none of these itself).
+_FREED_BY = {State.PARKED: "`drover unpark {id}`", State.NEEDS_REQUIREMENTS: "write its requirements or `drover draft {id}`",
+             State.UNREADABLE: "fix its file (`drover check`)", State.APPROVED: "`drover drive --finish` merges it",
+             State.RUNNING: "its run is live in another drover"}
+MAX_WAITING = 5  # items named as waiting; the rest are counted
+
+
+def _waiting_lines(rows: dict[str, Listed], taken: list[str], finish: bool) -> list[str]:
+    """`waiting: D-19 on D-5 (parked: `drover unpark D-5`)` for each blocked item this drive will not
+    take (a new user's drive said only `nothing is ready`): its deps that are not done and that
+    this drive does not take, each with its state and what frees it."""
+    lines = []
+    for item_id, row in rows.items():
+        if item_id in taken or row.state != State.BLOCKED:
+            continue
+        # the deps this drive does not take: one it takes is the dry run's plan's to tell
+        deps = [dep for dep in row.entry.deps if dep not in taken and (dep not in rows or rows[dep].state != State.DONE)]
+        said = []
+        for dep in deps:
+            state = rows[dep].state if dep in rows else None
+            if state is None:
+                said.append(f"{dep} (no such item)")
+            elif state == State.APPROVED and finish:
+                said.append(f"{dep} (approved)")
+            else:
+                freed = _FREED_BY.get(state, "")
+                said.append(f"{dep} ({state}{': ' + freed.format(id=dep) if freed else ''})")
+        if said:
+            lines.append(f"  waiting: {item_id} on {', '.join(said)}")
+    if len(lines) > MAX_WAITING:
+        lines = lines[:MAX_WAITING] + [f"  waiting: ... and {len(lines) - MAX_WAITING} more (`drover list --state blocked`)"]
+    return lines
 
 
 def _following(rows: dict[str, Listed], queue: list[str]) -> list[tuple[str, list[str]]]:
