@@ -80,10 +80,12 @@ class Refused(DroverError):
 
 
 class Finding(NamedTuple):
-    """One line `drover check` prints; `error` findings make it exit 1, the rest are warnings."""
+    """One line `drover check` prints; `error` findings make it exit 1, the rest are warnings.
+    `item`: the item it is about, when it is about one item's file alone."""
 
     message: str
     error: bool = True
+    item: str = ""
 
 
 def did_you_mean(word: str, choices: Iterable[str], *, cutoff: float = 0.6, fold_case: bool = False) -> str:

@@ -442,3 +442,21 @@ def test_the_drive_header_says_what_holds_back_an_item_it_will_not_take(project)
     drover(project, "unpark", first, check=True)
     said = drover(project, "drive", "--dry-run", "--finish", check=True).stdout
     assert "waiting:" not in said  # the dep is in this drive: the plan says the rest
+
+
+def test_a_drive_of_given_items_is_not_stopped_by_another_items_broken_file(project):
+    """A new user's `drive D-1 --dry-run` was refused for D-2's broken YAML, though one bad item
+    stops no command about another (docs/items.md). Given ids, only their own files and their
+    deps' count (and every error not about one item's file); a whole drive still refuses."""
+    first = new_item(project, "First")
+    broken = new_item(project, "Broken")
+    third = new_item(project, "Third", "--dep", broken)
+    path = project / "items" / f"{broken}.md"
+    path.write_text(path.read_text().replace(f"id: {broken}\n", f"id: {broken}\ndeps: [{first}\n", 1))
+    done = drover(project, "drive", first, "--dry-run")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"  items: {first}\n" in done.stdout
+    whole = drover(project, "drive", "--dry-run")
+    assert whole.returncode == 1 and f"items/{broken}.md" in whole.stderr, whole.stderr
+    on_it = drover(project, "drive", third, "--dry-run")  # its dep is the broken one
+    assert on_it.returncode == 1 and f"items/{broken}.md" in on_it.stderr, on_it.stderr

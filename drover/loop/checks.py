@@ -57,7 +57,7 @@ def _check_items(project: Project, ledger: Ledger) -> tuple[list[Finding], Conta
     forward = False  # whether some dep is this item or a later one in that order: else no cycle can close
     for item_id, found in entries.items():
         if found.unreadable and found.unreadable != itemfile.SHELVED:
-            findings.append(Finding(found.problem))
+            findings.append(Finding(found.problem, item=item_id))
         elif not found.unreadable and not found.title.strip():
             findings.append(Finding(f"{found.rel}: {item_id} has no title: list, the branch and its prompts name it "
                                     "by id alone (add `title:` to its frontmatter)", error=False))
@@ -83,7 +83,7 @@ def _check_items(project: Project, ledger: Ledger) -> tuple[list[Finding], Conta
                     wrong.append((dep, entries[dep].unreadable))
         if wrong:
             at = _deps_at(project, item_id, found.rel)  # the file read again once, for the line
-            findings.extend(Finding(f"{at}: {item_id}: dep {dep} {words}", error=words != itemfile.SHELVED)
+            findings.extend(Finding(f"{at}: {item_id}: dep {dep} {words}", error=words != itemfile.SHELVED, item=item_id)
                             for dep, words in wrong)
         if match(item_id):
             seen.add(item_id)
@@ -145,7 +145,7 @@ def _without_file(project: Project, ledger: Ledger, entries: dict[str, Entry]) -
     missing = without_file(project, ledger, entries)
     done = ledger.flags()[0] if missing else set()
     return [Finding(f"{found.problem} (it is done; the ledger keeps its history)", error=False) if item_id in done
-            else Finding(f"{found.problem} (the ledger has its runs or rounds: restore the file from git)")
+            else Finding(f"{found.problem} (the ledger has its runs or rounds: restore the file from git)", item=item_id)
             for item_id, found in missing.items()]
 
 
@@ -339,6 +339,18 @@ def check_ledger_rows(project: Project, ledger: Ledger) -> list[Finding]:
     return [Finding(f"{where}: impossible row: {said}") for said in impossible_rows(ledger)]
 
 
+def _with_deps(entries: dict[str, Entry], ids: tuple[str, ...]) -> set[str]:
+    """`ids` and every item they depend on, however deep."""
+    concerned: set[str] = set()
+    ahead = list(ids)
+    while ahead:
+        item_id = ahead.pop()
+        if item_id not in concerned:
+            concerned.add(item_id)
+            ahead.extend(entries[item_id].deps if item_id in entries else ())
+    return concerned
+
+
 def empty_verify(verify: dict[str, str]) -> list[Finding]:
     """An empty verify command: drover then checks nothing before it merges (docs/verify.md)."""
     return [Finding(f"drover.toml: [verify] {key} is empty: nothing runs before merge for "
@@ -358,11 +370,17 @@ def run_check(project: Project, ledger: Ledger, *, warnings: bool = True) -> lis
             + (misspelt_keys(project, ledger) + check_warnings(project) if warnings else []))
 
 
-def require_no_errors(project: Project, ledger: Ledger, command: str) -> None:
-    """Refuse `command` (exit 1) while `drover check` reports an error, naming each."""
+def require_no_errors(project: Project, ledger: Ledger, command: str, ids: tuple[str, ...] = ()) -> None:
+    """Refuse `command` (exit 1) while `drover check` reports an error, naming each. With `ids` (the
+    items a drive was given), an error about another item's file alone does not count unless that
+    item is one of their deps, however deep: one bad item stops no command about another."""
     from drover.errors import Refused
 
-    errors = [found.message for found in run_check(project, ledger, warnings=False) if found.error]
+    found = [finding for finding in run_check(project, ledger, warnings=False) if finding.error]
+    if ids and any(finding.item for finding in found):
+        concerned = _with_deps(catalogue(project, ledger), ids)
+        found = [finding for finding in found if not finding.item or finding.item in concerned]
+    errors = [finding.message for finding in found]
     if errors:
         raise Refused.listing(f"{command}: `drover check` reports {counted(len(errors), 'error')}; fix them first, nothing was launched:",
                               errors)

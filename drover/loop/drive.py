@@ -405,7 +405,7 @@ def drive(project: Project, ids: list[str], *, jobs: int = 1, finish: bool = Fal
     from drover.loop.checks import require_no_errors
 
     with Ledger(project.ledger_path) as ledger:
-        require_no_errors(project, ledger, "drive")
+        require_no_errors(project, ledger, "drive", tuple(ids) if explicit else ())
     if finish:  # it would spend agent time, then fail every merge: refused before any launch
         from drover.loop.finish import refuse_dirty
 
