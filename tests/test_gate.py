@@ -239,6 +239,14 @@ def test_a_prompt_override_named_another_way_is_still_drovers_own_file(project, 
     finish_refuses_naming(project, edited)
 
 
+def use_reviewer(root: Path, command: str, message: str) -> None:
+    """`[agent.review] command = COMMAND`, committed with what the operator put beside it (`message`)."""
+    config = root / "drover.toml"
+    config.write_text(config.read_text().replace("\n[agent.review]\n", f'\n[agent.review]\ncommand = "{command}"\n', 1))
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", message)
+
+
 def test_a_review_never_runs_the_reviewer_script_as_the_branch_rewrote_it(project):
     """docs/agents.md's custom agent: `[agent.review] command = "sh agents/agent.sh"`, a path found
     from the worktree, the branch's. An implementer that rewrites the script to approve would
@@ -246,10 +254,7 @@ def test_a_review_never_runs_the_reviewer_script_as_the_branch_rewrote_it(projec
     (project / "agents").mkdir()
     (project / "agents" / "agent.sh").write_text(
         '#!/bin/sh\necho "- never approved" | drover request-changes "$DROVER_ITEM"\n')
-    config = project / "drover.toml"
-    config.write_text(config.read_text().replace("\n[agent.review]\n", '\n[agent.review]\ncommand = "sh agents/agent.sh"\n', 1))
-    git(project, "add", "-A")
-    git(project, "commit", "-q", "-m", "the operator's reviewer script")
+    use_reviewer(project, "sh agents/agent.sh", "the operator's reviewer script")
     drover(project, "run", "D-1", check=True)
     worktree = project / ".drover" / "worktrees" / "D-1"
     (worktree / "agents" / "agent.sh").write_text('#!/bin/sh\nexec drover audit "$DROVER_ITEM" --level reviewed\n')
@@ -494,10 +499,7 @@ def test_a_folder_put_in_place_of_the_committed_reviewer_script_is_not_the_revie
     node runs a folder's `index.js`. A folder where the commit holds the script is compared, not
     passed over as a project's own folder named like a word of the command."""
     (project / "review.py").write_text(REVIEWER_MODULE)
-    config = project / "drover.toml"
-    config.write_text(config.read_text().replace("\n[agent.review]\n", '\n[agent.review]\ncommand = "python3 review.py"\n', 1))
-    git(project, "add", "-A")
-    git(project, "commit", "-q", "-m", "the operator's reviewer, a python script")
+    use_reviewer(project, "python3 review.py", "the operator's reviewer, a python script")
     drover(project, "run", "D-1", check=True)
     worktree = project / ".drover" / "worktrees" / "D-1"
     (worktree / "review.py").unlink()
@@ -621,15 +623,13 @@ def test_an_item_edit_drover_committed_on_the_branch_does_not_stop_finish(projec
 
 
 
-def test_signature_programs_an_agent_names_in_the_shared_git_config_never_run_for_drovers_git(project, tmp_path):
-    """An agent can write `.git/config`, which every worktree shares: it signs its commits with a
-    program of its own and sets `log.showSignature`, so the review prompt's `git log` would run
-    that program as the operator to verify them; `merge.verifySignatures` would refuse drover's
-    own unsigned merge commit."""
-    ran = tmp_path / "gpg-ran"
-    program = tmp_path / "planted-gpg"
+def planted_gpg(folder: Path) -> tuple[Path, Path]:
+    """A signing program an agent could name in the shared git config: it signs (a fake signature
+    git accepts) and notes each call, with the slot of the run that made it, in the file returned."""
+    ran = folder / "gpg-ran"
+    program = folder / "planted-gpg"
     program.write_text(f"""#!/bin/sh
-echo "$@" >> {ran}
+echo "$DROVER_SLOT $*" >> {ran}
 case "$*" in *-bsau*)
   cat > /dev/null
   echo "[GNUPG:] SIG_CREATED D 1 8 00 0 X" >&2
@@ -637,6 +637,15 @@ case "$*" in *-bsau*)
 esac
 """)
     program.chmod(0o755)
+    return program, ran
+
+
+def test_signature_programs_an_agent_names_in_the_shared_git_config_never_run_for_drovers_git(project, tmp_path):
+    """An agent can write `.git/config`, which every worktree shares: it signs its commits with a
+    program of its own and sets `log.showSignature`, so the review prompt's `git log` would run
+    that program as the operator to verify them; `merge.verifySignatures` would refuse drover's
+    own unsigned merge commit."""
+    program, ran = planted_gpg(tmp_path)
     for key, value in (("commit.gpgSign", "true"), ("user.signingKey", "planted"), ("gpg.program", str(program)),
                        ("log.showSignature", "true"), ("merge.verifySignatures", "true")):
         git(project, "config", key, value)
@@ -648,30 +657,18 @@ esac
     git(project, "log", "-1", "--format=%H", "refs/heads/drover/d-1")  # git itself runs it for anyone else
     assert any("--verify" in call for call in ran.read_text().splitlines())
 
+
 def test_a_signing_program_the_shared_git_config_names_never_runs_inside_a_review(project, tmp_path):
     """Hostile review 13: the implementer signs its commit with a program of its own and names it
     in `.git/config`, which every worktree shares, with `log.showSignature` and a `format.pretty`
     that asks `%G?`. The honest reviewer's `git log` would run it to verify the commit, inside the
     review run, where it could record the verdict. A review's git runs git's own programs."""
-    ran = tmp_path / "gpg-ran"
-    program = tmp_path / "planted-gpg"
-    program.write_text(f"""#!/bin/sh
-echo "$DROVER_SLOT $*" >> {ran}
-case "$*" in *-bsau*)
-  cat > /dev/null
-  echo "[GNUPG:] SIG_CREATED D 1 8 00 0 X" >&2
-  printf -- "-----BEGIN PGP SIGNATURE-----\\n\\nAAAA\\n-----END PGP SIGNATURE-----\\n" ;;
-esac
-""")
-    program.chmod(0o755)
+    program, ran = planted_gpg(tmp_path)
     (project / "agents").mkdir()
     (project / "agents" / "agent.sh").write_text(
         '#!/bin/sh\ngit log -1 >/dev/null 2>&1; git log -1 --format=pretty >/dev/null 2>&1\n'
         'echo "- never approved" | drover request-changes "$DROVER_ITEM"\n')
-    config = project / "drover.toml"
-    config.write_text(config.read_text().replace("\n[agent.review]\n", '\n[agent.review]\ncommand = "sh agents/agent.sh"\n', 1))
-    git(project, "add", "-A")
-    git(project, "commit", "-q", "-m", "a reviewer that reads the log")
+    use_reviewer(project, "sh agents/agent.sh", "a reviewer that reads the log")
     for key, value in (("commit.gpgSign", "true"), ("user.signingKey", "planted"), ("gpg.program", str(program)),
                        ("gpg.openpgp.program", str(program)), ("log.showSignature", "true"),
                        ("pretty.pretty", "%h %G? %s")):
