@@ -51,7 +51,8 @@ class Config(NamedTuple):
     worktree: bool = key("run", True, "each item is worked in .drover/worktrees/<ID>; false: in this checkout")
     setup: str = key("run", "", "a command run once in each new worktree before its first agent, e.g. \"uv sync\"")
     pool: int = key("run", 0, "worktrees kept and reused between items (docs/worktrees.md); 0: each item gets a "
-                              "new worktree, removed when it is finished", check=at_least_zero)
+                              "new worktree, removed when it is finished; with a verify command, 2 per drive job "
+                              "keeps [run] setup to once a worktree", check=at_least_zero)
     keep: tuple[str, ...] = key("run", (), "paths a pooled worktree's clean spares, from its top, e.g. "
                                            "[\"node_modules\", \".venv\"]: the next item trusts what they hold",
                                 check=check_relative_paths)
