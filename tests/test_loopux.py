@@ -40,7 +40,7 @@ def test_drive_refuses_to_start_while_check_reports_an_error_and_names_it(projec
         done = drover(project, *args)
         assert done.returncode == 1, done.stdout + done.stderr
         lines = done.stderr.splitlines()
-        assert lines[0] == "drover: drive: `drover check` reports 1 error; fix them first, nothing was launched:"
+        assert lines[0] == "drover: drive: `drover check` reports 1 error; fix it first, nothing was launched:"
         assert lines[1].startswith("drover:   prompts/implement.tmpl:") and "conflict marker" in lines[1]
     assert json.loads(drover(project, "show", item, "--json").stdout)["runs"] == []
 

@@ -382,5 +382,5 @@ def require_no_errors(project: Project, ledger: Ledger, command: str, ids: tuple
         found = [finding for finding in found if not finding.item or finding.item in concerned]
     errors = [finding.message for finding in found]
     if errors:
-        raise Refused.listing(f"{command}: `drover check` reports {counted(len(errors), 'error')}; fix them first, nothing was launched:",
-                              errors)
+        raise Refused.listing(f"{command}: `drover check` reports {counted(len(errors), 'error')}; fix "
+                              f"{'it' if len(errors) == 1 else 'them'} first, nothing was launched:", errors)
