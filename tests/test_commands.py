@@ -332,6 +332,15 @@ def test_show_text(project):
     assert "changes: outstanding" in out
 
 
+def test_show_prints_the_projects_own_keys_as_the_frontmatter_says_them(project):
+    """`picky: yes` is YAML's true: `show` said `picky: True`, as Python writes it."""
+    ok("new", "Show me")
+    path = project / "items" / "D-1.md"
+    path.write_text(item_text(project, "D-1").replace("deps: []", "deps: []\npicky: yes\nlabels: [ui, api]\nowner: Ann", 1))
+    out = ok("show", "D-1").splitlines()
+    assert "  picky: true" in out and '  labels: ["ui", "api"]' in out and "  owner: Ann" in out
+
+
 BAD_FILES = {
     "bad yaml": ("---\nid: D-2\ntitle: x\ndeps: [D-1\n---\nbody\n", "will not parse", 4),
     "no body": ("---\nid: D-2\ntitle: x\n---\n  \n\n", "has no body", 5),

@@ -1,6 +1,7 @@
 """Plain-text views of what the core returns: `show`, the drive summary, the coloured diff."""
 from __future__ import annotations
 
+import json
 import os
 import re
 from typing import IO, TYPE_CHECKING, Any
@@ -38,7 +39,8 @@ def render_show(shown: dict[str, Any]) -> str:
         lines.append(f"  authors: {', '.join(shown['authors'])}")
     extra = {k: v for k, v in shown["meta"].items() if k not in ("id", "title", "kind", "deps")}
     for key, value in extra.items():
-        lines.append(f"  {key}: {value}")
+        # as the frontmatter would say it (`true`, `[1, 2]`), not as Python does (`True`)
+        lines.append(f"  {key}: {value if isinstance(value, str) else json.dumps(value, default=str)}")
     if shown["deps"]:
         lines.append("deps:")
         for dep in shown["deps"]:
