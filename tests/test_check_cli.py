@@ -165,6 +165,22 @@ def test_check_warns_when_require_independent_leaves_no_review_agent_of_another_
     assert warned() == []
 
 
+@pytest.mark.parametrize(("command", "warned"), [("make -s review", True), ("env CI=1 npm run review", True),
+                                                 ("sh agents/review.sh", False), ("", False)])
+def test_check_warns_when_the_review_command_runs_a_recipe(project, command, warned):
+    """Hostile review 14: `make review` runs what a Makefile says, and drover compares only the files
+    a review command names with the commit under review: a branch that changes the recipe's script
+    would be reviewed by it. check says to name the script itself."""
+    config = project / "drover.toml"
+    if command:
+        config.write_text(config.read_text() + f'\n[agent.review]\nname = "reviewer"\ncommand = "{command}"\n')
+    done = invoke("check")
+    said = [line for line in done.output.splitlines() if "drover cannot see which files its recipe runs" in line]
+    assert len(said) == (1 if warned else 0), done.output
+    if warned:
+        assert said[0].startswith("warning: drover.toml: [agent.review] command starts ")
+
+
 @pytest.mark.parametrize("key", ["depends_on", "dep", "depends", "dependencies", "requires", "after", "blocked_by"])
 def test_check_warns_of_a_misspelt_deps_key_with_its_file_and_line(project, key):
     (project / "items" / "D-2.md").write_text(f"---\nid: D-2\ntitle: builds on D-1\n{key}: [D-1]\n---\n\n"

@@ -510,11 +510,13 @@ def test_a_folder_put_in_place_of_the_committed_reviewer_script_is_not_the_revie
     assert json.loads(drover(project, "show", "D-1", "--json", check=True).stdout)["audits"] == []
 
 
-@pytest.mark.parametrize("command", ["sh -c 'sh agents/agent.sh'", "env REVIEWER=agents/agent.sh sh -c 'sh $REVIEWER'"])
+@pytest.mark.parametrize("command", ["sh -c 'sh agents/agent.sh'", "env REVIEWER=agents/agent.sh sh -c 'sh $REVIEWER'",
+                                     "sh -c 'cd agents && sh agent.sh'", "env -C agents sh agent.sh"])
 def test_a_file_a_shell_string_or_a_variable_of_the_review_command_names_is_the_reviewers(project, command):
     """Hostile review 13: the words of a shell script inside the command (`sh -c '...'`) and a
     variable's value (`NAME=path`) name files as the command's own words do: a branch that
-    rewrites that file is not reviewed by it."""
+    rewrites that file is not reviewed by it. Review 14: so does a folder the command goes into
+    (`cd agents`, `-C agents`), all of it."""
     worktree = reviewed_by_script(project)
     config = project / "drover.toml"
     config.write_text(config.read_text().replace('command = "sh agents/agent.sh"', f'command = "{command}"', 1))
@@ -527,16 +529,29 @@ def test_a_file_a_shell_string_or_a_variable_of_the_review_command_names_is_the_
     assert json.loads(drover(project, "show", "D-1", "--json", check=True).stdout)["audits"] == []
 
 
-@pytest.mark.parametrize("name", ["refs/tags/main", "refs/main", "refs/tags/drover/d-1"])
+@pytest.mark.parametrize("name", ["refs/tags/main", "refs/main", "refs/tags/drover/d-1", ".git/main", ".git/main, ref:"])
 def test_a_ref_that_shadows_base_or_the_branch_for_the_reviewer_refuses_the_review(project, name):
     """Hostile review 13: a tag `main` on a commit of the implementer's choosing makes the reviewer's
-    `git diff main...HEAD` show only what came after it, while finish merges the whole branch."""
+    `git diff main...HEAD` show only what came after it, while finish merges the whole branch.
+    Review 14: git reads a file `.git/main` before either (from a linked worktree too), with an id
+    in capitals or `ref:` and no space as well."""
     worktree = reviewed_by_script(project)
-    git(worktree, "update-ref", name, "HEAD")
+    if name.startswith(".git/"):
+        head = git(worktree, "rev-parse", "HEAD").strip()
+        (project / ".git" / "main").write_text("ref:refs/heads/drover/d-1\n" if "ref:" in name else head.upper() + "\n")
+        assert git(worktree, "rev-parse", "main").strip() == head  # what the reviewer's git reads
+        name = ".git/main"
+    else:
+        git(worktree, "update-ref", name, "HEAD")
     done = drover(project, "review", "D-1")
     assert done.returncode != 0 and name in done.stderr, done.stdout + done.stderr
     assert json.loads(drover(project, "show", "D-1", "--json", check=True).stdout)["audits"] == []
-    git(project, "update-ref", "-d", name)
+    checked = drover(project, "check")
+    assert name in checked.stdout + checked.stderr  # `drover check` names it, as the refusal says
+    if name == ".git/main":
+        (project / ".git" / "main").unlink()
+    else:
+        git(project, "update-ref", "-d", name)
     assert drover(project, "review", "D-1").returncode == 0  # gone, the review runs
 
 
@@ -681,6 +696,57 @@ def test_a_signing_program_the_shared_git_config_names_never_runs_inside_a_revie
     assert not [line for line in ran.read_text().splitlines() if line.startswith("review")]
     git(project, "log", "-1", "--format=%G?", "refs/heads/drover/d-1")  # the operator's own git still runs it
     assert any("--verify" in line for line in ran.read_text().splitlines())
+
+
+def test_a_big_file_threshold_in_the_shared_config_hides_no_change_from_the_reviewer(project):
+    """Hostile review 14: `core.bigFileThreshold = 1` in `.git/config`, which every worktree shares,
+    makes git show every changed file as binary: the reviewer's diff read `Binary files differ`
+    where the branch piped curl into sh, and drover's own counts in the prompt read +0 -0."""
+    (project / "agents").mkdir()
+    (project / "agents" / "agent.sh").write_text(
+        '#!/bin/sh\nif git diff "$DROVER_BASE...HEAD" | grep -q "^+the work"; then\n'
+        '  echo "- saw the change" | drover request-changes "$DROVER_ITEM"\n'
+        'else\n  drover audit "$DROVER_ITEM" --level reviewed --note "saw no change"\nfi\n')
+    use_reviewer(project, "sh agents/agent.sh", "a reviewer that reads the diff")
+    git(project, "config", "core.bigFileThreshold", "1")
+    drover(project, "run", "D-1", check=True)
+    done = drover(project, "review", "D-1")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert json.loads(drover(project, "show", "D-1", "--json", check=True).stdout)["state"] == "changes requested"
+    prompt = next((project / ".drover" / "runs").glob("*-review-*/prompt.md")).read_text()
+    assert "+0 -0" not in prompt
+
+
+def test_a_promisor_remote_the_shared_config_names_never_runs_inside_a_review(project, tmp_path):
+    """Hostile review 14: the implementer makes the repository a partial clone whose promisor
+    remote's upload-pack is its own program, and notes its commit with a blob that does not exist.
+    The honest reviewer's `git log` shows notes, misses the blob, and git would fetch it by
+    running that program inside the review run. A review's git has no transport at all."""
+    ran = tmp_path / "upload-pack-ran"
+    program = tmp_path / "planted-upload-pack"
+    program.write_text(f'#!/bin/sh\necho "$DROVER_SLOT" >> {ran}\nexit 1\n')
+    program.chmod(0o755)
+    (project / "agents").mkdir()
+    (project / "agents" / "agent.sh").write_text(
+        '#!/bin/sh\ngit log "$DROVER_BASE..HEAD" >/dev/null 2>&1\n'
+        'echo "- never approved" | drover request-changes "$DROVER_ITEM"\n')
+    use_reviewer(project, "sh agents/agent.sh", "a reviewer that reads the log")
+    drover(project, "run", "D-1", check=True)
+    head = git(project, "rev-parse", "drover/d-1").strip()
+    tree = subprocess.run(["git", "mktree", "--missing"], cwd=project, check=True, capture_output=True, text=True,
+                          input=f"100644 blob {'1' * 40}\t{head}\n").stdout.strip()
+    notes = git(project, "commit-tree", "-m", "notes", tree).strip()
+    git(project, "update-ref", "refs/notes/commits", notes)
+    for key, value in (("core.repositoryformatversion", "1"), ("extensions.partialClone", "evil"),
+                       ("remote.evil.url", str(tmp_path)), ("remote.evil.promisor", "true"),
+                       ("remote.evil.uploadpack", str(program))):
+        git(project, "config", key, value)
+    done = drover(project, "review", "D-1")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert json.loads(drover(project, "show", "D-1", "--json", check=True).stdout)["state"] == "changes requested"
+    assert not ran.exists() or "review" not in ran.read_text()
+    subprocess.run(["git", "log", "-1", "refs/heads/drover/d-1"], cwd=project, capture_output=True)
+    assert ran.exists()  # git itself, for anyone else, runs it
 
 
 # --- the ray executor: what a worker's bundle may do ----------------------------------------

@@ -127,12 +127,19 @@ AGENT_GIT = (("maintenance.auto", "false"),)
 REVIEW_GIT = (("core.fsmonitor", "false"), ("core.hooksPath", os.devnull), ("core.pager", "cat"),
               ("core.attributesFile", os.devnull), ("advice.graftFileDeprecated", "false"),
               ("log.showSignature", "false"), ("gpg.program", "gpg"), ("gpg.openpgp.program", "gpg"),
-              ("gpg.x509.program", "gpgsm"), ("gpg.ssh.program", "ssh-keygen"))
+              ("gpg.x509.program", "gpgsm"), ("gpg.ssh.program", "ssh-keygen"),
+              # git's default: a threshold of 1 byte showed every file of the diff as binary (review 14)
+              ("core.bigFileThreshold", "512m"))
+# A reviewer's git fetches nothing: no transport at all, so a promisor remote the shared config names
+# (`extensions.partialClone`, `remote.<name>.uploadpack`) never runs its program when the reviewer's
+# `git log` misses an object, such as a note's blob (hostile review 14); `protocol.<name>.allow` in
+# that config cannot widen an empty GIT_ALLOW_PROTOCOL. GIT_NO_LAZY_FETCH says the same to git 2.44+.
+REVIEW_GIT_ENV = {"GIT_ALLOW_PROTOCOL": "", "GIT_NO_LAZY_FETCH": "1"}
 
 
 def agent_git(environ: Mapping[str, str], slot: str) -> dict[str, str]:
-    """The variables of an agent's git: AGENT_GIT, and for a review REVIEW_GIT and the commits as
-    committed, each after the config `environ` passes already (GIT_CONFIG_COUNT)."""
+    """The variables of an agent's git: AGENT_GIT, and for a review REVIEW_GIT, REVIEW_GIT_ENV and the
+    commits as committed, each after the config `environ` passes already (GIT_CONFIG_COUNT)."""
     from drover.git.run import AS_COMMITTED
 
     pins = (*AGENT_GIT, *REVIEW_GIT) if slot == "review" else AGENT_GIT
@@ -140,7 +147,8 @@ def agent_git(environ: Mapping[str, str], slot: str) -> dict[str, str]:
         count = max(0, int(environ.get("GIT_CONFIG_COUNT", "0")))
     except ValueError:
         count = 0  # git itself refuses a malformed count; the agent's git says so
-    variables = {**(AS_COMMITTED if slot == "review" else {}), "GIT_CONFIG_COUNT": str(count + len(pins))}
+    variables = {**({**AS_COMMITTED, **REVIEW_GIT_ENV} if slot == "review" else {}),
+                 "GIT_CONFIG_COUNT": str(count + len(pins))}
     for number, (key, value) in enumerate(pins, count):
         variables[f"GIT_CONFIG_KEY_{number}"], variables[f"GIT_CONFIG_VALUE_{number}"] = key, value
     return variables

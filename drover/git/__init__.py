@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 from drover.git.branches import (all_refs, branch_exists, branch_heads, current_branch, detect_base, head_of,
-                                 heads_of, local_ref, require_base, shadowing_refs, valid_branch_name)
+                                 heads_of, local_ref, reads_as_ref, require_base, shadowing_refs,
+                                 valid_branch_name)
 from drover.git.bundles import advance_branch, bundle_create, bundle_heads, clone_bundle, fetch_bundle
 from drover.git.history import (Commit, Recent, ahead_of, blobs_at, blobs_on_disk, changed_paths, commits_beyond,
                                 commits_paths, compare, count_commits, merge_bases, modified_files,
@@ -22,6 +23,6 @@ __all__ = [
     "head_markers", "head_of", "heads_of", "housekeeping", "local_ref", "merge", "merge_base_into", "merge_bases", "merge_in_progress",
     "modified_files",
     "moved_only_under", "own_git_dir",
-    "private_dir", "recent_commits", "registered_worktrees", "remove_worktree", "require_base", "rev_parse",
+    "private_dir", "reads_as_ref", "recent_commits", "registered_worktrees", "remove_worktree", "require_base", "rev_parse",
     "set_index_entry", "shadowing_refs", "unmerged_files", "user_name", "valid_branch_name",
 ]

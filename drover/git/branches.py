@@ -21,6 +21,18 @@ def local_ref(name: str) -> str:
     return f"refs/heads/{name}"
 
 
+def reads_as_ref(path: Path) -> bool:
+    """`path` is a file git would take for a ref when it reads a short name (`$GIT_DIR/<name>`,
+    before `refs/<name>`): an object id, in either case, or `ref:` and a ref's name, with or without
+    the space (hostile review 14: git 2.39 reads all three, from a linked worktree too)."""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(200).split(b"\n", 1)[0].strip()
+    except OSError:  # no such file, or a folder
+        return False
+    return head.startswith(b"ref:") or (len(head) in (40, 64) and all(c in b"0123456789abcdefABCDEF" for c in head))
+
+
 def shadowing_refs(name: str) -> tuple[str, str]:
     """The refs git reads a short `name` as before the branch `refs/heads/<name>` (gitrevisions:
     `$GIT_DIR/<name>` first, then these two)."""

@@ -30,7 +30,7 @@ PINNED = ("-c", "core.quotePath=false", "-c", "color.ui=false", "-c", "core.hook
           "-c", "core.fsmonitor=false", "-c", "commit.gpgSign=false", "-c", "log.showSignature=false",
           "-c", "merge.verifySignatures=false", "-c", "maintenance.auto=false",
           "-c", "advice.graftFileDeprecated=false", "-c", "core.trustctime=true", "-c", "core.checkStat=default",
-          "-c", "core.ignoreStat=false", "-c", "core.splitIndex=false")
+          "-c", "core.ignoreStat=false", "-c", "core.splitIndex=false", "-c", "core.bigFileThreshold=512m")
 
 
 def one_line(text: str) -> str:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import posixpath
 from pathlib import Path
 from typing import Container
 
@@ -246,7 +247,7 @@ def _shadows(project: Project, ledger: Ledger, refs: dict[str, str], heads: dict
         for top in {name.split("/", 1)[0] for name in heads}:
             if (git_dir / top).exists():
                 for name in heads:
-                    if (name == top or name.startswith(top + "/")) and _reads_as_ref(git_dir / name):
+                    if (name == top or name.startswith(top + "/")) and git.reads_as_ref(git_dir / name):
                         shadowed.setdefault(name, []).insert(0, f"{git_dir.name}/{name} (a file in git's folder)")
     if not shadowed:
         return []
@@ -277,16 +278,6 @@ def _rewrites(refs: dict[str, str], git_dir: Path | None) -> list[str]:
     return lines
 
 
-def _reads_as_ref(path: Path) -> bool:
-    """`path` is a file git would take for a ref: an object id, or `ref: ` and a ref's name."""
-    try:
-        with open(path, "rb") as handle:
-            head = handle.read(200).split(b"\n", 1)[0].strip()
-    except OSError:  # no such file, or a folder
-        return False
-    return head.startswith(b"ref: ") or (len(head) in (40, 64) and all(c in b"0123456789abcdef" for c in head))
-
-
 def check_warnings(project: Project) -> list[Finding]:
     """Things worth knowing that do not fail the check."""
     config = project.config
@@ -299,6 +290,7 @@ def check_warnings(project: Project) -> list[Finding]:
                 f"items with {key}: yes would silently run less", error=False))
     findings += empty_verify(config.verify)
     findings += independent_review(config)
+    findings += review_through_a_runner(config)
     findings += [Finding(f"{rel}: not an item (its name is no id and it has no frontmatter): drover leaves it alone",
                          error=False) for rel in notes_for_people(project)]
     agents_seen: dict[tuple[str, str], tuple[str, AgentConfig]] = {}
@@ -316,6 +308,32 @@ def check_warnings(project: Project) -> list[Finding]:
     if reason:
         findings.append(Finding(f"tracker {config.tracker.backend}: {reason}", error=False))
     return findings
+
+
+# Programs that run a recipe the repository holds: what they start is written in a file drover
+# does not read as a script's name (a Makefile's recipe, package.json's scripts, tox.ini).
+RECIPE_RUNNERS = frozenset({"make", "gmake", "just", "task", "npm", "npx", "yarn", "pnpm", "bun", "tox", "nox",
+                            "rake", "invoke", "poe", "hatch", "pdm", "uv", "poetry", "cargo", "go"})
+
+
+def review_through_a_runner(config: Config) -> list[Finding]:
+    """A warning when the review command starts a recipe runner (`make review`): drover compares
+    the files the command names with the commit under review, and a recipe names its own, which a
+    branch may change (hostile review 14; docs/security.md)."""
+    agent = config.agent_for("review")
+    import shlex
+
+    try:
+        words = shlex.split(agent.command)
+    except ValueError:
+        words = agent.command.split()
+    while words and (words[0] == "env" or "=" in words[0] or words[0].startswith("-")):
+        words = words[1:]  # `env NAME=value make ...`
+    if not words or posixpath.basename(words[0]) not in RECIPE_RUNNERS:
+        return []
+    return [Finding(f"drover.toml: [agent.review] command starts {words[0]}: drover cannot see which files its "
+                    "recipe runs, so a branch that changes them would be reviewed by them; name the reviewer's "
+                    "script in the command itself (`sh agents/review.sh`)", error=False)]
 
 
 def independent_review(config: Config) -> list[Finding]:

@@ -38,6 +38,10 @@ def _reviewer_files(argv: tuple[str, ...] | list[str]) -> tuple[set[str], set[st
     values = [value for word in [*argv[1:], *argv[:1]] for value in _naming(word)]
     words = {posixpath.normpath(value) for value in values if value and not value.startswith("-")}
     folders = {posixpath.dirname(word) for word in words if posixpath.dirname(word) and not word.startswith(("/", "../"))}
+    # a folder the command goes into (`cd agents && sh review.sh`, `make -C agents`, `env -C agents`)
+    # names what it runs there from that folder: the whole folder is the reviewer's (hostile review 14)
+    folders |= {posixpath.normpath(folder) for folder in _entered(list(argv))
+                if folder and not folder.startswith(("/", "../", "-")) and posixpath.normpath(folder) not in (".", "..")}
     return words, folders
 
 
@@ -45,6 +49,32 @@ def _reviewer_files(argv: tuple[str, ...] | list[str]) -> tuple[set[str], set[st
 # (`sh -c 'sh agents/review.sh'`), whose words name files as the command's own do.
 _SHELL_TEXT = re.compile(r"[\s;&|()<>`]")
 _SEPARATORS = re.compile(r"[;&|()<>`]+")
+# The words and options after which a command runs in another folder.
+_INTO = frozenset({"cd", "pushd", "-C", "--chdir", "--directory", "--cwd", "--dir", "--cd", "--prefix", "--project"})
+
+
+def _pieces(word: str) -> list[str]:
+    """The words of a shell script held in one word, split at its separators too (`a.sh;b.sh`)."""
+    import shlex
+
+    try:
+        split = shlex.split(word)
+    except ValueError:  # an unclosed quote: the shell would refuse it; its words still count
+        split = word.split()
+    return [piece for part in split for piece in _SEPARATORS.split(part) if piece]
+
+
+def _entered(words: list[str], depth: int = 3) -> list[str]:
+    """The folders `words` go into: the word after `cd` or `-C` (and the others of _INTO), or such
+    an option's value (`--directory=agents`), in a shell script they hold too, `depth` quotes deep."""
+    found = [word for before, word in zip(words, words[1:]) if before in _INTO]
+    found += [value for name, equals, value in (word.partition("=") for word in words) if equals and name in _INTO]
+    for word in words:
+        if depth and _SHELL_TEXT.search(word):
+            pieces = _pieces(word)
+            if pieces != [word]:
+                found += _entered(pieces, depth - 1)
+    return found
 
 
 def _naming(word: str, depth: int = 3) -> list[str]:
@@ -56,13 +86,7 @@ def _naming(word: str, depth: int = 3) -> list[str]:
     if "=" in word:
         named.append(word.partition("=")[2])
     if depth and _SHELL_TEXT.search(word):
-        import shlex
-
-        try:
-            split = shlex.split(word)
-        except ValueError:  # an unclosed quote: the shell would refuse it; its words still count
-            split = word.split()
-        for piece in (piece for part in split for piece in _SEPARATORS.split(part) if piece):
+        for piece in _pieces(word):
             if piece != word:
                 named += _naming(piece, depth - 1)
     return named
@@ -98,8 +122,12 @@ def _shadowing(project: "Project", branch: str) -> list[str]:
     """The refs git reads the short name of base or of `branch` as, before the branch itself (a
     tag `main`, hostile review 13): the implementer can make one, and the reviewer's `git diff
     main...HEAD` then shows a diff from the implementer's chosen commit, not what merges."""
-    wanted = [ref for name in (project.config.base, branch) if name for ref in git.shadowing_refs(name)]
-    return [ref for ref in git.all_refs(project.root, *wanted) if ref in wanted]
+    names = [name for name in (project.config.base, branch) if name]
+    wanted = [ref for name in names for ref in git.shadowing_refs(name)]
+    # git reads `$GIT_DIR/<name>` before either: the common folder's, from a linked worktree too
+    common = project.git_common_dir
+    files = [f"{common.name}/{name}" for name in names if git.reads_as_ref(common / name)]
+    return files + [ref for ref in git.all_refs(project.root, *wanted) if ref in wanted]
 
 
 def _held_as_files(project: "Project", commit: str, paths: list[str]) -> set[str]:
