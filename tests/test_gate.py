@@ -529,14 +529,18 @@ def test_a_file_a_shell_string_or_a_variable_of_the_review_command_names_is_the_
     assert json.loads(drover(project, "show", "D-1", "--json", check=True).stdout)["audits"] == []
 
 
-@pytest.mark.parametrize("name", ["refs/tags/main", "refs/main", "refs/tags/drover/d-1", ".git/main", ".git/main, ref:"])
+@pytest.mark.parametrize("name", ["refs/tags/main", "refs/main", "refs/tags/drover/d-1", ".git/main", ".git/main, ref:",
+                                  ".git/main, a fifo"])
 def test_a_ref_that_shadows_base_or_the_branch_for_the_reviewer_refuses_the_review(project, name):
     """Hostile review 13: a tag `main` on a commit of the implementer's choosing makes the reviewer's
     `git diff main...HEAD` show only what came after it, while finish merges the whole branch.
     Review 14: git reads a file `.git/main` before either (from a linked worktree too), with an id
-    in capitals or `ref:` and no space as well."""
+    in capitals or `ref:` and no space as well; a fifo there is refused, never read."""
     worktree = reviewed_by_script(project)
-    if name.startswith(".git/"):
+    if name.endswith("fifo"):  # git waits on it for ever: so would drover, reading it as git does
+        os.mkfifo(project / ".git" / "main")
+        name = ".git/main"
+    elif name.startswith(".git/"):
         head = git(worktree, "rev-parse", "HEAD").strip()
         (project / ".git" / "main").write_text("ref:refs/heads/drover/d-1\n" if "ref:" in name else head.upper() + "\n")
         assert git(worktree, "rev-parse", "main").strip() == head  # what the reviewer's git reads

@@ -1,7 +1,9 @@
 """Branches and refs: which exist, where they point, which one is checked out, and the base."""
 from __future__ import annotations
 
+import os
 import re
+import stat
 from functools import cache
 from pathlib import Path
 
@@ -26,9 +28,18 @@ def reads_as_ref(path: Path) -> bool:
     before `refs/<name>`): an object id, in either case, or `ref:` and a ref's name, with or without
     the space (hostile review 14: git 2.39 reads all three, from a linked worktree too)."""
     try:
-        with open(path, "rb") as handle:
-            head = handle.read(200).split(b"\n", 1)[0].strip()
-    except OSError:  # no such file, or a folder
+        mode = os.stat(path).st_mode
+        if stat.S_ISDIR(mode):
+            return False
+        if not stat.S_ISREG(mode):
+            return True  # a fifo or a device: git would wait on it, and so would a reader here
+        # never waits, should a fifo have taken the file's place since
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        try:
+            head = os.read(fd, 200).split(b"\n", 1)[0].strip()
+        finally:
+            os.close(fd)
+    except OSError:  # no such file
         return False
     return head.startswith(b"ref:") or (len(head) in (40, 64) and all(c in b"0123456789abcdefABCDEF" for c in head))
 
