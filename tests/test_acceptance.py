@@ -132,10 +132,11 @@ def test_github_review_lists_the_undisposed_close_then_finish_closes_it(hub):
     drover(root, "run", item, check=True)  # a real implementing run makes the branch
     drover(root, "audit", item, "--level", "reviewed", "--by", "Ann", check=True)
     assert close_calls(fake) == []
+    name_the_repository(root)
     done = drover(root, "finish", item)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "#12: closed with comment" in done.stdout
-    assert close_calls(fake) == [["issue", "close", "12", "--comment", NOTE]]
+    assert close_calls(fake) == [["issue", "close", "12", "--comment", NOTE, "--repo", "acme/widgets"]]
     after = shown(root, item)
     assert after["state"] == "done" and after["done"]
     (disposition,) = after["dispositions"]
@@ -144,8 +145,15 @@ def test_github_review_lists_the_undisposed_close_then_finish_closes_it(hub):
     assert f"drover: merge {item}" in git(root, "log", "-1", "--format=%s", "main")
 
 
+def name_the_repository(root: Path) -> None:
+    """`[tracker] repo` set: a close or a comment goes only where drover.toml says (gh would read
+    .git/config, which agents can write), and every gh call then names it."""
+    edit_config(root, 'repo = ""', 'repo = "acme/widgets"')
+
+
 def test_github_failure_during_finish_is_reported_and_the_next_finish_retries(hub):
     root, item, fake = hub
+    name_the_repository(root)
     drover(root, "dispose", item, "12", "--as", "close", "--note", NOTE, check=True)
     drover(root, "run", item, check=True)
     drover(root, "audit", item, "--level", "reviewed", "--by", "Ann", check=True)
@@ -163,7 +171,7 @@ def test_github_failure_during_finish_is_reported_and_the_next_finish_retries(hu
     done = drover(root, "finish", item)
     assert done.returncode == 0, done.stderr
     assert "#12: closed with comment" in done.stdout
-    assert close_calls(fake) == [["issue", "close", "12", "--comment", NOTE]] * 2
+    assert close_calls(fake) == [["issue", "close", "12", "--comment", NOTE, "--repo", "acme/widgets"]] * 2
     assert shown(root, item)["dispositions"][0]["applied"] == "closed with comment"
 
     done = drover(root, "finish", item)  # applied once: nothing is written again

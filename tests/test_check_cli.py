@@ -232,3 +232,14 @@ def test_check_gives_a_missing_dep_the_deps_line_and_a_cycle_the_file_of_its_fir
     (problem,) = [problem for problem in json.loads(invoke("check", "--json").output)["problems"]
                   if "dependency cycle" in problem["message"]]
     assert (problem["code"], problem["path"], problem["line"]) == ("dep-cycle", "items/D-1.md", None)
+
+
+def test_check_warns_when_the_github_tracker_names_no_repository(project):
+    """Hostile review 15: with `repo = ""` gh would take the repository from .git/config, which
+    agents can write; finish then writes to no issue, and check says why before it matters."""
+    config = project / "drover.toml"
+    config.write_text(config.read_text().replace('backend = "none"', 'backend = "github"', 1))
+    said = [line for line in invoke("check").output.splitlines() if "[tracker] repo is empty" in line]
+    assert len(said) == 1 and said[0].startswith("warning: drover.toml: [tracker] repo is empty"), said
+    config.write_text(config.read_text().replace('repo = ""', 'repo = "acme/widgets"', 1))
+    assert "[tracker] repo is empty" not in invoke("check").output

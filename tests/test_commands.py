@@ -1113,3 +1113,12 @@ def test_init_refuses_before_writing_when_a_file_is_in_the_way(repo, blocker):
     said = fails(drover("init"), 2)
     assert blocker in said
     assert snapshot(repo) == before
+
+
+def test_a_park_that_replaces_an_agents_reason_prints_none_of_its_escapes(project):
+    """Hostile review 15: an agent parks its own item with escapes in the reason; the operator's
+    park that refines it printed `(was parked: <that reason>)` as it was."""
+    ok("new", "Show me")
+    ok("park", "D-1", "--why", "needs a decision \x1b]52;c;ZWNobyBvd25lZA==\x07")
+    out = ok("park", "D-1", "--why", "waiting on the API decision")
+    assert "was parked: needs a decision ?]52;c;ZWNobyBvd25lZA==?" in out and "\x1b" not in out, out

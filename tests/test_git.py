@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 from contextlib import contextmanager
 from pathlib import Path
@@ -711,3 +712,27 @@ def test_a_folder_that_cannot_be_listed_is_never_taken_for_an_empty_one(repo, tm
     assert ".claude" in said, said
     # listed, the same folder is compared file by file
     assert dgit.differing_on_disk(repo, worktree, head, (".claude",)) == [".claude/settings.json"]
+
+
+def test_a_link_in_a_pooled_worktrees_git_folder_never_leads_the_clean_outside_it(repo, tmp_path):
+    """Hostile review 15: the holder of a pooled worktree made `logs` in its private git folder a
+    link to another repository's `.git`, and the clean before the next holder removed `logs/refs`:
+    that repository's branches. A link on the way to what the clean removes goes, never what it
+    leads to; the same for a link on the way to a `keep` path."""
+    from drover.git.cleaning import clear_leftovers, kept_index_of, private_git_dir
+
+    worktree = tmp_path / "pool" / "w1"
+    git(repo, "worktree", "add", "-q", "--detach", str(worktree), "HEAD")
+    private = private_git_dir(worktree, repo / ".git")
+    other = tmp_path / "other"
+    (other / "refs" / "heads").mkdir(parents=True)
+    (other / "refs" / "heads" / "keepme").write_text("1" * 40 + "\n")
+    shutil.rmtree(private / "logs", ignore_errors=True)
+    (private / "logs").symlink_to(other)
+    elsewhere = tmp_path / "elsewhere"
+    (elsewhere / "b").mkdir(parents=True)
+    (worktree / "a").symlink_to(elsewhere)
+    clear_leftovers(worktree, private, ("a/b",), kept_index_of(worktree))
+    assert (other / "refs" / "heads" / "keepme").is_file()
+    assert not (private / "logs").is_symlink() and not (worktree / "a").is_symlink()
+    assert (elsewhere / "b").is_dir()

@@ -142,6 +142,18 @@ def test_no_escape_an_agent_prints_reaches_the_operators_terminal(project):
     assert f"\n{said}\n" in drover(project, "log", "D-1").stdout  # off a terminal: the bytes as written
 
 
+def test_the_status_line_quotes_the_agents_last_line_without_its_escapes(project):
+    """Hostile review 15: while an agent is silent, the status line drover redraws each second
+    quotes its last line: an OSC 52 there wrote the operator's clipboard at every redraw."""
+    new_item(project, "First thing")
+    said = "x \x1b]52;c;ZWNobyBvd25lZA==\x07 \x1b[2J\x9b2J y"
+    code, heard = _drive_on_a_terminal(project, "run", "D-1", env={"AGENT_SAY": said, "AGENT_QUIET": "5"})
+    text = "".join(data for _, data in heard)
+    assert code == 0, text
+    assert "last: x ?]52;c;ZWNobyBvd25lZA==? ?[2J?2J y" in text, text
+    assert "\x1b]" not in text and "\x1b[2J" not in text and "\x9b" not in text
+
+
 ESCAPES = "x \x1b]52;c;ZWNobyBvd25lZA==\x07 \x1b[2J y"
 SHOWN = "x ?]52;c;ZWNobyBvd25lZA==? ?[2J y"
 

@@ -346,19 +346,32 @@ def test_github_issue_with_null_body_reads_as_empty(gh, repo):
     assert github_tracker(repo).issue(12).body == ""
 
 
+WHERE = ["--repo", "acme/widgets"]
+
+
 @pytest.mark.parametrize(
     "disposition, note, argv, applied",
     [
-        ("close", "Fixed in D-3; see the test.", ["issue", "close", "12", "--comment", "Fixed in D-3; see the test."], "closed with comment"),
-        ("close", "", ["issue", "close", "12"], "closed"),
-        ("comment", "Partly done: D-3 covers the parser.", ["issue", "comment", "12", "--body", "Partly done: D-3 covers the parser."], "commented"),
+        ("close", "Fixed in D-3; see the test.", ["issue", "close", "12", "--comment", "Fixed in D-3; see the test.", *WHERE], "closed with comment"),
+        ("close", "", ["issue", "close", "12", *WHERE], "closed"),
+        ("comment", "Partly done: D-3 covers the parser.", ["issue", "comment", "12", "--body", "Partly done: D-3 covers the parser.", *WHERE], "commented"),
     ],
 )
 def test_github_apply_runs_the_matching_gh_command(gh, repo, disposition, note, argv, applied):
     gh.answer("issue-close", "")
     gh.answer("issue-comment", "https://github.com/acme/widgets/issues/12#issuecomment-1\n")
-    assert github_tracker(repo).apply(12, disposition, note) == applied
+    assert github_tracker(repo, repo_name="acme/widgets").apply(12, disposition, note) == applied
     assert gh.calls() == [argv]
+
+
+@pytest.mark.parametrize("disposition", ["close", "comment"])
+def test_github_apply_writes_nothing_without_the_repository_named_in_drover_toml(gh, repo, disposition):
+    """Hostile review 15: with `repo = ""` gh takes the repository from `.git/config`, which an agent
+    can write (a remote marked `gh-resolved`): finish closed another repository's issue with the
+    operator's token. A write names its repository from drover.toml, or does not happen."""
+    with pytest.raises(TrackerUnavailable, match=r"set \[tracker\] repo"):
+        github_tracker(repo).apply(12, disposition, "Fixed in D-3")
+    assert gh.calls() == []
 
 
 def test_github_apply_keep_writes_nothing(gh, repo):
@@ -369,14 +382,14 @@ def test_github_apply_keep_writes_nothing(gh, repo):
 def test_github_apply_passes_text_verbatim_without_a_shell(gh, repo):
     gh.answer("issue-comment", "")
     note = "it's \"done\" $(touch pwned) `id` ; rm -rf ~\nsecond line"
-    github_tracker(repo).apply(12, "comment", note)
-    assert gh.calls() == [["issue", "comment", "12", "--body", note]]
+    github_tracker(repo, repo_name="acme/widgets").apply(12, "comment", note)
+    assert gh.calls() == [["issue", "comment", "12", "--body", note, *WHERE]]
     assert not (repo / "pwned").exists()
 
 
 def test_github_apply_comment_without_a_note_asks_nothing(gh, repo):
     with pytest.raises(TrackerUnavailable, match="the disposition carries no note"):
-        github_tracker(repo).apply(12, "comment", "")
+        github_tracker(repo, repo_name="acme/widgets").apply(12, "comment", "")
     assert gh.calls() == []
 
 
@@ -389,7 +402,7 @@ def test_github_apply_unknown_disposition_is_a_bug(gh, repo):
 def test_github_apply_failure_is_unavailable(gh, repo):
     gh.fail("issue-close", "GraphQL: Could not resolve to an issue or pull request with the number of 12. (repository.issue)\n")
     with pytest.raises(TrackerUnavailable) as failed:
-        github_tracker(repo).apply(12, "close", "done")
+        github_tracker(repo, repo_name="acme/widgets").apply(12, "close", "done")
     assert failed.value.reason == (
         "gh issue close failed: GraphQL: Could not resolve to an issue or pull request with the number of 12. "
         "(repository.issue)"
@@ -415,7 +428,7 @@ def test_github_without_gh_installed_is_unavailable(repo, tmp_path, monkeypatch)
     empty = tmp_path / "empty-bin"
     empty.mkdir()
     monkeypatch.setenv("PATH", str(empty))
-    tracker = github_tracker(repo)
+    tracker = github_tracker(repo, repo_name="acme/widgets")
     for call in calls_on(tracker):
         with pytest.raises(TrackerUnavailable) as missing:
             call()
@@ -426,7 +439,7 @@ def test_github_without_gh_installed_is_unavailable(repo, tmp_path, monkeypatch)
 def test_github_failing_gh_is_unavailable_with_its_words(gh, repo):
     for key in ("api", "issue-list", "issue-view", "issue-close", "issue-comment"):
         gh.fail(key, "HTTP 502: Bad Gateway (https://api.github.com/graphql)\n")
-    for call in calls_on(github_tracker(repo)):
+    for call in calls_on(github_tracker(repo, repo_name="acme/widgets")):
         with pytest.raises(TrackerUnavailable) as failed:
             call()
         assert failed.value.reason.endswith(" failed: HTTP 502: Bad Gateway (https://api.github.com/graphql)")

@@ -201,7 +201,8 @@ class _Output:
                 self._write(self.log, data)
                 self.size += len(data)
             if each.strip():
-                self.last_line = each.strip()
+                # quoted on the status line: no escape of the agent's reaches the operator's terminal
+                self.last_line = printable(each.strip())
             if self.show is not None:
                 self.show(each)
 

@@ -83,8 +83,10 @@ def echo_json(value: Any) -> None:
 
 
 def echo_outcome(outcome: Any) -> None:
-    for line in outcome.lines:
-        click.echo(line)
+    from drover.errors import printable
+
+    for line in outcome.lines:  # they may quote an agent's words (the park reason a park replaces)
+        click.echo(printable(line))
 
 
 # --- item ids --------------------------------------------------------------------------------

@@ -72,7 +72,8 @@ class TrackerConfig(NamedTuple):
     """The [tracker] table."""
 
     backend: str = key("tracker", "none", "where issues live", choices=Live(_backends))
-    repo: str = key("tracker", "", "owner/name for github; \"\" lets gh use this checkout's remote")
+    repo: str = key("tracker", "", "owner/name for github; \"\" lets gh read issues from this checkout's remote, "
+                                   "and finish then closes and comments on none")
     follow_up_label: str = key("tracker", "follow-up", "the label that marks follow-up issues (github)")
     register: str = key("tracker", "follow-ups.md", "the follow-up register file (backend file)")
     # the tables are read-only: every instance without the key shares one copy of the default

@@ -73,15 +73,34 @@ def clear_leftovers(worktree: Path, private: Path, keep: tuple[str, ...], kept_i
     drover's last checkout there wrote put back (restore_index)."""
     for name in _LEFT_STATE:
         left = private / name
-        if left.is_dir() and not left.is_symlink():
+        linked = _linked_part(private, name)
+        if linked is not None:
+            # `logs` made a link by the holder: `logs/refs` would be a folder anywhere the operator
+            # may write (hostile review 15); the link goes, never what it leads to
+            linked.unlink()
+        elif left.is_dir():
             shutil.rmtree(left, ignore_errors=True)
-        elif left.exists() or left.is_symlink():
+        elif left.exists():
             left.unlink()
     for entry in keep:
-        kept = worktree / entry
-        if kept.is_symlink():  # a link would make the next holder's kept folder any folder at all
-            kept.unlink()
+        # a link, at the kept path or on the way to it, would make the next holder's kept folder
+        # any folder at all
+        linked = _linked_part(worktree, entry.strip("/"))
+        if linked is not None:
+            linked.unlink()
     restore_index(private, kept_index)
+
+
+def _linked_part(folder: Path, relative: str) -> Path | None:
+    """The first of `relative`'s parts below `folder` that is a symbolic link, from the top; None when none is."""
+    path = folder
+    for part in relative.split("/"):
+        path = path / part
+        if path.is_symlink():
+            return path
+        if not path.exists():
+            return None
+    return None
 
 
 def kept_index_of(worktree: Path) -> Path:

@@ -304,6 +304,10 @@ def check_warnings(project: Project) -> list[Finding]:
         refusal = presets.root_refusal(agent)
         if refusal:
             findings.append(Finding(f"agent for {slot}: {refusal}", error=False))
+    if config.tracker.backend == "github" and not config.tracker.repo:
+        findings.append(Finding("drover.toml: [tracker] repo is empty: finish closes and comments on no issue until "
+                                "it names the repository (gh would take it from .git/config, which agents can write)",
+                                error=False))
     reason = open_tracker(config.tracker, project.root).probe()
     if reason:
         findings.append(Finding(f"tracker {config.tracker.backend}: {reason}", error=False))

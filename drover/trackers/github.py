@@ -93,6 +93,12 @@ class GitHubTracker:
         check_disposition(disposition)
         if disposition == "keep":
             return ""
+        if not self.repo:
+            # gh would take the repository from .git/config (a remote marked `gh-resolved`, then
+            # upstream, github, origin), which every agent can write: a close or a comment with the
+            # operator's token goes only where drover.toml says (hostile review 15)
+            raise TrackerUnavailable(f"cannot {disposition} issue #{number}: set [tracker] repo = \"owner/name\" in "
+                                     "drover.toml (gh would take the repository from .git/config, which agents can write)")
         if disposition == "close":
             comment = ["--comment", note] if note else []
             self._run(["issue", "close", str(number), *comment, *self._repo()], "gh issue close")
