@@ -246,3 +246,17 @@ def test_a_bad_export_is_one_line_and_imports_nothing(repo, tmp_path, content, s
     line = one_line(run(repo, "ledger", "import", str(bad)))
     assert said in line
     assert ledger_tables(repo / ".drover" / "ledger.db") == before
+
+
+def test_an_export_carries_no_terminal_escape_a_row_holds(busy):
+    """Hostile review 15: JSON needs only C0 controls escaped, and the export kept other text as it
+    is, so a C1 CSI an agent put in a note reached the terminal the export was printed to. DEL and
+    C1 are escaped as JSON escapes them: the same value, read back."""
+    with sqlite3.connect(busy / ".drover" / "ledger.db") as conn:
+        conn.execute("UPDATE audits SET note = 'ok \u2713 \x9b2J\x7f'")
+    conn.close()
+    done = run(busy, "ledger", "export")
+    assert done.returncode == 0, done.stderr
+    assert "\x9b" not in done.stdout and "\x7f" not in done.stdout and "\u2713" in done.stdout
+    notes = [line["row"]["note"] for line in map(json.loads, done.stdout.splitlines()[1:]) if line["table"] == "audits"]
+    assert notes == ["ok \u2713 \x9b2J\x7f"]

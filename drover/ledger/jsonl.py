@@ -244,6 +244,15 @@ def applied(ledger: Ledger) -> list[str]:
     return [row["name"] for row in rows]
 
 
+# JSON needs only the C0 controls escaped; DEL and C1 (the one-character CSI among them) are
+# escaped too, so an export printed to a terminal carries no escape an agent wrote into the ledger.
+_C1 = re.compile("[\x7f-\x9f]")
+
+
+def _escaped(match: re.Match[str]) -> str:
+    return f"\\u{ord(match.group()):04x}"
+
+
 def export(ledger: Ledger, out: IO[str]) -> dict[str, int]:
     """Write the header and every row; returns rows written per table. One read transaction,
     so a concurrent writer cannot make the export half old and half new."""
@@ -261,7 +270,7 @@ def export(ledger: Ledger, out: IO[str]) -> dict[str, int]:
             cursor = ledger.conn.execute(f'SELECT * FROM "{table}" ORDER BY {order}')
             counts[table] = 0
             for row in cursor:
-                out.write(json.dumps({"table": table, "row": dict(row)}, ensure_ascii=False) + "\n")
+                out.write(_C1.sub(_escaped, json.dumps({"table": table, "row": dict(row)}, ensure_ascii=False)) + "\n")
                 counts[table] += 1
     finally:
         ledger.conn.execute("COMMIT")
