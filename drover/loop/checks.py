@@ -324,13 +324,7 @@ def review_through_a_runner(config: Config) -> list[Finding]:
     """A warning when the review command starts a recipe runner (`make review`): drover compares
     the files the command names with the commit under review, and a recipe names its own, which a
     branch may change (hostile review 14; docs/security.md)."""
-    agent = config.agent_for("review")
-    import shlex
-
-    try:
-        words = shlex.split(agent.command)
-    except ValueError:
-        words = agent.command.split()
+    words = list(presets.resolve_agent(config.agent_for("review")).argv)
     while words and (words[0] == "env" or "=" in words[0] or words[0].startswith("-")):
         words = words[1:]  # `env NAME=value make ...`
     if not words or posixpath.basename(words[0]) not in RECIPE_RUNNERS:

@@ -35,12 +35,13 @@ def _reviewer_files(argv: tuple[str, ...] | list[str]) -> tuple[set[str], set[st
     """The words of a reviewer's command that may name a file in its folder, and the folder of each
     one below the top: a script sources or runs what lies beside it (`sh agents/review.sh` and
     its `agents/lib.sh`). A plain word (`claude`, `exec`) names no folder: a project's `exec/` is its own."""
-    values = [value for word in [*argv[1:], *argv[:1]] for value in _naming(word)]
+    lists = _word_lists(list(argv))
+    values = [value for each in lists for word in each for value in _naming(word)]
     words = {posixpath.normpath(value) for value in values if value and not value.startswith("-")}
     folders = {posixpath.dirname(word) for word in words if posixpath.dirname(word) and not word.startswith(("/", "../"))}
     # a folder the command goes into (`cd agents && sh review.sh`, `make -C agents`, `env -C agents`)
     # names what it runs there from that folder: the whole folder is the reviewer's (hostile review 14)
-    folders |= {posixpath.normpath(folder) for folder in _entered(list(argv))
+    folders |= {posixpath.normpath(folder) for each in lists for folder in _entered(each)
                 if folder and not folder.startswith(("/", "../", "-")) and posixpath.normpath(folder) not in (".", "..")}
     return words, folders
 
@@ -53,42 +54,39 @@ _SEPARATORS = re.compile(r"[;&|()<>`]+")
 _INTO = frozenset({"cd", "pushd", "-C", "--chdir", "--directory", "--cwd", "--dir", "--cd", "--prefix", "--project"})
 
 
-def _pieces(word: str) -> list[str]:
-    """The words of a shell script held in one word, split at its separators too (`a.sh;b.sh`)."""
-    import shlex
-
-    try:
-        split = shlex.split(word)
-    except ValueError:  # an unclosed quote: the shell would refuse it; its words still count
-        split = word.split()
-    return [piece for part in split for piece in _SEPARATORS.split(part) if piece]
-
-
-def _entered(words: list[str], depth: int = 3) -> list[str]:
-    """The folders `words` go into: the word after `cd` or `-C` (and the others of _INTO), or such
-    an option's value (`--directory=agents`), in a shell script they hold too, `depth` quotes deep."""
-    found = [word for before, word in zip(words, words[1:]) if before in _INTO]
-    found += [value for name, equals, value in (word.partition("=") for word in words) if equals and name in _INTO]
+def _word_lists(words: list[str], depth: int = 3) -> list[list[str]]:
+    """`words`, and the words of each shell script one of them holds (`sh -c 'cd agents && sh
+    review.sh'`, split at its separators too), nested up to `depth` quotes deep."""
+    lists = [words]
     for word in words:
         if depth and _SHELL_TEXT.search(word):
-            pieces = _pieces(word)
+            import shlex
+
+            try:
+                split = shlex.split(word)
+            except ValueError:  # an unclosed quote: the shell would refuse it; its words still count
+                split = word.split()
+            pieces = [piece for part in split for piece in _SEPARATORS.split(part) if piece]
             if pieces != [word]:
-                found += _entered(pieces, depth - 1)
-    return found
+                lists += _word_lists(pieces, depth - 1)
+    return lists
 
 
-def _naming(word: str, depth: int = 3) -> list[str]:
+def _entered(words: list[str]) -> list[str]:
+    """The folders `words` go into: the word after `cd` or `-C` (and the others of _INTO), or such
+    an option's value (`--directory=agents`)."""
+    found = [word for before, word in zip(words, words[1:]) if before in _INTO]
+    return found + [value for name, equals, value in (word.partition("=") for word in words) if equals and name in _INTO]
+
+
+def _naming(word: str) -> list[str]:
     """What a word of the command may name a file by: the word itself, an option's value
-    (`--settings=agents/hooks.json`), a variable's (`env R=agents/review.sh`), and each word of a
-    shell script it holds, nested up to `depth` quotes deep. It errs towards naming too much: a
-    review refused is the operator's to look at, a reviewer the implementer wrote is not."""
+    (`--settings=agents/hooks.json`) or a variable's (`env R=agents/review.sh`). With the words of
+    the shell scripts the command holds (_word_lists), it errs towards naming too much: a review
+    refused is the operator's to look at, a reviewer the implementer wrote is not."""
     named = [] if word.startswith("-") else [word]
     if "=" in word:
         named.append(word.partition("=")[2])
-    if depth and _SHELL_TEXT.search(word):
-        for piece in _pieces(word):
-            if piece != word:
-                named += _naming(piece, depth - 1)
     return named
 
 
@@ -174,8 +172,7 @@ def refuse_from_the_worktree(project: "Project", launch: "Launch", head: str) ->
     in_folders = [word for word in below if (launch.workdir / word).is_dir()]
     try:
         held = _held_as_files(project, head, in_folders) if in_folders else set()
-        within = sorted({word for word in below if word not in in_folders or word in held} | {
-            folder for folder in folders if folder not in (".", "..")})
+        within = sorted({word for word in below if word not in in_folders or word in held} | folders)
         looked_at = (*within, *settings)
         differing = git.differing_on_disk(project.root, launch.workdir, head, looked_at) if looked_at else []
     except GitError as exc:

@@ -354,28 +354,32 @@ def check_head(project: Project, ledger: Ledger, item_id: str, *, echo: bool = F
                cancel: threading.Event | None = None,
                progress: Callable[[str], None] | None = None) -> Gate:
     """A passing check of the branch's head with base as it is now, run now unless one is recorded."""
-    command = command_for(project, item_id)
+    command, _, found = _head_check(project, ledger, item_id)
     if not command:
         return Gate(None, False)
-    branch, base = ledger.item_branch(item_id), project.config.base
-    heads = git.heads_of(project.root, branch, base)  # both in one git call
-    found = passing_check(project, ledger, item_id, heads.get(branch, ""), heads.get(base, ""), command)
     if found is not None:
         return Gate(found, False)
     return Gate(run_check(project, ledger, item_id, echo=echo, cancel=cancel, progress=progress), True)
+
+
+def _head_check(project: Project, ledger: Ledger, item_id: str) -> tuple[str, str, Check | None]:
+    """The item's verify command ("" when nothing runs before merge), its branch head ("" when it
+    has none) and the passing check that covers that head with base as it is now, if any."""
+    command = command_for(project, item_id)
+    if not command:
+        return "", "", None
+    branch, base = ledger.item_branch(item_id), project.config.base
+    heads = git.heads_of(project.root, branch, base)  # both in one git call
+    head = heads.get(branch, "")
+    return command, head, passing_check(project, ledger, item_id, head, heads.get(base, ""), command)
 
 
 def unchecked(project: Project, ledger: Ledger, item_id: str) -> str:
     """For a review started by hand (`drive` checks the head before each review): why no check of
     drover's covers the head its reviewer is about to read; "" when one does, or nothing runs
     before merge."""
-    command = command_for(project, item_id)
-    branch, base = ledger.item_branch(item_id), project.config.base
-    if not command or not branch:
-        return ""
-    heads = git.heads_of(project.root, branch, base)
-    head = heads.get(branch, "")
-    if not head or passing_check(project, ledger, item_id, head, heads.get(base, ""), command) is not None:
+    command, head, found = _head_check(project, ledger, item_id)
+    if not command or not head or found is not None:
         return ""
     return (f"{item_id}: no passing check of `{command}` covers {head[:7]}, the head under review: its reviewer "
             f"sees none, and finish needs one (`drover verify {item_id}` runs it; `drover drive` runs it before "
