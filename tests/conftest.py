@@ -37,10 +37,40 @@ def git_template(tmp_path_factory) -> Path:
     return tmp_path_factory.mktemp("git-template")
 
 
+@pytest.fixture(scope="session")
+def compiled_templates(tmp_path_factory) -> Path:
+    """The built-in templates compiled once per test process, as jinja's bytecode cache keeps
+    them in the user's cache folder (drover/prompts/env.py): each test's HOME starts with a copy,
+    as a user's does after their first prompt, so its first render loads them (a millisecond)
+    instead of compiling them (50-60 ms a slot). tests/test_template_cache.py, with a cache folder
+    of its own, proves what the first compile writes and that a cached render is a compiled one."""
+    from drover.prompts import SLOTS
+    from drover.prompts import env as template_env
+
+    folder = tmp_path_factory.mktemp("compiled-templates")
+    saved = {key: os.environ.pop(key, None) for key in ("XDG_CACHE_HOME", "DROVER_NO_CACHE")}
+    os.environ["XDG_CACHE_HOME"] = str(folder)
+    try:
+        template_env.environment.cache_clear()
+        for slot in SLOTS:
+            template_env.builtin_template(slot)
+    finally:
+        template_env.environment.cache_clear()
+        for key, value in saved.items():
+            os.environ.pop(key, None)
+            if value is not None:
+                os.environ[key] = value
+    kept = folder / "drover" / "jinja"
+    assert len(list(kept.iterdir())) == len(SLOTS), "the compiled templates were not cached"
+    return kept
+
+
 @pytest.fixture(autouse=True)
-def isolated_env(tmp_path_factory, monkeypatch, git_template):
-    """No test sees the developer's HOME, git config, colour settings or drover variables."""
+def isolated_env(tmp_path_factory, monkeypatch, git_template, compiled_templates):
+    """No test sees the developer's HOME, caches, git config, colour settings or drover variables."""
     home = tmp_path_factory.mktemp("home")
+    shutil.copytree(compiled_templates, home / ".cache" / "drover" / "jinja")
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(home / ".gitconfig"))

@@ -12,6 +12,7 @@ import shutil
 import sqlite3
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from hypothesis import strategies as st
@@ -166,12 +167,23 @@ def _settings() -> tuple:
 def configure(root: Path, extra: str = "") -> None:
     """`drover init` set up for the scripted loop agent (implementer, reviewer), `extra` appended
     to drover.toml, committed."""
+    _made_once(root, ("configure", extra), lambda: _configure(root, extra))
+
+
+def initialized(root: Path) -> None:
+    """`drover init` and nothing more, as a test of the other commands starts from."""
+    _made_once(root, ("init",), lambda: drover(root, "init", check=True))
+
+
+def _made_once(root: Path, what: tuple, make: Callable[[], object]) -> None:
+    """`make()` in `root`, or, on a repository still as the `repo` fixture gave it, a copy of what
+    the same `make` did there earlier this session under the same settings."""
     fresh = root in FRESH and FRESH[root] == files_state(root)
-    key = (extra, _settings())
+    key = (*what, _settings())
     if fresh and key in CONFIGURED:
         shutil.copytree(CONFIGURED[key], root, symlinks=True, dirs_exist_ok=True)
         return
-    _configure(root, extra)
+    make()
     # a project that names its own folder anywhere is no copy for another folder
     if fresh and TEMPLATES and not any(str(root).encode() in path.read_bytes()
                                        for path in root.rglob("*") if path.is_file()):

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from helpers import git, ledger_tables, line_of_key, write_requirements
+from helpers import git, initialized, ledger_tables, line_of_key, write_requirements
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from helpers import FINDINGS, chunk, findings_text
@@ -94,7 +94,7 @@ def set_config(root: Path, table: str, line: str) -> None:
 
 @pytest.fixture
 def project(repo) -> Path:
-    ok("init")
+    initialized(repo)
     return repo
 
 

@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from drover import prompts as templates
 from drover.cli.main import cli
-from helpers import invoke
+from helpers import initialized, invoke
 from drover.prompts.resources import builtin_dir
 
 OLD_SCOPE = "2c3ce7b7956f"  # the first shipped implement/scope default, kept in history.json
@@ -19,7 +19,7 @@ KICKOFF = "docs-internal/kickoff.tmpl"
 
 @pytest.fixture
 def project(repo):
-    assert invoke("init").exit_code == 0
+    initialized(repo)
     assert invoke("new", "A thing").exit_code == 0
     return repo
 
