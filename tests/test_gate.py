@@ -19,8 +19,9 @@ import pytest
 from drover.loop import runs
 from drover.executors.ray import take_bundle
 from drover.ledger.db import Ledger
+from drover.errors import Refused
 from drover.ledger.project import open_project
-from helpers import AGENT, TESTS, InlineExecutor, configure, drover, git, ledger_tables, new_item, one_line
+from helpers import AGENT, BIN, TESTS, InlineExecutor, configure, drover, git, ledger_tables, new_item, one_line
 
 GATE_AGENT = TESTS / "agents" / "gate_agent.py"
 
@@ -574,6 +575,69 @@ def test_an_item_whose_worktree_changed_under_its_review_goes_to_the_operator(pr
     assert "changed under its review" in shown["parked_reason"] and ".claude/settings.json" in shown["parked_reason"]
 
 
+def test_a_branch_that_moves_after_its_review_was_judged_is_not_reviewed(project):
+    """The review's branch check judges the head its prompt was built on. A process the
+    implementer left running that moves the branch before the reviewer starts (to a commit that
+    rewrites the reviewer script, its files already in the worktree) would have that head reviewed
+    by its own reviewer: the launch is refused instead, and nothing is approved."""
+    worktree = reviewed_by_script(project)
+    with Ledger(project / ".drover" / "ledger.db") as ledger:
+        opened = open_project(project)
+        launch = runs.prepare(opened, ledger, "D-1", "review")
+        _edited(worktree)  # what the left-over process commits, after the check, before the launch
+        git(worktree, "commit", "-q", "-am", "a friendlier reviewer")
+        with pytest.raises(Refused, match="moved from .* while its review was being prepared"):
+            runs.execute(opened, ledger, launch, echo=False)
+    shown = json.loads(drover(project, "show", "D-1", "--json", check=True).stdout)
+    assert shown["state"] != "approved" and not [run for run in shown["runs"] if run["slot"] == "review"], shown
+
+
+def ended(root: Path, *args: str, env: dict | None = None, seconds: float = 60) -> subprocess.CompletedProcess:
+    """`drover ARGS` as a process, which must end within `seconds`: a fifo an agent planted would
+    make a blocking read wait for ever (the test fails then, never hangs)."""
+    full = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}", **(env or {})}
+    try:
+        return subprocess.run([str(BIN / "drover"), *args], cwd=root, capture_output=True, text=True, env=full,
+                              stdin=subprocess.DEVNULL, timeout=seconds)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"drover {' '.join(args)} was still waiting after {seconds:g}s")
+
+
+def test_a_fifo_the_implementer_names_as_its_worktrees_git_folder_refuses_the_review_at_once(project):
+    """The worktree's `.git` file names a folder whose `gitdir` is a fifo: drover reads it, before the
+    review, without waiting for a writer that never comes."""
+    drover(project, "run", "D-1", check=True)
+    worktree = project / ".drover" / "worktrees" / "D-1"
+    (worktree / ".x").mkdir()
+    os.mkfifo(worktree / ".x" / "gitdir")
+    (worktree / ".git").write_text("gitdir: .x\n")
+    done = ended(project, "review", "D-1")
+    assert done.returncode != 0 and "Traceback" not in done.stderr, done.stderr
+    assert json.loads(drover(project, "show", "D-1", "--json", check=True).stdout)["state"] != "approved"
+
+
+def test_a_fifo_in_place_of_a_worktrees_head_stops_the_next_launch_with_one_line(project):
+    """git lists worktrees by reading each one's HEAD in the shared git folder, which every agent can
+    write: a fifo there would hold every later launch, of any item, for ever."""
+    drover(project, "run", "D-1", check=True)
+    head = project / ".git" / "worktrees" / "D-1" / "HEAD"
+    head.unlink()
+    os.mkfifo(head)
+    done = ended(project, "run", "D-2")
+    assert done.returncode != 0, done.stdout
+    assert done.stderr.count("\n") == 1 and "is not a regular file" in done.stderr and "D-1/HEAD" in done.stderr
+
+
+def test_a_git_of_drovers_that_waits_on_a_fifo_ends_after_its_time_limit(project):
+    """A fifo among the refs makes `git for-each-ref` wait for ever: check (and so every drive, which
+    checks first) ends with one line once DROVER_GIT_TIMEOUT has passed."""
+    os.mkfifo(project / ".git" / "refs" / "heads" / "trap")
+    done = ended(project, "check", env={"DROVER_GIT_TIMEOUT": "2"})
+    assert done.returncode != 0
+    assert "did not end within 2s" in done.stderr and "find .git -type p" in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr
+
+
 REVIEWER_MODULE = """import json, os, subprocess, sys
 sys.stdin.read()
 subprocess.run(["drover", "request-changes", os.environ["DROVER_ITEM"]], input="# Never approved\\n", text=True)
@@ -640,6 +704,16 @@ def test_an_item_edit_drover_committed_on_the_branch_does_not_stop_finish(projec
     assert done.returncode == 0, done.stderr
     assert "A note drover wrote." in git(project, "show", "main:items/D-1.md")
 
+
+def test_with_worktree_false_a_branch_that_changes_drover_toml_still_needs_the_operators_word(project):
+    """With the checkout on the branch, the branch's drover.toml is the one on disk: being the same
+    text as the checkout's says nothing about who wrote it."""
+    work_in_this_checkout(project)
+    drover(project, "run", "D-1", env={"GATE_ATTACK": "drover.toml"}, check=True)
+    drover(project, "review", "D-1", check=True)
+    done = drover(project, "finish", "D-1")
+    assert done.returncode != 0 and "changes drover's own files (drover.toml)" in done.stderr, done.stderr
+    assert "the agent was here" not in git(project, "show", "main:drover.toml")
 
 
 def planted_gpg(folder: Path) -> tuple[Path, Path]:

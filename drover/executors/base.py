@@ -38,6 +38,8 @@ class Launch:
     root_refusal: str = ""
     stream: str = ""  # the structured output the agent prints (drover/agents/usage.py), "" for plain text
     token_ceiling: int = 0  # the run is ended past this many tokens in + out (drover/loop/budgets.py); 0: none
+    # a review's: the branch head its prompt was built on and its branch check judged ("" for other slots)
+    reviewed_head: str = ""
 
     @property
     def prompt_path(self) -> Path:

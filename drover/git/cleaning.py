@@ -3,6 +3,7 @@ worktree git registered, forced onto a branch or a commit, cleaned of everything
 kept paths; and one that cannot be, removed whatever it holds."""
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 import stat
@@ -33,6 +34,19 @@ def common_dir(root: Path) -> Path:
     return (root / found).resolve()
 
 
+def read_small_file(path: Path, most: int = 65536) -> str:
+    """The text of a regular file the agent may write (a worktree's `.git`, its private folder's
+    `gitdir`, `commondir`, `HEAD`), opened without waiting: a fifo or a device in its place raises
+    OSError rather than hang drover on an open() no writer will ever answer."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", str(path))
+        return os.read(fd, most).decode("utf-8", errors="replace")
+    finally:
+        os.close(fd)
+
+
 def private_git_dir(worktree: Path, common: Path) -> Path:
     """The worktree's own git folder, read from its `.git` file without running git in it; Unfit
     unless the file is a plain file naming a folder of `common`/worktrees/ that names it back (an
@@ -41,7 +55,7 @@ def private_git_dir(worktree: Path, common: Path) -> Path:
     try:
         if not stat.S_ISREG(os.lstat(dot_git).st_mode):
             raise Unfit(f"{dot_git} is not a file")
-        text = dot_git.read_text(encoding="utf-8", errors="replace").strip()
+        text = read_small_file(dot_git).strip()
     except OSError as exc:
         raise Unfit(f"{dot_git}: {exc.strerror}") from None
     if not text.startswith("gitdir: "):
@@ -51,7 +65,7 @@ def private_git_dir(worktree: Path, common: Path) -> Path:
     # followed the implementer's link elsewhere)
     private = Path(os.path.realpath(worktree / text[len("gitdir: "):]))
     try:
-        named_back = Path((private / "gitdir").read_text(encoding="utf-8").strip())
+        named_back = Path(read_small_file(private / "gitdir").strip())
     except OSError:
         raise Unfit(f"{dot_git} names {private}, which is not a worktree's folder") from None
     if private.resolve().parent != common / "worktrees" or named_back.resolve() != dot_git.resolve():
@@ -59,7 +73,7 @@ def private_git_dir(worktree: Path, common: Path) -> Path:
     # the private folder names the common one it shares: rewritten, git in the worktree would
     # work on another repository's objects, refs and config
     try:
-        shared = (private / (private / "commondir").read_text(encoding="utf-8").strip()).resolve()
+        shared = (private / read_small_file(private / "commondir").strip()).resolve()
     except OSError:
         raise Unfit(f"{private} names no common git folder") from None
     if shared != common.resolve():

@@ -58,26 +58,50 @@ def _cannot_start(exc: OSError, cwd: Path | None) -> GitError:
     return GitError("git is not installed")
 
 
+def _timeout() -> float | None:
+    """How long one git of drover's may take, in seconds (`DROVER_GIT_TIMEOUT`, 900 when unset or
+    not a number; 0 or less: no limit). git waits for ever on a fifo put where it reads a file of the
+    git folder (a loose ref, a worktree's HEAD), and agents write that folder: a drive unattended
+    would wait with it (docs/security.md)."""
+    try:
+        seconds = float(os.environ.get("DROVER_GIT_TIMEOUT") or 900)
+    except ValueError:
+        seconds = 900.0
+    return seconds if seconds > 0 else None
+
+
+def _timed_out(args: list[str], seconds: float | None) -> GitError:
+    return GitError(f"git {args[0]} did not end within {seconds:g}s: a fifo in place of a file of the git "
+                    "folder makes git wait for ever (`find .git -type p` lists any; DROVER_GIT_TIMEOUT sets the limit)")
+
+
 def run(args: list[str], cwd: Path | None) -> subprocess.CompletedProcess[str]:
     """git `args` in `cwd` (None: the working directory), its output as text; GitError only when
-    git cannot start."""
+    git cannot start, or does not end in time (_timeout)."""
     import subprocess  # here: a command that never runs git does not pay for the import
 
+    seconds = _timeout()
     try:
         return subprocess.run(["git", *PINNED, *args], cwd=cwd, env=_env(), capture_output=True,
-                              text=True, encoding="utf-8", errors="replace")
+                              text=True, encoding="utf-8", errors="replace", timeout=seconds)
     except (FileNotFoundError, NotADirectoryError) as exc:
         raise _cannot_start(exc, cwd) from None
+    except subprocess.TimeoutExpired:
+        raise _timed_out(args, seconds) from None
 
 
 def run_bytes(args: list[str], cwd: Path, stdin: bytes = b"") -> subprocess.CompletedProcess[bytes]:
     """git `args` in `cwd` fed `stdin`, its output as bytes (object ids, trees and paths as git wrote them)."""
     import subprocess
 
+    seconds = _timeout()
     try:
-        return subprocess.run(["git", *PINNED, *args], cwd=cwd, env=_env(), input=stdin, capture_output=True)
+        return subprocess.run(["git", *PINNED, *args], cwd=cwd, env=_env(), input=stdin, capture_output=True,
+                              timeout=seconds)
     except (FileNotFoundError, NotADirectoryError) as exc:
         raise _cannot_start(exc, cwd) from None
+    except subprocess.TimeoutExpired:
+        raise _timed_out(args, seconds) from None
 
 
 def failure(args: list[str], done: subprocess.CompletedProcess[str]) -> GitError:

@@ -11,8 +11,37 @@ from drover.git.branches import branch_exists, current_branch, heads_of, local_r
 from drover.git.run import failure, git, rev_parse, run
 
 
+# What git reads of each worktree's private folder when it lists worktrees or checks whether a
+# branch is checked out elsewhere (`worktree list`, `worktree add`): an agent can put a fifo there.
+_ADMIN_FILES = ("HEAD", "gitdir", "commondir", "locked")
+
+
+def require_no_fifo_in_worktree_folders(root: Path) -> None:
+    """GitError naming the first file of a worktree's private folder (.git/worktrees/*/HEAD, gitdir,
+    commondir, locked) that is there and is no regular file: git would wait on a fifo there for
+    ever, and drover with it (an agent's worktree HEAD, replaced)."""
+    import stat
+
+    folder = Path(root) / ".git" / "worktrees"
+    try:
+        names = sorted(os.listdir(folder))
+    except OSError:
+        return
+    for name in names:
+        for admin in _ADMIN_FILES:
+            path = folder / name / admin
+            try:
+                mode = os.lstat(path).st_mode
+            except OSError:
+                continue
+            if not stat.S_ISREG(mode):
+                raise GitError(f"{path} is not a regular file: git would wait on it for ever (agents can "
+                               "write there); remove it, then run `git worktree prune`")
+
+
 def registered_worktrees(root: Path) -> dict[Path, str]:
     """Every registered worktree's path -> its branch ("" when detached)."""
+    require_no_fifo_in_worktree_folders(root)
     found: dict[Path, str] = {}
     path: Path | None = None
     for line in git(["worktree", "list", "--porcelain"], root).splitlines():
@@ -69,6 +98,7 @@ def add_detached_worktree(root: Path, path: Path, commit: str) -> Path:
     follows, so nothing done in it moves one (drover's checks, verify.py)."""
     path = Path(path).resolve()
     path.parent.mkdir(parents=True, exist_ok=True)
+    require_no_fifo_in_worktree_folders(root)
     git(["worktree", "add", "--quiet", "--detach", str(path), f"{commit}^{{commit}}"], root)
     return path
 

@@ -42,6 +42,11 @@ def steering_paths(project: "Project", paths: list[str]) -> list[str]:
             or any(_within(file, path) for file in files)]
 
 
+def item_paths(project: "Project", paths: list[str]) -> list[str]:
+    """Those of `paths` in the items folder."""
+    return [path for path in paths if _within(path, project.config.items)]
+
+
 def _prompt_keys(project: "Project") -> set[str]:
     """Each [prompts] file as repository paths: as written, and as the checkout resolves it (an
     absolute path inside the repository, a path through a linked folder: the file rendered is

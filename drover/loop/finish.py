@@ -7,7 +7,7 @@ from typing import Any
 from drover import git
 from drover.errors import Refused
 from drover.ledger.db import Ledger
-from drover.ledger.ownfiles import shown_paths, state_paths, steering_paths
+from drover.ledger.ownfiles import item_paths, shown_paths, state_paths, steering_paths
 from drover.ledger.project import STATE_DIR, Project
 from drover.ledger.acting import actor
 from drover.ledger.itemstate import item_state
@@ -134,8 +134,10 @@ def _require_own_files_kept(project: Project, item_id: str, branch: str, commit:
     """Refuse a branch that would bring drover's state, or (unless `allowed`) what steers it.
 
     A path counts where the merge would change it: the diff from where the branch left base to
-    `commit`. A steering file whose text at `commit` is the text in this checkout already
-    (drover's own item edits, committed on the branch with `worktree = false`) brings nothing.
+    `commit`. An item file whose text at `commit` is the text in this checkout already (drover's own
+    item edits, committed on the branch with `worktree = false`) brings nothing. No other steering
+    file is let through that way: with `worktree = false` the checkout is the branch, so its
+    drover.toml and overrides are the branch's own text (hostile review 16).
     `bases`: the merge bases of `base_head` and `commit`.
     """
     changed = git.changed_paths(project.root, project.config.base, commit, base_head=base_head, bases=bases)
@@ -146,7 +148,8 @@ def _require_own_files_kept(project: Project, item_id: str, branch: str, commit:
                       f"take those commits off {branch} and review again")
     steering = steering_paths(project, changed)
     if steering and not allowed:
-        brought = _differing(project, commit, steering)
+        items = item_paths(project, steering)
+        brought = [path for path in steering if path not in items] + _differing(project, commit, items)
         if brought:
             raise Refused(f"{item_id}: {branch} changes drover's own files ({shown_paths(brought)}): "
                           f"read those changes, then `drover finish {item_id} --allow-drover-files` to merge them")

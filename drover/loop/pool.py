@@ -243,9 +243,11 @@ def _require_on(path: Path, branch: str) -> None:
 
 
 def _head_file(path: Path) -> str:
-    text = (path / ".git").read_text(encoding="utf-8").strip()
+    from drover.git.cleaning import read_small_file
+
     try:
-        return (Path(text.removeprefix("gitdir: ")) / "HEAD").read_text(encoding="utf-8").strip()
+        text = read_small_file(path / ".git").strip()
+        return read_small_file(Path(text.removeprefix("gitdir: ")) / "HEAD").strip()
     except OSError:
         return ""
 

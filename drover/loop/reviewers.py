@@ -104,8 +104,11 @@ def refuse_from_the_branch(project: "Project", item_id: str, branch: str, argv: 
     command that names a file the branch changes (`sh agents/agent.sh`, found from the worktree),
     or the settings and instructions the CLI reads there (AGENT_CONFIG): the implementer would
     write its own reviewer (docs/security.md). `heads`: the branch's and base's heads the
-    review's prompt was built on, when both exist (read here otherwise)."""
-    heads = heads or git.heads_of(project.root, branch, project.config.base)
+    review's prompt was built on, when both exist (read here otherwise, and given back in it: the
+    launch must start on the head judged here)."""
+    heads = {} if heads is None else heads
+    if not heads:
+        heads.update(git.heads_of(project.root, branch, project.config.base))
     if branch not in heads or project.config.base not in heads:
         return
     changed = git.changed_paths(project.root, project.config.base, heads[branch], base_head=heads[project.config.base])

@@ -140,7 +140,7 @@ def prepare(project: Project, ledger: Ledger, item_id: str, slot: str, *,
         prompt=rendered.text, provenance=rendered.provenance, warnings=warnings,
         branch=branch if slot != "draft" else "", workdir=workdir, worktree=worktree, run_dir=run_dir,
         env_add=env_add, binary_missing=presets.binary_missing(agent), root_refusal=presets.root_refusal(agent),
-        stream=presets.stream_of(agent),
+        stream=presets.stream_of(agent), reviewed_head=heads.get(branch, "") if slot == "review" else "",
     )
 
 
@@ -271,6 +271,12 @@ def execute(project: Project, ledger: Ledger, launch: Launch, *, echo: bool = Tr
                 raise
             return RunResult(launch.run_id, None, "interrupted", 0.0, launch.log_path)
     if launch.slot == "review":
+        # the branch check (prepare) judged the head the prompt was built on: a branch moved since
+        # (a process the implementer left running) would be reviewed unjudged, its own reviewer with it
+        if head_start != launch.reviewed_head:
+            raise Refused(f"{launch.item_id}: {launch.branch} moved from {launch.reviewed_head[:12] or 'nothing'} to "
+                          f"{head_start[:12] or 'nothing'} while its review was being prepared: no review runs on "
+                          "a head its checks did not judge; review again")
         reviewers.refuse_from_the_worktree(project, launch, head_start)  # after the set-up: it may write there too
     _record_start(project, ledger, launch, head_start)
     from drover.executors import open_executor
