@@ -35,7 +35,8 @@ def test_an_override_written_against_an_old_default_is_stale_and_diffs(project):
     use_override(project, f"<% block scope %>\n<# drover-base: {OLD_SCOPE} #>\n- Own only this item's files.\n<% endblock %>\n")
     checked = invoke("check")
     assert checked.exit_code == 1
-    assert "STALE OVERRIDE implement/scope in docs-internal/kickoff.tmpl" in checked.output.splitlines()
+    assert "STALE OVERRIDE implement/scope in docs-internal/kickoff.tmpl" in checked.stdout.splitlines()
+    assert "`drover check --diff`" in checked.stderr and "`drover override --update`" in checked.stderr  # what to do
     diffed = invoke("check", "--diff", "--color", "never")
     lines = diffed.output.splitlines()
     assert lines[:3] == [

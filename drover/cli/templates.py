@@ -110,6 +110,9 @@ def check(diff: bool, diff_format: str, color: str, update: bool, dry_run: bool,
 
 
 NOTHING_STALE = "no stale overrides: nothing to diff"
+# what a stale override asks of its owner, after check's lines (on stderr: stdout keeps one line a finding)
+STALE_HINT = ("a stale override: `drover check --diff` shows how the default changed since it was written; "
+              "`drover override --update` merges that into it")
 
 
 def say_check(findings: list[Any], as_json: bool, *, diff: bool = False, out_err: bool = False) -> None:
@@ -128,6 +131,8 @@ def say_check(findings: list[Any], as_json: bool, *, diff: bool = False, out_err
             click.echo(printable(found.message if found.error else f"warning: {found.message}"), err=out_err)
     if not findings and not diff:
         click.echo("no problems found")
+    if not diff and any(found.message.startswith("STALE OVERRIDE ") for found in findings):
+        click.echo(STALE_HINT, err=True)
     sys.exit(1 if failed else 0)
 
 
