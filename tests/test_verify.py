@@ -71,6 +71,11 @@ def test_drive_finish_sends_a_failing_check_back_and_merges_only_the_fix(project
     assert "FAIL: BROKEN is here" in first["tail"] and "running the tests" in first["tail"]
     assert (second["outcome"], second["exit_status"]) == ("exited", 0)
     assert "FAIL: BROKEN is here" in (project / first["log_path"]).read_text()
+    # the log the drive's summary names is one `drover log` shows, by the check's id
+    logged = drover(project, "log", "D-1", "--run", first["id"])
+    assert logged.returncode == 0 and logged.stdout == (project / first["log_path"]).read_text()
+    unknown = drover(project, "log", "D-1", "--run", "nope")
+    assert unknown.returncode == 2 and f"its latest checks: {first['id']}, {second['id']}" in unknown.stderr
     # the failure's output was on record and in the second implementing prompt (its Changes section)
     second_prompt = (tmp_path / "prompts" / "implement-2.md").read_text()
     assert "The verify command failed: `make test`" in second_prompt

@@ -195,7 +195,7 @@ def stop(item_id: str) -> None:
 
 @click.command(name="log", epilog=example("drover log D-3 --follow"))
 @click.argument("item_id", metavar="ID", type=ITEM_ID)
-@click.option("--run", "run_id", metavar="RUN", help="This run of the item (default: its newest).")
+@click.option("--run", "run_id", metavar="RUN", help="This run of the item, or one of its checks (default: its newest run).")
 @click.option("--follow", is_flag=True, help="Keep printing what the agent writes until the run ends.")
 def log_command(item_id: str, run_id: str | None, follow: bool) -> None:
     """Print (or follow) the agent log of an item's run."""

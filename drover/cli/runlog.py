@@ -27,7 +27,9 @@ def pick_run(project: Project, ledger: Ledger, item_id: str, run_id: str | None)
     for run in runs:
         if run.id == run_id:
             return run
-    raise UsageError(f"{item_id} has no run {run_id} (its runs: {', '.join(run.id for run in runs)})")
+    checks = [check.id for check in ledger.checks(item_id)][-3:]
+    raise UsageError(f"{item_id} has no run {run_id} (its runs: {', '.join(run.id for run in runs)}"
+                     + (f"; its latest checks: {', '.join(checks)}" if checks else "") + ")")
 
 
 def copy_log(path: Path, write: Callable[[bytes], None], *, follow: bool,
@@ -72,6 +74,15 @@ def show_log(project: Project, item_id: str, run_id: str | None, *, follow: bool
                                                                                           flush=True)):
         return
     with Ledger(project.ledger_path) as ledger:
+        check = next((check for check in ledger.checks(item_id) if check.id == run_id), None) if run_id else None
+        if check is not None:  # a check's log (drive's summary names it), whole: it is recorded once ended
+            path = project.root / (check.log_path or "")
+            if not check.log_path or not path.exists():
+                raise UsageError(f"{check.id}: no log at {check.log_path}")
+            write = log_writer(out)
+            copy_log(path, write, follow=False, still_running=lambda: False)
+            write(b"", final=True)
+            return
         run = pick_run(project, ledger, item_id, run_id)
     path = project.root / (run.log_path or "")
     if not path.exists() and not (follow and run_alive(run)):
