@@ -309,6 +309,11 @@ def test_a_scratch_merge_that_conflicts_is_a_failed_check_that_says_so(project):
     (row,) = [row for row in checks(project) if row["outcome"] == "conflict"]
     assert row["exit_status"] is None
     assert git(project, "status", "--porcelain", "--untracked-files=no") == ""
+    # finish names what can help: the implementer merging base in, not a check that conflicts again
+    drover(project, "audit", "D-1", "--level", "reviewed", check=True)
+    refused = drover(project, "finish", "D-1")
+    assert refused.returncode == 1 and "main does not merge into it cleanly" in refused.stderr
+    assert "`drover run D-1` has its implementer merge main in" in refused.stderr, refused.stderr
 
 
 def test_a_check_past_the_agents_timeout_ends_its_whole_process_group(project):
