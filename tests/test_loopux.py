@@ -351,6 +351,10 @@ def test_drive_dry_run_json_prints_the_plan_as_json_on_stdout_and_the_header_on_
     assert "drover drive" in done.stderr and "dry run; nothing was launched" in done.stderr
     named = json.loads(drover(project, "drive", second, "--dry-run", "--json", check=True).stdout)
     assert [(row["id"], row["next"]) for row in named["items"]] == [(second, "run")]
+    drover(project, "run", first, check=True)  # committed work, in review: the drive starts at the review
+    reviewing = json.loads(drover(project, "drive", first, "--dry-run", "--json", check=True).stdout)
+    assert reviewing["items"] == [{"id": first, "next": "run", "waiting": [],
+                                   "note": "review would run on this machine (implement again only if it sends back)"}]
 
 
 def test_the_drive_header_gives_the_cap_in_rounds_and_one_round_in_the_singular(project):

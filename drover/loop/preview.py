@@ -158,6 +158,8 @@ def dry_run_plan(project: Project, queue: list[str], rows: dict[str, Listed], *,
                                   f"{needs_requirements_note(item_state(project, ledger, item_id))}"))
         elif row is not None and row.state == State.APPROVED:
             steps.append(Step(item_id, "finish", "finish would merge it"))
+        elif row is not None and row.state == State.IN_REVIEW:  # its work is committed: no implementer first
+            steps.append(Step(item_id, "run", f"review would run on {where} (implement again only if it sends back)"))
         else:
             steps.append(Step(item_id, "run", f"implement and review would run on {where}"))
     if explicit:
