@@ -259,6 +259,34 @@ def test_setup_runs_again_only_when_a_setup_input_changed(pooled, tmp_path):
     assert row["setup_at"] and row["setup_digest"]
 
 
+def test_what_setup_leaves_outside_keep_is_warned_of_and_a_changed_keep_sets_each_worktree_up_again(pooled, tmp_path):
+    """Set-up that made a file outside `keep` lost it at the next clean, while the worktree still
+    counted as set up (the digest covered the command and setup_inputs only): nothing said so, and
+    putting the file into `keep` afterwards did not run set-up again. Now a set-up that ran names
+    what the next clean removes, and `keep` is part of the digest."""
+    log = tmp_path / "setup-runs.log"
+    odd = "evil\x1b[2Jname"  # set-up runs what the branch holds: a name may be an agent's
+    script = tmp_path / "setup.sh"
+    script.write_text(f"echo ran >> {log}; mkdir -p cache; touch cache/kept .ready \"$(printf 'evil\\033[2Jname')\"\n")
+    set_run(pooled, pool="1", setup=f'"sh {script}"')
+    items = [new_item(pooled, f"item {n}") for n in range(3)]
+    first = drive(pooled, items[0])
+    assert first.returncode == 0, first.stdout + first.stderr
+    (warned,) = [line for line in first.stdout.splitlines() if "warning: after [run] setup" in line]
+    assert warned.startswith(f"{items[0]}: warning: after [run] setup, .drover/pool/w1 holds ")
+    assert ".ready" in warned and "evil" in warned and "cache" not in warned and "the next clean removes them" in warned
+    assert "\x1b" not in first.stdout and odd not in warned
+    second = drive(pooled, items[1])
+    assert second.returncode == 0 and log.read_text().count("ran") == 1  # as documented: set up already
+    assert "warning: after [run] setup" not in second.stdout
+    set_run(pooled, keep='["cache", ".ready"]')
+    third = drive(pooled, items[2])
+    assert third.returncode == 0, third.stdout + third.stderr
+    assert log.read_text().count("ran") == 2  # keep changed: set-up ran again in the worktree
+    (warned,) = [line for line in third.stdout.splitlines() if "warning: after [run] setup" in line]
+    assert "evil" in warned and ".ready" not in warned and "the next clean removes it," in warned
+
+
 def test_with_a_check_a_pool_of_two_a_job_sets_each_worktree_up_once_and_a_smaller_one_is_warned(pooled, tmp_path):
     log = tmp_path / "setup-runs.log"
     set_run(pooled, pool="1", setup=f'"pwd >> {log}"', default='"true"')  # [verify] default: a check that passes
@@ -609,7 +637,10 @@ def test_putting_back_the_kept_index_replaces_a_link_the_holder_left_in_its_plac
 def test_a_signal_during_the_setup_ends_it_and_the_run_is_interrupted_with_no_agent_started(pooled, tmp_path, signum):
     """The setup ran as a plain child in drover's process group: SIGTERM left it to run its course
     and the agent was started after it, and Ctrl-C reached it straight from the terminal, so the run
-    was recorded as a setup that failed. Now it is launched as an agent is, and ended with the drive."""
+    was recorded as a setup that failed. Now it is launched as an agent is, and ended with the drive.
+    The report read the run as an unclassified failure while `show` said interrupted, and the
+    progress said the agent was interrupted though none had started: now the run is classed
+    `interrupted`, as an agent a signal ended is, and the progress names the set-up."""
     pids = tmp_path / "setup.pids"
     set_run(pooled, setup=json.dumps(f"echo $$ >> {pids}; sleep 60 & echo $! >> {pids}; wait"))
     item = new_item(pooled, "first")
@@ -631,3 +662,8 @@ def test_a_signal_during_the_setup_ends_it_and_the_run_is_interrupted_with_no_ag
     (run,) = json.loads(drover(pooled, "show", item, "--json", check=True).stdout)["runs"]
     assert run["outcome"] == "interrupted"
     assert [entry for entry in seen(tmp_path) if entry["item"] == item] == []  # no agent started
+    (line,) = json.loads(drover(pooled, "report", "--json", check=True).stdout)["runs"]
+    assert (line["failure"], line["reason"]) == ("interrupted", run["reason"])
+    assert "unclassified" not in drover(pooled, "report", check=True).stdout
+    assert f"{item}: implement: [run] setup interrupted; no agent started" in out
+    assert "agent interrupted" not in out and "implement interrupted after" not in out

@@ -55,11 +55,8 @@ def _launch_command(item_id: str, slot: str, dry_run: bool, explicit: str | None
         git.housekeeping(project.root)
     for note in result.notes:
         click.echo(f"drover: {printable(note)}", err=True)
-    ending = f"exited {result.exit_code}" if result.outcome == "exited" else result.outcome
-    if result.stalled:
-        ending = "stalled"
-    click.echo(f"{item_id}: {slot} run {result.run_id} {ending} after {result.elapsed:.1f}s "
-               f"(log: {project.relpath(result.log_path)})")
+    ended = f"{result.ending}, no agent started" if result.in_setup else f"{result.ending} after {result.elapsed:.1f}s"
+    click.echo(f"{item_id}: {slot} run {result.run_id} {ended} (log: {project.relpath(result.log_path)})")
     if result.outcome != "exited" or result.exit_code != 0:
         sys.exit(1)
     if slot == "review":

@@ -56,8 +56,9 @@ class Config(NamedTuple):
     keep: tuple[str, ...] = key("run", (), "paths a pooled worktree's clean spares, from its top, e.g. "
                                            "[\"node_modules\", \".venv\"]: the next item trusts what they hold",
                                 check=check_relative_paths)
-    setup_inputs: tuple[str, ...] = key("run", (), "files whose change makes a pooled worktree run [run] setup "
-                                                   "again, e.g. [\"uv.lock\"]", check=check_relative_paths)
+    setup_inputs: tuple[str, ...] = key("run", (), "files whose change (or a change of [run] keep) makes a pooled "
+                                                   "worktree run [run] setup again, e.g. [\"uv.lock\"]",
+                                        check=check_relative_paths)
     check_timeout: str = key("run", "", "how long drover's check (the verify command, with its set-up) may run, "
                                         "e.g. \"30m\"; empty: the implementing agent's timeout",
                              check=check_optional_duration, convert=as_seconds)

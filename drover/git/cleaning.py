@@ -173,10 +173,24 @@ def restore_index(private: Path, kept: Path) -> None:
 def clean_worktree(worktree: Path, keep: tuple[str, ...]) -> None:
     """Remove every untracked and ignored path outside `keep` (each entry from the worktree's top),
     after the forced checkout that made tracked files and the index the target's. Unfit when git fails."""
-    excludes = [arg for entry in keep for arg in ("-e", "/" + entry.strip("/"))]
-    said = _must([*_as_the_disk_is(worktree), "clean", "-ffdxq", *excludes], worktree, "clean")
+    said = _must([*_as_the_disk_is(worktree), "clean", "-ffdxq", *_sparing(keep)], worktree, "clean")
     if "failed to remove" in said:  # git says so and may still exit 0: the path is still there
         raise Unfit(f"git clean in {worktree} left files: {said.strip().splitlines()[0]}")
+
+
+def clean_would_remove(worktree: Path, keep: tuple[str, ...]) -> list[str]:
+    """What clean_worktree would remove from `worktree` now, as `git clean -n` names it (a folder
+    once, with its slash; an odd name in git's quotes). Unfit when git fails."""
+    said = _must([*_as_the_disk_is(worktree), "clean", "-ffdxn", *_sparing(keep)], worktree, "clean", out=True)
+    return [line.removeprefix(WOULD_REMOVE) for line in said.splitlines() if line.startswith(WOULD_REMOVE)]
+
+
+WOULD_REMOVE = "Would remove "  # how `git clean -n` names each path (git does not translate it)
+
+
+def _sparing(keep: tuple[str, ...]) -> list[str]:
+    """git clean's excludes for `keep`: each entry anchored at the worktree's top."""
+    return [arg for entry in keep for arg in ("-e", "/" + entry.strip("/"))]
 
 
 # A pooled checkout writes every tracked file: with a sparse checkout (which the shared config may

@@ -105,10 +105,8 @@ class Driver:
             # no verdict: said in the words `drover review` uses, once per review ([retry] may run another)
             self.event(item_id, verdict if verdict != runs.NO_VERDICT_SHORT else runs.no_verdict(ledger, result.run_id))
             return result
-        ending = f"exit {result.exit_code}" if result.outcome == "exited" else result.outcome
-        if result.stalled:
-            ending = "stalled"
-        said = f"{slot} {ending} after {result.elapsed:.1f}s"
+        ending = f"exit {result.exit_code}" if result.outcome == "exited" else result.ending
+        said = f"{slot}: {ending}; no agent started" if result.in_setup else f"{slot} {ending} after {result.elapsed:.1f}s"
         if slot == "review" and result.failure is None and result.outcome == "exited":
             parked = ledger.item_row(item_id)
             if parked.get("parked"):  # its send-back past the cap (refused: the agent may exit 1 for it)
@@ -141,7 +139,7 @@ class Driver:
                 result = self._launch(ledger, item_id, "implement")
                 if result.outcome != "exited" or result.exit_code != 0:
                     return self._ended(ledger, item_id, *self.retries.ending(
-                        item_id, "failed", f"implement agent {_ending(result)}"))
+                        item_id, "failed", _ending("implement", result)))
                 if merging:  # its task was to conclude the merge of base: going round would only start it again
                     left = self._merge_left(ledger, item_id)
                     if left:
@@ -171,7 +169,7 @@ class Driver:
                     return self._ended(ledger, item_id, "parked", known.parked_reason, known)
                 if result.outcome != "exited" or result.exit_code != 0:
                     return self._ended(ledger, item_id, *self.retries.ending(
-                        item_id, "failed", f"review agent {_ending(result)}"))
+                        item_id, "failed", _ending("review", result)))
                 if not runs.review_verdict(ledger, result.run_id):
                     return self._ended(ledger, item_id, *self.retries.ending(item_id, "no verdict",
                                                                              runs.no_verdict(ledger, result.run_id)))
@@ -359,8 +357,9 @@ def _one_line(refused: Refused, item_id: str) -> str:
     return f"{said} {', '.join(refused.details)}" if refused.details else said
 
 
-def _ending(result: runs.RunResult) -> str:
-    return f"exited {result.exit_code}" if result.outcome == "exited" else result.outcome
+def _ending(slot: str, result: runs.RunResult) -> str:
+    """`implement agent exited 1`, or `[run] setup interrupted` when no agent started."""
+    return result.ending if result.in_setup else f"{slot} agent {result.ending}"
 
 
 def orphans(project: Project) -> list[Driven]:

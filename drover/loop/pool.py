@@ -6,12 +6,13 @@ but `[run] keep` and switched to its branch or commit, or a new one when none is
 ledger's `worktree_pool` table says who holds which, under the writers' lock. A worktree is
 marked `cleaning` before drover touches it, so one a killed drover left half-cleaned is removed
 by the next drover, never handed out. `[run] setup` runs again in a pooled worktree only when
-the digest of `[run] setup_inputs` (and the command) differs from the one it last ran with there.
+the digest of `[run] setup_inputs` (and the command, and `[run] keep`) differs from the one it last ran with there.
 """
 from __future__ import annotations
 
 import hashlib
 import os
+import sys
 import threading
 from dataclasses import replace
 from pathlib import Path
@@ -20,9 +21,10 @@ from typing import TYPE_CHECKING, Callable
 from drover import git
 from drover.agents.locks import drover_attached
 from drover.agents.procs import pid_alive, process_start, run_alive
-from drover.git.cleaning import (IN_PROGRESS, Unfit, clean_worktree, clear_leftovers, detach_worktree,
-                                 discard_worktree, keep_index, kept_index_of, private_git_dir, switch_worktree)
-from drover.errors import GitError
+from drover.git.cleaning import (IN_PROGRESS, Unfit, clean_worktree, clean_would_remove, clear_leftovers,
+                                 detach_worktree, discard_worktree, keep_index, kept_index_of, private_git_dir,
+                                 switch_worktree)
+from drover.errors import GitError, printable
 from drover.ledger.connection import now
 from drover.ledger.journal import failpoint
 from drover.ledger.pooltable import CHECK_SUFFIX, CLEANING, HELD, PoolRow
@@ -276,9 +278,11 @@ def rebind(launch: "Launch", path: Path) -> "Launch":
 
 
 def inputs_digest(project: Project, worktree: Path) -> str:
-    """sha256 over the setup command and each `[run] setup_inputs` file as the worktree has it (a
-    link counts by what it names, never followed; a missing file counts as missing)."""
+    """sha256 over the setup command, `[run] keep` (what a clean spares of what set-up made) and each
+    `[run] setup_inputs` file as the worktree has it (a link counts by what it names, never followed;
+    a missing file counts as missing)."""
     digest = hashlib.sha256(project.config.setup.encode() + b"\0")
+    digest.update(b"keep\0" + "\0".join(project.config.keep).encode() + b"\0\0")
     for name in project.config.setup_inputs:
         path = worktree / name
         digest.update(name.encode() + b"\0")
@@ -317,7 +321,39 @@ def setup_worktree(project: Project, ledger: "Ledger", worktree: Path, log_path:
               once=False, cancel=cancel, progress=progress)
     ledger.set_pooled(rel, setup_digest=digest, setup_at=now())
     ledger.log_event("pool-setup", item_id, path=rel)
+    warning = _outside_keep(project, worktree, rel)
+    if warning:
+        with open(log_path, "ab") as log:
+            log.write(f"# {warning}\n".encode())
+        (progress or _to_stderr)(f"{item_id}: warning: {warning}")
     return True
+
+
+SHOWN_LEFT = 3  # paths a warning names of what set-up left outside keep
+SHOWN_LENGTH = 80  # characters of each
+
+
+def _outside_keep(project: Project, worktree: Path, rel: str) -> str:
+    """What set-up just left that the next clean removes (untracked or ignored, outside `[run] keep`),
+    in words; "" when nothing is. One `git clean -n`, only after a set-up that ran: the next holder
+    would find it gone and set-up not run again, since the digest says it ran (docs/worktrees.md)."""
+    try:
+        left = clean_would_remove(worktree, project.config.keep)
+    except Unfit:
+        return ""  # only a warning: the clean itself says what is wrong, at the next taking
+    if not left:
+        return ""
+    # set-up runs what the branch holds (package scripts, a build), so a name may be an agent's
+    names = [printable(name if len(name) <= SHOWN_LENGTH else name[:SHOWN_LENGTH] + "...")
+             for name in left[:SHOWN_LEFT]]
+    more = f" and {len(left) - SHOWN_LEFT} more" if len(left) > SHOWN_LEFT else ""
+    return (f"after [run] setup, {rel} holds {', '.join(names)}{more} outside [run] keep: the next clean removes "
+            f"{'it' if len(left) == 1 else 'them'}, and set-up does not run there again until "
+            "[run] setup_inputs or keep change (add what set-up makes to keep)")
+
+
+def _to_stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
 
 
 def prune(project: Project, ledger: "Ledger", *, held: bool = False) -> list[str]:

@@ -50,6 +50,17 @@ class RunResult:
     # an implementing run's branch -> where the run left it, as its end was recorded ({} for a
     # review): item_state takes it, so the drive does not ask git again a moment later
     heads: dict[str, str] = field(default_factory=dict)
+    in_setup: bool = False  # it ended in `[run] setup` (a signal ended that): no agent started
+
+    @property
+    def ending(self) -> str:
+        """How it ended, for a progress line: `exited N`, `stalled`, `timeout`, `interrupted`, or
+        `[run] setup interrupted` when a signal ended the set-up before any agent started."""
+        if self.in_setup:
+            return f"[run] setup {self.outcome}"
+        if self.stalled:
+            return "stalled"
+        return f"exited {self.exit_code}" if self.outcome == "exited" else self.outcome
 
     @property
     def stalled(self) -> bool:
@@ -264,12 +275,17 @@ def execute(project: Project, ledger: Ledger, launch: Launch, *, echo: bool = Tr
         except SetupFailed as exc:  # on record as the run that could not start, its log the setup's
             _record_start(project, ledger, launch, head_start)
             stopped = isinstance(exc, SetupInterrupted)  # a run cut short, as an agent Ctrl-C ends
+            reason = str(exc).removeprefix(f"{launch.item_id}: ")
             with ledger.write():
-                ledger.set_run_node(launch.run_id, "", str(exc).removeprefix(f"{launch.item_id}: "))
+                ledger.set_run_node(launch.run_id, "", reason)
                 ledger.finish_run(launch.run_id, None, "interrupted" if stopped else "failed to start")
             if not stopped:
                 raise
-            return RunResult(launch.run_id, None, "interrupted", 0.0, launch.log_path)
+            # classified as an agent's end is (class `interrupted`), so that the report, the drive's
+            # policies and `show` read the one run alike
+            failure = record_failure(ledger, launch, "interrupted", None, reason)
+            return RunResult(launch.run_id, None, "interrupted", 0.0, launch.log_path, failure=failure,
+                             in_setup=True)
     if launch.slot == "review":
         # the branch check (prepare) judged the head the prompt was built on: a branch moved since
         # (a process the implementer left running) would be reviewed unjudged, its own reviewer with it
