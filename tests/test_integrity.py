@@ -286,6 +286,27 @@ def test_an_implementer_that_commits_nothing_is_not_reviewed(project):
     assert alone.returncode == 1 and said in alone.stderr
 
 
+def test_an_item_in_review_with_nothing_committed_goes_back_to_its_implementer_unchecked(project):
+    """`drover run` of an agent that commits nothing ends well and leaves the item in review (SPEC 7).
+    A drive then runs its implementer again, once, rather than check and review an empty branch,
+    and every drive after a second empty run did the same, never the implementer."""
+    config = project / "drover.toml"
+    config.write_text(config.read_text().replace('default = ""', 'default = "true"', 1))
+    git(project, "commit", "-q", "-am", "a verify command")
+    item = new_item(project, "Add a thing")
+    drover(project, "run", item, env={"AGENT_MODE": "idle"}, check=True)
+    assert shown(project, item)["state"] == "in review"
+    said = f"{item}: nothing to review: drover/d-1 has no commits beyond main (the implementing runs committed nothing)"
+    again = drover(project, "drive", item, env={"AGENT_MODE": "idle"})
+    assert again.returncode == 1 and f"{said}: implement again" in again.stdout, again.stdout
+    assert [run["slot"] for run in shown(project, item)["runs"]] == ["implement", "implement"]
+    assert shown(project, item)["checks"] == []  # nothing was checked on an empty branch
+    done = drover(project, "drive", item)  # an agent that commits, this time
+    assert done.returncode == 0, done.stdout
+    assert [run["slot"] for run in shown(project, item)["runs"]][:3] == ["implement", "implement", "implement"]
+    assert shown(project, item)["state"] == "approved"
+
+
 @pytest.mark.parametrize("command, status", [("pytset -q", 127), ("./tests.sh", 126)])
 def test_a_verify_command_that_cannot_start_fails_the_item_without_a_round(project, command, status):
     config = project / "drover.toml"

@@ -5,11 +5,10 @@ import signal
 import threading
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from drover import git
-from drover.loop import budgets, runs
+from drover.loop import budgets, pool, runs
 from drover.loop.preview import Step, dry_run_plan, following_ids, header, item_rows, needs_requirements_note, queue_of, ready_ids
 from drover.loop.retry import Retries
 from drover.errors import DroverError, Refused, UsageError
@@ -129,13 +128,13 @@ class Driver:
                 note = needs_requirements_note(known)
                 self.say(f"{item_id}: skipped: {note}")
             return Driven(item_id, skipped, len(known.rounds), len(known.runs), note)
-        conflicted = False
+        conflicted = again = implemented = False
         # One implement and one review per round, plus the first pass (and a merge of base).
         for _ in range(project.config.max_rounds + 2):
             if (halted := self._halted(ledger, item_id, state)) is not None:
                 return halted
-            if state in IMPLEMENT_NEXT or conflicted:
-                merging, conflicted = conflicted, False
+            if state in IMPLEMENT_NEXT or conflicted or again:
+                merging, conflicted, again, implemented = conflicted, False, False, True
                 result = self._launch(ledger, item_id, "implement")
                 if result.outcome != "exited" or result.exit_code != 0:
                     return self._ended(ledger, item_id, *self.retries.ending(
@@ -148,6 +147,13 @@ class Driver:
             # a stop or Ctrl-C meanwhile: no check, review or merge
             if (halted := self._halted(ledger, item_id, state)) is not None:
                 return halted
+            # in review with nothing committed: no check, no review; its implementer once more a drive
+            if state == State.IN_REVIEW and (empty := runs.nothing_to_review(project, ledger, item_id)):
+                self.event(item_id, empty if implemented else f"{empty}: implement again")
+                if implemented:
+                    return self._ended(ledger, item_id, "failed", empty)
+                again = True
+                continue
             if state != State.APPROVED or self.finish:
                 # drover's own check of the head a review or a finish would see: a failure goes
                 # back to the implementer as a round of changes, and only a pass goes on
@@ -288,7 +294,7 @@ class Driver:
         """Merge base into the item's branch in its worktree: True when conflicts wait there for the
         implementing agent (its posture is then `conflict`), False when it merged cleanly."""
         base, branch = self.project.config.base, ledger.item_branch(item_id)
-        conflicts = git.merge_base_into(self._item_worktree(ledger, item_id, branch), base)
+        conflicts = git.merge_base_into(pool.item_worktree(self.project, ledger, item_id, branch), base)
         if conflicts:
             self.event(item_id, f"merging {base} into {branch} conflicts in {', '.join(conflicts)}: "
                        "back to the implementing agent")
@@ -319,23 +325,12 @@ class Driver:
     def _merge_left(self, ledger: Ledger, item_id: str) -> str:
         """What to say when the implementing agent left the merge of base unconcluded; "" when it did not."""
         branch = ledger.item_branch(item_id)
-        worktree = self._item_worktree(ledger, item_id, branch)
+        worktree = pool.item_worktree(self.project, ledger, item_id, branch)
         if not git.merge_in_progress(worktree):
             return ""
         return (f"the implementing agent left the merge of {self.project.config.base} into {branch} unconcluded in "
                 f"{self.project.relpath(worktree)}: conclude it there (`git commit`) or abort it "
                 "(`git merge --abort`), then drive again")
-
-    def _item_worktree(self, ledger: Ledger, item_id: str, branch: str) -> Path:
-        """The item's worktree on its branch: its own folder, or the pooled one it holds (pool.py)."""
-        from drover.loop import pool
-
-        project = self.project
-        pooled = pool.item_worktree(project, ledger, item_id, branch)
-        if pooled is not None:
-            return pooled
-        return git.ensure_worktree(project.root, project.worktrees_dir / item_id, branch, project.config.base,
-                                   lock=pool.WORKTREE_LOCK)
 
     def _ended(self, ledger: Ledger, item_id: str, result: str, note: str, known: ItemState | None = None, *,
                log: str = "") -> Driven:
@@ -454,7 +449,7 @@ def _drive_queue(project: Project, queue: list[str], explicit: bool, *, jobs: in
     driver = Driver(project, finish=finish, say=locked_say, echo=echo, executor=runner)
     results: list[Driven] = []
     attempted: set[str] = set()
-    with ThreadPoolExecutor(max_workers=jobs) as pool:
+    with ThreadPoolExecutor(max_workers=jobs) as threads:
         running: dict[Future[Driven], str] = {}
         while queue or running:
             while queue and len(running) < jobs and not driver.retries.stopped.is_set():
@@ -462,7 +457,7 @@ def _drive_queue(project: Project, queue: list[str], explicit: bool, *, jobs: in
                 if item_id in attempted:
                     continue
                 attempted.add(item_id)
-                running[pool.submit(driver.drive_item, item_id)] = item_id
+                running[threads.submit(driver.drive_item, item_id)] = item_id
             if not running:
                 if queue and driver.retries.stopped.is_set():
                     say(f"drive stopped: {driver.retries.stop_note}; not started: {', '.join(queue)}")

@@ -45,16 +45,17 @@ def pooling(project: Project) -> bool:
     return project.config.worktree and project.config.pool > 0
 
 
-def item_worktree(project: Project, ledger: "Ledger", item_id: str, branch: str) -> Path | None:
-    """The pooled worktree the item works in; None when it works in a folder of its own.
+def item_worktree(project: Project, ledger: "Ledger", item_id: str, branch: str) -> Path:
+    """The item's worktree on its branch: the pooled one it works in, else its own folder (made
+    when missing).
 
     An item that holds a pooled worktree keeps working in it after `[run] pool` is set to 0: its
     branch is checked out there, and git would refuse it anywhere else. The finish removes it."""
-    if not project.config.worktree or (project.worktrees_dir / item_id).is_dir():
-        return None
-    if project.config.pool > 0 or held_path(project, ledger, item_id) is not None:
+    if project.config.worktree and not (project.worktrees_dir / item_id).is_dir() and (
+            project.config.pool > 0 or held_path(project, ledger, item_id) is not None):
         return acquire(project, ledger, item_id, branch=branch)
-    return None
+    return git.ensure_worktree(project.root, project.worktrees_dir / item_id, branch, project.config.base,
+                               lock=WORKTREE_LOCK)
 
 
 def check_holder(item_id: str) -> str:

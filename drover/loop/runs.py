@@ -24,6 +24,7 @@ from drover.ledger.db import Ledger
 from drover.ledger.project import Project
 from drover.agents.locks import attached
 from drover.agents.procs import process_start, run_alive
+from drover.ledger.itemstate import item_state
 from drover.ledger.rows import NewRun, Run
 from drover.ledger.state import State
 
@@ -121,8 +122,7 @@ def prepare(project: Project, ledger: Ledger, item_id: str, slot: str, *,
     data = template_data.build(project, ledger, item_id, slot, record=record, heads=heads)
     branch = data.Branch
     if slot == "review" and not preview and not data.Recent.Commits and not data.Recent.Unavailable:
-        raise Refused(f"{item_id}: nothing to review: {branch} has no commits beyond {project.config.base} "
-                      "(the implementing runs committed nothing)")
+        raise Refused(f"{item_id}: {_NOTHING.format(branch=branch, base=project.config.base)}")
     if slot != "draft":
         require_valid_branch(item_id, branch)
     rendered = templates.render(slot, data, root=project.root, config=project.config, explicit=explicit_template)
@@ -153,6 +153,19 @@ def prepare(project: Project, ledger: Ledger, item_id: str, slot: str, *,
         env_add=env_add, binary_missing=presets.binary_missing(agent), root_refusal=presets.root_refusal(agent),
         stream=presets.stream_of(agent), reviewed_head=heads.get(branch, "") if slot == "review" else "",
     )
+
+
+_NOTHING = "nothing to review: {branch} has no commits beyond {base} (the implementing runs committed nothing)"
+
+
+def nothing_to_review(project: Project, ledger: Ledger, item_id: str) -> str:
+    """Why the item's branch holds nothing to check or review (its head is base's, or behind it), in
+    the words a review's refusal uses; "" when it holds commits of its own, or has no head yet."""
+    known = item_state(project, ledger, item_id)
+    base_head = git.head_of(project.root, project.config.base) if known.head else ""
+    if not base_head or git.merge_bases(project.root, base_head, known.head) != [known.head]:
+        return ""
+    return _NOTHING.format(branch=known.branch, base=project.config.base)
 
 
 def _found_branch(project: Project, record: template_data.ItemRecord, branch: str, slot: str) -> tuple[str, ...]:
