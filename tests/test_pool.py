@@ -667,3 +667,79 @@ def test_a_signal_during_the_setup_ends_it_and_the_run_is_interrupted_with_no_ag
     assert "unclassified" not in drover(pooled, "report", check=True).stdout
     assert f"{item}: implement: [run] setup interrupted; no agent started" in out
     assert "agent interrupted" not in out and "implement interrupted after" not in out
+
+
+# --- an item's run is claimed before its worktree and set-up ----------------------------------------
+
+
+def held_in_setup(root: Path, tmp_path: Path, item: str, env: dict | None = None) -> tuple[subprocess.Popen, Path]:
+    """`drover run ITEM` as a process of its own, returned once its `[run] setup` (which waits for
+    the file it returns, see waiting_setup) has started."""
+    started = tmp_path / "setup.started"
+    running = subprocess.Popen([str(BIN / "drover"), "run", item], cwd=root, text=True, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, start_new_session=True,
+                               env={**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}", **(env or {})})
+    deadline = time.monotonic() + 60
+    while not started.exists():
+        if time.monotonic() > deadline or running.poll() is not None:
+            running.kill()
+            raise AssertionError("the setup never started: " + "".join(running.communicate()))
+        time.sleep(0.05)
+    return running, tmp_path / "setup.go"
+
+
+def listed_state(root: Path, item: str) -> str:
+    return {row["id"]: row["state"] for row in json.loads(drover(root, "list", "--json", check=True).stdout)}[item]
+
+
+def waiting_setup(tmp_path: Path) -> str:
+    """A `[run] setup` (as TOML text) that notes each start in setup.started and waits for setup.go."""
+    started, go = tmp_path / "setup.started", tmp_path / "setup.go"
+    return json.dumps(f"echo $$ >> {started}; while [ ! -e {go} ]; do sleep 0.05; done")
+
+
+@pytest.mark.parametrize("pool", ["0", "2"])
+def test_an_item_in_its_setup_is_running_and_a_second_run_or_drive_of_it_is_refused(pooled, tmp_path, pool):
+    """While `[run] setup` ran for an item nothing had claimed it: `list` said ready, a second
+    `drover run` of it was accepted, set the same worktree up at the same time and launched a second
+    implementer beside the first. A run is now claimed before its worktree and set-up."""
+    set_run(pooled, pool=pool, setup=waiting_setup(tmp_path))
+    item = new_item(pooled, "first")
+    first, go = held_in_setup(pooled, tmp_path, item)
+    try:
+        assert listed_state(pooled, item) == "running"
+        second = drover(pooled, "run", item, process=True)
+        assert second.returncode == 1, second.stdout + second.stderr
+        assert f"drover: {item} already has a live run " in second.stderr
+        assert "before its agent starts" in second.stderr
+        driven = drover(pooled, "drive", item)
+        assert re.search(rf"^{item} +skipped +0 +1 +running$", driven.stdout, re.M), driven.stdout + driven.stderr
+        stopped = drover(pooled, "stop", item)
+        assert stopped.returncode == 1 and "is being set up (drover pid " in stopped.stderr, stopped.stderr
+        go.touch()
+        out, err = first.communicate(timeout=60)
+    finally:
+        go.touch()
+        if first.poll() is None:
+            first.kill()
+    assert first.returncode == 0, out + err
+    assert len((tmp_path / "setup.started").read_text().split()) == 1  # set up once
+    assert [entry["slot"] for entry in seen(tmp_path) if entry["item"] == item] == ["implement"]
+    runs = json.loads(drover(pooled, "show", item, "--json", check=True).stdout)["runs"]
+    assert [(run["slot"], run["outcome"]) for run in runs] == [("implement", "exited")]
+
+
+def test_a_drover_killed_in_the_setup_leaves_the_item_interrupted_and_no_claim(pooled, tmp_path):
+    """The claim is the run's lock, which the kernel lets go of when its drover dies: the run is
+    recorded unended (interrupted, which a drive resumes), and the next run is accepted."""
+    set_run(pooled, setup=waiting_setup(tmp_path))
+    item = new_item(pooled, "first")
+    first, go = held_in_setup(pooled, tmp_path, item)
+    first.kill()
+    first.communicate(timeout=30)
+    go.touch()  # ends the set-up the killed drover left behind (docs/worktrees.md, "Left alone")
+    assert listed_state(pooled, item) == "interrupted"
+    again = drover(pooled, "run", item)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert [entry["slot"] for entry in seen(tmp_path) if entry["item"] == item] == ["implement"]
+

@@ -100,6 +100,21 @@ def drover_attached(run_dir: Path, *, unlocked: bool = True, name: str = ATTACHE
     return False
 
 
+def run_live(run: procs.RunProcess, runs_dir: Path) -> bool:
+    """An unfinished run whose agent lives, or whose drover holds its lock: from the moment a drover
+    claims the run (before its worktree and `[run] setup`) until it has recorded the end. The kernel
+    lets go of the lock when that drover dies, so a claim never outlives it."""
+    return run.finished is None and (procs.run_alive(run) or drover_attached(runs_dir / run.id, unlocked=False))
+
+
+def claimed_by(run: procs.RunProcess, runs_dir: Path) -> str:
+    """Who a live run is, for a refusal: its agent's pid, or the drover setting it up before its agent starts."""
+    if run.pid is not None and procs.run_alive(run):
+        return f"pid {run.pid}"
+    launcher = launcher_of(runs_dir / run.id)
+    return f"drover pid {launcher.pid if launcher else '?'}, before its agent starts"
+
+
 _holding: dict[Path, int] = {}  # .drover/ -> the descriptor of this drover's lock in its launchers/
 # The jobs of a drive launch from threads of one process. A flock belongs to an open file, not to
 # the process: two threads that each opened the lock file and locked it would wait on each other

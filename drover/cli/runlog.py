@@ -8,8 +8,7 @@ from typing import BinaryIO, Callable
 
 from drover.errors import UsageError, printable
 from drover.ledger.db import Ledger
-from drover.agents.locks import drover_attached
-from drover.agents.procs import run_alive
+from drover.agents.locks import run_live
 from drover.ledger.project import Project
 from drover.ledger.rows import Run
 from drover.ledger.itemstate import item_state
@@ -85,7 +84,7 @@ def show_log(project: Project, item_id: str, run_id: str | None, *, follow: bool
             return
         run = pick_run(project, ledger, item_id, run_id)
     path = project.root / (run.log_path or "")
-    if not path.exists() and not (follow and run_alive(run)):
+    if not path.exists() and not (follow and run_live(run, project.runs_dir)):
         raise UsageError(f"{run.id}: no log at {run.log_path}")
 
     def still_running() -> bool:
@@ -93,9 +92,7 @@ def show_log(project: Project, item_id: str, run_id: str | None, *, follow: bool
         # last of its output to the log (a drover gone, the agent alone says: an orphan's log)
         with Ledger(project.ledger_path) as ledger:
             latest = ledger.run(run.id)
-        if latest is None or latest.finished:
-            return False
-        return run_alive(latest) or drover_attached(project.runs_dir / run.id, unlocked=False)
+        return latest is not None and run_live(latest, project.runs_dir)
 
     write = log_writer(out)
     try:

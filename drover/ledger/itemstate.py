@@ -9,7 +9,7 @@ from typing import Any, Mapping, Sequence
 
 from drover import git
 from drover.agents import usage
-from drover.agents.procs import run_alive
+from drover.agents.locks import run_live
 from drover.items import file as itemfile
 from drover.ledger.catalogue import Entry, entry
 from drover.ledger.depstate import DescribedDep, describe_deps
@@ -142,7 +142,7 @@ def usage_total(runs: Sequence[Run], rates: dict[str, tuple[float, float]] | Non
 def _run_view(run: Run, runs_dir: Path, rates: dict[str, tuple[float, float]]) -> dict[str, Any]:
     view = usage.priced(run.as_json(), rates)
     view["unfinished"] = run.finished is None
-    view["live"] = run_alive(run)
+    view["live"] = run_live(run, runs_dir)
     view["orphaned"] = view["live"] and bool(orphan_note(run, runs_dir))
     return view
 

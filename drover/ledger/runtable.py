@@ -29,6 +29,16 @@ class RunTable(ItemTable):
             self._ensure_item(run.item)
             self.db.table("runs").insert(run.as_row(now()))
 
+    def set_run_started(self, run_id: str, worktree: str, head_start: str, head: str) -> None:
+        """A claimed run starts (its worktree ready, its set-up done): where, from which head, and now."""
+        self._set_run(run_id, {"worktree": worktree, "head_start": head_start, "head": head, "started": now()})
+
+    def withdraw_run(self, run_id: str) -> None:
+        """A claimed run that never started (its worktree could not be made, a review refused at the
+        start): its row goes, as before the claim, so nothing reads it as interrupted."""
+        with self.write():
+            self.db.table("runs").delete_where("id = ? AND pid IS NULL AND finished IS NULL", [run_id])
+
     def _set_run(self, run_id: str, values: dict[str, Any]) -> None:
         with self.write():
             self.db.table("runs").update(run_id, values)

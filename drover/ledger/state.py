@@ -201,12 +201,13 @@ def approval_current(activity: Mapping[str, Any] | None) -> bool:
 
 
 def running_notes(runs: Iterable[Run], runs_dir: "Path") -> dict[str, str]:
-    """Per item with a live run of `runs`, its running note: an orphan's, or ""."""
-    from drover.agents.procs import run_alive
+    """Per item with a live run of `runs` (locks.run_live: one being set up counts), its running
+    note: an orphan's, or ""."""
+    from drover.agents.locks import run_live
 
     notes: dict[str, str] = {}
     for run in runs:
-        if run.finished is None and run_alive(run):
+        if run.finished is None and run_live(run, runs_dir):
             notes[run.item] = notes.get(run.item) or orphan_note(run, runs_dir)
     return notes
 

@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 from drover import git
-from drover.agents.locks import drover_attached
-from drover.agents.procs import pid_alive, process_start, run_alive
+from drover.agents.locks import run_live
+from drover.agents.procs import pid_alive, process_start
 from drover.git.cleaning import (IN_PROGRESS, Unfit, clean_worktree, clean_would_remove, clear_leftovers,
                                  detach_worktree, discard_worktree, keep_index, kept_index_of, private_git_dir,
                                  switch_worktree)
@@ -50,7 +50,9 @@ def item_worktree(project: Project, ledger: "Ledger", item_id: str, branch: str)
     when missing).
 
     An item that holds a pooled worktree keeps working in it after `[run] pool` is set to 0: its
-    branch is checked out there, and git would refuse it anywhere else. The finish removes it."""
+    branch is checked out there, and git would refuse it anywhere else. The finish removes it. An
+    item's own folder is registered one at a time: ensure_worktree prunes, and a prune during another
+    thread's `worktree add` removes that worktree's half-written admin folder (drive --jobs N)."""
     if project.config.worktree and not (project.worktrees_dir / item_id).is_dir() and (
             project.config.pool > 0 or held_path(project, ledger, item_id) is not None):
         return acquire(project, ledger, item_id, branch=branch)
@@ -174,8 +176,7 @@ def _spare(project: Project, ledger: "Ledger", spared: list[PoolRow]) -> Callabl
         # may be between two steps of the item, about to use it again
         if row.pid != os.getpid() and holder_alive(row):
             return False
-        if any(not run.finished and (run_alive(run) or drover_attached(project.runs_dir / run.id, unlocked=False))
-               for run in ledger.runs(item)):
+        if any(run_live(run, project.runs_dir) for run in ledger.runs(item)):
             return False  # a run of it still works there (an agent that parked its own item)
         if not _only_the_branch(project, project.root / row.path, ledger.item_branch(item)):
             return False
@@ -271,7 +272,8 @@ def release(project: Project, ledger: "Ledger", holder: str) -> str:
 
 
 def rebind(launch: "Launch", path: Path) -> "Launch":
-    """The launch, working in the pooled worktree `path` (prepare named where it would be)."""
+    """The launch, working in the worktree `path`: a pooled one, or its own folder as git made it
+    (prepare named where it would be)."""
     env_add = dict(launch.env_add)
     if "DROVER_WORKTREE" in env_add:
         env_add["DROVER_WORKTREE"] = str(path)

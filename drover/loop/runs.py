@@ -22,7 +22,7 @@ from drover import prompts as templates
 from drover.errors import DroverError, GitError, Refused, TemplateError, UsageError
 from drover.ledger.db import Ledger
 from drover.ledger.project import Project
-from drover.agents.locks import attached
+from drover.agents.locks import attached, claimed_by, run_live
 from drover.agents.procs import process_start, run_alive
 from drover.ledger.itemstate import item_state
 from drover.ledger.rows import NewRun, Run
@@ -75,12 +75,16 @@ def new_run_id(item_id: str, slot: str) -> str:
     return f"{stamp}-{item_id}-{slot}-{secrets.token_hex(4)}"
 
 
-def live_run(runs: Sequence[Run]) -> Run | None:
-    """The run of `runs` whose process is still alive, if any."""
+def refuse_live(project: Project, item_id: str, runs: Sequence[Run]) -> None:
+    """Refuse a launch while a run of `runs` is live (locks.run_live): its agent runs, or a drover
+    claimed it and is making its worktree ready or running `[run] setup`."""
+    from drover.ledger.state import orphan_note
+
     for run in runs:
-        if run_alive(run):
-            return run
-    return None
+        if run_live(run, project.runs_dir):
+            orphaned = orphan_note(run, project.runs_dir)  # its drover is gone: say how to end it
+            raise Refused(f"{item_id} already has a live run {run.id} ({claimed_by(run, project.runs_dir)})"
+                          + (f": {orphaned}" if orphaned else ""))
 
 
 def require_valid_branch(item_id: str, branch: str) -> str:
@@ -107,13 +111,7 @@ def prepare(project: Project, ledger: Ledger, item_id: str, slot: str, *,
         raise Refused(f"{item_id} is done; nothing to {slot}")
     if row.get("parked"):
         raise Refused(f"{item_id} is parked ({row.get('parked_reason') or 'no reason given'}): `drover unpark {item_id}` first")
-    running = live_run(record.runs)
-    if running:
-        from drover.ledger.state import orphan_note
-
-        orphaned = orphan_note(running, project.runs_dir)  # its drover is gone: say how to end it
-        raise Refused(f"{item_id} already has a live run {running.id} (pid {running.pid})"
-                      + (f": {orphaned}" if orphaned else ""))
+    refuse_live(project, item_id, record.runs)
     if slot == "review":
         if not preview and not any(run.slot == "implement" for run in record.runs):
             raise Refused(f"{item_id} has no implementing run to review: `drover run {item_id}` first")
@@ -229,25 +227,21 @@ def _say(line: str) -> None:
 def _ready_workdir(project: Project, ledger: Ledger, launch: Launch) -> Launch:
     """The branch and the directory the agent works in: a worktree, or this checkout switched; the
     launch as it now runs (in a pooled worktree, the one it holds)."""
-    base = project.config.base
     if launch.slot == "draft":
         return launch
     if launch.worktree is not None:
-        pooled = pool.item_worktree(project, ledger, launch.item_id, launch.branch)
-        if pooled is not None:
-            return pool.rebind(launch, pooled)
-        # Registered one at a time: ensure_worktree prunes, and a prune during another thread's
-        # `worktree add` removes that worktree's half-written admin folder (drive --jobs N).
-        git.ensure_worktree(project.root, launch.worktree, launch.branch, base, lock=pool.WORKTREE_LOCK)
-    else:
-        git.checkout_branch(project.root, launch.branch, base, ignore=[project.config.items + "/"])
+        return pool.rebind(launch, pool.item_worktree(project, ledger, launch.item_id, launch.branch))
+    git.checkout_branch(project.root, launch.branch, project.config.base, ignore=[project.config.items + "/"])
     return launch
 
 
-def _record_start(project: Project, ledger: Ledger, launch: Launch, head_start: str) -> None:
-    """The run's start, as one write: its row and its event."""
+def _claim(project: Project, ledger: Ledger, launch: Launch) -> None:
+    """Record the run before its worktree and set-up, in one write under the writers' lock, unless
+    another run of the item is live: of two drovers launching one item, the second is refused as
+    `prepare` would refuse it. The caller holds the run's lock (attached), which keeps it live."""
     provenance = launch.provenance
     with ledger.write():
+        refuse_live(project, launch.item_id, ledger.runs(launch.item_id))
         ledger.start_run(NewRun(
             id=launch.run_id, item=launch.item_id, slot=launch.slot,
             agent=launch.agent.identity, argv=launch.argv,
@@ -256,9 +250,62 @@ def _record_start(project: Project, ledger: Ledger, launch: Launch, head_start: 
             requested_source=provenance.requested, resolved_source=provenance.resolved,
             base_hashes=dict(provenance.base_hashes), template_sha256=provenance.template_sha256,
             prompt_sha256=provenance.prompt_sha256,
-            head_start=head_start, head=head_start if launch.slot == "review" else "",
         ))
+
+
+def _record_start(project: Project, ledger: Ledger, launch: Launch, head_start: str) -> None:
+    """The claimed run's start, as one write: where it runs, the head it starts from, its event."""
+    with ledger.write():
+        ledger.set_run_started(launch.run_id, project.relpath(launch.worktree) if launch.worktree else "",
+                               head_start, head_start if launch.slot == "review" else "")
         ledger.log_event(launch.slot, launch.item_id, launch.agent.identity, run=launch.run_id)
+
+
+def _start(project: Project, ledger: Ledger, launch: Launch, cancel: threading.Event | None,
+           progress: Callable[[str], None]) -> "tuple[Launch, str] | RunResult":
+    """Make the claimed run's branch and worktree ready, run `[run] setup`, record the start: the
+    launch as it now runs and its head, or the run's result when a signal ended the set-up (on
+    record as interrupted). A set-up that fails is on record as the run that could not start; any other
+    failure before the start withdraws the claim, as if the run had never been tried."""
+    try:
+        launch = _ready_workdir(project, ledger, launch)
+        # the commit the run starts from: what a review reviews, what an implementing run builds on
+        head_start = git.head_of(project.root, launch.branch) if launch.branch else ""
+        launch.prompt_path.write_text(launch.prompt, encoding="utf-8")
+        if launch.worktree is not None and project.config.setup:
+            from drover.loop.worktree_setup import SetupFailed, SetupInterrupted
+
+            try:
+                pool.setup_worktree(project, ledger, launch.worktree, launch.log_path, item_id=launch.item_id,
+                                    shown_log=project.relpath(launch.log_path),
+                                    timeout=launch.agent.timeout_seconds or None, cancel=cancel, progress=progress)
+            except SetupFailed as exc:  # on record as the run that could not start, its log the setup's
+                _record_start(project, ledger, launch, head_start)
+                stopped = isinstance(exc, SetupInterrupted)  # a run cut short, as an agent Ctrl-C ends
+                reason = str(exc).removeprefix(f"{launch.item_id}: ")
+                with ledger.write():
+                    ledger.set_run_node(launch.run_id, "", reason)
+                    ledger.finish_run(launch.run_id, None, "interrupted" if stopped else "failed to start")
+                if not stopped:
+                    raise
+                # classified as an agent's end is (class `interrupted`), so that the report, the
+                # drive's policies and `show` read the one run alike
+                failure = record_failure(ledger, launch, "interrupted", None, reason)
+                return RunResult(launch.run_id, None, "interrupted", 0.0, launch.log_path, failure=failure,
+                                 in_setup=True)
+        if launch.slot == "review":
+            # the branch check (prepare) judged the head the prompt was built on: a branch moved since
+            # (a process the implementer left running) would be reviewed unjudged, its own reviewer with it
+            if head_start != launch.reviewed_head:
+                raise Refused(f"{launch.item_id}: {launch.branch} moved from {launch.reviewed_head[:12] or 'nothing'} "
+                              f"to {head_start[:12] or 'nothing'} while its review was being prepared: no review "
+                              "runs on a head its checks did not judge; review again")
+            reviewers.refuse_from_the_worktree(project, launch, head_start)  # after the set-up: it may write there too
+    except BaseException:
+        ledger.withdraw_run(launch.run_id)  # a no-op once the set-up's end is recorded
+        raise
+    _record_start(project, ledger, launch, head_start)
+    return launch, head_start
 
 
 def execute(project: Project, ledger: Ledger, launch: Launch, *, echo: bool = True,
@@ -272,51 +319,22 @@ def execute(project: Project, ledger: Ledger, launch: Launch, *, echo: bool = Tr
     if launch.root_refusal:
         raise Refused(launch.root_refusal)
     launch, ceiling = budgets.admit(project, ledger, launch, budget)
-    launch = _ready_workdir(project, ledger, launch)
-    # the commit the run starts from: what a review reviews, what an implementing run builds on
-    head_start = git.head_of(project.root, launch.branch) if launch.branch else ""
-    launch.run_dir.mkdir(parents=True, exist_ok=True)
-    launch.prompt_path.write_text(launch.prompt, encoding="utf-8")
-    if launch.worktree is not None and project.config.setup:
-        from drover.loop.worktree_setup import SetupFailed, SetupInterrupted
-
-        try:
-            pool.setup_worktree(project, ledger, launch.worktree, launch.log_path, item_id=launch.item_id,
-                                shown_log=project.relpath(launch.log_path),
-                                timeout=launch.agent.timeout_seconds or None, cancel=cancel,
-                                progress=progress if progress is not None else _say)
-        except SetupFailed as exc:  # on record as the run that could not start, its log the setup's
-            _record_start(project, ledger, launch, head_start)
-            stopped = isinstance(exc, SetupInterrupted)  # a run cut short, as an agent Ctrl-C ends
-            reason = str(exc).removeprefix(f"{launch.item_id}: ")
-            with ledger.write():
-                ledger.set_run_node(launch.run_id, "", reason)
-                ledger.finish_run(launch.run_id, None, "interrupted" if stopped else "failed to start")
-            if not stopped:
-                raise
-            # classified as an agent's end is (class `interrupted`), so that the report, the drive's
-            # policies and `show` read the one run alike
-            failure = record_failure(ledger, launch, "interrupted", None, reason)
-            return RunResult(launch.run_id, None, "interrupted", 0.0, launch.log_path, failure=failure,
-                             in_setup=True)
-    if launch.slot == "review":
-        # the branch check (prepare) judged the head the prompt was built on: a branch moved since
-        # (a process the implementer left running) would be reviewed unjudged, its own reviewer with it
-        if head_start != launch.reviewed_head:
-            raise Refused(f"{launch.item_id}: {launch.branch} moved from {launch.reviewed_head[:12] or 'nothing'} to "
-                          f"{head_start[:12] or 'nothing'} while its review was being prepared: no review runs on "
-                          "a head its checks did not judge; review again")
-        reviewers.refuse_from_the_worktree(project, launch, head_start)  # after the set-up: it may write there too
-    _record_start(project, ledger, launch, head_start)
-    from drover.executors import open_executor
-
-    runner: Executor = executor or open_executor(project, "local")
-    # held until the end is recorded: a live agent whose lock is free is an orphan (procs.attached)
+    progress = progress if progress is not None else _say
+    # held from the claim until the end is recorded: the run is live meanwhile, its set-up included
+    # (locks.run_live), and a live agent whose lock is free is an orphan
     with attached(launch.run_dir):
+        _claim(project, ledger, launch)
+        started = _start(project, ledger, launch, cancel, progress)
+        if isinstance(started, RunResult):
+            return started
+        launch, head_start = started
+        from drover.executors import open_executor
+
+        runner: Executor = executor or open_executor(project, "local")
         try:
             handle = runner.submit(project, ledger, launch, echo=echo,
                                    on_start=lambda pid: ledger.set_run_pid(launch.run_id, pid, process_start(pid)),
-                                   progress=progress if progress is not None else _say)
+                                   progress=progress)
             result = handle.collect(cancel)
         except DroverError:
             ledger.finish_run(launch.run_id, None, "failed to start")
@@ -383,8 +401,13 @@ def stop(project: Project, ledger: Ledger, item_id: str) -> list[str]:
     from drover.agents.procs import end_orphan
 
     project.require_item(item_id)
-    live = [run for run in ledger.runs(item_id) if run_alive(run)]
+    runs = ledger.runs(item_id)
+    live = [run for run in runs if run_alive(run)]
     if not live:
+        claimed = next((run for run in runs if run_live(run, project.runs_dir)), None)
+        if claimed is not None:  # its drover makes the worktree ready or runs `[run] setup`: no agent yet
+            raise Refused(f"{item_id}: run {claimed.id} is being set up ({claimed_by(claimed, project.runs_dir)}): "
+                          "no agent to stop yet; Ctrl-C or SIGTERM to that drover ends the set-up")
         raise Refused(f"{item_id} has no live run: nothing to stop")
     lines = []
     for run in live:
