@@ -743,3 +743,34 @@ def test_a_drover_killed_in_the_setup_leaves_the_item_interrupted_and_no_claim(p
     assert again.returncode == 0, again.stdout + again.stderr
     assert [entry["slot"] for entry in seen(tmp_path) if entry["item"] == item] == ["implement"]
 
+
+def test_prune_held_keeps_the_worktree_of_a_live_run_in_its_setup_and_while_its_agent_works(repo, tmp_path):
+    """`worktrees prune --held` removed the pooled worktree an agent was working in (the item was
+    `running`): the agent lost its directory and the run failed. A live run's worktree is kept, from
+    its set-up on, and prune says why."""
+    configure(repo)
+    set_run(repo, pool="2", setup=waiting_setup(tmp_path))
+    item = new_item(repo, "first")
+    marker = tmp_path / "agent.started"
+    first, go = held_in_setup(repo, tmp_path, item, env={"AGENT_MARKER": str(marker), "AGENT_SLOW_ITEM": f"{item}:3"})
+    try:
+        (row,) = pool_rows(repo)
+        pruned = drover(repo, "worktrees", "prune", "--held", check=True).stdout
+        assert pruned.startswith(f"kept {row['path']}: {item} has a live run "), pruned
+        assert "before its agent starts" in pruned
+        go.touch()
+        deadline = time.monotonic() + 60
+        while not marker.exists():
+            assert time.monotonic() < deadline and first.poll() is None, "the agent never started"
+            time.sleep(0.05)
+        pruned = drover(repo, "worktrees", "prune", "--held", check=True).stdout
+        assert re.fullmatch(rf"kept {row['path']}: {item} has a live run \S+ \(pid \d+\)\n", pruned), pruned
+        out, err = first.communicate(timeout=60)
+    finally:
+        go.touch()
+        if first.poll() is None:
+            first.kill()
+    assert first.returncode == 0, out + err
+    assert (repo / row["path"]).is_dir() and [r["holder"] for r in pool_rows(repo)] == [item]
+    # with the run over and its drover gone, --held removes it as before
+    assert drover(repo, "worktrees", "prune", "--held", check=True).stdout == f"removed {row['path']}\n"

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 from drover import git
-from drover.agents.locks import run_live
+from drover.agents.locks import claimed_by, run_live
 from drover.agents.procs import pid_alive, process_start
 from drover.git.cleaning import (IN_PROGRESS, Unfit, clean_worktree, clean_would_remove, clear_leftovers,
                                  detach_worktree, discard_worktree, keep_index, kept_index_of, private_git_dir,
@@ -362,18 +362,38 @@ def _to_stderr(line: str) -> None:
 def prune(project: Project, ledger: "Ledger", *, held: bool = False) -> list[str]:
     """`drover worktrees prune`: remove every pooled worktree no live drover is using (a free one, a
     check's or a cleaning whose drover is gone); an unfinished item's too when `held` (its commits
-    are on its branch; what it left uncommitted goes). What was done, a line each."""
+    are on its branch; what it left uncommitted goes), unless a run of it is live or another live
+    drover last used it for the item. What was done, a line each."""
     lines = []
+    pid, start = _me()
     for row in ledger.pool_rows():
-        check = row.holder.endswith(CHECK_SUFFIX)
-        busy = row.state == CLEANING or check
-        if (busy and holder_alive(row)) or (row.state == HELD and not check and not held):
-            lines.append(f"kept {row.path}: held by {row.holder}")
+        why = _in_use(project, ledger, row, held)
+        if why:
+            lines.append(f"kept {row.path}: {why}")
             continue
-        pid, start = _me()
+        # asked again under the writers' lock, which a run's claim takes too (runs._claim): a run
+        # claimed after this is refused nothing, but finds the worktree taken and gets another
         if not ledger.claim_stale(row.path, pid, start, lambda found: found.holder == row.holder
-                                  and found.state == row.state):
+                                  and found.state == row.state and not _in_use(project, ledger, found, held)):
             continue
         _discard(project, ledger, row.path)
         lines.append(f"removed {row.path}")
     return lines
+
+
+def _in_use(project: Project, ledger: "Ledger", row: PoolRow, held: bool) -> str:
+    """Why prune keeps `row`, or "": a live drover cleans it or runs a check there; a run of its item
+    is live (its agent works there, or a drover is setting it up: locks.run_live); another live
+    drover last used it for the item (a drive between two steps of it, as _spare asks); or it is
+    an unfinished item's and `held` is not given."""
+    check = row.holder.endswith(CHECK_SUFFIX)
+    if row.state == CLEANING or check:
+        return f"held by {row.holder}" if holder_alive(row) else ""
+    if row.state != HELD:
+        return ""
+    live = next((run for run in ledger.runs(row.holder) if run_live(run, project.runs_dir)), None)
+    if live is not None:
+        return f"{row.holder} has a live run {live.id} ({claimed_by(live, project.runs_dir)})"
+    if row.pid != os.getpid() and holder_alive(row):
+        return f"drover pid {row.pid} is using it for {row.holder}"
+    return "" if held else f"held by {row.holder}"
