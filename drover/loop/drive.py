@@ -128,14 +128,16 @@ class Driver:
                 note = needs_requirements_note(known)
                 self.say(f"{item_id}: skipped: {note}")
             return Driven(item_id, skipped, len(known.rounds), len(known.runs), note)
-        conflicted = again = implemented = False
+        conflicted = again = False
+        implemented: dict[str, str] | None = None  # where this drive's last implementing run left the branch
         # One implement and one review per round, plus the first pass (and a merge of base).
         for _ in range(project.config.max_rounds + 2):
             if (halted := self._halted(ledger, item_id, state)) is not None:
                 return halted
             if state in IMPLEMENT_NEXT or conflicted or again:
-                merging, conflicted, again, implemented = conflicted, False, False, True
+                merging, conflicted, again = conflicted, False, False
                 result = self._launch(ledger, item_id, "implement")
+                implemented = result.heads
                 if result.outcome != "exited" or result.exit_code != 0:
                     return self._ended(ledger, item_id, *self.retries.ending(
                         item_id, "failed", _ending("implement", result)))
@@ -148,9 +150,9 @@ class Driver:
             if (halted := self._halted(ledger, item_id, state)) is not None:
                 return halted
             # in review with nothing committed: no check, no review; its implementer once more a drive
-            if state == State.IN_REVIEW and (empty := runs.nothing_to_review(project, ledger, item_id)):
-                self.event(item_id, empty if implemented else f"{empty}: implement again")
-                if implemented:
+            if state == State.IN_REVIEW and (empty := runs.nothing_to_review(project, ledger, item_id, implemented)):
+                self.event(item_id, empty if implemented is not None else f"{empty}: implement again")
+                if implemented is not None:
                     return self._ended(ledger, item_id, "failed", empty)
                 again = True
                 continue

@@ -156,12 +156,15 @@ def prepare(project: Project, ledger: Ledger, item_id: str, slot: str, *,
 _NOTHING = "nothing to review: {branch} has no commits beyond {base} (the implementing runs committed nothing)"
 
 
-def nothing_to_review(project: Project, ledger: Ledger, item_id: str) -> str:
+def nothing_to_review(project: Project, ledger: Ledger, item_id: str, heads: dict[str, str] | None = None) -> str:
     """Why the item's branch holds nothing to check or review (its head is base's, or behind it), in
-    the words a review's refusal uses; "" when it holds commits of its own, or has no head yet."""
-    known = item_state(project, ledger, item_id)
+    the words a review's refusal uses; "" when it holds commits of its own, or has no head yet.
+    `heads`: where an implementing run just left the branch (RunResult.heads). Then only a branch
+    still at base counts here, one git call; one the run moved behind base is refused at its review."""
+    known = item_state(project, ledger, item_id, heads=heads)
     base_head = git.head_of(project.root, project.config.base) if known.head else ""
-    if not base_head or git.merge_bases(project.root, base_head, known.head) != [known.head]:
+    if not base_head or (known.head != base_head if heads else
+                         git.merge_bases(project.root, base_head, known.head) != [known.head]):
         return ""
     return _NOTHING.format(branch=known.branch, base=project.config.base)
 
