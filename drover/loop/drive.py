@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 from drover import git
-from drover.loop import budgets, pool, runs
+from drover.loop import budgets, pool, reviewers, runs
 from drover.loop.preview import Step, dry_run_plan, following_ids, header, item_rows, needs_requirements_note, queue_of, ready_ids
 from drover.loop.retry import Retries
 from drover.errors import DroverError, Refused, UsageError
@@ -150,7 +150,7 @@ class Driver:
             if (halted := self._halted(ledger, item_id, state)) is not None:
                 return halted
             # in review with nothing committed: no check, no review; its implementer once more a drive
-            if state == State.IN_REVIEW and (empty := runs.nothing_to_review(project, ledger, item_id, implemented)):
+            if state == State.IN_REVIEW and (empty := reviewers.nothing_to_review(project, ledger, item_id, implemented)):
                 self.event(item_id, empty if implemented is not None else f"{empty}: implement again")
                 if implemented is not None:
                     return self._ended(ledger, item_id, "failed", empty)

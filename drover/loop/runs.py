@@ -24,7 +24,6 @@ from drover.ledger.db import Ledger
 from drover.ledger.project import Project
 from drover.agents.locks import attached, claimed_by, run_live
 from drover.agents.procs import process_start, run_alive
-from drover.ledger.itemstate import item_state
 from drover.ledger.rows import NewRun, Run
 from drover.ledger.state import State
 
@@ -120,7 +119,7 @@ def prepare(project: Project, ledger: Ledger, item_id: str, slot: str, *,
     data = template_data.build(project, ledger, item_id, slot, record=record, heads=heads)
     branch = data.Branch
     if slot == "review" and not preview and not data.Recent.Commits and not data.Recent.Unavailable:
-        raise Refused(f"{item_id}: {_NOTHING.format(branch=branch, base=project.config.base)}")
+        raise Refused(f"{item_id}: {reviewers.NOTHING.format(branch=branch, base=project.config.base)}")
     if slot != "draft":
         require_valid_branch(item_id, branch)
     rendered = templates.render(slot, data, root=project.root, config=project.config, explicit=explicit_template)
@@ -151,22 +150,6 @@ def prepare(project: Project, ledger: Ledger, item_id: str, slot: str, *,
         env_add=env_add, binary_missing=presets.binary_missing(agent), root_refusal=presets.root_refusal(agent),
         stream=presets.stream_of(agent), reviewed_head=heads.get(branch, "") if slot == "review" else "",
     )
-
-
-_NOTHING = "nothing to review: {branch} has no commits beyond {base} (the implementing runs committed nothing)"
-
-
-def nothing_to_review(project: Project, ledger: Ledger, item_id: str, heads: dict[str, str] | None = None) -> str:
-    """Why the item's branch holds nothing to check or review (its head is base's, or behind it), in
-    the words a review's refusal uses; "" when it holds commits of its own, or has no head yet.
-    `heads`: where an implementing run just left the branch (RunResult.heads). Then only a branch
-    still at base counts here, one git call; one the run moved behind base is refused at its review."""
-    known = item_state(project, ledger, item_id, heads=heads)
-    base_head = git.head_of(project.root, project.config.base) if known.head else ""
-    if not base_head or (known.head != base_head if heads else
-                         git.merge_bases(project.root, base_head, known.head) != [known.head]):
-        return ""
-    return _NOTHING.format(branch=known.branch, base=project.config.base)
 
 
 def _found_branch(project: Project, record: template_data.ItemRecord, branch: str, slot: str) -> tuple[str, ...]:
