@@ -688,6 +688,18 @@ def held_in_setup(root: Path, tmp_path: Path, item: str, env: dict | None = None
     return running, tmp_path / "setup.go"
 
 
+def ended(first: subprocess.Popen, go: Path) -> tuple[int, str]:
+    """Let the held set-up go on, and the drover run that waited on it end: its exit status and output.
+    Killed, should it outlive the minute."""
+    go.touch()
+    try:
+        out, err = first.communicate(timeout=60)
+    finally:
+        if first.poll() is None:
+            first.kill()
+    return first.returncode, out + err
+
+
 def listed_state(root: Path, item: str) -> str:
     return {row["id"]: row["state"] for row in json.loads(drover(root, "list", "--json", check=True).stdout)}[item]
 
@@ -716,13 +728,9 @@ def test_an_item_in_its_setup_is_running_and_a_second_run_or_drive_of_it_is_refu
         assert re.search(rf"^{item} +skipped +0 +1 +running$", driven.stdout, re.M), driven.stdout + driven.stderr
         stopped = drover(pooled, "stop", item)
         assert stopped.returncode == 1 and "is being set up (drover pid " in stopped.stderr, stopped.stderr
-        go.touch()
-        out, err = first.communicate(timeout=60)
     finally:
-        go.touch()
-        if first.poll() is None:
-            first.kill()
-    assert first.returncode == 0, out + err
+        status, said = ended(first, go)
+    assert status == 0, said
     assert len((tmp_path / "setup.started").read_text().split()) == 1  # set up once
     assert [entry["slot"] for entry in seen(tmp_path) if entry["item"] == item] == ["implement"]
     runs = json.loads(drover(pooled, "show", item, "--json", check=True).stdout)["runs"]
@@ -765,12 +773,9 @@ def test_prune_held_keeps_the_worktree_of_a_live_run_in_its_setup_and_while_its_
             time.sleep(0.05)
         pruned = drover(repo, "worktrees", "prune", "--held", check=True).stdout
         assert re.fullmatch(rf"kept {row['path']}: {item} has a live run \S+ \(pid \d+\)\n", pruned), pruned
-        out, err = first.communicate(timeout=60)
     finally:
-        go.touch()
-        if first.poll() is None:
-            first.kill()
-    assert first.returncode == 0, out + err
+        status, said = ended(first, go)
+    assert status == 0, said
     assert (repo / row["path"]).is_dir() and [r["holder"] for r in pool_rows(repo)] == [item]
     # with the run over and its drover gone, --held removes it as before
     assert drover(repo, "worktrees", "prune", "--held", check=True).stdout == f"removed {row['path']}\n"
