@@ -638,6 +638,49 @@ def test_a_git_of_drovers_that_waits_on_a_fifo_ends_after_its_time_limit(project
     assert "Traceback" not in done.stderr
 
 
+def test_a_fifo_among_the_launchers_locks_holds_no_launch_and_no_verdict(project):
+    """Every launching drover sweeps `.drover/launchers/` and every verdict reads who launches: a fifo
+    an implementer made there held both for good, the operator's own `drover audit` too."""
+    drover(project, "run", "D-1", check=True)
+    os.mkfifo(project / ".drover" / "launchers" / "1.lock")
+    assert ended(project, "run", "D-2").returncode == 0
+    audited = ended(project, "audit", "D-1", "--level", "reviewed", "--note", "the operator read it")
+    assert audited.returncode == 0, audited.stderr
+
+
+def test_a_fifo_an_agent_puts_in_place_of_its_log_holds_no_drover(project, tmp_path):
+    """drover reads the end of an agent's log when the run ends, and `drover log` prints it: a fifo
+    the agent left there made both wait for good, and the drive's SIGTERM did not end it."""
+    agent = tmp_path / "fifo_agent.sh"
+    agent.write_text('#!/bin/sh\ncat >/dev/null\necho work >> work.txt && git add work.txt && git commit -qm work\n'
+                     'log="$DROVER_REPO/.drover/runs/$DROVER_RUN/agent.log"\nrm -f "$log" && mkfifo "$log"\n')
+    config = project / "drover.toml"
+    config.write_text(config.read_text().replace(f"{sys.executable} {GATE_AGENT}", f"sh {agent}", 1))
+    git(project, "commit", "-q", "-am", "an implementer that leaves a fifo for its log")
+    assert ended(project, "run", "D-1").returncode == 0
+    logged = ended(project, "log", "D-1")
+    assert logged.returncode == 2 and logged.stderr.count("\n") == 1 and "Traceback" not in logged.stderr
+
+
+def test_a_setup_that_moves_the_branch_before_the_review_starts_refuses_the_review(project):
+    """`[run] setup` runs the branch's code (a package script, a build) before the reviewer starts:
+    one that moved the branch to a commit of its choosing had that commit read by the reviewer, and
+    the approval cover the head read before it. The head is read again after the set-up."""
+    config = project / "drover.toml"
+    config.write_text(config.read_text().replace('setup = ""', 'setup = "if [ -f .move-to ]; then git update-ref '
+                                                 'refs/heads/drover/d-1 $(cat .move-to); fi"', 1))
+    git(project, "commit", "-q", "-am", "a set-up step")
+    drover(project, "run", "D-1", check=True)
+    worktree = project / ".drover" / "worktrees" / "D-1"
+    (project / ".git" / "worktrees" / "D-1" / "drover-setup-done").unlink()  # set-up runs at the review again
+    elsewhere_commit = git(project, "commit-tree", "-p", "main", "-m", "Fix a typo", "main^{tree}").strip()
+    (worktree / ".move-to").write_text(elsewhere_commit + "\n")
+    done = drover(project, "review", "D-1")
+    assert done.returncode == 1 and "while its review was being prepared" in done.stderr, done.stdout + done.stderr
+    shown = json.loads(drover(project, "show", "D-1", "--json", check=True).stdout)
+    assert shown["state"] != "approved" and not [run for run in shown["runs"] if run["slot"] == "review"]
+
+
 REVIEWER_MODULE = """import json, os, subprocess, sys
 sys.stdin.read()
 subprocess.run(["drover", "request-changes", os.environ["DROVER_ITEM"]], input="# Never approved\\n", text=True)

@@ -260,3 +260,23 @@ def test_an_export_carries_no_terminal_escape_a_row_holds(busy):
     assert "\x9b" not in done.stdout and "\x7f" not in done.stdout and "\u2713" in done.stdout
     notes = [line["row"]["note"] for line in map(json.loads, done.stdout.splitlines()[1:]) if line["table"] == "audits"]
     assert notes == ["ok \u2713 \x9b2J\x7f"]
+
+
+def test_a_log_path_an_import_brought_from_outside_the_runs_folder_is_never_printed(busy, tmp_path):
+    """Hostile review 17: `ledger import` takes a row's `log_path` as the export had it, and `drover log`
+    printed whatever file a run's or a check's row named (`../../../etc/hostname`; `/dev/zero` read for
+    ever). A log is printed only from under .drover/runs/."""
+    (busy / "outside.txt").write_text("not a log of drover's\n")
+    exported = run(busy, "ledger", "export")
+    lines = []
+    for line in map(json.loads, exported.stdout.splitlines()):
+        if line.get("table") in ("runs", "checks") and line["row"].get("item") == "D-3":
+            line["row"]["log_path"] = "../outside.txt" if line["table"] == "checks" else str(busy / "outside.txt")
+        lines.append(json.dumps(line))
+    dump = tmp_path / "edited.jsonl"
+    dump.write_text("\n".join(lines) + "\n")
+    (busy / ".drover" / "ledger.db").unlink()
+    assert run(busy, "ledger", "import", str(dump)).returncode == 0
+    for args in (("--run", "c1"), ("--run", "r1"), ()):
+        done = run(busy, "log", "D-3", *args)
+        assert done.returncode == 2 and "not a log of drover's" not in done.stdout, (args, done.stdout, done.stderr)

@@ -14,6 +14,7 @@ from typing import Callable
 
 import pytest
 
+from drover.agents.locks import ATTACHED
 from helpers import AGENT, BIN, TESTS, configure, drover, git, ledger_rows, line_of_key, new_item
 
 POOL_AGENT = TESTS / "agents" / "pool_agent.py"
@@ -720,10 +721,13 @@ def test_an_item_in_its_setup_is_running_and_a_second_run_or_drive_of_it_is_refu
     first, go = held_in_setup(pooled, tmp_path, item)
     try:
         assert listed_state(pooled, item) == "running"
+        # the lock's text is anyone's to write (the set-up runs the branch's code): not who holds it
+        (lock,) = (pooled / ".drover" / "runs").glob(f"*-{item}-implement-*/{ATTACHED}")
+        lock.write_text("1 forged\n")
         second = drover(pooled, "run", item, process=True)
         assert second.returncode == 1, second.stdout + second.stderr
         assert f"drover: {item} already has a live run " in second.stderr
-        assert "before its agent starts" in second.stderr
+        assert f"(drover pid {first.pid}, before its agent starts)" in second.stderr, second.stderr
         driven = drover(pooled, "drive", item)
         assert re.search(rf"^{item} +skipped +0 +1 +running$", driven.stdout, re.M), driven.stdout + driven.stderr
         stopped = drover(pooled, "stop", item)
@@ -750,6 +754,37 @@ def test_a_drover_killed_in_the_setup_leaves_the_item_interrupted_and_no_claim(p
     again = drover(pooled, "run", item)
     assert again.returncode == 0, again.stdout + again.stderr
     assert [entry["slot"] for entry in seen(tmp_path) if entry["item"] == item] == ["implement"]
+
+
+@pytest.mark.parametrize("planted", ["link", "fifo", "folder"])
+def test_what_an_agent_puts_in_place_of_a_dead_runs_lock_never_makes_it_live_nor_holds_drover(pooled, tmp_path,
+                                                                                              planted):
+    """A run a `kill -9` left unended is not live: its lock is free. A later agent that puts a link
+    to itself, a fifo or a folder where that lock was made the item `running` for ever (no command
+    cleared it), and with a fifo every `list` and `drive` waited for good. Neither any more."""
+    set_run(pooled, setup=waiting_setup(tmp_path))
+    item = new_item(pooled, "first")
+    first, go = held_in_setup(pooled, tmp_path, item)
+    first.kill()
+    first.communicate(timeout=30)
+    go.touch()
+    (lock,) = (pooled / ".drover" / "runs").glob(f"*-{item}-implement-*/{ATTACHED}")
+    lock.unlink()
+    if planted == "link":
+        lock.symlink_to(ATTACHED)  # a link to itself: ELOOP
+    elif planted == "fifo":
+        os.mkfifo(lock)
+    else:
+        lock.mkdir()
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
+    try:
+        listed = subprocess.run([str(BIN / "drover"), "list", "--json"], cwd=pooled, capture_output=True, text=True,
+                                env=env, timeout=60, stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        pytest.fail("drover list waited on what the agent put in place of the lock")
+    assert {row["id"]: row["state"] for row in json.loads(listed.stdout)}[item] == "interrupted"
+    again = drover(pooled, "run", item)
+    assert again.returncode == 0, again.stdout + again.stderr
 
 
 def test_prune_held_keeps_the_worktree_of_a_live_run_in_its_setup_and_while_its_agent_works(repo, tmp_path):

@@ -314,8 +314,10 @@ def launch(
         argv[0] = os.path.abspath(found) if found else argv[0]
     launching()
     marker = ("DROVER_RUN", env_add["DROVER_RUN"]) if env_add.get("DROVER_RUN") else None
-    raw_log = open(log_path.with_name("agent.jsonl"), "ab") if reader is not None else None
-    with open(log_path, "ab") as log:
+    from drover.git.cleaning import open_regular
+
+    raw_log = open_regular(log_path.with_name("agent.jsonl"), "ab") if reader is not None else None
+    with open_regular(log_path, "ab") as log:
         proc = subprocess.Popen(
             argv, cwd=cwd, env={**os.environ, **env_add},
             stdin=subprocess.PIPE if prompt_via == "stdin" else subprocess.DEVNULL,

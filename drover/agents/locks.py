@@ -7,8 +7,10 @@ A lock is a file held with `flock`: the kernel lets go of it when its drover die
 """
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
+import stat
 import threading
 from contextlib import contextmanager
 from pathlib import Path
@@ -71,12 +73,28 @@ def attached(run_dir: Path) -> Iterator[None]:
         os.close(fd)
 
 
+def _open_lock(path: Path) -> int:
+    """A lock file opened for reading without waiting, never through a link, and only when it is a
+    regular file: agents can write under .drover/, and a fifo in a lock's place would hold drover's
+    open() for ever, a link loop or a folder in the way would read as a lock no one can take."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK | os.O_NOFOLLOW)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise OSError(errno.EINVAL, "not a regular file", str(path))
+    return fd
+
+
 def launcher_of(run_dir: Path, name: str = ATTACHED) -> Launcher | None:
     """The drover that holds the lock `name` in `run_dir` now, as it recorded itself; None when none holds it."""
     if not drover_attached(run_dir, unlocked=False, name=name):
         return None
     try:
-        pid, *where = (run_dir / name).read_text(encoding="ascii").split()[:4]
+        fd = _open_lock(run_dir / name)
+        try:
+            text = os.read(fd, 4096).decode("ascii")
+        finally:
+            os.close(fd)
+        pid, *where = text.split()[:4]
         return Launcher(int(pid), *("" if field == "-" else field for field in where))
     except (OSError, ValueError):
         return None
@@ -86,11 +104,10 @@ def drover_attached(run_dir: Path, *, unlocked: bool = True, name: str = ATTACHE
     """The drover that launched the run still holds its lock; `unlocked` when the run has no lock
     file (one launched before drover kept the lock, or not by a drover here: nothing says)."""
     try:
-        fd = os.open(run_dir / name, os.O_RDONLY | os.O_CLOEXEC)
-    except FileNotFoundError:
-        return unlocked
+        fd = _open_lock(run_dir / name)
     except OSError:
-        return True
+        # missing, or no lock drover made (a fifo, a link, a folder in the way): no drover holds it
+        return unlocked
     try:
         fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
     except OSError:
@@ -108,11 +125,28 @@ def run_live(run: procs.RunProcess, runs_dir: Path) -> bool:
 
 
 def claimed_by(run: procs.RunProcess, runs_dir: Path) -> str:
-    """Who a live run is, for a refusal: its agent's pid, or the drover setting it up before its agent starts."""
+    """Who a live run is, for a refusal: its agent's pid, or the drover setting it up before its agent
+    starts, as the kernel names the holder of the run's lock (the file's text is anyone's to write:
+    the set-up runs the branch's code)."""
     if run.pid is not None and procs.run_alive(run):
         return f"pid {run.pid}"
-    launcher = launcher_of(runs_dir / run.id)
-    return f"drover pid {launcher.pid if launcher else '?'}, before its agent starts"
+    holder = lock_holder(runs_dir / run.id / ATTACHED)
+    return f"drover pid {holder if holder is not None else '?'}, before its agent starts"
+
+
+def lock_holder(path: Path) -> int | None:
+    """The pid /proc/locks names as holding a flock on `path`; None when none does or it cannot say."""
+    try:
+        found = os.stat(path)
+        wanted = f"{os.major(found.st_dev):02x}:{os.minor(found.st_dev):02x}:{found.st_ino}"
+        with open("/proc/locks", encoding="ascii", errors="replace") as table:
+            for line in table:
+                fields = line.split()
+                if "->" not in fields and len(fields) >= 6 and fields[1] == "FLOCK" and fields[5] == wanted:
+                    return int(fields[4])
+    except (OSError, ValueError):
+        pass
+    return None
 
 
 _holding: dict[Path, int] = {}  # .drover/ -> the descriptor of this drover's lock in its launchers/
@@ -174,9 +208,9 @@ def _sweep(folder: Path) -> None:
     """Remove the lock files in `folder` no drover holds (those of drovers that have ended)."""
     for entry in os.scandir(folder):
         try:
-            fd = os.open(entry.path, os.O_RDONLY | os.O_CLOEXEC)
+            fd = _open_lock(Path(entry.path))
         except OSError:
-            continue
+            continue  # no lock a drover made: nothing to take away
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             os.unlink(entry.path)  # still locked by this sweep: no drover holds it meanwhile

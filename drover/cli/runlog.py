@@ -1,12 +1,14 @@
 """`drover log`: a run's agent log, printed whole or followed while the run is alive."""
 from __future__ import annotations
 
+import os
 import sys
 import time
 from pathlib import Path
 from typing import BinaryIO, Callable
 
 from drover.errors import UsageError, printable
+from drover.git.cleaning import open_regular
 from drover.ledger.db import Ledger
 from drover.agents.locks import run_live
 from drover.ledger.project import Project
@@ -38,11 +40,13 @@ def copy_log(path: Path, write: Callable[[bytes], None], *, follow: bool,
     while True:
         running = still_running() if follow else False  # asked before reading: nothing is missed
         try:
-            with open(path, "rb") as handle:
+            with open_regular(path, "rb") as handle:  # a fifo an agent put in its place: no wait
                 handle.seek(offset)
                 data = handle.read()
         except FileNotFoundError:
             data = b""
+        except OSError as exc:  # a fifo, a link or a folder an agent put in its place
+            raise UsageError(f"{path}: {exc.strerror or exc}") from None
         if data:
             write(data)
             offset += len(data)
@@ -66,6 +70,12 @@ def first_run(project: Project, item_id: str, say: Callable[[str], None]) -> boo
     return True
 
 
+def _in_runs(project: Project, path: Path) -> bool:
+    """The log is drover's: a file under .drover/runs/ (a ledger row brought by `ledger import` may
+    name any path, absolute or through `..`)."""
+    return Path(os.path.normpath(path)).is_relative_to(os.path.normpath(project.runs_dir))
+
+
 def show_log(project: Project, item_id: str, run_id: str | None, *, follow: bool, out: BinaryIO) -> None:
     """Print the run's log to `out`; with `follow`, until the run ends or Ctrl-C (the run goes on),
     and for an item without a run yet, from its first run on."""
@@ -76,7 +86,7 @@ def show_log(project: Project, item_id: str, run_id: str | None, *, follow: bool
         check = next((check for check in ledger.checks(item_id) if check.id == run_id), None) if run_id else None
         if check is not None:  # a check's log (drive's summary names it), whole: it is recorded once ended
             path = project.root / (check.log_path or "")
-            if not check.log_path or not path.exists():
+            if not check.log_path or not _in_runs(project, path) or not path.exists():
                 raise UsageError(f"{check.id}: no log at {check.log_path}")
             write = log_writer(out)
             copy_log(path, write, follow=False, still_running=lambda: False)
@@ -84,6 +94,8 @@ def show_log(project: Project, item_id: str, run_id: str | None, *, follow: bool
             return
         run = pick_run(project, ledger, item_id, run_id)
     path = project.root / (run.log_path or "")
+    if not _in_runs(project, path):  # a row an import brought may name any file
+        raise UsageError(f"{run.id}: its log {run.log_path} is not under {project.relpath(project.runs_dir)}")
     if not path.exists() and not (follow and run_live(run, project.runs_dir)):
         raise UsageError(f"{run.id}: no log at {run.log_path}")
 

@@ -7,6 +7,7 @@ import errno
 import os
 import shutil
 import stat
+from typing import BinaryIO, cast
 from pathlib import Path
 
 from drover.errors import GitError
@@ -45,6 +46,23 @@ def read_small_file(path: Path, most: int = 65536) -> str:
         return os.read(fd, most).decode("utf-8", errors="replace")
     finally:
         os.close(fd)
+
+
+def open_regular(path: Path | str, mode: str = "rb") -> BinaryIO:
+    """`open(path, mode)` ("rb" or "ab") for a file an agent can replace (a run's log under .drover/runs):
+    opened without waiting, never through a link, and only when it is a regular file. A fifo in its
+    place would hold drover's open() for ever (no writer, or no reader, ever comes), SIGTERM with it."""
+    flags = os.O_CLOEXEC | os.O_NONBLOCK | os.O_NOFOLLOW | (
+        os.O_WRONLY | os.O_APPEND | os.O_CREAT if mode == "ab" else os.O_RDONLY)
+    fd = os.open(path, flags, 0o644)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", str(path))
+        os.set_blocking(fd, True)
+        return cast(BinaryIO, open(fd, mode))
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 def private_git_dir(worktree: Path, common: Path) -> Path:

@@ -326,7 +326,9 @@ def setup_worktree(project: Project, ledger: "Ledger", worktree: Path, log_path:
     ledger.log_event("pool-setup", item_id, path=rel)
     warning = _outside_keep(project, worktree, rel)
     if warning:
-        with open(log_path, "ab") as log:
+        from drover.git.cleaning import open_regular
+
+        with open_regular(log_path, "ab") as log:
             log.write(f"# {warning}\n".encode())
         (progress or _to_stderr)(f"{item_id}: warning: {warning}")
     return True

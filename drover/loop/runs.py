@@ -282,9 +282,12 @@ def _start(project: Project, ledger: Ledger, launch: Launch, cancel: threading.E
         if launch.slot == "review":
             # the branch check (prepare) judged the head the prompt was built on: a branch moved since
             # (a process the implementer left running) would be reviewed unjudged, its own reviewer with it
-            if head_start != launch.reviewed_head:
+            # read again after the set-up: it ran the branch's code, which can move the branch too
+            now = git.head_of(project.root, launch.branch) if project.config.setup else head_start
+            moved = next((head for head in (head_start, now) if head != launch.reviewed_head), None)
+            if moved is not None:
                 raise Refused(f"{launch.item_id}: {launch.branch} moved from {launch.reviewed_head[:12] or 'nothing'} "
-                              f"to {head_start[:12] or 'nothing'} while its review was being prepared: no review "
+                              f"to {moved[:12] or 'nothing'} while its review was being prepared: no review "
                               "runs on a head its checks did not judge; review again")
             reviewers.refuse_from_the_worktree(project, launch, head_start)  # after the set-up: it may write there too
     except BaseException:

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from drover.agents import launch as agents
 from drover import git
+from drover.git.cleaning import open_regular
 from drover.prompts.data import verify_command
 from drover.errors import GitError, Refused
 from drover.ledger.connection import now
@@ -142,7 +143,7 @@ def run_check(project: Project, ledger: Ledger, item_id: str, *, echo: bool = Fa
             # one at a time with the agents' worktrees: a prune during another `worktree add` breaks it
             with pool.WORKTREE_LOCK:
                 git.add_detached_worktree(project.root, scratch, head)
-        with open(log_path, "ab") as log:  # where it runs: a scratch worktree, or the pooled one it holds
+        with open_regular(log_path, "ab") as log:  # where it runs: a scratch worktree, or the pooled one it holds
             log.write(f"$ {command}    # drover's check of {branch} at {head[:12]} with {base} "
                       f"({base_head[:12]}) merged in, in {scratch}\n".encode())
         try:
@@ -183,7 +184,7 @@ def sweep_checks(project: Project) -> list[str]:
     for name in names:
         scratch, shown = folder / name, project.relpath(folder / name)
         try:
-            fd = os.open(project.runs_dir / name / ATTACHED, os.O_RDONLY | os.O_CLOEXEC)
+            fd = os.open(project.runs_dir / name / ATTACHED, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK | os.O_NOFOLLOW)
         except FileNotFoundError:
             fd = -1  # a drover from before the lock, or one killed before it took it: nothing holds it
         except OSError:
@@ -215,7 +216,7 @@ def _run_in(project: Project, item_id: str, command: str, scratch: Path, base_he
     if conflicts:
         said = (f"merging {project.config.base} ({base_head[:12]}) into the branch conflicts in "
                 f"{', '.join(conflicts)}")
-        with open(log_path, "ab") as log:
+        with open_regular(log_path, "ab") as log:
             log.write(f"# {said}\n".encode())
         return None, "conflict", said
     start = log_path.stat().st_size  # the tail is the output's, not drover's header line
@@ -247,7 +248,7 @@ def _timeout(project: Project) -> float | None:
 def tail_of(log_path: Path, start: int = 0, lines: int = TAIL_LINES, size: int = TAIL_BYTES) -> str:
     """The last `lines` lines of the log after byte `start`, at most `size` bytes of them."""
     try:
-        with open(log_path, "rb") as handle:
+        with open_regular(log_path, "rb") as handle:  # the branch's tests can put a fifo there
             handle.seek(0, 2)
             handle.seek(max(start, handle.tell() - size * 4))
             data = handle.read()

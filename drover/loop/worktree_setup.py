@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Callable
 
 from drover import git
+from drover.git.cleaning import open_regular
 from drover.errors import DroverError
 
 MARKER = "drover-setup-done"
@@ -44,7 +45,7 @@ def run_setup(command: str, worktree: Path, log_path: Path, *, item_id: str, sho
     if marker is not None and marker.exists():
         return False
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    with open(log_path, "ab") as log:
+    with open_regular(log_path, "ab") as log:
         log.write(f"$ {command}    # [run] setup, in {worktree}\n".encode())
     # the operator's own command line, like a Makefile recipe: through the shell, launched as an agent
     # is (launching() included): in a session of its own, ended whole by the timeout, Ctrl-C, SIGTERM
@@ -57,7 +58,7 @@ def run_setup(command: str, worktree: Path, log_path: Path, *, item_id: str, sho
                           prompt_via="file", log_path=log_path, timeout=timeout, label=f"{item_id} setup",
                           echo=False, cancel=cancel, progress=progress, progress_label=f"{item_id}: [run] setup")
     status = f"exit {ended.exit_code}" if ended.outcome == "exited" else ended.outcome.replace("timeout", "timed out")
-    with open(log_path, "ab") as log:
+    with open_regular(log_path, "ab") as log:
         log.write(f"# [run] setup ended: {status}\n".encode())
     if ended.outcome == "interrupted":
         raise SetupInterrupted(f"{item_id}: worktree setup interrupted; log: {shown_log}")
