@@ -272,6 +272,7 @@ def become_subreaper() -> bool:
 
 
 _sweeping: list[int] = []  # the pid that registered end_adopted (a fork does not inherit the duty)
+QUIET_SCANS = 3  # scans of /proc in a row that find nothing new below drover before it stops looking
 
 
 def end_adopted(patience: float = 5.0) -> None:
@@ -289,10 +290,17 @@ def end_adopted(patience: float = 5.0) -> None:
         return
     me = os.getpid()
     stopped: set[int] = set()
+    quiet = 0
     for _ in range(10_000):  # each round stops all it finds: what it misses was forked meanwhile
         fresh = [pid for pid in _below(me) if pid not in stopped]
         if not fresh:
-            break
+            # one scan can miss a whole chain: the link it listed exited before its stat was read,
+            # and the link that link forked came after the listing. Three empty scans in a row end it.
+            quiet += 1
+            if quiet == QUIET_SCANS:
+                break
+            continue
+        quiet = 0
         _signal(fresh, signal.SIGSTOP)
         stopped.update(fresh)
     _signal(sorted(stopped), signal.SIGKILL)
