@@ -73,7 +73,7 @@ def clean(text: str, limit: int = REASON_CHARS) -> str:
 def tail(path: Path, size: int = TAIL_BYTES) -> str:
     """The last `size` bytes of a file as text ("" when it is missing)."""
     try:
-        from drover.git.cleaning import open_regular
+        from drover.git.files import open_regular
 
         with open_regular(path, "rb") as handle:  # the agent can put a fifo in its log's place
             handle.seek(0, 2)

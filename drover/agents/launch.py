@@ -314,7 +314,7 @@ def launch(
         argv[0] = os.path.abspath(found) if found else argv[0]
     launching()
     marker = ("DROVER_RUN", env_add["DROVER_RUN"]) if env_add.get("DROVER_RUN") else None
-    from drover.git.cleaning import open_regular
+    from drover.git.files import open_regular
 
     raw_log = open_regular(log_path.with_name("agent.jsonl"), "ab") if reader is not None else None
     with open_regular(log_path, "ab") as log:

@@ -7,10 +7,8 @@ A lock is a file held with `flock`: the kernel lets go of it when its drover die
 """
 from __future__ import annotations
 
-import errno
 import fcntl
 import os
-import stat
 import threading
 from contextlib import contextmanager
 from pathlib import Path
@@ -74,14 +72,12 @@ def attached(run_dir: Path) -> Iterator[None]:
 
 
 def _open_lock(path: Path) -> int:
-    """A lock file opened for reading without waiting, never through a link, and only when it is a
-    regular file: agents can write under .drover/, and a fifo in a lock's place would hold drover's
-    open() for ever, a link loop or a folder in the way would read as a lock no one can take."""
-    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK | os.O_NOFOLLOW)
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        raise OSError(errno.EINVAL, "not a regular file", str(path))
-    return fd
+    """A lock file, opened as every file agents can replace is (drover/git/files.py): a fifo in a
+    lock's place would hold drover's open() for ever, a link loop or a folder in the way would read
+    as a lock no one can take; OSError for each."""
+    from drover.git.files import regular_fd
+
+    return regular_fd(path)
 
 
 def launcher_of(run_dir: Path, name: str = ATTACHED) -> Launcher | None:

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import BinaryIO, Callable
 
 from drover.errors import UsageError, printable
-from drover.git.cleaning import open_regular
+from drover.git.files import open_regular
 from drover.ledger.db import Ledger
 from drover.agents.locks import run_live
 from drover.ledger.project import Project

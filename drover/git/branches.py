@@ -27,21 +27,18 @@ def reads_as_ref(path: Path) -> bool:
     """`path` is a file git would take for a ref when it reads a short name (`$GIT_DIR/<name>`,
     before `refs/<name>`): an object id, in either case, or `ref:` and a ref's name, with or without
     the space (hostile review 14: git 2.39 reads all three, from a linked worktree too)."""
+    from drover.git.files import read_small_file
+
     try:
         mode = os.stat(path).st_mode
         if stat.S_ISDIR(mode):
             return False
         if not stat.S_ISREG(mode):
             return True  # a fifo or a device: git would wait on it, and so would a reader here
-        # never waits, should a fifo have taken the file's place since
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-        try:
-            head = os.read(fd, 200).split(b"\n", 1)[0].strip()
-        finally:
-            os.close(fd)
+        head = read_small_file(path, 200).split("\n", 1)[0].strip()  # should a fifo take its place since
     except OSError:  # no such file
         return False
-    return head.startswith(b"ref:") or (len(head) in (40, 64) and all(c in b"0123456789abcdefABCDEF" for c in head))
+    return head.startswith("ref:") or (len(head) in (40, 64) and all(c in "0123456789abcdefABCDEF" for c in head))
 
 
 def shadowing_refs(name: str) -> tuple[str, str]:

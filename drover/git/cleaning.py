@@ -3,14 +3,13 @@ worktree git registered, forced onto a branch or a commit, cleaned of everything
 kept paths; and one that cannot be, removed whatever it holds."""
 from __future__ import annotations
 
-import errno
 import os
 import shutil
 import stat
-from typing import BinaryIO, cast
 from pathlib import Path
 
 from drover.errors import GitError
+from drover.git.files import read_small_file
 from drover.git.branches import heads_of, local_ref, require_base
 from drover.git.run import git, one_line, run
 
@@ -33,36 +32,6 @@ def common_dir(root: Path) -> Path:
     """The repository's common git folder (where `worktrees/` lives)."""
     found = git(["rev-parse", "--git-common-dir"], root).strip()
     return (root / found).resolve()
-
-
-def read_small_file(path: Path, most: int = 65536) -> str:
-    """The text of a regular file the agent may write (a worktree's `.git`, its private folder's
-    `gitdir`, `commondir`, `HEAD`), opened without waiting: a fifo or a device in its place raises
-    OSError rather than hang drover on an open() no writer will ever answer."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise OSError(errno.EINVAL, "not a regular file", str(path))
-        return os.read(fd, most).decode("utf-8", errors="replace")
-    finally:
-        os.close(fd)
-
-
-def open_regular(path: Path | str, mode: str = "rb") -> BinaryIO:
-    """`open(path, mode)` ("rb" or "ab") for a file an agent can replace (a run's log under .drover/runs):
-    opened without waiting, never through a link, and only when it is a regular file. A fifo in its
-    place would hold drover's open() for ever (no writer, or no reader, ever comes), SIGTERM with it."""
-    flags = os.O_CLOEXEC | os.O_NONBLOCK | os.O_NOFOLLOW | (
-        os.O_WRONLY | os.O_APPEND | os.O_CREAT if mode == "ab" else os.O_RDONLY)
-    fd = os.open(path, flags, 0o644)
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise OSError(errno.EINVAL, "not a regular file", str(path))
-        os.set_blocking(fd, True)
-        return cast(BinaryIO, open(fd, mode))
-    except BaseException:
-        os.close(fd)
-        raise
 
 
 def private_git_dir(worktree: Path, common: Path) -> Path:

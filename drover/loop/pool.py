@@ -247,7 +247,7 @@ def _require_on(path: Path, branch: str) -> None:
 
 
 def _head_file(path: Path) -> str:
-    from drover.git.cleaning import read_small_file
+    from drover.git.files import read_small_file
 
     try:
         text = read_small_file(path / ".git").strip()
@@ -326,7 +326,7 @@ def setup_worktree(project: Project, ledger: "Ledger", worktree: Path, log_path:
     ledger.log_event("pool-setup", item_id, path=rel)
     warning = _outside_keep(project, worktree, rel)
     if warning:
-        from drover.git.cleaning import open_regular
+        from drover.git.files import open_regular
 
         with open_regular(log_path, "ab") as log:
             log.write(f"# {warning}\n".encode())

@@ -13,6 +13,7 @@ nothing runs before its merge (docs/verify.md).
 """
 from __future__ import annotations
 
+import errno
 import functools
 import os
 import re
@@ -25,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from drover.agents import launch as agents
 from drover import git
-from drover.git.cleaning import open_regular
+from drover.git.files import open_regular, regular_fd
 from drover.prompts.data import verify_command
 from drover.errors import GitError, Refused
 from drover.ledger.connection import now
@@ -184,11 +185,13 @@ def sweep_checks(project: Project) -> list[str]:
     for name in names:
         scratch, shown = folder / name, project.relpath(folder / name)
         try:
-            fd = os.open(project.runs_dir / name / ATTACHED, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK | os.O_NOFOLLOW)
-        except FileNotFoundError:
-            fd = -1  # a drover from before the lock, or one killed before it took it: nothing holds it
-        except OSError:
-            continue
+            fd = regular_fd(project.runs_dir / name / ATTACHED)
+        except OSError as exc:
+            if exc.errno not in (errno.ENOENT, errno.EINVAL):
+                continue
+            # none (a drover from before the lock, or one killed before it took it), or no lock a
+            # drover made (a fifo, a folder in its place): nothing holds it
+            fd = -1
         try:
             if fd >= 0:
                 try:

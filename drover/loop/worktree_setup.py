@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Callable
 
 from drover import git
-from drover.git.cleaning import open_regular
+from drover.git.files import open_regular
 from drover.errors import DroverError
 
 MARKER = "drover-setup-done"

@@ -1,0 +1,45 @@
+"""Files an agent can write or replace (the shared git folder, a worktree's private one, drover's
+run folders and logs), opened the one way that cannot hold drover: without waiting, never through a
+link unless asked, and only when the path is a regular file. A fifo in a file's place would hold an
+open() for ever (no writer, or no reader, ever comes), SIGTERM with it (hostile reviews 16, 17)."""
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from pathlib import Path
+from typing import BinaryIO, cast
+
+
+def regular_fd(path: Path | str, flags: int = os.O_RDONLY, *, follow: bool = False) -> int:
+    """A descriptor of `path` opened with `flags` (blocking again once open); OSError (EINVAL) when
+    it is no regular file, ELOOP when it is a link and `follow` is not asked."""
+    fd = os.open(path, flags | os.O_CLOEXEC | os.O_NONBLOCK | (0 if follow else os.O_NOFOLLOW), 0o644)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", str(path))
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def open_regular(path: Path | str, mode: str = "rb") -> BinaryIO:
+    """`open(path, mode)` ("rb", or "ab" to append to a log) through regular_fd."""
+    fd = regular_fd(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT if mode == "ab" else os.O_RDONLY)
+    try:
+        return cast(BinaryIO, open(fd, mode))
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def read_small_file(path: Path | str, most: int = 65536) -> str:
+    """The text of a small regular file git keeps (a worktree's `.git`, its private folder's
+    `gitdir`, `commondir`, `HEAD`), at most `most` bytes; links followed, as git follows them."""
+    fd = regular_fd(path, follow=True)
+    try:
+        return os.read(fd, most).decode("utf-8", errors="replace")
+    finally:
+        os.close(fd)
