@@ -17,16 +17,16 @@ bytecode: $(STAMP)
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
 # The suite runs on TEST_JOBS processes (pytest-xdist): every test has its own repository, HOME
-# and environment (tests/conftest.py), so they share nothing. Three on CI's two cores: most tests
-# wait on git and agent processes, and a third keeps the cores busy (170 -> 153 s).
+# and environment (tests/conftest.py), so they share nothing. Four on CI's two cores: most tests
+# wait on git and agent processes, and the third and fourth keep the cores busy (two: 170 s,
+# three: 153-179 s, four: 155-159 s, five: 162 s; docs/performance.md).
 # The longest tests come first (tests/conftest.py) and go out one at a time (--maxschedchunk 1),
 # so no process is left running a queue of them while the other has finished.
-TEST_JOBS ?= 3
+TEST_JOBS ?= 4
 
 # pytest keeps each test module's assertion-rewritten bytecode beside it, unless
 # PYTHONDONTWRITEBYTECODE is set: then each test process rewrites all 60 modules again (3.4 s of
