@@ -100,6 +100,7 @@ def in_process(root: Path, args: tuple[str, ...], stdin: str | None, env: dict) 
         os.chdir(here)
         forget_caches()
         stop_adopting()
+        let_go_of_launcher_locks()
     return subprocess.CompletedProcess(["drover", *args], result.exit_code, result.stdout, result.stderr)
 
 
@@ -110,6 +111,17 @@ def stop_adopting() -> None:
         import ctypes
 
         ctypes.CDLL(None).prctl(36, 0, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER, off
+
+
+def let_go_of_launcher_locks() -> None:
+    """A drover that launched holds its launcher lock (.drover/launchers/) until its process ends,
+    and every process below it is refused as the operator (acting.traced_run): let go of it here,
+    as that end would, or each later `drover` process the test starts would descend from it."""
+    from drover.agents import locks
+
+    for fd in locks._holding.values():
+        os.close(fd)
+    locks._holding.clear()
 
 
 # Module-level memos of drover's whose answers depend on files a test changes between two

@@ -659,3 +659,58 @@ def test_two_jobs_that_launch_at_once_both_take_the_drovers_launcher_lock(tmp_pa
         held = locks._holding.pop(state_dir, None)
         if held is not None:
             os.close(held)  # this test's process lives on: its lock goes with the test
+
+
+@pytest.mark.parametrize("planted", ["folder", "fifo", "link"])
+def test_a_drover_takes_its_launcher_lock_whatever_an_agent_put_in_its_place(tmp_path, planted):
+    """An implementer that made a folder `<pid>.lock` for every pid in .drover/launchers/ had every
+    later launch fail (`could not start python: Is a directory`) and a drive fail each item; a fifo
+    failed the same way, and a link was written through (hostile review 18). No live drover's lock
+    is anything but a regular file, and none but this one has its pid: what is there goes."""
+    from drover.agents import locks
+
+    state_dir = tmp_path / ".drover"
+    folder = state_dir / locks.LAUNCHERS
+    folder.mkdir(parents=True)
+    victim = tmp_path / "victim"
+    victim.write_text("not drover's\n")
+    mine = folder / f"{os.getpid()}.lock"
+    if planted == "folder":
+        (mine / "deeper").mkdir(parents=True)
+    elif planted == "fifo":
+        os.mkfifo(mine)
+    else:
+        mine.symlink_to(victim)
+    other = folder / "4194303.lock"  # what the agent made for the pids no drover has
+    other.mkdir()
+    try:
+        locks.hold_launcher(state_dir)
+        assert mine.is_file() and not mine.is_symlink()
+        assert locks.lock_holder(mine) == os.getpid() and locks.launcher_pids(state_dir) == {os.getpid()}
+    finally:
+        held = locks._holding.pop(state_dir, None)
+        if held is not None:
+            os.close(held)
+    assert victim.read_text() == "not drover's\n"
+    assert not other.exists()  # swept: every later sweep would scan it again
+
+
+def test_a_link_in_place_of_the_launchers_folder_is_not_swept_through(tmp_path):
+    """The sweep removes every file in .drover/launchers/ that no drover holds: made a link to
+    another folder, it would have removed that folder's files."""
+    from drover.agents import locks
+
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "notes.txt").write_text("mine\n")
+    state_dir = tmp_path / ".drover"
+    state_dir.mkdir()
+    (state_dir / locks.LAUNCHERS).symlink_to(elsewhere)
+    try:
+        locks.hold_launcher(state_dir)
+    finally:
+        held = locks._holding.pop(state_dir, None)
+        if held is not None:
+            os.close(held)
+    assert (elsewhere / "notes.txt").read_text() == "mine\n" and sorted(elsewhere.iterdir()) == [elsewhere / "notes.txt"]
+    assert (state_dir / locks.LAUNCHERS).is_dir() and not (state_dir / locks.LAUNCHERS).is_symlink()

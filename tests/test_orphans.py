@@ -150,3 +150,51 @@ def test_stop_refuses_an_item_without_a_live_run(project):
     done = drover(project, "stop", item, process=True)
     assert done.returncode == 1 and done.stderr.strip() == f"drover: {item} has no live run: nothing to stop"
     assert drover(project, "stop", "D-9", process=True).returncode == 2
+
+
+def _stop_within(project: Path, item: str, seconds: float = 60) -> subprocess.CompletedProcess:
+    """`drover stop` as a process that must end by itself (a fifo it opened would hold it)."""
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
+    return subprocess.run([str(BIN / "drover"), "stop", item], cwd=project, env=env, capture_output=True, text=True,
+                          timeout=seconds)
+
+
+@pytest.mark.parametrize("planted", ["link", "fifo", "folder"])
+def test_stop_writes_its_mark_in_place_of_what_an_agent_left_in_its_run_folder(project, orphan, planted):
+    """The run's folder is the agent's to write: a link named `stopped` to the ledger had `drover
+    stop` overwrite the ledger through it, and a fifo there held stop for ever (hostile review 18);
+    the orphan's log, a fifo too, held it again."""
+    item, agent, grandchild = orphan
+    (run,) = json.loads(drover(project, "show", item, "--json", check=True).stdout)["runs"]
+    run_dir = project / Path(run["log_path"]).parent
+    ledger_before = (project / ".drover" / "ledger.db").read_bytes()[:16]
+    mark = run_dir / "stopped"
+    if planted == "link":
+        mark.symlink_to(project / ".drover" / "ledger.db")
+    elif planted == "fifo":
+        os.mkfifo(mark)
+    else:
+        (mark / "inside").mkdir(parents=True)
+    log = run_dir / "agent.log"
+    log.unlink()
+    os.mkfifo(log)
+    done = _stop_within(project, item)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "stopped orphaned run" in done.stdout
+    assert _gone(agent, grandchild)
+    assert (project / ".drover" / "ledger.db").read_bytes()[:16] == ledger_before == b"SQLite format 3\0"
+    assert mark.is_file() and not mark.is_symlink() and "drover stop" in mark.read_text()
+    (ended,) = json.loads(drover(project, "show", item, "--json", check=True).stdout)["runs"]
+    assert ended["outcome"] == "interrupted" and "drover stop" in ended["reason"]
+
+
+def test_a_stopped_mark_an_agent_links_to_a_file_does_not_read_as_drover_stop(tmp_path):
+    from drover.loop.stop import stopped
+
+    (tmp_path / "real").write_text("stopped by `drover stop`\n")
+    assert not stopped(tmp_path)
+    (tmp_path / "stopped").symlink_to(tmp_path / "real")
+    assert not stopped(tmp_path)
+    (tmp_path / "stopped").unlink()
+    (tmp_path / "stopped").write_text("stopped by `drover stop`\n")
+    assert stopped(tmp_path)

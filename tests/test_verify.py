@@ -499,14 +499,21 @@ def test_a_launching_drover_is_told_by_its_command_line(tmp_path):
     assert is_launching_drover(0) is False
 
 
-@pytest.mark.parametrize("started", [["-u", str(BIN / "drover")], ["-X", "dev", "-W", "ignore", "-m", "drover.cli"]],
-                         ids=["python -u drover", "python -X dev -W ignore -m drover.cli"])
+@pytest.mark.parametrize("started", [["-u", str(BIN / "drover")], ["-X", "dev", "-W", "ignore", "-m", "drover.cli"],
+                                     ["-um", "drover.cli"], ["-IWignore", "-Xdev", "-mdrover.cli"], ["LINK"]],
+                         ids=["python -u drover", "python -X dev -W ignore -m drover.cli", "python -um drover.cli",
+                              "python -IWignore -Xdev -mdrover.cli", "the script through a link of another name"])
 def test_code_drovers_check_runs_cannot_give_a_verdict_as_the_operator_when_python_starts_drover_with_options(
         project, tmp_path, started):
     """The operator may start drover by its interpreter with options of the interpreter's own
-    (`python3 -u .venv/bin/drover verify D-1`, for unbuffered logs): still a launching drover, so
-    the branch's code its check runs is no operator either."""
+    (`python3 -u .venv/bin/drover verify D-1`, for unbuffered logs), combined ones too (`-um
+    drover`, which read as a script named `m` until hostile review 18), or by a link of another
+    name: still a launching drover, so the branch's code its check runs is no operator either."""
     import os
+
+    if started == ["LINK"]:
+        (tmp_path / "dv").symlink_to(BIN / "drover")
+        started = [str(tmp_path / "dv")]
 
     said = tmp_path / "audit.out"
     config = project / "drover.toml"

@@ -7,6 +7,7 @@ A lock is a file held with `flock`: the kernel lets go of it when its drover die
 """
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
 import threading
@@ -132,17 +133,32 @@ def claimed_by(run: procs.RunProcess, runs_dir: Path) -> str:
 
 def lock_holder(path: Path) -> int | None:
     """The pid /proc/locks names as holding a flock on `path`; None when none does or it cannot say."""
+    return lock_holders([path]).get(path)
+
+
+def lock_holders(paths: list[Path]) -> dict[Path, int]:
+    """Each of `paths` that the kernel (/proc/locks) says a process holds a flock on -> that
+    process's pid, in one read of the table. A link is not what it leads to: an agent's link to
+    another program's lock names no drover."""
+    wanted: dict[str, Path] = {}
+    for path in paths:
+        try:
+            found = os.stat(path, follow_symlinks=False)
+        except OSError:
+            continue
+        wanted[f"{os.major(found.st_dev):02x}:{os.minor(found.st_dev):02x}:{found.st_ino}"] = path
+    held: dict[Path, int] = {}
+    if not wanted:
+        return held
     try:
-        found = os.stat(path)
-        wanted = f"{os.major(found.st_dev):02x}:{os.minor(found.st_dev):02x}:{found.st_ino}"
         with open("/proc/locks", encoding="ascii", errors="replace") as table:
             for line in table:
                 fields = line.split()
-                if "->" not in fields and len(fields) >= 6 and fields[1] == "FLOCK" and fields[5] == wanted:
-                    return int(fields[4])
+                if "->" not in fields and len(fields) >= 6 and fields[1] == "FLOCK" and fields[5] in wanted:
+                    held.setdefault(wanted[fields[5]], int(fields[4]))
     except (OSError, ValueError):
         pass
-    return None
+    return held
 
 
 _holding: dict[Path, int] = {}  # .drover/ -> the descriptor of this drover's lock in its launchers/
@@ -183,12 +199,11 @@ def hold_launcher(state_dir: Path) -> None:
 
 
 def _hold_launcher(state_dir: Path) -> None:
-    folder = state_dir / LAUNCHERS
-    folder.mkdir(parents=True, exist_ok=True)
+    folder = _launchers_folder(state_dir)
     _sweep(folder)
     path = folder / f"{os.getpid()}.lock"
     while True:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        fd = _own_lock(path)
         fcntl.flock(fd, fcntl.LOCK_EX)
         try:  # a sweeping drover may have taken the file away between the open and the lock
             if os.stat(path).st_ino == os.fstat(fd).st_ino:
@@ -200,13 +215,50 @@ def _hold_launcher(state_dir: Path) -> None:
     _holding[state_dir] = fd  # held until this process ends: the kernel lets go of it then
 
 
+def _launchers_folder(state_dir: Path) -> Path:
+    """.drover/launchers/, a folder of drover's own: a link an agent put in its place (the sweep
+    would remove the files of whatever folder it leads to) or a file is removed first."""
+    from drover.git.files import remove_path
+
+    folder = state_dir / LAUNCHERS
+    if folder.is_symlink() or folder.exists() and not folder.is_dir():
+        remove_path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def _own_lock(path: Path) -> int:
+    """This drover's lock file at `path` (its pid's name), opened as every lock is (_open_lock) and
+    made when missing. A live drover's lock is never anything but a regular file, and no other live
+    drover has this pid: a folder, a fifo or a link an agent put there is removed, and the file made
+    (hostile review 18: folders for every pid made each later launch fail)."""
+    from drover.git.files import regular_fd, remove_path
+
+    for _ in range(3):
+        try:
+            return regular_fd(path, os.O_RDWR | os.O_CREAT)
+        except OSError as exc:
+            if exc.errno not in (errno.EINVAL, errno.ELOOP, errno.EISDIR, errno.ENXIO):
+                raise
+            remove_path(path)
+    return regular_fd(path, os.O_RDWR | os.O_CREAT | os.O_EXCL)  # put back each time: the error says what
+
+
 def _sweep(folder: Path) -> None:
-    """Remove the lock files in `folder` no drover holds (those of drovers that have ended)."""
+    """Remove the lock files in `folder` no drover holds (those of drovers that have ended), and
+    whatever else is there: only drovers' locks belong in it, and what an agent plants would cost
+    every later sweep its scan."""
+    from drover.git.files import remove_path
+
     for entry in os.scandir(folder):
         try:
             fd = _open_lock(Path(entry.path))
         except OSError:
-            continue  # no lock a drover made: nothing to take away
+            try:
+                remove_path(Path(entry.path))  # no lock a drover made: a link, a folder, a fifo
+            except OSError:
+                pass
+            continue
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             os.unlink(entry.path)  # still locked by this sweep: no drover holds it meanwhile
@@ -214,6 +266,17 @@ def _sweep(folder: Path) -> None:
             pass
         finally:
             os.close(fd)
+
+
+def launcher_pids(state_dir: Path) -> set[int]:
+    """The pids of the drovers that hold a lock in `state_dir`/launchers/ now, as the kernel names
+    them (not as the files say: an agent can write those): every drover that runs agents or their
+    code holds one from its first launch on, whatever its command line looks like."""
+    try:
+        paths = [Path(entry.path) for entry in os.scandir(state_dir / LAUNCHERS) if entry.name.endswith(".lock")]
+    except OSError:
+        return set()
+    return {pid for pid in lock_holders(paths).values() if pid > 0}
 
 
 def live_launchers(state_dir: Path) -> list[Launcher]:

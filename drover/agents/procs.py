@@ -177,22 +177,49 @@ def is_launching_drover(pid: int) -> bool:
         return False
     # the script run directly, or by its interpreter (a shebang's python, or one the operator
     # started with options of its own: `python3 -u .venv/bin/drover drive`, `python -X dev -m
-    # drover drive`): not by a wrapper that waits on it (`/usr/bin/time drover drive`, `strace
-    # drover drive`), which is the operator's
+    # drover drive`, `python -um drover drive`): not by a wrapper that waits on it (`/usr/bin/time
+    # drover drive`, `strace drover drive`), which is the operator's
     if os.path.basename(argv[0]) == b"drover":
         return not LAUNCHING.isdisjoint(argv[1:])
     if not os.path.basename(argv[0]).startswith((b"python", b"pypy")):
         return False
+    how, what, rest = _python_runs(argv)
+    if how == b"-m":
+        return what in (b"drover", b"drover.cli") and not LAUNCHING.isdisjoint(argv[rest:])
+    return how == b"script" and os.path.basename(what) == b"drover" and not LAUNCHING.isdisjoint(argv[rest:])
+
+
+def _python_runs(argv: list[bytes]) -> tuple[bytes, bytes, int]:
+    """What a python command line runs, read as python reads its options: (b"-m", the module, the
+    index of its first argument), (b"-c", the code, ...), (b"script", its path, ...), or (b"", b"",
+    len(argv)) for none. Letters combine (`-um drover`, `-Wignore`), and -c, -m, -W and -X take the
+    rest of their word or else the next word as their value."""
     at = 1
-    while at < len(argv) and argv[at].startswith(b"-") and argv[at] not in (b"-", b"-m", b"-c"):
-        # an option whose value is the next word (-X dev, -W error, --check-hash-based-pycs never)
-        at += 2 if argv[at] in (b"-X", b"-W", b"--check-hash-based-pycs") else 1
-    if at < len(argv) and argv[at] == b"-m":
-        return at + 1 < len(argv) and argv[at + 1] in (b"drover", b"drover.cli") and \
-            not LAUNCHING.isdisjoint(argv[at + 2:])
-    if at < len(argv) and os.path.basename(argv[at]) == b"drover":
-        return not LAUNCHING.isdisjoint(argv[at + 1:])
-    return False
+    while at < len(argv):
+        word = argv[at]
+        if word == b"--check-hash-based-pycs":
+            at += 2
+            continue
+        if word == b"--":
+            at += 1
+            break
+        if not word.startswith(b"-") or word == b"-":
+            break
+        at += 1
+        if word.startswith(b"--"):
+            continue  # --help, --version: no value
+        for place in range(1, len(word)):
+            letter = word[place:place + 1]
+            if letter in (b"c", b"m", b"W", b"X"):
+                value = word[place + 1:]
+                if not value:
+                    value, at = (argv[at] if at < len(argv) else b""), at + 1
+                if letter in (b"c", b"m"):
+                    return b"-" + letter, value, at
+                break
+    if at < len(argv) and argv[at] != b"-":
+        return b"script", argv[at], at + 1
+    return b"", b"", len(argv)
 
 
 def parent_of(pid: int) -> int:

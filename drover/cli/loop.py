@@ -183,7 +183,7 @@ def verify(item_id: str, as_json: bool) -> None:
 @click.argument("item_id", metavar="ID", type=ITEM_ID)
 def stop(item_id: str) -> None:
     """End an item's live run (an orphaned one too) and record it as interrupted."""
-    from drover.loop.runs import stop as stop_runs
+    from drover.loop.stop import stop as stop_runs
 
     with opened(operator="stop") as (project, ledger):
         for line in stop_runs(project, ledger, item_id):

@@ -9,7 +9,7 @@ import stat
 from pathlib import Path
 
 from drover.errors import GitError
-from drover.git.files import read_small_file
+from drover.git.files import read_small_file, remove_path
 from drover.git.branches import heads_of, local_ref, require_base
 from drover.git.run import git, one_line, run
 
@@ -139,20 +139,20 @@ def restore_index(private: Path, kept: Path) -> None:
             # a new file renamed over the index: a link the holder put in its place is replaced, not
             # written through (it may lead anywhere the operator may write, and the holder nowhere)
             scratch = private / "index.drover"
-            _remove_tree(scratch)
+            remove_path(scratch)
             with open(kept, "rb") as source, \
                     open(os.open(scratch, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644),
                          "wb") as target:
                 shutil.copyfileobj(source, target)
             os.replace(scratch, index)
             return
-        _remove_tree(kept)  # a link or a folder in its place: not drover's
+        remove_path(kept)  # a link or a folder in its place: not drover's
     except FileNotFoundError:
         pass
     except OSError as exc:
         raise Unfit(f"{kept}: {exc.strerror}") from None
     try:
-        _remove_tree(index)
+        remove_path(index)
     except OSError as exc:
         raise Unfit(f"{index}: {exc.strerror}") from None
 
@@ -232,26 +232,6 @@ def discard_worktree(root: Path, worktree: Path) -> None:
     """Remove a pooled worktree whatever it holds (a locked one, unwritable folders) and forget it."""
     done = run(["worktree", "remove", "--force", "--force", str(worktree)], root)
     if done.returncode != 0 or worktree.exists():
-        _remove_tree(worktree)
+        remove_path(worktree)
     kept_index_of(worktree).unlink(missing_ok=True)
     git(["worktree", "prune"], root)
-
-
-def _remove_tree(path: Path) -> None:
-    """rm -rf, making folders writable as it goes (an agent may leave some read-only)."""
-    def writable_then_retry(function: object, failed: str, _exc: object) -> None:
-        parent = os.path.dirname(failed)
-        try:
-            os.chmod(parent, 0o700)
-            if os.path.isdir(failed) and not os.path.islink(failed):
-                os.chmod(failed, 0o700)
-                shutil.rmtree(failed, ignore_errors=True)
-            else:
-                os.unlink(failed)
-        except OSError:
-            pass
-
-    if path.is_symlink() or path.is_file():
-        path.unlink()
-    elif path.exists():
-        shutil.rmtree(path, onerror=writable_then_retry)  # onexc from 3.12 only

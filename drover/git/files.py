@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import errno
 import os
+import shutil
 import stat
+import tempfile
 from pathlib import Path
 from typing import BinaryIO, cast
 
@@ -43,3 +45,43 @@ def read_small_file(path: Path | str, most: int = 65536) -> str:
         return os.read(fd, most).decode("utf-8", errors="replace")
     finally:
         os.close(fd)
+
+
+def remove_path(path: Path) -> None:
+    """rm -rf `path`: a link or a file unlinked (never what a link leads to), a folder removed
+    whole, made writable as it goes (an agent may leave some read-only); nothing there, nothing done."""
+    def writable_then_retry(function: object, failed: str, _exc: object) -> None:
+        parent = os.path.dirname(failed)
+        try:
+            os.chmod(parent, 0o700)
+            if os.path.isdir(failed) and not os.path.islink(failed):
+                os.chmod(failed, 0o700)
+                shutil.rmtree(failed, ignore_errors=True)
+            else:
+                os.unlink(failed)
+        except OSError:
+            pass
+
+    if path.is_symlink() or not path.is_dir():
+        try:
+            path.unlink()
+        except FileNotFoundError:
+            pass
+    else:
+        shutil.rmtree(path, onerror=writable_then_retry)  # onexc from 3.12 only
+
+
+def replace_file(path: Path, data: bytes) -> None:
+    """A new regular file at `path` holding `data`, in place of whatever an agent put there: written
+    under a fresh name beside it and renamed over it, so a link there is replaced, never written
+    through, and a fifo never opened; a folder there is removed first."""
+    fd, scratch = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with open(fd, "wb") as handle:
+            handle.write(data)
+        if path.is_dir() and not path.is_symlink():
+            remove_path(path)
+        os.replace(scratch, path)
+    except BaseException:
+        Path(scratch).unlink(missing_ok=True)
+        raise

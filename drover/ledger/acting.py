@@ -58,7 +58,7 @@ def traced_run(ledger: Ledger, claimed: str = "") -> str:
     check or `[run] setup` runs (the branch's code). Only a process outside every such drover
     acts as the operator.
     `claimed` ($DROVER_RUN) is not believed: that run's agent pid is only waited for (live_agents)."""
-    from drover.agents.locks import drover_attached, launcher_of, live_launchers
+    from drover.agents.locks import drover_attached, launcher_of, launcher_pids, live_launchers
     from drover.agents.procs import Untraceable, is_launching_drover, lineage, parent_of, process_start
 
     try:
@@ -85,8 +85,11 @@ def traced_run(ledger: Ledger, claimed: str = "") -> str:
                               "the operator")
     # an orphan's parent is whatever adopted it, not a drover: only an attached run names its launcher
     launchers = {parent_of(agent) for run_id, agent, _ in live if drover_attached(runs_dir / run_id)} - {0, 1}
+    # a drover that has launched holds its launcher lock to its exit, whatever its command line (a
+    # `python -um drover drive`, the console script through a link of another name): hostile review 18
+    holding = launcher_pids(runs_dir.parent) - {0, 1}
     # only what this process descends from: drive itself, a launcher, records a finish while others run
-    under = [pid for pid in above if pid in launchers or is_launching_drover(pid)]
+    under = [pid for pid in above if pid in launchers or pid in holding or is_launching_drover(pid)]
     if under:
         doing = "which runs agents" if under[0] in launchers else "which has no agent running now"
         raise Refused(f"this process descends from the drover at pid {under[0]}, {doing}, but from none of its "

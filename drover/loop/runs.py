@@ -23,7 +23,7 @@ from drover.errors import DroverError, GitError, Refused, TemplateError, UsageEr
 from drover.ledger.db import Ledger
 from drover.ledger.project import Project
 from drover.agents.locks import attached, claimed_by, run_live
-from drover.agents.procs import process_start, run_alive
+from drover.agents.procs import process_start
 from drover.ledger.rows import NewRun, Run
 from drover.ledger.state import State
 
@@ -33,6 +33,7 @@ from drover.executors import Executor, Launch
 from drover.loop import budgets
 from drover.loop.budgets import DriveBudget
 from drover.loop import pool, reviewers
+from drover.loop.stop import STOPPED_REASON, stopped
 
 if TYPE_CHECKING:
     from drover.config import AgentConfig
@@ -331,7 +332,7 @@ def execute(project: Project, ledger: Ledger, launch: Launch, *, echo: bool = Tr
         except OSError as exc:
             ledger.finish_run(launch.run_id, None, "failed to start")
             raise UsageError(f"{launch.agent.identity}: could not start {launch.argv[0]}: {exc.strerror}") from None
-        if (launch.run_dir / STOPPED).exists():
+        if stopped(launch.run_dir):
             result = replace(result, outcome="interrupted", reason=STOPPED_REASON)
         # an implementing run's head is where it left the branch; a review's stays the one it reviewed
         head = git.head_of(project.root, launch.branch) if launch.slot == "implement" and launch.branch else None
@@ -370,61 +371,6 @@ def record_failure(ledger: Ledger, launch: Launch, outcome: str, exit_code: int 
     if failure is not None:
         ledger.set_failure(launch.run_id, failure.failure, failure.reason, failure.reset_text)
     return failure
-
-
-# `drover stop` leaves this file in the run's folder, so the drover attached to it records the
-# end as interrupted (an agent ended by a signal would otherwise read as failed).
-STOPPED = "stopped"
-STOPPED_REASON = "stopped by `drover stop`"
-
-
-def stop(project: Project, ledger: Ledger, item_id: str) -> list[str]:
-    """End the item's live runs (`drover stop`): each one's process group and marked processes.
-
-    An orphan's end is recorded here (interrupted); a run whose drover is attached is recorded
-    by that drover, which this waits for.
-    """
-    import time
-
-    from drover.agents.locks import drover_attached
-    from drover.agents.procs import end_orphan
-
-    project.require_item(item_id)
-    runs = ledger.runs(item_id)
-    live = [run for run in runs if run_alive(run)]
-    if not live:
-        claimed = next((run for run in runs if run_live(run, project.runs_dir)), None)
-        if claimed is not None:  # its drover makes the worktree ready or runs `[run] setup`: no agent yet
-            raise Refused(f"{item_id}: run {claimed.id} is being set up ({claimed_by(claimed, project.runs_dir)}): "
-                          "no agent to stop yet; Ctrl-C or SIGTERM to that drover ends the set-up")
-        raise Refused(f"{item_id} has no live run: nothing to stop")
-    lines = []
-    for run in live:
-        assert run.pid is not None  # run_alive
-        run_dir = project.runs_dir / run.id
-        orphan = not drover_attached(run_dir)
-        run_dir.mkdir(parents=True, exist_ok=True)
-        (run_dir / STOPPED).write_text(f"{STOPPED_REASON} at {datetime.now(timezone.utc).isoformat()}\n")
-        end_orphan(run.pid, run.id, agents.GRACE_SECONDS)
-        if orphan:
-            with open(run_dir / "agent.log", "ab") as log:
-                log.write(f"\n[drover] {STOPPED_REASON}: its drover was gone; ended the agent's processes\n".encode())
-            head = git.head_of(project.root, run.branch) if run.slot == "implement" and run.branch else None
-            ledger.set_run_node(run.id, run.node or "local", f"{STOPPED_REASON} (its drover was gone)")
-            ledger.finish_run(run.id, None, "interrupted", head)
-            ledger.set_failure(run.id, "interrupted", f"{STOPPED_REASON} (its drover was gone)")
-            ledger.log_event("stop", item_id, run=run.id, pid=run.pid, orphaned=True)
-            lines.append(f"{item_id}: stopped orphaned run {run.id} (agent pid {run.pid}); recorded as interrupted")
-            continue
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            ended = ledger.run(run.id)
-            if ended is None or ended.finished is not None:
-                break
-            time.sleep(0.1)
-        ledger.log_event("stop", item_id, run=run.id, pid=run.pid, orphaned=False)
-        lines.append(f"{item_id}: stopped run {run.id} (agent pid {run.pid}); its drover recorded the end")
-    return lines
 
 
 NO_VERDICT = "the review recorded no verdict (neither request-changes nor an approving audit)"
