@@ -307,6 +307,29 @@ def test_an_item_in_review_with_nothing_committed_goes_back_to_its_implementer_u
     assert shown(project, item)["state"] == "approved"
 
 
+def test_an_empty_branch_base_has_moved_past_is_not_checked_after_its_implementer_commits_nothing_again(project):
+    """The drive ran its implementer again, which committed nothing, then checked the empty branch,
+    now behind base (base's own code, at length on a real suite), and only its review refused:
+    `D-1: stopped: D-1: nothing to review` (a new user, on attrs). The run that left the branch
+    where it was is asked in full, and the line names the item once."""
+    config = project / "drover.toml"
+    config.write_text(config.read_text().replace('default = ""', 'default = "true"', 1))
+    git(project, "commit", "-q", "-am", "a verify command")
+    item = new_item(project, "Add a thing")
+    drover(project, "run", item, env={"AGENT_MODE": "idle"}, check=True)
+    (project / "elsewhere.txt").write_text("base moves on\n")
+    git(project, "add", "elsewhere.txt")
+    git(project, "commit", "-q", "-m", "base moves")
+    done = drover(project, "drive", item, env={"AGENT_MODE": "idle"})
+    said = "nothing to review: drover/d-1 has no commits beyond main (the implementing runs committed nothing)"
+    assert done.returncode == 1 and f"{item}: {said}: implement again" in done.stdout, done.stdout
+    (row,) = [line for line in done.stdout.splitlines() if line.startswith(f"{item} ")]
+    assert " failed " in row and row.endswith(f"  {said}"), row
+    assert f"{item}: {item}:" not in done.stdout
+    assert [run["slot"] for run in shown(project, item)["runs"]] == ["implement", "implement"]
+    assert shown(project, item)["checks"] == []
+
+
 @pytest.mark.parametrize("command, status", [("pytset -q", 127), ("./tests.sh", 126)])
 def test_a_verify_command_that_cannot_start_fails_the_item_without_a_round(project, command, status):
     config = project / "drover.toml"

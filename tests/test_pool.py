@@ -260,6 +260,36 @@ def test_setup_runs_again_only_when_a_setup_input_changed(pooled, tmp_path):
     assert row["setup_at"] and row["setup_digest"]
 
 
+def test_a_setup_that_failed_leaves_no_half_made_kept_folder_to_the_next(pooled, tmp_path):
+    """A set-up killed or failed half-way left a `.venv` without its `bin/pip` in a kept folder, and
+    `python -m venv .venv` passed over it at every later set-up there: the worktree was poisoned
+    for good (a new user, on attrs). A set-up where the last one did not end well starts without
+    the kept paths; one that ended well keeps them when the inputs change."""
+    log = tmp_path / "setup.log"
+    fail = tmp_path / "fail-once"
+    fail.write_text("")
+    script = tmp_path / "setup.sh"
+    script.write_text(f"if [ -e .venv ]; then echo found >> {log}; else echo fresh >> {log}; fi\n"
+                      f"mkdir -p .venv && touch .venv/half\nif [ -e {fail} ]; then rm {fail}; exit 1; fi\n"
+                      "touch .venv/whole\n")
+    (pooled / "deps.lock").write_text("one\n")
+    git(pooled, "add", "deps.lock")
+    git(pooled, "commit", "-qm", "lock")
+    set_run(pooled, pool="1", setup=f'"sh {script}"', keep='[".venv"]', setup_inputs='["deps.lock"]')
+    first, second = new_item(pooled, "first"), new_item(pooled, "second")
+    failed = drive(pooled, first)
+    assert failed.returncode != 0 and log.read_text().splitlines() == ["fresh"], failed.stdout + failed.stderr
+    done = drive(pooled, first)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert log.read_text().splitlines() == ["fresh", "fresh"]  # the half-made .venv was not there
+    said = done.stdout.splitlines()
+    assert f"{first}: [run] setup ..." in said and any(line.startswith(f"{first}: [run] setup done in ") for line in said)
+    (pooled / "deps.lock").write_text("two\n")
+    git(pooled, "commit", "-qam", "lock changed")
+    assert drive(pooled, second).returncode == 0
+    assert log.read_text().splitlines() == ["fresh", "fresh", "found"]  # ended well: kept as it was
+
+
 def test_what_setup_leaves_outside_keep_is_warned_of_and_a_changed_keep_sets_each_worktree_up_again(pooled, tmp_path):
     """Set-up that made a file outside `keep` lost it at the next clean, while the worktree still
     counted as set up (the digest covered the command and setup_inputs only): nothing said so, and
@@ -355,6 +385,33 @@ def test_jobs_two_never_put_two_items_in_one_worktree(pooled, tmp_path):
 
 
 # --- drover worktrees and prune ---------------------------------------------------------------------
+
+
+def test_drover_run_says_when_its_setup_starts_and_ends(pooled, tmp_path):
+    """`drover run` printed nothing while a 19 s set-up ran, then `exited 0 after 0.1s` (a new user,
+    on attrs): the set-up's start and end are progress lines, before the run's own."""
+    set_run(pooled, setup='"sleep 0.2"')
+    item = new_item(pooled, "one")
+    done = drover(pooled, "run", item, check=True, process=True)
+    said = done.stdout.splitlines()
+    assert said[0] == f"{item}: [run] setup ..." and said[1].startswith(f"{item}: [run] setup done in "), done.stdout
+    assert said[2].startswith(f"{item}: implement run ")
+
+
+def test_a_later_run_in_the_worktree_an_item_holds_is_its_last_use(pooled):
+    """`drover worktrees` said `used 6m` of a worktree whose item's second run had started in it two
+    minutes before: only taking a worktree wrote `used`, not an item's later runs in the one it
+    holds (a new user, on attrs)."""
+    item = new_item(pooled, "one")
+    drover(pooled, "run", item, check=True)
+    (row,) = pool_rows(pooled)
+    with sqlite3.connect(pooled / ".drover" / "ledger.db") as db:  # as if it ran ten minutes ago
+        db.execute("UPDATE worktree_pool SET used = '2026-01-01T00:00:00.000Z'")
+    drover(pooled, "run", item, check=True)
+    (again,) = pool_rows(pooled)
+    assert again["path"] == row["path"] and again["used"] > row["used"]
+    shown = drover(pooled, "worktrees", check=True).stdout
+    assert shown.splitlines()[1].split()[-1].endswith("s"), shown  # used seconds ago
 
 
 def test_worktrees_lists_the_pool_and_prune_empties_it(pooled, tmp_path):

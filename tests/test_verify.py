@@ -161,6 +161,27 @@ def test_a_check_of_an_older_base_does_not_cover_a_finish_after_base_moved(proje
     assert again and again[0]["exit_status"] != 0 and "D-1: check failed (make test" in driven.stdout
 
 
+@pytest.mark.parametrize("commit_items", ["false", "true"])
+def test_a_commit_whose_check_failed_is_not_checked_again_after_an_implementer_that_changed_nothing(
+        project, commit_items):
+    """After a failing check, an implementing run that committed nothing had the same commit checked
+    again, the whole suite each round, until the cap parked the item (a new user, on attrs: four
+    checks of 15-27 s on one commit). The failure stands for the same commit, base and command
+    (base may have gained only the item file the round committed): the round goes back unchecked."""
+    config = project / "drover.toml"
+    if commit_items == "true":
+        config.write_text(config.read_text().replace("commit_items = false", "commit_items = true", 1))
+        git(project, "commit", "-qam", "settings")
+    done = drover(project, "drive", "D-1", env={"BROKEN_MODE": "stuck"})
+    assert done.returncode == 1, done.stdout
+    said = [line for line in done.stdout.splitlines() if line.startswith("D-1: check failed (make test")]
+    assert len(said) == 4 and [line.endswith(": the same commit failed it before, not run again")
+                               for line in said] == [False, True, True, True], done.stdout
+    assert len(checks(project)) == 1
+    shown = json.loads(drover(project, "show", "D-1", "--json", check=True).stdout)
+    assert shown["state"] == "parked" and len(shown["rounds"]) == 3
+
+
 def test_a_check_still_covers_a_finish_when_base_gained_only_item_files(project):
     """With commit_items, drover's own writes (a round, a park, a new item) commit item files to
     base while a passing check waits for its finish: what base gained is records no verify
@@ -528,6 +549,40 @@ def test_code_drovers_check_runs_cannot_give_a_verdict_as_the_operator_when_pyth
     out = said.read_text()
     assert "descends from the drover at pid" in out and "nor as the operator" in out, out
     assert [row for row in ledger_rows(project, "audits", order="rowid") if row["note"] == "mine"] == []
+
+
+def test_a_setup_that_fails_in_drovers_check_is_the_operators_not_a_round(project):
+    """`[run] setup` failing where drover checks (a package mirror down, a kept `.venv` half made)
+    was sent back to the implementer as "the verify command failed", round after round, and the
+    item parked in seconds (a new user, on attrs). No set-up input changed on the branch: the drive
+    ends the item failed, saying so, with no round; a branch that changed an input gets its round."""
+    config = project / "drover.toml"
+    setup = 'case \\"$DROVER_WORKTREE\\" in */.drover/checks/*) echo mirror down; exit 1;; esac'
+    config.write_text(config.read_text().replace('setup = ""', f'setup = "{setup}"', 1)
+                      .replace("setup_inputs = []", 'setup_inputs = ["deps.lock"]', 1))
+    git(project, "commit", "-q", "-am", "a set-up that fails in checks")
+    done = drover(project, "drive", "D-1")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "check failed (make test, setup failed" in done.stdout
+    assert "`[run] setup` failed before drover's check could run (mirror down)" in done.stdout, done.stdout
+    assert "drover log D-1 --run " in done.stdout
+    assert ledger_rows(project, "rounds", order="rowid") == []
+    assert len(ledger_rows(project, "checks", order="rowid")) == 1
+
+    from drover.ledger.rows import Check
+    from drover.ledger.project import open_project
+    from drover.loop.verify import cannot_run
+
+    (row,) = ledger_rows(project, "checks", order="rowid")
+    check = Check(**{name: row[name] for name in Check._fields})
+    opened = open_project(project)
+    assert cannot_run(opened, check)
+    worktree = project / ".drover" / "worktrees" / "D-1"
+    (worktree / "deps.lock").write_text("changed on the branch\n")
+    git(worktree, "add", "deps.lock")
+    git(worktree, "commit", "-q", "-m", "the branch changes a set-up input")
+    head = git(worktree, "rev-parse", "HEAD").strip()
+    assert cannot_run(opened, check._replace(head=head)) == ""  # the branch's to mend: a round
 
 
 def test_code_drovers_setup_runs_cannot_give_a_verdict_as_the_operator_from_a_double_fork(project, tmp_path):

@@ -92,6 +92,17 @@ def clear_leftovers(worktree: Path, private: Path, keep: tuple[str, ...], kept_i
     restore_index(private, kept_index)
 
 
+def clear_kept(worktree: Path, keep: tuple[str, ...]) -> None:
+    """Remove the kept paths themselves, before a set-up that runs where the last one failed or was
+    killed: what they hold may be half made (a `.venv` without its `bin/pip`), and a set-up that
+    finds them there may pass over them (`python -m venv .venv` exits 0 on a broken one). A link on
+    the way to a kept path is removed, never what it leads to."""
+    for entry in keep:
+        relative = entry.strip("/")
+        linked = _linked_part(worktree, relative)
+        remove_path(linked if linked is not None else worktree / relative)
+
+
 def _linked_part(folder: Path, relative: str) -> Path | None:
     """The first of `relative`'s parts below `folder` that is a symbolic link, from the top; None when none is."""
     path = folder

@@ -80,10 +80,11 @@ class Driver:
                 return Driven(item_id, OVER_BUDGET_RESULT, len(known.rounds), len(known.runs), str(exc),
                               usage=self._spent(known.runs))
             except DroverError as exc:
-                self.event(item_id, f"stopped: {exc}")
+                said = str(exc).removeprefix(f"{item_id}: ")  # the line and the row name the item already
+                self.event(item_id, f"stopped: {said}")
                 known = item_state(self.project, ledger, item_id)
                 return Driven(item_id, "parked" if known.parked else "failed", len(known.rounds), len(known.runs),
-                              str(exc), usage=self._spent(known.runs), log="" if known.parked else known.log,
+                              said, usage=self._spent(known.runs), log="" if known.parked else known.log,
                               failures=self.retries.failures(item_id))
 
     def _launch(self, ledger: Ledger, item_id: str, slot: str) -> runs.RunResult:
@@ -129,7 +130,8 @@ class Driver:
                 self.say(f"{item_id}: skipped: {note}")
             return Driven(item_id, skipped, len(known.rounds), len(known.runs), note)
         conflicted = again = False
-        implemented: dict[str, str] | None = None  # where this drive's last implementing run left the branch
+        implemented: dict[str, str] | None = None  # where this drive's last implementing run left the branch,
+        moved = True  # and whether it moved it
         # One implement and one review per round, plus the first pass (and a merge of base).
         for _ in range(project.config.max_rounds + 2):
             if (halted := self._halted(ledger, item_id, state)) is not None:
@@ -138,9 +140,10 @@ class Driver:
                 merging, conflicted, again = conflicted, False, False
                 result = self._launch(ledger, item_id, "implement")
                 implemented = result.heads
+                moved = result.head_start not in implemented.values()
                 if result.outcome != "exited" or result.exit_code != 0:
                     return self._ended(ledger, item_id, *self.retries.ending(
-                        item_id, "failed", _ending("implement", result)))
+                        item_id, "failed", result.ended_as("implement")))
                 if merging:  # its task was to conclude the merge of base: going round would only start it again
                     left = self._merge_left(ledger, item_id)
                     if left:
@@ -150,7 +153,8 @@ class Driver:
             if (halted := self._halted(ledger, item_id, state)) is not None:
                 return halted
             # in review with nothing committed: no check, no review; its implementer once more a drive
-            if state == State.IN_REVIEW and (empty := reviewers.nothing_to_review(project, ledger, item_id, implemented)):
+            if state == State.IN_REVIEW and (empty := reviewers.nothing_to_review(project, ledger, item_id, implemented,
+                                                                                   moved=moved)):
                 self.event(item_id, empty if implemented is not None else f"{empty}: implement again")
                 if implemented is not None:
                     return self._ended(ledger, item_id, "failed", empty)
@@ -159,7 +163,7 @@ class Driver:
             if state != State.APPROVED or self.finish:
                 # drover's own check of the head a review or a finish would see: a failure goes
                 # back to the implementer as a round of changes, and only a pass goes on
-                checked = self._check(ledger, item_id)
+                checked = self._check(ledger, item_id, unmoved=implemented is not None and not moved)
                 if isinstance(checked, Driven):
                     return checked
                 if checked != PASSED:
@@ -177,7 +181,7 @@ class Driver:
                     return self._ended(ledger, item_id, "parked", known.parked_reason, known)
                 if result.outcome != "exited" or result.exit_code != 0:
                     return self._ended(ledger, item_id, *self.retries.ending(
-                        item_id, "failed", _ending("review", result)))
+                        item_id, "failed", result.ended_as("review")))
                 if not runs.review_verdict(ledger, result.run_id):
                     return self._ended(ledger, item_id, *self.retries.ending(item_id, "no verdict",
                                                                              runs.no_verdict(ledger, result.run_id)))
@@ -217,14 +221,14 @@ class Driver:
             return self._ended(ledger, item_id, "approved", NOT_FINISHED + why if self.finish else "")
         return self._ended(ledger, item_id, "failed", why)
 
-    def _check(self, ledger: Ledger, item_id: str) -> Driven | str:
+    def _check(self, ledger: Ledger, item_id: str, unmoved: bool = False) -> Driven | str:
         """PASSED when a passing check covers the branch head (run now unless one was recorded) or
         the item has no verify command; AGAIN when the loop goes round again (the failure went back as
         a round of changes, or base, which the check could not merge, merged cleanly in the worktree);
         CONFLICTED when base would not merge into the branch, and that merge now waits in the
         item's worktree for the implementing agent (no round: nothing was wrong with the work
         itself); how the drive ended when the check was interrupted, the round parked the item,
-        or a conflict has no worktree to go to."""
+        or a conflict has no worktree to go to. `unmoved`: verify.check_head's."""
         from drover.loop import verify
 
         # markers a merge of base was concluded with, whichever run concluded it (this drive's, or
@@ -233,11 +237,12 @@ class Driver:
         if marked != PASSED:
             return marked
         gate = verify.check_head(self.project, ledger, item_id, echo=self.echo, cancel=self.cancel,
-                                 progress=self.say)
+                                 progress=self.say, unmoved=unmoved)
         check = gate.check
         if check is None or not gate.ran:
             return PASSED if gate.passed else AGAIN
-        self.event(item_id, verify.describe(check))
+        self.event(item_id, verify.describe(check) + (": the same commit failed it before, not run again"
+                                                      if gate.again else ""))
         if gate.passed:
             return PASSED
         unrunnable = verify.cannot_run(self.project, check)  # a command that cannot start: no agent can fix that
@@ -352,11 +357,6 @@ def _one_line(refused: Refused, item_id: str) -> str:
     (the paths a dirty checkout holds), which a command prints on lines of their own."""
     said = str(refused).removeprefix(f"{item_id}: ")
     return f"{said} {', '.join(refused.details)}" if refused.details else said
-
-
-def _ending(slot: str, result: runs.RunResult) -> str:
-    """`implement agent exited 1`, or `[run] setup interrupted` when no agent started."""
-    return result.ending if result.in_setup else f"{slot} agent {result.ending}"
 
 
 def orphans(project: Project) -> list[Driven]:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import sys
 import threading
 from dataclasses import replace
 from pathlib import Path
@@ -21,7 +20,7 @@ from typing import TYPE_CHECKING, Callable
 from drover import git
 from drover.agents.locks import claimed_by, run_live
 from drover.agents.procs import pid_alive, process_start
-from drover.git.cleaning import (IN_PROGRESS, Unfit, clean_worktree, clean_would_remove, clear_leftovers,
+from drover.git.cleaning import (IN_PROGRESS, Unfit, clean_worktree, clean_would_remove, clear_kept, clear_leftovers,
                                  detach_worktree, discard_worktree, keep_index, kept_index_of, private_git_dir,
                                  switch_worktree)
 from drover.errors import GitError, printable
@@ -58,6 +57,19 @@ def item_worktree(project: Project, ledger: "Ledger", item_id: str, branch: str)
         return acquire(project, ledger, item_id, branch=branch)
     return git.ensure_worktree(project.root, project.worktrees_dir / item_id, branch, project.config.base,
                                lock=WORKTREE_LOCK)
+
+
+USED_STEP = 60.0  # seconds: a held worktree's `used` is written again when older than this
+
+
+def _older_than(stamp: str, seconds: float) -> bool:
+    """An ISO stamp (the ledger's) more than `seconds` ago, or none."""
+    from datetime import datetime, timezone
+
+    if not stamp:
+        return True
+    then = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+    return (datetime.now(timezone.utc) - then).total_seconds() > seconds
 
 
 def check_holder(item_id: str) -> str:
@@ -125,9 +137,11 @@ def acquire(project: Project, ledger: "Ledger", holder: str, *, branch: str = ""
         path = root / held.path
         if path.is_dir() and _still_registered(project, path):
             _require_on(path, branch)
-            if (held.pid, held.pid_start) != _me():  # this drover uses it now: no other may take it (_spare)
+            if (held.pid, held.pid_start) != _me() or _older_than(held.used, USED_STEP):
+                # this drover uses it now: no other may take it (_spare); and `drover worktrees` says
+                # when it was last used (within a minute: a drive's review right after its run is one use)
                 pid, start = _me()
-                ledger.set_pooled(held.path, pid=pid, pid_start=start)
+                ledger.set_pooled(held.path, pid=pid, pid_start=start, used=now())
             return path
         _discard(project, ledger, held.path)
     elif held is not None and not holder_alive(held):
@@ -308,7 +322,7 @@ def setup_worktree(project: Project, ledger: "Ledger", worktree: Path, log_path:
                    progress: Callable[[str], None] | None = None) -> bool:
     """`[run] setup` in `worktree`, True when it ran now: in a pooled worktree when its inputs
     changed since it last ran there, in any other once (worktree_setup.run_setup's marker)."""
-    from drover.loop.worktree_setup import run_setup
+    from drover.loop.worktree_setup import run_setup, to_stderr
 
     rel = project.relpath(worktree)
     row = ledger.pool_row(rel) if pooling(project) else None
@@ -318,6 +332,9 @@ def setup_worktree(project: Project, ledger: "Ledger", worktree: Path, log_path:
     digest = inputs_digest(project, worktree)
     if row.setup_at and row.setup_digest == digest:
         return False
+    if not row.setup_at:
+        # no set-up ended well here since the last that started (a new worktree: nothing is kept yet)
+        clear_kept(worktree, project.config.keep)
     # forgotten first: a setup that fails or is killed half-way runs again next time
     ledger.set_pooled(rel, setup_digest="", setup_at="")
     run_setup(project.config.setup, worktree, log_path, item_id=item_id, shown_log=shown_log, timeout=timeout,
@@ -330,7 +347,7 @@ def setup_worktree(project: Project, ledger: "Ledger", worktree: Path, log_path:
 
         with open_regular(log_path, "ab") as log:
             log.write(f"# {warning}\n".encode())
-        (progress or _to_stderr)(f"{item_id}: warning: {warning}")
+        (progress or to_stderr)(f"{item_id}: warning: {warning}")
     return True
 
 
@@ -355,10 +372,6 @@ def _outside_keep(project: Project, worktree: Path, rel: str) -> str:
     return (f"after [run] setup, {rel} holds {', '.join(names)}{more} outside [run] keep: the next clean removes "
             f"{'it' if len(left) == 1 else 'them'}, and set-up does not run there again until "
             "[run] setup_inputs or keep change (add what set-up makes to keep)")
-
-
-def _to_stderr(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)
 
 
 def prune(project: Project, ledger: "Ledger", *, held: bool = False) -> list[str]:

@@ -205,16 +205,19 @@ def park_if_changed_under(project: "Project", ledger: "Ledger", launch: "Launch"
 NOTHING = "nothing to review: {branch} has no commits beyond {base} (the implementing runs committed nothing)"
 
 
-def nothing_to_review(project: Project, ledger: Ledger, item_id: str, heads: dict[str, str] | None = None) -> str:
+def nothing_to_review(project: Project, ledger: Ledger, item_id: str, heads: dict[str, str] | None = None,
+                      *, moved: bool = True) -> str:
     """Why the item's branch holds nothing to check or review (its head is base's, or behind it), in
     the words a review's refusal uses; "" when it holds commits of its own, or has no head yet.
-    `heads`: where an implementing run just left the branch (RunResult.heads). Then only a branch
-    still at base counts here, one git call; one the run moved behind base is refused at its review."""
+    `heads`: where an implementing run just left the branch (RunResult.heads), `moved` whether it
+    moved the branch. A run that moved it: only a branch now at base counts here, one git call (one
+    it moved behind base is refused at its review). A run that committed nothing on a branch behind
+    base (base moved since) is asked in full: checked, it was the check of base's own code."""
     from drover.ledger.itemstate import item_state
 
     known = item_state(project, ledger, item_id, heads=heads)
     base_head = git.head_of(project.root, project.config.base) if known.head else ""
-    if not base_head or (known.head != base_head if heads else
+    if not base_head or (known.head != base_head if heads and moved else
                          git.merge_bases(project.root, base_head, known.head) != [known.head]):
         return ""
     return NOTHING.format(branch=known.branch, base=project.config.base)

@@ -51,6 +51,7 @@ class RunResult:
     # an implementing run's branch -> where the run left it, as its end was recorded ({} for a
     # review): item_state takes it, so the drive does not ask git again a moment later
     heads: dict[str, str] = field(default_factory=dict)
+    head_start: str = ""  # where the branch was when the run started ("" for none yet)
     in_setup: bool = False  # it ended in `[run] setup` (a signal ended that): no agent started
 
     @property
@@ -62,6 +63,10 @@ class RunResult:
         if self.stalled:
             return "stalled"
         return f"exited {self.exit_code}" if self.outcome == "exited" else self.outcome
+
+    def ended_as(self, slot: str) -> str:
+        """`implement agent exited 1`, or `[run] setup interrupted` when no agent started."""
+        return self.ending if self.in_setup else f"{slot} agent {self.ending}"
 
     @property
     def stalled(self) -> bool:
@@ -346,7 +351,7 @@ def execute(project: Project, ledger: Ledger, launch: Launch, *, echo: bool = Tr
             reviewers.park_if_changed_under(project, ledger, launch, head_start)
     budgets.settle(project, ledger, launch, ceiling, result, budget)
     return RunResult(launch.run_id, result.exit_code, result.outcome, result.elapsed, launch.log_path, result.notes,
-                     failure, {launch.branch: head} if head is not None else {})
+                     failure, {launch.branch: head} if head is not None else {}, head_start=head_start)
 
 
 def record_failure(ledger: Ledger, launch: Launch, outcome: str, exit_code: int | None, reason: str) -> Failure | None:

@@ -69,24 +69,37 @@ _CANNOT_START = {127: "not found", 126: "not executable"}
 
 
 def cannot_run(project: Project, check: Check) -> str:
-    """Why the verify command itself could not start, as the shell's exit status says ("" when it
-    ran): no round of changes can fix that, only the operator's configuration. Unless the branch
-    changed a file a word of the command names (deleted `./tests.sh`, took its mode away): then the
-    branch broke its own check, and that is a round's to mend like any failed check."""
+    """Why the verify command itself could not start, as the shell's exit status says, or because
+    `[run] setup` failed before it ("" when it ran): no round of changes can fix that, only the
+    operator's configuration or the machine (a package mirror down, a kept `.venv` half made by a
+    set-up that was killed). Unless the branch changed a file a word of the command names (deleted
+    `./tests.sh`, took its mode away), or for a set-up one of `[run] setup_inputs` or a file its
+    command names (a broken `pyproject.toml`): then the branch broke its own check, and that is a
+    round's to mend like any failed check."""
+    if check.outcome == "setup failed":
+        setup = project.config.setup
+        if _names_what_the_branch_changed(project, check, f"{setup} {' '.join(project.config.setup_inputs)}"):
+            return ""
+        # the set-up's own last line, not drover's `# [run] setup ended: exit 1` below it
+        said = [line for line in (check.tail or "").strip().splitlines() if not line.startswith("# ")][-1:] or \
+            ["it printed nothing"]
+        return (f"`[run] setup` failed before drover's check could run ({said[0]}), and the branch changed none "
+                f"of its inputs: fix the set-up or what it needs (`drover log {check.item} --run {check.id}`), "
+                "then drive again")
     if check.outcome != "exited" or check.exit_status not in _CANNOT_START:
         return ""
-    if _names_what_the_branch_changed(project, check):
+    if _names_what_the_branch_changed(project, check, check.command):
         return ""
     said = (check.tail or "").strip().splitlines()[-1:] or [_CANNOT_START[check.exit_status]]
     return (f"the verify command could not run (`{check.command}` exited {check.exit_status}: {said[0]}): "
             "fix it ([verify] in drover.toml, or the item's `verify` key), then drive again")
 
 
-def _names_what_the_branch_changed(project: Project, check: Check) -> bool:
+def _names_what_the_branch_changed(project: Project, check: Check, command: str) -> bool:
     import shlex
 
     try:
-        words = shlex.split(check.command)
+        words = shlex.split(command)
     except ValueError:
         return False
     named = {os.path.normpath(word) for word in words if not word.startswith("-") and "=" not in word}
@@ -344,10 +357,12 @@ def send_back_markers(project: Project, ledger: Ledger, item_id: str, branch: st
 @dataclass(frozen=True)
 class Gate:
     """What the check before a review or a finish found: `check` is None when the item has no
-    verify command; `ran` when it ran now (else a passing check of the head was there)."""
+    verify command; `ran` when it ran now, or failed before on this very commit (`again`), else a
+    passing check of the head was there."""
 
     check: Check | None
     ran: bool
+    again: bool = False
 
     @property
     def passed(self) -> bool:
@@ -355,14 +370,25 @@ class Gate:
 
 
 def check_head(project: Project, ledger: Ledger, item_id: str, *, echo: bool = False,
-               cancel: threading.Event | None = None,
-               progress: Callable[[str], None] | None = None) -> Gate:
-    """A passing check of the branch's head with base as it is now, run now unless one is recorded."""
-    command, _, found = _head_check(project, ledger, item_id)
+               cancel: threading.Event | None = None, progress: Callable[[str], None] | None = None,
+               unmoved: bool = False) -> Gate:
+    """A passing check of the branch's head with base as it is now, run now unless one is recorded.
+    `unmoved`: the implementing run just before committed nothing. A check of this very head, base
+    and command that failed is then not run again (a whole suite, for the same failure): its
+    result stands, and goes back as a round like a new one would."""
+    command, head, found = _head_check(project, ledger, item_id)
     if not command:
         return Gate(None, False)
     if found is not None:
         return Gate(found, False)
+    if unmoved and head:
+        # base as passing_check allows: the round that failure sent back committed the item file
+        base = git.head_of(project.root, project.config.base)
+        failed = [check for check in ledger.checks(item_id, head) if check.command == command]
+        if failed and failed[-1].outcome == "exited" and not failed[-1].passed and (
+                failed[-1].base == base or git.moved_only_under(project.root, failed[-1].base, base,
+                                                                 project.config.items, head=head)):
+            return Gate(failed[-1], True, again=True)
     return Gate(run_check(project, ledger, item_id, echo=echo, cancel=cancel, progress=progress), True)
 
 

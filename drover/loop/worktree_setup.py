@@ -7,7 +7,9 @@ worktree itself, so the agent's verify command tests the branch it is on.
 """
 from __future__ import annotations
 
+import sys
 import threading
+import time
 from pathlib import Path
 from typing import Callable
 
@@ -53,6 +55,9 @@ def run_setup(command: str, worktree: Path, log_path: Path, *, item_id: str, sho
     # not to init, where it would pass for the operator (acting.traced_run)
     from drover.agents import launch as agents
 
+    say = progress or to_stderr  # an install may take minutes: said before, so no one waits on silence
+    say(f"{item_id}: [run] setup ...")
+    clock = time.monotonic()
     ended = agents.launch([SHELL, "-c", command], cwd=worktree,
                           env_add={"DROVER_ITEM": item_id, "DROVER_WORKTREE": str(worktree)}, prompt="",
                           prompt_via="file", log_path=log_path, timeout=timeout, label=f"{item_id} setup",
@@ -66,4 +71,10 @@ def run_setup(command: str, worktree: Path, log_path: Path, *, item_id: str, sho
         raise SetupFailed(f"{item_id}: worktree setup failed ({status}); log: {shown_log}")
     if marker is not None:
         marker.write_text(command + "\n", encoding="utf-8")
+    say(f"{item_id}: [run] setup done in {time.monotonic() - clock:.1f}s")
     return True
+
+
+def to_stderr(line: str) -> None:
+    """Progress where the caller gives no function of its own."""
+    print(line, file=sys.stderr, flush=True)

@@ -2,7 +2,7 @@
 """A scripted agent for tests/test_verify.py: its first implementing pass commits a file BROKEN
 (the project's `make test` fails while it exists), its second removes it; its review approves.
 
-BROKEN_MODE=stubborn keeps BROKEN on every pass. Each prompt is kept in $AGENT_PROMPTS as
+BROKEN_MODE=stubborn keeps BROKEN on every pass; BROKEN_MODE=stuck commits nothing after its first. Each prompt is kept in $AGENT_PROMPTS as
 <slot>-<n>.md, so a test can read what the agent was told.
 """
 import json
@@ -25,7 +25,9 @@ def git(*args: str) -> None:
     subprocess.run(["git", *args], check=True, capture_output=True)
 
 
-if slot == "implement":
+if slot == "implement" and passes > 1 and os.environ.get("BROKEN_MODE") == "stuck":
+    print(f"broken agent: pass {passes} changed nothing")
+elif slot == "implement":
     Path("work.txt").open("a").write(f"pass {passes}\n")
     git("add", "work.txt")
     if passes == 1 or os.environ.get("BROKEN_MODE") == "stubborn":
