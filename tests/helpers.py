@@ -122,6 +122,7 @@ def let_go_of_launcher_locks() -> None:
     for fd in locks._holding.values():
         os.close(fd)
     locks._holding.clear()
+    locks._launches_for.clear()  # and the project it would take one for: a later test's is another
 
 
 # Module-level memos of drover's whose answers depend on files a test changes between two

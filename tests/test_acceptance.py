@@ -151,6 +151,32 @@ def name_the_repository(root: Path) -> None:
     edit_config(root, 'repo = ""', 'repo = "acme/widgets"')
 
 
+def test_a_tracker_write_that_fails_in_a_drives_finish_fails_the_drive_and_stays_in_the_report(hub):
+    """A close that gh refused during `drive --finish` was one progress line: the drive exited 0,
+    `show` read `#12 close by Ann` as done, and the morning report said nothing (a new user,
+    overnight on tabulate). The drive exits 1, `show` and the report say the tracker was not told
+    until a finish tells it."""
+    root, item, fake = hub
+    name_the_repository(root)
+    drover(root, "dispose", item, "12", "--as", "close", "--note", NOTE, check=True)
+    fake.fail("issue-close", "HTTP 502: Bad Gateway\n")
+    done = drover(root, "drive", "--finish", item)
+    assert done.returncode == 1, done.stdout
+    assert "1 of 1 approved, 1 finished" in done.stdout and "#12: not applied (" in done.stdout
+    said = f"the tracker was not told: #12 close (`drover finish {item}` tries again)"
+    assert said in drover(root, "report", check=True).stdout
+    (line,) = [row for row in json.loads(drover(root, "report", "--json", check=True).stdout)["items"]
+               if row["id"] == item]
+    assert line["status"] == "merged" and line["reason"] == said
+    assert f"#12 close by Test Operator (not applied: `drover finish {item}` tries again)" in \
+        drover(root, "show", item, check=True).stdout
+    (fake.data / "issue-close.fail").unlink()
+    assert drover(root, "finish", item).returncode == 0
+    (line,) = [row for row in json.loads(drover(root, "report", "--json", check=True).stdout)["items"]
+               if row["id"] == item]
+    assert line["reason"] == ""
+
+
 def test_github_failure_during_finish_is_reported_and_the_next_finish_retries(hub):
     root, item, fake = hub
     name_the_repository(root)

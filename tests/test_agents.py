@@ -714,3 +714,81 @@ def test_a_link_in_place_of_the_launchers_folder_is_not_swept_through(tmp_path):
             os.close(held)
     assert (elsewhere / "notes.txt").read_text() == "mine\n" and sorted(elsewhere.iterdir()) == [elsewhere / "notes.txt"]
     assert (state_dir / locks.LAUNCHERS).is_dir() and not (state_dir / locks.LAUNCHERS).is_symlink()
+
+
+def test_the_sweep_works_in_the_launchers_folder_it_opened_whatever_its_name_leads_to_since(tmp_path):
+    """A leftover that swapped .drover/launchers for a link to another folder, in a loop, between
+    drover's check of the name and its sweep had drover delete that folder's files (hostile review
+    20): the sweep works through the descriptor of the folder it checked."""
+    from drover.agents import locks
+
+    state_dir = tmp_path / ".drover"
+    (state_dir / locks.LAUNCHERS).mkdir(parents=True)
+    (state_dir / locks.LAUNCHERS / "4194302.lock").write_text("an ended drover's\n")
+    victim = tmp_path / "operator"
+    victim.mkdir()
+    (victim / "notes.txt").write_text("mine\n")
+    folder = locks._launchers_folder(state_dir)
+    try:
+        (state_dir / locks.LAUNCHERS).rename(state_dir / "swapped")  # the swap, just after the check
+        (state_dir / locks.LAUNCHERS).symlink_to(victim)
+        locks._sweep(folder)
+    finally:
+        os.close(folder)
+    assert (victim / "notes.txt").read_text() == "mine\n"
+    assert list((state_dir / "swapped").iterdir()) == []  # swept where it looked
+
+
+def test_a_hard_link_to_another_file_in_place_of_a_drovers_lock_neither_holds_it_nor_is_written(tmp_path):
+    """A leftover hard-linked one of the operator's files as `<pid>.lock` for every pid and held a
+    lock on it: the next launching drover waited in flock() as long as the leftover liked, then
+    wrote its record into that file (hostile review 20)."""
+    import fcntl
+    import threading
+
+    from drover.agents import locks
+
+    state_dir = tmp_path / ".drover"
+    folder = state_dir / locks.LAUNCHERS
+    folder.mkdir(parents=True)
+    victim = tmp_path / "operator.txt"
+    victim.write_text("the operator's\n")
+    os.link(victim, folder / f"{os.getpid()}.lock")
+    os.link(victim, folder / "4194302.lock")
+    held = os.open(victim, os.O_RDONLY)
+    fcntl.flock(held, fcntl.LOCK_EX)  # the leftover's lock
+    taking = threading.Thread(target=locks.hold_launcher, args=(state_dir,), daemon=True)
+    try:
+        taking.start()
+        taking.join(timeout=10)
+        assert not taking.is_alive(), "drover waits on a lock the leftover holds on another file"
+        mine = folder / f"{os.getpid()}.lock"
+        assert os.stat(mine).st_nlink == 1 and not os.path.samefile(mine, victim)
+    finally:
+        os.close(held)
+        fd = locks._holding.pop(state_dir, None)
+        if fd is not None:
+            os.close(fd)
+    assert victim.read_text() == "the operator's\n" and os.stat(victim).st_nlink == 1
+
+
+def test_a_launchers_lock_whose_text_names_another_pid_is_its_holders_as_the_kernel_says(tmp_path):
+    """An implementer rewrote its drover's launcher lock to name pid 999999: every operator command
+    then refused, as if that drover were out of sight (hostile review 20). The kernel names the
+    holder; text that disagrees with it is no drover's."""
+    from drover.agents import locks
+
+    state_dir = tmp_path / ".drover"
+    try:
+        locks.hold_launcher(state_dir)
+        lock = state_dir / locks.LAUNCHERS / f"{os.getpid()}.lock"
+        assert locks.launcher_of(state_dir / locks.LAUNCHERS, lock.name).pid == os.getpid()
+        with open(lock, "r+") as rewritten:
+            rewritten.truncate()
+            rewritten.write("999999 1 pid:[1] 1\n")
+        (found,) = locks.live_launchers(state_dir)
+        assert found.pid == os.getpid() and not found.hidden()
+    finally:
+        fd = locks._holding.pop(state_dir, None)
+        if fd is not None:
+            os.close(fd)

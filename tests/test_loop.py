@@ -291,6 +291,26 @@ def test_drive_takes_a_dependent_item_once_its_dep_is_finished(project):
     assert json.loads(drover(project, "show", second, "--json").stdout)["state"] == "done"
 
 
+def test_the_items_a_drive_said_would_follow_are_named_when_it_never_starts_them(project, tmp_path):
+    """The header said `then, as their deps are finished: D-2, D-3`; when D-1 failed, they were
+    in no summary row, no `--report` page and no `[notify]` JSON (a new user, overnight on
+    tabulate: a page of 12 items where the header had announced 15)."""
+    first = new_item(project, "First thing")
+    second = new_item(project, "Second thing", "--dep", first)
+    third = new_item(project, "Third thing", "--dep", second)
+    page = tmp_path / "night.html"
+    done = drover(project, "drive", "--finish", "--report", str(page), env={"AGENT_MODE": "fail"})
+    assert done.returncode == 1, done.stdout
+    assert f"then, as their deps are finished: {second}, {third}" in done.stdout
+    rows = {line.split()[0]: line for line in done.stdout.splitlines() if line.startswith("D-")
+            and len(line.split()) > 3 and line.split()[1] in ("failed", "skipped")}
+    assert rows[second].split()[1] == "skipped" and rows[second].endswith(
+        f"not started: it waits on {first}, which this drive did not finish"), done.stdout
+    assert rows[third].endswith(f"not started: it waits on {second}, which this drive did not finish")
+    assert done.stdout.splitlines()[-2] == "0 of 3 approved, 0 finished"
+    assert second in page.read_text() and third in page.read_text()
+
+
 def test_finish_refuses_outstanding_changes_and_leaves_everything(project):
     item = new_item(project, "Add a thing")
     drover(project, "run", item, check=True)

@@ -198,3 +198,43 @@ def test_a_stopped_mark_an_agent_links_to_a_file_does_not_read_as_drover_stop(tm
     (tmp_path / "stopped").unlink()
     (tmp_path / "stopped").write_text("stopped by `drover stop`\n")
     assert stopped(tmp_path)
+
+
+def test_stops_mark_goes_into_the_run_folder_it_opened_whatever_its_name_leads_to_since(project, tmp_path):
+    """An agent that swapped its run folder for a link, in a loop, between stop's check of the name
+    and its use had stop fail before it ended the agent, or write into the folder the link led to
+    (hostile review 20): the mark is written through the descriptor of the folder stop opened."""
+    from drover.ledger.project import open_project
+    from drover.loop.stop import STOPPED, _mark_stopped, _run_folder
+
+    opened = open_project(project)
+    (opened.runs_dir / "r-1").mkdir(parents=True)
+    victim = tmp_path / "operator"
+    victim.mkdir()
+    folder = _run_folder(opened, "r-1")
+    assert folder is not None
+    try:
+        (opened.runs_dir / "r-1").rename(opened.runs_dir / "swapped")
+        (opened.runs_dir / "r-1").symlink_to(victim)
+        _mark_stopped(folder)
+    finally:
+        os.close(folder)
+    assert list(victim.iterdir()) == [] and (opened.runs_dir / "swapped" / STOPPED).is_file()
+    (opened.runs_dir / "r-1").unlink()
+    (opened.runs_dir / "r-1").symlink_to(victim)
+    assert _run_folder(opened, "r-1") is None  # a link in its place: no folder of drover's, no mark
+
+
+def test_a_run_stop_ends_while_its_drover_runs_has_drovers_last_line_in_its_log(project):
+    """agents.md: a timeout or an interruption adds a last line to the log; `drover stop` of a run
+    whose drover was attached added none (a new user, overnight on tabulate)."""
+    item = new_item(project, "Add a thing")
+    pidfile = project.parent / "pids"
+    proc = _start_run(project, item, pidfile)
+    agent, grandchild = map(int, wait_for(pidfile).split())
+    done = drover(project, "stop", item, process=True)
+    proc.communicate(timeout=30)
+    assert done.returncode == 0 and _gone(agent, grandchild), done.stderr
+    (run,) = json.loads(drover(project, "show", item, "--json", check=True).stdout)["runs"]
+    last = (project / run["log_path"]).read_text().rstrip("\n").splitlines()[-1]
+    assert last == "[drover] stopped by `drover stop`: ended the agent's processes", last

@@ -82,9 +82,14 @@ def _open_lock(path: Path) -> int:
 
 
 def launcher_of(run_dir: Path, name: str = ATTACHED) -> Launcher | None:
-    """The drover that holds the lock `name` in `run_dir` now, as it recorded itself; None when none holds it."""
+    """The drover that holds the lock `name` in `run_dir` now, as it recorded itself; None when none
+    holds it. The pid is the kernel's (/proc/locks) where it can say: the file's text is anyone's to
+    write, and a pid written there that no process has made every operator command refuse, as if
+    drover could not be seen (hostile review 20). Text whose pid is not the holder's is not that
+    drover's: only the kernel's pid stands, with nothing recorded beside it."""
     if not drover_attached(run_dir, unlocked=False, name=name):
         return None
+    holder = lock_holder(run_dir / name)
     try:
         fd = _open_lock(run_dir / name)
         try:
@@ -92,9 +97,12 @@ def launcher_of(run_dir: Path, name: str = ATTACHED) -> Launcher | None:
         finally:
             os.close(fd)
         pid, *where = text.split()[:4]
-        return Launcher(int(pid), *("" if field == "-" else field for field in where))
-    except (OSError, ValueError):
-        return None
+        recorded = Launcher(int(pid), *("" if field == "-" else field for field in where))
+    except (OSError, ValueError, UnicodeDecodeError):
+        recorded = None
+    if holder is None:  # no /proc/locks to ask: the text, as the drover wrote it
+        return recorded
+    return recorded if recorded is not None and recorded.pid == holder else Launcher(holder)
 
 
 def drover_attached(run_dir: Path, *, unlocked: bool = True, name: str = ATTACHED) -> bool:
@@ -200,68 +208,95 @@ def hold_launcher(state_dir: Path) -> None:
 
 def _hold_launcher(state_dir: Path) -> None:
     folder = _launchers_folder(state_dir)
-    _sweep(folder)
-    path = folder / f"{os.getpid()}.lock"
-    while True:
-        fd = _own_lock(path)
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        try:  # a sweeping drover may have taken the file away between the open and the lock
-            if os.stat(path).st_ino == os.fstat(fd).st_ino:
-                break
-        except FileNotFoundError:
-            pass
-        os.close(fd)
+    try:
+        _sweep(folder)
+        name = f"{os.getpid()}.lock"
+        while True:
+            fd = _own_lock(folder, name)
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            try:  # a sweeping drover may have taken the file away between the open and the lock
+                if os.stat(name, dir_fd=folder, follow_symlinks=False).st_ino == os.fstat(fd).st_ino:
+                    break
+            except FileNotFoundError:
+                pass
+            os.close(fd)
+    finally:
+        os.close(folder)
     _record(fd)
     _holding[state_dir] = fd  # held until this process ends: the kernel lets go of it then
 
 
-def _launchers_folder(state_dir: Path) -> Path:
-    """.drover/launchers/, a folder of drover's own: a link an agent put in its place (the sweep
-    would remove the files of whatever folder it leads to) or a file is removed first."""
-    from drover.git.files import remove_path
+def _launchers_folder(state_dir: Path) -> int:
+    """A descriptor of .drover/launchers/, a folder of drover's own, reached without following a
+    link (files.folder_fd): the sweep and the lock work through it, so a link an agent puts in
+    its place, or swaps in for it meanwhile, never leads them into another folder, whose files
+    the sweep would remove (hostile reviews 18, 20). A link or a file in its place is removed."""
+    from drover.git.files import folder_fd, remove_at
 
-    folder = state_dir / LAUNCHERS
-    if folder.is_symlink() or folder.exists() and not folder.is_dir():
-        remove_path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    return folder
+    try:
+        return folder_fd(state_dir.parent, state_dir.name, LAUNCHERS, make=True)
+    except OSError as exc:
+        if exc.errno not in (errno.ELOOP, errno.ENOTDIR):
+            raise
+    state = folder_fd(state_dir.parent, state_dir.name)
+    try:
+        remove_at(state, LAUNCHERS)
+    finally:
+        os.close(state)
+    return folder_fd(state_dir.parent, state_dir.name, LAUNCHERS, make=True)
 
 
-def _own_lock(path: Path) -> int:
-    """This drover's lock file at `path` (its pid's name), opened as every lock is (_open_lock) and
-    made when missing. A live drover's lock is never anything but a regular file, and no other live
-    drover has this pid: a folder, a fifo or a link an agent put there is removed, and the file made
-    (hostile review 18: folders for every pid made each later launch fail)."""
-    from drover.git.files import regular_fd, remove_path
+def _lock_of_drovers(fd: int) -> bool:
+    """The open file is one a drover made: its only name is the lock's. A hard link an agent made to
+    another file (the operator's) has two: locked by the agent, it held the next launch in flock()
+    for as long as it liked, then had drover write its record into that file (hostile review 20)."""
+    return os.fstat(fd).st_nlink == 1
+
+
+def _own_lock(folder: int, name: str) -> int:
+    """This drover's lock file `name` (its pid's) in `folder` (a descriptor), opened as every lock is
+    (_open_lock) and made when missing. A live drover's lock is never anything but a regular file
+    of one name, and no other live drover has this pid: a folder, a fifo, a link or a hard link an
+    agent put there is removed, and the file made (hostile review 18: folders for every pid made
+    each later launch fail)."""
+    from drover.git.files import regular_fd, remove_at
 
     for _ in range(3):
         try:
-            return regular_fd(path, os.O_RDWR | os.O_CREAT)
+            fd = regular_fd(name, os.O_RDWR | os.O_CREAT, dir_fd=folder)
         except OSError as exc:
             if exc.errno not in (errno.EINVAL, errno.ELOOP, errno.EISDIR, errno.ENXIO):
                 raise
-            remove_path(path)
-    return regular_fd(path, os.O_RDWR | os.O_CREAT | os.O_EXCL)  # put back each time: the error says what
+            remove_at(folder, name)
+            continue
+        if _lock_of_drovers(fd):
+            return fd
+        os.close(fd)
+        remove_at(folder, name)  # the name only: the file it shares its contents with is left as it is
+    return regular_fd(name, os.O_RDWR | os.O_CREAT | os.O_EXCL, dir_fd=folder)  # put back each time: the error says what
 
 
-def _sweep(folder: Path) -> None:
-    """Remove the lock files in `folder` no drover holds (those of drovers that have ended), and
-    whatever else is there: only drovers' locks belong in it, and what an agent plants would cost
-    every later sweep its scan."""
-    from drover.git.files import remove_path
+def _sweep(folder: int) -> None:
+    """Remove the lock files in `folder` (a descriptor) no drover holds (those of drovers that have
+    ended), and whatever else is there: only drovers' locks belong in it, and what an agent plants
+    would cost every later sweep its scan."""
+    from drover.git.files import regular_fd, remove_at
 
     for entry in os.scandir(folder):
         try:
-            fd = _open_lock(Path(entry.path))
+            fd = regular_fd(entry.name, dir_fd=folder)
         except OSError:
             try:
-                remove_path(Path(entry.path))  # no lock a drover made: a link, a folder, a fifo
+                remove_at(folder, entry.name)  # no lock a drover made: a link, a folder, a fifo
             except OSError:
                 pass
             continue
         try:
+            if not _lock_of_drovers(fd):  # a hard link: held or not, no drover's lock
+                os.unlink(entry.name, dir_fd=folder)
+                continue
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            os.unlink(entry.path)  # still locked by this sweep: no drover holds it meanwhile
+            os.unlink(entry.name, dir_fd=folder)  # still locked by this sweep: no drover holds it meanwhile
         except OSError:
             pass
         finally:

@@ -101,6 +101,8 @@ def render_show(shown: dict[str, Any]) -> str:
         lines.append("dispositions:")
         for row in shown["dispositions"]:
             applied = f" (applied: {row['applied']})" if row["applied"] else ""
+            if not row["applied"] and shown.get("done") and row["disposition"] != "keep":
+                applied = f" (not applied: `drover finish {row['item']}` tries again)"  # the tracker refused it
             lines.append(f"  #{row['issue']} {row['disposition']} by {row['by']}{applied}")
     changes = "cleared" if shown["cleared"] else ("outstanding" if shown["outstanding"] else "none")
     lines.append(f"changes: {changes}")

@@ -142,7 +142,8 @@ MEANINGS: dict[str, dict[str, str]] = {
         "id": "the item id", "title": "its title, as its file says (empty when unreadable)",
         "kind": "its kind", "deps": "the ids it depends on",
         "status": "merged, over_budget, parked, failed or open",
-        "reason": "why it is parked, or which run failed and why; empty otherwise",
+        "reason": "why it is parked, or which run failed and why, or for a merged item the tracker writes "
+                  "not applied; empty otherwise",
         "rounds": "rounds of changes (a failed check's included)",
         "checks_passed": "drover's verify runs that passed", "checks_failed": "those that did not",
         "runs": "agent runs (every slot)", "failed_runs": "of them, those that did not end well",
@@ -221,6 +222,7 @@ class Tables(NamedTuple):
     rounds: list[Round]
     audits: list[Audit]
     checks: list[Check]
+    unapplied: dict[str, list[str]] = {}  # item -> `#101 close`: judgments the tracker was not told
 
 
 def read_tables(ledger: Ledger, since: str | None) -> Tables:
@@ -238,7 +240,14 @@ def read_tables(ledger: Ledger, since: str | None) -> Tables:
     audits = [Audit.from_row(row) for row in read(f"SELECT {AUDIT_COLUMNS} FROM audits", "at")]
     checks = [Check(*row) for row in read(f"SELECT {CHECK_COLUMNS} FROM checks", "started")]
     runs.sort(key=lambda run: run.started or "")
-    return Tables(items, runs, rounds, audits, checks)
+    # the newest judgment of each issue (dispose may be asked again); `keep` writes nothing
+    newest = {(row["item"], row["issue"]): row for row in
+              conn.execute("SELECT item, issue, disposition, applied FROM dispositions ORDER BY at, id")}
+    unapplied: dict[str, list[str]] = {}
+    for (item, issue), row in newest.items():
+        if not row["applied"] and row["disposition"] != "keep":
+            unapplied.setdefault(item, []).append(f"#{issue} {row['disposition']}")
+    return Tables(items, runs, rounds, audits, checks, unapplied)
 
 
 def report_of(entries: dict[str, Entry], tables: Tables, *, since: str | None,
@@ -259,7 +268,7 @@ def report_of(entries: dict[str, Entry], tables: Tables, *, since: str | None,
                 if any((row.get(column) or "") >= since for column in ("done_at", "parked_at"))}
     items = tuple(_item_line(item_id, entries.get(item_id), tables.items.get(item_id) or {},
                              by_item.get(item_id, []), rounds.get(item_id, []), audits.get(item_id, []),
-                             checks.get(item_id, []))
+                             checks.get(item_id, []), tables.unapplied.get(item_id, []))
                   for item_id in sorted(ids, key=_id_key))
     implementers: dict[str, set[str]] = {}
     for line in run_lines:
@@ -315,12 +324,15 @@ def _approves(audit: Audit) -> bool:
 
 
 def _item_line(item_id: str, entry: Entry | None, row: dict[str, Any], runs: list[RunLine], rounds: list[Round],
-               audits: list[Audit], checks: list[Check]) -> ItemLine:
+               audits: list[Audit], checks: list[Check], unapplied: list[str]) -> ItemLine:
     parked_reason = row.get("parked_reason") or ""
     failed = [run for run in runs if run.outcome == "failed"]
     reason = ""
     if row.get("done"):
         status = "merged"
+        if unapplied:  # merged, and the tracker never heard: the drive only said so on its screen
+            reason = (f"the tracker was not told: {', '.join(unapplied)} (`drover finish {item_id}` "
+                      "tries again)")
     elif row.get("parked"):
         status, reason = ("over_budget" if parked_reason.startswith(OVER_BUDGET) else "parked"), parked_reason
     elif runs and runs[-1].outcome == "failed":

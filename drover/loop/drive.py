@@ -9,7 +9,8 @@ from typing import Any, Callable, Sequence
 
 from drover import git
 from drover.loop import budgets, pool, reviewers, runs
-from drover.loop.preview import Step, dry_run_plan, following_ids, header, item_rows, needs_requirements_note, queue_of, ready_ids
+from drover.loop.preview import (Step, dry_run_plan, following_ids, header, item_rows, needs_requirements_note, not_reached,
+                                 queue_of, ready_ids)
 from drover.loop.retry import Retries
 from drover.errors import DroverError, Refused, UsageError
 from drover.ledger.db import Ledger
@@ -49,8 +50,9 @@ class Driven:
 
     @property
     def ok(self) -> bool:
-        """What drive's exit status counts: approved, and finished when --finish asked for it."""
-        return self.approved and not self.note.startswith(NOT_FINISHED)
+        """What drive's exit status counts: approved, and finished when --finish asked for it, with
+        every tracker write done (a finished item's note says which were not)."""
+        return self.approved and not self.note.startswith(NOT_FINISHED) and not (self.result == "finished" and self.note)
 
 
 class Driver:
@@ -231,8 +233,7 @@ class Driver:
         or a conflict has no worktree to go to. `unmoved`: verify.check_head's."""
         from drover.loop import verify
 
-        # markers a merge of base was concluded with, whichever run concluded it (this drive's, or
-        # one that failed in an earlier drive), and still there after the round that named them
+        # markers a merge of base was concluded with (by this drive's run or an earlier one's), still there
         marked = self._markers_left(ledger, item_id)
         if marked != PASSED:
             return marked
@@ -424,11 +425,14 @@ def drive(project: Project, ids: list[str], *, jobs: int = 1, finish: bool = Fal
         planned(steps, runner.name, runner.where())
         say("--- drover: dry run; nothing was launched or written")
         return []
+    first = list(queue)
     try:
         if queue:
             runner.start()
         results = _drive_queue(project, queue, explicit, jobs=jobs, finish=finish, say=say, echo=echo,
                                runner=runner)
+        unreached = not_reached(rows or {}, first, {row.item_id for row in results} | set(queue), bool(queue)) if then else []
+        results += [Driven(item_id, "skipped", 0, 0, note) for item_id, note in unreached]
     finally:
         runner.close()
         if left is not None:

@@ -135,6 +135,15 @@ def following_ids(rows: dict[str, Listed], queue: list[str]) -> list[str]:
     return [item_id for item_id, _ in _following(rows, queue)]
 
 
+def not_reached(rows: dict[str, Listed], queue: list[str], started: set[str], stopped: bool) -> list[tuple[str, str]]:
+    """The items the header said a `drive --finish` of `queue` would take once their deps were
+    finished, and that it never started (a dep failed or was parked, or the drive stopped): (id, why),
+    for the summary, the report and `[notify]`, which named them nowhere."""
+    return [(item_id, "not started: " + ("the drive stopped" if stopped else
+                                         f"it waits on {', '.join(waiting)}, which this drive did not finish"))
+            for item_id, waiting in _following(rows, queue) if item_id not in started]
+
+
 class Step(NamedTuple):
     """One item's next step in a dry run: `next` is run (implement and review), finish, skip
     (needs requirements) or blocked (it follows `waiting`, deps this drive takes); `said` the words."""

@@ -33,7 +33,7 @@ from drover.executors import Executor, Launch
 from drover.loop import budgets
 from drover.loop.budgets import DriveBudget
 from drover.loop import pool, reviewers
-from drover.loop.stop import STOPPED_REASON, stopped
+from drover.loop.stop import STOPPED_REASON, say_stopped_in_log, stopped
 
 if TYPE_CHECKING:
     from drover.config import AgentConfig
@@ -339,6 +339,7 @@ def execute(project: Project, ledger: Ledger, launch: Launch, *, echo: bool = Tr
             raise UsageError(f"{launch.agent.identity}: could not start {launch.argv[0]}: {exc.strerror}") from None
         if stopped(launch.run_dir):
             result = replace(result, outcome="interrupted", reason=STOPPED_REASON)
+            say_stopped_in_log(project, launch.run_id)
         # an implementing run's head is where it left the branch; a review's stays the one it reviewed
         head = git.head_of(project.root, launch.branch) if launch.slot == "implement" and launch.branch else None
         with ledger.write():  # the run's end is one write

@@ -2,6 +2,7 @@
 that its end was asked for (runs.execute records it as interrupted)."""
 from __future__ import annotations
 
+import os
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -11,7 +12,7 @@ from drover.agents.launch import GRACE_SECONDS
 from drover.agents.locks import claimed_by, drover_attached, run_live
 from drover.agents.procs import end_orphan, run_alive
 from drover.errors import Refused
-from drover.git.files import open_regular, replace_file
+from drover.git.files import folder_fd, regular_fd, replace_at
 from drover.ledger.db import Ledger
 from drover.ledger.project import Project
 
@@ -26,23 +27,50 @@ def stopped(run_dir: Path) -> bool:
     return (run_dir / STOPPED).is_file() and not (run_dir / STOPPED).is_symlink()
 
 
-def _mark_stopped(run_dir: Path) -> None:
-    """Mark the run stopped for the drover that waits on it (runs.execute). The run's folder is the
-    agent's to write: the mark replaces whatever is in its place, never writing through a link nor
-    waiting on a fifo (hostile review 18), and a run folder that is not a folder any more gets none."""
-    if run_dir.is_symlink() or run_dir.exists() and not run_dir.is_dir():
-        return
-    run_dir.mkdir(parents=True, exist_ok=True)
-    replace_file(run_dir / STOPPED, f"{STOPPED_REASON} at {datetime.now(timezone.utc).isoformat()}\n".encode())
-
-
-def _note_in_log(run_dir: Path) -> None:
-    """Say at the end of an orphan's log that `drover stop` ended it, when the log is a file drover wrote."""
+def _run_folder(project: Project, run_id: str) -> int | None:
+    """A descriptor of the run's folder, reached without following a link (files.folder_fd); None
+    when it is not a folder of drover's any more. The folder is the agent's to write, and to swap
+    for a link in a loop: checked, then used by name, it let `stop` write its mark into the folder
+    the link led to, or fail before it ended the agent (hostile review 20)."""
     try:
-        with open_regular(run_dir / "agent.log", "ab") as log:
-            log.write(f"\n[drover] {STOPPED_REASON}: its drover was gone; ended the agent's processes\n".encode())
+        return folder_fd(project.root, project.state_dir.name, project.runs_dir.name, run_id)
     except OSError:
-        pass  # a link, a fifo, a folder in its place: the ledger still says why
+        return None
+
+
+def _mark_stopped(folder: int | None) -> None:
+    """Mark the run stopped for the drover that waits on it (runs.execute): a new file renamed over
+    whatever is in its place, never written through a link nor waiting on a fifo (hostile review
+    18). Nothing written where the folder is gone: the agent's end matters more than the word."""
+    if folder is None:
+        return
+    try:
+        replace_at(folder, STOPPED, f"{STOPPED_REASON} at {datetime.now(timezone.utc).isoformat()}\n".encode())
+    except OSError:
+        pass
+
+
+def note_in_log(folder: int | None, said: str) -> None:
+    """A last `[drover] ...` line at the end of the run's log, when it is a file drover wrote
+    (an agent may have put a link, a fifo, a folder in its place: the ledger still says why)."""
+    if folder is None:
+        return
+    try:
+        fd = regular_fd("agent.log", os.O_WRONLY | os.O_APPEND, dir_fd=folder)
+        with open(fd, "ab") as log:
+            log.write(f"\n[drover] {said}\n".encode())
+    except OSError:
+        pass
+
+
+def say_stopped_in_log(project: Project, run_id: str) -> None:
+    """The attached drover's last line in the log of a run `drover stop` ended, as a timeout's is."""
+    folder = _run_folder(project, run_id)
+    try:
+        note_in_log(folder, f"{STOPPED_REASON}: ended the agent's processes")
+    finally:
+        if folder is not None:
+            os.close(folder)
 
 
 def stop(project: Project, ledger: Ledger, item_id: str) -> list[str]:
@@ -65,10 +93,16 @@ def stop(project: Project, ledger: Ledger, item_id: str) -> list[str]:
         assert run.pid is not None  # run_alive
         run_dir = project.runs_dir / run.id
         orphan = not drover_attached(run_dir)
-        _mark_stopped(run_dir)
-        end_orphan(run.pid, run.id, GRACE_SECONDS)
+        folder = _run_folder(project, run.id)
+        try:
+            _mark_stopped(folder)
+            end_orphan(run.pid, run.id, GRACE_SECONDS)
+            if orphan:
+                note_in_log(folder, f"{STOPPED_REASON}: its drover was gone; ended the agent's processes")
+        finally:
+            if folder is not None:
+                os.close(folder)
         if orphan:
-            _note_in_log(run_dir)
             head = git.head_of(project.root, run.branch) if run.slot == "implement" and run.branch else None
             ledger.set_run_node(run.id, run.node or "local", f"{STOPPED_REASON} (its drover was gone)")
             ledger.finish_run(run.id, None, "interrupted", head)
