@@ -423,3 +423,14 @@ def test_a_project_with_nothing_done_yet_reports_zeros_in_every_form(repo, tmp_p
     page = assert_self_contained(out.read_text(encoding="utf-8"))
     assert page.having("g", "node") == [] and page.having("rect", "bar") == []
     assert "No runs." in "".join(page.text)
+
+
+def test_a_failures_class_is_said_once_when_its_reason_begins_with_it():
+    """The report's Failed section and the page's tooltips read `stalled: stalled: no output for
+    0:08` (a new user, overnight on tabulate); retry's own lines said it once."""
+    from drover.ledger.report import with_reason
+
+    assert with_reason("stalled", "stalled: no output for 0:08") == "stalled: no output for 0:08"
+    assert with_reason("auth", "api error 401") == "auth: api error 401"
+    assert with_reason("crashed", "") == "crashed"
+    assert with_reason("stalled", "stalledness") == "stalled: stalledness"

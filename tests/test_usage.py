@@ -86,3 +86,33 @@ def test_a_rate_card_prices_a_run_and_the_clis_own_figure_is_labelled_as_the_cli
     assert price("sonnet", 1_000_000, 200_000, 0.25, rates) == (0.25, "cli")  # no rate for this model
     assert price("opus", None, 200_000, 0.25, rates) == (0.25, "cli")  # tokens unknown: no sum to make
     assert price("sonnet", 10, 10, None, rates) == (None, "")
+
+
+def test_a_drives_total_is_priced_by_the_rate_card_when_an_item_had_no_run_in_it():
+    """An item the drive only merged (no run of this drive) has no cost source: counted in, it made
+    the summary's total `$0.0645 (CLI's figure)` while each item's own line was priced by the rate
+    card, $0.0163 (a new user, overnight on tabulate)."""
+    from drover.agents.usage import priced
+    from drover.cli.views import drive_summary
+    from drover.loop.drive import Driven
+
+    rates = {"sonnet": (1.0, 1.0)}
+    ran = total([priced({"model": "sonnet", "input_tokens": 15_000, "output_tokens": 1_300, "cost_usd": 0.0645,
+                         "tool_calls": 2}, rates)])
+    merged_only = total([])
+    lines = drive_summary([Driven("D-1", "finished", 0, 0, "", usage=merged_only),
+                           Driven("D-2", "finished", 0, 2, "", usage=ran)], finish=True)
+    assert "D-2: 15,000 in / 1,300 out tokens, $0.0163, 2 tool calls" in lines
+    assert "total: 15,000 in / 1,300 out tokens, $0.0163, 2 tool calls" in lines, lines
+
+
+def test_the_message_claude_makes_up_for_an_api_error_names_no_model_that_ran():
+    """claude writes an API error's text as an assistant message of model `<synthetic>`: the report
+    credited that model with an item approved at its first review (a new user, overnight)."""
+    events = [{"type": "system", "subtype": "init", "model": "claude-sonnet-4-5", "cwd": "/w"},
+              {"type": "assistant", "message": {"id": "m1", "model": "<synthetic>", "content": [
+                  {"type": "text", "text": "API Error: 429 rate limited"}]}}]
+    _, reader = feed("claude", events)
+    assert reader.usage.model == "claude-sonnet-4-5"
+    _, alone = feed("claude", events[1:])
+    assert alone.usage.model == ""

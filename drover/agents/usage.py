@@ -21,6 +21,9 @@ MAX_TOKENS = 10**12
 OUTPUT_LINES = 8  # of a tool's output shown to people; the whole stream is kept in agent.jsonl
 
 
+SYNTHETIC = "<synthetic>"  # the model claude names on the messages it writes itself
+
+
 @dataclass
 class Usage:
     """What a run's output reports it used: model, tokens, cost, tool calls."""
@@ -101,7 +104,9 @@ class StreamReader:
             return [f"[session] {event.get('model', '')} in {event.get('cwd', '')}"]
         if kind == "assistant":
             message = event.get("message") or {}
-            if message.get("model"):
+            # claude names a message it made up itself (an API error's text) `<synthetic>`: no model
+            # ran, and the report credited it with an item (a new user, overnight on tabulate)
+            if message.get("model") and message["model"] != SYNTHETIC:
                 self.usage.model = str(message["model"])
             self._message_usage(message)
             shown: list[str] = []

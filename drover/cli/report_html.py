@@ -215,6 +215,8 @@ def colour_of(run: "RunLine") -> str:
 
 def timeline(runs: "tuple[RunLine, ...]", generated: str) -> str:
     """One bar per run, one row per item, across the window's time; unfinished runs reach `generated`."""
+    from drover.ledger.report import with_reason  # the report's own words for a failure
+
     if not runs:
         return "<p>No runs.</p>"
     end_now = _seconds(generated) or 0.0
@@ -238,8 +240,8 @@ def timeline(runs: "tuple[RunLine, ...]", generated: str) -> str:
         x = _LABEL_W + (start - first) * scale
         width = max((end - start) * scale, 2.0)
         what = run.failure if run.outcome == "failed" else run.outcome
-        tip = (f"{run.item} {run.slot} run {run.id} by {run.agent} ({run.model}): {what}"
-               + (f": {run.reason}" if run.reason else "") + f"; {run.started} to {run.ended or 'no end'}")
+        tip = (f"{run.item} {run.slot} run {run.id} by {run.agent} ({run.model}): {with_reason(what, run.reason)}"
+               f"; {run.started} to {run.ended or 'no end'}")
         parts.append(f'<rect class="bar" data-run="{_e(run.id)}" data-item="{_e(run.item)}" '
                      f'data-outcome="{_e(what)}" x="{x:.1f}" y="{rows[run.item] * _ROW_H + 2}" '
                      f'width="{width:.1f}" height="{_ROW_H - 4}" fill="{colour_of(run)}">'

@@ -250,7 +250,10 @@ def drive_summary(results: list[Driven], finish: bool = False) -> list[str]:
     spent = [(row.item_id, usage_text(row.usage or {})) for row in results]
     if any(text for _, text in spent):
         lines += [f"{item_id}: {text}" for item_id, text in spent if text]
-        lines.append(f"total: {usage_text(usage_total([row.usage or {} for row in results]))}")
+        # the items with runs in this drive: one without (merged only, or never started) has no
+        # cost source, and counted it made the total the CLIs' figure whatever the rate card said
+        ran = [row.usage for row in results if row.usage and "usd_source" in row.usage]
+        lines.append(f"total: {usage_text(usage_total(ran))}")
     approved = sum(row.approved for row in results)
     driven = sum(row.result != ORPHANED for row in results)
     if driven:

@@ -323,6 +323,13 @@ def _approves(audit: Audit) -> bool:
     return bool(audit.opens) if audit.opens is not None else audit.level in LEVELS[1:]
 
 
+def with_reason(what: str, reason: str) -> str:
+    """`class: reason`, the class once when the reason begins with it (`stalled: no output for 0:08`)."""
+    if not reason:
+        return what
+    return reason if reason.startswith(f"{what}:") else f"{what}: {reason}"
+
+
 def _item_line(item_id: str, entry: Entry | None, row: dict[str, Any], runs: list[RunLine], rounds: list[Round],
                audits: list[Audit], checks: list[Check], unapplied: list[str]) -> ItemLine:
     parked_reason = row.get("parked_reason") or ""
@@ -338,7 +345,7 @@ def _item_line(item_id: str, entry: Entry | None, row: dict[str, Any], runs: lis
     elif runs and runs[-1].outcome == "failed":
         last = runs[-1]
         status = "failed"
-        reason = f"{last.slot} run {last.id}: {last.failure}" + (f": {last.reason}" if last.reason else "")
+        reason = f"{last.slot} run {last.id}: {with_reason(last.failure, last.reason)}"
     else:
         status = "open"
     approval = min((audit.at for audit in audits if _approves(audit)), default=None)
