@@ -775,7 +775,9 @@ def test_a_hard_link_to_another_file_in_place_of_a_drovers_lock_neither_holds_it
 def test_a_launchers_lock_whose_text_names_another_pid_is_its_holders_as_the_kernel_says(tmp_path):
     """An implementer rewrote its drover's launcher lock to name pid 999999: every operator command
     then refused, as if that drover were out of sight (hostile review 20). The kernel names the
-    holder; text that disagrees with it is no drover's."""
+    holder; the place the drover recorded is still checked (dropped, a mount namespace of the
+    agent's own with a /proc/locks of its own passed for the operator's: hostile review 21), and
+    a record emptied or unreadable is a drover no process sees as it is."""
     from drover.agents import locks
 
     state_dir = tmp_path / ".drover"
@@ -783,12 +785,51 @@ def test_a_launchers_lock_whose_text_names_another_pid_is_its_holders_as_the_ker
         locks.hold_launcher(state_dir)
         lock = state_dir / locks.LAUNCHERS / f"{os.getpid()}.lock"
         assert locks.launcher_of(state_dir / locks.LAUNCHERS, lock.name).pid == os.getpid()
-        with open(lock, "r+") as rewritten:
-            rewritten.truncate()
-            rewritten.write("999999 1 pid:[1] 1\n")
-        (found,) = locks.live_launchers(state_dir)
-        assert found.pid == os.getpid() and not found.hidden()
+        _, *place = lock.read_text().split()
+        for text, hidden in ((" ".join(["999999", *place]), False), (str(os.getpid()), True),
+                             (f"{os.getpid()} - - -", True), ("not a record", True)):
+            with open(lock, "r+") as rewritten:
+                rewritten.truncate()
+                rewritten.write(text + "\n")
+            (found,) = locks.live_launchers(state_dir)
+            assert found.pid == os.getpid() and found.hidden() is hidden, text
     finally:
         fd = locks._holding.pop(state_dir, None)
         if fd is not None:
             os.close(fd)
+
+
+def test_read_only_folders_in_place_of_drovers_locks_are_removed_all_the_same(tmp_path):
+    """Folders an agent made read-only (`chmod 555`, a file inside), named as the next drovers'
+    locks, outlived the sweep, and the launch failed with `File exists` (hostile review 21). Run
+    as a process without the capabilities that let root write anywhere (the operator is no root)."""
+    import shutil
+    import subprocess
+
+    folder = tmp_path / ".drover" / "launchers"
+    folder.mkdir(parents=True)
+    planted = [folder / f"{pid}.lock" for pid in range(4194000, 4194010)]
+    for path in planted:
+        (path / "deeper").mkdir(parents=True)
+        (path / "deeper" / "file").write_text("x")
+        (path / "deeper").chmod(0o000)
+        path.chmod(0o555)
+    code = ("import os, sys\nfrom pathlib import Path\nfrom drover.agents import locks\n"
+            "state = Path(sys.argv[1])\nlocks.hold_launcher(state)\n"
+            )
+    argv = [sys.executable, "-c", code, str(tmp_path / ".drover")]
+    if os.geteuid() == 0:
+        if not shutil.which("setpriv"):
+            pytest.skip("root, and no setpriv to drop the capabilities that ignore file modes")
+        argv = ["setpriv", "--bounding-set=-dac_override,-dac_read_search,-fowner", *argv]
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        left = sorted(os.listdir(folder))
+        assert [name for name in left if name.startswith("41940")] == [], left
+    finally:
+        for path in planted:
+            if path.exists():
+                path.chmod(0o700)
+                if (path / "deeper").exists():
+                    (path / "deeper").chmod(0o700)

@@ -20,6 +20,7 @@ from drover.agents import procs
 # In a run's folder: the drover that launched the run holds a lock on this file until it has
 # recorded the run's end. A live agent whose lock is free has no drover attached: an orphan.
 ATTACHED = "drover.lock"
+UNREADABLE = "?"  # a held lock whose text is no record a drover wrote: its place matches no process's
 # In .drover/: one lock for each live drover that runs agents or their code (procs.LAUNCHING), held
 # from its start to its exit, the gaps between its runs included.
 LAUNCHERS = "launchers"
@@ -45,11 +46,14 @@ class Launcher(NamedTuple):
         hidden from it. A pid it sees is that drover only as the same process (its start) in the
         same pid namespace: in a namespace of its own an agent can make any pid number exist (by
         writing ns_last_pid). And /proc must be the mount drover reads: in a mount namespace of its
-        own an agent can bind a folder it wrote over /proc, or over an entry of it."""
+        own an agent can bind a folder it wrote over /proc, or over an entry of it. A place this
+        process can tell is compared whatever the record says, an empty field included: the record
+        is a file an agent can write, and fields it emptied skipped the comparison (hostile review 21)."""
+        mine = procs.own_place()
         return (not os.path.exists(f"/proc/{self.pid}")
                 or bool(self.start) and procs.process_start(self.pid) != self.start
-                or bool(self.pid_namespace) and procs.own_place()[0] != self.pid_namespace
-                or bool(self.proc_mount) and procs.own_place()[1] != self.proc_mount)
+                or bool(mine[0]) and mine[0] != self.pid_namespace
+                or bool(mine[1]) and mine[1] != self.proc_mount)
 
 
 def _record(fd: int) -> None:
@@ -99,10 +103,16 @@ def launcher_of(run_dir: Path, name: str = ATTACHED) -> Launcher | None:
         pid, *where = text.split()[:4]
         recorded = Launcher(int(pid), *("" if field == "-" else field for field in where))
     except (OSError, ValueError, UnicodeDecodeError):
-        recorded = None
-    if holder is None:  # no /proc/locks to ask: the text, as the drover wrote it
+        # held, and no record a drover wrote: which drover, and where, cannot be told, so it is one
+        # no process sees as it is (hidden), never none at all (that skipped the check)
+        return Launcher(holder or 0, "", UNREADABLE, UNREADABLE)
+    if holder is None or holder == recorded.pid:  # no /proc/locks to ask, or it agrees
         return recorded
-    return recorded if recorded is not None and recorded.pid == holder else Launcher(holder)
+    # the kernel's pid (a pid written in the text that no process has made every operator command
+    # refuse: hostile review 20), and the place the drover recorded, still checked: dropped, a
+    # mount namespace of the agent's own with a /proc/locks of its own naming pid 1 passed for the
+    # operator's (hostile review 21). Text rewritten whole refuses until that drover ends.
+    return recorded._replace(pid=holder, start="")
 
 
 def drover_attached(run_dir: Path, *, unlocked: bool = True, name: str = ATTACHED) -> bool:

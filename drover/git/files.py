@@ -80,9 +80,47 @@ def remove_at(folder: int, name: str) -> None:
     except FileNotFoundError:
         return
     if stat.S_ISDIR(found.st_mode):
+        _writable_tree(folder, name)
         shutil.rmtree(name, dir_fd=folder, ignore_errors=True)
     else:
         os.unlink(name, dir_fd=folder)
+
+
+_FOLDER = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def _writable_tree(folder: int, name: str) -> None:
+    """Make the folder `name` in `folder`, and every folder below it, its owner's to write, never
+    through a link, so that rmtree can empty them: an agent's read-only folders (`chmod 555`)
+    outlived the sweep, and a launch failed (hostile review 21). Depth first, one descriptor a
+    level; what cannot be opened is left for rmtree to fail on."""
+    def opened(parent: int, child: str) -> int | None:
+        try:
+            os.chmod(child, 0o700, dir_fd=parent, follow_symlinks=False)
+            return os.open(child, _FOLDER, dir_fd=parent)
+        except (OSError, ValueError, NotImplementedError):
+            return None
+
+    top = opened(folder, name)
+    if top is None:
+        return
+    levels = [(top, os.scandir(top))]
+    try:
+        while levels:
+            fd, entries = levels[-1]
+            entry = next(entries, None)
+            if entry is None:
+                entries.close()
+                os.close(fd)
+                levels.pop()
+            elif entry.is_dir(follow_symlinks=False) and (inner := opened(fd, entry.name)) is not None:
+                levels.append((inner, os.scandir(inner)))
+    except OSError:
+        pass
+    finally:
+        for fd, entries in levels:
+            entries.close()
+            os.close(fd)
 
 
 def replace_at(folder: int, name: str, data: bytes) -> None:
