@@ -131,13 +131,20 @@ def test_stop_ends_an_orphan_and_records_it_interrupted(project, orphan):
     assert again.returncode == 1 and "no live run" in again.stderr
 
 
-def test_stop_ends_a_live_run_and_its_drover_records_it_interrupted(project):
+def _stop_a_live_run(project: Path) -> tuple[str, subprocess.CompletedProcess, int, int]:
+    """D-1's run started by a `drover run` that stays attached, then `drover stop D-1`: (the item,
+    what stop did, the agent's pid, its grandchild's), once the drover has recorded the end."""
     item = new_item(project, "Add a thing")
     pidfile = project.parent / "pids"
     proc = _start_run(project, item, pidfile)
     agent, grandchild = map(int, wait_for(pidfile).split())
     done = drover(project, "stop", item, process=True)
     proc.communicate(timeout=30)
+    return item, done, agent, grandchild
+
+
+def test_stop_ends_a_live_run_and_its_drover_records_it_interrupted(project):
+    item, done, agent, grandchild = _stop_a_live_run(project)
     assert done.returncode == 0, done.stderr
     assert "its drover recorded the end" in done.stdout
     assert _gone(agent, grandchild)
@@ -228,12 +235,7 @@ def test_stops_mark_goes_into_the_run_folder_it_opened_whatever_its_name_leads_t
 def test_a_run_stop_ends_while_its_drover_runs_has_drovers_last_line_in_its_log(project):
     """agents.md: a timeout or an interruption adds a last line to the log; `drover stop` of a run
     whose drover was attached added none (a new user, overnight on tabulate)."""
-    item = new_item(project, "Add a thing")
-    pidfile = project.parent / "pids"
-    proc = _start_run(project, item, pidfile)
-    agent, grandchild = map(int, wait_for(pidfile).split())
-    done = drover(project, "stop", item, process=True)
-    proc.communicate(timeout=30)
+    item, done, agent, grandchild = _stop_a_live_run(project)
     assert done.returncode == 0 and _gone(agent, grandchild), done.stderr
     (run,) = json.loads(drover(project, "show", item, "--json", check=True).stdout)["runs"]
     last = (project / run["log_path"]).read_text().rstrip("\n").splitlines()[-1]
