@@ -833,3 +833,32 @@ def test_read_only_folders_in_place_of_drovers_locks_are_removed_all_the_same(tm
                 path.chmod(0o700)
                 if (path / "deeper").exists():
                     (path / "deeper").chmod(0o700)
+
+
+def test_a_file_an_agent_made_and_locks_under_the_next_drovers_pid_does_not_hold_that_drover(tmp_path):
+    """A leftover that made `<pid>.lock` as a file of its own (one name, so no hard link) for the
+    pids to come, and held a lock on each, had the next launching drover wait in flock() for as
+    long as the leftover lived. No live drover has this drover's pid: the name goes, a file is made."""
+    import fcntl
+    import threading
+
+    from drover.agents import locks
+
+    state_dir = tmp_path / ".drover"
+    folder = state_dir / locks.LAUNCHERS
+    folder.mkdir(parents=True)
+    mine = folder / f"{os.getpid()}.lock"
+    held = os.open(mine, os.O_RDWR | os.O_CREAT, 0o644)
+    fcntl.flock(held, fcntl.LOCK_EX)  # the leftover's lock, on a file of one name
+    planted = os.fstat(held).st_ino
+    taking = threading.Thread(target=locks.hold_launcher, args=(state_dir,), daemon=True)
+    try:
+        taking.start()
+        taking.join(timeout=10)
+        assert not taking.is_alive(), "drover waits on a lock an agent's leftover holds"
+        assert os.stat(mine).st_ino != planted and locks.lock_holder(mine) == os.getpid()
+    finally:
+        os.close(held)
+        fd = locks._holding.pop(state_dir, None)
+        if fd is not None:
+            os.close(fd)

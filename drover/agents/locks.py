@@ -89,8 +89,8 @@ def launcher_of(run_dir: Path, name: str = ATTACHED) -> Launcher | None:
     """The drover that holds the lock `name` in `run_dir` now, as it recorded itself; None when none
     holds it. The pid is the kernel's (/proc/locks) where it can say: the file's text is anyone's to
     write, and a pid written there that no process has made every operator command refuse, as if
-    drover could not be seen (hostile review 20). Text whose pid is not the holder's is not that
-    drover's: only the kernel's pid stands, with nothing recorded beside it."""
+    drover could not be seen (hostile review 20). The place recorded beside it stays, and is
+    compared (Launcher.hidden)."""
     if not drover_attached(run_dir, unlocked=False, name=name):
         return None
     holder = lock_holder(run_dir / name)
@@ -216,20 +216,35 @@ def hold_launcher(state_dir: Path) -> None:
             _hold_launcher(state_dir)
 
 
+TAKING_TRIES = 20  # attempts at this drover's own launcher lock before it says what is in the way
+
+
 def _hold_launcher(state_dir: Path) -> None:
+    from drover.git.files import remove_at
+
     folder = _launchers_folder(state_dir)
     try:
         _sweep(folder)
         name = f"{os.getpid()}.lock"
-        while True:
+        for _ in range(TAKING_TRIES):
             fd = _own_lock(folder, name)
-            fcntl.flock(fd, fcntl.LOCK_EX)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                # held: a sweeping drover's moment, or a file an agent's leftover made under this
+                # drover's pid and holds (no live drover has it), which would hold this one in flock()
+                # for as long as the leftover lives: the name goes, and a new file is made
+                os.close(fd)
+                remove_at(folder, name)
+                continue
             try:  # a sweeping drover may have taken the file away between the open and the lock
                 if os.stat(name, dir_fd=folder, follow_symlinks=False).st_ino == os.fstat(fd).st_ino:
                     break
             except FileNotFoundError:
                 pass
             os.close(fd)
+        else:
+            raise OSError(errno.EBUSY, f"could not take a lock of its own in {state_dir / LAUNCHERS}")
     finally:
         os.close(folder)
     _record(fd)

@@ -387,8 +387,7 @@ def drive(project: Project, ids: list[str], *, jobs: int = 1, finish: bool = Fal
           left: list[str] | None = None) -> list[Driven]:
     """Drive the given ids, or every ready item (and, with finish, those that become ready).
     A dry run says the work ahead and hands it to `planned` (the steps, the executor's name and where its runs go), and
-    launches nothing. `left` gets the items it never started (a stop, Ctrl-C), for the report the
-    drive ends with."""
+    launches nothing. `left` gets the items it never started (a stop, Ctrl-C), for the report the drive ends with."""
     if jobs < 1:
         raise UsageError("--jobs must be at least 1")
     if jobs > 1 and not project.config.worktree:
@@ -425,13 +424,13 @@ def drive(project: Project, ids: list[str], *, jobs: int = 1, finish: bool = Fal
         planned(steps, runner.name, runner.where())
         say("--- drover: dry run; nothing was launched or written")
         return []
-    first = list(queue)
     try:
         if queue:
             runner.start()
         results = _drive_queue(project, queue, explicit, jobs=jobs, finish=finish, say=say, echo=echo,
                                runner=runner)
-        unreached = not_reached(rows or {}, first, {row.item_id for row in results} | set(queue), bool(queue)) if then else []
+        started = {row.item_id for row in results} | set(queue)
+        unreached = not_reached(rows or {}, then, started, bool(queue))  # then: [] unless --finish took them
         results += [Driven(item_id, "skipped", 0, 0, note) for item_id, note in unreached]
     finally:
         runner.close()
@@ -457,36 +456,37 @@ def _drive_queue(project: Project, queue: list[str], explicit: bool, *, jobs: in
     attempted: set[str] = set()
     with ThreadPoolExecutor(max_workers=jobs) as threads:
         running: dict[Future[Driven], str] = {}
-        while queue or running:
-            while queue and len(running) < jobs and not driver.retries.stopped.is_set():
-                item_id = queue.pop(0)
-                if item_id in attempted:
-                    continue
-                attempted.add(item_id)
-                running[threads.submit(driver.drive_item, item_id)] = item_id
-            if not running:
-                if queue and driver.retries.stopped.is_set():
-                    say(f"drive stopped: {driver.retries.stop_note}; not started: {', '.join(queue)}")
-                break
-            try:
+        # the whole loop: a signal outside its wait() left the launches uncancelled for the pool to wait on
+        try:
+            while queue or running:
+                while queue and len(running) < jobs and not driver.retries.stopped.is_set():
+                    item_id = queue.pop(0)
+                    if item_id in attempted:
+                        continue
+                    attempted.add(item_id)
+                    running[threads.submit(driver.drive_item, item_id)] = item_id
+                if not running:
+                    if queue and driver.retries.stopped.is_set():
+                        say(f"drive stopped: {driver.retries.stop_note}; not started: {', '.join(queue)}")
+                    break
                 done, _ = wait(running, return_when=FIRST_COMPLETED)
-            except KeyboardInterrupt as exc:
-                driver.cancel.set()  # each launch in flight ends its agent and records the run
-                wait(running)
-                for future in running:
-                    try:
-                        results.append(future.result())
-                    except Exception as error:  # noqa: BLE001 - said in the summary, as any item's end
-                        results.append(Driven(running[future], "failed", 0, 0, f"interrupted: {error}"))
-                if queue:
-                    say(f"drive interrupted; not started: {', '.join(queue)}")
-                raise DriveInterrupted(results, exc) from None
-            for future in done:
-                running.pop(future)
-                results.append(future.result())
-            if not explicit and finish:
-                # finishing an item can make the items that depend on it ready
-                queue += [item for item in ready_ids(project, finish) if item not in attempted and item not in queue]
+                for future in done:
+                    results.append(future.result())
+                    running.pop(future)
+                if not explicit and finish:
+                    # finishing an item can make the items that depend on it ready
+                    queue += [item for item in ready_ids(project, finish) if item not in attempted and item not in queue]
+        except KeyboardInterrupt as exc:
+            driver.cancel.set()  # each launch in flight ends its agent and records the run
+            wait(running)
+            for future in running:
+                try:
+                    results.append(future.result())
+                except Exception as error:  # noqa: BLE001 - said in the summary, as any item's end
+                    results.append(Driven(running[future], "failed", 0, 0, f"interrupted: {error}"))
+            if queue:
+                say(f"drive interrupted; not started: {', '.join(queue)}")
+            raise DriveInterrupted(results, exc) from None
     return results
 
 
