@@ -283,6 +283,30 @@ def test_drive_finishes_an_item_while_another_items_agent_runs(project):
     assert merged.index(f"{first}") > merged.index(f"{second}")  # the fast one merged first
 
 
+def test_a_signal_while_the_drive_looks_for_ready_items_still_ends_the_agents_in_flight(project, monkeypatch):
+    """Only the drive's wait for its jobs turned a signal into ending the launches in flight: one
+    that came while the drive did anything else (here, asking which items are ready after a
+    finish) left the other job's agent running, and the drive waited for it to the end (a
+    SIGTERMed drive held by a set-up's `sleep 60`, once, on CI)."""
+    import signal
+
+    from drover.cli.exits import Interrupted
+    from drover.loop import drive as driving
+
+    first = new_item(project, "Fast")
+    second = new_item(project, "Slow")
+
+    def signalled(*args, **kwargs):
+        raise Interrupted(signal.SIGINT)
+
+    monkeypatch.setattr(driving, "ready_ids", signalled)
+    done = drover(project, "drive", "--jobs", "2", "--finish", env={"AGENT_SLOW_ITEM": f"{second}:60"})
+    assert done.returncode == 130, done.stdout + done.stderr
+    runs = json.loads(drover(project, "show", second, "--json", check=True).stdout)["runs"]
+    assert runs[-1]["outcome"] == "interrupted", runs  # ended with the drive, not left to run its minute
+    assert json.loads(drover(project, "show", first, "--json", check=True).stdout)["state"] == "done"
+
+
 def test_drive_takes_a_dependent_item_once_its_dep_is_finished(project):
     first = new_item(project, "First thing")
     second = new_item(project, "Second thing", "--dep", first)
