@@ -218,18 +218,16 @@ def test_stops_mark_goes_into_the_run_folder_it_opened_whatever_its_name_leads_t
     (opened.runs_dir / "r-1").mkdir(parents=True)
     victim = tmp_path / "operator"
     victim.mkdir()
-    folder = _run_folder(opened, "r-1")
-    assert folder is not None
-    try:
+    with _run_folder(opened, "r-1") as folder:
+        assert folder is not None
         (opened.runs_dir / "r-1").rename(opened.runs_dir / "swapped")
         (opened.runs_dir / "r-1").symlink_to(victim)
         _mark_stopped(folder)
-    finally:
-        os.close(folder)
     assert list(victim.iterdir()) == [] and (opened.runs_dir / "swapped" / STOPPED).is_file()
     (opened.runs_dir / "r-1").unlink()
     (opened.runs_dir / "r-1").symlink_to(victim)
-    assert _run_folder(opened, "r-1") is None  # a link in its place: no folder of drover's, no mark
+    with _run_folder(opened, "r-1") as folder:
+        assert folder is None  # a link in its place: no folder of drover's, no mark
 
 
 def test_a_run_stop_ends_while_its_drover_runs_has_drovers_last_line_in_its_log(project):

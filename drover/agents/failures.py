@@ -46,6 +46,13 @@ _ISO = re.compile(r"(?:resets?|until|again)(?: at)?:? (\d{4}-\d{2}-\d{2}[T ]\d{2
 _EPOCH = re.compile(r"limit reached\|(\d{10})\b", re.I)
 
 
+def with_reason(what: str, reason: str) -> str:
+    """`class: reason`, the class once when the reason begins with it (`stalled: no output for 0:08`)."""
+    if not reason:
+        return what
+    return reason if reason.startswith(f"{what}:") else f"{what}: {reason}"
+
+
 @dataclass(frozen=True)
 class Failure:
     """A run that did not end well: its class, the words that decided it, its reset when named."""
@@ -57,6 +64,11 @@ class Failure:
     def __post_init__(self) -> None:
         if self.failure not in FAILURE_CLASSES:
             raise ValueError(f"failure class must be one of {FAILURE_CLASSES}, not {self.failure!r}")
+
+    @property
+    def said(self) -> str:
+        """Its class and its reason in one line (with_reason)."""
+        return with_reason(self.failure, self.reason)
 
     @property
     def reset_text(self) -> str | None:

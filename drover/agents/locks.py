@@ -220,35 +220,47 @@ TAKING_TRIES = 20  # attempts at this drover's own launcher lock before it says 
 
 
 def _hold_launcher(state_dir: Path) -> None:
-    from drover.git.files import remove_at
-
     folder = _launchers_folder(state_dir)
     try:
         _sweep(folder)
-        name = f"{os.getpid()}.lock"
-        for _ in range(TAKING_TRIES):
-            fd = _own_lock(folder, name)
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                # held: a sweeping drover's moment, or a file an agent's leftover made under this
-                # drover's pid and holds (no live drover has it), which would hold this one in flock()
-                # for as long as the leftover lives: the name goes, and a new file is made
-                os.close(fd)
-                remove_at(folder, name)
-                continue
-            try:  # a sweeping drover may have taken the file away between the open and the lock
-                if os.stat(name, dir_fd=folder, follow_symlinks=False).st_ino == os.fstat(fd).st_ino:
-                    break
-            except FileNotFoundError:
-                pass
-            os.close(fd)
-        else:
-            raise OSError(errno.EBUSY, f"could not take a lock of its own in {state_dir / LAUNCHERS}")
+        fd = _own_lock(folder, f"{os.getpid()}.lock")
     finally:
         os.close(folder)
     _record(fd)
     _holding[state_dir] = fd  # held until this process ends: the kernel lets go of it then
+
+
+def _own_lock(folder: int, name: str) -> int:
+    """This drover's lock file `name` (its pid's) in `folder` (a descriptor), made when missing and
+    held, without waiting. No other live drover has this pid, and a live drover's lock is never
+    anything but a regular file of one name: whatever else is under the name goes, and the file is
+    made again. A folder, a fifo or a link an agent put there (hostile review 18: folders for every
+    pid made each later launch fail); a hard link to another file, the operator's (review 20: it
+    would have been written); a file its leftover made and holds (it would hold this drover in
+    flock() as long as the leftover lived). A sweeping drover holds a lock file a moment too, and
+    may take it away between the open and the lock: the name then names another file, and the
+    lock is taken again."""
+    from drover.git.files import regular_fd, remove_at
+
+    for _ in range(TAKING_TRIES):
+        try:
+            fd = regular_fd(name, os.O_RDWR | os.O_CREAT, dir_fd=folder)
+        except OSError as exc:
+            if exc.errno not in (errno.EINVAL, errno.ELOOP, errno.EISDIR, errno.ENXIO):
+                raise
+            remove_at(folder, name)
+            continue
+        if not (_lock_of_drovers(fd) and _taken(fd)):
+            os.close(fd)
+            remove_at(folder, name)  # the name only: a file it shares its contents with stays
+            continue
+        try:
+            if os.stat(name, dir_fd=folder, follow_symlinks=False).st_ino == os.fstat(fd).st_ino:
+                return fd
+        except FileNotFoundError:
+            pass
+        os.close(fd)
+    raise OSError(errno.EBUSY, f"could not take a lock file of its own, {name}: something else keeps its place")
 
 
 def _launchers_folder(state_dir: Path) -> int:
@@ -271,34 +283,20 @@ def _launchers_folder(state_dir: Path) -> int:
     return folder_fd(state_dir.parent, state_dir.name, LAUNCHERS, make=True)
 
 
+def _taken(fd: int) -> bool:
+    """This drover now holds the lock on the open file; False when another holds it."""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True
+
+
 def _lock_of_drovers(fd: int) -> bool:
     """The open file is one a drover made: its only name is the lock's. A hard link an agent made to
     another file (the operator's) has two: locked by the agent, it held the next launch in flock()
     for as long as it liked, then had drover write its record into that file (hostile review 20)."""
     return os.fstat(fd).st_nlink == 1
-
-
-def _own_lock(folder: int, name: str) -> int:
-    """This drover's lock file `name` (its pid's) in `folder` (a descriptor), opened as every lock is
-    (_open_lock) and made when missing. A live drover's lock is never anything but a regular file
-    of one name, and no other live drover has this pid: a folder, a fifo, a link or a hard link an
-    agent put there is removed, and the file made (hostile review 18: folders for every pid made
-    each later launch fail)."""
-    from drover.git.files import regular_fd, remove_at
-
-    for _ in range(3):
-        try:
-            fd = regular_fd(name, os.O_RDWR | os.O_CREAT, dir_fd=folder)
-        except OSError as exc:
-            if exc.errno not in (errno.EINVAL, errno.ELOOP, errno.EISDIR, errno.ENXIO):
-                raise
-            remove_at(folder, name)
-            continue
-        if _lock_of_drovers(fd):
-            return fd
-        os.close(fd)
-        remove_at(folder, name)  # the name only: the file it shares its contents with is left as it is
-    return regular_fd(name, os.O_RDWR | os.O_CREAT | os.O_EXCL, dir_fd=folder)  # put back each time: the error says what
 
 
 def _sweep(folder: int) -> None:

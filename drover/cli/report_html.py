@@ -215,7 +215,7 @@ def colour_of(run: "RunLine") -> str:
 
 def timeline(runs: "tuple[RunLine, ...]", generated: str) -> str:
     """One bar per run, one row per item, across the window's time; unfinished runs reach `generated`."""
-    from drover.ledger.report import with_reason  # the report's own words for a failure
+    from drover.agents.failures import with_reason  # the words the report and the drive use for a failure
 
     if not runs:
         return "<p>No runs.</p>"

@@ -14,7 +14,9 @@ def _age(stamp: str, at: datetime) -> str:
     """`42s`, `7m`, `3h`, `2d` since an ISO stamp; `never` without one."""
     if not stamp:
         return "never"
-    seconds = max(0, int((at - datetime.fromisoformat(stamp.replace("Z", "+00:00"))).total_seconds()))
+    from drover.ledger.connection import seconds_since
+
+    seconds = max(0, int(seconds_since(stamp, at)))
     for size, unit in ((86400, "d"), (3600, "h"), (60, "m")):
         if seconds >= size:
             return f"{seconds // size}{unit}"

@@ -9,7 +9,6 @@ import os
 import secrets
 import shutil
 import stat
-import tempfile
 from pathlib import Path
 from typing import BinaryIO, cast
 
@@ -49,6 +48,9 @@ def read_small_file(path: Path | str, most: int = 65536) -> str:
         os.close(fd)
 
 
+_FOLDER = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC  # a folder, never through a link
+
+
 def folder_fd(top: Path, *parts: str, make: bool = False) -> int:
     """A descriptor of the folder `top`/`parts`..., each part opened without following a link
     (ELOOP or ENOTDIR when one is a link or no folder), made when missing and `make`. What is done
@@ -63,7 +65,7 @@ def folder_fd(top: Path, *parts: str, make: bool = False) -> int:
                     os.mkdir(part, 0o755, dir_fd=fd)
                 except FileExistsError:
                     pass
-            inner = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
+            inner = os.open(part, _FOLDER, dir_fd=fd)
             os.close(fd)
             fd = inner
     except BaseException:
@@ -84,9 +86,6 @@ def remove_at(folder: int, name: str) -> None:
         shutil.rmtree(name, dir_fd=folder, ignore_errors=True)
     else:
         os.unlink(name, dir_fd=folder)
-
-
-_FOLDER = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 def _writable_tree(folder: int, name: str) -> None:
@@ -124,16 +123,18 @@ def _writable_tree(folder: int, name: str) -> None:
 
 
 def replace_at(folder: int, name: str, data: bytes) -> None:
-    """replace_file, in the folder `folder` (a descriptor)."""
+    """A new regular file `name` in the folder `folder` (a descriptor) holding `data`, in place of
+    whatever an agent put there: written under a fresh name beside it and renamed over it, so a
+    link there is replaced, never written through, and a fifo never opened; a folder there is
+    removed first."""
     scratch = f".{name}.{os.getpid()}.{secrets.token_hex(4)}"
     fd = os.open(scratch, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644, dir_fd=folder)
     try:
         with open(fd, "wb") as handle:
             handle.write(data)
         try:
-            found = os.stat(name, dir_fd=folder, follow_symlinks=False)
-            if stat.S_ISDIR(found.st_mode):
-                remove_at(folder, name)
+            if stat.S_ISDIR(os.stat(name, dir_fd=folder, follow_symlinks=False).st_mode):
+                remove_at(folder, name)  # os.replace will not put a file over a folder
         except FileNotFoundError:
             pass
         os.replace(scratch, name, src_dir_fd=folder, dst_dir_fd=folder)
@@ -146,40 +147,13 @@ def replace_at(folder: int, name: str, data: bytes) -> None:
 
 
 def remove_path(path: Path) -> None:
-    """rm -rf `path`: a link or a file unlinked (never what a link leads to), a folder removed
-    whole, made writable as it goes (an agent may leave some read-only); nothing there, nothing done."""
-    def writable_then_retry(function: object, failed: str, _exc: object) -> None:
-        parent = os.path.dirname(failed)
-        try:
-            os.chmod(parent, 0o700)
-            if os.path.isdir(failed) and not os.path.islink(failed):
-                os.chmod(failed, 0o700)
-                shutil.rmtree(failed, ignore_errors=True)
-            else:
-                os.unlink(failed)
-        except OSError:
-            pass
-
-    if path.is_symlink() or not path.is_dir():
-        try:
-            path.unlink()
-        except FileNotFoundError:
-            pass
-    else:
-        shutil.rmtree(path, onerror=writable_then_retry)  # onexc from 3.12 only
-
-
-def replace_file(path: Path, data: bytes) -> None:
-    """A new regular file at `path` holding `data`, in place of whatever an agent put there: written
-    under a fresh name beside it and renamed over it, so a link there is replaced, never written
-    through, and a fifo never opened; a folder there is removed first."""
-    fd, scratch = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    """rm -rf `path`: remove_at in the folder that holds it (a link or a file unlinked, never what
+    a link leads to; a folder removed whole, made writable as it goes); nothing there, nothing done."""
     try:
-        with open(fd, "wb") as handle:
-            handle.write(data)
-        if path.is_dir() and not path.is_symlink():
-            remove_path(path)
-        os.replace(scratch, path)
-    except BaseException:
-        Path(scratch).unlink(missing_ok=True)
-        raise
+        parent = folder_fd(path.parent)
+    except FileNotFoundError:
+        return
+    try:
+        remove_at(parent, path.name)
+    finally:
+        os.close(parent)

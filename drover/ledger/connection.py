@@ -18,6 +18,11 @@ def now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
+def seconds_since(stamp: str, at: datetime | None = None) -> float:
+    """How long before `at` (now) a ledger stamp (`now()`'s) was."""
+    return ((at or datetime.now(timezone.utc)) - datetime.fromisoformat(stamp.replace("Z", "+00:00"))).total_seconds()
+
+
 class Connection:
     """One open connection to the ledger file. Use as a context manager, or call close()."""
 

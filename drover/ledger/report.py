@@ -11,6 +11,7 @@ from collections.abc import Iterable
 from datetime import datetime, timedelta, timezone
 from typing import Any, NamedTuple
 
+from drover.agents.failures import with_reason
 from drover.agents.usage import price, sum_costs
 from drover.errors import UsageError
 from drover.ledger.catalogue import Entry, catalogue, collector_paused
@@ -321,13 +322,6 @@ def _run_line(run: Run, rates: dict[str, tuple[float, float]]) -> RunLine:
 def _approves(audit: Audit) -> bool:
     """Whether an audit approved: it opened the gate, or (recorded before that was kept) its level does."""
     return bool(audit.opens) if audit.opens is not None else audit.level in LEVELS[1:]
-
-
-def with_reason(what: str, reason: str) -> str:
-    """`class: reason`, the class once when the reason begins with it (`stalled: no output for 0:08`)."""
-    if not reason:
-        return what
-    return reason if reason.startswith(f"{what}:") else f"{what}: {reason}"
 
 
 def _item_line(item_id: str, entry: Entry | None, row: dict[str, Any], runs: list[RunLine], rounds: list[Round],

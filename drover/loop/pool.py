@@ -24,7 +24,7 @@ from drover.git.cleaning import (IN_PROGRESS, Unfit, clean_worktree, clean_would
                                  detach_worktree, discard_worktree, keep_index, kept_index_of, private_git_dir,
                                  switch_worktree)
 from drover.errors import GitError, printable
-from drover.ledger.connection import now
+from drover.ledger.connection import now, seconds_since
 from drover.ledger.journal import failpoint
 from drover.ledger.pooltable import CHECK_SUFFIX, CLEANING, HELD, PoolRow
 from drover.ledger.project import Project
@@ -63,13 +63,8 @@ USED_STEP = 60.0  # seconds: a held worktree's `used` is written again when olde
 
 
 def _older_than(stamp: str, seconds: float) -> bool:
-    """An ISO stamp (the ledger's) more than `seconds` ago, or none."""
-    from datetime import datetime, timezone
-
-    if not stamp:
-        return True
-    then = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
-    return (datetime.now(timezone.utc) - then).total_seconds() > seconds
+    """A ledger stamp more than `seconds` ago, or none."""
+    return not stamp or seconds_since(stamp) > seconds
 
 
 def check_holder(item_id: str) -> str:

@@ -53,13 +53,6 @@ def describe(failure: Failure) -> str:
     return f"{failure.failure} (resets {failure.reset_at.astimezone().strftime('%H:%M')})"
 
 
-def _said(failure: Failure) -> str:
-    """`class: reason`, the class once when the reason begins with it (`stalled: no output for ...`)."""
-    if failure.reason.startswith(f"{failure.failure}:"):
-        return failure.reason
-    return f"{failure.failure}: {failure.reason}"
-
-
 def decide(failure: Failure, slot: str, tried: Tried, config: "Config", now: datetime | None = None) -> Action:
     """The action for `failure` of an item's `slot` run, given what was `tried` for the item so far.
 
@@ -162,10 +155,10 @@ class Retries:
                 tried.fallback.add(slot)
                 continue
             if action.policy == "stop":
-                self.stop_note = f"{item_id} {slot}: {_said(failure)}"
+                self.stop_note = f"{item_id} {slot}: {failure.said}"
                 self.stopped.set()
             else:
-                self.park(ledger, item_id, f"{_said(failure)} ({action.note})")
+                self.park(ledger, item_id, f"{failure.said} ({action.note})")
             return result
 
     def park(self, ledger: "Ledger", item_id: str, why: str) -> None:

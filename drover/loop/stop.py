@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import os
 import time
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Iterator
 
 from drover import git
 from drover.agents.launch import GRACE_SECONDS
@@ -27,15 +29,21 @@ def stopped(run_dir: Path) -> bool:
     return (run_dir / STOPPED).is_file() and not (run_dir / STOPPED).is_symlink()
 
 
-def _run_folder(project: Project, run_id: str) -> int | None:
-    """A descriptor of the run's folder, reached without following a link (files.folder_fd); None
-    when it is not a folder of drover's any more. The folder is the agent's to write, and to swap
-    for a link in a loop: checked, then used by name, it let `stop` write its mark into the folder
-    the link led to, or fail before it ended the agent (hostile review 20)."""
+@contextmanager
+def _run_folder(project: Project, run_id: str) -> Iterator[int | None]:
+    """A descriptor of the run's folder, reached without following a link (files.folder_fd), closed
+    after; None when it is not a folder of drover's any more. The folder is the agent's to write,
+    and to swap for a link in a loop: checked, then used by name, it let `stop` write its mark into
+    the folder the link led to, or fail before it ended the agent (hostile review 20)."""
     try:
-        return folder_fd(project.root, project.state_dir.name, project.runs_dir.name, run_id)
+        folder = folder_fd(project.root, project.state_dir.name, project.runs_dir.name, run_id)
     except OSError:
-        return None
+        folder = None
+    try:
+        yield folder
+    finally:
+        if folder is not None:
+            os.close(folder)
 
 
 def _mark_stopped(folder: int | None) -> None:
@@ -65,12 +73,8 @@ def note_in_log(folder: int | None, said: str) -> None:
 
 def say_stopped_in_log(project: Project, run_id: str) -> None:
     """The attached drover's last line in the log of a run `drover stop` ended, as a timeout's is."""
-    folder = _run_folder(project, run_id)
-    try:
+    with _run_folder(project, run_id) as folder:
         note_in_log(folder, f"{STOPPED_REASON}: ended the agent's processes")
-    finally:
-        if folder is not None:
-            os.close(folder)
 
 
 def stop(project: Project, ledger: Ledger, item_id: str) -> list[str]:
@@ -93,15 +97,11 @@ def stop(project: Project, ledger: Ledger, item_id: str) -> list[str]:
         assert run.pid is not None  # run_alive
         run_dir = project.runs_dir / run.id
         orphan = not drover_attached(run_dir)
-        folder = _run_folder(project, run.id)
-        try:
+        with _run_folder(project, run.id) as folder:
             _mark_stopped(folder)
             end_orphan(run.pid, run.id, GRACE_SECONDS)
             if orphan:
                 note_in_log(folder, f"{STOPPED_REASON}: its drover was gone; ended the agent's processes")
-        finally:
-            if folder is not None:
-                os.close(folder)
         if orphan:
             head = git.head_of(project.root, run.branch) if run.slot == "implement" and run.branch else None
             ledger.set_run_node(run.id, run.node or "local", f"{STOPPED_REASON} (its drover was gone)")

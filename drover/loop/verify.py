@@ -60,8 +60,14 @@ def passing_check(project: Project, ledger: Ledger, item_id: str, head: str, bas
     exact = [check for check in passed if check.base == base]
     if exact or not passed:
         return exact[-1] if exact else None
-    newest = passed[-1]
-    return newest if git.moved_only_under(project.root, newest.base, base, project.config.items, head=head) else None
+    return passed[-1] if _base_as_then(project, passed[-1], base) else None
+
+
+def _base_as_then(project: Project, check: Check, base: str) -> bool:
+    """`base` (base's head now) is, for what `check` found, the base it ran with: the same commit,
+    or one that gained only item files since (drover's own records, which no verify command tests)."""
+    return check.base == base or git.moved_only_under(project.root, check.base, base, project.config.items,
+                                                      head=check.head)
 
 
 # The shell's exit status for a command it could not start: not found, or found and not executable.
@@ -376,39 +382,36 @@ def check_head(project: Project, ledger: Ledger, item_id: str, *, echo: bool = F
     `unmoved`: the implementing run just before committed nothing. A check of this very head, base
     and command that failed is then not run again (a whole suite, for the same failure): its
     result stands, and goes back as a round like a new one would."""
-    command, head, found = _head_check(project, ledger, item_id)
+    command, head, base, found = _head_check(project, ledger, item_id)
     if not command:
         return Gate(None, False)
     if found is not None:
         return Gate(found, False)
     if unmoved and head:
-        # base as passing_check allows: the round that failure sent back committed the item file
-        base = git.head_of(project.root, project.config.base)
+        # base as passing_check allows it: the round that failure sent back committed the item file
         failed = [check for check in ledger.checks(item_id, head) if check.command == command]
-        if failed and failed[-1].outcome == "exited" and not failed[-1].passed and (
-                failed[-1].base == base or git.moved_only_under(project.root, failed[-1].base, base,
-                                                                 project.config.items, head=head)):
+        if failed and failed[-1].outcome == "exited" and not failed[-1].passed and _base_as_then(project, failed[-1], base):
             return Gate(failed[-1], True, again=True)
     return Gate(run_check(project, ledger, item_id, echo=echo, cancel=cancel, progress=progress), True)
 
 
-def _head_check(project: Project, ledger: Ledger, item_id: str) -> tuple[str, str, Check | None]:
+def _head_check(project: Project, ledger: Ledger, item_id: str) -> tuple[str, str, str, Check | None]:
     """The item's verify command ("" when nothing runs before merge), its branch head ("" when it
-    has none) and the passing check that covers that head with base as it is now, if any."""
+    has none), base's head, and the passing check that covers that head with base as it is now, if any."""
     command = command_for(project, item_id)
     if not command:
-        return "", "", None
+        return "", "", "", None
     branch, base = ledger.item_branch(item_id), project.config.base
     heads = git.heads_of(project.root, branch, base)  # both in one git call
-    head = heads.get(branch, "")
-    return command, head, passing_check(project, ledger, item_id, head, heads.get(base, ""), command)
+    head, base_head = heads.get(branch, ""), heads.get(base, "")
+    return command, head, base_head, passing_check(project, ledger, item_id, head, base_head, command)
 
 
 def unchecked(project: Project, ledger: Ledger, item_id: str) -> str:
     """For a review started by hand (`drive` checks the head before each review): why no check of
     drover's covers the head its reviewer is about to read; "" when one does, or nothing runs
     before merge."""
-    command, head, found = _head_check(project, ledger, item_id)
+    command, head, _, found = _head_check(project, ledger, item_id)
     if not command or not head or found is not None:
         return ""
     return (f"{item_id}: no passing check of `{command}` covers {head[:7]}, the head under review: its reviewer "
