@@ -862,3 +862,28 @@ def test_a_file_an_agent_made_and_locks_under_the_next_drovers_pid_does_not_hold
         fd = locks._holding.pop(state_dir, None)
         if fd is not None:
             os.close(fd)
+
+
+def test_a_lock_gone_between_finding_it_held_and_reading_it_is_no_drover_out_of_sight(tmp_path, monkeypatch):
+    """An agent that swapped its run folder for a link in a loop made the read of its drover's lock
+    fail just after the lock was found held; taken for a record no drover wrote, that drover was
+    one no process sees, and the operator's `drover stop` of the agent refused (found in the last
+    read of hostile review 21's fix). A lock that cannot be read now is none, as drover_attached
+    says of one it cannot open; text that is no record is still a drover out of sight."""
+    from drover.agents import locks
+
+    real, opened = locks._open_lock, []
+
+    def gone_on_the_second_open(path):
+        opened.append(path)
+        if len(opened) == 2:
+            raise FileNotFoundError(2, "No such file or directory", str(path))
+        return real(path)
+
+    run_dir = tmp_path / "run"
+    with locks.attached(run_dir):
+        monkeypatch.setattr(locks, "_open_lock", gone_on_the_second_open)
+        assert locks.launcher_of(run_dir) is None
+        monkeypatch.setattr(locks, "_open_lock", real)
+        (run_dir / locks.ATTACHED).write_text("not a record\n")
+        assert locks.launcher_of(run_dir).hidden()

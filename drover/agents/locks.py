@@ -97,12 +97,18 @@ def launcher_of(run_dir: Path, name: str = ATTACHED) -> Launcher | None:
     try:
         fd = _open_lock(run_dir / name)
         try:
-            text = os.read(fd, 4096).decode("ascii")
+            text = os.read(fd, 4096)
         finally:
             os.close(fd)
-        pid, *where = text.split()[:4]
+    except OSError:
+        # gone since the lock was found held (its drover ended, or an agent swapped the folder in a
+        # loop): no lock to read now, as drover_attached would say; taken for one no process sees,
+        # it made the operator's `drover stop` of that agent refuse (the last read of hostile review 21)
+        return None
+    try:
+        pid, *where = text.decode("ascii").split()[:4]
         recorded = Launcher(int(pid), *("" if field == "-" else field for field in where))
-    except (OSError, ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError):
         # held, and no record a drover wrote: which drover, and where, cannot be told, so it is one
         # no process sees as it is (hidden), never none at all (that skipped the check)
         return Launcher(holder or 0, "", UNREADABLE, UNREADABLE)
