@@ -165,7 +165,7 @@ def test_the_drive_ceiling_stops_the_drive_and_reports_the_items_not_started(rep
     second = new_item(repo, "Second")
     # implement 1,000: then 500 are left for the review, which waits after its usage to be ended there
     project.script = {"messages": [[900, 100]], "sleep": 60, "sleep_slot": "review"}
-    done = project.drover("drive", first, second)
+    done = project.drover("drive", first, second, "--report", str(tmp_path / "morning.html"))
     out = done.stdout
     assert done.returncode == 1, out + done.stderr
     assert "  budget: drive 1,500 tokens (drover help budgets)" in out
@@ -174,7 +174,7 @@ def test_the_drive_ceiling_stops_the_drive_and_reports_the_items_not_started(rep
     assert [(run["item"], run["slot"], run["outcome"]) for run in runs] == [
         (first, "implement", "exited"), (first, "review", "over budget")]
     assert runs[1]["reason"] == "over budget: 2,000 of 1,500 tokens for this drive"
-    assert f"{second}: stopped: {second}: over budget: 2,000 of 1,500 tokens for this drive: " \
+    assert f"{second}: stopped: over budget: 2,000 of 1,500 tokens for this drive: " \
            "no implement agent was launched" in out
     summary = out[out.index("item "):]
     assert re.search(rf"^{first} +over budget +0 +2 ", summary, re.M), summary
@@ -183,6 +183,10 @@ def test_the_drive_ceiling_stops_the_drive_and_reports_the_items_not_started(rep
         shown = json.loads(project.drover("show", item, "--json").stdout)
         assert not shown["parked"], item
     assert json.loads(project.drover("show", second, "--json").stdout)["runs"] == []
+    # the morning page: the item the ceiling never let start is over budget, and says why (no ledger row does)
+    page = (tmp_path / "morning.html").read_text()
+    assert re.search(rf"<tr><td>over budget</td><td>{second}</td><td>[^<]*</td><td>over budget: 2,000 of "
+                     r"1,500 tokens for this drive[^<]*</td></tr>", page), page
 
 
 def test_a_run_that_ended_on_its_own_past_the_drives_ceiling_is_no_failure(repo, tmp_path):
@@ -197,7 +201,7 @@ def test_a_run_that_ended_on_its_own_past_the_drives_ceiling_is_no_failure(repo,
     assert done.returncode == 1
     [run] = runs_of(repo)
     assert (run["slot"], run["outcome"], run["exit_status"], run["failure"]) == ("implement", "exited", 0, None)
-    assert f"{item}: stopped: {item}: over budget: 2,000 of 1,500 tokens for this drive: no review agent was launched" \
+    assert f"{item}: stopped: over budget: 2,000 of 1,500 tokens for this drive: no review agent was launched" \
         in done.stdout, done.stdout
 
 

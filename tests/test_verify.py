@@ -177,7 +177,8 @@ def test_a_commit_whose_check_failed_is_not_checked_again_after_an_implementer_t
     said = [line for line in done.stdout.splitlines() if line.startswith("D-1: check failed (make test")]
     assert len(said) == 4 and [line.endswith(": the same commit failed it before, not run again")
                                for line in said] == [False, True, True, True], done.stdout
-    assert len(checks(project)) == 1
+    own = [check for check in checks(project) if check["head"] != check["base"]]
+    assert len(own) == 1 and done.stdout.count("D-1: checking main itself") == 1  # base's, once: it passes
     shown = json.loads(drover(project, "show", "D-1", "--json", check=True).stdout)
     assert shown["state"] == "parked" and len(shown["rounds"]) == 3
 
@@ -389,14 +390,79 @@ def test_a_check_that_keeps_failing_counts_against_max_rounds_and_parks(project,
     shown = json.loads(drover(project, "show", "D-1", "--json", check=True).stdout)
     assert shown["state"] == "parked" and "1 round of changes" in shown["parked_reason"]
     assert [run["slot"] for run in shown["runs"]] == ["implement", "implement"]  # never reviewed
-    assert [check["passed"] for check in shown["checks"]] == [False, False]
+    # the item's two, then base's own at the second failure (it passes: the round goes back, past the cap)
+    assert [check["passed"] for check in shown["checks"]] == [False, False, True]
+    assert shown["checks"][2]["head"] == shown["checks"][2]["base"]
     assert shown["rounds"][0]["by"] == "drover verify"
     assert shown["rounds"][0]["path"] == shown["checks"][0]["log_path"]
     # parked for what happened, the failing check's log named, not the implementing run's
     assert shown["parked_reason"] == ("drover's check kept failing: 1 round of changes, the cap is 1; "
                                       "the findings refused are kept in .drover/parked/D-1-2.md")
     assert "review did not converge" not in done.stdout
-    assert f"D-1: log {shown['checks'][-1]['log_path']}" in done.stdout.splitlines()
+    assert f"D-1: log {shown['checks'][1]['log_path']}" in done.stdout.splitlines()
+
+
+def test_a_verify_command_that_fails_on_base_itself_ends_the_items_without_spending_their_rounds(project):
+    """Base's own tests fail (a new user overnight: every item went back round after round until
+    parked, for a failure no implementer could mend). From an item's second failed check in a drive,
+    drover checks base itself, once for the drive: when base fails too, the item ends failed, naming
+    base's check, and no round is sent for it."""
+    (project / "Makefile").write_text(MAKEFILE.replace("-e BROKEN ]", "-e BROKEN ] || [ -e BASE_BROKEN ]"))
+    (project / "BASE_BROKEN").write_text("base's own tests fail\n")
+    drover(project, "new", "Second thing", check=True)
+    item = project / "items" / "D-2.md"
+    item.write_text(item.read_text().split("\n## Requirements")[0] + REQUIREMENTS)
+    git(project, "add", "-A")
+    git(project, "commit", "-qm", "main: its own tests fail")
+    base = head(project, "main")
+    done = drover(project, "drive", "D-1", "D-2", "--report", str(project.parent / "morning.html"))
+    assert done.returncode == 1, done.stdout
+    said = [line for line in done.stdout.splitlines() if "itself" in line]
+    # each item's first failure goes back as a round; base is checked at the first second failure, once
+    assert said[0] == f"D-1: checking main itself ({base[:12]}) with the same command", done.stdout
+    assert sum("checking main itself" in line for line in said) == 1, done.stdout
+    of_base = [check for check in checks(project) if check["head"] == check["base"]]
+    assert len(of_base) == 1 and of_base[0]["base"] == base and of_base[0]["exit_status"] == 2
+    assert of_base[0]["item"] == "D-1"
+    for item_id in ("D-1", "D-2"):
+        shown = json.loads(drover(project, "show", item_id, "--json", check=True).stdout)
+        assert shown["state"] != "parked" and len(shown["rounds"]) == 1, shown  # the first failure's round only
+        row = next(line for line in done.stdout.splitlines() if re.match(rf"\s*{item_id}\s+failed", line))
+        assert "fails on main itself too" in row, done.stdout
+    assert f"on base itself at {base[:12]}" in drover(project, "show", "D-1", check=True).stdout
+    # the morning report counts the item's own checks: two failed, none passed (base's is not the item's)
+    report = json.loads(drover(project, "report", "--json", check=True).stdout)
+    first = next(line for line in report["items"] if line["id"] == "D-1")
+    assert (first["checks_passed"], first["checks_failed"]) == (0, 2), first
+    # the drive's morning page says why each item stopped, which no ledger row says
+    page = (project.parent / "morning.html").read_text()
+    failed = re.findall(r"<tr><td>failed</td><td>(D-\d)</td><td>[^<]*</td><td>([^<]*)</td></tr>", page)
+    assert {item_id for item_id, why in failed if "fails on main itself too" in why} == {"D-1", "D-2"}, page
+
+
+def test_an_item_whose_check_fails_twice_on_a_sound_base_still_goes_back(project, monkeypatch):
+    """The check of base passes: the item's failure is its own, and it goes back as before."""
+    monkeypatch.setenv("BROKEN_MODE", "stubborn")
+    done = drover(project, "drive", "D-1")
+    assert done.returncode == 1 and done.stdout.count("D-1: checking main itself") == 1, done.stdout
+    shown = json.loads(drover(project, "show", "D-1", "--json", check=True).stdout)
+    assert shown["state"] == "parked" and len(shown["rounds"]) == 3, shown
+    of_base = [check for check in shown["checks"] if check["head"] == check["base"]]
+    assert len(of_base) == 1 and of_base[0]["passed"], shown["checks"]
+
+
+def test_a_verify_command_that_names_the_items_own_files_never_asks_base(project, monkeypatch):
+    """`test -e work.txt` (as `pytest tests/test_new.py`) fails on base, which has not the file the
+    item adds: that says nothing of base, so base is not asked and the item goes back round after
+    round as before."""
+    monkeypatch.setenv("BROKEN_MODE", "stubborn")
+    config = project / "drover.toml"
+    config.write_text(config.read_text().replace('default = "make test"', 'default = "test -e work.txt && make test"'))
+    git(project, "commit", "-qam", "a verify command that names the item's file")
+    done = drover(project, "drive", "D-1")
+    assert done.returncode == 1 and "itself" not in done.stdout, done.stdout
+    shown = json.loads(drover(project, "show", "D-1", "--json", check=True).stdout)
+    assert shown["state"] == "parked" and all(check["head"] != check["base"] for check in shown["checks"])
 
 
 def test_show_lists_the_checks_in_text_and_json(project):

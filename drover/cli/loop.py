@@ -250,10 +250,9 @@ def drive(item_ids: tuple[str, ...], jobs: int, finish_items: bool, executor: st
         echo_json(drive_report(results))
     for line in drive_summary(results, finish_items) if not as_json else ():
         click.echo(printable(line))
-    from drover.cli.report import drive_ended
+    from drover.cli.report import as_ended, drive_ended
 
-    drive_ended(project, started, Path(report_file) if report_file else None, say,
-                [row.item_id for row in results] + left)
+    drive_ended(project, started, Path(report_file) if report_file else None, say, as_ended(results, left))
     if interrupted is not None:
         raise interrupted  # exit 130 or 143, as any command a signal stopped
     sys.exit(exit_status(results))

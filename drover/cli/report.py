@@ -13,11 +13,15 @@ from drover.cli.report_html import money, token_totals, tokens
 from drover.errors import printable
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Iterable, Mapping
 
     from drover.ledger.db import Ledger
     from drover.ledger.project import Project
-    from drover.ledger.report import GroupLine, Report
+    from drover.ledger.report import Ended, GroupLine, Report
+    from drover.loop.drive import Driven
+
+# a drive's word for an item the ledger shows as open, as the report's status (others keep `open`)
+_DRIVE_STATUS = {"failed": "failed", "no verdict": "failed", "orphaned": "failed", "over budget": "over_budget"}
 
 
 @click.command(epilog=example("drover report --since 12h --html report.html"))
@@ -47,7 +51,8 @@ def report(since: str | None, as_json: bool, html_file: Path | None) -> None:
             click.echo(line)
 
 
-def report_for(project: "Project", ledger: "Ledger", since: str | None, also: "Iterable[str]" = ()) -> "Report":
+def report_for(project: "Project", ledger: "Ledger", since: str | None,
+               also: "Mapping[str, Ended] | None" = None) -> "Report":
     from drover.ledger.report import build_report
 
     return build_report(project, ledger, since=since, rates=project.config.budget.rate_card, also=also)
@@ -64,8 +69,18 @@ def write_page(made: "Report", path: Path) -> None:
     write_atomic(path, page(made))
 
 
+def as_ended(results: "Iterable[Driven]", left: "Iterable[str]") -> "dict[str, Ended]":
+    """How the drive said each item it took ended, for the report; those it never started are
+    `not started`."""
+    from drover.ledger.report import Ended
+
+    ended = {item_id: Ended("", "not started: the drive ended first") for item_id in left}
+    ended.update({row.item_id: Ended(_DRIVE_STATUS.get(row.result, ""), row.note) for row in results})
+    return ended
+
+
 def drive_ended(project: "Project", since: str, report_file: Path | None, say: Callable[[str], None],
-                driven: "Iterable[str]" = ()) -> None:
+                driven: "Mapping[str, Ended] | None" = None) -> None:
     """When a drive ends: the page `--report FILE` asked for, then `[notify] command` with the JSON.
 
     Both cover what happened since the drive started, and every item the drive took (`driven`),

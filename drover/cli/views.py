@@ -93,8 +93,10 @@ def render_show(shown: dict[str, Any]) -> str:
                 end = "passed"
             else:
                 end = f"failed, exit {check['exit_status']}" if check["outcome"] == "exited" else f"failed, {check['outcome']}"
-            lines.append(f"  {end}  {check['command']}  on {check['head'][:12]} with base {check['base'][:12]}"
-                         f"  {check['duration']:.1f}s  {check['at']}")
+            # a check of base itself (a drive asks when an item's check fails): its head is base's
+            what = f"base itself at {check['base'][:12]}" if check["head"] == check["base"] else \
+                f"{check['head'][:12]} with base {check['base'][:12]}"
+            lines.append(f"  {end}  {check['command']}  on {what}  {check['duration']:.1f}s  {check['at']}")
             if not check["passed"]:
                 lines.append(f"    log: {check['log_path']}")
     if shown["dispositions"]:

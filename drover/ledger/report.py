@@ -7,7 +7,7 @@ the rows are named types, and `as_json` is the documented JSON (docs/report.md, 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta, timezone
 from typing import Any, NamedTuple
 
@@ -146,7 +146,8 @@ MEANINGS: dict[str, dict[str, str]] = {
         "reason": "why it is parked, or which run failed and why, or for a merged item the tracker writes "
                   "not applied; empty otherwise",
         "rounds": "rounds of changes (a failed check's included)",
-        "checks_passed": "drover's verify runs that passed", "checks_failed": "those that did not",
+        "checks_passed": "drover's checks of its branch that passed (not those of base itself)",
+        "checks_failed": "those that did not",
         "runs": "agent runs (every slot)", "failed_runs": "of them, those that did not end well",
         "input_tokens": "tokens in over its runs (unknown counts as 0)", "output_tokens": "tokens out",
         "cost_usd": "what its runs cost in USD, or null when no run's cost is known",
@@ -207,12 +208,22 @@ def since_of(text: str, at: datetime | None = None) -> str:
 
 
 def build_report(project: Project, ledger: Ledger, *, since: str | None = None,
-                 rates: dict[str, tuple[float, float]] | None = None, also: Iterable[str] = ()) -> Report:
+                 rates: dict[str, tuple[float, float]] | None = None, also: Mapping[str, Ended] | None = None) -> Report:
     """The report over the whole ledger, or over what happened since `since` (as since_of gives it);
-    `also`: items it names whatever happened to them (a drive's items, those it never started too)."""
+    `also`: items it names whatever happened to them (a drive's items, those it never started too),
+    each with how the drive said it ended."""
     with collector_paused():
         entries = catalogue(project, ledger)
     return report_of(entries, read_tables(ledger, since), since=since, rates=rates or {}, also=also)
+
+
+class Ended(NamedTuple):
+    """How a drive said an item ended, for an item the ledger shows as open (its implementing run
+    ended well, and what stopped it is no row: a verify command that fails on base too, the drive's
+    token ceiling, no verdict, a stop): `status` one of STATUSES ("" to keep open), `reason` its note."""
+
+    status: str
+    reason: str
 
 
 class Tables(NamedTuple):
@@ -252,7 +263,7 @@ def read_tables(ledger: Ledger, since: str | None) -> Tables:
 
 
 def report_of(entries: dict[str, Entry], tables: Tables, *, since: str | None,
-              rates: dict[str, tuple[float, float]], also: Iterable[str] = ()) -> Report:
+              rates: dict[str, tuple[float, float]], also: Mapping[str, Ended] | None = None) -> Report:
     """The report from the catalogue's entries and the ledger's rows."""
     run_lines = [_run_line(run, rates) for run in tables.runs]
     by_item: dict[str, list[RunLine]] = {}
@@ -261,6 +272,7 @@ def report_of(entries: dict[str, Entry], tables: Tables, *, since: str | None,
     rounds = _grouped(tables.rounds)
     audits = _grouped(tables.audits)
     checks = _grouped(tables.checks)
+    also = also or {}
     ids = set(by_item) | set(rounds) | set(audits) | set(checks) | set(also)
     if since is None:
         ids |= set(entries) | set(tables.items)
@@ -269,7 +281,7 @@ def report_of(entries: dict[str, Entry], tables: Tables, *, since: str | None,
                 if any((row.get(column) or "") >= since for column in ("done_at", "parked_at"))}
     items = tuple(_item_line(item_id, entries.get(item_id), tables.items.get(item_id) or {},
                              by_item.get(item_id, []), rounds.get(item_id, []), audits.get(item_id, []),
-                             checks.get(item_id, []), tables.unapplied.get(item_id, []))
+                             checks.get(item_id, []), tables.unapplied.get(item_id, []), also.get(item_id))
                   for item_id in sorted(ids, key=_id_key))
     implementers: dict[str, set[str]] = {}
     for line in run_lines:
@@ -325,7 +337,7 @@ def _approves(audit: Audit) -> bool:
 
 
 def _item_line(item_id: str, entry: Entry | None, row: dict[str, Any], runs: list[RunLine], rounds: list[Round],
-               audits: list[Audit], checks: list[Check], unapplied: list[str]) -> ItemLine:
+               audits: list[Audit], checks: list[Check], unapplied: list[str], ended: Ended | None) -> ItemLine:
     parked_reason = row.get("parked_reason") or ""
     failed = [run for run in runs if run.outcome == "failed"]
     reason = ""
@@ -342,12 +354,15 @@ def _item_line(item_id: str, entry: Entry | None, row: dict[str, Any], runs: lis
         reason = f"{last.slot} run {last.id}: {with_reason(last.failure, last.reason)}"
     else:
         status = "open"
+    if status == "open" and ended is not None:  # what only the drive knew: a check base fails too, its ceiling
+        status, reason = ended.status or status, ended.reason
     approval = min((audit.at for audit in audits if _approves(audit)), default=None)
     reviews = sorted([(one.at, False) for one in rounds if one.by != CHECKER]
                      + [(audit.at, True) for audit in audits if _approves(audit)])
     first = reviews[0][1] if reviews else None
     to_approval = None if approval is None else sum(1 for one in rounds if one.at < approval)
     cost, source = _cost(runs)
+    checks = [check for check in checks if check.head != check.base]  # not the checks of base itself
     passed = sum(1 for check in checks if check.passed)
     title, kind, deps = (entry.title, entry.kind, entry.deps) if entry is not None else ("", "", ())
     return ItemLine(item_id, title, kind, tuple(deps), status, reason, len(rounds), passed, len(checks) - passed,

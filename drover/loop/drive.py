@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 from drover import git
-from drover.loop import budgets, pool, reviewers, runs
+from drover.loop import budgets, pool, reviewers, runs, verify
 from drover.loop.preview import (Step, dry_run_plan, following_ids, header, item_rows, needs_requirements_note, not_reached,
                                  queue_of, ready_ids)
 from drover.loop.retry import Retries
@@ -70,6 +70,7 @@ class Driver:
         self.cancel = threading.Event()
         self.budget = budgets.DriveBudget(project.config.budget.drive_tokens)  # [budget] drive_tokens
         self.retries = Retries(project.config, say, self.cancel)  # [retry]: what a failed run leads to
+        self.base_checks = verify.BaseChecks(project)  # base's own check, asked when an item's fails
         self.started = now()  # the summary's figures are this drive's runs
 
     def drive_item(self, item_id: str) -> Driven:
@@ -77,9 +78,10 @@ class Driver:
             try:
                 return self._drive(ledger, item_id)
             except budgets.DriveOverBudget as exc:  # the drive's tokens are spent: reported, not parked
-                self.event(item_id, f"stopped: {exc}")
+                said = str(exc).removeprefix(f"{item_id}: ")  # the line and the row name the item already
+                self.event(item_id, f"stopped: {said}")
                 known = item_state(self.project, ledger, item_id)
-                return Driven(item_id, OVER_BUDGET_RESULT, len(known.rounds), len(known.runs), str(exc),
+                return Driven(item_id, OVER_BUDGET_RESULT, len(known.rounds), len(known.runs), said,
                               usage=self._spent(known.runs))
             except DroverError as exc:
                 said = str(exc).removeprefix(f"{item_id}: ")  # the line and the row name the item already
@@ -231,8 +233,6 @@ class Driver:
         item's worktree for the implementing agent (no round: nothing was wrong with the work
         itself); how the drive ended when the check was interrupted, the round parked the item,
         or a conflict has no worktree to go to. `unmoved`: verify.check_head's."""
-        from drover.loop import verify
-
         # markers a merge of base was concluded with (by this drive's run or an earlier one's), still there
         marked = self._markers_left(ledger, item_id)
         if marked != PASSED:
@@ -246,7 +246,9 @@ class Driver:
                                                       if gate.again else ""))
         if gate.passed:
             return PASSED
-        unrunnable = verify.cannot_run(self.project, check)  # a command that cannot start: no agent can fix that
+        # a command that cannot start, or that fails on base itself: no agent can fix that
+        unrunnable = verify.cannot_run(self.project, check) or self.base_checks.failing(
+            ledger, item_id, check, echo=self.echo, cancel=self.cancel, progress=self.say)
         if check.outcome == "interrupted" or unrunnable:
             return self._ended(ledger, item_id, "failed", unrunnable or "interrupted", log=check.log_path)
         if check.outcome == "conflict":
@@ -314,8 +316,6 @@ class Driver:
         """Before each check: AGAIN when the files that conflicted in a merge of base the branch holds
         (git.conflicts_merged) still hold conflict markers in its head (sent back as a round), how the
         drive ended if that parked the item, else PASSED."""
-        from drover.loop import verify
-
         root, base, branch = self.project.root, self.project.config.base, ledger.item_branch(item_id)
         # every opening marker the branch adds, in any file (one diff: a conflict git's merge wrote
         # opens with `<<<<<<< HEAD`, whatever became of the merge since: renamed, squashed, an octopus)

@@ -20,7 +20,6 @@ import re
 import threading
 import time
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -128,20 +127,21 @@ def _how(check: Check) -> str:
 
 
 def run_check(project: Project, ledger: Ledger, item_id: str, *, echo: bool = False,
-              cancel: threading.Event | None = None, progress: Callable[[str], None] | None = None) -> Check | None:
+              cancel: threading.Event | None = None, progress: Callable[[str], None] | None = None,
+              of_base: str = "") -> Check | None:
     """Run the item's verify command on its branch head with base merged in, record the check and
-    return it; None when the verify command is empty (nothing to run)."""
+    return it; None when the verify command is empty (nothing to run). `of_base`: a commit of base's
+    to check as it is instead (BaseChecks), recorded as the item's check of that head and base."""
     from drover.loop.runs import new_run_id
 
     command = command_for(project, item_id)
     if not command:
         return None
-    branch = ledger.item_branch(item_id)
-    head = git.head_of(project.root, branch)
+    branch, base = ledger.item_branch(item_id), project.config.base
+    head = of_base or git.head_of(project.root, branch)
     if not head:
         raise Refused(f"{item_id} has no branch to check (no implementing run made one)")
-    base = project.config.base
-    base_head = git.head_of(project.root, base)
+    base_head = of_base or git.head_of(project.root, base)
     if not base_head:
         raise GitError(f"base branch {base!r} does not exist in {project.root}: check [run] base in drover.toml")
     check_id = new_run_id(item_id, "check")
@@ -164,10 +164,11 @@ def run_check(project: Project, ledger: Ledger, item_id: str, *, echo: bool = Fa
             with pool.WORKTREE_LOCK:
                 git.add_detached_worktree(project.root, scratch, head)
         with open_regular(log_path, "ab") as log:  # where it runs: a scratch worktree, or the pooled one it holds
-            log.write(f"$ {command}    # drover's check of {branch} at {head[:12]} with {base} "
-                      f"({base_head[:12]}) merged in, in {scratch}\n".encode())
+            what = f"{base} itself at {head[:12]}" if of_base else \
+                f"{branch} at {head[:12]} with {base} ({base_head[:12]}) merged in"
+            log.write(f"$ {command}    # drover's check of {what}, in {scratch}\n".encode())
         try:
-            exit_status, outcome, tail = _run_in(project, item_id, command, scratch, base_head, log_path,
+            exit_status, outcome, tail = _run_in(project, item_id, command, scratch, "" if of_base else base_head, log_path,
                                                  echo=echo, cancel=cancel, progress=progress, ledger=ledger)
         finally:
             if pooled:
@@ -233,8 +234,9 @@ def sweep_checks(project: Project) -> list[str]:
 def _run_in(project: Project, item_id: str, command: str, scratch: Path, base_head: str, log_path: Path, *,
             echo: bool, cancel: threading.Event | None,
             progress: Callable[[str], None] | None, ledger: Ledger) -> tuple[int | None, str, str]:
-    """(exit status, outcome, tail) of the merge and the command in the scratch worktree."""
-    conflicts = git.merge_base_into(scratch, project.config.base, commit=base_head)
+    """(exit status, outcome, tail) of the merge of `base_head` (none when "") and the command in the
+    scratch worktree."""
+    conflicts = git.merge_base_into(scratch, project.config.base, commit=base_head) if base_head else []
     if conflicts:
         said = (f"merging {project.config.base} ({base_head[:12]}) into the branch conflicts in "
                 f"{', '.join(conflicts)}")
@@ -286,7 +288,6 @@ def tail_of(log_path: Path, start: int = 0, lines: int = TAIL_LINES, size: int =
 # --- a failed check goes back to the implementer --------------------------------------------
 
 
-@lru_cache(maxsize=1)
 @functools.cache
 def _words() -> dict[str, Any]:
     """builtin_templates/checks.toml, read once a process (every round of drover's reads it twice)."""
@@ -393,6 +394,62 @@ def check_head(project: Project, ledger: Ledger, item_id: str, *, echo: bool = F
         if failed and failed[-1].outcome == "exited" and not failed[-1].passed and _base_as_then(project, failed[-1], base):
             return Gate(failed[-1], True, again=True)
     return Gate(run_check(project, ledger, item_id, echo=echo, cancel=cancel, progress=progress), True)
+
+
+class BaseChecks:
+    """A drive's answer to "does the verify command fail on base itself?": if it does, no round of
+    changes can mend an item's check, and sending it back would only spend rounds until the item
+    parked. Asked from an item's second failed check in the drive (the first goes back as a round,
+    as most failures are the work's own, and an item may be the one that mends base), once a drive
+    for each commit of base and verify command (two jobs that ask at once wait for one answer); not
+    of a command that is the item's own (_the_items_own). Base fails "too" only with the exit
+    status the item's check had."""
+
+    def __init__(self, project: Project) -> None:
+        self.project = project
+        self._lock = threading.Lock()
+        self._found: dict[tuple[str, str], Check | None] = {}
+        self._failed: dict[str, int] = {}  # each item's failed checks this drive
+        self._asking: dict[tuple[str, str], threading.Lock] = {}
+
+    def failing(self, ledger: Ledger, item_id: str, check: Check, *, echo: bool = False,
+                cancel: threading.Event | None = None, progress: Callable[[str], None] | None = None) -> str:
+        """Why `check`, a failed one of the item's, says nothing of the item: base, as the check merged
+        it, fails the same command on its own (a check of it run now, recorded as the item's, unless
+        this drive ran one); "interrupted" when that check was; "" when base passes, when base was not
+        asked (the item's first failure in the drive), or when `check` ran no command to its end."""
+        if check.outcome != "exited" or check.passed:
+            return ""
+        key, base = (check.base, check.command), self.project.config.base
+        with self._lock:
+            self._failed[item_id] = failed = self._failed.get(item_id, 0) + 1
+        if failed < 2 or _the_items_own(self.project, check):
+            return ""
+        with self._lock:
+            asking = self._asking.setdefault(key, threading.Lock())
+        with asking:  # held through the check: a job asking of another commit or command does not wait
+            if key not in self._found:
+                if progress is not None:
+                    progress(f"{item_id}: checking {base} itself ({check.base[:12]}) with the same command")
+                self._found[key] = run_check(self.project, ledger, item_id, echo=echo, cancel=cancel,
+                                             progress=progress, of_base=check.base)
+            found = self._found[key]
+        if found is None or found.passed:
+            return ""
+        if found.outcome == "interrupted":
+            return "interrupted"
+        if found.outcome == "exited" and found.exit_status != check.exit_status:
+            return ""  # another failure than the item's (pytest: 5, no tests collected, against 1)
+        return (f"the verify command fails on {base} itself too ({found.base[:12]}: {describe(found)}; "
+                f"`drover log {found.item} --run {found.id}`): no round of changes can mend that, so none was "
+                f"sent; mend {base}, then drive again")
+
+
+def _the_items_own(project: Project, check: Check) -> bool:
+    """The command is the item's own, so base failing it says nothing of base: it reads the item's
+    environment (`$DROVER_ITEM`), or names a file the branch changed (`pytest tests/test_new.py`,
+    which base does not have)."""
+    return "DROVER_" in check.command or _names_what_the_branch_changed(project, check, check.command)
 
 
 def _head_check(project: Project, ledger: Ledger, item_id: str) -> tuple[str, str, str, Check | None]:
