@@ -117,8 +117,9 @@ def let_go_of_launcher_locks() -> None:
     """A drover that launched holds its launcher lock (.drover/launchers/) until its process ends,
     and every process below it is refused as the operator (acting.traced_run): let go of it here,
     as that end would, or each later `drover` process the test starts would descend from it."""
-    from drover.agents import locks
+    from drover.agents import locks, procs
 
+    procs.unmark_launcher()  # and the name it gave its process, which an end would take away too
     for fd in locks._holding.values():
         os.close(fd)
     locks._holding.clear()

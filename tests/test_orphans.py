@@ -152,6 +152,31 @@ def test_stop_ends_a_live_run_and_its_drover_records_it_interrupted(project):
     assert run["outcome"] == "interrupted" and "drover stop" in run["reason"]
 
 
+def test_a_run_whose_lock_the_agent_renamed_away_is_still_its_drovers_not_an_orphan(project):
+    """The run's lock is a file in a folder the agent may write: renamed away (its drover still
+    holds it under the new name) with an unlocked one put in its place, the run read as an orphan,
+    and `drover stop` recorded that its drover was gone while that drover lived on (hostile review
+    22). The agent's parent, a drover named as one that launches, says it is attached."""
+    item = new_item(project, "Add a thing")
+    pidfile = project.parent / "pids"
+    proc = _start_run(project, item, pidfile)
+    try:
+        agent, _ = map(int, wait_for(pidfile).split())
+        (run_dir,) = (project / ".drover" / "runs").iterdir()
+        (run_dir / "drover.lock").rename(run_dir / "kept.lock")  # as the agent, which may write here
+        (run_dir / "drover.lock").write_text("")
+        data = json.loads(drover(project, "show", item, "--json", check=True).stdout)
+        assert data["reason"] == "" and not data["runs"][0]["orphaned"], data
+        done = drover(project, "stop", item, process=True)
+        assert done.returncode == 0 and "its drover recorded the end" in done.stdout, done.stdout + done.stderr
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=30)
+    assert _gone(agent)
+    (run,) = json.loads(drover(project, "show", item, "--json", check=True).stdout)["runs"]
+    assert run["outcome"] == "interrupted" and "its drover was gone" not in run["reason"], run
+
+
 def test_stop_refuses_an_item_without_a_live_run(project):
     item = new_item(project, "Add a thing")
     done = drover(project, "stop", item, process=True)

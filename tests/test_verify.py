@@ -617,6 +617,35 @@ def test_code_drovers_check_runs_cannot_give_a_verdict_as_the_operator_when_pyth
     assert [row for row in ledger_rows(project, "audits", order="rowid") if row["note"] == "mine"] == []
 
 
+def test_code_drovers_check_runs_cannot_pass_for_the_operator_by_renaming_its_drovers_launcher_lock(
+        project, tmp_path):
+    """A drover started through a link of another name (`dv verify D-1`) was known as a launcher only
+    by its lock in `.drover/launchers/`: the branch's code its check ran renamed the lock away (the
+    drover still held it, under a name no reader asked about), and its `drover audit` opened the gate
+    as the operator's (hostile review 22). A launching drover names its process, which no other
+    process can rename."""
+    import os
+
+    (tmp_path / "dv").symlink_to(BIN / "drover")
+    said = tmp_path / "audit.out"
+    launchers = project / ".drover" / "launchers"
+    hide = f'for f in {launchers}/*.lock; do mv $f $f.x; done'
+    config = project / "drover.toml"
+    config.write_text(config.read_text().replace(
+        'default = "make test"', f'default = "{hide}; drover audit D-1 --level reviewed --note mine > {said} 2>&1; '
+        'make test"', 1))
+    git(project, "commit", "-q", "-am", "a verify command that hides its drover, then tries to approve")
+    drover(project, "run", "D-1", check=True)
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
+    done = subprocess.run([sys.executable, str(tmp_path / "dv"), "verify", "D-1"], cwd=project, env=env,
+                          capture_output=True, text=True)
+    assert "D-1: check" in done.stdout, done.stdout + done.stderr
+    assert list(launchers.glob("*.lock.x")), "the lock was not renamed: the test proves nothing"
+    out = said.read_text()
+    assert "descends from the drover at pid" in out and "nor as the operator" in out, out
+    assert [row for row in ledger_rows(project, "audits", order="rowid") if row["note"] == "mine"] == []
+
+
 def test_a_setup_that_fails_in_drovers_check_is_the_operators_not_a_round(project):
     """`[run] setup` failing where drover checks (a package mirror down, a kept `.venv` half made)
     was sent back to the implementer as "the verify command failed", round after round, and the

@@ -138,6 +138,16 @@ def drover_attached(run_dir: Path, *, unlocked: bool = True, name: str = ATTACHE
     return False
 
 
+def run_attached(run: procs.RunProcess, runs_dir: Path) -> bool:
+    """The drover that launched the live run `run` is still with it: it holds the run's lock, or the
+    agent's parent is a drover that launches (procs.is_marked_launcher). The lock alone is a file
+    in a folder the agent may write: renamed away, with an unlocked one put in its place, it made
+    an attached run an orphan, and `drover stop` wrote that its drover was gone (hostile review 22).
+    An orphan's parent is whatever adopted it."""
+    return drover_attached(runs_dir / run.id) or (
+        run.pid is not None and procs.is_marked_launcher(procs.parent_of(run.pid)))
+
+
 def run_live(run: procs.RunProcess, runs_dir: Path) -> bool:
     """An unfinished run whose agent lives, or whose drover holds its lock: from the moment a drover
     claims the run (before its worktree and `[run] setup`) until it has recorded the end. The kernel
@@ -203,8 +213,11 @@ def will_launch(state_dir: Path) -> None:
 
 def launching() -> None:
     """This drover starts an agent, a check or a set-up now: what they leave behind is re-parented to
-    it (procs.become_subreaper), and it holds its launcher lock (will_launch) until it exits."""
+    it (procs.become_subreaper), and it holds its launcher lock (will_launch) and its process's
+    name (procs.mark_launcher) until it exits."""
     procs.become_subreaper()
+    if _launches_for:  # a drover command's process (not a Ray worker's, whose name is Ray's)
+        procs.mark_launcher()
     for state_dir in _launches_for:
         hold_launcher(state_dir)
 

@@ -168,8 +168,10 @@ LAUNCHING = frozenset({b"drive", b"run", b"review", b"draft", b"verify"})
 
 def is_launching_drover(pid: int) -> bool:
     """The process runs a drover command that starts agents or runs their code (LAUNCHING), through
-    drover's console script (as its interpreter runs it) or `python -m drover[.cli]`. False where
-    /proc cannot say."""
+    drover's console script (as its interpreter runs it) or `python -m drover[.cli]`, or has started
+    one (its name, mark_launcher: whatever its command line). False where /proc cannot say."""
+    if is_marked_launcher(pid):
+        return True
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as handle:
             argv = handle.read().rstrip(b"\0").split(b"\0")
@@ -299,6 +301,47 @@ def become_subreaper() -> bool:
 
 
 _sweeping: list[int] = []  # the pid that registered end_adopted (a fork does not inherit the duty)
+
+# A drover that starts agents, checks or set-ups names its process this (`/proc/<pid>/comm`): only a
+# process itself may write its name, so no agent can take the mark off, as it can rename the lock
+# files (hostile review 22). A child keeps the name only until it runs a program of its own.
+LAUNCHER_NAME = b"drover-launch"
+_named: list[bytes] = []  # the name this process had before (tests put it back: unmark_launcher)
+
+
+def mark_launcher() -> None:
+    """Name this process LAUNCHER_NAME, for every process to see in `/proc/<pid>/comm` (the main
+    thread's: /proc/self is the process, from any of its threads). Nothing where /proc cannot."""
+    if _named:
+        return
+    try:
+        with open("/proc/self/comm", "r+b", buffering=0) as handle:
+            before = handle.read().rstrip(b"\n")
+            handle.seek(0)
+            handle.write(LAUNCHER_NAME)
+    except OSError:
+        return
+    _named.append(before)
+
+
+def unmark_launcher() -> None:
+    """The process's name as it was before mark_launcher (for a test harness that runs commands in
+    its own process: a command's end would take the mark away)."""
+    if _named:
+        try:
+            with open("/proc/self/comm", "wb", buffering=0) as handle:
+                handle.write(_named.pop())
+        except OSError:
+            pass
+
+
+def is_marked_launcher(pid: int) -> bool:
+    """`pid` is a drover that has started agents, checks or set-ups (mark_launcher)."""
+    try:
+        with open(f"/proc/{pid}/comm", "rb") as handle:
+            return handle.read().rstrip(b"\n") == LAUNCHER_NAME
+    except OSError:
+        return False
 QUIET_SCANS = 3  # scans of /proc in a row that find nothing new below drover before it stops looking
 
 

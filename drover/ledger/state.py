@@ -215,9 +215,9 @@ def running_notes(runs: Iterable[Run], runs_dir: "Path") -> dict[str, str]:
 def orphan_note(run: Run, runs_dir: "Path") -> str:
     """Of a live run: "" while the drover that launched it is attached; else what list, show and
     drive say of the orphan, with its agent's pid (docs/states.md)."""
-    from drover.agents.locks import drover_attached
+    from drover.agents.locks import run_attached
 
-    if drover_attached(runs_dir / run.id):
+    if run_attached(run, runs_dir):
         return ""
     return f"{ORPHANED}: agent pid {run.pid} runs with no drover attached (`drover stop {run.item}` ends it)"
 

@@ -11,7 +11,7 @@ from typing import Iterator
 
 from drover import git
 from drover.agents.launch import GRACE_SECONDS
-from drover.agents.locks import claimed_by, drover_attached, run_live
+from drover.agents.locks import claimed_by, run_attached, run_live
 from drover.agents.procs import end_orphan, run_alive
 from drover.errors import Refused
 from drover.git.files import folder_fd, regular_fd, replace_at
@@ -95,8 +95,7 @@ def stop(project: Project, ledger: Ledger, item_id: str) -> list[str]:
     lines = []
     for run in live:
         assert run.pid is not None  # run_alive
-        run_dir = project.runs_dir / run.id
-        orphan = not drover_attached(run_dir)
+        orphan = not run_attached(run, project.runs_dir)
         with _run_folder(project, run.id) as folder:
             _mark_stopped(folder)
             end_orphan(run.pid, run.id, GRACE_SECONDS)
