@@ -659,16 +659,18 @@ def test_a_setup_that_fails_in_drovers_check_is_the_operators_not_a_round(projec
     done = drover(project, "drive", "D-1")
     assert done.returncode == 1, done.stdout + done.stderr
     assert "check failed (make test, setup failed" in done.stdout
-    assert "`[run] setup` failed before drover's check could run (mirror down)" in done.stdout, done.stdout
+    assert "`[run] setup` failed before drover's check could run (mirror down), on main itself too (" \
+        in done.stdout, done.stdout
     assert "drover log D-1 --run " in done.stdout
     assert ledger_rows(project, "rounds", order="rowid") == []
-    assert len(ledger_rows(project, "checks", order="rowid")) == 1
+    # the item's check, then the same set-up on base's own commit, which fails too
+    row, of_base = ledger_rows(project, "checks", order="rowid")
+    assert of_base["head"] == of_base["base"] and of_base["outcome"] == "setup failed"
 
     from drover.ledger.rows import Check
     from drover.ledger.project import open_project
     from drover.loop.verify import cannot_run
 
-    (row,) = ledger_rows(project, "checks", order="rowid")
     check = Check(**{name: row[name] for name in Check._fields})
     opened = open_project(project)
     assert cannot_run(opened, check)
@@ -678,6 +680,26 @@ def test_a_setup_that_fails_in_drovers_check_is_the_operators_not_a_round(projec
     git(worktree, "commit", "-q", "-m", "the branch changes a set-up input")
     head = git(worktree, "rev-parse", "HEAD").strip()
     assert cannot_run(opened, check._replace(head=head)) == ""  # the branch's to mend: a round
+
+
+def test_a_setup_the_branch_broke_through_a_file_no_word_names_gets_a_round(project):
+    """A set-up reads more of the branch than its words name (`pip install -e .` reads
+    `pyproject.toml`): a branch that broke one such file had its failure taken for the operator's
+    (no round, the item failed, the operator sent to mend a set-up that works on base: hostile
+    review 22). The set-up is the operator's only when it fails on base's own commit too."""
+    (project / "setup.sh").write_text('case "$DROVER_WORKTREE" in */.drover/checks/*)\n'
+                                      '  test ! -e BROKEN || { echo "BROKEN breaks the set-up"; exit 1; };;\nesac\n')
+    config = project / "drover.toml"
+    config.write_text(config.read_text().replace('setup = ""', 'setup = "sh setup.sh"', 1))
+    git(project, "add", "setup.sh")
+    git(project, "commit", "-q", "-am", "a set-up that reads a file of the branch's")
+    done = drover(project, "drive", "D-1")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "check failed (make test, setup failed" in done.stdout and "D-1: approved" in done.stdout, done.stdout
+    (sent,) = ledger_rows(project, "rounds", order="rowid")
+    assert sent["by"] == "drover verify"
+    of_base = [row for row in ledger_rows(project, "checks", order="rowid") if row["head"] == row["base"]]
+    assert len(of_base) == 1 and of_base[0]["exit_status"] == 0, of_base
 
 
 def test_code_drovers_setup_runs_cannot_give_a_verdict_as_the_operator_from_a_double_fork(project, tmp_path):

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 from drover import git
-from drover.loop import budgets, pool, reviewers, runs, verify
+from drover.loop import basecheck, budgets, pool, reviewers, runs, verify
 from drover.loop.preview import (Step, dry_run_plan, following_ids, header, item_rows, needs_requirements_note, not_reached,
                                  queue_of, ready_ids)
 from drover.loop.retry import Retries
@@ -70,7 +70,7 @@ class Driver:
         self.cancel = threading.Event()
         self.budget = budgets.DriveBudget(project.config.budget.drive_tokens)  # [budget] drive_tokens
         self.retries = Retries(project.config, say, self.cancel)  # [retry]: what a failed run leads to
-        self.base_checks = verify.BaseChecks(project)  # base's own check, asked when an item's fails
+        self.base_checks = basecheck.BaseChecks(project)  # base's own check, asked when an item's fails
         self.started = now()  # the summary's figures are this drive's runs
 
     def drive_item(self, item_id: str) -> Driven:
@@ -246,9 +246,9 @@ class Driver:
                                                       if gate.again else ""))
         if gate.passed:
             return PASSED
-        # a command that cannot start, or that fails on base itself: no agent can fix that
-        unrunnable = verify.cannot_run(self.project, check) or self.base_checks.failing(
-            ledger, item_id, check, echo=self.echo, cancel=self.cancel, progress=self.say)
+        # a command that cannot start, or a set-up or command that fails on base itself: no agent can fix that
+        unrunnable = self.base_checks.no_round(ledger, item_id, check, echo=self.echo, cancel=self.cancel,
+                                               progress=self.say)
         if check.outcome == "interrupted" or unrunnable:
             return self._ended(ledger, item_id, "failed", unrunnable or "interrupted", log=check.log_path)
         if check.outcome == "conflict":

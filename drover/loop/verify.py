@@ -73,34 +73,41 @@ def _base_as_then(project: Project, check: Check, base: str) -> bool:
 _CANNOT_START = {127: "not found", 126: "not executable"}
 
 
-def cannot_run(project: Project, check: Check) -> str:
+def cannot_run(project: Project, check: Check, on_base: Callable[[], Check | None] | None = None) -> str:
     """Why the verify command itself could not start, as the shell's exit status says, or because
     `[run] setup` failed before it ("" when it ran): no round of changes can fix that, only the
     operator's configuration or the machine (a package mirror down, a kept `.venv` half made by a
     set-up that was killed). Unless the branch changed a file a word of the command names (deleted
     `./tests.sh`, took its mode away), or for a set-up one of `[run] setup_inputs` or a file its
-    command names (a broken `pyproject.toml`): then the branch broke its own check, and that is a
-    round's to mend like any failed check."""
+    command names: then the branch broke its own check, and that is a round's to mend like any
+    failed check. A set-up reads more of the branch than its words name (`pip install -e .` reads
+    `pyproject.toml`), so it is the operator's only when it fails on base's own commit too (`on_base`,
+    basecheck.BaseChecks.of_base: hostile review 22); "interrupted" when that check was."""
     if check.outcome == "setup failed":
         setup = project.config.setup
-        if _names_what_the_branch_changed(project, check, f"{setup} {' '.join(project.config.setup_inputs)}"):
+        if names_changed(project, check, f"{setup} {' '.join(project.config.setup_inputs)}"):
             return ""
+        found = on_base() if on_base is not None else None
+        if found is not None and found.outcome != "setup failed":  # it sets up on base: the branch broke it
+            return "interrupted" if found.outcome == "interrupted" else ""
         # the set-up's own last line, not drover's `# [run] setup ended: exit 1` below it
         said = [line for line in (check.tail or "").strip().splitlines() if not line.startswith("# ")][-1:] or \
             ["it printed nothing"]
-        return (f"`[run] setup` failed before drover's check could run ({said[0]}), and the branch changed none "
-                f"of its inputs: fix the set-up or what it needs (`drover log {check.item} --run {check.id}`), "
+        where = f", on {project.config.base} itself too ({found.base[:12]})" if found is not None else ""
+        return (f"`[run] setup` failed before drover's check could run ({said[0]}){where}, and the branch changed "
+                f"none of its inputs: fix the set-up or what it needs (`drover log {check.item} --run {check.id}`), "
                 "then drive again")
     if check.outcome != "exited" or check.exit_status not in _CANNOT_START:
         return ""
-    if _names_what_the_branch_changed(project, check, check.command):
+    if names_changed(project, check, check.command):
         return ""
     said = (check.tail or "").strip().splitlines()[-1:] or [_CANNOT_START[check.exit_status]]
     return (f"the verify command could not run (`{check.command}` exited {check.exit_status}: {said[0]}): "
             "fix it ([verify] in drover.toml, or the item's `verify` key), then drive again")
 
 
-def _names_what_the_branch_changed(project: Project, check: Check, command: str) -> bool:
+def names_changed(project: Project, check: Check, command: str) -> bool:
+    """A word of `command` names a file the branch `check` ran on changed against base."""
     import shlex
 
     try:
@@ -131,7 +138,7 @@ def run_check(project: Project, ledger: Ledger, item_id: str, *, echo: bool = Fa
               of_base: str = "") -> Check | None:
     """Run the item's verify command on its branch head with base merged in, record the check and
     return it; None when the verify command is empty (nothing to run). `of_base`: a commit of base's
-    to check as it is instead (BaseChecks), recorded as the item's check of that head and base."""
+    to check as it is instead (basecheck.BaseChecks), recorded as the item's check of that head and base."""
     from drover.loop.runs import new_run_id
 
     command = command_for(project, item_id)
@@ -394,62 +401,6 @@ def check_head(project: Project, ledger: Ledger, item_id: str, *, echo: bool = F
         if failed and failed[-1].outcome == "exited" and not failed[-1].passed and _base_as_then(project, failed[-1], base):
             return Gate(failed[-1], True, again=True)
     return Gate(run_check(project, ledger, item_id, echo=echo, cancel=cancel, progress=progress), True)
-
-
-class BaseChecks:
-    """A drive's answer to "does the verify command fail on base itself?": if it does, no round of
-    changes can mend an item's check, and sending it back would only spend rounds until the item
-    parked. Asked from an item's second failed check in the drive (the first goes back as a round,
-    as most failures are the work's own, and an item may be the one that mends base), once a drive
-    for each commit of base and verify command (two jobs that ask at once wait for one answer); not
-    of a command that is the item's own (_the_items_own). Base fails "too" only with the exit
-    status the item's check had."""
-
-    def __init__(self, project: Project) -> None:
-        self.project = project
-        self._lock = threading.Lock()
-        self._found: dict[tuple[str, str], Check | None] = {}
-        self._failed: dict[str, int] = {}  # each item's failed checks this drive
-        self._asking: dict[tuple[str, str], threading.Lock] = {}
-
-    def failing(self, ledger: Ledger, item_id: str, check: Check, *, echo: bool = False,
-                cancel: threading.Event | None = None, progress: Callable[[str], None] | None = None) -> str:
-        """Why `check`, a failed one of the item's, says nothing of the item: base, as the check merged
-        it, fails the same command on its own (a check of it run now, recorded as the item's, unless
-        this drive ran one); "interrupted" when that check was; "" when base passes, when base was not
-        asked (the item's first failure in the drive), or when `check` ran no command to its end."""
-        if check.outcome != "exited" or check.passed:
-            return ""
-        key, base = (check.base, check.command), self.project.config.base
-        with self._lock:
-            self._failed[item_id] = failed = self._failed.get(item_id, 0) + 1
-        if failed < 2 or _the_items_own(self.project, check):
-            return ""
-        with self._lock:
-            asking = self._asking.setdefault(key, threading.Lock())
-        with asking:  # held through the check: a job asking of another commit or command does not wait
-            if key not in self._found:
-                if progress is not None:
-                    progress(f"{item_id}: checking {base} itself ({check.base[:12]}) with the same command")
-                self._found[key] = run_check(self.project, ledger, item_id, echo=echo, cancel=cancel,
-                                             progress=progress, of_base=check.base)
-            found = self._found[key]
-        if found is None or found.passed:
-            return ""
-        if found.outcome == "interrupted":
-            return "interrupted"
-        if found.outcome == "exited" and found.exit_status != check.exit_status:
-            return ""  # another failure than the item's (pytest: 5, no tests collected, against 1)
-        return (f"the verify command fails on {base} itself too ({found.base[:12]}: {describe(found)}; "
-                f"`drover log {found.item} --run {found.id}`): no round of changes can mend that, so none was "
-                f"sent; mend {base}, then drive again")
-
-
-def _the_items_own(project: Project, check: Check) -> bool:
-    """The command is the item's own, so base failing it says nothing of base: it reads the item's
-    environment (`$DROVER_ITEM`), or names a file the branch changed (`pytest tests/test_new.py`,
-    which base does not have)."""
-    return "DROVER_" in check.command or _names_what_the_branch_changed(project, check, check.command)
 
 
 def _head_check(project: Project, ledger: Ledger, item_id: str) -> tuple[str, str, str, Check | None]:
