@@ -88,6 +88,33 @@ def test_log_follow_prints_until_the_run_ends(project, tmp_path):
     assert out.startswith("first\n") and "second\n" in out  # second was written after following began
 
 
+def test_log_follow_of_an_item_with_no_run_yet_follows_its_first_run_however_short(project, monkeypatch):
+    """`drover log D-1 --follow` for a queued item waits for its first run. A short implementing
+    run could end, and the next start, between two of the follower's polls: the follower then
+    took the newest run, and the first one's log was never shown."""
+    import io
+    import types
+
+    from drover.cli import runlog
+    from drover.ledger.project import open_project
+
+    use_command(project, f"{sys.executable} -c \"import os; print('run of', os.environ['DROVER_RUN'])\"")
+    polls = []
+
+    def between_polls(seconds: float) -> None:  # two whole runs start and end while the follower sleeps
+        if not polls:
+            for _ in range(2):
+                assert helpers.drover(project, "run", "D-1", process=True).returncode == 0
+        polls.append(seconds)
+
+    monkeypatch.setattr(runlog, "time", types.SimpleNamespace(sleep=between_polls))
+    out = io.BytesIO()
+    runlog.show_log(open_project(project), "D-1", None, follow=True, out=out)
+    runs = json.loads(drover(project, "show", "D-1", "--json").stdout)["runs"]
+    assert len(runs) == 2, runs
+    assert out.getvalue().decode() == f"run of {runs[0]['id']}\n"  # the first, not the newest
+
+
 def test_drive_off_a_terminal_says_it_is_alive_and_names_the_log_of_a_failure(project):
     use_command(project, f"{sys.executable} -c \"import sys, time; time.sleep(1.2); sys.exit(3)\"")
     done = drover(project, "drive", "D-1", env={"DROVER_PROGRESS_SECONDS": "0.3"})

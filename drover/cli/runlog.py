@@ -55,19 +55,24 @@ def copy_log(path: Path, write: Callable[[bytes], None], *, follow: bool,
         time.sleep(FOLLOW_POLL)
 
 
-def first_run(project: Project, item_id: str, say: Callable[[str], None]) -> bool:
-    """Wait until the item has a run (a queued item's, once drive starts it); False on Ctrl-C."""
+def first_run(project: Project, item_id: str, say: Callable[[str], None]) -> str | None:
+    """Wait until the item has a run (a queued item's, once drive starts it): the id of its first
+    run, which may have ended and have others after it by the time a poll sees it (a short
+    implementing run, its review started); "" when it had runs already (the newest is followed);
+    None on Ctrl-C."""
     with Ledger(project.ledger_path) as ledger:
         if item_state(project, ledger, item_id).runs:  # also: an item that does not exist is said now
-            return True
+            return ""
         say(f"drover: {item_id} has no run yet; waiting for its first (Ctrl-C to stop)")
         try:
             # until a run has a process (or has ended): before, its log may not exist yet
-            while not any(run.pid or run.finished is not None for run in ledger.runs(item_id)):
+            runs = ledger.runs(item_id)
+            while not any(run.pid or run.finished is not None for run in runs):
                 time.sleep(FOLLOW_POLL)
+                runs = ledger.runs(item_id)
         except KeyboardInterrupt:
-            return False
-    return True
+            return None
+    return runs[0].id
 
 
 def _in_runs(project: Project, path: Path) -> bool:
@@ -79,9 +84,11 @@ def _in_runs(project: Project, path: Path) -> bool:
 def show_log(project: Project, item_id: str, run_id: str | None, *, follow: bool, out: BinaryIO) -> None:
     """Print the run's log to `out`; with `follow`, until the run ends or Ctrl-C (the run goes on),
     and for an item without a run yet, from its first run on."""
-    if follow and run_id is None and not first_run(project, item_id, lambda line: print(line, file=sys.stderr,
-                                                                                          flush=True)):
-        return
+    if follow and run_id is None:
+        waited = first_run(project, item_id, lambda line: print(line, file=sys.stderr, flush=True))
+        if waited is None:
+            return
+        run_id = waited or None
     with Ledger(project.ledger_path) as ledger:
         check = next((check for check in ledger.checks(item_id) if check.id == run_id), None) if run_id else None
         if check is not None:  # a check's log (drive's summary names it), whole: it is recorded once ended
