@@ -226,6 +226,18 @@ def test_a_rate_card_prices_the_runs_of_its_models_and_says_whose_figure_the_res
     small = runs["r2-implement-1200"]
     assert small["cost_source"] == "cli" and small["cost_usd"] == pytest.approx(0.002)
     assert value["totals"]["cost_source"] == "mixed" and value["rated_models"] == ["m-large"]
+    # what the total leaves out is said beside it: the tokens of runs no cost is known for (the CLI
+    # gave none for this one, and the rate card does not name its model)
+    conn = sqlite3.connect(repo / ".drover" / "ledger.db")
+    with conn:
+        conn.execute("UPDATE runs SET cost_usd = NULL WHERE id = 'r2-implement-1200'")
+    conn.close()
+    value = json.loads(drover(repo, "report", "--json", check=True).stdout)
+    unpriced = sum((run["input_tokens"] or 0) + (run["output_tokens"] or 0) for run in value["runs"]
+                   if run["cost_usd"] is None)
+    assert unpriced >= sum(small[key] for key in ("input_tokens", "output_tokens")) > 0
+    assert value["totals"]["unpriced_tokens"] == unpriced
+    assert f", and {unpriced:,} tokens unpriced" in drover(repo, "report", check=True).stdout
     assert {group["name"]: group["cost_source"] for group in value["models"]}["m-large"] == "rates"
     assert "no [budget.rates] rate card" not in drover(repo, "report", check=True).stdout
 

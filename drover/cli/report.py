@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Callable
 import click
 
 from drover.cli.parts import echo_json, example
-from drover.cli.report_html import money, token_totals, tokens
+from drover.cli.report_html import money, token_totals, tokens, unpriced
 from drover.errors import printable
 
 if TYPE_CHECKING:
@@ -147,7 +147,7 @@ def report_lines(made: "Report") -> list[str]:
              f"parked {len(made.parked)}, failed {len(made.failed)}",
              f"  runs {totals.runs} (failed {totals.failed_runs}: {_failures(totals.failures)}); "
              f"{token_totals(totals.input_tokens, totals.output_tokens)}; "
-             f"cost {money(totals.cost_usd, totals.cost_source)}"]
+             f"cost {money(totals.cost_usd, totals.cost_source)}{unpriced(totals.unpriced_tokens)}"]
     if not made.rated_models and totals.cost_usd is not None:
         lines.append("  costs are the agent CLIs' own figures: no [budget.rates] rate card")
     by_id = {item.id: item for item in made.items}

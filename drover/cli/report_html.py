@@ -66,6 +66,11 @@ def money(cost: float | None, source: str) -> str:
     return f"${cost:.4f}{label}"
 
 
+def unpriced(count: int) -> str:
+    """What a cost total leaves out: `, and 12,000 tokens unpriced` ("" when nothing)."""
+    return f", and {count:,} tokens unpriced" if count else ""
+
+
 def tokens(count: int) -> str:
     """A token count; "-" for none: no run reported any (a script agent, a CLI that does not say),
     which is not the same as a run that cost nothing."""
@@ -86,7 +91,7 @@ def _summary(report: "Report") -> str:
     return (f"<p>{totals.items} items: {len(report.merged)} merged, {len(report.over_budget)} over budget, "
             f"{len(report.parked)} parked, {len(report.failed)} failed. {totals.runs} runs, "
             f"{totals.failed_runs} failed ({failures}). "
-            f"{token_totals(totals.input_tokens, totals.output_tokens).capitalize()}. Cost {_e(money(totals.cost_usd, totals.cost_source))} ({rates}).</p>")
+            f"{token_totals(totals.input_tokens, totals.output_tokens).capitalize()}. Cost {_e(money(totals.cost_usd, totals.cost_source))}{unpriced(totals.unpriced_tokens)} ({rates}).</p>")
 
 
 def _outcomes(report: "Report") -> str:

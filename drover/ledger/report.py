@@ -101,6 +101,7 @@ class Totals(NamedTuple):
     cost_usd: float | None
     cost_source: str
     failures: dict[str, int]
+    unpriced_tokens: int = 0  # tokens of the runs no cost is known for: the cost leaves them out
 
 
 class Report(NamedTuple):
@@ -181,6 +182,8 @@ MEANINGS: dict[str, dict[str, str]] = {
         "items": "items in the report", "runs": "runs in the window", "failed_runs": "runs that did not end well",
         "input_tokens": "tokens in", "output_tokens": "tokens out", "cost_usd": "cost in USD, or null",
         "cost_source": "rates, cli, mixed or empty", "failures": "failed runs by failure class",
+        "unpriced_tokens": "tokens (in and out) of the runs whose cost is unknown (a model the rate card "
+                           "does not name, a CLI that gives none): cost_usd leaves them out",
     },
 }
 ROW_TYPES: dict[str, type] = {"Report": Report, "ItemLine": ItemLine, "RunLine": RunLine,
@@ -298,7 +301,9 @@ def report_of(entries: dict[str, Entry], tables: Tables, *, since: str | None,
     cost, source = _cost(run_lines)
     totals = Totals(len(items), len(run_lines), sum(failures.values()),
                     sum(line.input_tokens or 0 for line in run_lines),
-                    sum(line.output_tokens or 0 for line in run_lines), cost, source, failures)
+                    sum(line.output_tokens or 0 for line in run_lines), cost, source, failures,
+                    sum((line.input_tokens or 0) + (line.output_tokens or 0) for line in run_lines
+                        if line.cost_usd is None))
     return Report(SCHEMA, now(), since, tuple(sorted(rates)), status("merged"), status("over_budget"),
                   status("parked"), status("failed"), items, tuple(run_lines), agents, models, totals)
 
