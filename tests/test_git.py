@@ -754,3 +754,59 @@ def test_a_link_in_a_pooled_worktrees_git_folder_never_leads_the_clean_outside_i
     assert (other / "refs" / "heads" / "keepme").is_file()
     assert not (private / "logs").is_symlink() and not (worktree / "a").is_symlink()
     assert (elsewhere / "b").is_dir()
+
+
+def test_a_kept_paths_folder_swapped_for_a_link_just_before_drover_opens_it_leads_no_removal_outside(
+        tmp_path, monkeypatch):
+    """Hostile review 22: with `keep = ["build/cache"]`, a leftover of the last holder swapped
+    `build` between a folder and a link to a folder outside the worktree, in a loop; drover looked
+    for a link on the way to the kept path, then opened `build` by name, through the link swapped
+    in meanwhile, and removed `cache` there. Here the swap comes just before drover opens `build`:
+    the kept path is reached from the worktree part by part, never through a link, so the link
+    goes and the folder it leads to keeps its files."""
+    from drover.git.cleaning import clear_kept
+
+    worktree, outside = tmp_path / "wt", tmp_path / "outside"
+    (outside / "cache").mkdir(parents=True)
+    (outside / "cache" / "precious").write_text("the operator's\n")
+    (worktree / "build" / "cache").mkdir(parents=True)
+    real_open, swapped = os.open, []
+
+    def swap_then_open(path, *args, **kwargs):
+        if not swapped and os.fspath(path) in ("build", str(worktree / "build")):
+            swapped.append(path)  # the leftover's move, between drover's look and its open
+            (worktree / "build").rename(worktree / "build.real")
+            (worktree / "build").symlink_to(outside)
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", swap_then_open)
+    clear_kept(worktree, ("build/cache",))
+    monkeypatch.undo()
+    assert swapped, "drover never opened the kept path's folder"
+    assert (outside / "cache" / "precious").read_text() == "the operator's\n"
+    assert not (worktree / "build").is_symlink() and not (worktree / "build").exists()
+
+
+def test_a_pooled_worktrees_git_folder_swapped_for_a_link_after_its_check_is_not_cleaned_through(repo, tmp_path):
+    """Hostile review 22: the worktree's private git folder (`.git/worktrees/w1`) was checked by
+    private_git_dir, then cleaned by name: a leftover that swapped it for a link to another
+    repository's `.git` in between had the clean remove that repository's `refs` and write the
+    pooled index over its own. The clean opens the private folder from the common one, never
+    through a link: a link there makes the worktree unfit, and nothing it leads to is touched."""
+    from drover.git.cleaning import Unfit, clear_leftovers, kept_index_of, private_git_dir
+
+    worktree = tmp_path / "pool" / "w1"
+    git(repo, "worktree", "add", "-q", "--detach", str(worktree), "HEAD")
+    private = private_git_dir(worktree, repo / ".git")
+    other = tmp_path / "other" / ".git"
+    (other / "refs" / "heads").mkdir(parents=True)
+    (other / "refs" / "heads" / "keepme").write_text("1" * 40 + "\n")
+    (other / "index").write_bytes(b"DIRC the other repository's")
+    kept = kept_index_of(worktree)
+    kept.write_bytes(b"DIRC kept")
+    private.rename(private.with_name("w1.real"))  # the swap, just after the check
+    private.symlink_to(other)
+    with pytest.raises(Unfit):
+        clear_leftovers(worktree, private, (), kept)
+    assert (other / "refs" / "heads" / "keepme").is_file()
+    assert (other / "index").read_bytes() == b"DIRC the other repository's"

@@ -679,13 +679,18 @@ def test_putting_back_the_kept_index_replaces_a_link_the_holder_left_in_its_plac
     index replaces the link and writes nothing through it (the file it leads to may be one the
     operator may write and the holder may not)."""
     from drover.git.cleaning import restore_index
+    from drover.git.files import folder_fd
 
     private, outside, kept = tmp_path / "private", tmp_path / "operators-file", tmp_path / "w1.index"
     private.mkdir()
     outside.write_text("the operator's\n")
     kept.write_bytes(b"DIRC kept")
     (private / "index").symlink_to(outside)
-    restore_index(private, kept)
+    folder = folder_fd(private)
+    try:
+        restore_index(folder, kept)
+    finally:
+        os.close(folder)
     assert outside.read_text() == "the operator's\n"
     assert not (private / "index").is_symlink() and (private / "index").read_bytes() == b"DIRC kept"
     assert kept.read_bytes() == b"DIRC kept"  # kept for the next holder too

@@ -9,7 +9,7 @@ import stat
 from pathlib import Path
 
 from drover.errors import GitError
-from drover.git.files import read_small_file, remove_path
+from drover.git.files import folder_fd, open_regular, read_small_file, remove_at, remove_below, remove_path, replace_at
 from drover.git.branches import heads_of, local_ref, require_base
 from drover.git.run import git, one_line, run
 
@@ -71,48 +71,42 @@ def private_git_dir(worktree: Path, common: Path) -> Path:
 def clear_leftovers(worktree: Path, private: Path, keep: tuple[str, ...], kept_index: Path) -> None:
     """Before a pooled worktree is switched: an operation in progress and per-worktree settings
     gone from its private folder, each kept path that is a symbolic link removed, and the index
-    drover's last checkout there wrote put back (restore_index)."""
-    for name in _LEFT_STATE:
-        left = private / name
-        linked = _linked_part(private, name)
-        if linked is not None:
+    drover's last checkout there wrote put back (restore_index). Everything is reached from a
+    descriptor of the private folder (opened from the common one, `worktrees/<name>` never through
+    a link; Unfit when it cannot be) or of the worktree, never through a link (files.remove_below)."""
+    try:
+        folder = folder_fd(private.parent.parent, private.parent.name, private.name)
+    except OSError as exc:
+        raise Unfit(f"{private}: {exc.strerror}") from None
+    try:
+        for name in _LEFT_STATE:
             # `logs` made a link by the holder: `logs/refs` would be a folder anywhere the operator
             # may write (hostile review 15); the link goes, never what it leads to
-            linked.unlink()
-        elif left.is_dir():
-            shutil.rmtree(left, ignore_errors=True)
-        elif left.exists():
-            left.unlink()
-    for entry in keep:
-        # a link, at the kept path or on the way to it, would make the next holder's kept folder
-        # any folder at all
-        linked = _linked_part(worktree, entry.strip("/"))
-        if linked is not None:
-            linked.unlink()
-    restore_index(private, kept_index)
+            remove_below(folder, name)
+        restore_index(folder, kept_index)
+    finally:
+        os.close(folder)
+    top = folder_fd(worktree)
+    try:
+        for entry in keep:
+            # a link, at the kept path or on the way to it, would make the next holder's kept folder
+            # any folder at all
+            remove_below(top, entry, links_only=True)
+    finally:
+        os.close(top)
 
 
 def clear_kept(worktree: Path, keep: tuple[str, ...]) -> None:
     """Remove the kept paths themselves, before a set-up that runs where the last one failed or was
     killed: what they hold may be half made (a `.venv` without its `bin/pip`), and a set-up that
     finds them there may pass over them (`python -m venv .venv` exits 0 on a broken one). A link on
-    the way to a kept path is removed, never what it leads to."""
-    for entry in keep:
-        relative = entry.strip("/")
-        linked = _linked_part(worktree, relative)
-        remove_path(linked if linked is not None else worktree / relative)
-
-
-def _linked_part(folder: Path, relative: str) -> Path | None:
-    """The first of `relative`'s parts below `folder` that is a symbolic link, from the top; None when none is."""
-    path = folder
-    for part in relative.split("/"):
-        path = path / part
-        if path.is_symlink():
-            return path
-        if not path.exists():
-            return None
-    return None
+    the way to a kept path is removed, never what it leads to (files.remove_below)."""
+    top = folder_fd(worktree)
+    try:
+        for entry in keep:
+            remove_below(top, entry)
+    finally:
+        os.close(top)
 
 
 def kept_index_of(worktree: Path) -> Path:
@@ -131,9 +125,9 @@ def keep_index(private: Path, kept: Path) -> None:
     os.replace(scratch, kept)
 
 
-def restore_index(private: Path, kept: Path) -> None:
-    """Put back the index keep_index kept (none kept: no index at all), so the next checkout reads
-    nothing the last holder wrote into the index.
+def restore_index(private: int, kept: Path) -> None:
+    """Put back the index keep_index kept (none kept: no index at all) in the private folder
+    `private` (a descriptor), so the next checkout reads nothing the last holder wrote into the index.
 
     The index is the holder's to write: a tracked file marked skip-worktree or assume-unchanged
     (which git trusts as it checks out, once the index has 1000 entries), or an entry whose stat
@@ -144,18 +138,12 @@ def restore_index(private: Path, kept: Path) -> None:
     again (run.PINNED has git compare ctimes, whatever the repository's config says), and git
     hashes anything whose times leave it in doubt. Without a kept index git writes every tracked
     file again (a worktree made ready before drover kept one)."""
-    index = private / "index"
     try:
         if stat.S_ISREG(os.lstat(kept).st_mode):
             # a new file renamed over the index: a link the holder put in its place is replaced, not
             # written through (it may lead anywhere the operator may write, and the holder nowhere)
-            scratch = private / "index.drover"
-            remove_path(scratch)
-            with open(kept, "rb") as source, \
-                    open(os.open(scratch, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644),
-                         "wb") as target:
-                shutil.copyfileobj(source, target)
-            os.replace(scratch, index)
+            with open_regular(kept) as source:
+                replace_at(private, "index", source.read())
             return
         remove_path(kept)  # a link or a folder in its place: not drover's
     except FileNotFoundError:
@@ -163,9 +151,9 @@ def restore_index(private: Path, kept: Path) -> None:
     except OSError as exc:
         raise Unfit(f"{kept}: {exc.strerror}") from None
     try:
-        remove_path(index)
+        remove_at(private, "index")
     except OSError as exc:
-        raise Unfit(f"{index}: {exc.strerror}") from None
+        raise Unfit(f"the index (none kept at {kept}): {exc.strerror}") from None
 
 
 def clean_worktree(worktree: Path, keep: tuple[str, ...]) -> None:

@@ -65,13 +65,60 @@ def folder_fd(top: Path, *parts: str, make: bool = False) -> int:
                     os.mkdir(part, 0o755, dir_fd=fd)
                 except FileExistsError:
                     pass
-            inner = os.open(part, _FOLDER, dir_fd=fd)
-            os.close(fd)
-            fd = inner
+            fd = _step_in(fd, part)
     except BaseException:
         os.close(fd)
         raise
     return fd
+
+
+def _step_in(folder: int, part: str) -> int:
+    """The folder `part` in `folder`, opened without following a link, in place of `folder` (closed
+    once `part` is open; left open when it cannot be)."""
+    inner = os.open(part, _FOLDER, dir_fd=folder)
+    os.close(folder)
+    return inner
+
+
+def remove_below(folder: int, relative: str, *, links_only: bool = False) -> None:
+    """rm -rf `relative` below the folder `folder` (a descriptor), reached from there one part at a
+    time, never through a link: a link on the way is removed, never what it leads to (anything else
+    that is no folder there: nothing is below it); nothing there, nothing done. With `links_only`,
+    only a link, on the way or at `relative` itself, is removed. A check of the path's parts by name
+    before a removal by name is no check: a process that swapped a part for a link in a loop, in
+    between, had drover remove `cache` in the folder the link led to (hostile review 22)."""
+    parts = [part for part in relative.split("/") if part not in ("", ".")]
+    if not parts:
+        return  # the folder itself is no path below it
+    *above, name = parts
+    fd = os.dup(folder)
+    try:
+        for part in above:
+            try:
+                fd = _step_in(fd, part)
+            except FileNotFoundError:
+                return
+            except OSError as exc:
+                if exc.errno not in (errno.ELOOP, errno.ENOTDIR):
+                    raise
+                _unlink_link(fd, part)
+                return
+        if links_only:
+            _unlink_link(fd, name)
+        else:
+            remove_at(fd, name)
+    finally:
+        os.close(fd)
+
+
+def _unlink_link(folder: int, name: str) -> None:
+    """Unlink `name` in the folder `folder` when it is a symbolic link; anything else stays, a
+    folder swapped in for it since the look too (unlink removes no folder)."""
+    try:
+        if stat.S_ISLNK(os.stat(name, dir_fd=folder, follow_symlinks=False).st_mode):
+            os.unlink(name, dir_fd=folder)
+    except (FileNotFoundError, IsADirectoryError):
+        pass
 
 
 def remove_at(folder: int, name: str) -> None:
