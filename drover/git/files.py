@@ -90,6 +90,8 @@ def remove_below(folder: int, relative: str, *, links_only: bool = False) -> Non
     parts = [part for part in relative.split("/") if part not in ("", ".")]
     if not parts:
         return  # the folder itself is no path below it
+    if ".." in parts:  # `[run] keep` refuses such an entry (config.keys); never above `folder`
+        raise ValueError(f"{relative!r} is no path below its folder")
     *above, name = parts
     fd = os.dup(folder)
     try:
