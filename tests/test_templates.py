@@ -181,7 +181,7 @@ def test_text_outside_blocks_makes_a_whole_template(repo):
     config = kickoff(repo, "Fix {{ Id }} and nothing else.\n<% block scope %>\nmine\n<% endblock %>\n")
     rendered = render(repo, config)
     assert rendered.text == "Fix D-7 and nothing else.\nmine\n"
-    warning = f"WHOLE TEMPLATE implement in {KICKOFF}"
+    warning = f"WHOLE TEMPLATE implement in {KICKOFF}:1"
     assert rendered.warnings == (warning,)
     assert templates.launch_warnings("implement", root=repo, config=config) == [warning]
     assert templates.Finding(warning, True) in templates.check_templates(repo, config)
@@ -189,7 +189,30 @@ def test_text_outside_blocks_makes_a_whole_template(repo):
 
 def test_a_statement_outside_blocks_also_makes_a_whole_template(repo):
     config = kickoff(repo, '<% if Is("x") %>\n<% endif %>\n<% block scope %>\nmine\n<% endblock %>\n')
-    assert render(repo, config).warnings == (f"WHOLE TEMPLATE implement in {KICKOFF}",)
+    assert render(repo, config).warnings == (f"WHOLE TEMPLATE implement in {KICKOFF}:1",)
+
+
+def test_the_whole_template_warning_names_the_line_of_the_first_stray_text(repo):
+    blocks = "<# rules #>\n<% block done %>\n- a\n<% endblock %>\n\n"
+    config = kickoff(repo, blocks + "\n  Stray words.\n<% block checks %>\n- b\n<% endblock %>\n")
+    assert render(repo, config).warnings == (f"WHOLE TEMPLATE implement in {KICKOFF}:7",)
+    config = kickoff(repo, blocks + '<% if Is("x") %>\n<% endif %>\n')
+    assert render(repo, config).warnings == (f"WHOLE TEMPLATE implement in {KICKOFF}:6",)
+    config = kickoff(repo, blocks + "{{ Id }}\n")
+    assert render(repo, config).warnings == (f"WHOLE TEMPLATE implement in {KICKOFF}:6",)
+
+
+def test_an_override_saved_with_a_byte_order_mark_is_still_block_overrides(repo):
+    text = "<% block done %>\n- A rule.\n<% endblock %>\n"
+    write(repo, KICKOFF, "")
+    (repo / KICKOFF).write_bytes(b"\xef\xbb\xbf" + text.encode())
+    config = Config(prompts={"implement": KICKOFF})
+    rendered = render(repo, config)
+    assert rendered.warnings == ()
+    assert rendered.text.startswith("You are the implementing agent") and "\n- A rule.\n" in rendered.text
+    assert [f for f in templates.check_templates(repo, config) if f.error] == []
+    (repo / "alt.tmpl").write_bytes(b"\xef\xbb\xbf" + text.encode())
+    assert render(repo, Config(), explicit="@alt.tmpl").text == rendered.text
 
 
 def test_comments_and_blank_lines_between_blocks_are_allowed(repo):

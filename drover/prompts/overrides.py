@@ -41,6 +41,7 @@ class Override(NamedTuple):
     text: str
     whole: bool
     blocks: tuple[OverrideBlock, ...] = ()
+    stray_line: int = 0  # of a whole template: the line of its first text or statement outside every block
 
     def replacements(self) -> list[OverrideBlock]:
         """The blocks that replace a default (the others are additions)."""
@@ -70,17 +71,21 @@ def compose(slot: str, override: Override) -> str:
     return source
 
 
-def _only_blocks(tree: nodes.Template) -> bool:
-    """True when the file holds nothing but blocks, comments and blank lines."""
+def _stray_line(tree: nodes.Template) -> int:
+    """The line of the first text or statement outside every block; 0 when the file holds nothing
+    but blocks, comments and blank lines."""
     for node in tree.body:
         if isinstance(node, nodes.Block):
             continue
-        if isinstance(node, nodes.Output) and all(
-            isinstance(part, nodes.TemplateData) and not part.data.strip() for part in node.nodes
-        ):
-            continue
-        return False
-    return True
+        if not isinstance(node, nodes.Output):
+            return node.lineno
+        for part in node.nodes:
+            if not isinstance(part, nodes.TemplateData):
+                return part.lineno
+            if part.data.strip():
+                # a data node starts on its line, blank lines and all: count them to reach the text
+                return part.lineno + part.data[: len(part.data) - len(part.data.lstrip())].count("\n")
+    return 0
 
 
 
@@ -96,8 +101,9 @@ def override_problems(text: str, slot: str, display: str) -> tuple[Override | No
         tree = parse(text, display)
     except TemplateError as exc:
         return None, [exc]
-    if not _only_blocks(tree):
-        return Override(slot, display, text, whole=True), []
+    stray = _stray_line(tree)
+    if stray:
+        return Override(slot, display, text, whole=True, stray_line=stray), []
     known = builtin_blocks(slot)
     problems: list[TemplateError] = []
     seen: dict[str, int] = {}
@@ -176,7 +182,7 @@ def stale_blocks(override: Override) -> list[tuple[OverrideBlock, str]]:
 
 def override_warnings(override: Override) -> list[str]:
     if override.whole:
-        return [f"WHOLE TEMPLATE {override.slot} in {override.display}"]
+        return [f"WHOLE TEMPLATE {override.slot} in {override.display}:{override.stray_line}"]
     return [f"STALE OVERRIDE {override.slot}/{block.name} in {override.display}" for block, _ in stale_blocks(override)]
 
 
@@ -198,9 +204,10 @@ def repo_path(root: Path, written: str) -> Path:
 
 
 def read_repo_file(root: Path, written: str) -> str:
+    """A template file's text; a UTF-8 byte-order mark is no text of it, as for item files and drover.toml."""
     path = repo_path(root, written)
     try:
-        return path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8").removeprefix("\ufeff")
     except OSError as exc:
         raise TemplateError(f"cannot read the template: {exc.strerror}", path=written) from None
     except UnicodeDecodeError:

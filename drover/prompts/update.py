@@ -143,7 +143,7 @@ def update_overrides(project: Project, *, dry_run: bool = False) -> UpdateResult
             failed = True
             continue
         if override.whole:
-            lines.append(f"WHOLE TEMPLATE {slot} in {written}: refused, a whole-template override has no blocks "
+            lines.append(f"WHOLE TEMPLATE {slot} in {written}:{override.stray_line}: refused, a whole-template override has no blocks "
                          "to merge; move your changes into blocks (drover override SLOT BLOCK) to receive upgrades")
             failed = True
     for override, stale_list in stale_overrides(project.root, project.config):
