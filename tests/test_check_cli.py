@@ -244,3 +244,32 @@ def test_check_warns_when_the_github_tracker_names_no_repository(project):
     assert len(said) == 1 and said[0].startswith("warning: drover.toml: [tracker] repo is empty"), said
     config.write_text(config.read_text().replace('repo = ""', 'repo = "acme/widgets"', 1))
     assert "[tracker] repo is empty" not in invoke("check").output
+
+
+def test_a_repo_templates_switch_drover_cannot_read_is_refused_by_every_command_that_renders(project):
+    use_override(project, "<% block checks %>\n- A project rule.\n<% endblock %>\n")
+    for value in ("maybe", "00", "n", "disable"):
+        for command in (("check",), ("prompt", "D-1"), ("run", "D-1", "--dry-run"), ("drive", "--dry-run")):
+            result = invoke(*command, env={"DROVER_REPO_TEMPLATES": value})
+            assert result.exit_code == 2, (value, command, result.output)
+            assert result.output.splitlines() == [
+                f"drover: DROVER_REPO_TEMPLATES='{value}' is neither on nor off: set it to 0, false, no or off to "
+                "ignore the repository's templates, or to 1, true, yes, on or nothing to use them"]
+
+
+@pytest.mark.parametrize("value", ["0", "off", "FALSE", " No "])
+def test_repo_templates_off_in_any_accepted_spelling_ignores_the_override_and_quotes_the_value(project, value):
+    use_override(project, "<% block checks %>\n- A project rule.\n<% endblock %>\n")
+    shown = invoke("prompt", "D-1", "--slot", "implement", env={"DROVER_REPO_TEMPLATES": value})
+    assert shown.exit_code == 0 and "- A project rule." not in shown.stdout
+    assert shown.stderr.startswith(f"drover: warning: DROVER_REPO_TEMPLATES={value.strip()}: ignoring [prompts] implement")
+    checked = invoke("check", env={"DROVER_REPO_TEMPLATES": value})
+    assert f"warning: DROVER_REPO_TEMPLATES={value.strip()}: launches ignore the [prompts] files checked above" \
+        in checked.stdout.splitlines()
+
+
+@pytest.mark.parametrize("value", ["", "1", "on", "Yes", "TRUE"])
+def test_repo_templates_unset_empty_or_on_uses_the_override(project, value):
+    use_override(project, "<% block checks %>\n- A project rule.\n<% endblock %>\n")
+    shown = invoke("prompt", "D-1", "--slot", "implement", env={"DROVER_REPO_TEMPLATES": value})
+    assert shown.exit_code == 0 and "- A project rule." in shown.stdout and "DROVER_REPO_TEMPLATES" not in shown.stderr

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from drover.prompts.history import HISTORY_FILE, current_defaults, history_path, load_history, missing_history
     from drover.prompts.history import record_history
     from drover.prompts.overrides import (INLINE, REPO_TEMPLATES_ENV, Override, OverrideBlock, parse_override, repo_path,
-                                          repo_templates_enabled)
+                                          untrusted_setting)
     from drover.prompts.rendering import (Provenance, Rendered, branch_source, guidance_diff, launch_warnings, render,
                                        render_branch)
 
@@ -39,7 +39,7 @@ _MODULES = {
     "fieldcheck": ("STANDARD_KEYS", "field_problems", "key_problems", "unknown_field_error"),
     "history": ("HISTORY_FILE", "current_defaults", "history_path", "load_history", "missing_history", "record_history"),
     "overrides": ("INLINE", "REPO_TEMPLATES_ENV", "Override", "OverrideBlock", "parse_override", "repo_path",
-                  "repo_templates_enabled"),
+                  "untrusted_setting"),
     "rendering": ("Provenance", "Rendered", "branch_source", "guidance_diff", "launch_warnings", "render", "render_branch"),
 }
 _HOME = {name: module for module, names in _MODULES.items() for name in names}
@@ -61,6 +61,6 @@ __all__ = [
     "base_hash", "branch_source", "builtin_blocks", "builtin_display", "builtin_name", "builtin_source", "check_templates",
     "current_defaults", "default_hash", "diff_stale", "diff_unified", "environment", "field_problems", "find_blocks",
     "guidance_diff", "history_path", "key_problems", "launch_warnings", "load_history", "missing_history",
-    "parse_override", "record_history", "render", "render_branch", "repo_path", "repo_templates_enabled",
-    "sample_data", "schema_prompts", "stale_overrides", "unknown_field_error",
+    "parse_override", "record_history", "render", "render_branch", "repo_path",
+    "sample_data", "schema_prompts", "stale_overrides", "unknown_field_error", "untrusted_setting",
 ]

@@ -13,7 +13,7 @@ from drover.vocabulary import SLOTS
 from drover.prompts.env import base_hash, builtin_blocks, compile_template, normalise
 from drover.prompts.fieldcheck import field_problems, key_problems
 from drover.prompts.merge import conflict_errors
-from drover.prompts.overrides import REPO_TEMPLATES_ENV, Override, OverrideBlock, Source, override_problems, override_warnings, parse_override, read_repo_file, repo_templates_enabled, stale_blocks, unended_blocks
+from drover.prompts.overrides import Override, OverrideBlock, Source, override_problems, override_warnings, parse_override, read_repo_file, stale_blocks, unended_blocks, untrusted_setting
 from drover.prompts.rendering import BRANCH_DISPLAY, prepare, render_branch, render_template
 
 
@@ -56,6 +56,7 @@ def _branch_problems(config: Config) -> list[TemplateError]:
 def check_templates(root: Path, config: Config, used_keys: Container[str] | None = None) -> list[Finding]:
     """Problems in the project's templates, one line each, paths as written in drover.toml."""
     findings: list[Finding] = []
+    untrusted = untrusted_setting()  # first: a value it cannot read stops the check (exit 2)
 
     def report(exc: DroverError, error: bool = True) -> None:
         findings.append(Finding(str(exc), error))
@@ -101,8 +102,8 @@ def check_templates(root: Path, config: Config, used_keys: Container[str] | None
                 report(problem)
     for problem in _branch_problems(config):
         report(problem)
-    if not repo_templates_enabled() and any(config.prompts.get(slot) for slot in SLOTS):
-        findings.append(Finding(f"{REPO_TEMPLATES_ENV}=0: launches ignore the [prompts] files checked above", False))
+    if untrusted and any(config.prompts.get(slot) for slot in SLOTS):
+        findings.append(Finding(f"{untrusted}: launches ignore the [prompts] files checked above", False))
     return findings
 
 

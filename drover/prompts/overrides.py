@@ -14,7 +14,7 @@ from pathlib import Path
 from jinja2 import nodes
 
 from drover.config import Config
-from drover.errors import TemplateError
+from drover.errors import TemplateError, UsageError
 from drover.prompts.env import builtin_blocks, builtin_display, builtin_name, builtin_source, check_slot, default_hash, find_blocks, nearest, parse
 
 REPO_TEMPLATES_ENV = "DROVER_REPO_TEMPLATES"
@@ -188,9 +188,21 @@ def override_warnings(override: Override) -> list[str]:
 
 
 
-def repo_templates_enabled() -> bool:
-    """False when DROVER_REPO_TEMPLATES=0: the repository is not trusted to supply templates."""
-    return os.environ.get(REPO_TEMPLATES_ENV, "1").strip().lower() not in ("0", "false", "no", "off")
+_TRUSTED = ("", "1", "true", "yes", "on")  # unset or empty: the default, repository templates used
+_UNTRUSTED = ("0", "false", "no", "off")
+
+
+def untrusted_setting() -> str:
+    """`DROVER_REPO_TEMPLATES=<value as set>` when it says the repository is not trusted to supply
+    templates, "" when it is. Any other value is refused: a typo must not leave an untrusted
+    repository's templates in use."""
+    value = os.environ.get(REPO_TEMPLATES_ENV, "").strip()
+    if value.lower() in _TRUSTED:
+        return ""
+    if value.lower() in _UNTRUSTED:
+        return f"{REPO_TEMPLATES_ENV}={value}"
+    raise UsageError(f"{REPO_TEMPLATES_ENV}={value!r} is neither on nor off: set it to 0, false, no or off to ignore "
+                     "the repository's templates, or to 1, true, yes, on or nothing to use them")
 
 
 def repo_path(root: Path, written: str) -> Path:
@@ -217,26 +229,26 @@ def read_repo_file(root: Path, written: str) -> str:
 def resolve(slot: str, root: Path, config: Config, explicit: str | None) -> Source:
     """The template source for a slot: explicit, then the [prompts] file, then the built-in."""
     check_slot(slot)
-    trusted = repo_templates_enabled()
+    untrusted = untrusted_setting()
     warnings: list[str] = []
     requested: str | None = None
     if explicit is not None:
         if not explicit.startswith("@"):
             return Source("inline", "inline", INLINE, explicit)
         requested = explicit
-        if trusted:
+        if not untrusted:
             written = explicit[1:]
             return Source(requested, explicit, written, read_repo_file(root, written))
         warnings.append(
-            f"{REPO_TEMPLATES_ENV}=0: ignoring --template {explicit} (a repository file); using the built-in {slot} template"
+            f"{untrusted}: ignoring --template {explicit} (a repository file); using the built-in {slot} template"
         )
     written = config.prompts.get(slot, "")
     if written:
         requested = requested or f"prompts:{written}"
-        if trusted:
+        if not untrusted:
             return Source(requested, f"prompts:{written}", written, read_repo_file(root, written))
         warnings.append(
-            f"{REPO_TEMPLATES_ENV}=0: ignoring [prompts] {slot} = {written}; using the built-in {slot} template"
+            f"{untrusted}: ignoring [prompts] {slot} = {written}; using the built-in {slot} template"
         )
     builtin = f"builtin:{builtin_name(slot)}"
     return Source(requested or builtin, builtin, builtin_display(slot), None, tuple(warnings))
