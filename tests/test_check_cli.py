@@ -273,3 +273,21 @@ def test_repo_templates_unset_empty_or_on_uses_the_override(project, value):
     use_override(project, "<% block checks %>\n- A project rule.\n<% endblock %>\n")
     shown = invoke("prompt", "D-1", "--slot", "implement", env={"DROVER_REPO_TEMPLATES": value})
     assert shown.exit_code == 0 and "- A project rule." in shown.stdout and "DROVER_REPO_TEMPLATES" not in shown.stderr
+
+
+def test_with_repo_templates_off_the_ignored_files_problems_are_warnings_and_drive_is_not_refused(project):
+    use_override(project, f"<% block scope %>\n<# drover-base: {OLD_SCOPE} #>\n- Mine.\n<% endblock %>\n"
+                          "<% block done %>\n- {{ Tilte }}\n<% endblock %>\n")
+    trusted = invoke("check")
+    assert trusted.exit_code == 1
+    assert invoke("drive", "--dry-run").exit_code == 1
+    off = {"DROVER_REPO_TEMPLATES": "0"}
+    untrusted = invoke("check", env=off)
+    assert untrusted.exit_code == 0, untrusted.output
+    lines = untrusted.stdout.splitlines()
+    assert "warning: STALE OVERRIDE implement/scope in docs-internal/kickoff.tmpl" in lines
+    assert any(line.startswith("warning: docs-internal/kickoff.tmpl:6: unknown field Tilte") for line in lines)
+    assert invoke("drive", "--dry-run", env=off).exit_code == 0
+    (project / "drover.toml").write_text((project / "drover.toml").read_text().replace(
+        'branch = "drover/', 'branch = "a..b/'))  # the branch template is used whatever the switch says
+    assert invoke("check", env=off).exit_code == 1

@@ -100,6 +100,9 @@ def check_templates(root: Path, config: Config, used_keys: Container[str] | None
         if not problems and not fields and not conflicts:
             for problem in _sample_problems(slot, text, written, config):
                 report(problem)
+    if untrusted:
+        # launches render the built-ins: what is wrong with the ignored files is no reason to stop one
+        findings[:] = [found._replace(error=False) for found in findings]
     for problem in _branch_problems(config):
         report(problem)
     if untrusted and any(config.prompts.get(slot) for slot in SLOTS):
