@@ -271,6 +271,20 @@ def test_go_template_syntax_is_refused_with_the_drover_form(project):
     assert "drover fields are written {{ Title }} (no leading dot)" in invoke("check").output
 
 
+def test_jinja_calls_and_go_text_kept_in_raw_blocks_or_comments_are_not_taken_for_go_syntax(project):
+    use_override(project, "<% block done %>\n- Items: {{ range(3) | list | join(',') }}.\n"
+                          "<% raw %>\n- Go code writes {{ .Name }} and {{ if .Ok }}.\n<% endraw %>\n"
+                          "<# {{ range .Deps }} is Go #>\n<% endblock %>\n")
+    result = invoke("check")
+    assert result.exit_code == 0, result.output
+    out = invoke("prompt", "D-1", "--slot", "implement").output
+    assert "\n- Items: 0,1,2.\n" in out and "\n- Go code writes {{ .Name }} and {{ if .Ok }}.\n" in out
+    use_override(project, "<% block done %>\n- {{ range .Deps }}\n<% endblock %>\n")
+    assert "drover statements are written <% for x in Deps %> ... <% endfor %>" in invoke("check").output
+    use_override(project, "<% block done %>\n- {{ if}}\n<% endblock %>\n")
+    assert "(this looks like Go template syntax)" in invoke("check").output
+
+
 def test_a_block_is_whole_lines_even_written_inline(project):
     use_override(project, "<% block done %>- Regenerate the client.<% endblock %>\n")
     out = invoke("prompt", "D-1", "--slot", "implement").output

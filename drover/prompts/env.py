@@ -26,6 +26,15 @@ _BLOCK_TAG = re.compile(
     r"<%[-+]?\s*(?:block\s+(?P<name>\w+)(?:\s+(?:scoped|required))*|endblock(?:\s+\w+)?)\s*[-+]?%>"
 )
 
+# What a template never parses: a raw block's text (rendered as written) and a comment's.
+_UNPARSED = re.compile(r"<%[-+]?\s*raw\s*[-+]?%>.*?<%[-+]?\s*endraw\s*[-+]?%>|<#.*?#>", re.DOTALL)
+
+
+def blank_unparsed(text: str) -> str:
+    """`text` with its raw blocks and comments blanked, newlines and offsets kept so line numbers
+    hold: what a check of the template's syntax reads, since drover never parses them."""
+    return _UNPARSED.sub(lambda match: re.sub(r"[^\n]", " ", match.group()), text)
+
 
 class Block(NamedTuple):
     """A named block in a template's source: its name, the line its tag is on, its inner text."""

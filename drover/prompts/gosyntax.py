@@ -1,17 +1,20 @@
 """Recognise Go text/template syntax and say how drover writes the same thing.
 
 Many users arrive from Go-templated tools (and older drover manuals); a Jinja parse error about
-`define` would not tell them what to write instead.
+`define` would not tell them what to write instead. Raw blocks and comments are skipped: what
+they hold is never read as a template.
 """
 from __future__ import annotations
 
 import re
 
 from drover.errors import TemplateError
+from drover.prompts.env import blank_unparsed
 
 _ACTION = re.compile(r"\{\{-?\s*(?P<body>.*?)\s*-?\}\}", re.DOTALL)
 _DEFINE = re.compile(r'(?:define|block)\s+"(?P<name>[^"]*)"')
-_STATEMENT = re.compile(r"(?P<word>if|range|with|else|template)\b\s*(?P<rest>.*)", re.DOTALL)
+# A Go action's keyword is followed by a space or ends the action; `range(3)` is a Jinja call.
+_STATEMENT = re.compile(r"(?P<word>if|range|with|else|template)(?:\s+|\Z)(?P<rest>.*)", re.DOTALL)
 _CALL = re.compile(r'(?P<name>Is|Get)\s+(?P<arg>"[^"]*")')
 _DOT_FIELD = re.compile(r"(?<![\w\])])\.(?P<field>[A-Z]\w*)")
 
@@ -47,9 +50,10 @@ def _drover_form(body: str) -> str | None:
 
 def go_syntax_error(text: str, display: str) -> TemplateError | None:
     """One line for the first action written in Go template syntax, or None."""
-    for match in _ACTION.finditer(text):
+    read = blank_unparsed(text)
+    for match in _ACTION.finditer(read):
         form = _drover_form(match.group("body"))
         if form:
-            line = text.count("\n", 0, match.start()) + 1
+            line = read.count("\n", 0, match.start()) + 1
             return TemplateError(f"{form} (this looks like Go template syntax)", path=display, line=line)
     return None
