@@ -285,6 +285,22 @@ def test_jinja_calls_and_go_text_kept_in_raw_blocks_or_comments_are_not_taken_fo
     assert "(this looks like Go template syntax)" in invoke("check").output
 
 
+def test_jinja_default_delimiters_are_a_warning_naming_drover_syntax(project):
+    use_override(project, "<% block checks %>\n<% for d in Deps %>\n{% if d.Weak %}\n- Recheck {{ d.Id }}.\n"
+                          "{% endif %}\n<% endfor %>\n{# a note #}\n"
+                          "<% raw %>\n- Jinja writes {% if x %}.\n<% endraw %>\n<# {% not this %} #>\n<% endblock %>\n")
+    result = invoke("check")
+    assert result.exit_code == 0, result.output
+    warnings = [line for line in result.output.splitlines() if KICKOFF in line]
+    assert warnings == [
+        f"warning: {KICKOFF}:3: {{% if d.Weak %}} is Jinja's default syntax, which drover does not read: it reaches "
+        "the agent as text; drover's statement syntax is <% ... %> ({{ ... }} stays the expression syntax)",
+        f"warning: {KICKOFF}:5: {{% endif %}} is Jinja's default syntax, which drover does not read: it reaches "
+        "the agent as text; drover's statement syntax is <% ... %> ({{ ... }} stays the expression syntax)",
+        f"warning: {KICKOFF}:7: {{# a note #}} is Jinja's default syntax, which drover does not read: it reaches "
+        "the agent as text; drover's comment syntax is <# ... #> ({{ ... }} stays the expression syntax)",
+    ]
+
 def test_a_block_is_whole_lines_even_written_inline(project):
     use_override(project, "<% block done %>- Regenerate the client.<% endblock %>\n")
     out = invoke("prompt", "D-1", "--slot", "implement").output

@@ -2,7 +2,7 @@
 
 - env.py: the one Jinja environment, slots, block parsing and base hashes
 - limits.py: render time, size and output limits
-- gosyntax.py: Go template syntax recognised and translated
+- gosyntax.py: Go template syntax, and Jinja's default delimiters, recognised and translated
 - overrides.py: override files, staleness, resolution of a slot's source
 - fieldcheck.py: the static field check
 - render.py: rendering a slot, the branch template, guidance diff

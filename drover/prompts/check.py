@@ -12,6 +12,7 @@ from drover.prompts.fields import TemplateData
 from drover.vocabulary import SLOTS
 from drover.prompts.env import base_hash, builtin_blocks, compile_template, normalise
 from drover.prompts.fieldcheck import field_problems, key_problems
+from drover.prompts.gosyntax import jinja_delimiter_warnings
 from drover.prompts.merge import conflict_errors
 from drover.prompts.overrides import Override, OverrideBlock, Source, override_problems, override_warnings, parse_override, read_repo_file, stale_blocks, unended_blocks, untrusted_setting
 from drover.prompts.rendering import BRANCH_DISPLAY, prepare, render_branch, render_template
@@ -91,6 +92,8 @@ def check_templates(root: Path, config: Config, used_keys: Container[str] | None
         conflicts = conflict_errors(text, written)
         for problem in conflicts:
             report(problem)
+        for problem in jinja_delimiter_warnings(text, written):
+            report(problem, error=False)
         if not override.whole:
             for block in unended_blocks(text):
                 report(TemplateError(

@@ -1,8 +1,9 @@
-"""Recognise Go text/template syntax and say how drover writes the same thing.
+"""Recognise the syntax of other template languages and say how drover writes the same thing.
 
 Many users arrive from Go-templated tools (and older drover manuals); a Jinja parse error about
-`define` would not tell them what to write instead. Raw blocks and comments are skipped: what
-they hold is never read as a template.
+`define` would not tell them what to write instead. Others arrive from Jinja itself, whose
+default `{% %}` and `{# #}` drover leaves as text, so it would reach the agent as written. Raw
+blocks and comments are skipped: what they hold is never read as a template.
 """
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ _ACTION = re.compile(r"\{\{-?\s*(?P<body>.*?)\s*-?\}\}", re.DOTALL)
 _DEFINE = re.compile(r'(?:define|block)\s+"(?P<name>[^"]*)"')
 # A Go action's keyword is followed by a space or ends the action; `range(3)` is a Jinja call.
 _STATEMENT = re.compile(r"(?P<word>if|range|with|else|template)(?:\s+|\Z)(?P<rest>.*)", re.DOTALL)
+_JINJA_TAG = re.compile(r"\{(?P<kind>[%#]).*?(?P=kind)\}", re.DOTALL)
 _CALL = re.compile(r'(?P<name>Is|Get)\s+(?P<arg>"[^"]*")')
 _DOT_FIELD = re.compile(r"(?<![\w\])])\.(?P<field>[A-Z]\w*)")
 
@@ -57,3 +59,22 @@ def go_syntax_error(text: str, display: str) -> TemplateError | None:
             line = read.count("\n", 0, match.start()) + 1
             return TemplateError(f"{form} (this looks like Go template syntax)", path=display, line=line)
     return None
+
+
+def jinja_delimiter_warnings(text: str, display: str) -> list[TemplateError]:
+    """One line for each statement or comment written with Jinja's default delimiters."""
+    read = blank_unparsed(text)
+    found = []
+    for match in _JINJA_TAG.finditer(read):
+        written = " ".join(match.group().split())
+        written = written if len(written) <= 60 else written[:57] + "..."
+        if match.group("kind") == "%":
+            said = "drover's statement syntax is <% ... %>"
+        else:
+            said = "drover's comment syntax is <# ... #>"
+        found.append(TemplateError(
+            f"{written} is Jinja's default syntax, which drover does not read: it reaches the agent as text; "
+            f"{said} ({{{{ ... }}}} stays the expression syntax)",
+            path=display, line=read.count("\n", 0, match.start()) + 1,
+        ))
+    return found
