@@ -168,6 +168,26 @@ def test_update_reports_an_unknown_base_and_changes_nothing(project):
     assert path.read_text() == text
 
 
+@pytest.mark.parametrize("how", ["not first", "more words"])
+def test_a_drover_base_comment_that_does_not_open_the_block_is_named_with_its_line(project, how):
+    today = templates.default_hash("implement", "scope")
+    if how == "not first":
+        text = f"<% block scope %>\n- Our own rule.\n<# drover-base: {today} #>\n<% endblock %>\n"
+    else:
+        text = f"<% block scope %>\n\n<# drover-base: {today} (scope, as of v2) #>\n- Our own rule.\n<% endblock %>\n"
+    path = use_override(project, text)
+    must_open = "the drover-base comment must open the block, alone: <# drover-base: HASH #> on its first line"
+    checked = invoke("check")
+    assert checked.exit_code == 1
+    assert f"{KICKOFF}:3: block scope: {must_open}" in checked.stdout.splitlines()
+    assert "no drover-base hash recorded" not in invoke("check", "--diff").output
+    assert f"line 3: {must_open}, so none is recorded" in invoke("check", "--diff").output
+    updated = invoke("override", "--update")
+    assert updated.exit_code == 1
+    assert updated.output == f"UNKNOWN BASE implement/scope in {KICKOFF}:3: {must_open}, so none is recorded (not updated)\n"
+    assert path.read_text() == text
+
+
 def test_update_refuses_a_whole_template_with_the_reason(project):
     use_override(project, "My own prompt for {{ Id }}.\n")
     result = invoke("override", "--update")

@@ -14,7 +14,7 @@ from drover.prompts.env import base_hash, builtin_blocks, compile_template, norm
 from drover.prompts.fieldcheck import field_problems, key_problems
 from drover.prompts.gosyntax import jinja_delimiter_warnings
 from drover.prompts.merge import conflict_errors
-from drover.prompts.overrides import Override, OverrideBlock, Source, override_problems, override_warnings, parse_override, read_repo_file, stale_blocks, unended_blocks, untrusted_setting
+from drover.prompts.overrides import BASE_MUST_OPEN, Override, OverrideBlock, Source, override_problems, override_warnings, parse_override, read_repo_file, stale_blocks, unended_blocks, untrusted_setting
 from drover.prompts.rendering import BRANCH_DISPLAY, prepare, render_branch, render_template
 
 
@@ -78,6 +78,9 @@ def check_templates(root: Path, config: Config, used_keys: Container[str] | None
             continue
         for warning in override_warnings(override):
             findings.append(Finding(warning, True))
+        for block in override.replacements():
+            if block.misplaced_base:
+                report(TemplateError(f"block {block.name}: {BASE_MUST_OPEN}", path=written, line=block.misplaced_base))
         try:
             fields = field_problems(text, written)
             for problem in fields:
@@ -160,6 +163,9 @@ def stale_overrides(root: Path, config: Config) -> list[tuple[Override, list[Sta
 def _unknown_base(stale: StaleBlock) -> str:
     if stale.block.base:
         return f"base {stale.block.base} is not a default this drover has shipped; today's default is {stale.today_hash}"
+    if stale.block.misplaced_base:
+        return (f"line {stale.block.misplaced_base}: {BASE_MUST_OPEN}, so none is recorded; "
+                f"today's default is {stale.today_hash}")
     return f"no drover-base hash recorded; today's default is {stale.today_hash}"
 
 

@@ -23,6 +23,9 @@ INLINE = "--template"
 # A block that renders `{{ super() }}` keeps the default's lines as shipped: an addition, never stale.
 _SUPER = re.compile(r"\{\{-?\s*super\(\)\s*-?\}\}")
 _BASE_COMMENT = re.compile(r"\s*<#-?\s*drover-base:\s*(?P<hash>[0-9A-Za-z]*)\s*-?#>")
+_ANY_COMMENT = re.compile(r"<#.*?#>", re.DOTALL)
+# what a block whose drover-base comment is elsewhere, or has more words, is told (check, --diff, --update)
+BASE_MUST_OPEN = "the drover-base comment must open the block, alone: <# drover-base: HASH #> on its first line"
 
 class OverrideBlock(NamedTuple):
     """A block an override file defines, and the base hash it recorded (None: none recorded)."""
@@ -31,6 +34,7 @@ class OverrideBlock(NamedTuple):
     line: int
     source: str
     base: str | None
+    misplaced_base: int = 0  # the line of a drover-base comment that records nothing (not first, or more words)
 
 
 class Override(NamedTuple):
@@ -125,8 +129,17 @@ def override_problems(text: str, slot: str, display: str) -> tuple[Override | No
             continue
         match = _BASE_COMMENT.match(block.source)
         base = match.group("hash").lower() if match else None
-        blocks.append(OverrideBlock(block.name, block.line, block.source, base))
+        misplaced = 0 if match else _misplaced_base(block.source, block.line)
+        blocks.append(OverrideBlock(block.name, block.line, block.source, base, misplaced))
     return Override(slot, display, text, whole=False, blocks=tuple(blocks)), problems
+
+
+def _misplaced_base(source: str, line: int) -> int:
+    """The line of the first drover-base comment in a block's source, given the line its tag is on."""
+    for comment in _ANY_COMMENT.finditer(source):
+        if "drover-base" in comment.group():
+            return line + source.count("\n", 0, comment.start())
+    return 0
 
 
 _TRAILING_TAG = re.compile(r"(?:<%(?P<trim>-?)[^%]*?%>|<#-?[^#]*?#>)[ \t]*$", re.DOTALL)

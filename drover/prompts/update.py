@@ -17,7 +17,7 @@ from drover.vocabulary import SLOTS
 from drover.prompts.check import StaleBlock, stale_overrides
 from drover.prompts.env import base_hash, builtin_blocks, check_slot, find_blocks, nearest, normalise
 from drover.prompts.merge import conflict_lines, merge3
-from drover.prompts.overrides import parse_override, read_repo_file, repo_path
+from drover.prompts.overrides import BASE_MUST_OPEN, parse_override, read_repo_file, repo_path
 
 DEFAULT_FOLDER = "prompts"
 ADDITION_PLACEHOLDER = "<# Lines written here render after drover's own lines of this block. #>"
@@ -151,6 +151,11 @@ def update_overrides(project: Project, *, dry_run: bool = False) -> UpdateResult
         changed = False
         for stale in stale_list:
             if stale.base_text is None:
+                if stale.block.misplaced_base:
+                    lines.append(f"UNKNOWN BASE {stale.key} in {stale.written}:{stale.block.misplaced_base}: "
+                                 f"{BASE_MUST_OPEN}, so none is recorded (not updated)")
+                    failed = True
+                    continue
                 why = (f"its base {stale.block.base} is not a default this drover has shipped" if stale.block.base
                        else "it records no drover-base hash")
                 lines.append(f"UNKNOWN BASE {stale.key} in {stale.written}: {why}; merge by hand against today's "
