@@ -54,6 +54,26 @@ def test_an_override_written_against_an_old_default_is_stale_and_diffs(project):
     assert "\x1b[" not in plain.output
 
 
+@pytest.mark.parametrize("base", ["", "0123456789ab"])
+def test_a_replacement_with_no_base_drover_knows_is_told_how_to_record_one_not_to_diff(project, base):
+    head = f"<# drover-base: {base} #>\n" if base else ""
+    use_override(project, f"<% block scope %>\n{head}- Own only this item's files.\n<% endblock %>\n")
+    checked = invoke("check")
+    assert checked.exit_code == 1
+    assert "STALE OVERRIDE implement/scope in docs-internal/kickoff.tmpl" in checked.stdout.splitlines()
+    assert "--diff" not in checked.stderr and "--update" not in checked.stderr
+    assert "`drover schema --prompts`" in checked.stderr and "<# drover-base: HASH #>" in checked.stderr
+    (project / "docs-internal" / "kickoff.tmpl").write_text(
+        f"<% block scope %>\n<# drover-base: {OLD_SCOPE} #>\n- Mine.\n<% endblock %>\n")
+    known = invoke("check").stderr
+    assert "`drover check --diff`" in known and "`drover schema --prompts`" not in known
+    (project / "prompts").mkdir()
+    (project / "prompts" / "draft.tmpl").write_text(f"<% block requirements %>\n{head}- Mine.\n<% endblock %>\n")
+    (project / "drover.toml").write_text((project / "drover.toml").read_text().replace(
+        'draft = ""', 'draft = "prompts/draft.tmpl"'))
+    both = invoke("check").stderr
+    assert "`drover check --diff`" in both and "`drover schema --prompts`" in both  # a hint for each kind
+
 def test_an_up_to_date_override_passes_and_the_prompt_carries_it(project):
     today = templates.default_hash("implement", "scope")
     use_override(project, f"<% block scope %>\n<# drover-base: {today} #>\n- Own only this item's files.\n<% endblock %>\n")

@@ -105,19 +105,33 @@ def check(diff: bool, diff_format: str, color: str, update: bool, dry_run: bool,
             else:
                 click.echo(NOTHING_STALE)
         findings = run_check(project, ledger)
+        stale = not diff and any(found.message.startswith("STALE OVERRIDE ") for found in findings)
+        hints = stale_hints(templates.stale_overrides(project.root, project.config)) if stale else []
     # with --diff the stale lines are the diff's headers, and a unified patch keeps stdout clean
-    say_check(findings, as_json, diff=diff, out_err=diff and diff_format == "unified")
+    say_check(findings, as_json, diff=diff, out_err=diff and diff_format == "unified", hints=hints)
 
 
 NOTHING_STALE = "no stale overrides: nothing to diff"
 # what a stale override asks of its owner, after check's lines (on stderr: stdout keeps one line a finding)
 STALE_HINT = ("a stale override: `drover check --diff` shows how the default changed since it was written; "
               "`drover override --update` merges that into it")
+# with no base (none recorded, or one this drover never shipped) there is no change to show or merge
+NO_BASE_HINT = ("a stale override with no base drover knows: compare the block with today's default "
+                "(`drover schema --prompts` gives its text and hash), then open the block with "
+                "<# drover-base: HASH #>, that hash")
 
 
-def say_check(findings: list[Any], as_json: bool, *, diff: bool = False, out_err: bool = False) -> None:
+def stale_hints(overrides: list[tuple[Any, list[Any]]]) -> list[str]:
+    """The hint for each kind of stale replacement among `overrides` (templates.stale_overrides)."""
+    known = [stale.base_text is not None for _, found in overrides for stale in found]
+    return [hint for hint, shown in ((STALE_HINT, True in known), (NO_BASE_HINT, False in known)) if shown]
+
+
+def say_check(findings: list[Any], as_json: bool, *, diff: bool = False, out_err: bool = False,
+              hints: list[str] | None = None) -> None:
     """check's findings, one line each (a warning says so) or as JSON; exit 1 when one is an error.
-    With --diff the STALE OVERRIDE lines were the diff's headers; out_err: they go to stderr."""
+    With --diff the STALE OVERRIDE lines were the diff's headers; out_err: they go to stderr.
+    `hints`: what to do about the stale overrides, printed after the lines (on stderr)."""
     failed = any(found.error for found in findings)
     if as_json:
         from drover.cli.reports import check_report
@@ -131,8 +145,8 @@ def say_check(findings: list[Any], as_json: bool, *, diff: bool = False, out_err
             click.echo(printable(found.message if found.error else f"warning: {found.message}"), err=out_err)
     if not findings and not diff:
         click.echo("no problems found")
-    if not diff and any(found.message.startswith("STALE OVERRIDE ") for found in findings):
-        click.echo(STALE_HINT, err=True)
+    for hint in hints or ():
+        click.echo(hint, err=True)
     sys.exit(1 if failed else 0)
 
 
