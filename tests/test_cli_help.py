@@ -137,3 +137,26 @@ def test_the_exit_code_table_lists_exactly_the_codes_errors_carry():
     assert all(documented.values())
     assert "refused" in documented[1] and "usage" in documented[2]
     assert all(name in documented[code] for code, name in SIGNAL_EXIT_CODES.items())
+
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_every_package_path_the_docs_name_exists():
+    """A `drover/...` folder or module docs/ names is one the source has, or one the wheel adds."""
+    import tomllib
+
+    build = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["hatch"]["build"]["targets"]["wheel"]
+    added = list(build["force-include"].values())
+    named = {path for page in (ROOT / "docs").glob("*.md")
+             for path in re.findall(r"`(drover/[\w/]*(?:/|\.py))`", page.read_text())}
+    assert named
+    assert sorted(path for path in named
+                  if not (ROOT / path).exists() and not any(where.startswith(path) for where in added)) == []
+
+
+def test_the_template_docs_name_exactly_the_commands_that_take_template():
+    taking = sorted(name for name, command in COMMANDS.items() if any("--template" in p.opts for p in command.params))
+    page = (ROOT / "docs" / "templates.md").read_text()
+    first = page.split("## Which template a slot uses")[1].split("\n2. ")[0]
+    assert sorted(re.findall(r"`drover (\w+)`", first)) == taking

@@ -231,6 +231,16 @@ def test_unified_diff_applies_with_git(project, tmp_path):
     assert (scratch / "implement.tmpl#scope").read_text() == templates.builtin_blocks("implement")["scope"].strip() + "\n"
 
 
+def test_the_unified_diff_is_for_reading_not_for_git_apply_and_says_so(project):
+    use_override(project, scope_block(OLD_SCOPE, ["- Our own rule."]))
+    (project / "change.patch").write_text(invoke("check", "--diff", "--format", "unified").stdout)
+    stat = subprocess.run(["git", "apply", "--stat", "change.patch"], cwd=project, capture_output=True, text=True)
+    assert stat.returncode == 0 and "implement.tmpl#scope" in stat.stdout
+    applied = subprocess.run(["git", "apply", "--check", "change.patch"], cwd=project, capture_output=True, text=True)
+    assert applied.returncode != 0 and "implement.tmpl#scope: No such file or directory" in applied.stderr
+    assert "git apply," not in " ".join(invoke("check", "--help").output.split())
+
+
 def test_diff_prints_the_other_problems_too(project):
     use_override(project, "My own prompt for {{ Id }}.\n")
     result = invoke("check", "--diff")

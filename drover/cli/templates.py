@@ -73,7 +73,7 @@ def show_prompt(item_id: str, slot: str | None, *, guidance: str | None = None, 
 @click.command(epilog=example("drover check --json"))
 @click.option("--diff", is_flag=True, help="Show how each stale override's default changed, then the other problems.")
 @click.option("--format", "diff_format", type=click.Choice(["words", "unified"]), default="words", show_default=True,
-              help="--diff view: words (coloured on a terminal) or unified (for git apply, delta, diff-so-fancy).")
+              help="--diff view: words (coloured on a terminal) or unified (for delta, diff-so-fancy).")
 @click.option("--color", type=COLOR_CHOICES, default="auto", show_default=True, help="Colour the diff.")
 @click.option("--update", is_flag=True, help="Upgrade stale overrides by three-way merge (as drover override --update).")
 @click.option("--dry-run", is_flag=True, help="With --update: print the merged blocks, write nothing.")

@@ -195,8 +195,8 @@ def diff_stale(root: Path, config: Config, paint: Callable[[list[str]], list[str
 def diff_unified(root: Path, config: Config) -> tuple[str, list[str]]:
     """Standard unified diffs, one file per block (`implement.tmpl#scope`), and notes for the rest.
 
-    The notes (blocks whose base is unknown) go apart, so the diff stays a clean patch for
-    `git apply --check`, delta or diff-so-fancy.
+    The notes (blocks whose base is unknown) go apart, so the diff stays a clean patch for delta
+    or diff-so-fancy (it changes drover's default, no file of the repository: nothing to apply).
     """
     import difflib  # here, as in diff_lines
 
