@@ -374,6 +374,49 @@ def test_an_unknown_attribute_on_a_loop_variable_fails(repo):
         render(repo, Config(), explicit="{{ Origin.Titel }}")
 
 
+@pytest.mark.parametrize("source, refused", [
+    ("{{ FollowUps }}x", "--template:1: FollowUps is a list of FollowUp, which has no text of its own: loop over it "
+                         "and print its members (<% for x in FollowUps %>{{ x.Number }}<% endfor %>)"),
+    ("x\n{{ Recent }}", "--template:2: Recent is a Recent, which has no text of its own: print one of its members "
+                        "(Commits, Unavailable)"),
+    ("{{ Recent.Commits }}x", "--template:1: Recent.Commits is a list of Commit"),
+    ("<% for d in Deps %>{{ d }}<% endfor %>x", "--template:1: d is a Dep, which has no text of its own"),
+    ("{{ Unnamed }}x", '--template:1: Unnamed is a list, which has no text of its own: join it '
+                       '({{ Unnamed | join(", ") }}) or loop over it'),
+    ("{{ Meta }}x", '--template:1: Meta is a map, which has no text of its own: print one key (Meta["key"])'),
+])
+def test_a_structured_value_printed_whole_is_refused_naming_it(repo, source, refused):
+    with pytest.raises(TemplateError) as caught:
+        render(repo, Config(), explicit=source)
+    assert str(caught.value).startswith(refused)
+
+
+def test_a_structured_value_printed_whole_is_refused_in_the_branch_template_and_by_check(repo):
+    with pytest.raises(TemplateError, match=r"^--template:1: FollowUps is a list of FollowUp, which has no text"):
+        templates.render("branch", item(), root=repo, config=Config(), explicit="x/{{ FollowUps }}")
+    config = kickoff(repo, "<% block done %>\n- {{ Origin }}\n<% endblock %>\n")
+    assert [(f.message.split(",")[0], f.error) for f in templates.check_templates(repo, config)] == [
+        (f"{KICKOFF}:2: Origin is an Origin", True)]
+
+
+def test_a_structured_value_reached_another_way_is_refused_when_it_prints(repo):
+    data = item(Deps=(Dep(Id="D-1"),))
+    with pytest.raises(TemplateError, match=r"^--template:2: a Dep has no text of its own: print one of its members "
+                                            r"\(Id, Title, "):
+        render(repo, Config(), data=data, explicit="x\n{{ Deps[0] }}\n")
+    with pytest.raises(TemplateError, match=r"^--template:1: a list has no text of its own"):
+        render(repo, Config(), data=data, explicit="{{ Unnamed if Capped else Conflicts }}x")
+    with pytest.raises(TemplateError, match=r"^--template:1: a Recent has no text of its own"):
+        render(repo, Config(), data=data, explicit="<% set r = Recent %>{{ r }}x")
+
+
+def test_the_members_and_lists_of_structured_values_print(repo):
+    data = item(Deps=(Dep(Id="D-1"), Dep(Id="D-2")), Unnamed=("a.py", "b.py"))
+    source = ("{{ Unnamed | join(', ') }}|{{ Deps | length }}|{{ Deps | map(attribute='Id') | join(' ') }}|"
+              "{{ Recent.Unavailable }}{{ Origin.Number }}|{{ range(3) | list }}|{{ Meta.kind }}\n")
+    assert render(repo, Config(), data=data, explicit=source).text == "a.py, b.py|2|D-1 D-2|0|[0, 1, 2]|\n"
+
+
 def test_an_error_at_render_time_names_the_file_and_line(repo):
     config = kickoff(repo, "<% block done %>\n\n- {{ Deps[0].Id }}\n<% endblock %>\n")
     with pytest.raises(TemplateError) as caught:

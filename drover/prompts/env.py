@@ -67,8 +67,8 @@ def _bytecode_cache() -> jinja2.BytecodeCache | None:
     """Compiled templates kept in the user's cache folder, so a prompt skips Jinja's compiler.
 
     Entries are keyed by the template's name and checked against its source's checksum, so an
-    edited template recompiles; the pattern names this drover's version and the limited sandbox,
-    whose generated code differs.
+    edited template recompiles; the pattern names this drover's version, the limited sandbox and
+    the finalize that refuses a structure printed whole, each of which changes the generated code.
     """
     if os.environ.get("DROVER_NO_CACHE"):
         return None
@@ -81,11 +81,61 @@ def _bytecode_cache() -> jinja2.BytecodeCache | None:
         return None
     if not os.access(folder, os.W_OK):
         return None
-    return _QuietBytecodeCache(str(folder), pattern=f"sandbox-limits-{_VERSION}-%s.cache")
+    return _QuietBytecodeCache(str(folder), pattern=f"sandbox-limits-whole-{_VERSION}-%s.cache")
 
 
 def _join(value: typing.Any, separator: str = "") -> str:
     return separator.join(str(part) for part in value)
+
+
+class MapField(dict[str, typing.Any]):
+    """A map field (Meta, VerifyCommands): a missing key renders empty, as a field a slot does not fill does."""
+
+    def __missing__(self, key: typing.Any) -> str:
+        return ""
+
+
+class PrintedWhole(jinja_errors.TemplateRuntimeError):
+    """`{{ }}` was given one of drover's lists, maps or rows, which have no text of their own."""
+
+
+def no_text(kind: str, name: str | None = None, row: type | None = None) -> str:
+    """Why a `kind` ("row", "list" or "map") printed whole is refused, and what to print instead.
+
+    `name` is the expression when it is known; `row` is the row type (a list's elements' type).
+    """
+    if kind == "row":
+        assert row is not None
+        noun = f"{'an' if row.__name__[0] in 'AEIOU' else 'a'} {row.__name__}"
+    else:
+        noun = f"a {kind}" + (f" of {row.__name__}" if row is not None else "")
+    called = name or kind.upper()
+    if kind == "row":
+        instead = f"print one of its members ({', '.join(getattr(row, '_fields', ()))})"
+    elif kind == "map":
+        instead = f'print one key ({called}["key"])'
+    elif row is not None:
+        first = getattr(row, "_fields", ("NAME",))[0]
+        instead = f"loop over it and print its members (<% for x in {called} %>{{{{ x.{first} }}}}<% endfor %>)"
+    else:
+        instead = f'join it ({{{{ {called} | join(", ") }}}}) or loop over it'
+    subject = f"{name} is {noun}, which has" if name else f"{noun} has"
+    return f"{subject} no text of its own: {instead}"
+
+
+def _printable(value: typing.Any) -> typing.Any:
+    """What `{{ }}` prints: a list, map or row of drover's data is refused rather than printed as a
+    Python repr (`()`, `Recent(Commits=(), ...)`); the static check (fieldcheck.py) names the field
+    where it can, this catches what it cannot see (`Deps[0]`, a `set` name). Jinja's own values, a
+    frontmatter list included, print as Jinja prints them."""
+    if isinstance(value, MapField):
+        raise PrintedWhole(no_text("map"))
+    if isinstance(value, tuple):
+        if hasattr(value, "_fields"):
+            raise PrintedWhole(no_text("row", row=type(value)))
+        element = type(value[0]) if value and hasattr(value[0], "_fields") else None
+        raise PrintedWhole(no_text("list", row=element))
+    return value
 
 
 # The filters the docs feature, callable as functions too: `{{ lower(Title) }}` reads as naturally
@@ -115,6 +165,7 @@ def environment() -> ImmutableSandboxedEnvironment:
         lstrip_blocks=True,
         keep_trailing_newline=True,
         autoescape=False,
+        finalize=_printable,
     )
     env.globals.update(FUNCTIONS)
     return env

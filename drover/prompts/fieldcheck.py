@@ -16,7 +16,7 @@ from jinja2 import meta, nodes
 from drover.errors import TemplateError
 from drover.items.frontmatter_rules import OWN_KEYS
 from drover.prompts.fields import FIELD_NAMES, TemplateData
-from drover.prompts.env import FUNCTIONS, environment, nearest, parse, syntax_error
+from drover.prompts.env import FUNCTIONS, environment, nearest, no_text, parse, syntax_error
 
 # Keys every item may carry (SPEC 4): a template asking Is("shelved") is never asking about nothing.
 STANDARD_KEYS = frozenset(OWN_KEYS)
@@ -59,7 +59,33 @@ def _type_of(expr: nodes.Node, scope: dict[str, Any]) -> Any:
     return None
 
 
+def _spelt(expr: nodes.Node) -> str:
+    """How the template wrote a name or a chain of attributes (`Recent.Commits`)."""
+    if isinstance(expr, nodes.Getattr):
+        return f"{_spelt(expr.node)}.{expr.attr}"
+    return expr.name if isinstance(expr, nodes.Name) else ""
+
+
+def _printed_whole(expr: nodes.Node, scope: dict[str, Any]) -> str | None:
+    """Why `{{ expr }}` is refused when it names a list, a map or a row of the data, else None."""
+    hint = _type_of(expr, scope)
+    row = _struct(hint)
+    if row is not None:
+        return no_text("row", _spelt(expr), row)
+    kind = {tuple: "list", list: "list", dict: "map"}.get(typing.get_origin(hint) or hint)
+    return no_text(kind, _spelt(expr), _element(hint)) if kind else None
+
+
 def _walk_attributes(node: nodes.Node, scope: dict[str, Any], display: str, problems: list[TemplateError]) -> None:
+    if isinstance(node, nodes.Assign) and isinstance(node.target, nodes.Name):
+        _walk_attributes(node.node, scope, display, problems)
+        scope.pop(node.target.name, None)  # `<% set Deps = ... %>`: the name no longer holds the field
+        return
+    if isinstance(node, nodes.Output):
+        for expr in node.nodes:
+            refused = _printed_whole(expr, scope)
+            if refused:
+                problems.append(TemplateError(refused, path=display, line=expr.lineno))
     if isinstance(node, nodes.For):
         _walk_attributes(node.iter, scope, display, problems)
         source = node.iter

@@ -14,7 +14,7 @@ from drover.prompts.fields import Origin, TemplateData
 from drover.prompts.resources import builtin_dir
 from drover.vocabulary import BRANCH_SLOT
 from drover.prompts import limits
-from drover.prompts.env import builtin_display, builtin_name, builtin_source, builtin_template, compile_template, sha256
+from drover.prompts.env import MapField, PrintedWhole, builtin_display, builtin_name, builtin_source, builtin_template, compile_template, sha256
 from drover.prompts.merge import conflict_errors
 from drover.prompts.overrides import Source, compose, override_warnings, parse_override, read_repo_file, resolve, whole_lines
 
@@ -59,13 +59,6 @@ class Prepared(NamedTuple):
     base_hashes: dict[str, str]
     warnings: tuple[str, ...]
     displays: dict[str, str]  # code filename -> name in messages
-
-
-class _EmptyWhenMissing(dict[str, Any]):
-    """A map field whose missing key renders empty, as a field a slot does not fill does."""
-
-    def __missing__(self, key: Any) -> str:
-        return ""
 
 
 def _raise_first(problems: list[TemplateError]) -> None:
@@ -134,8 +127,8 @@ def _location_or_file(exc: BaseException, displays: dict[str, str]) -> tuple[str
 
 def render_template(template: jinja2.Template, data: TemplateData, displays: dict[str, str]) -> str:
     context = data.context()
-    context["Meta"] = _EmptyWhenMissing(data.Meta)
-    context["VerifyCommands"] = _EmptyWhenMissing(data.VerifyCommands)
+    context["Meta"] = MapField(data.Meta)
+    context["VerifyCommands"] = MapField(data.VerifyCommands)
     try:
         return _generate(template, context)
     except jinja_errors.SecurityError as exc:
@@ -148,6 +141,9 @@ def render_template(template: jinja2.Template, data: TemplateData, displays: dic
             from drover.prompts.fieldcheck import unknown_field_error
 
             raise unknown_field_error(match.group(1), path, line) from None
+        raise TemplateError(str(exc), path=path, line=line) from None
+    except PrintedWhole as exc:
+        path, line = _location(exc, displays)
         raise TemplateError(str(exc), path=path, line=line) from None
     except jinja_errors.TemplateSyntaxError as exc:
         raise TemplateError(exc.message or str(exc), path=displays.get(exc.filename or "", exc.filename),
