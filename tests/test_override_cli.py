@@ -382,6 +382,12 @@ def test_prompt_branch_renders_the_template_given(project):
     assert result.exit_code == 0 and result.output == "work/d-1\n"
     bad = invoke("prompt", "D-1", "--slot", "branch", "--template", "a..b/{{ Id }}")
     assert bad.exit_code == 2 and "not a valid git branch name" in bad.output
+    # an error names the template as every slot's does: --template, or the file of @path
+    wrong = invoke("prompt", "D-1", "--slot", "branch", "--template", "x/{{ FollowUps }}")
+    assert wrong.exit_code == 2 and wrong.output.startswith("drover: --template:1: FollowUps is a list of FollowUp")
+    (project / "branch.tmpl").write_text("x/\n{{ Idd }}\n")
+    wrong = invoke("prompt", "D-1", "--slot", "branch", "--template", "@branch.tmpl")
+    assert wrong.exit_code == 2 and wrong.output.startswith("drover: branch.tmpl:2: unknown field Idd")
 
 
 def test_check_finds_a_branch_template_that_renders_an_invalid_name(project):

@@ -42,8 +42,11 @@ def show_prompt(item_id: str, slot: str | None, *, guidance: str | None = None, 
         if slot == "branch":
             from drover.loop.runs import require_valid_branch
 
-            branch = (templates.render_branch(built, templates.branch_source(project.root, explicit), display=explicit)
-                      if explicit is not None else templates.render_branch(built, project.config.branch))
+            if explicit is not None:
+                text, display = templates.branch_source(project.root, explicit)
+                branch = templates.render_branch(built, text, display=display)
+            else:
+                branch = templates.render_branch(built, project.config.branch)
             branch = require_valid_branch(built.Id, branch)
             if as_json:
                 echo_json({"id": built.Id, "slot": slot, "text": branch})

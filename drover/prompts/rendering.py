@@ -16,7 +16,7 @@ from drover.vocabulary import BRANCH_SLOT
 from drover.prompts import limits
 from drover.prompts.env import MapField, PrintedWhole, builtin_display, builtin_name, builtin_source, builtin_template, compile_template, sha256
 from drover.prompts.merge import conflict_errors
-from drover.prompts.overrides import Source, compose, override_warnings, parse_override, read_repo_file, resolve, whole_lines
+from drover.prompts.overrides import INLINE, Source, compose, override_warnings, parse_override, read_repo_file, resolve, whole_lines
 
 BRANCH_DISPLAY = "drover.toml: [run] branch"
 
@@ -208,9 +208,12 @@ def render_branch(data: TemplateData, template: str, display: str = BRANCH_DISPL
     return text
 
 
-def branch_source(root: Path, explicit: str) -> str:
-    """The text of `--template SRC` for the branch slot: inline, or `@path` in the repository."""
-    return read_repo_file(Path(root), explicit[1:]) if explicit.startswith("@") else explicit
+def branch_source(root: Path, explicit: str) -> tuple[str, str]:
+    """The text of `--template SRC` for the branch slot, inline or `@path` in the repository, and
+    its name in messages (`--template`, or the path), as every other slot names it."""
+    if explicit.startswith("@"):
+        return read_repo_file(Path(root), explicit[1:]), explicit[1:]
+    return explicit, INLINE
 
 
 def guidance_diff(slot: str, data: TemplateData, *, root: Path, config: Config) -> list[tuple[str, int]]:
