@@ -390,6 +390,16 @@ def test_prompt_branch_renders_the_template_given(project):
     assert wrong.exit_code == 2 and wrong.output.startswith("drover: branch.tmpl:2: unknown field Idd")
 
 
+@pytest.mark.parametrize("command", [("prompt", "D-1"), ("prompt", "D-1", "--slot", "branch"), ("run", "D-1")])
+@pytest.mark.parametrize("given", ["", "  ", "@"])
+def test_an_empty_template_given_is_refused_not_taken_for_the_built_in(project, command, given):
+    """`--template "$VAR"` with the variable unset rendered the built-in prompt, and a run recorded
+    its source as an inline template (a new user): an empty SRC is a usage error, nothing launched."""
+    result = invoke(*command, "--template", given)
+    assert result.exit_code == 2 and "Invalid value for '--template': it is empty" in result.output, result.output
+    assert not (project / ".drover" / "runs").exists() or not any((project / ".drover" / "runs").iterdir())
+
+
 def test_check_finds_a_branch_template_that_renders_an_invalid_name(project):
     config = project / "drover.toml"
     text = config.read_text()

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 import click
 
 from drover.errors import on_screen, printable
-from drover.cli.parts import ITEM_ID, Decorated, echo_json, example, json_option, opened
+from drover.cli.parts import ITEM_ID, Decorated, echo_json, example, json_option, opened, template_option
 from drover.vocabulary import EXECUTORS
 
 if TYPE_CHECKING:
@@ -96,7 +96,7 @@ def dry_run_option(func: Decorated) -> Decorated:
 @click.command(epilog=example("drover run D-3 --dry-run"))
 @click.argument("item_id", metavar="ID", type=ITEM_ID)
 @dry_run_option
-@click.option("--template", "explicit", metavar="SRC", help="Inline template text, or @path in the repository.")
+@template_option
 def run(item_id: str, dry_run: bool, as_json: bool, explicit: str | None) -> None:
     """Launch the implementing agent on an item in its worktree."""
     _launch_command(item_id, "implement", dry_run, explicit, as_json)

@@ -41,6 +41,20 @@ def json_option(func: Decorated) -> Decorated:
     return click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")(func)
 
 
+def _template_text(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    if value is not None and not value.strip("@ \t\n"):
+        # an empty "$VAR" rendered the built-in template while the run recorded an inline one
+        raise click.BadParameter("it is empty: give inline template text, or @path of a file in the repository",
+                                 ctx, param)
+    return value
+
+
+def template_option(func: Decorated) -> Decorated:
+    """`--template SRC` of `prompt` and `run`: inline text, or @path in the repository; never empty."""
+    return click.option("--template", "explicit", metavar="SRC", callback=_template_text,
+                        help="Inline template text, or @path in the repository.")(func)
+
+
 def example(line: str) -> str:
     """A command's epilog: its example, closing its --help."""
     return f"\b\nExample: {line}"  # click rewraps epilogs; \b keeps the example on its own line as written

@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from drover.cli.parts import COLOR_CHOICES, ITEM_ID, NearChoice, complete_blocks, echo_json, example, json_option, opened
+from drover.cli.parts import COLOR_CHOICES, ITEM_ID, NearChoice, complete_blocks, echo_json, example, json_option, opened, template_option
 from drover.vocabulary import GUIDANCE_LEVELS, SLOTS, TEMPLATE_SLOTS
 
 
@@ -17,7 +17,7 @@ from drover.vocabulary import GUIDANCE_LEVELS, SLOTS, TEMPLATE_SLOTS
                    "(review when in review or approved, draft when it needs requirements, else implement).")
 @click.option("--guidance", type=click.Choice(GUIDANCE_LEVELS), help="Override [agent] guidance.")
 @click.option("--diff-guidance", is_flag=True, help="Show what the lean level drops, with token counts.")
-@click.option("--template", "explicit", metavar="SRC", help="Inline template text, or @path in the repository.")
+@template_option
 @json_option
 def prompt(item_id: str, slot: str | None, guidance: str | None, diff_guidance: bool, explicit: str | None,
            as_json: bool) -> None:
