@@ -86,14 +86,8 @@ def clear_leftovers(worktree: Path, private: Path, keep: tuple[str, ...], kept_i
         restore_index(folder, kept_index)
     finally:
         os.close(folder)
-    top = folder_fd(worktree)
-    try:
-        for entry in keep:
-            # a link, at the kept path or on the way to it, would make the next holder's kept folder
-            # any folder at all
-            remove_below(top, entry, links_only=True)
-    finally:
-        os.close(top)
+    # a link, at a kept path or on the way to it, would make the next holder's kept folder any folder at all
+    _remove_kept(worktree, keep, links_only=True)
 
 
 def clear_kept(worktree: Path, keep: tuple[str, ...]) -> None:
@@ -101,10 +95,15 @@ def clear_kept(worktree: Path, keep: tuple[str, ...]) -> None:
     killed: what they hold may be half made (a `.venv` without its `bin/pip`), and a set-up that
     finds them there may pass over them (`python -m venv .venv` exits 0 on a broken one). A link on
     the way to a kept path is removed, never what it leads to (files.remove_below)."""
+    _remove_kept(worktree, keep)
+
+
+def _remove_kept(worktree: Path, keep: tuple[str, ...], *, links_only: bool = False) -> None:
+    """files.remove_below each of `keep` from one descriptor of the worktree."""
     top = folder_fd(worktree)
     try:
         for entry in keep:
-            remove_below(top, entry)
+            remove_below(top, entry, links_only=links_only)
     finally:
         os.close(top)
 
