@@ -356,6 +356,22 @@ def test_an_unknown_field_fails_even_on_a_branch_not_taken(repo):
     assert any("unknown field Posure" in f.message and f.error for f in templates.check_templates(repo, config))
 
 
+def test_a_mistyped_filter_or_test_names_the_nearest_real_one(repo):
+    with pytest.raises(TemplateError) as caught:
+        render(repo, Config(), explicit="Hello\n{{ Title | uper }}\n")
+    assert str(caught.value) == "--template:2: No filter named 'uper' (did you mean upper?)"
+    # a test in a condition is looked up only as it renders: the same hint, in a failed render's words
+    with pytest.raises(TemplateError) as caught:
+        render(repo, Config(), explicit="<% if Title is strng %>x<% endif %>\n")
+    assert str(caught.value) == "--template:1: template failed: No test named 'strng' (did you mean string?)"
+    config = kickoff(repo, "<% block done %>\n{{ super() }}{{ Title | trimm }}\n<% endblock %>\n")
+    assert any("No filter named 'trimm' (did you mean trim?)" in f.message and f.error
+               for f in templates.check_templates(repo, config))
+    with pytest.raises(TemplateError) as caught:  # nothing near: Jinja's words as they are
+        render(repo, Config(), explicit="{{ Title | zzqqxx }}\n")
+    assert str(caught.value) == "--template:1: No filter named 'zzqqxx'."
+
+
 def test_an_unknown_attribute_on_a_loop_variable_fails(repo):
     source = "<% for d in Deps %>\n{{ d.Id }} {{ d.Levle }}\n<% endfor %>\nx\n"
     with pytest.raises(TemplateError) as caught:

@@ -237,8 +237,20 @@ def nearest(word: str, choices: typing.Iterable[str]) -> str:
     return did_you_mean(word, options, cutoff=0.0, fold_case=True) or (options[0] if options else "")
 
 
+_UNKNOWN_NAMED = re.compile(r"^No (filter|test) named '([^']+)'")
+
+
+def with_hint(message: str) -> str:
+    """Jinja's words for a mistyped filter or test, with the nearest of those the sandbox has."""
+    if unknown := _UNKNOWN_NAMED.match(message):
+        known = environment().filters if unknown[1] == "filter" else environment().tests
+        if close := did_you_mean(unknown[2], known):
+            return f"No {unknown[1]} named {unknown[2]!r} (did you mean {close}?)"
+    return message
+
+
 def syntax_error(exc: jinja_errors.TemplateSyntaxError, display: str) -> TemplateError:
-    return TemplateError(exc.message or str(exc), path=display, line=exc.lineno)
+    return TemplateError(with_hint(exc.message or str(exc)), path=display, line=exc.lineno)
 
 
 def parse(text: str, display: str) -> nodes.Template:

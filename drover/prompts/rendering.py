@@ -14,7 +14,8 @@ from drover.prompts.fields import Origin, TemplateData
 from drover.prompts.resources import builtin_dir
 from drover.vocabulary import BRANCH_SLOT
 from drover.prompts import limits
-from drover.prompts.env import MapField, PrintedWhole, builtin_display, builtin_name, builtin_source, builtin_template, compile_template, sha256
+from drover.prompts.env import (MapField, PrintedWhole, builtin_display, builtin_name, builtin_source, builtin_template,
+                               compile_template, sha256, with_hint)
 from drover.prompts.merge import conflict_errors
 from drover.prompts.overrides import INLINE, Source, compose, override_warnings, parse_override, read_repo_file, resolve, whole_lines
 
@@ -146,7 +147,7 @@ def render_template(template: jinja2.Template, data: TemplateData, displays: dic
         path, line = _location(exc, displays)
         raise TemplateError(str(exc), path=path, line=line) from None
     except jinja_errors.TemplateSyntaxError as exc:
-        raise TemplateError(exc.message or str(exc), path=displays.get(exc.filename or "", exc.filename),
+        raise TemplateError(with_hint(exc.message or str(exc)), path=displays.get(exc.filename or "", exc.filename),
                             line=exc.lineno) from None
     except RecursionError as exc:
         path, line = _location_or_file(exc, displays)
@@ -156,7 +157,7 @@ def render_template(template: jinja2.Template, data: TemplateData, displays: dic
         raise TemplateError(f"template failed: {exc or 'out of memory'}", path=path, line=line) from None
     except (jinja_errors.TemplateError, TypeError, ValueError, ArithmeticError, LookupError, AttributeError) as exc:
         path, line = _location(exc, displays)
-        raise TemplateError(f"template failed: {exc}", path=path, line=line) from None
+        raise TemplateError(f"template failed: {with_hint(str(exc))}", path=path, line=line) from None
 
 
 def render(slot: str, data: TemplateData, *, root: Path, config: Config, explicit: str | None = None) -> Rendered:
