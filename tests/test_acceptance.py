@@ -318,6 +318,21 @@ def test_repo_templates_off_ignores_the_prompts_file_in_a_dry_run(project):
     assert ignored == prompt(project, item, "implement")  # exactly the built-in
 
 
+def test_a_dry_run_names_the_template_a_launch_would_record(project):
+    today = blocks()["implement/scope"]["hash"]
+    write(project, KICKOFF, f"<% block scope %>\n<# drover-base: {today} #>\n- OVERRIDE-MARKER\n<% endblock %>\n"
+                            "<% block done %>\n- ADDED-MARKER\n<% endblock %>\n")
+    edit_config(project, 'implement = ""', f'implement = "{KICKOFF}"')
+    item = new_item(project, "Add a thing")
+
+    trailer = drover(project, "run", item, "--dry-run", check=True).stdout.split("--- drover: dry run", 1)[1]
+    assert f"\ntemplate: prompts:{KICKOFF} (scope@{today}, done)\n" in trailer  # an addition has no base
+    trailer = drover(project, "run", item, "--dry-run", "--template", "{{ Title }}\n", check=True).stdout
+    assert "\ntemplate: inline\n" in trailer
+    trailer = drover(project, "run", item, "--dry-run", env={"DROVER_REPO_TEMPLATES": "0"}, check=True).stdout
+    assert f"\ntemplate: builtin:implement.tmpl (requested prompts:{KICKOFF})\n" in trailer
+
+
 # --- template provenance of a run -------------------------------------------------------------------
 
 

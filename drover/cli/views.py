@@ -57,11 +57,10 @@ def render_show(shown: dict[str, Any]) -> str:
             else:
                 end = "running" if run["live"] else "unfinished"
             lines.append(f"  {run['id']}  {run['slot']:<9}  {run['agent']}  {run['started']}  {end}")
-            source = run.get("resolved_source") or "builtin"
-            if run.get("requested_source") and run["requested_source"] != source:
-                source += f" (requested {run['requested_source']})"
-            hashes = ", ".join(f"{block}@{value}" for block, value in run["base_hashes"].items())
-            lines.append(f"    template: {source}" + (f" ({hashes})" if hashes else "")
+            from drover.prompts import described_source
+
+            source = described_source(run.get("requested_source"), run.get("resolved_source"), run["base_hashes"])
+            lines.append(f"    template: {source}"
                          + (f"  prompt sha256 {run['prompt_sha256'][:12]}" if run.get("prompt_sha256") else ""))
             if run.get("failure"):
                 resets = f", resets {run['reset_at']}" if run.get("reset_at") else ""

@@ -55,11 +55,22 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+def described_source(requested: str | None, resolved: str | None, base_hashes: dict[str, str]) -> str:
+    """A prompt's template as `show` and `run --dry-run` say it: what was used (and what was asked
+    for, when that differs), then the default each replaced block was written against. Here, not in
+    rendering.py, so `show` says it without loading jinja2."""
+    source = resolved or "builtin"
+    if requested and requested != source:
+        source += f" (requested {requested})"
+    hashes = ", ".join(f"{block}@{value}" if value else block for block, value in base_hashes.items())
+    return source + (f" ({hashes})" if hashes else "")
+
+
 __all__ = [
     "BRANCH_SLOT", "BUILTIN_FOLDER", "HISTORY_FILE", "INLINE", "REPO_TEMPLATES_ENV", "SLOTS", "STANDARD_KEYS",
     "Finding", "Override", "OverrideBlock", "Provenance", "Rendered",
     "base_hash", "branch_source", "builtin_blocks", "builtin_display", "builtin_name", "builtin_source", "check_templates",
-    "current_defaults", "default_hash", "diff_stale", "diff_unified", "environment", "field_problems", "find_blocks",
+    "current_defaults", "default_hash", "described_source", "diff_stale", "diff_unified", "environment", "field_problems", "find_blocks",
     "guidance_diff", "history_path", "key_problems", "launch_warnings", "load_history", "missing_history",
     "parse_override", "record_history", "render", "render_branch", "repo_path",
     "sample_data", "schema_prompts", "stale_overrides", "unknown_field_error", "untrusted_setting",
