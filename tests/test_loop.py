@@ -187,6 +187,35 @@ def test_a_drive_a_signal_stops_still_gives_its_summary_report_and_notify(projec
     assert [row["id"] for row in json.loads(notified.read_text())["items"]] == [first, second]
 
 
+def test_the_items_a_drive_said_would_follow_are_named_when_a_signal_stops_it(project):
+    """Ctrl-C in a `drive --finish`: the item its header said would follow its dep was in no summary
+    row, no `--report` page and no `[notify]` JSON (a new user's night on click: the header named the
+    follower, the morning's page and chat did not), where a drive a policy stops names it `skipped`."""
+    first = new_item(project, "Add a thing")
+    second = new_item(project, "Then another", "--dep", first)
+    pidfile, page, notified = project.parent / "pids", project.parent / "night.html", project.parent / "notified"
+    config = project / "drover.toml"
+    config.write_text(config.read_text().replace('[notify]\ncommand = ""', f'[notify]\ncommand = "tee {notified}"', 1))
+    git(project, "add", "-A")
+    git(project, "commit", "-qm", "notify")
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}", "AGENT_MODE": "sleep",
+           "AGENT_PIDFILE": str(pidfile)}
+    proc = subprocess.Popen([str(BIN / "drover"), "drive", "--finish", "--report", str(page)], cwd=project, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    _wait_for(pidfile)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, out + err
+    assert f"then, as their deps are finished: {second}" in out
+    rows = [line for line in out.splitlines() if line.startswith(f"{second} ")]
+    assert len(rows) == 1, out
+    assert rows[0].split()[1] == "skipped" and rows[0].endswith("not started: the drive stopped"), out
+    assert "0 of 2 approved, 0 finished" in out
+    assert f">{second}<" in page.read_text()
+    said = {row["id"]: row for row in json.loads(notified.read_text())["items"]}
+    assert list(said) == [first, second] and said[second]["reason"] == "not started: the drive stopped"
+
+
 def test_a_run_killed_from_outside_stays_unfinished(project):
     item = new_item(project, "Add a thing")
     pidfile = project.parent / "pids"

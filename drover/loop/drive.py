@@ -393,14 +393,11 @@ def drive(project: Project, ids: list[str], *, jobs: int = 1, finish: bool = Fal
     if jobs > 1 and not project.config.worktree:
         raise UsageError("--jobs above 1 needs worktrees: set [run] worktree = true")
     explicit = bool(ids)
-    if explicit:
-        # an id that names no item is a usage error before anything starts, not a row in the table
-        with Ledger(project.ledger_path) as ledger:
-            for item_id in ids:
-                item_state(project, ledger, item_id)
     from drover.loop.checks import require_no_errors
 
     with Ledger(project.ledger_path) as ledger:
+        for item_id in ids:  # an id that names no item is a usage error before anything starts, not a row in the table
+            item_state(project, ledger, item_id)
         require_no_errors(project, ledger, "drive", tuple(ids) if explicit else ())
     if finish:  # it would spend agent time, then fail every merge: refused before any launch
         from drover.loop.finish import refuse_dirty
@@ -427,22 +424,24 @@ def drive(project: Project, ids: list[str], *, jobs: int = 1, finish: bool = Fal
     try:
         if queue:
             runner.start()
-        results = _drive_queue(project, queue, explicit, jobs=jobs, finish=finish, say=say, echo=echo,
-                               runner=runner)
-        started = {row.item_id for row in results} | set(queue)
-        unreached = not_reached(rows or {}, then, started, bool(queue))  # then: [] unless --finish took them
+        results, interrupted = _drive_queue(project, queue, explicit, jobs=jobs, finish=finish, say=say, echo=echo,
+                                            runner=runner)
+        started, stopped = {row.item_id for row in results} | set(queue), bool(queue) or interrupted is not None
+        unreached = not_reached(rows or {}, then, started, stopped)  # then: [] unless --finish took them; Ctrl-C too
         results += [Driven(item_id, "skipped", 0, 0, note) for item_id, note in unreached]
     finally:
         runner.close()
         if left is not None:
             left.extend(queue)  # _drive_queue took the items it started off the queue
+    if interrupted is not None:
+        raise DriveInterrupted(results, interrupted)
     if queue:
         git.housekeeping(project.root)
     return results + [row for row in orphaned if row.item_id not in {done.item_id for done in results}]
 
 
 def _drive_queue(project: Project, queue: list[str], explicit: bool, *, jobs: int, finish: bool,
-                 say: Callable[[str], None], echo: bool, runner: "Executor") -> list[Driven]:
+                 say: Callable[[str], None], echo: bool, runner: "Executor") -> tuple[list[Driven], KeyboardInterrupt | None]:
     lock = threading.Lock()
     if echo:
         say = say_above_status(say)  # on a terminal the jobs' status lines stay below the progress
@@ -486,8 +485,8 @@ def _drive_queue(project: Project, queue: list[str], explicit: bool, *, jobs: in
                     results.append(Driven(running[future], "failed", 0, 0, f"interrupted: {error}"))
             if queue:
                 say(f"drive interrupted; not started: {', '.join(queue)}")
-            raise DriveInterrupted(results, exc) from None
-    return results
+            return results, exc  # drive raises it once the items it said would follow are among them
+    return results, None
 
 
 class DriveInterrupted(KeyboardInterrupt):
