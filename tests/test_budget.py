@@ -344,3 +344,25 @@ def test_the_ceiling_travels_with_the_run_to_a_worker(repo, tmp_path, monkeypatc
     [run] = runs_of(repo)
     assert (run["node"], run["outcome"], run["failure"]) == ("inline", "over budget", "over_budget")
     assert json.loads(project.drover("show", item, "--json").stdout)["parked"]
+
+
+def test_a_drive_whose_agents_report_no_usage_says_its_budget_counts_nothing(repo):
+    """A new user set `[budget]` with a scripted agent (`[agent] command`, read as plain text): the
+    header said `budget: run 100,000, ...` and a run past it went on to merge, nothing said why."""
+    configure(repo)
+    set_budget(repo, run_tokens=1000, item_tokens=5000)
+    git(repo, "commit", "-qam", "budget")
+    header = drover(repo, "drive", "--dry-run", check=True).stdout
+    assert "  budget: run 1,000, item 5,000 tokens (drover help budgets)\n" \
+           "  warning: [budget]: the implement and review agents report no usage (an [agent] command is read as " \
+           "plain text): their runs count no tokens and no ceiling ends them\n" in header, header
+
+
+def test_a_budget_warns_only_of_the_slots_whose_agent_reports_no_usage(repo, tmp_path):
+    project = streaming_project(repo, tmp_path, run_tokens=1000)
+    assert "warning: [budget]" not in project.drover("drive", "--dry-run").stdout
+    config = (repo / "drover.toml").read_text()
+    (repo / "drover.toml").write_text(config.replace('[agent.review]\n', '[agent.review]\npreset = "aider"\n', 1))
+    header = project.drover("drive", "--dry-run").stdout
+    assert "  warning: [budget]: the review agent reports no usage (preset aider): its runs count no tokens and " \
+           "no ceiling ends them\n" in header, header

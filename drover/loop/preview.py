@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from drover import prompts as templates
+from drover.agents.presets import stream_of
 from drover.ledger.db import Ledger
 from drover.ledger.itemstate import ItemState, item_state
 from drover.ledger.listing import Listed, is_ready, list_items
@@ -55,7 +56,23 @@ def header(project: Project, ids: list[str], jobs: int, finish: bool, then: list
                 ("item", project.config.budget.item_tokens), ("drive", project.config.budget.drive_tokens)) if value]
     if ceilings:
         lines.append(f"  budget: {', '.join(ceilings)} tokens (drover help budgets)")
+        lines += _unmetered(project)
     return lines + _pool_warning(project, jobs) + retry_header(project.config)
+
+
+def _unmetered(project: Project) -> list[str]:
+    """The slots whose agent prints no usage (an `[agent] command` is read as plain text; aider, gemini
+    and opencode say none): their runs count no tokens, so no ceiling ends them (a new user's header
+    said `budget: run 100,000` over a scripted agent, and a run past it merged, nothing said why)."""
+    silent = {slot: project.config.agent_for(slot) for slot in SLOTS[:2]}
+    silent = {slot: agent for slot, agent in silent.items() if not stream_of(agent)}
+    if not silent:
+        return []
+    why = "; ".join(dict.fromkeys("an [agent] command is read as plain text" if agent.command.strip()
+                                  else f"preset {agent.preset}" for agent in silent.values()))
+    one = len(silent) == 1
+    return [f"  warning: [budget]: the {' and '.join(silent)} agent{'' if one else 's'} report{'s' if one else ''} "
+            f"no usage ({why}): {'its' if one else 'their'} runs count no tokens and no ceiling ends them"]
 
 
 def _pool_warning(project: Project, jobs: int) -> list[str]:
