@@ -54,6 +54,13 @@ def test_claude_stream_reads_as_text_with_its_usage():
                                      "cost_usd": 0.0137, "tool_calls": 1}
 
 
+
+def test_a_claude_run_of_one_turn_ends_in_one_turn_not_one_turns():
+    for turns, said in ((1, "1 turn"), (3, "3 turns"), ("many", "many turns"), (None, "? turns")):
+        event = {"type": "result", "subtype": "success", "is_error": False, "num_turns": turns}
+        shown, _ = feed("claude", [{key: value for key, value in event.items() if value is not None}])
+        assert shown == [f"[result] done after {said}"], turns
+
 def test_codex_stream_reads_as_text_with_its_usage_summed_over_turns():
     shown, reader = feed("codex", CODEX + CODEX[1:])
     assert shown[:4] == ["$ /bin/bash -c 'ls'", "a", "b", "(exit 0)"] and shown[4] == "All done."

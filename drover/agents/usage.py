@@ -139,7 +139,8 @@ class StreamReader:
             if isinstance(cost, (int, float)):
                 self.usage.cost_usd = float(cost)
             ending = "done" if not event.get("is_error") else f"failed ({event.get('subtype', 'error')})"
-            return [f"[result] {ending} after {event.get('num_turns', '?')} turns"]
+            turns = event.get("num_turns", "?")  # the stream's word: shown as it is unless a count
+            return [f"[result] {ending} after {counted(turns, 'turn') if type(turns) is int else f'{turns} turns'}"]
         return []
 
     def _message_usage(self, message: dict[str, Any]) -> None:
