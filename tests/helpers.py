@@ -605,6 +605,9 @@ def seed_report_ledger(root: Path, count: int = 200) -> dict:
             if fate == 3:
                 ledger.add_check(Check(f"c{number}-bad", item_id, "h" * 40, "b" * 40, "make test", 1, "exited",
                                        at(t + 250), 1.0, "FAILED", "", at(t + 251)))
+                # a check Ctrl-C ended: neither passed nor failed, the report counts it in neither
+                ledger.add_check(Check(f"c{number}-cut", item_id, "h" * 40, "b" * 40, "make test", None, "interrupted",
+                                       at(t + 260), 1.0, "interrupted", "", at(t + 261)))
             ledger.add_check(Check(f"c{number}", item_id, "h" * 40, "b" * 40, "make test", 0, "exited",
                                    at(t + 550), 1.0, "ok", "", at(t + 551)))
             table("audits").insert({"item": item_id, "level": "reviewed", "by": "reviewer", "note": "<i>fine</i>",

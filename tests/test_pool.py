@@ -428,6 +428,8 @@ def test_worktrees_lists_the_pool_and_prune_empties_it(pooled, tmp_path):
     assert any(line.split()[1:3] == ["-", "free"] for line in text[1:])
     pruned = drover(pooled, "worktrees", "prune", check=True).stdout.splitlines()
     assert sorted(line.split()[0] for line in pruned) == ["kept", "removed"]
+    kept = next(line for line in pruned if line.startswith("kept"))  # and how to remove it, should one wish
+    assert kept.endswith(f": held by {second}, not finished (--held removes it too; {second} goes on in another)")
     assert [row["holder"] for row in pool_rows(pooled)] == [second]
     held_path = pooled / pool_rows(pooled)[0]["path"]
     pruned = drover(pooled, "worktrees", "prune", "--held", check=True).stdout

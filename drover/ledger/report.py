@@ -148,7 +148,7 @@ MEANINGS: dict[str, dict[str, str]] = {
                   "not applied; empty otherwise",
         "rounds": "rounds of changes (a failed check's included)",
         "checks_passed": "drover's checks of its branch that passed (not those of base itself)",
-        "checks_failed": "those that did not",
+        "checks_failed": "those that did not (an interrupted check is neither)",
         "runs": "agent runs (every slot)", "failed_runs": "of them, those that did not end well",
         "input_tokens": "tokens in over its runs (unknown counts as 0)", "output_tokens": "tokens out",
         "cost_usd": "what its runs cost in USD, or null when no run's cost is known",
@@ -367,7 +367,8 @@ def _item_line(item_id: str, entry: Entry | None, row: dict[str, Any], runs: lis
     first = reviews[0][1] if reviews else None
     to_approval = None if approval is None else sum(1 for one in rounds if one.at < approval)
     cost, source = _cost(runs)
-    checks = [check for check in checks if check.head != check.base]  # not the checks of base itself
+    # neither the checks of base itself nor those a Ctrl-C or a stop ended, which judged nothing
+    checks = [check for check in checks if check.head != check.base and check.outcome != "interrupted"]
     passed = sum(1 for check in checks if check.passed)
     title, kind, deps = (entry.title, entry.kind, entry.deps) if entry is not None else ("", "", ())
     return ItemLine(item_id, title, kind, tuple(deps), status, reason, len(rounds), passed, len(checks) - passed,

@@ -406,4 +406,4 @@ def _in_use(project: Project, ledger: "Ledger", row: PoolRow, held: bool) -> str
         return f"{row.holder} has a live run {live.id} ({claimed_by(live, project.runs_dir)})"
     if row.pid != os.getpid() and holder_alive(row):
         return f"drover pid {row.pid} is using it for {row.holder}"
-    return "" if held else f"held by {row.holder}"
+    return "" if held else f"held by {row.holder}, not finished (--held removes it too; {row.holder} goes on in another)"
