@@ -325,6 +325,9 @@ def test_with_a_check_a_pool_of_two_a_job_sets_each_worktree_up_once_and_a_small
     small = drive(pooled, items[0])
     assert small.returncode == 0, small.stdout + small.stderr
     assert "warning: [run] pool = 1 is under two worktrees a job (2 for --jobs 1)" in small.stdout
+    # each set-up says whose worktree it readies: the item's own, or the one drover's check takes
+    said = small.stdout.splitlines()
+    assert f"{items[0]}: [run] setup ..." in said and f"{items[0]}: [run] setup for drover's check ..." in said
     set_run(pooled, pool="2")
     log.unlink()
     done = drive(pooled, *items[1:])

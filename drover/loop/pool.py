@@ -314,16 +314,17 @@ def inputs_digest(project: Project, worktree: Path) -> str:
 
 def setup_worktree(project: Project, ledger: "Ledger", worktree: Path, log_path: Path, *, item_id: str,
                    shown_log: str, timeout: float | None, cancel: threading.Event | None = None,
-                   progress: Callable[[str], None] | None = None) -> bool:
+                   progress: Callable[[str], None] | None = None, label: str = "") -> bool:
     """`[run] setup` in `worktree`, True when it ran now: in a pooled worktree when its inputs
-    changed since it last ran there, in any other once (worktree_setup.run_setup's marker)."""
+    changed since it last ran there, in any other once (worktree_setup.run_setup's marker);
+    `label`: run_setup's."""
     from drover.loop.worktree_setup import run_setup, to_stderr
 
     rel = project.relpath(worktree)
     row = ledger.pool_row(rel) if pooling(project) else None
     if row is None:
         return run_setup(project.config.setup, worktree, log_path, item_id=item_id, shown_log=shown_log,
-                         timeout=timeout, cancel=cancel, progress=progress)
+                         timeout=timeout, cancel=cancel, progress=progress, label=label)
     digest = inputs_digest(project, worktree)
     if row.setup_at and row.setup_digest == digest:
         return False
@@ -333,7 +334,7 @@ def setup_worktree(project: Project, ledger: "Ledger", worktree: Path, log_path:
     # forgotten first: a setup that fails or is killed half-way runs again next time
     ledger.set_pooled(rel, setup_digest="", setup_at="")
     run_setup(project.config.setup, worktree, log_path, item_id=item_id, shown_log=shown_log, timeout=timeout,
-              once=False, cancel=cancel, progress=progress)
+              once=False, cancel=cancel, progress=progress, label=label)
     ledger.set_pooled(rel, setup_digest=digest, setup_at=now())
     ledger.log_event("pool-setup", item_id, path=rel)
     warning = _outside_keep(project, worktree, rel)

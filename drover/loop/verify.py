@@ -257,7 +257,8 @@ def _run_in(project: Project, item_id: str, command: str, scratch: Path, base_he
 
         try:
             setup_worktree(project, ledger, scratch, log_path, item_id=item_id, shown_log=project.relpath(log_path),
-                           timeout=_timeout(project), cancel=cancel, progress=progress)
+                           timeout=_timeout(project), cancel=cancel, progress=progress,
+                           label=f"{item_id}: [run] setup for drover's check")  # not the item's own worktree
         except SetupInterrupted:
             return None, "interrupted", tail_of(log_path, start)
         except SetupFailed:

@@ -34,8 +34,9 @@ class SetupInterrupted(SetupFailed):
 
 def run_setup(command: str, worktree: Path, log_path: Path, *, item_id: str, shown_log: str,
               timeout: float | None = None, once: bool = True, cancel: threading.Event | None = None,
-              progress: Callable[[str], None] | None = None) -> bool:
+              progress: Callable[[str], None] | None = None, label: str = "") -> bool:
     """Run `command` in `worktree` unless it already ran there (`once`); True when it ran now.
+    `label` begins its progress lines (`D-1: [run] setup`, the default, for the item's own run).
 
     Its output goes to `log_path` (the run's log, which the agent then appends to). The marker
     lives in the worktree's private git folder, so a worktree removed and made again runs it again.
@@ -56,12 +57,13 @@ def run_setup(command: str, worktree: Path, log_path: Path, *, item_id: str, sho
     from drover.agents import launch as agents
 
     say = progress or to_stderr  # an install may take minutes: said before, so no one waits on silence
-    say(f"{item_id}: [run] setup ...")
+    label = label or f"{item_id}: [run] setup"
+    say(f"{label} ...")
     clock = time.monotonic()
     ended = agents.launch([SHELL, "-c", command], cwd=worktree,
                           env_add={"DROVER_ITEM": item_id, "DROVER_WORKTREE": str(worktree)}, prompt="",
                           prompt_via="file", log_path=log_path, timeout=timeout, label=f"{item_id} setup",
-                          echo=False, cancel=cancel, progress=progress, progress_label=f"{item_id}: [run] setup")
+                          echo=False, cancel=cancel, progress=progress, progress_label=label)
     status = f"exit {ended.exit_code}" if ended.outcome == "exited" else ended.outcome.replace("timeout", "timed out")
     with open_regular(log_path, "ab") as log:
         log.write(f"# [run] setup ended: {status}\n".encode())
@@ -71,7 +73,7 @@ def run_setup(command: str, worktree: Path, log_path: Path, *, item_id: str, sho
         raise SetupFailed(f"{item_id}: worktree setup failed ({status}); log: {shown_log}")
     if marker is not None:
         marker.write_text(command + "\n", encoding="utf-8")
-    say(f"{item_id}: [run] setup done in {time.monotonic() - clock:.1f}s")
+    say(f"{label} done in {time.monotonic() - clock:.1f}s")
     return True
 
 
