@@ -13,7 +13,7 @@ from drover.items import file as itemfile
 from drover.prompts import data as template_data
 from drover.ledger import catalogue, depstate, itemstate, writes
 from drover.ledger.catalogue import CacheRow
-from drover.loop import drive as loop, runs
+from drover.loop import drive as loop, driver, runs
 from drover.errors import ItemError, UsageError
 from drover.ledger.db import Ledger
 from drover.ledger.project import Project, open_project
@@ -195,9 +195,10 @@ def test_drive_asks_the_typed_query_never_the_show_view(opened, monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError("drive asked for the show view")
 
-    monkeypatch.setattr(loop, "item_state", counting)
+    for module in (loop, driver):  # the drive checks the ids given; the driver drives each
+        monkeypatch.setattr(module, "item_state", counting)
+        monkeypatch.setattr(module, "show_item", refuse, raising=False)
     monkeypatch.setattr(itemstate, "show_item", refuse)
-    monkeypatch.setattr(loop, "show_item", refuse, raising=False)
     ledger.mark_done("D-1")
     ledger.mark_done("D-2")
     ledger.park("D-3", "not now")

@@ -503,7 +503,7 @@ def test_ctrl_c_during_drive_ends_every_agent_and_records_the_runs(project):
 
 def test_the_drive_summary_aligns_its_columns_and_right_aligns_the_counts():
     from drover.cli.views import drive_summary as summary
-    from drover.loop.drive import Driven
+    from drover.loop.driver import Driven
 
     lines = summary([Driven("D-1", "finished", 2, 4), Driven("D-10", "failed", 1, 12, "implement agent exited 1",
                                                              log=".drover/runs/r/agent.log")])

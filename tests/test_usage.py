@@ -101,7 +101,7 @@ def test_a_drives_total_is_priced_by_the_rate_card_when_an_item_had_no_run_in_it
     card, $0.0163 (a new user, overnight on tabulate)."""
     from drover.agents.usage import priced
     from drover.cli.views import drive_summary
-    from drover.loop.drive import Driven
+    from drover.loop.driver import Driven
 
     rates = {"sonnet": (1.0, 1.0)}
     ran = total([priced({"model": "sonnet", "input_tokens": 15_000, "output_tokens": 1_300, "cost_usd": 0.0645,

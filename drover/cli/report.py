@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from drover.ledger.db import Ledger
     from drover.ledger.project import Project
     from drover.ledger.report import Ended, GroupLine, Report
-    from drover.loop.drive import Driven
+    from drover.loop.driver import Driven
 
 # a drive's word for an item the ledger shows as open, as the report's status (others keep `open`)
 _DRIVE_STATUS = {"failed": "failed", "no verdict": "failed", "orphaned": "failed", "over budget": "over_budget"}

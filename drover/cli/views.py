@@ -12,7 +12,7 @@ RED, GREEN, BOLD, FAINT, NORMAL, RESET = "\x1b[31m", "\x1b[32m", "\x1b[1m", "\x1
 _WORD = re.compile(r"\w+|\s+|[^\w\s]+")
 
 if TYPE_CHECKING:
-    from drover.loop.drive import Driven
+    from drover.loop.driver import Driven
 
 
 def render_show(shown: dict[str, Any]) -> str:

@@ -200,7 +200,8 @@ def describe(project: Project, launch: Launch) -> list[str]:
     where = project.relpath(launch.workdir) if launch.workdir != project.root else "."
     lines.append(f"directory: {where}" + (" (a worktree, created at launch)" if launch.worktree else ""))
     lines.append(f"agent: {launch.agent.identity} (timeout {launch.agent.timeout})")
-    lines.append(f"template: {launch.provenance.said()}")
+    made = launch.provenance
+    lines.append(f"template: {templates.described_source(made.requested, made.resolved, made.base_hashes)}")
     if launch.worktree is not None and project.config.setup:
         lines.append(f"setup: {project.config.setup} (once, in a new worktree, before the agent)")
     if launch.binary_missing:

@@ -43,13 +43,6 @@ class Provenance(NamedTuple):
     template_sha256: str
     prompt_sha256: str
 
-    def said(self) -> str:
-        """One line of what `show` and `run --dry-run` print after `template: `: what was used (and what
-        was asked for when that differs), then the default each replaced block was written against."""
-        from drover.prompts import described_source
-
-        return described_source(self.requested, self.resolved, self.base_hashes)
-
 
 class Rendered(NamedTuple):
     """A rendered prompt, its provenance, and the warnings a launch prints."""
