@@ -2,14 +2,58 @@
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
-from typing import Iterable, NamedTuple, TextIO
+from typing import Iterable, TextIO
+
+
+class ProblemCode(StrEnum):
+    """What a `drover check` finding is about: the `code` of `check --json`, the one list of them
+    (docs/commands.md names each; tests/test_check_cli.py holds the two to each other)."""
+
+    ITEM_UNREADABLE = "item-unreadable"
+    DEP_MISSING = "dep-missing"
+    DEP_UNREADABLE = "dep-unreadable"
+    DEP_NOT_AN_ID = "dep-not-an-id"
+    DEP_CYCLE = "dep-cycle"
+    BASE_MISSING = "base-missing"
+    REF_SHADOW = "ref-shadow"
+    GIT_REWRITE = "git-rewrite"
+    APPROVAL_MOVED = "approval-moved"
+    CONFIG = "config"
+    STALE_OVERRIDE = "stale-override"
+    WHOLE_TEMPLATE = "whole-template"
+    TEMPLATE_FIELD = "template-field"
+    TEMPLATE_BLOCK = "template-block"
+    TEMPLATE = "template"
+    AGENT_MISSING = "agent-missing"
+    AGENT_AS_ROOT = "agent-as-root"
+    TRACKER_UNREACHABLE = "tracker-unreachable"
+    LEDGER_ROW = "ledger-row"
+    NEEDS_REQUIREMENTS = "needs-requirements"
+    VERIFY_EMPTY = "verify-empty"
+    NOT_AN_ITEM = "not-an-item"
+    NO_TITLE = "no-title"
+    ITEMS_FOLDER = "items-folder"
+    MISSPELT_KEY = "misspelt-key"
+    OTHER = "other"  # an item file and the ledger that disagree, an interrupted write, an owed commit, templates switched off
+
+
+def located(path: str | None, line: int | None, text: str) -> str:
+    """`path:line: text`, `path: text` without a line, `text` alone without a path: how every
+    message that names a place names it."""
+    if not path:
+        return text
+    return f"{path}:{line}: {text}" if line else f"{path}: {text}"
 
 
 class DroverError(Exception):
-    """A failure the user can act on. Printed as one line, never a traceback."""
+    """A failure the user can act on. Printed as one line, never a traceback.
+    `code`: what `check --json` calls it when check reports it."""
 
     exit_code = 2
+    code = ProblemCode.OTHER
 
     def __init__(self, message: str, *, path: str | Path | None = None, line: int | None = None):
         super().__init__(message)
@@ -23,10 +67,7 @@ class DroverError(Exception):
         return (str(self),)
 
     def __str__(self) -> str:
-        where = ""
-        if self.path:
-            where = f"{self.path}:{self.line}: " if self.line else f"{self.path}: "
-        return f"{where}{self.message}"
+        return located(self.path, self.line, self.message)
 
 
 class UsageError(DroverError):
@@ -38,6 +79,8 @@ class ConfigError(DroverError):
 
     One reading reports every problem it finds: `lines` holds them, one each, in file order.
     """
+
+    code = ProblemCode.CONFIG
 
     @classmethod
     def several(cls, lines: list[str]) -> "ConfigError":
@@ -54,6 +97,20 @@ class ConfigError(DroverError):
 
 class TemplateError(DroverError):
     """A template does not parse, names an unknown field or block, or renders empty (exit 2)."""
+
+    code = ProblemCode.TEMPLATE
+
+
+class FieldError(TemplateError):
+    """A template names a field (or a field of a row) the data does not have."""
+
+    code = ProblemCode.TEMPLATE_FIELD
+
+
+class BlockError(TemplateError):
+    """An override's block is unknown, defined twice, or written so drover cannot use it as meant."""
+
+    code = ProblemCode.TEMPLATE_BLOCK
 
 
 class ItemError(DroverError):
@@ -79,13 +136,30 @@ class Refused(DroverError):
         return (str(self), *(f"  {detail}" for detail in self.details))
 
 
-class Finding(NamedTuple):
+@dataclass(frozen=True)
+class Finding:
     """One line `drover check` prints; `error` findings make it exit 1, the rest are warnings.
-    `item`: the item it is about, when it is about one item's file alone."""
+    `item`: the item it is about, when it is about one item's file alone. `code`, `path` and
+    `line` say what it is and where, for `check --json`: set where the finding is made, never read
+    back off the message. Findings compare by what check prints (message, error, item)."""
 
     message: str
     error: bool = True
     item: str = ""
+    code: ProblemCode = field(default=ProblemCode.OTHER, compare=False, kw_only=True)
+    path: str | None = field(default=None, compare=False, kw_only=True)
+    line: int | None = field(default=None, compare=False, kw_only=True)
+
+    @classmethod
+    def at(cls, code: ProblemCode, path: str, text: str, *, line: int | None = None, error: bool = True,
+           item: str = "") -> "Finding":
+        """A finding about `path` (at `line`), its message `text` with the place in front, as located() writes it."""
+        return cls(located(path, line, text), error, item, code=code, path=path, line=line)
+
+    @classmethod
+    def of(cls, exc: DroverError, error: bool = True) -> "Finding":
+        """An error found as an exception: its line, code and place."""
+        return cls(str(exc), error, code=exc.code, path=exc.path, line=exc.line)
 
 
 def did_you_mean(word: str, choices: Iterable[str], *, cutoff: float = 0.6, fold_case: bool = False) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import re
+from pathlib import Path
 
 import pytest
 from helpers import invoke, line_of_key
@@ -311,3 +312,65 @@ def test_with_repo_templates_off_the_ignored_files_problems_are_warnings_and_dri
     (project / "drover.toml").write_text((project / "drover.toml").read_text().replace(
         'branch = "drover/', 'branch = "a..b/'))  # the branch template is used whatever the switch says
     assert invoke("check", env=off).exit_code == 1
+
+
+# --- check --json: each finding's code, path and line, set where it is made --------------------
+
+COMMANDS_DOC = Path(__file__).resolve().parent.parent / "docs" / "commands.md"
+
+
+def json_problems(*args: str) -> list[dict]:
+    return json.loads(invoke("check", "--json", *args).output)["problems"]
+
+
+def test_a_stale_override_and_a_whole_template_name_the_file_and_line_in_check_json(project):
+    use_override(project, f"\n\n<% block scope %>\n<# drover-base: {OLD_SCOPE} #>\n- Mine.\n<% endblock %>\n")
+    assert "STALE OVERRIDE implement/scope in docs-internal/kickoff.tmpl" in invoke("check").stdout.splitlines()
+    (stale,) = [problem for problem in json_problems() if problem["code"] == "stale-override"]
+    assert stale == {"code": "stale-override", "severity": "error", "path": "docs-internal/kickoff.tmpl", "line": 3,
+                     "message": "STALE OVERRIDE implement/scope in docs-internal/kickoff.tmpl"}
+    (project / "docs-internal" / "kickoff.tmpl").write_text("<% block scope %>\n- Mine.\n<% endblock %>\n\nFix {{ Id }}.\n")
+    (whole,) = [problem for problem in json_problems() if problem["code"] == "whole-template"]
+    assert (whole["path"], whole["line"]) == ("docs-internal/kickoff.tmpl", 5)
+    assert whole["message"] == "WHOLE TEMPLATE implement in docs-internal/kickoff.tmpl:5"
+
+
+@pytest.mark.parametrize(("text", "code", "line"), [
+    ("<% block scpoe %>\n- x\n<% endblock %>\n", "template-block", 1),
+    ("<% block done %>\n- x\n\n- {{ Titel }}\n<% endblock %>\n", "template-field", 4),
+    ("<% block done %>\n<<<<<<< ours\n- a\n=======\n- b\n>>>>>>> theirs\n<% endblock %>\n", "template", 2),
+    ("<% block done %>\n<% if %>\n<% endblock %>\n", "template", 2),  # a syntax error whose words say "block"
+], ids=["unknown-block", "unknown-field", "conflict-marker", "syntax"])
+def test_a_template_problem_has_its_code_and_place_whatever_the_file_is_named(project, text, code, line):
+    (project / "docs-internal").mkdir()
+    (project / "docs-internal" / "kickoff.jinja").write_text(text)
+    config = project / "drover.toml"
+    config.write_text(config.read_text().replace('implement = ""', 'implement = "docs-internal/kickoff.jinja"'))
+    (problem,) = [problem for problem in json_problems() if problem["path"] == "docs-internal/kickoff.jinja"]
+    assert (problem["code"], problem["line"], problem["severity"]) == (code, line, "error")
+    assert problem["message"].startswith(f"docs-internal/kickoff.jinja:{line}: ")
+
+
+def documented_codes() -> list[str]:
+    """The codes the `--json` row of check's table lists in docs/commands.md, in its order."""
+    (row,) = [line for line in COMMANDS_DOC.read_text().splitlines()
+              if line.startswith('| `--json` | print `{"ok", "problems": [{"code"')]
+    listed = row.split("`code` is one of ", 1)[1].split(". ", 1)[0]
+    return re.findall(r"`([a-z-]+)`", listed)
+
+
+@pytest.mark.parametrize("code", documented_codes())
+def test_every_code_the_docs_list_is_one_a_finding_is_made_with(code):
+    from drover.errors import ProblemCode
+
+    member = ProblemCode(code)  # ValueError: the docs list a code drover does not define
+    sources = (Path(templates.__file__).resolve().parent.parent).rglob("*.py")
+    made = re.compile(rf"\bProblemCode\.{member.name}\b")
+    assert any(made.search(path.read_text()) for path in sources), f"nothing makes {code}"
+
+
+def test_the_docs_list_every_code_once():
+    from drover.errors import ProblemCode
+
+    listed = documented_codes()
+    assert len(listed) == len(set(listed)) and set(listed) == {code.value for code in ProblemCode}

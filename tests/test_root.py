@@ -1,6 +1,7 @@
 """Root before launch: run --dry-run, check and the launch name claude's refusal under uid 0."""
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from pathlib import Path
@@ -46,6 +47,13 @@ def test_dry_run_check_and_launch_name_the_refusal(project):
     assert launched.returncode == 1
     assert launched.stderr.strip().splitlines()[-1].startswith(f"drover: {REFUSAL}")
     assert not (project.parent / "launched").exists()
+
+
+def test_check_json_codes_the_refusal_as_root_apart_from_a_missing_agent(project):
+    problems = json.loads(drover(project, "check", "--json").stdout)["problems"]
+    refused = [(problem["code"], problem["severity"]) for problem in problems if REFUSAL in problem["message"]]
+    assert refused == [("agent-as-root", "warning")]
+    assert "agent-missing" not in {problem["code"] for problem in problems}  # claude is on PATH
 
 
 def test_sandboxed_passes_is_sandbox_and_says_so(project):

@@ -2,63 +2,11 @@
 (docs/commands.md), built here from what the core returns, so cli.py only prints it."""
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from drover.errors import Finding
     from drover.ledger.project import Project
-
-_LOCATION = re.compile(r"^(?P<path>[^\s:][^:]*?\.(?:md|toml|tmpl|json|txt))(?::(?P<line>\d+))?: (?P<rest>.*)$", re.DOTALL)
-# check's problem codes, for findings that do not carry their own: first matching words win
-_CODES = (
-    (" shadows ", "ref-shadow"),
-    ("this key is the project's own and drover ignores it", "misspelt-key"),
-    ("drover's git reads past it", "git-rewrite"),
-    ("moved since the approval", "approval-moved"),
-    ("needs requirements", "needs-requirements"),
-    ("is empty: nothing runs before merge", "verify-empty"),
-    (": not an item (", "not-an-item"),
-    (" has no title: ", "no-title"),
-    (": not a folder", "items-folder"),
-    ("[project] items: no folder", "items-folder"),
-    ("STALE OVERRIDE", "stale-override"),
-    ("WHOLE TEMPLATE", "whole-template"),
-    ("dependency cycle", "dep-cycle"),
-    ("impossible row", "ledger-row"),
-    ("does not resolve to an item id", "dep-not-an-id"),
-    ("does not resolve to an item", "dep-missing"),
-    ("[run] base", "base-missing"),
-    ("drover.toml", "config"),
-    ("agent for ", "agent-missing"),
-    ("tracker ", "tracker-unreachable"),
-    ("unknown field", "template-field"),
-    ("block", "template-block"),
-    (".tmpl", "template"),
-)
-_ITEM_WORDS = ("will not parse", "has no body", "is shelved", "has an id that disagrees", "has no file")
-
-
-def location(message: str) -> tuple[str | None, int | None, str]:
-    """(path, line, the rest) of a `path:line: message` line; path and line None when absent."""
-    match = _LOCATION.match(message)
-    if not match:
-        return None, None, message
-    line = match.group("line")
-    return match.group("path"), int(line) if line else None, match.group("rest")
-
-
-def problem_code(message: str) -> str:
-    _, _, rest = location(message)
-    if re.match(r"\S+: dep ", rest):  # `D-3: dep D-9 has no file`: a problem of the dep, seen from D-3
-        if "does not resolve to an item id" in rest:
-            return "dep-not-an-id"
-        return "dep-missing" if "has no file" in rest or "does not resolve" in rest else "dep-unreadable"
-    if any(words in message for words in _ITEM_WORDS):
-        return "item-unreadable"
-    for words, code in _CODES:
-        if words in message:
-            return code
-    return "other"
 
 
 def new_report(project: Project, item_id: str, finding: str) -> dict[str, Any]:
@@ -76,19 +24,11 @@ def list_report(listed: list[Any]) -> list[dict[str, Any]]:
              "path": row.entry.rel, "deps": list(row.entry.deps), "note": row.note} for row in listed]
 
 
-def check_report(findings: list[Any]) -> dict[str, Any]:
-    """`check --json`: {"ok", "problems": [{"code", "severity", "path", "line", "message"}]}."""
-    problems = []
-    for found in findings:
-        path, line, _ = location(found.message)
-        problems.append({
-            "code": getattr(found, "code", "") or problem_code(found.message),
-            "severity": "error" if found.error else "warning",
-            "path": getattr(found, "path", None) or path,
-            "line": getattr(found, "line", None) or line,
-            "message": found.message,
-        })
-    return {"ok": not any(found.error for found in findings), "problems": problems}
+def check_report(findings: list[Finding]) -> dict[str, Any]:
+    """`check --json`: {"ok", "problems": [{"code", "severity", "path", "line", "message"}]}, each as its finding says."""
+    return {"ok": not any(found.error for found in findings),
+            "problems": [{"code": str(found.code), "severity": "error" if found.error else "warning",
+                          "path": found.path, "line": found.line, "message": found.message} for found in findings]}
 
 
 def provenance_report(provenance: Any) -> dict[str, Any]:

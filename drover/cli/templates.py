@@ -7,6 +7,7 @@ from typing import Any
 import click
 
 from drover.cli.parts import COLOR_CHOICES, ITEM_ID, NearChoice, complete_blocks, echo_json, example, json_option, opened, template_option
+from drover.errors import ProblemCode
 from drover.vocabulary import GUIDANCE_LEVELS, SLOTS, TEMPLATE_SLOTS
 
 
@@ -108,7 +109,7 @@ def check(diff: bool, diff_format: str, color: str, update: bool, dry_run: bool,
             else:
                 click.echo(NOTHING_STALE)
         findings = run_check(project, ledger)
-        stale = not diff and any(found.message.startswith("STALE OVERRIDE ") for found in findings)
+        stale = not diff and any(found.code == ProblemCode.STALE_OVERRIDE for found in findings)
         hints = stale_hints(templates.stale_overrides(project.root, project.config)) if stale else []
     # with --diff the stale lines are the diff's headers, and a unified patch keeps stdout clean
     say_check(findings, as_json, diff=diff, out_err=diff and diff_format == "unified", hints=hints)
@@ -144,7 +145,7 @@ def say_check(findings: list[Any], as_json: bool, *, diff: bool = False, out_err
     from drover.errors import printable
 
     for found in findings:  # a finding quotes item files, which agents may write: no escape reaches a terminal
-        if not (diff and found.message.startswith("STALE OVERRIDE ")):
+        if not (diff and found.code == ProblemCode.STALE_OVERRIDE):
             click.echo(printable(found.message if found.error else f"warning: {found.message}"), err=out_err)
     if not findings and not diff:
         click.echo("no problems found")

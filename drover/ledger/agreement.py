@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from drover.errors import located
+
 if TYPE_CHECKING:
     from drover.ledger.db import Ledger
     from drover.ledger.project import Project
@@ -19,6 +21,11 @@ FEW = 500
 
 def disagreements(project: "Project", ledger: "Ledger", entries: dict[str, "Entry"]) -> list[str]:
     """One line per item whose file and ledger tell different stories, with the command that repairs it."""
+    return [located(path, None, said) for path, said in disagreeing(project, ledger, entries)]
+
+
+def disagreeing(project: "Project", ledger: "Ledger", entries: dict[str, "Entry"]) -> list[tuple[str, str]]:
+    """disagreements' lines as (the file, what is wrong with it): check gives the file apart (`check --json`)."""
     # Two reads of the rounds, each for the items one case can name: an outstanding Changes
     # against rounds all cleared, a cleared one against an uncleared round (a summary of
     # every item, 50,000 rows, cost more than the rest of this).
@@ -30,21 +37,21 @@ def disagreements(project: "Project", ledger: "Ledger", entries: dict[str, "Entr
     said = []
     for item_id, found in readable:
         if found.outstanding and item_id in all_cleared:
-            said.append(
-                f"{found.rel}: {item_id} Changes holds findings but the ledger has every round cleared "
+            said.append((
+                found.rel, f"{item_id} Changes holds findings but the ledger has every round cleared "
                 f"(newest: round {all_cleared[item_id]}): record them with `drover request-changes {item_id} "
                 f"--file F`, or discharge them with `drover close-changes {item_id}`"
-            )
+            ))
         elif found.cleared and item_id in some_open:
-            said.append(
-                f"{found.rel}: {item_id} Changes is cleared but the ledger has round {some_open[item_id]} "
+            said.append((
+                found.rel, f"{item_id} Changes is cleared but the ledger has round {some_open[item_id]} "
                 f"uncleared: run `drover close-changes {item_id}` to clear it in the ledger too"
-            )
+            ))
     for intent in ledger.pending_intents():
-        said.append(f"{intent['path']}: an interrupted {intent['command']} is not finished: "
-                    "run any drover command that writes (for instance `drover list`) to finish it")
+        said.append((intent["path"], f"an interrupted {intent['command']} is not finished: "
+                     "run any drover command that writes (for instance `drover list`) to finish it"))
     for owed in ledger.owed_commits():
         if owed["failed"]:
-            said.append(f"{owed['path']}: the commit `{owed['message']}` is owed ([project] commit_items) "
-                        f"and git refused it: {owed['failed']}; the next write tries it again")
+            said.append((owed["path"], f"the commit `{owed['message']}` is owed ([project] commit_items) "
+                         f"and git refused it: {owed['failed']}; the next write tries it again"))
     return said

@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, NamedTuple, Union
 
+from drover.errors import located
 from drover.items import file as itemfile
 from drover.items import parsing
 from drover.items.parsing import Fields, Job, Unchanged
@@ -57,8 +58,7 @@ class Entry(NamedTuple):
     @property
     def problem(self) -> str:
         """One line naming file and line: what check, list and show print for an unreadable item."""
-        where = f"{self.rel}:{self.line}" if self.line else self.rel
-        return f"{where}: {self.id} {self.unreadable}" + (f" ({self.detail})" if self.detail else "")
+        return located(self.rel, self.line, f"{self.id} {self.unreadable}" + (f" ({self.detail})" if self.detail else ""))
 
 
 class CachedFile(NamedTuple):

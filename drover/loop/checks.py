@@ -10,14 +10,14 @@ from drover.agents import presets
 from drover import git, prompts as templates
 from drover.items import file as itemfile
 from drover.config import AgentConfig, Config
-from drover.errors import Finding
+from drover.errors import Finding, ProblemCode
 from drover.ledger.db import Ledger
 from drover.ledger.project import Project
 from drover.ledger.catalogue import Entry, catalogue, collector_paused, notes_for_people, without_file
 from drover.ledger.listing import states_of
 from drover.ledger.state import Activity, State, verdict_of
 from drover.trackers import open_tracker
-from drover.vocabulary import SLOTS, counted
+from drover.vocabulary import CONFIG_FILE, SLOTS, counted
 
 
 class UsedKeys:
@@ -58,53 +58,52 @@ def _check_items(project: Project, ledger: Ledger) -> tuple[list[Finding], Conta
     forward = False  # whether some dep is this item or a later one in that order: else no cycle can close
     for item_id, found in entries.items():
         if found.unreadable and found.unreadable != itemfile.SHELVED:
-            findings.append(Finding(found.problem, item=item_id))
+            findings.append(_unreadable(found, found.problem, item=item_id))
         elif not found.unreadable and not found.title.strip():
-            findings.append(Finding(f"{found.rel}: {item_id} has no title: list, the branch and its prompts name it "
-                                    "by id alone (add `title:` to its frontmatter)", error=False))
-        wrong: list[tuple[str, str]] = []  # (dep, what is wrong with it), said at the `deps:` line below
+            findings.append(Finding.at(ProblemCode.NO_TITLE, found.rel, f"{item_id} has no title: list, the branch and its "
+                                       "prompts name it by id alone (add `title:` to its frontmatter)", error=False))
+        wrong: list[tuple[str, str, ProblemCode]] = []  # (dep, what is wrong with it, its code), said at the `deps:` line below
         for dep in found.deps:
             if dep in seen:
                 if entries[dep].unreadable:
-                    wrong.append((dep, entries[dep].unreadable))
+                    wrong.append((dep, entries[dep].unreadable, ProblemCode.DEP_UNREADABLE))
                 continue  # an id with a file: the checks below would find nothing else
             # The words are the ones the prompt's Unreadable carries for the same dep (items.py).
             if not match(dep):
-                wrong.append((dep, itemfile.NOT_AN_ID))
+                wrong.append((dep, itemfile.NOT_AN_ID, ProblemCode.DEP_NOT_AN_ID))
                 forward = forward or dep in entries  # the cycle search follows any dep with a file
             elif dep not in entries:
                 # A dep the ledger knows (done, then its file deleted) reads as absent to an agent too.
                 if known is None:
                     known = set(entries) | set(ledger.item_rows())
                 where = "; the ledger knows it" if dep in known else ""
-                wrong.append((dep, f"{itemfile.MISSING} (no {project.config.items}/{dep}.md{where})"))
+                wrong.append((dep, f"{itemfile.MISSING} (no {project.config.items}/{dep}.md{where})", ProblemCode.DEP_MISSING))
             else:
                 forward = True
                 if entries[dep].unreadable:
-                    wrong.append((dep, entries[dep].unreadable))
+                    wrong.append((dep, entries[dep].unreadable, ProblemCode.DEP_UNREADABLE))
         if wrong:
-            at = _deps_at(project, item_id, found.rel)  # the file read again once, for the line
-            findings.extend(Finding(f"{at}: {item_id}: dep {dep} {words}", error=words != itemfile.SHELVED, item=item_id)
-                            for dep, words in wrong)
+            # the file read again once, for the line of its `deps:` key (the catalogue keeps the deps, not their line)
+            line = itemfile.key_line_of(project.item_path(item_id), "deps")
+            findings.extend(Finding.at(code, found.rel, f"{item_id}: dep {dep} {words}", line=line,
+                                       error=words != itemfile.SHELVED, item=item_id) for dep, words, code in wrong)
         if match(item_id):
             seen.add(item_id)
     findings.extend(_without_file(project, ledger, entries))
-    from drover.ledger.agreement import disagreements
+    from drover.ledger.agreement import disagreeing
 
-    findings.extend(Finding(line) for line in disagreements(project, ledger, entries))
+    findings.extend(Finding.at(ProblemCode.OTHER, path, said) for path, said in disagreeing(project, ledger, entries))
     findings.extend(_needs_requirements(project, ledger, entries))
     # Every dep earlier in one order (numbered items on lower numbers, the common case): no cycle.
     if forward:
         for cycle in dependency_cycles({item_id: found.deps for item_id, found in entries.items()}):
-            findings.append(Finding(f"{entries[cycle[0]].rel}: dependency cycle: {' -> '.join(cycle)}"))
+            findings.append(Finding.at(ProblemCode.DEP_CYCLE, entries[cycle[0]].rel, f"dependency cycle: {' -> '.join(cycle)}"))
     return findings, UsedKeys(ledger)
 
 
-def _deps_at(project: Project, item_id: str, rel: str) -> str:
-    """`items/D-1.md:4`, the file and line of an item's `deps:` key: the file is read again, for
-    a finding only (the catalogue keeps an item's deps, not their line)."""
-    line = itemfile.key_line_of(project.item_path(item_id), "deps")
-    return f"{rel}:{line}" if line else rel
+def _unreadable(found: Entry, message: str, *, error: bool = True, item: str = "") -> Finding:
+    """An unreadable item's finding; `message` is its problem, said as the case needs."""
+    return Finding(message, error, item, code=ProblemCode.ITEM_UNREADABLE, path=found.rel, line=found.line)
 
 
 def misspelt_keys(project: Project, ledger: Ledger) -> list[Finding]:
@@ -134,9 +133,9 @@ def misspelt_keys(project: Project, ledger: Ledger) -> list[Finding]:
         for key, line in sorted(lines.items(), key=lambda pair: pair[1] or 0):
             own = meant[key]
             shown = key.replace("\r", "\\r").replace("\n", "\\n")  # a finding is one line
-            findings.append(Finding(
-                f"{project.item_rel(name)}{f':{line}' if line else ''}: {shown}: did you mean {own}? drover reads "
-                f"{own} for {OWN_KEYS[own]}; this key is the project's own and drover ignores it", error=False))
+            findings.append(Finding.at(
+                ProblemCode.MISSPELT_KEY, project.item_rel(name), f"{shown}: did you mean {own}? drover reads "
+                f"{own} for {OWN_KEYS[own]}; this key is the project's own and drover ignores it", line=line, error=False))
     return findings
 
 
@@ -145,8 +144,10 @@ def _without_file(project: Project, ledger: Ledger, entries: dict[str, Entry]) -
     any unreadable item is, but for a done item, whose file deleted after its merge only warns."""
     missing = without_file(project, ledger, entries)
     done = ledger.flags()[0] if missing else set()
-    return [Finding(f"{found.problem} (it is done; the ledger keeps its history)", error=False) if item_id in done
-            else Finding(f"{found.problem} (the ledger has its runs or rounds: restore the file from git)", item=item_id)
+    return [_unreadable(found, f"{found.problem} (it is done; the ledger keeps its history)", error=False)
+            if item_id in done
+            else _unreadable(found, f"{found.problem} (the ledger has its runs or rounds: restore the file from git)",
+                             item=item_id)
             for item_id, found in missing.items()]
 
 
@@ -155,8 +156,9 @@ def _needs_requirements(project: Project, ledger: Ledger, entries: dict[str, Ent
     placeholders = {item_id: found for item_id, found in entries.items() if found.placeholder and not found.unreadable}
     if not placeholders:
         return []  # the ledger is read only when some item may need requirements
-    return [Finding(f"{row.entry.rel}: {row.entry.id} needs requirements: its Requirements section is still the "
-                    f"placeholder, so drive skips it (write them, or run `drover draft {row.entry.id}`)", error=False)
+    return [Finding.at(ProblemCode.NEEDS_REQUIREMENTS, row.entry.rel, f"{row.entry.id} needs requirements: its Requirements "
+                       "section is still the placeholder, so drive skips it (write them, or run "
+                       f"`drover draft {row.entry.id}`)", error=False)
             for row in states_of(project, ledger, placeholders) if row.state == State.NEEDS_REQUIREMENTS]
 
 
@@ -198,16 +200,16 @@ def check_config(project: Project, refs: dict[str, str]) -> list[Finding]:
     base = project.config.base
     findings = []
     if git.local_ref(base) not in refs:
-        findings.append(Finding(f"drover.toml: [run] base: no branch {base!r} in this repository "
-                                "(items start from it and merge into it)"))
+        findings.append(Finding.at(ProblemCode.BASE_MISSING, CONFIG_FILE, f"[run] base: no branch {base!r} in this "
+                                   "repository (items start from it and merge into it)"))
     items = project.items_dir
     if items.exists() and not items.is_dir():
-        findings.append(Finding(f"{project.config.items}: not a folder ([project] items names the folder of "
-                                "item files): move it aside and run `drover init`"))
+        findings.append(Finding.at(ProblemCode.ITEMS_FOLDER, project.config.items, "not a folder ([project] items names the "
+                                   "folder of item files): move it aside and run `drover init`"))
     elif not items.exists():  # `drover init` makes it: a name that is not there is a typo, and no item is read
-        findings.append(Finding(f"drover.toml: [project] items: no folder {project.config.items!r}: drover "
-                                "reads no items, so list shows none and drive has nothing to drive (correct the "
-                                "name, or create the folder with `drover init`)"))
+        findings.append(Finding.at(ProblemCode.ITEMS_FOLDER, CONFIG_FILE, f"[project] items: no folder "
+                                   f"{project.config.items!r}: drover reads no items, so list shows none and drive "
+                                   "has nothing to drive (correct the name, or create the folder with `drover init`)"))
     return findings
 
 
@@ -216,8 +218,8 @@ def check_refs(project: Project, ledger: Ledger, refs: dict[str, str]) -> list[F
     approvals whose branch has moved since; `refs` is every ref (git.all_refs)."""
     heads = {name[len("refs/heads/"):]: sha for name, sha in refs.items() if name.startswith("refs/heads/")}
     git_dir = git.own_git_dir(project.root)
-    findings = [Finding(line) for line in _shadows(project, ledger, refs, heads, git_dir)]
-    findings += [Finding(line, error=False) for line in _rewrites(refs, git_dir)]
+    findings = [Finding(line, code=ProblemCode.REF_SHADOW) for line in _shadows(project, ledger, refs, heads, git_dir)]
+    findings += [Finding(line, error=False, code=ProblemCode.GIT_REWRITE) for line in _rewrites(refs, git_dir)]
     for item_id, row in sorted(ledger.list_activity(approved=True).items()):
         activity = Activity._make(row)
         branch = activity.branch or ""
@@ -226,7 +228,7 @@ def check_refs(project: Project, ledger: Ledger, refs: dict[str, str]) -> list[F
             now = heads.get(branch, "")
             where = f"is at {now[:7]}" if now else "is gone"
             findings.append(Finding(f"{item_id}: {verdict.moved} ({branch} {where}): finish refuses it until a "
-                                    "review approves the new head", error=False))
+                                    "review approves the new head", error=False, code=ProblemCode.APPROVAL_MOVED))
     return findings
 
 
@@ -287,12 +289,12 @@ def check_warnings(project: Project) -> list[Finding]:
         if key != "default" and default and default not in command:
             findings.append(Finding(
                 f"[verify] {key} does not contain the default command ({default!r}): "
-                f"items with {key}: yes would silently run less", error=False))
+                f"items with {key}: yes would silently run less", error=False, code=ProblemCode.CONFIG, path=CONFIG_FILE))
     findings += empty_verify(config.verify)
     findings += independent_review(config)
     findings += review_through_a_runner(config)
-    findings += [Finding(f"{rel}: not an item (its name is no id and it has no frontmatter): drover leaves it alone",
-                         error=False) for rel in notes_for_people(project)]
+    findings += [Finding.at(ProblemCode.NOT_AN_ITEM, rel, "not an item (its name is no id and it has no frontmatter): "
+                            "drover leaves it alone", error=False) for rel in notes_for_people(project)]
     agents_seen: dict[tuple[str, str], tuple[str, AgentConfig]] = {}
     for slot in SLOTS:
         agent = config.agent_for(slot)
@@ -300,17 +302,18 @@ def check_warnings(project: Project) -> list[Finding]:
     for slot, agent in agents_seen.values():
         missing = presets.binary_missing(agent)
         if missing:
-            findings.append(Finding(f"agent for {slot}: {missing}", error=False))
+            findings.append(Finding(f"agent for {slot}: {missing}", error=False, code=ProblemCode.AGENT_MISSING))
         refusal = presets.root_refusal(agent)
         if refusal:
-            findings.append(Finding(f"agent for {slot}: {refusal}", error=False))
+            findings.append(Finding(f"agent for {slot}: {refusal}", error=False, code=ProblemCode.AGENT_AS_ROOT))
     if config.tracker.backend == "github" and not config.tracker.repo:
-        findings.append(Finding("drover.toml: [tracker] repo is empty: finish closes and comments on no issue until "
-                                "it names the repository (gh would take it from .git/config, which agents can write)",
-                                error=False))
+        findings.append(Finding.at(ProblemCode.CONFIG, CONFIG_FILE, "[tracker] repo is empty: finish closes and comments on "
+                                   "no issue until it names the repository (gh would take it from .git/config, which "
+                                   "agents can write)", error=False))
     reason = open_tracker(config.tracker, project.root).probe()
     if reason:
-        findings.append(Finding(f"tracker {config.tracker.backend}: {reason}", error=False))
+        findings.append(Finding(f"tracker {config.tracker.backend}: {reason}", error=False,
+                                code=ProblemCode.TRACKER_UNREACHABLE))
     return findings
 
 
@@ -329,9 +332,9 @@ def review_through_a_runner(config: Config) -> list[Finding]:
         words = words[1:]  # `env NAME=value make ...`
     if not words or posixpath.basename(words[0]) not in RECIPE_RUNNERS:
         return []
-    return [Finding(f"drover.toml: [agent.review] command starts {words[0]}: drover cannot see which files its "
-                    "recipe runs, so a branch that changes them would be reviewed by them; name the reviewer's "
-                    "script in the command itself (`sh agents/review.sh`)", error=False)]
+    return [Finding.at(ProblemCode.CONFIG, CONFIG_FILE, f"[agent.review] command starts {words[0]}: drover cannot see which "
+                       "files its recipe runs, so a branch that changes them would be reviewed by them; name the "
+                       "reviewer's script in the command itself (`sh agents/review.sh`)", error=False)]
 
 
 def independent_review(config: Config) -> list[Finding]:
@@ -340,10 +343,10 @@ def independent_review(config: Config) -> list[Finding]:
     reviewer = config.agent_for("review").identity
     if not config.require_independent or reviewer != config.agent_for("implement").identity:
         return []
-    return [Finding(f"drover.toml: [review] require_independent is true and the review agent's identity is the "
-                    f"implementing agent's ({reviewer}): an approval by one of the item's authors (Weak) does not "
-                    "open the gate, so no review run approves and drive parks every item (give [agent.review] "
-                    "another `name`, or audit by hand)", error=False)]
+    return [Finding.at(ProblemCode.CONFIG, CONFIG_FILE, "[review] require_independent is true and the review agent's "
+                       f"identity is the implementing agent's ({reviewer}): an approval by one of the item's authors "
+                       "(Weak) does not open the gate, so no review run approves and drive parks every item (give "
+                       "[agent.review] another `name`, or audit by hand)", error=False)]
 
 
 def check_ledger_rows(project: Project, ledger: Ledger) -> list[Finding]:
@@ -352,7 +355,7 @@ def check_ledger_rows(project: Project, ledger: Ledger) -> list[Finding]:
     from drover.ledger.jsonl import impossible_rows
 
     where = project.relpath(project.ledger_path)
-    return [Finding(f"{where}: impossible row: {said}") for said in impossible_rows(ledger)]
+    return [Finding.at(ProblemCode.LEDGER_ROW, where, f"impossible row: {said}") for said in impossible_rows(ledger)]
 
 
 def _with_deps(entries: dict[str, Entry], ids: tuple[str, ...]) -> set[str]:
@@ -369,9 +372,9 @@ def _with_deps(entries: dict[str, Entry], ids: tuple[str, ...]) -> set[str]:
 
 def empty_verify(verify: dict[str, str]) -> list[Finding]:
     """An empty verify command: drover then checks nothing before it merges (docs/verify.md)."""
-    return [Finding(f"drover.toml: [verify] {key} is empty: nothing runs before merge for "
-                    f"{'items' if key == 'default' else f'items with {key}: yes'} (drover runs no check "
-                    "of its own, and finish needs none)", error=False)
+    return [Finding.at(ProblemCode.VERIFY_EMPTY, CONFIG_FILE, f"[verify] {key} is empty: nothing runs before merge for "
+                       f"{'items' if key == 'default' else f'items with {key}: yes'} (drover runs no check "
+                       "of its own, and finish needs none)", error=False)
             for key, command in sorted(verify.items()) if not command.strip()]
 
 

@@ -4,17 +4,17 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable, Container
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from drover import git
 from drover.config import Config
-from drover.errors import DroverError, Finding, TemplateError
+from drover.errors import BlockError, DroverError, Finding, ProblemCode, TemplateError
 from drover.prompts.fields import TemplateData
-from drover.vocabulary import SLOTS
+from drover.vocabulary import CONFIG_FILE, SLOTS
 from drover.prompts.env import base_hash, builtin_blocks, compile_template, normalise
 from drover.prompts.fieldcheck import field_problems, key_problems
 from drover.prompts.gosyntax import jinja_delimiter_warnings
 from drover.prompts.merge import conflict_errors
-from drover.prompts.overrides import BASE_MUST_OPEN, Override, OverrideBlock, Source, override_problems, override_warnings, parse_override, read_repo_file, stale_blocks, unended_blocks, untrusted_setting
+from drover.prompts.overrides import BASE_MUST_OPEN, Override, OverrideBlock, Source, override_findings, override_problems, parse_override, read_repo_file, stale_blocks, unended_blocks, untrusted_setting
 from drover.prompts.rendering import BRANCH_DISPLAY, prepare, render_branch, render_template
 
 
@@ -60,7 +60,7 @@ def check_templates(root: Path, config: Config, used_keys: Container[str] | None
     untrusted = untrusted_setting()  # first: a value it cannot read stops the check (exit 2)
 
     def report(exc: DroverError, error: bool = True) -> None:
-        findings.append(Finding(str(exc), error))
+        findings.append(Finding.of(exc, error))
 
     for slot in SLOTS:
         written = config.prompts.get(slot, "")
@@ -76,11 +76,10 @@ def check_templates(root: Path, config: Config, used_keys: Container[str] | None
             report(problem)
         if override is None:
             continue
-        for warning in override_warnings(override):
-            findings.append(Finding(warning, True))
+        findings.extend(override_findings(override))
         for block in override.replacements():
             if block.misplaced_base:
-                report(TemplateError(f"block {block.name}: {BASE_MUST_OPEN}", path=written, line=block.misplaced_base))
+                report(BlockError(f"block {block.name}: {BASE_MUST_OPEN}", path=written, line=block.misplaced_base))
         try:
             fields = field_problems(text, written)
             for problem in fields:
@@ -99,7 +98,7 @@ def check_templates(root: Path, config: Config, used_keys: Container[str] | None
             report(problem, error=False)
         if not override.whole:
             for block in unended_blocks(text):
-                report(TemplateError(
+                report(BlockError(
                     f"block {block.name}: its last line has no newline; drover renders the block as whole "
                     "lines, so end it on a line of its own to write what renders", path=written, line=block.line,
                 ), error=False)
@@ -108,11 +107,13 @@ def check_templates(root: Path, config: Config, used_keys: Container[str] | None
                 report(problem)
     if untrusted:
         # launches render the built-ins: what is wrong with the ignored files is no reason to stop one
-        findings[:] = [found._replace(error=False) for found in findings]
+        findings[:] = [replace(found, error=False) for found in findings]
     for problem in _branch_problems(config):
-        report(problem)
+        # [run] branch is a setting: its problem is drover.toml's (the line of a one-line template is none of the file's)
+        findings.append(Finding(str(problem), code=ProblemCode.CONFIG, path=CONFIG_FILE))
     if untrusted and any(config.prompts.get(slot) for slot in SLOTS):
-        findings.append(Finding(f"{untrusted}: launches ignore the [prompts] files checked above", False))
+        findings.append(Finding(f"{untrusted}: launches ignore the [prompts] files checked above", False,
+                                code=ProblemCode.OTHER))
     return findings
 
 

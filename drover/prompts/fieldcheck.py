@@ -13,7 +13,7 @@ from typing import Any
 from jinja2 import exceptions as jinja_errors
 from jinja2 import meta, nodes
 
-from drover.errors import TemplateError
+from drover.errors import FieldError, TemplateError
 from drover.items.frontmatter_rules import OWN_KEYS
 from drover.prompts.fields import FIELD_NAMES, TemplateData
 from drover.prompts.env import FUNCTIONS, environment, nearest, no_text, parse, syntax_error
@@ -108,7 +108,7 @@ def _walk_attributes(node: nodes.Node, scope: dict[str, Any], display: str, prob
         if struct is not None and node.attr not in _members(struct):
             members = _members(struct)
             owner = node.node.name if isinstance(node.node, nodes.Name) else struct.__name__
-            problems.append(TemplateError(
+            problems.append(FieldError(
                 f"unknown field {node.attr} on {owner}, a {struct.__name__} (did you mean "
                 f"{nearest(node.attr, members)}?); its fields: {', '.join(members)}",
                 path=display, line=node.lineno,
@@ -117,8 +117,8 @@ def _walk_attributes(node: nodes.Node, scope: dict[str, Any], display: str, prob
         _walk_attributes(child, scope, display, problems)
 
 
-def unknown_field_error(name: str, display: str | None = None, line: int | None = None) -> TemplateError:
-    return TemplateError(
+def unknown_field_error(name: str, display: str | None = None, line: int | None = None) -> FieldError:
+    return FieldError(
         f"unknown field {name} (did you mean {nearest(name, KNOWN_NAMES)}?); fields: {', '.join(FIELD_NAMES)};"
         f" functions: {', '.join(FUNCTIONS)}",
         path=display, line=line,

@@ -14,7 +14,7 @@ from pathlib import Path
 from jinja2 import nodes
 
 from drover.config import Config
-from drover.errors import TemplateError, UsageError
+from drover.errors import BlockError, Finding, ProblemCode, TemplateError, UsageError
 from drover.prompts.env import builtin_blocks, builtin_display, builtin_name, builtin_source, check_slot, default_hash, find_blocks, nearest, parse
 
 REPO_TEMPLATES_ENV = "DROVER_REPO_TEMPLATES"
@@ -114,14 +114,14 @@ def override_problems(text: str, slot: str, display: str) -> tuple[Override | No
     blocks = []
     for block in find_blocks(text):
         if block.name in seen:
-            problems.append(TemplateError(
+            problems.append(BlockError(
                 f"duplicate block {block.name} in the {slot} override (first defined on line {seen[block.name]})",
                 path=display, line=block.line,
             ))
             continue
         seen[block.name] = block.line
         if block.name not in known:
-            problems.append(TemplateError(
+            problems.append(BlockError(
                 f"unknown block {block.name} in the {slot} override (did you mean "
                 f"{nearest(block.name, known)}?); {slot} blocks: {', '.join(known)}",
                 path=display, line=block.line,
@@ -193,10 +193,19 @@ def stale_blocks(override: Override) -> list[tuple[OverrideBlock, str]]:
     return stale
 
 
-def override_warnings(override: Override) -> list[str]:
+def override_findings(override: Override) -> list[Finding]:
+    """What check says of a whole template (at its first line outside the blocks) or of each stale
+    block (at the line it opens on); a launch prints the same lines as warnings."""
     if override.whole:
-        return [f"WHOLE TEMPLATE {override.slot} in {override.display}:{override.stray_line}"]
-    return [f"STALE OVERRIDE {override.slot}/{block.name} in {override.display}" for block, _ in stale_blocks(override)]
+        return [Finding(f"WHOLE TEMPLATE {override.slot} in {override.display}:{override.stray_line}",
+                        code=ProblemCode.WHOLE_TEMPLATE, path=override.display, line=override.stray_line)]
+    return [Finding(f"STALE OVERRIDE {override.slot}/{block.name} in {override.display}",
+                    code=ProblemCode.STALE_OVERRIDE, path=override.display, line=block.line)
+            for block, _ in stale_blocks(override)]
+
+
+def override_warnings(override: Override) -> list[str]:
+    return [found.message for found in override_findings(override)]
 
 
 
