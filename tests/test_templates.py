@@ -372,6 +372,22 @@ def test_a_mistyped_filter_or_test_names_the_nearest_real_one(repo):
     assert str(caught.value) == "--template:1: No filter named 'zzqqxx'."
 
 
+@pytest.mark.parametrize("tag, word", [('<% include "implement.tmpl" %>', "include"),
+                                       ('<% import "review.tmpl" as r %>', "import"),
+                                       ('<% from "implement.tmpl" import y %>', "import")])
+def test_an_override_that_reads_another_template_is_refused_at_its_own_line(repo, tag, word):
+    """`from "implement.tmpl" import y` in a block failed as `builtin_templates/implement.tmpl:35: unknown
+    field Guidance (did you mean Guidance?)`: the built-in blamed, an import reading it without fields."""
+    config = kickoff(repo, f"<% block done %>\n{{{{ super() }}}}\n{tag}\n<% endblock %>\n")
+    with pytest.raises(TemplateError) as caught:
+        render(repo, config)
+    assert str(caught.value).startswith(f"docs-internal/kickoff.tmpl:3: {word}: drover's templates read no other "
+                                        "template; write the text in this one")
+    assert [f.line for f in templates.check_templates(repo, config) if f.error and word in f.message] == [3]
+    with pytest.raises(TemplateError, match=r"^--template:2: extends: "):
+        render(repo, Config(), explicit='x\n<% extends "implement.tmpl" %>\n')
+
+
 def test_an_unknown_attribute_on_a_loop_variable_fails(repo):
     source = "<% for d in Deps %>\n{{ d.Id }} {{ d.Levle }}\n<% endfor %>\nx\n"
     with pytest.raises(TemplateError) as caught:

@@ -140,7 +140,21 @@ def _field_problems_cached(text: str, display: str) -> tuple[TemplateError, ...]
             reported.add(name.name)
             problems.append(unknown_field_error(name.name, display, name.lineno))
     _walk_attributes(tree, dict(_field_types()), display, problems)
+    problems += _other_templates(tree, display)
     return tuple(sorted(problems, key=lambda exc: exc.line or 0))
+
+
+# The tags that read another template. The sandbox's loader holds only the built-ins, which read
+# without the item's fields (an import) or as a second copy of the whole prompt (an include), and
+# an error inside one blamed the built-in's own line.
+_READS_ANOTHER = {nodes.Include: "include", nodes.Import: "import", nodes.FromImport: "import", nodes.Extends: "extends"}
+
+
+def _other_templates(tree: nodes.Template, display: str) -> list[TemplateError]:
+    return [TemplateError(
+        f"{_READS_ANOTHER[type(node)]}: drover's templates read no other template; write the text in this "
+        "one (to change part of a built-in prompt, override its blocks: drover help templates)",
+        path=display, line=node.lineno) for node in tree.find_all(tuple(_READS_ANOTHER))]
 
 
 def field_problems(text: str, display: str) -> list[TemplateError]:
