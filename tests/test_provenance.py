@@ -738,6 +738,24 @@ def test_a_chain_of_leftovers_growing_faster_than_a_scan_does_not_outlive_its_dr
             time.sleep(0.05)
 
 
+def test_a_chain_whose_links_fork_and_exit_faster_than_a_scan_does_not_outlive_its_drover(project):
+    """Hostile review 23: each link of the chain forks the next and exits at once, so the one link
+    alive lives for less than a scan of /proc (listed, it was gone before its stat was read; its
+    child came after the listing). Three empty scans in a row ended drover's sweep, the link left
+    went to init, outside every drover, and approved as the operator. drover now ends only when it
+    has no child left, looking at the newest pids every round."""
+    before = verdict_rows(project)
+    drover(project, "run", "D-1", env=agent_env(project, "fork-chain"), check=True, process=True)
+    left = project.parent / "hostile.jsonl.pid"
+    waited = time.monotonic() + 10
+    while not said(project) and time.monotonic() < waited:
+        time.sleep(0.1)
+    assert said(project) == [], "a link of the chain outlived its drover and gave a verdict"
+    assert not left.exists() or not Path(f"/proc/{left.read_text()}").exists()
+    assert verdict_rows(project)["audits"] == before["audits"]
+    assert listed(project)["D-1"] != "approved"
+
+
 def test_an_agents_leftover_does_not_outlive_the_drover_that_adopted_it(project):
     """A process an agent leaves in a session of its own with DROVER_RUN unset escapes the run's
     end (its group and its mark); once its drover exited it would be re-parented to init, outside

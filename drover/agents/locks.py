@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator, NamedTuple
 
-from drover.agents import procs
+from drover.agents import procs, reaping
 
 # In a run's folder: the drover that launched the run holds a lock on this file until it has
 # recorded the run's end. A live agent whose lock is free has no drover attached: an orphan.
@@ -213,9 +213,9 @@ def will_launch(state_dir: Path) -> None:
 
 def launching() -> None:
     """This drover starts an agent, a check or a set-up now: what they leave behind is re-parented to
-    it (procs.become_subreaper), and it holds its launcher lock (will_launch) and its process's
+    it (reaping.become_subreaper), and it holds its launcher lock (will_launch) and its process's
     name (procs.mark_launcher) until it exits."""
-    procs.become_subreaper()
+    reaping.become_subreaper()
     if _launches_for:  # a drover command's process (not a Ray worker's, whose name is Ray's)
         procs.mark_launcher()
     for state_dir in _launches_for:
@@ -227,7 +227,7 @@ def hold_launcher(state_dir: Path) -> None:
     lock names the drive, and an agent's leftover lives on below it (in a namespace of its own,
     where it sees no drover above it): acting.traced_run refuses a process that cannot see any
     live launcher. The file stays when its drover ends (its agents' leftovers are ended first, at
-    its exit: procs.end_adopted), and the next drover to hold a lock here takes it away."""
+    its exit: reaping.end_adopted), and the next drover to hold a lock here takes it away."""
     if state_dir in _holding:
         return
     with _TAKING:

@@ -19,9 +19,6 @@ if TYPE_CHECKING:
     import subprocess
 
 
-PR_SET_CHILD_SUBREAPER = 36
-
-
 class RunProcess(Protocol):
     """What this module reads of a ledger run (drover.ledger.rows.Run has it)."""
 
@@ -283,25 +280,6 @@ def _signal_group(pgid: int, signum: int) -> None:
         pass
 
 
-def become_subreaper() -> bool:
-    """Linux: orphaned descendants re-parent to this process instead of init. False elsewhere."""
-    libc = _libc()
-    if libc is None:
-        return False
-    try:
-        answer: int = libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-    except AttributeError:
-        return False
-    if answer == 0 and not _sweeping:
-        import atexit
-
-        _sweeping.append(os.getpid())
-        atexit.register(end_adopted)
-    return answer == 0
-
-
-_sweeping: list[int] = []  # the pid that registered end_adopted (a fork does not inherit the duty)
-
 # A drover that starts agents, checks or set-ups names its process this (`/proc/<pid>/comm`): only a
 # process itself may write its name, so no agent can take the mark off, as it can rename the lock
 # files (hostile review 22). A child keeps the name only until it runs a program of its own.
@@ -342,64 +320,6 @@ def is_marked_launcher(pid: int) -> bool:
             return handle.read().rstrip(b"\n") == LAUNCHER_NAME
     except OSError:
         return False
-QUIET_SCANS = 3  # scans of /proc in a row that find nothing new below drover before it stops looking
-
-
-def end_adopted(patience: float = 5.0) -> None:
-    """At the exit of a drover that became a subreaper: every process still below it is one it
-    adopted (or that one's), a process an agent, a check or a set-up left in a session of its own
-    without its run's mark (drover has waited for each process it started). Once this drover is gone
-    it would be re-parented to init, outside every drover, where acting.traced_run takes it for the
-    operator: end them all.
-
-    Killing the children a round at a time loses to a chain that forks faster than a scan of /proc
-    (each child forks, and only the newest is alive to be adopted next). So the whole tree below is
-    stopped first, a scan at a time, until a scan finds nothing not stopped (a stopped process
-    forks no more), then killed; `patience` bounds only the wait for their exits."""
-    if _sweeping != [os.getpid()]:
-        return
-    me = os.getpid()
-    stopped: set[int] = set()
-    quiet = 0
-    for _ in range(10_000):  # each round stops all it finds: what it misses was forked meanwhile
-        fresh = [pid for pid in _below(me) if pid not in stopped]
-        if not fresh:
-            # one scan can miss a whole chain: the link it listed exited before its stat was read,
-            # and the link that link forked came after the listing. Three empty scans in a row end it.
-            quiet += 1
-            if quiet == QUIET_SCANS:
-                break
-            continue
-        quiet = 0
-        _signal(fresh, signal.SIGSTOP)
-        stopped.update(fresh)
-    _signal(sorted(stopped), signal.SIGKILL)
-    deadline = time.monotonic() + patience
-    while time.monotonic() < deadline:  # their exits, each re-parented here as its parent dies
-        try:
-            pid, _ = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return
-        if pid == 0:
-            time.sleep(0.005)
-
-
-def _below(root: int) -> list[int]:
-    """Every process whose ancestry runs through `root`, from one read of /proc."""
-    children: dict[int, list[int]] = {}
-    for name in _pids():
-        fields = _stat_fields(name)
-        if fields and len(fields) > 1 and fields[0] not in ("Z", "X"):
-            children.setdefault(int(fields[1]), []).append(int(name))
-    found: list[int] = []
-    queue = list(children.get(root, []))
-    while queue:
-        pid = queue.pop()
-        found.append(pid)
-        queue.extend(children.get(pid, []))
-    return found
-
-
 def _running(pid: int) -> bool:
     fields = _stat_fields(pid)
     return fields is not None and fields[0] not in ("Z", "X")

@@ -9,6 +9,10 @@ HOSTILE steers it (an unknown or empty value: an honest agent):
                      init) and then approves the item; its pid goes to $HOSTILE_LOG.pid
   chain              implementing: commit, then leave a growing chain of processes (chain.sh) in a
                      session of its own with DROVER_RUN unset, each link the parent of the next
+  fork-chain         implementing: commit, then leave chains in a session of their own with DROVER_RUN
+                     unset whose links fork the next and exit at once (each lives for less than a scan
+                     of /proc), until its drover is gone; the link left then writes its pid to
+                     $HOSTILE_LOG.pid and approves the item (the fork-chain-left mode)
   commit-then-audit  reviewing: commit on the branch under review, then approve it
   unset-run          implementing: commit, then approve its own item with DROVER_RUN unset
   forge-run          implementing: commit, then approve its own item as its earlier review run
@@ -44,6 +48,24 @@ def in_the_run(pid: int) -> bool:
         return False
 
 
+# Eight chains (a sweep must catch every one). A link forks the next and exits at once: only the
+# newest lives, for a moment. Once the drover at argv[1] is gone, the link left runs this script
+# (argv[2]) as the fork-chain-left mode.
+FORK_CHAIN = """import os, sys
+for _ in range(7):
+    if os.fork() == 0:
+        break
+while True:
+    if os.fork():
+        os._exit(0)
+    try:
+        os.kill(int(sys.argv[1]), 0)
+    except ProcessLookupError:
+        break
+os.execv(sys.executable, [sys.executable, sys.argv[2]])
+"""
+
+
 def drover(*args: str, env: dict | None = None) -> None:
     argv = ["drover", *args, *shlex.split(os.environ.get("HOSTILE_ARGS", ""))]
     done = subprocess.run(argv, text=True, capture_output=True, env=env)
@@ -65,6 +87,9 @@ if mode == "leftover-waits":  # the process the leftover mode leaves behind
     Path(os.environ["HOSTILE_LOG"] + ".pid").write_text(str(os.getpid()))
     while int(Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()[1]) != 1:
         time.sleep(0.05)  # until every drover above it is gone
+    drover("audit", item, "--level", "reviewed")
+elif mode == "fork-chain-left":  # the link of the fork-chain mode's chain that outlived its drover
+    Path(os.environ["HOSTILE_LOG"] + ".pid").write_text(str(os.getpid()))
     drover("audit", item, "--level", "reviewed")
 elif slot == "implement":
     commit("the work")
@@ -111,6 +136,11 @@ elif slot == "implement":
         subprocess.Popen(["sh", str(Path(__file__).with_name("chain.sh"))],
                          env={k: v for k, v in os.environ.items() if k != "DROVER_RUN"}, start_new_session=True,
                          stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    elif mode == "fork-chain":  # in a python of its own with nothing imported: a small process forks fast
+        subprocess.Popen([sys.executable, "-S", "-c", FORK_CHAIN, str(os.getppid()), __file__],
+                         env={**{k: v for k, v in os.environ.items() if k != "DROVER_RUN"}, "HOSTILE": "fork-chain-left"},
+                         start_new_session=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL)
     elif mode == "leftover":
         subprocess.Popen([sys.executable, __file__], env={**{k: v for k, v in os.environ.items() if k != "DROVER_RUN"},
                                                           "HOSTILE": "leftover-waits"},
