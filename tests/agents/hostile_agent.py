@@ -48,11 +48,11 @@ def in_the_run(pid: int) -> bool:
         return False
 
 
-# Eight chains (a sweep must catch every one). A link forks the next and exits at once: only the
+# Twenty-four chains (a sweep must catch every one). A link forks the next and exits at once: only the
 # newest lives, for a moment. Once the drover at argv[1] is gone, the link left runs this script
 # (argv[2]) as the fork-chain-left mode.
 FORK_CHAIN = """import os, sys
-for _ in range(7):
+for _ in range(23):
     if os.fork() == 0:
         break
 while True:
