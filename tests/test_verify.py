@@ -451,6 +451,25 @@ def test_an_item_whose_check_fails_twice_on_a_sound_base_still_goes_back(project
     assert len(of_base) == 1 and of_base[0]["passed"], shown["checks"]
 
 
+def test_a_base_whose_check_timed_out_is_not_taken_to_fail_as_the_item_did(project, monkeypatch):
+    """Hostile review 23: the item's check exits 2; base's check of the same command is cut short at
+    the check timeout (a leftover holding what base's tests wait on can do that). A timeout is no
+    exit status, and says nothing of the item's failure: its round goes back. It was taken for base
+    failing too, and the item ended failed, its operator told to mend base."""
+    monkeypatch.setenv("BROKEN_MODE", "stubborn")
+    (project / "Makefile").write_text(MAKEFILE.replace("\t@echo 'all tests pass'\n", "\t@sleep 30\n"))
+    config = project / "drover.toml"
+    config.write_text(re.sub(r'^check_timeout = ""', 'check_timeout = "2s"', config.read_text(), count=1, flags=re.M))
+    git(project, "commit", "-qam", "base's tests hang")
+    done = drover(project, "drive", "D-1")
+    assert done.returncode == 1 and done.stdout.count("D-1: checking main itself") == 1, done.stdout
+    assert "fails on main itself too" not in done.stdout, done.stdout
+    shown = json.loads(drover(project, "show", "D-1", "--json", check=True).stdout)
+    assert shown["state"] == "parked" and len(shown["rounds"]) == 3, shown
+    of_base = [check for check in shown["checks"] if check["head"] == check["base"]]
+    assert len(of_base) == 1 and of_base[0]["outcome"] == "timeout", shown["checks"]
+
+
 def test_a_verify_command_that_names_the_items_own_files_never_asks_base(project, monkeypatch):
     """`test -e work.txt` (as `pytest tests/test_new.py`) fails on base, which has not the file the
     item adds: that says nothing of base, so base is not asked and the item goes back round after

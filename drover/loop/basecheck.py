@@ -50,8 +50,10 @@ class BaseChecks:
             return ""
         if found.outcome == "interrupted":
             return "interrupted"
-        if found.outcome == "exited" and found.exit_status != check.exit_status:
-            return ""  # another failure than the item's (pytest: 5, no tests collected, against 1)
+        if found.outcome != "exited" or found.exit_status != check.exit_status:
+            # another failure than the item's (pytest: 5, no tests collected, against 1), or no exit
+            # status at all (cut short at the timeout, a set-up that failed): hostile review 23
+            return ""
         return (f"the verify command fails on {base} itself too ({found.base[:12]}: {describe(found)}; "
                 f"`drover log {found.item} --run {found.id}`): no round of changes can mend that, so none was "
                 f"sent; mend {base}, then drive again")
