@@ -449,6 +449,9 @@ def test_an_item_whose_check_fails_twice_on_a_sound_base_still_goes_back(project
     assert shown["state"] == "parked" and len(shown["rounds"]) == 3, shown
     of_base = [check for check in shown["checks"] if check["head"] == check["base"]]
     assert len(of_base) == 1 and of_base[0]["passed"], shown["checks"]
+    # the reviewer's list of the branch's checks leaves base's out: its `passed` is not the branch's
+    listed = drover(project, "prompt", "D-1", "--slot", "review", check=True).stdout.split("## Checks drover ran")[1]
+    assert f" on {of_base[0]['head'][:12]}:" not in listed and ": passed" not in listed and "failed" in listed, listed
 
 
 def test_a_base_whose_check_timed_out_is_not_taken_to_fail_as_the_item_did(project, monkeypatch):

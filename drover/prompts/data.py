@@ -318,7 +318,7 @@ def _review(project: Project, ledger: Ledger, record: ItemRecord, last_run: Run 
         "UndisposedCloses": tuple(resolution for resolution in closes if resolution.Undisposed),
         "Checks": tuple(Check(Command=row.command, Head=row.head, Passed=row.passed,
                               ExitStatus=-1 if row.exit_status is None else row.exit_status, Tail=row.tail)
-                        for row in ledger.checks(item.id)),
+                        for row in ledger.checks(item.id) if row.head != row.base),  # base's own check is no check of the branch
     }
 
 
