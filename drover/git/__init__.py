@@ -1,9 +1,9 @@
 """Every git call drover makes, through the git CLI; git is started in run.py alone."""
 from __future__ import annotations
 
-from drover.git.branches import (all_refs, branch_exists, branch_heads, current_branch, detect_base, head_of,
-                                 heads_of, local_ref, reads_as_ref, require_base, shadowing_refs,
-                                 valid_branch_name)
+from drover.git.branches import (Refs, all_refs, branch_exists, branch_heads, branch_refs, current_branch, detect_base,
+                                 head_of, heads_and_checked_out, heads_of, local_ref, reads_as_ref, require_base,
+                                 shadowing_refs, valid_branch_name)
 from drover.git.bundles import advance_branch, bundle_create, bundle_heads, clone_bundle, fetch_bundle
 from drover.git.history import (Commit, Recent, ahead_of, blobs_at, blobs_on_disk, changed_paths, commits_beyond,
                                 commits_paths, compare, count_commits, merge_bases, modified_files,
@@ -16,11 +16,13 @@ from drover.git.worktrees import (add_detached_worktree, checkout_branch, dirty_
                                   own_git_dir, private_dir, registered_worktrees, remove_worktree, differing_on_disk)
 
 __all__ = [
-    "Commit", "MergeConflict", "Recent", "add_detached_worktree", "advance_branch", "ahead_of", "all_refs",
-    "blobs_at", "blobs_on_disk", "branch_exists", "branch_heads", "bundle_create", "bundle_heads", "changed_paths",
+    "Commit", "MergeConflict", "Recent", "Refs", "add_detached_worktree", "advance_branch", "ahead_of", "all_refs",
+    "blobs_at", "blobs_on_disk", "branch_exists", "branch_heads", "branch_refs", "bundle_create", "bundle_heads",
+    "changed_paths",
     "checkout_branch", "clone_bundle", "conflict_markers", "conflicts_merged", "commit_file", "commits_beyond", "commits_paths", "compare", "count_commits",
     "current_branch", "detect_base", "differing_on_disk", "dirty_entries", "dirty_paths", "ensure_worktree", "fetch_bundle", "git",
-    "head_markers", "head_of", "heads_of", "housekeeping", "local_ref", "merge", "merge_base_into", "merge_bases", "merge_in_progress",
+    "head_markers", "head_of", "heads_and_checked_out", "heads_of", "housekeeping", "local_ref", "merge",
+    "merge_base_into", "merge_bases", "merge_in_progress",
     "modified_files",
     "moved_only_under", "own_git_dir",
     "private_dir", "reads_as_ref", "recent_commits", "registered_worktrees", "remove_worktree", "require_base", "rev_parse",

@@ -6,6 +6,7 @@ import re
 import stat
 from functools import cache
 from pathlib import Path
+from typing import NamedTuple
 
 from drover.errors import GitError
 from drover.git.run import git, one_line, run, succeeds
@@ -133,6 +134,26 @@ def heads_of(root: Path, *names: str) -> dict[str, str]:
     # for-each-ref also takes `refs/heads/<name>/...` for a pattern: only the exact names count
     wanted = {local_ref(name): name for name in names if name}
     return {wanted[ref]: sha for ref, sha in all_refs(root, *wanted).items() if ref in wanted} if wanted else {}
+
+
+class Refs(NamedTuple):
+    """What one `git for-each-ref` said of some local branches at one moment: the head of each that
+    exists, and the refs git would read one of their short names as before the branch itself
+    (shadowing_refs). A snapshot for one step: read again after any code of an agent's or a
+    branch's has run (docs/security.md)."""
+
+    heads: dict[str, str]
+    shadows: tuple[str, ...]
+
+
+def branch_refs(root: Path, *names: str) -> Refs:
+    """The heads of the local branches `names` and the refs that shadow their names, in one git call."""
+    wanted = {local_ref(name): name for name in names if name}
+    shadowing = {ref for name in names if name for ref in shadowing_refs(name)}
+    found = all_refs(root, *wanted, *shadowing) if wanted else {}
+    # for-each-ref also takes `refs/heads/<name>/...` for a pattern: only the exact names count
+    return Refs({wanted[ref]: sha for ref, sha in found.items() if ref in wanted},
+                tuple(ref for ref in found if ref in shadowing))
 
 
 def heads_and_checked_out(root: Path, *names: str) -> tuple[dict[str, str], str | None]:

@@ -135,11 +135,14 @@ class Driver:
         moved = True  # and whether it moved it
         # One implement and one review per round, plus the first pass (and a merge of base).
         for _ in range(project.config.max_rounds + 2):
+            # this round's implementing run, whose heads at its end nothing of the round has moved yet
+            # (a review, a check or a merge of base since, and they are read again)
+            ran: runs.RunResult | None = None
             if (halted := self._halted(ledger, item_id, state)) is not None:
                 return halted
             if state in IMPLEMENT_NEXT or conflicted or again:
                 merging, conflicted, again = conflicted, False, False
-                result = self._launch(ledger, item_id, "implement")
+                result = ran = self._launch(ledger, item_id, "implement")
                 implemented = result.heads
                 moved = result.head_start not in implemented.values()
                 if result.outcome != "exited" or result.exit_code != 0:
@@ -154,8 +157,9 @@ class Driver:
             if (halted := self._halted(ledger, item_id, state)) is not None:
                 return halted
             # in review with nothing committed: no check, no review; its implementer once more a drive
-            if state == State.IN_REVIEW and (empty := reviewers.nothing_to_review(project, ledger, item_id, implemented,
-                                                                                   moved=moved)):
+            if state == State.IN_REVIEW and (empty := reviewers.nothing_to_review(
+                    project, ledger, item_id, ran.heads if ran else None, moved=moved,
+                    base_head=ran.base_head if ran else "")):
                 self.event(item_id, empty if implemented is not None else f"{empty}: implement again")
                 if implemented is not None:
                     return self._ended(ledger, item_id, "failed", empty)
@@ -175,7 +179,7 @@ class Driver:
                 return halted
             if state != State.APPROVED:
                 result = self._launch(ledger, item_id, "review")
-                known = item_state(project, ledger, item_id)
+                known = item_state(project, ledger, item_id, heads=result.heads)  # where the review left its branch
                 state = known.state
                 # a capped send-back parks the item and may fail the agent's command: parked wins
                 if state == State.PARKED:

@@ -119,16 +119,22 @@ def refuse_from_the_branch(project: "Project", item_id: str, branch: str, argv: 
                       "would run the branch's own; take those changes off the branch, or review by hand")
 
 
-def _shadowing(project: "Project", branch: str) -> list[str]:
+def seen_refs(project: "Project", branch: str) -> git.Refs:
+    """The heads of the review's branch and base, and the refs that shadow either, in one git call:
+    what the checks below judge, read at the moment they are made."""
+    return git.branch_refs(project.root, branch, project.config.base)
+
+
+def _shadowing(project: "Project", branch: str, seen: git.Refs) -> list[str]:
     """The refs git reads the short name of base or of `branch` as, before the branch itself (a
     tag `main`, hostile review 13): the implementer can make one, and the reviewer's `git diff
-    main...HEAD` then shows a diff from the implementer's chosen commit, not what merges."""
+    main...HEAD` then shows a diff from the implementer's chosen commit, not what merges. `seen`:
+    seen_refs of the moment."""
     names = [name for name in (project.config.base, branch) if name]
-    wanted = [ref for name in names for ref in git.shadowing_refs(name)]
     # git reads `$GIT_DIR/<name>` before either: the common folder's, from a linked worktree too
     common = project.git_common_dir
     files = [f"{common.name}/{name}" for name in names if git.reads_as_ref(common / name)]
-    return files + [ref for ref in git.all_refs(project.root, *wanted) if ref in wanted]
+    return files + list(seen.shadows)
 
 
 def _held_as_files(project: "Project", commit: str, paths: list[str]) -> set[str]:
@@ -139,7 +145,7 @@ def _held_as_files(project: "Project", commit: str, paths: list[str]) -> set[str
             if path and not meta.startswith("040000")}
 
 
-def refuse_from_the_worktree(project: "Project", launch: "Launch", head: str) -> None:
+def refuse_from_the_worktree(project: "Project", launch: "Launch", head: str, seen: git.Refs) -> None:
     """Refuse a review whose worktree holds, beside the commit under review (`head`), what the
     reviewer would run or read: the review runs on the files there, not on the commit, so a
     reviewer script the implementer edited and left uncommitted (whatever the index it can write
@@ -149,7 +155,8 @@ def refuse_from_the_worktree(project: "Project", launch: "Launch", head: str) ->
     implementer's to rewrite, and another repository there shows the reviewer other commits.
 
     With `worktree = false` the review runs in the operator's checkout, switched to the branch:
-    there only the files its command names count (the CLIs' settings there are the operator's)."""
+    there only the files its command names count (the CLIs' settings there are the operator's).
+    `seen`: seen_refs, read after the last code of an agent's or of the branch's ran."""
     in_a_worktree = launch.workdir != project.root
     settings = (*AGENT_CONFIG, *GIT_READS) if in_a_worktree else ()
     if in_a_worktree:
@@ -160,7 +167,7 @@ def refuse_from_the_worktree(project: "Project", launch: "Launch", head: str) ->
         except Unfit as exc:
             raise Refused(f"{launch.item_id}: its worktree's git is not this repository's ({exc}): "
                           "no review runs there") from None
-    shadows = _shadowing(project, launch.branch)
+    shadows = _shadowing(project, launch.branch, seen)
     if shadows:
         raise Refused(f"{launch.item_id}: {', '.join(shadows)} shares the name of a branch its reviewer reads: the "
                       "reviewer's git would read that ref for the branch (`git diff main...HEAD` showing less than "
@@ -189,34 +196,40 @@ def refuse_from_the_worktree(project: "Project", launch: "Launch", head: str) ->
                       f"{launch.workdir}, or review by hand")
 
 
-def park_if_changed_under(project: "Project", ledger: "Ledger", launch: "Launch", head: str) -> None:
+def park_if_changed_under(project: "Project", ledger: "Ledger", launch: "Launch", head: str) -> git.Refs:
     """The same comparison once the review ended: a process the implementer left running may have
     written what the reviewer reads between the check before the launch and the moment its CLI
     read it. An item whose worktree changed under its review goes to the operator, whatever the
-    review recorded (its approval stays on record; `drover unpark` after a look)."""
+    review recorded (its approval stays on record; `drover unpark` after a look). The refs it read
+    once the review ended (seen_refs): where the review left its branch."""
+    seen = seen_refs(project, launch.branch)
     try:
-        refuse_from_the_worktree(project, launch, head)
+        refuse_from_the_worktree(project, launch, head, seen)
     except Refused as exc:
         from drover.ledger.writes import park_by_drover
 
         park_by_drover(ledger, launch.item_id, f"its worktree changed under its review: {exc}")
+    return seen
 
 
 NOTHING = "nothing to review: {branch} has no commits beyond {base} (the implementing runs committed nothing)"
 
 
 def nothing_to_review(project: Project, ledger: Ledger, item_id: str, heads: dict[str, str] | None = None,
-                      *, moved: bool = True) -> str:
+                      *, moved: bool = True, base_head: str = "") -> str:
     """Why the item's branch holds nothing to check or review (its head is base's, or behind it), in
     the words a review's refusal uses; "" when it holds commits of its own, or has no head yet.
     `heads`: where an implementing run just left the branch (RunResult.heads), `moved` whether it
     moved the branch. A run that moved it: only a branch now at base counts here, one git call (one
     it moved behind base is refused at its review). A run that committed nothing on a branch behind
-    base (base moved since) is asked in full: checked, it was the check of base's own code."""
+    base (base moved since) is asked in full: checked, it was the check of base's own code.
+    `base_head`: base's head, read with `heads` (RunResult.base_head)."""
     from drover.ledger.itemstate import item_state
 
     known = item_state(project, ledger, item_id, heads=heads)
-    base_head = git.head_of(project.root, project.config.base) if known.head else ""
+    if not known.head:
+        return ""
+    base_head = base_head or git.head_of(project.root, project.config.base)
     if not base_head or (known.head != base_head if heads and moved else
                          git.merge_bases(project.root, base_head, known.head) != [known.head]):
         return ""

@@ -48,10 +48,12 @@ class RunResult:
     log_path: Path
     notes: tuple[str, ...] = ()
     failure: Failure | None = None  # why it did not end well (drover/agents/failures.py), as the ledger has it
-    # an implementing run's branch -> where the run left it, as its end was recorded ({} for a
-    # review): item_state takes it, so the drive does not ask git again a moment later
+    # the run's branch -> where the run left it ({} when no branch is there): an implementing run's
+    # as its end was recorded, a review's as the check after it read it (reviewers.park_if_changed_under);
+    # item_state takes it, so the drive does not ask git again a moment later
     heads: dict[str, str] = field(default_factory=dict)
     head_start: str = ""  # where the branch was when the run started ("" for none yet)
+    base_head: str = ""  # where base was at an implementing run's end, read with its branch's head
     in_setup: bool = False  # it ended in `[run] setup` (a signal ended that): no agent started
 
     @property
@@ -263,8 +265,13 @@ def _start(project: Project, ledger: Ledger, launch: Launch, cancel: threading.E
     failure before the start withdraws the claim, as if the run had never been tried."""
     try:
         launch = _ready_workdir(project, ledger, launch)
-        # the commit the run starts from: what a review reviews, what an implementing run builds on
-        head_start = git.head_of(project.root, launch.branch) if launch.branch else ""
+        # the commit the run starts from: what a review reviews, what an implementing run builds on;
+        # a review's read with the refs its checks below judge, in one git call (reviewers.seen_refs)
+        seen = reviewers.seen_refs(project, launch.branch) if launch.slot == "review" else None
+        if seen is not None:
+            head_start = seen.heads.get(launch.branch, "")
+        else:
+            head_start = git.head_of(project.root, launch.branch) if launch.branch else ""
         launch.prompt_path.write_text(launch.prompt, encoding="utf-8")
         if launch.worktree is not None and project.config.setup:
             from drover.loop.worktree_setup import SetupFailed, SetupInterrupted
@@ -290,14 +297,17 @@ def _start(project: Project, ledger: Ledger, launch: Launch, cancel: threading.E
         if launch.slot == "review":
             # the branch check (prepare) judged the head the prompt was built on: a branch moved since
             # (a process the implementer left running) would be reviewed unjudged, its own reviewer with it
-            # read again after the set-up: it ran the branch's code, which can move the branch too
-            now = git.head_of(project.root, launch.branch) if project.config.setup else head_start
+            # read again after the set-up: it ran the branch's code, which can move the branch (and make refs) too
+            if seen is None or project.config.setup:
+                seen = reviewers.seen_refs(project, launch.branch)
+            now = seen.heads.get(launch.branch, "")
             moved = next((head for head in (head_start, now) if head != launch.reviewed_head), None)
             if moved is not None:
                 raise Refused(f"{launch.item_id}: {launch.branch} moved from {launch.reviewed_head[:12] or 'nothing'} "
                               f"to {moved[:12] or 'nothing'} while its review was being prepared: no review "
                               "runs on a head its checks did not judge; review again")
-            reviewers.refuse_from_the_worktree(project, launch, head_start)  # after the set-up: it may write there too
+            # after the set-up: it may write there too
+            reviewers.refuse_from_the_worktree(project, launch, head_start, seen)
     except BaseException:
         ledger.withdraw_run(launch.run_id)  # a no-op once the set-up's end is recorded
         raise
@@ -342,8 +352,12 @@ def execute(project: Project, ledger: Ledger, launch: Launch, *, echo: bool = Tr
         if stopped(launch.run_dir):
             result = replace(result, outcome="interrupted", reason=STOPPED_REASON)
             say_stopped_in_log(project, launch.run_id)
-        # an implementing run's head is where it left the branch; a review's stays the one it reviewed
-        head = git.head_of(project.root, launch.branch) if launch.slot == "implement" and launch.branch else None
+        # an implementing run's head is where it left the branch (base's read with it, in one git call);
+        # a review's stays the one it reviewed
+        ends = (git.heads_of(project.root, launch.branch, project.config.base)
+                if launch.slot == "implement" and launch.branch else None)
+        head = ends.get(launch.branch, "") if ends is not None else None
+        left = {launch.branch: head} if head is not None else {}
         with ledger.write():  # the run's end is one write
             ledger.set_run_node(launch.run_id, result.node, result.reason)
             if result.usage is not None:
@@ -351,10 +365,13 @@ def execute(project: Project, ledger: Ledger, launch: Launch, *, echo: bool = Tr
             ledger.finish_run(launch.run_id, result.exit_code, result.outcome, head)
         failure = record_failure(ledger, launch, result.outcome, result.exit_code, result.reason)
         if launch.slot == "review":
-            reviewers.park_if_changed_under(project, ledger, launch, head_start)
+            # the refs it reads once the review ended: where the review left the branch, too
+            ended = reviewers.park_if_changed_under(project, ledger, launch, head_start).heads
+            left = {launch.branch: ended[launch.branch]} if launch.branch in ended else {}
     budgets.settle(project, ledger, launch, ceiling, result, budget)
     return RunResult(launch.run_id, result.exit_code, result.outcome, result.elapsed, launch.log_path, result.notes,
-                     failure, {launch.branch: head} if head is not None else {}, head_start=head_start)
+                     failure, left, head_start=head_start,
+                     base_head=ends.get(project.config.base, "") if ends is not None else "")
 
 
 def record_failure(ledger: Ledger, launch: Launch, outcome: str, exit_code: int | None, reason: str) -> Failure | None:
