@@ -1,0 +1,70 @@
+"""How many git processes drover itself starts to drive an item through implement, review and
+finish: each costs 2-3 ms, and the count crept up between the sessions that cut it
+(docs/performance.md, issue 27). A git on PATH notes its parent's pid; drover's own are those
+whose parent is the drive's process (the agents' git and their `drover audit` have other parents)."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+
+import pytest
+
+from helpers import BIN, drover, git
+
+# the trivial agent of benchmarks/drive_bench.py: one file committed, then an approving review
+AGENT = """#!/bin/sh
+if [ "$DROVER_SLOT" = implement ]; then
+  echo done > "$(echo "$DROVER_ITEM" | tr A-Z a-z).txt"
+  git add -A && git commit -q -m "$DROVER_ITEM: done"
+else
+  drover audit "$DROVER_ITEM" --level reviewed --note "looks right"
+fi
+"""
+NOTING_GIT = """#!/bin/sh
+echo "$PPID $*" >> "{log}"
+exec "{git}" "$@"
+"""
+ITEMS = 3
+# per item, as measured when the test was written (2026-12-06; 34.0 and 29.3 the day before): with
+# fresh worktrees, and with a pool (its worktree switched, not added; none removed). A change that adds a git call to every
+# item fails here: count again, and say in docs/performance.md what it buys.
+MOST = {0: 30.0, 2: 25.4}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("pool", [0, 2])
+def test_a_driven_item_costs_drover_no_more_git_processes_than_measured(repo, tmp_path, pool):
+    drover(repo, "init", check=True)
+    agent = tmp_path / "agent.sh"
+    agent.write_text(AGENT)
+    agent.chmod(0o755)
+    config = (repo / "drover.toml").read_text().replace('preset = "claude" ', 'preset = "script" ', 1)
+    config = config.replace('command = ""  ', f'command = "{agent}"', 1).replace("pool = 0", f"pool = {pool}", 1)
+    (repo / "drover.toml").write_text(config)
+    for number in range(1, ITEMS + 1):
+        (repo / "items" / f"D-{number}.md").write_text(
+            f"---\nid: D-{number}\ntitle: Item {number}\n---\n\n## Requirements\n1. Write d-{number}.txt.\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "items")
+    shims, log = tmp_path / "shims", tmp_path / "git.log"
+    shims.mkdir()
+    (shims / "git").write_text(NOTING_GIT.format(log=log, git=shutil.which("git")))
+    (shims / "git").chmod(0o755)
+    env = {**os.environ, "PATH": os.pathsep.join([str(shims), str(BIN), os.environ["PATH"]])}
+    drive = subprocess.Popen([str(BIN / "drover"), "drive", "--finish"], cwd=repo, env=env, text=True,
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    said, _ = drive.communicate(timeout=300)
+    assert drive.returncode == 0, said
+    assert git(repo, "log", "--format=%s", "main").count(": done") == ITEMS, said
+    own = [_command(line.split(" ")[1:]) for line in log.read_text().splitlines() if line.split(" ")[0] == str(drive.pid)]
+    assert own, "no git of the drive's was noted: the drive did not run the git on PATH"
+    shown = ", ".join(f"{own.count(name)} {name}" for name in sorted(set(own), key=own.count, reverse=True))
+    assert len(own) / ITEMS <= MOST[pool], f"{len(own)} git processes for {ITEMS} items: {shown}"
+
+
+def _command(args: list[str]) -> str:
+    """git's command among its arguments, past the `-c name=value` pairs drover pins (git/run.py)."""
+    while args[:1] == ["-c"]:
+        args = args[2:]
+    return args[0] if args else ""
