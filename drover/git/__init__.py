@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from drover.git.branches import (Refs, all_refs, branch_exists, branch_heads, branch_refs, current_branch, detect_base,
-                                 head_of, heads_and_checked_out, heads_of, local_ref, reads_as_ref, require_base,
+                                 head_of, heads_of, local_ref, reads_as_ref, require_base,
                                  shadowing_refs, valid_branch_name)
 from drover.git.bundles import advance_branch, bundle_create, bundle_heads, clone_bundle, fetch_bundle
 from drover.git.history import (Commit, Recent, ahead_of, blobs_at, blobs_on_disk, changed_paths, commits_beyond,
@@ -21,7 +21,7 @@ __all__ = [
     "changed_paths",
     "checkout_branch", "clone_bundle", "conflict_markers", "conflicts_merged", "commit_file", "commits_beyond", "commits_paths", "compare", "count_commits",
     "current_branch", "detect_base", "differing_on_disk", "dirty_entries", "dirty_paths", "ensure_worktree", "fetch_bundle", "git",
-    "head_markers", "head_of", "heads_and_checked_out", "heads_of", "housekeeping", "local_ref", "merge",
+    "head_markers", "head_of", "heads_of", "housekeeping", "local_ref", "merge",
     "merge_base_into", "merge_bases", "merge_in_progress",
     "modified_files",
     "moved_only_under", "own_git_dir",

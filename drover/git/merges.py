@@ -16,8 +16,7 @@ class MergeConflict(Refused):
 
 
 def merge(root: Path, branch: str, base: str, message: str, *, commit: str = "",
-          carried: Callable[[str], bool] = lambda path: False, switched: Callable[[str], None] = lambda was: None,
-          read: tuple[dict[str, str], str | None] | None = None) -> str:
+          carried: Callable[[str], bool] = lambda path: False, switched: Callable[[str], None] = lambda was: None) -> str:
     """Merge `branch` into `base` in the checkout at `root` (--no-ff, never a push); return the merge sha.
 
     What merges is the commit the branch points at, by its id (`commit`, when given: Refused
@@ -27,13 +26,10 @@ def merge(root: Path, branch: str, base: str, message: str, *, commit: str = "",
     The merge is made apart from the checkout (`git merge-tree`, then the merge commit), and the
     checkout then moves to it as a fast-forward: on a conflict nothing was touched, and Refused
     names the conflicting files. No git hook runs (run.py). `switched` hears of a checkout that
-    was on another branch (its name; "" a detached HEAD) and now is on `base`. `read`: what
-    heads_and_checked_out(root, branch, base) said a moment before, when no code of an agent's or a
-    branch's has run since and nothing of the caller's moved a ref: a base that moved since all the
-    same (another drover's merge) fails the fast-forward, and the merge is made again on a new read.
+    was on another branch (its name; "" a detached HEAD) and now is on `base`.
     """
     # the heads, and the branch checked out when it is base (the usual case) or the item's, in one git call
-    heads, checked_out = read if read is not None else heads_and_checked_out(root, branch, base)
+    heads, checked_out = heads_and_checked_out(root, branch, base)
     original = checked_out if checked_out is not None else current_branch(root)
     if original != base:
         dirty = [path for path in dirty_paths(root) if not carried(path)]

@@ -51,10 +51,8 @@ def finish(project: Project, ledger: Ledger, item_id: str, *, allow_drover_files
     if not row.get("done"):
         branch = ledger.item_branch(item_id)
         base = project.config.base
-        # both heads, and which branch the checkout is on, read once for the refusals below and the merge
-        # (nothing between them runs an agent's or a branch's code, or moves a ref: the merge's `read`)
-        read = git.heads_and_checked_out(project.root, branch, base) if branch else ({}, None)
-        heads = read[0]
+        # both heads read once for the refusals below (the merge reads them again when it merges)
+        heads = git.heads_of(project.root, branch, base) if branch else {}
         if branch not in heads:
             raise Refused(f"{item_id} has no branch to merge (no implementing run made one)")
         if base not in heads:
@@ -70,7 +68,7 @@ def finish(project: Project, ledger: Ledger, item_id: str, *, allow_drover_files
         left: list[str] = []  # the branch the checkout was on, when the merge moved it to base
         sha = git.merge(project.root, branch, project.config.base,
                         f"drover: merge {item_id}: {item.title}", commit=approved,
-                        carried=lambda path: _tolerated(project, path), switched=left.append, read=read)
+                        carried=lambda path: _tolerated(project, path), switched=left.append)
         with ledger.write():
             ledger.mark_done(item_id)
             ledger.log_event("finish", item_id, actor(project, ledger), branch=branch, merge=sha, merged=approved)
