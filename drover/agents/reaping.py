@@ -50,10 +50,13 @@ def end_adopted(patience: float = 30.0) -> None:
     stopped: set[int] = set()
     deadline = time.monotonic() + patience
     rounds = 0
+    growing = True  # while whole scans find processes each round scans the whole: a tree forking wide
     while time.monotonic() < deadline:
-        fresh = [pid for pid in _newest_below(me) if pid not in stopped]
-        if not fresh and rounds % FULL_SCAN_EVERY == 0:
-            fresh = [pid for pid in _below(me) if pid not in stopped]
+        fresh = [pid for pid in _newest_below(me, stopped) if pid not in stopped]
+        if growing or rounds % FULL_SCAN_EVERY == 0:
+            found = [pid for pid in _below(me) if pid not in stopped and pid not in fresh]
+            growing = bool(found)
+            fresh += found
         rounds += 1
         if fresh:
             _signal(fresh, signal.SIGSTOP)
@@ -80,18 +83,20 @@ def _children_left() -> bool:
 NEWEST = 16  # how many of the pids given last end_adopted looks at every round
 
 
-def _newest_below(root: int) -> list[int]:
-    """The newest pids (given in turn, the last in ns_last_pid) whose ancestry runs through `root`."""
+def _newest_below(root: int, below: set[int]) -> list[int]:
+    """The newest pids (given in turn, the last in ns_last_pid) whose ancestry runs through `root`
+    or a process already known to be `below` it."""
     try:
         with open("/proc/sys/kernel/ns_last_pid", "rb") as handle:
             last = int(handle.read())
     except (OSError, ValueError):
         return []
-    return [pid for pid in range(last, max(last - NEWEST, 1), -1) if _descends(pid, root)]
+    return [pid for pid in range(last, max(last - NEWEST, 1), -1) if _descends(pid, root, below)]
 
 
-def _descends(pid: int, root: int) -> bool:
-    """`pid` runs, and `root` is among its ancestors."""
+def _descends(pid: int, root: int, below: set[int]) -> bool:
+    """`pid` runs, and `root` or one of `below` is among its ancestors: the walk up stops at the
+    first one known (a chain thousands deep is walked a link or two, not to its top each round)."""
     seen: set[int] = set()
     while pid > 1 and pid not in seen:
         seen.add(pid)
@@ -99,7 +104,7 @@ def _descends(pid: int, root: int) -> bool:
         if fields is None or len(fields) < 2 or fields[0] in ("Z", "X"):
             return False
         pid = int(fields[1])
-        if pid == root:
+        if pid == root or pid in below:
             return True
     return False
 
