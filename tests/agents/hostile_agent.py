@@ -52,6 +52,7 @@ def in_the_run(pid: int) -> bool:
 # newest lives, for a moment. Once the drover at argv[1] is gone, the link left runs this script
 # (argv[2]) as the fork-chain-left mode.
 FORK_CHAIN = """import os, sys
+os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})  # one core: the rest of a test run keeps the other
 for _ in range(23):
     if os.fork() == 0:
         break
