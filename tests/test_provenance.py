@@ -756,6 +756,33 @@ def test_a_chain_whose_links_fork_and_exit_faster_than_a_scan_does_not_outlive_i
     assert listed(project)["D-1"] != "approved"
 
 
+def test_the_sweep_takes_a_process_for_a_descendant_through_one_it_stopped_only_while_that_one_is_stopped():
+    """The exit sweep's walk up from a new pid stops at a process the sweep has stopped. Once killed
+    and reaped, that pid is given again (pid_max is 32768 here, and a fork chain spends thousands a
+    second): a process under the new holder of the pid is none of drover's, and must not be killed."""
+    from drover.agents import reaping
+
+    parent = subprocess.Popen(["sh", "-c", "sleep 30 & wait"], start_new_session=True)
+    try:
+        deadline = time.monotonic() + 10
+        children = ""
+        while not children and time.monotonic() < deadline:
+            children = Path(f"/proc/{parent.pid}/task/{parent.pid}/children").read_text().split()
+            time.sleep(0.01)
+        (child,) = map(int, children)
+        nobody = 2 ** 22 + 1  # no process has this pid: the walk cannot reach it as the root
+        assert not reaping._descends(child, nobody, {parent.pid})  # its parent runs: not the sweep's
+        os.kill(parent.pid, signal.SIGSTOP)
+        deadline = time.monotonic() + 10
+        while Path(f"/proc/{parent.pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "T":
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        assert reaping._descends(child, nobody, {parent.pid})  # stopped by the sweep: below drover
+    finally:
+        os.killpg(parent.pid, signal.SIGKILL)
+        parent.wait()
+
+
 def test_an_agents_leftover_does_not_outlive_the_drover_that_adopted_it(project):
     """A process an agent leaves in a session of its own with DROVER_RUN unset escapes the run's
     end (its group and its mark); once its drover exited it would be re-parented to init, outside

@@ -63,6 +63,10 @@ def end_adopted(patience: float = 30.0) -> None:
             stopped.update(fresh)
             continue
         _signal(sorted(stopped), signal.SIGKILL)
+        # forgotten once killed: reaped, a pid is given again (pid_max may be 32768, and a chain
+        # spends thousands a second), and a kill sent to it again, or a walk up through it, would
+        # reach a process that is none of drover's
+        stopped.clear()
         if not _children_left():
             return
     print(f"drover: processes an agent left below drover (pid {me}) outlived its {patience:.0f} s to end them",
@@ -95,16 +99,18 @@ def _newest_below(root: int, below: set[int]) -> list[int]:
 
 
 def _descends(pid: int, root: int, below: set[int]) -> bool:
-    """`pid` runs, and `root` or one of `below` is among its ancestors: the walk up stops at the
-    first one known (a chain thousands deep is walked a link or two, not to its top each round)."""
+    """`pid` runs, and `root` is among its ancestors, or one of `below` that is still stopped (the
+    sweep's own: a chain thousands deep is walked a link or two, not to its top each round)."""
     seen: set[int] = set()
     while pid > 1 and pid not in seen:
         seen.add(pid)
         fields = _stat_fields(pid)
         if fields is None or len(fields) < 2 or fields[0] in ("Z", "X"):
             return False
+        if pid in below and fields[0] == "T":
+            return True
         pid = int(fields[1])
-        if pid == root or pid in below:
+        if pid == root:
             return True
     return False
 
