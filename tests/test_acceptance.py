@@ -46,6 +46,12 @@ def write(root: Path, rel: str, text: str) -> Path:
     return path
 
 
+def use_kickoff(root: Path, text: str) -> None:
+    """`text` as the implement slot's override file, KICKOFF, named in drover.toml (committed)."""
+    write(root, KICKOFF, text)
+    edit_config(root, 'implement = ""', f'implement = "{KICKOFF}"')
+
+
 def set_frontmatter(root: Path, item: str, lines: str) -> None:
     """Add frontmatter lines after `deps:` of an item written by `drover new`, and commit."""
     path = root / "items" / f"{item}.md"
@@ -297,9 +303,8 @@ def test_a_bad_register_line_says_the_follow_up_list_is_incomplete(register_proj
 
 def test_repo_templates_off_ignores_the_prompts_file_in_a_dry_run(project):
     today = blocks()["implement/scope"]["hash"]
-    write(project, KICKOFF, f"<% block scope %>\n<# drover-base: {today} #>\n- OVERRIDE-MARKER: only this package.\n"
-                            "<% endblock %>\n")
-    edit_config(project, 'implement = ""', f'implement = "{KICKOFF}"')
+    use_kickoff(project, f"<% block scope %>\n<# drover-base: {today} #>\n- OVERRIDE-MARKER: only this package.\n"
+                         "<% endblock %>\n")
     item = new_item(project, "Add a thing")
 
     done = drover(project, "run", item, "--dry-run", check=True)
@@ -320,9 +325,8 @@ def test_repo_templates_off_ignores_the_prompts_file_in_a_dry_run(project):
 
 def test_a_dry_run_names_the_template_a_launch_would_record(project):
     today = blocks()["implement/scope"]["hash"]
-    write(project, KICKOFF, f"<% block scope %>\n<# drover-base: {today} #>\n- OVERRIDE-MARKER\n<% endblock %>\n"
-                            "<% block done %>\n- ADDED-MARKER\n<% endblock %>\n")
-    edit_config(project, 'implement = ""', f'implement = "{KICKOFF}"')
+    use_kickoff(project, f"<% block scope %>\n<# drover-base: {today} #>\n- OVERRIDE-MARKER\n<% endblock %>\n"
+                         "<% block done %>\n- ADDED-MARKER\n<% endblock %>\n")
     item = new_item(project, "Add a thing")
 
     trailer = drover(project, "run", item, "--dry-run", check=True).stdout.split("--- drover: dry run", 1)[1]
@@ -341,8 +345,7 @@ def test_run_template_at_path_records_requested_and_resolved_sources(project):
     write(project, "docs-internal/extra.tmpl",
           f"<% block scope %>\n<# drover-base: {today} #>\n- SCOPE-MARKER\n<% endblock %>\n"
           "<% block done %>\n- DONE-MARKER: regenerate the docs.\n<% endblock %>\n")
-    write(project, KICKOFF, "<% block done %>\n- PROMPTS-MARKER\n<% endblock %>\n")
-    edit_config(project, 'implement = ""', f'implement = "{KICKOFF}"')
+    use_kickoff(project, "<% block done %>\n- PROMPTS-MARKER\n<% endblock %>\n")
     item = new_item(project, "Add a thing")
 
     drover(project, "run", item, check=True)
@@ -509,8 +512,7 @@ def test_check_reports_item_problems_and_warns_without_failing(project):
 def test_check_diff_shows_the_change_since_the_recorded_default(project):
     old_hash, old_text = old_default("implement/scope")
     today = blocks()["implement/scope"]
-    write(project, KICKOFF, f"<% block scope %>\n<# drover-base: {old_hash} #>\n- Only this package.\n<% endblock %>\n")
-    edit_config(project, 'implement = ""', f'implement = "{KICKOFF}"')
+    use_kickoff(project, f"<% block scope %>\n<# drover-base: {old_hash} #>\n- Only this package.\n<% endblock %>\n")
     edit_config(project, 'default = ""', 'default = "make test"')  # no warning of an empty verify command
 
     done = drover(project, "check", "--diff", "--color", "never")

@@ -7,20 +7,18 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
 from helpers import BIN, drover, git
 
-# the trivial agent of benchmarks/drive_bench.py: one file committed, then an approving review
-AGENT = """#!/bin/sh
-if [ "$DROVER_SLOT" = implement ]; then
-  echo done > "$(echo "$DROVER_ITEM" | tr A-Z a-z).txt"
-  git add -A && git commit -q -m "$DROVER_ITEM: done"
-else
-  drover audit "$DROVER_ITEM" --level reviewed --note "looks right"
-fi
-"""
+# the trivial agent the drive and pool benchmarks drive (one file committed, then an approving
+# review), taken from there: this counts the git calls of the drive they time
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+from drive_bench import AGENT  # noqa: E402
+
 NOTING_GIT = """#!/bin/sh
 echo "$PPID $*" >> "{log}"
 exec "{git}" "$@"
@@ -29,7 +27,7 @@ ITEMS = 3
 # per item, as measured when the test was written (2026-12-06; 34.0 and 29.3 the day before): with
 # fresh worktrees, and with a pool (its worktree switched, not added; none removed). A change that adds a git call to every
 # item fails here: count again, and say in docs/performance.md what it buys. (The finish reads the
-# heads it merges again, just before the merge, rather than reuse its refusals' read: one a item.)
+# heads it merges again, just before the merge, rather than reuse its refusals' read: one an item.)
 MOST = {0: 31.0, 2: 26.4}
 
 
