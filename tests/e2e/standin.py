@@ -46,7 +46,7 @@ class Service:
     output_tokens: int = OUTPUT_TOKENS
     # Scripted errors (tests/e2e/test_failures_e2e.py): until `fail_until` (time.time()), every model
     # request is answered `fail_status` (429, 401) with `fail_headers`; `stall` holds each model
-    # request open without a byte of answer until `stall` is cleared.
+    # request open without a byte of answer until `stall` is cleared, then closes it unanswered.
     fail_status: int = 0
     fail_until: float = 0.0
     fail_headers: dict[str, str] = field(default_factory=dict)
@@ -266,9 +266,14 @@ def _scripted_error(handler: BaseHTTPRequestHandler, service: Service, entry: Lo
         return False
     if service.fail_for and not service.fail_until:
         service.fail_until = time.time() + service.fail_for
-    while service.stall:
+    if service.stall:
         entry.answered = "stalled"
-        time.sleep(0.1)
+        while service.stall:
+            time.sleep(0.1)
+        # the client gave up on it long ago: answering now would only rewrite this record
+        # (after the test has read it, or while it does) and write into a closed socket
+        handler.close_connection = True
+        return True
     if not service.fail_status or time.time() >= service.fail_until:
         return False
     entry.answered = f"error {service.fail_status}"
