@@ -427,7 +427,7 @@ def test_check_reports_stale_and_whole_template_lines_as_written_in_drover_toml(
     edit_config(project, 'draft = ""', f'draft = "{DRAFT}"')
     item = new_item(project, "Add a thing")
 
-    expected = [f"STALE OVERRIDE implement/scope in {KICKOFF}", f"WHOLE TEMPLATE review in {REVIEW}:1",
+    expected = [f"STALE OVERRIDE implement/scope in {KICKOFF}", f"WHOLE TEMPLATE review in {REVIEW}",
                 f"STALE OVERRIDE draft/requirements in {DRAFT}"]
     done, lines = check_lines(project)
     assert done.returncode == 1

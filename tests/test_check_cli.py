@@ -331,7 +331,11 @@ def test_a_stale_override_and_a_whole_template_name_the_file_and_line_in_check_j
     (project / "docs-internal" / "kickoff.tmpl").write_text("<% block scope %>\n- Mine.\n<% endblock %>\n\nFix {{ Id }}.\n")
     (whole,) = [problem for problem in json_problems() if problem["code"] == "whole-template"]
     assert (whole["path"], whole["line"]) == ("docs-internal/kickoff.tmpl", 5)
-    assert whole["message"] == "WHOLE TEMPLATE implement in docs-internal/kickoff.tmpl:5"
+    assert whole["message"] == "WHOLE TEMPLATE implement in docs-internal/kickoff.tmpl"
+    # the text line is SPEC's; the hint after it (stderr) says where the text outside the blocks is
+    done = invoke("check")
+    assert "WHOLE TEMPLATE implement in docs-internal/kickoff.tmpl" in done.stdout.splitlines()
+    assert "a whole template: docs-internal/kickoff.tmpl:5 is outside every block" in done.stderr
 
 
 @pytest.mark.parametrize(("text", "code", "line"), [

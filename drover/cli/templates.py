@@ -111,6 +111,8 @@ def check(diff: bool, diff_format: str, color: str, update: bool, dry_run: bool,
         findings = run_check(project, ledger)
         stale = not diff and any(found.code == ProblemCode.STALE_OVERRIDE for found in findings)
         hints = stale_hints(templates.stale_overrides(project.root, project.config)) if stale else []
+        hints += [WHOLE_HINT.format(at=f"{found.path}:{found.line}") for found in findings
+                  if found.code == ProblemCode.WHOLE_TEMPLATE]
     # with --diff the stale lines are the diff's headers, and a unified patch keeps stdout clean
     say_check(findings, as_json, diff=diff, out_err=diff and diff_format == "unified", hints=hints)
 
@@ -119,6 +121,9 @@ NOTHING_STALE = "no stale overrides: nothing to diff"
 # what a stale override asks of its owner, after check's lines (on stderr: stdout keeps one line a finding)
 STALE_HINT = ("a stale override: `drover check --diff` shows how the default changed since it was written; "
               "`drover override --update` merges that into it")
+# where a whole template's first text outside the blocks is (check's line names the file only, as SPEC writes it)
+WHOLE_HINT = ("a whole template: {at} is outside every block, so the file replaces the built-in and none of "
+              "drover's own instructions reach the agent; move it into a block to override that block alone")
 # with no base (none recorded, or one this drover never shipped) there is no change to show or merge
 NO_BASE_HINT = ("a stale override with no base drover knows: compare the block with today's default "
                 "(`drover schema --prompts` gives its text and hash), then open the block with "

@@ -194,10 +194,11 @@ def stale_blocks(override: Override) -> list[tuple[OverrideBlock, str]]:
 
 
 def override_findings(override: Override) -> list[Finding]:
-    """What check says of a whole template (at its first line outside the blocks) or of each stale
-    block (at the line it opens on); a launch prints the same lines as warnings."""
+    """What check says of a whole template (placed at its first line outside the blocks) or of each
+    stale block (at the line it opens on), in SPEC's words, the path as drover.toml writes it and no
+    line in the text (`check --json` has it); a launch prints the same lines as warnings."""
     if override.whole:
-        return [Finding(f"WHOLE TEMPLATE {override.slot} in {override.display}:{override.stray_line}",
+        return [Finding(f"WHOLE TEMPLATE {override.slot} in {override.display}",
                         code=ProblemCode.WHOLE_TEMPLATE, path=override.display, line=override.stray_line)]
     return [Finding(f"STALE OVERRIDE {override.slot}/{block.name} in {override.display}",
                     code=ProblemCode.STALE_OVERRIDE, path=override.display, line=block.line)
