@@ -634,3 +634,10 @@ def with_settings(text: str, settings: dict[str, str]) -> str:
         text = setting(text, table, name, value)
     return text
 
+
+def line_of_key(root: Path, table: str, key: str) -> int:
+    """The line of drover.toml at `root` where `key` of `[table]` is written: what a problem with it names."""
+    lines = (root / "drover.toml").read_text(encoding="utf-8").splitlines()
+    start = next(number for number, line in enumerate(lines, 1) if line.split("#")[0].strip() == f"[{table}]")
+    return next(number for number, line in enumerate(lines, 1)
+                if number > start and line.split("=")[0].strip() == key)

@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
-from helpers import invoke
+from helpers import invoke, line_of_key
 
 from drover import prompts as templates
 from drover.prompts.data import FIELD_NAMES
@@ -164,7 +164,8 @@ def test_a_broken_config_is_one_line_and_exit_2(project):
     config.write_text(config.read_text().replace("max_rounds = 3", "max_rounds = \"three\""))
     done = invoke("check")
     assert done.exit_code == 2
-    assert done.output.strip() == "drover: drover.toml: [review] max_rounds: expected an integer"
+    line = line_of_key(project, "review", "max_rounds")
+    assert done.output.strip() == f"drover: drover.toml:{line}: [review] max_rounds: expected an integer"
 
 
 def test_check_warns_when_require_independent_leaves_no_review_agent_of_another_identity(project):

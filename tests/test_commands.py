@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from helpers import git, initialized, ledger_tables, write_requirements
+from helpers import git, initialized, ledger_tables, line_of_key, write_requirements
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from helpers import FINDINGS, chunk, findings_text
@@ -622,7 +622,8 @@ def test_a_broken_config_stops_every_command_with_one_line(project):
     before = snapshot(project)
     for args in (["list"], ["show", "D-1"], ["new", "y"], ["close-changes", "D-1"]):
         said = fails(drover(*args), 2)
-        assert said == "drover: drover.toml: [review] max_rouns: unknown key (did you mean max_rounds?)"
+        assert said == (f"drover: drover.toml:{line_of_key(project, 'review', 'max_rouns')}: [review] max_rouns: "
+                        "unknown key (did you mean max_rounds?)")
     assert snapshot(project) == before
 
 

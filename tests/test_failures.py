@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import TESTS, configure, drover, git, ledger_rows, new_item, with_settings
+from helpers import TESTS, configure, drover, git, ledger_rows, line_of_key, new_item, with_settings
 from drover.agents.failures import Failure, classify, clean, reset_named
 from drover.config import parse_config
 from drover.loop.retry import Tried, decide
@@ -180,9 +180,9 @@ def test_bad_retry_settings_are_one_line_each_naming_the_key(repo):
                                       .replace('stall = "15m"', 'stall = "soon"'))
     done = drover(repo, "list")
     assert done.returncode == 2
-    assert ("drover.toml: [retry] auth: expected one of wait, fresh, "
+    assert (f"drover.toml:{line_of_key(repo, 'retry', 'auth')}: [retry] auth: expected one of wait, fresh, "
             "fallback, stop, park, not 'nap'") in done.stderr
-    assert "drover.toml: [agent] stall: expected a duration" in done.stderr
+    assert f"drover.toml:{line_of_key(repo, 'agent', 'stall')}: [agent] stall: expected a duration" in done.stderr
     assert "Traceback" not in done.stderr
 
 

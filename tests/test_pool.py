@@ -15,7 +15,7 @@ from typing import Callable
 import pytest
 
 from drover.agents.locks import ATTACHED
-from helpers import AGENT, BIN, TESTS, configure, drover, git, ledger_rows, new_item
+from helpers import AGENT, BIN, TESTS, configure, drover, git, ledger_rows, line_of_key, new_item
 
 POOL_AGENT = TESTS / "agents" / "pool_agent.py"
 HOSTILE_AGENT = TESTS / "agents" / "hostile_agent.py"
@@ -486,6 +486,7 @@ def test_a_bad_pool_setting_is_one_line(repo, setting, said):
     path.write_text(re.sub(rf"^{name} = .*$", f"{name} = {value}", path.read_text(), count=1, flags=re.M))
     done = drover(repo, "worktrees")
     assert done.returncode != 0 and "Traceback" not in done.stderr
+    said = said.replace("drover.toml:", f"drover.toml:{line_of_key(repo, 'run', name)}:", 1)
     assert done.stderr.strip().startswith(f"drover: {said}"), done.stderr
     assert not (repo / ".drover" / "ledger.db").exists() or pool_rows(repo) == []
 

@@ -100,9 +100,8 @@ SCHEMA: dict[str, dict[str, tuple[type, Any]]] = {
 
 
 class _Problems:
-    """Every problem found in one reading of drover.toml, each a line naming the file, the table and
-    the key as SPEC writes it (`drover.toml: [review] max_rounds: expected an integer`); raised
-    together at the end, in the order of the lines `locate` finds them on."""
+    """Every problem found in one reading of drover.toml, each a line naming the file, the line
+    (when `locate` finds it), the table and the key; raised together at the end."""
 
     def __init__(self, locate: Callable[[str, str], int | None]) -> None:
         self.found: list[tuple[int, str]] = []
@@ -113,7 +112,7 @@ class _Problems:
         every table)."""
         line = self.locate(table, key)
         place = " ".join(filter(None, [f"[{table}]" if table else "", key]))
-        self.found.append((line or 0, f"{CONFIG_FILE}: {place}: {what}"))
+        self.found.append((line or 0, f"{CONFIG_FILE}{f':{line}' if line else ''}: {place}: {what}"))
 
     def raise_any(self) -> None:
         if self.found:  # in the file's order (a stable sort: unplaced ones keep the order they were found in)
@@ -169,7 +168,7 @@ def _suggest(word: str, choices: Iterable[str]) -> str:
 def parse_config(data: dict[str, Any],
                  locate: Callable[[str, str], int | None] = lambda table, key: None) -> Config:
     """Validate a parsed drover.toml and build the Config; every problem is reported, one line each,
-    in the order of the lines `locate` finds for their tables and keys (toml.locate)."""
+    at the line `locate` finds for its table and key (toml.locate)."""
     problems = _Problems(locate)
     # [executor.ray] arrives as data["executor"]["ray"]: one table per executor that has settings
     known = {table for table in KEYS if "." not in table} | {"verify", "executor"}
