@@ -165,7 +165,7 @@ def test_a_broken_config_is_one_line_and_exit_2(project):
     done = invoke("check")
     assert done.exit_code == 2
     line = line_of_key(project, "review", "max_rounds")
-    assert done.output.strip() == f"drover: drover.toml:{line}: [review] max_rounds: expected an integer"
+    assert done.output.strip() == f"drover: drover.toml: [review] max_rounds: expected an integer (line {line})"
 
 
 def test_check_warns_when_require_independent_leaves_no_review_agent_of_another_identity(project):

@@ -622,8 +622,8 @@ def test_a_broken_config_stops_every_command_with_one_line(project):
     before = snapshot(project)
     for args in (["list"], ["show", "D-1"], ["new", "y"], ["close-changes", "D-1"]):
         said = fails(drover(*args), 2)
-        assert said == (f"drover: drover.toml:{line_of_key(project, 'review', 'max_rouns')}: [review] max_rouns: "
-                        "unknown key (did you mean max_rounds?)")
+        assert said == ("drover: drover.toml: [review] max_rouns: unknown key (did you mean max_rounds?) "
+                        f"(line {line_of_key(project, 'review', 'max_rouns')})")
     assert snapshot(project) == before
 
 

@@ -165,27 +165,27 @@ def test_durations(text, seconds):
 
 
 @pytest.mark.parametrize("text, message", [
-    ("[review]\nmax_rouns = 2\n", "drover.toml:2: [review] max_rouns: unknown key (did you mean max_rounds?)"),
-    ("[review]\nmax_rounds = \"2\"\n", "drover.toml:2: [review] max_rounds: expected an integer"),
-    ("[review]\nmax_rounds = true\n", "drover.toml:2: [review] max_rounds: expected an integer"),
-    ("[review]\nmax_rounds = 0\n", "drover.toml:2: [review] max_rounds: expected an integer of at least 1"),
-    ("[project]\ncommit_items = \"yes\"\n", "drover.toml:2: [project] commit_items: expected true or false"),
-    ("[project]\nprefix = 3\n", "drover.toml:2: [project] prefix: expected a string"),
-    ("[project]\nprefix = \"D-\"\n", "drover.toml:2: [project] prefix: expected letters and digits, starting with a letter"),
-    ("[run]\nworktree = 1\n", "drover.toml:2: [run] worktree: expected true or false"),
+    ("[review]\nmax_rouns = 2\n", "drover.toml: [review] max_rouns: unknown key (did you mean max_rounds?) (line 2)"),
+    ("[review]\nmax_rounds = \"2\"\n", "drover.toml: [review] max_rounds: expected an integer (line 2)"),
+    ("[review]\nmax_rounds = true\n", "drover.toml: [review] max_rounds: expected an integer (line 2)"),
+    ("[review]\nmax_rounds = 0\n", "drover.toml: [review] max_rounds: expected an integer of at least 1 (line 2)"),
+    ("[project]\ncommit_items = \"yes\"\n", "drover.toml: [project] commit_items: expected true or false (line 2)"),
+    ("[project]\nprefix = 3\n", "drover.toml: [project] prefix: expected a string (line 2)"),
+    ("[project]\nprefix = \"D-\"\n", "drover.toml: [project] prefix: expected letters and digits, starting with a letter (line 2)"),
+    ("[run]\nworktree = 1\n", "drover.toml: [run] worktree: expected true or false (line 2)"),
     ("[agent]\npreset = \"claud\"\n",
-     f"drover.toml:2: [agent] preset: expected one of {PRESET_LIST}, not 'claud'"),
-    ("[agent]\nguidance = \"short\"\n", "drover.toml:2: [agent] guidance: expected one of lean, detailed, not 'short'"),
-    ("[agent]\ntimeout = \"soon\"\n", "drover.toml:2: [agent] timeout: expected a duration such as 2h, 90m or 45s"),
+     f"drover.toml: [agent] preset: expected one of {PRESET_LIST}, not 'claud' (line 2)"),
+    ("[agent]\nguidance = \"short\"\n", "drover.toml: [agent] guidance: expected one of lean, detailed, not 'short' (line 2)"),
+    ("[agent]\ntimeout = \"soon\"\n", "drover.toml: [agent] timeout: expected a duration such as 2h, 90m or 45s (line 2)"),
     ("[agent.review]\npreset = \"codx\"\n",
-     f"drover.toml:2: [agent.review] preset: expected one of {PRESET_LIST}, not 'codx'"),
-    ("[agent.review]\npresett = \"codex\"\n", "drover.toml:2: [agent.review] presett: unknown key (did you mean preset?)"),
-    ("[agent]\nreview = \"codex\"\n", "drover.toml:2: [agent.review]: expected a table"),
-    ("[tracker]\nbackend = \"jira\"\n", f"drover.toml:2: [tracker] backend: expected one of {BACKEND_LIST}, not 'jira'"),
-    ("[verify]\nmigration = 1\n", "drover.toml:2: [verify] migration: expected a string"),
-    ("[revew]\nmax_rounds = 2\n", "drover.toml:1: [revew]: unknown table (did you mean review?)"),
-    ("review = 3\n", "drover.toml:1: [review]: expected a table"),
-    ("prefix = \"X\"\n", "drover.toml:1: prefix: unknown key (did you mean [project] prefix?)"),
+     f"drover.toml: [agent.review] preset: expected one of {PRESET_LIST}, not 'codx' (line 2)"),
+    ("[agent.review]\npresett = \"codex\"\n", "drover.toml: [agent.review] presett: unknown key (did you mean preset?) (line 2)"),
+    ("[agent]\nreview = \"codex\"\n", "drover.toml: [agent.review]: expected a table (line 2)"),
+    ("[tracker]\nbackend = \"jira\"\n", f"drover.toml: [tracker] backend: expected one of {BACKEND_LIST}, not 'jira' (line 2)"),
+    ("[verify]\nmigration = 1\n", "drover.toml: [verify] migration: expected a string (line 2)"),
+    ("[revew]\nmax_rounds = 2\n", "drover.toml: [revew]: unknown table (did you mean review?) (line 1)"),
+    ("review = 3\n", "drover.toml: [review]: expected a table (line 1)"),
+    ("prefix = \"X\"\n", "drover.toml: prefix: unknown key (did you mean [project] prefix?) (line 1)"),
 ])
 def test_errors_name_the_key(tmp_path, text, message):
     assert config_error(tmp_path, text) == message
@@ -216,8 +216,8 @@ def _one_line_error(result, exit_code: int = 2) -> str:
 
 
 @pytest.mark.parametrize("text, line", [
-    ("[review]\nmax_rouns = 2\n", "drover: drover.toml:2: [review] max_rouns: unknown key (did you mean max_rounds?)"),
-    ("[review]\nmax_rounds = \"two\"\n", "drover: drover.toml:2: [review] max_rounds: expected an integer"),
+    ("[review]\nmax_rouns = 2\n", "drover: drover.toml: [review] max_rouns: unknown key (did you mean max_rounds?) (line 2)"),
+    ("[review]\nmax_rounds = \"two\"\n", "drover: drover.toml: [review] max_rounds: expected an integer (line 2)"),
     ("[review\nmax_rounds = 2\n", None),
 ])
 @pytest.mark.parametrize("command", [["list"], ["list", "--json"], ["show", "D-1"], ["new", "x"],
@@ -249,8 +249,8 @@ def test_an_agent_table_for_a_slot_that_does_not_exist_names_the_slots(tmp_path)
     with pytest.raises(ConfigError) as caught:
         load_config(path)
     assert str(caught.value) == (
-        "drover.toml:1: [agent.reveiw]: unknown slot (expected one of implement, review, draft, fallback)"
-        " (did you mean review?)"
+        "drover.toml: [agent.reveiw]: unknown slot (expected one of implement, review, draft, fallback)"
+        " (did you mean review?) (line 1)"
     )
 
 
@@ -264,10 +264,10 @@ def test_every_problem_is_reported_at_once_one_line_each(repo):
     result = CliRunner().invoke(cli, ["list"])
     assert result.exit_code == 2
     assert result.stderr.splitlines() == [
-        f"drover: drover.toml:2: [agent] preset: expected one of {PRESET_LIST}, not 'codx'",
-        "drover: drover.toml:4: [review] max_round: unknown key (did you mean max_rounds?)",
-        f"drover: drover.toml:6: [tracker] backend: expected one of {BACKEND_LIST}, not 'jira'",
-        "drover: drover.toml:7: [revew]: unknown table (did you mean review?)",
+        f"drover: drover.toml: [agent] preset: expected one of {PRESET_LIST}, not 'codx' (line 2)",
+        "drover: drover.toml: [review] max_round: unknown key (did you mean max_rounds?) (line 4)",
+        f"drover: drover.toml: [tracker] backend: expected one of {BACKEND_LIST}, not 'jira' (line 6)",
+        "drover: drover.toml: [revew]: unknown table (did you mean review?) (line 7)",
     ]
 
 
@@ -437,9 +437,9 @@ def test_a_problem_is_placed_at_the_line_that_writes_it_however_the_table_is_wri
     with pytest.raises(ConfigError) as caught:
         load_config(path)
     assert caught.value.lines == (
-        f"drover.toml:3: [agent.review] preset: expected one of {PRESET_LIST}, not 'codx'",
-        "drover.toml:5: [run] worktree: expected true or false",
-        "drover.toml:6: [run] keep: expected a list of strings",
-        "drover.toml:9: [agent.implement] presett: unknown key (did you mean preset?)",
-        "drover.toml:10: [agent.draft] name: expected a string",
+        f"drover.toml: [agent.review] preset: expected one of {PRESET_LIST}, not 'codx' (line 3)",
+        "drover.toml: [run] worktree: expected true or false (line 5)",
+        "drover.toml: [run] keep: expected a list of strings (line 6)",
+        "drover.toml: [agent.implement] presett: unknown key (did you mean preset?) (line 9)",
+        "drover.toml: [agent.draft] name: expected a string (line 10)",
     )

@@ -180,9 +180,10 @@ def test_bad_retry_settings_are_one_line_each_naming_the_key(repo):
                                       .replace('stall = "15m"', 'stall = "soon"'))
     done = drover(repo, "list")
     assert done.returncode == 2
-    assert (f"drover.toml:{line_of_key(repo, 'retry', 'auth')}: [retry] auth: expected one of wait, fresh, "
-            "fallback, stop, park, not 'nap'") in done.stderr
-    assert f"drover.toml:{line_of_key(repo, 'agent', 'stall')}: [agent] stall: expected a duration" in done.stderr
+    assert ("drover.toml: [retry] auth: expected one of wait, fresh, fallback, stop, park, not 'nap' "
+            f"(line {line_of_key(repo, 'retry', 'auth')})") in done.stderr
+    assert "drover.toml: [agent] stall: expected a duration" in done.stderr
+    assert f"(line {line_of_key(repo, 'agent', 'stall')})" in done.stderr
     assert "Traceback" not in done.stderr
 
 

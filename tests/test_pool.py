@@ -486,8 +486,8 @@ def test_a_bad_pool_setting_is_one_line(repo, setting, said):
     path.write_text(re.sub(rf"^{name} = .*$", f"{name} = {value}", path.read_text(), count=1, flags=re.M))
     done = drover(repo, "worktrees")
     assert done.returncode != 0 and "Traceback" not in done.stderr
-    said = said.replace("drover.toml:", f"drover.toml:{line_of_key(repo, 'run', name)}:", 1)
-    assert done.stderr.strip().startswith(f"drover: {said}"), done.stderr
+    assert done.stderr.startswith(f"drover: {said}"), done.stderr
+    assert done.stderr.endswith(f" (line {line_of_key(repo, 'run', name)})\n"), done.stderr
     assert not (repo / ".drover" / "ledger.db").exists() or pool_rows(repo) == []
 
 

@@ -100,8 +100,9 @@ SCHEMA: dict[str, dict[str, tuple[type, Any]]] = {
 
 
 class _Problems:
-    """Every problem found in one reading of drover.toml, each a line naming the file, the line
-    (when `locate` finds it), the table and the key; raised together at the end."""
+    """Every problem found in one reading of drover.toml, each a line naming the file, the table
+    and the key in SPEC's words (`drover.toml: [review] max_rounds: expected an integer`), then
+    the line (when `locate` finds it) after them; raised together at the end, in the file's order."""
 
     def __init__(self, locate: Callable[[str, str], int | None]) -> None:
         self.found: list[tuple[int, str]] = []
@@ -112,7 +113,7 @@ class _Problems:
         every table)."""
         line = self.locate(table, key)
         place = " ".join(filter(None, [f"[{table}]" if table else "", key]))
-        self.found.append((line or 0, f"{CONFIG_FILE}{f':{line}' if line else ''}: {place}: {what}"))
+        self.found.append((line or 0, f"{CONFIG_FILE}: {place}: {what}{f' (line {line})' if line else ''}"))
 
     def raise_any(self) -> None:
         if self.found:  # in the file's order (a stable sort: unplaced ones keep the order they were found in)
