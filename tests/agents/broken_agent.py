@@ -5,7 +5,7 @@
 BROKEN_MODE=stubborn keeps BROKEN on every pass; BROKEN_MODE=stuck commits nothing after its first. Each prompt is kept in $AGENT_PROMPTS as
 <slot>-<n>.md, so a test can read what the agent was told.
 """
-import json
+import hashlib
 import os
 import subprocess
 import sys
@@ -13,9 +13,20 @@ from pathlib import Path
 
 prompt = sys.stdin.read()
 item, slot = os.environ["DROVER_ITEM"], os.environ["DROVER_SLOT"]
-shown = json.loads(subprocess.run(["drover", "show", item, "--json"], capture_output=True, text=True,
-                                  check=True).stdout)
-passes = sum(1 for run in shown["runs"] if run["slot"] == slot)
+
+
+def pass_number() -> int:
+    """This run's place among its item's runs of its slot, 1 for the first: a tally in the test's
+    own HOME, one mark a run, where asking `drover show` cost a whole drover process a run."""
+    key = hashlib.sha1(f"{os.environ['DROVER_REPO']}\0{item}\0{slot}".encode()).hexdigest()
+    tally = Path(os.environ["HOME"], "agent-passes", key)
+    tally.parent.mkdir(exist_ok=True)
+    with tally.open("a") as handle:
+        handle.write(".")
+    return len(tally.read_text())
+
+
+passes = pass_number()
 kept = os.environ.get("AGENT_PROMPTS")
 if kept:
     Path(kept, f"{slot}-{passes}.md").write_text(prompt)

@@ -14,6 +14,7 @@ item's slot takes the n-th entry for it, and `ok` once the entries run out. Mode
 - after_auth: wait until a run of item FAIL_AFTER has the failure class auth on record, then ok;
 - auth_after_review: wait until item FAIL_AFTER_REVIEW has a review run, then auth.
 """
+import hashlib
 import json
 import os
 import subprocess
@@ -23,9 +24,20 @@ from pathlib import Path
 
 sys.stdin.read()
 item, slot = os.environ["DROVER_ITEM"], os.environ["DROVER_SLOT"]
-shown = json.loads(subprocess.run(["drover", "show", item, "--json"], capture_output=True, text=True,
-                                  check=True).stdout)
-passes = sum(1 for run in shown["runs"] if run["slot"] == slot)
+
+
+def pass_number() -> int:
+    """This run's place among its item's runs of its slot, 1 for the first: a tally in the test's
+    own HOME, one mark a run, where asking `drover show` cost a whole drover process a run."""
+    key = hashlib.sha1(f"{os.environ['DROVER_REPO']}\0{item}\0{slot}".encode()).hexdigest()
+    tally = Path(os.environ["HOME"], "agent-passes", key)
+    tally.parent.mkdir(exist_ok=True)
+    with tally.open("a") as handle:
+        handle.write(".")
+    return len(tally.read_text())
+
+
+passes = pass_number()
 plan = [entry.split("=", 1) for entry in os.environ.get("FAIL_PLAN", "").split()]
 mine = [mode for who, mode in plan if who in (slot, f"{item}/{slot}")]
 mode = mine[passes - 1] if passes <= len(mine) else "ok"
