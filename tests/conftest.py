@@ -79,7 +79,8 @@ def isolated_env(tmp_path_factory, monkeypatch, git_template, compiled_templates
     (home / ".gitconfig").write_text(
         "[user]\n\tname = Test Operator\n\temail = operator@example.invalid\n"
         "[init]\n\tdefaultBranch = main\n"
-        # no `git maintenance run --auto` after each commit a test or its agent makes (1,400 a suite)
+        # no `git maintenance run --auto` after each commit a test makes (1,400 a suite; drover turns it
+        # off for its agents' git itself, tests/test_agents.py)
         "[maintenance]\n\tauto = false\n"
     )
     for key, value in GIT_IDENTITY.items():

@@ -220,7 +220,8 @@ def test_the_agents_git_starts_no_maintenance_and_keeps_the_config_drover_was_gi
     assert "GIT_CONFIG_KEY_0" not in env  # the operator's, inherited as it was
     subprocess.run(["git", "init", "-q", str(tmp_path / "repo")], check=True)
     seen = subprocess.run(["git", "config", "--get-regexp", "^(operator.mark|maintenance.auto)$"], cwd=tmp_path / "repo",
-                          env={**os.environ, **env}, capture_output=True, text=True, check=True).stdout
+                          env={**os.environ, **env, "GIT_CONFIG_GLOBAL": os.devnull},  # the test's own turns it off too
+                          capture_output=True, text=True, check=True).stdout
     assert seen.splitlines() == ["operator.mark Operator", "maintenance.auto false"]
 
 
