@@ -37,7 +37,11 @@ class ProblemCode(StrEnum):
     NO_TITLE = "no-title"
     ITEMS_FOLDER = "items-folder"
     MISSPELT_KEY = "misspelt-key"
-    OTHER = "other"  # an item file and the ledger that disagree, an interrupted write, an owed commit, templates switched off
+    CHANGES_DISAGREE = "changes-disagree"  # an item's Changes section and the ledger's rounds tell different stories
+    WRITE_INTERRUPTED = "write-interrupted"
+    COMMIT_OWED = "commit-owed"
+    REPO_TEMPLATES_OFF = "repo-templates-off"  # DROVER_REPO_TEMPLATES=0: launches ignore the override files
+    OTHER = "other"  # what no code above names
 
 
 def located(path: str | None, line: int | None, text: str) -> str:

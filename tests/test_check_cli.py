@@ -287,6 +287,9 @@ def test_repo_templates_off_in_any_accepted_spelling_ignores_the_override_and_qu
     checked = invoke("check", env={"DROVER_REPO_TEMPLATES": value})
     assert f"warning: DROVER_REPO_TEMPLATES={value.strip()}: launches ignore the [prompts] files checked above" \
         in checked.stdout.splitlines()
+    problems = json.loads(invoke("check", "--json", env={"DROVER_REPO_TEMPLATES": value}).stdout)["problems"]
+    assert [(problem["code"], problem["severity"]) for problem in problems
+            if "DROVER_REPO_TEMPLATES" in problem["message"]] == [("repo-templates-off", "warning")]
 
 
 @pytest.mark.parametrize("value", ["", "1", "on", "Yes", "TRUE"])

@@ -373,3 +373,24 @@ def test_list_and_check_name_an_item_whose_file_is_gone_on_the_command_line(repo
     assert "D-3" not in checked.output
     assert "unreadable: items/D-1.md: D-1 has no file" in invoke("show", "D-1").output
     assert invoke("show", "D-3").exit_code == 2
+
+
+def test_each_kind_of_disagreement_has_its_own_code(tmp_path):
+    """What `check --json` calls each line: a Changes section the rounds disagree with, a write
+    no recovery finished, a commit git refused; none of them `other`."""
+    from drover.errors import ProblemCode
+
+    project = _rounds_project(tmp_path)
+    with Ledger(project.ledger_path) as ledger:
+        entries = catalogue(project, ledger)  # before the writes below: taking the lock would finish them
+        with ledger.write():
+            ledger.add_intent("request-changes", "D-7", project.root / "items" / "D-7.md", "text", None)
+            owed = ledger.owe_commit("D-8", project.root, project.root / "items" / "D-8.md", "text", "drover: x")
+            ledger.conn.execute("UPDATE owed_commits SET failed = 'git said no' WHERE id = ?", (owed,))
+        found = agreement.disagreeing(project, ledger, entries)
+    codes = {code for code, _, _ in found}
+    assert codes == {ProblemCode.CHANGES_DISAGREE, ProblemCode.WRITE_INTERRUPTED, ProblemCode.COMMIT_OWED}
+    assert {path for code, path, _ in found if code != ProblemCode.CHANGES_DISAGREE} == {
+        str(project.root / "items" / "D-7.md"), "items/D-8.md"}
+    assert all(said.startswith(("an interrupted", "the commit")) for code, _, said in found
+               if code != ProblemCode.CHANGES_DISAGREE)

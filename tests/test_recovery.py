@@ -2,6 +2,7 @@
 checks happen under the lock, and `check` names the repair for any disagreement."""
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -76,6 +77,9 @@ def test_a_file_edited_by_hand_after_a_kill_keeps_the_edit_and_check_names_the_r
     assert checked.returncode == 1
     assert "D-1 Changes holds findings but the ledger has every round cleared" in checked.stdout
     assert "`drover close-changes D-1`" in checked.stdout
+    problems = json.loads(run(project, "check", "--json").stdout)["problems"]
+    assert [problem["code"] for problem in problems
+            if problem["path"] == "items/D-1.md" and problem["severity"] == "error"] == ["changes-disagree"]
     assert run(project, "close-changes", "D-1").returncode == 0
     assert "D-1 Changes" not in run(project, "check").stdout
 
@@ -88,6 +92,9 @@ def test_a_cleared_file_with_an_uncleared_round_is_reported_and_close_changes_re
     checked = run(project, "check")
     assert "D-1 Changes is cleared but the ledger has round 1 uncleared" in checked.stdout
     assert "`drover close-changes D-1`" in checked.stdout
+    problems = json.loads(run(project, "check", "--json").stdout)["problems"]
+    assert [problem["code"] for problem in problems
+            if problem["path"] == "items/D-1.md" and problem["severity"] == "error"] == ["changes-disagree"]
     repaired = run(project, "close-changes", "D-1")
     assert repaired.returncode == 0 and "cleared in the ledger" in repaired.stdout
     assert_agrees(project)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from drover.errors import located
+from drover.errors import ProblemCode, located
 
 if TYPE_CHECKING:
     from drover.ledger.db import Ledger
@@ -21,11 +21,13 @@ FEW = 500
 
 def disagreements(project: "Project", ledger: "Ledger", entries: dict[str, "Entry"]) -> list[str]:
     """One line per item whose file and ledger tell different stories, with the command that repairs it."""
-    return [located(path, None, said) for path, said in disagreeing(project, ledger, entries)]
+    return [located(path, None, said) for _, path, said in disagreeing(project, ledger, entries)]
 
 
-def disagreeing(project: "Project", ledger: "Ledger", entries: dict[str, "Entry"]) -> list[tuple[str, str]]:
-    """disagreements' lines as (the file, what is wrong with it): check gives the file apart (`check --json`)."""
+def disagreeing(project: "Project", ledger: "Ledger",
+                entries: dict[str, "Entry"]) -> list[tuple[ProblemCode, str, str]]:
+    """disagreements' lines as (what kind, the file, what is wrong with it): check gives the kind
+    and the file apart (`check --json`)."""
     # Two reads of the rounds, each for the items one case can name: an outstanding Changes
     # against rounds all cleared, a cleared one against an uncleared round (a summary of
     # every item, 50,000 rows, cost more than the rest of this).
@@ -38,20 +40,24 @@ def disagreeing(project: "Project", ledger: "Ledger", entries: dict[str, "Entry"
     for item_id, found in readable:
         if found.outstanding and item_id in all_cleared:
             said.append((
-                found.rel, f"{item_id} Changes holds findings but the ledger has every round cleared "
+                ProblemCode.CHANGES_DISAGREE, found.rel,
+                f"{item_id} Changes holds findings but the ledger has every round cleared "
                 f"(newest: round {all_cleared[item_id]}): record them with `drover request-changes {item_id} "
                 f"--file F`, or discharge them with `drover close-changes {item_id}`"
             ))
         elif found.cleared and item_id in some_open:
             said.append((
-                found.rel, f"{item_id} Changes is cleared but the ledger has round {some_open[item_id]} "
+                ProblemCode.CHANGES_DISAGREE, found.rel,
+                f"{item_id} Changes is cleared but the ledger has round {some_open[item_id]} "
                 f"uncleared: run `drover close-changes {item_id}` to clear it in the ledger too"
             ))
     for intent in ledger.pending_intents():
-        said.append((intent["path"], f"an interrupted {intent['command']} is not finished: "
+        said.append((ProblemCode.WRITE_INTERRUPTED, intent["path"],
+                     f"an interrupted {intent['command']} is not finished: "
                      "run any drover command that writes (for instance `drover list`) to finish it"))
     for owed in ledger.owed_commits():
         if owed["failed"]:
-            said.append((owed["path"], f"the commit `{owed['message']}` is owed ([project] commit_items) "
+            said.append((ProblemCode.COMMIT_OWED, owed["path"],
+                         f"the commit `{owed['message']}` is owed ([project] commit_items) "
                          f"and git refused it: {owed['failed']}; the next write tries it again"))
     return said

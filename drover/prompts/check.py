@@ -113,7 +113,7 @@ def check_templates(root: Path, config: Config, used_keys: Container[str] | None
         findings.append(Finding(str(problem), code=ProblemCode.CONFIG, path=CONFIG_FILE))
     if untrusted and any(config.prompts.get(slot) for slot in SLOTS):
         findings.append(Finding(f"{untrusted}: launches ignore the [prompts] files checked above", False,
-                                code=ProblemCode.OTHER))
+                                code=ProblemCode.REPO_TEMPLATES_OFF))
     return findings
 
 
