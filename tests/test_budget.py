@@ -252,6 +252,32 @@ def test_a_forged_huge_count_raises_the_total_without_overflowing_the_ledger(rep
     assert run["failure"] == "over_budget" and run["input_tokens"] == 10**12  # capped
 
 
+def test_a_forged_cost_that_is_no_sum_of_money_neither_stops_the_reader_nor_reaches_the_report(repo, tmp_path):
+    # hostile review 24: an integer too large for a float raised OverflowError in the thread that
+    # reads the agent's output, which died: the rest of the run went unlogged and uncounted (a
+    # ceiling no longer looked at), and an Infinity, a NaN or a negative cost was taken as it came
+    project = streaming_project(repo, tmp_path)
+    item = new_item(repo, "Add a thing")
+    costs = ["1" + "0" * 400, "Infinity", "NaN", "-Infinity", "-5", "true", "1e308"]
+    forged = ['{"type": "result", "usage": {}, "total_cost_usd": %s}' % cost for cost in costs]
+    project.script = {"messages": [[10, 10]], "forged": forged, "cost": 0.5}
+    done = project.drover("run", item)
+    assert done.returncode == 0, done.stdout + done.stderr
+    [run] = runs_of(repo)
+    log = (repo / run["log_path"]).read_text()
+    assert log.rstrip().endswith("[result] done after 1 turn")  # the closing line was read and logged
+    assert run["cost_usd"] == 10**9  # capped, and the closing 0.5 did not lower it
+
+    def strict(word: str):
+        raise AssertionError(f"not JSON: {word}")
+
+    for _ in range(2):  # two runs' capped costs still sum to a number JSON holds
+        assert project.drover("run", item).returncode in (0, 1)
+    report = project.drover("report", "--json")
+    assert report.returncode == 0, report.stderr
+    assert json.loads(report.stdout, parse_constant=strict)["totals"]["cost_usd"] <= 3 * 10**9
+
+
 def test_the_stream_reader_counts_each_message_once_and_never_down():
     from drover.agents.usage import StreamReader
 

@@ -9,6 +9,7 @@ and out, cost where the CLI gives it, and the number of tool calls. Lines that a
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import asdict, dataclass
 from typing import Any, Iterable
 
@@ -18,6 +19,9 @@ STREAMS = ("claude", "codex")
 # A token figure above this is taken as this: a forged or garbled count can raise a run's total
 # (and end the run) but never overflow the ledger's integer column or lower what was counted.
 MAX_TOKENS = 10**12
+# A cost above this (USD) is taken as this, as a worker's result may claim no more: a forged figure misstates
+# money, never overflows a sum into a JSON no reader takes (Infinity)
+MAX_USD = 10**9
 OUTPUT_LINES = 8  # of a tool's output shown to people; the whole stream is kept in agent.jsonl
 
 
@@ -43,6 +47,16 @@ def count(value: Any) -> int | None:
     if not isinstance(value, int) or isinstance(value, bool) or value < 0:
         return None
     return min(value, MAX_TOKENS)
+
+
+def money(value: Any) -> float | None:
+    """A cost from a stream: a finite non-negative number (capped at MAX_USD), else None. An integer
+    too large for a float (a forged 10^400) is capped too, never converted."""
+    if type(value) is int:
+        return float(min(value, MAX_USD)) if value >= 0 else None
+    if type(value) is float and math.isfinite(value) and value >= 0:
+        return min(value, float(MAX_USD))
+    return None
 
 
 def _add(total: int | None, more: Any) -> int | None:
@@ -92,7 +106,7 @@ class StreamReader:
             return [line]
         try:
             return self._claude(event) if self.kind == "claude" else self._codex(event)
-        except (AttributeError, TypeError, ValueError, KeyError):
+        except (AttributeError, TypeError, ValueError, KeyError, ArithmeticError):
             return [line]  # an event shaped unlike the ones we know: show it rather than lose it
 
     # claude ------------------------------------------------------------------------------
@@ -135,9 +149,10 @@ class StreamReader:
             # the CLI's own total for the run; what the messages already reported is a floor
             self.usage.input_tokens = _most(self.usage.input_tokens, _input_of(usage))
             self.usage.output_tokens = _most(self.usage.output_tokens, count(usage.get("output_tokens")))
-            cost = event.get("total_cost_usd")
-            if isinstance(cost, (int, float)):
-                self.usage.cost_usd = float(cost)
+            # the CLI's figure for the whole run, raised by a later one, never lowered (as its tokens)
+            cost = money(event.get("total_cost_usd"))
+            if cost is not None:
+                self.usage.cost_usd = cost if self.usage.cost_usd is None else max(self.usage.cost_usd, cost)
             ending = "done" if not event.get("is_error") else f"failed ({event.get('subtype', 'error')})"
             turns = event.get("num_turns", "?")  # the stream's word: shown as it is unless a count
             return [f"[result] {ending} after {counted(turns, 'turn') if type(turns) is int else f'{turns} turns'}"]
