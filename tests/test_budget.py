@@ -278,6 +278,23 @@ def test_a_forged_cost_that_is_no_sum_of_money_neither_stops_the_reader_nor_reac
     assert json.loads(report.stdout, parse_constant=strict)["totals"]["cost_usd"] <= 3 * 10**9
 
 
+def test_a_lone_surrogate_in_the_stream_neither_stops_the_reader_nor_the_runs_record(repo, tmp_path):
+    # hostile review 24: JSON's "\udc80" decodes to a lone surrogate, which no UTF-8 holds: in a
+    # message's text it raised in the thread that reads the agent's output (the rest of the run unread),
+    # and as the model's name it failed the write of the run's end to the ledger
+    project = streaming_project(repo, tmp_path)
+    item = new_item(repo, "Add a thing")
+    text = {"type": "assistant", "message": {"id": "m", "content": [{"type": "text", "text": "a\udc80b"}]}}
+    model = {"type": "assistant", "message": {"id": "n", "model": "opus\ud800", "content": []}}
+    project.script = {"messages": [[10, 10]], "forged": [json.dumps(text), json.dumps(model)], "model": "x\udfff"}
+    done = project.drover("run", item)
+    assert done.returncode == 0 and "Traceback" not in done.stdout + done.stderr, done.stdout + done.stderr
+    [run] = runs_of(repo)
+    assert run["finished"] and run["model"] == "opus\ufffd"  # the last message's
+    log = (repo / run["log_path"]).read_text()
+    assert "a\ufffdb" in log and log.rstrip().endswith("[result] done after 1 turn")
+
+
 def test_the_stream_reader_counts_each_message_once_and_never_down():
     from drover.agents.usage import StreamReader
 

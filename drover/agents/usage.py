@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import asdict, dataclass
 from typing import Any, Iterable
 
@@ -25,6 +26,7 @@ MAX_USD = 10**9
 OUTPUT_LINES = 8  # of a tool's output shown to people; the whole stream is kept in agent.jsonl
 
 
+LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # what json.loads makes of "\\udc80", shown as U+FFFD
 SYNTHETIC = "<synthetic>"  # the model claude names on the messages it writes itself
 
 
@@ -105,23 +107,26 @@ class StreamReader:
         if not isinstance(event, dict):
             return [line]
         try:
-            return self._claude(event) if self.kind == "claude" else self._codex(event)
+            shown = self._claude(event) if self.kind == "claude" else self._codex(event)
         except (AttributeError, TypeError, ValueError, KeyError, ArithmeticError):
             return [line]  # an event shaped unlike the ones we know: show it rather than lose it
+        # JSON's "\ud800" is a lone surrogate, which no UTF-8 holds: the log's write of it raised in
+        # the thread that reads the agent's output, and the rest of the run went unread (hostile review 24)
+        return [_whole(each) for each in shown]
 
     # claude ------------------------------------------------------------------------------
 
     def _claude(self, event: dict[str, Any]) -> list[str]:
         kind = event.get("type")
         if kind == "system" and event.get("subtype") == "init":
-            self.usage.model = self.usage.model or str(event.get("model", ""))
+            self.usage.model = self.usage.model or _whole(str(event.get("model", "")))
             return [f"[session] {event.get('model', '')} in {event.get('cwd', '')}"]
         if kind == "assistant":
             message = event.get("message") or {}
             # claude names a message it made up itself (an API error's text) `<synthetic>`: no model
             # ran, and the report credited it with an item (a new user, overnight on tabulate)
             if message.get("model") and message["model"] != SYNTHETIC:
-                self.usage.model = str(message["model"])
+                self.usage.model = _whole(str(message["model"]))
             self._message_usage(message)
             shown: list[str] = []
             for block in message.get("content") or []:
@@ -187,7 +192,7 @@ class StreamReader:
             error = event.get("error") or event
             return [f"[error] {error.get('message', '')}"]
         if kind == "session.configured" and event.get("model"):
-            self.usage.model = str(event["model"])
+            self.usage.model = _whole(str(event["model"]))
             return []
         if kind not in ("item.started", "item.completed"):
             return []
@@ -208,6 +213,12 @@ class StreamReader:
         if item_type == "error":
             return [f"[warning] {item.get('message', '')}"]
         return []
+
+
+def _whole(text: str) -> str:
+    """`text` with each lone surrogate (JSON's "\\udc80") as U+FFFD: what the log, the screen and the
+    ledger (a model's name) can hold."""
+    return LONE_SURROGATE.sub("\ufffd", text)
 
 
 def _input_of(usage: dict[str, Any]) -> int | None:
