@@ -374,6 +374,27 @@ def test_a_hostile_reason_reaches_the_ledger_and_screen_without_escapes(repo):
     assert len(failure["reason"]) <= 240
 
 
+ODD_LINES = {  # hostile review 24: each raised in the classifier, and the whole drive ended with a traceback
+    "nested": '{"type": "result", "is_error": true, "result": ' + "[" * 5_000,  # within the log tail read
+    "epoch": '{"type": "rate_limit_event", "rate_limit_info": {"status": "rejected", "resetsAt": 1%s}}' % ("0" * 400),
+    "surrogate": json.dumps({"type": "result", "is_error": True, "result": "429 rate limit \ud800"}),
+    "year-one": "Error: 429 rate limit, resets at 0001-01-01T00:00:00+05:00",
+}
+
+
+@pytest.mark.parametrize("line", sorted(ODD_LINES))
+def test_a_line_the_classifier_cannot_read_fails_its_run_not_the_drive(repo, line):
+    first, second = project(repo, "First", "Second", retry__crashed='"park"', retry__rate_limited='"park"')
+    done = drover(repo, "drive", "--json", env={"FAIL_PLAN": f"{first}/implement=lines", "FAIL_LINE": ODD_LINES[line]},
+                  process=True)
+    assert "Traceback" not in done.stderr, done.stderr
+    report = json.loads(done.stdout)
+    assert [(row["id"], row["result"]) for row in report["items"]] == [(first, "parked"), (second, "approved")]
+    [failure] = report["items"][0]["failures"]
+    assert failure["class"] in ("crashed", "rate_limited") and "\ud800" not in failure["reason"]
+    assert runs_of(repo)[0]["failure"] == failure["class"]
+
+
 def test_drive_summary_names_each_class_and_what_was_done(repo):
     [item] = project(repo)
     done = drover(repo, "drive", env={"FAIL_PLAN": "implement=crash"})

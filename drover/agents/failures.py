@@ -32,6 +32,7 @@ _RATE = re.compile(r"\b429\b|rate[ _-]?limit|usage[ _-]?limit|too many requests|
                    r"overloaded|\b529\b", re.I)
 # CSI and OSC escapes whole (a title, a hyperlink), then any other control character
 _CONTROL = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|" + CONTROL_CHARACTER)
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 _MONTHS = {name: number for number, name in enumerate(
     ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"), start=1)}
 # codex: "try again at 9:50 PM." / "try again at Dec 5th, 2026 9:50 PM." (the machine's local time)
@@ -77,8 +78,9 @@ class Failure:
 
 
 def clean(text: str, limit: int = REASON_CHARS) -> str:
-    """The agent's words made safe to keep and print: no escapes or control characters, one line, short."""
-    text = " ".join(_CONTROL.sub(" ", text).split())
+    """The agent's words made safe to keep and print: no escapes or control characters, one line, short,
+    and no lone surrogate (JSON's "\\ud800"), which the ledger cannot write."""
+    text = " ".join(_LONE_SURROGATE.sub("\ufffd", _CONTROL.sub(" ", text)).split())
     return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
@@ -113,10 +115,13 @@ def _stream_signs(jsonl: str, now: datetime) -> _Signs:
             continue
         try:
             event = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: a line nested ten thousand deep
             continue
         if isinstance(event, dict):
-            _read_event(event, signs, now)
+            try:
+                _read_event(event, signs, now)
+            except (AttributeError, TypeError, ValueError, ArithmeticError):
+                continue  # an event shaped unlike the ones we know says nothing of the failure
     return signs
 
 
@@ -158,9 +163,9 @@ def _read_event(event: dict[str, Any], signs: _Signs, now: datetime) -> None:
 def _from_epoch(value: object) -> datetime | None:
     if not isinstance(value, (int, float)) or isinstance(value, bool):
         return None
-    if value > 1e12:  # milliseconds
-        value = value / 1000
     try:
+        if value > 1e12:  # milliseconds (an integer of 400 digits does not divide into a float)
+            value = value / 1000
         return datetime.fromtimestamp(value, timezone.utc)
     except (OverflowError, OSError, ValueError):
         return None
@@ -181,12 +186,16 @@ def reset_named(text: str, now: datetime) -> datetime | None:
     for match in _ISO.finditer(text):
         try:
             when = datetime.fromisoformat(match.group(1).replace("Z", "+00:00"))
-        except ValueError:
+            # in UTC here: year 1 at +05:00 (or 9999 at -05:00) is out of range there (hostile review 24)
+            found = (when if when.tzinfo else when.replace(tzinfo=timezone.utc)).astimezone(timezone.utc)
+        except (ValueError, OverflowError):
             continue
-        found = when if when.tzinfo else when.replace(tzinfo=timezone.utc)
     for match in _EPOCH.finditer(text):
         found = _from_epoch(int(match.group(1))) or found
-    return found.astimezone(timezone.utc) if found else None
+    try:
+        return found.astimezone(timezone.utc) if found else None
+    except OverflowError:  # a local clock time of year 1, say
+        return None
 
 
 def _clock_time(match: re.Match[str], now: datetime) -> datetime | None:

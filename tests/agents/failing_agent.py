@@ -12,7 +12,8 @@ item's slot takes the n-th entry for it, and `ok` once the entries run out. Mode
 - silent: exit 0 and do nothing (a review without a verdict); sleep: print every 0.2 s forever
   (only the timeout ends it); escape: a reason full of terminal escapes;
 - after_auth: wait until a run of item FAIL_AFTER has the failure class auth on record, then ok;
-- auth_after_review: wait until item FAIL_AFTER_REVIEW has a review run, then auth.
+- auth_after_review: wait until item FAIL_AFTER_REVIEW has a review run, then auth;
+- lines: print the line FAIL_LINE (a hostile agent's, the classifier's to read), then exit 1.
 """
 import hashlib
 import json
@@ -105,6 +106,9 @@ if mode == "sleep":
     while True:
         print("still working", flush=True)
         time.sleep(0.2)
+if mode == "lines":
+    print(os.environ["FAIL_LINE"], flush=True)
+    sys.exit(1)
 if mode == "escape":
     print("\x1b[2J\x1b]0;owned\x07429 rate limit \x1b[31mred\x00" + "x" * 5000)
     sys.exit(1)
