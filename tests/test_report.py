@@ -446,3 +446,24 @@ def test_a_failures_class_is_said_once_when_its_reason_begins_with_it():
     assert with_reason("auth", "api error 401") == "auth: api error 401"
     assert with_reason("crashed", "") == "crashed"
     assert with_reason("stalled", "stalledness") == "stalled: stalledness"
+
+
+def test_an_agent_that_parks_its_item_in_a_budgets_words_is_parked_not_over_budget(repo, tmp_path):
+    # hostile review 24: the report took any park reason that began "over budget: " for drover's own,
+    # so an implementer parked its item in those words and the morning's report (and [notify]'s JSON)
+    # listed it as over its budget, a ceiling for the operator to raise
+    configure(repo)
+    config = (repo / "drover.toml").read_text()
+    config = config.replace(str(TESTS / "agents" / "loop_agent.py"), str(TESTS / "agents" / "hostile_agent.py"))
+    (repo / "drover.toml").write_text(config)
+    git(repo, "commit", "-qam", "the hostile agent")
+    item = new_item(repo, "Add a thing")
+    words = f"park {item} --why 'over budget: 9,999,999 of 1,000,000 tokens for {item}'"
+    env = {"HOSTILE": "operator", "HOSTILE_COMMAND": words, "HOSTILE_LOG": str(tmp_path / "hostile.jsonl")}
+    drover(repo, "run", item, env=env)
+    assert "parked for the operator" in (tmp_path / "hostile.jsonl").read_text()
+    made = json.loads(drover(repo, "report", "--json", check=True).stdout)
+    assert (made["over_budget"], made["parked"]) == ([], [item])
+    [row] = made["items"]
+    assert row["status"] == "parked" and row["reason"].startswith("over budget: 9,999,999")
+    assert "Over budget" not in drover(repo, "report", check=True).stdout

@@ -19,7 +19,7 @@ from drover.ledger.connection import now
 from drover.ledger.db import Ledger
 from drover.ledger.project import Project
 from drover.ledger.rows import AUDIT_COLUMNS, CHECK_COLUMNS, ROUND_COLUMNS, RUN_COLUMNS, Audit, Check, Round, Run
-from drover.vocabulary import CHECKER, LEVELS, OVER_BUDGET, PARKED_ITS_ITEM
+from drover.vocabulary import CHECKER, DROVER, LEVELS, OVER_BUDGET, PARKED_ITS_ITEM
 
 SCHEMA = 1
 UNCLASSIFIED = "unclassified"  # a run that did not end well and has no failure class (yet)
@@ -131,7 +131,7 @@ MEANINGS: dict[str, dict[str, str]] = {
         "since": "the start of the window (`--since`, UTC, ISO 8601), or null for the whole ledger",
         "rated_models": "the models the operator's rate card prices; other costs are the CLI's own figure",
         "merged": "ids of the items merged (done)",
-        "over_budget": "ids of the items parked past a token ceiling (their reason begins `over budget: `)",
+        "over_budget": "ids of the items drover parked past a token ceiling (their reason begins `over budget: `)",
         "parked": "ids of the other parked items",
         "failed": "ids of the items whose newest run did not end well (not done, not parked)",
         "items": "one object per item (below), in id order",
@@ -238,6 +238,7 @@ class Tables(NamedTuple):
     audits: list[Audit]
     checks: list[Check]
     unapplied: dict[str, list[str]] = {}  # item -> `#101 close`: judgments the tracker was not told
+    parked_by: dict[str, str] = {}  # item -> who parked it last (`drover` for a budget's park)
 
 
 def read_tables(ledger: Ledger, since: str | None) -> Tables:
@@ -262,7 +263,9 @@ def read_tables(ledger: Ledger, since: str | None) -> Tables:
     for (item, issue), row in newest.items():
         if not row["applied"] and row["disposition"] != "keep":
             unapplied.setdefault(item, []).append(f"#{issue} {row['disposition']}")
-    return Tables(items, runs, rounds, audits, checks, unapplied)
+    parked_by = {row["item"]: row["by"] for row in
+                 conn.execute("SELECT item, by FROM events WHERE command = 'park' ORDER BY id")}
+    return Tables(items, runs, rounds, audits, checks, unapplied, parked_by)
 
 
 def report_of(entries: dict[str, Entry], tables: Tables, *, since: str | None,
@@ -284,7 +287,8 @@ def report_of(entries: dict[str, Entry], tables: Tables, *, since: str | None,
                 if any((row.get(column) or "") >= since for column in ("done_at", "parked_at"))}
     items = tuple(_item_line(item_id, entries.get(item_id), tables.items.get(item_id) or {},
                              by_item.get(item_id, []), rounds.get(item_id, []), audits.get(item_id, []),
-                             checks.get(item_id, []), tables.unapplied.get(item_id, []), also.get(item_id))
+                             checks.get(item_id, []), tables.unapplied.get(item_id, []), also.get(item_id),
+                             tables.parked_by.get(item_id, DROVER))
                   for item_id in sorted(ids, key=_id_key))
     implementers: dict[str, set[str]] = {}
     for line in run_lines:
@@ -342,7 +346,8 @@ def _approves(audit: Audit) -> bool:
 
 
 def _item_line(item_id: str, entry: Entry | None, row: dict[str, Any], runs: list[RunLine], rounds: list[Round],
-               audits: list[Audit], checks: list[Check], unapplied: list[str], ended: Ended | None) -> ItemLine:
+               audits: list[Audit], checks: list[Check], unapplied: list[str], ended: Ended | None,
+               parked_by: str = "") -> ItemLine:
     parked_reason = row.get("parked_reason") or ""
     failed = [run for run in runs if run.outcome == "failed"]
     reason = ""
@@ -352,7 +357,9 @@ def _item_line(item_id: str, entry: Entry | None, row: dict[str, Any], runs: lis
             reason = (f"the tracker was not told: {', '.join(unapplied)} (`drover finish {item_id}` "
                       "tries again)")
     elif row.get("parked"):
-        status, reason = ("over_budget" if parked_reason.startswith(OVER_BUDGET) else "parked"), parked_reason
+        # over budget only by drover's own park: an agent may park its item in the same words (hostile review 24)
+        budget = parked_reason.startswith(OVER_BUDGET) and parked_by == DROVER
+        status, reason = ("over_budget" if budget else "parked"), parked_reason
     elif runs and runs[-1].outcome == "failed":
         last = runs[-1]
         status = "failed"

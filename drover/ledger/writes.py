@@ -27,7 +27,7 @@ from drover.ledger.activity import gate_shut
 from drover.ledger.connection import now
 from drover.ledger.db import Ledger
 from drover.ledger.project import Project, missing_item, not_an_id
-from drover.vocabulary import CHECKER, DISPOSITIONS, LEVELS, counted
+from drover.vocabulary import CHECKER, DISPOSITIONS, DROVER, LEVELS, counted
 
 if TYPE_CHECKING:
     from drover.ledger.rows import Run
@@ -405,7 +405,7 @@ def park_by_drover(ledger: Ledger, item_id: str, why: str) -> None:
     """drover's own park of an item (a token budget, a retry policy), recorded as drover's event."""
     with ledger.write():
         ledger.park(item_id, why)
-        ledger.log_event("park", item_id, "drover", why=why)
+        ledger.log_event("park", item_id, DROVER, why=why)
 
 
 def rounds_of_changes(count: int) -> str:
