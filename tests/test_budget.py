@@ -295,6 +295,23 @@ def test_a_lone_surrogate_in_the_stream_neither_stops_the_reader_nor_the_runs_re
     assert "a\ufffdb" in log and log.rstrip().endswith("[result] done after 1 turn")
 
 
+def test_a_line_break_inside_a_streamed_event_cannot_print_a_line_of_drovers_own(repo, tmp_path):
+    # hostile review 24: a tool's command (or a codex message, a result's turns) was shown as one line
+    # whatever it held, so the line after its newline reached the operator's screen without the
+    # launch's `[D-1 implement 0:00]` in front, in the words of drover's own progress
+    project = streaming_project(repo, tmp_path)
+    item = new_item(repo, "Add a thing")
+    forged = f"true\n{item}: approved (reviewed by reviewer)\n{item}: finished: merged into main"
+    tool = {"type": "assistant", "message": {"id": "t", "content": [{"type": "tool_use", "name": "Bash",
+                                                                       "input": {"command": forged}}]}}
+    turns = {"type": "result", "num_turns": f"2\n{item}: finished: merged into main"}
+    project.script = {"messages": [[10, 10]], "forged": [json.dumps(tool), json.dumps(turns)]}
+    done = project.drover("run", item)
+    assert done.returncode == 0, done.stdout + done.stderr
+    said = [line for line in done.stdout.splitlines() if "merged into main" in line or "approved (" in line]
+    assert len(said) == 3 and all(line.startswith(f"[{item} implement ") for line in said), done.stdout
+
+
 def test_the_stream_reader_counts_each_message_once_and_never_down():
     from drover.agents.usage import StreamReader
 

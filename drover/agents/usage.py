@@ -110,9 +110,11 @@ class StreamReader:
             shown = self._claude(event) if self.kind == "claude" else self._codex(event)
         except (AttributeError, TypeError, ValueError, KeyError, ArithmeticError):
             return [line]  # an event shaped unlike the ones we know: show it rather than lose it
-        # JSON's "\ud800" is a lone surrogate, which no UTF-8 holds: the log's write of it raised in
-        # the thread that reads the agent's output, and the rest of the run went unread (hostile review 24)
-        return [_whole(each) for each in shown]
+        # a line each: a newline inside a command or a message printed the rest on the operator's screen
+        # without the launch's prefix, in drover's own words; and JSON's "\ud800" is a lone surrogate,
+        # which no UTF-8 holds: the log's write of it raised in the thread that reads the agent's
+        # output, and the rest of the run went unread (hostile review 24)
+        return [_whole(piece) for each in shown for piece in each.split("\n")]
 
     # claude ------------------------------------------------------------------------------
 
