@@ -448,18 +448,24 @@ def test_a_failures_class_is_said_once_when_its_reason_begins_with_it():
     assert with_reason("stalled", "stalledness") == "stalled: stalledness"
 
 
-def test_an_agent_that_parks_its_item_in_a_budgets_words_is_parked_not_over_budget(repo, tmp_path):
-    # hostile review 24: the report took any park reason that began "over budget: " for drover's own,
-    # so an implementer parked its item in those words and the morning's report (and [notify]'s JSON)
-    # listed it as over its budget, a ceiling for the operator to raise
+def hostile_parks(repo: Path, tmp_path: Path, why: str) -> tuple[str, dict[str, str]]:
+    """A project whose implementing agent (tests/agents/hostile_agent.py) parks its own item for `why`:
+    the item, and the environment that has the agent do so."""
     configure(repo)
     config = (repo / "drover.toml").read_text()
     config = config.replace(str(TESTS / "agents" / "loop_agent.py"), str(TESTS / "agents" / "hostile_agent.py"))
     (repo / "drover.toml").write_text(config)
     git(repo, "commit", "-qam", "the hostile agent")
     item = new_item(repo, "Add a thing")
-    words = f"park {item} --why 'over budget: 9,999,999 of 1,000,000 tokens for {item}'"
-    env = {"HOSTILE": "operator", "HOSTILE_COMMAND": words, "HOSTILE_LOG": str(tmp_path / "hostile.jsonl")}
+    words = f"park {item} --why '{why.format(item=item)}'"
+    return item, {"HOSTILE": "operator", "HOSTILE_COMMAND": words, "HOSTILE_LOG": str(tmp_path / "hostile.jsonl")}
+
+
+def test_an_agent_that_parks_its_item_in_a_budgets_words_is_parked_not_over_budget(repo, tmp_path):
+    # hostile review 24: the report took any park reason that began "over budget: " for drover's own,
+    # so an implementer parked its item in those words and the morning's report (and [notify]'s JSON)
+    # listed it as over its budget, a ceiling for the operator to raise
+    item, env = hostile_parks(repo, tmp_path, "over budget: 9,999,999 of 1,000,000 tokens for {item}")
     drover(repo, "run", item, env=env)
     assert "parked for the operator" in (tmp_path / "hostile.jsonl").read_text()
     made = json.loads(drover(repo, "report", "--json", check=True).stdout)
@@ -467,3 +473,13 @@ def test_an_agent_that_parks_its_item_in_a_budgets_words_is_parked_not_over_budg
     [row] = made["items"]
     assert row["status"] == "parked" and row["reason"].startswith("over budget: 9,999,999")
     assert "Over budget" not in drover(repo, "report", check=True).stdout
+
+
+def test_a_park_reason_with_line_breaks_writes_no_line_of_drovers_own(repo, tmp_path):
+    # hostile review 24: an implementer parked its item for a reason with newlines, and what followed
+    # each came on lines of their own: in the drive's progress, a row of its summary table, `list`, `show`
+    item, env = hostile_parks(repo, tmp_path, "needs a look\nD-9   finished       0     2\n{item}: approved (by x)")
+    done = drover(repo, "drive", item, env=env)
+    for shown in (done.stdout, drover(repo, "list").stdout, drover(repo, "show", item).stdout):
+        assert not re.search(r"^(D-9 |D-1: approved)", shown, re.M), shown
+        assert "needs a look D-9 finished 0 2 D-1: approved (by x)" in shown, shown

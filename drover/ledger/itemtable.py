@@ -113,7 +113,9 @@ class ItemTable(Journal):
         self._set_flags(item_id, {"done": 1, "done_at": now()})
 
     def park(self, item_id: str, reason: str) -> None:
-        self._set_flags(item_id, {"parked": 1, "parked_reason": reason, "parked_at": now()})
+        """Park the item for `reason`, kept as one line: it is shown inside other lines (the drive's progress
+        and summary, `list`, `show`), where an agent's newline wrote lines of drover's own (hostile review 24)."""
+        self._set_flags(item_id, {"parked": 1, "parked_reason": " ".join(reason.split()), "parked_at": now()})
 
     def unpark(self, item_id: str) -> None:
         self._set_flags(item_id, {"parked": 0, "parked_reason": None, "parked_at": None})

@@ -385,7 +385,8 @@ def dispose(project: Project, ledger: Ledger, item_id: str, issue: int, disposit
 
 def park(project: Project, ledger: Ledger, item_id: str, why: str) -> Outcome:
     """Hand an item to the operator."""
-    if not why.strip():
+    why = " ".join(why.split())  # one line, as the ledger keeps it (ItemTable.park)
+    if not why:
         raise UsageError("--why needs a reason the operator can act on")
     verdict_run(ledger, item_id, "park")
     _require_known(project, ledger, item_id)
@@ -394,11 +395,11 @@ def park(project: Project, ledger: Ledger, item_id: str, why: str) -> Outcome:
         row = ledger.item_row(item_id)
         if row.get("done"):  # merged: nothing shows a park of it, and there is nothing left to decide
             raise Refused(f"{item_id} is done; nothing to park")
-        ledger.park(item_id, why.strip())
-        ledger.log_event("park", item_id, by, why=why.strip())
+        ledger.park(item_id, why)
+        ledger.log_event("park", item_id, by, why=why)
     # parking again replaces the reason (a refinement); the one it replaces is named, not lost silently
     was = f" (was parked: {row.get('parked_reason') or 'no reason given'})" if row.get("parked") else ""
-    return Outcome((f"{item_id}: parked for the operator: {why.strip()}{was}",))
+    return Outcome((f"{item_id}: parked for the operator: {why}{was}",))
 
 
 def park_by_drover(ledger: Ledger, item_id: str, why: str) -> None:
