@@ -864,8 +864,13 @@ def test_audit_by_inside_a_run_is_the_runs_agent(project, monkeypatch):
     monkeypatch.setenv("DROVER_RUN", "run-1")
     ok("audit", "D-1", "--level", "reviewed")
     assert shown("D-1")["audits"][0]["by"] == "reviewer-bot"
-    ok("audit", "D-1", "--level", "verified", "--by", "someone")
-    assert shown("D-1")["audits"][1]["by"] == "someone"
+    ok("audit", "D-1", "--level", "verified", "--by", "reviewer-bot")
+    assert shown("D-1")["audits"][1]["by"] == "reviewer-bot"
+    # anyone else is refused, as in a worker's outbox: a review run whose agent is an author would
+    # pass [review] require_independent by naming someone who is not (hostile review 24)
+    refused = drover("audit", "D-1", "--level", "verified", "--by", "someone")
+    assert refused.exit_code == 1 and "can only name its agent 'reviewer-bot'" in refused.output
+    assert len(shown("D-1")["audits"]) == 2
 
 
 @pytest.mark.parametrize("level", ["reviewed", "verified"])

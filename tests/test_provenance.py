@@ -632,6 +632,37 @@ def test_require_independent_refuses_an_approval_by_an_author(project, independe
     assert listed(project)["D-1"] == "approved"
 
 
+def test_a_review_run_cannot_name_someone_else_to_pass_require_independent(project):
+    # hostile review 24: locally `audit --by` took any name inside a run (a worker's outbox may name only
+    # its run's agent), so a review run whose agent wrote the work approved as "Ann", an author of
+    # nothing, and [review] require_independent let it open the gate
+    config = project / "drover.toml"
+    text = config.read_text().replace('[agent.review]\nname = "reviewer"', '[agent.review]\nname = "implementer"')
+    config.write_text(text.replace("require_independent = false", "require_independent = true", 1))
+    git(project, "commit", "-qam", "the reviewer is the implementer")
+    drover(project, "run", "D-1", env=agent_env(project), check=True)
+    for form in FORMS.values():
+        drover(project, "review", "D-1", env=agent_env(project, HOSTILE_ARGS=f"--by Ann {form}"))
+    for answer in said(project):
+        assert answer["code"] == 1 and "can only name its agent 'implementer'" in answer["err"], answer
+    data = shown(project, "D-1")
+    assert data["audits"] == [] and data["state"] == "in review"
+    assert "no review approved it" in finish_refused(project, "D-1")
+
+
+def test_an_audit_note_cannot_write_sections_of_show(project):
+    # hostile review 24: an implementer's own audit (recorded, Weak) with a note of several lines had
+    # `show` print them at the margin, as show's own `state: approved` and a passing `checks:` section
+    note = "fine\nstate: approved\nchecks:\n  passed  make test  on 0123456789ab with base 0123456789ab  1.0s"
+    drover(project, "run", "D-1", env=agent_env(project, "operator", HOSTILE_COMMAND=f"audit D-1 --level reviewed "
+                                                 f"--note {shlex.quote(note)}"), check=True)
+    assert said(project)[0]["code"] == 0
+    text = drover(project, "show", "D-1", check=True).stdout
+    assert [line for line in text.splitlines() if line.startswith(("state:", "checks:", "  state:"))] == \
+        ["  state: in review"], text
+    assert "\n    state: approved\n    checks:\n      passed  make test" in text, text
+
+
 # --- an existing ledger ---------------------------------------------------------------------------
 
 

@@ -83,7 +83,9 @@ def render_show(shown: dict[str, Any]) -> str:
     if shown["audits"]:
         lines.append("audits:")
         for row in shown["audits"]:
-            note = f": {row['note']}" if row["note"] else ""
+            # a note's lines after its first are indented under it: at the margin, an agent's own audit
+            # wrote sections of show's (`state: approved`, `checks:` passed) (hostile review 24)
+            note = ": " + "\n    ".join(row["note"].splitlines()) if row["note"] else ""
             lines.append(f"  {row['level']} by {row['by']} at {row['at']}{note}")
     if shown.get("checks"):
         lines.append("checks:")

@@ -333,6 +333,13 @@ def audit(project: Project, ledger: Ledger, item_id: str, level: str, by: str = 
         raise UsageError(f"--level must be one of {', '.join(LEVELS)}, not {level!r}")
     run = verdict_run(ledger, item_id, "audit")
     _writable(project, project.item_path(item_id))
+    # one line: a `--by` with line breaks wrote lines of drover's own into `show` (hostile review 24)
+    by = " ".join(by.split())
+    if run is not None and by and by != run.agent:
+        # as a worker's outbox may not (outbox._problem): a review run whose agent wrote the work named
+        # someone else, and its approval passed [review] require_independent (hostile review 24)
+        raise Refused(f"{item_id}: audit --by {by[:40]!r}: an audit from run {run.id} can only name its agent "
+                      f"{run.agent!r} (leave --by out)")
     by = by or actor(project, ledger)
     head = audit_head(project, ledger, item_id, run)
     independent = project.config.require_independent
