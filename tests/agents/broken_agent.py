@@ -5,27 +5,16 @@
 BROKEN_MODE=stubborn keeps BROKEN on every pass; BROKEN_MODE=stuck commits nothing after its first. Each prompt is kept in $AGENT_PROMPTS as
 <slot>-<n>.md, so a test can read what the agent was told.
 """
-import hashlib
 import os
 import subprocess
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).parent))  # drover sets PYTHONSAFEPATH for its agents
+from passes import pass_number  # noqa: E402 - beside this file
+
 prompt = sys.stdin.read()
 item, slot = os.environ["DROVER_ITEM"], os.environ["DROVER_SLOT"]
-
-
-def pass_number() -> int:
-    """This run's place among its item's runs of its slot, 1 for the first: a tally in the test's
-    own HOME, one mark a run, where asking `drover show` cost a whole drover process a run."""
-    key = hashlib.sha1(f"{os.environ['DROVER_REPO']}\0{item}\0{slot}".encode()).hexdigest()
-    tally = Path(os.environ["HOME"], "agent-passes", key)
-    tally.parent.mkdir(exist_ok=True)
-    with tally.open("a") as handle:
-        handle.write(".")
-    return len(tally.read_text())
-
-
 passes = pass_number()
 kept = os.environ.get("AGENT_PROMPTS")
 if kept:

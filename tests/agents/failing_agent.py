@@ -15,7 +15,6 @@ item's slot takes the n-th entry for it, and `ok` once the entries run out. Mode
 - auth_after_review: wait until item FAIL_AFTER_REVIEW has a review run, then auth;
 - lines: print the line FAIL_LINE (a hostile agent's, the classifier's to read), then exit 1.
 """
-import hashlib
 import json
 import os
 import subprocess
@@ -23,21 +22,11 @@ import sys
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).parent))  # drover sets PYTHONSAFEPATH for its agents
+from passes import pass_number  # noqa: E402 - beside this file
+
 sys.stdin.read()
 item, slot = os.environ["DROVER_ITEM"], os.environ["DROVER_SLOT"]
-
-
-def pass_number() -> int:
-    """This run's place among its item's runs of its slot, 1 for the first: a tally in the test's
-    own HOME, one mark a run, where asking `drover show` cost a whole drover process a run."""
-    key = hashlib.sha1(f"{os.environ['DROVER_REPO']}\0{item}\0{slot}".encode()).hexdigest()
-    tally = Path(os.environ["HOME"], "agent-passes", key)
-    tally.parent.mkdir(exist_ok=True)
-    with tally.open("a") as handle:
-        handle.write(".")
-    return len(tally.read_text())
-
-
 passes = pass_number()
 plan = [entry.split("=", 1) for entry in os.environ.get("FAIL_PLAN", "").split()]
 mine = [mode for who, mode in plan if who in (slot, f"{item}/{slot}")]
