@@ -298,6 +298,54 @@ def test_drive_two_jobs_finishes_two_independent_items(project):
     assert "D-1: pass 2" in log and "D-2: pass 2" in log
 
 
+def test_an_item_whose_drive_breaks_fails_alone_and_the_drive_goes_on_to_its_summary(project, monkeypatch):
+    """What drover does not expect of an item's drive (here a bug, raised in one item's job) fails
+    that item in one line naming the kept traceback; the other item finishes, and the drive still
+    gives its summary and its --json report. Before, it ended the drive with a traceback."""
+    from drover.loop.driver import Driver
+
+    first = new_item(project, "Breaks")
+    second = new_item(project, "Goes on")
+    drive = Driver._drive
+
+    def breaks_on_the_first(self, ledger, item_id):
+        if item_id == first:
+            raise RuntimeError("a bug\nof drover's own")
+        return drive(self, ledger, item_id)
+
+    monkeypatch.setattr(Driver, "_drive", breaks_on_the_first)
+    done = drover(project, "drive", "--jobs", "2", "--finish", "--json")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "Traceback" not in done.stdout + done.stderr
+    report = {row["id"]: row for row in json.loads(done.stdout)["items"]}
+    assert report[second]["result"] == "finished"
+    assert report[first]["result"] == "failed"
+    note = report[first]["note"]
+    assert note.startswith("drover could not go on with it: RuntimeError: a bug of drover's own (the traceback is in "
+                           ".drover/errors/"), note
+    kept = project / note.rsplit("(the traceback is in ", 1)[1].rstrip(")")
+    assert "Traceback (most recent call last)" in kept.read_text() and "RuntimeError: a bug" in kept.read_text()
+    assert f"{first}: stopped: drover could not go on with it: RuntimeError" in done.stderr
+
+
+def test_a_kept_traceback_is_never_written_through_a_link_in_drovers_folder(project, tmp_path):
+    """.drover/errors is drover's: a link an agent put in its place is not followed."""
+    from drover.ledger.project import open_project
+    from drover.loop.driver import keep_traceback
+
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (project / ".drover").mkdir(exist_ok=True)
+    (project / ".drover" / "errors").symlink_to(elsewhere)
+    here = os.getcwd()
+    os.chdir(project)
+    try:
+        kept = keep_traceback(open_project(), "D-1", RuntimeError("x"))
+    finally:
+        os.chdir(here)
+    assert kept == "" and list(elsewhere.iterdir()) == []
+
+
 def test_drive_finishes_an_item_while_another_items_agent_runs(project):
     """drive is the launcher of every agent: its own finish of one item, while another item's agent
     still runs, is the operator's, never refused as a process descending from a launcher."""

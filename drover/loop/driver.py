@@ -71,6 +71,30 @@ class Driver:
         self.started = now()  # the summary's figures are this drive's runs
 
     def drive_item(self, item_id: str) -> Driven:
+        try:
+            return self._drive_item(item_id)
+        except Exception as exc:  # noqa: BLE001 - this item's end, not the drive's (broken())
+            return self.broken(item_id, exc)
+
+    def broken(self, item_id: str, exc: Exception) -> Driven:
+        """An item whose drive raised what drover does not expect of it (a bug of drover's, the
+        disk, the ledger's database): that item fails, in one line naming the file that keeps the
+        traceback, and the drive goes on with the others and still gives its summary, report and
+        [notify]. Raised out of the job, it ended the whole drive with a traceback while the items
+        in flight ran on unasked (hostile review 24)."""
+        kept = keep_traceback(self.project, item_id, exc)
+        what = " ".join(str(exc).split())[:200]
+        said = (f"drover could not go on with it: {type(exc).__name__}{f': {what}' if what else ''}"
+                f"{f' (the traceback is in {kept})' if kept else ''}")
+        self.event(item_id, f"stopped: {said}")
+        try:
+            with Ledger(self.project.ledger_path) as ledger:
+                known = item_state(self.project, ledger, item_id)
+            return Driven(item_id, "failed", len(known.rounds), len(known.runs), said, log=known.log)
+        except Exception:  # noqa: BLE001 - the ledger may be what broke: the item's figures are unknown
+            return Driven(item_id, "failed", 0, 0, said)
+
+    def _drive_item(self, item_id: str) -> Driven:
         with Ledger(self.project.ledger_path) as ledger:
             try:
                 return self._drive(ledger, item_id)
@@ -359,3 +383,24 @@ def _one_line(refused: Refused, item_id: str) -> str:
     (the paths a dirty checkout holds), which a command prints on lines of their own."""
     said = str(refused).removeprefix(f"{item_id}: ")
     return f"{said} {', '.join(refused.details)}" if refused.details else said
+
+
+def keep_traceback(project: Project, item_id: str, exc: BaseException) -> str:
+    """The traceback of what broke an item's drive, as .drover/errors/<time>-<item>.txt (made
+    through a descriptor: never written through a link an agent put there); the path from the
+    project's root, or "" when it could not be kept."""
+    import os
+    import traceback
+
+    from drover.git.files import folder_fd, replace_at
+
+    name = f"{now().replace(':', '').replace('-', '')}-{item_id}.txt"
+    try:
+        folder = folder_fd(project.state_dir, "errors", make=True)
+        try:
+            replace_at(folder, name, "".join(traceback.format_exception(exc)).encode("utf-8", "replace"))
+        finally:
+            os.close(folder)
+    except OSError:
+        return ""
+    return (project.state_dir / "errors" / name).relative_to(project.root).as_posix()
