@@ -87,12 +87,15 @@ class ConfigError(DroverError):
     code = ProblemCode.CONFIG
 
     @classmethod
-    def several(cls, lines: list[str]) -> "ConfigError":
+    def several(cls, lines: list[str], places: list[int | None] | None = None) -> "ConfigError":
+        """One error of every line; `places`: the line of drover.toml each names, where known."""
         error = cls(lines[0])
         error.extra = tuple(lines[1:])
+        error.places = tuple(places or ())
         return error
 
     extra: tuple[str, ...] = ()
+    places: tuple[int | None, ...] = ()  # the line of each of `lines` in drover.toml, when several() was told
 
     @property
     def lines(self) -> tuple[str, ...]:

@@ -168,6 +168,26 @@ def test_a_broken_config_is_one_line_and_exit_2(project):
     assert done.output.strip() == f"drover: drover.toml: [review] max_rounds: expected an integer (line {line})"
 
 
+def test_check_json_of_a_config_that_does_not_load_is_json_naming_each_problems_line(project):
+    """A script that asks for JSON gets JSON, also when drover.toml is what is wrong: each problem
+    with its code, path and line, exit 2 as for any configuration error."""
+    config = project / "drover.toml"
+    config.write_text(config.read_text().replace("max_rounds = 3", "max_rounds = \"three\"")
+                      .replace("[review]", "[review]\nmax_rouns = 2", 1))
+    done = invoke("check", "--json")
+    assert done.exit_code == 2
+    report = json.loads(done.stdout)
+    assert report["ok"] is False
+    assert [(problem["code"], problem["severity"], problem["path"], problem["line"]) for problem in report["problems"]] == [
+        ("config", "error", "drover.toml", line_of_key(project, "review", "max_rouns")),
+        ("config", "error", "drover.toml", line_of_key(project, "review", "max_rounds"))]
+    assert report["problems"][1]["message"] == (
+        f"drover.toml: [review] max_rounds: expected an integer (line {line_of_key(project, 'review', 'max_rounds')})")
+    config.write_text(config.read_text().replace("max_rouns = 2", "max_rouns = = 2"))  # no TOML at all
+    (syntax,) = json.loads(invoke("check", "--json").stdout)["problems"]
+    assert (syntax["code"], syntax["path"], syntax["line"]) == ("config", "drover.toml", line_of_key(project, "review", "max_rouns"))
+
+
 def test_check_warns_when_require_independent_leaves_no_review_agent_of_another_identity(project):
     def warned() -> list[dict]:
         return [problem for problem in json.loads(invoke("check", "--json").output)["problems"]

@@ -90,6 +90,8 @@ def check(diff: bool, diff_format: str, color: str, update: bool, dry_run: bool,
 
     if update or dry_run:
         _override(update=update, dry_run=dry_run)
+    if as_json:
+        _config_as_json()
     with opened() as (project, ledger):
         if diff and diff_format == "unified":
             patch, notes = templates.diff_unified(project.root, project.config)
@@ -134,6 +136,26 @@ def stale_hints(overrides: list[tuple[Any, list[Any]]]) -> list[str]:
     """The hint for each kind of stale replacement among `overrides` (templates.stale_overrides)."""
     known = [stale.base_text is not None for _, found in overrides for stale in found]
     return [hint for hint, shown in ((STALE_HINT, True in known), (NO_BASE_HINT, False in known)) if shown]
+
+
+def _config_as_json() -> None:
+    """check --json of a drover.toml that does not load: its problems as check's JSON, each with
+    the line it is on, exit 2 as for any configuration error (a script reads JSON, not a line)."""
+    from drover.cli.parts import PROJECT_KEY
+    from drover.cli.reports import check_report
+    from drover.errors import ConfigError, Finding
+    from drover.ledger.project import open_project
+
+    try:
+        click.get_current_context().meta[PROJECT_KEY] = open_project()  # what opened() takes next
+    except ConfigError as exc:
+        from drover.config import CONFIG_FILE
+
+        path = CONFIG_FILE if exc.places else exc.path  # several() is drover.toml's problems, each at its line
+        places = exc.places or (exc.line,) * len(exc.lines)
+        echo_json(check_report([Finding(line, code=ProblemCode.CONFIG, path=path, line=place)
+                                for line, place in zip(exc.lines, places)]))
+        sys.exit(2)
 
 
 def say_check(findings: list[Any], as_json: bool, *, diff: bool = False, out_err: bool = False,

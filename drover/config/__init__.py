@@ -117,7 +117,8 @@ class _Problems:
 
     def raise_any(self) -> None:
         if self.found:  # in the file's order (a stable sort: unplaced ones keep the order they were found in)
-            raise ConfigError.several([message for _, message in sorted(self.found, key=lambda found: found[0])])
+            found = sorted(self.found, key=lambda found: found[0])
+            raise ConfigError.several([message for _, message in found], [line or None for line, _ in found])
 
 
 def _check_value(info: KeyInfo, value: Any) -> str:
