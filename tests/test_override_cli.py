@@ -313,6 +313,12 @@ def test_jinja_calls_and_go_text_kept_in_raw_blocks_or_comments_are_not_taken_fo
     assert "drover statements are written <% for x in Deps %> ... <% endfor %>" in invoke("check").output
     use_override(project, "<% block done %>\n- {{ if}}\n<% endblock %>\n")
     assert "(this looks like Go template syntax)" in invoke("check").output
+    # Jinja's call with a space before its parenthesis, and Jinja's tags quoted in an expression's string
+    use_override(project, '<% block done %>\n- {{ range (3) | list | join(",") }} and {{ "{% x %}" }}.\n<% endblock %>\n')
+    result = invoke("check")
+    assert result.exit_code == 0 and "Go template" not in result.output and "default syntax" not in result.output, \
+        result.output
+    assert "\n- 0,1,2 and {% x %}.\n" in invoke("prompt", "D-1", "--slot", "implement").output
 
 
 def test_jinja_default_delimiters_are_a_warning_naming_drover_syntax(project):

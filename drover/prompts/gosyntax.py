@@ -14,8 +14,10 @@ from drover.prompts.env import blank_unparsed
 
 _ACTION = re.compile(r"\{\{-?\s*(?P<body>.*?)\s*-?\}\}", re.DOTALL)
 _DEFINE = re.compile(r'(?:define|block)\s+"(?P<name>[^"]*)"')
-# A Go action's keyword is followed by a space or ends the action; `range(3)` is a Jinja call.
+# A Go action's keyword is followed by a space or ends the action; `range(3)` is a Jinja call, and
+# so is `range (3)` (Go ranges over a field or a variable, not a parenthesised pipeline, in practice).
 _STATEMENT = re.compile(r"(?P<word>if|range|with|else|template)(?:\s+|\Z)(?P<rest>.*)", re.DOTALL)
+_JINJA_RANGE = re.compile(r"range\s*\(")
 _JINJA_TAG = re.compile(r"\{(?P<kind>[%#]).*?(?P=kind)\}", re.DOTALL)
 _CALL = re.compile(r'(?P<name>Is|Get)\s+(?P<arg>"[^"]*")')
 _DOT_FIELD = re.compile(r"(?<![\w\])])\.(?P<field>[A-Z]\w*)")
@@ -32,7 +34,7 @@ def _drover_form(body: str) -> str | None:
         return f"drover blocks are written <% block {name} %> ... <% endblock %>"
     if body == "end":
         return "drover closes a statement with <% endif %>, <% endfor %> or <% endblock %>"
-    match = _STATEMENT.match(body)
+    match = None if _JINJA_RANGE.match(body) else _STATEMENT.match(body)
     if match and (match.group("word") != "else" or not match.group("rest")):
         word = {"range": "for", "with": "if", "template": "include"}.get(match.group("word"), match.group("word"))
         rest = _DOT_FIELD.sub(r"\g<field>", match.group("rest")).strip()
@@ -62,8 +64,9 @@ def go_syntax_error(text: str, display: str) -> TemplateError | None:
 
 
 def jinja_delimiter_warnings(text: str, display: str) -> list[TemplateError]:
-    """One line for each statement or comment written with Jinja's default delimiters."""
-    read = blank_unparsed(text)
+    """One line for each statement or comment written with Jinja's default delimiters; what an
+    expression holds (`{{ "{% x %}" }}`, a string) is no tag."""
+    read = _ACTION.sub(lambda action: re.sub(r"[^\n]", " ", action.group()), blank_unparsed(text))
     found = []
     for match in _JINJA_TAG.finditer(read):
         written = " ".join(match.group().split())
