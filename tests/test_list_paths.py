@@ -255,9 +255,9 @@ def test_disagreements_name_what_every_round_summary_names(tmp_path, monkeypatch
     project = _rounds_project(tmp_path)
     with Ledger(project.ledger_path) as ledger:
         entries = catalogue(project, ledger)
-        lines = agreement.disagreements(project, ledger, entries)
+        lines = [said for _, _, said in agreement.disagreeing(project, ledger, entries)]
         expected = plain_disagreements(ledger, entries)
-    said = [f"{line.split()[1]} {'outstanding' if 'holds findings' in line else 'cleared'} "
+    said = [f"{line.split()[0]} {'outstanding' if 'holds findings' in line else 'cleared'} "
             f"{re.search(r'round ([0-9]+)', line)[1]}" for line in lines]
     assert said == expected and len(expected) >= 2
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from drover.errors import ProblemCode, located
+from drover.errors import ProblemCode
 
 if TYPE_CHECKING:
     from drover.ledger.db import Ledger
@@ -19,15 +19,11 @@ if TYPE_CHECKING:
 FEW = 500
 
 
-def disagreements(project: "Project", ledger: "Ledger", entries: dict[str, "Entry"]) -> list[str]:
-    """One line per item whose file and ledger tell different stories, with the command that repairs it."""
-    return [located(path, None, said) for _, path, said in disagreeing(project, ledger, entries)]
-
-
 def disagreeing(project: "Project", ledger: "Ledger",
                 entries: dict[str, "Entry"]) -> list[tuple[ProblemCode, str, str]]:
-    """disagreements' lines as (what kind, the file, what is wrong with it): check gives the kind
-    and the file apart (`check --json`)."""
+    """One line per item whose file and ledger tell different stories, with the command that
+    repairs it, as (what kind, the file, what is wrong with it): check gives the kind and the file
+    apart (`check --json`)."""
     # Two reads of the rounds, each for the items one case can name: an outstanding Changes
     # against rounds all cleared, a cleared one against an uncleared round (a summary of
     # every item, 50,000 rows, cost more than the rest of this).
