@@ -121,3 +121,30 @@ def test_executor_settings_are_read():
         "address": "ray://head:10001", "num_cpus": 4, "runtime_env": {"pip": ["drover-cli[ray]"]}}}})
     assert config.executor == "ray"
     assert config.ray == RayConfig("ray://head:10001", 4, {"pip": ["drover-cli[ray]"]})
+
+
+def test_a_bundle_that_names_the_branch_twice_is_refused(project, tmp_path):
+    """git bundle list-heads gives every line of a bundle's header, and a fetch of the branch takes
+    the last: a header naming the branch at a clean commit, then again at one that adds
+    .drover/ledger.db, had the first checked for drover's state and the second fetched into the
+    branch (hostile review 25)."""
+    git(project, "branch", "drover/d-1")  # the checkout stays on main: the bundle's ref is fetched
+    before = git(project, "rev-parse", "refs/heads/drover/d-1").strip()
+    other = tmp_path / "other"
+    git(tmp_path, "clone", "-q", str(project), str(other))
+    git(other, "checkout", "-q", "-B", "drover/d-1", "origin/main")
+    git(other, "commit", "-q", "--allow-empty", "-m", "clean")
+    clean = git(other, "rev-parse", "HEAD").strip()
+    (other / ".drover").mkdir(exist_ok=True)
+    (other / ".drover" / "ledger.db").write_bytes(b"a ledger of the agent's")
+    git(other, "add", "-f", ".drover/ledger.db")
+    git(other, "commit", "-q", "-m", "the ledger")
+    evil = git(other, "rev-parse", "HEAD").strip()
+    made = tmp_path / "made.bundle"
+    git(other, "bundle", "create", "-q", str(made), "origin/main..refs/heads/drover/d-1")
+    header, _, pack = made.read_bytes().partition(b"\n\n")
+    lines = [line for line in header.split(b"\n") if not line[:1].isalnum()]  # signature, prerequisites
+    lines += [f"{clean} refs/heads/drover/d-1".encode(), f"{evil} refs/heads/drover/d-1".encode()]
+    problem = take_bundle(project, "drover/d-1", b"\n".join(lines) + b"\n\n" + pack)
+    assert "refs/heads/drover/d-1 twice" in problem
+    assert git(project, "rev-parse", "refs/heads/drover/d-1").strip() == before

@@ -166,6 +166,9 @@ def take_bundle(workdir: Path, branch: str, data: bytes) -> str:
         others = [ref for _, ref in heads if ref != wanted]
         if others or not heads:
             return f"it carries {', '.join(others) or 'no branch'}; only {wanted} is taken"
+        if len(heads) > 1:
+            # a fetch takes the header's last line for the branch, the checks below its first
+            return f"it names {wanted} twice; a worker's bundle carries the branch once"
         new = heads[0][0]
         old = git.head_of(workdir, branch)
         if not old:
