@@ -121,6 +121,8 @@ def run_row(root: Path) -> tuple:
 @pytest.mark.parametrize("field, value", [
     ("usage", {"input_tokens": "lots"}), ("usage", {"output_tokens": -5}), ("usage", {"cost_usd": "free"}),
     ("exit_code", "0"), ("outcome", "approved"), ("log", "text, not bytes"), ("elapsed", float("nan")),
+    # a lone surrogate no UTF-8 holds raised from the write of the run's end, out of the drive (hostile review 25)
+    ("usage", {"model": "m\udc80"}), ("node", "n\udc80"), ("head", "\udc80"),
 ])
 def test_a_bad_worker_result_ends_the_run_failed_and_takes_nothing(project, field, value):
     def tamper(result: dict[str, Any]) -> None:

@@ -24,7 +24,7 @@ from drover.errors import DroverError, GitError, UsageError, printable
 from drover.ledger.ownfiles import shown_paths, state_paths
 from drover.ledger.project import STATE_DIR
 from drover.executors.base import Collected
-from drover.executors.worker import result_problem
+from drover.executors.worker import result_problem, worker_field
 
 if TYPE_CHECKING:
     from drover.ledger.db import Ledger
@@ -122,7 +122,7 @@ def bring_home(project: "Project", ledger: "Ledger", launch: "Launch", result: d
         reason = f"the worker's result was refused: {problem}"
         _append(launch.log_path, f"[drover] {launch.item_id}: {reason}\n".encode())
         node = result.get("node") if isinstance(result, dict) else ""
-        return Collected(None, "failed", 0.0, node=node if isinstance(node, str) else "", reason=reason,
+        return Collected(None, "failed", 0.0, node="" if worker_field("node", node) else node, reason=reason,
                          notes=(f"{launch.item_id}: {reason}",))
     _append(launch.log_path, result["log"])
     notes = []

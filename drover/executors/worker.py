@@ -33,7 +33,18 @@ def _seconds(value: Any) -> str:
 
 
 def _of(kind: type) -> Any:
-    return lambda value: "" if type(value) is kind else f"a {kind.__name__}"
+    return lambda value: "" if type(value) is kind and (kind is not str or _utf8(value)) else (
+        "UTF-8 text" if type(value) is kind else f"a {kind.__name__}")
+
+
+def _utf8(value: str) -> bool:
+    """Whether `value` is text UTF-8 holds: a lone surrogate ("\udc80", which a worker's pickled str
+    may carry) failed the write of the run's end to the ledger, out of the drive (hostile review 25)."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 USAGE: dict[str, Any] = {
@@ -65,6 +76,11 @@ RESULT: dict[str, Any] = {
 OPTIONAL = ("node",)
 
 
+def worker_field(key: str, value: Any) -> str:
+    """What is wrong with one field of a worker's result ("" when nothing is)."""
+    return RESULT[key](value)
+
+
 def result_problem(result: Any) -> str:
     """What is wrong with a worker's result ("" when nothing is): its fields, their types and ranges."""
     if not isinstance(result, dict):
@@ -80,10 +96,6 @@ def result_problem(result: Any) -> str:
         said = check(result[key])
         if said:
             return f"{key} must be {said}"
-    try:
-        result["outbox"].encode("utf-8")
-    except UnicodeEncodeError:
-        return "outbox must be UTF-8 text"
     return ""
 
 
