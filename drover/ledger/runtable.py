@@ -55,7 +55,10 @@ class RunTable(ItemTable):
 
     def record_usage(self, run_id: str, usage: dict[str, Any]) -> None:
         """A run's model, tokens in and out, cost and tool calls (see drover/agents/usage.py)."""
-        self._set_run(run_id, {"model": usage.get("model") or None, "input_tokens": usage.get("input_tokens"),
+        # a model's name is an agent's words (its stream, a worker's result): kept as one line, so
+        # its line breaks write no line of show's own (hostile review 25)
+        model = " ".join(str(usage.get("model") or "").split())
+        self._set_run(run_id, {"model": model or None, "input_tokens": usage.get("input_tokens"),
                                "output_tokens": usage.get("output_tokens"), "cost_usd": usage.get("cost_usd"),
                                "tool_calls": usage.get("tool_calls")})
 
