@@ -115,6 +115,9 @@ def new_item(project: Project, ledger: Ledger, title: str, kind: str, deps: list
     title = " ".join(title.split())  # one line: a title is a headline, and YAML-safe that way
     if not title:
         raise UsageError("an item needs a title")
+    # a kind is a word, an agent's too (`new --kind`, a worker's outbox): its line breaks wrote
+    # lines of show's own (hostile review 25)
+    kind = " ".join(kind.split()) or "feature"
     prefix = project.config.prefix
     pattern = itemfile.id_pattern(prefix)
     for dep in [*deps, *([finding_source] if finding_source else [])]:
