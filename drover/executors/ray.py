@@ -122,7 +122,7 @@ def bring_home(project: "Project", ledger: "Ledger", launch: "Launch", result: d
         reason = f"the worker's result was refused: {problem}"
         _append(launch.log_path, f"[drover] {launch.item_id}: {reason}\n".encode())
         node = result.get("node") if isinstance(result, dict) else ""
-        return Collected(None, "failed", 0.0, node="" if worker_field("node", node) else node, reason=reason,
+        return Collected(None, "failed", 0.0, node="" if worker_field("node", node) else str(node), reason=reason,
                          notes=(f"{launch.item_id}: {reason}",))
     _append(launch.log_path, result["log"])
     notes = []

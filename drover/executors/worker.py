@@ -33,8 +33,11 @@ def _seconds(value: Any) -> str:
 
 
 def _of(kind: type) -> Any:
-    return lambda value: "" if type(value) is kind and (kind is not str or _utf8(value)) else (
-        "UTF-8 text" if type(value) is kind else f"a {kind.__name__}")
+    def check(value: Any) -> str:
+        if type(value) is not kind:
+            return f"a {kind.__name__}"
+        return "" if not isinstance(value, str) or _utf8(value) else "UTF-8 text"
+    return check
 
 
 def _utf8(value: str) -> bool:
@@ -78,7 +81,7 @@ OPTIONAL = ("node",)
 
 def worker_field(key: str, value: Any) -> str:
     """What is wrong with one field of a worker's result ("" when nothing is)."""
-    return RESULT[key](value)
+    return str(RESULT[key](value))
 
 
 def result_problem(result: Any) -> str:
