@@ -328,3 +328,21 @@ def test_a_kind_with_line_breaks_writes_no_line_of_shows_own(project):
         shown = drover(project, "show", item, check=True).stdout.splitlines()
         assert [line for line in shown if line.startswith(("state:", "changes: cleared"))] == [], shown
         assert f"  kind:  {kind}" in shown
+
+
+def test_a_node_name_with_line_breaks_prints_no_line_of_drovers_own(project, capsys):
+    """A drive on a terminal echoes a worker's log with its node in each line's prefix: a node that
+    the worker named `n1\\nD-1: approved (reviewed by reviewer)` printed that at the margin, in
+    drover's own words (hostile review 25)."""
+    from drover.executors.ray import RayHandle
+
+    coordinator = open_project(project)
+    with Ledger(coordinator.ledger_path) as ledger:
+        launch = runs.prepare(coordinator, ledger, "D-1", "implement")
+        result = {"exit_code": 0, "outcome": "exited", "elapsed": 1.0, "wall": 1.0, "usage": None,
+                  "log": b"working\n", "outbox": "", "bundle": b"", "head": "",
+                  "node": "n1\nD-1: approved (reviewed by reviewer)\x1b[2K"}
+        collected = RayHandle(None, coordinator, ledger, launch, None, echo=True)._bring_home(result)
+    printed = capsys.readouterr().out
+    assert not any(line.startswith("D-1: approved") for line in printed.splitlines()), printed
+    assert collected.outcome == "failed" and collected.reason.startswith("the worker's result was refused: node")

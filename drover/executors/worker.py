@@ -6,6 +6,7 @@ unit test. The worker keeps nothing: everything lives in a scratch folder remove
 from __future__ import annotations
 
 import math
+import re
 import shutil
 import tempfile
 import time
@@ -14,6 +15,7 @@ from typing import Any
 
 from drover.agents import environment, launch as agents
 from drover import git
+from drover.errors import CONTROL_CHARACTER
 from drover.executors.outbox import ENV as OUTBOX_ENV
 
 
@@ -38,6 +40,15 @@ def _of(kind: type) -> Any:
             return f"a {kind.__name__}"
         return "" if not isinstance(value, str) or _utf8(value) else "UTF-8 text"
     return check
+
+
+def _line(value: Any) -> str:
+    """A name drover prints in front of each of the run's log lines (the node): one line with no
+    control character, or its line breaks printed lines of drover's own (hostile review 25)."""
+    said = _of(str)(value)
+    if said:
+        return str(said)
+    return "" if not re.search(CONTROL_CHARACTER + r"|[\n\t\u2028\u2029]", value) else "one line of text"
 
 
 def _utf8(value: str) -> bool:
@@ -74,7 +85,7 @@ RESULT: dict[str, Any] = {
     else "a whole number, or null",
     "outcome": lambda value: "" if value in OUTCOMES else f"one of {', '.join(OUTCOMES)}",
     "elapsed": _seconds, "wall": _seconds, "usage": _usage,
-    "log": _of(bytes), "outbox": _of(str), "bundle": _of(bytes), "head": _of(str), "node": _of(str),
+    "log": _of(bytes), "outbox": _of(str), "bundle": _of(bytes), "head": _of(str), "node": lambda value: _line(value),
 }
 OPTIONAL = ("node",)
 
