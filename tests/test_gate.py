@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import sqlite3
 import subprocess
@@ -601,6 +602,51 @@ def ended(root: Path, *args: str, env: dict | None = None, seconds: float = 60) 
                               stdin=subprocess.DEVNULL, timeout=seconds)
     except subprocess.TimeoutExpired:
         pytest.fail(f"drover {' '.join(args)} was still waiting after {seconds:g}s")
+
+
+@pytest.mark.parametrize("planted", ["item fifo", "item link to /dev/zero", "drover.toml fifo", "override fifo",
+                                     "register fifo"])
+def test_a_fifo_or_a_device_in_place_of_a_file_drover_reads_is_refused_never_waited_on(project, planted):
+    """An item file, drover.toml, a prompt override or the file tracker's register is read only
+    when it is a regular file (links followed): a fifo held every list, check and drive for ever,
+    and /dev/zero read without end (hostile review 25)."""
+    if planted.startswith("override"):
+        (project / "prompts").mkdir(exist_ok=True)
+        edit = re.sub(r'^implement = ""', 'implement = "prompts/implement.tmpl"', (project / "drover.toml").read_text(),
+                      count=1, flags=re.M)
+        assert edit != (project / "drover.toml").read_text()
+        (project / "drover.toml").write_text(edit)
+        os.mkfifo(project / "prompts" / "implement.tmpl")
+    elif planted.startswith("register"):
+        edit = (project / "drover.toml").read_text().replace('backend = "none"', 'backend = "file"', 1)
+        assert edit != (project / "drover.toml").read_text()
+        (project / "drover.toml").write_text(edit)
+        os.mkfifo(project / "follow-ups.md")
+    elif planted == "drover.toml fifo":
+        (project / "drover.toml").unlink()
+        os.mkfifo(project / "drover.toml")
+    else:
+        (project / "items" / "D-1.md").unlink()
+        if planted == "item fifo":
+            os.mkfifo(project / "items" / "D-1.md")
+        else:
+            (project / "items" / "D-1.md").symlink_to("/dev/zero")
+    listed = ended(project, "list", seconds=30)
+    checked = ended(project, "check", seconds=30)
+    assert "Traceback" not in listed.stderr + checked.stderr
+    if planted == "drover.toml fifo":
+        assert listed.returncode == 2 and listed.stderr.startswith("drover: drover.toml is no regular file (a fifo"), \
+            listed.stderr
+    elif planted.startswith("item"):
+        assert listed.returncode == 0 and "D-1  unreadable" in listed.stdout and "not a regular file" in listed.stdout
+        assert checked.returncode == 1
+    elif planted.startswith("override"):
+        assert checked.returncode == 1 and "prompts/implement.tmpl: cannot read the template: not a regular file" \
+            in checked.stdout, checked.stdout
+    else:
+        prompted = ended(project, "prompt", "D-1", "--slot", "implement", seconds=30)
+        assert "Traceback" not in prompted.stderr
+        assert checked.returncode in (0, 1) and listed.returncode == 0
 
 
 def test_a_fifo_the_implementer_names_as_its_worktrees_git_folder_refuses_the_review_at_once(project):

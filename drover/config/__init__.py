@@ -234,7 +234,9 @@ def parse_config(data: dict[str, Any],
 def load_config(path: Path) -> Config:
     """Read and validate drover.toml; every problem is a line of one ConfigError naming the key."""
     try:
-        text = path.read_bytes().decode("utf-8")
+        from drover.git.files import read_regular  # a fifo there is no drover.toml to wait on
+
+        text = read_regular(path).decode("utf-8")
     except OSError as exc:
         raise ConfigError(f"cannot read: {exc.strerror}", path=CONFIG_FILE) from None
     except UnicodeDecodeError as exc:

@@ -11,6 +11,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from drover.git.files import read_regular
 from drover.items.frontmatter_rules import TRUE_WORDS, FrontmatterError, key_line
 from drover.items.sections import GUARANTEES_HEADING, PROVENANCE_PREFIX, section_text
 
@@ -157,7 +158,7 @@ def body_finding(path: Path) -> str:
     """The provenance line of the item file at `path`, read without parsing its frontmatter (no
     YAML): for an item the catalogue already knows readable. "" when there is none to read."""
     try:
-        text = path.read_bytes().decode("utf-8")
+        text = read_regular(path).decode("utf-8")
     except (OSError, UnicodeDecodeError):
         return ""
     split = split_frontmatter(text)
@@ -201,7 +202,7 @@ def read_summary(path: str, name: str, prefix: str, data: bytes | None = None,
         text, split = known
     else:
         try:
-            text = (_read_bytes(path) if data is None else data).decode("utf-8")
+            text = (read_regular(path) if data is None else data).decode("utf-8")
         except FileNotFoundError:
             raise Unreadable(MISSING) from None
         except (OSError, UnicodeDecodeError) as exc:
@@ -211,25 +212,6 @@ def read_summary(path: str, name: str, prefix: str, data: bytes | None = None,
     deps = tuple(_text(dep) for dep in _as_list(meta.get("deps")))
     return (item_id, _text(meta.get("title")), _text(meta.get("kind")), deps, meta, changes_of(text, offset),
             needs_requirements(text, offset))
-
-
-def _read_bytes(path: str, at: int | None = None, size: int = -1) -> bytes:
-    """The file's bytes with plain os calls: a third of open().read()'s cost per small file.
-    `at`: an open folder that `path` names a file in (the name alone is looked up, not every folder
-    above it); `size`: what a stat gave, when known: a first read of one byte more that gives
-    `size` bytes has reached the file's end, so a file whose size held is read in one read."""
-    fd = os.open(path, os.O_RDONLY, dir_fd=at)
-    try:
-        chunks = [os.read(fd, size + 1 if size >= 0 else 1 << 16)]
-        if chunks[0] and len(chunks[0]) != size:
-            while chunk := os.read(fd, 1 << 16):
-                chunks.append(chunk)
-    except OSError as exc:
-        # named as open() names it ("Is a directory: 'items/D-1.md'")
-        raise OSError(exc.errno, exc.strerror, path) from None
-    finally:
-        os.close(fd)
-    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
 _ID_PATTERNS: dict[str, re.Pattern[str]] = {}
@@ -277,7 +259,7 @@ def key_line_of(path: Path, key: str) -> int | None:
     """The file line that sets `key` in the frontmatter of the file at `path`, read again (for a
     finding's line: the catalogue keeps what a file says, not where); None when it cannot tell."""
     try:
-        text = path.read_bytes().decode("utf-8")
+        text = read_regular(path).decode("utf-8")
     except (OSError, UnicodeDecodeError):
         return None
     return _key_line(text, key)
@@ -297,7 +279,7 @@ def read_item(path: Path, prefix: str) -> Item:
     """Read and parse an item file; raises Unreadable (MISSING when there is no file)."""
     try:
         # bytes, then decode: read_text would turn CRLF into LF and a rewrite would change every line
-        text = path.read_bytes().decode("utf-8")
+        text = read_regular(path).decode("utf-8")
     except FileNotFoundError:
         raise Unreadable(MISSING) from None
     except (OSError, UnicodeDecodeError) as exc:

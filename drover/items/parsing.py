@@ -12,6 +12,7 @@ from collections import deque
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, NamedTuple, Union
 
+from drover.git.files import read_regular
 from drover.items import file as itemfile
 from drover.items.file import Unreadable
 
@@ -120,9 +121,9 @@ def digest(data: bytes) -> str:
 
 def read(path: str, at: int | None = None, size: int = -1) -> bytes | None:
     """The file's bytes; None when it cannot be read (the parse then says why). `at`, `size`: a
-    folder open for `path` (a name in it) and the size a stat gave, as _read_bytes takes them."""
+    folder open for `path` (a name in it) and the size a stat gave, as read_regular takes them."""
     try:
-        return itemfile._read_bytes(path, at, size)
+        return read_regular(path, dir_fd=at, size=size)
     except OSError:
         return None
 

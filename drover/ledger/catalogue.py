@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, NamedTuple, Union
 
 from drover.errors import located
+from drover.git.files import read_regular
 from drover.items import file as itemfile
 from drover.items import parsing
 from drover.items.parsing import Fields, Job, Unchanged
@@ -374,7 +375,7 @@ def read_item(project: Project, ledger: Ledger, item_id: str) -> "itemfile.Item"
             row = CacheRow(*cached) if cached is not None else None
             if (row is not None and row.exact and not row.unreadable and row.meta
                     and (row.size, row.mtime_ns) == (stat.st_size, stat.st_mtime_ns)):
-                data = path.read_bytes()
+                data = read_regular(path)
                 if len(data) == row.size:
                     return itemfile.item_from_meta(data.decode("utf-8"), path, project.config.prefix,
                                                    json.loads(row.meta))

@@ -249,8 +249,11 @@ def open_project(start: Path | None = None) -> Project:
     trusted_stat(root, root)
     config_path = root / CONFIG_FILE
     found = trusted_stat(config_path, root)
-    if found is None or not stat.S_ISREG(found.st_mode):
+    if found is None:
         raise ConfigError(f"no {CONFIG_FILE} in {root}: run `drover init` first")
+    if not stat.S_ISREG(found.st_mode):  # never read: a fifo would hold drover until a writer came
+        raise ConfigError(f"{CONFIG_FILE} is no regular file (a fifo, a device or a folder) in {root}: "
+                          "put drover's configuration back in its place (`drover init` writes one)")
     project = Project(root=root, config=load_config(config_path))
     items = project.items_dir.resolve()
     if items != root.resolve() and root.resolve() not in items.parents:
