@@ -52,7 +52,7 @@ def _line(value: Any) -> str:
 
 
 def _utf8(value: str) -> bool:
-    """Whether `value` is text UTF-8 holds: a lone surrogate ("\udc80", which a worker's pickled str
+    """Whether `value` is text UTF-8 holds: a lone surrogate ("\\udc80", which a worker's pickled str
     may carry) failed the write of the run's end to the ledger, out of the drive (hostile review 25)."""
     try:
         value.encode("utf-8")
