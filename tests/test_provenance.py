@@ -442,6 +442,27 @@ def test_a_command_before_its_runs_agent_pid_is_recorded_waits_for_it_and_is_tra
         assert out.startswith("refused:") and "which runs agents, but from none of its agents' processes" in out
 
 
+def test_a_pid_written_between_the_two_reads_of_a_waiting_command_is_seen(project, monkeypatch):
+    """A command waiting for its run's agent pid reads the live runs, then whether the pid is still
+    pending: drover's write of the pid between those two reads made it answer with the rows read
+    before (no pid) and refuse the run's own agent (a fresh clone's CI, under load)."""
+    from drover.agents.locks import attached
+    from drover.ledger.runtable import RunTable
+
+    pending = RunTable._pid_pending
+
+    def written_meanwhile(self, run_id):
+        with Ledger(project / ".drover" / "ledger.db") as other:
+            other.set_run_pid(run_id, 4242, "started")
+        return pending(self, run_id)
+
+    with Ledger(project / ".drover" / "ledger.db") as ledger, attached(project / ".drover" / "runs" / "r-b"):
+        ledger.start_run(NewRun(id="r-b", item="D-2", slot="review", agent="reviewer"))
+        monkeypatch.setattr(RunTable, "_pid_pending", written_meanwhile)
+        live = ledger.live_agents(awaiting="r-b")
+    assert ("r-b", 4242, "started") in live
+
+
 def test_a_command_claiming_a_run_no_drover_is_starting_does_not_wait(project, tmp_path):
     """A run with no pid whose lock no drover holds (a worker's copy of a run, a drover that died
     starting it) will get no pid: the command is traced at once, never held for PID_PATIENCE."""

@@ -105,13 +105,19 @@ class RunTable(ItemTable):
         deadline = time.monotonic() + PID_PATIENCE
         pause = 0.002
         while True:
-            live = [(row["id"], row["pid"], row["pid_start"] or "") for row in
-                    self._rows("SELECT id, pid, pid_start FROM runs WHERE finished IS NULL AND pid IS NOT NULL")]
-            if (not awaiting or any(run_id == awaiting for run_id, _, _ in live)
-                    or not self._pid_pending(awaiting) or time.monotonic() > deadline):
+            live = self._live_agents()
+            if not awaiting or any(run_id == awaiting for run_id, _, _ in live) or time.monotonic() > deadline:
                 return live
+            if not self._pid_pending(awaiting):
+                # read again: the pid may have been written between the two reads, and the rows read
+                # before it would refuse the run's own agent (seen under load in a fresh clone's CI)
+                return self._live_agents()
             time.sleep(pause)
             pause = min(pause * 2, 0.05)
+
+    def _live_agents(self) -> list[tuple[str, int, str]]:
+        return [(row["id"], row["pid"], row["pid_start"] or "") for row in
+                self._rows("SELECT id, pid, pid_start FROM runs WHERE finished IS NULL AND pid IS NOT NULL")]
 
     def run_ended(self, run_id: str) -> bool:
         """The run is on record and has ended (a plain read, for acting.acting_run)."""
