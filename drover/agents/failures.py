@@ -17,6 +17,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
+from drover.agents.usage import whole_text
 from drover.errors import CONTROL_CHARACTER
 from drover.vocabulary import FAILURE_CLASSES
 
@@ -32,7 +33,6 @@ _RATE = re.compile(r"\b429\b|rate[ _-]?limit|usage[ _-]?limit|too many requests|
                    r"overloaded|\b529\b", re.I)
 # CSI and OSC escapes whole (a title, a hyperlink), then any other control character
 _CONTROL = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|" + CONTROL_CHARACTER)
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 _MONTHS = {name: number for number, name in enumerate(
     ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"), start=1)}
 # codex: "try again at 9:50 PM." / "try again at Dec 5th, 2026 9:50 PM." (the machine's local time)
@@ -80,7 +80,7 @@ class Failure:
 def clean(text: str, limit: int = REASON_CHARS) -> str:
     """The agent's words made safe to keep and print: no escapes or control characters, one line, short,
     and no lone surrogate (JSON's "\\ud800"), which the ledger cannot write."""
-    text = " ".join(_LONE_SURROGATE.sub("\ufffd", _CONTROL.sub(" ", text)).split())
+    text = " ".join(whole_text(_CONTROL.sub(" ", text)).split())
     return text if len(text) <= limit else text[:limit - 3] + "..."
 
 

@@ -26,7 +26,7 @@ MAX_USD = 10**9
 OUTPUT_LINES = 8  # of a tool's output shown to people; the whole stream is kept in agent.jsonl
 
 
-LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # what json.loads makes of "\\udc80", shown as U+FFFD
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # what json.loads makes of "\\udc80", shown as U+FFFD
 SYNTHETIC = "<synthetic>"  # the model claude names on the messages it writes itself
 
 
@@ -114,21 +114,21 @@ class StreamReader:
         # without the launch's prefix, in drover's own words; and JSON's "\ud800" is a lone surrogate,
         # which no UTF-8 holds: the log's write of it raised in the thread that reads the agent's
         # output, and the rest of the run went unread (hostile review 24)
-        return [_whole(piece) for each in shown for piece in each.split("\n")]
+        return [whole_text(piece) for each in shown for piece in each.split("\n")]
 
     # claude ------------------------------------------------------------------------------
 
     def _claude(self, event: dict[str, Any]) -> list[str]:
         kind = event.get("type")
         if kind == "system" and event.get("subtype") == "init":
-            self.usage.model = self.usage.model or _whole(str(event.get("model", "")))
+            self.usage.model = self.usage.model or whole_text(str(event.get("model", "")))
             return [f"[session] {event.get('model', '')} in {event.get('cwd', '')}"]
         if kind == "assistant":
             message = event.get("message") or {}
             # claude names a message it made up itself (an API error's text) `<synthetic>`: no model
             # ran, and the report credited it with an item (a new user, overnight on tabulate)
             if message.get("model") and message["model"] != SYNTHETIC:
-                self.usage.model = _whole(str(message["model"]))
+                self.usage.model = whole_text(str(message["model"]))
             self._message_usage(message)
             shown: list[str] = []
             for block in message.get("content") or []:
@@ -194,7 +194,7 @@ class StreamReader:
             error = event.get("error") or event
             return [f"[error] {error.get('message', '')}"]
         if kind == "session.configured" and event.get("model"):
-            self.usage.model = _whole(str(event["model"]))
+            self.usage.model = whole_text(str(event["model"]))
             return []
         if kind not in ("item.started", "item.completed"):
             return []
@@ -217,10 +217,10 @@ class StreamReader:
         return []
 
 
-def _whole(text: str) -> str:
+def whole_text(text: str) -> str:
     """`text` with each lone surrogate (JSON's "\\udc80") as U+FFFD: what the log, the screen and the
-    ledger (a model's name) can hold."""
-    return LONE_SURROGATE.sub("\ufffd", text)
+    ledger (a model's name, a failure's reason) can hold."""
+    return _LONE_SURROGATE.sub("\ufffd", text)
 
 
 def _input_of(usage: dict[str, Any]) -> int | None:

@@ -85,7 +85,7 @@ RESULT: dict[str, Any] = {
     else "a whole number, or null",
     "outcome": lambda value: "" if value in OUTCOMES else f"one of {', '.join(OUTCOMES)}",
     "elapsed": _seconds, "wall": _seconds, "usage": _usage,
-    "log": _of(bytes), "outbox": _of(str), "bundle": _of(bytes), "head": _of(str), "node": lambda value: _line(value),
+    "log": _of(bytes), "outbox": _of(str), "bundle": _of(bytes), "head": _of(str), "node": _line,
 }
 OPTIONAL = ("node",)
 

@@ -54,6 +54,12 @@ def read_regular(path: Path | str, *, dir_fd: int | None = None, size: int = -1)
     return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
+def read_regular_text(path: Path | str) -> str:
+    """read_regular's bytes as `Path.read_text(encoding="utf-8")` gives text (universal newlines:
+    `\r\n` and `\r` each a `\n`); UnicodeDecodeError when they are not UTF-8."""
+    return read_regular(path).decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
+
+
 def open_regular(path: Path | str, mode: str = "rb") -> BinaryIO:
     """`open(path, mode)` ("rb", or "ab" to append to a log) through regular_fd."""
     fd = regular_fd(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT if mode == "ab" else os.O_RDONLY)

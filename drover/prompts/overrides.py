@@ -15,7 +15,7 @@ from jinja2 import nodes
 
 from drover.config import Config
 from drover.errors import BlockError, Finding, ProblemCode, TemplateError, UsageError
-from drover.git.files import read_regular
+from drover.git.files import read_regular_text
 from drover.prompts.env import builtin_blocks, builtin_display, builtin_name, builtin_source, check_slot, default_hash, find_blocks, nearest, parse
 
 REPO_TEMPLATES_ENV = "DROVER_REPO_TEMPLATES"
@@ -243,9 +243,7 @@ def read_repo_file(root: Path, written: str) -> str:
     """A template file's text; a UTF-8 byte-order mark is no text of it, as for item files and drover.toml."""
     path = repo_path(root, written)
     try:
-        # as read_text reads (universal newlines), never waiting on a fifo or reading a device
-        text = read_regular(path).decode("utf-8")
-        return text.replace("\r\n", "\n").replace("\r", "\n").removeprefix("\ufeff")
+        return read_regular_text(path).removeprefix("\ufeff")  # never waiting on a fifo, reading a device
     except OSError as exc:
         raise TemplateError(f"cannot read the template: {exc.strerror}", path=written) from None
     except UnicodeDecodeError:

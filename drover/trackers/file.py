@@ -15,7 +15,7 @@ import re
 from pathlib import Path
 from typing import Sequence
 
-from drover.git.files import read_regular
+from drover.git.files import read_regular_text
 from drover.trackers.base import ITEM_ID, Issue, TrackerUnavailable, cannot_apply, check_disposition, TrackerSettings
 
 ROW_FORMAT = "- <owner id>[, <owner id>...]: <headline>"
@@ -87,8 +87,7 @@ class FileTracker:
     def _read(self) -> tuple[list[Issue], list[tuple[int, str]]]:
         """Every row (ticked ones included) and every (line, problem) for a list line that is not a row."""
         try:
-            # as read_text reads (universal newlines), never waiting on a fifo or reading a device
-            text = read_regular(self.path).decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
+            text = read_regular_text(self.path)  # never waiting on a fifo, nor reading a device
         except FileNotFoundError:
             raise TrackerUnavailable(f"register {self.register} does not exist") from None
         except UnicodeDecodeError:
