@@ -12,12 +12,14 @@ venv: $(STAMP)
 # PYTHONDONTWRITEBYTECODE is set (CI images often set it) every one of those processes would
 # compile all it imports again. That variable stops Python writing bytecode, not reading it
 # (a fresh clone here: 170 -> 156 s of pytest).
+# The environment's packages are compiled here too, on every core, not by pip one file after
+# another (`--no-compile` below): a fresh clone's install 22 -> 14 s, the compile 3 s.
 bytecode: $(STAMP)
-	$(BIN)/python -m compileall -q drover
+	$(BIN)/python -m compileall -q -j 0 drover $(VENV)/lib >/dev/null
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(BIN)/python -m pip install --quiet --no-compile -e '.[test]'
 	touch $(STAMP)
 
 # The suite runs on TEST_JOBS processes (pytest-xdist): every test has its own repository, HOME
