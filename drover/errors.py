@@ -217,3 +217,26 @@ def printable(text: str) -> str:
     import re
 
     return re.sub(CONTROL_CHARACTER, "?", text)
+
+
+def whole_text(text: str) -> str:
+    """`text` with each lone surrogate (JSON's "\\udc80") as U+FFFD: what the log, the screen, the
+    ledger (a model's name, a failure's reason) and a prompt (an issue's text) can hold."""
+    import re
+
+    return re.sub("[\ud800-\udfff]", "\ufffd", text)
+
+
+def escaped(text: str) -> str:
+    """`text` with each character that is not printable (a line break, an escape, a bidi override, a
+    lone surrogate) written as its Python escape (`\\n`, `\\x1b`, `\\u202e`): one line, every
+    character of it visible, none acting on a terminal or starting a line of a prompt."""
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in text)
+
+
+def headline(text: str) -> str:
+    """One line of text someone else wrote (an issue's title, a label, a register row's headline):
+    its whitespace, line breaks among it, folded to single spaces, and escaped() for the rest."""
+    return escaped(" ".join(text.split()))

@@ -55,6 +55,9 @@ LIST_STATES = tuple(state.value for state in State)
 
 # What `finish` does with an issue the item closes.
 DISPOSITIONS = ("close", "comment", "keep")
+# Whose issues found by their `Owner:` line reach a prompt with their words ([tracker] authors, github):
+# the repository's owner, members and collaborators, or anyone (docs/trackers.md, "Whose words").
+ISSUE_AUTHORS = ("members", "anyone")
 
 # Where agent runs execute (`[run] executor`, `drive --executor`); drover/executors/ has one module each.
 EXECUTORS = ("local", "ray")

@@ -106,6 +106,7 @@ def hub(project, gh):  # noqa: F811 - the fake-gh fixture
     gh.answer("issue-view-7", gh_issue(7, "Widgets need input checks", ISSUE_7_BODY))
     gh.answer("issue-list", [])
     gh.answer("api", [])
+    gh.answer("api-graphql", {"data": {"search": {"issueCount": 0, "nodes": []}}})
     gh.answer("issue-close", "")
     item = new_item(project, "Refuse empty names", "--kind", "bug")
     set_frontmatter(project, item, "origin: 7\ncloses: [12]")

@@ -273,6 +273,13 @@ def test_github_follow_ups_at_the_list_limit_report_an_incomplete_list(gh, repo,
 # --- backend = "github": owned ------------------------------------------------------------
 
 
+def search_result(*issues):
+    """GitHub's GraphQL search (`gh api graphql`) finding `issues` (as `gh issue` prints them), each
+    opened by a member."""
+    nodes = [{**issue, "labels": {"nodes": issue["labels"]}, "authorAssociation": "MEMBER"} for issue in issues]
+    return {"data": {"search": {"issueCount": len(nodes), "nodes": nodes}}}
+
+
 def test_github_owned_reads_sub_issues_and_owner_search_minus_follow_ups(gh, repo):
     gh.answer(
         "api",
@@ -283,36 +290,34 @@ def test_github_owned_reads_sub_issues_and_owner_search_minus_follow_ups(gh, rep
         ],
     )
     gh.answer(
-        "issue-list",
-        [
+        "api-graphql",
+        search_result(
             gh_issue(41, "crash", "Owner: D-3\n", labels=("bug",)),
             gh_issue(42, "other", "Owner: D-31"),  # search matched a word, the Owner line did not
             gh_issue(43, "later", "Owner: D-3", labels=("Follow-Up",)),
             gh_issue(31, "a bug on the branch", "Owner: D-3", labels=("bug",)),
-        ],
+        ),
     )
     owned = github_tracker(repo).owned("D-3", 7)
     assert [issue.number for issue in owned] == [31, 41]
     assert owned[0].url == "https://github.com/acme/widgets/issues/31" and owned[0].labels == ("bug",)
-    assert owned[0].owners == () and owned[1].owners == ("D-3",)
+    assert owned[0].owners == () and owned[1].owners == ("D-3",) and owned[1].title == "crash"
     api, search = gh.calls()
     assert api == ["api", "repos/{owner}/{repo}/issues/7/sub_issues?per_page=100"]
-    assert search[:2] == ["issue", "list"]
-    assert flag(search, "--search") == '"Owner: D-3" in:body'
-    assert flag(search, "--state") == "open"
-    assert "--label" not in search
+    assert search[:3] == ["api", "graphql", "-f"] and search[3].startswith("query=query($q: String!)")
+    assert search[4:] == ["-F", 'q="Owner: D-3" in:body repo:{owner}/{repo} is:issue is:open']
 
 
 def test_github_owned_without_origin_only_searches(gh, repo):
-    gh.answer("issue-list", [gh_issue(41, "crash", "Owner: D-3")])
+    gh.answer("api-graphql", search_result(gh_issue(41, "crash", "Owner: D-3")))
     assert [issue.number for issue in github_tracker(repo, repo_name="acme/widgets").owned("D-3", None)] == [41]
     [search] = gh.calls()
-    assert search[:2] == ["issue", "list"] and flag(search, "--repo") == "acme/widgets"
+    assert search[:2] == ["api", "graphql"] and search[-1] == 'q="Owner: D-3" in:body repo:acme/widgets is:issue is:open'
 
 
 def test_github_owned_names_the_configured_repo_in_the_api_path(gh, repo):
     gh.answer("api", [])
-    gh.answer("issue-list", [])
+    gh.answer("api-graphql", search_result())
     github_tracker(repo, repo_name="acme/widgets").owned("D-3", 7)
     assert gh.calls()[0] == ["api", "repos/acme/widgets/issues/7/sub_issues?per_page=100"]
 

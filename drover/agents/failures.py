@@ -17,8 +17,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
-from drover.agents.usage import whole_text
-from drover.errors import CONTROL_CHARACTER
+from drover.errors import CONTROL_CHARACTER, whole_text
 from drover.vocabulary import FAILURE_CLASSES
 
 TAIL_BYTES = 256 * 1024  # of agent.jsonl and agent.log read after a run: the end is what speaks

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from dataclasses import asdict, dataclass
 from typing import Any, Iterable
 
+from drover.errors import whole_text
 from drover.vocabulary import counted
 
 STREAMS = ("claude", "codex")
@@ -26,7 +26,6 @@ MAX_USD = 10**9
 OUTPUT_LINES = 8  # of a tool's output shown to people; the whole stream is kept in agent.jsonl
 
 
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # what json.loads makes of "\\udc80", shown as U+FFFD
 SYNTHETIC = "<synthetic>"  # the model claude names on the messages it writes itself
 
 
@@ -215,12 +214,6 @@ class StreamReader:
         if item_type == "error":
             return [f"[warning] {item.get('message', '')}"]
         return []
-
-
-def whole_text(text: str) -> str:
-    """`text` with each lone surrogate (JSON's "\\udc80") as U+FFFD: what the log, the screen and the
-    ledger (a model's name, a failure's reason) can hold."""
-    return _LONE_SURROGATE.sub("\ufffd", text)
 
 
 def _input_of(usage: dict[str, Any]) -> int | None:

@@ -8,7 +8,7 @@ from typing import Any, NamedTuple
 
 from drover.config.keys import (Live, at_least_one, as_seconds, check_duration, key, keyed, parse_duration,
                                 table_of_strings)
-from drover.vocabulary import GUIDANCE_LEVELS, RETRY_POLICIES
+from drover.vocabulary import GUIDANCE_LEVELS, ISSUE_AUTHORS, RETRY_POLICIES
 
 
 def _presets() -> Collection[str]:
@@ -76,6 +76,8 @@ class TrackerConfig(NamedTuple):
                                    "and finish then closes and comments on none")
     follow_up_label: str = key("tracker", "follow-up", "the label that marks follow-up issues (github)")
     register: str = key("tracker", "follow-ups.md", "the follow-up register file (backend file)")
+    authors: str = key("tracker", "members", "whose issues an `Owner:` line puts in a prompt with their text (github): "
+                       "members (the repository's owner, members, collaborators) or anyone", choices=ISSUE_AUTHORS)
     # the tables are read-only: every instance without the key shares one copy of the default
     kinds: dict[str, str] = key("tracker", KIND_LABELS, "issue label -> item kind for `drover new --issue`; "
                                 "yours are added to these", check=table_of_strings)

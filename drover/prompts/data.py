@@ -8,6 +8,7 @@ from functools import lru_cache
 from typing import Any, NamedTuple, Sequence, TYPE_CHECKING
 
 from drover.prompts.fields import FIELD_NAMES, AuditNote, Check, Commit, Dep, Destination, FollowUp, Origin, OwnedIssue, Recent, Resolution, Round, Sibling, TemplateData, field_schema  # noqa: F401 - FIELD_NAMES, field_schema, Commit, Recent are read through this module too
+from drover.errors import escaped
 from drover.items.file import CHANGES_HEADING, origin_of, truthy
 from drover.vocabulary import TEMPLATE_SLOTS as SLOTS
 
@@ -311,7 +312,7 @@ def _review(project: Project, ledger: Ledger, record: ItemRecord, last_run: Run 
         "Note": notes[-1] if notes else "",
         "Recent": recent,
         # a path is one line of the prompt: one holding a newline would write sections of its own
-        "Unnamed": tuple(one_line_path(path) for path in modified if path not in item.body),
+        "Unnamed": tuple(escaped(path) for path in modified if path not in item.body),
         "ScopeUnavailable": scope_unavailable or "",
         "Capped": rounds >= project.config.max_rounds,
         "Closes": closes,
@@ -320,12 +321,6 @@ def _review(project: Project, ledger: Ledger, record: ItemRecord, last_run: Run 
                               ExitStatus=-1 if row.exit_status is None else row.exit_status, Tail=row.tail)
                         for row in ledger.checks(item.id) if row.head != row.base),  # base's own check is no check of the branch
     }
-
-
-def one_line_path(path: str) -> str:
-    """`path` with each character that is not printable (a newline, an escape) written as its
-    Python escape (`\\n`), so a file name the branch chose stays one line of a prompt."""
-    return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in path)
 
 
 def _closes(ledger: Ledger, item: Item, tracker: Tracker) -> tuple[Resolution, ...]:

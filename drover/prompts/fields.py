@@ -238,7 +238,8 @@ _MEMBERS: dict[str, tuple[tuple[str, str, str], ...]] = {
         ("Body", "str", "its text, \"\" when it has none"),
         ("Url", "str", "where it lives"),
         ("Mine", "bool", "it names this item (false: a direct dep)"),
-        ("Unavailable", "str", "why its text could not be reached"),
+        ("Unavailable", "str", "why its text could not be reached, or why its title and text are left out "
+         "(its author is not the repository's owner, a member or a collaborator: `[tracker] authors`)"),
         ("Labels", "list[str]", "every label on the issue"),
     ),
     "Destination": (

@@ -5,7 +5,7 @@ import re
 from pathlib import Path
 from typing import Iterable, NamedTuple, Protocol, Sequence
 
-from drover.errors import DroverError
+from drover.errors import DroverError, headline
 from drover.vocabulary import ANY_ID_PATTERN, DISPOSITIONS
 
 class TrackerSettings(Protocol):
@@ -19,6 +19,8 @@ class TrackerSettings(Protocol):
     def follow_up_label(self) -> str: ...
     @property
     def register(self) -> str: ...
+    @property
+    def authors(self) -> str: ...
 
 
 # An item id as a tracker row may name it; the tracker cannot know the project's prefix.
@@ -31,7 +33,7 @@ _OWNER_LINE = re.compile(
 
 
 class Issue(NamedTuple):
-    """One tracker row, as the tracker gave it."""
+    """One tracker row, as the tracker gave it; `title` and `labels` are one line each (headline())."""
 
     number: int
     title: str = ""
@@ -53,7 +55,7 @@ class TrackerUnavailable(DroverError):
     exit_code = 1
 
     def __init__(self, reason: str, *, found: Iterable[Issue] = ()):
-        reason = " ".join(reason.split())  # one line, whatever a subprocess printed
+        reason = headline(reason)  # one line, whatever a subprocess printed
         super().__init__(reason)
         self.reason = reason
         self.found = tuple(found)

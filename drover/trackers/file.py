@@ -15,6 +15,7 @@ import re
 from pathlib import Path
 from typing import Sequence
 
+from drover.errors import headline
 from drover.git.files import read_regular_text
 from drover.trackers.base import ITEM_ID, Issue, TrackerUnavailable, cannot_apply, check_disposition, TrackerSettings
 
@@ -115,11 +116,11 @@ class FileTracker:
             if isinstance(parsed, str):
                 problems.append((number, parsed))
                 continue
-            owners, headline, state = parsed
+            owners, text, state = parsed
             rows.append(
                 Issue(
                     number=number,
-                    title=headline,
+                    title=headline(text),  # one line, its escapes and bidi overrides written out
                     state=state,
                     url=f"{self.register}:{number}",
                     owners=owners,

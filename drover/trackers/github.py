@@ -6,11 +6,22 @@ import os
 from pathlib import Path
 from typing import Any, Sequence
 
+from drover.errors import headline, whole_text
 from drover.trackers.base import Issue, TrackerUnavailable, check_disposition, owners_in, TrackerSettings
 
 GH_TIMEOUT = 30.0  # seconds per gh call; a hung network must not hang a prompt
 LIST_LIMIT = 1000  # gh issue list pages up to this many; reaching it means the list may be cut
 SUB_ISSUES_PAGE = 100  # GitHub allows at most 100 sub-issues per parent: one page holds them all
+SEARCH_PAGE = 100  # the most one page of GitHub's search holds; more issues naming one id means the list is cut
+# GitHub's issue search, with what _issue reads and each author's association to the repository
+SEARCH_QUERY = (
+    "query($q: String!) { search(query: $q, type: ISSUE, first: %d) { issueCount nodes { ... on Issue {"
+    " number title body state url authorAssociation labels(first: 100) { nodes { name } } } } } }" % SEARCH_PAGE
+)
+# The author associations of people the repository's owner let in: the owner, a member of its
+# organisation, an invited collaborator. CONTRIBUTOR (a merged pull request), FIRST_TIME_CONTRIBUTOR,
+# FIRST_TIMER, MANNEQUIN and NONE are anyone on GitHub (docs/trackers.md, "Whose words").
+MEMBERS = frozenset({"OWNER", "MEMBER", "COLLABORATOR"})
 ISSUE_FIELDS = "number,title,body,state,url,labels"
 # gh must never stop to ask a question: drover runs it without a terminal.
 GH_ENV = {"GH_PROMPT_DISABLED": "1", "GH_NO_UPDATE_NOTIFIER": "1"}
@@ -23,13 +34,15 @@ class GitHubTracker:
 
     @classmethod
     def from_config(cls, config: TrackerSettings, root: Path) -> GitHubTracker:
-        return cls(config.repo, config.follow_up_label, root)
+        return cls(config.repo, config.follow_up_label, root, authors=config.authors)
 
-    def __init__(self, repo: str, follow_up_label: str, root: Path, timeout: float = GH_TIMEOUT):
+    def __init__(self, repo: str, follow_up_label: str, root: Path, timeout: float = GH_TIMEOUT, *,
+                 authors: str = "members"):
         self.repo = repo
         self.label = follow_up_label
         self.root = root  # gh infers the repository from this checkout's remote when repo is ""
         self.timeout = timeout
+        self.authors = authors  # [tracker] authors: "members", or "anyone"
 
     def follow_ups(self, owner_ids: Sequence[str]) -> list[Issue]:
         """Open issues with the follow-up label (filtered by GitHub) and an Owner line naming an id."""
@@ -50,7 +63,10 @@ class GitHubTracker:
         """Open sub-issues of `origin` and open issues whose body says `Owner: <item_id>`, minus follow-ups.
 
         `owners` holds only what Owner lines say, so a sub-issue may name none: the caller
-        knows it asked on `item_id`'s behalf.
+        knows it asked on `item_id`'s behalf. An issue only the search found, opened by someone
+        the repository has not let in (MEMBERS), comes with its number, address and why, and no
+        word of its author's (`[tracker] authors = "members"`, the default): anyone can open an
+        issue saying `Owner: D-1`, while a sub-issue link or a label takes triage access.
         """
         found: dict[int, Issue] = {}
         if origin:
@@ -60,23 +76,43 @@ class GitHubTracker:
                 if issue.state == "open":
                     found.setdefault(issue.number, issue)
         # GitHub's search matches words, not lines: D-3 can match D-31; the Owner lines decide.
-        searched = self._list("--search", f'"Owner: {item_id}" in:body')
-        for issue in searched:
-            if item_id in issue.owners:
-                found.setdefault(issue.number, issue)
+        searched, cut = self._search(item_id)
+        for issue, association in searched:
+            if item_id in issue.owners and issue.number not in found:
+                trusted = self.authors == "anyone" or association in MEMBERS
+                found[issue.number] = issue if trusted else _left_out(issue, association)
         label = self.label.casefold()  # GitHub label names compare without case
         owned = [
             issue
             for number, issue in sorted(found.items())
             if label not in (name.casefold() for name in issue.labels)
         ]
-        if len(searched) >= LIST_LIMIT:
-            raise TrackerUnavailable(
-                f"gh issue list found {LIST_LIMIT} issues naming Owner: {item_id}, its limit: "
-                "the list may be incomplete",
-                found=owned,
-            )
+        if cut:
+            raise TrackerUnavailable(cut, found=owned)
         return owned
+
+    def _search(self, item_id: str) -> tuple[list[tuple[Issue, str]], str]:
+        """The open issues GitHub's search finds `"Owner: <item_id>"` in, each with its author's
+        association to the repository (`gh issue list --json` has no such field), in one GraphQL
+        call, the API and budget `gh issue list --search` spends; and why the list may be cut
+        ("" when it is whole)."""
+        where = self.repo or "{owner}/{repo}"  # gh fills the placeholders of a -F value from the checkout
+        query = f'"Owner: {item_id}" in:body repo:{where} is:issue is:open'
+        what = "gh api graphql"
+        data = self._json(["api", "graphql", "-f", f"query={SEARCH_QUERY}", "-F", f"q={query}"], what)
+        try:
+            result = data["data"]["search"]
+            page = list(result["nodes"])
+            # a node that is no Issue (a pull request) has no fields: `... on Issue` asks for none of it
+            nodes = [{**node, "labels": node.get("labels", {}).get("nodes")} for node in page if node]
+        except (TypeError, KeyError, AttributeError):
+            raise TrackerUnavailable(f"{what} returned JSON that is not a search's result") from None
+        searched = [(_issue(node, what), str(node.get("authorAssociation") or "")) for node in nodes]
+        total = result.get("issueCount")
+        if isinstance(total, int) and total > len(page):
+            return searched, (f"GitHub's search found {total} issues naming Owner: {item_id}, more than the "
+                              f"{SEARCH_PAGE} one page holds: the list may be incomplete")
+        return searched, ""
 
     def issue(self, number: int) -> Issue:
         """Issue `number` read fresh with `gh issue view`."""
@@ -173,22 +209,34 @@ def _first_sentence(output: str, status: int) -> str:
 
 
 def _issue(data: Any, what: str) -> Issue:
-    """An Issue from gh's JSON (`gh issue` fields) or the REST API's (`gh api`)."""
-    if not isinstance(data, dict) or not isinstance(data.get("number"), int):
+    """An Issue from gh's JSON (`gh issue` fields, the GraphQL search's) or the REST API's; the title, labels and
+    address one line each (headline()), the body whole text: they are a stranger's words, bound for a prompt."""
+    if not isinstance(data, dict) or type(data.get("number")) is not int:
         raise TrackerUnavailable(f"{what} returned JSON that is not an issue")
-    body = data.get("body") or ""
-    if not isinstance(body, str):
+    # the REST API's `url` is the API's own address; `gh issue` fields have only `url`
+    texts = [data.get(key) or "" for key in ("title", "body", "state")] + [data.get("html_url") or data.get("url") or ""]
+    labels = data.get("labels") or []
+    names = [label.get("name") or "" if isinstance(label, dict) else label for label in labels] if isinstance(labels, list) else None
+    if names is None or not all(isinstance(text, str) for text in [*texts, *names]):
         raise TrackerUnavailable(f"{what} returned JSON that is not an issue")
-    labels = tuple(
-        label.get("name", "") if isinstance(label, dict) else str(label) for label in data.get("labels") or ()
-    )
+    title, body, state, url = texts
+    body = whole_text(body)
     return Issue(
         number=data["number"],
-        title=data.get("title") or "",
+        title=headline(title),
         body=body,
-        state=(data.get("state") or "").lower(),
-        # the REST API's `url` is the API's own address; `gh issue` fields have only `url`
-        url=data.get("html_url") or data.get("url") or "",
-        labels=labels,
+        state=headline(state).lower(),
+        url=headline(url),
+        labels=tuple(headline(name) for name in names),
         owners=owners_in(body),
     )
+
+
+def _left_out(issue: Issue, association: str) -> Issue:
+    """`issue` with no word its author wrote (title, text): its number, address, state, labels (a
+    triager's words) and Owner ids, and why."""
+    said = association or "no association"
+    why = (f"left out: its author is not the repository's owner, a member or a collaborator (GitHub says {said}), "
+           'so drover shows no word of it ([tracker] authors = "members")')
+    return Issue(number=issue.number, state=issue.state, url=issue.url, labels=issue.labels, owners=issue.owners,
+                 body_unavailable=why)
