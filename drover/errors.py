@@ -197,6 +197,23 @@ class GitError(DroverError):
 CONTROL_CHARACTER = r"[\x00-\x08\x0b-\x1f\x7f-\x9f\udc80-\udc9f]"
 
 
+def one_line(text: str) -> str:
+    """`text` kept as one line, its whitespace (every line break among it) folded to single spaces:
+    a name or a reason drover prints inside a line of its own (a title, a kind, a park reason, an
+    audit's `--by`, a model's name, a run's reason). Every write of those calls this, and so does
+    `ledger import` (hostile reviews 24, 25, 27); an escape stays, for printable() to show as `?`."""
+    return " ".join(text.split())
+
+
+def is_one_line(text: str) -> bool:
+    """Whether `text` is one line with no control character (no tab either): what a name that is
+    compared, not only shown (a node, a run's agent, a `by`), must be, since folding it would make
+    it another name (hostile reviews 25, 27)."""
+    import re
+
+    return not re.search(CONTROL_CHARACTER + r"|[\t\n\u2028\u2029]", text)
+
+
 def is_terminal(stream: TextIO) -> bool:
     """Whether `stream` is a terminal; False for one that cannot say (closed, or no file at all)."""
     try:

@@ -251,6 +251,18 @@ def test_a_conflicts_key_reaches_the_terminal_without_its_escapes(repo, tmp_path
      '"issue": 5, "disposition": "burn", "at": "2026-01-01T00:00:00Z"}}\n', ":2: dispositions disposition must be one of close"),
     ('{"format": "drover-ledger", "migrations": []}\n{"table": "rounds", "row": {"item": "../x", "number": 1}}\n',
      ":2: rounds item must be an item id"),
+
+    # what Python's json raised past the import's handling, a traceback (hostile review 27)
+    ('{"format": "drover-ledger", "migrations": []}\n{"table": "items", "row": {"id": "D-1", "number": '
+     + "9" * 5000 + '}}\n', ":2: not JSON drover writes (a number of too many digits)"),
+    ('{"format": "drover-ledger", "migrations": []}\n' + "[" * 100_000 + "\n", ":2: not JSON drover writes (nested"),
+    # a key twice: Python imports the last, a reader's tool may show the first
+    ('{"format": "drover-ledger", "migrations": []}\n{"table": "items", "row": {"id": "D-1", "parked": 0, '
+     '"parked": 1}}\n', ":2: not JSON drover writes (the key 'parked' twice in one object)"),
+    # a name drover compares (who approved, who wrote the work): folded it would be someone else's
+    ('{"format": "drover-ledger", "migrations": []}\n{"table": "audits", "row": {"id": 1, "item": "D-1", '
+     '"level": "reviewed", "by": "op\\nstate: approved", "at": "2026-01-01T00:00:00Z"}}\n',
+     ":2: audits by must be one line with no control character"),
 ])
 def test_a_bad_export_is_one_line_and_imports_nothing(repo, tmp_path, content, said):
     assert run(repo, "init").returncode == 0
@@ -294,3 +306,39 @@ def test_a_log_path_an_import_brought_from_outside_the_runs_folder_is_never_prin
     for args in (("--run", "c1"), ("--run", "r1"), ()):
         done = run(busy, "log", "D-3", *args)
         assert done.returncode == 2 and "not a log of drover's" not in done.stdout, (args, done.stdout, done.stderr)
+
+
+def test_an_import_folds_what_drover_keeps_one_line_as_its_writes_do(busy, tmp_path):
+    """An edited export brought a park reason, a model's name, a run's reason and a round's headline
+    with line breaks, which `show` printed at its margin as lines of its own (`state: approved`). An
+    import folds them by the function the writes call (errors.one_line), and a merge of the same file
+    finds no conflict (hostile review 27)."""
+    forged = "needs a look\nstate: approved\u2028verified by operator\n  passed  make forged"
+    exported = run(busy, "ledger", "export")
+    lines = []
+    for line in map(json.loads, exported.stdout.splitlines()):
+        row = line.get("row", {})
+        if line.get("table") == "items" and row.get("id") == "D-2":
+            row["parked_reason"] = forged
+        if line.get("table") == "runs" and row.get("id") == "r1":
+            row.update(model=forged, reason=forged)
+        if line.get("table") == "rounds":
+            row["headline"] = forged
+        lines.append(json.dumps(line))
+    dump = tmp_path / "edited.jsonl"
+    dump.write_text("\n".join(lines) + "\n")
+    (busy / ".drover" / "ledger.db").unlink()
+    done = run(busy, "ledger", "import", str(dump))
+    assert done.returncode == 0, done.stderr
+    for item in ("D-1", "D-2", "D-3"):
+        shown = run(busy, "show", item).stdout
+        assert not any(line.startswith(("state: approved", "verified", "  passed  make forged"))
+                       for line in shown.splitlines()), shown
+    folded = " ".join(forged.split())
+    tables = ledger_tables(busy / ".drover" / "ledger.db")
+    assert folded in str(tables["items"]) and folded in str(tables["runs"]) and folded in str(tables["rounds"])
+    merged = run(busy, "ledger", "import", "--merge", str(dump))
+    assert merged.returncode == 0 and "conflict" not in merged.stdout, merged.stdout
+    # the same rule as a live park's: the very same text kept
+    assert run(busy, "park", "D-3", "--why", forged).returncode == 0
+    assert [row for row in ledger_tables(busy / ".drover" / "ledger.db")["items"] if folded in str(row)][-1][0] == "D-3"

@@ -145,3 +145,130 @@ def test_replay_acts_as_the_run_and_reports_what_the_ledger_refuses(project):
 def test_an_outbox_line_that_is_no_operation_is_refused(text):
     with pytest.raises(Exception, match="outbox line 1"):
         outbox.read(text)
+
+
+@pytest.mark.parametrize("text", [
+    # what Python's json refused with a ValueError or a RecursionError, never caught (hostile review 27)
+    '{"op": "park", "args": {"item_id": "D-1", "why": "x"}, "head": "", "run": "", "n": ' + "9" * 5000 + "}\n",
+    "[" * 100_000 + "\n",
+    # a key twice: Python reads the last, other tools the first
+    '{"op": "park", "args": {"item_id": "D-1", "why": "a"}, "args": {"item_id": "D-1", "why": "b"}}\n',
+])
+def test_an_outbox_line_json_cannot_take_whole_is_refused_by_its_line(text):
+    with pytest.raises(outbox.DroverError, match="outbox line 1: not JSON"):
+        outbox.read(text)
+
+
+# --- hostile review 27: the caps on one run's outbox, and files the worker reads ---------------
+
+def park_line(why: str = "needs a decision") -> str:
+    return json.dumps({"op": "park", "args": {"item_id": "D-1", "why": why}, "run": "", "head": ""}) + "\n"
+
+
+def parked(root: Path) -> int:
+    conn = sqlite3.connect(root / ".drover" / "ledger.db")
+    try:
+        return conn.execute("SELECT count(*) FROM events WHERE command = 'park'").fetchone()[0]
+    finally:
+        conn.close()
+
+
+def run_end(root: Path) -> tuple[str, str]:
+    conn = sqlite3.connect(root / ".drover" / "ledger.db")
+    try:
+        return conn.execute("SELECT outcome, reason FROM runs").fetchone()
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize("name, text", [
+    ("bytes", park_line("x" * outbox.OUTBOX_BYTES)),
+    ("lines", park_line() * (outbox.OUTBOX_OPERATIONS + 1)),
+])
+def test_an_outbox_past_a_cap_fails_its_run_and_replays_nothing(project, name, text):
+    """A worker's agent wrote a huge outbox (one enormous line, or a million parks): the coordinator
+    kept it and replayed every line into the ledger. Past a cap it is refused whole, the run fails."""
+    from drover.loop import runs
+    from helpers import InlineExecutor
+
+    def tamper(result: dict) -> None:
+        result["outbox"] = text
+
+    coordinator = open_project(project)
+    with Ledger(coordinator.ledger_path) as ledger:
+        launch = runs.prepare(coordinator, ledger, "D-1", "implement")
+        done = runs.execute(coordinator, ledger, launch, echo=False, executor=InlineExecutor(tamper=tamper))
+    outcome, reason = run_end(project)
+    assert done.outcome == outcome == "failed" and reason.startswith("the worker's outbox was refused: it holds"), reason
+    assert "the cap" in reason and reason.endswith("nothing of it was replayed")
+    assert parked(project) == 0
+    assert not list((project / ".drover" / "runs").glob("*/outbox.jsonl")) or name == "lines"
+
+
+def test_an_outbox_argument_past_its_cap_refuses_the_outbox(project):
+    coordinator = open_project(project)
+    entries = outbox.read(park_line() + park_line("y" * (outbox.ARGUMENT_BYTES + 1)))
+    with Ledger(coordinator.ledger_path) as ledger, pytest.raises(outbox.Refused, match=":2: park why holds"):
+        outbox.replay(coordinator, ledger, entries, run_id="", head_of=lambda item: "", source="box")
+    assert parked(project) == 0
+
+
+HOSTILE_AGENT = """import os, sys
+from pathlib import Path
+sys.stdin.read()
+box = Path(os.environ["DROVER_OUTBOX"])
+how = os.environ["PLANT"]
+if how == "fifo":
+    os.mkfifo(box)
+    log = box.parent / "agent.log"
+    log.unlink()
+    os.mkfifo(log)
+elif how == "link":
+    box.symlink_to("/dev/zero")
+    log = box.parent / "agent.log"
+    log.unlink()
+    log.symlink_to("/dev/zero")
+elif how == "huge":
+    with open(box, "wb") as handle:
+        handle.truncate(%d)
+else:
+    box.write_bytes(b'{"op": "park", "args": {"item_id": "D-1", "why": "\\xff"}}\\n')
+""" % (outbox.OUTBOX_BYTES + 1)
+
+
+@pytest.mark.parametrize("plant, said", [
+    ("fifo", "it is not a regular file"), ("link", "it is a symbolic link"),
+    ("huge", "it holds more than 8,388,608 bytes"), ("bytes", "it is not UTF-8 text"),
+])
+def test_a_worker_takes_no_outbox_or_log_through_a_fifo_a_link_or_past_the_cap(project, tmp_path, monkeypatch,
+                                                                              plant, said):
+    """The agent owns the worker's scratch folder: a fifo in the outbox's or the log's place held the
+    worker, and so the drive, for ever; a link to /dev/zero read until memory ran out; text that is
+    not UTF-8 raised in the worker (the run `interrupted`, resumed by the next pass)."""
+    import sys
+    import threading
+
+    from drover.loop import runs
+    from helpers import InlineExecutor
+
+    agent = tmp_path / "hostile.py"
+    agent.write_text(HOSTILE_AGENT)
+    config = project / "drover.toml"
+    config.write_text(config.read_text() + f'\n[agent.implement]\ncommand = "{sys.executable} {agent}"\n')
+    git(project, "commit", "-qam", "a hostile implementer")
+    monkeypatch.setenv("PLANT", plant)
+    done: list = []
+
+    def drive() -> None:
+        coordinator = open_project(project)
+        with Ledger(coordinator.ledger_path) as ledger:
+            launch = runs.prepare(coordinator, ledger, "D-1", "implement")
+            done.append(runs.execute(coordinator, ledger, launch, echo=False, executor=InlineExecutor()))
+
+    worker = threading.Thread(target=drive, daemon=True)
+    worker.start()
+    worker.join(60)
+    assert done, "the worker is still reading what the agent planted"
+    outcome, reason = run_end(project)
+    assert done[0].outcome == outcome == "failed" and reason.startswith(f"the worker's outbox was refused: {said}"), reason
+    assert parked(project) == 0

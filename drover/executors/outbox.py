@@ -8,6 +8,7 @@ replays the outbox in order through the same functions, after fetching the worke
 """
 from __future__ import annotations
 
+import errno
 import inspect
 import json
 import os
@@ -20,10 +21,24 @@ from drover.ledger import acting, writes
 from drover.errors import DroverError, Refused
 from drover.items.file import id_pattern
 from drover.git import rev_parse
+from drover.git.files import regular_fd
+from drover.ledger.jsonl import parse_line
 from drover.ledger.db import Ledger
 from drover.ledger.project import Project
 
 ENV = "DROVER_OUTBOX"
+
+# What one run's outbox may hold (hostile review 27). The coordinator holds it whole, keeps it in
+# the run's folder and replays it into the ledger; an agent on a worker writes the file as it
+# likes. A review's outbox is a few kilobytes (a round's findings, an audit, some dispositions,
+# a follow-up or two): the caps are far above any verdict and far below what hurts the coordinator.
+OUTBOX_BYTES = 8 * 2**20  # the whole file
+OUTBOX_OPERATIONS = 1000  # its lines: one run's share of the ledger
+ARGUMENT_BYTES = 2**20  # one text argument (findings are the long one)
+
+
+class OverCap(DroverError):
+    """An outbox past a cap: refused whole, before a line of it is read, and its run ends failed."""
 
 
 # op name (the command's name) -> the core function both the CLI and the replay call
@@ -72,19 +87,55 @@ def _append(op: str, args: dict[str, Any]) -> None:
             handle.write(json.dumps(entry, sort_keys=True) + "\n")
 
 
+def over_cap(text: str) -> str:
+    """Why an outbox's text is too large to take ("" when it is not)."""
+    if len(text) > OUTBOX_BYTES or len(text.encode("utf-8", "surrogatepass")) > OUTBOX_BYTES:
+        return f"it holds more than {OUTBOX_BYTES:,} bytes, the cap for one run's outbox"
+    return ""
+
+
+def collect(path: Path) -> tuple[str, str]:
+    """The outbox a worker sends home: (its text, "") or ("", why it cannot be taken). The agent
+    owns the scratch folder: the file may be a link (to /dev/zero), a fifo no one writes (a read
+    would wait for ever), text that is not UTF-8, or gigabytes. It is read only as a regular file,
+    never through a link, and never past the cap (hostile review 27)."""
+    try:
+        fd = regular_fd(path)
+    except FileNotFoundError:
+        return "", ""
+    except OSError as exc:
+        what = "a symbolic link" if exc.errno == errno.ELOOP else exc.strerror or "unreadable"
+        return "", f"it is {what}, not the regular file drover writes"
+    with open(fd, "rb") as handle:
+        data = handle.read(OUTBOX_BYTES + 1)
+    if len(data) > OUTBOX_BYTES:
+        return "", f"it holds more than {OUTBOX_BYTES:,} bytes, the cap for one run's outbox"
+    try:
+        return data.decode("utf-8"), ""
+    except UnicodeDecodeError:
+        return "", "it is not UTF-8 text"
+
+
 def read(text: str) -> list[dict[str, Any]]:
-    """The outbox's operations, in order; a line that is not one is an error naming the line.
+    """The outbox's operations, in order; a line that is not one is an error naming the line;
+    an outbox past a cap is OverCap, before a line is parsed.
 
     Entry n is line n (drover writes no blank line), so validate's line numbers are the file's.
     """
+    said = over_cap(text)
+    lines = text.splitlines() if not said else []
+    if len(lines) > OUTBOX_OPERATIONS:
+        said = f"it holds {len(lines):,} lines, over the cap of {OUTBOX_OPERATIONS:,} operations for one run"
+    if said:
+        raise OverCap(said)
     entries = []
-    for number, line in enumerate(text.splitlines(), 1):
+    for number, line in enumerate(lines, 1):
         if not line.strip():
             raise DroverError(f"outbox line {number}: an empty line (drover writes none)")
         try:
-            entry = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise DroverError(f"outbox line {number}: not JSON: {exc.msg}, column {exc.colno}") from None
+            entry = parse_line(line)
+        except ValueError as exc:
+            raise DroverError(f"outbox line {number}: {exc}") from None
         if not isinstance(entry, dict) or entry.get("op") not in OPERATIONS or not isinstance(entry.get("args"), dict):
             raise DroverError(f"outbox line {number}: not an operation drover replays")
         entries.append(entry)
@@ -102,9 +153,11 @@ def _text(value: Any) -> str:
     if not isinstance(value, str):
         return "must be a string"
     try:
-        value.encode("utf-8")
+        size = len(value.encode("utf-8"))
     except UnicodeEncodeError:
         return "must be UTF-8 text"
+    if size > ARGUMENT_BYTES:
+        return f"holds {size:,} bytes, over the cap of {ARGUMENT_BYTES:,} for one argument"
     return "" if "\x00" not in value else "must not hold a NUL character"
 
 

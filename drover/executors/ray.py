@@ -133,14 +133,22 @@ def bring_home(project: "Project", ledger: "Ledger", launch: "Launch", result: d
             refused = f"the worker's commits were refused: {problem}"
             notes.append(f"{launch.item_id}: {refused}")
     kept = launch.run_dir / "outbox.jsonl"  # what the worker's commands asked for, as it came
-    if result["outbox"]:
+    # an outbox past its caps (outbox.OUTBOX_BYTES and the rest) is kept and replayed not at all
+    unread = result.get("outbox_refused") or outbox.over_cap(result["outbox"])
+    if result["outbox"] and not unread:
         kept.write_text(result["outbox"], encoding="utf-8")
     root = project.root
     try:
+        if unread:
+            raise outbox.OverCap(unread)
         entries = outbox.read(result["outbox"])
         notes += outbox.replay(project, ledger, entries, run_id=launch.run_id,
                                head_of=lambda item: git.rev_parse(root, f"refs/heads/{launch.branch}")
                                if item == launch.item_id else "", source=project.relpath(kept))
+    except outbox.OverCap as exc:
+        # a run whose verdicts were not taken did not do what its exit says, as one whose commits were not
+        refused = refused or f"the worker's outbox was refused: {exc}; nothing of it was replayed"
+        notes.append(f"{launch.item_id}: the worker's outbox was refused: {exc}; nothing of it was replayed")
     except DroverError as exc:
         notes.append(f"{launch.item_id}: the worker's outbox was refused: {exc}")
     for note in notes:

@@ -6,7 +6,6 @@ unit test. The worker keeps nothing: everything lives in a scratch folder remove
 from __future__ import annotations
 
 import math
-import re
 import shutil
 import tempfile
 import time
@@ -15,8 +14,9 @@ from typing import Any
 
 from drover.agents import environment, launch as agents
 from drover import git
-from drover.errors import CONTROL_CHARACTER
-from drover.executors.outbox import ENV as OUTBOX_ENV
+from drover.errors import is_one_line
+from drover.git.files import open_regular
+from drover.executors.outbox import ENV as OUTBOX_ENV, collect
 
 
 # What a worker's result holds (what _work returns, and "node", which the task adds): each field's
@@ -48,7 +48,7 @@ def _line(value: Any) -> str:
     said = _of(str)(value)
     if said:
         return str(said)
-    return "" if not re.search(CONTROL_CHARACTER + r"|[\n\t\u2028\u2029]", value) else "one line of text"
+    return "" if is_one_line(value) else "one line of text"
 
 
 def _utf8(value: str) -> bool:
@@ -86,8 +86,9 @@ RESULT: dict[str, Any] = {
     "outcome": lambda value: "" if value in OUTCOMES else f"one of {', '.join(OUTCOMES)}",
     "elapsed": _seconds, "wall": _seconds, "usage": _usage,
     "log": _of(bytes), "outbox": _of(str), "bundle": _of(bytes), "head": _of(str), "node": _line,
+    "outbox_refused": _line,  # why the worker could not take the outbox ("" when it could)
 }
-OPTIONAL = ("node",)
+OPTIONAL = ("node", "outbox_refused")
 
 
 def worker_field(key: str, value: Any) -> str:
@@ -162,12 +163,26 @@ def _work(payload: dict[str, Any], base_bundle: bytes, scratch: Path, started: f
                            stream=payload.get("stream", ""), token_ceiling=payload.get("token_ceiling", 0))
     out = scratch / "out.bundle"
     has_commits = git.bundle_create(repo, out, f"refs/heads/{branch}", exclude=start_sha)
+    text, refused = collect(outbox)
     return {
         "exit_code": result.exit_code, "outcome": result.outcome, "elapsed": result.elapsed,
         "wall": time.monotonic() - started,
         "usage": result.usage.as_row() if result.usage is not None else None,
-        "log": log.read_bytes() if log.exists() else b"",
-        "outbox": outbox.read_text(encoding="utf-8") if outbox.exists() else "",
-        "bundle": out.read_bytes() if has_commits else b"",
+        "log": _read(log), "outbox": text, "outbox_refused": refused,
+        "bundle": _read(out, said=False) if has_commits else b"",
         "head": git.rev_parse(repo, f"refs/heads/{branch}"),
     }
+
+
+def _read(path: Path, *, said: bool = True) -> bytes:
+    """A file of the scratch folder, which the agent can write: read only as a regular file, never
+    through a link (a fifo in the log's place held the worker, and so the drive, for ever; a link to
+    /dev/zero read without end: hostile review 27). When it cannot be, nothing, or (`said`) a line
+    saying why."""
+    try:
+        with open_regular(path) as handle:
+            return handle.read()
+    except FileNotFoundError:
+        return b""
+    except OSError as exc:
+        return f"[drover] {path.name} was not taken: {exc.strerror}\n".encode() if said else b""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from drover.errors import one_line
 from drover.ledger.connection import now
 from drover.ledger.journal import Journal
 
@@ -115,7 +116,7 @@ class ItemTable(Journal):
     def park(self, item_id: str, reason: str) -> None:
         """Park the item for `reason`, kept as one line: it is shown inside other lines (the drive's progress
         and summary, `list`, `show`), where an agent's newline wrote lines of drover's own (hostile review 24)."""
-        self._set_flags(item_id, {"parked": 1, "parked_reason": " ".join(reason.split()), "parked_at": now()})
+        self._set_flags(item_id, {"parked": 1, "parked_reason": one_line(reason), "parked_at": now()})
 
     def unpark(self, item_id: str) -> None:
         self._set_flags(item_id, {"parked": 0, "parked_reason": None, "parked_at": None})

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import IO, Any, Iterator
 
 from drover.ledger.activity import create_activity_triggers, drop_activity_triggers, fill_activity
-from drover.errors import Refused, UsageError
+from drover.errors import Refused, UsageError, is_one_line, one_line
 from drover.vocabulary import ANY_ID_PATTERN, DISPOSITIONS, FAILURE_CLASSES, LEVELS, SLOTS
 from drover.ledger.db import Ledger
 from drover.ledger.migrations import MIGRATIONS, meet_cached, open_as_before_0012
@@ -50,6 +50,18 @@ CHOICES: dict[tuple[str, str], tuple[str, ...]] = {
     ("audits", "level"): LEVELS, ("runs", "slot"): SLOTS, ("runs", "failure"): FAILURE_CLASSES,
     ("dispositions", "disposition"): DISPOSITIONS,
 }
+# Text drover prints inside a line of its own (`show`, `list`, the drive's lines, a prompt): its
+# writes keep it one line (errors.one_line: a park reason, a model's name, a run's reason; a round's
+# headline is its findings' first line; a cached title and kind are new's), and an import folds it
+# by that same function before the row is compared or loaded (hostile review 27). Folded, not
+# refused: a ledger written before hostile review 24 may hold a park reason with its line breaks.
+FOLDED = {("items", "parked_reason"), ("runs", "model"), ("runs", "reason"), ("rounds", "headline"),
+          ("item_files", "title"), ("item_files", "kind")}
+# Names drover compares as well as prints (who wrote the work, who gave a verdict, where a run
+# ran): one line with no control character (errors.is_one_line, the rule a worker's node is held
+# to), or the row is refused; folded they would name someone else, an author not the reviewer.
+NAMES = {("runs", "agent"), ("runs", "node"), ("audits", "by"), ("rounds", "by"), ("rounds", "cleared_by"),
+         ("dispositions", "by")}
 ITEM_COLUMNS = {("runs", "item"), ("audits", "item"), ("rounds", "item"), ("dispositions", "item"),
                 ("checks", "item"), ("items", "id")}
 _ANY_ID = re.compile(ANY_ID_PATTERN).fullmatch
@@ -84,6 +96,7 @@ class Column:
     choices: tuple[str, ...] = ()  # the words it may hold; () for any
     item_id: bool = False  # it holds an item's id
     time: bool = False  # it holds a UTC time (connection.now), which drover orders as text
+    compared: bool = False  # it holds a name drover compares: one line, no control character (NAMES)
 
 
 def _holds_time(name: str) -> bool:
@@ -114,7 +127,7 @@ def column_rules(ledger: Ledger) -> dict[str, dict[str, Column]]:
             rules[table][name] = Column(table, name, kind, bool(info["notnull"] or info["pk"]),
                                         JSON_COLUMNS.get((table, name), ""), least, most,
                                         CHOICES.get((table, name), ()), (table, name) in ITEM_COLUMNS,
-                                        _holds_time(name) and table not in CACHE)
+                                        _holds_time(name) and table not in CACHE, (table, name) in NAMES)
     return rules
 
 
@@ -143,6 +156,8 @@ def value_problem(column: Column, value: Any) -> str:
             return f"must be one of {', '.join(column.choices)}, not {json.dumps(value)[:40]}"
         if column.item_id and not _ANY_ID(value):
             return f"must be an item id (PREFIX-NUMBER), not {json.dumps(value)[:40]}"
+        if column.compared and not is_one_line(value):
+            return f"must be one line with no control character, not {json.dumps(value)[:40]}"
         if column.time and not _TIME(value):
             return f"must be a UTC time (2026-01-31T09:30:00.000Z), not {json.dumps(value)[:40]}"
         if column.json and value:
@@ -277,6 +292,37 @@ def export(ledger: Ledger, out: IO[str]) -> dict[str, int]:
     return counts
 
 
+class _Repeated(ValueError):
+    pass
+
+
+def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    made = dict(pairs)
+    if len(made) != len(pairs):
+        keys = [key for key, _ in pairs]
+        twice = next(key for n, key in enumerate(keys) if key in keys[:n])
+        raise _Repeated(f"the key {twice[:40]!r} twice in one object")
+    return made
+
+
+def parse_line(text: str) -> Any:
+    """One line of JSON as drover writes it (an export's, an outbox's); else ValueError saying
+    what it is instead: not JSON, an object that names a key twice (tools read that differently:
+    Python keeps the last, others the first, so what a reader of the file sees need not be what
+    is imported), a number of more digits than Python converts, or nesting deeper than the
+    parser recurses (each raised a traceback before: hostile review 27)."""
+    try:
+        return json.loads(text, object_pairs_hook=_unique)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"not JSON ({exc.msg}, column {exc.colno})") from None
+    except _Repeated as exc:
+        raise ValueError(f"not JSON drover writes ({exc})") from None
+    except RecursionError:
+        raise ValueError("not JSON drover writes (nested too deeply)") from None
+    except ValueError:  # Python's limit on an integer's digits (sys.get_int_max_str_digits)
+        raise ValueError("not JSON drover writes (a number of too many digits)") from None
+
+
 def _lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     try:
         handle = open(path, encoding="utf-8")
@@ -288,9 +334,9 @@ def _lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
                 if not line.strip():
                     continue
                 try:
-                    value = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise UsageError(f"not JSON ({exc.msg}, column {exc.colno})", path=path, line=number) from None
+                    value = parse_line(line)
+                except ValueError as exc:
+                    raise UsageError(str(exc), path=path, line=number) from None
                 if not isinstance(value, dict):
                     raise UsageError("each line must be a JSON object", path=path, line=number)
                 yield number, value
@@ -356,6 +402,12 @@ class _Loader:
         batch.clear()
 
 
+def _kept(table: str, name: str, value: Any) -> Any:
+    """A value of this ledger's row as an import compares it: folded where the file's is (a row
+    written before its column was folded is the same row as the file's folded one)."""
+    return one_line(value) if (table, name) in FOLDED and isinstance(value, str) else value
+
+
 # Rows loaded by one insert_all (sqlite-utils splits it below SQLite's variable limit).
 LOAD_BATCH = 2000
 
@@ -396,6 +448,8 @@ def import_file(ledger: Ledger, path: Path, merge: bool = False) -> Imported:
                 problem = value_problem(rules[table][name], value) if name in rules[table] else ""
                 if problem:
                     raise UsageError(f"{table} {name} {problem}", path=path, line=number)
+                if (table, name) in FOLDED and isinstance(value, str):
+                    row[name] = one_line(value)
             key = tuple(row[name] for name in keys)
             have = loader.waiting(table, key)
             if have is None:
@@ -408,7 +462,7 @@ def import_file(ledger: Ledger, path: Path, merge: bool = False) -> Imported:
             if have is not None and table in CACHE:
                 continue  # this checkout's own parse of its files stands: a cache row is no record to conflict over
             if have is not None:
-                if any(have.get(name) != value for name, value in row.items()):
+                if any(_kept(table, name, have.get(name)) != value for name, value in row.items()):
                     said = ", ".join(f"{name} {row[name]}" for name in keys)
                     conflicts.append(f"{path.name}:{number}: {table} {said} differs from this ledger's row (kept)")
                 continue

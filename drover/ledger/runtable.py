@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Sequence
 
+from drover.errors import one_line
 from drover.ledger.connection import now
 from drover.ledger.itemtable import ItemTable
 
@@ -57,19 +58,20 @@ class RunTable(ItemTable):
         """A run's model, tokens in and out, cost and tool calls (see drover/agents/usage.py)."""
         # a model's name is an agent's words (its stream, a worker's result): kept as one line, so
         # its line breaks write no line of show's own (hostile review 25)
-        model = " ".join(str(usage.get("model") or "").split())
+        model = one_line(str(usage.get("model") or ""))
         self._set_run(run_id, {"model": model or None, "input_tokens": usage.get("input_tokens"),
                                "output_tokens": usage.get("output_tokens"), "cost_usd": usage.get("cost_usd"),
                                "tool_calls": usage.get("tool_calls")})
 
     def set_run_node(self, run_id: str, node: str, reason: str = "") -> None:
-        """Where a run ran, and (for an interrupted one) why it ended."""
-        self._set_run(run_id, {"node": node, "reason": reason})
+        """Where a run ran, and (for an interrupted one) why it ended: one line (git's words on a
+        worker's refused commits may be several), as `show` prints it after `why:`."""
+        self._set_run(run_id, {"node": node, "reason": one_line(reason)})
 
     def set_failure(self, run_id: str, failure: str, reason: str, reset_at: str | None = None) -> None:
         """Why a run did not end well: its class (vocabulary.FAILURE_CLASSES), the words that decided
         it, and when a rate limit resets where the CLI said."""
-        self._set_run(run_id, {"failure": failure, "reason": reason, "reset_at": reset_at})
+        self._set_run(run_id, {"failure": failure, "reason": one_line(reason), "reset_at": reset_at})
 
     def item_branch(self, item_id: str) -> str:
         """The branch the item's newest implementing run worked on; "" before any."""

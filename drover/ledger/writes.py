@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, TypeVar
 
 from drover.items import file as itemfile
-from drover.errors import ItemError, Refused, UsageError
+from drover.errors import ItemError, Refused, UsageError, one_line
 from drover.git import head_of
 from drover.ledger.journal import failpoint as _failpoint
 from drover.items.ids import highest_number
@@ -112,12 +112,12 @@ def _writable(project: Project, path: Path) -> None:
 def new_item(project: Project, ledger: Ledger, title: str, kind: str, deps: list[str],
              finding_source: str = "", *, origin: int | None = None, scaffold: str = "") -> str:
     """Create the next item file; returns its id. Ids are never reused."""
-    title = " ".join(title.split())  # one line: a title is a headline, and YAML-safe that way
+    title = one_line(title)  # one line: a title is a headline, and YAML-safe that way
     if not title:
         raise UsageError("an item needs a title")
     # a kind is a word, an agent's too (`new --kind`, a worker's outbox): its line breaks wrote
     # lines of show's own (hostile review 25)
-    kind = " ".join(kind.split()) or "feature"
+    kind = one_line(kind) or "feature"
     prefix = project.config.prefix
     pattern = itemfile.id_pattern(prefix)
     for dep in [*deps, *([finding_source] if finding_source else [])]:
@@ -337,7 +337,7 @@ def audit(project: Project, ledger: Ledger, item_id: str, level: str, by: str = 
     run = verdict_run(ledger, item_id, "audit")
     _writable(project, project.item_path(item_id))
     # one line: a `--by` with line breaks wrote lines of drover's own into `show` (hostile review 24)
-    by = " ".join(by.split())
+    by = one_line(by)
     if run is not None and by and by != run.agent:
         # as a worker's outbox may not (outbox._problem): a review run whose agent wrote the work named
         # someone else, and its approval passed [review] require_independent (hostile review 24)
@@ -395,7 +395,7 @@ def dispose(project: Project, ledger: Ledger, item_id: str, issue: int, disposit
 
 def park(project: Project, ledger: Ledger, item_id: str, why: str) -> Outcome:
     """Hand an item to the operator."""
-    why = " ".join(why.split())  # one line, as the ledger keeps it (ItemTable.park)
+    why = one_line(why)  # one line, as the ledger keeps it (ItemTable.park)
     if not why:
         raise UsageError("--why needs a reason the operator can act on")
     verdict_run(ledger, item_id, "park")
