@@ -255,5 +255,5 @@ def escaped(text: str) -> str:
 
 def headline(text: str) -> str:
     """One line of text someone else wrote (an issue's title, a label, a register row's headline):
-    its whitespace, line breaks among it, folded to single spaces, and escaped() for the rest."""
-    return escaped(" ".join(text.split()))
+    one_line(), and escaped() for the rest."""
+    return escaped(one_line(text))
