@@ -190,3 +190,25 @@ def test_a_dep_the_ledger_knows_needs_no_file(repo):
     refused = run(repo, "new", "three", "--dep", "D-7")
     assert refused.returncode == 2 and refused.stderr.startswith("drover: no item D-7"), refused.stderr
     assert not (repo / "items" / "D-3.md").exists()
+
+
+def test_an_item_file_numbered_past_what_new_gives_refuses_new_in_one_line_and_the_export_imports(repo, tmp_path):
+    """Anyone can name a file `D-9223372036854775807.md`: `new` then refuses in one line (it ended
+    in SQLite's OverflowError), nothing written, and the ledger that met the number still exports
+    a file that imports (its ids_met row was refused as out of range)."""
+    assert run(repo, "init").returncode == 0
+    (repo / "items" / "D-9223372036854775807.md").write_text("---\nid: D-9223372036854775807\ntitle: far\n---\n")
+    assert run(repo, "list").returncode == 0
+    refused = run(repo, "new", "next")
+    assert refused.returncode == 1, refused.stderr
+    assert refused.stderr == ("drover: no id is left for a new item: an item file numbered 9223372036854775807 was "
+                              "met, and D-9007199254740992 is the highest id drover gives\n")
+    assert sorted(path.name for path in (repo / "items").iterdir()) == ["D-9223372036854775807.md"]
+    exported = run(repo, "ledger", "export")
+    assert exported.returncode == 0 and '"highest": 9223372036854775807' in exported.stdout
+    (tmp_path / "export.jsonl").write_text(exported.stdout)
+    (repo / ".drover" / "ledger.db").unlink()
+    imported = run(repo, "ledger", "import", str(tmp_path / "export.jsonl"))
+    assert imported.returncode == 0, imported.stderr
+    met = sqlite3.connect(repo / ".drover" / "ledger.db").execute("SELECT highest FROM ids_met").fetchone()
+    assert met == (9223372036854775807,)

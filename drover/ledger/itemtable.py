@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from drover.errors import one_line
+from drover.errors import Refused, one_line
 from drover.ledger.connection import now
 from drover.ledger.journal import Journal
 
@@ -14,6 +14,10 @@ from drover.ledger.journal import Journal
 _ABOVE = ("(length(id) > :length OR (length(id) = :length AND id > :above)) AND id GLOB :pattern "
           "AND substr(id, :start) NOT GLOB '*[^0-9]*'")
 _INTEGER_MAX = 2**63 - 1
+# The highest number `new` gives: an id above it is no longer exact as a JSON number, and one past
+# SQLite's integers could not be stored. An item file may still be named higher (anyone can name a
+# file); `ids_met` then holds its number, up to _INTEGER_MAX, and `new` refuses.
+MAX_ITEM_NUMBER = 2**53
 
 
 class ItemTable(Journal):
@@ -73,6 +77,9 @@ class ItemTable(Journal):
         number = max(highest, met or 0) + 1
         while taken is not None and taken(number):
             number += 1
+        if number > MAX_ITEM_NUMBER:
+            raise Refused(f"no id is left for a new item: an item file numbered {number - 1} was met, and "
+                          f"{prefix}-{MAX_ITEM_NUMBER} is the highest id drover gives")
         return f"{prefix}-{number}"
 
     def item_row(self, item_id: str) -> dict[str, Any]:
