@@ -337,10 +337,12 @@ def test_follow_ups_render_body_or_why_not_mine_apart(slot):
     text = render(slot, STATES["follow-ups unavailable"], "lean")
     mine = text.index("Filed against this item")
     theirs = text.index("Filed against a dependency")
+    # the review quotes a tracker's text between fences (tests/test_review_prompt_trust.py)
+    quoted = "  ```text\n  {}\n  ```" if slot == "review" else "  {}"
     assert mine < text.index("- Header casing\n  Its text is unavailable: the file register has no body column") < theirs
-    assert theirs < text.index("- #12 Slow writer <https://example.invalid/12>\n  Takes 3s per 1000 rows.")
+    assert theirs < text.index("- #12 Slow writer <https://example.invalid/12>\n" + quoted.format("Takes 3s per 1000 rows."))
     assert "could not be read (gh: could not reach the tracker), so what follows is\nincomplete" in text
-    assert "- #13 Crash on empty file [bug, p1], owned by this item\n  Trace attached." in text
+    assert "- #13 Crash on empty file [bug, p1], owned by this item\n" + quoted.format("Trace attached.") in text
     assert "(gh: rate limited)" in text
 
 

@@ -95,8 +95,10 @@ def test_drive_finish_sends_a_failing_check_back_and_merges_only_the_fix(project
     # the review prompt was given the checks
     review_prompt = (tmp_path / "prompts" / "review-1.md").read_text()
     assert "## Checks drover ran" in review_prompt
-    assert f"- `make test` on {first['head'][:12]}: failed, exit status 2" in review_prompt
-    assert f"- `make test` on {second['head'][:12]}: passed" in review_prompt
+    # in drover's own words, which of them checked the head the review judges
+    assert f"- `make test` on {first['head'][:12]} (not the head under review): failed, exit status 2" in review_prompt
+    assert f"- `make test` on {second['head'][:12]} (the head under review): passed" in review_prompt
+    assert f"The branch head under review is {second['head'][:12]}: an approval covers" in review_prompt
 
 
 def test_finish_by_hand_refuses_an_approved_first_attempt_until_a_check_of_it_passes(project):
@@ -507,8 +509,9 @@ def test_the_review_prompt_carries_the_newest_failing_tail(project):
     drover(project, "verify", "D-1")
     prompt = drover(project, "prompt", "D-1", "--slot", "review", check=True).stdout
     assert "## Checks drover ran" in prompt
-    assert "The newest check failed; the end of its output:" in prompt
-    assert "    FAIL: BROKEN is here" in prompt
+    assert "The newest check failed; the end of its output, which the branch's code printed:" in prompt
+    # quoted between fences, where nothing the branch's tests print can end the quote
+    assert "\n  ```text\n  running the tests\n  FAIL: BROKEN is here\n" in prompt
 
 
 def test_review_findings_still_open_travel_with_each_checks_findings_once(project, monkeypatch):

@@ -63,15 +63,16 @@ def recent_commits(root: Path, branch: str, base: str, *, compared: tuple[str, s
         # its own (hostile review 19). Not against a merge made again (--remerge-diff): that runs
         # any merge driver the shared config names, as the operator.
         out = git(["log", "--reverse", "-M", "--numstat", "--diff-merges=first-parent", "--no-show-signature",
-                   "--no-textconv", "--no-ext-diff", "--format=%x00%H %s", "--end-of-options", f"{base_head}..{head}"],
+                   "--no-textconv", "--no-ext-diff", "--format=%x00%H%x00%s%x00", "--end-of-options", f"{base_head}..{head}"],
                   root)
     except GitError as exc:
         return Recent(Unavailable=exc.message)
     commits = []
-    # each commit starts at a NUL, which no subject can hold (%s is one line of the message)
-    for record in out.split("\0")[1:]:
-        header, _, stats = record.partition("\n")
-        sha, _, subject = header.partition(" ")
+    # each commit is its id, its subject and its figures, each ended by a NUL, which no subject
+    # can hold: %s is one line of the message to git, but a carriage return in it is a line break
+    # to the text read here, and ended the subject there (the rest was read as figures)
+    fields = out.split("\0")
+    for sha, subject, stats in zip(fields[1::3], fields[2::3], fields[3::3]):
         files = insertions = deletions = 0
         for line in stats.splitlines():
             parts = line.split("\t", 2)

@@ -4,6 +4,7 @@
 - limits.py: render time, size and output limits
 - gosyntax.py: Go template syntax, and Jinja's default delimiters, recognised and translated
 - overrides.py: override files, staleness, resolution of a slot's source
+- quoting.py: the filters that quote text others wrote (`oneline`, `fenced`)
 - fieldcheck.py: the static field check
 - render.py: rendering a slot, the branch template, guidance diff
 - check.py: `drover check` for templates, the `--diff` views, `schema --prompts`

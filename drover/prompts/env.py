@@ -16,6 +16,7 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from drover import __version__ as _VERSION
 from drover.errors import TemplateError, UsageError, did_you_mean
+from drover.prompts.quoting import fenced, oneline
 from drover.prompts.resources import builtin_dir
 from drover.vocabulary import BRANCH_SLOT, SLOTS
 from drover.prompts.limits import LimitedEnvironment
@@ -168,6 +169,9 @@ def environment() -> ImmutableSandboxedEnvironment:
         finalize=_printable,
     )
     env.globals.update(FUNCTIONS)
+    # how a template quotes text others wrote (quoting.py): the built-ins print every such field
+    # through one of them
+    env.filters.update(fenced=fenced, oneline=oneline)
     return env
 
 
