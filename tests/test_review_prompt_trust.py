@@ -100,6 +100,7 @@ ONE_LINE_FIELDS = {
     "Title": {"Title": ONE_LINE},
     "Kind": {"Kind": ONE_LINE},
     "a commit subject": {"Recent": Recent(Commits=(Commit(Sha="0123456789ab", Subject=ONE_LINE, Files=1),))},
+    "a check's command": {"Checks": (Check(Command=ONE_LINE, Head="0" * 40, Passed=True, ExitStatus=0),)},
     "git's reason": {"Recent": Recent(Unavailable=ONE_LINE), "ScopeUnavailable": ONE_LINE},
     "a round's headline": {"Earlier": (Round(N=1, Headline=ONE_LINE, Path="r.log"),), "Rounds": 2},
     "a dependency": {"Deps": (DEP,), "MergedDeps": (DEP,)},
@@ -119,7 +120,7 @@ ONE_LINE_FIELDS = {
 @pytest.mark.parametrize("field", ONE_LINE_FIELDS)
 def test_a_value_others_wrote_for_one_line_stays_one_line(field):
     text = render(BENIGN._replace(**ONE_LINE_FIELDS[field]))
-    assert_quoted(text)
+    assert_quoted(text, checked="Checks" in ONE_LINE_FIELDS[field])
     assert "\x1b" not in text and "\u2028" not in text and "\r" not in text
     assert oneline(ONE_LINE) in text  # every word kept, its breaks written as `\n`
 
