@@ -272,3 +272,39 @@ def test_a_worker_takes_no_outbox_or_log_through_a_fifo_a_link_or_past_the_cap(p
     outcome, reason = run_end(project)
     assert done[0].outcome == outcome == "failed" and reason.startswith(f"the worker's outbox was refused: {said}"), reason
     assert parked(project) == 0
+
+
+LONG_LOG_AGENT = """import os, sys
+from pathlib import Path
+sys.stdin.read()
+log = Path(os.environ["DROVER_OUTBOX"]).parent / "agent.log"
+with open(log, "r+b") as handle:
+    handle.truncate(3 << 20)  # three MiB of NULs, no disk spent
+with open(log, "ab") as handle:
+    handle.write(b"the agent's last words\\n")
+"""
+
+
+def test_a_worker_sends_home_only_the_end_of_an_agents_log_past_its_cap(project, tmp_path, monkeypatch):
+    """An agent can write its log without end, and the worker sent it home whole, held in the
+    worker's, Ray's and the coordinator's memory: it sends its last LOG_BYTES after a line saying so."""
+    import sys
+
+    from drover.executors import worker
+    from drover.loop import runs
+    from helpers import InlineExecutor
+
+    monkeypatch.setattr(worker, "LOG_BYTES", 1 << 20)
+    agent = tmp_path / "long.py"
+    agent.write_text(LONG_LOG_AGENT)
+    config = project / "drover.toml"
+    config.write_text(config.read_text() + f'\n[agent.implement]\ncommand = "{sys.executable} {agent}"\n')
+    git(project, "commit", "-qam", "an implementer with a long log")
+    coordinator = open_project(project)
+    with Ledger(coordinator.ledger_path) as ledger:
+        launch = runs.prepare(coordinator, ledger, "D-1", "implement")
+        runs.execute(coordinator, ledger, launch, echo=False, executor=InlineExecutor())
+    kept = launch.log_path.read_bytes()
+    assert len(kept) < (1 << 20) + 4096, len(kept)
+    assert b"[drover] the agent's log held 3,145,7" in kept and b"than the 1,048,576 a worker sends" in kept
+    assert b"the agent's last words\n" in kept

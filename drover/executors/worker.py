@@ -6,6 +6,7 @@ unit test. The worker keeps nothing: everything lives in a scratch folder remove
 from __future__ import annotations
 
 import math
+import os
 import shutil
 import tempfile
 import time
@@ -22,6 +23,10 @@ from drover.executors.outbox import ENV as OUTBOX_ENV, collect
 # What a worker's result holds (what _work returns, and "node", which the task adds): each field's
 # check answers "" or what is wrong. The coordinator takes nothing of a result that fails one.
 _INT64 = 2**63
+# The most of an agent's log a worker sends home: its end, where a run's failure shows. The log
+# comes home in the result, held whole in the worker's, Ray's and the coordinator's memory; an agent
+# can write its log without end (hostile review 27 left this lead).
+LOG_BYTES = 64 << 20
 OUTCOMES = ("exited", "timeout", "interrupted", agents.OVER_BUDGET)
 
 
@@ -168,10 +173,27 @@ def _work(payload: dict[str, Any], base_bundle: bytes, scratch: Path, started: f
         "exit_code": result.exit_code, "outcome": result.outcome, "elapsed": result.elapsed,
         "wall": time.monotonic() - started,
         "usage": result.usage.as_row() if result.usage is not None else None,
-        "log": _read(log), "outbox": text, "outbox_refused": refused,
+        "log": _read_end(log), "outbox": text, "outbox_refused": refused,
         "bundle": _read(out, said=False) if has_commits else b"",
         "head": git.rev_parse(repo, f"refs/heads/{branch}"),
     }
+
+
+def _read_end(path: Path) -> bytes:
+    """The agent's log as _read takes it, at most its last LOG_BYTES, after a line saying how much
+    of its start was left out (the scratch folder goes with the worker)."""
+    try:
+        with open_regular(path) as handle:
+            size = os.fstat(handle.fileno()).st_size
+            if size <= LOG_BYTES:
+                return handle.read(LOG_BYTES)
+            handle.seek(size - LOG_BYTES)
+            end = handle.read(LOG_BYTES)
+    except OSError:
+        return _read(path)  # nothing, or a line saying why, as for any file of the scratch folder
+    said = (f"[drover] the agent's log held {size:,} bytes, more than the {LOG_BYTES:,} a worker sends: "
+            f"its first {size - len(end):,} were left on the worker\n")
+    return said.encode() + end
 
 
 def _read(path: Path, *, said: bool = True) -> bytes:
