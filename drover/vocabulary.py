@@ -24,6 +24,10 @@ LEVELS = ("claimed", "reviewed", "verified")
 # (items.id_pattern matches one project's ids; this is the shape any project's id has.)
 PREFIX_PATTERN = r"[A-Za-z][A-Za-z0-9]*"
 ANY_ID_PATTERN = PREFIX_PATTERN + r"-[0-9]+"
+# The highest item number `new` gives and the ledger's `ids_met` holds: an id above it is no longer
+# exact as a JSON number, and one past SQLite's integers could not be stored. A file may be named
+# higher (anyone can name a file): `ids_met` then holds this number, and `new` refuses.
+MAX_ITEM_NUMBER = 2**53
 
 # The `by` of a round drover's own failed check sent back (loop/verify.py): not a review's.
 CHECKER = "drover verify"

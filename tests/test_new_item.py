@@ -6,12 +6,15 @@ import shutil
 import sqlite3
 from pathlib import Path
 
+import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from drover.items.file import new_item_text
+from drover.errors import Refused
 from drover.ledger.db import Ledger
+from drover.vocabulary import MAX_ITEM_NUMBER
 from helpers import run
 
 
@@ -121,11 +124,14 @@ def test_the_next_id_is_the_full_scans(tmp_path: Path):
                 return number in on_disk
 
             expected = scanned_id(ledger.conn, prefix, floor, taken)
+            if int(expected.rsplit("-", 1)[1]) > MAX_ITEM_NUMBER:  # past the highest id drover gives
+                with pytest.raises(Refused, match="no id is left for a new item"):
+                    ledger.next_item_id(prefix, floor, taken)
+                return
             assert ledger.next_item_id(prefix, floor, taken) == expected
             ledger.drop_cache()  # the files gone and forgotten: their ids stay taken
             assert ledger.next_item_id(prefix, floor, taken) == expected
-            if int(expected.rsplit("-", 1)[1]) < 2**63:  # the items row's number is an SQLite integer
-                assert ledger.allocate_item(prefix, floor, taken) == expected
+            assert ledger.allocate_item(prefix, floor, taken) == expected
 
     check()
 
@@ -195,20 +201,20 @@ def test_a_dep_the_ledger_knows_needs_no_file(repo):
 def test_an_item_file_numbered_past_what_new_gives_refuses_new_in_one_line_and_the_export_imports(repo, tmp_path):
     """Anyone can name a file `D-9223372036854775807.md`: `new` then refuses in one line (it ended
     in SQLite's OverflowError), nothing written, and the ledger that met the number still exports
-    a file that imports (its ids_met row was refused as out of range)."""
+    a file that imports (its ids_met row held 2^63-1, which an import refuses as out of range)."""
     assert run(repo, "init").returncode == 0
     (repo / "items" / "D-9223372036854775807.md").write_text("---\nid: D-9223372036854775807\ntitle: far\n---\n")
     assert run(repo, "list").returncode == 0
     refused = run(repo, "new", "next")
     assert refused.returncode == 1, refused.stderr
-    assert refused.stderr == ("drover: no id is left for a new item: an item file numbered 9223372036854775807 was "
-                              "met, and D-9007199254740992 is the highest id drover gives\n")
+    assert refused.stderr == ("drover: no id is left for a new item: an id numbered D-9007199254740992 or higher was "
+                              "met (an item file's name, or the ledger's), and that is the highest id drover gives\n")
     assert sorted(path.name for path in (repo / "items").iterdir()) == ["D-9223372036854775807.md"]
     exported = run(repo, "ledger", "export")
-    assert exported.returncode == 0 and '"highest": 9223372036854775807' in exported.stdout
+    assert exported.returncode == 0 and '"highest": 9007199254740992' in exported.stdout
     (tmp_path / "export.jsonl").write_text(exported.stdout)
     (repo / ".drover" / "ledger.db").unlink()
     imported = run(repo, "ledger", "import", str(tmp_path / "export.jsonl"))
     assert imported.returncode == 0, imported.stderr
     met = sqlite3.connect(repo / ".drover" / "ledger.db").execute("SELECT highest FROM ids_met").fetchone()
-    assert met == (9223372036854775807,)
+    assert met == (MAX_ITEM_NUMBER,)

@@ -7,17 +7,13 @@ from typing import Any, Callable
 from drover.errors import Refused, one_line
 from drover.ledger.connection import now
 from drover.ledger.journal import Journal
+from drover.vocabulary import MAX_ITEM_NUMBER
 
 # next_item_id's test of an id (:pattern is "<prefix>-[1-9]*", :start where the number starts):
 # longer than `above`, or as long and greater as text, then an id. Named parameters: numbered
 # ones given as a sequence are deprecated from Python 3.12.
 _ABOVE = ("(length(id) > :length OR (length(id) = :length AND id > :above)) AND id GLOB :pattern "
           "AND substr(id, :start) NOT GLOB '*[^0-9]*'")
-_INTEGER_MAX = 2**63 - 1
-# The highest number `new` gives: an id above it is no longer exact as a JSON number, and one past
-# SQLite's integers could not be stored. An item file may still be named higher (anyone can name a
-# file); `ids_met` then holds its number, up to _INTEGER_MAX, and `new` refuses.
-MAX_ITEM_NUMBER = 2**53
 
 
 class ItemTable(Journal):
@@ -56,7 +52,7 @@ class ItemTable(Journal):
         record that no name in the items folder, in that state, is numbered above it."""
         with self.write():  # read and written in one transaction: nobody raises it meanwhile
             known, _ = self.met(prefix)
-            row: dict[str, Any] = {"prefix": prefix, "highest": max(known, min(highest, _INTEGER_MAX))}
+            row: dict[str, Any] = {"prefix": prefix, "highest": max(known, min(highest, MAX_ITEM_NUMBER))}
             if folder is not None:
                 row["folder"] = folder
             self.db.table("ids_met").upsert(row, pk="prefix")
@@ -78,8 +74,8 @@ class ItemTable(Journal):
         while taken is not None and taken(number):
             number += 1
         if number > MAX_ITEM_NUMBER:
-            raise Refused(f"no id is left for a new item: an item file numbered {number - 1} was met, and "
-                          f"{prefix}-{MAX_ITEM_NUMBER} is the highest id drover gives")
+            raise Refused(f"no id is left for a new item: an id numbered {prefix}-{MAX_ITEM_NUMBER} or higher "
+                          "was met (an item file's name, or the ledger's), and that is the highest id drover gives")
         return f"{prefix}-{number}"
 
     def item_row(self, item_id: str) -> dict[str, Any]:

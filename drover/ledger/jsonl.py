@@ -17,9 +17,8 @@ from typing import IO, Any, Iterator
 
 from drover.ledger.activity import create_activity_triggers, drop_activity_triggers, fill_activity
 from drover.errors import Refused, UsageError, is_one_line, one_line
-from drover.vocabulary import ANY_ID_PATTERN, DISPOSITIONS, FAILURE_CLASSES, LEVELS, SLOTS
+from drover.vocabulary import ANY_ID_PATTERN, DISPOSITIONS, FAILURE_CLASSES, LEVELS, MAX_ITEM_NUMBER, SLOTS
 from drover.ledger.db import Ledger
-from drover.ledger.itemtable import MAX_ITEM_NUMBER
 from drover.ledger.migrations import MIGRATIONS, meet_cached, open_as_before_0012
 
 FORMAT = "drover-ledger"
@@ -70,15 +69,15 @@ _ANY_ID = re.compile(ANY_ID_PATTERN).fullmatch
 # are compared as text (the newest approval, a run's end), so "x" or "9999" would sort after them all.
 _TIME = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,6})?(?:Z|\+00:00)").fullmatch
 INT64 = (-(2**63), 2**63 - 1)
-# An item number `new` gave is at most MAX_ITEM_NUMBER; a number met in an item file's name (ids_met)
-# may be any SQLite integer, as the ledger keeps it (itemtable.raise_met).
+# An item number `new` gives, and the highest an item file's name raises ids_met to, is at most
+# MAX_ITEM_NUMBER (vocabulary).
 COUNT = (0, math.inf)  # and within SQLite's integers, as every integer
 RANGES: dict[tuple[str, str], tuple[float, float]] = {
     ("runs", "pid"): (1, 2**31 - 1), ("runs", "input_tokens"): COUNT, ("runs", "output_tokens"): COUNT,
     ("runs", "tool_calls"): COUNT, ("runs", "cost_usd"): (0, math.inf),
     ("rounds", "number"): (1, math.inf), ("dispositions", "issue"): (1, math.inf),
     ("items", "number"): (1, MAX_ITEM_NUMBER), ("items", "done"): (0, 1), ("items", "parked"): (0, 1),
-    ("ids_met", "highest"): (0, 2**63 - 1), ("item_files", "size"): COUNT,
+    ("ids_met", "highest"): (0, MAX_ITEM_NUMBER), ("item_files", "size"): COUNT,
 }
 
 

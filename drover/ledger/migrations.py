@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 from drover.ledger.activity import APPROVED_BEFORE_0012, APPROVING_LEVEL, create_activity_table, renew_activity
 from drover.ledger.journal import _intents, _owed_commits
 from drover.ledger.pooltable import _pool
+from drover.vocabulary import MAX_ITEM_NUMBER
 
 if TYPE_CHECKING:
     import sqlite_utils
@@ -205,10 +206,11 @@ def _activity_view(db: "sqlite_utils.Database") -> None:
 
 
 # The highest number among the cache's ids under the prefix they were parsed under, per prefix,
-# raised to the highest already met.
+# raised to the highest already met, and no higher than the highest an id drover gives
+# (vocabulary.MAX_ITEM_NUMBER).
 _CACHED_HIGHEST = (
-    "SELECT p.prefix, max(coalesce(max(CAST(substr(f.id, length(p.prefix) + 2) AS INTEGER)), 0), "
-    "coalesce((SELECT highest FROM ids_met m WHERE m.prefix = p.prefix), 0)) "
+    "SELECT p.prefix, min(max(coalesce(max(CAST(substr(f.id, length(p.prefix) + 2) AS INTEGER)), 0), "
+    "coalesce((SELECT highest FROM ids_met m WHERE m.prefix = p.prefix), 0)), %d) " % MAX_ITEM_NUMBER +
     "FROM item_files f, item_files_prefix p "
     "WHERE substr(f.id, 1, length(p.prefix) + 1) = p.prefix || '-' "
     "AND substr(f.id, length(p.prefix) + 2) GLOB '[1-9]*' "
