@@ -337,8 +337,8 @@ def test_follow_ups_render_body_or_why_not_mine_apart(slot):
     text = render(slot, STATES["follow-ups unavailable"], "lean")
     mine = text.index("Filed against this item")
     theirs = text.index("Filed against a dependency")
-    # the review quotes a tracker's text between fences (tests/test_review_prompt_trust.py)
-    quoted = "  ```text\n  {}\n  ```" if slot == "review" else "  {}"
+    # a tracker's text is quoted between fences (tests/test_review_prompt_trust.py, test_prompt_quoting.py)
+    quoted = "  ```text\n  {}\n  ```"
     assert mine < text.index("- Header casing\n  Its text is unavailable: the file register has no body column") < theirs
     assert theirs < text.index("- #12 Slow writer <https://example.invalid/12>\n" + quoted.format("Takes 3s per 1000 rows."))
     assert "could not be read (gh: could not reach the tracker), so what follows is\nincomplete" in text
@@ -428,7 +428,7 @@ def test_draft_writes_from_origin_and_notes():
     text = render("draft", STATES["finding with notes"], "lean")
     assert "#41 CSV export breaks on commas <https://example.invalid/41>" in text
     assert "Rows split in two." in text
-    assert "reviewed audit by codex at 2024-05-01:\n  The writer drops quotes.\n  See row 3." in text
+    assert "reviewed audit by codex at 2024-05-01:\n\n```text\nThe writer drops quotes.\nSee row 3.\n```" in text
     assert "- Provenance line: Finding: D-2 (raised while reviewing D-2)" in text
     unavailable = render("draft", STATES["origin unavailable"], "lean")
     assert "could not be read: no tracker is configured (backend none)" in unavailable
