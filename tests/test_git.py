@@ -810,3 +810,47 @@ def test_a_pooled_worktrees_git_folder_swapped_for_a_link_after_its_check_is_not
         clear_leftovers(worktree, private, (), kept)
     assert (other / "refs" / "heads" / "keepme").is_file()
     assert (other / "index").read_bytes() == b"DIRC the other repository's"
+
+
+def test_a_git_that_has_ended_is_reaped_without_a_sleep(repo, tmp_path, monkeypatch):
+    """Popen's wait within a time limit polls with sleeps (0.5 ms, doubling), and git closes its
+    output a moment before it can be reaped: in a drive (its threads) about half of drover's git
+    calls slept 0.5-2 ms after git had ended, some 20 ms an item (docs/performance.md). Its exit now
+    wakes the wait. A git standing in for one that is slow to be reaped closes its output first."""
+    import time
+
+    if not hasattr(os, "pidfd_open"):
+        pytest.skip("no pidfd here: Popen's polling, as before")
+    slow = tmp_path / "slow" / "git"
+    slow.parent.mkdir()
+    slow.write_text(f'#!/bin/sh\n{shutil.which("git")} "$@"\nstatus=$?\nexec >&- 2>&-\nsleep 0.2\nexit $status\n')
+    slow.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{slow.parent}{os.pathsep}{os.environ['PATH']}")
+    slept: list[float] = []
+    monkeypatch.setattr(time, "sleep", slept.append)
+    assert dgit.rev_parse(repo, "HEAD") == git(repo, "rev-parse", "HEAD").strip()
+    assert slept == []
+    monkeypatch.setenv("DROVER_GIT_TIMEOUT", "0.1")  # and the time limit holds still
+    with pytest.raises(GitError, match="did not end within 0.1s"):
+        dgit.git(["rev-parse", "HEAD"], repo)
+
+
+def test_drovers_git_is_the_one_path_finds_by_its_path_and_each_path_its_own(repo, tmp_path, monkeypatch):
+    """git is started by the path PATH gives it (not by name, which has the kernel try each folder of
+    PATH before it, every call), looked for once a PATH: another PATH, another git."""
+    from drover.git import run as git_run
+
+    assert git_run._program() == shutil.which("git")
+    noting = tmp_path / "noting" / "git"
+    noting.parent.mkdir()
+    noting.write_text(f'#!/bin/sh\necho "$@" >> {tmp_path / "noted"}\nexec {shutil.which("git")} "$@"\n')
+    noting.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{noting.parent}{os.pathsep}{os.environ['PATH']}")
+    assert git_run._program() == str(noting)
+    assert dgit.rev_parse(repo, "HEAD") == git(repo, "rev-parse", "HEAD").strip()
+    assert "rev-parse HEAD" in (tmp_path / "noted").read_text()
+    noting.unlink()  # gone after it was found: said as git's absence, found again next time
+    with pytest.raises(GitError, match="^git is not installed$"):
+        dgit.git(["rev-parse", "HEAD"], repo)
+    noting.parent.rmdir()
+    assert dgit.rev_parse(repo, "HEAD")

@@ -1,9 +1,10 @@
 """The one place git is started: subprocess.run, with drover's pinned config and environment."""
 from __future__ import annotations
 
+import functools
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from drover.errors import GitError
 
@@ -50,11 +51,12 @@ def _env() -> dict[str, str]:
     return dict(os.environ, GIT_TERMINAL_PROMPT="0", GIT_EDITOR="true", GIT_MERGE_AUTOEDIT="no", **AS_COMMITTED)
 
 
-def _cannot_start(exc: OSError, cwd: Path | None) -> GitError:
+def _cannot_start(exc: OSError, cwd: Path | None, program: str = "git") -> GitError:
     if isinstance(exc, NotADirectoryError):
         return GitError(f"not a directory: {cwd}")
-    if isinstance(exc, FileNotFoundError) and exc.filename not in ("git", None):
+    if isinstance(exc, FileNotFoundError) and exc.filename not in ("git", program, None):
         return GitError(f"no such directory: {cwd}")
+    _found.cache_clear()  # found once, gone now: looked for again next time
     return GitError("git is not installed")
 
 
@@ -75,33 +77,86 @@ def _timed_out(args: list[str], seconds: float | None) -> GitError:
                     "folder makes git wait for ever (`find .git -type p` lists any; DROVER_GIT_TIMEOUT sets the limit)")
 
 
+def _program() -> str:
+    """The git PATH finds, by its absolute path: the same program the kernel would be asked for by
+    name, without the failed `execve` of each folder before it on PATH, every call. Looked for once
+    a PATH (a test's or a caller's own PATH is another key); "git" when none is found."""
+    return _found(os.environ.get("PATH", os.defpath))
+
+
+@functools.lru_cache(maxsize=8)
+def _found(path: str) -> str:
+    import shutil
+
+    found = shutil.which("git", path=path)
+    return found if found and os.path.isabs(found) else "git"
+
+
+@functools.cache
+def _popen() -> type[subprocess.Popen[Any]]:
+    """Popen whose wait within the time limit wakes when git exits (Linux's pidfd). Popen's own wait
+    with a timeout polls with sleeps from 0.5 ms doubling up to 50 ms, and git has closed its output
+    a moment before it can be reaped: every git call drover made paid 0.5-2 ms of sleep after git
+    had ended (docs/performance.md). Where there is no pidfd, Popen's polling, as before."""
+    import select
+    import subprocess
+
+    class Git(subprocess.Popen[Any]):
+        def wait(self, timeout: float | None = None) -> int:
+            if timeout is not None and self.returncode is None:
+                try:
+                    exited = os.pidfd_open(self.pid)
+                except (AttributeError, OSError):
+                    return super().wait(timeout)
+                try:
+                    watch = select.poll()
+                    watch.register(exited, select.POLLIN)
+                    if not watch.poll(max(timeout, 0.0) * 1000):
+                        raise subprocess.TimeoutExpired(self.args, timeout)
+                finally:
+                    os.close(exited)
+                timeout = None  # it has exited: reaped at once
+            return super().wait(timeout)
+
+    return Git
+
+
+def _ran(args: list[str], cwd: Path | None, stdin: bytes | None, text: bool) -> subprocess.CompletedProcess[Any]:
+    """subprocess.run(capture_output=True, timeout=_timeout()) of git `args`, by _popen; stdin fed
+    `stdin`, or this process's own when None."""
+    import subprocess  # here: a command that never runs git does not pay for the import
+
+    program, seconds = _program(), _timeout()
+    decoding: dict[str, Any] = {"encoding": "utf-8", "errors": "replace"} if text else {}
+    try:
+        with _popen()([program, *PINNED, *args], cwd=cwd, env=_env(), stdout=subprocess.PIPE,
+                      stderr=subprocess.PIPE, stdin=None if stdin is None else subprocess.PIPE,
+                      **decoding) as proc:
+            try:
+                out, err = proc.communicate(stdin, timeout=seconds)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+                raise
+            except BaseException:
+                proc.kill()
+                raise
+    except (FileNotFoundError, NotADirectoryError) as exc:
+        raise _cannot_start(exc, cwd, program) from None
+    except subprocess.TimeoutExpired:
+        raise _timed_out(args, seconds) from None
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
 def run(args: list[str], cwd: Path | None) -> subprocess.CompletedProcess[str]:
     """git `args` in `cwd` (None: the working directory), its output as text; GitError only when
     git cannot start, or does not end in time (_timeout)."""
-    import subprocess  # here: a command that never runs git does not pay for the import
-
-    seconds = _timeout()
-    try:
-        return subprocess.run(["git", *PINNED, *args], cwd=cwd, env=_env(), capture_output=True,
-                              text=True, encoding="utf-8", errors="replace", timeout=seconds)
-    except (FileNotFoundError, NotADirectoryError) as exc:
-        raise _cannot_start(exc, cwd) from None
-    except subprocess.TimeoutExpired:
-        raise _timed_out(args, seconds) from None
+    return _ran(args, cwd, None, True)
 
 
 def run_bytes(args: list[str], cwd: Path, stdin: bytes = b"") -> subprocess.CompletedProcess[bytes]:
     """git `args` in `cwd` fed `stdin`, its output as bytes (object ids, trees and paths as git wrote them)."""
-    import subprocess
-
-    seconds = _timeout()
-    try:
-        return subprocess.run(["git", *PINNED, *args], cwd=cwd, env=_env(), input=stdin, capture_output=True,
-                              timeout=seconds)
-    except (FileNotFoundError, NotADirectoryError) as exc:
-        raise _cannot_start(exc, cwd) from None
-    except subprocess.TimeoutExpired:
-        raise _timed_out(args, seconds) from None
+    return _ran(args, cwd, stdin, False)
 
 
 def failure(args: list[str], done: subprocess.CompletedProcess[str]) -> GitError:
