@@ -1030,3 +1030,24 @@ def test_check_reports_an_approval_whose_branch_moved_since(project):
     assert [(p["code"], p["severity"]) for p in problems if "D-1" in p["message"]] == [("approval-moved", "warning")]
     drover(project, "finish", "D-1")  # refused: nothing merges
     assert not contains(project, head)
+
+
+def test_a_finish_whose_actor_is_refused_merges_nothing(project, monkeypatch):
+    """Who finishes is asked before the merge, and outside the writers' lock: asked inside the write
+    that marks the item done, after the merge, a refusal there (acting.actor: a launcher this process
+    cannot see) left base merged and the item not done; and its reads of /proc held every other
+    writer 8-12 ms an item of a drive."""
+    from drover.loop import finish as finishing
+
+    approved(project)
+    before = git(project, "rev-parse", "main").strip()
+
+    def refused(*_: object) -> str:
+        raise Refused("this process cannot see the drover at pid 1, which runs agents")
+
+    monkeypatch.setattr(finishing, "actor", refused)
+    with Ledger(project / ".drover" / "ledger.db") as ledger:
+        with pytest.raises(Refused, match="cannot see"):
+            finishing.finish(open_project(project), ledger, "D-1")
+        assert not ledger.item_row("D-1").get("done")
+    assert git(project, "rev-parse", "main").strip() == before

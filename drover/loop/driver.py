@@ -69,6 +69,9 @@ class Driver:
         self.retries = Retries(project.config, say, self.cancel)  # [retry]: what a failed run leads to
         self.base_checks = basecheck.BaseChecks(project)  # base's own check, asked when an item's fails
         self.started = now()  # the summary's figures are this drive's runs
+        # who the drive's finishes are by: its operator (the drive was refused at its start unless it acts
+        # as one: acting.require_operator), asked at the first finish, not at each (docs/decisions.md)
+        self.finisher: str | None = None
 
     def drive_item(self, item_id: str) -> Driven:
         try:
@@ -309,7 +312,11 @@ class Driver:
                 checked = self._check(ledger, item_id)
                 if checked != PASSED:
                     return checked if isinstance(checked, Driven) else None
-                finished = finish(self.project, ledger, item_id)
+                if self.finisher is None:
+                    from drover.ledger.acting import actor
+
+                    self.finisher = actor(self.project, ledger)
+                finished = finish(self.project, ledger, item_id, by=self.finisher)
         except git.MergeConflict as exc:
             if not self.project.config.worktree:
                 return self._ended(ledger, item_id, "approved", NOT_FINISHED + _one_line(exc, item_id))

@@ -28,11 +28,13 @@ def newest_dispositions(ledger: Ledger, item_id: str) -> dict[int, dict[str, Any
     return ledger.newest_dispositions(item_id)
 
 
-def finish(project: Project, ledger: Ledger, item_id: str, *, allow_drover_files: bool = False) -> Finished:
+def finish(project: Project, ledger: Ledger, item_id: str, *, allow_drover_files: bool = False,
+           by: str | None = None) -> Finished:
     """Refuse while anything is outstanding; merge the approved commit locally (never a push); mark done.
 
     `allow_drover_files`: the operator accepts a branch that changes drover.toml, a prompt
-    override file or item files (never one that writes under .drover/).
+    override file or item files (never one that writes under .drover/). `by`: who finishes, when
+    the caller knows it (a drive: its operator, acting.actor asked once a drive); else asked here.
     """
     item = project.require_item(item_id)
     row = ledger.item_row(item_id)
@@ -49,6 +51,10 @@ def finish(project: Project, ledger: Ledger, item_id: str, *, allow_drover_files
                       f"`drover dispose {item_id} ISSUE --as close|comment|keep` first")
     lines = []
     if not row.get("done"):
+        # who finishes, asked before anything is merged: a refusal here (acting.actor) after the merge
+        # left base merged and the item not done; and not under the writers' lock, which its reads of
+        # /proc (8-12 ms, the kernel's /proc/locks among them) held from every other writer
+        by = by if by is not None else actor(project, ledger)
         branch = ledger.item_branch(item_id)
         base = project.config.base
         # both heads read once for the refusals below (the merge reads them again when it merges)
@@ -71,7 +77,7 @@ def finish(project: Project, ledger: Ledger, item_id: str, *, allow_drover_files
                         carried=lambda path: _tolerated(project, path), switched=left.append)
         with ledger.write():
             ledger.mark_done(item_id)
-            ledger.log_event("finish", item_id, actor(project, ledger), branch=branch, merge=sha, merged=approved)
+            ledger.log_event("finish", item_id, by, branch=branch, merge=sha, merged=approved)
         lines.append(f"{item_id}: merged {branch} into {project.config.base} ({sha[:12]}); done. Nothing was pushed.")
         for was in left:
             lines.append(f"{item_id}: the checkout was on {was or 'a detached HEAD'} and is now on "
