@@ -8,6 +8,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from drover import git as dgit
 from drover.git import Recent
@@ -180,9 +182,38 @@ def test_valid_branch_names(name):
     assert dgit.valid_branch_name(name)
 
 
-@pytest.mark.parametrize("name", ["", "bad name", "a..b", "-x", "x.lock", "@{-1}", "a/", "HEAD", "a~1", "a:b"])
+@pytest.mark.parametrize("name", ["", "bad name", "a..b", "-x", "x.lock", "@{-1}", "a/", "HEAD", "a~1", "a:b",
+                                  ".a", "a/.b", "a.", "a//b", "/a", "a.lock/b", "a/b.lock", "a\\b", "a*b", "a?b", "a[b"])
 def test_invalid_branch_names(name):
     assert not dgit.valid_branch_name(name)
+
+
+def test_a_plain_branch_name_is_valid_without_asking_git(monkeypatch):
+    """`drover/d-1`, the name of every item's branch, is one git's rules accept whatever its version:
+    no git process is started for it (one an item of a drive); any other name is asked of git."""
+    from drover.git import branches
+
+    asked: list[list[str]] = []
+    monkeypatch.setattr(branches, "run", lambda args, cwd: asked.append(args) or subprocess.CompletedProcess(args, 1))
+    branches.valid_branch_name.cache_clear()
+    try:
+        assert branches.valid_branch_name("drover/d-17") and branches.valid_branch_name("Feature_2.x/a-b")
+        assert asked == []
+        assert not branches.valid_branch_name("drover/d+1")  # git's word, here a stand-in's "no"
+        assert asked == [["check-ref-format", "--branch", "drover/d+1"]]
+    finally:
+        branches.valid_branch_name.cache_clear()
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet="aclok_-./", min_size=1, max_size=14))
+def test_a_name_accepted_without_git_is_one_git_accepts(name):
+    """The names valid_branch_name takes without asking git are ones git takes (and the others get git's own answer)."""
+    from drover.git import branches
+
+    if branches._PLAIN_BRANCH.fullmatch(name) and not any(part.endswith(".lock") for part in name.split("/")):
+        done = subprocess.run(["git", "check-ref-format", "--branch", name], capture_output=True)
+        assert done.returncode == 0, name
 
 
 def test_user_name(repo, monkeypatch, tmp_path):

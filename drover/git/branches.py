@@ -12,6 +12,10 @@ from drover.errors import GitError
 from drover.git.run import git, one_line, run, succeeds
 
 SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
+# Branch names that git's rules (`git check-ref-format --branch`) accept whatever git's version:
+# components of letters, digits, `_` and `-`, dots only between them, joined by single slashes, no
+# leading dash. What else git accepts (a `+`, a non-ASCII letter) is asked of git.
+_PLAIN_BRANCH = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]*(?:\.[A-Za-z0-9_-]+)*(?:/[A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)*)*")
 
 
 def local_ref(name: str) -> str:
@@ -94,6 +98,8 @@ def valid_branch_name(name: str) -> bool:
     # `@{-1}` and friends are expansions, not names; a leading dash would read as an option.
     if not name or name.startswith("-") or "@{" in name or name == "HEAD":
         return False
+    if _PLAIN_BRANCH.fullmatch(name) and not any(part.endswith(".lock") for part in name.split("/")):
+        return True  # `drover/d-1`: no git process for it, one a drive's item
     return run(["check-ref-format", "--branch", name], None).returncode == 0
 
 
