@@ -10,7 +10,7 @@ from pathlib import Path
 
 from drover.errors import GitError
 from drover.git.files import folder_fd, open_regular, read_small_file, remove_at, remove_below, remove_path, replace_at
-from drover.git.branches import heads_of, local_ref, require_base
+from drover.git.branches import heads_of, require_base
 from drover.git.run import git, one_line, run
 
 # An operation in progress, as a worktree's private git folder shows it: work not on the branch yet.
@@ -195,10 +195,11 @@ def _as_the_disk_is(worktree: Path) -> tuple[str, ...]:
     return ("-c", f"core.ignoreCase={'true' if folds else 'false'}", "-c", "core.fileMode=true")
 
 
-def switch_worktree(worktree: Path, root: Path, branch: str, base: str) -> None:
+def switch_worktree(worktree: Path, root: Path, branch: str, base: str, made: list[str] | None = None) -> None:
     """A pooled worktree onto `branch` (created from `base` when missing), whatever its tracked files
     and index held: `checkout --force` makes both the target's, as `reset --hard` would (one git
-    process fewer per item: docs/worktrees.md)."""
+    process fewer per item: docs/worktrees.md). A branch created here starts at base's head as read
+    here, by its id, which is put in `made` (ensure_worktree's)."""
     heads = heads_of(root, branch, base)
     if branch in heads:
         # the short name on purpose: checked out as that branch (ensure_worktree says why)
@@ -207,8 +208,10 @@ def switch_worktree(worktree: Path, root: Path, branch: str, base: str) -> None:
         if base not in heads:
             require_base(root, base)
         _must([*_WHOLE, *_as_the_disk_is(worktree), "checkout", "--force", "--quiet", "--no-track", "-b", branch,
-               local_ref(base)],
+               heads[base]],
               worktree, "checkout")
+        if made is not None:
+            made.append(heads[base])
 
 
 def detach_worktree(worktree: Path, commit: str) -> None:

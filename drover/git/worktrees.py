@@ -54,8 +54,10 @@ def registered_worktrees(root: Path) -> dict[Path, str]:
 
 
 def ensure_worktree(root: Path, path: Path, branch: str, base: str, *,
-                    lock: AbstractContextManager[Any] = nullcontext()) -> Path:
+                    lock: AbstractContextManager[Any] = nullcontext(), made: list[str] | None = None) -> Path:
     """A worktree at `path` on `branch` (created from `base` if missing); an existing one is reused.
+    A branch created here starts at base's head as read here, by its id, which is put in `made`:
+    the head the branch has, with no git call to ask it again.
 
     `lock` is held while the worktree is looked up and registered, and released before its files
     are written: under `drive --jobs N` a prune must not meet another thread's `worktree add`
@@ -85,7 +87,9 @@ def ensure_worktree(root: Path, path: Path, branch: str, base: str, *,
         else:
             if base not in heads:
                 require_base(root, base)
-            git(["worktree", "add", "--quiet", "--no-checkout", "-b", branch, str(path), local_ref(base)], root)
+            git(["worktree", "add", "--quiet", "--no-checkout", "-b", branch, str(path), heads[base]], root)
+            if made is not None:
+                made.append(heads[base])
     done = run(["reset", "--hard", "--quiet"], path)
     if done.returncode != 0:  # a half-written worktree is never handed out: the next call makes it again
         git(["worktree", "remove", "--force", str(path)], root, check=False)

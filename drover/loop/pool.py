@@ -44,19 +44,20 @@ def pooling(project: Project) -> bool:
     return project.config.worktree and project.config.pool > 0
 
 
-def item_worktree(project: Project, ledger: "Ledger", item_id: str, branch: str) -> Path:
+def item_worktree(project: Project, ledger: "Ledger", item_id: str, branch: str, made: list[str] | None = None) -> Path:
     """The item's worktree on its branch: the pooled one it works in, else its own folder (made
     when missing).
 
     An item that holds a pooled worktree keeps working in it after `[run] pool` is set to 0: its
     branch is checked out there, and git would refuse it anywhere else. The finish removes it. An
     item's own folder is registered one at a time: ensure_worktree prunes, and a prune during another
-    thread's `worktree add` removes that worktree's half-written admin folder (drive --jobs N)."""
+    thread's `worktree add` removes that worktree's half-written admin folder (drive --jobs N).
+    `made`: the commit the branch was created at, when it was created here (git.ensure_worktree)."""
     if project.config.worktree and not (project.worktrees_dir / item_id).is_dir() and (
             project.config.pool > 0 or held_path(project, ledger, item_id) is not None):
-        return acquire(project, ledger, item_id, branch=branch)
+        return acquire(project, ledger, item_id, branch=branch, made=made)
     return git.ensure_worktree(project.root, project.worktrees_dir / item_id, branch, project.config.base,
-                               lock=WORKTREE_LOCK)
+                               lock=WORKTREE_LOCK, made=made)
 
 
 USED_STEP = 60.0  # seconds: a held worktree's `used` is written again when older than this
@@ -120,8 +121,10 @@ def _fresh_path(project: Project) -> Callable[[set[str]], str]:
     return fresh
 
 
-def acquire(project: Project, ledger: "Ledger", holder: str, *, branch: str = "", commit: str = "") -> Path:
-    """The pooled worktree `holder` works in, on `branch` (an item's) or detached at `commit` (a check's).
+def acquire(project: Project, ledger: "Ledger", holder: str, *, branch: str = "", commit: str = "",
+            made: list[str] | None = None) -> Path:
+    """The pooled worktree `holder` works in, on `branch` (an item's) or detached at `commit` (a check's);
+    `made` as item_worktree's.
 
     An item that holds one already gets it back as it left it (its work in progress); otherwise a
     free one is cleaned and switched, or a new one is added.
@@ -153,10 +156,11 @@ def acquire(project: Project, ledger: "Ledger", holder: str, *, branch: str = ""
             ledger.log_event("pool-reclaim", spared[0].holder, path=row.path, to=holder)
         path = root / row.path
         try:
+            created: list[str] = []  # not `made` until the worktree is handed out: another may be tried
             if new:
-                _add(project, path, branch, commit)
+                _add(project, path, branch, commit, created)
             else:
-                _make_ready(project, path, branch, commit)
+                _make_ready(project, path, branch, commit, created)
             _keep_index(project, path)
         except Unfit as exc:  # this worktree's fault: another may be fit
             problems.append(str(exc))
@@ -168,6 +172,8 @@ def acquire(project: Project, ledger: "Ledger", holder: str, *, branch: str = ""
             _discard(project, ledger, row.path)
             raise
         ledger.set_pooled(row.path, state=HELD)
+        if made is not None:
+            made += created
         return path
     raise GitError(f"no pooled worktree could be made ready for {holder}: {'; '.join(problems)}")
 
@@ -209,15 +215,15 @@ def _only_the_branch(project: Project, path: Path, branch: str) -> bool:
                 if not any(name == top or name.startswith(top + "/") for top in kept)]
 
 
-def _add(project: Project, path: Path, branch: str, commit: str) -> None:
+def _add(project: Project, path: Path, branch: str, commit: str, made: list[str]) -> None:
     if branch:
-        git.ensure_worktree(project.root, path, branch, project.config.base, lock=WORKTREE_LOCK)
+        git.ensure_worktree(project.root, path, branch, project.config.base, lock=WORKTREE_LOCK, made=made)
         return
     with WORKTREE_LOCK:
         git.add_detached_worktree(project.root, path, commit)
 
 
-def _make_ready(project: Project, path: Path, branch: str, commit: str) -> None:
+def _make_ready(project: Project, path: Path, branch: str, commit: str, made: list[str]) -> None:
     """Clean a free pooled worktree (marked `cleaning` already) and switch it; Unfit when it cannot be."""
     if not path.is_dir():
         raise Unfit(f"{path} is gone")
@@ -225,7 +231,7 @@ def _make_ready(project: Project, path: Path, branch: str, commit: str) -> None:
     failpoint("pool-cleaning")  # tests: a drover killed here leaves the row `cleaning` and the tree dirty
     clear_leftovers(path, private, project.config.keep, kept_index_of(path))
     if branch:
-        switch_worktree(path, project.root, branch, project.config.base)
+        switch_worktree(path, project.root, branch, project.config.base, made)
     else:
         detach_worktree(path, commit)
     clean_worktree(path, project.config.keep)

@@ -220,13 +220,14 @@ def _say(line: str) -> None:
         pass  # a closed screen must not stop the run
 
 
-def _ready_workdir(project: Project, ledger: Ledger, launch: Launch) -> Launch:
+def _ready_workdir(project: Project, ledger: Ledger, launch: Launch, made: list[str] | None = None) -> Launch:
     """The branch and the directory the agent works in: a worktree, or this checkout switched; the
-    launch as it now runs (in a pooled worktree, the one it holds)."""
+    launch as it now runs (in a pooled worktree, the one it holds). `made`: the commit the branch
+    was created at, when a worktree's was created here (pool.item_worktree)."""
     if launch.slot == "draft":
         return launch
     if launch.worktree is not None:
-        return pool.rebind(launch, pool.item_worktree(project, ledger, launch.item_id, launch.branch))
+        return pool.rebind(launch, pool.item_worktree(project, ledger, launch.item_id, launch.branch, made))
     git.checkout_branch(project.root, launch.branch, project.config.base, ignore=[project.config.items + "/"])
     return launch
 
@@ -264,12 +265,16 @@ def _start(project: Project, ledger: Ledger, launch: Launch, cancel: threading.E
     record as interrupted). A set-up that fails is on record as the run that could not start; any other
     failure before the start withdraws the claim, as if the run had never been tried."""
     try:
-        launch = _ready_workdir(project, ledger, launch)
+        made: list[str] = []
+        launch = _ready_workdir(project, ledger, launch, made)
         # the commit the run starts from: what a review reviews, what an implementing run builds on;
-        # a review's read with the refs its checks below judge, in one git call (reviewers.seen_refs)
+        # a review's read with the refs its checks below judge, in one git call (reviewers.seen_refs);
+        # a branch made just now for the run, the commit it was made at (no git call)
         seen = reviewers.seen_refs(project, launch.branch) if launch.slot == "review" else None
         if seen is not None:
             head_start = seen.heads.get(launch.branch, "")
+        elif made:
+            head_start = made[0]
         else:
             head_start = git.head_of(project.root, launch.branch) if launch.branch else ""
         launch.prompt_path.write_text(launch.prompt, encoding="utf-8")
