@@ -606,3 +606,26 @@ def test_migration_0007_fills_the_activity_table_for_a_ledger_that_has_rows(tmp_
         _agrees_with_activity_for(migrated)
         # the approval given before 0012 recorded who gave it still approves (migration 0012)
         assert migrated.activity()["D-2"]["approval_head"] == "abc"
+
+
+def test_a_runs_end_is_one_update_of_its_row_as_the_three_were(ledger):
+    """A launched run's end (runs.execute) wrote its node, its usage and its finish as three updates
+    of its row, each refreshing the item's activity row twice (the triggers) and each through
+    sqlite-utils' look-ups: 2-3 ms a run. end_run writes the same columns in one."""
+    usage = {"model": "claude\nsonnet", "input_tokens": 10, "output_tokens": 5, "cost_usd": 0.01, "tool_calls": 2}
+    for run_id in ("r1", "r2"):
+        ledger.start_run(NewRun(id=run_id, item="D-1", slot="implement", agent="claude"))
+    ledger.set_run_node("r1", "local", "why")
+    ledger.record_usage("r1", usage)
+    ledger.finish_run("r1", 0, "exited", "a" * 40)
+    asked: list[str] = []
+    ledger.conn.set_trace_callback(asked.append)
+    try:
+        ledger.end_run("r2", 0, "exited", "a" * 40, node="local", reason="why", usage=usage)
+    finally:
+        ledger.conn.set_trace_callback(None)
+    # one write of sqlite-utils' (its savepoint), and the item's activity refreshed once for it
+    assert len([sql for sql in asked if sql.startswith("SAVEPOINT")]) == 1
+    three, one = (ledger.conn.execute("SELECT * FROM runs WHERE id = ?", [run_id]).fetchone() for run_id in ("r1", "r2"))
+    differ = {key for key in three.keys() if three[key] != one[key]}
+    assert differ <= {"id", "started", "finished"} and one["model"] == "claude sonnet" and one["head"] == "a" * 40

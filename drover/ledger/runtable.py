@@ -49,19 +49,19 @@ class RunTable(ItemTable):
 
     def finish_run(self, run_id: str, exit_status: int | None, outcome: str, head: str | None = None) -> None:
         """Record a run's end; `head` (the branch head it left) only when given."""
-        ended: dict[str, Any] = {"finished": now(), "exit_status": exit_status, "outcome": outcome}
-        if head is not None:
-            ended["head"] = head
-        self._set_run(run_id, ended)
+        self._set_run(run_id, _ended(exit_status, outcome, head))
+
+    def end_run(self, run_id: str, exit_status: int | None, outcome: str, head: str | None = None, *,
+                node: str, reason: str, usage: dict[str, Any] | None = None) -> None:
+        """A launched run's end as one update of its row: what set_run_node, record_usage (when
+        `usage`) and finish_run write, at once. Each update of a run refreshes its item's activity
+        row (the triggers) and goes through sqlite-utils' look-ups: three were 2-3 ms a run."""
+        self._set_run(run_id, {"node": node, "reason": one_line(reason), **(_usage(usage) if usage is not None else {}),
+                               **_ended(exit_status, outcome, head)})
 
     def record_usage(self, run_id: str, usage: dict[str, Any]) -> None:
         """A run's model, tokens in and out, cost and tool calls (see drover/agents/usage.py)."""
-        # a model's name is an agent's words (its stream, a worker's result): kept as one line, so
-        # its line breaks write no line of show's own (hostile review 25)
-        model = one_line(str(usage.get("model") or ""))
-        self._set_run(run_id, {"model": model or None, "input_tokens": usage.get("input_tokens"),
-                               "output_tokens": usage.get("output_tokens"), "cost_usd": usage.get("cost_usd"),
-                               "tool_calls": usage.get("tool_calls")})
+        self._set_run(run_id, _usage(usage))
 
     def set_run_node(self, run_id: str, node: str, reason: str = "") -> None:
         """Where a run ran, and (for an interrupted one) why it ended: one line (git's words on a
@@ -147,3 +147,20 @@ class RunTable(ItemTable):
         where, params = ("item = ?", [item_id]) if head is None else ("item = ? AND head = ?", [item_id, head])
         return [Check(*row) for row in
                 self.conn.execute(f"SELECT {CHECK_COLUMNS} FROM checks WHERE {where} ORDER BY started, rowid", params)]
+
+
+def _ended(exit_status: int | None, outcome: str, head: str | None) -> dict[str, Any]:
+    """A run's end as its row's columns; `head` (the branch head it left) only when given."""
+    ended: dict[str, Any] = {"finished": now(), "exit_status": exit_status, "outcome": outcome}
+    if head is not None:
+        ended["head"] = head
+    return ended
+
+
+def _usage(usage: dict[str, Any]) -> dict[str, Any]:
+    """A run's model, tokens, cost and tool calls as its row's columns. A model's name is an agent's
+    words (its stream, a worker's result): kept as one line, so its line breaks write no line of
+    show's own (hostile review 25)."""
+    model = one_line(str(usage.get("model") or ""))
+    return {"model": model or None, "input_tokens": usage.get("input_tokens"), "output_tokens": usage.get("output_tokens"),
+            "cost_usd": usage.get("cost_usd"), "tool_calls": usage.get("tool_calls")}

@@ -363,11 +363,9 @@ def execute(project: Project, ledger: Ledger, launch: Launch, *, echo: bool = Tr
                 if launch.slot == "implement" and launch.branch else None)
         head = ends.get(launch.branch, "") if ends is not None else None
         left = {launch.branch: head} if head is not None else {}
-        with ledger.write():  # the run's end is one write
-            ledger.set_run_node(launch.run_id, result.node, result.reason)
-            if result.usage is not None:
-                ledger.record_usage(launch.run_id, result.usage)
-            ledger.finish_run(launch.run_id, result.exit_code, result.outcome, head)
+        # the run's end is one write, of one update of its row
+        ledger.end_run(launch.run_id, result.exit_code, result.outcome, head, node=result.node, reason=result.reason,
+                       usage=result.usage)
         failure = record_failure(ledger, launch, result.outcome, result.exit_code, result.reason)
         if launch.slot == "review":
             # the refs it reads once the review ended: where the review left the branch, too
