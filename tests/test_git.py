@@ -410,6 +410,31 @@ def test_ensure_worktree_refuses_a_worktree_on_another_branch(repo):
         dgit.ensure_worktree(repo, path, "drover/d-2", "main")
 
 
+def test_a_worktree_its_own_files_show_on_the_branch_is_reused_without_git(repo, monkeypatch):
+    """A review reuses the item's worktree: its `.git` file, its private folder (naming it back, sharing
+    this repository's) and that folder's HEAD say what `git worktree list` would, read without a git
+    process (one an item). Made, it starts at base's head, given back in `made`; anything else that
+    is not so is asked of git, which refuses it as before."""
+    from drover.git import worktrees
+
+    made: list[str] = []
+    common = repo / ".git"
+    path = dgit.ensure_worktree(repo, repo.parent / "wt", "drover/d-1", "main", made=made, common=common)
+    assert made == [git(repo, "rev-parse", "main").strip()] == [git(path, "rev-parse", "HEAD").strip()]
+    asked: list[list[str]] = []
+    real = worktrees.git
+    monkeypatch.setattr(worktrees, "git", lambda args, cwd, **kw: asked.append(args) or real(args, cwd, **kw))
+    again: list[str] = []
+    assert dgit.ensure_worktree(repo, path, "drover/d-1", "main", made=again, common=common) == path
+    assert asked == [] and again == []
+    with pytest.raises(GitError, match="is on drover/d-1, not drover/d-2"):
+        dgit.ensure_worktree(repo, path, "drover/d-2", "main", common=common)
+    assert asked and asked[0][:2] == ["worktree", "list"]
+    git(path, "switch", "-q", "-c", "elsewhere")  # the agent switched its worktree: git says so
+    with pytest.raises(GitError, match="is on elsewhere, not drover/d-1"):
+        dgit.ensure_worktree(repo, path, "drover/d-1", "main", common=common)
+
+
 def test_ensure_worktree_registers_under_the_lock_and_writes_the_files_after_it(repo):
     """drive --jobs N: the lock keeps a prune off a half-made worktree, not the others off a big checkout."""
     path = repo.parent / "wt"

@@ -54,16 +54,21 @@ def registered_worktrees(root: Path) -> dict[Path, str]:
 
 
 def ensure_worktree(root: Path, path: Path, branch: str, base: str, *,
-                    lock: AbstractContextManager[Any] = nullcontext(), made: list[str] | None = None) -> Path:
+                    lock: AbstractContextManager[Any] = nullcontext(), made: list[str] | None = None,
+                    common: Path | None = None) -> Path:
     """A worktree at `path` on `branch` (created from `base` if missing); an existing one is reused.
     A branch created here starts at base's head as read here, by its id, which is put in `made`:
-    the head the branch has, with no git call to ask it again.
+    the head the branch has, with no git call to ask it again. `common`: the repository's common git
+    folder, when the caller knows it: a worktree there whose own files say it is this repository's,
+    on `branch`, is reused with no git call (`worktree list` reads those same files).
 
     `lock` is held while the worktree is looked up and registered, and released before its files
     are written: under `drive --jobs N` a prune must not meet another thread's `worktree add`
     halfway, but the checkout of a big tree need not keep the others waiting.
     """
     path = Path(path).resolve()
+    if common is not None and _on_branch(path, common, branch):
+        return path
     with lock:
         registered = registered_worktrees(root)
         if path in registered:
@@ -95,6 +100,21 @@ def ensure_worktree(root: Path, path: Path, branch: str, base: str, *,
         git(["worktree", "remove", "--force", str(path)], root, check=False)
         raise failure(["worktree", "add"], done)
     return path
+
+
+def _on_branch(path: Path, common: Path, branch: str) -> bool:
+    """The worktree at `path` is registered in `common` (its `.git` file names a folder of
+    `common`/worktrees/ that names it back, sharing `common`: cleaning.private_git_dir) and its HEAD
+    there is `branch`: what `worktree list` would say of it, read from the files git reads for it.
+    False when any of that is not so, or cannot be read (then git is asked, and says why)."""
+    from drover.git.cleaning import Unfit, private_git_dir
+    from drover.git.files import read_small_file
+
+    try:
+        private = private_git_dir(path, common)
+        return read_small_file(private / "HEAD").strip() == f"ref: {local_ref(branch)}"
+    except (Unfit, OSError):
+        return False
 
 
 def add_detached_worktree(root: Path, path: Path, commit: str) -> Path:

@@ -57,7 +57,7 @@ def item_worktree(project: Project, ledger: "Ledger", item_id: str, branch: str,
             project.config.pool > 0 or held_path(project, ledger, item_id) is not None):
         return acquire(project, ledger, item_id, branch=branch, made=made)
     return git.ensure_worktree(project.root, project.worktrees_dir / item_id, branch, project.config.base,
-                               lock=WORKTREE_LOCK, made=made)
+                               lock=WORKTREE_LOCK, made=made, common=project.git_common_dir)
 
 
 USED_STEP = 60.0  # seconds: a held worktree's `used` is written again when older than this
