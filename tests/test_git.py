@@ -433,6 +433,18 @@ def test_a_worktree_its_own_files_show_on_the_branch_is_reused_without_git(repo,
     git(path, "switch", "-q", "-c", "elsewhere")  # the agent switched its worktree: git says so
     with pytest.raises(GitError, match="is on elsewhere, not drover/d-1"):
         dgit.ensure_worktree(repo, path, "drover/d-1", "main", common=common)
+    git(path, "switch", "-q", "drover/d-1")
+    # a fifo where git reads the worktree's lock: not read past, git's check names it, as before
+    locked = common / "worktrees" / path.name / "locked"
+    os.mkfifo(locked)
+    with pytest.raises(GitError, match="locked is not a regular file"):
+        dgit.ensure_worktree(repo, path, "drover/d-1", "main", common=common)
+    with pytest.raises(GitError, match="locked is not a regular file"):
+        dgit.remove_worktree(repo, path, common=common)
+    locked.unlink()
+    asked.clear()
+    dgit.remove_worktree(repo, path, common=common)  # its files say it is registered: no worktree list
+    assert [args[:2] for args in asked] == [["status", "--porcelain"], ["worktree", "remove"]] and not path.exists()
 
 
 def test_ensure_worktree_registers_under_the_lock_and_writes_the_files_after_it(repo):

@@ -102,18 +102,40 @@ def ensure_worktree(root: Path, path: Path, branch: str, base: str, *,
     return path
 
 
+def _registered(path: Path, common: Path) -> Path | None:
+    """The private folder of the worktree at `path`, registered in `common` as its own files say
+    (cleaning.private_git_dir), each file git reads there (_ADMIN_FILES) a regular file or none; None
+    when any of that is not so: then `worktree list` is asked, whose fifo check says which file."""
+    import stat
+
+    from drover.git.cleaning import Unfit, private_git_dir
+
+    try:
+        private = private_git_dir(path, common)
+    except Unfit:
+        return None
+    for admin in _ADMIN_FILES:
+        try:
+            if not stat.S_ISREG(os.lstat(private / admin).st_mode):
+                return None
+        except FileNotFoundError:
+            continue
+        except OSError:
+            return None
+    return private
+
+
 def _on_branch(path: Path, common: Path, branch: str) -> bool:
     """The worktree at `path` is registered in `common` (its `.git` file names a folder of
     `common`/worktrees/ that names it back, sharing `common`: cleaning.private_git_dir) and its HEAD
     there is `branch`: what `worktree list` would say of it, read from the files git reads for it.
     False when any of that is not so, or cannot be read (then git is asked, and says why)."""
-    from drover.git.cleaning import Unfit, private_git_dir
     from drover.git.files import read_small_file
 
+    private = _registered(path, common)
     try:
-        private = private_git_dir(path, common)
-        return read_small_file(private / "HEAD").strip() == f"ref: {local_ref(branch)}"
-    except (Unfit, OSError):
+        return private is not None and read_small_file(private / "HEAD").strip() == f"ref: {local_ref(branch)}"
+    except OSError:
         return False
 
 
@@ -127,13 +149,15 @@ def add_detached_worktree(root: Path, path: Path, commit: str) -> Path:
     return path
 
 
-def remove_worktree(root: Path, path: Path, *, force: bool = False) -> None:
+def remove_worktree(root: Path, path: Path, *, force: bool = False, common: Path | None = None) -> None:
     """Remove the worktree at `path`; refuse while it holds uncommitted changes to tracked files.
 
-    Untracked files go with it: they were never part of the branch that was reviewed.
+    Untracked files go with it: they were never part of the branch that was reviewed. `common`: the
+    repository's common git folder, when the caller knows it: a worktree whose own files say it is
+    registered there (_registered) needs no `worktree list` to say so.
     """
     path = Path(path).resolve()
-    if not path.is_dir() or path not in registered_worktrees(root):
+    if not path.is_dir() or (common is None or _registered(path, common) is None) and path not in registered_worktrees(root):
         git(["worktree", "prune"], root)
         return
     if not force:

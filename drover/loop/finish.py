@@ -98,7 +98,7 @@ def _remove_worktrees(project: Project, ledger: Ledger, item_id: str) -> None:
     worktree = project.worktrees_dir / item_id
     if worktree.exists():
         with pool.WORKTREE_LOCK:
-            git.remove_worktree(project.root, worktree)
+            git.remove_worktree(project.root, worktree, common=project.git_common_dir)
     pool.release(project, ledger, item_id)
 
 

@@ -182,7 +182,7 @@ def run_check(project: Project, ledger: Ledger, item_id: str, *, echo: bool = Fa
                 pool.release(project, ledger, pool.check_holder(item_id))
             else:
                 with pool.WORKTREE_LOCK:
-                    git.remove_worktree(project.root, scratch, force=True)
+                    git.remove_worktree(project.root, scratch, force=True, common=project.git_common_dir)
     check = Check(id=check_id, item=item_id, head=head, base=base_head, command=command, exit_status=exit_status,
                   outcome=outcome, started=started, duration=round(time.monotonic() - clock, 3),
                   tail=tail, log_path=project.relpath(log_path), at=now())
