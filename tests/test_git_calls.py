@@ -69,3 +69,30 @@ def _command(args: list[str]) -> str:
     while args[:1] == ["-c"]:
         args = args[2:]
     return args[0] if args else ""
+
+
+@pytest.mark.slow
+def test_a_drive_keeps_the_ledgers_log_between_its_items(repo, tmp_path):
+    """Each item of a drive has a ledger connection of its own, and closing it was the ledger's last:
+    SQLite then copied the whole log (ledger.db-wal) into the database, synced both and deleted the
+    log, which the next item made again (four fsyncs and the copy an item). The drive holds one open:
+    the log an item's agent finds holds the items before it (it grows, where it started afresh)."""
+    drover(repo, "init", check=True)
+    sizes = tmp_path / "sizes"
+    agent = tmp_path / "agent.sh"
+    agent.write_text(AGENT.replace('if [ "$DROVER_SLOT" = implement ]; then\n',
+                                   'if [ "$DROVER_SLOT" = implement ]; then\n'
+                                   f'  wc -c < "$DROVER_REPO/.drover/ledger.db-wal" >> {sizes}\n', 1))
+    agent.chmod(0o755)
+    config = (repo / "drover.toml").read_text().replace('preset = "claude" ', 'preset = "script" ', 1)
+    (repo / "drover.toml").write_text(config.replace('command = ""  ', f'command = "{agent}"', 1))
+    for number in (1, 2, 3):
+        (repo / "items" / f"D-{number}.md").write_text(
+            f"---\nid: D-{number}\ntitle: Item {number}\n---\n\n## Requirements\n1. Write d-{number}.txt.\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "items")
+    done = subprocess.run([str(BIN / "drover"), "drive", "--finish"], cwd=repo, text=True, capture_output=True,
+                          env={**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    found = [int(size) for size in sizes.read_text().split()]
+    assert len(found) == 3 and found[0] < found[1] < found[2], found

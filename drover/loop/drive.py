@@ -87,8 +87,12 @@ def drive(project: Project, ids: list[str], *, jobs: int = 1, finish: bool = Fal
     try:
         if queue:
             runner.start()
-        results, interrupted = _drive_queue(project, queue, explicit, jobs=jobs, finish=finish, say=say, echo=echo,
-                                            runner=runner)
+        # one connection held open for the drive: each item's own (one a job) closing would otherwise be the
+        # ledger's last, and SQLite then copies the whole log into the database, syncs it and deletes the log,
+        # which the next item's first write makes again (four fsyncs and the copy an item; docs/performance.md)
+        with Ledger(project.ledger_path):
+            results, interrupted = _drive_queue(project, queue, explicit, jobs=jobs, finish=finish, say=say, echo=echo,
+                                                runner=runner)
         started, stopped = {row.item_id for row in results} | set(queue), bool(queue) or interrupted is not None
         unreached = not_reached(rows or {}, then, started, stopped)  # then: [] unless --finish took them; Ctrl-C too
         results += [Driven(item_id, "skipped", 0, 0, note) for item_id, note in unreached]
