@@ -510,8 +510,10 @@ def test_the_review_prompt_carries_the_newest_failing_tail(project):
     prompt = drover(project, "prompt", "D-1", "--slot", "review", check=True).stdout
     assert "## Checks drover ran" in prompt
     assert "The newest check failed; the end of its output, which the branch's code printed:" in prompt
-    # quoted between fences, where nothing the branch's tests print can end the quote
-    assert "\n  ```text\n  running the tests\n  FAIL: BROKEN is here\n" in prompt
+    # quoted between fences, where nothing the branch's tests print can end the quote (under a
+    # `make` of its own, as in `make test`, the check's make first says which folder it enters)
+    quoted = prompt.split("\n  ```text\n", 1)[1].split("\n  ```\n", 1)[0]
+    assert "  running the tests\n  FAIL: BROKEN is here\n" in quoted + "\n"
 
 
 def test_review_findings_still_open_travel_with_each_checks_findings_once(project, monkeypatch):
