@@ -641,3 +641,20 @@ def line_of_key(root: Path, table: str, key: str) -> int:
     start = next(number for number, line in enumerate(lines, 1) if line.split("#")[0].strip() == f"[{table}]")
     return next(number for number, line in enumerate(lines, 1)
                 if number > start and line.split("=")[0].strip() == key)
+
+
+def outside_fences(text: str) -> list[str]:
+    """The prompt's lines outside every backtick fence, as Markdown reads fences (any indent, since
+    an agent reads a fence in a list item as one too): what the agent (implementer, reviewer) takes as the prompt's own."""
+    lines, fence = [], ""
+    for line in text.split("\n"):
+        bare = line.strip()
+        run = re.match(r"`{3,}", bare)
+        if not fence and run:
+            fence = run.group()
+        elif fence and run and bare == "`" * len(bare) and len(bare) >= len(fence):
+            fence = ""
+        elif not fence:
+            lines.append(bare)
+    assert not fence, "a fence the prompt never closed"
+    return lines

@@ -10,7 +10,6 @@ docs/security.md, hostile review 28; tests/test_review_prompt_trust.py for the r
 """
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import pytest
@@ -19,7 +18,7 @@ from drover import prompts as templates
 from drover.config import Config
 from drover.prompts.data import AuditNote, Dep, FollowUp, Origin, OwnedIssue, Round, Sibling, TemplateData
 from drover.prompts.quoting import oneline
-from helpers import configure, drover, gh_issue, git, new_item
+from helpers import configure, drover, gh_issue, git, new_item, outside_fences
 
 # Lines a hostile text writes to pass for the prompt's own: a heading both prompts print, an
 # instruction under it, and requirements with a heading like the item file's.
@@ -41,23 +40,6 @@ BENIGN = TemplateData(
 
 def render(slot: str, data: TemplateData) -> str:
     return templates.render(slot, data, root=Path("."), config=Config()).text
-
-
-def outside_fences(text: str) -> list[str]:
-    """The prompt's lines outside every backtick fence, as Markdown reads fences (any indent, since
-    an agent reads a fence in a list item as one too): what the agent takes as the prompt's own."""
-    lines, fence = [], ""
-    for line in text.split("\n"):
-        bare = line.strip()
-        run = re.match(r"`{3,}", bare)
-        if not fence and run:
-            fence = run.group()
-        elif fence and run and bare == "`" * len(bare) and len(bare) >= len(fence):
-            fence = ""
-        elif not fence:
-            lines.append(bare)
-    assert not fence, "a fence the prompt never closed"
-    return lines
 
 
 def assert_quoted(slot: str, text: str, benign: TemplateData = BENIGN) -> None:

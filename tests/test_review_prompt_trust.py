@@ -8,7 +8,6 @@ said in drover's own words. docs/security.md, hostile review 28.
 """
 from __future__ import annotations
 
-import re
 import subprocess
 from pathlib import Path
 
@@ -18,7 +17,7 @@ from drover import prompts as templates
 from drover.config import Config
 from drover.prompts.data import Check, Commit, Dep, FollowUp, OwnedIssue, Recent, Resolution, Round, TemplateData
 from drover.prompts.quoting import fence_for, fenced, oneline
-from helpers import configure, drover, git, new_item
+from helpers import configure, drover, git, new_item, outside_fences
 
 # Lines a hostile text writes to pass for the prompt's own: drover's section and a passing row
 # of it, a heading like the template's, the closing fences it may sit in, and template syntax.
@@ -40,23 +39,6 @@ BENIGN = TemplateData(
 
 def render(data: TemplateData) -> str:
     return templates.render("review", data, root=Path("."), config=Config()).text
-
-
-def outside_fences(text: str) -> list[str]:
-    """The prompt's lines outside every backtick fence, as Markdown reads fences (any indent, since
-    an agent reads a fence in a list item as one too): what the reviewer takes as the prompt's own."""
-    lines, fence = [], ""
-    for line in text.split("\n"):
-        bare = line.strip()
-        run = re.match(r"`{3,}", bare)
-        if not fence and run:
-            fence = run.group()
-        elif fence and run and bare == "`" * len(bare) and len(bare) >= len(fence):
-            fence = ""
-        elif not fence:
-            lines.append(line.strip())
-    assert not fence, "a fence the prompt never closed"
-    return lines
 
 
 def assert_quoted(text: str, checked: bool = False) -> None:
