@@ -21,6 +21,7 @@ from drover.config import Config
 from drover.ledger.activity import ACTIVITY_KEYS
 from drover.ledger.connection import BUSY_TIMEOUT_MS
 from drover.ledger.db import Ledger
+from drover.ledger.runtable import _usage
 from drover.ledger.migrations import MIGRATIONS, migrations
 from drover.ledger.project import Project
 from drover.ledger.rows import NewRun
@@ -616,7 +617,7 @@ def test_a_runs_end_is_one_update_of_its_row_as_the_three_were(ledger):
     for run_id in ("r1", "r2"):
         ledger.start_run(NewRun(id=run_id, item="D-1", slot="implement", agent="claude"))
     ledger.set_run_node("r1", "local", "why")
-    ledger.record_usage("r1", usage)
+    ledger._set_run("r1", _usage(usage))  # the usage's own update, as runs.execute wrote it
     ledger.finish_run("r1", 0, "exited", "a" * 40)
     asked: list[str] = []
     ledger.conn.set_trace_callback(asked.append)

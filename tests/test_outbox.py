@@ -13,7 +13,7 @@ from drover.executors import outbox
 from drover.ledger.db import Ledger
 from drover.ledger.rows import NewRun
 from drover.ledger.project import open_project
-from helpers import configure, drover, git, new_item
+from helpers import configure, drover, git, ledger_rows, new_item
 
 # Every writing command an agent may call, with arguments that succeed in this order.
 SEQUENCE = [
@@ -166,19 +166,12 @@ def park_line(why: str = "needs a decision") -> str:
 
 
 def parked(root: Path) -> int:
-    conn = sqlite3.connect(root / ".drover" / "ledger.db")
-    try:
-        return conn.execute("SELECT count(*) FROM events WHERE command = 'park'").fetchone()[0]
-    finally:
-        conn.close()
+    return sum(event["command"] == "park" for event in ledger_rows(root, "events", "rowid"))
 
 
 def run_end(root: Path) -> tuple[str, str]:
-    conn = sqlite3.connect(root / ".drover" / "ledger.db")
-    try:
-        return conn.execute("SELECT outcome, reason FROM runs").fetchone()
-    finally:
-        conn.close()
+    run = ledger_rows(root, "runs")[0]
+    return run["outcome"], run["reason"]
 
 
 @pytest.mark.parametrize("name, text", [

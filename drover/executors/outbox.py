@@ -90,8 +90,12 @@ def _append(op: str, args: dict[str, Any]) -> None:
 def over_cap(text: str) -> str:
     """Why an outbox's text is too large to take ("" when it is not)."""
     if len(text) > OUTBOX_BYTES or len(text.encode("utf-8", "surrogatepass")) > OUTBOX_BYTES:
-        return f"it holds more than {OUTBOX_BYTES:,} bytes, the cap for one run's outbox"
+        return _too_many_bytes()
     return ""
+
+
+def _too_many_bytes() -> str:
+    return f"it holds more than {OUTBOX_BYTES:,} bytes, the cap for one run's outbox"
 
 
 def collect(path: Path) -> tuple[str, str]:
@@ -109,7 +113,7 @@ def collect(path: Path) -> tuple[str, str]:
     with open(fd, "rb") as handle:
         data = handle.read(OUTBOX_BYTES + 1)
     if len(data) > OUTBOX_BYTES:
-        return "", f"it holds more than {OUTBOX_BYTES:,} bytes, the cap for one run's outbox"
+        return "", _too_many_bytes()
     try:
         return data.decode("utf-8"), ""
     except UnicodeDecodeError:

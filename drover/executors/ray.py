@@ -147,8 +147,9 @@ def bring_home(project: "Project", ledger: "Ledger", launch: "Launch", result: d
                                if item == launch.item_id else "", source=project.relpath(kept))
     except outbox.OverCap as exc:
         # a run whose verdicts were not taken did not do what its exit says, as one whose commits were not
-        refused = refused or f"the worker's outbox was refused: {exc}; nothing of it was replayed"
-        notes.append(f"{launch.item_id}: the worker's outbox was refused: {exc}; nothing of it was replayed")
+        said = f"the worker's outbox was refused: {exc}; nothing of it was replayed"
+        refused = refused or said
+        notes.append(f"{launch.item_id}: {said}")
     except DroverError as exc:
         notes.append(f"{launch.item_id}: the worker's outbox was refused: {exc}")
     for note in notes:

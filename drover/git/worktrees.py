@@ -157,7 +157,8 @@ def remove_worktree(root: Path, path: Path, *, force: bool = False, common: Path
     registered there (_registered) needs no `worktree list` to say so.
     """
     path = Path(path).resolve()
-    if not path.is_dir() or (common is None or _registered(path, common) is None) and path not in registered_worktrees(root):
+    known = common is not None and _registered(path, common) is not None
+    if not path.is_dir() or not (known or path in registered_worktrees(root)):
         git(["worktree", "prune"], root)
         return
     if not force:

@@ -401,9 +401,10 @@ class _Loader:
         batch.clear()
 
 
-def _kept(table: str, name: str, value: Any) -> Any:
-    """A value of this ledger's row as an import compares it: folded where the file's is (a row
-    written before its column was folded is the same row as the file's folded one)."""
+def _folded(table: str, name: str, value: Any) -> Any:
+    """A value as an import loads and compares it: one line where its column is FOLDED, the file's
+    and this ledger's row's alike (a row written before its column was folded is the same row as
+    the file's folded one)."""
     return one_line(value) if (table, name) in FOLDED and isinstance(value, str) else value
 
 
@@ -447,8 +448,7 @@ def import_file(ledger: Ledger, path: Path, merge: bool = False) -> Imported:
                 problem = value_problem(rules[table][name], value) if name in rules[table] else ""
                 if problem:
                     raise UsageError(f"{table} {name} {problem}", path=path, line=number)
-                if (table, name) in FOLDED and isinstance(value, str):
-                    row[name] = one_line(value)
+                row[name] = _folded(table, name, value)
             key = tuple(row[name] for name in keys)
             have = loader.waiting(table, key)
             if have is None:
@@ -461,7 +461,7 @@ def import_file(ledger: Ledger, path: Path, merge: bool = False) -> Imported:
             if have is not None and table in CACHE:
                 continue  # this checkout's own parse of its files stands: a cache row is no record to conflict over
             if have is not None:
-                if any(_kept(table, name, have.get(name)) != value for name, value in row.items()):
+                if any(_folded(table, name, have.get(name)) != value for name, value in row.items()):
                     said = ", ".join(f"{name} {row[name]}" for name in keys)
                     conflicts.append(f"{path.name}:{number}: {table} {said} differs from this ledger's row (kept)")
                 continue

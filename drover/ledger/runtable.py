@@ -53,15 +53,11 @@ class RunTable(ItemTable):
 
     def end_run(self, run_id: str, exit_status: int | None, outcome: str, head: str | None = None, *,
                 node: str, reason: str, usage: dict[str, Any] | None = None) -> None:
-        """A launched run's end as one update of its row: what set_run_node, record_usage (when
-        `usage`) and finish_run write, at once. Each update of a run refreshes its item's activity
+        """A launched run's end as one update of its row: what set_run_node, the run's usage (when
+        `usage`: _usage) and finish_run write, at once. Each update of a run refreshes its item's activity
         row (the triggers) and goes through sqlite-utils' look-ups: three were 2-3 ms a run."""
         self._set_run(run_id, {"node": node, "reason": one_line(reason), **(_usage(usage) if usage is not None else {}),
                                **_ended(exit_status, outcome, head)})
-
-    def record_usage(self, run_id: str, usage: dict[str, Any]) -> None:
-        """A run's model, tokens in and out, cost and tool calls (see drover/agents/usage.py)."""
-        self._set_run(run_id, _usage(usage))
 
     def set_run_node(self, run_id: str, node: str, reason: str = "") -> None:
         """Where a run ran, and (for an interrupted one) why it ended: one line (git's words on a
