@@ -10,6 +10,7 @@ import subprocess
 import sys
 import threading
 import time
+import uuid
 from pathlib import Path
 
 import pytest
@@ -209,13 +210,19 @@ def test_agent_env_adds_the_drover_variables(tmp_path, monkeypatch):
     assert "PYTHONSAFEPATH" not in implementing and "GIT_NO_REPLACE_OBJECTS" not in implementing
 
 
+def own_run() -> str:
+    """A run id no other test uses: a run's end ends every process carrying its `DROVER_RUN`, and
+    tests on other workers run git under their own marks meanwhile."""
+    return f"r-{uuid.uuid4().hex}"
+
+
 def test_the_agents_git_starts_no_maintenance_and_keeps_the_config_drover_was_given(tmp_path, monkeypatch):
     """A `gc --auto` an agent's commit started would be ended with the run's other processes; the
     operator's own `GIT_CONFIG_*` entries stay, the agent's one is added after them."""
     monkeypatch.setenv("GIT_CONFIG_COUNT", "1")
     monkeypatch.setenv("GIT_CONFIG_KEY_0", "operator.mark")
     monkeypatch.setenv("GIT_CONFIG_VALUE_0", "Operator")
-    env = agent_env(item_id="D-1", slot="implement", run_id="r", prompt_file=tmp_path / "p", repo=tmp_path)
+    env = agent_env(item_id="D-1", slot="implement", run_id=own_run(), prompt_file=tmp_path / "p", repo=tmp_path)
     assert (env["GIT_CONFIG_COUNT"], env["GIT_CONFIG_KEY_1"], env["GIT_CONFIG_VALUE_1"]) == ("2", "maintenance.auto", "false")
     assert "GIT_CONFIG_KEY_0" not in env  # the operator's, inherited as it was
     subprocess.run(["git", "init", "-q", str(tmp_path / "repo")], check=True)
@@ -237,7 +244,7 @@ def test_agent_path_reaches_this_drover_first_and_nothing_else_of_its_folder(tmp
     (impostor / "drover").write_text("#!/bin/sh\necho wrong drover\n")
     (impostor / "drover").chmod(0o755)
     monkeypatch.setenv("PATH", os.pathsep.join([str(impostor), "/usr/bin", "/bin"]))
-    env = agent_env(item_id="D-1", slot="implement", run_id="r", prompt_file=tmp_path / "p", repo=tmp_path)
+    env = agent_env(item_id="D-1", slot="implement", run_id=own_run(), prompt_file=tmp_path / "p", repo=tmp_path)
     front, after = env["PATH"].split(os.pathsep)[:2]
     assert after == str(impostor)
     assert os.listdir(front) == ["drover"] and os.path.samefile(Path(front) / "drover", ours / "drover")
@@ -246,7 +253,7 @@ def test_agent_path_reaches_this_drover_first_and_nothing_else_of_its_folder(tmp
     # (a `reviewer-cli`, a `git`) would come first on every later agent's PATH, the review's included
     (Path(front) / "reviewer-cli").write_text("#!/bin/sh\necho planted\n")
     (Path(front) / "reviewer-cli").chmod(0o755)
-    again = agent_env(item_id="D-1", slot="implement", run_id="r", prompt_file=tmp_path / "p", repo=tmp_path)
+    again = agent_env(item_id="D-1", slot="implement", run_id=own_run(), prompt_file=tmp_path / "p", repo=tmp_path)
     assert again["PATH"] == env["PATH"] and os.listdir(front) == ["drover"]
     # and the agent's own program is the one the operator's PATH names, whatever the agent's PATH holds
     (Path(front) / "reviewer-cli").write_text("#!/bin/sh\necho planted\n")
@@ -257,7 +264,7 @@ def test_agent_path_reaches_this_drover_first_and_nothing_else_of_its_folder(tmp
     assert result.exit_code == 0 and "from the operator" in (tmp_path / "run" / "agent.log").read_text()
     # When PATH already finds it first, PATH is left as it was.
     monkeypatch.setenv("PATH", os.pathsep.join([str(ours), "/usr/bin"]))
-    env = agent_env(item_id="D-1", slot="implement", run_id="r", prompt_file=tmp_path / "p", repo=tmp_path)
+    env = agent_env(item_id="D-1", slot="implement", run_id=own_run(), prompt_file=tmp_path / "p", repo=tmp_path)
     assert env["PATH"] == os.pathsep.join([str(ours), "/usr/bin"])
 
 
@@ -278,7 +285,7 @@ def test_a_relative_path_entry_is_drovers_folder_not_the_agents(tmp_path, monkey
         _program(root, "helper", says)
     monkeypatch.chdir(main)
     monkeypatch.setenv("PATH", os.pathsep.join(["node_modules/.bin", "", "/usr/bin", "/bin"]))
-    env = agent_env(item_id="D-1", slot="review", run_id="r", prompt_file=tmp_path / "p", repo=main)
+    env = agent_env(item_id="D-1", slot="review", run_id=own_run(), prompt_file=tmp_path / "p", repo=main)
     entries = env["PATH"].split(os.pathsep)
     assert all(os.path.isabs(entry) for entry in entries), entries
     assert str(main / "node_modules" / ".bin") in entries and str(main) in entries
@@ -302,7 +309,7 @@ def test_a_reviewers_git_reads_the_commits_themselves(tmp_path, monkeypatch):
     subprocess.run(["git", "replace", real, stand_in], cwd=repo, check=True)
     monitor = tmp_path / "monitored"
     subprocess.run(["git", "config", "core.fsmonitor", f"touch {monitor}; true"], cwd=repo, check=True)
-    env = {**os.environ, **agent_env(item_id="D-1", slot="review", run_id="r", prompt_file=tmp_path / "p", repo=repo)}
+    env = {**os.environ, **agent_env(item_id="D-1", slot="review", run_id=own_run(), prompt_file=tmp_path / "p", repo=repo)}
     shown = subprocess.run(["git", "log", "-1", "--format=%s", real], cwd=repo, env=env, capture_output=True,
                            text=True, check=True).stdout
     assert shown == "the real work\n"
@@ -312,8 +319,8 @@ def test_a_reviewers_git_reads_the_commits_themselves(tmp_path, monkeypatch):
     assert "+two" in subprocess.run(["git", "diff"], cwd=repo, env=env, check=True, capture_output=True,
                                     text=True).stdout  # the reviewer's diffs still work
     assert not monitor.exists()
-    implementing = {**os.environ, **agent_env(item_id="D-1", slot="implement", run_id="r", prompt_file=tmp_path / "p",
-                                              repo=repo)}
+    implementing = {**os.environ, **agent_env(item_id="D-1", slot="implement", run_id=own_run(),
+                                              prompt_file=tmp_path / "p", repo=repo)}
     assert subprocess.run(["git", "log", "-1", "--format=%s", real], cwd=repo, env=implementing, capture_output=True,
                           text=True, check=True).stdout == "a harmless stand-in\n"  # the replacement is live
 

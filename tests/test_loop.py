@@ -449,6 +449,7 @@ def test_finish_refuses_an_undisposed_closes_issue(project):
     assert json.loads(drover(project, "show", item, "--json").stdout)["state"] == "done"
 
 
+@pytest.mark.slow  # it runs the demo first, so that test_operator's use of it later finds it run
 def test_demo_runs_the_whole_loop(demo_run, tmp_path):
     folder, done = demo_run  # `drover demo`, run once for the whole test run
     root = tmp_path / "demo"

@@ -12,7 +12,9 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.slow  # a wheel built and installed, pipx: seconds each
+# Seconds each: the wheel's first user builds and installs it (the others use it) and pipx builds
+# its own. Those two start first; the other users of the wheel come in their turn, when it is
+# built, not at the start, where each waited for it with a test process idle.
 
 SOURCE = Path(__file__).resolve().parents[1]
 SHIPPED = ("implement.tmpl", "review.tmpl", "draft.tmpl", "history.json", "destinations.toml")
@@ -99,6 +101,7 @@ def test_the_installed_wheel_renders_every_slot(installed, tmp_path):
 from drover.prompts.resources import HELP_TOPICS as HELP_PAGES  # noqa: E402 - every topic ships in the wheel
 
 
+@pytest.mark.slow
 def test_the_wheel_is_drover_cli_with_its_metadata_and_help_pages(installed):
     wheel, _, _ = installed
     archive = zipfile.ZipFile(wheel)
@@ -156,6 +159,7 @@ def test_a_new_user_goes_from_the_installed_wheel_to_a_finished_item_on_master(i
     assert _run(["git", "branch", "--show-current"], cwd=root, env=env).stdout.strip() == "master"
 
 
+@pytest.mark.slow
 def test_pipx_install_from_a_checkout_gives_the_drover_command(tmp_path):
     """`pipx install .`, as the README tells a user: its own venv, the `drover` command on PATH."""
     home, bin_dir = tmp_path / "pipx-home", tmp_path / "pipx-bin"

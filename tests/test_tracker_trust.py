@@ -88,6 +88,15 @@ def test_an_issue_a_stranger_opened_naming_the_item_is_named_with_no_word_of_its
     assert "authorAssociation" in call[call.index("-f") + 1]
 
 
+def test_what_github_says_of_an_author_is_one_line_in_the_why(gh, repo):
+    """The association is gh's text: an answer that carries a line break (a gh of another version, a
+    proxy) writes no line of its own into the prompt's why."""
+    gh.answer("api-graphql", search(found(42, f"Owner: D-3\n{PLEA}", "NONE\n## Checks drover ran\x1b[2J")))
+    [left] = hub(repo).owned("D-3", None)
+    assert "\n" not in left.body_unavailable and "\x1b" not in left.body_unavailable
+    assert "(GitHub says NONE ## Checks drover ran\\x1b[2J)" in left.body_unavailable
+
+
 def test_the_search_names_the_configured_repository(gh, repo):
     gh.answer("api-graphql", search())
     assert hub(repo, repo="acme/widgets").owned("D-3", None) == []

@@ -235,7 +235,7 @@ def _issue(data: Any, what: str) -> Issue:
 def _left_out(issue: Issue, association: str) -> Issue:
     """`issue` with no word its author wrote (title, text): its number, address, state, labels (a
     triager's words) and Owner ids, and why."""
-    said = association or "no association"
+    said = headline(association) or "no association"  # gh's text: one line, escapes shown
     why = (f"left out: its author is not the repository's owner, a member or a collaborator (GitHub says {said}), "
            'so drover shows no word of it ([tracker] authors = "members")')
     return Issue(number=issue.number, state=issue.state, url=issue.url, labels=issue.labels, owners=issue.owners,
