@@ -56,13 +56,12 @@ class RunTable(ItemTable):
         """A launched run's end as one update of its row: what set_run_node, the run's usage (when
         `usage`: _usage) and finish_run write, at once. Each update of a run refreshes its item's activity
         row (the triggers) and goes through sqlite-utils' look-ups: three were 2-3 ms a run."""
-        self._set_run(run_id, {"node": node, "reason": one_line(reason), **(_usage(usage) if usage is not None else {}),
+        self._set_run(run_id, {**_placed(node, reason), **(_usage(usage) if usage is not None else {}),
                                **_ended(exit_status, outcome, head)})
 
     def set_run_node(self, run_id: str, node: str, reason: str = "") -> None:
-        """Where a run ran, and (for an interrupted one) why it ended: one line (git's words on a
-        worker's refused commits may be several), as `show` prints it after `why:`."""
-        self._set_run(run_id, {"node": node, "reason": one_line(reason)})
+        """Where a run ran, and (for an interrupted one) why it ended (_placed)."""
+        self._set_run(run_id, _placed(node, reason))
 
     def set_failure(self, run_id: str, failure: str, reason: str, reset_at: str | None = None) -> None:
         """Why a run did not end well: its class (vocabulary.FAILURE_CLASSES), the words that decided
@@ -143,6 +142,12 @@ class RunTable(ItemTable):
         where, params = ("item = ?", [item_id]) if head is None else ("item = ? AND head = ?", [item_id, head])
         return [Check(*row) for row in
                 self.conn.execute(f"SELECT {CHECK_COLUMNS} FROM checks WHERE {where} ORDER BY started, rowid", params)]
+
+
+def _placed(node: str, reason: str) -> dict[str, Any]:
+    """Where a run ran and why it ended as its row's columns: the reason one line (git's words on a
+    worker's refused commits may be several), as `show` prints it after `why:`."""
+    return {"node": node, "reason": one_line(reason)}
 
 
 def _ended(exit_status: int | None, outcome: str, head: str | None) -> dict[str, Any]:
