@@ -33,6 +33,7 @@ class ProblemCode(StrEnum):
     LEDGER_ROW = "ledger-row"
     NEEDS_REQUIREMENTS = "needs-requirements"
     VERIFY_EMPTY = "verify-empty"
+    VERIFY_CANNOT_RUN = "verify-cannot-run"
     NOT_AN_ITEM = "not-an-item"
     NO_TITLE = "no-title"
     ITEMS_FOLDER = "items-folder"

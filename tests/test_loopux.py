@@ -3,6 +3,7 @@ need requirements, init finds the verify command, and the small points of 8, 10 
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -135,11 +136,21 @@ def _init_with(repo, files: dict[str, str]) -> tuple[dict, str]:
     ({"Cargo.toml": "[package]\nname = \"x\"\n"}, "cargo test"),
     ({"go.mod": "module example.com/x\n"}, "go test ./..."),
     ({"Makefile": "build:\n\tcc x.c\n", "Cargo.toml": "[package]\n"}, "cargo test"),  # no test target: not make
+    # a committed lockfile names the tool the tests run through
+    ({"pyproject.toml": "[tool.pytest.ini_options]\n", "uv.lock": "version = 1\n"}, "uv run --locked pytest"),
+    ({"pytest.ini": "[pytest]\n", "poetry.lock": "# poetry\n"}, "poetry run pytest"),
+    ({"package.json": '{"scripts": {"test": "vitest"}}', "pnpm-lock.yaml": "lockfileVersion: '9.0'\n"}, "pnpm test"),
+    ({"package.json": '{"scripts": {"test": "jest"}}', "yarn.lock": "# yarn\n"}, "yarn test"),
+    ({"Makefile": "test:\n\tuv run pytest -x\n", "pyproject.toml": "[tool.pytest.ini_options]\n", "uv.lock": ""},
+     "make test"),  # the Makefile's own target first, as before
+    ({"uv.lock": "version = 1\n", "yarn.lock": ""}, ""),  # a lockfile alone names no tests
 ])
 def test_init_writes_the_verify_command_the_repository_names(repo, files, command):
     config, said = _init_with(repo, files)
     assert config["verify"]["default"] == command
-    assert f"verify command: {command} (" in said
+    assert f"verify command: {command} (" in said if command else "verify command: none found" in said
+    for lock in ("uv.lock", "poetry.lock", "pnpm-lock.yaml", "yarn.lock"):
+        assert (f"a {lock})" in said) == (lock in files and command not in ("make test", "")), lock
     assert "hint:" not in said  # no shared environment here
 
 
@@ -202,6 +213,32 @@ def test_init_warns_when_the_verify_command_it_chose_cannot_run_here(repo, tmp_p
         assert warnings == []
     command = "make test" if "Makefile" in files else "python -m pytest"
     assert f"  {command}   # the verify command" in done.stdout.split("next steps:")[1]
+
+
+def test_check_warns_of_each_verify_command_that_cannot_run_here(repo, tmp_path):
+    """What init says of the command it chose, check says of every [verify] command, whoever wrote
+    it: drover's check fails on every item while one cannot start."""
+    from helpers import run
+
+    drover(repo, "init", check=True)
+    config = (repo / "drover.toml").read_text()
+    config = re.sub(r'(?m)^default = .*$', 'default = "python -m pytest"\nmigration = "pytset -q"\n'
+                    'docs = "python -m pytest --doctest-glob=*.md"\nlint = "git --version"', config, count=1)
+    (repo / "drover.toml").write_text(config)
+    done = run(repo, "check", "--json", env={"PATH": _bin(tmp_path, "-S")})  # a python with no site-packages
+    assert done.returncode == 0, done.stdout + done.stderr  # warnings only
+    found = {problem["message"].split(":")[1].strip(): problem for problem in json.loads(done.stdout)["problems"]
+             if problem["code"] == "verify-cannot-run"}
+    assert sorted(found) == ["[verify] default cannot run here", "[verify] docs cannot run here",
+                             "[verify] migration cannot run here"]
+    assert {problem["severity"] for problem in found.values()} == {"warning"}
+    assert "has no module named 'pytest'" in found["[verify] default cannot run here"]["message"]
+    assert "`pytset` is not on PATH" in found["[verify] migration cannot run here"]["message"]
+    # with a python that has pytest, only the typo is left
+    (tmp_path / "with-site").mkdir()
+    done = run(repo, "check", "--json", env={"PATH": _bin(tmp_path / "with-site", "")})
+    left = [problem["message"] for problem in json.loads(done.stdout)["problems"] if problem["code"] == "verify-cannot-run"]
+    assert len(left) == 1 and "`pytset` is not on PATH" in left[0]
 
 
 # --- D: every state list can show is a --state choice ----------------------------------------

@@ -3,9 +3,6 @@ from __future__ import annotations
 
 import json
 import re
-import shlex
-import shutil
-import subprocess
 import tomllib
 from pathlib import Path
 
@@ -15,6 +12,7 @@ from drover.config import CONFIG_FILE, load_config, parse_config
 from drover.errors import UsageError
 from drover.items.file import write_atomic
 from drover.ledger.project import STATE_DIR, check_state, find_root, trusted_stat
+from drover.loop.runnable import cannot_start
 
 IGNORE_LINE = f"{STATE_DIR}/"
 
@@ -86,27 +84,54 @@ SETUP_HINT = ("{shared} found: worktrees otherwise import the main checkout's co
 def detect_verify(root: Path) -> tuple[str, str]:
     """The command that runs this repository's tests, as its files name it, and where it was found;
     ("", "") when none does. The first that applies: a Makefile `test` target, pytest
-    configuration, an npm `test` script, a Cargo.toml, a go.mod."""
+    configuration, an npm `test` script, a Cargo.toml, a go.mod; pytest and the `test` script run
+    through the tool whose lockfile the repository commits (_through_lock)."""
     for name in ("GNUmakefile", "makefile", "Makefile"):
         if _MAKE_TEST.search(_text(root / name)):
             return "make test", f"a `test` target in {name}"
-    if re.search(r"^\[tool\.pytest[.\]]", _text(root / "pyproject.toml"), re.M):
-        return "python -m pytest", "pytest configuration in pyproject.toml"
-    for name, table in (("setup.cfg", "tool:pytest"), ("pytest.ini", "pytest"), ("tox.ini", "pytest")):
-        if re.search(rf"^\[{re.escape(table)}\]", _text(root / name), re.M):
-            return "python -m pytest", f"pytest configuration in {name}"
+    found = _pytest_configuration(root)
+    if found:
+        return _through_lock(root, found, "python -m pytest", PYTHON_LOCKS)
     try:
         scripts = json.loads(_text(root / "package.json") or "{}").get("scripts") or {}
     except (ValueError, AttributeError):
         scripts = {}
     test = scripts.get("test") if isinstance(scripts, dict) else None
     if isinstance(test, str) and test.strip() and "no test specified" not in test:  # npm init's stub fails
-        return "npm test", "a `test` script in package.json"
+        return _through_lock(root, "a `test` script in package.json", "npm test", NODE_LOCKS)
     if (root / "Cargo.toml").is_file():
         return "cargo test", "Cargo.toml"
     if (root / "go.mod").is_file():
         return "go test ./...", "go.mod"
     return "", ""
+
+
+def _pytest_configuration(root: Path) -> str:
+    """Where this repository configures pytest ("pytest configuration in pyproject.toml"); "" nowhere."""
+    if re.search(r"^\[tool\.pytest[.\]]", _text(root / "pyproject.toml"), re.M):
+        return "pytest configuration in pyproject.toml"
+    for name, table in (("setup.cfg", "tool:pytest"), ("pytest.ini", "pytest"), ("tox.ini", "pytest")):
+        if re.search(rf"^\[{re.escape(table)}\]", _text(root / name), re.M):
+            return f"pytest configuration in {name}"
+    return ""
+
+
+def _through_lock(root: Path, found: str, plain: str, locks: tuple[tuple[str, str], ...]) -> tuple[str, str]:
+    """The command as the tool whose lockfile the repository commits runs it (`uv run --locked
+    pytest` beside a uv.lock): the tests then run in the environment the lock pins, which that tool
+    makes in each worktree, not in whatever `python` or `npm` is on PATH; `plain` with none."""
+    for lock, command in locks:
+        if (root / lock).is_file():
+            return command, f"{found} and a {lock}"
+    return plain, found
+
+
+# Lockfiles that name the tool a project runs its tests through, and the command each gives.
+# uv's --locked: a branch that changes its dependencies without locking them fails the check in
+# uv's words, where without it uv would rewrite uv.lock in the check's worktree and pass on an
+# environment the branch does not commit.
+PYTHON_LOCKS = (("uv.lock", "uv run --locked pytest"), ("poetry.lock", "poetry run pytest"))
+NODE_LOCKS = (("pnpm-lock.yaml", "pnpm test"), ("yarn.lock", "yarn test"))
 
 
 # A rule for the target `test` (not a variable assignment `test := ...`).
@@ -139,7 +164,7 @@ def _verify_said(root: Path, detected: tuple[str, str]) -> list[str]:
     command, found = detected
     said = [f"verify command: {command} ({found})" if command else
             "verify command: none found; nothing runs before merge until [verify] default is set"]
-    problem = cannot_run(command, root) if command else ""
+    problem = cannot_start(command, root) if command else ""
     if problem:
         said.append(f"warning: the verify command cannot run here: {problem}. drover's check runs it before each "
                     "review and merge and fails while it cannot: install what it needs, or change [verify] default")
@@ -148,40 +173,6 @@ def _verify_said(root: Path, detected: tuple[str, str]) -> list[str]:
         said.append(f"hint: {shared} found: an agent's worktree would import the main checkout's code through it; "
                     "set [run] setup to give each worktree its own environment (drover help configuration)")
     return said
-
-
-def cannot_run(command: str, root: Path) -> str:
-    """Why `command` cannot run in `root`, as far as a look that runs none of it tells ("" when it
-    may): its program is not on PATH, or it is `python -m <module>` and that python finds no such
-    module (a top-level one: finding a submodule would import, so run, its package). A shell
-    builtin or a line the shell alone can read is left to the shell."""
-    try:
-        words = shlex.split(command)
-    except ValueError:
-        return ""
-    while words and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=.*", words[0]):  # VAR=value before the program
-        words.pop(0)
-    if not words or "/" in words[0] or not re.fullmatch(r"[\w.+-]+", words[0]) or words[0] in _SHELL_WORDS:
-        return ""
-    program = shutil.which(words[0])
-    if program is None:
-        return f"`{words[0]}` is not on PATH"
-    if len(words) > 2 and words[1] == "-m" and words[0].startswith("python") and words[2].isidentifier():
-        try:
-            done = subprocess.run([program, "-c", _FINDS_MODULE, words[2]], cwd=root, capture_output=True,
-                                  timeout=30, stdin=subprocess.DEVNULL)
-        except (OSError, subprocess.TimeoutExpired):
-            return ""
-        if done.returncode == 1:
-            return f"`{words[0]}` ({program}) has no module named {words[2]!r}"
-    return ""
-
-
-_SHELL_WORDS = frozenset("""exit true false test cd echo export set source exec eval command if for while until
-case time env nohup ulimit umask""".split())
-# The repository's own folder leaves the path first: a file of it named like a module the lookup
-# imports (importlib.py) would otherwise run at init.
-_FINDS_MODULE = "import sys; del sys.path[0]; import importlib.util; sys.exit(importlib.util.find_spec(sys.argv[1]) is None)"
 
 
 def next_steps(prefix: str, verify: str = "", items: str = "items") -> list[str]:

@@ -291,6 +291,7 @@ def check_warnings(project: Project) -> list[Finding]:
                 f"[verify] {key} does not contain the default command ({default!r}): "
                 f"items with {key}: yes would silently run less", error=False, code=ProblemCode.CONFIG, path=CONFIG_FILE))
     findings += empty_verify(config.verify)
+    findings += verify_cannot_start(project)
     findings += independent_review(config)
     findings += review_through_a_runner(config)
     findings += [Finding.at(ProblemCode.NOT_AN_ITEM, rel, "not an item (its name is no id and it has no frontmatter): "
@@ -376,6 +377,25 @@ def empty_verify(verify: dict[str, str]) -> list[Finding]:
                        f"{'items' if key == 'default' else f'items with {key}: yes'} (drover runs no check "
                        "of its own, and finish needs none)", error=False)
             for key, command in sorted(verify.items()) if not command.strip()]
+
+
+def verify_cannot_start(project: Project) -> list[Finding]:
+    """A warning for each `[verify]` command that cannot start here (runnable.cannot_start: its
+    program not on PATH, `python -m pytest` where that python has no pytest): drover's check would
+    fail on every item until it is mended. Each command looked at once, whatever keys name it."""
+    from drover.loop.runnable import cannot_start
+
+    why: dict[str, str] = {}
+    findings = []
+    for key, command in sorted(project.config.verify.items()):
+        if command.strip() and command not in why:
+            why[command] = cannot_start(command, project.root)
+        if why.get(command):
+            findings.append(Finding.at(ProblemCode.VERIFY_CANNOT_RUN, CONFIG_FILE, f"[verify] {key} cannot run here: "
+                                       f"{why[command]}; drover's check runs it before each review and merge, and "
+                                       "fails while it cannot (install what it needs, or change the command)",
+                                       error=False))
+    return findings
 
 
 def run_check(project: Project, ledger: Ledger, *, warnings: bool = True) -> list[Finding]:
