@@ -167,6 +167,32 @@ def test_init_without_a_test_command_leaves_verify_empty_and_check_warns(repo):
     assert "[verify] default is empty: nothing runs before merge" in checked.stdout
 
 
+_PACKAGES = '{"scripts": {"test": "ava"}, "devDependencies": {"ava": "^6.0.0"}}'
+
+
+@pytest.mark.parametrize("files, setup", [
+    ({"package.json": _PACKAGES, "package-lock.json": "{}"}, "npm ci"),
+    ({"package.json": _PACKAGES}, "npm install --no-package-lock"),
+    ({"package.json": _PACKAGES, "pnpm-lock.yaml": ""}, "pnpm install --frozen-lockfile"),
+    ({"package.json": _PACKAGES, "yarn.lock": ""}, "yarn install --frozen-lockfile"),
+    ({"pyproject.toml": "[tool.pytest.ini_options]\n", "poetry.lock": "", ".venv/pyvenv.cfg": ""}, "poetry install"),
+    ({"package.json": '{"scripts": {"test": "node test.js"}, "dependencies": {}}'}, ""),  # no packages to install
+    ({"pyproject.toml": "[tool.pytest.ini_options]\n", "uv.lock": ""}, ""),  # `uv run` makes its own environment
+    ({"Makefile": "test:\n\tnpm test\n", "package.json": _PACKAGES}, ""),  # the project's own recipe
+])
+def test_init_writes_the_setup_its_verify_command_needs_in_each_worktree(repo, files, setup):
+    """A worktree holds the tracked files alone: a test script's tools (node_modules) and a poetry
+    environment are installed in it before its first agent and drover's check (docs/commands.md)."""
+    config, said = _init_with(repo, files)
+    assert config["run"]["setup"] == setup
+    told = [line for line in said.splitlines() if line.startswith("[run] setup: ")]
+    assert [line.split(" (")[0] for line in told] == ([f"[run] setup: {setup}"] if setup else [])
+    if setup:  # said in the file too, and no hint at another set-up beside it (poetry's .venv/)
+        (line,) = [line for line in (repo / "drover.toml").read_text().splitlines() if line.startswith("setup = ")]
+        assert "# found: " in line and "each new worktree" in line
+        assert "hint:" not in said
+
+
 @pytest.mark.parametrize("files, seen", [
     ({".venv/pyvenv.cfg": "home = /usr/bin\n"}, ".venv/"),
     ({"venv/bin/python": ""}, "venv/"),

@@ -60,10 +60,12 @@ def _comment(info: KeyInfo) -> str:
 
 
 def render_config(keys: Mapping[str, Mapping[str, Any]], verify: Mapping[str, str], *, base: str = "main",
-                  notes: Mapping[tuple[str, str], str] | None = None) -> str:
-    """The commented drover.toml: every table, every key at its default, its meaning beside it
-    (or the note `notes` gives for it, by (table, key): what init found in the repository)."""
+                  setup: str = "", notes: Mapping[tuple[str, str], str] | None = None) -> str:
+    """The commented drover.toml: every table, every key at its default (`base` and `setup` as
+    given), its meaning beside it (or the note `notes` gives for it, by (table, key): what init
+    found in the repository)."""
     notes = notes or {}
+    given = {("run", "base"): base, **({("run", "setup"): setup} if setup else {})}
     blocks = [HEADER]
     tables = list(keys)
     # [verify] is an open table, not declared key by key; it sits before [review] as it always has
@@ -77,7 +79,7 @@ def render_config(keys: Mapping[str, Mapping[str, Any]], verify: Mapping[str, st
             for name, info in keys[table].items():
                 if isinstance(info.default, dict):
                     continue  # a table of its own, below
-                value = base if (table, name) == ("run", "base") else info.default
+                value = given.get((table, name), info.default)
                 lines.append(_line(f"{name} = {toml_value(value)}", notes.get((table, name)) or _comment(info)))
         lines += EXAMPLES.get(table, ())
         for name, info in keys.get(table, {}).items():
@@ -107,7 +109,9 @@ if __name__ == "__main__":
 
 
 def default_config_text(base: str = "main", verify: dict[str, str] | None = None,
-                        notes: dict[tuple[str, str], str] | None = None) -> str:
-    """The commented drover.toml `drover init` writes, every key at its default (base and the
-    verify commands as given); `notes`: comments for keys, by (table, key), in place of their meaning."""
-    return render_config(KEYS, VERIFY_DEFAULT if verify is None else verify, base=base, notes=notes or {})
+                        notes: dict[tuple[str, str], str] | None = None, setup: str = "") -> str:
+    """The commented drover.toml `drover init` writes, every key at its default (base, `[run]
+    setup` and the verify commands as given); `notes`: comments for keys, by (table, key), in place
+    of their meaning."""
+    return render_config(KEYS, VERIFY_DEFAULT if verify is None else verify, base=base, setup=setup,
+                         notes=notes or {})

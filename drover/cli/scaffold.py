@@ -25,7 +25,8 @@ def init_project(start: Path) -> list[str]:
     trusted_stat(root, root)
     fresh = trusted_stat(config_path, root) is None
     detected = detect_verify(root) if fresh else ("", "")
-    text = config_text_for(root, detected) if fresh else ""
+    setup = detect_setup(root, detected[0]) if fresh else ("", "")
+    text = config_text_for(root, detected, setup) if fresh else ""
     config = parse_config(tomllib.loads(text)) if fresh else load_config(config_path)
     items = root / config.items
     check_state(root, config.items)
@@ -36,7 +37,7 @@ def init_project(start: Path) -> list[str]:
     if fresh:
         write_atomic(config_path, text)
         said.append(f"wrote {CONFIG_FILE} (base branch: {config.base})")
-        said += _verify_said(root, detected)
+        said += _verify_said(root, detected, setup)
     else:
         said.append(f"{CONFIG_FILE} already exists; left as it is")
     if not items.is_dir():
@@ -63,16 +64,20 @@ def init_project(start: Path) -> list[str]:
     return said + next_steps(config.prefix, config.verify.get("default", ""), config.items.rstrip("/"))
 
 
-def config_text_for(root: Path, detected: tuple[str, str] | None = None) -> str:
+def config_text_for(root: Path, detected: tuple[str, str] | None = None, setup: tuple[str, str] | None = None) -> str:
     """The commented drover.toml: its `base` the branch this repository works from, its verify
-    command the one the repository's files name (`detected`, or detect_verify now), a hint at
-    `[run] setup` when a shared environment would make worktrees import the main checkout's code."""
+    command the one the repository's files name (`detected`, or detect_verify now), its `[run]
+    setup` the install that command needs in each worktree (`setup`, or detect_setup now), else a
+    hint at one when a shared environment would make worktrees import the main checkout's code."""
     command, found = detected or detect_verify(root)
+    install, why = setup or detect_setup(root, command)
     notes = {("verify", "default"): f"found: {found}" if command else NO_VERIFY}
     shared = shared_environment(root)
-    if shared:
+    if install:
+        notes[("run", "setup")] = f"found: {why}"
+    elif shared:
         notes[("run", "setup")] = SETUP_HINT.format(shared=shared)
-    return default_config_text(base=git.detect_base(root), verify={"default": command}, notes=notes)
+    return default_config_text(base=git.detect_base(root), verify={"default": command}, notes=notes, setup=install)
 
 
 # The comment beside an empty verify command: what an empty one means (docs/configuration.md).
@@ -134,6 +139,38 @@ PYTHON_LOCKS = (("uv.lock", "uv run --locked pytest"), ("poetry.lock", "poetry r
 NODE_LOCKS = (("pnpm-lock.yaml", "pnpm test"), ("yarn.lock", "yarn test"))
 
 
+def detect_setup(root: Path, verify: str) -> tuple[str, str]:
+    """The `[run] setup` each new worktree needs before `verify` (detect_verify's command) can run
+    there, and why; ("", "") when it needs none. A worktree holds the tracked files alone: a Node
+    project's packages (node_modules, where its test script finds its tools) and a poetry project's
+    environment are made in it by the tool's own install. uv needs none: `uv run` makes its own."""
+    if verify == "poetry run pytest":
+        return "poetry install", "the environment poetry.lock pins: each new worktree makes its own"
+    install = NODE_INSTALLS.get(verify)
+    if install is None or not _declares_packages(root):
+        return "", ""
+    lock, locked, unlocked = install
+    if (root / lock).is_file():
+        return locked, f"package.json's packages, as {lock} pins them: each new worktree installs its own"
+    return unlocked, "package.json's packages, no lockfile committed: each new worktree installs its own"
+
+
+def _declares_packages(root: Path) -> bool:
+    try:
+        package = json.loads(_text(root / "package.json") or "{}")
+    except ValueError:
+        return False
+    return isinstance(package, dict) and any(isinstance(package.get(key), dict) and package[key]
+                                             for key in ("dependencies", "devDependencies"))
+
+
+# The test script's tool -> its lockfile, the install that keeps to it, and the install without
+# one (npm's writes no package-lock.json the project chose not to commit).
+NODE_INSTALLS = {"npm test": ("package-lock.json", "npm ci", "npm install --no-package-lock"),
+                 "pnpm test": ("pnpm-lock.yaml", "pnpm install --frozen-lockfile", "pnpm install"),
+                 "yarn test": ("yarn.lock", "yarn install --frozen-lockfile", "yarn install")}
+
+
 # A rule for the target `test` (not a variable assignment `test := ...`).
 _MAKE_TEST = re.compile(r"^test[ \t]*::?(?!=)", re.M)
 
@@ -158,18 +195,20 @@ def _text(path: Path) -> str:
         return ""
 
 
-def _verify_said(root: Path, detected: tuple[str, str]) -> list[str]:
-    """What init says of the verify command it wrote (`detected`: detect_verify's answer) and of a
-    shared environment."""
+def _verify_said(root: Path, detected: tuple[str, str], setup: tuple[str, str]) -> list[str]:
+    """What init says of the verify command it wrote (`detected`: detect_verify's answer), of the
+    set-up it wrote (`setup`: detect_setup's) and of a shared environment."""
     command, found = detected
     said = [f"verify command: {command} ({found})" if command else
             "verify command: none found; nothing runs before merge until [verify] default is set"]
+    if setup[0]:
+        said.append(f"[run] setup: {setup[0]} ({setup[1]})")
     problem = cannot_start(command, root) if command else ""
     if problem:
         said.append(f"warning: the verify command cannot run here: {problem}. drover's check runs it before each "
                     "review and merge and fails while it cannot: install what it needs, or change [verify] default")
     shared = shared_environment(root)
-    if shared:
+    if shared and not setup[0]:
         said.append(f"hint: {shared} found: an agent's worktree would import the main checkout's code through it; "
                     "set [run] setup to give each worktree its own environment (drover help configuration)")
     return said
