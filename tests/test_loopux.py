@@ -144,6 +144,8 @@ def _init_with(repo, files: dict[str, str]) -> tuple[dict, str]:
     ({"Makefile": "test:\n\tuv run pytest -x\n", "pyproject.toml": "[tool.pytest.ini_options]\n", "uv.lock": ""},
      "make test"),  # the Makefile's own target first, as before
     ({"uv.lock": "version = 1\n", "yarn.lock": ""}, ""),  # a lockfile alone names no tests
+    ({"package.json": "[" * 100_000, "go.mod": "module x\n"}, "go test ./..."),  # past the parser's depth: no script
+    ({"package.json": '[{"scripts": {"test": "jest"}}]'}, ""),  # not an object
 ])
 def test_init_writes_the_verify_command_the_repository_names(repo, files, command):
     config, said = _init_with(repo, files)

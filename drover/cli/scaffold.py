@@ -5,6 +5,7 @@ import json
 import re
 import tomllib
 from pathlib import Path
+from typing import Any
 
 from drover import git
 from drover.cli.config_text import default_config_text
@@ -97,10 +98,7 @@ def detect_verify(root: Path) -> tuple[str, str]:
     found = _pytest_configuration(root)
     if found:
         return _through_lock(root, found, "python -m pytest", PYTHON_LOCKS)
-    try:
-        scripts = json.loads(_text(root / "package.json") or "{}").get("scripts") or {}
-    except (ValueError, AttributeError):
-        scripts = {}
+    scripts = _package_json(root).get("scripts")
     test = scripts.get("test") if isinstance(scripts, dict) else None
     if isinstance(test, str) and test.strip() and "no test specified" not in test:  # npm init's stub fails
         return _through_lock(root, "a `test` script in package.json", "npm test", NODE_LOCKS)
@@ -156,12 +154,18 @@ def detect_setup(root: Path, verify: str) -> tuple[str, str]:
 
 
 def _declares_packages(root: Path) -> bool:
+    package = _package_json(root)
+    return any(isinstance(package.get(key), dict) and package[key] for key in ("dependencies", "devDependencies"))
+
+
+def _package_json(root: Path) -> dict[str, Any]:
+    """package.json's object; {} when there is none or it is not one (not JSON, nested past the
+    parser's depth, an array)."""
     try:
         package = json.loads(_text(root / "package.json") or "{}")
-    except ValueError:
-        return False
-    return isinstance(package, dict) and any(isinstance(package.get(key), dict) and package[key]
-                                             for key in ("dependencies", "devDependencies"))
+    except (ValueError, RecursionError):
+        return {}
+    return package if isinstance(package, dict) else {}
 
 
 # The test script's tool -> its lockfile, the install that keeps to it, and the install without
