@@ -197,6 +197,16 @@ def test_bad_toml_syntax_names_the_line(tmp_path):
     assert "\n" not in message
 
 
+@pytest.mark.parametrize("value", ["[" * 5000 + "]" * 5000, "{a = " * 3000 + "1" + "}" * 3000,
+                                   "[\n" + "[1, [\n" * 1000 + "]]" * 1000 + "]"])
+def test_toml_nested_past_the_parsers_depth_names_the_line(tmp_path, value):
+    """tomllib recurses once a level: a value a few hundred arrays deep ended every command in a
+    RecursionError traceback."""
+    message = config_error(tmp_path, f"[project]\nprefix = \"D\"\n\n[review]\nx = {value}\n")
+    line = 5 if "\n" not in value else 5 + 50  # where the brackets pass 100 deep
+    assert message == f"drover.toml:{line}: arrays or inline tables nested too deeply to read"
+
+
 def test_a_table_declared_twice_is_named_as_toml_writes_it(tmp_path):
     assert config_error(tmp_path, "[run]\npool = 1\n\n[review]\n\n[run.x]\n[run]\n") == \
         "drover.toml:7: Cannot declare [run] twice"
@@ -357,6 +367,9 @@ def test_the_toml_cache_gives_what_parsing_gives_and_follows_every_edit(tmp_path
     assert load_config(path).prefix == "R"
     kept.write_text("{not json")
     assert load_config(path).prefix == "R"
+    for garbled in ("[" * 100_000, '{"text": ' + "9" * 5000 + "}"):  # past the parser's depth, past int's digits
+        kept.write_text(garbled)
+        assert load_config(path).prefix == "R"
     # errors are the parser's, every time
     write_config(tmp_path, "[project\n")
     for _ in range(2):

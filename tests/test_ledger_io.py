@@ -256,6 +256,10 @@ def test_a_conflicts_key_reaches_the_terminal_without_its_escapes(repo, tmp_path
     ('{"format": "drover-ledger", "migrations": []}\n{"table": "items", "row": {"id": "D-1", "number": '
      + "9" * 5000 + '}}\n', ":2: not JSON drover writes (a number of too many digits)"),
     ('{"format": "drover-ledger", "migrations": []}\n' + "[" * 100_000 + "\n", ":2: not JSON drover writes (nested"),
+    # and a JSON column's text nested as deep: the line parses, the column's own JSON did not
+    ('{"format": "drover-ledger", "migrations": []}\n{"table": "audits", "row": {"id": 1, "item": "D-1", '
+     '"level": "reviewed", "at": "2026-01-01T00:00:00.000Z", "authors": "' + "[" * 100_000 + '"}}\n',
+     ":2: audits authors must be JSON text (an array)"),
     # a key twice: Python imports the last, a reader's tool may show the first
     ('{"format": "drover-ledger", "migrations": []}\n{"table": "items", "row": {"id": "D-1", "parked": 0, '
      '"parked": 1}}\n', ":2: not JSON drover writes (the key 'parked' twice in one object)"),

@@ -19,9 +19,25 @@ def parse_toml(path: Path, text: str, kind: str = "config") -> dict[str, Any]:
     if data is None:
         import tomllib
 
-        data = tomllib.loads(text)
+        try:
+            data = tomllib.loads(text)
+        except RecursionError:  # tomllib recurses once a level: a few hundred arrays deep end it
+            raise ValueError(f"arrays or inline tables nested too deeply to read (at line {_deep_line(text)})") from None
         _keep_toml(path, text, data, kind)
     return data
+
+
+def _deep_line(text: str) -> int:
+    """The line where brackets and braces first nest 100 deep (a string's own count too: for the
+    message only), else the last line."""
+    depth = 0
+    lines = text.splitlines() or [""]
+    for number, line in enumerate(lines, 1):
+        for char in line:
+            depth += (char in "[{") - (char in "]}")
+            if depth > 100:
+                return number
+    return len(lines)
 
 
 def toml_cache(path: Path, kind: str = "config") -> str:
@@ -43,7 +59,7 @@ def _cached_toml(path: Path, text: str, kind: str) -> dict[str, Any] | None:
             kept = json.load(handle)
         if kept["text"] == text and kept["python"] == sys.version and isinstance(kept["data"], dict):
             return kept["data"]
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, KeyError, TypeError, RecursionError):  # RecursionError: nested past the parser's depth
         pass
     return None
 

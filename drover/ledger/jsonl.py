@@ -162,7 +162,7 @@ def value_problem(column: Column, value: Any) -> str:
         if column.json and value:
             try:
                 decoded = json.loads(value)
-            except ValueError:
+            except (ValueError, RecursionError):  # RecursionError: nested deeper than the parser recurses
                 return f"must be JSON text (an {column.json})"
             if not isinstance(decoded, _JSON_TYPES[column.json]):
                 return f"must be JSON text of an {column.json}"

@@ -169,7 +169,7 @@ class GitHubTracker:
         output = self._run(args, what)
         try:
             return json.loads(output)
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):  # past JSONDecodeError: a number of too many digits, nesting too deep
             raise TrackerUnavailable(f"{what} returned output that is not JSON") from None
 
     def _run(self, args: list[str], what: str) -> str:
