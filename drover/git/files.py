@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import errno
 import os
-import secrets
 import shutil
 import stat
 from pathlib import Path
@@ -208,7 +207,7 @@ def replace_at(folder: int, name: str, data: bytes) -> None:
     whatever an agent put there: written under a fresh name beside it and renamed over it, so a
     link there is replaced, never written through, and a fifo never opened; a folder there is
     removed first."""
-    scratch = f".{name}.{os.getpid()}.{secrets.token_hex(4)}"
+    scratch = f".{name}.{os.getpid()}.{os.urandom(4).hex()}"
     fd = os.open(scratch, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644, dir_fd=folder)
     try:
         with open(fd, "wb") as handle:

@@ -6,7 +6,6 @@ prints; `execute` does the work and records it.
 from __future__ import annotations
 
 import os
-import secrets
 import shlex
 import threading
 from dataclasses import dataclass, field, replace
@@ -79,7 +78,7 @@ class RunResult:
 def new_run_id(item_id: str, slot: str) -> str:
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S")
     # 8 random hex digits: runs of one item's slot started in the same second stay apart
-    return f"{stamp}-{item_id}-{slot}-{secrets.token_hex(4)}"
+    return f"{stamp}-{item_id}-{slot}-{os.urandom(4).hex()}"
 
 
 def refuse_live(project: Project, item_id: str, runs: Sequence[Run]) -> None:
