@@ -251,7 +251,8 @@ def test_check_warns_of_each_verify_command_that_cannot_run_here(repo, tmp_path)
     drover(repo, "init", check=True)
     config = (repo / "drover.toml").read_text()
     config = re.sub(r'(?m)^default = .*$', 'default = "python -m pytest"\nmigration = "pytset -q"\n'
-                    'docs = "python -m pytest --doctest-glob=*.md"\nlint = "git --version"', config, count=1)
+                    'docs = "python -m pytest --doctest-glob=*.md"\nlint = "git --version"\n'
+                    'activated = ". .venv/bin/activate && type pytest"', config, count=1)  # the shell's own words
     (repo / "drover.toml").write_text(config)
     done = run(repo, "check", "--json", env={"PATH": _bin(tmp_path, "-S")})  # a python with no site-packages
     assert done.returncode == 0, done.stdout + done.stderr  # warnings only

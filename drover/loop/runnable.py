@@ -38,8 +38,12 @@ def cannot_start(command: str, root: Path) -> str:
     return ""
 
 
-_SHELL_WORDS = frozenset("""exit true false test cd echo export set source exec eval command if for while until
-case time env nohup ulimit umask""".split())
+# The shell's own words (POSIX's special and regular built-ins, bash's, the reserved words), and
+# programs a line commonly starts with before its real one: none is looked for on PATH.
+_SHELL_WORDS = frozenset(""". : alias bg break builtin caller case cd command compgen complete continue declare
+dirs disown echo enable eval exec exit export false fc fg for function getopts hash help history if jobs kill let
+local logout mapfile popd printf pushd pwd read readarray readonly return select set shift shopt source suspend test
+time times trap true type typeset ulimit umask unalias unset until wait while env nohup""".split())
 # The repository's own folder leaves the path first: a file of it named like a module the lookup
 # imports (importlib.py) would otherwise run.
 _FINDS_MODULE = "import sys; del sys.path[0]; import importlib.util; sys.exit(importlib.util.find_spec(sys.argv[1]) is None)"
