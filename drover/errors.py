@@ -34,6 +34,7 @@ class ProblemCode(StrEnum):
     NEEDS_REQUIREMENTS = "needs-requirements"
     VERIFY_EMPTY = "verify-empty"
     VERIFY_CANNOT_RUN = "verify-cannot-run"
+    VERIFY_TESTS_CHECKOUT = "verify-tests-checkout"  # a worktree's tests would import the main checkout's code
     NOT_AN_ITEM = "not-an-item"
     NO_TITLE = "no-title"
     ITEMS_FOLDER = "items-folder"

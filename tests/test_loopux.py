@@ -270,6 +270,54 @@ def test_check_warns_of_each_verify_command_that_cannot_run_here(repo, tmp_path)
     assert len(left) == 1 and "`pytset` is not on PATH" in left[0]
 
 
+def _environment(tmp_path, installs: list[str]) -> str:
+    """A PATH of git and a virtual environment's bin whose site-packages holds a `.pth` naming each of
+    `installs`, as `pip install -e .` of a src layout writes one, and this interpreter's packages
+    (pytest among them)."""
+    import shutil
+    import sysconfig
+    import venv
+
+    home = tmp_path / "env"
+    venv.EnvBuilder(with_pip=False, symlinks=True).create(home)
+    (site,) = home.glob("lib/python*/site-packages")
+    (site / "__editable__.project-0.1.pth").write_text("".join(f"{path}\n" for path in installs))
+    (site / "runner.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    (home / "bin" / "git").symlink_to(shutil.which("git"))
+    return str(home / "bin")
+
+
+@pytest.mark.parametrize("layout, pytest_ini, warned", [
+    ("src/project", "", True),  # the install points at this checkout's src/: a worktree's tests import it
+    ("src/project", 'pythonpath = ["src"]\n', False),  # pytest puts the worktree's src/ first
+    ("project", "", False),  # python -m puts the worktree's own folder first: its package is found there
+])
+def test_init_and_check_warn_when_a_worktrees_tests_would_import_this_checkouts_code(repo, tmp_path, layout,
+                                                                                     pytest_ini, warned):
+    """A src layout installed with `pip install -e .` into an environment outside the repository:
+    from an item's worktree `python -m pytest` imports the package where the install points, this
+    checkout, so drover's check tests the main checkout's code and passes what a branch broke."""
+    from helpers import run
+
+    (repo / layout).mkdir(parents=True)
+    (repo / layout / "__init__.py").write_text("ANSWER = 42\n")
+    (repo / "pyproject.toml").write_text(f"[project]\nname = 'project'\n\n[tool.pytest.ini_options]\n{pytest_ini}")
+    installed = repo / "src" if layout.startswith("src") else repo
+    path = _environment(tmp_path, [str(installed)])
+    done = run(repo, "init", env={"PATH": path})
+    assert done.returncode == 0, done.stderr
+    said = [line for line in done.stdout.splitlines() if line.startswith("warning: the verify command")]
+    checked = run(repo, "check", "--json", env={"PATH": path})
+    found = [problem["message"] for problem in json.loads(checked.stdout)["problems"]
+             if problem["code"].startswith("verify-")]
+    if warned:
+        (line,) = said
+        assert "tests the wrong code" in line and "imports project from this checkout's src/project/" in line
+        assert found == [f"drover.toml: [verify] default {line.removeprefix('warning: the verify command ')}"]
+    else:
+        assert said == [] and found == []
+
+
 # --- D: every state list can show is a --state choice ----------------------------------------
 
 

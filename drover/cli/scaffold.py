@@ -13,7 +13,7 @@ from drover.config import CONFIG_FILE, load_config, parse_config
 from drover.errors import UsageError
 from drover.items.file import write_atomic
 from drover.ledger.project import STATE_DIR, check_state, find_root, trusted_stat
-from drover.loop.runnable import cannot_start
+from drover.loop.runnable import cannot_start, tests_this_checkout
 
 IGNORE_LINE = f"{STATE_DIR}/"
 
@@ -211,6 +211,9 @@ def _verify_said(root: Path, detected: tuple[str, str], setup: tuple[str, str]) 
     if problem:
         said.append(f"warning: the verify command cannot run here: {problem}. drover's check runs it before each "
                     "review and merge and fails while it cannot: install what it needs, or change [verify] default")
+    wrong = tests_this_checkout(command, root) if command and not problem else ""
+    if wrong:
+        said.append(f"warning: the verify command tests the wrong code: {wrong}")
     shared = shared_environment(root)
     if shared and not setup[0]:
         said.append(f"hint: {shared} found: an agent's worktree would import the main checkout's code through it; "
