@@ -273,7 +273,7 @@ def test_check_warns_of_each_verify_command_that_cannot_run_here(repo, tmp_path)
 def _environment(tmp_path, installs: list[str]) -> str:
     """A PATH of git and a virtual environment's bin whose site-packages holds a `.pth` naming each of
     `installs`, as `pip install -e .` of a src layout writes one, and this interpreter's packages
-    (pytest among them)."""
+    (pytest among them), with a `pytest` script as pip writes one."""
     import shutil
     import sysconfig
     import venv
@@ -283,39 +283,56 @@ def _environment(tmp_path, installs: list[str]) -> str:
     (site,) = home.glob("lib/python*/site-packages")
     (site / "__editable__.project-0.1.pth").write_text("".join(f"{path}\n" for path in installs))
     (site / "runner.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    (home / "bin" / "pytest").write_text(f"#!{home / 'bin' / 'python'}\nimport sys\nfrom pytest import console_main\n"
+                                         "sys.exit(console_main())\n")
+    (home / "bin" / "pytest").chmod(0o755)
     (home / "bin" / "git").symlink_to(shutil.which("git"))
     return str(home / "bin")
 
 
-@pytest.mark.parametrize("layout, pytest_ini, warned", [
-    ("src/project", "", True),  # the install points at this checkout's src/: a worktree's tests import it
-    ("src/project", 'pythonpath = ["src"]\n', False),  # pytest puts the worktree's src/ first
-    ("project", "", False),  # python -m puts the worktree's own folder first: its package is found there
+@pytest.mark.parametrize("layout, command, settings, warned", [
+    # an install that points at this checkout's src/: a worktree's tests import it, whichever way pytest starts
+    ("src/project", "python -m pytest", "", "src"),
+    ("src/project", "pytest -q", "", "src"),
+    ("src/project", "python -m pytest", 'pythonpath = ["src"]\n', ""),  # pytest puts the worktree's src/ first
+    # a package at the top: python -m puts the worktree's folder first, the pytest script does not
+    ("project", "python -m pytest", "", ""),
+    ("project", "pytest -q", "", "."),
+    ("project", "pytest -q", 'pythonpath = ["."]\n', ""),
+    ("project conftest.py", "pytest -q", "", ""),  # a conftest.py at the top: pytest puts its folder first
 ])
-def test_init_and_check_warn_when_a_worktrees_tests_would_import_this_checkouts_code(repo, tmp_path, layout,
-                                                                                     pytest_ini, warned):
-    """A src layout installed with `pip install -e .` into an environment outside the repository:
-    from an item's worktree `python -m pytest` imports the package where the install points, this
-    checkout, so drover's check tests the main checkout's code and passes what a branch broke."""
+def test_init_and_check_warn_when_a_worktrees_tests_would_import_this_checkouts_code(repo, tmp_path, layout, command,
+                                                                                     settings, warned):
+    """A project installed with `pip install -e .` into an environment outside the repository: from
+    an item's worktree its tests import the package where the install points, this checkout, so
+    drover's check tests the main checkout's code and passes what a branch broke (docs/verify.md)."""
     from helpers import run
 
-    (repo / layout).mkdir(parents=True)
-    (repo / layout / "__init__.py").write_text("ANSWER = 42\n")
-    (repo / "pyproject.toml").write_text(f"[project]\nname = 'project'\n\n[tool.pytest.ini_options]\n{pytest_ini}")
-    installed = repo / "src" if layout.startswith("src") else repo
-    path = _environment(tmp_path, [str(installed)])
+    package, *beside = layout.split()
+    (repo / package).mkdir(parents=True)
+    (repo / package / "__init__.py").write_text("ANSWER = 42\n")
+    for name in beside:
+        (repo / name).write_text("")
+    (repo / "pyproject.toml").write_text(f"[project]\nname = 'project'\n\n[tool.pytest.ini_options]\n{settings}")
+    path = _environment(tmp_path, [str(repo / package.rpartition("/")[0])])
     done = run(repo, "init", env={"PATH": path})
     assert done.returncode == 0, done.stderr
     said = [line for line in done.stdout.splitlines() if line.startswith("warning: the verify command")]
+    assert len(said) == (warned == "src")  # init writes python -m pytest: only a package under src/ is at stake
+    config = (repo / "drover.toml").read_text()
+    (repo / "drover.toml").write_text(config.replace('default = "python -m pytest"', f'default = "{command}"', 1))
     checked = run(repo, "check", "--json", env={"PATH": path})
     found = [problem["message"] for problem in json.loads(checked.stdout)["problems"]
              if problem["code"].startswith("verify-")]
     if warned:
-        (line,) = said
-        assert "tests the wrong code" in line and "imports project from this checkout's src/project/" in line
-        assert found == [f"drover.toml: [verify] default {line.removeprefix('warning: the verify command ')}"]
+        (message,) = found
+        assert message.startswith(f"drover.toml: [verify] default tests the wrong code: `{command.split()[0]}` (")
+        assert f"imports project from this checkout's {package}/ through an install of it" in message
+        assert f'(pythonpath = ["{warned}"])' in message
+        if command == "python -m pytest":  # what init wrote: it said the same
+            assert said[0].removeprefix("warning: the verify command ") in message
     else:
-        assert said == [] and found == []
+        assert found == []
 
 
 # --- D: every state list can show is a --state choice ----------------------------------------

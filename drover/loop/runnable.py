@@ -6,6 +6,7 @@ review and merge, and fails on every item while it cannot start, or passes what 
 while it tests the main checkout (docs/verify.md)."""
 from __future__ import annotations
 
+import os
 import re
 import shlex
 import shutil
@@ -32,32 +33,35 @@ def cannot_start(command: str, root: Path) -> str:
 
 def tests_this_checkout(command: str, root: Path) -> str:
     """Why `command`, run from an item's worktree, would test this checkout's code ("" when, as far
-    as a look tells, it would not): it is `python -m ...`, the project keeps its packages under
-    src/, that python finds one of them without the worktree (an editable `pip install -e .` into
-    an environment outside the repository points here; a plain install is a copy), and no pytest
-    `pythonpath` puts src/ first. A worktree's own folder comes first on the path only for a
-    package at its top; one under src/ is found where the install put it."""
+    as a look tells, it would not). It runs pytest (`python -m pytest`, or the `pytest` script) and
+    its python finds one of the project's packages without the worktree: one under src/ wherever
+    an install put it (an editable `pip install -e .` into an environment outside the repository
+    points here; a plain install is a copy), one at the top through an install pointing here.
+    `python -m` puts the worktree's own folder first, so a package at its top is found there; the
+    `pytest` script does not (unless a conftest.py beside it does). A pytest `pythonpath` naming
+    `src` (or `.`) puts the worktree's copy first."""
     words, program = _program(command)
-    if not words or program is None or not _python_module(words) or _pythonpath_names_src(root):
+    python = _pytest_python(words, program) if program else None
+    if python is None:
         return ""
-    try:
-        packages = sorted(entry.name for entry in (root / "src").iterdir()
-                          if entry.name.isidentifier() and (entry / "__init__.py").is_file())
-    except OSError:
-        return ""
-    found = _ask(program, root, _ORIGINS, *packages) if packages else None
+    settings = _pythonpath(root)
+    top_first = _python_module(words) or "." in settings or (root / "conftest.py").is_file()
+    candidates = ([] if "src" in settings else [(name, False) for name in _packages(root / "src")]) + \
+                 ([] if top_first else [(name, True) for name in _packages(root)])
+    found = _ask(python, root, _ORIGINS, *[name for name, _ in candidates]) if candidates else None
     if found is None or found.returncode != 0:
         return ""
     here = root.resolve()
-    for name, origin in zip(packages, found.stdout.decode("utf-8", "replace").splitlines()):
-        if not origin:
-            continue
-        place = Path(origin).resolve().parent
+    for (name, at_top), origin in zip(candidates, found.stdout.decode("utf-8", "replace").splitlines()):
+        place = Path(origin).resolve().parent if origin else None
+        if place is None or (at_top and not place.is_relative_to(here)):
+            continue  # not found, or a package of another's named like a folder here (tests/)
         where, whose = ((f"this checkout's {place.relative_to(here)}/ through an install of it", "this checkout's code")
                         if place.is_relative_to(here) else (f"{place}, where an install of it points", "that code"))
-        return (f"`{words[0]}` ({program}) imports {name} from {where}: from an item's worktree the tests would "
+        return (f"`{words[0]}` ({python}) imports {name} from {where}: from an item's worktree the tests would "
                 f"import {whose}, not the branch's, so drover's check would pass what a branch broke; give each "
-                "worktree its own environment ([run] setup) or put src/ first for pytest (pythonpath = [\"src\"])")
+                "worktree its own environment ([run] setup), or have pytest put the worktree's code first "
+                f"(pythonpath = [\"{'.' if at_top else 'src'}\"])")
     return ""
 
 
@@ -89,16 +93,45 @@ def _ask(program: str, root: Path, script: str, *names: str) -> subprocess.Compl
         return None
 
 
-def _pythonpath_names_src(root: Path) -> bool:
-    """A pytest `pythonpath` setting naming src, in any file pytest reads its settings from."""
+def _pytest_python(words: list[str], program: str) -> str | None:
+    """The python that runs pytest for this command line: `program` itself for `python -m pytest`,
+    the `pytest` script's own interpreter (its `#!` line) for that script; None for anything else."""
+    if _python_module(words) and words[2] == "pytest":
+        return program
+    if words[0] not in ("pytest", "py.test"):
+        return None
+    try:
+        with open(program, "rb") as script:
+            first = script.readline(400).decode("utf-8", "replace")
+    except OSError:
+        return None
+    shebang = first[2:].split() if first.startswith("#!") else []
+    if shebang[:1] == ["/usr/bin/env"]:
+        shebang = [word for word in shebang[1:] if not word.startswith("-")]
+        return shutil.which(shebang[0]) if shebang else None
+    return shebang[0] if shebang and os.path.isabs(shebang[0]) else None
+
+
+def _packages(folder: Path) -> list[str]:
+    """The names of the packages in `folder` (folders with an `__init__.py` and a name Python imports)."""
+    try:
+        return sorted(entry.name for entry in folder.iterdir()
+                      if entry.name.isidentifier() and (entry / "__init__.py").is_file())
+    except OSError:
+        return []
+
+
+def _pythonpath(root: Path) -> set[str]:
+    """The entries of a pytest `pythonpath` setting, in any file pytest reads its settings from."""
+    entries: set[str] = set()
     for name in ("pyproject.toml", "pytest.ini", "setup.cfg", "tox.ini"):
         try:
             text = (root / name).read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError):
             continue
-        if re.search(r"^\s*pythonpath\s*=.*\bsrc\b", text, re.M):
-            return True
-    return False
+        for value in re.findall(r"^\s*pythonpath\s*=(.*)$", text, re.M):
+            entries.update(entry.rstrip("/") or "/" for entry in re.findall(r"[^\s\"',\[\]]+", value))
+    return entries
 
 
 # The shell's own words (POSIX's special and regular built-ins, bash's, the reserved words), and
