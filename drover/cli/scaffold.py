@@ -215,7 +215,7 @@ def _verify_said(root: Path, detected: tuple[str, str], setup: tuple[str, str]) 
     if wrong:
         said.append(f"warning: the verify command tests the wrong code: {wrong}")
     shared = shared_environment(root)
-    if shared and not setup[0]:
+    if shared and not setup[0] and not wrong:  # the warning above says it of this very python
         said.append(f"hint: {shared} found: an agent's worktree would import the main checkout's code through it; "
                     "set [run] setup to give each worktree its own environment (drover help configuration)")
     return said
