@@ -254,7 +254,8 @@ def test_check_warns_of_each_verify_command_that_cannot_run_here(repo, tmp_path)
                     'docs = "python -m pytest --doctest-glob=*.md"\nlint = "git --version"\n'
                     'activated = ". .venv/bin/activate && type pytest"', config, count=1)  # the shell's own words
     (repo / "drover.toml").write_text(config)
-    done = run(repo, "check", "--json", env={"PATH": _bin(tmp_path, "-S")})  # a python with no site-packages
+    bare = _bin(tmp_path, "-S")  # a python with no site-packages
+    done = run(repo, "check", "--json", env={"PATH": bare})
     assert done.returncode == 0, done.stdout + done.stderr  # warnings only
     found = {problem["message"].split(":")[1].strip(): problem for problem in json.loads(done.stdout)["problems"]
              if problem["code"] == "verify-cannot-run"}
@@ -263,6 +264,8 @@ def test_check_warns_of_each_verify_command_that_cannot_run_here(repo, tmp_path)
     assert {problem["severity"] for problem in found.values()} == {"warning"}
     assert "has no module named 'pytest'" in found["[verify] default cannot run here"]["message"]
     assert "`pytset` is not on PATH" in found["[verify] migration cannot run here"]["message"]
+    header = run(repo, "drive", "--dry-run", env={"PATH": bare}).stdout.split("--- drover: dry run")[0]
+    assert sorted(line.split(":")[1].strip() for line in header.splitlines() if "[verify]" in line) == sorted(found)
     # with a python that has pytest, only the typo is left
     (tmp_path / "with-site").mkdir()
     done = run(repo, "check", "--json", env={"PATH": _bin(tmp_path / "with-site", "")})
@@ -333,6 +336,10 @@ def test_init_and_check_warn_when_a_worktrees_tests_would_import_this_checkouts_
             assert said[0].removeprefix("warning: the verify command ") in message
     else:
         assert found == []
+    # and where a drive starts, which is where an unattended night begins
+    header = run(repo, "drive", "--dry-run", env={"PATH": path}).stdout.split("--- drover: dry run")[0]
+    shown = [line.strip() for line in header.splitlines() if "[verify]" in line]
+    assert shown == ([f"warning: [verify] default {message.split('[verify] default ', 1)[1]}"] if warned else [])
 
 
 # --- D: every state list can show is a --state choice ----------------------------------------

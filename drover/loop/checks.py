@@ -383,26 +383,16 @@ def verify_cannot_start(project: Project) -> list[Finding]:
     """A warning for each `[verify]` command that cannot start here, or whose tests would import
     this checkout's code from an item's worktree: drover's check would fail on every item, or pass
     what a branch broke. Each command looked at once, whatever keys name it."""
+    from drover.loop.runnable import verify_problems
+
     said: dict[str, list[tuple[ProblemCode, str]]] = {}
     findings = []
     for key, command in sorted(project.config.verify.items()):
         if command.strip() and command not in said:
-            said[command] = _verify_problems(command, project.root)
+            said[command] = verify_problems(command, project.root)
         findings += [Finding.at(code, CONFIG_FILE, f"[verify] {key} {words}", error=False)
                      for code, words in said.get(command, [])]
     return findings
-
-
-def _verify_problems(command: str, root: Path) -> list[tuple[ProblemCode, str]]:
-    """runnable.cannot_start's answer, else runnable.tests_this_checkout's, in check's words."""
-    from drover.loop.runnable import cannot_start, tests_this_checkout
-
-    problem = cannot_start(command, root)
-    if problem:
-        return [(ProblemCode.VERIFY_CANNOT_RUN, f"cannot run here: {problem}; drover's check runs it before each "
-                 "review and merge, and fails while it cannot (install what it needs, or change the command)")]
-    wrong = tests_this_checkout(command, root)
-    return [(ProblemCode.VERIFY_TESTS_CHECKOUT, f"tests the wrong code: {wrong}")] if wrong else []
 
 
 def run_check(project: Project, ledger: Ledger, *, warnings: bool = True) -> list[Finding]:

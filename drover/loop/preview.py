@@ -57,7 +57,21 @@ def header(project: Project, ids: list[str], jobs: int, finish: bool, then: list
     if ceilings:
         lines.append(f"  budget: {', '.join(ceilings)} tokens (drover help budgets)")
         lines += _unmetered(project)
-    return lines + _pool_warning(project, jobs) + retry_header(project.config)
+    return lines + _pool_warning(project, jobs) + _verify_warnings(project) + retry_header(project.config)
+
+
+def _verify_warnings(project: Project) -> list[str]:
+    """What `drover check` warns of a verify command (runnable.verify_problems), said where a drive
+    starts too: one that cannot start fails every item's check, and one whose tests import this
+    checkout's code passes what a branch broke, all night long."""
+    from drover.loop.runnable import verify_problems
+
+    commands: dict[str, list[str]] = {}
+    for key, command in sorted(project.config.verify.items()):
+        if command.strip():
+            commands.setdefault(command, []).append(key)
+    return [f"  warning: [verify] {', '.join(keys)} {said}" for command, keys in commands.items()
+            for _, said in verify_problems(command, project.root)]
 
 
 def _unmetered(project: Project) -> list[str]:

@@ -13,6 +13,19 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from drover.errors import ProblemCode
+
+
+def verify_problems(command: str, root: Path) -> list[tuple[ProblemCode, str]]:
+    """What `drover check` (and a drive's header) says of a verify command: cannot_start's answer,
+    else tests_this_checkout's, each with its code; [] when the look finds nothing."""
+    problem = cannot_start(command, root)
+    if problem:
+        return [(ProblemCode.VERIFY_CANNOT_RUN, f"cannot run here: {problem}; drover's check runs it before each "
+                 "review and merge, and fails while it cannot (install what it needs, or change the command)")]
+    wrong = tests_this_checkout(command, root)
+    return [(ProblemCode.VERIFY_TESTS_CHECKOUT, f"tests the wrong code: {wrong}")] if wrong else []
+
 
 def cannot_start(command: str, root: Path) -> str:
     """Why `command` cannot run in `root` ("" when it may): its program is not on PATH, or it is
