@@ -342,6 +342,26 @@ def test_init_and_check_warn_when_a_worktrees_tests_would_import_this_checkouts_
     assert shown == ([f"warning: [verify] default {message.split('[verify] default ', 1)[1]}"] if warned else [])
 
 
+def test_a_fifo_in_place_of_a_pytest_settings_file_holds_no_check_nor_drive(repo, tmp_path):
+    """The look reads pytest's settings files for `pythonpath`: a fifo an agent puts in place of one
+    (an agent with `worktree = false` writes the main checkout) is no file, never a wait."""
+    import os
+    import subprocess
+
+    from helpers import BIN
+
+    (repo / "src" / "project").mkdir(parents=True)
+    (repo / "src" / "project" / "__init__.py").write_text("")
+    (repo / "pyproject.toml").write_text("[project]\nname = 'project'\n\n[tool.pytest.ini_options]\n")
+    path = _environment(tmp_path, [str(repo / "src")])
+    assert drover(repo, "init", env={"PATH": path}).returncode == 0
+    os.mkfifo(repo / "pytest.ini")
+    for args in (["check"], ["drive", "--dry-run"]):
+        done = subprocess.run([str(BIN / "drover"), *args], cwd=repo, capture_output=True, text=True, timeout=60,
+                              env={**os.environ, "PATH": path})
+        assert "[verify] default tests the wrong code" in done.stdout + done.stderr, args
+
+
 # --- D: every state list can show is a --state choice ----------------------------------------
 
 

@@ -11,6 +11,7 @@ from drover import git
 from drover.cli.config_text import default_config_text
 from drover.config import CONFIG_FILE, load_config, parse_config
 from drover.errors import UsageError
+from drover.git.files import read_regular_text
 from drover.items.file import write_atomic
 from drover.ledger.project import STATE_DIR, check_state, find_root, trusted_stat
 from drover.loop.runnable import cannot_start, tests_this_checkout
@@ -192,9 +193,10 @@ def shared_environment(root: Path) -> str:
 
 
 def _text(path: Path) -> str:
-    """A small text file's contents; "" when it is absent, unreadable or not text."""
+    """A small text file's contents; "" when it is absent, unreadable, not text, or no regular file
+    (a fifo there is no file to wait on)."""
     try:
-        return path.read_text(encoding="utf-8")
+        return read_regular_text(path)
     except (OSError, UnicodeDecodeError):
         return ""
 

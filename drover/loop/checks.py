@@ -291,7 +291,7 @@ def check_warnings(project: Project) -> list[Finding]:
                 f"[verify] {key} does not contain the default command ({default!r}): "
                 f"items with {key}: yes would silently run less", error=False, code=ProblemCode.CONFIG, path=CONFIG_FILE))
     findings += empty_verify(config.verify)
-    findings += verify_cannot_start(project)
+    findings += verify_warnings(project)
     findings += independent_review(config)
     findings += review_through_a_runner(config)
     findings += [Finding.at(ProblemCode.NOT_AN_ITEM, rel, "not an item (its name is no id and it has no frontmatter): "
@@ -379,7 +379,7 @@ def empty_verify(verify: dict[str, str]) -> list[Finding]:
             for key, command in sorted(verify.items()) if not command.strip()]
 
 
-def verify_cannot_start(project: Project) -> list[Finding]:
+def verify_warnings(project: Project) -> list[Finding]:
     """A warning for each `[verify]` command that cannot start here, or whose tests would import
     this checkout's code from an item's worktree: drover's check would fail on every item, or pass
     what a branch broke. Each command looked at once, whatever keys name it."""

@@ -14,6 +14,7 @@ import subprocess
 from pathlib import Path
 
 from drover.errors import ProblemCode
+from drover.git.files import read_regular_text
 
 
 def verify_problems(command: str, root: Path) -> list[tuple[ProblemCode, str]]:
@@ -139,7 +140,7 @@ def _pythonpath(root: Path) -> set[str]:
     entries: set[str] = set()
     for name in ("pyproject.toml", "pytest.ini", "setup.cfg", "tox.ini"):
         try:
-            text = (root / name).read_text(encoding="utf-8")
+            text = read_regular_text(root / name)  # a fifo in its place holds no drive's start
         except (OSError, UnicodeDecodeError):
             continue
         for value in re.findall(r"^\s*pythonpath\s*=(.*)$", text, re.M):
