@@ -126,11 +126,12 @@ def _pytest_python(words: list[str], program: str) -> str | None:
     return shebang[0] if shebang and os.path.isabs(shebang[0]) else None
 
 
-def _packages(folder: Path) -> list[str]:
-    """The names of the packages in `folder` (folders with an `__init__.py` and a name Python imports)."""
+def _packages(folder: Path, most: int = 64) -> list[str]:
+    """The names of the packages in `folder` (folders with an `__init__.py` and a name Python imports),
+    the first `most` of them by name: a project has a few, and each is an argument of one process."""
     try:
         return sorted(entry.name for entry in folder.iterdir()
-                      if entry.name.isidentifier() and (entry / "__init__.py").is_file())
+                      if entry.name.isidentifier() and (entry / "__init__.py").is_file())[:most]
     except OSError:
         return []
 
