@@ -138,6 +138,17 @@ def _init_with(repo, files: dict[str, str]) -> tuple[dict, str]:
     ({"Makefile": "build:\n\tcc x.c\n", "Cargo.toml": "[package]\n"}, "cargo test"),  # no test target: not make
     # a committed lockfile names the tool the tests run through
     ({"pyproject.toml": "[tool.pytest.ini_options]\n", "uv.lock": "version = 1\n"}, "uv run --locked pytest"),
+    # pytest where `uv run` installs it by itself (the dev group, default-groups), and where it does not
+    ({"pyproject.toml": '[dependency-groups]\ndev = ["pytest>=8"]\n[tool.pytest.ini_options]\n', "uv.lock": ""},
+     "uv run --locked pytest"),
+    ({"pyproject.toml": '[dependency-groups]\ntests = ["pytest", "freezegun"]\n[tool.uv]\ndefault-groups = ["tests"]\n'
+                        "[tool.pytest.ini_options]\n", "uv.lock": ""}, "uv run --locked pytest"),
+    ({"pyproject.toml": '[dependency-groups]\ndev = ["pytest-cov"]\ntest = ["PyTest >= 8"]\n[tool.pytest.ini_options]\n',
+      "uv.lock": ""}, "uv run --locked --group test pytest"),
+    ({"pyproject.toml": '[project]\nname = "x"\n[project.optional-dependencies]\ntesting = ["pytest"]\n'
+                        "[tool.pytest.ini_options]\n", "uv.lock": ""}, "uv run --locked --extra testing pytest"),
+    ({"pyproject.toml": "[tool.pytest.ini_options]\nx = [" + "[" * 600 + "\n", "uv.lock": ""},
+     "uv run --locked pytest"),  # a pyproject.toml tomllib cannot read says nothing of where pytest is
     ({"pytest.ini": "[pytest]\n", "poetry.lock": "# poetry\n"}, "poetry run pytest"),
     ({"package.json": '{"scripts": {"test": "vitest"}}', "pnpm-lock.yaml": "lockfileVersion: '9.0'\n"}, "pnpm test"),
     ({"package.json": '{"scripts": {"test": "jest"}}', "yarn.lock": "# yarn\n"}, "yarn test"),
@@ -152,7 +163,11 @@ def test_init_writes_the_verify_command_the_repository_names(repo, files, comman
     assert config["verify"]["default"] == command
     assert f"verify command: {command} (" in said if command else "verify command: none found" in said
     for lock in ("uv.lock", "poetry.lock", "pnpm-lock.yaml", "yarn.lock"):
-        assert (f"a {lock})" in said) == (lock in files and command not in ("make test", "")), lock
+        assert (f"a {lock})" in said or f"a {lock}, pytest in its " in said) == \
+            (lock in files and command not in ("make test", "")), lock
+    holder = re.search(r"--(group|extra) (\S+)", command)
+    if holder:  # init says where pytest is
+        assert f", pytest in its {holder[1]} {holder[2]})" in said
     assert "hint:" not in said  # no shared environment here
 
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -98,7 +99,12 @@ def detect_verify(root: Path) -> tuple[str, str]:
             return "make test", f"a `test` target in {name}"
     found = _pytest_configuration(root)
     if found:
-        return _through_lock(root, found, "python -m pytest", PYTHON_LOCKS)
+        command, found = _through_lock(root, found, "python -m pytest", PYTHON_LOCKS)
+        holder = _pytest_holder(root) if command.startswith("uv ") else None
+        if holder:  # `uv run` would not install pytest by itself
+            kind, name = holder
+            return f"uv run --locked --{kind} {shlex.quote(name)} pytest", f"{found}, pytest in its {kind} {name}"
+        return command, found
     scripts = _package_json(root).get("scripts")
     test = scripts.get("test") if isinstance(scripts, dict) else None
     if isinstance(test, str) and test.strip() and "no test specified" not in test:  # npm init's stub fails
@@ -128,6 +134,38 @@ def _through_lock(root: Path, found: str, plain: str, locks: tuple[tuple[str, st
         if (root / lock).is_file():
             return command, f"{found} and a {lock}"
     return plain, found
+
+
+def _pytest_holder(root: Path) -> tuple[str, str] | None:
+    """Where a uv project keeps pytest when `uv run` would not install it by itself: ("group", NAME)
+    for a dependency group outside the groups it installs (`dev`, or `[tool.uv] default-groups`),
+    ("extra", NAME) for an optional dependency (it installs none unasked); None when one of those
+    groups holds it, or pyproject.toml names it nowhere that says."""
+    try:
+        data = tomllib.loads(_text(root / "pyproject.toml"))
+    except (ValueError, RecursionError):  # tomllib.TOMLDecodeError, or nested past its depth
+        return None
+    uv = _table(_table(data, "tool"), "uv")
+    defaults = uv.get("default-groups", ["dev"])
+    groups = [name for name, entries in sorted(_table(data, "dependency-groups").items()) if _names_pytest(entries)]
+    if groups and (defaults == "all" or isinstance(defaults, list) and set(groups) & set(defaults)):
+        return None  # `uv run` installs it
+    if groups:
+        return "group", groups[0]
+    extras = [name for name, entries in sorted(_table(_table(data, "project"), "optional-dependencies").items())
+              if _names_pytest(entries)]
+    return ("extra", extras[0]) if extras else None
+
+
+def _table(data: dict[str, Any], key: str) -> dict[str, Any]:
+    value = data.get(key)
+    return value if isinstance(value, dict) else {}
+
+
+def _names_pytest(entries: Any) -> bool:
+    """A list of requirements that holds pytest itself (`pytest>=8`, not `pytest-cov`)."""
+    return isinstance(entries, list) and any(isinstance(entry, str) and re.match(r"\s*pytest(?![\w.-])", entry, re.I)
+                                             for entry in entries)
 
 
 # Lockfiles that name the tool a project runs its tests through, and the command each gives.
