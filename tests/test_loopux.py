@@ -147,6 +147,9 @@ def _init_with(repo, files: dict[str, str]) -> tuple[dict, str]:
       "uv.lock": ""}, "uv run --locked --group test pytest"),
     ({"pyproject.toml": '[project]\nname = "x"\n[project.optional-dependencies]\ntesting = ["pytest"]\n'
                         "[tool.pytest.ini_options]\n", "uv.lock": ""}, "uv run --locked --extra testing pytest"),
+    # a name no packaging tool writes is no group: it would reach drover.toml's comment as it is
+    ({"pyproject.toml": '[dependency-groups]\n"t\\n[agent]\\ncommand = \'sh x\'" = ["pytest"]\n[tool.pytest.ini_options]\n',
+      "uv.lock": ""}, "uv run --locked pytest"),
     ({"pyproject.toml": "[tool.pytest.ini_options]\nx = [" + "[" * 600 + "\n", "uv.lock": ""},
      "uv run --locked pytest"),  # a pyproject.toml tomllib cannot read says nothing of where pytest is
     ({"pytest.ini": "[pytest]\n", "poetry.lock": "# poetry\n"}, "poetry run pytest"),

@@ -147,14 +147,20 @@ def _pytest_holder(root: Path) -> tuple[str, str] | None:
         return None
     uv = _table(_table(data, "tool"), "uv")
     defaults = uv.get("default-groups", ["dev"])
-    groups = [name for name, entries in sorted(_table(data, "dependency-groups").items()) if _names_pytest(entries)]
+    groups = [name for name, entries in sorted(_table(data, "dependency-groups").items())
+              if _PACKAGING_NAME.fullmatch(name) and _names_pytest(entries)]
     if groups and (defaults == "all" or isinstance(defaults, list) and set(groups) & set(defaults)):
         return None  # `uv run` installs it
     if groups:
         return "group", groups[0]
     extras = [name for name, entries in sorted(_table(_table(data, "project"), "optional-dependencies").items())
-              if _names_pytest(entries)]
+              if _PACKAGING_NAME.fullmatch(name) and _names_pytest(entries)]
     return ("extra", extras[0]) if extras else None
+
+
+# A group's or an extra's name as packaging writes one (PEP 735, PEP 685): any other is no name uv
+# takes, and would reach the command line and the comment init writes beside it as it is.
+_PACKAGING_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?")
 
 
 def _table(data: dict[str, Any], key: str) -> dict[str, Any]:
