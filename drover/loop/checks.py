@@ -380,19 +380,13 @@ def empty_verify(verify: dict[str, str]) -> list[Finding]:
 
 
 def verify_warnings(project: Project) -> list[Finding]:
-    """A warning for each `[verify]` command that cannot start here, or whose tests would import
+    """A warning for each `[verify]` key whose command cannot start here, or whose tests would import
     this checkout's code from an item's worktree: drover's check would fail on every item, or pass
-    what a branch broke. Each command looked at once, whatever keys name it."""
-    from drover.loop.runnable import verify_problems
+    what a branch broke (runnable.verify_commands_problems)."""
+    from drover.loop.runnable import verify_commands_problems
 
-    said: dict[str, list[tuple[ProblemCode, str]]] = {}
-    findings = []
-    for key, command in sorted(project.config.verify.items()):
-        if command.strip() and command not in said:
-            said[command] = verify_problems(command, project.root)
-        findings += [Finding.at(code, CONFIG_FILE, f"[verify] {key} {words}", error=False)
-                     for code, words in said.get(command, [])]
-    return findings
+    return [Finding.at(code, CONFIG_FILE, f"[verify] {key} {said}", error=False)
+            for keys, code, said in verify_commands_problems(project.config.verify, project.root) for key in keys]
 
 
 def run_check(project: Project, ledger: Ledger, *, warnings: bool = True) -> list[Finding]:

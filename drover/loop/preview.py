@@ -61,17 +61,13 @@ def header(project: Project, ids: list[str], jobs: int, finish: bool, then: list
 
 
 def _verify_warnings(project: Project) -> list[str]:
-    """What `drover check` warns of a verify command (runnable.verify_problems), said where a drive
-    starts too: one that cannot start fails every item's check, and one whose tests import this
-    checkout's code passes what a branch broke, all night long."""
-    from drover.loop.runnable import verify_problems
+    """What `drover check` warns of a verify command, said where a drive starts too: one that cannot
+    start fails every item's check, and one whose tests import this checkout's code passes what a
+    branch broke, all night long."""
+    from drover.loop.runnable import verify_commands_problems
 
-    commands: dict[str, list[str]] = {}
-    for key, command in sorted(project.config.verify.items()):
-        if command.strip():
-            commands.setdefault(command, []).append(key)
-    return [f"  warning: [verify] {', '.join(keys)} {said}" for command, keys in commands.items()
-            for _, said in verify_problems(command, project.root)]
+    return [f"  warning: [verify] {', '.join(keys)} {said}"
+            for keys, _, said in verify_commands_problems(project.config.verify, project.root)]
 
 
 def _unmetered(project: Project) -> list[str]:

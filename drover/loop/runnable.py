@@ -11,10 +11,22 @@ import re
 import shlex
 import shutil
 import subprocess
+from collections.abc import Mapping
 from pathlib import Path
 
 from drover.errors import ProblemCode
 from drover.git.files import read_regular_text
+
+
+def verify_commands_problems(verify: Mapping[str, str], root: Path) -> list[tuple[list[str], ProblemCode, str]]:
+    """verify_problems of each `[verify]` command, looked at once whatever keys name it: (the keys,
+    in order, the code, the words). `drover check` says it of each key, a drive's header of the keys
+    together."""
+    keys: dict[str, list[str]] = {}
+    for key, command in sorted(verify.items()):
+        if command.strip():
+            keys.setdefault(command, []).append(key)
+    return [(named, code, said) for command, named in keys.items() for code, said in verify_problems(command, root)]
 
 
 def verify_problems(command: str, root: Path) -> list[tuple[ProblemCode, str]]:
