@@ -33,8 +33,25 @@ TEST_JOBS ?= 4
 # pytest keeps each test module's assertion-rewritten bytecode beside it, unless
 # PYTHONDONTWRITEBYTECODE is set: then each test process rewrites all 60 modules again (3.4 s of
 # CPU a process). Set empty here, for pytest alone.
+#
+# The tests' files (a git repository, HOME and ledger for each test, worktrees, wheels) go to a
+# folder of their own in the RAM filesystem TEST_RAM when it is there with 1 GiB free (the suite
+# holds about 60 MB at its peak), else in the system's temporary folder. Thousands of small
+# repositories made and removed cost a journalled disk half a minute or more of system time
+# (a run: pytest 180-233 s with its files on this machine's ext4, 149-172 s on /dev/shm;
+# docs/performance.md). The folder goes when the run passes; a failed run's is kept, with the
+# failed tests' folders in it (tmp_path_retention_policy), and named. `make test-stress` and
+# `make e2e` keep their files on the disk, so the suite still meets a real one.
+TEST_RAM ?= /dev/shm
 test: bytecode
-	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -n $(TEST_JOBS) --maxschedchunk 1
+	@ram=$$(test -d $(TEST_RAM) -a -w $(TEST_RAM) && df -Pk $(TEST_RAM) | awk 'NR == 2 && $$4 >= 1048576 {print "$(TEST_RAM)"}'); \
+	tmp=$$(mktemp -d -p "$${ram:-$${TMPDIR:-/tmp}}" drover-tests.XXXXXX) || exit 1; \
+	echo "PYTHONDONTWRITEBYTECODE= TMPDIR=$$tmp $(BIN)/python -m pytest -n $(TEST_JOBS) --maxschedchunk 1"; \
+	if PYTHONDONTWRITEBYTECODE= TMPDIR="$$tmp" $(BIN)/python -m pytest -n $(TEST_JOBS) --maxschedchunk 1; then \
+	  rm -rf "$$tmp"; \
+	else \
+	  status=$$?; echo "drover: the failed tests' files are kept in $$tmp"; exit $$status; \
+	fi
 	$(MAKE) lint
 
 # The generated reference docs (docs/reference/*.md, and the cog blocks of configuration.md,
