@@ -186,6 +186,10 @@ def test_durations(text, seconds):
     ("[revew]\nmax_rounds = 2\n", "drover.toml: [revew]: unknown table (did you mean review?) (line 1)"),
     ("review = 3\n", "drover.toml: [review]: expected a table (line 1)"),
     ("prefix = \"X\"\n", "drover.toml: prefix: unknown key (did you mean [project] prefix?) (line 1)"),
+    # a key written as a table of its own is placed at that table's header, not at its parent's
+    ("[project]\nprefix = \"D\"\n\n[review]\nmax_rounds = 2\n\n[project.sub]\nx = 1\n",
+     "drover.toml: [project] sub: unknown key (line 7)"),
+    ("[review]\n\n[review.extra]\ny = 2\n", "drover.toml: [review] extra: unknown key (line 3)"),
 ])
 def test_errors_name_the_key(tmp_path, text, message):
     assert config_error(tmp_path, text) == message

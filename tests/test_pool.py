@@ -604,17 +604,25 @@ def test_a_mode_the_shared_config_told_git_to_overlook_does_not_reach_the_next_c
     assert git(pooled, "log", "--merges", "--format=%s", "main").count("drover: merge") == 2
 
 
-def test_a_worktree_whose_common_folder_an_agent_rewrote_is_discarded_not_reused(pooled, tmp_path):
+@pytest.mark.parametrize("named", ["another repository", "a link in a loop"])
+def test_a_worktree_whose_common_folder_an_agent_rewrote_is_discarded_not_reused(pooled, tmp_path, named):
     """The private git folder's `commondir` names the repository the worktree belongs to: pointed
-    elsewhere, drover's checkout and clean would run in that other repository."""
-    elsewhere = another_repository(tmp_path)
+    elsewhere, drover's checkout and clean would run in that other repository. Pointed at a link
+    that leads to itself, the look at where it leads raised out of the drive (Python's resolve)."""
+    if named == "another repository":
+        elsewhere = another_repository(tmp_path)
+    else:
+        elsewhere = tmp_path / "loop"
+        elsewhere.mkdir()
+        (elsewhere / ".git").symlink_to(".git")
     first, second = new_item(pooled, "first"), new_item(pooled, "second")
     done = drive(pooled, first, env={"POOL_HOSTILE": "commondir", "POOL_ELSEWHERE": str(elsewhere)})
     assert done.returncode == 0, done.stdout + done.stderr
     done = drive(pooled, second)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert git(elsewhere, "branch", "--format=%(refname:short)").split() == ["main"]
-    assert git(elsewhere, "status", "--porcelain") == ""
+    if named == "another repository":
+        assert git(elsewhere, "branch", "--format=%(refname:short)").split() == ["main"]
+        assert git(elsewhere, "status", "--porcelain") == ""
     (entry,) = [entry for entry in seen(tmp_path) if entry["item"] == second and entry["slot"] == "implement"]
     assert entry["seen"] == {} and entry["readme"] == "base\n"
     discarded = sqlite3.connect(pooled / ".drover" / "ledger.db").execute(

@@ -132,7 +132,8 @@ def _dotted(name: str) -> str:
 def locate(text: str) -> Callable[[str, str], int | None]:
     """A lookup of the line where `text` writes a table's key (`key` "": the table itself), read the
     first time it is asked. A key not written on a line of its own (inside an inline table) is
-    placed at its table; a table written as a key (`review = {...}` under `[agent]`), at that key."""
+    placed at its table; a table written as a key (`review = {...}` under `[agent]`), at that key;
+    a key written as a table (`[project.sub]`), at that table's header."""
     lines: dict[tuple[str, str], int] | None = None
 
     def line(table: str, key: str) -> int | None:
@@ -140,7 +141,8 @@ def locate(text: str) -> Callable[[str, str], int | None]:
         if lines is None:
             lines = key_lines(text)
         parent, _, last = table.rpartition(".")
-        for place in ((table, key), (table, ""), (parent, last), (parent, "")):
+        below = (f"{table}.{key}" if table and key else key, "")  # the key written as a table's header
+        for place in ((table, key), below, (table, ""), (parent, last), (parent, "")):
             if place in lines and place != ("", ""):
                 return lines[place]
         return None

@@ -31,7 +31,7 @@ class Unfit(GitError):
 def common_dir(root: Path) -> Path:
     """The repository's common git folder (where `worktrees/` lives)."""
     found = git(["rev-parse", "--git-common-dir"], root).strip()
-    return (root / found).resolve()
+    return Path(os.path.realpath(root / found))
 
 
 def private_git_dir(worktree: Path, common: Path) -> Path:
@@ -55,15 +55,16 @@ def private_git_dir(worktree: Path, common: Path) -> Path:
         named_back = Path(read_small_file(private / "gitdir").strip())
     except OSError:
         raise Unfit(f"{dot_git} names {private}, which is not a worktree's folder") from None
-    if private.resolve().parent != common / "worktrees" or named_back.resolve() != dot_git.resolve():
+    if (Path(os.path.realpath(private)).parent != common / "worktrees"
+            or os.path.realpath(named_back) != os.path.realpath(dot_git)):
         raise Unfit(f"{dot_git} names {private}, not this repository's folder for {worktree}")
     # the private folder names the common one it shares: rewritten, git in the worktree would
     # work on another repository's objects, refs and config
     try:
-        shared = (private / read_small_file(private / "commondir").strip()).resolve()
+        shared = Path(os.path.realpath(private / read_small_file(private / "commondir").strip()))
     except OSError:
         raise Unfit(f"{private} names no common git folder") from None
-    if shared != common.resolve():
+    if shared != Path(os.path.realpath(common)):
         raise Unfit(f"{private}/commondir names {shared}, not this repository's git folder")
     return private
 

@@ -46,7 +46,7 @@ def registered_worktrees(root: Path) -> dict[Path, str]:
     path: Path | None = None
     for line in git(["worktree", "list", "--porcelain"], root).splitlines():
         if line.startswith("worktree "):
-            path = Path(line[len("worktree "):]).resolve()
+            path = Path(os.path.realpath(line[len("worktree "):]))
             found[path] = ""
         elif line.startswith("branch ") and path is not None:
             found[path] = line[len("branch "):].removeprefix("refs/heads/")
@@ -66,7 +66,7 @@ def ensure_worktree(root: Path, path: Path, branch: str, base: str, *,
     are written: under `drive --jobs N` a prune must not meet another thread's `worktree add`
     halfway, but the checkout of a big tree need not keep the others waiting.
     """
-    path = Path(path).resolve()
+    path = Path(os.path.realpath(path))
     if common is not None and _on_branch(path, common, branch):
         return path
     with lock:
@@ -142,7 +142,7 @@ def _on_branch(path: Path, common: Path, branch: str) -> bool:
 def add_detached_worktree(root: Path, path: Path, commit: str) -> Path:
     """A new worktree at `path` on a detached HEAD at `commit`: a scratch checkout that no branch
     follows, so nothing done in it moves one (drover's checks, verify.py)."""
-    path = Path(path).resolve()
+    path = Path(os.path.realpath(path))
     path.parent.mkdir(parents=True, exist_ok=True)
     require_no_fifo_in_worktree_folders(root)
     git(["worktree", "add", "--quiet", "--detach", str(path), f"{commit}^{{commit}}"], root)
@@ -156,7 +156,7 @@ def remove_worktree(root: Path, path: Path, *, force: bool = False, common: Path
     repository's common git folder, when the caller knows it: a worktree whose own files say it is
     registered there (_registered) needs no `worktree list` to say so.
     """
-    path = Path(path).resolve()
+    path = Path(os.path.realpath(path))
     known = common is not None and _registered(path, common) is not None
     if not path.is_dir() or not (known or path in registered_worktrees(root)):
         git(["worktree", "prune"], root)

@@ -206,7 +206,7 @@ def read_summary(path: str, name: str, prefix: str, data: bytes | None = None,
         except FileNotFoundError:
             raise Unreadable(MISSING) from None
         except (OSError, UnicodeDecodeError) as exc:
-            raise Unreadable(NO_PARSE, f"cannot read: {exc}") from None
+            raise Unreadable(NO_PARSE, f"cannot read: {_why(exc)}") from None
         split = None
     meta, _, offset, item_id = _parse(text, name, prefix, None, split)
     deps = tuple(_text(dep) for dep in _as_list(meta.get("deps")))
@@ -275,6 +275,11 @@ def item_from_meta(text: str, path: Path, prefix: str, meta: dict[str, Any]) -> 
     return _item(text, path, prefix, _checked(text, meta, text[offset:], offset, path.name, prefix, None))
 
 
+def _why(exc: OSError | UnicodeDecodeError) -> str:
+    """Why a file could not be read, without the path the message is about already."""
+    return exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+
+
 def read_item(path: Path, prefix: str) -> Item:
     """Read and parse an item file; raises Unreadable (MISSING when there is no file)."""
     try:
@@ -283,7 +288,7 @@ def read_item(path: Path, prefix: str) -> Item:
     except FileNotFoundError:
         raise Unreadable(MISSING) from None
     except (OSError, UnicodeDecodeError) as exc:
-        raise Unreadable(NO_PARSE, f"cannot read: {exc}") from None
+        raise Unreadable(NO_PARSE, f"cannot read: {_why(exc)}") from None
     return parse_item(text, path, prefix)
 
 

@@ -168,12 +168,16 @@ def catalogue(project: Project, ledger: Ledger) -> dict[str, Entry]:
     changed: list[Changed] = []
     for name in names:
         light = cache.pop(base + name, None)  # what is left in the cache at the end is stale
+        row = None if light is None else CachedFile._make(light)
         try:
             stat = os.stat(within + name)
         except FileNotFoundError:
             continue  # gone since the listing
+        except OSError:  # a link in a loop, say: its read fails too, and the parse says why, each time
+            entries[name[:-3]] = _PENDING
+            changed.append(Changed(name, -1, -1, row))
+            continue
         entries[name[:-3]] = _PENDING
-        row = None if light is None else CachedFile._make(light)
         if row is not None and row.size == stat.st_size and row.mtime_ns == stat.st_mtime_ns:
             kept.append(row)
         else:
@@ -347,6 +351,11 @@ def entries_for(project: Project, ledger: Ledger, item_ids: Iterable[str]) -> di
             stat = path.stat()
         except FileNotFoundError:
             found[item_id] = Entry(id=item_id, rel=rel, unreadable=itemfile.MISSING)
+            continue
+        except OSError:  # a link in a loop, say: its read fails too, and the parse says why; no row kept
+            parsed = parsing.parse_one(str(path.parent) + os.sep, Job(path.name), project.config.prefix)
+            assert isinstance(parsed, parsing.Parsed)
+            found[item_id] = _entry_of(parsed.fields, rel)
             continue
         row = CacheRow(*cached[rel]) if rel in cached else None
         if row is not None and row.size == stat.st_size and row.mtime_ns == stat.st_mtime_ns:

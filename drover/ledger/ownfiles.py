@@ -8,6 +8,7 @@ items folder), which a branch brings only when the operator says so (`finish
 """
 from __future__ import annotations
 
+import os
 import posixpath
 from typing import TYPE_CHECKING
 
@@ -59,7 +60,7 @@ def _prompt_keys(project: "Project") -> set[str]:
         if not written:
             continue
         full = Path(written) if Path(written).is_absolute() else root / written
-        for candidate, top in ((full, root), (full.resolve(), root.resolve())):
+        for candidate, top in ((full, root), (Path(os.path.realpath(full)), Path(os.path.realpath(root)))):
             try:
                 keys.add(_normal(candidate.relative_to(top).as_posix()))
             except ValueError:

@@ -79,7 +79,7 @@ class Project:
         """A path as the user sees it: relative to the repository root where it lies inside."""
         path = Path(path)
         try:
-            return path.resolve().relative_to(self.root.resolve()).as_posix()
+            return Path(os.path.realpath(path)).relative_to(os.path.realpath(self.root)).as_posix()
         except ValueError:
             return str(path)
 
@@ -125,21 +125,21 @@ def find_root(start: Path | None = None) -> Path:
     trust, a one-line error: drover never walks up to a drover.toml git does not lead to."""
     env = os.environ.get("DROVER_REPO")
     if env:
-        root = Path(env).resolve()
+        root = Path(os.path.realpath(env))
         if not git.rev_parse(root, "--git-dir"):
             raise no_repository(root, missing=f"$DROVER_REPO is {env}, which is not inside a git repository: unset "
                                 "it to use the repository you are in, or point it at a repository's checkout")
         return root
-    start = (start or Path.cwd()).resolve()
+    start = Path(os.path.realpath(start or Path.cwd()))
     common = git.rev_parse(start, "--path-format=absolute", "--git-common-dir")
     if common:
         # a worktree's common directory is the main checkout's .git; a submodule's lies in its
         # superproject's .git/modules, so its own top is the checkout
         if Path(common).name == ".git":
-            return Path(common).parent.resolve()
+            return Path(os.path.realpath(Path(common).parent))
         toplevel = git.rev_parse(start, "--show-toplevel")
         if toplevel:
-            return Path(toplevel).resolve()
+            return Path(os.path.realpath(toplevel))
     raise no_repository(start)
 
 
@@ -255,8 +255,8 @@ def open_project(start: Path | None = None) -> Project:
         raise ConfigError(f"{CONFIG_FILE} is no regular file (a fifo, a device or a folder) in {root}: "
                           "put drover's configuration back in its place (`drover init` writes one)")
     project = Project(root=root, config=load_config(config_path))
-    items = project.items_dir.resolve()
-    if items != root.resolve() and root.resolve() not in items.parents:
+    items, top = Path(os.path.realpath(project.items_dir)), Path(os.path.realpath(root))
+    if items != top and top not in items.parents:
         raise ConfigError(f"[project] items: {project.config.items!r} leads outside the repository "
                           f"(to {items})", path=CONFIG_FILE)
     check_state(project.root, project.config.items)

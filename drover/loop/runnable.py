@@ -77,9 +77,9 @@ def tests_this_checkout(command: str, root: Path) -> str:
     found = _ask(python, root, _ORIGINS, *[name for name, _ in candidates]) if candidates else None
     if found is None or found.returncode != 0:
         return ""
-    here = root.resolve()
+    here = Path(os.path.realpath(root))
     for (name, at_top), origin in zip(candidates, found.stdout.decode("utf-8", "replace").splitlines()):
-        place = Path(origin).resolve().parent if origin else None
+        place = Path(os.path.realpath(origin)).parent if origin else None
         if place is None or (at_top and not place.is_relative_to(here)):
             continue  # not found, or a package of another's named like a folder here (tests/)
         where, whose = ((f"this checkout's {place.relative_to(here)}/ through an install of it", "this checkout's code")

@@ -233,8 +233,8 @@ def repo_path(root: Path, written: str) -> Path:
     """A template path relative to the repository root, refused when it resolves outside it."""
     candidate = Path(written)
     full = candidate if candidate.is_absolute() else root / candidate
-    real = full.resolve()
-    if not real.is_relative_to(Path(root).resolve()):
+    real = Path(os.path.realpath(full))
+    if not real.is_relative_to(os.path.realpath(root)):
         raise TemplateError("refused: the template path resolves outside the repository", path=written)
     return real
 
