@@ -5,6 +5,7 @@ so drover asks `os.path.realpath`, which does not."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
@@ -90,3 +91,15 @@ def test_a_link_in_a_loop_where_an_items_worktree_goes_stops_that_item_in_one_li
     for args in (("worktrees",), ("worktrees", "prune"), ("list",)):
         assert drover(project, *args).returncode == 0
     assert git(project, "worktree", "list").count("\n") == 1  # the main checkout alone
+
+
+def test_drover_resolves_no_path_through_pathlib():
+    """`Path.resolve()` raises on a link in a loop up to Python 3.12 and `os.path.realpath` does not:
+    a path drover resolves may be one an agent made, so drover's code asks realpath (its own
+    package's place, from `__file__`, is the one path no agent names)."""
+    package = Path(__file__).parent.parent / "drover"
+    found = [f"{path.relative_to(package.parent)}:{number}"
+             for path in sorted(package.rglob("*.py"))
+             for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+             if ".resolve(" in line and "__file__" not in line]
+    assert found == [], found
