@@ -348,6 +348,22 @@ def test_a_block_is_whole_lines_even_written_inline(project):
                for line in result.output.splitlines())
 
 
+def test_a_closing_tag_that_trims_does_not_glue_the_block_onto_the_next_line(project):
+    """`<%- endblock %>` strips the block's last newline as Jinja reads it: the block still lands as
+    whole lines (SPEC 8.2), and check warns as for a last line written without a newline."""
+    use_override(project, "<% block done %>\n- Regenerate the client.\n<%- endblock %>\n")
+    out = invoke("prompt", "D-1", "--slot", "implement").output
+    assert "\n- Regenerate the client.\n- " in out
+    assert "client.- " not in out and "client.\n\n" not in out
+    result = invoke("check")
+    assert result.exit_code == 0
+    assert any(line.startswith(f"warning: {KICKOFF}:1: block done: its last line has no newline")
+               for line in result.output.splitlines())
+    use_override(project, "<% block done %>\n- Regenerate.\n<% if true %>\n- Commit it.\n<% endif %>\n<%- endblock %>\n")
+    assert "\n- Regenerate.\n- Commit it.\n- " in invoke("prompt", "D-1", "--slot", "implement").output
+    assert not any("has no newline" in line for line in invoke("check").output.splitlines())
+
+
 def test_functions_work_like_filters_and_are_suggested(project):
     use_override(project, "<% block done %>\n- {{ lower(Title) }} {{ upper(Id) }} {{ join(['a', 'b'], '+') }} [{{ trim('  x ') }}]\n<% endblock %>\n")
     out = invoke("prompt", "D-1", "--slot", "implement").output

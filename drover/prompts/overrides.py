@@ -16,7 +16,7 @@ from jinja2 import nodes
 from drover.config import Config
 from drover.errors import BlockError, Finding, ProblemCode, TemplateError, UsageError
 from drover.git.files import read_regular_text
-from drover.prompts.env import builtin_blocks, builtin_display, builtin_name, builtin_source, check_slot, default_hash, find_blocks, nearest, parse
+from drover.prompts.env import Block, builtin_blocks, builtin_display, builtin_name, builtin_source, check_slot, default_hash, find_blocks, nearest, parse
 
 REPO_TEMPLATES_ENV = "DROVER_REPO_TEMPLATES"
 INLINE = "--template"
@@ -147,9 +147,15 @@ _TRAILING_TAG = re.compile(r"(?:<%(?P<trim>-?)[^%]*?%>|<#-?[^#]*?#>)[ \t]*$", re
 _NEWLINE_EXPR = '{{ "\\n" }}'  # adds a newline without adding a source line, so line numbers hold
 
 
-def _ends_a_line(source: str) -> bool:
-    """Whether a block's content, as rendered, ends with a newline (trailing tags render nothing)."""
-    text = source
+def _trims_its_end(text: str, block: Block) -> bool:
+    """Whether the block's closing tag is written `<%- endblock %>`, which strips the newline before it."""
+    return text.startswith("<%-", block.end)
+
+
+def _ends_a_line(source: str, trimmed: bool = False) -> bool:
+    """Whether a block's content, as rendered, ends with a newline (trailing tags render nothing;
+    `trimmed`: the closing tag strips the whitespace before it, its newline too)."""
+    text = source.rstrip() if trimmed else source
     while True:
         match = _TRAILING_TAG.search(text)
         if not match:
@@ -164,12 +170,16 @@ def _ends_a_line(source: str) -> bool:
 def unended_blocks(text: str) -> list[OverrideBlock]:
     """Blocks whose last line has no newline: written inline, they would glue onto the next line."""
     return [OverrideBlock(block.name, block.line, block.source, None)
-            for block in find_blocks(text) if not _ends_a_line(block.source)]
+            for block in find_blocks(text) if not _ends_a_line(block.source, _trims_its_end(text, block))]
 
 
 def whole_lines(text: str) -> str:
-    """The override with every block ending its last line, as the built-in's own lines do."""
+    """The override with every block ending its last line, as the built-in's own lines do: a closing
+    `<%- endblock %>` loses its `-` (it would strip the last newline and glue the block onto the
+    built-in's next line), and a last line with no newline is given one."""
     for block in sorted(find_blocks(text), key=lambda b: b.end, reverse=True):
+        if _trims_its_end(text, block):
+            text = text[: block.end + 2] + text[block.end + 3 :]
         if not _ends_a_line(block.source):
             text = text[: block.end] + _NEWLINE_EXPR + text[block.end :]
     return text
