@@ -301,6 +301,25 @@ def test_go_template_syntax_is_refused_with_the_drover_form(project):
     assert "drover fields are written {{ Title }} (no leading dot)" in invoke("check").output
 
 
+def test_a_go_condition_is_answered_with_a_drover_form_that_renders(project):
+    """The seed's "vary by kind" condition, and Go's other comparison and logic functions: the
+    line check prints names a Jinja condition, and that condition renders."""
+    cases = {
+        '{{- if eq (.Get "kind") "bug" }}': 'Get("kind") == "bug"',
+        '{{ if not (.Is "migration") }}': 'not Is("migration")',
+        '{{ if and (.Is "migration") (ne .Kind "bug") }}': 'Is("migration") and (Kind != "bug")',
+        '{{ if gt (len .Deps) 2 }}': "Deps | length > 2",
+        '{{ if eq (index .Meta "team") "core" }}': 'Meta["team"] == "core"',
+        '{{ if eq .Kind "bug" "chore" }}': 'Kind == "bug" or Kind == "chore"',
+    }
+    for go, jinja in cases.items():
+        use_override(project, f"<% block done %>\n{go}\n- Reproduce first.\n{{{{ end }}}}\n<% endblock %>\n")
+        assert (f"{KICKOFF}:2: drover statements are written <% if {jinja} %> ... <% endif %> "
+                "(this looks like Go template syntax)") in invoke("check").output.splitlines(), go
+        use_override(project, f"<% block done %>\n<% if {jinja} %>\n- Reproduce first.\n<% endif %>\n<% endblock %>\n")
+        assert invoke("prompt", "D-1", "--slot", "implement").exit_code == 0, jinja
+
+
 def test_jinja_calls_and_go_text_kept_in_raw_blocks_or_comments_are_not_taken_for_go_syntax(project):
     use_override(project, "<% block done %>\n- Items: {{ range(3) | list | join(',') }}.\n"
                           "<% raw %>\n- Go code writes {{ .Name }} and {{ if .Ok }}.\n<% endraw %>\n"

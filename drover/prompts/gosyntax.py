@@ -21,6 +21,63 @@ _JINJA_RANGE = re.compile(r"range\s*\(")
 _JINJA_TAG = re.compile(r"\{(?P<kind>[%#]).*?(?P=kind)\}", re.DOTALL)
 _CALL = re.compile(r'(?P<name>Is|Get)\s+(?P<arg>"[^"]*")')
 _DOT_FIELD = re.compile(r"(?<![\w\])])\.(?P<field>[A-Z]\w*)")
+# Go's comparison and logic functions take their operands as arguments; Jinja writes operators
+_OPERATORS = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">=", "and": "and", "or": "or"}
+_ARGUMENT = re.compile(r'\s*(\((?:[^()]|\([^()]*\))*\)|"(?:[^"\\]|\\.)*"|[^\s()"]+)')
+
+
+def _arguments(text: str) -> list[str] | None:
+    """A Go function's arguments (a parenthesised pipeline, a string, a word), or None when the
+    text is not only such arguments."""
+    found, at = [], 0
+    while at < len(text):
+        match = _ARGUMENT.match(text, at)
+        if not match:
+            return None
+        found.append(match.group(1))
+        at = match.end()
+        while at < len(text) and text[at].isspace():
+            at += 1
+    return found
+
+
+_SIMPLE = re.compile(r'(?:\w+(?:\([^()]*\))?|"(?:[^"\\]|\\.)*"|-?\d+(?:\.\d+)?)')
+
+
+def _operand(argument: str) -> str:
+    """An argument as a Jinja operand: a parenthesised call or value loses its parentheses, a nested
+    Go condition or `len X` is written the Jinja way."""
+    if not (argument.startswith("(") and argument.endswith(")")):
+        return argument
+    inner = argument[1:-1].strip()
+    if _SIMPLE.fullmatch(inner):
+        return inner
+    word, _, tail = inner.partition(" ")
+    if word == "len" and _SIMPLE.fullmatch(tail.strip()):
+        return f"{tail.strip()} | length"
+    keyed = _arguments(tail.strip()) if word == "index" else None
+    if keyed and len(keyed) == 2 and all(_SIMPLE.fullmatch(part) for part in keyed):
+        return f"{keyed[0]}[{keyed[1]}]"
+    translated = _condition(inner)
+    return f"({translated})" if translated != inner else argument
+
+
+def _condition(rest: str) -> str:
+    """A Go condition written with Jinja operators: `eq (Get("kind")) "bug"` -> `Get("kind") == "bug"`."""
+    word, _, tail = rest.partition(" ")
+    arguments = _arguments(tail.strip())
+    if not arguments:
+        return rest
+    operands = [_operand(argument) for argument in arguments]
+    if word == "not" and len(operands) == 1:
+        return f"not {operands[0]}"
+    if word in ("and", "or") and len(operands) >= 2:
+        return f" {word} ".join(operands)
+    if word in _OPERATORS and len(operands) == 2:
+        return f"{operands[0]} {_OPERATORS[word]} {operands[1]}"
+    if word == "eq" and len(operands) > 2:  # Go's eq a b c: a equals any of the others
+        return " or ".join(f"{operands[0]} == {other}" for other in operands[1:])
+    return rest
 
 
 def _drover_form(body: str) -> str | None:
@@ -39,6 +96,8 @@ def _drover_form(body: str) -> str | None:
         word = {"range": "for", "with": "if", "template": "include"}.get(match.group("word"), match.group("word"))
         rest = _DOT_FIELD.sub(r"\g<field>", match.group("rest")).strip()
         rest = _CALL.sub(r"\g<name>(\g<arg>)", rest)
+        if word == "if":
+            rest = _condition(rest)
         if word == "else":
             return "drover statements are written <% else %>"
         if word == "for":
