@@ -51,6 +51,15 @@ def test_dry_run_writes_nothing(project):
     assert snapshot(project) == before
 
 
+def test_dry_run_names_the_agents_time_limit_and_says_when_there_is_none(project):
+    item = new_item(project, "Add a thing")
+    assert "(timeout 2h)" in drover(project, "run", item, "--dry-run", check=True).stdout
+    config = project / "drover.toml"
+    config.write_text(config.read_text().replace('timeout = "2h"', 'timeout = "0"', 1))
+    shown = drover(project, "run", item, "--dry-run", check=True).stdout
+    assert "(no timeout)" in shown and "(timeout 0" not in shown
+
+
 def test_dry_run_works_without_the_agent_binary(project):
     config = project / "drover.toml"
     config.write_text(config.read_text().replace('preset = "script"', 'preset = "claude"')

@@ -36,7 +36,7 @@ class AgentConfig(NamedTuple):
     command: str = key("agent", "", "argv as shell-like words (never run through a shell); overrides the preset")
     name: str = key("agent", "", "identity recorded as author / auditor; default: the preset name")
     timeout: str = key("agent", "2h", "the agent's whole process group is ended after this long "
-                                            "(2h, 90m, 1h30m, 45s or seconds)", check=check_duration, convert=as_seconds)
+                                            "(2h, 90m, 1h30m, 45s or seconds); \"0\" never", check=check_duration, convert=as_seconds)
     stall: str = key("agent", "15m", "a run that prints nothing for this long is ended like a timeout (class "
                                      "stalled); \"0\" never", check=check_duration, convert=as_seconds)
     guidance: str = key("agent", "detailed", "how much coaching the built-in prompts carry",

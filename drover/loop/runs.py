@@ -200,7 +200,8 @@ def describe(project: Project, launch: Launch) -> list[str]:
     lines.append(f"branch: {launch.branch or '(none: drafts run in the main checkout)'}")
     where = project.relpath(launch.workdir) if launch.workdir != project.root else "."
     lines.append(f"directory: {where}" + (" (a worktree, created at launch)" if launch.worktree else ""))
-    lines.append(f"agent: {launch.agent.identity} (timeout {launch.agent.timeout})")
+    limit = f"timeout {launch.agent.timeout}" if launch.agent.timeout_seconds else "no timeout"
+    lines.append(f"agent: {launch.agent.identity} ({limit})")
     made = launch.provenance
     lines.append(f"template: {templates.described_source(made.requested, made.resolved, made.base_hashes)}")
     if launch.worktree is not None and project.config.setup:
