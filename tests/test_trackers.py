@@ -466,6 +466,8 @@ def test_github_failure_without_words_reports_the_exit_status(gh, repo):
         ("issue-view", "", "gh issue view returned output that is not JSON"),
         ("issue-view", "[]", "gh issue view returned JSON that is not an issue"),
         ("issue-view", '{"number": 12, "body": 5}', "gh issue view returned JSON that is not an issue"),
+        ("issue-view", '{"number": 99, "title": "another", "body": "", "state": "OPEN", "url": "", "labels": []}',
+         "gh issue view returned issue #99, not #12"),
         ("api", '{"message": "Not Found"}', "gh api returned JSON that is not a list of issues"),
         # what Python's json raises past JSONDecodeError: nesting past its depth, a number past its digits
         ("issue-list", "[" * 100_000, "gh issue list returned output that is not JSON"),

@@ -117,7 +117,10 @@ class GitHubTracker:
     def issue(self, number: int) -> Issue:
         """Issue `number` read fresh with `gh issue view`."""
         data = self._json(["issue", "view", str(number), "--json", ISSUE_FIELDS, *self._repo()], "gh issue view")
-        return _issue(data, "gh issue view")
+        found = _issue(data, "gh issue view")
+        if found.number != number:  # another issue's words would go out under this one's number
+            raise TrackerUnavailable(f"gh issue view returned issue #{found.number}, not #{number}")
+        return found
 
     def intake(self, number: int) -> tuple[Issue, str]:
         """Issue `number`, read fresh, named by its number and address."""
