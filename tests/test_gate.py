@@ -164,6 +164,25 @@ def test_a_branch_that_force_adds_the_ledger_is_refused_and_the_ledger_keeps_eve
     assert json.loads(drover(project, "show", "D-1", "--json", check=True).stdout)["state"] == "approved"
 
 
+@pytest.mark.parametrize("hidden_by", ["hidden-gitlink", "hidden-gitlink-gitmodules"])
+def test_a_gitlink_the_shared_config_hides_from_gits_diffs_is_still_drovers_own_state(project, hidden_by):
+    """Hostile review 31: the branch adds a gitlink at `.drover/ledger.db` and hides it from every
+    diff (`diff.ignoreSubmodules = all` in the shared config, or `ignore = all` in a `.gitmodules`
+    left in the checkout). finish's check of drover's own files saw nothing, and the merge's
+    checkout made the ledger an empty folder: every later command failed to open it."""
+    approved(project, hidden_by)
+    ledger = project / ".drover" / "ledger.db"
+    rows = ledger_tables(ledger)
+    main = git(project, "rev-parse", "main")
+
+    line = one_line(drover(project, "finish", "D-1"), 1)
+    assert ".drover/ledger.db" in line and "drover's own state" in line
+
+    assert ledger.is_file() and ledger_tables(ledger) == rows
+    assert git(project, "rev-parse", "main") == main
+    assert json.loads(drover(project, "show", "D-1", "--json", check=True).stdout)["state"] == "approved"
+
+
 def commit_review_override(project: Path) -> None:
     """`drover override review checks`, committed: the review's [prompts] file now exists."""
     drover(project, "override", "review", "checks", check=True)

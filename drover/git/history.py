@@ -30,6 +30,15 @@ class Recent(NamedTuple):
     Unavailable: str = ""
 
 
+# Every path a commit changes, a submodule's included: `diff.ignoreSubmodules = all` in the shared
+# `.git/config`, or `ignore = all` for a submodule `.gitmodules` maps (read from the checkout, or
+# `submodule.<name>.ignore` in that config), which an agent can write, hid a gitlink the branch added
+# from every diff and log below, and a gitlink at `.drover/ledger.db` passed finish's check of
+# drover's own files: the merge's checkout made it an empty folder, the ledger gone (hostile review
+# 31). The option on the command line overrides both; `-c diff.ignoreSubmodules` would not the second.
+SUBMODULES = "--ignore-submodules=none"
+
+
 def compare(root: Path, branch: str, base: str) -> tuple[str, str, str]:
     """The heads of the branches `branch` and `base`, or why `base..branch` cannot be answered:
     (branch sha, base sha, "") or ("", "", why)."""
@@ -63,7 +72,8 @@ def recent_commits(root: Path, branch: str, base: str, *, compared: tuple[str, s
         # its own (hostile review 19). Not against a merge made again (--remerge-diff): that runs
         # any merge driver the shared config names, as the operator.
         out = git(["log", "--reverse", "-M", "--numstat", "--diff-merges=first-parent", "--no-show-signature",
-                   "--no-textconv", "--no-ext-diff", "--format=%x00%H%x00%s%x00", "--end-of-options", f"{base_head}..{head}"],
+                   "--no-textconv", "--no-ext-diff", SUBMODULES, "--format=%x00%H%x00%s%x00", "--end-of-options",
+                   f"{base_head}..{head}"],
                   root)
     except GitError as exc:
         return Recent(Unavailable=exc.message)
@@ -94,8 +104,8 @@ def modified_files(root: Path, branch: str, base: str, *,
     if problem:
         return [], problem
     try:
-        out = git(["diff", "--name-status", "-z", "-M", "--no-ext-diff", "--no-textconv", "--end-of-options",
-                   f"{base_head}...{head}"], root)
+        out = git(["diff", "--name-status", "-z", "-M", "--no-ext-diff", "--no-textconv", SUBMODULES,
+                   "--end-of-options", f"{base_head}...{head}"], root)
     except GitError as exc:
         return [], exc.message
     # -z: each status, then its path, or for a rename (R<score>) the old path and the new one.
@@ -135,8 +145,8 @@ def moved_only_under(root: Path, since: str, until: str, folder: str, *, head: s
     base's own), and the merge then lands another tree than the one checked."""
     if not succeeds(["merge-base", "--is-ancestor", "--end-of-options", since, until], root):
         return False
-    out = git(["diff", "--name-only", "-z", "--no-renames", "--no-ext-diff", "--no-textconv", "--end-of-options",
-               since, until], root)
+    out = git(["diff", "--name-only", "-z", "--no-renames", "--no-ext-diff", "--no-textconv", SUBMODULES,
+               "--end-of-options", since, until], root)
     top = folder.strip("/") + "/"
     if not all(path.startswith(top) for path in out.split("\0") if path):
         return False
@@ -148,7 +158,7 @@ def moved_only_under(root: Path, since: str, until: str, folder: str, *, head: s
         if done.returncode != 0:  # a conflict, or a git too old to say: the check runs again
             return False
         trees.append(done.stdout.split()[0])
-    out = git(["diff-tree", "-r", "--name-only", "-z", "--no-renames", "--end-of-options", *trees], root)
+    out = git(["diff-tree", "-r", "--name-only", "-z", "--no-renames", SUBMODULES, "--end-of-options", *trees], root)
     return all(path.startswith(top) for path in out.split("\0") if path)
 
 
@@ -212,7 +222,7 @@ def _changed_paths(root: Path, base_head: str, commit: str, bases: list[str] | N
         git(["diff", "--name-only", "--end-of-options", f"{base_head}...{commit}"], root)
     changed: dict[str, None] = {}
     for merge_base in bases:
-        out = git(["diff", "--name-only", "-z", "--no-renames", "--no-ext-diff", "--end-of-options",
+        out = git(["diff", "--name-only", "-z", "--no-renames", "--no-ext-diff", SUBMODULES, "--end-of-options",
                    merge_base, commit], root)
         changed.update(dict.fromkeys(path for path in out.split("\0") if path))
     return list(changed)
@@ -221,7 +231,7 @@ def _changed_paths(root: Path, base_head: str, commit: str, bases: list[str] | N
 def commits_paths(root: Path, since: str, until: str) -> list[str]:
     """Every path some commit of `since..until` changes; a merge commit counts where it differs
     from all its parents (what it brought of its own, an evil merge's additions included)."""
-    out = git(["log", "--format=", "--name-only", "-z", "--no-renames", "-c", "--end-of-options",
+    out = git(["log", "--format=", "--name-only", "-z", "--no-renames", "-c", SUBMODULES, "--end-of-options",
                f"{since}..{until}"], root)
     return sorted({path.strip("\n") for path in out.split("\0") if path.strip("\n")})
 

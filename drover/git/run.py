@@ -26,12 +26,15 @@ if TYPE_CHECKING:
 # And what git believes of a worktree's files is its own look at them: it compares every stat field
 # (ctime included, which no process can set back) and keeps no index split over other files, so
 # config that an agent sets cannot make a changed file look untouched (cleaning.restore_index).
+# Every submodule's change is a change (git's default): `diff.ignoreSubmodules = all` hid a gitlink a
+# branch added at `.drover/ledger.db` from finish's check (history.SUBMODULES says the rest).
 # A reviewer's git gets the program pins of these, not the output ones (agents/environment.REVIEW_GIT).
 PINNED = ("-c", "core.quotePath=false", "-c", "color.ui=false", "-c", "core.hooksPath=/dev/null",
           "-c", "core.fsmonitor=false", "-c", "commit.gpgSign=false", "-c", "log.showSignature=false",
           "-c", "merge.verifySignatures=false", "-c", "maintenance.auto=false",
           "-c", "advice.graftFileDeprecated=false", "-c", "core.trustctime=true", "-c", "core.checkStat=default",
-          "-c", "core.ignoreStat=false", "-c", "core.splitIndex=false", "-c", "core.bigFileThreshold=512m")
+          "-c", "core.ignoreStat=false", "-c", "core.splitIndex=false", "-c", "core.bigFileThreshold=512m",
+          "-c", "diff.ignoreSubmodules=none")
 
 
 def one_line(text: str) -> str:
