@@ -183,7 +183,7 @@ def test_agent_env_adds_the_drover_variables(tmp_path, monkeypatch):
         "DROVER_WORKTREE": str(tmp_path), "DROVER_BASE": "", "DROVER_BRANCH": "", "DROVER_ROUND": "0",
         "DROVER_POSTURE": "", "DROVER_VERIFY": "", "PYTHONSAFEPATH": "1",
         # a review's git reads the commits themselves and runs none of the shared config's programs
-        "GIT_NO_REPLACE_OBJECTS": "1", "GIT_GRAFT_FILE": os.devnull, "GIT_CONFIG_COUNT": "13",
+        "GIT_NO_REPLACE_OBJECTS": "1", "GIT_GRAFT_FILE": os.devnull, "GIT_CONFIG_COUNT": "14",
         "GIT_CONFIG_KEY_0": "maintenance.auto", "GIT_CONFIG_VALUE_0": "false",
         "GIT_CONFIG_KEY_1": "core.fsmonitor", "GIT_CONFIG_VALUE_1": "false",
         "GIT_CONFIG_KEY_2": "core.hooksPath", "GIT_CONFIG_VALUE_2": os.devnull,
@@ -197,6 +197,7 @@ def test_agent_env_adds_the_drover_variables(tmp_path, monkeypatch):
         "GIT_CONFIG_KEY_10": "gpg.ssh.program", "GIT_CONFIG_VALUE_10": "ssh-keygen",
         "GIT_CONFIG_KEY_11": "core.bigFileThreshold", "GIT_CONFIG_VALUE_11": "512m",
         "GIT_CONFIG_KEY_12": "diff.ignoreSubmodules", "GIT_CONFIG_VALUE_12": "none",
+        "GIT_CONFIG_KEY_13": "i18n.logOutputEncoding", "GIT_CONFIG_VALUE_13": "UTF-8",
         "GIT_ALLOW_PROTOCOL": "", "GIT_NO_LAZY_FETCH": "1",
     }
     # a worker fills in its own machine's part of what the coordinator prepared: a review's pins too

@@ -131,7 +131,9 @@ REVIEW_GIT = (("core.fsmonitor", "false"), ("core.hooksPath", os.devnull), ("cor
               # git's default: a threshold of 1 byte showed every file of the diff as binary (review 14)
               ("core.bigFileThreshold", "512m"),
               # git's default: `all` hid from the reviewer's diff a gitlink the branch adds (review 31)
-              ("diff.ignoreSubmodules", "none"))
+              ("diff.ignoreSubmodules", "none"),
+              # what git's log says in UTF-8: in UTF-16 a subject spelled lines of the reviewer's log (review 31)
+              ("i18n.logOutputEncoding", "UTF-8"))
 # A reviewer's git fetches nothing: no transport at all, so a promisor remote the shared config names
 # (`extensions.partialClone`, `remote.<name>.uploadpack`) never runs its program when the reviewer's
 # `git log` misses an object, such as a note's blob (hostile review 14); `protocol.<name>.allow` in

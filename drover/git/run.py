@@ -28,13 +28,16 @@ if TYPE_CHECKING:
 # config that an agent sets cannot make a changed file look untouched (cleaning.restore_index).
 # Every submodule's change is a change (git's default): `diff.ignoreSubmodules = all` hid a gitlink a
 # branch added at `.drover/ledger.db` from finish's check (history.SUBMODULES says the rest).
+# And a log in UTF-8, the text drover reads: `i18n.logOutputEncoding = UTF-16LE` wrote a NUL after each
+# byte, where drover's log of a branch's commits ends each field with one, so a subject could spell
+# the rows of the review prompt's commit list and its head under review (hostile review 31).
 # A reviewer's git gets the program pins of these, not the output ones (agents/environment.REVIEW_GIT).
 PINNED = ("-c", "core.quotePath=false", "-c", "color.ui=false", "-c", "core.hooksPath=/dev/null",
           "-c", "core.fsmonitor=false", "-c", "commit.gpgSign=false", "-c", "log.showSignature=false",
           "-c", "merge.verifySignatures=false", "-c", "maintenance.auto=false",
           "-c", "advice.graftFileDeprecated=false", "-c", "core.trustctime=true", "-c", "core.checkStat=default",
           "-c", "core.ignoreStat=false", "-c", "core.splitIndex=false", "-c", "core.bigFileThreshold=512m",
-          "-c", "diff.ignoreSubmodules=none")
+          "-c", "diff.ignoreSubmodules=none", "-c", "i18n.logOutputEncoding=UTF-8")
 
 
 def one_line(text: str) -> str:
