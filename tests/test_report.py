@@ -270,6 +270,17 @@ def test_a_bad_since_is_one_line_and_exit_2(repo, since):
     assert done.returncode == 2 and "--since" in one_line(done) and "Traceback" not in done.stderr
 
 
+@pytest.mark.parametrize(("since", "start"), [
+    ("99999999999d", "0001-01-01T00:00:00.000Z"), ("10000000000000000000000h", "0001-01-01T00:00:00.000Z"),
+    ("800000d", "0001-01-01T00:00:00.000Z"), ("0001-01-01T00:00+05:00", "0001-01-01T00:00:00.000Z"),
+    ("9999-12-31T23:00-05:00", "9999-12-31T23:59:59.999Z")])
+def test_a_since_past_the_calendars_ends_starts_at_its_end(repo, since, start):
+    # each was an OverflowError traceback (exit 1): a duration reaching before year 1, a time out of UTC's range
+    configure(repo)
+    done = drover(repo, "report", "--json", "--since", since, check=True)
+    assert json.loads(done.stdout)["since"] == start
+
+
 def test_json_and_html_together_are_a_usage_error(repo, tmp_path):
     configure(repo)
     done = drover(repo, "report", "--json", "--html", str(tmp_path / "x.html"))

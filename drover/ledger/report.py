@@ -196,9 +196,13 @@ def since_of(text: str, at: datetime | None = None) -> str:
     text = text.strip()
     at = at or datetime.now(timezone.utc)
     match = _SINCE.match(text)
+    # a window reaching past what a datetime holds (`--since 99999999999d`, year 1 at +05:00) starts
+    # at its end: the same items, and no OverflowError
+    earliest, latest = (moment.replace(tzinfo=timezone.utc) for moment in (datetime.min, datetime.max))
     if text and match and any(match.groups()):
         days, hours, minutes, seconds = (int(group or 0) for group in match.groups())
-        start = at - timedelta(days=days, hours=hours, minutes=minutes, seconds=seconds)
+        back = ((days * 24 + hours) * 60 + minutes) * 60 + seconds
+        start = earliest if back >= (at - earliest).total_seconds() else at - timedelta(seconds=back)
     else:
         try:
             start = datetime.fromisoformat(text.replace("Z", "+00:00"))
@@ -207,6 +211,10 @@ def since_of(text: str, at: datetime | None = None) -> str:
                              "or a duration back from now (12h, 7d, 90m)") from None
         if start.tzinfo is None:
             start = start.replace(tzinfo=timezone.utc)
+        try:
+            start = start.astimezone(timezone.utc)
+        except OverflowError:
+            start = earliest if start.year == datetime.min.year else latest
     return start.astimezone(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
