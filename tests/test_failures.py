@@ -235,6 +235,21 @@ def test_a_forged_far_future_reset_waits_no_longer_than_wait_max(repo):
     assert failure["action"] == "waiting 1s (bounded by [retry] wait_max)"
 
 
+@pytest.mark.parametrize(("settings", "plan", "env"), [
+    ({"retry__wait_max": '"99999999999999999999h"'}, "implement=rate", {"FAIL_RESET_IN": "1"}),
+    ({"retry__wait_max": '"1s"', "retry__wait_default": '"99999999999999999999h"'}, "implement=lines",
+     {"FAIL_LINE": "Error: 429 Too Many Requests"}),
+])
+def test_a_wait_longer_than_a_datetime_holds_is_a_wait_not_a_crash(repo, settings, plan, env):
+    # drover.toml takes any number of hours; each was an OverflowError that ended the item `failed`
+    project(repo, **settings)
+    code, report, progress = drive_json(repo, plan=plan, **env)
+    assert code == 0 and "OverflowError" not in progress, progress
+    [failure] = report["items"][0]["failures"]
+    assert failure["class"] == "rate_limited" and failure["action"].startswith("waiting ")
+    assert report["items"][0]["result"] == "approved"
+
+
 def test_claude_events_from_a_command_name_the_reset(repo):
     project(repo)
     code, report, progress = drive_json(repo, plan="implement=rate_claude", FAIL_RESET_IN="1")

@@ -25,6 +25,10 @@ if TYPE_CHECKING:
     from drover.loop.runs import RunResult
 
 AGAIN = ("wait", "fresh", "fallback")  # the policies after which the slot runs again
+# The longest wait drover counts: drover.toml takes any number of hours, and a wait_max or
+# wait_default past what a datetime or a thread's wait holds (about 292 years) was an OverflowError
+# that ended the item's drive. A century is a wait without end for any drive.
+LONGEST_WAIT = timedelta(days=36525)
 
 
 @dataclass(frozen=True)
@@ -68,8 +72,8 @@ def decide(failure: Failure, slot: str, tried: Tried, config: "Config", now: dat
     if policy == "wait":
         if tried.waits >= retry.waits_max:
             return Action("park", f"parked: {what} after {counted(tried.waits, 'wait')} ([retry] waits_max)")
-        bound = now + timedelta(seconds=parse_duration(retry.wait_max))
-        until = failure.reset_at or now + timedelta(seconds=parse_duration(retry.wait_default))
+        bound = now + _wait_of(retry.wait_max)
+        until = failure.reset_at or now + _wait_of(retry.wait_default)
         bounded = until > bound
         until = max(now, min(until, bound))
         note = f"waiting {short_elapsed((until - now).total_seconds())}"
@@ -87,6 +91,11 @@ def decide(failure: Failure, slot: str, tried: Tried, config: "Config", now: dat
     if policy == "stop":
         return Action("stop", "stopping the drive")
     return Action("park", "parked")
+
+
+def _wait_of(duration: str) -> timedelta:
+    """A `[retry]` duration as a wait, at most LONGEST_WAIT."""
+    return timedelta(seconds=min(parse_duration(duration), LONGEST_WAIT.total_seconds()))
 
 
 def header_lines(config: "Config") -> list[str]:
