@@ -379,6 +379,17 @@ def test_a_notify_command_that_hangs_is_ended_with_its_children_and_the_drive_st
     assert record.exists()  # it ran; the fixture fails the test if it or its grandchild is left running
 
 
+@pytest.mark.parametrize("timeout", ["600h", "99999999999999999999h"])
+def test_a_notify_timeout_longer_than_poll_counts_still_runs_the_command(repo, tmp_path, timeout):
+    # past 596h (2^31 ms) the wait for the command was an OverflowError traceback as the drive ended
+    record = tmp_path / "record.json"
+    notify_config(repo, timeout=timeout)
+    item = new_item(repo, "Add a thing")
+    done = drover(repo, "drive", "--finish", env={"NOTIFY_RECORD": str(record)})
+    assert done.returncode == 0 and "warning" not in done.stderr, done.stdout + done.stderr
+    assert json.loads(json.loads(record.read_text())["stdin"])["merged"] == [item]
+
+
 def test_a_notify_command_that_does_not_exist_is_a_warning(repo):
     configure(repo)
     set_notify(repo, 'command = "/nonexistent/notify-me --now"')

@@ -13,6 +13,9 @@ import subprocess
 from pathlib import Path
 
 _TAIL = 200  # characters of the command's stderr a warning quotes
+# The longest wait poll(2) counts (2^31 - 1 ms, about 596 hours): drover.toml takes any number of
+# hours, and a longer timeout was an OverflowError as the drive ended; it waits this long instead.
+LONGEST = (2**31 - 1) // 1000
 
 
 def run_notify(command: str, timeout: float, payload: str, *, cwd: Path) -> str:
@@ -29,7 +32,7 @@ def run_notify(command: str, timeout: float, payload: str, *, cwd: Path) -> str:
     except OSError as exc:
         return f"{argv[0]}: could not start: {exc.strerror or exc}"
     try:
-        _, err = process.communicate(payload.encode("utf-8"), timeout=timeout)
+        _, err = process.communicate(payload.encode("utf-8"), timeout=min(timeout, LONGEST))
     except subprocess.TimeoutExpired:
         _end_group(process)
         return f"{argv[0]}: no end after {timeout:g}s; it was stopped"
