@@ -95,6 +95,16 @@ def test_without_keep_nothing_an_item_left_survives(pooled, tmp_path):
     assert entry["seen"] == {} and entry["readme"] == "base\n"
 
 
+def test_keep_names_paths_not_patterns(pooled, tmp_path):
+    # git reads a clean's excludes as patterns: `cach*` spared cache/, and `*` everything an item left
+    set_run(pooled, keep='["cach*", "stray?txt", "untracked.tx[t]"]')
+    first, second = new_item(pooled, "first"), new_item(pooled, "second")
+    assert drive(pooled, first).returncode == 0
+    assert drive(pooled, second).returncode == 0
+    (entry,) = [entry for entry in seen(tmp_path) if entry["item"] == second and entry["slot"] == "implement"]
+    assert entry["seen"] == {} and entry["readme"] == "base\n"
+
+
 def another_repository(tmp_path: Path) -> Path:
     """A repository of an agent's choosing, with one precious commit, that drover must never touch."""
     elsewhere = tmp_path / "elsewhere"

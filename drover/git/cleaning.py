@@ -4,6 +4,7 @@ kept paths; and one that cannot be, removed whatever it holds."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import stat
 from pathlib import Path
@@ -175,8 +176,17 @@ WOULD_REMOVE = "Would remove "  # how `git clean -n` names each path (git does n
 
 
 def _sparing(keep: tuple[str, ...]) -> list[str]:
-    """git clean's excludes for `keep`: each entry anchored at the worktree's top."""
-    return [arg for entry in keep for arg in ("-e", "/" + entry.strip("/"))]
+    """git clean's excludes for `keep`: each entry anchored at the worktree's top, and the path it
+    names alone: git reads an exclude as a pattern, so `keep*` spared `keep-other/` and `*` spared
+    everything an earlier item left, while the set-up digest and its removal read each as a path."""
+    return [arg for entry in keep for arg in ("-e", "/" + _literal(entry.strip("/")))]
+
+
+def _literal(path: str) -> str:
+    """`path` as a gitignore pattern that matches that path only: its wildcards, backslashes and a
+    trailing space escaped (gitignore(5))."""
+    escaped = re.sub(r"([\\*?\[])", r"\\\1", path)
+    return escaped[:-1] + "\\ " if escaped.endswith(" ") else escaped
 
 
 # A pooled checkout writes every tracked file: with a sparse checkout (which the shared config may
