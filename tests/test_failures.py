@@ -351,6 +351,21 @@ def test_a_timeout_is_its_own_class_and_parks_under_park(repo):
     assert runs_of(repo)[0]["failure"] == "timeout"
 
 
+def test_a_review_that_failed_after_its_verdict_is_not_reviewed_again(repo):
+    # a fresh review met the first one's findings still outstanding, with no implementing run
+    # between: it approved them unaddressed (or spent another round), then the item was parked
+    [item] = project(repo)
+    code, report, progress = drive_json(repo, "--finish", plan="review=changes_crash review=approve_crash")
+    assert code == 0, progress
+    [row] = report["items"]
+    assert row["result"] == "finished" and row["rounds"] == 1
+    assert [(failure["class"], failure["action"]) for failure in row["failures"]] == [
+        ("crashed", "its verdict stands: not run again")] * 2
+    assert [(run["slot"], run["failure"]) for run in runs_of(repo)] == [
+        ("implement", None), ("review", "crashed"), ("implement", None), ("review", "crashed")]
+    assert f"{item}: review exit 3 after" in progress and "it recorded: changes requested (1 finding)" in progress
+
+
 def test_a_review_without_a_verdict_gets_one_fresh_review(repo):
     project(repo)
     code, report, progress = drive_json(repo, plan="review=silent")

@@ -117,7 +117,11 @@ class Driver:
 
     def _launch(self, ledger: Ledger, item_id: str, slot: str) -> runs.RunResult:
         """Run the slot, and again while the [retry] policy of a failed run's class says so."""
-        return self.retries.run(ledger, item_id, slot, lambda agent: self._launch_once(ledger, item_id, slot, agent))
+        # a review that recorded its verdict and then failed (claude's exit 1 past its turns) is not
+        # reviewed again: a second review of the same head met the first one's findings still
+        # outstanding, and approved them unaddressed or spent another round of the cap
+        return self.retries.run(ledger, item_id, slot, lambda agent: self._launch_once(ledger, item_id, slot, agent),
+                                settled=lambda result: slot == "review" and bool(runs.review_verdict(ledger, result.run_id)))
 
     def _launch_once(self, ledger: Ledger, item_id: str, slot: str, agent: Any = None) -> runs.RunResult:
         launch = runs.prepare(self.project, ledger, item_id, slot, agent=agent)
@@ -139,6 +143,8 @@ class Driver:
             parked = ledger.item_row(item_id)
             if parked.get("parked"):  # its send-back past the cap (refused: the agent may exit 1 for it)
                 said += f"; {PARKED_ITS_ITEM}{parked.get('parked_reason') or ''}"
+        elif slot == "review" and runs.review_verdict(ledger, result.run_id):
+            said += f"; it recorded: {runs.describe_verdict(self.project, ledger, result.run_id)}"
         self.event(item_id, said)
         return result
 
@@ -211,10 +217,11 @@ class Driver:
                 # a capped send-back parks the item and may fail the agent's command: parked wins
                 if state == State.PARKED:
                     return self._ended(ledger, item_id, "parked", known.parked_reason, known)
-                if result.outcome != "exited" or result.exit_code != 0:
+                verdict = runs.review_verdict(ledger, result.run_id)
+                if (result.outcome != "exited" or result.exit_code != 0) and not verdict:
                     return self._ended(ledger, item_id, *self.retries.ending(
                         item_id, "failed", result.ended_as("review")))
-                if not runs.review_verdict(ledger, result.run_id):
+                if not verdict:
                     return self._ended(ledger, item_id, *self.retries.ending(item_id, "no verdict",
                                                                              runs.no_verdict(ledger, result.run_id)))
             if state == State.APPROVED:

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from drover.loop.runs import RunResult
 
 AGAIN = ("wait", "fresh", "fallback")  # the policies after which the slot runs again
+VERDICT_STANDS = "its verdict stands: not run again"  # a failed review that recorded its verdict first
 # The longest wait drover counts: drover.toml takes any number of hours, and a wait_max or
 # wait_default past what a datetime or a thread's wait holds (about 292 years) was an OverflowError
 # that ended the item's drive. A century is a wait without end for any drive.
@@ -136,8 +137,11 @@ class Retries:
         return tuple(self.of(item_id).failures)
 
     def run(self, ledger: "Ledger", item_id: str, slot: str,
-            launch_once: Callable[["AgentConfig | None"], "RunResult"]) -> "RunResult":
-        """Launch the slot, and again while the failure's policy says so; the last run's result."""
+            launch_once: Callable[["AgentConfig | None"], "RunResult"],
+            settled: Callable[["RunResult"], bool] = lambda result: False) -> "RunResult":
+        """Launch the slot, and again while the failure's policy says so; the last run's result.
+        A failed run that `settled` says did its work anyway (a review that recorded its verdict,
+        then exited non-zero) keeps its class and is not run again: its verdict moves the item on."""
         tried = self.of(item_id)
         while True:
             result = launch_once(self.agent(item_id, slot))
@@ -147,6 +151,10 @@ class Retries:
             if self.cancel.is_set() or self.stopped.is_set():
                 # the drive is ending: nothing more is tried, and the class is on record
                 tried.failures.append(_entry(result.run_id, failure, "not tried again: the drive is ending"))
+                return result
+            if settled(result):
+                tried.failures.append(_entry(result.run_id, failure, VERDICT_STANDS))
+                self.say(f"{item_id} {slot}: {describe(failure)}, {VERDICT_STANDS}")
                 return result
             action = decide(failure, slot, tried, self.config)
             tried.failures.append(_entry(result.run_id, failure, action.note))

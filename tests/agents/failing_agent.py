@@ -13,7 +13,9 @@ item's slot takes the n-th entry for it, and `ok` once the entries run out. Mode
   (only the timeout ends it); escape: a reason full of terminal escapes;
 - after_auth: wait until a run of item FAIL_AFTER has the failure class auth on record, then ok;
 - auth_after_review: wait until item FAIL_AFTER_REVIEW has a review run, then auth;
-- lines: print the line FAIL_LINE (a hostile agent's, the classifier's to read), then exit 1.
+- lines: print the line FAIL_LINE (a hostile agent's, the classifier's to read), then exit 1;
+- changes_crash / approve_crash (review): record a request for changes / an approving audit, then
+  fall over as crash does (a CLI that exits 1 past its turns, its verdict already given).
 """
 import json
 import os
@@ -86,6 +88,12 @@ if mode == "auth_claude":
 if mode == "auth":
     print("Invalid API key · Please run /login")
     sys.exit(1)
+if mode == "changes_crash":
+    subprocess.run(["drover", "request-changes", item], input="Name the thing better.\n", text=True, check=True)
+    mode = "crash"
+if mode == "approve_crash":
+    subprocess.run(["drover", "audit", item, "--level", "reviewed", "--note", "fine"], check=True)
+    mode = "crash"
 if mode == "crash":
     print("Traceback (most recent call last):\nValueError: the agent fell over")
     sys.exit(3)
