@@ -86,6 +86,10 @@ def test_choosing_ray_without_ray_is_one_line_and_exit_2(project):
                                          .replace('executor = "local"', 'executor = "ray"'))
     done = drover(project, "run", "D-1")
     assert done.returncode == 2 and "pip install 'drover-cli[ray]'" in done.stderr
+    checked = drover(project, "check")  # a warning: dry runs and the rest of check still work
+    assert checked.returncode == 0, checked.stdout
+    assert ("warning: drover.toml: [run] executor = \"ray\": the ray executor needs Ray: pip install "
+            "'drover-cli[ray]'; run and drive refuse until it is installed") in checked.stdout.splitlines()
     assert not (project / ".drover" / "runs").exists() or not any((project / ".drover" / "runs").iterdir())
 
 

@@ -6,6 +6,7 @@ everything around it (branch, worktree, ledger rows), so a new engine is one mod
 """
 from __future__ import annotations
 
+import importlib.util
 from typing import TYPE_CHECKING
 
 from drover.errors import UsageError
@@ -37,3 +38,13 @@ def open_executor(project: "Project", name: str | None = None) -> Executor:
     from drover.executors.local import LocalExecutor
 
     return LocalExecutor()
+
+
+def unavailable(config: "Config") -> str:
+    """Why `[run] executor` cannot run on this machine ("" when it can): ray chosen, Ray not
+    installed. `drover check` says so; run and drive refuse (open_executor)."""
+    if config.executor != "ray" or importlib.util.find_spec("ray") is not None:
+        return ""
+    from drover.executors.ray import INSTALL
+
+    return INSTALL

@@ -11,6 +11,7 @@ from drover import git, prompts as templates
 from drover.items import file as itemfile
 from drover.config import AgentConfig, Config
 from drover.errors import Finding, ProblemCode
+from drover.executors import unavailable
 from drover.ledger.db import Ledger
 from drover.ledger.project import Project
 from drover.ledger.catalogue import Entry, catalogue, collector_paused, notes_for_people, without_file
@@ -307,6 +308,10 @@ def check_warnings(project: Project) -> list[Finding]:
         refusal = presets.root_refusal(agent)
         if refusal:
             findings.append(Finding(f"agent for {slot}: {refusal}", error=False, code=ProblemCode.AGENT_AS_ROOT))
+    missing = unavailable(config)
+    if missing:
+        findings.append(Finding.at(ProblemCode.CONFIG, CONFIG_FILE, f"[run] executor = \"{config.executor}\": {missing}; "
+                                   "run and drive refuse until it is installed", error=False))
     if config.tracker.backend == "github" and not config.tracker.repo:
         findings.append(Finding.at(ProblemCode.CONFIG, CONFIG_FILE, "[tracker] repo is empty: finish closes and comments on "
                                    "no issue until it names the repository (gh would take it from .git/config, which "
