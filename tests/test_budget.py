@@ -176,6 +176,8 @@ def test_the_drive_ceiling_stops_the_drive_and_reports_the_items_not_started(rep
     assert runs[1]["reason"] == "over budget: 2,000 of 1,500 tokens for this drive"
     assert f"{second}: stopped: over budget: 2,000 of 1,500 tokens for this drive: " \
            "no implement agent was launched" in out
+    assert f"{second}: implement by" not in out  # no line says an agent starts that the ceiling refused
+    assert f"{first}: implement by" in out
     summary = out[out.index("item "):]
     assert re.search(rf"^{first} +over budget +0 +2 ", summary, re.M), summary
     assert re.search(rf"^{second} +over budget +0 +0 ", summary, re.M), summary
@@ -203,6 +205,7 @@ def test_a_run_that_ended_on_its_own_past_the_drives_ceiling_is_no_failure(repo,
     assert (run["slot"], run["outcome"], run["exit_status"], run["failure"]) == ("implement", "exited", 0, None)
     assert f"{item}: stopped: over budget: 2,000 of 1,500 tokens for this drive: no review agent was launched" \
         in done.stdout, done.stdout
+    assert f"{item}: review by" not in done.stdout
 
 
 def test_a_cli_that_reports_usage_only_at_the_end_is_held_to_its_ceiling_after_it_exits(repo, tmp_path):

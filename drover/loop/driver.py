@@ -127,9 +127,10 @@ class Driver:
         launch = runs.prepare(self.project, ledger, item_id, slot, agent=agent)
         for warning in launch.warnings:
             self.say(f"{item_id}: warning: {warning}")
-        self.event(item_id, f"{slot} by {launch.agent.identity} ...")
+        # said once the budgets let it go ahead: a refused launch starts no agent
         result = runs.execute(self.project, ledger, launch, echo=self.echo, cancel=self.cancel, progress=self.say,
-                              executor=self.executor, budget=self.budget)
+                              executor=self.executor, budget=self.budget,
+                              admitted=lambda: self.event(item_id, f"{slot} by {launch.agent.identity} ..."))
         for note in result.notes:
             self.say(note)
         if slot == "review" and result.outcome == "exited" and result.exit_code == 0:

@@ -322,15 +322,19 @@ def _start(project: Project, ledger: Ledger, launch: Launch, cancel: threading.E
 
 def execute(project: Project, ledger: Ledger, launch: Launch, *, echo: bool = True,
             cancel: threading.Event | None = None, progress: Callable[[str], None] | None = None,
-            executor: "Executor | None" = None, budget: "DriveBudget | None" = None) -> RunResult:
+            executor: "Executor | None" = None, budget: "DriveBudget | None" = None,
+            admitted: Callable[[], None] | None = None) -> RunResult:
     """Create the branch and worktree, save the prompt, record the run, launch, record the end.
 
-    The token budgets (budgets.py) may refuse the launch, and raise after a run that crossed one."""
+    The token budgets (budgets.py) may refuse the launch, and raise after a run that crossed one;
+    `admitted` is called once they let it go ahead (a drive says then that the agent starts)."""
     if launch.binary_missing:
         raise UsageError(launch.binary_missing)
     if launch.root_refusal:
         raise Refused(launch.root_refusal)
     launch, ceiling = budgets.admit(project, ledger, launch, budget)
+    if admitted is not None:
+        admitted()
     progress = progress if progress is not None else _say
     # held from the claim until the end is recorded: the run is live meanwhile, its set-up included
     # (locks.run_live), and a live agent whose lock is free is an orphan
