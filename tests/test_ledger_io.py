@@ -86,8 +86,13 @@ def test_export_to_a_folder_names_the_folder_and_writes_nothing(busy, tmp_path):
     folder = tmp_path / "out"
     folder.mkdir()
     done = run(busy, "ledger", "export", "-o", str(folder))
-    assert one_line(done) == f"drover: {folder}: is a directory"
+    assert one_line(done) == f"drover: {folder}: a folder, not a file: name the file to write, e.g. ledger.jsonl"
     assert list(folder.iterdir()) == [] and list(tmp_path.glob(".out.*")) == []
+    # a file where a folder of the path should be: named, not mkdir's `File exists`
+    (tmp_path / "afile").write_text("")
+    done = run(busy, "ledger", "export", "-o", str(tmp_path / "afile" / "x.jsonl"))
+    assert done.returncode == 2
+    assert one_line(done) == f"drover: {tmp_path / 'afile' / 'x.jsonl'}: {tmp_path / 'afile'} is a file, not a folder"
     # a missing folder on the way is made, as docs/commands.md says
     deeper = tmp_path / "missing" / "deeper" / "ledger.jsonl"
     assert run(busy, "ledger", "export", "-o", str(deeper)).returncode == 0

@@ -292,8 +292,13 @@ def test_an_empty_page_name_is_one_line_naming_a_folder_and_nothing_is_left_behi
     configure(repo)
     before = sorted(path.name for path in repo.iterdir())
     done = drover(repo, "report", "--html", "")
-    assert done.returncode == 2 and one_line(done) == "drover: .: a folder, not a file: name the page to write, e.g. report.html"
+    assert done.returncode == 2 and one_line(done) == "drover: .: a folder, not a file: name the file to write, e.g. report.html"
     assert sorted(path.name for path in repo.iterdir()) == before  # no temporary file left
+    for page, why in (("afile/x.html", "afile is a file, not a folder"), ("afile/deeper/x.html", "afile is a file, not a folder")):
+        (repo / "afile").write_text("")
+        done = drover(repo, "report", "--html", page)
+        assert done.returncode == 2 and one_line(done) == f"drover: {page}: {why}"
+        (repo / "afile").unlink()
 
 
 def test_the_terminal_report_shows_no_control_characters_an_agent_put_in_a_title(repo):
@@ -431,7 +436,8 @@ def test_drive_report_to_a_place_that_cannot_be_written_warns_and_the_drive_stan
     blocker.write_text("")
     done = drover(repo, "drive", "--report", str(blocker / "report.html"))
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "warning: the report was not written" in done.stdout
+    assert f"drover: warning: the report was not written to {blocker / 'report.html'}: {blocker} is a file, not a folder" \
+        in done.stdout.splitlines(), done.stdout
 
 
 def test_the_documented_schema_names_every_field_of_every_row_type():

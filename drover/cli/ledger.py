@@ -20,18 +20,15 @@ def ledger_export(output: str | None) -> None:
     """Write every table as JSON Lines, the schema version first."""
     from drover.ledger.jsonl import export
 
-    if output and Path(output).is_dir():  # else the error would name the temporary file beside it
-        from drover.errors import UsageError
-
-        raise UsageError(f"{output}: is a directory")
     with opened() as (project, ledger):
         if output:
-            from drover.items.file import write_atomic
             import io
+
+            from drover.cli.parts import write_output
 
             buffer = io.StringIO()
             counts = export(ledger, buffer)
-            write_atomic(Path(output), buffer.getvalue())
+            write_output(Path(output), buffer.getvalue(), "ledger.jsonl")
             click.echo(f"exported {sum(counts.values())} rows of {len(counts)} tables to {output}", err=True)
         else:
             export(ledger, sys.stdout)

@@ -2,8 +2,10 @@
 command works on, JSON output, and shell completion of ids, blocks, presets and topics."""
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
@@ -88,6 +90,27 @@ def opened(operator: str = "") -> Iterator[tuple[Project, Ledger]]:
         yield project, ledger
     finally:
         ledger.close()
+
+
+def write_output(path: Path, text: str, example: str) -> None:
+    """A file the operator named (`--html`, `-o`), written whole or not at all; a refusal names
+    that file and why (UsageError: one line, exit 2), not the temporary file beside it."""
+    import errno
+
+    from drover.errors import UsageError
+    from drover.items.file import write_atomic
+
+    if path.is_dir():  # `--html ''` too: click makes it the current folder
+        raise UsageError(f"a folder, not a file: name the file to write, e.g. {example}", path=path)
+    try:
+        write_atomic(path, text)
+    except OSError as exc:
+        why = exc.strerror or str(exc)
+        if exc.errno in (errno.EEXIST, errno.ENOTDIR):  # mkdir met a file where a folder of the path should be
+            blocked = next((folder for folder in path.parents if os.path.lexists(folder)), None)
+            if blocked is not None and not blocked.is_dir():
+                why = f"{blocked} is a file, not a folder"
+        raise UsageError(why, path=path) from None
 
 
 def echo_json(value: Any) -> None:

@@ -2,7 +2,6 @@
 does when it ends (`drive --report FILE`, `[notify] command`)."""
 from __future__ import annotations
 
-import errno
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
@@ -10,7 +9,7 @@ import click
 
 from drover.cli.parts import echo_json, example
 from drover.cli.report_html import money, token_totals, tokens, unpriced
-from drover.errors import printable
+from drover.errors import DroverError, printable
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
@@ -60,13 +59,10 @@ def report_for(project: "Project", ledger: "Ledger", since: str | None,
 
 def write_page(made: "Report", path: Path) -> None:
     """The HTML page, written whole or not at all."""
+    from drover.cli.parts import write_output
     from drover.cli.report_html import page
-    from drover.items.file import write_atomic
 
-    if path.is_dir():  # `--html ''` too: click makes it the current folder
-        raise IsADirectoryError(errno.EISDIR, "a folder, not a file: name the page to write, e.g. report.html",
-                                str(path))
-    write_atomic(path, page(made))
+    write_output(path, page(made), "report.html")
 
 
 def as_ended(results: "Iterable[Driven]", left: "Iterable[str]") -> "dict[str, Ended]":
@@ -105,8 +101,8 @@ def drive_ended(project: "Project", since: str, report_file: Path | None, say: C
         try:
             write_page(made, report_file)
             say(f"report written to {report_file}")
-        except OSError as exc:
-            say(f"drover: warning: the report was not written to {report_file}: {exc.strerror or exc}")
+        except DroverError as exc:
+            say(f"drover: warning: the report was not written to {report_file}: {exc.message}")
     if command and notify is not None:
         from drover.loop.notify import run_notify
 
