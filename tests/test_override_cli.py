@@ -318,6 +318,14 @@ def test_a_go_condition_is_answered_with_a_drover_form_that_renders(project):
                 "(this looks like Go template syntax)") in invoke("check").output.splitlines(), go
         use_override(project, f"<% block done %>\n<% if {jinja} %>\n- Reproduce first.\n<% endif %>\n<% endblock %>\n")
         assert invoke("prompt", "D-1", "--slot", "implement").exit_code == 0, jinja
+    # Go's `else if`, the first Go action of its block: Jinja's elif, and the condition as above
+    use_override(project, '<% block done %>\n<% if Is("migration") %>\n- Back it up.\n'
+                          '{{ else if eq (.Get "kind") "bug" }}\n- Reproduce first.\n<% endif %>\n<% endblock %>\n')
+    assert (f"{KICKOFF}:4: drover statements are written <% elif Get(\"kind\") == \"bug\" %> "
+            "(this looks like Go template syntax)") in invoke("check").output.splitlines()
+    use_override(project, '<% block done %>\n<% if Is("migration") %>\n- Back it up.\n'
+                          '<% elif Get("kind") == "bug" %>\n- Reproduce first.\n<% endif %>\n<% endblock %>\n')
+    assert invoke("prompt", "D-1", "--slot", "implement").exit_code == 0
 
 
 def test_jinja_calls_and_go_text_kept_in_raw_blocks_or_comments_are_not_taken_for_go_syntax(project):

@@ -92,10 +92,13 @@ def _drover_form(body: str) -> str | None:
     if body == "end":
         return "drover closes a statement with <% endif %>, <% endfor %> or <% endblock %>"
     match = None if _JINJA_RANGE.match(body) else _STATEMENT.match(body)
-    if match and (match.group("word") != "else" or not match.group("rest")):
+    chained = match is not None and match.group("word") == "else" and re.match(r"if\s", match.group("rest") or "")
+    if match and (match.group("word") != "else" or not match.group("rest") or chained):
         word = {"range": "for", "with": "if", "template": "include"}.get(match.group("word"), match.group("word"))
         rest = _DOT_FIELD.sub(r"\g<field>", match.group("rest")).strip()
         rest = _CALL.sub(r"\g<name>(\g<arg>)", rest)
+        if chained:  # Go's `else if X`: Jinja's elif
+            return f"drover statements are written <% elif {_condition(rest[2:].strip())} %>"
         if word == "if":
             rest = _condition(rest)
         if word == "else":
