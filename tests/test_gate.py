@@ -1070,3 +1070,35 @@ def test_a_finish_whose_actor_is_refused_merges_nothing(project, monkeypatch):
             finishing.finish(open_project(project), ledger, "D-1")
         assert not ledger.item_row("D-1").get("done")
     assert git(project, "rev-parse", "main").strip() == before
+
+
+
+def test_a_default_merge_driver_the_shared_config_names_hides_no_conflict_from_finish(project):
+    """Hostile review 32: `merge.default = union` in the shared `.git/config` (no program, no
+    attributes file) made git's built-in union driver merge every file both sides changed: where
+    base and the branch wrote the same line two ways, finish merged both lines, a conflict nobody
+    saw, instead of refusing. drover's git merges as git does by default."""
+    approved(project)
+    (project / "d-1.txt").write_text("base's own\n")
+    git(project, "add", "d-1.txt")
+    git(project, "commit", "-q", "-m", "base writes the same file")
+    before = git(project, "rev-parse", "main").strip()
+    git(project, "config", "merge.default", "union")
+    done = drover(project, "finish", "D-1")
+    assert done.returncode != 0 and "conflicts in d-1.txt" in done.stderr, done.stdout + done.stderr
+    assert git(project, "rev-parse", "main").strip() == before
+
+
+def test_a_merge_driver_named_text_in_the_shared_config_never_runs_for_drovers_merge(project, tmp_path):
+    """The pin above must not name a driver the config can define: git looks a `merge.default` up
+    among the config's drivers before its built-in ones, so `text` would run `merge.text.driver`."""
+    ran = tmp_path / "driver-ran"
+    approved(project)
+    (project / "d-1.txt").write_text("base's own\n")
+    git(project, "add", "d-1.txt")
+    git(project, "commit", "-q", "-m", "base writes the same file")
+    for name in ("text", ""):
+        git(project, "config", f"merge.{name}.driver", f"touch {ran}; false")
+    done = drover(project, "finish", "D-1")
+    assert done.returncode != 0 and "conflicts in d-1.txt" in done.stderr, done.stdout + done.stderr
+    assert not ran.exists()

@@ -31,13 +31,19 @@ if TYPE_CHECKING:
 # And a log in UTF-8, the text drover reads: `i18n.logOutputEncoding = UTF-16LE` wrote a NUL after each
 # byte, where drover's log of a branch's commits ends each field with one, so a subject could spell
 # the rows of the review prompt's commit list and its head under review (hostile review 31).
+# And git's own text merge for a file no attribute gives a driver: `merge.default = union` names a
+# built-in driver (no program runs), which merged both sides' lines where base and the branch wrote
+# the same line two ways, and finish landed that, a conflict nobody saw (hostile review 32). git
+# looks the name up among the drivers the config defines first, so `text` would run a planted
+# `merge.text.driver` (and an empty name `merge..driver`): the pin names none, a name with a line
+# break no config file can give a driver, and git then merges as text, its default.
 # A reviewer's git gets the program pins of these, not the output ones (agents/environment.REVIEW_GIT).
 PINNED = ("-c", "core.quotePath=false", "-c", "color.ui=false", "-c", "core.hooksPath=/dev/null",
           "-c", "core.fsmonitor=false", "-c", "commit.gpgSign=false", "-c", "log.showSignature=false",
           "-c", "merge.verifySignatures=false", "-c", "maintenance.auto=false",
           "-c", "advice.graftFileDeprecated=false", "-c", "core.trustctime=true", "-c", "core.checkStat=default",
           "-c", "core.ignoreStat=false", "-c", "core.splitIndex=false", "-c", "core.bigFileThreshold=512m",
-          "-c", "diff.ignoreSubmodules=none", "-c", "i18n.logOutputEncoding=UTF-8")
+          "-c", "diff.ignoreSubmodules=none", "-c", "i18n.logOutputEncoding=UTF-8", "-c", "merge.default=git's\ntext merge")
 
 
 def one_line(text: str) -> str:
