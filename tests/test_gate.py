@@ -1072,6 +1072,52 @@ def test_a_finish_whose_actor_is_refused_merges_nothing(project, monkeypatch):
     assert git(project, "rev-parse", "main").strip() == before
 
 
+DIFF_READER = ('#!/bin/sh\nif git diff "$DROVER_BASE...HEAD" | grep -q "^+the work"; then\n'
+               '  echo "- saw the change" | drover request-changes "$DROVER_ITEM"\n'
+               'else\n  drover audit "$DROVER_ITEM" --level reviewed --note "saw no change"\nfi\n')
+
+
+@pytest.mark.parametrize("where, committed", [(".gitattributes", True), ("sub/.gitattributes", True),
+                                              ("sub/.gitattributes", False)])
+def test_attributes_the_branch_holds_hide_no_change_from_the_reviewers_diff(project, where, committed):
+    """Hostile review 32: a `.gitattributes` committed on the branch saying `* -diff` marks itself
+    too, so the reviewer's `git diff main...HEAD` read `Binary files ... differ` for it and for every
+    file the branch changed, where the change was in the diff by the rule's reckoning. One deeper
+    down does the same for its folder, committed or left in the worktree. The review is refused."""
+    (project / "agents").mkdir()
+    (project / "agents" / "agent.sh").write_text(DIFF_READER)
+    use_reviewer(project, "sh agents/agent.sh", "a reviewer that reads the diff")
+    drover(project, "run", "D-1", check=True)
+    worktree = project / ".drover" / "worktrees" / "D-1"
+    folder = (worktree / where).parent
+    folder.mkdir(exist_ok=True)
+    if folder != worktree:
+        git(worktree, "mv", "d-1.txt", "sub/d-1.txt")
+    (worktree / where).write_text("* -diff\n")
+    git(worktree, "add", "-A" if committed else "sub/d-1.txt")
+    git(worktree, "commit", "-q", "-m", "attributes of the branch's own")
+    done = drover(project, "review", "D-1")
+    assert done.returncode != 0 and "as binary" in done.stderr, done.stdout + done.stderr
+    assert "d-1.txt" in done.stderr, done.stderr
+    assert json.loads(drover(project, "show", "D-1", "--json", check=True).stdout)["audits"] == []
+
+
+def test_attributes_base_holds_for_its_own_files_do_not_stop_a_review(project):
+    """A project that marks its lock file `-diff` on base, as many do: a branch that changes the
+    file is reviewed as before; the reviewer's diff and drover's own checkout agree on it."""
+    (project / "agents").mkdir()
+    (project / "agents" / "agent.sh").write_text(DIFF_READER)
+    (project / ".gitattributes").write_text("*.lock -diff\n")
+    (project / "deps.lock").write_text("a 1\n")
+    use_reviewer(project, "sh agents/agent.sh", "a reviewer that reads the diff, and a lock file")
+    drover(project, "run", "D-1", check=True)
+    worktree = project / ".drover" / "worktrees" / "D-1"
+    (worktree / "deps.lock").write_text("a 2\n")
+    git(worktree, "commit", "-q", "-am", "a newer lock")
+    done = drover(project, "review", "D-1")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert json.loads(drover(project, "show", "D-1", "--json", check=True).stdout)["state"] == "changes requested"
+
 
 def test_a_default_merge_driver_the_shared_config_names_hides_no_conflict_from_finish(project):
     """Hostile review 32: `merge.default = union` in the shared `.git/config` (no program, no
@@ -1102,3 +1148,39 @@ def test_a_merge_driver_named_text_in_the_shared_config_never_runs_for_drovers_m
     done = drover(project, "finish", "D-1")
     assert done.returncode != 0 and "conflicts in d-1.txt" in done.stderr, done.stdout + done.stderr
     assert not ran.exists()
+
+
+def test_a_merge_driver_the_shared_attributes_give_hides_no_conflict_from_finish(project):
+    """Hostile review 32: `* merge=union` in `.git/info/attributes` (every worktree's agent can
+    write it; git's built-in driver needs no config) merged both sides' lines where base and the
+    branch wrote the same file two ways: finish landed a conflict nobody saw. It is refused."""
+    approved(project)
+    (project / "d-1.txt").write_text("base's own\n")
+    git(project, "add", "d-1.txt")
+    git(project, "commit", "-q", "-m", "base writes the same file")
+    before = git(project, "rev-parse", "main").strip()
+    (project / ".git" / "info").mkdir(exist_ok=True)
+    (project / ".git" / "info" / "attributes").write_text("[attr]mine merge=union\n*.txt mine\n")
+    done = drover(project, "finish", "D-1")
+    assert done.returncode != 0 and "d-1.txt merge=union" in done.stderr and "info/attributes" in done.stderr, \
+        done.stdout + done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert git(project, "rev-parse", "main").strip() == before
+    (project / ".git" / "info" / "attributes").unlink()
+    done = drover(project, "finish", "D-1")
+    assert done.returncode != 0 and "conflicts in d-1.txt" in done.stderr, done.stdout + done.stderr
+
+
+def test_attributes_the_shared_git_folder_holds_hide_no_change_from_the_reviewers_diff(project):
+    """Hostile review 32: `.git/info/attributes`, which every worktree's agent can write, saying
+    `*.txt binary` showed the reviewer's diff `Binary files ... differ` for the branch's work."""
+    (project / "agents").mkdir()
+    (project / "agents" / "agent.sh").write_text(DIFF_READER)
+    use_reviewer(project, "sh agents/agent.sh", "a reviewer that reads the diff")
+    drover(project, "run", "D-1", check=True)
+    (project / ".git" / "info").mkdir(exist_ok=True)
+    (project / ".git" / "info" / "attributes").write_text("*.txt binary\n")
+    done = drover(project, "review", "D-1")
+    assert done.returncode != 0 and "d-1.txt" in done.stderr and "info/attributes" in done.stderr, \
+        done.stdout + done.stderr
+    assert json.loads(drover(project, "show", "D-1", "--json", check=True).stdout)["audits"] == []

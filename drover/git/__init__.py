@@ -7,7 +7,7 @@ from drover.git.branches import (Refs, all_refs, branch_exists, branch_heads, br
 from drover.git.bundles import advance_branch, bundle_create, bundle_heads, clone_bundle, fetch_bundle
 from drover.git.history import (Commit, Recent, ahead_of, blobs_at, blobs_on_disk, changed_paths, commits_beyond,
                                 commits_paths, compare, count_commits, merge_bases, modified_files,
-                                moved_only_under, recent_commits)
+                                moved_only_under, recent_commits, shared_attributes, shown_as_binary)
 from drover.git.merges import (MergeConflict, conflict_markers, conflicts_merged, head_markers, merge, merge_base_into, merge_in_progress,
                                unmerged_files)
 from drover.git.plumbing import commit_file, set_index_entry
@@ -26,5 +26,5 @@ __all__ = [
     "modified_files",
     "moved_only_under", "own_git_dir",
     "private_dir", "reads_as_ref", "recent_commits", "registered_worktrees", "remove_worktree", "require_base", "rev_parse",
-    "set_index_entry", "shadowing_refs", "unmerged_files", "user_name", "valid_branch_name",
+    "set_index_entry", "shadowing_refs", "shared_attributes", "shown_as_binary", "unmerged_files", "user_name", "valid_branch_name",
 ]

@@ -5,6 +5,7 @@ prompts as they are (drover/prompts/fields.py).
 """
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Callable, NamedTuple
 
@@ -234,6 +235,41 @@ def commits_paths(root: Path, since: str, until: str) -> list[str]:
     out = git(["log", "--format=", "--name-only", "-z", "--no-renames", "-c", SUBMODULES, "--end-of-options",
                f"{since}..{until}"], root)
     return sorted({path.strip("\n") for path in out.split("\0") if path.strip("\n")})
+
+
+def shown_as_binary(cwd: Path, base_head: str, head: str) -> set[str]:
+    """The paths `git diff base_head...head` run in `cwd` shows as binary (`Binary files ...
+    differ`, numstat's `-`): the attributes git reads there (the `.gitattributes` files of that
+    checkout, at every depth, and the shared `info/attributes`) decide it as much as the content."""
+    out = git(["diff", "--numstat", "-z", "--no-renames", "--no-ext-diff", "--no-textconv", SUBMODULES,
+               "--end-of-options", f"{base_head}...{head}"], cwd)
+    # -z without renames: `added TAB deleted TAB path`, each ended by a NUL
+    return {fields[2] for fields in (entry.split("\t", 2) for entry in out.split("\0"))
+            if len(fields) == 3 and fields[0] == "-"}
+
+
+def shared_attributes(root: Path, paths: list[str], *names: str) -> dict[str, list[str]]:
+    """path -> `name=value` for each of the attributes `names` that the repository's shared
+    `info/attributes` gives it (`unset` for `-name`, `set` for `name`), for those of `paths` it gives
+    any: what no `.gitattributes` of a commit or a checkout says, and every worktree's agent can write
+    (git reads it for every checkout, drover's own merges and a reviewer's diff included)."""
+    import tempfile
+
+    if not paths or not names:
+        return {}
+    with tempfile.TemporaryDirectory(prefix="drover-attributes-") as empty:
+        # an empty work tree and no index: git reads no `.gitattributes` at all, only `info/attributes`
+        # (and the system's file, which is no agent's to write); the user's file is off
+        done = run(["-c", "core.attributesFile=" + os.devnull, f"--work-tree={empty}", "--literal-pathspecs",
+                    "check-attr", "-z", *names, "--", *paths], root, env_add={"GIT_INDEX_FILE": os.path.join(empty, "index")})
+    if done.returncode != 0:
+        raise GitError(f"git check-attr: {done.stderr.strip() or done.returncode}")
+    fields = done.stdout.split("\0")
+    found: dict[str, list[str]] = {}
+    for path, name, value in zip(fields[0::3], fields[1::3], fields[2::3]):
+        if value != "unspecified":
+            found.setdefault(path, []).append(f"{name}={value}")
+    return found
 
 
 def blobs_at(root: Path, commit: str, paths: list[str]) -> dict[str, str]:

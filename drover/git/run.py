@@ -133,15 +133,16 @@ def _popen() -> type[subprocess.Popen[Any]]:
     return Git
 
 
-def _ran(args: list[str], cwd: Path | None, stdin: bytes | None, text: bool) -> subprocess.CompletedProcess[Any]:
+def _ran(args: list[str], cwd: Path | None, stdin: bytes | None, text: bool,
+         env_add: dict[str, str] | None = None) -> subprocess.CompletedProcess[Any]:
     """subprocess.run(capture_output=True, timeout=_timeout()) of git `args`, by _popen; stdin fed
-    `stdin`, or this process's own when None."""
+    `stdin`, or this process's own when None; `env_add` over drover's environment for git."""
     import subprocess  # here: a command that never runs git does not pay for the import
 
     program, seconds = _program(), _timeout()
     decoding: dict[str, Any] = {"encoding": "utf-8", "errors": "replace"} if text else {}
     try:
-        with _popen()([program, *PINNED, *args], cwd=cwd, env=_env(), stdout=subprocess.PIPE,
+        with _popen()([program, *PINNED, *args], cwd=cwd, env={**_env(), **(env_add or {})}, stdout=subprocess.PIPE,
                       stderr=subprocess.PIPE, stdin=None if stdin is None else subprocess.PIPE,
                       **decoding) as proc:
             try:
@@ -160,10 +161,10 @@ def _ran(args: list[str], cwd: Path | None, stdin: bytes | None, text: bool) -> 
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
 
-def run(args: list[str], cwd: Path | None) -> subprocess.CompletedProcess[str]:
+def run(args: list[str], cwd: Path | None, *, env_add: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """git `args` in `cwd` (None: the working directory), its output as text; GitError only when
-    git cannot start, or does not end in time (_timeout)."""
-    return _ran(args, cwd, None, True)
+    git cannot start, or does not end in time (_timeout). `env_add`: variables for this git alone."""
+    return _ran(args, cwd, None, True, env_add)
 
 
 def run_bytes(args: list[str], cwd: Path, stdin: bytes = b"") -> subprocess.CompletedProcess[bytes]:

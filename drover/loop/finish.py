@@ -66,10 +66,11 @@ def finish(project: Project, ledger: Ledger, item_id: str, *, allow_drover_files
         # what the two refusals below ask of history, in one git call: where the branch left base
         bases = git.merge_bases(project.root, heads[base], heads[branch])
         approved = _require_covered(project, ledger, item_id, branch, heads, bases)
-        _require_own_files_kept(project, item_id, branch, approved, allow_drover_files, heads[base], bases)
+        changed = _require_own_files_kept(project, item_id, branch, approved, allow_drover_files, heads[base], bases)
         _require_check(project, ledger, item_id, approved, heads[base])
         refuse_dirty(project, "before finishing")
         _remove_worktrees(project, ledger, item_id)
+        _require_merge_as_committed(project, item_id, changed)
         # the commit the approval covers, by its id: no ref named like the branch can stand in
         left: list[str] = []  # the branch the checkout was on, when the merge moved it to base
         sha = git.merge(project.root, branch, project.config.base,
@@ -136,7 +137,7 @@ def _require_covered(project: Project, ledger: Ledger, item_id: str, branch: str
 
 
 def _require_own_files_kept(project: Project, item_id: str, branch: str, commit: str, allowed: bool,
-                            base_head: str, bases: list[str]) -> None:
+                            base_head: str, bases: list[str]) -> list[str]:
     """Refuse a branch that would bring drover's state, or (unless `allowed`) what steers it.
 
     A path counts where the merge would change it: the diff from where the branch left base to
@@ -159,6 +160,21 @@ def _require_own_files_kept(project: Project, item_id: str, branch: str, commit:
         if brought:
             raise Refused(f"{item_id}: {branch} changes drover's own files ({shown_paths(brought)}): "
                           f"read those changes, then `drover finish {item_id} --allow-drover-files` to merge them")
+    return changed
+
+
+def _require_merge_as_committed(project: Project, item_id: str, changed: list[str]) -> None:
+    """Refuse while the shared `info/attributes` gives a merge driver to a path the merge brings
+    (hostile review 32): every worktree's agent can write that file, and `* merge=union` (git's
+    built-in driver, no config needed) merged both sides' lines where base and the branch wrote the
+    same line two ways, landing a conflict nobody saw. `.gitattributes` files are the commits' and
+    the checkout's, which reviews and `refuse_dirty` see."""
+    given = git.shared_attributes(project.root, changed, "merge")
+    if given:
+        first = sorted(given)[:3]
+        shown = ", ".join(f"{path} {' '.join(given[path])}" for path in first) + (" ..." if len(given) > 3 else "")
+        raise Refused(f"{item_id}: {project.git_common_dir.name}/info/attributes gives a merge driver to what the "
+                      f"merge brings ({shown}): the merge would not be git's own; remove those lines, then finish again")
 
 
 def _differing(project: Project, commit: str, paths: list[str]) -> list[str]:

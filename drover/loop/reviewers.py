@@ -27,7 +27,8 @@ AGENT_CONFIG = (".claude", ".codex", ".gemini", ".aider.conf.yml", ".aider.model
                 ".env", ".gemini/.env")
 # What the reviewer's git reads of the worktree beside the commit: `install.sh -diff` left there,
 # uncommitted, showed the reviewer's `git diff` a binary file where the branch added a script. A
-# branch may change it: committed, the change is in the diff the reviewer reads.
+# branch may change it, but not so as to hide its change: `* -diff` marks the attributes file
+# itself too, and the diff then shows nothing of either (hostile review 32: _hidden_as_binary).
 GIT_READS = (".gitattributes",)
 
 
@@ -194,6 +195,34 @@ def refuse_from_the_worktree(project: "Project", launch: "Launch", head: str, se
         raise Refused(f"{launch.item_id}: its worktree holds, uncommitted, what its reviewer would run or read "
                       f"({shown}): the review would run the implementer's own; remove them from "
                       f"{launch.workdir}, or review by hand")
+    if in_a_worktree:
+        _refuse_hidden_as_binary(project, launch, head, seen)
+
+
+def _refuse_hidden_as_binary(project: "Project", launch: "Launch", head: str, seen: git.Refs) -> None:
+    """Refuse a review whose reviewer's `git diff` would show as binary a file of the branch's change
+    that drover's own checkout shows as text (hostile review 32): a `.gitattributes` the branch holds,
+    at any depth, committed or not, saying `* -diff` or `binary`. The reviewer would read `Binary files
+    ... differ` where the branch changed a script, the attributes file itself included (it marks
+    itself), or the shared `info/attributes`, which every worktree's agent can write. What base's own
+    `.gitattributes` says counts the same in both places (a project's `*.lock -diff`): it stops nothing."""
+    base_head = seen.heads.get(project.config.base, "")
+    if not base_head:
+        return
+    try:
+        binary = git.shown_as_binary(launch.workdir, base_head, head)
+        hidden = binary - git.shown_as_binary(project.root, base_head, head)
+        # the shared `info/attributes` is read in both places: one it marks so is the implementer's doing
+        hidden |= set(git.shared_attributes(project.root, sorted(binary - hidden), "diff"))
+    except GitError as exc:
+        raise Refused(f"{launch.item_id}: cannot read what its reviewer's diff would show ({exc}): "
+                      "no review runs there") from None
+    if hidden:
+        shown = ", ".join(sorted(hidden)[:5]) + (" ..." if len(hidden) > 5 else "")
+        raise Refused(f"{launch.item_id}: the attributes in its worktree show {shown} as binary to its reviewer's "
+                      f"`git diff`, where drover's checkout shows text: the review would not see those changes; "
+                      f"take the `-diff` or `binary` attribute off {launch.branch} (or out of "
+                      f"{project.git_common_dir.name}/info/attributes), or review by hand")
 
 
 def park_if_changed_under(project: "Project", ledger: "Ledger", launch: "Launch", head: str) -> git.Refs:
