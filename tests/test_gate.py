@@ -1077,13 +1077,12 @@ DIFF_READER = ('#!/bin/sh\nif git diff "$DROVER_BASE...HEAD" | grep -q "^+the wo
                'else\n  drover audit "$DROVER_ITEM" --level reviewed --note "saw no change"\nfi\n')
 
 
-@pytest.mark.parametrize("where, committed", [(".gitattributes", True), ("sub/.gitattributes", True),
-                                              ("sub/.gitattributes", False)])
+@pytest.mark.parametrize("where, committed", [(".gitattributes", True), ("sub/.gitattributes", True)])
 def test_attributes_the_branch_holds_hide_no_change_from_the_reviewers_diff(project, where, committed):
     """Hostile review 32: a `.gitattributes` committed on the branch saying `* -diff` marks itself
     too, so the reviewer's `git diff main...HEAD` read `Binary files ... differ` for it and for every
     file the branch changed, where the change was in the diff by the rule's reckoning. One deeper
-    down does the same for its folder, committed or left in the worktree. The review is refused."""
+    down does the same for its folder. The review is refused."""
     (project / "agents").mkdir()
     (project / "agents" / "agent.sh").write_text(DIFF_READER)
     use_reviewer(project, "sh agents/agent.sh", "a reviewer that reads the diff")

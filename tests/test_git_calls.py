@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 from drive_bench import AGENT  # noqa: E402
 
 NOTING_GIT = """#!/bin/sh
-echo "$PPID $*" >> "{log}"
+printf '%s %s\n' "$PPID" "$(printf '%s' "$*" | tr '\n' ' ')" >> "{log}"
 exec "{git}" "$@"
 """
 ITEMS = 3

@@ -169,6 +169,8 @@ def _require_merge_as_committed(project: Project, item_id: str, changed: list[st
     built-in driver, no config needed) merged both sides' lines where base and the branch wrote the
     same line two ways, landing a conflict nobody saw. `.gitattributes` files are the commits' and
     the checkout's, which reviews and `refuse_dirty` see."""
+    if not (project.git_common_dir / "info" / "attributes").exists():
+        return  # the usual case, no git asked
     given = git.shared_attributes(project.root, changed, "merge")
     if given:
         first = sorted(given)[:3]

@@ -201,8 +201,8 @@ def refuse_from_the_worktree(project: "Project", launch: "Launch", head: str, se
 
 def _refuse_hidden_as_binary(project: "Project", launch: "Launch", head: str, seen: git.Refs) -> None:
     """Refuse a review whose reviewer's `git diff` would show as binary a file of the branch's change
-    that drover's own checkout shows as text (hostile review 32): a `.gitattributes` the branch holds,
-    at any depth, committed or not, saying `* -diff` or `binary`. The reviewer would read `Binary files
+    that drover's own checkout shows as text (hostile review 32): a `.gitattributes` the branch
+    changes, at any depth, saying `* -diff` or `binary`. The reviewer would read `Binary files
     ... differ` where the branch changed a script, the attributes file itself included (it marks
     itself), or the shared `info/attributes`, which every worktree's agent can write. What base's own
     `.gitattributes` says counts the same in both places (a project's `*.lock -diff`): it stops nothing."""
@@ -210,10 +210,18 @@ def _refuse_hidden_as_binary(project: "Project", launch: "Launch", head: str, se
     if not base_head:
         return
     try:
+        # only where an attributes file can differ from drover's checkout: a `.gitattributes` the
+        # branch changes (the branch check's own question, answered once a process) or the shared
+        # `info/attributes`; one left uncommitted below the top is not looked for (docs/security.md)
+        changed = git.changed_paths(project.root, project.config.base, head, base_head=base_head)
+        if (not any(posixpath.basename(path) == ".gitattributes" for path in changed)
+                and not (project.git_common_dir / "info" / "attributes").exists()):
+            return
         binary = git.shown_as_binary(launch.workdir, base_head, head)
         hidden = binary - git.shown_as_binary(project.root, base_head, head)
         # the shared `info/attributes` is read in both places: one it marks so is the implementer's doing
-        hidden |= set(git.shared_attributes(project.root, sorted(binary - hidden), "diff"))
+        if binary - hidden and (project.git_common_dir / "info" / "attributes").exists():
+            hidden |= set(git.shared_attributes(project.root, sorted(binary - hidden), "diff"))
     except GitError as exc:
         raise Refused(f"{launch.item_id}: cannot read what its reviewer's diff would show ({exc}): "
                       "no review runs there") from None
