@@ -54,6 +54,26 @@ def test_a_drover_repo_outside_any_repository_is_named_as_the_cause(repo, tmp_pa
                     "repository you are in, or point it at a repository's checkout")
 
 
+def test_a_drover_repo_naming_a_worktree_or_a_subfolder_acts_on_the_main_checkout(repo, tmp_path):
+    configure(repo)
+    new_item(repo, "First")
+    worktree = repo / ".drover" / "worktrees" / "D-1"
+    git(repo, "worktree", "add", "-q", "-b", "drover/d-1", str(worktree))
+    (repo / "src" / "deep").mkdir(parents=True)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    for named in (worktree, repo / "src" / "deep"):
+        listed = json.loads(drover(elsewhere, "list", "--json", env={"DROVER_REPO": str(named)}, check=True).stdout)
+        assert [row["id"] for row in listed] == ["D-1"]
+    made = drover(elsewhere, "new", "Second", env={"DROVER_REPO": str(worktree)}, check=True).stdout
+    assert made.split()[:2] == ["D-2", "items/D-2.md"]
+    assert (repo / "items" / "D-2.md").is_file()
+    # no second ledger, no item written in the worktree's copy of the items folder
+    assert not (worktree / ".drover").exists() and not (worktree / "items" / "D-2.md").exists()
+    said = one_line_error(drover(elsewhere, "list", env={"DROVER_REPO": str(tmp_path / "gone")}), 2)
+    assert said.startswith(f"drover: $DROVER_REPO is {tmp_path / 'gone'}, which is not a folder")
+
+
 def test_init_takes_the_base_from_the_current_branch(tmp_path):
     root = tmp_path / "lib"
     root.mkdir()

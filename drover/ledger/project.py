@@ -120,17 +120,31 @@ def itemfile_error(project: Project, path: Path, exc: "Unreadable", item_id: str
 
 
 def find_root(start: Path | None = None) -> Path:
-    """The main checkout's root: $DROVER_REPO, else the one git finds from `start` (its common
-    directory's parent; a submodule's own top). Outside a git repository, or in one git will not
-    trust, a one-line error: drover never walks up to a drover.toml git does not lead to."""
+    """The main checkout's root: the one git finds from $DROVER_REPO, else from `start` (its common
+    directory's parent; a submodule's own top). $DROVER_REPO naming an item's worktree or a folder
+    inside the checkout leads to the same main checkout, never to a second ledger. Outside a git
+    repository, or in one git will not trust, a one-line error: drover never walks up to a
+    drover.toml git does not lead to."""
     env = os.environ.get("DROVER_REPO")
     if env:
-        root = Path(os.path.realpath(env))
-        if not git.rev_parse(root, "--git-dir"):
-            raise no_repository(root, missing=f"$DROVER_REPO is {env}, which is not inside a git repository: unset "
-                                "it to use the repository you are in, or point it at a repository's checkout")
+        named = Path(os.path.realpath(env))
+        missing = (f"$DROVER_REPO is {env}, which is not inside a git repository: unset it to use the "
+                   "repository you are in, or point it at a repository's checkout")
+        if not named.is_dir():
+            raise UsageError(missing.replace("not inside a git repository", "not a folder"))
+        root = main_checkout(named)
+        if root is None:
+            raise no_repository(named, missing=missing)
         return root
     start = Path(os.path.realpath(start or Path.cwd()))
+    root = main_checkout(start)
+    if root is None:
+        raise no_repository(start)
+    return root
+
+
+def main_checkout(start: Path) -> Path | None:
+    """The main checkout of the repository git finds from `start`; None when git finds none."""
     common = git.rev_parse(start, "--path-format=absolute", "--git-common-dir")
     if common:
         # a worktree's common directory is the main checkout's .git; a submodule's lies in its
@@ -140,7 +154,7 @@ def find_root(start: Path | None = None) -> Path:
         toplevel = git.rev_parse(start, "--show-toplevel")
         if toplevel:
             return Path(os.path.realpath(toplevel))
-    raise no_repository(start)
+    return None
 
 
 def no_repository(start: Path, missing: str = "") -> DroverError:
