@@ -362,6 +362,18 @@ def test_a_stale_override_and_a_whole_template_name_the_file_and_line_in_check_j
     assert "a whole template: docs-internal/kickoff.tmpl:5 is outside every block" in done.stderr
 
 
+@pytest.mark.parametrize("text_option", [["--diff"], ["--diff", "--format", "unified"], ["--update"],
+                                         ["--update", "--dry-run"]])
+def test_check_json_with_a_text_view_is_a_usage_error_and_stdout_holds_no_text(project, text_option):
+    use_override(project, f"<% block scope %>\n<# drover-base: {OLD_SCOPE} #>\n- Mine.\n<% endblock %>\n")
+    before = (project / "docs-internal" / "kickoff.tmpl").read_text()
+    done = invoke("check", "--json", *text_option)
+    assert done.exit_code == 2 and done.stdout == ""
+    assert done.stderr.splitlines() == [
+        f"drover: --json prints the problems as JSON; {text_option[0]} prints text: give one of them"]
+    assert (project / "docs-internal" / "kickoff.tmpl").read_text() == before  # --update merged nothing
+
+
 @pytest.mark.parametrize(("text", "code", "line"), [
     ("<% block scpoe %>\n- x\n<% endblock %>\n", "template-block", 1),
     ("<% block done %>\n- x\n\n- {{ Titel }}\n<% endblock %>\n", "template-field", 4),

@@ -88,6 +88,12 @@ def check(diff: bool, diff_format: str, color: str, update: bool, dry_run: bool,
     from drover.cli.views import colour_diff, use_color
     from drover.loop.checks import run_check
 
+    if as_json and (diff or update):
+        from drover.errors import UsageError
+
+        # stdout under --json is one JSON document; a diff or the merge's lines are text
+        raise UsageError(f"--json prints the problems as JSON; {'--diff' if diff else '--update'} prints text: "
+                         "give one of them")
     if update or dry_run:
         _override(update=update, dry_run=dry_run)
     if as_json:
