@@ -374,6 +374,18 @@ def test_check_json_with_a_text_view_is_a_usage_error_and_stdout_holds_no_text(p
     assert (project / "docs-internal" / "kickoff.tmpl").read_text() == before  # --update merged nothing
 
 
+@pytest.mark.parametrize(("args", "said"), [
+    (["prompt", "D-1", "--diff-guidance"], "--diff-guidance lists the lines lean drops as text; --json prints the "
+                                            "prompt: give one of them"),
+    (["review", "D-1", "--print"], "--json goes with --dry-run; --print writes the prompt as text (`drover prompt "
+                                   "ID --slot review --json` gives it as JSON)"),
+], ids=["prompt-diff-guidance", "review-print"])
+def test_a_text_only_view_asked_for_as_json_is_a_usage_error_not_text_on_stdout(project, args, said):
+    done = invoke(*args, "--json")
+    assert (done.exit_code, done.stdout, done.stderr.splitlines()) == (2, "", [f"drover: {said}"])
+    assert invoke(*args).exit_code == 0  # the text view alone still works
+
+
 @pytest.mark.parametrize(("text", "code", "line"), [
     ("<% block scpoe %>\n- x\n<% endblock %>\n", "template-block", 1),
     ("<% block done %>\n- x\n\n- {{ Titel }}\n<% endblock %>\n", "template-field", 4),

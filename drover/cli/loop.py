@@ -108,6 +108,11 @@ def run(item_id: str, dry_run: bool, as_json: bool, explicit: str | None) -> Non
 @click.option("--print", "print_only", is_flag=True, help="Write the review prompt to stdout; record no launch.")
 def review(item_id: str, dry_run: bool, as_json: bool, print_only: bool) -> None:
     """Launch the reviewing agent on an item's branch."""
+    if print_only and as_json:
+        from drover.errors import UsageError
+
+        raise UsageError("--json goes with --dry-run; --print writes the prompt as text "
+                         "(`drover prompt ID --slot review --json` gives it as JSON)")
     if print_only:
         from drover.cli.templates import show_prompt
 

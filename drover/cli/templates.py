@@ -23,6 +23,10 @@ from drover.vocabulary import GUIDANCE_LEVELS, SLOTS, TEMPLATE_SLOTS
 def prompt(item_id: str, slot: str | None, guidance: str | None, diff_guidance: bool, explicit: str | None,
            as_json: bool) -> None:
     """Print the rendered prompt for one item and slot; changes nothing."""
+    if diff_guidance and as_json:
+        from drover.errors import UsageError
+
+        raise UsageError("--diff-guidance lists the lines lean drops as text; --json prints the prompt: give one of them")
     show_prompt(item_id, slot, guidance=guidance, explicit=explicit, diff_guidance=diff_guidance, as_json=as_json)
 
 
