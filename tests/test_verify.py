@@ -504,6 +504,19 @@ def test_show_lists_the_checks_in_text_and_json(project):
     assert check["log_path"].endswith("/check.log") and "FAIL: BROKEN is here" in check["tail"]
 
 
+def test_verify_changes_the_ledger_so_it_records_an_event_with_its_check(project):
+    drover(project, "run", "D-1", check=True)
+    before = len(ledger_rows(project, "events", order="id"))
+    assert drover(project, "verify", "D-1").returncode == 1  # the first attempt fails its check: still a row
+    (check,) = checks(project)
+    events = ledger_rows(project, "events", order="id")
+    assert len(events) == before + 1
+    event = events[-1]
+    assert (event["command"], event["item"], event["by"]) == ("verify", "D-1", "drover verify")
+    assert json.loads(event["detail"]) == {"check": check["id"], "head": check["head"], "passed": False,
+                                           "verify_command": "make test"}
+
+
 def test_the_review_prompt_carries_the_newest_failing_tail(project):
     drover(project, "run", "D-1", check=True)
     drover(project, "verify", "D-1")

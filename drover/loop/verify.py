@@ -186,7 +186,10 @@ def run_check(project: Project, ledger: Ledger, item_id: str, *, echo: bool = Fa
     check = Check(id=check_id, item=item_id, head=head, base=base_head, command=command, exit_status=exit_status,
                   outcome=outcome, started=started, duration=round(time.monotonic() - clock, 3),
                   tail=tail, log_path=project.relpath(log_path), at=now())
-    ledger.add_check(check)
+    with ledger.write():  # the row and its event, one transaction: a command that changed anything has its event
+        ledger.add_check(check)
+        ledger.log_event("verify", item_id, CHECKER, check=check_id, head=head, verify_command=command,
+                         passed=check.passed)
     return check
 
 
