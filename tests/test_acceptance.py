@@ -17,7 +17,7 @@ import pytest
 
 from helpers import git
 from drover.prompts import load_history
-from helpers import BIN, configure, drover, gh_issue, new_item
+from helpers import BIN, configure, drover, gh_issue, ledger_rows, new_item
 
 KICKOFF = "docs-internal/kickoff.tmpl"
 REVIEW = "docs-internal/review.tmpl"
@@ -210,6 +210,24 @@ def test_github_failure_during_finish_is_reported_and_the_next_finish_retries(hu
     done = drover(root, "finish", item)  # applied once: nothing is written again
     assert done.returncode == 0 and "already done" in done.stdout
     assert len(close_calls(fake)) == 2
+
+
+def test_a_finish_again_that_tells_the_tracker_records_its_event(hub):
+    root, item, fake = hub
+    name_the_repository(root)
+    drover(root, "dispose", item, "12", "--as", "close", "--note", NOTE, check=True)
+    drover(root, "run", item, check=True)
+    drover(root, "audit", item, "--level", "reviewed", "--by", "Ann", check=True)
+    fake.fail("issue-close", "HTTP 502: Bad Gateway\n")
+    assert drover(root, "finish", item).returncode == 1  # merged and done; the tracker was not told
+    finishes = [row for row in ledger_rows(root, "events", order="id") if row["command"] == "finish"]
+    assert [json.loads(row["detail"]).get("applied") for row in finishes] == [None]
+    (fake.data / "issue-close.fail").unlink()
+    assert drover(root, "finish", item).returncode == 0  # it changed the ledger (applied), so it has its event
+    assert drover(root, "finish", item).returncode == 0  # nothing left to do: no event
+    finishes = [row for row in ledger_rows(root, "events", order="id") if row["command"] == "finish"]
+    assert [json.loads(row["detail"]).get("applied") for row in finishes] == [None, [12]]
+    assert finishes[-1]["item"] == item and finishes[-1]["by"]
 
 
 def test_github_draft_renders_origin_read_fresh_from_gh(hub):

@@ -83,7 +83,10 @@ def finish(project: Project, ledger: Ledger, item_id: str, *, allow_drover_files
         for was in left:
             lines.append(f"{item_id}: the checkout was on {was or 'a detached HEAD'} and is now on "
                          f"{project.config.base}, where the merge is")
-    problems = _apply_dispositions(project, ledger, item_id, judged, lines)
+    applied: list[int] = []
+    problems = _apply_dispositions(project, ledger, item_id, judged, lines, applied)
+    if applied and row.get("done"):  # a finish again that told the tracker: it changed the ledger, so its event
+        ledger.log_event("finish", item_id, by if by is not None else actor(project, ledger), applied=applied)
     if not lines and not problems:
         lines.append(f"{item_id} is already done; every disposition is applied: nothing to do")
     return Finished(tuple(lines), tuple(problems))
@@ -240,8 +243,9 @@ def _tolerated(project: Project, path: str) -> bool:
 
 
 def _apply_dispositions(project: Project, ledger: Ledger, item_id: str, judged: dict[int, dict[str, Any]],
-                        lines: list[str]) -> list[str]:
-    """Write each judgment to the tracker once; a failure is reported and retried by the next finish."""
+                        lines: list[str], applied_issues: list[int]) -> list[str]:
+    """Write each judgment to the tracker once; a failure is reported and retried by the next finish.
+    `applied_issues` gets each issue whose judgment was marked applied."""
     pending = [row for row in judged.values() if not row["applied"] and row["disposition"] != "keep"]
     if not pending:
         return []
@@ -250,6 +254,7 @@ def _apply_dispositions(project: Project, ledger: Ledger, item_id: str, judged: 
         # no tracker to write to: the judgment stays in the ledger, and saying so once is enough
         for row in pending:
             ledger.set_applied(row["id"], f"recorded only ([tracker] backend = \"{project.config.tracker.backend}\")")
+            applied_issues.append(row["issue"])
             lines.append(f"#{row['issue']}: {row['disposition']} recorded; no tracker to write it to")
         return []
     problems = []
@@ -260,5 +265,6 @@ def _apply_dispositions(project: Project, ledger: Ledger, item_id: str, judged: 
             problems.append(f"#{row['issue']}: not applied ({exc.reason}); run `drover finish {item_id}` again to retry")
             continue
         ledger.set_applied(row["id"], applied or row["disposition"])
+        applied_issues.append(row["issue"])
         lines.append(f"#{row['issue']}: {applied or row['disposition']}")
     return problems
