@@ -600,4 +600,6 @@ def test_check_reports_a_base_branch_the_repository_lacks(project):
     edit_config(project, 'base = "main"', 'base = "trunk"')
     done, lines = check_lines(project)
     assert done.returncode == 1
-    assert lines == ["drover.toml: [run] base: no branch 'trunk' in this repository (items start from it and merge into it)"]
+    line = (project / "drover.toml").read_text().splitlines().index(next(
+        text for text in (project / "drover.toml").read_text().splitlines() if text.startswith('base = "trunk"'))) + 1
+    assert lines == [f"drover.toml:{line}: [run] base: no branch 'trunk' in this repository (items start from it and merge into it)"]

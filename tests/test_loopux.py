@@ -602,6 +602,9 @@ def test_check_json_codes_the_new_findings(project):
     problems = json.loads(drover(project, "check", "--json").stdout)["problems"]
     codes = {problem["code"]: problem["severity"] for problem in problems}
     assert codes["needs-requirements"] == "warning" and codes["verify-empty"] == "warning"
+    empty = next(problem for problem in problems if problem["code"] == "verify-empty")
+    written = next(at for at, text in enumerate(config.read_text().splitlines(), 1) if text.startswith('default = ""'))
+    assert (empty["path"], empty["line"]) == ("drover.toml", written)
     (project / "items").rename(project / "elsewhere")
     (project / "items").write_text("")
     problems = json.loads(drover(project, "check", "--json").stdout)["problems"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 import posixpath
 from pathlib import Path
-from typing import Container
+from typing import Callable, Container
 
 from drover.agents import presets
 from drover import git, prompts as templates
@@ -202,7 +202,8 @@ def check_config(project: Project, refs: dict[str, str]) -> list[Finding]:
     findings = []
     if git.local_ref(base) not in refs:
         findings.append(Finding.at(ProblemCode.BASE_MISSING, CONFIG_FILE, f"[run] base: no branch {base!r} in this "
-                                   "repository (items start from it and merge into it)"))
+                                   "repository (items start from it and merge into it)",
+                                   line=config_line(project, "run", "base")))
     items = project.items_dir
     if items.exists() and not items.is_dir():
         findings.append(Finding.at(ProblemCode.ITEMS_FOLDER, project.config.items, "not a folder ([project] items names the "
@@ -291,7 +292,7 @@ def check_warnings(project: Project) -> list[Finding]:
             findings.append(Finding(
                 f"[verify] {key} does not contain the default command ({default!r}): "
                 f"items with {key}: yes would silently run less", error=False, code=ProblemCode.CONFIG, path=CONFIG_FILE))
-    findings += empty_verify(config.verify)
+    findings += empty_verify(config.verify, lambda key: config_line(project, "verify", key))
     findings += verify_warnings(project)
     findings += independent_review(config)
     findings += review_through_a_runner(config)
@@ -376,12 +377,26 @@ def _with_deps(entries: dict[str, Entry], ids: tuple[str, ...]) -> set[str]:
     return concerned
 
 
-def empty_verify(verify: dict[str, str]) -> list[Finding]:
-    """An empty verify command: drover then checks nothing before it merges (docs/verify.md)."""
+def empty_verify(verify: dict[str, str], line_of: Callable[[str], int | None] = lambda key: None) -> list[Finding]:
+    """An empty verify command: drover then checks nothing before it merges (docs/verify.md);
+    `line_of` finds where drover.toml writes a `[verify]` key."""
     return [Finding.at(ProblemCode.VERIFY_EMPTY, CONFIG_FILE, f"[verify] {key} is empty: nothing runs before merge for "
                        f"{'items' if key == 'default' else f'items with {key}: yes'} (drover runs no check "
-                       "of its own, and finish needs none)", error=False)
+                       "of its own, and finish needs none)", line=line_of(key), error=False)
             for key, command in sorted(verify.items()) if not command.strip()]
+
+
+def config_line(project: Project, table: str, key: str) -> int | None:
+    """The line where drover.toml writes `key` of `table`, for a finding about it (None when the
+    key is not written, or the file cannot be read again)."""
+    from drover.config.toml import locate
+    from drover.git.files import read_regular_text
+
+    try:
+        text = read_regular_text(project.root / CONFIG_FILE)
+    except (OSError, UnicodeDecodeError):
+        return None
+    return locate(text)(table, key)
 
 
 def verify_warnings(project: Project) -> list[Finding]:
