@@ -1183,3 +1183,51 @@ def test_attributes_the_shared_git_folder_holds_hide_no_change_from_the_reviewer
     assert done.returncode != 0 and "d-1.txt" in done.stderr and "info/attributes" in done.stderr, \
         done.stdout + done.stderr
     assert json.loads(drover(project, "show", "D-1", "--json", check=True).stdout)["audits"] == []
+
+
+def _a_submodule_on_base(root: Path) -> None:
+    """The project's own submodule `lib` on main (at main's first commit), as a project commits one."""
+    first = git(root, "rev-list", "--max-parents=0", "HEAD").strip()
+    (root / ".gitmodules").write_text('[submodule "lib"]\n\tpath = lib\n\turl = ./lib\n')
+    git(root, "add", ".gitmodules")
+    git(root, "update-index", "--add", "--cacheinfo", f"160000,{first},lib")
+    git(root, "commit", "-q", "-m", "a submodule")
+
+
+def test_submodule_recursion_the_shared_config_asks_for_never_leads_drovers_git_into_another_repository(
+        project, tmp_path):
+    """Hostile review 33: `submodule.recurse = true` (with `submodule.active`) in the shared
+    `.git/config`, and `.git/modules/lib` made a link to another repository of the operator's: the
+    switch finish makes when the checkout is on another branch went into that repository, wrote its
+    `core.worktree` and moved its HEAD. drover's git recurses into no submodule."""
+    head = approved(project)
+    victim = tmp_path / "victim"
+    git(tmp_path, "clone", "-q", str(project), str(victim))
+    before = git(victim, "rev-parse", "HEAD").strip()
+    _a_submodule_on_base(project)
+    git(project, "switch", "-q", "--detach", "HEAD~1")  # the operator left the checkout elsewhere
+    (project / ".git" / "modules").mkdir()
+    (project / ".git" / "modules" / "lib").symlink_to(victim / ".git")
+    git(project, "config", "submodule.recurse", "true")
+    git(project, "config", "submodule.active", ".")
+
+    done = drover(project, "finish", "D-1")
+
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert git(project, "rev-parse", "main^2").strip() == head
+    assert git(victim, "rev-parse", "HEAD").strip() == before
+    assert "worktree" not in (victim / ".git" / "config").read_text()
+
+
+def test_submodule_recursion_the_shared_config_asks_for_stops_no_other_items_run(project):
+    """Hostile review 33: with a submodule on base, `submodule.recurse = true` written into the
+    shared config by any agent made every later worktree's reset fail (`could not reset submodule
+    index`): no item could run again. drover's git recurses into no submodule."""
+    _a_submodule_on_base(project)
+    git(project, "config", "submodule.active", ".")  # `git submodule init`, or the agent
+    git(project, "config", "submodule.recurse", "true")
+
+    done = drover(project, "run", "D-2")
+
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (project / ".drover" / "worktrees" / "D-2" / "d-2.txt").is_file()

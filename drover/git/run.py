@@ -37,13 +37,19 @@ if TYPE_CHECKING:
 # looks the name up among the drivers the config defines first, so `text` would run a planted
 # `merge.text.driver` (and an empty name `merge..driver`): the pin names none, a name with a line
 # break no config file can give a driver, and git then merges as text, its default.
+# And no submodule recursion: `submodule.recurse = true` in the shared config made drover's switch,
+# reset and checkout go into each active submodule, in the git folder `.git/modules/<name>` names,
+# which an agent can make a link to another repository: finish's switch wrote that repository's
+# `core.worktree` and moved its HEAD, and every new worktree's reset failed on a submodule base
+# holds (hostile review 33). A fetch (a bundle's) recurses into none either.
 # A reviewer's git gets the program pins of these, not the output ones (agents/environment.REVIEW_GIT).
 PINNED = ("-c", "core.quotePath=false", "-c", "color.ui=false", "-c", "core.hooksPath=/dev/null",
           "-c", "core.fsmonitor=false", "-c", "commit.gpgSign=false", "-c", "log.showSignature=false",
           "-c", "merge.verifySignatures=false", "-c", "maintenance.auto=false",
           "-c", "advice.graftFileDeprecated=false", "-c", "core.trustctime=true", "-c", "core.checkStat=default",
           "-c", "core.ignoreStat=false", "-c", "core.splitIndex=false", "-c", "core.bigFileThreshold=512m",
-          "-c", "diff.ignoreSubmodules=none", "-c", "i18n.logOutputEncoding=UTF-8", "-c", "merge.default=git's\ntext merge")
+          "-c", "diff.ignoreSubmodules=none", "-c", "i18n.logOutputEncoding=UTF-8", "-c", "merge.default=git's\ntext merge",
+          "-c", "submodule.recurse=false", "-c", "fetch.recurseSubmodules=false")
 
 
 def one_line(text: str) -> str:
