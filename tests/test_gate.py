@@ -1231,3 +1231,41 @@ def test_submodule_recursion_the_shared_config_asks_for_stops_no_other_items_run
 
     assert done.returncode == 0, done.stdout + done.stderr
     assert (project / ".drover" / "worktrees" / "D-2" / "d-2.txt").is_file()
+
+
+def _excluded_in_info(root: Path) -> None:
+    (root / ".git" / "info").mkdir(exist_ok=True)
+    (root / ".git" / "info" / "exclude").write_text("d-1.txt\n")
+
+
+def _excluded_by_a_file_the_config_names(root: Path) -> None:
+    (root / ".git" / "mine").write_text("d-1.txt\n")
+    git(root, "config", "core.excludesFile", str(root / ".git" / "mine"))
+
+
+HIDDEN_FROM_STATUS = {"info/exclude": _excluded_in_info, "core.excludesFile": _excluded_by_a_file_the_config_names}
+
+
+@pytest.mark.parametrize("how", sorted(HIDDEN_FROM_STATUS))
+def test_an_untracked_file_an_agent_made_git_ignore_is_not_written_over_by_finish(project, how):
+    """Hostile review 33: the operator's untracked `d-1.txt` in the checkout refuses the finish of
+    a branch that adds that file; an agent that lists it in `.git/info/exclude` (or a
+    `core.excludesFile` it names in the shared config) made it ignored, which git's merge takes for
+    expendable: finish merged and the operator's file was the branch's. It is refused, nothing
+    merged, the file as it was."""
+    approved(project)
+    mine = project / "d-1.txt"
+    mine.write_text("the operator's own notes\n")
+    before = git(project, "rev-parse", "main").strip()
+    HIDDEN_FROM_STATUS[how](project)
+    assert git(project, "status", "--porcelain") == ""  # the refusal of untracked files sees nothing
+
+    done = drover(project, "finish", "D-1")
+
+    assert done.returncode == 1 and "write over d-1.txt" in done.stderr, done.stdout + done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert mine.read_text() == "the operator's own notes\n"
+    assert git(project, "rev-parse", "main").strip() == before
+    mine.unlink()
+    assert drover(project, "finish", "D-1").returncode == 0
+    assert mine.read_text() == "the work\n"

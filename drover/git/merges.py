@@ -57,14 +57,16 @@ def merge(root: Path, branch: str, base: str, message: str, *, commit: str = "",
         merged = git(["commit-tree", "-p", heads[base], "-p", head, "-m", message, tree], root).strip()
         if original != base and attempt == 0:
             # switch takes only a branch: no other ref stands in; it refuses to overwrite a carried edit
-            moved = run(["switch", "--quiet", base], root)
+            moved = run(["switch", "--quiet", "--no-overwrite-ignore", base], root)
             if moved.returncode != 0:
                 raise Refused(f"{root} is on {original or 'a detached HEAD'} and git would not switch it to "
                               f"{base} ({one_line(moved.stderr)}): switch it to {base} before merging")
             switched(original)
+        # no ignored file is written over (git takes one for expendable): finish refused any first
+        # (hostile review 33), and this holds where one appeared since
         # only forward from the base head the merge was made on; when base moved meanwhile (drover's
         # own item commits land on it), the merge is made again on the new head
-        args = ["merge", "--ff-only", "--quiet", "--end-of-options", merged]
+        args = ["merge", "--ff-only", "--quiet", "--no-overwrite-ignore", "--end-of-options", merged]
         done = run(args, root)
         if done.returncode == 0:
             return merged
@@ -100,7 +102,7 @@ def _merge_in_checkout(root: Path, branch: str, base: str, message: str, head: s
     original_head = git(["rev-parse", "HEAD"], root).strip()
     if original != base:
         git(["switch", "--quiet", base], root)
-    args = ["merge", "--no-ff", "--no-edit", "-m", message, "--end-of-options", head]
+    args = ["merge", "--no-ff", "--no-edit", "--no-overwrite-ignore", "-m", message, "--end-of-options", head]
     done = run(args, root)
     if done.returncode == 0:
         if original != base:

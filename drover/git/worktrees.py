@@ -207,9 +207,12 @@ def checkout_branch(root: Path, branch: str, base: str, *, ignore: list[str] | t
         git(["switch", "--quiet", "--no-track", "-c", branch, local_ref(base)], root)
 
 
-def _status_entries(cwd: Path, *, untracked: bool) -> list[tuple[str, bool]]:
-    """(path, whether git tracks nothing of it) for each path `git status` names."""
-    out = git(["status", "--porcelain", "-z", "--untracked-files=" + ("all" if untracked else "no")], cwd)
+def _status_entries(cwd: Path, *, untracked: bool, ignored: list[str] | None = None) -> list[tuple[str, bool]]:
+    """(path, whether git tracks nothing of it) for each path `git status` names; `ignored`, when
+    given, gets each ignored path that matches an ignore rule (an ignored folder once, with its
+    slash, and nothing in it), in the same git."""
+    args = ["status", "--porcelain", "-z", "--untracked-files=" + ("all" if untracked else "no")]
+    out = git(args + (["--ignored=matching"] if ignored is not None else []), cwd)
     paths: list[tuple[str, bool]] = []
     entries = out.split("\0")
     index = 0
@@ -219,6 +222,10 @@ def _status_entries(cwd: Path, *, untracked: bool) -> list[tuple[str, bool]]:
         if len(entry) < 4:
             continue
         code, path = entry[:2], entry[3:]
+        if code == "!!":
+            if ignored is not None:
+                ignored.append(path)
+            continue
         paths.append((path, code == "??"))
         # A rename or copy is followed by the path it came from, which changed too.
         if "R" in code or "C" in code:
@@ -233,9 +240,9 @@ def dirty_paths(root: Path) -> list[str]:
     return [path for path, _ in _status_entries(root, untracked=True)]
 
 
-def dirty_entries(root: Path) -> list[tuple[str, bool]]:
-    """dirty_paths, each with whether it is untracked."""
-    return _status_entries(root, untracked=True)
+def dirty_entries(root: Path, *, ignored: list[str] | None = None) -> list[tuple[str, bool]]:
+    """dirty_paths, each with whether it is untracked; `ignored` as _status_entries fills it."""
+    return _status_entries(root, untracked=True, ignored=ignored)
 
 
 def _on_disk(folder: Path, paths: tuple[str, ...]) -> tuple[dict[str, str], list[str]]:

@@ -1,6 +1,7 @@
 """`drover finish`: the refusals, the local merge into base, the dispositions, done."""
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -68,7 +69,9 @@ def finish(project: Project, ledger: Ledger, item_id: str, *, allow_drover_files
         approved = _require_covered(project, ledger, item_id, branch, heads, bases)
         changed = _require_own_files_kept(project, item_id, branch, approved, allow_drover_files, heads[base], bases)
         _require_check(project, ledger, item_id, approved, heads[base])
-        refuse_dirty(project, "before finishing")
+        ignored: list[str] = []
+        refuse_dirty(project, "before finishing", ignored=ignored)
+        _require_nothing_ignored_written_over(project, item_id, branch, changed, ignored)
         _remove_worktrees(project, ledger, item_id)
         _require_merge_as_committed(project, item_id, changed)
         # the commit the approval covers, by its id: no ref named like the branch can stand in
@@ -166,6 +169,34 @@ def _require_own_files_kept(project: Project, item_id: str, branch: str, commit:
     return changed
 
 
+def _require_nothing_ignored_written_over(project: Project, item_id: str, branch: str, changed: list[str],
+                                          ignored: list[str]) -> None:
+    """Refuse while the checkout holds an ignored file where the merge writes one (at its path, in
+    place of a folder on the way, or in a folder the path replaces): git's merge takes an ignored
+    file for expendable and writes over it. An agent can make any file of the operator's ignored
+    (`.git/info/exclude`, a `core.excludesFile` in the shared config), past the refusal of untracked
+    files (hostile review 33). `changed`: what the merge brings; `ignored`: git status's ignored
+    paths, a folder once with its slash."""
+    marked = {path.rstrip("/") for path in ignored}
+    holding = {path.rsplit("/", depth)[0] for path in marked for depth in range(1, path.count("/") + 1)}
+    found = []
+    for path in changed:
+        parts = path.split("/")
+        for depth in range(1, len(parts) + 1):
+            prefix = "/".join(parts[:depth])
+            if prefix in marked and (depth == len(parts) or not os.path.isdir(project.root / prefix)
+                                     or os.path.lexists(project.root / path)):
+                found.append(path)
+                break
+        else:
+            if path in holding:  # a folder of ignored files where the merge puts a file
+                found.append(path)
+    if found:
+        shown = ", ".join(found[:5]) + (" ..." if len(found) > 5 else "")
+        raise Refused(f"{item_id}: merging {branch} would write over {shown} in {project.root}, which git ignores "
+                      "there and would take for expendable: nothing was merged; move it away, then finish again")
+
+
 def _require_merge_as_committed(project: Project, item_id: str, changed: list[str]) -> None:
     """Refuse while the shared `info/attributes` gives a merge driver to a path the merge brings
     (hostile review 32): every worktree's agent can write that file, and `* merge=union` (git's
@@ -197,17 +228,19 @@ def _require_check(project: Project, ledger: Ledger, item_id: str, commit: str, 
     require_check(project, ledger, item_id, commit, base)
 
 
-def dirty_blockers(project: Project) -> list[tuple[str, bool]]:
+def dirty_blockers(project: Project, *, ignored: list[str] | None = None) -> list[tuple[str, bool]]:
     """Uncommitted paths that would stop a finish (drover's own item edits do not), each with
-    whether it is untracked."""
-    return [(path, untracked) for path, untracked in git.dirty_entries(project.root) if not _tolerated(project, path)]
+    whether it is untracked; `ignored`, when given, gets the ignored paths (git.dirty_entries)."""
+    return [(path, untracked) for path, untracked in git.dirty_entries(project.root, ignored=ignored)
+            if not _tolerated(project, path)]
 
 
-def refuse_dirty(project: Project, when: str, after: str = "", command: str = "") -> None:
+def refuse_dirty(project: Project, when: str, after: str = "", command: str = "", *,
+                 ignored: list[str] | None = None) -> None:
     """Refuse (exit 1) while the checkout has changes a merge would trip on: the changed files
     named (commit or stash them), the untracked ones summed up by top folder (ignore them);
-    `command` opens the message (`drive --finish: ...`)."""
-    dirty = dirty_blockers(project)
+    `command` opens the message (`drive --finish: ...`); `ignored` as dirty_blockers fills it."""
+    dirty = dirty_blockers(project, ignored=ignored)
     if not dirty:
         return
     changed = [path for path, untracked in dirty if not untracked]
