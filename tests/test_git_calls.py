@@ -19,10 +19,14 @@ from helpers import BIN, drover, git
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 from drive_bench import AGENT  # noqa: E402
 
+# One line a git: its parent's pid and its arguments, each after a unit separator ("$*" joins them
+# with IFS's first character), a line break in an argument (drover's merge.default pin) made a space.
 NOTING_GIT = """#!/bin/sh
-printf '%s %s\n' "$PPID" "$(printf '%s' "$*" | tr '\n' ' ')" >> "{log}"
+IFS=$(printf '\\037')
+printf '%s\n' "$PPID$IFS$(printf '%s' "$*" | tr '\n' ' ')" >> "{log}"
 exec "{git}" "$@"
 """
+SEPARATOR = "\x1f"
 ITEMS = 3
 # per item, as measured (2026-12-06: 31.0 and 26.3; 34.0 and 29.3 the day before; then 29.0 and 24.3 once a
 # branch's name was checked without git and a branch made for a run gave its head without a show-ref; 28.0 once
@@ -58,16 +62,18 @@ def test_a_driven_item_costs_drover_no_more_git_processes_than_measured(repo, tm
     said, _ = drive.communicate(timeout=300)
     assert drive.returncode == 0, said
     assert git(repo, "log", "--format=%s", "main").count(": done") == ITEMS, said
-    own = [_command(line.split(" ")[1:]) for line in log.read_text().splitlines() if line.split(" ")[0] == str(drive.pid)]
+    noted = [line.split(SEPARATOR) for line in log.read_text().splitlines()]
+    own = [_command(fields[1:]) for fields in noted if fields[0] == str(drive.pid)]
     assert own, "no git of the drive's was noted: the drive did not run the git on PATH"
     shown = ", ".join(f"{own.count(name)} {name}" for name in sorted(set(own), key=own.count, reverse=True))
     assert len(own) / ITEMS <= MOST[pool], f"{len(own)} git processes for {ITEMS} items: {shown}"
 
 
 def _command(args: list[str]) -> str:
-    """git's command among its arguments, past the `-c name=value` pairs drover pins (git/run.py)."""
-    while args[:1] == ["-c"]:
-        args = args[2:]
+    """git's command among its arguments, past the `-c name=value` pairs drover pins (git/run.py)
+    and git's own options (`--literal-pathspecs`)."""
+    while args and args[0].startswith("-"):
+        args = args[2:] if args[0] in ("-c", "-C") else args[1:]
     return args[0] if args else ""
 
 
