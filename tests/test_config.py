@@ -90,6 +90,36 @@ def test_init_writes_the_commented_file(repo):
     assert loaded._replace(verify=Config().verify) == Config()
 
 
+def test_deleting_the_keys_the_header_leaves_to_defaults_changes_nothing(repo):
+    """The file init writes opens by saying its keys show their defaults and to delete what you do
+    not change. init chooses three for the repository (here: base master, `npm ci` and `npm test`);
+    deleted, they fall back to main, no set-up and `make test`, a command this repository lacks.
+    So deleting every key the header does not name as init's choice must leave the same config."""
+    import re
+
+    from helpers import drover, git
+
+    git(repo, "branch", "-m", "master")
+    (repo / "package.json").write_text('{"scripts": {"test": "ava"}, "devDependencies": {"ava": "^6.0.0"}}')
+    (repo / "package-lock.json").write_text("{}")
+    drover(repo, "init", check=True)
+    text = (repo / "drover.toml").read_text(encoding="utf-8")
+    lines = text.splitlines(keepends=True)
+    header = "".join(lines[:next(n for n, line in enumerate(lines) if not line.startswith("#"))])
+    chosen = set(re.findall(r"\[([a-z.]+)\] ([a-z_]+)", header))
+    kept, table = [], ""
+    for line in lines:
+        opened = re.match(r"\[([a-z.]+)\]", line)
+        table = opened[1] if opened else table
+        key = re.match(r"([a-z_]+) = ", line)
+        if key is None or (table, key[1]) in chosen:
+            kept.append(line)
+    assert len(kept) < len(lines) - 20
+    trimmed = write_config(repo.parent, "".join(kept))
+    assert load_config(trimmed) == load_config(repo / "drover.toml")
+    assert chosen == {("run", "base"), ("run", "setup"), ("verify", "default")}  # and no more
+
+
 def test_every_key_can_be_set(tmp_path):
     config = load_config(write_config(tmp_path, """
 [project]

@@ -10,8 +10,9 @@ from typing import Any
 from drover.config import KEYS, VERIFY_DEFAULT, KeyInfo
 
 HEADER = (
-    "# drover configuration. Every key below shows its default; delete what you do not change.\n"
-    "# Reference: run `drover help configuration`\n"
+    "# drover configuration. Every key below shows its default but three, which `drover init` chose\n"
+    "# for this repository: [run] base, [run] setup and [verify] default (\"make test\" when left out).\n"
+    "# Keep those; delete what you do not change. Reference: run `drover help configuration`\n"
 )
 # A comment beside a table's header line, and commented examples after its keys.
 TABLE_NOTES = {
