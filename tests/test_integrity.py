@@ -348,6 +348,25 @@ def test_a_verify_command_that_cannot_start_fails_the_item_without_a_round(proje
     assert f"{item}: log {check['log_path']}" in done.stdout  # the check's log, not the agent's
 
 
+def test_a_per_key_verify_command_that_cannot_start_names_its_key_as_the_fix(project):
+    """An item that sets `slow: yes` runs `[verify] slow`; when that command cannot start, the line
+    named "the item's `verify` key" as the other place to fix it, a frontmatter key drover never
+    reads (docs/verify.md): it names the `[verify]` key the item runs."""
+    config = project / "drover.toml"
+    config.write_text(config.read_text().replace('default = ""', 'default = "true"\nslow = "pytset -q"', 1))
+    git(project, "commit", "-q", "-am", "a slow verify command")
+    item = new_item(project, "Add a thing")
+    path = project / "items" / f"{item}.md"
+    path.write_text(path.read_text().replace("deps: []", "deps: []\nslow: yes", 1))
+    git(project, "commit", "-q", "-am", "a slow item")
+    done = drover(project, "drive")
+    assert done.returncode == 1
+    (row,) = [line for line in done.stdout.splitlines() if line.startswith(f"{item} ")]
+    assert "the verify command could not run (`pytset -q` exited 127: " in row
+    assert "fix it ([verify] slow in drover.toml), then drive again" in row, row
+    assert "`verify` key" not in done.stdout
+
+
 def test_a_verify_command_the_branch_took_away_is_a_round_for_the_implementer(project):
     """`./tests.sh` exits 127 on a branch that deleted tests.sh: the branch broke its check, and the
     implementer can mend it. It failed the item at once, telling the operator to fix drover.toml."""

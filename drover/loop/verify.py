@@ -102,8 +102,11 @@ def cannot_run(project: Project, check: Check, on_base: Callable[[], Check | Non
     if names_changed(project, check, check.command):
         return ""
     said = (check.tail or "").strip().splitlines()[-1:] or [_CANNOT_START[check.exit_status]]
+    # the [verify] key that holds the command (an item picks one by a frontmatter key set to yes)
+    keys = [key for key in (*sorted(set(project.config.verify) - {"default"}), "default")
+            if project.config.verify.get(key) == check.command]
     return (f"the verify command could not run (`{check.command}` exited {check.exit_status}: {said[0]}): "
-            "fix it ([verify] in drover.toml, or the item's `verify` key), then drive again")
+            f"fix it ([verify]{f' {keys[0]}' if keys else ''} in drover.toml), then drive again")
 
 
 def names_changed(project: Project, check: Check, command: str) -> bool:
