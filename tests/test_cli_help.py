@@ -54,6 +54,15 @@ def test_every_command_has_help_text(name):
 
 
 @pytest.mark.parametrize("name", sorted(COMMANDS))
+def test_every_commands_help_ends_with_an_example_of_it(name):
+    """docs/commands.md: "Each command's `--help` ends with an example", the subcommands' too
+    (`worktrees prune`, `ledger export`, `ledger import` ended on their options)."""
+    result = CliRunner().invoke(cli, [*name.split(), "--help"])
+    last = [line for line in result.stdout.splitlines() if line.strip()][-1].strip()
+    assert last.startswith("Example: ") and f"drover {name}" in last, f"drover {name} --help ends: {last}"
+
+
+@pytest.mark.parametrize("name", sorted(COMMANDS))
 def test_every_option_says_what_it_does(name):
     for param in COMMANDS[name].params:
         if isinstance(param, click.Option) and not isinstance(param.type, click.Choice):

@@ -14,7 +14,7 @@ def ledger_group() -> None:
     """Back up and move the ledger (JSON Lines, one row per line)."""
 
 
-@ledger_group.command("export")
+@ledger_group.command("export", epilog=example("drover ledger export -o backups/ledger.jsonl"))
 @click.option("-o", "--output", metavar="FILE", help="Write here instead of standard output.")
 def ledger_export(output: str | None) -> None:
     """Write every table as JSON Lines, the schema version first."""
@@ -34,7 +34,7 @@ def ledger_export(output: str | None) -> None:
             export(ledger, sys.stdout)
 
 
-@ledger_group.command("import")
+@ledger_group.command("import", epilog=example("drover ledger import backups/ledger.jsonl --merge"))
 @click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--merge", is_flag=True, help="Add the rows this ledger lacks (keyed by their ids); report conflicts.")
 def ledger_import(file: Path, merge: bool) -> None:

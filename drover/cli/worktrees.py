@@ -55,7 +55,7 @@ def worktrees_group(ctx: click.Context, as_json: bool) -> None:
         click.echo(line)
 
 
-@worktrees_group.command("prune")
+@worktrees_group.command("prune", epilog=example("drover worktrees prune --held"))
 @click.option("--held", is_flag=True,
               help="Also remove the worktrees unfinished items hold (their commits stay on their branches).")
 def worktrees_prune(held: bool) -> None:
