@@ -643,3 +643,18 @@ def test_a_drive_of_given_items_is_not_stopped_by_another_items_broken_file(proj
     assert whole.returncode == 1 and f"items/{broken}.md" in whole.stderr, whole.stderr
     on_it = drover(project, "drive", third, "--dry-run")  # its dep is the broken one
     assert on_it.returncode == 1 and f"items/{broken}.md" in on_it.stderr, on_it.stderr
+
+
+def test_a_drive_without_finish_says_what_merges_the_items_it_approved(project):
+    """A new user drove without --finish: the summary said `1 of 1 approved` and the next drive
+    `nothing is ready`, `nothing to drive`, with no word of `finish`. The summary of a drive that
+    approved an item and its next drive's header both name the command that merges it."""
+    item = new_item(project, "Add a thing")
+    done = drover(project, "drive", check=True)
+    assert done.stdout.splitlines()[-2:] == [
+        "1 of 1 approved", f"approved, not merged: {item}: `drover finish {item}` merges it (or `drover drive --finish`)"]
+    again = drover(project, "drive", check=True).stdout
+    assert "  items: nothing is ready\n" in again
+    assert f"  approved, not merged: {item}: `drover finish {item}` merges it (or `drover drive --finish`)\n" in again
+    finished = drover(project, "drive", "--finish", check=True).stdout
+    assert "not merged" not in finished and finished.splitlines()[-1] == "1 of 1 approved, 1 finished"

@@ -262,6 +262,11 @@ def drive_summary(results: list[Driven], finish: bool = False) -> list[str]:
     if driven:
         finished = sum(row.result == "finished" for row in results)
         lines.append(f"{approved} of {driven} approved" + (f", {finished} finished" if finish else ""))
+        unmerged = [row.item_id for row in results if row.result == "approved"]
+        if unmerged and not finish:
+            from drover.loop.preview import unmerged_hint
+
+            lines.append(unmerged_hint(unmerged))
     else:  # only orphans: what stands in the way is theirs to end
         lines.append("nothing driven: an orphaned run holds " + ("its item" if len(results) == 1 else "each item")
                      + "; `drover stop <id>` ends it")

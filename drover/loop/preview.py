@@ -50,6 +50,9 @@ def header(project: Project, ids: list[str], jobs: int, finish: bool, then: list
     if then:
         lines.append(f"  then, as their deps are finished: {', '.join(then)}")
     lines += _waiting_lines(rows or {}, [*ids, *(then or [])], finish)
+    unmerged = [item_id for item_id, row in (rows or {}).items() if row.state == State.APPROVED and item_id not in ids]
+    if unmerged and not finish:  # a drive without --finish takes none of them: `nothing is ready` said no more
+        lines.append(f"  {unmerged_hint(unmerged)}")
     cap = project.config.max_rounds
     lines.append(f"  jobs: {jobs}; cap: {counted(cap, 'round')}; finish: {'yes' if finish else 'no'}")
     ceilings = [f"{name} {value:,}" for name, value in (("run", project.config.budget.run_tokens),
@@ -97,6 +100,15 @@ def _pool_warning(project: Project, jobs: int) -> list[str]:
     return [f"  warning: [run] pool = {config.pool} is under two worktrees a job ({2 * jobs} for --jobs {jobs}): "
             "an item and drover's check of it each hold one, so checks would run [run] setup again for every "
             f"item; set pool = {2 * jobs}"]
+
+
+def unmerged_hint(ids: list[str]) -> str:
+    """What merges the approved items a drive without --finish leaves (a new user's second drive said
+    `nothing to drive` of an item the first had approved, and nothing of `finish`)."""
+    named = ", ".join(ids[:MAX_WAITING]) + (f" and {len(ids) - MAX_WAITING} more" if len(ids) > MAX_WAITING else "")
+    if len(ids) == 1:
+        return f"approved, not merged: {named}: `drover finish {ids[0]}` merges it (or `drover drive --finish`)"
+    return f"approved, not merged: {named}: `drover finish ID` merges each (or `drover drive --finish` all)"
 
 
 def needs_requirements_note(known: ItemState) -> str:
