@@ -169,3 +169,15 @@ def test_the_template_docs_name_exactly_the_commands_that_take_template():
     page = (ROOT / "docs" / "templates.md").read_text()
     first = page.split("## Which template a slot uses")[1].split("\n2. ")[0]
     assert sorted(re.findall(r"`drover (\w+)`", first)) == taking
+
+
+def test_help_texts_name_a_help_topic_never_a_file_an_installed_drover_lacks():
+    """A new user's `drover report --help` sent them to docs/report.md, and the drover.toml `init`
+    wrote to docs/worktrees.md: an installed drover ships no docs/ folder. Help and the commented
+    file name `drover help TOPIC`, as the rest of them do."""
+    from drover.cli.config_text import default_config_text
+
+    for name, command in COMMANDS.items():
+        said = [command.help or "", command.epilog or "", *(getattr(param, "help", None) or "" for param in command.params)]
+        assert not [text for text in said if "docs/" in text], f"drover {name} --help names a docs/ file"
+    assert "docs/" not in default_config_text()

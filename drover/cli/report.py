@@ -26,7 +26,7 @@ _DRIVE_STATUS = {"failed": "failed", "no verdict": "failed", "orphaned": "failed
 @click.command(epilog=example("drover report --since 12h --html report.html"))
 @click.option("--since", metavar="WHEN", help="Only what happened since WHEN: a date or time (2026-12-04, "
                                               "2026-12-04T22:00) or a duration back from now (12h, 7d).")
-@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON (docs/report.md documents it).")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON (`drover help report` documents it).")
 @click.option("--html", "html_file", metavar="FILE", type=click.Path(dir_okay=False, path_type=Path),
               help="Write the report as one self-contained HTML page to FILE.")
 def report(since: str | None, as_json: bool, html_file: Path | None) -> None:

@@ -50,7 +50,7 @@ class Config(NamedTuple):
     branch: str = key("run", "drover/{{ Id | lower }}", "the branch template; must render a valid git branch name")
     worktree: bool = key("run", True, "each item is worked in .drover/worktrees/<ID>; false: in this checkout")
     setup: str = key("run", "", "a command run once in each new worktree before its first agent, e.g. \"uv sync\"")
-    pool: int = key("run", 0, "worktrees kept and reused between items (docs/worktrees.md); 0: each item gets a "
+    pool: int = key("run", 0, "worktrees kept and reused between items (drover help worktrees); 0: each item gets a "
                               "new worktree, removed when it is finished; with a verify command, 2 per drive job "
                               "keeps [run] setup to once a worktree", check=at_least_zero)
     keep: tuple[str, ...] = key("run", (), "paths a pooled worktree's clean spares, from its top, e.g. "
