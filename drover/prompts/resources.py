@@ -1,6 +1,7 @@
 """The shipped files: builtin_templates/ in the source tree, drover/builtin_templates/ in a wheel."""
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 from pathlib import Path
 
@@ -36,5 +37,11 @@ def help_dir() -> Path:
     raise FileNotFoundError("drover's reference pages are missing from this install")
 
 
+# The cog machinery of a generated table (`make docs`): the code that writes it and the end mark, on
+# lines of their own. A reader of `drover help` wants the table, not how the docs build it.
+_COG_LINES = re.compile(r"^<!-- \[\[\[cog\n.*?^\]\]\] -->\n|^<!-- \[\[\[end\]\]\] -->\n", re.M | re.S)
+
+
 def help_page(topic: str) -> str:
-    return (help_dir() / f"{topic}.md").read_text(encoding="utf-8")
+    """A reference page as `drover help TOPIC` prints it: the docs page, its cog machinery left out."""
+    return _COG_LINES.sub("", (help_dir() / f"{topic}.md").read_text(encoding="utf-8"))
