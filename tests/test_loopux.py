@@ -658,3 +658,26 @@ def test_a_drive_without_finish_says_what_merges_the_items_it_approved(project):
     assert f"  approved, not merged: {item}: `drover finish {item}` merges it (or `drover drive --finish`)\n" in again
     finished = drover(project, "drive", "--finish", check=True).stdout
     assert "not merged" not in finished and finished.splitlines()[-1] == "1 of 1 approved, 1 finished"
+
+
+def test_a_resumed_run_whose_branch_has_no_commit_of_its_own_and_is_behind_base_says_so(project):
+    """A new user's first run failed (their agent script was not committed yet); they committed it on
+    main and ran again: the run resumed on the branch the first had made from the older main, without
+    the script, and failed the same way, saying nothing of why. The run now says its branch lacks
+    base's newer commits and how to bring it up to date; once it is, the warning is gone."""
+    item = new_item(project, "Add a thing")
+    failed = drover(project, "run", item, env={"AGENT_MODE": "fail"})
+    assert failed.returncode == 1 and "warning" not in failed.stderr, failed.stderr
+    (project / "agent.sh").write_text("echo the agent\n")
+    git(project, "add", "agent.sh")
+    git(project, "commit", "-qm", "the agent script")
+    warning = (f"drover: warning: drover/{item.lower()} holds no commit of its own and lacks 1 commit of main: this run "
+               f"starts from the older main (`git -C .drover/worktrees/{item} merge --ff-only main` first to start "
+               "from main as it is now)")
+    dry = drover(project, "run", item, "--dry-run", check=True)
+    assert warning.removeprefix("drover: ") in dry.stdout + dry.stderr, dry.stdout[-600:] + dry.stderr
+    again = drover(project, "run", item, env={"AGENT_MODE": "fail"})
+    assert warning in again.stderr.splitlines(), again.stderr
+    git(project / ".drover" / "worktrees" / item, "merge", "-q", "--ff-only", "main")
+    done = drover(project, "run", item, check=True)
+    assert "holds no commit" not in done.stderr and (project / ".drover" / "worktrees" / item / "agent.sh").exists()

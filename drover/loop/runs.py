@@ -149,7 +149,7 @@ def prepare(project: Project, ledger: Ledger, item_id: str, slot: str, *,
                                branch=branch if slot != "draft" else "", round_number=data.Rounds,
                                posture=data.Posture, verify=data.VerifyCommand)
     env_add.update(presets.sandbox_env(agent))
-    warnings = tuple(rendered.warnings) + _found_branch(project, record, branch, slot)
+    warnings = tuple(rendered.warnings) + _found_branch(project, record, branch, slot, data.Posture, workdir)
     return Launch(
         item_id=item_id, slot=slot, run_id=run_id, agent=agent, argv=tuple(argv), prompt_via=via,
         prompt=rendered.text, provenance=rendered.provenance, warnings=warnings,
@@ -159,11 +159,16 @@ def prepare(project: Project, ledger: Ledger, item_id: str, slot: str, *,
     )
 
 
-def _found_branch(project: Project, record: template_data.ItemRecord, branch: str, slot: str) -> tuple[str, ...]:
+def _found_branch(project: Project, record: template_data.ItemRecord, branch: str, slot: str, posture: str,
+                  workdir: Path) -> tuple[str, ...]:
     """A warning when an item's first implementing run finds its branch made already, with commits
     no run of the item made: a person's start, or another item's agent planting them
-    (docs/security.md). The run builds on them, and the review sees them like any other."""
-    if slot != "implement" or any(run.slot == "implement" for run in record.runs):
+    (docs/security.md). The run builds on them, and the review sees them like any other.
+    And one when a first run, or a resumed one, finds the branch holding no commit of its own and
+    behind base (a new user's first run failed, their agent script not yet committed; they committed
+    it on base, and the run again found the branch without it): the run starts from the older base."""
+    first = not any(run.slot == "implement" for run in record.runs)
+    if slot != "implement" or not (first or posture == "resume"):
         return ()
     base = project.config.base
     # both heads in one git call: a first run's branch is usually not there yet, and that is all it asks
@@ -172,13 +177,20 @@ def _found_branch(project: Project, record: template_data.ItemRecord, branch: st
         return ()  # no such branch yet (or no base: the launch says so)
     try:
         found = git.commits_beyond(project.root, heads[branch], heads[base])
+        behind = 0 if found else git.commits_beyond(project.root, heads[base], heads[branch])
     except GitError:
         return ()
-    if not found:
-        return ()
-    return (f"{branch} exists already with {counted(found, 'commit')} beyond "
-            f"{project.config.base} that no run of {record.item.id} made: this run builds on them "
-            f"(`git branch -D {branch}` first to start from {project.config.base})",)
+    if found and first:
+        return (f"{branch} exists already with {counted(found, 'commit')} beyond "
+                f"{base} that no run of {record.item.id} made: this run builds on them "
+                f"(`git branch -D {branch}` first to start from {base})",)
+    if behind:
+        where = os.path.relpath(workdir, project.root)
+        mend = (f"git branch -f {branch} {base}" if not workdir.is_dir() else f"git merge --ff-only {base}"
+                if where == "." else f"git -C {shlex.quote(where)} merge --ff-only {base}")
+        return (f"{branch} holds no commit of its own and lacks {counted(behind, 'commit')} of {base}: this "
+                f"run starts from the older {base} (`{mend}` first to start from {base} as it is now)",)
+    return ()
 
 
 def _refuse_unfinished_work(record: template_data.ItemRecord) -> None:
