@@ -1127,3 +1127,15 @@ def test_a_park_that_replaces_an_agents_reason_prints_none_of_its_escapes(projec
     ok("park", "D-1", "--why", "needs a decision \x1b]52;c;ZWNobyBvd25lZA==\x07")
     out = ok("park", "D-1", "--why", "waiting on the API decision")
     assert "was parked: needs a decision ?]52;c;ZWNobyBvd25lZA==?" in out and "\x1b" not in out, out
+
+
+def test_init_from_a_subdirectory_starts_its_next_steps_at_the_repositorys_top(repo):
+    """A new user ran init in src/pkg: its next steps said `git add drover.toml .gitignore`, which
+    fails there (the files are at the top). From a subfolder the steps begin with the `cd` there."""
+    sub = repo / "src" / "pkg"
+    sub.mkdir(parents=True)
+    os.chdir(sub)
+    said = ok("init").splitlines()
+    at = said.index("next steps:")
+    assert said[at + 1] == "  cd ../..   # the repository's top, where drover.toml is: the steps below run there"
+    assert said[at + 2].startswith("  git add drover.toml .gitignore")

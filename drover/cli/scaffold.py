@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
 import tomllib
@@ -64,7 +65,11 @@ def init_project(start: Path) -> list[str]:
     if not fresh:  # set up before: the first-time steps are behind the user
         return said if len(said) > 1 else said + ["drover is set up here: nothing changed "
                                                   "(`drover check` says whether all of it is sound)"]
-    return said + next_steps(config.prefix, config.verify.get("default", ""), config.items.rstrip("/"))
+    steps = next_steps(config.prefix, config.verify.get("default", ""), config.items.rstrip("/"))
+    up = os.path.relpath(os.path.realpath(root), os.path.realpath(start))
+    if up != ".":  # run from a subfolder: the steps' paths, and the verify command, are the top's
+        steps.insert(2, f"  cd {shlex.quote(up)}   # the repository's top, where {CONFIG_FILE} is: the steps below run there")
+    return said + steps
 
 
 def config_text_for(root: Path, detected: tuple[str, str] | None = None, setup: tuple[str, str] | None = None) -> str:
