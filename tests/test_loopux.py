@@ -101,7 +101,8 @@ def test_an_item_with_the_placeholder_requirements_needs_requirements_and_is_not
             and checked.returncode == 0), checked.stdout
 
     dry = drover(project, "drive", "--dry-run", check=True).stdout
-    assert f"items: {written}" in dry and placeholder not in dry
+    assert f"  items: {written}\n" in dry and f"  {placeholder}: needs requirements:" in dry
+    assert f"  {placeholder}: implement" not in dry  # not taken: named only as needing requirements
     named = drover(project, "drive", placeholder)
     assert f"{placeholder}: skipped: needs requirements: items/{placeholder}.md still holds the placeholder" \
         in named.stdout, named.stdout
@@ -681,3 +682,17 @@ def test_a_resumed_run_whose_branch_has_no_commit_of_its_own_and_is_behind_base_
     git(project / ".drover" / "worktrees" / item, "merge", "-q", "--ff-only", "main")
     done = drover(project, "run", item, check=True)
     assert "holds no commit" not in done.stderr and (project / ".drover" / "worktrees" / item / "agent.sh").exists()
+
+
+def test_a_drive_of_the_ready_items_names_each_item_that_needs_requirements_and_the_way_on(project):
+    """A new user's `drover new`, then `drover drive`, said `items: nothing is ready` and `nothing
+    to drive`: the item still held the placeholder, and nothing said so. The header names it, with
+    the file to write and the draft that writes it; once written, the drive takes it."""
+    placeholder = drover(project, "new", "Nothing written yet", check=True).stdout.split()[0]
+    said = drover(project, "drive", check=True).stdout
+    assert "  items: nothing is ready\n" in said
+    assert (f"  {placeholder}: needs requirements: items/{placeholder}.md still holds the placeholder; "
+            f"write them there or run `drover draft {placeholder}`\n") in said
+    write_requirements(project, placeholder)
+    said = drover(project, "drive", "--dry-run", check=True).stdout
+    assert f"  items: {placeholder}\n" in said and "needs requirements" not in said

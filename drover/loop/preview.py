@@ -50,9 +50,7 @@ def header(project: Project, ids: list[str], jobs: int, finish: bool, then: list
     if then:
         lines.append(f"  then, as their deps are finished: {', '.join(then)}")
     lines += _waiting_lines(rows or {}, [*ids, *(then or [])], finish)
-    unmerged = [item_id for item_id, row in (rows or {}).items() if row.state == State.APPROVED and item_id not in ids]
-    if unmerged and not finish:  # a drive without --finish takes none of them: `nothing is ready` said no more
-        lines.append(f"  {unmerged_hint(unmerged)}")
+    lines += _left_lines(rows or {}, ids, finish)
     cap = project.config.max_rounds
     lines.append(f"  jobs: {jobs}; cap: {counted(cap, 'round')}; finish: {'yes' if finish else 'no'}")
     ceilings = [f"{name} {value:,}" for name, value in (("run", project.config.budget.run_tokens),
@@ -111,10 +109,25 @@ def unmerged_hint(ids: list[str]) -> str:
     return f"approved, not merged: {named}: `drover finish ID` merges each (or `drover drive --finish` all)"
 
 
-def needs_requirements_note(known: ItemState) -> str:
+def needs_requirements_note(known: ItemState | Listed) -> str:
     """Why drive does not take an item whose requirements are still the placeholder, and the way on."""
     return (f"needs requirements: {known.entry.rel} still holds the placeholder; write them there "
-            f"or run `drover draft {known.id}`")
+            f"or run `drover draft {known.entry.id}`")
+
+
+def _left_lines(rows: dict[str, Listed], taken: list[str], finish: bool) -> list[str]:
+    """What a drive of the ready items leaves for a person, and the way on: each item that needs
+    requirements, and without --finish the approved ones (a new user's `drover new`, then `drover
+    drive`, said `nothing is ready` and `nothing to drive`, and no more)."""
+    lines = [f"  {item_id}: {needs_requirements_note(row)}" for item_id, row in rows.items()
+             if row.state == State.NEEDS_REQUIREMENTS and item_id not in taken]
+    if len(lines) > MAX_WAITING:
+        lines = lines[:MAX_WAITING] + [f"  ... and {len(lines) - MAX_WAITING} more that need requirements "
+                                       "(`drover list --state 'needs requirements'`)"]
+    unmerged = [item_id for item_id, row in rows.items() if row.state == State.APPROVED and item_id not in taken]
+    if unmerged and not finish:  # a drive without --finish takes none of them
+        lines.append(f"  {unmerged_hint(unmerged)}")
+    return lines
 
 
 # What frees a dep that holds an item back, by the dep's state (a drive takes none of these itself).
