@@ -696,3 +696,18 @@ def test_a_drive_of_the_ready_items_names_each_item_that_needs_requirements_and_
     write_requirements(project, placeholder)
     said = drover(project, "drive", "--dry-run", check=True).stdout
     assert f"  items: {placeholder}\n" in said and "needs requirements" not in said
+
+
+def test_a_run_by_hand_of_an_item_that_needs_requirements_warns_that_the_agent_gets_none(project):
+    """README's steps went `drover new`, `drover prompt`, `drover run`: a new user's agent was
+    launched on the placeholder, and nothing said so. A run by hand still launches (as for a ready
+    item, docs/states.md) and warns, --dry-run too; once the requirements are written it does not."""
+    item = drover(project, "new", "Nothing written yet", check=True).stdout.split()[0]
+    warning = (f"{item} needs requirements: items/{item}.md still holds the placeholder, so the agent is given "
+               f"no requirements (write them, or `drover draft {item}` first)")
+    dry = drover(project, "run", item, "--dry-run", check=True)
+    assert warning in dry.stdout + dry.stderr
+    done = drover(project, "run", item, check=True)
+    assert f"drover: warning: {warning}" in done.stderr.splitlines(), done.stderr
+    write_requirements(project, item)
+    assert "needs requirements" not in drover(project, "run", item, "--dry-run", check=True).stderr
