@@ -711,3 +711,22 @@ def test_a_run_by_hand_of_an_item_that_needs_requirements_warns_that_the_agent_g
     assert f"drover: warning: {warning}" in done.stderr.splitlines(), done.stderr
     write_requirements(project, item)
     assert "needs requirements" not in drover(project, "run", item, "--dry-run", check=True).stderr
+
+
+def test_check_asks_whether_a_verify_key_close_to_default_meant_default(project):
+    """A new user wrote `defualt = "..."` under [verify]: the table's keys are the project's own (an
+    item with `defualt: yes` would run it), so drover took it, and every item's check ran the
+    default `make test` in a repository with no Makefile; check warned only that the key's command
+    does not contain `make test`. It now asks whether the key meant default."""
+    config = project / "drover.toml"
+    config.write_text(re.sub(r'^default = ".*?"', 'defualt = "python -m pytest"', config.read_text(), count=1, flags=re.M))
+    checked = drover(project, "check")
+    assert checked.returncode == 0, checked.stdout
+    assert ("warning: [verify] defualt: did you mean default? [verify] defualt runs only for items that "
+            "set defualt: yes; every other item's check runs [verify] default ('make test')") in checked.stdout.splitlines()
+    assert "does not contain the default command" not in checked.stdout
+    problems = json.loads(drover(project, "check", "--json").stdout)["problems"]
+    assert {"code": "misspelt-key", "severity": "warning", "path": "drover.toml"}.items() <= next(
+        problem for problem in problems if "defualt" in problem["message"]).items()
+    config.write_text(config.read_text().replace("defualt = ", "migration = ", 1))
+    assert "did you mean" not in drover(project, "check").stdout

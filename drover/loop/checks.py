@@ -10,7 +10,7 @@ from drover.agents import presets
 from drover import git, prompts as templates
 from drover.items import file as itemfile
 from drover.config import AgentConfig, Config
-from drover.errors import Finding, ProblemCode
+from drover.errors import Finding, ProblemCode, did_you_mean
 from drover.executors import unavailable
 from drover.ledger.db import Ledger
 from drover.ledger.project import Project
@@ -288,7 +288,13 @@ def check_warnings(project: Project) -> list[Finding]:
     findings = []
     default = config.verify.get("default", "")
     for key, command in sorted(config.verify.items()):
-        if key != "default" and default and default not in command:
+        if key != "default" and did_you_mean(key, ["default"], cutoff=0.8, fold_case=True):
+            # a new user's `defualt = "..."` left default at `make test`, in a repository with no Makefile
+            findings.append(Finding(
+                f"[verify] {key}: did you mean default? [verify] {key} runs only for items that set {key}: yes; "
+                f"every other item's check runs [verify] default ({default!r})", error=False,
+                code=ProblemCode.MISSPELT_KEY, path=CONFIG_FILE))
+        elif key != "default" and default and default not in command:
             findings.append(Finding(
                 f"[verify] {key} does not contain the default command ({default!r}): "
                 f"items with {key}: yes would silently run less", error=False, code=ProblemCode.CONFIG, path=CONFIG_FILE))
