@@ -726,7 +726,8 @@ def test_check_asks_whether_a_verify_key_close_to_default_meant_default(project)
             "set defualt: yes; every other item's check runs [verify] default ('make test')") in checked.stdout.splitlines()
     assert "does not contain the default command" not in checked.stdout
     problems = json.loads(drover(project, "check", "--json").stdout)["problems"]
-    assert {"code": "misspelt-key", "severity": "warning", "path": "drover.toml"}.items() <= next(
+    written = next(at for at, text in enumerate(config.read_text().splitlines(), 1) if text.startswith("defualt = "))
+    assert {"code": "misspelt-key", "severity": "warning", "path": "drover.toml", "line": written}.items() <= next(
         problem for problem in problems if "defualt" in problem["message"]).items()
     config.write_text(config.read_text().replace("defualt = ", "migration = ", 1))
     assert "did you mean" not in drover(project, "check").stdout

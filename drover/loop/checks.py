@@ -293,7 +293,7 @@ def check_warnings(project: Project) -> list[Finding]:
             findings.append(Finding(
                 f"[verify] {key}: did you mean default? [verify] {key} runs only for items that set {key}: yes; "
                 f"every other item's check runs [verify] default ({default!r})", error=False,
-                code=ProblemCode.MISSPELT_KEY, path=CONFIG_FILE))
+                code=ProblemCode.MISSPELT_KEY, path=CONFIG_FILE, line=config_line(project, "verify", key)))
         elif key != "default" and default and default not in command:
             findings.append(Finding(
                 f"[verify] {key} does not contain the default command ({default!r}): "
