@@ -81,6 +81,11 @@ def test_missing_binary_refuses_and_records_nothing(project):
     assert done.returncode == 2
     assert len(done.stderr.strip().splitlines()) == 1 and "claude" in done.stderr
     assert snapshot(project) == before
+    # an item still holding the placeholder: the refusal alone, not the warning a run would give
+    unwritten = drover(project, "new", "Unwritten", check=True).stdout.split()[0]
+    done = drover(project, "run", unwritten, env={"PATH": str(BIN) + os.pathsep + "/usr/bin:/bin"})
+    assert done.returncode == 2
+    assert len(done.stderr.strip().splitlines()) == 1 and "claude" in done.stderr, done.stderr
 
 
 def test_run_records_the_run_with_its_prompt_log_and_provenance(project):
