@@ -367,6 +367,21 @@ def test_a_per_key_verify_command_that_cannot_start_names_its_key_as_the_fix(pro
     assert "`verify` key" not in done.stdout
 
 
+def test_a_verify_command_that_cannot_start_names_the_key_the_item_runs_not_another_with_its_words(project):
+    """Two `[verify]` keys with the same command: an item that sets neither to yes runs `default`,
+    and the line named `[verify] slow` as the one to fix (the first key holding those words), not
+    the key the item runs (docs/verify.md). A value with a space at its end named no key at all."""
+    config = project / "drover.toml"
+    config.write_text(config.read_text().replace('default = ""', 'default = "pytset -q "\nslow = "pytset -q"', 1))
+    git(project, "commit", "-q", "-am", "two verify commands alike")
+    item = new_item(project, "Add a thing")
+    done = drover(project, "drive")
+    assert done.returncode == 1
+    (row,) = [line for line in done.stdout.splitlines() if line.startswith(f"{item} ")]
+    assert "the verify command could not run (`pytset -q` exited 127: " in row
+    assert "fix it ([verify] default in drover.toml), then drive again" in row, row
+
+
 def test_a_verify_command_the_branch_took_away_is_a_round_for_the_implementer(project):
     """`./tests.sh` exits 127 on a branch that deleted tests.sh: the branch broke its check, and the
     implementer can mend it. It failed the item at once, telling the operator to fix drover.toml."""

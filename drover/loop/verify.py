@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING, Any, Callable
 from drover.agents import launch as agents
 from drover import git
 from drover.git.files import open_regular, regular_fd
-from drover.prompts.data import verify_command
-from drover.errors import GitError, Refused
+from drover.prompts.data import verify_command, verify_key
+from drover.errors import DroverError, GitError, Refused
 from drover.ledger.connection import now
 from drover.ledger.db import Ledger
 from drover.ledger.project import Project
@@ -102,11 +102,20 @@ def cannot_run(project: Project, check: Check, on_base: Callable[[], Check | Non
     if names_changed(project, check, check.command):
         return ""
     said = (check.tail or "").strip().splitlines()[-1:] or [_CANNOT_START[check.exit_status]]
-    # the [verify] key that holds the command (an item picks one by a frontmatter key set to yes)
-    keys = [key for key in (*sorted(set(project.config.verify) - {"default"}), "default")
-            if project.config.verify.get(key) == check.command]
+    key = _key_run(project, check)
     return (f"the verify command could not run (`{check.command}` exited {check.exit_status}: {said[0]}): "
-            f"fix it ([verify]{f' {keys[0]}' if keys else ''} in drover.toml), then drive again")
+            f"fix it ([verify]{f' {key}' if key else ''} in drover.toml), then drive again")
+
+
+def _key_run(project: Project, check: Check) -> str:
+    """The `[verify]` key whose command the check ran: the one the item picks (default, or the key
+    its frontmatter sets to yes), as command_for picks it; "" when that key no longer holds the
+    command, or the item cannot be read."""
+    try:
+        key = verify_key(project.config.verify, project.require_item(check.item).meta)
+    except DroverError:
+        return ""
+    return key if project.config.verify.get(key, "").strip() == check.command else ""
 
 
 def names_changed(project: Project, check: Check, command: str) -> bool:

@@ -181,10 +181,13 @@ def _deps(project: Project, ledger: Ledger, record: ItemRecord) -> tuple[list[De
 
 def verify_command(verify: dict[str, str], meta: dict[str, Any]) -> str:
     """`[verify] <key>` for the first key in sorted order the item sets to yes; else default."""
-    for key in sorted(verify):
-        if key != "default" and truthy(meta.get(key)):
-            return verify[key]
-    return verify.get("default", "")
+    return verify.get(verify_key(verify, meta), "")
+
+
+def verify_key(verify: dict[str, str], meta: dict[str, Any]) -> str:
+    """The `[verify]` key an item runs: the first in sorted order its frontmatter sets to yes, else
+    `default`."""
+    return next((key for key in sorted(verify) if key != "default" and truthy(meta.get(key))), "default")
 
 
 @lru_cache(maxsize=1)
