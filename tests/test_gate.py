@@ -1269,3 +1269,27 @@ def test_an_untracked_file_an_agent_made_git_ignore_is_not_written_over_by_finis
     mine.unlink()
     assert drover(project, "finish", "D-1").returncode == 0
     assert mine.read_text() == "the work\n"
+
+
+def test_an_ignored_file_the_merge_would_write_over_is_named_on_one_line_whatever_its_name(project):
+    """The refusal names the branch's paths as drover's other refusals of them do (ownfiles.shown_paths):
+    an agent's path with a line break in its name split the one line in two."""
+    approved(project, "notes\nd-1.md")
+    (project / "notes\nd-1.md").write_text("the operator's own notes\n")
+    (project / ".git" / "info").mkdir(exist_ok=True)
+    (project / ".git" / "info" / "exclude").write_text("notes*\n")
+    line = one_line(drover(project, "finish", "D-1"), 1)
+    assert "would write over notes\\nd-1.md in" in line, line
+    assert (project / "notes\nd-1.md").read_text() == "the operator's own notes\n"
+
+
+def test_a_change_shown_as_binary_to_the_reviewer_is_named_on_one_line_whatever_its_name(project):
+    """As above, for the review refused because the branch's attributes hide its change."""
+    drover(project, "run", "D-1", check=True)
+    worktree = project / ".drover" / "worktrees" / "D-1"
+    (worktree / "a\nb.txt").write_text("the work\n")
+    (worktree / ".gitattributes").write_text("* -diff\n")
+    git(worktree, "add", "-A")
+    git(worktree, "commit", "-q", "-m", "attributes of the branch's own")
+    line = one_line(drover(project, "review", "D-1"), 1)
+    assert "a\\nb.txt" in line and "as binary" in line, line

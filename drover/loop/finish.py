@@ -192,8 +192,7 @@ def _require_nothing_ignored_written_over(project: Project, item_id: str, branch
             if path in holding:  # a folder of ignored files where the merge puts a file
                 found.append(path)
     if found:
-        shown = ", ".join(found[:5]) + (" ..." if len(found) > 5 else "")
-        raise Refused(f"{item_id}: merging {branch} would write over {shown} in {project.root}, which git ignores "
+        raise Refused(f"{item_id}: merging {branch} would write over {shown_paths(found)} in {project.root}, which git ignores "
                       "there and would take for expendable: nothing was merged; move it away, then finish again")
 
 
@@ -207,8 +206,7 @@ def _require_merge_as_committed(project: Project, item_id: str, changed: list[st
         return  # the usual case, no git asked
     given = git.shared_attributes(project.root, changed, "merge")
     if given:
-        first = sorted(given)[:3]
-        shown = ", ".join(f"{path} {' '.join(given[path])}" for path in first) + (" ..." if len(given) > 3 else "")
+        shown = shown_paths([f"{path} {' '.join(given[path])}" for path in sorted(given)], most=3)
         raise Refused(f"{item_id}: {project.git_common_dir.name}/info/attributes gives a merge driver to what the "
                       f"merge brings ({shown}): the merge would not be git's own; remove those lines, then finish again")
 

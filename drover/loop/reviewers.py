@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from drover import git
 from drover.errors import GitError, Refused
+from drover.ledger.ownfiles import shown_paths
 
 if TYPE_CHECKING:
     from drover.executors import Launch
@@ -226,8 +227,7 @@ def _refuse_hidden_as_binary(project: "Project", launch: "Launch", head: str, se
         raise Refused(f"{launch.item_id}: cannot read what its reviewer's diff would show ({exc}): "
                       "no review runs there") from None
     if hidden:
-        shown = ", ".join(sorted(hidden)[:5]) + (" ..." if len(hidden) > 5 else "")
-        raise Refused(f"{launch.item_id}: the attributes in its worktree show {shown} as binary to its reviewer's "
+        raise Refused(f"{launch.item_id}: the attributes in its worktree show {shown_paths(sorted(hidden))} as binary to its reviewer's "
                       f"`git diff`, where drover's checkout shows text: the review would not see those changes; "
                       f"take the `-diff` or `binary` attribute off {launch.branch} (or out of "
                       f"{project.git_common_dir.name}/info/attributes), or review by hand")
