@@ -189,7 +189,7 @@ def _found_branch(project: Project, record: template_data.ItemRecord, branch: st
                 f"{base} that no run of {record.item.id} made: this run builds on them "
                 f"(`git branch -D {branch}` first to start from {base})",)
     if behind:
-        where = os.path.relpath(workdir, project.root)
+        where = project.relpath(workdir)
         mend = (f"git branch -f {branch} {base}" if not workdir.is_dir() else f"git merge --ff-only {base}"
                 if where == "." else f"git -C {shlex.quote(where)} merge --ff-only {base}")
         return (f"{branch} holds no commit of its own and lacks {counted(behind, 'commit')} of {base}: this "
