@@ -922,3 +922,13 @@ def test_drovers_git_is_the_one_path_finds_by_its_path_and_each_path_its_own(rep
         dgit.git(["rev-parse", "HEAD"], repo)
     noting.parent.rmdir()
     assert dgit.rev_parse(repo, "HEAD")
+
+
+def test_a_check_attr_git_refuses_is_one_line_in_gits_words(repo):
+    """shared_attributes words a failed `git check-attr` as every git failure (run.failure): git's
+    refusal of a repository another user owns spans five lines, and the refusal it ends in must be one."""
+    os.chown(repo, 12345, 12345)
+    with pytest.raises(GitError) as raised:
+        dgit.shared_attributes(repo, ["a.txt"], "merge")
+    said = raised.value.message
+    assert said.startswith("git check-attr: fatal: detected dubious ownership") and "\n" not in said, said

@@ -11,7 +11,7 @@ from typing import Callable, NamedTuple
 
 from drover.errors import GitError
 from drover.git.branches import SHA, branch_exists, exact_heads, head_of
-from drover.git.run import git, run, succeeds
+from drover.git.run import failure, git, run, succeeds
 
 
 class Commit(NamedTuple):
@@ -263,7 +263,7 @@ def shared_attributes(root: Path, paths: list[str], *names: str) -> dict[str, li
         done = run(["-c", "core.attributesFile=" + os.devnull, f"--work-tree={empty}", "--literal-pathspecs",
                     "check-attr", "-z", *names, "--", *paths], root, env_add={"GIT_INDEX_FILE": os.path.join(empty, "index")})
     if done.returncode != 0:
-        raise GitError(f"git check-attr: {done.stderr.strip() or done.returncode}")
+        raise failure(["check-attr"], done)  # git's words on one line, as every git failure
     fields = done.stdout.split("\0")
     found: dict[str, list[str]] = {}
     for path, name, value in zip(fields[0::3], fields[1::3], fields[2::3]):
