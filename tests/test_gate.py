@@ -1165,6 +1165,8 @@ def test_a_merge_driver_the_shared_attributes_give_hides_no_conflict_from_finish
         done.stdout + done.stderr
     assert len(done.stderr.strip().splitlines()) == 1, done.stderr
     assert git(project, "rev-parse", "main").strip() == before
+    # refused before anything changed, as finish's other refusals (docs/states.md): the worktree too
+    assert (project / ".drover" / "worktrees" / "D-1" / "d-1.txt").is_file()
     (project / ".git" / "info" / "attributes").unlink()
     done = drover(project, "finish", "D-1")
     assert done.returncode != 0 and "conflicts in d-1.txt" in done.stderr, done.stdout + done.stderr

@@ -72,8 +72,8 @@ def finish(project: Project, ledger: Ledger, item_id: str, *, allow_drover_files
         ignored: list[str] = []
         refuse_dirty(project, "before finishing", ignored=ignored)
         _require_nothing_ignored_written_over(project, item_id, branch, changed, ignored)
-        _remove_worktrees(project, ledger, item_id)
         _require_merge_as_committed(project, item_id, changed)
+        _remove_worktrees(project, ledger, item_id)  # after every refusal: a refused finish leaves the worktree
         # the commit the approval covers, by its id: no ref named like the branch can stand in
         left: list[str] = []  # the branch the checkout was on, when the merge moved it to base
         sha = git.merge(project.root, branch, project.config.base,
