@@ -46,7 +46,7 @@ _SIMPLE = re.compile(r'(?:\w+(?:\([^()]*\))?|"(?:[^"\\]|\\.)*"|-?\d+(?:\.\d+)?)'
 
 def _operand(argument: str) -> str:
     """An argument as a Jinja operand: a parenthesised call or value loses its parentheses, a nested
-    Go condition or `len X` is written the Jinja way."""
+    Go condition, `len X` or `index X KEY` is written the Jinja way (`X | length`, `X[KEY]`)."""
     if not (argument.startswith("(") and argument.endswith(")")):
         return argument
     inner = argument[1:-1].strip()
