@@ -722,11 +722,13 @@ def test_check_asks_whether_a_verify_key_close_to_default_meant_default(project)
     config.write_text(re.sub(r'^default = ".*?"', 'defualt = "python -m pytest"', config.read_text(), count=1, flags=re.M))
     checked = drover(project, "check")
     assert checked.returncode == 0, checked.stdout
-    assert ("warning: [verify] defualt: did you mean default? [verify] defualt runs only for items that "
-            "set defualt: yes; every other item's check runs [verify] default ('make test')") in checked.stdout.splitlines()
+    written = next(at for at, text in enumerate(config.read_text().splitlines(), 1) if text.startswith("defualt = "))
+    # the file and line in front, as every other finding about drover.toml (Finding.at)
+    assert (f"warning: drover.toml:{written}: [verify] defualt: did you mean default? [verify] defualt runs only "
+            "for items that set defualt: yes; every other item's check runs [verify] default ('make test')"
+            ) in checked.stdout.splitlines(), checked.stdout
     assert "does not contain the default command" not in checked.stdout
     problems = json.loads(drover(project, "check", "--json").stdout)["problems"]
-    written = next(at for at, text in enumerate(config.read_text().splitlines(), 1) if text.startswith("defualt = "))
     assert {"code": "misspelt-key", "severity": "warning", "path": "drover.toml", "line": written}.items() <= next(
         problem for problem in problems if "defualt" in problem["message"]).items()
     config.write_text(config.read_text().replace("defualt = ", "migration = ", 1))

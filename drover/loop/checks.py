@@ -290,10 +290,10 @@ def check_warnings(project: Project) -> list[Finding]:
     for key, command in sorted(config.verify.items()):
         if key != "default" and did_you_mean(key, ["default"], cutoff=0.8, fold_case=True):
             # a new user's `defualt = "..."` left default at `make test`, in a repository with no Makefile
-            findings.append(Finding(
-                f"[verify] {key}: did you mean default? [verify] {key} runs only for items that set {key}: yes; "
-                f"every other item's check runs [verify] default ({default!r})", error=False,
-                code=ProblemCode.MISSPELT_KEY, path=CONFIG_FILE, line=config_line(project, "verify", key)))
+            findings.append(Finding.at(
+                ProblemCode.MISSPELT_KEY, CONFIG_FILE, f"[verify] {key}: did you mean default? [verify] {key} runs "
+                f"only for items that set {key}: yes; every other item's check runs [verify] default ({default!r})",
+                line=config_line(project, "verify", key), error=False))
         elif key != "default" and default and default not in command:
             findings.append(Finding(
                 f"[verify] {key} does not contain the default command ({default!r}): "
