@@ -1172,6 +1172,54 @@ def test_a_merge_driver_the_shared_attributes_give_hides_no_conflict_from_finish
     assert done.returncode != 0 and "conflicts in d-1.txt" in done.stderr, done.stdout + done.stderr
 
 
+def test_a_merge_driver_an_attributes_file_the_shared_config_names_hides_no_conflict_from_finish(project, tmp_path):
+    """Hostile review 34: `core.attributesFile` in the shared `.git/config` (any worktree's agent can
+    write it) naming a file that says `* merge=union`: git reads that file for drover's merge as it
+    reads `info/attributes`, and finish merged both sides' lines where base and the branch wrote the
+    same line two ways. It is refused; the same file named by the operator's global config is the
+    operator's choice, and honoured."""
+    approved(project)
+    (project / "d-1.txt").write_text("base's own\n")
+    git(project, "add", "d-1.txt")
+    git(project, "commit", "-q", "-m", "base writes the same file")
+    before = git(project, "rev-parse", "main").strip()
+    planted = tmp_path / "planted-attributes"
+    planted.write_text("* merge=union\n")
+    git(project, "config", "core.attributesFile", str(planted))
+    done = drover(project, "finish", "D-1")
+    assert done.returncode != 0 and "d-1.txt merge=union" in done.stderr and str(planted) in done.stderr, \
+        done.stdout + done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert git(project, "rev-parse", "main").strip() == before
+    git(project, "config", "--unset", "core.attributesFile")
+    Path(os.environ["GIT_CONFIG_GLOBAL"]).write_text(f"[core]\n\tattributesFile = {planted}\n")
+    done = drover(project, "finish", "D-1")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (project / "d-1.txt").read_text() == "base's own\nthe work\n"
+
+
+def test_attributes_a_file_the_shared_config_names_holds_hide_no_change_from_the_reviewers_diff(project, tmp_path):
+    """Hostile review 34: a `.gitattributes` committed on the branch saying `* -diff`, and the same
+    line in a file `core.attributesFile` in the shared `.git/config` names: drover's own checkout read
+    that file and showed the branch's files as binary too, so nothing looked hidden, while the
+    reviewer's git (which reads no such file) saw `Binary files ... differ` and approved what it
+    never saw. drover's comparison reads no such file either: the review is refused."""
+    (project / "agents").mkdir()
+    (project / "agents" / "agent.sh").write_text(DIFF_READER)
+    use_reviewer(project, "sh agents/agent.sh", "a reviewer that reads the diff")
+    drover(project, "run", "D-1", check=True)
+    worktree = project / ".drover" / "worktrees" / "D-1"
+    (worktree / ".gitattributes").write_text("* -diff\n")
+    git(worktree, "add", "-A")
+    git(worktree, "commit", "-q", "-m", "attributes of the branch's own")
+    planted = tmp_path / "planted-attributes"
+    planted.write_text("* -diff\n")
+    git(project, "config", "core.attributesFile", str(planted))
+    done = drover(project, "review", "D-1")
+    assert done.returncode != 0 and "as binary" in done.stderr and "d-1.txt" in done.stderr, done.stdout + done.stderr
+    assert json.loads(drover(project, "show", "D-1", "--json", check=True).stdout)["audits"] == []
+
+
 def test_attributes_the_shared_git_folder_holds_hide_no_change_from_the_reviewers_diff(project):
     """Hostile review 32: `.git/info/attributes`, which every worktree's agent can write, saying
     `*.txt binary` showed the reviewer's diff `Binary files ... differ` for the branch's work."""

@@ -241,26 +241,30 @@ def shown_as_binary(cwd: Path, base_head: str, head: str) -> set[str]:
     """The paths `git diff base_head...head` run in `cwd` shows as binary (`Binary files ...
     differ`, numstat's `-`): the attributes git reads there (the `.gitattributes` files of that
     checkout, at every depth, and the shared `info/attributes`) decide it as much as the content."""
-    out = git(["diff", "--numstat", "-z", "--no-renames", "--no-ext-diff", "--no-textconv", SUBMODULES,
+    # the user's attributes file is off, as it is for a reviewer's git (agents/environment.REVIEW_GIT): one
+    # the shared config names, saying `* -diff`, showed drover's checkout the binary the reviewer saw (review 34)
+    out = git(["-c", "core.attributesFile=" + os.devnull, "diff", "--numstat", "-z", "--no-renames", "--no-ext-diff",
+               "--no-textconv", SUBMODULES,
                "--end-of-options", f"{base_head}...{head}"], cwd)
     # -z without renames: `added TAB deleted TAB path`, each ended by a NUL
     return {fields[2] for fields in (entry.split("\t", 2) for entry in out.split("\0"))
             if len(fields) == 3 and fields[0] == "-"}
 
 
-def shared_attributes(root: Path, paths: list[str], *names: str) -> dict[str, list[str]]:
+def shared_attributes(root: Path, paths: list[str], *names: str, named: str = "") -> dict[str, list[str]]:
     """path -> `name=value` for each of the attributes `names` that the repository's shared
     `info/attributes` gives it (`unset` for `-name`, `set` for `name`), for those of `paths` it gives
     any: what no `.gitattributes` of a commit or a checkout says, and every worktree's agent can write
-    (git reads it for every checkout, drover's own merges and a reviewer's diff included)."""
+    (git reads it for every checkout, drover's own merges and a reviewer's diff included). `named`:
+    an attributes file read besides (the one the repository's config names: configured_attributes)."""
     import tempfile
 
     if not paths or not names:
         return {}
     with tempfile.TemporaryDirectory(prefix="drover-attributes-") as empty:
         # an empty work tree and no index: git reads no `.gitattributes` at all, only `info/attributes`
-        # (and the system's file, which is no agent's to write); the user's file is off
-        done = run(["-c", "core.attributesFile=" + os.devnull, f"--work-tree={empty}", "--literal-pathspecs",
+        # (and the system's file, which is no agent's to write); the user's file is off, `named` read instead
+        done = run(["-c", "core.attributesFile=" + (named or os.devnull), f"--work-tree={empty}", "--literal-pathspecs",
                     "check-attr", "-z", *names, "--", *paths], root, env_add={"GIT_INDEX_FILE": os.path.join(empty, "index")})
     if done.returncode != 0:
         raise failure(["check-attr"], done)  # git's words on one line, as every git failure
@@ -270,6 +274,28 @@ def shared_attributes(root: Path, paths: list[str], *names: str) -> dict[str, li
         if value != "unspecified":
             found.setdefault(path, []).append(f"{name}={value}")
     return found
+
+
+def configured_attributes(root: Path, git_dir: Path) -> str:
+    """The attributes file (`core.attributesFile`) the repository's own config names, as git reads it
+    (`~` expanded, a relative path from `root`), or "" when the name in force comes from elsewhere (the
+    operator's global or system config, `-c`) or none is named. `.git/config` is the common folder's,
+    which every worktree's agent can write, and the file it names is read by drover's merges as much
+    as `info/attributes` (hostile review 34). No git is asked unless the config of `git_dir` (the
+    main checkout's: `config`, `config.worktree`) could name one, directly or by an include."""
+    text = b""
+    for name in ("config", "config.worktree"):
+        try:
+            text += (git_dir / name).read_bytes().lower()
+        except OSError:
+            pass
+    if b"attributesfile" not in text and b"include" not in text:
+        return ""  # the usual case: no git asked
+    done = run(["config", "--show-scope", "--type=path", "--get", "core.attributesFile"], root)
+    scope, _, named = done.stdout.rstrip("\n").partition("\t")
+    if done.returncode != 0 or scope not in ("local", "worktree") or not named:
+        return ""
+    return os.path.join(root, named)
 
 
 def blobs_at(root: Path, commit: str, paths: list[str]) -> dict[str, str]:

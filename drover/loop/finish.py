@@ -197,18 +197,25 @@ def _require_nothing_ignored_written_over(project: Project, item_id: str, branch
 
 
 def _require_merge_as_committed(project: Project, item_id: str, changed: list[str]) -> None:
-    """Refuse while the shared `info/attributes` gives a merge driver to a path the merge brings
-    (hostile review 32): every worktree's agent can write that file, and `* merge=union` (git's
+    """Refuse while the shared `info/attributes`, or an attributes file the repository's own config
+    names (`core.attributesFile` in `.git/config`), gives a merge driver to a path the merge brings
+    (hostile reviews 32 and 34): every worktree's agent can write both, and `* merge=union` (git's
     built-in driver, no config needed) merged both sides' lines where base and the branch wrote the
     same line two ways, landing a conflict nobody saw. `.gitattributes` files are the commits' and
-    the checkout's, which reviews and `refuse_dirty` see."""
-    if not (project.git_common_dir / "info" / "attributes").exists():
+    the checkout's, which reviews and `refuse_dirty` see; the operator's global attributes file is
+    the operator's, and honoured (docs/security.md)."""
+    shared = project.git_common_dir / "info" / "attributes"
+    named = git.configured_attributes(project.root, project.git_common_dir)
+    if not named and not shared.exists():
         return  # the usual case, no git asked
-    given = git.shared_attributes(project.root, changed, "merge")
+    given = git.shared_attributes(project.root, changed, "merge", named=named)
     if given:
         shown = shown_paths([f"{path} {' '.join(given[path])}" for path in sorted(given)], most=3)
-        raise Refused(f"{item_id}: {project.git_common_dir.name}/info/attributes gives a merge driver to what the "
-                      f"merge brings ({shown}): the merge would not be git's own; remove those lines, then finish again")
+        sources = [f"{project.git_common_dir.name}/info/attributes"] if shared.exists() else []
+        if named:  # a path the agent chose: on one line whatever its characters
+            sources.append(f"{shown_paths([named])} (core.attributesFile in {project.git_common_dir.name}/config)")
+        raise Refused(f"{item_id}: {' or '.join(sources)} gives a merge driver to what the merge brings ({shown}): "
+                      "the merge would not be git's own; remove those lines, then finish again")
 
 
 def _differing(project: Project, commit: str, paths: list[str]) -> list[str]:
