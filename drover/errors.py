@@ -43,6 +43,7 @@ class ProblemCode(StrEnum):
     WRITE_INTERRUPTED = "write-interrupted"
     COMMIT_OWED = "commit-owed"
     REPO_TEMPLATES_OFF = "repo-templates-off"  # DROVER_REPO_TEMPLATES=0: launches ignore the override files
+    HIDDEN_FROM_STATUS = "hidden-from-status"  # a steering file marked assume-unchanged or skip-worktree
     OTHER = "other"  # what no code above names
 
 

@@ -1033,6 +1033,31 @@ def test_check_warns_of_a_replacement_or_graft(project):
     assert rewrites[1].startswith(".git/info/grafts gives commits other parents")
 
 
+def test_check_warns_of_a_steering_file_the_index_hides_from_git_status(project):
+    """Hostile review 34: the main checkout's index is in the shared git folder, and with
+    `worktree = false` the agent works in that checkout: an edit of drover.toml (or an item file)
+    marked `assume-unchanged` or `skip-worktree` is one git status, and so finish's dirty check,
+    never shows. `drover check` warns of each such mark on drover's own files."""
+    config = project / "drover.toml"
+    config.write_text(config.read_text() + "\n# the agent's own\n")
+    git(project, "update-index", "--assume-unchanged", "drover.toml")
+    git(project, "update-index", "--skip-worktree", "items/D-2.md")
+    assert git(project, "status", "--porcelain").strip() == ""
+
+    done = drover(project, "check")
+
+    assert done.returncode == 0, done.stdout + done.stderr  # a warning: sparse checkouts mark files too
+    problems = json.loads(drover(project, "check", "--json").stdout)["problems"]
+    hidden = [(p["path"], p["severity"]) for p in problems if p["code"] == "hidden-from-status"]
+    assert hidden == [("drover.toml", "warning"), ("items/D-2.md", "warning")], problems
+    said = [line for line in done.stdout.splitlines() + done.stderr.splitlines() if "assume-unchanged" in line]
+    assert len(said) == 1 and "drover.toml: the index marks it assume-unchanged" in said[0], said
+    git(project, "update-index", "--no-assume-unchanged", "drover.toml")
+    git(project, "update-index", "--no-skip-worktree", "items/D-2.md")
+    problems = json.loads(drover(project, "check", "--json").stdout)["problems"]
+    assert not [p for p in problems if p["code"] == "hidden-from-status"], problems
+
+
 def test_check_reports_an_approval_whose_branch_moved_since(project):
     head = approved(project)
     worktree = project / ".drover" / "worktrees" / "D-1"

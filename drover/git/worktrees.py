@@ -245,6 +245,21 @@ def dirty_entries(root: Path, *, ignored: list[str] | None = None) -> list[tuple
     return _status_entries(root, untracked=True, ignored=ignored)
 
 
+def hidden_from_status(root: Path, pathspecs: list[str]) -> dict[str, str]:
+    """path -> `assume-unchanged` or `skip-worktree`, for each file under `pathspecs` (literal) that
+    the index of `root` marks so: git's status, and so a dirty check, passes over an edit of it.
+    One `git ls-files -v`; a pathspec outside the repository is left out by the caller."""
+    if not pathspecs:
+        return {}
+    out = git(["--literal-pathspecs", "ls-files", "-v", "-z", "--", *pathspecs], root)
+    marked = {}
+    for entry in out.split("\0"):
+        tag, _, path = entry.partition(" ")
+        if path and (tag == "S" or tag.islower()):
+            marked[path] = "skip-worktree" if tag.upper() == "S" else "assume-unchanged"
+    return marked
+
+
 def _on_disk(folder: Path, paths: tuple[str, ...]) -> tuple[dict[str, str], list[str]]:
     """Under each of `paths` in `folder`: path -> "file" or "link" for what is there, and the paths
     that are neither (a fifo, a device), are reached through a linked folder, or cannot be listed."""

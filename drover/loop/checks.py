@@ -10,7 +10,7 @@ from drover.agents import presets
 from drover import git, prompts as templates
 from drover.items import file as itemfile
 from drover.config import AgentConfig, Config
-from drover.errors import Finding, ProblemCode, did_you_mean
+from drover.errors import Finding, GitError, ProblemCode, did_you_mean
 from drover.executors import unavailable
 from drover.ledger.db import Ledger
 from drover.ledger.project import Project
@@ -423,7 +423,30 @@ def run_check(project: Project, ledger: Ledger, *, warnings: bool = True) -> lis
     refs = git.all_refs(project.root)  # the one git call: config and refs read it
     return (item_findings + check_config(project, refs) + check_refs(project, ledger, refs) + template_findings
             + check_ledger_rows(project, ledger)
-            + (misspelt_keys(project, ledger) + check_warnings(project) if warnings else []))
+            + (misspelt_keys(project, ledger) + check_warnings(project) + hidden_steering(project) if warnings else []))
+
+
+def hidden_steering(project: Project) -> list[Finding]:
+    """A warning for each of drover's steering files (drover.toml, the prompt overrides inside the
+    repository, the item files) that the main checkout's index marks assume-unchanged or
+    skip-worktree: git's status passes over an edit of it, and so does the dirty check of `finish`
+    and `drive --finish`. The index is in the shared git folder, an agent's to write from any
+    worktree (hostile review 34). One `git ls-files`, only when check itself runs."""
+    specs = [CONFIG_FILE, project.config.items]
+    for written in project.config.prompts.values():
+        normal = posixpath.normpath(written) if written else ""
+        if normal and not posixpath.isabs(normal) and normal != ".." and not normal.startswith("../"):
+            specs.append(normal)
+    try:
+        marked = git.hidden_from_status(project.root, specs)
+    except GitError as exc:
+        return [Finding(f"cannot read the index's marks of drover's files: {exc}", error=False,
+                        code=ProblemCode.HIDDEN_FROM_STATUS)]
+    return [Finding.at(ProblemCode.HIDDEN_FROM_STATUS, path, f"the index marks it {how}: git status shows no "
+                       f"edit of it, nor does finish's dirty check; if you did not mark it, an agent did "
+                       f"(`git update-index --no-{how} -- {path}`, then look at `git diff -- {path}`)",
+                       error=False)
+            for path, how in sorted(marked.items())]
 
 
 def require_no_errors(project: Project, ledger: Ledger, command: str, ids: tuple[str, ...] = ()) -> None:
