@@ -527,8 +527,8 @@ def test_a_draft_that_writes_no_requirements_exits_1_and_says_the_item_still_nee
     done = drover(project, "draft", "D-1")  # the script agent's draft writes nothing
     assert done.returncode == 1, done.stdout + done.stderr
     assert "exited 0" in done.stdout
-    assert done.stderr.splitlines() == ["drover: D-1: the draft wrote no requirements: its Requirements section "
-                                        "is still the placeholder, so the item still needs requirements"]
+    assert done.stderr.splitlines() == ["drover: D-1: the draft wrote no requirements: D-1 needs requirements: "
+                                        "items/D-1.md still holds the placeholder"]
     assert json.loads(drover(project, "show", "D-1", "--json").stdout)["state"] == "needs requirements"
 
 

@@ -107,10 +107,40 @@ def test_an_item_with_the_placeholder_requirements_needs_requirements_and_is_not
     assert f"{placeholder}: skipped: needs requirements: items/{placeholder}.md still holds the placeholder" \
         in named.stdout, named.stdout
     assert json.loads(drover(project, "show", placeholder, "--json").stdout)["runs"] == []
-
     write_requirements(project, placeholder)
     assert json.loads(drover(project, "show", placeholder, "--json").stdout)["state"] == "ready"
     assert "needs requirements" not in drover(project, "list").stdout
+
+
+@pytest.mark.parametrize("section, lack", [("## Requirements\n\n   \n\t\n", "has an empty `## Requirements` section"),
+                                           ("Some notes, no heading.\n", "has no `## Requirements` section")])
+def test_an_empty_or_missing_requirements_section_needs_requirements_as_the_placeholder_does(project, section, lack):
+    """A new user's item with an empty `## Requirements` section (or none) was `ready`, and drive
+    launched the agent on an empty brief. Each is `needs requirements` everywhere the state is
+    decided, with the file, what it lacks and the way on; written, the item is ready."""
+    item = drover(project, "new", "Nothing written yet", check=True).stdout.split()[0]
+    path = project / "items" / f"{item}.md"
+    front, body = path.read_text().split("---\n", 2)[1:]
+    path.write_text(f"---\n{front}---\n\n{section}")
+    git(project, "add", "-A")
+    git(project, "commit", "-q", "-m", "an item with nothing asked")
+    drover(project, "list", check=True)  # the cache's row, as later commands read it
+    assert json.loads(drover(project, "list", "--json").stdout)[0]["state"] == "needs requirements"
+    assert json.loads(drover(project, "show", item, "--json").stdout)["state"] == "needs requirements"
+    assert drover(project, "list", "--ready").stdout.strip() == ""
+    checked = drover(project, "check")
+    assert (f"warning: items/{item}.md: {item} needs requirements: the file {lack}, so drive skips it" in checked.stdout
+            and checked.returncode == 0), checked.stdout
+    words = f"needs requirements: items/{item}.md {lack}; write them there or run `drover draft {item}`"
+    assert f"  {item}: {words}\n" in drover(project, "drive", check=True).stdout
+    assert f"{item}: skipped: {words}" in drover(project, "drive", item).stdout
+    dry = drover(project, "run", item, "--dry-run", check=True)
+    assert f"{item} needs requirements: items/{item}.md {lack}, so the agent is given no requirements" \
+        in dry.stdout + dry.stderr
+    assert json.loads(drover(project, "show", item, "--json").stdout)["runs"] == []
+    path.write_text(f"---\n{front}---\n\n## Requirements\n\n1. Do it.\n")
+    assert json.loads(drover(project, "show", item, "--json").stdout)["state"] == "ready"
+
 
 
 # --- C: init finds the verify command, and hints at [run] setup ------------------------------

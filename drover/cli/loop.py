@@ -77,7 +77,7 @@ def _launch_command(item_id: str, slot: str, dry_run: bool, explicit: str | None
 
 def _require_drafted(item_id: str) -> None:
     """Exit 1 with a line when a draft run that ended well left the item `needs requirements` (its
-    Requirements section still the placeholder), as review does when no verdict was recorded."""
+    Requirements section still missing, empty or the placeholder), as review does when no verdict was recorded."""
     from drover.ledger.itemstate import item_state
     from drover.ledger.state import State
 
@@ -85,8 +85,7 @@ def _require_drafted(item_id: str) -> None:
         if item_state(project, ledger, item_id).state == State.NEEDS_REQUIREMENTS:
             from drover.errors import Refused
 
-            raise Refused(f"{item_id}: the draft wrote no requirements: its Requirements section is still the "
-                          "placeholder, so the item still needs requirements")
+            raise Refused(f"{item_id}: the draft wrote no requirements: {project.needs_requirements_words(item_id)}")
 
 
 def dry_run_option(func: Decorated) -> Decorated:

@@ -22,6 +22,7 @@ from drover.items.sections import (
     REQUIREMENTS_PLACEHOLDER as REQUIREMENTS_PLACEHOLDER, as_findings as as_findings, changes_of as changes_of,
     cleared_block as cleared_block, count_findings as count_findings, demote_headings as demote_headings,
     headline as headline, is_cleared as is_cleared, needs_requirements as needs_requirements,
+    requirements_lack as requirements_lack,
     replace_section as replace_section, section_span as section_span,
 )
 
@@ -133,8 +134,13 @@ class Item:
 
     @property
     def needs_requirements(self) -> bool:
-        """The Requirements section is still `drover new`'s placeholder."""
+        """The Requirements section asks nothing: missing, empty, or still `drover new`'s placeholder."""
         return needs_requirements(self.text, self.body_offset)
+
+    @property
+    def requirements_lack(self) -> str:
+        """What the Requirements section lacks, in words ("" when it asks something)."""
+        return requirements_lack(self.text, self.body_offset)
 
     @property
     def finding(self) -> str:
@@ -191,7 +197,7 @@ def read_summary(path: str, name: str, prefix: str, data: bytes | None = None,
                  known: tuple[str, tuple[str, int]] | None = None
                  ) -> tuple[str, str, str, tuple[str, ...], dict[str, Any], str, bool]:
     """What the catalogue keeps of an item file: id, title, kind, deps, frontmatter, Changes section,
-    whether its requirements are still the placeholder.
+    whether its Requirements section asks nothing (missing, empty, or the placeholder).
 
     read_item's reading and checks without an Item or a Path (the catalogue parses every file
     of a changed project in one loop); raises Unreadable as read_item does. `data`: the file's

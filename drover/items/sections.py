@@ -41,11 +41,23 @@ def changes_of(text: str, body_offset: int) -> str:
 
 
 def needs_requirements(text: str, body_offset: int) -> bool:
-    """The Requirements section holds nothing but `drover new`'s placeholder line (any id in it)."""
-    if _PLACEHOLDER_OPENING not in text:  # most items: one search, no section scan
-        return False
+    """The Requirements section asks nothing: missing, empty, or `drover new`'s placeholder line (any id in it)."""
+    return bool(requirements_lack(text, body_offset))
+
+
+def requirements_lack(text: str, body_offset: int) -> str:
+    """What the Requirements section lacks, in words ("" when it asks something): it is missing,
+    holds only whitespace, or nothing but `drover new`'s placeholder line (docs/states.md)."""
+    if REQUIREMENTS_HEADING not in text:  # one search: no such heading anywhere, so no section
+        return "has no `## Requirements` section"
     section = section_text(text, REQUIREMENTS_HEADING, body_offset)
-    return section is not None and _PLACEHOLDER.fullmatch(section.strip()) is not None
+    if section is None:
+        return "has no `## Requirements` section"
+    if not section.strip():
+        return "has an empty `## Requirements` section"
+    if _PLACEHOLDER_OPENING in section and _PLACEHOLDER.fullmatch(section.strip()) is not None:
+        return "still holds the placeholder"
+    return ""
 
 
 def _headings(text: str, start: int, open_fence: list[str] | None = None) -> Iterator[tuple[int, int, str]]:

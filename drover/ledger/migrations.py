@@ -205,6 +205,12 @@ def _activity_view(db: "sqlite_utils.Database") -> None:
     renew_activity(db.execute)
 
 
+def _item_files_requirements(db: "sqlite_utils.Database") -> None:
+    # `placeholder` now also holds for a Requirements section that is missing or only whitespace
+    # (state `needs requirements`, docs/states.md). The rows cached before it never read that: they go.
+    db["item_files"].delete_where()
+
+
 # The highest number among the cache's ids under the prefix they were parsed under, per prefix,
 # raised to the highest already met, and no higher than the highest an id drover gives
 # (vocabulary.MAX_ITEM_NUMBER).
@@ -238,6 +244,7 @@ MIGRATIONS: tuple[tuple[str, Any], ...] = (
     ("0015_item_files_placeholder", _item_files_placeholder), ("0016_unfinished_runs", _unfinished_runs),
     ("0017_failure_classes", _failure_classes), ("0018_item_files_exact", _item_files_exact),
     ("0019_worktree_pool", _pool), ("0020_activity_view", _activity_view),
+    ("0021_item_files_requirements", _item_files_requirements),
 )
 
 

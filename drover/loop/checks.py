@@ -153,13 +153,12 @@ def _without_file(project: Project, ledger: Ledger, entries: dict[str, Entry]) -
 
 
 def _needs_requirements(project: Project, ledger: Ledger, entries: dict[str, Entry]) -> list[Finding]:
-    """A warning for each item in state `needs requirements` (its requirements are still `drover new`'s placeholder)."""
+    """A warning for each item in state `needs requirements` (its Requirements section missing, empty or the placeholder)."""
     placeholders = {item_id: found for item_id, found in entries.items() if found.placeholder and not found.unreadable}
     if not placeholders:
         return []  # the ledger is read only when some item may need requirements
-    return [Finding.at(ProblemCode.NEEDS_REQUIREMENTS, row.entry.rel, f"{row.entry.id} needs requirements: its Requirements "
-                       "section is still the placeholder, so drive skips it (write them, or run "
-                       f"`drover draft {row.entry.id}`)", error=False)
+    return [Finding.at(ProblemCode.NEEDS_REQUIREMENTS, row.entry.rel, f"{project.needs_requirements_words(row.entry.id, 'the file')}, "
+                       f"so drive skips it (write them, or run `drover draft {row.entry.id}`)", error=False)
             for row in states_of(project, ledger, placeholders) if row.state == State.NEEDS_REQUIREMENTS]
 
 

@@ -50,7 +50,7 @@ def header(project: Project, ids: list[str], jobs: int, finish: bool, then: list
     if then:
         lines.append(f"  then, as their deps are finished: {', '.join(then)}")
     lines += _waiting_lines(rows or {}, [*ids, *(then or [])], finish)
-    lines += _left_lines(rows or {}, ids, finish)
+    lines += _left_lines(project, rows or {}, ids, finish)
     cap = project.config.max_rounds
     lines.append(f"  jobs: {jobs}; cap: {counted(cap, 'round')}; finish: {'yes' if finish else 'no'}")
     ceilings = [f"{name} {value:,}" for name, value in (("run", project.config.budget.run_tokens),
@@ -109,17 +109,17 @@ def unmerged_hint(ids: list[str]) -> str:
     return f"approved, not merged: {named}: `drover finish ID` merges each (or `drover drive --finish` all)"
 
 
-def needs_requirements_note(known: ItemState | Listed) -> str:
-    """Why drive does not take an item whose requirements are still the placeholder, and the way on."""
-    return (f"needs requirements: {known.entry.rel} still holds the placeholder; write them there "
-            f"or run `drover draft {known.entry.id}`")
+def needs_requirements_note(project: Project, known: ItemState | Listed) -> str:
+    """Why drive does not take an item whose Requirements section asks nothing, and the way on."""
+    said = project.needs_requirements_words(known.entry.id).split(": ", 1)[1]
+    return f"needs requirements: {said}; write them there or run `drover draft {known.entry.id}`"
 
 
-def _left_lines(rows: dict[str, Listed], taken: list[str], finish: bool) -> list[str]:
+def _left_lines(project: Project, rows: dict[str, Listed], taken: list[str], finish: bool) -> list[str]:
     """What a drive of the ready items leaves for a person, and the way on: each item that needs
     requirements, and without --finish the approved ones (a new user's `drover new`, then `drover
     drive`, said `nothing is ready` and `nothing to drive`, and no more)."""
-    lines = [f"  {item_id}: {needs_requirements_note(row)}" for item_id, row in rows.items()
+    lines = [f"  {item_id}: {needs_requirements_note(project, row)}" for item_id, row in rows.items()
              if row.state == State.NEEDS_REQUIREMENTS and item_id not in taken]
     if len(lines) > MAX_WAITING:
         lines = lines[:MAX_WAITING] + [f"  ... and {len(lines) - MAX_WAITING} more that need requirements "
@@ -219,7 +219,7 @@ def dry_run_plan(project: Project, queue: list[str], rows: dict[str, Listed], *,
         if row is not None and row.state == State.NEEDS_REQUIREMENTS:
             with Ledger(project.ledger_path) as ledger:
                 steps.append(Step(item_id, "skip", f"would be skipped: "
-                                  f"{needs_requirements_note(item_state(project, ledger, item_id))}"))
+                                  f"{needs_requirements_note(project, item_state(project, ledger, item_id))}"))
         elif row is not None and row.state == State.APPROVED:
             steps.append(Step(item_id, "finish", "finish would merge it"))
         elif row is not None and row.state == State.IN_REVIEW:  # its work is committed: no implementer first

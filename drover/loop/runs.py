@@ -151,9 +151,8 @@ def prepare(project: Project, ledger: Ledger, item_id: str, slot: str, *,
     env_add.update(presets.sandbox_env(agent))
     warnings = tuple(rendered.warnings) + _found_branch(project, record, branch, slot, data.Posture, workdir)
     if slot == "implement" and record.item.needs_requirements:  # run by hand, as for ready (docs/states.md)
-        warnings += (f"{item_id} needs requirements: {project.item_rel(item_id + '.md')} still "
-                     f"holds the placeholder, so the agent is given no requirements (write them, or `drover draft "
-                     f"{item_id}` first)",)
+        said = project.needs_requirements_words(item_id, lack=record.item.requirements_lack)
+        warnings += (f"{said}, so the agent is given no requirements (write them, or `drover draft {item_id}` first)",)
     return Launch(
         item_id=item_id, slot=slot, run_id=run_id, agent=agent, argv=tuple(argv), prompt_via=via,
         prompt=rendered.text, provenance=rendered.provenance, warnings=warnings,
