@@ -194,7 +194,8 @@ def test_a_drive_a_signal_stops_still_gives_its_summary_report_and_notify(projec
     assert f"drive interrupted; not started: {second}" in out
     (row,) = [line for line in out.splitlines() if line.startswith(f"{first} ") and " failed " in line]
     assert "interrupted" in row and "0 of 1 approved" in out
-    assert f"{first}: interrupted: not tried again: the drive is ending (run " in out, out
+    assert out.count("interrupted: not tried again: the drive is ending") == 1, out  # the row's note, once
+    assert out.splitlines()[-1] == f"interrupted: `drover drive` again resumes {first}, {second}", out
     assert page.is_file() and first in page.read_text()
     assert json.loads(notified.read_text())["items"][0]["id"] == first
     # the item the drive never started is in the morning's report too, not only in the summary
@@ -633,3 +634,22 @@ def test_a_review_of_an_item_no_implementing_run_touched_is_refused_before_anyth
     assert done.stderr.strip() == f"drover: {item} has no implementing run to review: `drover run {item}` first"
     assert ledger_rows(project, "runs") == [] and ledger_rows(project, "audits", "id") == []
     assert git(project, "for-each-ref", "--format=%(refname)") == before  # no branch made for it
+
+
+def test_ctrl_c_in_a_drive_says_each_item_once_and_how_to_resume(project):
+    """A new user's Ctrl-C in `drover drive`: the summary said `D-1 failed ... implement agent
+    interrupted; interrupted: not tried again: the drive is ending`, then the same again on a line
+    of its own, and never that `drover drive` again resumes the items. It says each once, and ends
+    with the way on."""
+    item = new_item(project, "Add a thing")
+    pidfile = project.parent / "pids"
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}", "AGENT_MODE": "sleep",
+           "AGENT_PIDFILE": str(pidfile)}
+    proc = subprocess.Popen([str(BIN / "drover"), "drive"], cwd=project, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    _wait_for(pidfile)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, out + err
+    assert out.count("not tried again: the drive is ending") == 1, out
+    assert out.splitlines()[-1] == f"interrupted: `drover drive` again resumes {item}", out

@@ -260,5 +260,8 @@ def drive(item_ids: tuple[str, ...], jobs: int, finish_items: bool, executor: st
 
     drive_ended(project, started, Path(report_file) if report_file else None, say, as_ended(results, left))
     if interrupted is not None:
+        from drover.cli.views import resume_line
+
+        click.echo(printable(resume_line(results, left, item_ids, finish_items)), err=as_json)
         raise interrupted  # exit 130 or 143, as any command a signal stopped
     sys.exit(exit_status(results))

@@ -248,8 +248,11 @@ def drive_summary(results: list[Driven], finish: bool = False) -> list[str]:
     for row in results:
         if row.log:
             lines.append(f"{row.item_id}: log {row.log}")
-        for failure in row.failures:  # each failed run's class and what the [retry] policy did
-            lines.append(f"{row.item_id}: {failure['class']}: {failure['action']} (run {failure['run']})")
+        for number, failure in enumerate(row.failures, 1):  # each failed run's class and what the [retry] policy did
+            said = f"{failure['class']}: {failure['action']}"
+            if number == len(row.failures) and row.note.endswith(said):
+                continue  # the row's note says it already (a Ctrl-C's `not tried again` was said twice)
+            lines.append(f"{row.item_id}: {said} (run {failure['run']})")
     spent = [(row.item_id, usage_text(row.usage or {})) for row in results]
     if any(text for _, text in spent):
         lines += [f"{item_id}: {text}" for item_id, text in spent if text]
@@ -271,3 +274,17 @@ def drive_summary(results: list[Driven], finish: bool = False) -> list[str]:
         lines.append("nothing driven: an orphaned run holds " + ("its item" if len(results) == 1 else "each item")
                      + "; `drover stop <id>` ends it")
     return lines
+
+
+def resume_line(results: list[Driven], left: list[str], item_ids: tuple[str, ...], finish: bool) -> str:
+    """The line an interrupted drive ends with: the command that takes up what it left, and which items."""
+    from drover.ledger.state import ORPHANED
+
+    ids = [row.item_id for row in results if row.result not in ("approved", "finished", "parked", ORPHANED)
+           and (row.result != "skipped" or row.note.startswith("not started"))]
+    ids += [item_id for item_id in left if item_id not in ids]
+    command = "drover drive" + (" --finish" if finish else "") + "".join(f" {item_id}" for item_id in item_ids if item_id in ids)
+    if not ids:
+        return f"interrupted: nothing it took is left to resume; `{command}` again drives what is ready"
+    named = ", ".join(ids[:5]) + (f" and {len(ids) - 5} more" if len(ids) > 5 else "")
+    return f"interrupted: `{command}` again resumes {named}"
