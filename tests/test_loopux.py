@@ -763,3 +763,20 @@ def test_check_asks_whether_a_verify_key_close_to_default_meant_default(project)
         problem for problem in problems if "defualt" in problem["message"]).items()
     config.write_text(config.read_text().replace("defualt = ", "migration = ", 1))
     assert "did you mean" not in drover(project, "check").stdout
+
+
+def test_a_dry_run_with_a_base_branch_that_does_not_exist_refuses_as_the_run_does(project):
+    """A new user's `[run] base = "master"` in a repository whose branch is main: `drover run D-1`
+    refused (exit 2), but `drover run D-1 --dry-run`, asked first to see what would happen, exited 0
+    and said nothing of it. The dry run refuses in the run's words and exit code."""
+    item = new_item(project, "Add a thing")
+    config = project / "drover.toml"
+    config.write_text(re.sub(r'^base = ".*?"', 'base = "master"', config.read_text(), count=1, flags=re.M))
+    git(project, "commit", "-qam", "base master")
+    real = drover(project, "run", item)
+    assert real.returncode == 2 and "base branch 'master' does not exist" in real.stderr, real.stderr
+    for args in (("run", item, "--dry-run"), ("run", item, "--dry-run", "--json")):
+        dry = drover(project, *args)
+        assert dry.returncode == 2, dry.stdout + dry.stderr
+        assert dry.stderr.splitlines() == real.stderr.splitlines()[-1:], dry.stderr
+        assert dry.stdout == ""

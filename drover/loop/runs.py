@@ -129,6 +129,8 @@ def prepare(project: Project, ledger: Ledger, item_id: str, slot: str, *,
         raise Refused(f"{item_id}: {reviewers.NOTHING.format(branch=branch, base=project.config.base)}")
     if slot != "draft":
         require_valid_branch(item_id, branch)
+        if preview and not {branch, project.config.base} & set(git.heads_of(project.root, branch, project.config.base)):
+            git.require_base(project.root, project.config.base)  # the launch would make the branch from base: it refuses
     rendered = templates.render(slot, data, root=project.root, config=project.config, explicit=explicit_template)
     agent = agent or project.config.agent_for(slot)  # `agent`: [agent.fallback] in the slot's place
     run_id = new_run_id(item_id, slot)
