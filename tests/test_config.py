@@ -248,6 +248,17 @@ def test_a_table_declared_twice_is_named_as_toml_writes_it(tmp_path):
         "drover.toml:3: Cannot declare [agent.review] twice"
 
 
+def test_a_key_written_twice_is_named_with_its_first_line(tmp_path):
+    """A new user's drover.toml with `base` written twice under [run] said tomllib's words,
+    `drover.toml:14: Cannot overwrite a value`: neither the key nor where it was first written."""
+    assert config_error(tmp_path, "[run]\nbase = \"main\"\npool = 1\n\n# again\nbase = \"trunk\"\n") == \
+        "drover.toml:6: `base` in [run] is set twice (first on line 2): keep one"
+    assert config_error(tmp_path, "[agent]\nreview.name = 'a'\nreview.name = 'b'\n") == \
+        "drover.toml:3: `name` in [agent.review] is set twice (first on line 2): keep one"
+    assert config_error(tmp_path, "[run]\npool = 1\n[run.pool]\nx = 1\n") == \
+        "drover.toml:3: [run.pool] is a table, but `pool` in [run] is set already (line 2): rename one"
+
+
 def _one_line_error(result, exit_code: int = 2) -> str:
     assert result.exit_code == exit_code, result.output
     assert result.exception is None or isinstance(result.exception, SystemExit)

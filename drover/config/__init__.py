@@ -18,7 +18,7 @@ from drover.config.keys import (DECLARED, KeyInfo, as_seconds, at_least_one, at_
 from drover.config.tables import AgentConfig, PromptFiles, RayConfig, RetryConfig, TrackerConfig
 from drover.config.tables import NotifyConfig
 from drover.config.tables import BudgetConfig
-from drover.config.toml import line_of, locate, parse_toml, readable
+from drover.config.toml import line_of, locate, overwritten, parse_toml
 from drover.errors import ConfigError, did_you_mean
 from drover.vocabulary import CONFIG_FILE as CONFIG_FILE, EXECUTORS, SLOTS
 from drover.vocabulary import GUIDANCE_LEVELS as GUIDANCE_LEVELS  # data.py reads it from here
@@ -246,5 +246,5 @@ def load_config(path: Path) -> Config:
         data = parse_toml(path, text)
     except ValueError as exc:  # tomllib.TOMLDecodeError, named without importing tomllib
         line = getattr(exc, "lineno", None) or line_of(str(exc))
-        raise ConfigError(readable(str(exc)), path=CONFIG_FILE, line=line) from None
+        raise ConfigError(overwritten(str(exc), text, line), path=CONFIG_FILE, line=line) from None
     return parse_config(data, locate(text))

@@ -96,6 +96,36 @@ def readable(message: str) -> str:
                   lambda found: "[" + ".".join(re.findall(r"'([^']*)'", found.group(1))) + "]", message)
 
 
+def overwritten(message: str, text: str, line: int | None) -> str:
+    """tomllib's `Cannot overwrite a value` at `line`, in words naming the key written twice there
+    (and where it was first): the message alone named neither. Any other message as readable() has it."""
+    said = readable(message)
+    if not said.startswith("Cannot overwrite a value") or not line:
+        return said
+    lines = text.splitlines()
+    if line > len(lines):
+        return said
+    table = ""
+    for before in lines[:line - 1]:
+        header = _HEADER.match(before)
+        if header:
+            table = _dotted(header.group(1))
+        elif before.lstrip().startswith("[["):
+            table = "\0"
+    header, written = _HEADER.match(lines[line - 1]), _KEY.match(lines[line - 1])
+    if table == "\0" or not (header or written):
+        return said
+    name = _dotted((header or written).group(1))  # type: ignore[union-attr]
+    *within, last = (name if header else ".".join(filter(None, [table, name]))).split(".")
+    first = key_lines(text).get((".".join(within), last))
+    if first is None or first >= line:
+        return said
+    where = f" in [{'.'.join(within)}]" if within else ""
+    if header:
+        return f"[{name}] is a table, but `{last}`{where} is set already (line {first}): rename one"
+    return f"`{last}`{where} is set twice (first on line {first}): keep one"
+
+
 _HEADER = re.compile(r"""^\s*\[\s*([^\[\]#]+?)\s*\]\s*(?:#.*)?$""")
 _KEY = re.compile(r"""^\s*((?:[A-Za-z0-9_-]+|"[^"\n]*"|'[^'\n]*')(?:\s*\.\s*(?:[A-Za-z0-9_-]+|"[^"\n]*"|'[^'\n]*'))*)\s*=""")
 _PART = re.compile(r"""[A-Za-z0-9_-]+|"([^"\n]*)"|'([^'\n]*)'""")
