@@ -319,6 +319,17 @@ def test_list_says_a_dep_that_names_no_item_is_no_such_item(project):
     assert "(waiting on D-99 (no such item), D-2)" in ok("list").splitlines()[0]
 
 
+def test_list_puts_an_unreadable_items_note_in_the_title_column(project):
+    """A new user's `drover list` padded an unreadable item's row oddly (`D-4  unreadable
+    (items/...`, four spaces past the state's column): its note starts where the others' titles do."""
+    for title in ("plain", "broken"):
+        ok("new", title)
+    (project / "items" / "D-2.md").write_text("---\nid: D-2\ntitle: [broken\n---\nx\n")
+    lines = ok("list").splitlines()
+    assert lines[1].startswith("D-2  unreadable         (items/D-2.md:3: D-2 will not parse"), lines
+    assert lines[1].index("(") == lines[0].index("plain")
+
+
 
 def test_show_text(project):
     ok("new", "Show me")

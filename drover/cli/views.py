@@ -149,8 +149,8 @@ def list_lines(listed: list[Any], *, colour: bool) -> list[str]:
     for row in listed:
         found = row.entry
         text = found.title if not found.unreadable else ""
-        if row.note:
-            text += f"  ({row.note})"
+        if row.note:  # in the title's column when there is no title (an unreadable item's file)
+            text += f"  ({row.note})" if text else f"({row.note})"
         if not text.isprintable():  # a title or a park reason an agent wrote may carry escapes
             text = printable(text)
         append(f"{found.id.ljust(id_width)}  {padded[row.state]}  {text}".rstrip())
