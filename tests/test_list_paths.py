@@ -116,7 +116,7 @@ def _project(root: Path) -> Project:
 
 
 def _item(project: Project, stem: str, deps: str = "", changes: str = "") -> None:
-    text = f"---\nid: {stem}\ntitle: item {stem}\n" + (f"deps: [{deps}]\n" if deps else "") + "---\n\n## Requirements\n\n1. body\n"
+    text = f"---\nid: {stem}\ntitle: item {stem}\n" + (f"deps: [{deps}]\n" if deps else "") + "---\n\nbody\n"
     project.root.joinpath("items", f"{stem}.md").write_text(text + changes)
 
 

@@ -113,10 +113,11 @@ def test_an_item_with_the_placeholder_requirements_needs_requirements_and_is_not
 
 
 @pytest.mark.parametrize("section, lack", [("## Requirements\n\n   \n\t\n", "has an empty `## Requirements` section"),
-                                           ("Some notes, no heading.\n", "has no `## Requirements` section")])
-def test_an_empty_or_missing_requirements_section_needs_requirements_as_the_placeholder_does(project, section, lack):
-    """A new user's item with an empty `## Requirements` section (or none) was `ready`, and drive
-    launched the agent on an empty brief. Each is `needs requirements` everywhere the state is
+                                           ("## Context\n\nWhy.\n\n## Requirements\n\n## Notes\n\nMore.\n",
+                                            "has an empty `## Requirements` section")])
+def test_an_empty_requirements_section_needs_requirements_as_the_placeholder_does(project, section, lack):
+    """A new user's item whose `## Requirements` section they emptied was `ready`, and drive
+    launched the agent on an empty brief. It is `needs requirements` everywhere the state is
     decided, with the file, what it lacks and the way on; written, the item is ready."""
     item = drover(project, "new", "Nothing written yet", check=True).stdout.split()[0]
     path = project / "items" / f"{item}.md"
@@ -141,6 +142,17 @@ def test_an_empty_or_missing_requirements_section_needs_requirements_as_the_plac
     path.write_text(f"---\n{front}---\n\n## Requirements\n\n1. Do it.\n")
     assert json.loads(drover(project, "show", item, "--json").stdout)["state"] == "ready"
 
+
+def test_a_body_of_free_markdown_with_no_requirements_heading_is_ready(project):
+    """SPEC 4: the body is free Markdown. An item written by hand with no `## Requirements`
+    heading asks what its body says: it is driven, not held as needing requirements."""
+    item = drover(project, "new", "Written by hand", check=True).stdout.split()[0]
+    path = project / "items" / f"{item}.md"
+    front = path.read_text().split("---\n", 2)[1]
+    path.write_text(f"---\n{front}---\n\nMake the parser keep a trailing newline.\n")
+    assert json.loads(drover(project, "show", item, "--json").stdout)["state"] == "ready"
+    assert "needs requirements" not in drover(project, "check").stdout
+    assert "needs requirements" not in drover(project, "run", item, "--dry-run", check=True).stderr
 
 
 # --- C: init finds the verify command, and hints at [run] setup ------------------------------

@@ -77,7 +77,7 @@ def _launch_command(item_id: str, slot: str, dry_run: bool, explicit: str | None
 
 def _require_drafted(item_id: str) -> None:
     """Exit 1 with a line when a draft run that ended well left the item `needs requirements` (its
-    Requirements section still missing, empty or the placeholder), as review does when no verdict was recorded."""
+    Requirements section still empty or the placeholder), as review does when no verdict was recorded."""
     from drover.ledger.itemstate import item_state
     from drover.ledger.state import State
 

@@ -134,7 +134,8 @@ class Item:
 
     @property
     def needs_requirements(self) -> bool:
-        """The Requirements section asks nothing: missing, empty, or still `drover new`'s placeholder."""
+        """The Requirements section asks nothing: empty, or still `drover new`'s placeholder (a body with no
+        such section is free Markdown, and asks what it says)."""
         return needs_requirements(self.text, self.body_offset)
 
     @property
@@ -197,7 +198,7 @@ def read_summary(path: str, name: str, prefix: str, data: bytes | None = None,
                  known: tuple[str, tuple[str, int]] | None = None
                  ) -> tuple[str, str, str, tuple[str, ...], dict[str, Any], str, bool]:
     """What the catalogue keeps of an item file: id, title, kind, deps, frontmatter, Changes section,
-    whether its Requirements section asks nothing (missing, empty, or the placeholder).
+    whether its Requirements section asks nothing (empty, or the placeholder).
 
     read_item's reading and checks without an Item or a Path (the catalogue parses every file
     of a changed project in one loop); raises Unreadable as read_item does. `data`: the file's

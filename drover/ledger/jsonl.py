@@ -481,6 +481,6 @@ def import_file(ledger: Ledger, path: Path, merge: bool = False) -> Imported:
             ledger.drop_cache()
         meet_cached(ledger.db)  # an export from before 0011 has the cache's ids but no mark
         if not isinstance(exported_by, list) or "0021_item_files_requirements" not in exported_by:
-            ledger.drop_cache()  # its rows' `placeholder` predates the empty and missing Requirements sections
+            ledger.drop_cache()  # its rows' `placeholder` predates the empty Requirements section
         create_activity_triggers(ledger.conn.execute)
     return Imported(added=added, conflicts=conflicts)

@@ -206,7 +206,7 @@ def _activity_view(db: "sqlite_utils.Database") -> None:
 
 
 def _item_files_requirements(db: "sqlite_utils.Database") -> None:
-    # `placeholder` now also holds for a Requirements section that is missing or only whitespace
+    # `placeholder` now also holds for a Requirements section of only whitespace
     # (state `needs requirements`, docs/states.md). The rows cached before it never read that: they go.
     db["item_files"].delete_where()
 

@@ -153,7 +153,7 @@ def _without_file(project: Project, ledger: Ledger, entries: dict[str, Entry]) -
 
 
 def _needs_requirements(project: Project, ledger: Ledger, entries: dict[str, Entry]) -> list[Finding]:
-    """A warning for each item in state `needs requirements` (its Requirements section missing, empty or the placeholder)."""
+    """A warning for each item in state `needs requirements` (its Requirements section empty or the placeholder)."""
     placeholders = {item_id: found for item_id, found in entries.items() if found.placeholder and not found.unreadable}
     if not placeholders:
         return []  # the ledger is read only when some item may need requirements
