@@ -184,13 +184,19 @@ def test_a_tracker_write_that_fails_in_a_drives_finish_fails_the_drive_and_stays
     assert line["reason"] == ""
 
 
-def test_github_failure_during_finish_is_reported_and_the_next_finish_retries(hub):
+def _approved_with_a_close_gh_refuses(hub):
+    """The hub's item disposed of as `close` #12, run and approved, with gh failing to close."""
     root, item, fake = hub
     name_the_repository(root)
     drover(root, "dispose", item, "12", "--as", "close", "--note", NOTE, check=True)
     drover(root, "run", item, check=True)
     drover(root, "audit", item, "--level", "reviewed", "--by", "Ann", check=True)
     fake.fail("issue-close", "HTTP 502: Bad Gateway\n")
+    return root, item, fake
+
+
+def test_github_failure_during_finish_is_reported_and_the_next_finish_retries(hub):
+    root, item, fake = _approved_with_a_close_gh_refuses(hub)
     done = drover(root, "finish", item)
     assert done.returncode == 1
     assert "#12" in done.stderr and "HTTP 502: Bad Gateway" in done.stderr
@@ -213,12 +219,7 @@ def test_github_failure_during_finish_is_reported_and_the_next_finish_retries(hu
 
 
 def test_a_finish_again_that_tells_the_tracker_records_its_event(hub):
-    root, item, fake = hub
-    name_the_repository(root)
-    drover(root, "dispose", item, "12", "--as", "close", "--note", NOTE, check=True)
-    drover(root, "run", item, check=True)
-    drover(root, "audit", item, "--level", "reviewed", "--by", "Ann", check=True)
-    fake.fail("issue-close", "HTTP 502: Bad Gateway\n")
+    root, item, fake = _approved_with_a_close_gh_refuses(hub)
     assert drover(root, "finish", item).returncode == 1  # merged and done; the tracker was not told
     finishes = [row for row in ledger_rows(root, "events", order="id") if row["command"] == "finish"]
     assert [json.loads(row["detail"]).get("applied") for row in finishes] == [None]

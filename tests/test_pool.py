@@ -86,18 +86,11 @@ def test_the_next_item_sees_only_what_keep_spares_in_a_reused_worktree(pooled, t
     assert entry["owner"] == ""
 
 
-def test_without_keep_nothing_an_item_left_survives(pooled, tmp_path):
-    set_run(pooled, keep="[]")
-    first, second = new_item(pooled, "first"), new_item(pooled, "second")
-    assert drive(pooled, first).returncode == 0
-    assert drive(pooled, second).returncode == 0
-    (entry,) = [entry for entry in seen(tmp_path) if entry["item"] == second and entry["slot"] == "implement"]
-    assert entry["seen"] == {} and entry["readme"] == "base\n"
-
-
-def test_keep_names_paths_not_patterns(pooled, tmp_path):
-    # git reads a clean's excludes as patterns: `cach*` spared cache/, and `*` everything an item left
-    set_run(pooled, keep='["cach*", "stray?txt", "untracked.tx[t]"]')
+# `keep` names paths, not patterns: git reads a clean's excludes as patterns, and `cach*` spared
+# cache/, `*` everything an earlier item left
+@pytest.mark.parametrize("keep", ["[]", '["cach*", "stray?txt", "untracked.tx[t]"]'], ids=["no keep", "patterns"])
+def test_without_keep_nothing_an_item_left_survives(pooled, tmp_path, keep):
+    set_run(pooled, keep=keep)
     first, second = new_item(pooled, "first"), new_item(pooled, "second")
     assert drive(pooled, first).returncode == 0
     assert drive(pooled, second).returncode == 0
