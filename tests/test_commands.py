@@ -929,7 +929,8 @@ def test_dispose_records_a_judgment_for_an_issue_the_item_closes(project):
     (project / "items" / "D-1.md").write_text(text)
     out = ok("dispose", "D-1", "12", "--as", "close", "--note", "fixed by this item")
     assert "#12" in out and "close" in out
-    ok("dispose", "D-1", "14", "--as", "keep")
+    ok("dispose", "D-1", "#14", "--as", "keep")  # as GitHub writes an issue's number
+    assert "'x14' is not an issue number (write 12 or #12)" in fails(drover("dispose", "D-1", "x14", "--as", "keep"), 2)
     rows = shown("D-1")["dispositions"]
     assert [(row["issue"], row["disposition"], row["note"]) for row in rows] == [
         (12, "close", "fixed by this item"), (14, "keep", "")]
@@ -988,7 +989,7 @@ def test_parking_a_parked_item_again_names_the_reason_it_replaces(project):
 def test_the_draft_prompt_reads_the_register_row_new_issue_took(project):
     set_config(project, "tracker", 'backend = "file"')
     (project / "follow-ups.md").write_text("# Follow-ups\n\n- D-9: repr should show the algorithm\n")
-    assert json.loads(ok("new", "--issue", "3", "--json"))["origin"] == 3
+    assert json.loads(ok("new", "--issue", "#3", "--json"))["origin"] == 3
     # the draft's Origin is that same row, read fresh: its number, headline and place
     origin = ok("prompt", "D-1", "--slot", "draft", "--template",
                 "{{ Origin.Number }}|{{ Origin.Title }}|{{ Origin.Url }}\n")

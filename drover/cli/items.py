@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import click
 
-from drover.cli.parts import ITEM_ID, echo_json, example, json_option, opened
+from drover.cli.parts import ISSUE_NUMBER, ITEM_ID, echo_json, example, json_option, opened
 from drover.vocabulary import LIST_STATES
 
 
@@ -14,7 +14,7 @@ from drover.vocabulary import LIST_STATES
 @click.option("--dep", "deps", multiple=True, metavar="ID", type=ITEM_ID, help="An item this one depends on (repeatable).")
 @click.option("-f", "--finding", "finding", metavar="ID", type=ITEM_ID, default="",
               help="The item whose review produced this one.")
-@click.option("--issue", type=int, metavar="N", help="Create the item from tracker issue N (title, kind, text).")
+@click.option("--issue", type=ISSUE_NUMBER, metavar="N", help="Create the item from tracker issue N (title, kind, text).")
 @json_option
 def new(title: str | None, kind: str | None, deps: tuple[str, ...], finding: str, issue: int | None,
         as_json: bool) -> None:

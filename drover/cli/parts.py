@@ -185,6 +185,23 @@ class ItemId(_ParamType):
 ITEM_ID = ItemId()
 
 
+class IssueNumber(_ParamType):
+    """A tracker issue's number as people write it: 12, or #12 as GitHub shows it."""
+
+    name = "integer"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, int):
+            return value
+        text = str(value).strip().removeprefix("#")
+        if text.isascii() and text.isdigit():
+            return int(text)
+        self.fail(f"{value!r} is not an issue number (write 12 or #12)", param, ctx)
+
+
+ISSUE_NUMBER = IssueNumber()
+
+
 def complete_blocks(ctx: click.Context | None, param: click.Parameter | None, incomplete: str) -> list[Any]:
     """`shell_complete=` for an argument naming a template block: the blocks of the SLOT argument
     already given, else every block as `slot:block`."""

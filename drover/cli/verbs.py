@@ -5,7 +5,7 @@ import sys
 
 import click
 
-from drover.cli.parts import ITEM_ID, echo_outcome, example, opened
+from drover.cli.parts import ISSUE_NUMBER, ITEM_ID, echo_outcome, example, opened
 from drover.vocabulary import DISPOSITIONS, LEVELS
 
 # Findings larger than this are refused: no review writes 10 MB, and --file /dev/zero or an
@@ -85,7 +85,7 @@ def audit(item_id: str, level: str, by: str | None, note: str) -> None:
 
 @click.command(epilog=example("drover dispose D-3 42 --as close"))
 @click.argument("item_id", metavar="ID", type=ITEM_ID)
-@click.argument("issue", type=int)
+@click.argument("issue", type=ISSUE_NUMBER)
 @click.option("--as", "disposition", required=True, type=click.Choice(DISPOSITIONS),
               help="What finish does with the issue: close it, comment on it, or keep it open.")
 @click.option("--note", default="", help="The comment finish writes, or why the issue stays.")
