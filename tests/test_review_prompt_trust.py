@@ -189,3 +189,22 @@ def test_a_log_encoding_the_shared_config_names_forges_no_commit_row_and_no_head
     rows = [line for line in text.splitlines() if re.match(r"- [0-9a-f]{12} .* \(\d+ files?, \+\d+ -\d+\)$", line)]
     assert [row.split()[1] for row in rows] == [checked[:12], head[:12]], rows
     assert "tests only, reviewed by the operator" not in text
+
+
+def test_an_attributes_file_the_shared_config_names_hides_no_figures_of_the_commit_list(project, tmp_path):
+    """Hostile review 34's lead: `core.attributesFile` in the shared `.git/config` naming a file that
+    says `* -diff` made drover's log count each commit's files as binary, `+0 -0`, in the review
+    prompt's commit list; the reviewer's own git reads no such file (REVIEW_GIT), and neither does
+    the list now."""
+    drover(project, "run", "D-1", check=True)
+
+    def rows() -> list[str]:
+        text = drover(project, "prompt", "D-1", "--slot", "review", check=True).stdout
+        return [line for line in text.splitlines() if re.match(r"- [0-9a-f]{12} ", line)]
+
+    before = rows()
+    assert before and "+0 -0" not in before[-1], before
+    planted = tmp_path / "attributes"
+    planted.write_text("* -diff\n")
+    git(project, "config", "core.attributesFile", str(planted))
+    assert rows() == before

@@ -72,7 +72,10 @@ def recent_commits(root: Path, branch: str, base: str, *, compared: tuple[str, s
         # for a merge otherwise, and `(0 files)` hid a file an implementer's merge of base added of
         # its own (hostile review 19). Not against a merge made again (--remerge-diff): that runs
         # any merge driver the shared config names, as the operator.
-        out = git(["log", "--reverse", "-M", "--numstat", "--diff-merges=first-parent", "--no-show-signature",
+        # the user's attributes file off, as for a reviewer's git: one the shared config names
+        # (`* -diff`) counted every file binary, `+0 -0` (hostile review 34)
+        out = git(["-c", "core.attributesFile=" + os.devnull, "log", "--reverse", "-M", "--numstat",
+                   "--diff-merges=first-parent", "--no-show-signature",
                    "--no-textconv", "--no-ext-diff", SUBMODULES, "--format=%x00%H%x00%s%x00", "--end-of-options",
                    f"{base_head}..{head}"],
                   root)
