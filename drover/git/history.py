@@ -38,6 +38,9 @@ class Recent(NamedTuple):
 # drover's own files: the merge's checkout made it an empty folder, the ledger gone (hostile review
 # 31). The option on the command line overrides both; `-c diff.ignoreSubmodules` would not the second.
 SUBMODULES = "--ignore-submodules=none"
+# No user attributes file, as a reviewer's git reads none (agents/environment.REVIEW_GIT): one the
+# shared config names (`* -diff`) made drover's views differ from the reviewer's (hostile review 34).
+NO_USER_ATTRIBUTES = ("-c", "core.attributesFile=" + os.devnull)
 
 
 def compare(root: Path, branch: str, base: str) -> tuple[str, str, str]:
@@ -74,7 +77,7 @@ def recent_commits(root: Path, branch: str, base: str, *, compared: tuple[str, s
         # any merge driver the shared config names, as the operator.
         # the user's attributes file off, as for a reviewer's git: one the shared config names
         # (`* -diff`) counted every file binary, `+0 -0` (hostile review 34)
-        out = git(["-c", "core.attributesFile=" + os.devnull, "log", "--reverse", "-M", "--numstat",
+        out = git([*NO_USER_ATTRIBUTES, "log", "--reverse", "-M", "--numstat",
                    "--diff-merges=first-parent", "--no-show-signature",
                    "--no-textconv", "--no-ext-diff", SUBMODULES, "--format=%x00%H%x00%s%x00", "--end-of-options",
                    f"{base_head}..{head}"],
@@ -246,7 +249,7 @@ def shown_as_binary(cwd: Path, base_head: str, head: str) -> set[str]:
     checkout, at every depth, and the shared `info/attributes`) decide it as much as the content."""
     # the user's attributes file is off, as it is for a reviewer's git (agents/environment.REVIEW_GIT): one
     # the shared config names, saying `* -diff`, showed drover's checkout the binary the reviewer saw (review 34)
-    out = git(["-c", "core.attributesFile=" + os.devnull, "diff", "--numstat", "-z", "--no-renames", "--no-ext-diff",
+    out = git([*NO_USER_ATTRIBUTES, "diff", "--numstat", "-z", "--no-renames", "--no-ext-diff",
                "--no-textconv", SUBMODULES,
                "--end-of-options", f"{base_head}...{head}"], cwd)
     # -z without renames: `added TAB deleted TAB path`, each ended by a NUL

@@ -99,17 +99,21 @@ class Project:
             raise itemfile_error(self, path, exc, item_id, detail) from None
 
     def needs_requirements_words(self, item_id: str, subject: str = "", lack: str = "") -> str:
-        """`ID needs requirements: items/ID.md has no ... section` (or holds only whitespace, or still
-        the placeholder): why an item is in state `needs requirements`, in the words every command gives
+        """`ID needs requirements: items/ID.md has an empty ... section` (or still holds the
+        placeholder): why an item is in state `needs requirements`, in the words every command gives
         (`subject` instead of the file's path where the line names it already; `lack`: the item's
         `requirements_lack`, when the caller has parsed it)."""
+        return f"{item_id} needs requirements: {self.requirements_lack_words(item_id, subject, lack)}"
+
+    def requirements_lack_words(self, item_id: str, subject: str = "", lack: str = "") -> str:
+        """`items/ID.md still holds the placeholder`: needs_requirements_words without its lead."""
         from drover.items import file as itemfile
 
         try:
             lack = lack or itemfile.read_item(self.item_path(item_id), self.config.prefix).requirements_lack
         except itemfile.Unreadable:
             lack = ""
-        return f"{item_id} needs requirements: {subject or self.item_rel(item_id + '.md')} {lack or 'asks nothing'}"
+        return f"{subject or self.item_rel(item_id + '.md')} {lack or 'asks nothing'}"
 
 
 def not_an_id(project: Project, word: str) -> UsageError:

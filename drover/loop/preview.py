@@ -9,6 +9,7 @@ from drover.agents.presets import stream_of
 from drover.ledger.db import Ledger
 from drover.ledger.itemstate import ItemState, item_state
 from drover.ledger.listing import Listed, is_ready, list_items
+from drover.ledger.ownfiles import shown_paths  # the one list of at most N "and K more"
 from drover.ledger.project import Project
 from drover.ledger.state import State
 from drover.loop.retry import header_lines as retry_header
@@ -103,7 +104,7 @@ def _pool_warning(project: Project, jobs: int) -> list[str]:
 def unmerged_hint(ids: list[str]) -> str:
     """What merges the approved items a drive without --finish leaves (a new user's second drive said
     `nothing to drive` of an item the first had approved, and nothing of `finish`)."""
-    named = ", ".join(ids[:MAX_WAITING]) + (f" and {len(ids) - MAX_WAITING} more" if len(ids) > MAX_WAITING else "")
+    named = shown_paths(ids, most=MAX_WAITING)
     if len(ids) == 1:
         return f"approved, not merged: {named}: `drover finish {ids[0]}` merges it (or `drover drive --finish`)"
     return f"approved, not merged: {named}: `drover finish ID` merges each (or `drover drive --finish` all)"
@@ -111,7 +112,7 @@ def unmerged_hint(ids: list[str]) -> str:
 
 def needs_requirements_note(project: Project, known: ItemState | Listed) -> str:
     """Why drive does not take an item whose Requirements section asks nothing, and the way on."""
-    said = project.needs_requirements_words(known.entry.id).split(": ", 1)[1]
+    said = project.requirements_lack_words(known.entry.id)
     return f"needs requirements: {said}; write them there or run `drover draft {known.entry.id}`"
 
 

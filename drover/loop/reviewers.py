@@ -210,18 +210,18 @@ def _refuse_hidden_as_binary(project: "Project", launch: "Launch", head: str, se
     base_head = seen.heads.get(project.config.base, "")
     if not base_head:
         return
+    shared = (project.git_common_dir / "info" / "attributes").exists()
     try:
         # only where an attributes file can differ from drover's checkout: a `.gitattributes` the
         # branch changes (the branch check's own question, answered once a process) or the shared
         # `info/attributes`; one left uncommitted below the top is not looked for (docs/security.md)
         changed = git.changed_paths(project.root, project.config.base, head, base_head=base_head)
-        if (not any(posixpath.basename(path) == ".gitattributes" for path in changed)
-                and not (project.git_common_dir / "info" / "attributes").exists()):
+        if not shared and not any(posixpath.basename(path) == ".gitattributes" for path in changed):
             return
         binary = git.shown_as_binary(launch.workdir, base_head, head)
         hidden = binary - git.shown_as_binary(project.root, base_head, head)
         # the shared `info/attributes` is read in both places: one it marks so is the implementer's doing
-        if binary - hidden and (project.git_common_dir / "info" / "attributes").exists():
+        if binary - hidden and shared:
             hidden |= set(git.shared_attributes(project.root, sorted(binary - hidden), "diff"))
     except GitError as exc:
         raise Refused(f"{launch.item_id}: cannot read what its reviewer's diff would show ({exc}): "
