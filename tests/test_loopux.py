@@ -504,8 +504,8 @@ def test_a_dirty_checkout_refusal_sums_up_untracked_folders_and_says_to_ignore_t
 
 
 def test_log_follow_on_an_item_without_a_run_waits_for_its_first(project):
+    import select
     import subprocess
-    import time
 
     from helpers import BIN
 
@@ -513,7 +513,10 @@ def test_log_follow_on_an_item_without_a_run_waits_for_its_first(project):
     follower = subprocess.Popen([str(BIN / "drover"), "log", item, "--follow"], cwd=project, text=True,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
-        time.sleep(1.5)
+        # the run starts only once the follower has said it waits: a follower started late on a
+        # loaded machine would otherwise find the run already there and never wait
+        assert select.select([follower.stderr], [], [], 60)[0], "log --follow said nothing in 60 s"
+        waiting = follower.stderr.readline()
         assert follower.poll() is None  # waiting, not exit 2
         drover(project, "run", item, check=True)
         out, err = follower.communicate(timeout=60)
@@ -522,7 +525,7 @@ def test_log_follow_on_an_item_without_a_run_waits_for_its_first(project):
             follower.kill()
             follower.wait()
     assert follower.returncode == 0, err
-    assert f"{item} has no run yet; waiting for its first" in err
+    assert f"{item} has no run yet; waiting for its first" in waiting
     assert f"script agent: implement {item}" in out
     # an item that does not exist is said at once
     assert drover(project, "log", "D-99", "--follow").returncode == 2
