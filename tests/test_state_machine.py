@@ -26,6 +26,7 @@ from drover.prompts import data as template_data
 from drover.loop import finish as finishing
 from drover import git as drover_git
 from drover.loop import runs
+from drover.loop.verdict import review_verdict
 from drover.ledger import writes
 from drover.ledger.acting import acting_as
 from drover.errors import DroverError
@@ -158,7 +159,7 @@ class Walk:
                         assert self.state()["state"] == State.PARKED
                 elif operation == "review approves":
                     writes.audit(project, ledger, item, "reviewed")
-            verdict = runs.review_verdict(ledger, result.run_id)
+            verdict = review_verdict(ledger, result.run_id)
             expected = {"review requests changes": ("changes requested", "parked"),
                         "review approves": ("approved",), "review records nothing": ("",)}[operation]
             assert verdict in expected, (operation, verdict)

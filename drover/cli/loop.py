@@ -62,7 +62,7 @@ def _launch_command(item_id: str, slot: str, dry_run: bool, explicit: str | None
     if result.outcome != "exited" or result.exit_code != 0:
         sys.exit(1)
     if slot == "review":
-        from drover.loop.runs import describe_verdict, no_verdict, review_verdict
+        from drover.loop.verdict import describe_verdict, no_verdict, review_verdict
 
         with opened() as (project, ledger):
             verdict = review_verdict(ledger, result.run_id)

@@ -11,6 +11,7 @@ from drover import git
 from drover.loop import basecheck, budgets, pool, reviewers, runs, verify
 from drover.loop.preview import needs_requirements_note
 from drover.loop.retry import Retries
+from drover.loop.verdict import NO_VERDICT_SHORT, describe_verdict, no_verdict, review_verdict
 from drover.errors import DroverError, Refused
 from drover.ledger.db import Ledger
 from drover.ledger.project import Project
@@ -121,7 +122,7 @@ class Driver:
         # reviewed again: a second review of the same head met the first one's findings still
         # outstanding, and approved them unaddressed or spent another round of the cap
         return self.retries.run(ledger, item_id, slot, lambda agent: self._launch_once(ledger, item_id, slot, agent),
-                                settled=lambda result: slot == "review" and bool(runs.review_verdict(ledger, result.run_id)))
+                                settled=lambda result: slot == "review" and bool(review_verdict(ledger, result.run_id)))
 
     def _launch_once(self, ledger: Ledger, item_id: str, slot: str, agent: Any = None) -> runs.RunResult:
         launch = runs.prepare(self.project, ledger, item_id, slot, agent=agent)
@@ -134,9 +135,9 @@ class Driver:
         for note in result.notes:
             self.say(note)
         if slot == "review" and result.outcome == "exited" and result.exit_code == 0:
-            verdict = runs.describe_verdict(self.project, ledger, result.run_id)
+            verdict = describe_verdict(self.project, ledger, result.run_id)
             # no verdict: said in the words `drover review` uses, once per review ([retry] may run another)
-            self.event(item_id, verdict if verdict != runs.NO_VERDICT_SHORT else runs.no_verdict(ledger, result.run_id))
+            self.event(item_id, verdict if verdict != NO_VERDICT_SHORT else no_verdict(ledger, result.run_id))
             return result
         ending = f"exit {result.exit_code}" if result.outcome == "exited" else result.ending
         said = f"{slot}: {ending}; no agent started" if result.in_setup else f"{slot} {ending} after {result.elapsed:.1f}s"
@@ -144,8 +145,8 @@ class Driver:
             parked = ledger.item_row(item_id)
             if parked.get("parked"):  # its send-back past the cap (refused: the agent may exit 1 for it)
                 said += f"; {PARKED_ITS_ITEM}{parked.get('parked_reason') or ''}"
-        elif slot == "review" and runs.review_verdict(ledger, result.run_id):
-            said += f"; it recorded: {runs.describe_verdict(self.project, ledger, result.run_id)}"
+        elif slot == "review" and review_verdict(ledger, result.run_id):
+            said += f"; it recorded: {describe_verdict(self.project, ledger, result.run_id)}"
         self.event(item_id, said)
         return result
 
@@ -218,13 +219,13 @@ class Driver:
                 # a capped send-back parks the item and may fail the agent's command: parked wins
                 if state == State.PARKED:
                     return self._ended(ledger, item_id, "parked", known.parked_reason, known)
-                verdict = runs.review_verdict(ledger, result.run_id)
+                verdict = review_verdict(ledger, result.run_id)
                 if (result.outcome != "exited" or result.exit_code != 0) and not verdict:
                     return self._ended(ledger, item_id, *self.retries.ending(
                         item_id, "failed", result.ended_as("review")))
                 if not verdict:
                     return self._ended(ledger, item_id, *self.retries.ending(item_id, "no verdict",
-                                                                             runs.no_verdict(ledger, result.run_id)))
+                                                                             no_verdict(ledger, result.run_id)))
             if state == State.APPROVED:
                 if not self.finish:
                     return self._ended(ledger, item_id, "approved", "")
