@@ -364,7 +364,7 @@ def independent_review(config: Config) -> list[Finding]:
 def check_ledger_rows(project: Project, ledger: Ledger) -> list[Finding]:
     """Ledger rows holding what no drover writes (a text pid, argv that is not JSON, a negative
     token count, an id mark beyond any id): something else wrote them, and reading them fails."""
-    from drover.ledger.jsonl import impossible_rows
+    from drover.ledger.column_rules import impossible_rows
 
     where = project.relpath(project.ledger_path)
     return [Finding.at(ProblemCode.LEDGER_ROW, where, f"impossible row: {said}") for said in impossible_rows(ledger)]
