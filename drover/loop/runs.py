@@ -151,7 +151,7 @@ def prepare(project: Project, ledger: Ledger, item_id: str, slot: str, *,
                                branch=branch if slot != "draft" else "", round_number=data.Rounds,
                                posture=data.Posture, verify=data.VerifyCommand)
     env_add.update(presets.sandbox_env(agent))
-    warnings = tuple(rendered.warnings) + _found_branch(project, record, branch, slot, data.Posture, workdir)
+    warnings = tuple(rendered.warnings) + _found_branch_warnings(project, record, branch, slot, data.Posture, workdir)
     if slot == "implement" and record.item.needs_requirements:  # run by hand, as for ready (docs/states.md)
         said = project.needs_requirements_words(item_id, lack=record.item.requirements_lack)
         warnings += (f"{said}, so the agent is given no requirements (write them, or `drover draft {item_id}` first)",)
@@ -164,14 +164,12 @@ def prepare(project: Project, ledger: Ledger, item_id: str, slot: str, *,
     )
 
 
-def _found_branch(project: Project, record: template_data.ItemRecord, branch: str, slot: str, posture: str,
-                  workdir: Path) -> tuple[str, ...]:
-    """A warning when an item's first implementing run finds its branch made already, with commits
-    no run of the item made: a person's start, or another item's agent planting them
-    (docs/security.md). The run builds on them, and the review sees them like any other.
-    And one when a first run, or a resumed one, finds the branch holding no commit of its own and
-    behind base (a new user's first run failed, their agent script not yet committed; they committed
-    it on base, and the run again found the branch without it): the run starts from the older base."""
+def _found_branch_warnings(project: Project, record: template_data.ItemRecord, branch: str, slot: str,
+                           posture: str, workdir: Path) -> tuple[str, ...]:
+    """What an implementing run says of the branch it finds made already, from one read of the
+    branch's and base's heads: commits on it that no run of the item made (`_commits_no_run_made`,
+    a first run only), or no commit of its own and behind base (`_behind_base`, a first run or a
+    resumed one). The run goes ahead either way."""
     first = not any(run.slot == "implement" for run in record.runs)
     if slot != "implement" or not (first or posture == "resume"):
         return ()
@@ -181,21 +179,35 @@ def _found_branch(project: Project, record: template_data.ItemRecord, branch: st
     if branch not in heads or base not in heads:
         return ()  # no such branch yet (or no base: the launch says so)
     try:
-        found = git.commits_beyond(project.root, heads[branch], heads[base])
-        behind = 0 if found else git.commits_beyond(project.root, heads[base], heads[branch])
+        ahead = git.commits_beyond(project.root, heads[branch], heads[base])
+        if ahead:  # commits of its own: it is not the branch left behind, whatever base gained
+            return _commits_no_run_made(record, branch, base, ahead) if first else ()
+        behind = git.commits_beyond(project.root, heads[base], heads[branch])
     except GitError:
         return ()
-    if found and first:
-        return (f"{branch} exists already with {counted(found, 'commit')} beyond "
-                f"{base} that no run of {record.item.id} made: this run builds on them "
-                f"(`git branch -D {branch}` first to start from {base})",)
-    if behind:
-        where = project.relpath(workdir)
-        mend = (f"git branch -f {branch} {base}" if not workdir.is_dir() else f"git merge --ff-only {base}"
-                if where == "." else f"git -C {shlex.quote(where)} merge --ff-only {base}")
-        return (f"{branch} holds no commit of its own and lacks {counted(behind, 'commit')} of {base}: this "
-                f"run starts from the older {base} (`{mend}` first to start from {base} as it is now)",)
-    return ()
+    return _behind_base(project, branch, base, workdir, behind)
+
+
+def _commits_no_run_made(record: template_data.ItemRecord, branch: str, base: str, ahead: int) -> tuple[str, ...]:
+    """A first implementing run finds its branch holding `ahead` commits no run of the item made: a
+    person's start, or another item's agent planting them (docs/security.md). The run builds on
+    them, and the review sees them like any other."""
+    return (f"{branch} exists already with {counted(ahead, 'commit')} beyond "
+            f"{base} that no run of {record.item.id} made: this run builds on them "
+            f"(`git branch -D {branch}` first to start from {base})",)
+
+
+def _behind_base(project: Project, branch: str, base: str, workdir: Path, behind: int) -> tuple[str, ...]:
+    """The branch holds no commit of its own and lacks `behind` commits of base (a new user's first run
+    failed, their agent script not yet committed; they committed it on base, and the run again found
+    the branch without it): the run starts from the older base, and the warning says how to catch up."""
+    if not behind:
+        return ()
+    where = project.relpath(workdir)
+    mend = (f"git branch -f {branch} {base}" if not workdir.is_dir() else f"git merge --ff-only {base}"
+            if where == "." else f"git -C {shlex.quote(where)} merge --ff-only {base}")
+    return (f"{branch} holds no commit of its own and lacks {counted(behind, 'commit')} of {base}: this "
+            f"run starts from the older {base} (`{mend}` first to start from {base} as it is now)",)
 
 
 def _refuse_unfinished_work(record: template_data.ItemRecord) -> None:
