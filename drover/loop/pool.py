@@ -23,9 +23,10 @@ from drover.agents.procs import pid_alive, process_start
 from drover.git.cleaning import (IN_PROGRESS, Unfit, clean_worktree, clean_would_remove, clear_kept, clear_leftovers,
                                  detach_worktree, discard_worktree, keep_index, kept_index_of, private_git_dir,
                                  switch_worktree)
-from drover.errors import GitError, printable
+from drover.errors import GitError
 from drover.ledger.connection import now, seconds_since
 from drover.ledger.journal import failpoint
+from drover.ledger.ownfiles import shown_paths  # the one list of at most N "and K more"
 from drover.ledger.pooltable import CHECK_SUFFIX, CLEANING, HELD, PoolRow
 from drover.ledger.project import Project
 
@@ -367,11 +368,10 @@ def _outside_keep(project: Project, worktree: Path, rel: str) -> str:
         return ""  # only a warning: the clean itself says what is wrong, at the next taking
     if not left:
         return ""
-    # set-up runs what the branch holds (package scripts, a build), so a name may be an agent's
-    names = [printable(name if len(name) <= SHOWN_LENGTH else name[:SHOWN_LENGTH] + "...")
-             for name in left[:SHOWN_LEFT]]
-    more = f" and {len(left) - SHOWN_LEFT} more" if len(left) > SHOWN_LEFT else ""
-    return (f"after [run] setup, {rel} holds {', '.join(names)}{more} outside [run] keep: the next clean removes "
+    # set-up runs what the branch holds (package scripts, a build), so a name may be an agent's: each
+    # cut short, and shown on one line whatever its characters (shown_paths)
+    names = [name if len(name) <= SHOWN_LENGTH else name[:SHOWN_LENGTH] + "..." for name in left]
+    return (f"after [run] setup, {rel} holds {shown_paths(names, most=SHOWN_LEFT)} outside [run] keep: the next clean removes "
             f"{'it' if len(left) == 1 else 'them'}, and set-up does not run there again until "
             "[run] setup_inputs or keep change (add what set-up makes to keep)")
 
