@@ -102,16 +102,13 @@ class Driver:
         with Ledger(self.project.ledger_path) as ledger:
             try:
                 return self._drive(ledger, item_id)
-            except budgets.DriveOverBudget as exc:  # the drive's tokens are spent: reported, not parked
-                said = str(exc).removeprefix(f"{item_id}: ")  # the line and the row name the item already
-                self.event(item_id, f"stopped: {said}")
-                known = item_state(self.project, ledger, item_id)
-                return Driven(item_id, OVER_BUDGET_RESULT, len(known.rounds), len(known.runs), said,
-                              usage=self._spent(known.runs))
             except DroverError as exc:
                 said = str(exc).removeprefix(f"{item_id}: ")  # the line and the row name the item already
                 self.event(item_id, f"stopped: {said}")
                 known = item_state(self.project, ledger, item_id)
+                if isinstance(exc, budgets.DriveOverBudget):  # the drive's tokens are spent: reported, not parked
+                    return Driven(item_id, OVER_BUDGET_RESULT, len(known.rounds), len(known.runs), said,
+                                  usage=self._spent(known.runs))
                 return Driven(item_id, "parked" if known.parked else "failed", len(known.rounds), len(known.runs),
                               said, usage=self._spent(known.runs), log="" if known.parked else known.log,
                               failures=self.retries.failures(item_id))
