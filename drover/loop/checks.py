@@ -65,24 +65,23 @@ def _check_items(project: Project, ledger: Ledger) -> tuple[list[Finding], Conta
                                        "prompts name it by id alone (add `title:` to its frontmatter)", error=False))
         wrong: list[tuple[str, str, ProblemCode]] = []  # (dep, what is wrong with it, its code), said at the `deps:` line below
         for dep in found.deps:
-            if dep in seen:
-                if entries[dep].unreadable:
-                    wrong.append((dep, entries[dep].unreadable, ProblemCode.DEP_UNREADABLE))
-                continue  # an id with a file: the checks below would find nothing else
-            # The words are the ones the prompt's Unreadable carries for the same dep (items.py).
-            if not match(dep):
-                wrong.append((dep, itemfile.NOT_AN_ID, ProblemCode.DEP_NOT_AN_ID))
-                forward = forward or dep in entries  # the cycle search follows any dep with a file
-            elif dep not in entries:
-                # A dep the ledger knows (done, then its file deleted) reads as absent to an agent too.
-                if known is None:
-                    known = set(entries) | set(ledger.item_rows())
-                where = "; the ledger knows it" if dep in known else ""
-                wrong.append((dep, f"{itemfile.MISSING} (no {project.config.items}/{dep}.md{where})", ProblemCode.DEP_MISSING))
-            else:
-                forward = True
-                if entries[dep].unreadable:
-                    wrong.append((dep, entries[dep].unreadable, ProblemCode.DEP_UNREADABLE))
+            if dep not in seen:  # else an earlier item's id with a file: only that file can be wrong
+                # The words are the ones the prompt's Unreadable carries for the same dep (items.py).
+                if not match(dep):
+                    wrong.append((dep, itemfile.NOT_AN_ID, ProblemCode.DEP_NOT_AN_ID))
+                    forward = forward or dep in entries  # the cycle search follows any dep with a file
+                    continue
+                if dep not in entries:
+                    # A dep the ledger knows (done, then its file deleted) reads as absent to an agent too.
+                    if known is None:
+                        known = set(entries) | set(ledger.item_rows())
+                    where = "; the ledger knows it" if dep in known else ""
+                    wrong.append((dep, f"{itemfile.MISSING} (no {project.config.items}/{dep}.md{where})",
+                                  ProblemCode.DEP_MISSING))
+                    continue
+                forward = True  # this item or a later one: a cycle may close through it
+            if entries[dep].unreadable:
+                wrong.append((dep, entries[dep].unreadable, ProblemCode.DEP_UNREADABLE))
         if wrong:
             # the file read again once, for the line of its `deps:` key (the catalogue keeps the deps, not their line)
             line = itemfile.key_line_of(project.item_path(item_id), "deps")
