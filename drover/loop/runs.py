@@ -329,24 +329,31 @@ def _start(project: Project, ledger: Ledger, launch: Launch, cancel: threading.E
                 return RunResult(launch.run_id, None, "interrupted", 0.0, launch.log_path, failure=failure,
                                  in_setup=True)
         if launch.slot == "review":
-            # the branch check (prepare) judged the head the prompt was built on: a branch moved since
-            # (a process the implementer left running) would be reviewed unjudged, its own reviewer with it
-            # read again after the set-up: it ran the branch's code, which can move the branch (and make refs) too
-            if seen is None or project.config.setup:
-                seen = reviewers.seen_refs(project, launch.branch)
-            now = seen.heads.get(launch.branch, "")
-            moved = next((head for head in (head_start, now) if head != launch.reviewed_head), None)
-            if moved is not None:
-                raise Refused(f"{launch.item_id}: {launch.branch} moved from {launch.reviewed_head[:12] or 'nothing'} "
-                              f"to {moved[:12] or 'nothing'} while its review was being prepared: no review "
-                              "runs on a head its checks did not judge; review again")
-            # after the set-up: it may write there too
-            reviewers.refuse_from_the_worktree(project, launch, head_start, seen)
+            _refuse_unjudged_review(project, launch, head_start, seen)
     except BaseException:
         ledger.withdraw_run(launch.run_id)  # a no-op once the set-up's end is recorded
         raise
     _record_start(project, ledger, launch, head_start)
     return launch, head_start
+
+
+def _refuse_unjudged_review(project: Project, launch: Launch, head_start: str, seen: git.Refs | None) -> None:
+    """Refuse a review about to start on what its checks did not judge: a branch that moved from the
+    head its prompt was built on (`prepare`), or a worktree holding what its reviewer would run or read.
+    `seen`: the refs read with `head_start`; read again after a set-up."""
+    # the branch check (prepare) judged the head the prompt was built on: a branch moved since
+    # (a process the implementer left running) would be reviewed unjudged, its own reviewer with it
+    # read again after the set-up: it ran the branch's code, which can move the branch (and make refs) too
+    if seen is None or project.config.setup:
+        seen = reviewers.seen_refs(project, launch.branch)
+    now = seen.heads.get(launch.branch, "")
+    moved = next((head for head in (head_start, now) if head != launch.reviewed_head), None)
+    if moved is not None:
+        raise Refused(f"{launch.item_id}: {launch.branch} moved from {launch.reviewed_head[:12] or 'nothing'} "
+                      f"to {moved[:12] or 'nothing'} while its review was being prepared: no review "
+                      "runs on a head its checks did not judge; review again")
+    # after the set-up: it may write there too
+    reviewers.refuse_from_the_worktree(project, launch, head_start, seen)
 
 
 def execute(project: Project, ledger: Ledger, launch: Launch, *, echo: bool = True,
