@@ -337,7 +337,28 @@ def test_a_scratch_merge_that_conflicts_is_a_failed_check_that_says_so(project):
     drover(project, "audit", "D-1", "--level", "reviewed", check=True)
     refused = drover(project, "finish", "D-1")
     assert refused.returncode == 1 and "main does not merge into it cleanly" in refused.stderr
-    assert "`drover run D-1` has its implementer merge main in" in refused.stderr, refused.stderr
+    assert "`drover drive D-1 --finish` has its implementer merge main in" in refused.stderr, refused.stderr
+
+
+def test_the_command_a_conflicted_finish_names_hands_the_merge_to_the_implementer(project):
+    """SPEC 9.2: the command the refusal names starts the merge of base, so the implementer's
+    prompt has posture `conflict` and names the file (`drover run` alone merges nothing)."""
+    drover(project, "run", "D-1", check=True)
+    drover(project, "run", "D-1", check=True)  # work.txt on the branch
+    (project / "work.txt").write_text("main's own\n")
+    git(project, "add", "work.txt")
+    git(project, "commit", "-q", "-m", "main writes work.txt")
+    drover(project, "verify", "D-1")
+    drover(project, "audit", "D-1", "--level", "reviewed", check=True)
+    refused = drover(project, "finish", "D-1")
+    assert refused.returncode == 1
+    command = re.search(r"`drover ([^`]+)` has its implementer merge main in", refused.stderr)
+    assert command, refused.stderr
+    seen = set((project / ".drover" / "runs").glob("*-implement-*"))
+    drover(project, *command.group(1).split())
+    prompts = [run / "prompt.md" for run in (project / ".drover" / "runs").glob("*-implement-*") if run not in seen]
+    assert any("merging the base branch into this branch conflicts in:\n- work.txt" in prompt.read_text()
+               for prompt in prompts), [prompt.read_text()[-1500:] for prompt in prompts]
 
 
 def test_a_check_past_the_agents_timeout_ends_its_whole_process_group(project):

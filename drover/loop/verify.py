@@ -460,7 +460,7 @@ def require_check(project: Project, ledger: Ledger, item_id: str, head: str, bas
         said = "it was never checked"
     if checks and checks[-1].outcome == "conflict":  # checking again conflicts again: the branch must take base
         raise Refused(f"{item_id}: no passing check covers {head[:7]}, the commit that would merge ({said}: "
-                      f"{project.config.base} does not merge into it cleanly): `drover run {item_id}` has its "
+                      f"{project.config.base} does not merge into it cleanly): `drover drive {item_id} --finish` has its "
                       f"implementer merge {project.config.base} in, then it is reviewed and checked again")
     raise Refused(f"{item_id}: no passing check covers {head[:7]}, the commit that would merge ({said}): "
                   f"`drover verify {item_id}` runs `{command}` on it")
