@@ -431,6 +431,12 @@ def test_prompt_branch_renders_the_template_given(project):
     assert result.exit_code == 0 and result.output == "work/d-1\n"
     bad = invoke("prompt", "D-1", "--slot", "branch", "--template", "a..b/{{ Id }}")
     assert bad.exit_code == 2 and "not a valid git branch name" in bad.output
+    # the name it renders is the given template's fault, not drover.toml's
+    assert bad.output == ("drover: --template: the branch template renders 'a..b/D-1' for D-1, "
+                          "which is not a valid git branch name\n"), bad.output
+    (project / "bad-branch.tmpl").write_text("a b/{{ Id }}\n")
+    bad = invoke("prompt", "D-1", "--slot", "branch", "--template", "@bad-branch.tmpl")
+    assert bad.exit_code == 2 and bad.output.startswith("drover: bad-branch.tmpl: the branch template renders "), bad.output
     # an error names the template as every slot's does: --template, or the file of @path
     wrong = invoke("prompt", "D-1", "--slot", "branch", "--template", "x/{{ FollowUps }}")
     assert wrong.exit_code == 2 and wrong.output.startswith("drover: --template:1: FollowUps is a list of FollowUp")

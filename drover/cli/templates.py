@@ -47,12 +47,13 @@ def show_prompt(item_id: str, slot: str | None, *, guidance: str | None = None, 
         if slot == "branch":
             from drover.loop.runs import require_valid_branch
 
+            display = ""
             if explicit is not None:
                 text, display = templates.branch_source(project.root, explicit)
                 branch = templates.render_branch(built, text, display=display)
             else:
                 branch = templates.render_branch(built, project.config.branch)
-            branch = require_valid_branch(built.Id, branch)
+            branch = require_valid_branch(built.Id, branch, source=display)
             if as_json:
                 echo_json({"id": built.Id, "slot": slot, "text": branch})
             else:

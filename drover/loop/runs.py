@@ -93,11 +93,13 @@ def refuse_live(project: Project, item_id: str, runs: Sequence[Run]) -> None:
                           + (f": {orphaned}" if orphaned else ""))
 
 
-def require_valid_branch(item_id: str, branch: str) -> str:
-    """The branch name `[run] branch` rendered, refused unless git accepts it as a branch name."""
+def require_valid_branch(item_id: str, branch: str, *, source: str = "") -> str:
+    """The branch name `[run] branch` (or the template of `source`, as `--template` named it)
+    rendered, refused unless git accepts it as a branch name."""
     if not git.valid_branch_name(branch):
-        raise TemplateError(f"[run] branch renders {branch!r} for {item_id}, which is not a valid git branch name",
-                            path="drover.toml")
+        what = "the branch template" if source else "[run] branch"
+        raise TemplateError(f"{what} renders {branch!r} for {item_id}, which is not a valid git branch name",
+                            path=source or "drover.toml")
     return branch
 
 
