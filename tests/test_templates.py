@@ -398,6 +398,9 @@ def test_an_unknown_attribute_on_a_loop_variable_fails(repo):
     with pytest.raises(TemplateError) as caught:
         render(repo, Config(), explicit=source)
     assert str(caught.value).startswith("--template:2: unknown field Levle on d, a Dep (did you mean Level?)")
+    with pytest.raises(TemplateError) as caught:  # the article agrees with the type's name
+        render(repo, Config(), explicit="<% for o in Owned %>{{ o.Lables }}<% endfor %>x")
+    assert str(caught.value).startswith("--template:1: unknown field Lables on o, an OwnedIssue (did you mean Labels?)")
     for good in (
         "<% for d in Deps|sort(attribute='Id') %>{{ d.Level }}<% endfor %>x",
         "<% for c in Recent.Commits %>{{ c.Sha }}<% endfor %>x",

@@ -109,7 +109,7 @@ def _walk_attributes(node: nodes.Node, scope: dict[str, Any], display: str, prob
             members = _members(struct)
             owner = node.node.name if isinstance(node.node, nodes.Name) else struct.__name__
             problems.append(FieldError(
-                f"unknown field {node.attr} on {owner}, a {struct.__name__} (did you mean "
+                f"unknown field {node.attr} on {owner}, {'an' if struct.__name__[0] in 'AEIOU' else 'a'} {struct.__name__} (did you mean "
                 f"{nearest(node.attr, members)}?); its fields: {', '.join(members)}",
                 path=display, line=node.lineno,
             ))
