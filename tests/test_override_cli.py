@@ -426,6 +426,18 @@ def test_check_knows_a_key_an_item_sets_at_the_top_level_only(project):
     assert "no item uses" not in invoke("check").output
 
 
+def test_prompt_branch_ignores_a_repository_file_when_repository_templates_are_off(project, monkeypatch):
+    # docs/templates.md's trust boundary: DROVER_REPO_TEMPLATES=0 ignores `--template @path`, every slot
+    (project / "branch.tmpl").write_text("theirs/{{ Id }}\n")
+    monkeypatch.setenv("DROVER_REPO_TEMPLATES", "0")
+    result = invoke("prompt", "D-1", "--slot", "branch", "--template", "@branch.tmpl")
+    assert result.exit_code == 0 and result.stdout == "drover/d-1\n", result.output
+    assert result.stderr == ("drover: warning: DROVER_REPO_TEMPLATES=0: ignoring --template @branch.tmpl "
+                             "(a repository file); using [run] branch\n")
+    inline = invoke("prompt", "D-1", "--slot", "branch", "--template", "mine/{{ Id }}")
+    assert inline.exit_code == 0 and inline.output == "mine/D-1\n"  # inline text is the operator's own
+
+
 def test_prompt_branch_renders_the_template_given(project):
     result = invoke("prompt", "D-1", "--slot", "branch", "--template", "work/{{ lower(Id) }}")
     assert result.exit_code == 0 and result.output == "work/d-1\n"

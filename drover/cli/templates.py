@@ -49,10 +49,11 @@ def show_prompt(item_id: str, slot: str | None, *, guidance: str | None = None, 
 
             display = ""
             if explicit is not None:
-                text, display = templates.branch_source(project.root, explicit)
-                branch = templates.render_branch(built, text, display=display)
-            else:
-                branch = templates.render_branch(built, project.config.branch)
+                text, display, warning = templates.branch_source(project.root, explicit, project.config.branch)
+                if warning:
+                    click.echo(f"drover: warning: {warning}", err=True)
+            branch = (templates.render_branch(built, text, display=display) if display
+                      else templates.render_branch(built, project.config.branch))
             branch = require_valid_branch(built.Id, branch, source=display)
             if as_json:
                 echo_json({"id": built.Id, "slot": slot, "text": branch})

@@ -17,7 +17,8 @@ from drover.prompts import limits
 from drover.prompts.env import (MapField, PrintedWhole, builtin_display, builtin_name, builtin_source, builtin_template,
                                compile_template, sha256, with_hint)
 from drover.prompts.merge import conflict_errors
-from drover.prompts.overrides import INLINE, Source, compose, override_warnings, parse_override, read_repo_file, resolve, whole_lines
+from drover.prompts.overrides import (INLINE, Source, compose, override_warnings, parse_override, read_repo_file, resolve,
+                                      untrusted_setting, whole_lines)
 
 BRANCH_DISPLAY = "drover.toml: [run] branch"
 
@@ -209,12 +210,17 @@ def render_branch(data: TemplateData, template: str, display: str = BRANCH_DISPL
     return text
 
 
-def branch_source(root: Path, explicit: str) -> tuple[str, str]:
-    """The text of `--template SRC` for the branch slot, inline or `@path` in the repository, and
-    its name in messages (`--template`, or the path), as every other slot names it."""
+def branch_source(root: Path, explicit: str, configured: str) -> tuple[str, str, str]:
+    """The text of `--template SRC` for the branch slot, inline or `@path` in the repository, its
+    name in messages (`--template`, or the path), as every other slot names it, and a warning.
+    With repository templates off (resolve's rule) an `@path` is ignored for `configured`, the
+    `[run] branch` template: "" as its name, and the warning saying so."""
     if explicit.startswith("@"):
-        return read_repo_file(Path(root), explicit[1:]), explicit[1:]
-    return explicit, INLINE
+        untrusted = untrusted_setting()
+        if untrusted:
+            return configured, "", f"{untrusted}: ignoring --template {explicit} (a repository file); using [run] branch"
+        return read_repo_file(Path(root), explicit[1:]), explicit[1:], ""
+    return explicit, INLINE, ""
 
 
 def guidance_diff(slot: str, data: TemplateData, *, root: Path, config: Config) -> list[tuple[str, int]]:
