@@ -488,6 +488,16 @@ def test_destinations_name_the_item_and_wrap(env):
     assert re.sub(r"\s+", "", "".join(wrapped)).endswith(re.sub(r"\s+", "", by_token["operator"].Do))
 
 
+def test_github_destination_without_a_repository_name_still_names_a_place(env):
+    # [tracker] repo = "" (the default) lets gh use this checkout's remote: no empty "on  labelled"
+    for repo, place in (("", "file an issue on this repository labelled `fu`"),
+                        ("acme/widgets", "file an issue on acme/widgets labelled `fu`")):
+        env.configure(f'[tracker]\nbackend = "github"\nrepo = "{repo}"\nfollow_up_label = "fu"\n')
+        (follow_up,) = [d for d in template_data.destinations("D-7", env.project.config.tracker)
+                        if d.Token == "follow-up"]
+        assert follow_up.Do.startswith(place) and "  " not in follow_up.Do, follow_up.Do
+
+
 def test_verify_command_takes_the_first_yes_key_in_sorted_order(env):
     env.configure('[verify]\ndefault = "make test"\nzeta = "make test zeta"\nalpha = "make test alpha"\n')
     env.item("D-1", zeta="yes", alpha="yes")

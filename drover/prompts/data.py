@@ -203,7 +203,9 @@ def _destination_table() -> tuple[dict[str, Any], ...]:
 def destinations(item_id: str, tracker: Any = None) -> tuple[Destination, ...]:
     """The shipped destinations in the configured tracker's words, `{id}` and [tracker] values filled in."""
     backend = getattr(tracker, "backend", "")
-    values = {"id": item_id, "repo": getattr(tracker, "repo", ""), "label": getattr(tracker, "follow_up_label", ""),
+    # no repo named: gh takes the checkout's own remote, which the agent's worktree shares
+    values = {"id": item_id, "repo": getattr(tracker, "repo", "") or "this repository",
+              "label": getattr(tracker, "follow_up_label", ""),
               "register": getattr(tracker, "register", "")}
 
     def fill(text: str) -> str:
