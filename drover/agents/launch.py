@@ -27,6 +27,7 @@ GRACE_SECONDS = 5.0
 PROGRESS_SECONDS = 60.0  # off a terminal, one line per launch this often
 STATUS_AFTER = 3.0  # on a terminal, the status line appears after this much silence
 OVER_BUDGET = "over budget"  # the outcome of a run ended at its token ceiling (drover/loop/budgets.py)
+CEILING_GRACE = 1.0  # seconds a codex run past its token ceiling has to exit on its own before it is ended
 
 
 @dataclass(frozen=True)
@@ -283,7 +284,8 @@ def launch(
     Signs of life: on a terminal with echo, a status line while the agent is silent; otherwise
     `progress` (if given) hears one line every `progress_seconds()`. A program that cannot be
     started raises OSError. `token_ceiling` (0: none): once the stream reports more tokens than
-    this, the run's processes are ended as for the timeout, with the outcome `over budget`.
+    this, the run's processes are ended as for the timeout, with the outcome `over budget` (a
+    stream that reports usage only as it ends has `CEILING_GRACE` seconds to exit on its own).
     """
     if prompt_via not in PROMPT_VIAS:
         raise ValueError(f"prompt_via must be one of {PROMPT_VIAS}, not {prompt_via!r}")
@@ -351,6 +353,10 @@ def launch(
                     outcome = "interrupted"
                     break
                 if token_ceiling and reader is not None and reader.tokens > token_ceiling:
+                    if reader.usage_at_the_end:  # exiting already: if it does within the grace, it
+                        _wait_exit(proc, exited, CEILING_GRACE)  # ended on its own (budgets.settle says so)
+                        if proc.poll() is not None:
+                            break
                     outcome = OVER_BUDGET
                     break
                 silent = now - output.last_output

@@ -94,6 +94,12 @@ class StreamReader:
         self._sums = (0, 0)
 
     @property
+    def usage_at_the_end(self) -> bool:
+        """codex reports usage only as its turn, which in `exec` is its run, ends: a codex run whose
+        figures pass a ceiling is exiting already, where claude's are counted mid-run."""
+        return self.kind == "codex"
+
+    @property
     def tokens(self) -> int:
         """Tokens in + out the stream has reported so far (what a run's ceiling is checked against)."""
         return (self.usage.input_tokens or 0) + (self.usage.output_tokens or 0)

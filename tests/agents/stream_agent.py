@@ -11,6 +11,7 @@ usage only in `turn.completed`, at the end of the turn). STREAM_AGENT (JSON) ste
   pidfile: PATH     where it writes "its pid and its child's pid" before sleeping
   forged: [LINE]    raw lines printed after the messages (a hostile agent's forged usage)
   result: [i, o]    the totals the closing event claims (default: the sums of messages)
+  linger: N         seconds it takes to exit after its closing event (a CLI slow to exit)
 Then it does its slot's work: implement commits a file; review approves; draft does nothing.
 """
 import json
@@ -70,3 +71,4 @@ if kind == "claude":
          "usage": {"input_tokens": tokens_in, "output_tokens": tokens_out}})
 else:
     say({"type": "turn.completed", "usage": {"input_tokens": tokens_in, "output_tokens": tokens_out}})
+time.sleep(script.get("linger", 0))
