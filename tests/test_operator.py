@@ -374,7 +374,7 @@ def test_drive_and_finish_json(project):
     report = json.loads(done.stdout)
     assert report == {"items": [{"id": item, "result": "approved", "approved": True, "rounds": 1, "runs": 4,
                                  "note": report["items"][0]["note"], "failures": []}], "approved": 1, "finished": 0,
-                      "total": 1}
+                      "total": 1, "ok": True, "problems": []}
     assert f"{item}: implement" in done.stderr  # progress goes to stderr, leaving stdout to the JSON
     finished = json.loads(ok(project, "finish", item, "--json"))
     assert finished["id"] == item and finished["ok"] is True and finished["problems"] == []
@@ -451,3 +451,19 @@ def test_block_and_preset_completers_offer_known_names():
     offered = [item.value for item in complete_presets(None, None, "c")]
     assert {"claude", "codex"} <= set(offered) and all(name.startswith("c") for name in offered)
     assert "aider" not in offered
+
+
+def test_a_refused_drive_json_prints_ok_false_with_the_refusal_as_finish_does(project):
+    new_item(project, "one")
+    (project / "items" / "D-2.md").write_text("---\nid: D-2\ntitle: [unclosed\n---\n")
+    for args, shape in (((), {"items": [], "approved": 0, "finished": 0, "total": 0}),
+                        (("--dry-run",), {"dry_run": True, "items": []})):
+        done = drover(project, "drive", "--json", *args)
+        assert done.returncode == 1, done.stderr
+        report = json.loads(done.stdout)  # stdout under --json is one JSON document, a refusal's too
+        problem = report.pop("problems")
+        assert report == {**shape, "ok": False}
+        assert len(problem) == 1 and problem[0].startswith("drive: `drover check` reports 1 error")
+        assert problem[0].splitlines()[1].strip().startswith("items/D-2.md:3: D-2 will not parse")
+    assert not (project / ".drover" / "runs").exists() or not any((project / ".drover" / "runs").iterdir())
+

@@ -223,7 +223,7 @@ def drive(item_ids: tuple[str, ...], jobs: int, finish_items: bool, executor: st
     """Implement and review ready items (or the ids given) until approved, parked or failed."""
     from drover.cli.views import drive_summary
     from drover.loop.drive import DriveInterrupted, drive as run_drive, exit_status
-    from drover.errors import printable
+    from drover.errors import Refused, printable
     from drover.ledger.connection import now
     from pathlib import Path
 
@@ -248,12 +248,20 @@ def drive(item_ids: tuple[str, ...], jobs: int, finish_items: bool, executor: st
                             planned=planned, left=left)
     except DriveInterrupted as exc:  # the items in flight ended: their summary, report and notify still come
         interrupted, results = exc, exc.results
+    except Refused as exc:
+        if not as_json:
+            raise
+        from drover.cli.reports import drive_refused
+
+        # as finish --json: the refusal is the JSON's one problem, nothing was launched, exit 1
+        echo_json(drive_refused(exc.lines, dry_run))
+        sys.exit(exc.exit_code)
     if dry_run:
         return
     if as_json:
         from drover.cli.reports import drive_report
 
-        echo_json(drive_report(results))
+        echo_json(drive_report(results, interrupted is None and exit_status(results) == 0))
     for line in drive_summary(results, finish_items) if not as_json else ():
         click.echo(printable(line))
     from drover.cli.report import as_ended, drive_ended

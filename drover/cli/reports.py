@@ -55,8 +55,8 @@ def launch_report(launch: Any, cwd: str, setup: str) -> dict[str, Any]:
     }
 
 
-def drive_report(results: list[Any]) -> dict[str, Any]:
-    """`drive --json`: the summary table as data."""
+def drive_report(results: list[Any], ok: bool) -> dict[str, Any]:
+    """`drive --json`: the summary table as data; `ok` as the exit status is 0."""
     return {
         "items": [{"id": row.item_id, "result": row.result, "approved": row.approved, "rounds": row.rounds,
                    "runs": row.runs, "note": row.note,
@@ -64,7 +64,16 @@ def drive_report(results: list[Any]) -> dict[str, Any]:
         "approved": sum(row.approved for row in results),
         "finished": sum(row.result == "finished" for row in results),  # merged: only under --finish
         "total": len(results),
+        "ok": ok, "problems": [],
     }
+
+
+def drive_refused(lines: Any, dry_run: bool) -> dict[str, Any]:
+    """`drive --json` refused before it started: the summary's (or, with --dry-run, the plan's) shape
+    with no item, `ok` false and the refusal, its listed lines below it, as the one problem."""
+    shape: dict[str, Any] = ({"dry_run": True, "items": []} if dry_run
+                             else {"items": [], "approved": 0, "finished": 0, "total": 0})
+    return {**shape, "ok": False, "problems": ["\n".join(lines)]}
 
 
 def plan_report(steps: list[Any], executor: str, where: str, finish: bool) -> dict[str, Any]:
