@@ -467,3 +467,18 @@ def test_a_refused_drive_json_prints_ok_false_with_the_refusal_as_finish_does(pr
         assert problem[0].splitlines()[1].strip().startswith("items/D-2.md:3: D-2 will not parse")
     assert not (project / ".drover" / "runs").exists() or not any((project / ".drover" / "runs").iterdir())
 
+
+def test_driving_an_item_done_already_is_nothing_to_do_not_a_failure(project):
+    item = new_item(project, "one")
+    assert drover(project, "drive", item, "--finish").returncode == 0
+    done = drover(project, "drive", item)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.splitlines()[-1] == f"nothing to drive: {item} is done"
+    assert re.search(rf"^{item}\s+skipped\s+1\s+4\s+done$", done.stdout, re.M)
+    report = json.loads(drover(project, "drive", item, "--json", check=True).stdout)
+    assert (report["ok"], report["items"][0]["result"], report["items"][0]["note"]) == (True, "skipped", "done")
+    # beside an item that still fails, the count weighs only the driven one, and the exit is 1
+    other = new_item(project, "two")
+    drover(project, "park", other, "--why", "by hand", check=True)
+    mixed = drover(project, "drive", item, other)
+    assert mixed.returncode == 1 and "0 of 1 approved" in mixed.stdout

@@ -239,7 +239,6 @@ def paint_state(line: str) -> str:
 def drive_summary(results: list[Driven], finish: bool = False) -> list[str]:
     """The table drive ends with; with `finish`, its count says how many of the approved merged."""
     from drover.agents.usage import describe as usage_text, total as usage_total
-    from drover.ledger.state import ORPHANED
 
     if not results:
         return ["nothing to drive"]
@@ -261,7 +260,7 @@ def drive_summary(results: list[Driven], finish: bool = False) -> list[str]:
         ran = [row.usage for row in results if row.usage and "usd_source" in row.usage]
         lines.append(f"total: {usage_text(usage_total(ran))}")
     approved = sum(row.approved for row in results)
-    driven = sum(row.result != ORPHANED for row in results)
+    driven = sum(row.counted for row in results)
     if driven:
         finished = sum(row.result == "finished" for row in results)
         lines.append(f"{approved} of {driven} approved" + (f", {finished} finished" if finish else ""))
@@ -270,7 +269,10 @@ def drive_summary(results: list[Driven], finish: bool = False) -> list[str]:
             from drover.loop.preview import unmerged_hint
 
             lines.append(unmerged_hint(unmerged))
-    else:  # only orphans: what stands in the way is theirs to end
+    elif all(row.done_before for row in results):  # every id given was done already
+        done = [row.item_id for row in results]
+        lines.append(f"nothing to drive: {', '.join(done)} {'is' if len(done) == 1 else 'are'} done")
+    else:  # only orphans (and done items): what stands in the way is theirs to end
         lines.append("nothing driven: an orphaned run holds " + ("its item" if len(results) == 1 else "each item")
                      + "; `drover stop <id>` ends it")
     return lines

@@ -41,6 +41,13 @@ class Driven:
     usage: dict[str, Any] | None = None  # tokens, cost and tool calls of the item's runs in this drive (usage.py)
     log: str = ""  # the newest run's agent log, named when the item failed
     failures: tuple[dict[str, Any], ...] = ()  # each failed run: {run, class, reason, reset_at, action} (retry.py)
+    done_before: bool = False  # given by id and done already: nothing to do, so no failure of the drive's
+
+    @property
+    def counted(self) -> bool:
+        """Whether the drive's count and exit status weigh it: not an orphan (nothing the drive could
+        do), not an item done before it started (nothing left to do)."""
+        return self.result != ORPHANED and not self.done_before
 
     @property
     def approved(self) -> bool:
@@ -161,7 +168,8 @@ class Driver:
             if state == State.NEEDS_REQUIREMENTS:
                 note = needs_requirements_note(project, known)
                 self.say(f"{item_id}: skipped: {note}")
-            return Driven(item_id, skipped, len(known.rounds), len(known.runs), note)
+            return Driven(item_id, skipped, len(known.rounds), len(known.runs), note,
+                          done_before=state == State.DONE)
         conflicted = again = False
         implemented: dict[str, str] | None = None  # where this drive's last implementing run left the branch,
         moved = True  # and whether it moved it
