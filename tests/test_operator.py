@@ -482,3 +482,23 @@ def test_driving_an_item_done_already_is_nothing_to_do_not_a_failure(project):
     drover(project, "park", other, "--why", "by hand", check=True)
     mixed = drover(project, "drive", item, other)
     assert mixed.returncode == 1 and "0 of 1 approved" in mixed.stdout
+
+
+def test_a_template_path_from_a_subfolder_that_does_not_read_says_the_path_is_the_roots(project):
+    item = new_item(project, "one")
+    here = project / "sub" / "deep"
+    here.mkdir(parents=True)
+    (here / "x.tmpl").write_text("<% block done %>\n- mine\n<% endblock %>\n")
+    for command in (("prompt", item), ("run", item, "--dry-run"), ("prompt", item, "--slot", "branch")):
+        done = drover(here, *command, "--template", "@x.tmpl")
+        assert (done.returncode, done.stdout) == (2, "")
+        assert done.stderr == ("drover: x.tmpl: cannot read the template: No such file or directory (an @path is "
+                               "relative to the repository root, not to sub/deep/; the file here is @sub/deep/x.tmpl)\n")
+    outside = drover(here, "prompt", item, "--template", "@../x.tmpl")
+    assert outside.returncode == 2
+    assert outside.stderr == ("drover: ../x.tmpl: refused: the template path resolves outside the repository (an @path "
+                              "is relative to the repository root, not to sub/deep/)\n")
+    assert "- mine" in drover(here, "prompt", item, "--template", "@sub/deep/x.tmpl", check=True).stdout
+    # from the root the path is the one given, and the message as it was
+    assert drover(project, "prompt", item, "--template", "@x.tmpl").stderr == \
+        "drover: x.tmpl: cannot read the template: No such file or directory\n"

@@ -260,6 +260,24 @@ def read_repo_file(root: Path, written: str) -> str:
         raise TemplateError("cannot read the template: not UTF-8 text", path=written) from None
 
 
+def read_at_path(root: Path, written: str) -> str:
+    """`--template @path`'s text. The path is the repository root's, whatever folder drover runs in
+    (docs/templates.md); from a subfolder, a path that does not read says so, and names the file
+    this folder holds under it, when there is one, as the root's path (`@sub/x.tmpl`)."""
+    try:
+        return read_repo_file(root, written)
+    except TemplateError as exc:
+        here, top = Path(os.path.realpath(Path.cwd())), Path(os.path.realpath(root))
+        if Path(written).is_absolute() or here == top or not here.is_relative_to(top):
+            raise
+        below = here.relative_to(top).as_posix()
+        hint = f"an @path is relative to the repository root, not to {below}/"
+        nearby = Path(os.path.normpath(here / written))
+        if nearby.is_file() and nearby.is_relative_to(top):
+            hint += f"; the file here is @{nearby.relative_to(top).as_posix()}"
+        raise TemplateError(f"{exc.message} ({hint})", path=exc.path) from None
+
+
 def resolve(slot: str, root: Path, config: Config, explicit: str | None) -> Source:
     """The template source for a slot: explicit, then the [prompts] file, then the built-in."""
     check_slot(slot)
@@ -272,7 +290,7 @@ def resolve(slot: str, root: Path, config: Config, explicit: str | None) -> Sour
         requested = explicit
         if not untrusted:
             written = explicit[1:]
-            return Source(requested, explicit, written, read_repo_file(root, written))
+            return Source(requested, explicit, written, read_at_path(root, written))
         warnings.append(
             f"{untrusted}: ignoring --template {explicit} (a repository file); using the built-in {slot} template"
         )

@@ -17,7 +17,7 @@ from drover.prompts import limits
 from drover.prompts.env import (MapField, PrintedWhole, builtin_display, builtin_name, builtin_source, builtin_template,
                                compile_template, sha256, with_hint)
 from drover.prompts.merge import conflict_errors
-from drover.prompts.overrides import (INLINE, Source, compose, override_warnings, parse_override, read_repo_file, resolve,
+from drover.prompts.overrides import (INLINE, Source, compose, override_warnings, parse_override, read_at_path, resolve,
                                       untrusted_setting, whole_lines)
 
 BRANCH_DISPLAY = "drover.toml: [run] branch"
@@ -219,7 +219,7 @@ def branch_source(root: Path, explicit: str, configured: str) -> tuple[str, str,
         untrusted = untrusted_setting()
         if untrusted:
             return configured, "", f"{untrusted}: ignoring --template {explicit} (a repository file); using [run] branch"
-        return read_repo_file(Path(root), explicit[1:]), explicit[1:], ""
+        return read_at_path(Path(root), explicit[1:]), explicit[1:], ""
     return explicit, INLINE, ""
 
 
