@@ -351,3 +351,23 @@ def test_an_import_folds_what_drover_keeps_one_line_as_its_writes_do(busy, tmp_p
     # the same rule as a live park's: the very same text kept
     assert run(busy, "park", "D-3", "--why", forged).returncode == 0
     assert [row for row in ledger_tables(busy / ".drover" / "ledger.db")["items"] if folded in str(row)][-1][0] == "D-3"
+
+
+def test_a_merge_that_adds_rows_records_its_import_event_and_one_that_adds_none_records_nothing(busy, tmp_path):
+    dump = tmp_path / "ledger.jsonl"
+    assert run(busy, "ledger", "export", "-o", str(dump)).returncode == 0
+    lines = dump.read_text().splitlines()
+    extra = json.loads(next(line for line in lines if '"table": "items"' in line))
+    extra["row"].update(id="D-40", number=40)
+    (tmp_path / "other.jsonl").write_text("\n".join([lines[0], json.dumps(extra)]) + "\n")
+    events = len(ledger_tables(busy / ".drover" / "ledger.db")["events"])
+    assert run(busy, "ledger", "import", str(dump), "--merge").stdout.strip() == "imported rows: none"
+    assert len(ledger_tables(busy / ".drover" / "ledger.db")["events"]) == events  # it changed nothing
+    assert run(busy, "ledger", "import", str(tmp_path / "other.jsonl"), "--merge").returncode == 0
+    with sqlite3.connect(busy / ".drover" / "ledger.db") as conn:
+        rows = conn.execute("SELECT command, item, by, detail FROM events ORDER BY id").fetchall()
+    conn.close()
+    assert len(rows) == events + 1
+    command, item, by, detail = rows[-1]
+    assert (command, item, by) == ("import", None, "Test Operator")  # git's user.name: the operator
+    assert json.loads(detail) == {"file": "other.jsonl", "added": {"items": 1}, "conflicts": 0}

@@ -39,10 +39,11 @@ def ledger_export(output: str | None) -> None:
 @click.option("--merge", is_flag=True, help="Add the rows this ledger lacks (keyed by their ids); report conflicts.")
 def ledger_import(file: Path, merge: bool) -> None:
     """Load an export into an empty ledger (or merge it into this one)."""
+    from drover.ledger.acting import actor
     from drover.ledger.jsonl import import_file
 
     with opened(operator="ledger import") as (project, ledger):
-        done = import_file(ledger, file, merge=merge)
+        done = import_file(ledger, file, merge=merge, by=actor(project, ledger) if merge else "")
     added = ", ".join(f"{table} {count}" for table, count in sorted(done.added.items())) or "none"
     click.echo(f"imported rows: {added}")
     from drover.errors import printable

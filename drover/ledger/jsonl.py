@@ -202,8 +202,10 @@ def _folded(table: str, name: str, value: Any) -> Any:
 LOAD_BATCH = 2000
 
 
-def import_file(ledger: Ledger, path: Path, merge: bool = False) -> Imported:
-    """Load an export; everything in one transaction, so a bad line leaves the ledger as it was."""
+def import_file(ledger: Ledger, path: Path, merge: bool = False, by: str = "") -> Imported:
+    """Load an export; everything in one transaction, so a bad line leaves the ledger as it was. A
+    merge that added rows records its `import` event, `by` acting; an import into an empty ledger
+    records none: it restores the file's ledger, whose own events it holds, row for row (docs/ledger.md)."""
     lines = _lines(path)
     first = next(lines, None)
     _header(path, first)
@@ -273,4 +275,6 @@ def import_file(ledger: Ledger, path: Path, merge: bool = False) -> Imported:
         if not isinstance(exported_by, list) or "0021_item_files_requirements" not in exported_by:
             ledger.drop_cache()  # its rows' `placeholder` predates the empty Requirements section
         create_activity_triggers(ledger.conn.execute)
+        if merge and added:
+            ledger.log_event("import", None, by, file=path.name, added=added, conflicts=len(conflicts))
     return Imported(added=added, conflicts=conflicts)
