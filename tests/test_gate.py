@@ -1126,6 +1126,33 @@ def test_attributes_the_branch_holds_hide_no_change_from_the_reviewers_diff(proj
     assert json.loads(drover(project, "show", "D-1", "--json", check=True).stdout)["audits"] == []
 
 
+def test_attributes_left_uncommitted_below_the_top_of_the_worktree_stop_the_review(project):
+    """The reviewer's git reads a `.gitattributes` on disk in any folder above a changed path, committed
+    or not: `sub/.gitattributes` saying `* -diff`, left untracked in the worktree, showed the branch's
+    `sub/d-1.txt` as `Binary files ... differ` to the reviewer alone. The review is refused, naming it;
+    one in a folder the branch changes nothing under does not count."""
+    (project / "agents").mkdir()
+    (project / "agents" / "agent.sh").write_text(DIFF_READER)
+    use_reviewer(project, "sh agents/agent.sh", "a reviewer that reads the diff")
+    drover(project, "run", "D-1", check=True)
+    worktree = project / ".drover" / "worktrees" / "D-1"
+    (worktree / "sub").mkdir()
+    (worktree / "elsewhere").mkdir()
+    git(worktree, "mv", "d-1.txt", "sub/d-1.txt")
+    git(worktree, "commit", "-q", "-m", "into a folder")
+    (worktree / "elsewhere" / ".gitattributes").write_text("* -diff\n")  # above no changed path
+    (worktree / "sub" / ".gitattributes").write_text("* -diff\n")
+    assert "Binary files" in git(worktree, "diff", "main...HEAD")  # what the reviewer's git would show
+    done = drover(project, "review", "D-1")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "what its reviewer would run or read (sub/.gitattributes)" in done.stderr, done.stderr
+    assert json.loads(drover(project, "show", "D-1", "--json", check=True).stdout)["audits"] == []
+    (worktree / "sub" / ".gitattributes").unlink()
+    done = drover(project, "review", "D-1")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert json.loads(drover(project, "show", "D-1", "--json", check=True).stdout)["state"] == "changes requested"
+
+
 def test_attributes_base_holds_for_its_own_files_do_not_stop_a_review(project):
     """A project that marks its lock file `-diff` on base, as many do: a branch that changes the
     file is reviewed as before; the reviewer's diff and drover's own checkout agree on it."""

@@ -169,6 +169,7 @@ def refuse_from_the_worktree(project: "Project", launch: "Launch", head: str, se
         except Unfit as exc:
             raise Refused(f"{launch.item_id}: its worktree's git is not this repository's ({exc}): "
                           "no review runs there") from None
+        settings += _attributes_above(project, launch, head, seen)
     shadows = _shadowing(project, launch.branch, seen)
     if shadows:
         raise Refused(f"{launch.item_id}: {', '.join(shadows)} shares the name of a branch its reviewer reads: the "
@@ -200,6 +201,27 @@ def refuse_from_the_worktree(project: "Project", launch: "Launch", head: str, se
         _refuse_hidden_as_binary(project, launch, head, seen)
 
 
+def _attributes_above(project: "Project", launch: "Launch", head: str, seen: git.Refs) -> tuple[str, ...]:
+    """The `.gitattributes` below the top that the reviewer's `git diff` reads for a path the branch
+    changes: one in each folder above it. Left uncommitted there (`sub/.gitattributes` saying
+    `* -diff`), it would show the branch's change as binary to the reviewer alone; compared with the
+    commit beside the top one (GIT_READS), in the same git calls. The changed paths are the binary
+    check's own question, asked once a process (git.changed_paths)."""
+    base_head = seen.heads.get(project.config.base, "")
+    if not base_head:
+        return ()
+    try:
+        changed = git.changed_paths(project.root, project.config.base, head, base_head=base_head)
+    except GitError as exc:
+        raise Refused(f"{launch.item_id}: cannot read what its branch changes ({exc}): no review runs there") from None
+    folders = {posixpath.dirname(path) for path in changed}
+    for folder in list(folders):
+        while folder:
+            folders.add(folder)
+            folder = posixpath.dirname(folder)
+    return tuple(sorted(f"{folder}/.gitattributes" for folder in folders if folder))
+
+
 def _refuse_hidden_as_binary(project: "Project", launch: "Launch", head: str, seen: git.Refs) -> None:
     """Refuse a review whose reviewer's `git diff` would show as binary a file of the branch's change
     that drover's own checkout shows as text (hostile review 32): a `.gitattributes` the branch
@@ -214,7 +236,7 @@ def _refuse_hidden_as_binary(project: "Project", launch: "Launch", head: str, se
     try:
         # only where an attributes file can differ from drover's checkout: a `.gitattributes` the
         # branch changes (the branch check's own question, answered once a process) or the shared
-        # `info/attributes`; one left uncommitted below the top is not looked for (docs/security.md)
+        # `info/attributes`; one left uncommitted was refused before, wherever it is (_attributes_above)
         changed = git.changed_paths(project.root, project.config.base, head, base_head=base_head)
         if not shared and not any(posixpath.basename(path) == ".gitattributes" for path in changed):
             return
