@@ -425,3 +425,32 @@ def test_the_docs_list_every_code_once():
 
     listed = documented_codes()
     assert len(listed) == len(set(listed)) and set(listed) == {code.value for code in ProblemCode}
+
+
+def test_check_warns_of_a_file_an_agent_command_names_that_base_does_not_hold(project):
+    """`command = "sh agents/impl.sh"` with agents/impl.sh on disk, never committed: the item's
+    worktree, made from base, has no such file and every run there fails. check names it, at the
+    command's line; a draft (run in this checkout) and a committed file are no warning."""
+    from helpers import git
+
+    config = project / "drover.toml"
+    text = config.read_text().replace('command = ""  ', 'command = "sh agents/impl.sh --notes=agents/notes.md"', 1)
+    config.write_text(text + '\n[agent.draft]\ncommand = "sh agents/draft.sh"\n')
+    (project / "agents").mkdir()
+    for name in ("impl.sh", "notes.md", "draft.sh"):
+        (project / "agents" / name).write_text("echo hi\n")
+    git(project, "add", "drover.toml", "items")
+    git(project, "commit", "-qm", "drover")
+    checked = invoke("check")
+    line = line_of_key(project, "agent", "command")
+    said = [text for text in checked.stdout.splitlines() + checked.stderr.splitlines() if "not committed" in text]
+    assert said == [f"warning: drover.toml:{line}: agent for implement: agents/{name} is not committed on main: the "
+                    "item's worktree, made from main, will not have it and the run fails (commit it)"
+                    for name in ("impl.sh", "notes.md")]
+    assert checked.exit_code == 0  # a warning
+    problems = json.loads(invoke("check", "--json").stdout)["problems"]
+    assert [(p["code"], p["path"], p["line"]) for p in problems if "not committed" in p["message"]] == \
+        [("agent-missing", "drover.toml", line)] * 2
+    git(project, "add", "agents")
+    git(project, "commit", "-qm", "the agents")
+    assert "not committed" not in invoke("check").output

@@ -313,6 +313,7 @@ def check_warnings(project: Project) -> list[Finding]:
         refusal = presets.root_refusal(agent)
         if refusal:
             findings.append(Finding(f"agent for {slot}: {refusal}", error=False, code=ProblemCode.AGENT_AS_ROOT))
+        findings += uncommitted_agent_files(project, slot, agent)
     missing = unavailable(config)
     if missing:
         findings.append(Finding.at(ProblemCode.CONFIG, CONFIG_FILE, f"[run] executor = \"{config.executor}\": {missing}; "
@@ -332,6 +333,26 @@ def check_warnings(project: Project) -> list[Finding]:
 # does not read as a script's name (a Makefile's recipe, package.json's scripts, tox.ini).
 RECIPE_RUNNERS = frozenset({"make", "gmake", "just", "task", "npm", "npx", "yarn", "pnpm", "bun", "tox", "nox",
                             "rake", "invoke", "poe", "hatch", "pdm", "uv", "poetry", "cargo", "go"})
+
+
+def uncommitted_agent_files(project: Project, slot: str, agent: AgentConfig) -> list[Finding]:
+    """A warning for each file an agent's command names that base does not hold: the agent runs in
+    the item's worktree, made from base, where the file is not (with `[run] worktree = false` it runs
+    here, where it is, and so does a draft)."""
+    from drover.loop.runnable import missing_from_base
+
+    if not project.config.worktree or not agent.command or slot == "draft":
+        return []
+    try:
+        missing = missing_from_base(presets.resolve_agent(agent).argv, project.root, project.config.base)
+    except GitError:  # a base that does not exist: check says so of its own
+        return []
+    config, base = project.config, project.config.base
+    own = slot in config.slot_agents and agent.command != config.agent.command  # [agent.<slot>]'s, not [agent]'s
+    line = config_line(project, f"agent.{slot}" if own else "agent", "command")
+    return [Finding.at(ProblemCode.AGENT_MISSING, CONFIG_FILE, f"agent for {slot}: {path} is not committed on {base}: "
+                       f"the item's worktree, made from {base}, will not have it and the run fails (commit it)",
+                       line=line, error=False) for path in missing]
 
 
 def review_through_a_runner(config: Config) -> list[Finding]:

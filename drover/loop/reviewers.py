@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import posixpath
 import re
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from drover import git
@@ -46,6 +47,11 @@ def _reviewer_files(argv: tuple[str, ...] | list[str]) -> tuple[set[str], set[st
     folders |= {posixpath.normpath(folder) for each in lists for folder in _entered(each)
                 if folder and not folder.startswith(("/", "../", "-")) and posixpath.normpath(folder) not in (".", "..")}
     return words, folders
+
+
+def command_words(argv: Sequence[str]) -> set[str]:
+    """The words of an agent's command that may name a file (_reviewer_files), for `drover check`."""
+    return _reviewer_files(tuple(argv))[0]
 
 
 # What splits a shell's words: a reviewer's command may hold a script for a shell to run

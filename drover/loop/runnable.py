@@ -11,7 +11,7 @@ import re
 import shlex
 import shutil
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from drover.errors import ProblemCode
@@ -174,3 +174,20 @@ _ORIGINS = ("import sys; del sys.path[0]; import importlib.util\n"
             "for name in sys.argv[1:]:\n"
             "    spec = importlib.util.find_spec(name)\n"
             "    print(spec.origin if spec and spec.origin else '')")
+
+
+def missing_from_base(argv: Sequence[str], root: Path, base: str) -> list[str]:
+    """The files an agent's command names (`sh agents/impl.sh`, the words the review's comparison
+    reads as files: reviewers.py) that are in this checkout but not in `base`'s head: an item's
+    worktree, made from base, lacks them, and every run there fails (`cannot open agents/impl.sh`).
+    No git call unless a word names a file here."""
+    from drover.loop.reviewers import command_words
+
+    named = sorted(word for word in command_words(argv)
+                   if not word.startswith(("/", "../")) and word not in (".", "..") and (root / word).is_file())
+    if not named:
+        return []
+    from drover import git
+
+    held = git.blobs_at(root, base, named)
+    return [word for word in named if word not in held]
