@@ -166,7 +166,7 @@ def refuse_from_the_worktree(project: "Project", launch: "Launch", head: str, se
     there only the files its command names count (the CLIs' settings there are the operator's).
     `seen`: seen_refs, read after the last code of an agent's or of the branch's ran."""
     in_a_worktree = launch.workdir != project.root
-    settings = (*AGENT_CONFIG, *GIT_READS) if in_a_worktree else ()
+    settings: tuple[str, ...] = (*AGENT_CONFIG, *GIT_READS) if in_a_worktree else ()
     if in_a_worktree:
         from drover.git.cleaning import Unfit, private_git_dir
 
