@@ -189,5 +189,10 @@ def missing_from_base(argv: Sequence[str], root: Path, base: str) -> list[str]:
         return []
     from drover import git
 
-    held = git.blobs_at(root, base, named)
+    # base's head read as refs/heads/<base>: the bare name is what a tag, or a file (a fifo) in git's
+    # folder, can shadow (docs/security.md, hostile reviews 13 and 14)
+    head = git.head_of(root, base)
+    if not head:
+        return []  # no such branch: check says so of its own
+    held = git.blobs_at(root, head, named)
     return [word for word in named if word not in held]
