@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from helpers import configure, drover, git, new_item, write_requirements
+from helpers import configure, drover, git, ledger_rows, new_item, write_requirements
 
 
 @pytest.fixture
@@ -795,3 +795,24 @@ def test_a_dry_run_with_a_base_branch_that_does_not_exist_refuses_as_the_run_doe
         assert dry.returncode == 2, dry.stdout + dry.stderr
         assert dry.stderr.splitlines() == real.stderr.splitlines()[-1:], dry.stderr
         assert dry.stdout == ""
+
+
+def test_an_item_keeps_its_branch_when_the_branch_template_changes(project):
+    """The branch an item's implementing runs worked on is the item's: a later change of `[run]
+    branch` (or of a title it renders) names a new branch for new items only, never one that
+    starts again from base beside the item's work."""
+    item = new_item(project, "Add a thing")
+    drover(project, "run", item, check=True)
+    [first] = ledger_rows(project, "runs")
+    config = (project / "drover.toml").read_text()
+    assert 'branch = "drover/{{ Id | lower }}"' in config
+    (project / "drover.toml").write_text(config.replace('branch = "drover/{{ Id | lower }}"',
+                                                        'branch = "work/{{ Id | lower }}"', 1))
+    git(project, "commit", "-qam", "another branch template")
+    dry = drover(project, "run", item, "--dry-run", check=True).stdout
+    assert f"branch: {first['branch']}" in dry, dry
+    drover(project, "run", item, check=True)
+    assert {row["branch"] for row in ledger_rows(project, "runs")} == {first["branch"]}
+    assert git(project, "branch", "--list", "work/*").strip() == ""
+    later = new_item(project, "Add another")
+    assert f"branch: work/{later.lower()}" in drover(project, "run", later, "--dry-run", check=True).stdout

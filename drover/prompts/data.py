@@ -97,7 +97,10 @@ def build(project: Project, ledger: Ledger, item_id: str, slot: str, *, guidance
     if slot == "branch":
         return branch_data._replace(Guidance=guidance) if guidance else branch_data
     values = dict(base)
-    values["Branch"] = render_item_branch(project, branch_data)
+    # An item keeps the branch its implementing runs worked on: a later `[run] branch` (or a title
+    # it renders) names new items' branches, never a second one for this item from base.
+    worked = [run.branch for run in runs if run.slot == "implement" and run.branch]
+    values["Branch"] = worked[-1] if worked else render_item_branch(project, branch_data)
     values["Guidance"] = guidance or project.config.agent_for(slot).guidance
     if tracker is None:
         from drover.trackers import open_tracker

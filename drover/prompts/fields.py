@@ -372,8 +372,9 @@ _SCHEMA: tuple[tuple[str, str, tuple[str, ...], str, str], ...] = (
     ("VerifyCommands", "dict", _ALL, "the whole [verify] table",
      "The whole `[verify]` table, for a template that chooses for itself."),
     ("Branch", "str", _LAUNCH, "the item's branch, [run] branch rendered (\"\" in the branch template)",
-     "The item's git branch: `[run] branch` rendered from the branch slot's data. Empty inside the branch "
-     "template itself."),
+     "The item's git branch: `[run] branch` rendered from the branch slot's data, until an implementing run "
+     "has worked on a branch; from then on that branch (a later change of `[run] branch`, or of a title it "
+     "renders, names new items' branches only). Empty inside the branch template itself."),
     ("Guidance", "str", _ALL, "lean or detailed",
      "`lean` or `detailed`: the slot agent's `guidance`, or `--guidance`."),
     ("Posture", "str", ("implement",), "resume, conflict, revise, build or continue: the first that applies",
