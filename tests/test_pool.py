@@ -420,6 +420,27 @@ def test_a_later_run_in_the_worktree_an_item_holds_is_its_last_use(pooled):
     assert shown.splitlines()[1].split()[-1].endswith("s"), shown  # used seconds ago
 
 
+def test_a_dry_run_names_the_pooled_worktree_the_launch_works_in(pooled, tmp_path):
+    """`drover run D-5 --dry-run` said `directory: .drover/worktrees/D-5 (a worktree, created at
+    launch)` and `DROVER_WORKTREE=.../.drover/worktrees/D-5`; the run then worked in
+    .drover/pool/w1 (a new user, on markupsafe): with [run] pool a dry run names the pooled worktree."""
+    first, second = new_item(pooled, "first"), new_item(pooled, "second")
+
+    def plan(item: str) -> dict:
+        return json.loads(drover(pooled, "run", item, "--dry-run", "--json", check=True).stdout)
+
+    before = plan(first)
+    assert before["cwd"] == ".drover/pool/w1", before["cwd"]
+    assert before["env"]["DROVER_WORKTREE"] == str(pooled / ".drover" / "pool" / "w1")
+    drover(pooled, "run", first, check=True)
+    (row,) = pool_rows(pooled)
+    assert row["path"] == before["cwd"] and row["holder"] == first
+    shown = drover(pooled, "run", first, "--dry-run", check=True).stdout
+    assert "directory: .drover/pool/w1 (a pooled worktree: [run] pool)" in shown.splitlines(), shown
+    assert plan(second)["cwd"] == ".drover/pool/w2"  # w1 is first's: the next one is new
+    assert not (pooled / ".drover" / "worktrees").exists() and len(pool_rows(pooled)) == 1  # nothing made
+
+
 def test_worktrees_lists_the_pool_and_prune_empties_it(pooled, tmp_path):
     first, second = new_item(pooled, "first"), new_item(pooled, "second")
     assert drover(pooled, "run", second).returncode == 0  # implementing: second holds a worktree

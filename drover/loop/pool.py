@@ -27,7 +27,7 @@ from drover.errors import GitError
 from drover.ledger.connection import now, seconds_since
 from drover.ledger.journal import failpoint
 from drover.ledger.ownfiles import shown_paths  # the one list of at most N "and K more"
-from drover.ledger.pooltable import CHECK_SUFFIX, CLEANING, HELD, PoolRow
+from drover.ledger.pooltable import CHECK_SUFFIX, CLEANING, FREE, HELD, PoolRow
 from drover.ledger.project import Project
 
 if TYPE_CHECKING:
@@ -91,6 +91,14 @@ def held_path(project: Project, ledger: "Ledger", item_id: str) -> Path | None:
     """The pooled worktree the item holds, if any."""
     row = ledger.held_worktree(item_id)
     return project.root / row.path if row is not None and row.state == HELD else None
+
+
+def foreseen(project: Project, ledger: "Ledger") -> Path:
+    """Where a launch that holds no pooled worktree would work, for a dry run: the first free one,
+    else the next new one (another drover may take it first). Reads only."""
+    rows = ledger.pool_rows()
+    free = next((row.path for row in rows if row.state == FREE), None)
+    return project.root / (free or _fresh_path(project)({row.path for row in rows}))
 
 
 def reap(project: Project, ledger: "Ledger") -> list[str]:

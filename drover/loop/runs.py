@@ -143,6 +143,8 @@ def prepare(project: Project, ledger: Ledger, item_id: str, slot: str, *,
         worktree = project.worktrees_dir / item_id
         # the pooled worktree it holds (kept after `[run] pool` went to 0); else execute takes one
         worktree = pool.held_path(project, ledger, item_id) or worktree
+        if preview and pool.pooling(project) and not worktree.is_dir():
+            worktree = pool.foreseen(project, ledger)  # the launch takes a pooled one (item_worktree)
         workdir = worktree
     argv, via = presets.agent_argv(agent, run_dir / "prompt.md")
     if slot == "review" and not preview:
@@ -230,13 +232,17 @@ def describe(project: Project, launch: Launch) -> list[str]:
         lines.append(f"env: PATH={launch.env_add['PATH'].split(os.pathsep)[0]}{os.pathsep}...")
     lines.append(f"branch: {launch.branch or '(none: drafts run in the main checkout)'}")
     where = project.relpath(launch.workdir) if launch.workdir != project.root else "."
-    lines.append(f"directory: {where}" + (" (a worktree, created at launch)" if launch.worktree else ""))
+    pooled = launch.worktree is not None and launch.worktree.parent == project.state_dir / pool.POOL_DIR
+    lines.append(f"directory: {where}" + (" (a pooled worktree: [run] pool)" if pooled
+                                          else " (a worktree, created at launch)" if launch.worktree else ""))
     limit = f"timeout {launch.agent.timeout}" if launch.agent.timeout_seconds else "no timeout"
     lines.append(f"agent: {launch.agent.identity} ({limit})")
     made = launch.provenance
     lines.append(f"template: {templates.described_source(made.requested, made.resolved, made.base_hashes)}")
     if launch.worktree is not None and project.config.setup:
-        lines.append(f"setup: {project.config.setup} (once, in a new worktree, before the agent)")
+        lines.append(f"setup: {project.config.setup} " + ("(before the agent, unless it ran there with today's setup, "
+                                                            "keep and setup_inputs)" if pooled
+                                                            else "(once, in a new worktree, before the agent)"))
     if launch.binary_missing:
         lines.append(f"note: {launch.binary_missing}; a real launch would stop here")
     if launch.root_refusal:
