@@ -729,6 +729,26 @@ def test_a_resumed_run_whose_branch_has_no_commit_of_its_own_and_is_behind_base_
     assert "holds no commit" not in done.stderr and (project / ".drover" / "worktrees" / item / "agent.sh").exists()
 
 
+def test_a_drive_that_implements_an_empty_branch_again_says_it_is_behind_base(project):
+    """A new user (on markupsafe): an item's run ended well and committed nothing (their agent script
+    had no case for it); they mended the script on main and drove again: `nothing to review: ...:
+    implement again`, and the run, on the branch made from the older main without the mended script,
+    committed nothing again; the item ended `failed`, and nothing said why. A run that continues such
+    a branch now says it lacks base's newer commits, as a first or resumed run does."""
+    item = new_item(project, "Add a thing")
+    drover(project, "run", item, env={"AGENT_MODE": "idle"}, check=True)
+    (project / "agent.sh").write_text("echo the agent\n")
+    git(project, "add", "agent.sh")
+    git(project, "commit", "-qm", "the agent script")
+    warning = (f"{item}: warning: drover/{item.lower()} holds no commit of its own and lacks 1 commit of main: this "
+               f"run starts from the older main (`git -C .drover/worktrees/{item} merge --ff-only main` first to "
+               "start from main as it is now)")
+    drove = drover(project, "drive", env={"AGENT_MODE": "idle"})
+    assert f"{item}: nothing to review: drover/{item.lower()} has no commits beyond main (the implementing runs " \
+           "committed nothing): implement again" in drove.stdout, drove.stdout
+    assert warning in drove.stdout.splitlines(), drove.stdout
+
+
 def test_a_drive_of_the_ready_items_names_each_item_that_needs_requirements_and_the_way_on(project):
     """A new user's `drover new`, then `drover drive`, said `items: nothing is ready` and `nothing
     to drive`: the item still held the placeholder, and nothing said so. The header names it, with

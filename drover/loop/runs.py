@@ -172,10 +172,11 @@ def _found_branch_warnings(project: Project, record: template_data.ItemRecord, b
                            posture: str, workdir: Path) -> tuple[str, ...]:
     """What an implementing run says of the branch it finds made already, from one read of the
     branch's and base's heads: commits on it that no run of the item made (`_commits_no_run_made`,
-    a first run only), or no commit of its own and behind base (`_behind_base`, a first run or a
-    resumed one). The run goes ahead either way."""
+    a first run only), or no commit of its own and behind base (`_behind_base`, a first run, a
+    resumed one, or one that continues a branch whose runs committed nothing: the drive's `nothing
+    to review: implement again`). The run goes ahead either way."""
     first = not any(run.slot == "implement" for run in record.runs)
-    if slot != "implement" or not (first or posture == "resume"):
+    if slot != "implement" or not (first or posture in ("resume", "continue")):
         return ()
     base = project.config.base
     # both heads in one git call: a first run's branch is usually not there yet, and that is all it asks
