@@ -477,6 +477,20 @@ def test_an_item_whose_check_fails_twice_on_a_sound_base_still_goes_back(project
     assert f" on {of_base[0]['head'][:12]}:" not in listed and ": passed" not in listed and "failed" in listed, listed
 
 
+def test_the_drive_says_what_the_check_of_base_itself_found(project, monkeypatch):
+    """A new user (on markupsafe) read `D-2: checking main itself (299cb810e571) with the same
+    command`, a set-up, then `round 2 of 3 recorded`: nothing said whether main passed. The drive
+    says base's result as it says an item's check."""
+    monkeypatch.setenv("BROKEN_MODE", "stubborn")
+    base = head(project, "main")
+    done = drover(project, "drive", "D-1")
+    said = done.stdout.splitlines()
+    asked = said.index(f"D-1: checking main itself ({base[:12]}) with the same command")
+    found = [line for line in said[asked:] if line.startswith(f"D-1: main itself ({base[:12]}): ")]
+    assert len(found) == 1 and found[0].startswith(f"D-1: main itself ({base[:12]}): check passed (make test, "), \
+        done.stdout
+
+
 def test_a_base_whose_check_timed_out_is_not_taken_to_fail_as_the_item_did(project, monkeypatch):
     """Hostile review 23: the item's check exits 2; base's check of the same command is cut short at
     the check timeout (a leftover holding what base's tests wait on can do that). A timeout is no

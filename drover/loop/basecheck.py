@@ -72,6 +72,9 @@ class BaseChecks:
                              "with the same command")
                 self._found[key] = run_check(self.project, ledger, item_id, echo=echo, cancel=cancel,
                                              progress=progress, of_base=check.base)
+                found = self._found[key]
+                if progress is not None and found is not None:  # what base said, as an item's check says it
+                    progress(f"{item_id}: {self.project.config.base} itself ({check.base[:12]}): {describe(found)}")
             return self._found[key]
 
 
