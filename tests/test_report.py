@@ -196,6 +196,26 @@ def test_report_html_says_where_it_wrote_as_a_success_not_an_error(repo, tmp_pat
     assert_self_contained(out.read_text(encoding="utf-8"))
 
 
+def test_a_page_written_into_the_checkout_says_the_next_finish_refuses_it(repo):
+    """README's `drover report --since 12h --html night.html`, run in the project as a new user (on
+    markupsafe) did, left the page untracked in the checkout, and the next `drive --finish` refused
+    to start (`the checkout ... has untracked files`). The report says so as it writes the page there,
+    and says nothing once git ignores it."""
+    configure(repo)
+    item = new_item(repo, "Add a thing")
+    done = drover(repo, "report", "--html", "night.html", check=True)
+    assert done.stdout == "report written to night.html\n"
+    assert done.stderr == ("drover: warning: night.html is untracked in this checkout: `drover finish` and "
+                           "`drive --finish` refuse to merge while it is there; add it to .gitignore, or write the "
+                           "page outside the checkout\n"), done.stderr
+    refused = drover(repo, "drive", item, "--finish")
+    assert refused.returncode != 0 and "night.html (untracked)" in refused.stdout + refused.stderr
+    with (repo / ".gitignore").open("a") as ignore:
+        ignore.write("night.html\n")
+    again = drover(repo, "report", "--html", "night.html", check=True)
+    assert again.stderr == "" and (repo / "night.html").is_file()
+
+
 def test_the_200_item_page_draws_every_item_edge_and_run_and_keeps_hostile_text_as_text(repo, big, tmp_path):
     out = tmp_path / "report.html"
     drover(repo, "report", "--html", str(out), check=True)

@@ -2,6 +2,7 @@
 does when it ends (`drive --report FILE`, `[notify] command`)."""
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
@@ -45,6 +46,9 @@ def report(since: str | None, as_json: bool, html_file: Path | None) -> None:
     elif html_file is not None:
         write_page(made, html_file)
         click.echo(f"report written to {html_file}")
+        said = blocks_finish(project, html_file)
+        if said:
+            click.echo(f"drover: warning: {said}", err=True)
     else:
         for line in report_lines(made):
             click.echo(line)
@@ -63,6 +67,25 @@ def write_page(made: "Report", path: Path) -> None:
     from drover.cli.report_html import page
 
     write_output(path, page(made), "report.html")
+
+
+def blocks_finish(project: "Project", path: Path) -> str:
+    """Why a page written at `path` stops the next merge: it is an untracked file of the checkout that
+    git does not ignore, and `finish` refuses such a checkout (README's `--html night.html`, run in the
+    project, made the next night's `drive --finish` refuse to start). "" when it does not."""
+    from drover import git
+    from drover.errors import GitError
+
+    try:
+        rel = Path(os.path.realpath(path)).relative_to(os.path.realpath(project.root))  # never through a link loop
+        found = git.git(["--literal-pathspecs", "ls-files", "--others", "--exclude-standard", "-z", "--", str(rel)],
+                        project.root)
+    except (ValueError, OSError, GitError):
+        return ""
+    if not found.strip("\0"):
+        return ""
+    return (f"{printable(str(rel))} is untracked in this checkout: `drover finish` and `drive --finish` refuse to merge "
+            "while it is there; add it to .gitignore, or write the page outside the checkout")
 
 
 def as_ended(results: "Iterable[Driven]", left: "Iterable[str]") -> "dict[str, Ended]":
@@ -101,6 +124,9 @@ def drive_ended(project: "Project", since: str, report_file: Path | None, say: C
         try:
             write_page(made, report_file)
             say(f"report written to {report_file}")
+            said = blocks_finish(project, report_file)
+            if said:
+                say(f"drover: warning: {said}")
         except DroverError as exc:
             say(f"drover: warning: the report was not written to {report_file}: {exc.message}")
     if command and notify is not None:
