@@ -236,6 +236,27 @@ def test_check_warns_of_a_misspelt_deps_key_with_its_file_and_line(project, key)
     assert (problem["code"], problem["severity"], problem["line"]) == ("misspelt-key", "warning", 4)
 
 
+def test_check_warns_of_shell_words_in_a_command_drover_runs_without_a_shell(project):
+    """A new user (on markupsafe) wrote `[notify] command = "cat > /tmp/night.json"`: `check` said
+    `no problems found`, and the drive's end ran cat on a file named `>` (`cat: '>': No such file or
+    directory`). `check` names the words only a shell reads, with the line; `sh -c '...'` passes."""
+    config = project / "drover.toml"
+    text = config.read_text()
+    config.write_text(text.replace('[notify]\ncommand = ""', '[notify]\ncommand = "cat > /tmp/night.json"', 1)
+                      .replace('[agent]\npreset = "claude"', '[agent]\npreset = "script"', 1)
+                      .replace('command = ""', 'command = "sh agents/a.sh 2>&1 | tee log.txt"', 1))
+    done = invoke("check")
+    assert done.exit_code == 0, done.output  # warnings: the words may be meant for the program
+    said = done.output.splitlines()
+    line = line_of_key(project, "notify", "command")
+    assert (f"warning: drover.toml:{line}: [notify] command: `>` is a plain word to its program, as drover runs "
+            "the command without a shell; for a shell to read them: sh -c '...'") in said, done.output
+    assert ("warning: drover.toml: agent for implement: [agent] command: `2>&1`, `|` are plain words to its "
+            "program, as drover runs the command without a shell; for a shell to read them: sh -c '...'") in said
+    config.write_text(text.replace('[notify]\ncommand = ""', '''[notify]\ncommand = "sh -c 'cat > /tmp/night.json'"''', 1))
+    assert "plain word" not in invoke("check").output
+
+
 def test_the_misspelt_key_warning_passes_over_a_cache_row_that_is_not_json(project):
     (project / "items" / "D-2.md").write_text("---\nid: D-2\ntitle: two\ndepends_on: [D-1]\n---\nbody\n")
     assert invoke("check").exit_code == 0  # the cache holds both items now

@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 import posixpath
 from pathlib import Path
-from typing import Callable, Container
+from typing import TYPE_CHECKING, Callable, Container
 
 from drover.agents import presets
 from drover import git, prompts as templates
@@ -19,6 +19,9 @@ from drover.ledger.listing import states_of
 from drover.ledger.state import Activity, State, verdict_of
 from drover.trackers import open_tracker
 from drover.vocabulary import CONFIG_FILE, SLOTS, counted
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
 
 
 class UsedKeys:
@@ -314,6 +317,7 @@ def check_warnings(project: Project) -> list[Finding]:
         if refusal:
             findings.append(Finding(f"agent for {slot}: {refusal}", error=False, code=ProblemCode.AGENT_AS_ROOT))
         findings += uncommitted_agent_files(project, slot, agent)
+    findings += unshelled(project, agents_seen.values())
     missing = unavailable(config)
     if missing:
         findings.append(Finding.at(ProblemCode.CONFIG, CONFIG_FILE, f"[run] executor = \"{config.executor}\": {missing}; "
@@ -409,6 +413,20 @@ def empty_verify(verify: dict[str, str], line_of: Callable[[str], int | None] = 
                        f"{'items' if key == 'default' else f'items with {key}: yes'} (drover runs no check "
                        "of its own, and finish needs none)", line=line_of(key), error=False)
             for key, command in sorted(verify.items()) if not command.strip()]
+
+
+def unshelled(project: Project, agents: "Iterable[tuple[str, AgentConfig]]") -> list[Finding]:
+    """A command drover starts without a shell that holds words only a shell reads (runnable.py)."""
+    from drover.loop.runnable import shell_only_words
+
+    named: list[tuple[str, str, int | None]] = [(f"agent for {slot}: [agent] command", agent.command, None)
+                                                for slot, agent in agents]
+    named.append(("[notify] command", project.config.notify.command, config_line(project, "notify", "command")))
+    return [Finding.at(ProblemCode.CONFIG, CONFIG_FILE, f"{what}: {', '.join(f'`{word}`' for word in words)} "
+                       f"{'is a plain word' if len(words) == 1 else 'are plain words'} to its program, as drover "
+                       "runs the command without a shell; for a shell to read them: sh -c '...'", line=line,
+                       error=False)
+            for what, command, line in named for words in [shell_only_words(command)] if words]
 
 
 def config_line(project: Project, table: str, key: str) -> int | None:

@@ -91,6 +91,20 @@ def tests_this_checkout(command: str, root: Path) -> str:
     return ""
 
 
+_OPERATORS = re.compile(r"[0-9&]?>>?.*|<|\|\|?|&&|;|&")  # `>out.json`, `2>&1`, `<`, `|`, `&&`...
+
+
+def shell_only_words(command: str) -> list[str]:
+    """The words of a command drover starts without a shell (`[agent] command`, `[notify] command`)
+    that only a shell reads: a redirection, a pipe, `&&`, `;`. Without a shell they are the
+    program's arguments (a new user's `cat > report.json` ran cat on a file named `>`)."""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return []
+    return list(dict.fromkeys(word for word in words[1:] if _OPERATORS.fullmatch(word)))
+
+
 def _program(command: str) -> tuple[list[str], str | None]:
     """The command's words from its program on (past `VAR=value`), and where PATH finds the program;
     ([], None) for a line the shell alone can read, a shell word, or a program named by a path."""
