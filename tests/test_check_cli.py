@@ -257,6 +257,22 @@ def test_check_warns_of_shell_words_in_a_command_drover_runs_without_a_shell(pro
     assert "plain word" not in invoke("check").output
 
 
+def test_check_warns_of_a_keep_entry_written_as_a_pattern(project):
+    """A new user (on markupsafe) kept what `pip install -e .` builds with `keep = [".venv",
+    "src/markupsafe/*.so"]`: `check` said `no problems found`, and the clean, which reads each entry
+    as a path, spared no .so. `check` says an entry holding `*`, `?` or `[` is no pattern."""
+    config = project / "drover.toml"
+    text = config.read_text()
+    config.write_text(text.replace("keep = []", 'keep = [".venv", "src/markupsafe/*.so"]', 1))
+    done = invoke("check")
+    assert done.exit_code == 0, done.output
+    line = line_of_key(project, "run", "keep")
+    assert (f"warning: drover.toml:{line}: [run] keep: 'src/markupsafe/*.so' is a path, not a pattern: the clean "
+            "spares only a file or folder named 'src/markupsafe/*.so'; name each path in full") in \
+        done.output.splitlines(), done.output
+    assert "'.venv'" not in done.output
+
+
 def test_the_misspelt_key_warning_passes_over_a_cache_row_that_is_not_json(project):
     (project / "items" / "D-2.md").write_text("---\nid: D-2\ntitle: two\ndepends_on: [D-1]\n---\nbody\n")
     assert invoke("check").exit_code == 0  # the cache holds both items now

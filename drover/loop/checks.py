@@ -318,6 +318,9 @@ def check_warnings(project: Project) -> list[Finding]:
             findings.append(Finding(f"agent for {slot}: {refusal}", error=False, code=ProblemCode.AGENT_AS_ROOT))
         findings += uncommitted_agent_files(project, slot, agent)
     findings += unshelled(project, agents_seen.values())
+    findings += [Finding.at(ProblemCode.CONFIG, CONFIG_FILE, f"[run] keep: {entry!r} is a path, not a pattern: the "
+                            f"clean spares only a file or folder named {entry!r}; name each path in full", error=False,
+                            line=config_line(project, "run", "keep")) for entry in config.keep if set("*?[") & set(entry)]
     missing = unavailable(config)
     if missing:
         findings.append(Finding.at(ProblemCode.CONFIG, CONFIG_FILE, f"[run] executor = \"{config.executor}\": {missing}; "
