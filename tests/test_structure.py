@@ -31,14 +31,14 @@ def test_each_closed_set_is_the_vocabulary_one():
 
     import click
 
-    from drover.loop import checks, runs
+    from drover.loop import configchecks, runs
     from drover.cli import main as cli
     from drover import config, prompts as templates, vocabulary
     from drover.prompts import fields
     from drover.ledger import depstate, writes
     from drover.trackers import base
 
-    assert config.SLOTS is runs.LAUNCH_SLOTS is templates.SLOTS is checks.SLOTS is vocabulary.SLOTS
+    assert config.SLOTS is runs.LAUNCH_SLOTS is templates.SLOTS is configchecks.SLOTS is vocabulary.SLOTS
     assert fields.SLOTS is vocabulary.TEMPLATE_SLOTS
     assert config.GUIDANCE_LEVELS is vocabulary.GUIDANCE_LEVELS
     assert depstate.LEVELS is writes.LEVELS is vocabulary.LEVELS
