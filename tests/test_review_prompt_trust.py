@@ -208,3 +208,33 @@ def test_an_attributes_file_the_shared_config_names_hides_no_figures_of_the_comm
     planted.write_text("* -diff\n")
     git(project, "config", "core.attributesFile", str(planted))
     assert rows() == before
+
+
+def test_a_branch_of_many_commits_or_a_subject_of_megabytes_keeps_the_review_prompt_small(repo, monkeypatch):
+    """Hostile review 35: the commit list was the branch's every commit, each subject whole. One
+    commit of a 5 MB subject (100 MB cost drover 350 MB of memory) made the prompt pass the render's
+    cap, and the review failed as `review.tmpl: template failed`; thousands of commits did the same.
+    git cuts each subject, and only the newest commits are listed, with the count of the rest."""
+    from drover.git import history
+
+    monkeypatch.setattr(history, "LISTED_COMMITS", 5, raising=False)
+    configure(repo)
+    new_item(repo, "Quote CSV fields")
+    drover(repo, "run", "D-1", check=True)
+    worktree = Path(next(line.split(" ", 1)[1] for line in git(repo, "worktree", "list", "--porcelain").splitlines()
+                         if line.startswith("worktree ") and line.endswith("D-1")))
+    for number in range(8):
+        git(worktree, "commit", "-q", "--allow-empty", "-m", f"step {number}")
+    (worktree / "a.txt").write_text("a\n")
+    git(worktree, "add", "a.txt")
+    (repo.parent / "message").write_text("s" * 5_000_000 + "\n")
+    git(worktree, "commit", "-q", "-F", str(repo.parent / "message"))
+    done = drover(repo, "prompt", "D-1", "--slot", "review")
+    assert done.returncode == 0, done.stderr
+    listed = [line for line in done.stdout.splitlines() if re.match(r"- [0-9a-f]{12} ", line)]
+    assert [line.split(" ", 2)[2] for line in listed[:4]] == [f"step {n} (0 files, +0 -0)" for n in range(4, 8)]
+    head = git(repo, "rev-parse", "refs/heads/drover/d-1").strip()
+    assert listed[-1] == f"- {head[:12]} {'s' * 298}.. (1 file, +1 -0)"
+    total = int(git(repo, "rev-list", "--count", "main..drover/d-1"))
+    assert f"\nThe branch's {total - 5} oldest commits are not listed here: git log lists every one.\n" in done.stdout
+    assert len(done.stdout) < 20_000

@@ -418,7 +418,7 @@ def test_an_unknown_attribute_on_a_loop_variable_fails(repo):
     ("{{ FollowUps }}x", "--template:1: FollowUps is a list of FollowUp, which has no text of its own: loop over it "
                          "and print its members (<% for x in FollowUps %>{{ x.Number }}<% endfor %>)"),
     ("x\n{{ Recent }}", "--template:2: Recent is a Recent, which has no text of its own: print one of its members "
-                        "(Commits, Unavailable)"),
+                        "(Commits, Unavailable, Omitted)"),
     ("{{ Recent.Commits }}x", "--template:1: Recent.Commits is a list of Commit"),
     ("<% for d in Deps %>{{ d }}<% endfor %>x", "--template:1: d is a Dep, which has no text of its own"),
     ("{{ Unnamed }}x", '--template:1: Unnamed is a list, which has no text of its own: join it '

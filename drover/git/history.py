@@ -29,6 +29,16 @@ class Recent(NamedTuple):
 
     Commits: tuple[Commit, ...] = ()
     Unavailable: str = ""
+    Omitted: int = 0  # the oldest commits left out of Commits past LISTED_COMMITS
+
+
+# What the review prompt lists of a branch's commits, each line short: an implementer's commit of a
+# 100 MB subject was read whole (350 MB of drover's memory) and a few thousand commits of long
+# subjects made a prompt over the render's cap, the review failing as `review.tmpl: template failed`
+# (hostile review 35). git cuts a subject to SUBJECT_COLUMNS (ending it `..`); only the newest
+# LISTED_COMMITS are listed, the head under review among them, and `Omitted` counts the rest.
+SUBJECT_COLUMNS = 300
+LISTED_COMMITS = 1000
 
 
 # Every path a commit changes, a submodule's included: `diff.ignoreSubmodules = all` in the shared
@@ -79,7 +89,8 @@ def recent_commits(root: Path, branch: str, base: str, *, compared: tuple[str, s
         # (`* -diff`) counted every file binary, `+0 -0` (hostile review 34)
         out = git([*NO_USER_ATTRIBUTES, "log", "--reverse", "-M", "--numstat",
                    "--diff-merges=first-parent", "--no-show-signature",
-                   "--no-textconv", "--no-ext-diff", SUBMODULES, "--format=%x00%H%x00%s%x00", "--end-of-options",
+                   "--no-textconv", "--no-ext-diff", SUBMODULES, f"--format=%x00%H%x00%<({SUBJECT_COLUMNS},trunc)%s%x00",
+                   "--end-of-options",
                    f"{base_head}..{head}"],
                   root)
     except GitError as exc:
@@ -99,8 +110,11 @@ def recent_commits(root: Path, branch: str, base: str, *, compared: tuple[str, s
             # Binary files show "-" for both counts: a changed file with no line count.
             insertions += int(parts[0]) if parts[0].isdigit() else 0
             deletions += int(parts[1]) if parts[1].isdigit() else 0
-        commits.append(Commit(Sha=sha[:12], Subject=subject, Files=files, Insertions=insertions, Deletions=deletions))
-    return Recent(Commits=tuple(commits))
+        # git pads a shorter subject to the columns with spaces: its own ends in none (commit strips them)
+        commits.append(Commit(Sha=sha[:12], Subject=subject.rstrip(" "), Files=files, Insertions=insertions,
+                              Deletions=deletions))
+    omitted = max(0, len(commits) - LISTED_COMMITS)
+    return Recent(Commits=tuple(commits[omitted:]), Omitted=omitted)
 
 
 def modified_files(root: Path, branch: str, base: str, *,

@@ -253,6 +253,8 @@ _MEMBERS: dict[str, tuple[tuple[str, str, str], ...]] = {
         ("Commits", "list[Commit]", "the branch's commits base lacks, oldest first: Sha, Subject, Files, Insertions, Deletions "
          "(a merge's against its first parent: what it brought into the branch)"),
         ("Unavailable", "str", "why git could not answer; never set together with Commits"),
+        ("Omitted", "int", "how many of the oldest commits Commits leaves out (it lists the newest 1,000; "
+         "a subject past 300 columns ends `..`)"),
     ),
     "Check": (
         ("Command", "str", "the verify command drover ran"),
