@@ -160,3 +160,24 @@ def test_a_character_split_between_two_reads_of_a_followed_log_is_cleaned_whole(
     write(b"x\xc2")
     write(b"\x9b2J")
     assert piped.getvalue() == b"x\xc2\x9b2J"
+
+
+def test_log_copies_a_log_of_any_size_a_piece_at_a_time(project):
+    """Hostile review 35: `drover log` read the log whole, and the agent decides its size: an agent's
+    1 GB of output cost the operator's `drover log` 1 GB of memory. Here 128 MB (a sparse file, as
+    an agent that printed that much left it), measured as the process's own peak."""
+    use_command(project, "true")
+    assert drover(project, "run", "D-1").returncode == 0
+    (log,) = (project / ".drover" / "runs").glob("*/agent.log")
+    size = 128 << 20
+    with log.open("r+b") as handle:
+        handle.truncate(size)
+    process = subprocess.Popen([str(BIN / "drover"), "log", "D-1"], cwd=project, stdout=subprocess.PIPE,
+                               stderr=subprocess.DEVNULL)
+    assert process.stdout is not None
+    copied = 0
+    while chunk := process.stdout.read(1 << 20):
+        copied += len(chunk)
+    _, status, usage = os.wait4(process.pid, 0)
+    assert (os.waitstatus_to_exitcode(status), copied) == (0, size)
+    assert usage.ru_maxrss < 96 << 10  # kB: drover's own start is far less; the log whole would be more

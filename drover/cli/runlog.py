@@ -1,4 +1,4 @@
-"""`drover log`: a run's agent log, printed whole or followed while the run is alive."""
+"""`drover log`: a run's agent log, printed or followed while the run is alive, a piece at a time."""
 from __future__ import annotations
 
 import os
@@ -16,6 +16,9 @@ from drover.ledger.rows import Run
 from drover.ledger.itemstate import item_state
 
 FOLLOW_POLL = 0.25
+# A log is copied a piece at a time: read whole, an agent's 1 GB log cost `drover log` 1 GB of
+# memory, and the agent decides how much it prints (hostile review 35).
+READ_BYTES = 1 << 20
 
 
 def pick_run(project: Project, ledger: Ledger, item_id: str, run_id: str | None) -> Run:
@@ -40,16 +43,17 @@ def copy_log(path: Path, write: Callable[[bytes], None], *, follow: bool,
     while True:
         running = still_running() if follow else False  # asked before reading: nothing is missed
         try:
-            with open_regular(path, "rb") as handle:  # a fifo an agent put in its place: no wait
-                handle.seek(offset)
-                data = handle.read()
+            handle = open_regular(path, "rb")  # a fifo an agent put in its place: no wait
         except FileNotFoundError:
-            data = b""
+            handle = None
         except OSError as exc:  # a fifo, a link or a folder an agent put in its place
             raise UsageError(f"{path}: {exc.strerror or exc}") from None
-        if data:
-            write(data)
-            offset += len(data)
+        if handle is not None:
+            with handle:
+                handle.seek(offset)
+                while data := handle.read(READ_BYTES):
+                    write(data)
+                    offset += len(data)
         if not running:
             return
         time.sleep(FOLLOW_POLL)
