@@ -668,6 +668,24 @@ def test_a_fifo_or_a_device_in_place_of_a_file_drover_reads_is_refused_never_wai
         assert checked.returncode in (0, 1) and listed.returncode == 0
 
 
+def test_an_item_file_grown_past_the_cap_is_unreadable_not_read_whole(project, monkeypatch):
+    """With `worktree = false` the agent writes the main checkout's item files: one of 200 MB cost
+    every `list` 1 GB of memory and 14 s, and 1 GB would end drover out of memory (hostile review
+    35). A file past `files.LARGEST_READ` (16 MB; 1 MB here) is unreadable, named in one line."""
+    from drover.git import files
+
+    monkeypatch.setattr(files, "LARGEST_READ", 1 << 20, raising=False)
+    with (project / "items" / "D-1.md").open("a") as item:
+        item.write("\n" + "1. and again\n" * 200_000)  # 2.6 MB
+    listed = drover(project, "list")
+    assert listed.returncode == 0
+    assert "D-1  unreadable         (items/D-1.md: D-1 will not parse (cannot read: larger than 1 MB))" \
+        in listed.stdout, listed.stdout
+    prompted = drover(project, "prompt", "D-1", "--slot", "implement")
+    assert (prompted.returncode, prompted.stdout) == (2, "")  # as any unreadable item
+    assert prompted.stderr == "drover: items/D-1.md: D-1 will not parse (cannot read: larger than 1 MB)\n"
+
+
 def test_a_fifo_the_implementer_names_as_its_worktrees_git_folder_refuses_the_review_at_once(project):
     """The worktree's `.git` file names a folder whose `gitdir` is a fifo: drover reads it, before the
     review, without waiting for a writer that never comes."""

@@ -27,6 +27,12 @@ def regular_fd(path: Path | str, flags: int = os.O_RDONLY, *, follow: bool = Fal
     return fd
 
 
+# The most read_regular reads of one file: an item file (findings of at most 10 MB in its Changes
+# section), drover.toml, an override. With `worktree = false` the agent writes the main checkout's
+# items: one item file of 200 MB cost every `list` 1 GB of memory and 14 s (hostile review 35).
+LARGEST_READ = 16 << 20
+
+
 def read_regular(path: Path | str, *, dir_fd: int | None = None, size: int = -1) -> bytes:
     """All of the regular file `path` (links followed, as an editor follows them), with plain os
     calls (a third of open().read()'s cost per small file). A fifo, a device or a folder is
@@ -34,16 +40,23 @@ def read_regular(path: Path | str, *, dir_fd: int | None = None, size: int = -1)
     every `list`, `check` and drive (hostile review 25). `dir_fd`: an open folder that `path` names
     a file in (the name alone is looked up); `size`: what a stat gave, when known: a first read
     of one byte more that gives `size` bytes has reached the file's end, so a file whose size held
-    is read in one read."""
+    is read in one read. A file of more than LARGEST_READ bytes is OSError (EFBIG), read no further."""
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dir_fd)
+    too_large = OSError(errno.EFBIG, f"larger than {LARGEST_READ >> 20} MB", str(path))
     try:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            code = errno.EISDIR if stat.S_ISDIR(mode) else errno.EINVAL
+        found = os.fstat(fd)
+        if not stat.S_ISREG(found.st_mode):
+            code = errno.EISDIR if stat.S_ISDIR(found.st_mode) else errno.EINVAL
             raise OSError(code, os.strerror(code) if code == errno.EISDIR else "not a regular file", str(path))
-        chunks = [os.read(fd, size + 1 if size >= 0 else 1 << 16)]
+        if found.st_size > LARGEST_READ:
+            raise too_large
+        chunks = [os.read(fd, min(size, LARGEST_READ) + 1 if size >= 0 else 1 << 16)]
         if chunks[0] and len(chunks[0]) != size:
-            while chunk := os.read(fd, 1 << 16):
+            read = len(chunks[0])
+            while chunk := os.read(fd, 1 << 16):  # a file that grows while it is read stops at the cap too
+                read += len(chunk)
+                if read > LARGEST_READ:
+                    raise too_large
                 chunks.append(chunk)
     except OSError as exc:
         # named as open() names it ("Is a directory: 'items/D-1.md'")
