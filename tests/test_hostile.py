@@ -71,12 +71,26 @@ def test_non_utf8_findings_on_stdin(project):
 def test_findings_from_dev_zero_and_endless_stdin_stop_at_the_cap(project):
     before = state(project)
     line = one_line(run(project, "request-changes", "D-1", "--file", "/dev/zero"))
-    assert line == "drover: /dev/zero: findings larger than 10 MB refused"
+    assert line == "drover: /dev/zero: findings larger than 1 MB refused"
     with open("/dev/zero", "rb") as zero:
         done = subprocess.run([str(BIN / "drover"), "request-changes", "D-1"], cwd=project,
                               stdin=zero, capture_output=True, text=True)
-    assert one_line(done) == "drover: standard input: findings larger than 10 MB refused"
+    assert one_line(done) == "drover: standard input: findings larger than 1 MB refused"
     assert state(project) == before
+
+
+def test_findings_past_what_the_next_prompt_carries_are_refused_and_those_within_render(project):
+    """Hostile review 35: the cap was 10 MB, the render's output cap 4 MB: a reviewer's findings of
+    2 MB to 10 MB were recorded, then every implement prompt of the item failed as
+    `implement.tmpl: template failed`. At 1 MB they are refused; findings of exactly 1 MB render."""
+    before = state(project)
+    done = run(project, "request-changes", "D-1", stdin="- " + "f" * (2 << 20) + "\n")
+    assert one_line(done) == "drover: standard input: findings larger than 1 MB refused"
+    assert state(project) == before
+    assert run(project, "request-changes", "D-1", stdin="- " + "f" * ((1 << 20) - 3) + "\n").returncode == 0
+    for slot in ("implement", "review", "draft"):
+        prompted = run(project, "prompt", "D-1", "--slot", slot)
+        assert prompted.returncode == 0, prompted.stderr
 
 
 def test_a_non_utf8_config(project):

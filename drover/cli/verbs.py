@@ -8,9 +8,12 @@ import click
 from drover.cli.parts import ISSUE_NUMBER, ITEM_ID, echo_outcome, example, opened
 from drover.vocabulary import DISPOSITIONS, LEVELS
 
-# Findings larger than this are refused: no review writes 10 MB, and --file /dev/zero or an
-# endless pipe must end with a message rather than fill the memory.
-MAX_INPUT_BYTES = 10 * 1024 * 1024
+# Findings larger than this are refused: no review writes 1 MB, and --file /dev/zero or an
+# endless pipe must end with a message rather than fill the memory. The next implement prompt
+# carries them whole, within the render's 4 MB output cap (prompts/limits.py): at 10 MB, findings
+# of 6 MB were recorded that failed every later implement prompt (hostile review 35). A worker's
+# outbox takes at most as much in one argument (executors/outbox.ARGUMENT_BYTES).
+MAX_INPUT_BYTES = 1024 * 1024
 
 
 def read_text_arg(file: str | None) -> str:

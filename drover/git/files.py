@@ -27,7 +27,7 @@ def regular_fd(path: Path | str, flags: int = os.O_RDONLY, *, follow: bool = Fal
     return fd
 
 
-# The most read_regular reads of one file: an item file (findings of at most 10 MB in its Changes
+# The most read_regular reads of one file: an item file (findings of at most 1 MB in its Changes
 # section), drover.toml, an override. With `worktree = false` the agent writes the main checkout's
 # items: one item file of 200 MB cost every `list` 1 GB of memory and 14 s (hostile review 35).
 LARGEST_READ = 16 << 20
