@@ -588,7 +588,7 @@ def _rich(env) -> tuple[str, FakeTracker]:
 
 # Fields _rich leaves empty even where filled (no failures, no branch, nothing unmerged).
 QUIET_IN_RICH = {"Get", "Is", "ChangesHeading", "Guidance", "Cleared", "Reviews", "UnmergedDeps",
-                 "UnreadableDeps", "RegisterUnreadable", "OwnedUnreadable", "Unnamed", "Conflicts"}
+                 "UnreadableDeps", "RegisterUnreadable", "OwnedUnreadable", "Unnamed", "UnnamedOmitted", "Conflicts"}
 
 
 def test_a_field_a_slot_does_not_fill_stays_present_and_empty(env):

@@ -238,3 +238,26 @@ def test_a_branch_of_many_commits_or_a_subject_of_megabytes_keeps_the_review_pro
     total = int(git(repo, "rev-list", "--count", "main..drover/d-1"))
     assert f"\nThe branch's {total - 5} oldest commits are not listed here: git log lists every one.\n" in done.stdout
     assert len(done.stdout) < 20_000
+
+
+def test_the_files_the_item_never_names_are_listed_up_to_a_count_and_the_rest_counted(repo, monkeypatch):
+    """Hostile review 35: `Unnamed` listed every modified file the body never names; a branch that
+    modifies 200,000 files made the prompt pass the render's cap and the review fail. The first
+    LISTED_UNNAMED (1,000; 3 here) are listed in path order, and the rest counted."""
+    from drover.prompts import data
+
+    monkeypatch.setattr(data, "LISTED_UNNAMED", 3, raising=False)
+    for number in range(6):
+        (repo / f"f{number}.txt").write_text("a\n")
+    configure(repo)
+    new_item(repo, "Quote CSV fields")
+    drover(repo, "run", "D-1", check=True)
+    worktree = Path(next(line.split(" ", 1)[1] for line in git(repo, "worktree", "list", "--porcelain").splitlines()
+                         if line.startswith("worktree ") and line.endswith("D-1")))
+    for number in range(6):
+        (worktree / f"f{number}.txt").write_text("b\n")
+    git(worktree, "commit", "-q", "-am", "touch every file")
+    text = drover(repo, "prompt", "D-1", "--slot", "review", check=True).stdout
+    section = text.split("## Files the item never names\n", 1)[1].split("\n## ", 1)[0]
+    assert [line for line in section.splitlines() if line.startswith("- ")] == ["- f0.txt", "- f1.txt", "- f2.txt"]
+    assert "\nAnd 3 more such files, not listed here: `git diff --stat` shows every one.\n" in section

@@ -19,6 +19,11 @@ if TYPE_CHECKING:
     from drover.ledger.rows import Audit, ItemRows, Run
     from drover.trackers import Tracker
 
+# The review prompt lists at most this many modified files the body never names (`Unnamed`), the
+# rest counted in `UnnamedOmitted`: a branch modifying 200,000 files made a prompt over the
+# render's cap, and the review failed as `review.tmpl: template failed` (hostile review 35).
+LISTED_UNNAMED = 1000
+
 
 class ItemRecord(NamedTuple):
     """One item as its file and the ledger hold it, read once: `runs.prepare` reads it for its
@@ -314,13 +319,15 @@ def _review(project: Project, ledger: Ledger, record: ItemRecord, last_run: Run 
     recent = git.recent_commits(root, branch, base, compared=compared)
     modified, scope_unavailable = git.modified_files(root, branch, base, compared=compared)
     closes = _closes(ledger, item, tracker)
+    unnamed = [path for path in modified if path not in item.body]
     return {
         "Unfinished": last_run is not None and last_run.finished is None,
         "LogPath": _rel(project, last_run.log_path) if last_run else "",
         "Note": notes[-1] if notes else "",
         "Recent": recent,
         # a path is one line of the prompt: one holding a newline would write sections of its own
-        "Unnamed": tuple(escaped(path) for path in modified if path not in item.body),
+        "Unnamed": tuple(escaped(path) for path in unnamed[:LISTED_UNNAMED]),
+        "UnnamedOmitted": max(0, len(unnamed) - LISTED_UNNAMED),
         "ScopeUnavailable": scope_unavailable or "",
         "Capped": rounds >= project.config.max_rounds,
         "Closes": closes,

@@ -169,6 +169,7 @@ class TemplateData(NamedTuple):
     Note: str = ""
     Recent: Recent = _NO_RECENT
     Unnamed: tuple[str, ...] = ()
+    UnnamedOmitted: int = 0
     ScopeUnavailable: str = ""
     Capped: bool = False
     Closes: tuple[Resolution, ...] = ()
@@ -398,7 +399,10 @@ _SCHEMA: tuple[tuple[str, str, tuple[str, ...], str, str], ...] = (
      "say (never both)."),
     ("Unnamed", "list[str]", ("review",), "files the branch modified (not added) whose path the body never mentions",
      "Files the branch changed (added and deleted files excluded) whose repository path appears nowhere in"
-     " the body."),
+     " the body; the first 1,000 in path order."),
+    ("UnnamedOmitted", "int", ("review",), "how many more such files Unnamed leaves out past its first 1,000",
+     "How many more files `Unnamed` would hold past its first 1,000 (in path order), which it leaves out: "
+     "a branch that modifies 200,000 files made a prompt over the render's cap."),
     ("ScopeUnavailable", "str", ("review",), "why git could not say which files the branch modified",
      "Why git could not list the branch's modified files; `Unnamed` is then empty for that reason, not "
      "because all is named."),
