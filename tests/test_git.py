@@ -932,3 +932,16 @@ def test_a_check_attr_git_refuses_is_one_line_in_gits_words(repo):
         dgit.shared_attributes(repo, ["a.txt"], "merge")
     said = raised.value.message
     assert said.startswith("git check-attr: fatal: detected dubious ownership") and "\n" not in said, said
+
+
+def test_the_shared_attributes_of_more_paths_than_a_command_line_holds_are_read(repo):
+    """Hostile review 35: shared_attributes named every path on git's command line, and a branch
+    adding 80,000 files (2 MB of paths, the system's limit) made finish fail with `git: Argument
+    list too long` whenever `.git/info/attributes` exists, which any agent can write. The paths go
+    on standard input."""
+    (repo / ".git" / "info").mkdir(exist_ok=True)
+    (repo / ".git" / "info" / "attributes").write_text("*.txt merge=union\n")
+    paths = [f"a/folder/with/a/long/name/file_{number:06d}_padding.txt" for number in range(45_000)] + ["b.py"]
+    assert sum(len(path) + 1 for path in paths) > os.sysconf("SC_ARG_MAX")
+    found = dgit.shared_attributes(repo, paths, "merge")
+    assert len(found) == 45_000 and found[paths[0]] == ["merge=union"] and "b.py" not in found

@@ -173,9 +173,10 @@ def run(args: list[str], cwd: Path | None, *, env_add: dict[str, str] | None = N
     return _ran(args, cwd, None, True, env_add)
 
 
-def run_bytes(args: list[str], cwd: Path, stdin: bytes = b"") -> subprocess.CompletedProcess[bytes]:
+def run_bytes(args: list[str], cwd: Path, stdin: bytes = b"", *,
+              env_add: dict[str, str] | None = None) -> subprocess.CompletedProcess[bytes]:
     """git `args` in `cwd` fed `stdin`, its output as bytes (object ids, trees and paths as git wrote them)."""
-    return _ran(args, cwd, stdin, False)
+    return _ran(args, cwd, stdin, False, env_add)
 
 
 def failure(args: list[str], done: subprocess.CompletedProcess[str]) -> GitError:
