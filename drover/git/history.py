@@ -11,7 +11,7 @@ from typing import Callable, NamedTuple
 
 from drover.errors import GitError
 from drover.git.branches import SHA, branch_exists, exact_heads, head_of
-from drover.git.run import failure, git, run, run_bytes, succeeds
+from drover.git.run import failure, git, run, succeeds
 
 
 class Commit(NamedTuple):
@@ -277,7 +277,6 @@ def shared_attributes(root: Path, paths: list[str], *names: str, named: str = ""
     any: what no `.gitattributes` of a commit or a checkout says, and every worktree's agent can write
     (git reads it for every checkout, drover's own merges and a reviewer's diff included). `named`:
     an attributes file read besides (the one the repository's config names: configured_attributes)."""
-    import subprocess
     import tempfile
 
     if not paths or not names:
@@ -287,15 +286,12 @@ def shared_attributes(root: Path, paths: list[str], *names: str, named: str = ""
         # (and the system's file, which is no agent's to write); the user's file is off, `named` read instead.
         # The paths on standard input: a branch adding 80,000 files passed the system's limit of a
         # command line, and finish failed `git: Argument list too long` (hostile review 35)
-        done = run_bytes(["-c", "core.attributesFile=" + (named or os.devnull), f"--work-tree={empty}",
-                          "check-attr", "-z", "--stdin", *names], root,
-                         "".join(path + "\0" for path in paths).encode("utf-8", "surrogateescape"),
-                         env_add={"GIT_INDEX_FILE": os.path.join(empty, "index")})
-    said = subprocess.CompletedProcess(done.args, done.returncode, done.stdout.decode("utf-8", "replace"),
-                                       done.stderr.decode("utf-8", "replace"))
-    if said.returncode != 0:
-        raise failure(["check-attr"], said)  # git's words on one line, as every git failure
-    fields = said.stdout.split("\0")
+        done = run(["-c", "core.attributesFile=" + (named or os.devnull), f"--work-tree={empty}",
+                    "check-attr", "-z", "--stdin", *names], root, env_add={"GIT_INDEX_FILE": os.path.join(empty, "index")},
+                   stdin="".join(path + "\0" for path in paths))
+    if done.returncode != 0:
+        raise failure(["check-attr"], done)  # git's words on one line, as every git failure
+    fields = done.stdout.split("\0")
     found: dict[str, list[str]] = {}
     for path, name, value in zip(fields[0::3], fields[1::3], fields[2::3]):
         if value != "unspecified":

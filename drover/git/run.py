@@ -139,7 +139,7 @@ def _popen() -> type[subprocess.Popen[Any]]:
     return Git
 
 
-def _ran(args: list[str], cwd: Path | None, stdin: bytes | None, text: bool,
+def _ran(args: list[str], cwd: Path | None, stdin: bytes | str | None, text: bool,
          env_add: dict[str, str] | None = None) -> subprocess.CompletedProcess[Any]:
     """subprocess.run(capture_output=True, timeout=_timeout()) of git `args`, by _popen; stdin fed
     `stdin`, or this process's own when None; `env_add` over drover's environment for git."""
@@ -167,16 +167,17 @@ def _ran(args: list[str], cwd: Path | None, stdin: bytes | None, text: bool,
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
 
-def run(args: list[str], cwd: Path | None, *, env_add: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def run(args: list[str], cwd: Path | None, *, env_add: dict[str, str] | None = None,
+        stdin: str | None = None) -> subprocess.CompletedProcess[str]:
     """git `args` in `cwd` (None: the working directory), its output as text; GitError only when
-    git cannot start, or does not end in time (_timeout). `env_add`: variables for this git alone."""
-    return _ran(args, cwd, None, True, env_add)
+    git cannot start, or does not end in time (_timeout). `env_add`: variables for this git alone;
+    `stdin`: text fed to git (none: this process's own standard input)."""
+    return _ran(args, cwd, stdin, True, env_add)
 
 
-def run_bytes(args: list[str], cwd: Path, stdin: bytes = b"", *,
-              env_add: dict[str, str] | None = None) -> subprocess.CompletedProcess[bytes]:
+def run_bytes(args: list[str], cwd: Path, stdin: bytes = b"") -> subprocess.CompletedProcess[bytes]:
     """git `args` in `cwd` fed `stdin`, its output as bytes (object ids, trees and paths as git wrote them)."""
-    return _ran(args, cwd, stdin, False, env_add)
+    return _ran(args, cwd, stdin, False)
 
 
 def failure(args: list[str], done: subprocess.CompletedProcess[str]) -> GitError:
