@@ -230,6 +230,28 @@ def test_init_without_a_test_command_leaves_verify_empty_and_check_warns(repo):
     assert "[verify] default is empty: nothing runs before merge" in checked.stdout
 
 
+@pytest.mark.parametrize("files, command, said_of_it", [
+    ({"package.json": '{\n  "scripts": {"test": "ava"},\n}\n'}, "", "package.json line 3, column 1: "),
+    ({"package.json": '[{"scripts": {"test": "jest"}}]'}, "", "package.json holds no object"),
+    ({"package.json": "[" * 100_000, "go.mod": "module x\n"}, "go test ./...", "package.json nests deeper"),
+])
+def test_init_names_the_package_json_it_could_not_read(repo, files, command, said_of_it):
+    """A JavaScript project's package.json with a trailing comma (npm refuses it too) gave `verify
+    command: none found` and nothing more, as if the repository named no tests: init says which file
+    it could not read, and where, and still writes drover.toml."""
+    config, said = _init_with(repo, files)
+    assert config["verify"]["default"] == command
+    (warning,) = [line for line in said.splitlines() if line.startswith("warning: package.json")]
+    assert warning.startswith(f"warning: {said_of_it}")
+    assert warning.endswith("its test script and packages were not read; mend it, or set [verify] default "
+                            "and [run] setup yourself")
+
+
+def test_init_says_nothing_of_a_package_json_it_did_not_need(repo):
+    _, said = _init_with(repo, {"Makefile": "test:\n\t./t\n", "package.json": "{,"})
+    assert "package.json" not in said  # the Makefile's target came first: package.json was never read
+
+
 _PACKAGES = '{"scripts": {"test": "ava"}, "devDependencies": {"ava": "^6.0.0"}}'
 
 

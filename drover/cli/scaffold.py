@@ -218,6 +218,21 @@ def _package_json(root: Path) -> dict[str, Any]:
     return package if isinstance(package, dict) else {}
 
 
+def package_json_problem(root: Path) -> str:
+    """Why a package.json gave detect_verify nothing to read ("package.json line 3, column 5:
+    Expecting ..."); "" when it parses as an object, or there is none (_package_json reads it as {})."""
+    text = _text(root / "package.json")
+    if not text:
+        return ""
+    try:
+        package = json.loads(text)
+    except json.JSONDecodeError as error:
+        return f"package.json line {error.lineno}, column {error.colno}: {error.msg}"
+    except (ValueError, RecursionError):
+        return "package.json nests deeper than drover reads"
+    return "" if isinstance(package, dict) else "package.json holds no object"
+
+
 # The test script's tool -> its lockfile, the install that keeps to it, and the install without
 # one (npm's writes no package-lock.json the project chose not to commit).
 NODE_INSTALLS = {"npm test": ("package-lock.json", "npm ci", "npm install --no-package-lock"),
@@ -256,6 +271,10 @@ def _verify_said(root: Path, detected: tuple[str, str], setup: tuple[str, str]) 
     command, found = detected
     said = [f"verify command: {command} ({found})" if command else
             "verify command: none found; nothing runs before merge until [verify] default is set"]
+    unread = package_json_problem(root) if command in ("", "cargo test", "go test ./...") else ""
+    if unread:  # "none found" alone would hide the test script a JavaScript project sees there
+        said.append(f"warning: {unread}: its test script and packages were not read; mend it, or set "
+                    "[verify] default and [run] setup yourself")
     if setup[0]:
         said.append(f"[run] setup: {setup[0]} ({setup[1]})")
     problem = cannot_start(command, root) if command else ""
