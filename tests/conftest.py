@@ -213,7 +213,7 @@ def repo(tmp_path, monkeypatch, repo_template) -> Path:
     root = tmp_path / "project"
     shutil.copytree(repo_template, root, symlinks=True)
     helpers.FRESH.clear()
-    helpers.FRESH[root] = helpers.files_state(root)
+    helpers.FRESH[root] = (helpers.files_state(root), ())
     monkeypatch.chdir(root)
     return root
 

@@ -153,11 +153,14 @@ def forget_caches() -> None:
 # --- the configured project, made once per session for each `extra` --------------------------
 # conftest's `repo` fixture records the repository it hands out (its files' state then); `configure`
 # on one still in that state copies what it made the first time for the same `extra` and settings:
-# init's migrations and a commit cost tens of milliseconds, a copy a few file writes.
+# init's migrations and a commit cost tens of milliseconds, a copy a few file writes. What a copy
+# gives is known too, so set-ups chain: `new_item` on a repository still as `configure` (or a
+# test file's project fixture, or an earlier `new_item`) left it copies what the same steps made.
 
-FRESH: dict[Path, tuple] = {}  # the repository the `repo` fixture gave -> its files' state then
-CONFIGURED: dict[tuple, Path] = {}  # (extra, settings) -> a configured copy, made this session
+FRESH: dict[Path, tuple] = {}  # a repository -> (its files' state, the set-ups that made it) when last known
+CONFIGURED: dict[tuple, tuple[Path, object]] = {}  # (set-ups, settings) -> a copy of what they made, and what make returned
 TEMPLATES: list[Path] = []  # where conftest keeps the copies (one folder, set per session)
+MADE: set[tuple] = set()  # the set-ups made once without a copy kept (made_once's `rare`)
 
 
 def files_state(root: Path) -> tuple:
@@ -181,29 +184,47 @@ def _settings() -> tuple:
 def configure(root: Path, extra: str = "") -> None:
     """`drover init` set up for the scripted loop agent (implementer, reviewer), `extra` appended
     to drover.toml, committed."""
-    _made_once(root, ("configure", extra), lambda: _configure(root, extra))
+    made_once(root, ("configure", extra), lambda: _configure(root, extra))
 
 
 def initialized(root: Path) -> None:
     """`drover init` and nothing more, as a test of the other commands starts from."""
-    _made_once(root, ("init",), lambda: drover(root, "init", check=True))
+    made_once(root, ("init",), lambda: drover(root, "init", check=True))
 
 
-def _made_once(root: Path, what: tuple, make: Callable[[], object]) -> None:
-    """`make()` in `root`, or, on a repository still as the `repo` fixture gave it, a copy of what
-    the same `make` did there earlier this session under the same settings."""
-    fresh = root in FRESH and FRESH[root] == files_state(root)
-    key = (*what, _settings())
+def made_once(root: Path, what: tuple, make: Callable[[], object], rare: bool = False):
+    """`make()` in `root` and what it returns, or, on a repository still as the `repo` fixture or an
+    earlier `made_once` left it, a copy of what the same `make` did after the same steps earlier
+    this session under the same settings (and what it returned then). `what` names the set-up: a
+    test file's project fixture (`configure`, items, commits) passes its own name, so its tests
+    copy one project made once per test process instead of running git and drover again for each.
+    `rare`: a set-up most tests make only once (an item of one title after given steps) keeps its copy
+    at its second make, not its first: the folder holds no copies that no test uses."""
+    known = FRESH.get(root)
+    fresh = known is not None and known[0] == files_state(root)
+    key = (known[1] if known else None, *what, _settings())
     if fresh and key in CONFIGURED:
-        shutil.copytree(CONFIGURED[key], root, symlinks=True, dirs_exist_ok=True)
-        return
-    make()
+        copy, value = CONFIGURED[key]
+        for path in root.iterdir():  # the same files as the copy's start: none is left over
+            shutil.rmtree(path) if path.is_dir() and not path.is_symlink() else path.unlink()
+        shutil.copytree(copy, root, symlinks=True, dirs_exist_ok=True)
+        FRESH[root] = (files_state(root), key)
+        return value
+    value = make()
+    FRESH.pop(root, None)  # what a nested made_once knew is this one's to say
+    if not fresh or not TEMPLATES:
+        return value
+    if rare and key not in MADE:
+        MADE.add(key)
     # a project that names its own folder anywhere is no copy for another folder
-    if fresh and TEMPLATES and not any(str(root).encode() in path.read_bytes()
-                                       for path in root.rglob("*") if path.is_file()):
+    elif not any(str(root).encode() in path.read_bytes() for path in root.rglob("*") if path.is_file()):
         copy = TEMPLATES[0] / f"configured-{len(CONFIGURED)}"
         shutil.copytree(root, copy, symlinks=True)
-        CONFIGURED[key] = copy
+        CONFIGURED[key] = (copy, value)
+    else:
+        return value
+    FRESH[root] = (files_state(root), key)
+    return value
 
 
 def _configure(root: Path, extra: str) -> None:
@@ -222,7 +243,12 @@ def _configure(root: Path, extra: str) -> None:
 
 
 def new_item(root: Path, title: str, *args: str) -> str:
-    """`drover new`, its requirements written (a placeholder item is not ready), committed."""
+    """`drover new`, its requirements written (a placeholder item is not ready), committed; on a
+    repository as a set-up left it, a copy of what the same `new_item` did there before (made_once)."""
+    return made_once(root, ("new_item", title, args), lambda: _new_item(root, title, *args), rare=True)
+
+
+def _new_item(root: Path, title: str, *args: str) -> str:
     out = drover(root, "new", title, *args, check=True).stdout
     item_id, path = out.split()[:2]
     write_requirements(root, item_id, path=root / path)

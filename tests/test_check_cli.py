@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
-from helpers import invoke, line_of_key
+from helpers import invoke, line_of_key, made_once
 
 from drover import prompts as templates
 from drover.prompts.data import FIELD_NAMES
@@ -17,9 +17,15 @@ OLD_SCOPE = "2c3ce7b7956f"  # the implement/scope default first shipped, kept in
 
 @pytest.fixture
 def project(repo):
+    """drover init and one item, D-1, uncommitted
+    (made once per test process, then copied: helpers.made_once)."""
+    made_once(repo, ("test_check_cli",), _project)
+    return repo
+
+
+def _project() -> None:
     assert invoke("init").exit_code == 0
     assert invoke("new", "A thing").exit_code == 0
-    return repo
 
 
 def use_override(root, text: str) -> None:

@@ -11,13 +11,13 @@ from drover.loop import runs
 from drover.executors.ray import take_bundle
 from drover.ledger.db import Ledger
 from drover.ledger.project import open_project
-from helpers import InlineExecutor, configure, drover, git, new_item
+from helpers import InlineExecutor, configure, drover, git, made_once, new_item
 
 
 @pytest.fixture
 def project(repo):
-    configure(repo)
-    new_item(repo, "Add a thing")
+    """drover configured, item D-1 committed (made once per test process, then copied: helpers.made_once)."""
+    made_once(repo, ("test_executors",), lambda: (configure(repo), new_item(repo, "Add a thing")))
     return repo
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import TESTS, configure, drover, git, ledger_rows, line_of_key, new_item, with_settings
+from helpers import TESTS, configure, drover, git, ledger_rows, line_of_key, made_once, new_item, with_settings
 from drover.agents.failures import Failure, classify, clean, reset_named
 from drover.config import parse_config
 from drover.loop.retry import Tried, decide
@@ -191,7 +191,13 @@ def test_bad_retry_settings_are_one_line_each_naming_the_key(repo):
 
 
 def project(repo: Path, *items: str, extra: str = "", **settings: str) -> list[str]:
-    """The failing agent implementing and reviewing; `settings` as `table__name=value`; the items made."""
+    """The failing agent implementing and reviewing; `settings` as `table__name=value`; the items made.
+    Made once per test process for each set of arguments, then copied (helpers.made_once)."""
+    return made_once(repo, ("test_failures", items, extra, tuple(sorted(settings.items()))),
+                     lambda: _project(repo, *items, extra=extra, **settings))
+
+
+def _project(repo: Path, *items: str, extra: str = "", **settings: str) -> list[str]:
     configure(repo, extra)
     path = repo / "drover.toml"
     text = path.read_text().replace(str(TESTS / "agents" / "loop_agent.py"), str(FAILING))

@@ -22,21 +22,27 @@ from drover.executors.ray import take_bundle
 from drover.ledger.db import Ledger
 from drover.errors import Refused
 from drover.ledger.project import open_project
-from helpers import AGENT, BIN, TESTS, InlineExecutor, configure, drover, git, ledger_tables, new_item, one_line
+from helpers import (AGENT, BIN, TESTS, InlineExecutor, configure, drover, git, ledger_tables, made_once, new_item,
+                     one_line)
 
 GATE_AGENT = TESTS / "agents" / "gate_agent.py"
 
 
 @pytest.fixture
 def project(repo):
-    """drover set up with the hostile agent in every slot, items D-1 and D-2 committed on main."""
+    """drover set up with the hostile agent in every slot, items D-1 and D-2 committed on main
+    (made once per test process, then copied: helpers.made_once)."""
+    made_once(repo, ("test_gate",), lambda: _project(repo))
+    return repo
+
+
+def _project(repo: Path) -> None:
     configure(repo)
     config = repo / "drover.toml"
     config.write_text(config.read_text().replace(str(AGENT), str(GATE_AGENT)))
     git(repo, "commit", "-q", "-am", "the gate agent")
     new_item(repo, "Add a thing")
     new_item(repo, "Another thing")
-    return repo
 
 
 def approved(root: Path, attack: str = "") -> str:

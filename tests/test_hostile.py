@@ -7,15 +7,20 @@ import subprocess
 
 import pytest
 
-from helpers import BIN, BOMB, FINDINGS, HOSTILE_FRONTMATTER, drover, ledger_tables, one_line, run
+from helpers import BIN, BOMB, FINDINGS, HOSTILE_FRONTMATTER, drover, ledger_tables, made_once, one_line, run
 
 
 
 @pytest.fixture
 def project(repo):
+    """drover init and one item, uncommitted (made once per test process, then copied: helpers.made_once)."""
+    made_once(repo, ("test_hostile",), lambda: _project(repo))
+    return repo
+
+
+def _project(repo) -> None:
     assert run(repo, "init").returncode == 0
     assert run(repo, "new", "a good item").returncode == 0
-    return repo
 
 
 def state(root):

@@ -9,20 +9,25 @@ from pathlib import Path
 
 import pytest
 
-from helpers import configure, drover, git, new_item
+from helpers import configure, drover, git, made_once, new_item
 
 LOOP = "Too many levels of symbolic links"
 
 
 @pytest.fixture
 def project(repo):
-    """drover set up with the scripted agent, D-1 readable and D-2 a link to itself."""
+    """drover set up with the scripted agent, D-1 readable and D-2 a link to itself
+    (made once per test process, then copied: helpers.made_once)."""
+    made_once(repo, ("test_link_loops",), lambda: _project(repo))
+    return repo
+
+
+def _project(repo: Path) -> None:
     configure(repo)
     new_item(repo, "Readable")
     new_item(repo, "Soon a loop")
     (repo / "items" / "D-2.md").unlink()
     (repo / "items" / "D-2.md").symlink_to("D-2.md")
-    return repo
 
 
 def test_list_and_check_show_the_loop_as_one_unreadable_item_and_every_other_item(project):

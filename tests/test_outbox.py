@@ -13,7 +13,7 @@ from drover.executors import outbox
 from drover.ledger.db import Ledger
 from drover.ledger.rows import NewRun
 from drover.ledger.project import open_project
-from helpers import configure, drover, git, ledger_rows, new_item
+from helpers import configure, drover, git, ledger_rows, made_once, new_item
 
 # Every writing command an agent may call, with arguments that succeed in this order.
 SEQUENCE = [
@@ -52,12 +52,18 @@ def view(root: Path) -> dict:
 
 @pytest.fixture
 def project(repo):
+    """drover configured, item D-1 (closes #7) committed
+    (made once per test process, then copied: helpers.made_once)."""
+    made_once(repo, ("test_outbox",), lambda: _project(repo))
+    return repo
+
+
+def _project(repo: Path) -> None:
     configure(repo)
     item = new_item(repo, "Handle lists")
     path = repo / "items" / f"{item}.md"
     path.write_text(path.read_text().replace("deps: []", "deps: []\ncloses: [7]"))
     git(repo, "commit", "-qam", "closes #7")
-    return repo
 
 
 def run_all(root: Path, env: dict | None = None) -> None:

@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from drover import prompts as templates
 from drover.cli.main import cli
-from helpers import initialized, invoke
+from helpers import initialized, invoke, made_once
 from drover.prompts.resources import builtin_dir
 
 OLD_SCOPE = "2c3ce7b7956f"  # the first shipped implement/scope default, kept in history.json
@@ -19,9 +19,15 @@ KICKOFF = "docs-internal/kickoff.tmpl"
 
 @pytest.fixture
 def project(repo):
+    """drover init and one item, D-1, uncommitted
+    (made once per test process, then copied: helpers.made_once)."""
+    made_once(repo, ("test_override_cli",), lambda: _project(repo))
+    return repo
+
+
+def _project(repo: Path) -> None:
     initialized(repo)
     assert invoke("new", "A thing").exit_code == 0
-    return repo
 
 
 def use_override(root: Path, text: str, slot: str = "implement") -> Path:

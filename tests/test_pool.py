@@ -15,7 +15,7 @@ from typing import Callable
 import pytest
 
 from drover.agents.locks import ATTACHED
-from helpers import AGENT, BIN, TESTS, configure, drover, git, ledger_rows, line_of_key, new_item
+from helpers import AGENT, BIN, TESTS, configure, drover, git, ledger_rows, line_of_key, made_once, new_item
 
 POOL_AGENT = TESTS / "agents" / "pool_agent.py"
 HOSTILE_AGENT = TESTS / "agents" / "hostile_agent.py"
@@ -36,7 +36,14 @@ def set_run(root: Path, **values: str) -> None:
 
 @pytest.fixture
 def pooled(repo, tmp_path, monkeypatch) -> Path:
-    """A project whose agent is the littering pool agent, pool = 2, keep = ["cache"], `*.log` ignored."""
+    """A project whose agent is the littering pool agent, pool = 2, keep = ["cache"], `*.log` ignored
+    (made once per test process, then copied: helpers.made_once)."""
+    made_once(repo, ("test_pool",), lambda: _pooled(repo))
+    monkeypatch.setenv("POOL_SEEN", str(tmp_path / "seen.jsonl"))
+    return repo
+
+
+def _pooled(repo: Path) -> None:
     (repo / ".gitignore").write_text("*.log\n")
     (repo / "README").write_text("base\n")
     git(repo, "add", "-A")
@@ -45,8 +52,6 @@ def pooled(repo, tmp_path, monkeypatch) -> Path:
     text = (repo / "drover.toml").read_text().replace(str(AGENT), str(POOL_AGENT))
     (repo / "drover.toml").write_text(text)
     set_run(repo, pool="2", keep='["cache"]')
-    monkeypatch.setenv("POOL_SEEN", str(tmp_path / "seen.jsonl"))
-    return repo
 
 
 def seen(tmp_path: Path) -> list[dict]:

@@ -22,7 +22,7 @@ from drover.loop import runs
 from drover.ledger.db import Ledger
 from drover.ledger.project import open_project
 from drover.ledger.rows import NewRun
-from helpers import BIN, TESTS, InlineExecutor, drover, git, ledger_tables, new_item, one_line, wait_for
+from helpers import BIN, TESTS, InlineExecutor, drover, git, ledger_tables, made_once, new_item, one_line, wait_for
 
 HOSTILE = TESTS / "agents" / "hostile_agent.py"
 # the same verdict through the fast path, and through click (a repeated --note is click's to parse)
@@ -31,6 +31,13 @@ FORMS = {"fast path": "", "click": "--note one --note two"}
 
 @pytest.fixture
 def project(repo):
+    """The hostile agent implementing, items D-1 and D-2 committed (made once per test process,
+    then copied: helpers.made_once)."""
+    made_once(repo, ("test_provenance",), lambda: _project(repo))
+    return repo
+
+
+def _project(repo: Path) -> None:
     drover(repo, "init", check=True)
     config = (repo / "drover.toml").read_text()
     config = config.replace('preset = "claude" ', 'preset = "script" ', 1)
@@ -41,7 +48,6 @@ def project(repo):
     git(repo, "commit", "-q", "-m", "drover init")
     new_item(repo, "The work under attack")
     new_item(repo, "Another item")
-    return repo
 
 
 def agent_env(root: Path, mode: str = "", **more: str) -> dict[str, str]:

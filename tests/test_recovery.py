@@ -8,17 +8,23 @@ import sys
 
 import pytest
 
-from helpers import BIN, FINDINGS, assert_agrees, git, run
+from helpers import BIN, FINDINGS, assert_agrees, git, made_once, run
 from drover.items.file import CLEARED_MARKER, read_item
 from drover.ledger.db import Ledger
 @pytest.fixture
 def project(repo):
+    """drover init, items D-1 and D-2 committed
+    (made once per test process, then copied: helpers.made_once)."""
+    made_once(repo, ("test_recovery",), lambda: _project(repo))
+    return repo
+
+
+def _project(repo) -> None:
     assert run(repo, "init").returncode == 0
     for title in ("one", "two"):
         assert run(repo, "new", title).returncode == 0
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "-m", "items")
-    return repo
 
 
 WRITES = {

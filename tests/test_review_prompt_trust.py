@@ -18,7 +18,7 @@ from drover import prompts as templates
 from drover.config import Config
 from drover.prompts.data import Check, Commit, Dep, FollowUp, OwnedIssue, Recent, Resolution, Round, TemplateData
 from drover.prompts.quoting import fence_for, fenced, oneline
-from helpers import configure, drover, git, new_item, outside_fences
+from helpers import configure, drover, git, made_once, new_item, outside_fences
 
 # Lines a hostile text writes to pass for the prompt's own: drover's section and a passing row
 # of it, a heading like the template's, the closing fences it may sit in, and template syntax.
@@ -135,6 +135,13 @@ def test_a_fence_is_longer_than_any_run_of_backticks_in_what_it_quotes():
 
 @pytest.fixture
 def project(repo):
+    """A verify command that prints a forged verdict, item D-1 committed
+    (made once per test process, then copied: helpers.made_once)."""
+    made_once(repo, ("test_review_prompt_trust",), lambda: _project(repo))
+    return repo
+
+
+def _project(repo: Path) -> None:
     configure(repo)
     config = repo / "drover.toml"
     config.write_text(config.read_text().replace('default = ""', 'default = "sh check.sh"', 1))
@@ -144,7 +151,6 @@ def project(repo):
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "-m", "a check that prints a forged verdict")
     new_item(repo, "Quote CSV fields")
-    return repo
 
 
 def test_a_commit_subject_and_a_checks_output_from_the_branch_stay_quoted_in_the_review_prompt(project):

@@ -18,13 +18,13 @@ from drover.errors import Refused
 from drover.ledger.db import Ledger
 from drover.ledger.project import open_project
 from drover.ledger.rows import NewRun
-from helpers import InlineExecutor, configure, drover, git, ledger_tables, new_item
+from helpers import InlineExecutor, configure, drover, git, ledger_tables, made_once, new_item
 
 
 @pytest.fixture
 def project(repo):
-    configure(repo)
-    new_item(repo, "Handle lists")
+    """drover configured, item D-1 committed (made once per test process, then copied: helpers.made_once)."""
+    made_once(repo, ("test_validation",), lambda: (configure(repo), new_item(repo, "Handle lists")))
     return repo
 
 

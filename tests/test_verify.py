@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import BIN, TESTS, configure, drover, git, ledger_rows, new_item
+from helpers import BIN, TESTS, configure, drover, git, ledger_rows, made_once, new_item
 
 BROKEN_AGENT = TESTS / "agents" / "broken_agent.py"
 # `make test` fails while a file BROKEN exists, and says so on its last line
@@ -25,7 +25,16 @@ REQUIREMENTS = "\n## Requirements\n\n1. Add work.txt.\n"
 @pytest.fixture
 def project(repo, tmp_path, monkeypatch):
     """A project with a Makefile whose test fails while BROKEN exists, verify = `make test`, the
-    broken agent implementing and reviewing, and one item D-1 with requirements."""
+    broken agent implementing and reviewing, and one item D-1 with requirements
+    (made once per test process, then copied: helpers.made_once)."""
+    made_once(repo, ("test_verify",), lambda: _project(repo))
+    prompts = tmp_path / "prompts"
+    prompts.mkdir()
+    monkeypatch.setenv("AGENT_PROMPTS", str(prompts))
+    return repo
+
+
+def _project(repo: Path) -> None:
     configure(repo)
     config = repo / "drover.toml"
     text = config.read_text().replace('default = ""', 'default = "make test"', 1)
@@ -36,10 +45,6 @@ def project(repo, tmp_path, monkeypatch):
     item.write_text(item.read_text().split("\n## Requirements")[0] + REQUIREMENTS)
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "-m", "a Makefile and D-1")
-    prompts = tmp_path / "prompts"
-    prompts.mkdir()
-    monkeypatch.setenv("AGENT_PROMPTS", str(prompts))
-    return repo
 
 
 def checks(root: Path) -> list[dict]:
