@@ -1177,6 +1177,32 @@ def test_attributes_left_uncommitted_below_the_top_of_the_worktree_stop_the_revi
     assert json.loads(drover(project, "show", "D-1", "--json", check=True).stdout)["state"] == "changes requested"
 
 
+@pytest.mark.parametrize("where", [".gitattributes", "sub/.gitattributes"])
+def test_attributes_only_the_worktrees_index_holds_stop_the_review(project, where):
+    """Hostile review 36: git reads an attributes file from the index where the worktree has none on
+    disk. The implementer put `* -diff` in its worktree's index alone (`git update-index --add
+    --cacheinfo`), at a path neither the disk nor the commit holds: the reviewer's `git diff main`
+    showed the branch's change as `Binary files ... differ`, and drover's byte-for-byte look at the
+    disk found nothing there. The review is refused, naming it."""
+    (project / "agents").mkdir()
+    (project / "agents" / "agent.sh").write_text(DIFF_READER.replace('"$DROVER_BASE...HEAD"', '"$DROVER_BASE"'))
+    use_reviewer(project, "sh agents/agent.sh", "a reviewer that reads the diff against base")
+    drover(project, "run", "D-1", check=True)
+    worktree = project / ".drover" / "worktrees" / "D-1"
+    (worktree / "sub").mkdir()
+    git(worktree, "mv", "d-1.txt", "sub/d-1.txt")
+    git(worktree, "commit", "-q", "-m", "into a folder")
+    blob = subprocess.run(["git", "hash-object", "-w", "--stdin"], cwd=worktree, input="* -diff\n", text=True,
+                          capture_output=True, check=True).stdout.strip()
+    git(worktree, "update-index", "--add", "--cacheinfo", f"100644,{blob},{where}")
+    assert not (worktree / where).exists()
+    assert "Binary files" in git(worktree, "diff", "main")  # what the reviewer's git would show
+    done = drover(project, "review", "D-1")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert f"what its reviewer would run or read ({where})" in done.stderr, done.stderr
+    assert json.loads(drover(project, "show", "D-1", "--json", check=True).stdout)["audits"] == []
+
+
 def test_attributes_base_holds_for_its_own_files_do_not_stop_a_review(project):
     """A project that marks its lock file `-diff` on base, as many do: a branch that changes the
     file is reviewed as before; the reviewer's diff and drover's own checkout agree on it."""

@@ -14,14 +14,15 @@ from drover.git.plumbing import commit_file, set_index_entry
 from drover.git.run import git, housekeeping, rev_parse, user_name
 from drover.git.worktrees import (add_detached_worktree, checkout_branch, dirty_entries, dirty_paths, ensure_worktree,
                                   hidden_from_status,
-                                  own_git_dir, private_dir, registered_worktrees, remove_worktree, differing_on_disk)
+                                  own_git_dir, private_dir, registered_worktrees, remove_worktree, differing_on_disk,
+                                  differing_in_index)
 
 __all__ = [
     "Commit", "MergeConflict", "Recent", "Refs", "add_detached_worktree", "advance_branch", "ahead_of", "all_refs",
     "blobs_at", "blobs_on_disk", "branch_exists", "branch_heads", "branch_refs", "bundle_create", "bundle_heads",
     "changed_paths",
     "checkout_branch", "clone_bundle", "conflict_markers", "conflicts_merged", "commit_file", "commits_beyond", "commits_paths", "compare", "configured_attributes", "count_commits",
-    "current_branch", "detect_base", "differing_on_disk", "dirty_entries", "dirty_paths", "ensure_worktree", "fetch_bundle", "git",
+    "current_branch", "detect_base", "differing_in_index", "differing_on_disk", "dirty_entries", "dirty_paths", "ensure_worktree", "fetch_bundle", "git",
     "head_markers", "head_of", "heads_of", "hidden_from_status", "housekeeping", "local_ref", "merge",
     "merge_base_into", "merge_bases", "merge_in_progress",
     "modified_files",

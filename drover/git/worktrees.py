@@ -319,3 +319,23 @@ def differing_on_disk(root: Path, folder: Path, commit: str, paths: tuple[str, .
                 same.add(path)
     gone = [path for path in held if path not in found and not any(path.startswith(bad + "/") for bad in odd)]
     return odd + [path for path in found if path not in same] + gone
+
+
+def differing_in_index(root: Path, folder: Path, commit: str, paths: tuple[str, ...]) -> list[str]:
+    """Of `paths` (files), those the index of the checkout at `folder` holds otherwise than `commit`
+    does (another blob or mode, or an entry `commit` has not). git reads an attributes file from the
+    index where the checkout has none on disk (hostile review 36): whoever works there can write an
+    entry alone, so the look at the disk (differing_on_disk) cannot see it. `commit` is read in the
+    repository at `root`."""
+    if not paths:
+        return []
+    indexed = git(["--literal-pathspecs", "ls-files", "-s", "-z", "--", *paths], folder)
+    listed = git(["--literal-pathspecs", "ls-tree", "-z", "--full-tree", "--end-of-options", commit, "--", *paths], root)
+    held = {path: meta.split()[0] + " " + meta.split()[2]
+            for meta, _, path in (entry.partition("\t") for entry in listed.split("\0")) if path}
+    found: list[str] = []
+    for meta, _, path in (entry.partition("\t") for entry in indexed.split("\0")):
+        mode, object_id = (meta.split() + ["", ""])[:2]
+        if path and held.get(path) != f"{mode} {object_id}" and path not in found:
+            found.append(path)
+    return found
