@@ -1203,6 +1203,28 @@ def test_attributes_only_the_worktrees_index_holds_stop_the_review(project, wher
     assert json.loads(drover(project, "show", "D-1", "--json", check=True).stdout)["audits"] == []
 
 
+@pytest.mark.parametrize("where", [".gitattributes", "sub/.gitattributes"])
+def test_with_worktree_false_attributes_left_uncommitted_in_the_checkout_stop_the_review(project, where):
+    """Hostile review 36: with `worktree = false` the implementer works in the operator's checkout and
+    the review runs there, on the same files. A `.gitattributes` saying `* -diff` left there, not
+    committed, showed the reviewer's `git diff main...HEAD` the branch's change as `Binary files ...
+    differ`, and the review approved what it did not see. The review is refused, naming it."""
+    (project / "agents").mkdir()
+    (project / "agents" / "agent.sh").write_text(DIFF_READER)
+    use_reviewer(project, "sh agents/agent.sh", "a reviewer that reads the diff")
+    work_in_this_checkout(project)
+    drover(project, "run", "D-1", check=True)
+    (project / "sub").mkdir()
+    git(project, "mv", "d-1.txt", "sub/d-1.txt")
+    git(project, "commit", "-q", "-m", "into a folder")
+    (project / where).write_text("* -diff\n")
+    assert "Binary files" in git(project, "diff", "main...HEAD")  # what the reviewer's git would show
+    done = drover(project, "review", "D-1")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert where in done.stderr, done.stderr
+    assert json.loads(drover(project, "show", "D-1", "--json", check=True).stdout)["audits"] == []
+
+
 def test_attributes_base_holds_for_its_own_files_do_not_stop_a_review(project):
     """A project that marks its lock file `-diff` on base, as many do: a branch that changes the
     file is reviewed as before; the reviewer's diff and drover's own checkout agree on it."""

@@ -163,10 +163,13 @@ def refuse_from_the_worktree(project: "Project", launch: "Launch", head: str, se
     implementer's to rewrite, and another repository there shows the reviewer other commits.
 
     With `worktree = false` the review runs in the operator's checkout, switched to the branch:
-    there only the files its command names count (the CLIs' settings there are the operator's).
+    there only the files its command names and the attributes files count (the CLIs' settings
+    there are the operator's).
     `seen`: seen_refs, read after the last code of an agent's or of the branch's ran."""
     in_a_worktree = launch.workdir != project.root
-    settings: tuple[str, ...] = (*AGENT_CONFIG, *GIT_READS) if in_a_worktree else ()
+    # the attributes files the reviewer's git reads count in the operator's checkout too: the
+    # implementer worked there, and one it left there uncommitted hid its change (hostile review 36)
+    settings: tuple[str, ...] = (*AGENT_CONFIG, *GIT_READS) if in_a_worktree else GIT_READS
     if in_a_worktree:
         from drover.git.cleaning import Unfit, private_git_dir
 
@@ -175,7 +178,7 @@ def refuse_from_the_worktree(project: "Project", launch: "Launch", head: str, se
         except Unfit as exc:
             raise Refused(f"{launch.item_id}: its worktree's git is not this repository's ({exc}): "
                           "no review runs there") from None
-        settings += _attributes_above(project, launch, head, seen)
+    settings += _attributes_above(project, launch, head, seen)
     shadows = _shadowing(project, launch.branch, seen)
     if shadows:
         raise Refused(f"{launch.item_id}: {', '.join(shadows)} shares the name of a branch its reviewer reads: the "
