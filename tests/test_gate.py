@@ -1203,6 +1203,22 @@ def test_attributes_only_the_worktrees_index_holds_stop_the_review(project, wher
     assert json.loads(drover(project, "show", "D-1", "--json", check=True).stdout)["audits"] == []
 
 
+def test_a_fifo_in_place_of_the_worktrees_index_refuses_the_review_at_once(project):
+    """The look at the worktree's index (above) reads it as a regular file, by drover: git in the
+    worktree waited on a fifo put in its place until DROVER_GIT_TIMEOUT (15 minutes unattended)."""
+    (project / "agents").mkdir()
+    (project / "agents" / "agent.sh").write_text(DIFF_READER)
+    use_reviewer(project, "sh agents/agent.sh", "a reviewer that reads the diff")
+    drover(project, "run", "D-1", check=True)
+    private = Path(git(project / ".drover" / "worktrees" / "D-1", "rev-parse", "--absolute-git-dir").strip())
+    (private / "index").unlink()
+    os.mkfifo(private / "index")
+    done = drover(project, "review", "D-1", env={"DROVER_GIT_TIMEOUT": "60"})
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "index: not a regular file" in done.stderr and "did not end" not in done.stderr, done.stderr
+    assert json.loads(drover(project, "show", "D-1", "--json", check=True).stdout)["audits"] == []
+
+
 @pytest.mark.parametrize("where", [".gitattributes", "sub/.gitattributes"])
 def test_with_worktree_false_attributes_left_uncommitted_in_the_checkout_stop_the_review(project, where):
     """Hostile review 36: with `worktree = false` the implementer works in the operator's checkout and

@@ -321,20 +321,43 @@ def differing_on_disk(root: Path, folder: Path, commit: str, paths: tuple[str, .
     return odd + [path for path in found if path not in same] + gone
 
 
-def differing_in_index(root: Path, folder: Path, commit: str, paths: tuple[str, ...]) -> list[str]:
-    """Of `paths` (files), those the index of the checkout at `folder` holds otherwise than `commit`
+
+INDEX_BYTES = 1 << 30  # the most of a checkout's index differing_in_index reads (a sparse file of terabytes is no index)
+
+
+def differing_in_index(root: Path, index: Path, commit: str, paths: tuple[str, ...]) -> list[str]:
+    """Of `paths` (files), those the checkout's index file `index` holds otherwise than `commit`
     does (another blob or mode, or an entry `commit` has not). git reads an attributes file from the
     index where the checkout has none on disk (hostile review 36): whoever works there can write an
-    entry alone, so the look at the disk (differing_on_disk) cannot see it. `commit` is read in the
-    repository at `root`."""
+    entry alone, so the look at the disk (differing_on_disk) cannot see it. The index is read as a
+    regular file, copied, and listed by drover's git in `root`: git in the checkout would wait for
+    ever on a fifo put in its place (or on the checkout's HEAD). No index: nothing differs."""
+    import tempfile
+
+    from drover.git.files import read_regular
+
     if not paths:
         return []
-    indexed = git(["--literal-pathspecs", "ls-files", "-s", "-z", "--", *paths], folder)
+    try:
+        if os.stat(index).st_size > INDEX_BYTES:
+            raise GitError(f"{index} holds more than {INDEX_BYTES:,} bytes: no index of a checkout")
+        data = read_regular(index)
+    except FileNotFoundError:
+        return []
+    except OSError as exc:
+        raise GitError(f"{index}: {exc.strerror}") from None
+    with tempfile.TemporaryDirectory(prefix="drover-index-") as scratch:
+        copy = Path(scratch) / "index"
+        copy.write_bytes(data)
+        done = run(["--literal-pathspecs", "ls-files", "-s", "-z", "--", *paths], root,
+                   env_add={"GIT_INDEX_FILE": str(copy)})
+    if done.returncode != 0:
+        raise failure(["ls-files"], done)
     listed = git(["--literal-pathspecs", "ls-tree", "-z", "--full-tree", "--end-of-options", commit, "--", *paths], root)
     held = {path: meta.split()[0] + " " + meta.split()[2]
             for meta, _, path in (entry.partition("\t") for entry in listed.split("\0")) if path}
     found: list[str] = []
-    for meta, _, path in (entry.partition("\t") for entry in indexed.split("\0")):
+    for meta, _, path in (entry.partition("\t") for entry in done.stdout.split("\0")):
         mode, object_id = (meta.split() + ["", ""])[:2]
         if path and held.get(path) != f"{mode} {object_id}" and path not in found:
             found.append(path)

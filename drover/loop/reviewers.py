@@ -170,11 +170,13 @@ def refuse_from_the_worktree(project: "Project", launch: "Launch", head: str, se
     # the attributes files the reviewer's git reads count in the operator's checkout too: the
     # implementer worked there, and one it left there uncommitted hid its change (hostile review 36)
     settings: tuple[str, ...] = (*AGENT_CONFIG, *GIT_READS) if in_a_worktree else GIT_READS
-    if in_a_worktree:
+    if not in_a_worktree:
+        index = (git.own_git_dir(project.root) or project.git_common_dir) / "index"
+    else:
         from drover.git.cleaning import Unfit, private_git_dir
 
         try:
-            private_git_dir(launch.workdir, project.git_common_dir)
+            index = private_git_dir(launch.workdir, project.git_common_dir) / "index"
         except Unfit as exc:
             raise Refused(f"{launch.item_id}: its worktree's git is not this repository's ({exc}): "
                           "no review runs there") from None
@@ -199,7 +201,7 @@ def refuse_from_the_worktree(project: "Project", launch: "Launch", head: str, se
         differing = git.differing_on_disk(project.root, launch.workdir, head, looked_at) if looked_at else []
         # an attributes file the index alone holds: git reads it where the disk has none (hostile review 36)
         attributes = tuple(path for path in settings if posixpath.basename(path) == ".gitattributes")
-        differing += git.differing_in_index(project.root, launch.workdir, head, attributes)
+        differing += git.differing_in_index(project.root, index, head, attributes)
     except GitError as exc:
         raise Refused(f"{launch.item_id}: cannot compare its worktree with {head[:12]} ({exc}): "
                       "no review runs there") from None
