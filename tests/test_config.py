@@ -12,6 +12,7 @@ from drover.cli.config_text import default_config_text
 from drover.config import SCHEMA, Config, load_config, parse_config
 from drover.config.keys import parse_duration
 from drover.errors import ConfigError
+from helpers import configure, drover, new_item
 from drover.agents.presets import PRESETS
 from drover.trackers import BACKENDS
 
@@ -220,9 +221,31 @@ def test_durations(text, seconds):
     ("[project]\nprefix = \"D\"\n\n[review]\nmax_rounds = 2\n\n[project.sub]\nx = 1\n",
      "drover.toml: [project] sub: unknown key (line 7)"),
     ("[review]\n\n[review.extra]\ny = 2\n", "drover.toml: [review] extra: unknown key (line 3)"),
+    # TOML writes a NUL as \u0000; no argument or path a program is given can hold one
+    ("[agent]\ncommand = \"sh agents/a\\u0000.sh\"\n",
+     "drover.toml: [agent] command: expected text without a NUL character (line 2)"),
+    ("[verify]\ndefault = \"make\\u0000 test\"\n",
+     "drover.toml: [verify] default: expected text without a NUL character (line 2)"),
+    ("[run]\nkeep = [\".env\\u0000\"]\n", "drover.toml: [run] keep: expected text without a NUL character (line 2)"),
 ])
 def test_errors_name_the_key(tmp_path, text, message):
     assert config_error(tmp_path, text) == message
+
+
+def test_a_nul_in_the_agent_command_is_one_line_and_no_run(repo):
+    """Hostile review 36: `command = "sh agents/a\\u0000.sh"` (TOML's escape) was taken, and `drover run`
+    ended in a Python traceback (`ValueError: embedded null byte` from the launch) with a run row
+    left unfinished, the item then `interrupted`. The key is refused with one line, exit 2, before
+    anything is written."""
+    configure(repo)
+    new_item(repo, "Add a thing")
+    config = repo / "drover.toml"
+    config.write_text(config.read_text() + '\n[agent.implement]\ncommand = "sh agents/a\\u0000.sh"\n')
+    done = drover(repo, "run", "D-1")
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "Traceback" not in done.stderr and len(done.stderr.splitlines()) == 1, done.stderr
+    assert "[agent.implement] command: expected text without a NUL character" in done.stderr, done.stderr
+    assert not (repo / ".drover" / "runs").exists() or not any((repo / ".drover" / "runs").iterdir())
 
 
 def test_bad_toml_syntax_names_the_line(tmp_path):

@@ -128,6 +128,8 @@ def _check_value(info: KeyInfo, value: Any) -> str:
         return f"expected {_TYPE_WORDS[info.type]}"
     if isinstance(value, tuple) and not all(isinstance(entry, str) for entry in value):
         return f"expected {_TYPE_WORDS[tuple]}"
+    if any("\0" in text for text in (value if isinstance(value, tuple) else (value,)) if isinstance(text, str)):
+        return "expected text without a NUL character"  # no argument or path a program is given holds one
     if info.choices and value not in info.choices:
         return f"expected one of {', '.join(info.choices)}, not {value!r}"
     expected = info.check(value) if info.check else ""
@@ -208,7 +210,9 @@ def parse_config(data: dict[str, Any],
         problems.add("verify", "", "expected a table")
         verify_raw = {}
     for name, value in verify_raw.items():
-        if isinstance(value, str):
+        if isinstance(value, str) and "\0" in value:
+            problems.add("verify", name, "expected text without a NUL character")
+        elif isinstance(value, str):
             verify[name] = value
         else:
             problems.add("verify", name, "expected a string")
