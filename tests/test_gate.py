@@ -1312,6 +1312,28 @@ def test_a_merge_driver_the_shared_attributes_give_hides_no_conflict_from_finish
     assert done.returncode != 0 and "conflicts in d-1.txt" in done.stderr, done.stdout + done.stderr
 
 
+def test_a_merge_driver_a_shared_macro_gives_through_bases_own_attributes_hides_no_conflict(project):
+    """Hostile review 36: base's own `.gitattributes` says `*.txt text`; `[attr]text merge=union` in
+    `.git/info/attributes` makes that name a macro giving git's union driver. The shared file read
+    alone (no `.gitattributes`) gave no driver, so finish merged both sides' lines where base and
+    the branch wrote the same line two ways. It is refused."""
+    (project / ".gitattributes").write_text("*.txt text\n")
+    git(project, "add", ".gitattributes")
+    git(project, "commit", "-q", "-m", "the project's own attributes")
+    approved(project)
+    (project / "d-1.txt").write_text("base's own\n")
+    git(project, "add", "d-1.txt")
+    git(project, "commit", "-q", "-m", "base writes the same file")
+    before = git(project, "rev-parse", "main").strip()
+    (project / ".git" / "info").mkdir(exist_ok=True)
+    (project / ".git" / "info" / "attributes").write_text("[attr]text merge=union\n")
+    done = drover(project, "finish", "D-1")
+    assert done.returncode != 0 and "d-1.txt merge" in done.stderr and "info/attributes" in done.stderr, \
+        done.stdout + done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert git(project, "rev-parse", "main").strip() == before
+
+
 def test_a_merge_driver_an_attributes_file_the_shared_config_names_hides_no_conflict_from_finish(project, tmp_path):
     """Hostile review 34: `core.attributesFile` in the shared `.git/config` (any worktree's agent can
     write it) naming a file that says `* merge=union`: git reads that file for drover's merge as it
@@ -1369,6 +1391,29 @@ def test_attributes_the_shared_git_folder_holds_hide_no_change_from_the_reviewer
     drover(project, "run", "D-1", check=True)
     (project / ".git" / "info").mkdir(exist_ok=True)
     (project / ".git" / "info" / "attributes").write_text("*.txt binary\n")
+    done = drover(project, "review", "D-1")
+    assert done.returncode != 0 and "d-1.txt" in done.stderr and "info/attributes" in done.stderr, \
+        done.stdout + done.stderr
+    assert json.loads(drover(project, "show", "D-1", "--json", check=True).stdout)["audits"] == []
+
+
+def test_a_macro_the_shared_git_folder_defines_for_an_attribute_base_sets_hides_no_change(project):
+    """Hostile review 36: base's own `.gitattributes` says `*.txt text`, as many projects do;
+    `[attr]text -diff` in `.git/info/attributes` (any worktree's agent can write it) makes `text` a
+    macro that unsets `diff`. drover's checkout read the same two files, so both showed the branch's
+    work as binary, and the look at the shared file alone (no `.gitattributes`) found no `diff`
+    there: the reviewer's `git diff main...HEAD` read `Binary files ... differ` and it approved."""
+    (project / ".gitattributes").write_text("*.txt text\n")
+    git(project, "add", ".gitattributes")
+    git(project, "commit", "-q", "-m", "the project's own attributes")
+    (project / "agents").mkdir()
+    (project / "agents" / "agent.sh").write_text(DIFF_READER)
+    use_reviewer(project, "sh agents/agent.sh", "a reviewer that reads the diff")
+    drover(project, "run", "D-1", check=True)
+    (project / ".git" / "info").mkdir(exist_ok=True)
+    (project / ".git" / "info" / "attributes").write_text("[attr]text -diff\n")
+    worktree = project / ".drover" / "worktrees" / "D-1"
+    assert "Binary files" in git(worktree, "diff", "main...HEAD")  # what the reviewer's git would show
     done = drover(project, "review", "D-1")
     assert done.returncode != 0 and "d-1.txt" in done.stderr and "info/attributes" in done.stderr, \
         done.stdout + done.stderr

@@ -5,7 +5,7 @@ from drover.git.branches import (Refs, all_refs, branch_exists, branch_heads, br
                                  head_of, heads_of, local_ref, reads_as_ref, require_base,
                                  shadowing_refs, valid_branch_name)
 from drover.git.bundles import advance_branch, bundle_create, bundle_heads, clone_bundle, fetch_bundle
-from drover.git.history import (Commit, Recent, ahead_of, blobs_at, blobs_on_disk, changed_paths, commits_beyond,
+from drover.git.history import (Commit, Recent, ahead_of, blobs_at, blobs_on_disk, changed_by_shared, changed_paths, commits_beyond,
                                 commits_paths, compare, configured_attributes, count_commits, merge_bases, modified_files,
                                 moved_only_under, recent_commits, shared_attributes, shown_as_binary)
 from drover.git.merges import (MergeConflict, conflict_markers, conflicts_merged, head_markers, merge, merge_base_into, merge_in_progress,
@@ -20,7 +20,7 @@ from drover.git.worktrees import (add_detached_worktree, checkout_branch, dirty_
 __all__ = [
     "Commit", "MergeConflict", "Recent", "Refs", "add_detached_worktree", "advance_branch", "ahead_of", "all_refs",
     "blobs_at", "blobs_on_disk", "branch_exists", "branch_heads", "branch_refs", "bundle_create", "bundle_heads",
-    "changed_paths",
+    "changed_by_shared", "changed_paths",
     "checkout_branch", "clone_bundle", "conflict_markers", "conflicts_merged", "commit_file", "commits_beyond", "commits_paths", "compare", "configured_attributes", "count_commits",
     "current_branch", "detect_base", "differing_in_index", "differing_on_disk", "dirty_entries", "dirty_paths", "ensure_worktree", "fetch_bundle", "git",
     "head_markers", "head_of", "heads_of", "hidden_from_status", "housekeeping", "local_ref", "merge",

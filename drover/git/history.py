@@ -299,6 +299,36 @@ def shared_attributes(root: Path, paths: list[str], *names: str, named: str = ""
     return found
 
 
+def changed_by_shared(root: Path, common: Path, commit: str, paths: list[str], name: str, *, named: str = "") -> list[str]:
+    """Those of `paths` whose attribute `name` the repository's shared `info/attributes` changes, read
+    with the `.gitattributes` files `commit` holds: once as git reads them beside the shared file,
+    once in a scratch git folder without it (the same objects). A macro defined there (`[attr]text
+    -diff`) acts through a name those files set (`*.txt text`), where the shared file read alone
+    (shared_attributes) gives nothing (hostile review 36). `named`: an attributes file read besides
+    (configured_attributes), in the first reading alone."""
+    import tempfile
+
+    if not paths:
+        return []
+    with tempfile.TemporaryDirectory(prefix="drover-attributes-") as scratch:
+        index, bare = os.path.join(scratch, "index"), os.path.join(scratch, "bare")
+        done = run(["read-tree", "--end-of-options", commit], root, env_add={"GIT_INDEX_FILE": index})
+        if done.returncode != 0:
+            raise failure(["read-tree"], done)
+        git(["init", "-q", "--bare", "--template=", bare], Path(scratch))
+        asked = ["--literal-pathspecs", "check-attr", "--cached", "-z", name, "--", *paths]
+        values = []
+        for user, env in ((named or os.devnull, {"GIT_INDEX_FILE": index}),
+                          (os.devnull, {"GIT_INDEX_FILE": index, "GIT_DIR": bare,
+                                        "GIT_ALTERNATE_OBJECT_DIRECTORIES": str(common / "objects")})):
+            done = run(["-c", "core.attributesFile=" + user, *asked], root, env_add=env)
+            if done.returncode != 0:
+                raise failure(["check-attr"], done)
+            fields = done.stdout.split("\0")
+            values.append(dict(zip(fields[0::3], fields[2::3])))
+    return [path for path in paths if values[0].get(path) != values[1].get(path)]
+
+
 def configured_attributes(root: Path, git_dir: Path) -> str:
     """The attributes file (`core.attributesFile`) the repository's own config names, as git reads it
     (`~` expanded, a relative path from `root`), or "" when the name in force comes from elsewhere (the

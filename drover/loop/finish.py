@@ -72,7 +72,7 @@ def finish(project: Project, ledger: Ledger, item_id: str, *, allow_drover_files
         ignored: list[str] = []
         refuse_dirty(project, "before finishing", ignored=ignored)
         _require_nothing_ignored_written_over(project, item_id, branch, changed, ignored)
-        _require_merge_as_committed(project, item_id, changed)
+        _require_merge_as_committed(project, item_id, changed, (heads[base], approved))
         _remove_worktrees(project, ledger, item_id)  # after every refusal: a refused finish leaves the worktree
         # the commit the approval covers, by its id: no ref named like the branch can stand in
         left: list[str] = []  # the branch the checkout was on, when the merge moved it to base
@@ -196,19 +196,25 @@ def _require_nothing_ignored_written_over(project: Project, item_id: str, branch
                       "there and would take for expendable: nothing was merged; move it away, then finish again")
 
 
-def _require_merge_as_committed(project: Project, item_id: str, changed: list[str]) -> None:
+def _require_merge_as_committed(project: Project, item_id: str, changed: list[str], commits: tuple[str, ...]) -> None:
     """Refuse while the shared `info/attributes`, or an attributes file the repository's own config
     names (`core.attributesFile` in `.git/config`), gives a merge driver to a path the merge brings
     (hostile reviews 32 and 34): every worktree's agent can write both, and `* merge=union` (git's
     built-in driver, no config needed) merged both sides' lines where base and the branch wrote the
     same line two ways, landing a conflict nobody saw. `.gitattributes` files are the commits' and
     the checkout's, which reviews and `refuse_dirty` see; the operator's global attributes file is
-    the operator's, and honoured (docs/security.md)."""
+    the operator's, and honoured (docs/security.md). A macro either defines (`[attr]text merge=union`)
+    counts where the `.gitattributes` of `commits` (base's head, the approved one) set its name
+    (`*.txt text`): hostile review 36."""
     shared = project.git_common_dir / "info" / "attributes"
     named = git.configured_attributes(project.root, project.git_common_dir)
     if not named and not shared.exists():
         return  # the usual case, no git asked
     given = git.shared_attributes(project.root, changed, "merge", named=named)
+    for commit in commits:
+        for path in git.changed_by_shared(project.root, project.git_common_dir, commit,
+                                          [path for path in changed if path not in given], "merge", named=named):
+            given[path] = ["merge (through a macro)"]
     if given:
         shown = shown_paths([f"{path} {' '.join(given[path])}" for path in sorted(given)], most=3)
         sources = [f"{project.git_common_dir.name}/info/attributes"] if shared.exists() else []

@@ -259,6 +259,8 @@ def _refuse_hidden_as_binary(project: "Project", launch: "Launch", head: str, se
         # the shared `info/attributes` is read in both places: one it marks so is the implementer's doing
         if binary - hidden and shared:
             hidden |= set(git.shared_attributes(project.root, sorted(binary - hidden), "diff"))
+            # and a macro it defines for a name the commit's own `.gitattributes` set (hostile review 36)
+            hidden |= set(git.changed_by_shared(project.root, project.git_common_dir, head, sorted(binary - hidden), "diff"))
     except GitError as exc:
         raise Refused(f"{launch.item_id}: cannot read what its reviewer's diff would show ({exc}): "
                       "no review runs there") from None
