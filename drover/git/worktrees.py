@@ -325,17 +325,28 @@ def differing_on_disk(root: Path, folder: Path, commit: str, paths: tuple[str, .
 INDEX_BYTES = 1 << 30  # the most of a checkout's index differing_in_index reads (a sparse file of terabytes is no index)
 
 
-def differing_in_index(root: Path, index: Path, commit: str, paths: tuple[str, ...]) -> list[str]:
+def differing_in_index(root: Path, folder: Path, index: Path, commit: str, paths: tuple[str, ...]) -> list[str]:
     """Of `paths` (files), those the checkout's index file `index` holds otherwise than `commit`
     does (another blob or mode, or an entry `commit` has not). git reads an attributes file from the
     index where the checkout has none on disk (hostile review 36): whoever works there can write an
     entry alone, so the look at the disk (differing_on_disk) cannot see it. The index is read as a
     regular file, copied, and listed by drover's git in `root`: git in the checkout would wait for
-    ever on a fifo put in its place (or on the checkout's HEAD). No index: nothing differs."""
+    ever on a fifo put in its place (or on the checkout's HEAD). No index: nothing differs. Only the
+    paths that are no regular file in the checkout at `folder` count (git reads the index for those
+    alone), and no git is asked when an index of version 2 or 3, which spells each path whole, names
+    none of them: the usual case costs a drive no git process (tests/test_git_calls.py)."""
+    import stat
     import tempfile
 
     from drover.git.files import read_regular
 
+    def regular(path: str) -> bool:
+        try:
+            return stat.S_ISREG(os.lstat(folder / path).st_mode)
+        except OSError:
+            return False
+
+    paths = tuple(path for path in paths if not regular(path))
     if not paths:
         return []
     try:
@@ -346,6 +357,10 @@ def differing_in_index(root: Path, index: Path, commit: str, paths: tuple[str, .
         return []
     except OSError as exc:
         raise GitError(f"{index}: {exc.strerror}") from None
+    # a split index (its `link` extension) keeps entries in another file: git is asked then
+    spelled_whole = data[:4] == b"DIRC" and int.from_bytes(data[4:8], "big") in (2, 3) and b"link" not in data
+    if spelled_whole and not any(path.encode("utf-8", "surrogateescape") + b"\0" in data for path in paths):
+        return []
     with tempfile.TemporaryDirectory(prefix="drover-index-") as scratch:
         copy = Path(scratch) / "index"
         copy.write_bytes(data)

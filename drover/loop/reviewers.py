@@ -201,7 +201,7 @@ def refuse_from_the_worktree(project: "Project", launch: "Launch", head: str, se
         differing = git.differing_on_disk(project.root, launch.workdir, head, looked_at) if looked_at else []
         # an attributes file the index alone holds: git reads it where the disk has none (hostile review 36)
         attributes = tuple(path for path in settings if posixpath.basename(path) == ".gitattributes")
-        differing += git.differing_in_index(project.root, index, head, attributes)
+        differing += git.differing_in_index(project.root, launch.workdir, index, head, attributes)
     except GitError as exc:
         raise Refused(f"{launch.item_id}: cannot compare its worktree with {head[:12]} ({exc}): "
                       "no review runs there") from None
