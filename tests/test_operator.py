@@ -231,7 +231,7 @@ def test_a_failing_setup_stops_before_the_agent(project):
     set_key(project, "setup", '"echo no-network; exit 3"')
     item = new_item(project, "one")
     said = one_line_error(drover(project, "run", item), 1)
-    match = re.fullmatch(rf"drover: {item}: worktree setup failed \(exit 3\); log: (\S+)", said)
+    match = re.fullmatch(rf"drover: {item}: \[run\] setup failed \(exit 3: no-network\); log: (\S+)", said)
     assert match, said
     assert "no-network" in (project / match.group(1)).read_text()
     # the agent never started (no pid), and the run that could not start is on record, with the
@@ -239,12 +239,39 @@ def test_a_failing_setup_stops_before_the_agent(project):
     conn = sqlite3.connect(project / ".drover" / "ledger.db")
     (row,) = conn.execute("SELECT pid, outcome, reason, log_path FROM runs").fetchall()
     conn.close()
-    assert row == (None, "failed to start", f"worktree setup failed (exit 3); log: {match.group(1)}", match.group(1))
+    assert row == (None, "failed to start", f"[run] setup failed (exit 3: no-network); log: {match.group(1)}",
+                   match.group(1))
     shown = json.loads(drover(project, "show", item, "--json").stdout)
     assert shown["state"] == "failed" and "failed to start" in shown["reason"]
     # show's run line says why the run never started: the setup's line, its log named
     shown_text = drover(project, "show", item).stdout
-    assert f"    why: worktree setup failed (exit 3); log: {match.group(1)}\n" in shown_text
+    assert f"    why: [run] setup failed (exit 3: no-network); log: {match.group(1)}\n" in shown_text
+
+
+def test_a_failed_setup_quotes_its_last_line_printable_and_short(project):
+    # npm's reason comes last but one, then blank lines; an escape in it shows as `?`, a tab folds;
+    # a long line is cut; a set-up that said nothing says so
+    script = project / "setup.sh"
+    script.write_text("printf 'added 3 packages\\n'\n"
+                      "printf 'npm ci can only install \\033[31mpackages\\tin sync %s\\n\\n  \\n' "
+                      "$(printf 'x%.0s' $(seq 1 300))\n"
+                      "exit 1\n")
+    set_key(project, "setup", '"sh setup.sh"')
+    git(project, "add", "setup.sh")
+    git(project, "commit", "-qm", "setup script")
+    item = new_item(project, "one")
+    said = one_line_error(drover(project, "run", item), 1)
+    match = re.fullmatch(rf"drover: {item}: \[run\] setup failed \(exit 1: (.*)\); log: (\S+)", said)
+    assert match, said
+    quoted = match.group(1)
+    assert quoted.startswith("npm ci can only install ?[31mpackages in sync xxx") and quoted.endswith("x…"), quoted
+    assert len(quoted) == 200, len(quoted)
+    # drive says the same, in its progress and its summary
+    set_key(project, "setup", '"exit 4"')
+    other = new_item(project, "two")
+    done = drover(project, "drive", other)
+    assert f"{other}: stopped: [run] setup failed (exit 4: it printed nothing); log: " in done.stdout + done.stderr, \
+        (done.stdout, done.stderr)
 
 
 # --- intake: new --issue ------------------------------------------------------------------------

@@ -15,9 +15,11 @@ from typing import Callable
 
 from drover import git
 from drover.git.files import open_regular
-from drover.errors import DroverError
+from drover.errors import DroverError, one_line, printable
 
 MARKER = "drover-setup-done"
+SAID_CHARS = 200  # of the set-up's last line quoted in its failure's line
+SAID_BYTES = 64 * 1024  # of its output read back for that line
 # the operator's command lines (`[run] setup`, the verify command) run through it, like a Makefile recipe
 SHELL = "/bin/sh"
 
@@ -50,6 +52,7 @@ def run_setup(command: str, worktree: Path, log_path: Path, *, item_id: str, sho
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with open_regular(log_path, "ab") as log:
         log.write(f"$ {command}    # [run] setup, in {worktree}\n".encode())
+        start = log.tell()  # the set-up's own output begins here: its last line says why it failed
     # the operator's own command line, like a Makefile recipe: through the shell, launched as an agent
     # is (launching() included): in a session of its own, ended whole by the timeout, Ctrl-C, SIGTERM
     # or `cancel`, signs of life through `progress`; what it double-forks is re-parented to drover,
@@ -65,16 +68,37 @@ def run_setup(command: str, worktree: Path, log_path: Path, *, item_id: str, sho
                           prompt_via="file", log_path=log_path, timeout=timeout, label=f"{item_id} setup",
                           echo=False, cancel=cancel, progress=progress, progress_label=label)
     status = f"exit {ended.exit_code}" if ended.outcome == "exited" else ended.outcome.replace("timeout", "timed out")
+    failed = ended.outcome != "exited" or ended.exit_code != 0
+    said = last_said(log_path, start) if failed else ""  # read before drover's line below
     with open_regular(log_path, "ab") as log:
         log.write(f"# [run] setup ended: {status}\n".encode())
     if ended.outcome == "interrupted":
-        raise SetupInterrupted(f"{item_id}: worktree setup interrupted; log: {shown_log}")
-    if ended.outcome != "exited" or ended.exit_code != 0:
-        raise SetupFailed(f"{item_id}: worktree setup failed ({status}); log: {shown_log}")
+        raise SetupInterrupted(f"{item_id}: [run] setup interrupted; log: {shown_log}")
+    if failed:
+        raise SetupFailed(f"{item_id}: [run] setup failed ({status}: {said or 'it printed nothing'}); "
+                          f"log: {shown_log}")
     if marker is not None:
         marker.write_text(command + "\n", encoding="utf-8")
     say(f"{label} done in {time.monotonic() - clock:.1f}s")
     return True
+
+
+def last_said(log_path: Path, start: int) -> str:
+    """The last non-empty line the set-up wrote to its log after byte `start` (npm's `npm ci can only
+    install packages when ...`), as one printable line of at most SAID_CHARS: what its failure quotes,
+    as a failed check's findings quote its tail; "" when it wrote nothing."""
+    try:
+        with open_regular(log_path, "rb") as handle:
+            handle.seek(0, 2)
+            handle.seek(max(start, handle.tell() - SAID_BYTES))
+            data = handle.read()
+    except OSError:
+        return ""
+    # not drover's own `[drover] timed out after ...` line below it: the status says that
+    lines = [line for line in data.decode("utf-8", "replace").split("\n")
+             if line.strip() and not line.startswith("[drover] ")]
+    said = printable(one_line(lines[-1])) if lines else ""
+    return said if len(said) <= SAID_CHARS else said[:SAID_CHARS - 1] + "…"
 
 
 def to_stderr(line: str) -> None:
