@@ -93,8 +93,9 @@ def test_init_writes_the_commented_file(repo):
 
 def test_deleting_the_keys_the_header_leaves_to_defaults_changes_nothing(repo):
     """The file init writes opens by saying its keys show their defaults and to delete what you do
-    not change. init chooses three for the repository (here: base master, `npm ci` and `npm test`);
-    deleted, they fall back to main, no set-up and `make test`, a command this repository lacks.
+    not change. init chooses four for the repository (here: base master, `npm ci`, the lockfile and
+    package.json as its inputs, and `npm test`); deleted, they fall back to main, no set-up, no
+    inputs and `make test`, a command this repository lacks.
     So deleting every key the header does not name as init's choice must leave the same config."""
     import re
 
@@ -118,7 +119,7 @@ def test_deleting_the_keys_the_header_leaves_to_defaults_changes_nothing(repo):
     assert len(kept) < len(lines) - 20
     trimmed = write_config(repo.parent, "".join(kept))
     assert load_config(trimmed) == load_config(repo / "drover.toml")
-    assert chosen == {("run", "base"), ("run", "setup"), ("verify", "default")}  # and no more
+    assert chosen == {("run", "base"), ("run", "setup"), ("run", "setup_inputs"), ("verify", "default")}  # no more
 
 
 def test_every_key_can_be_set(tmp_path):

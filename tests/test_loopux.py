@@ -255,23 +255,30 @@ def test_init_says_nothing_of_a_package_json_it_did_not_need(repo):
 _PACKAGES = '{"scripts": {"test": "ava"}, "devDependencies": {"ava": "^6.0.0"}}'
 
 
-@pytest.mark.parametrize("files, setup", [
-    ({"package.json": _PACKAGES, "package-lock.json": "{}"}, "npm ci"),
-    ({"package.json": _PACKAGES}, "npm install --no-package-lock"),
-    ({"package.json": _PACKAGES, "pnpm-lock.yaml": ""}, "pnpm install --frozen-lockfile"),
-    ({"package.json": _PACKAGES, "yarn.lock": ""}, "yarn install --frozen-lockfile"),
-    ({"pyproject.toml": "[tool.pytest.ini_options]\n", "poetry.lock": "", ".venv/pyvenv.cfg": ""}, "poetry install"),
-    ({"package.json": '{"scripts": {"test": "node test.js"}, "dependencies": {}}'}, ""),  # no packages to install
-    ({"pyproject.toml": "[tool.pytest.ini_options]\n", "uv.lock": ""}, ""),  # `uv run` makes its own environment
-    ({"Makefile": "test:\n\tnpm test\n", "package.json": _PACKAGES}, ""),  # the project's own recipe
+@pytest.mark.parametrize("files, setup, inputs", [
+    ({"package.json": _PACKAGES, "package-lock.json": "{}"}, "npm ci", ["package-lock.json", "package.json"]),
+    ({"package.json": _PACKAGES}, "npm install --no-package-lock", ["package.json"]),
+    ({"package.json": _PACKAGES, "pnpm-lock.yaml": ""}, "pnpm install --frozen-lockfile",
+     ["pnpm-lock.yaml", "package.json"]),
+    ({"package.json": _PACKAGES, "yarn.lock": ""}, "yarn install --frozen-lockfile", ["yarn.lock", "package.json"]),
+    ({"pyproject.toml": "[tool.pytest.ini_options]\n", "poetry.lock": "", ".venv/pyvenv.cfg": ""}, "poetry install",
+     ["poetry.lock", "pyproject.toml"]),
+    ({"package.json": '{"scripts": {"test": "node test.js"}, "dependencies": {}}'}, "", []),  # no packages to install
+    ({"pyproject.toml": "[tool.pytest.ini_options]\n", "uv.lock": ""}, "", []),  # `uv run` makes its own environment
+    ({"Makefile": "test:\n\tnpm test\n", "package.json": _PACKAGES}, "", []),  # the project's own recipe
 ])
-def test_init_writes_the_setup_its_verify_command_needs_in_each_worktree(repo, files, setup):
+def test_init_writes_the_setup_its_verify_command_needs_in_each_worktree(repo, files, setup, inputs):
     """A worktree holds the tracked files alone: a test script's tools (node_modules) and a poetry
-    environment are installed in it before its first agent and drover's check (docs/commands.md)."""
+    environment are installed in it before its first agent and drover's check (docs/commands.md).
+    What the set-up installs from (its lockfile, its manifest) is `[run] setup_inputs`, so a pooled
+    worktree installs again when a branch changes its dependencies."""
     config, said = _init_with(repo, files)
     assert config["run"]["setup"] == setup
+    assert config["run"]["setup_inputs"] == inputs
     told = [line for line in said.splitlines() if line.startswith("[run] setup: ")]
     assert [line.split(" (")[0] for line in told] == ([f"[run] setup: {setup}"] if setup else [])
+    told = [line for line in said.splitlines() if line.startswith("[run] setup_inputs: ")]
+    assert [line.split(" (")[0] for line in told] == ([f"[run] setup_inputs: {', '.join(inputs)}"] if inputs else [])
     if setup:  # said in the file too, and no hint at another set-up beside it (poetry's .venv/)
         (line,) = [line for line in (repo / "drover.toml").read_text().splitlines() if line.startswith("setup = ")]
         assert "# found: " in line and "each new worktree" in line

@@ -14,6 +14,13 @@ HEADER = (
     "# for this repository: [run] base, [run] setup and [verify] default (\"make test\" when left out).\n"
     "# Keep those; delete what you do not change. Reference: run `drover help configuration`\n"
 )
+# The header when init chose the set-up's inputs too (a lockfile it found): four keys, each named.
+HEADER_WITH_INPUTS = (
+    "# drover configuration. Every key below shows its default but four, which `drover init` chose\n"
+    "# for this repository: [run] base, [run] setup, [run] setup_inputs and [verify] default\n"
+    "# (\"make test\" when left out). Keep those; delete what you do not change.\n"
+    "# Reference: run `drover help configuration`\n"
+)
 # A comment beside a table's header line, and commented examples after its keys.
 TABLE_NOTES = {
     "agent": "applies to every slot unless [agent.<slot>] overrides it",
@@ -61,13 +68,15 @@ def _comment(info: KeyInfo) -> str:
 
 
 def render_config(keys: Mapping[str, Mapping[str, Any]], verify: Mapping[str, str], *, base: str = "main",
-                  setup: str = "", notes: Mapping[tuple[str, str], str] | None = None) -> str:
-    """The commented drover.toml: every table, every key at its default (`base` and `setup` as
-    given), its meaning beside it (or the note `notes` gives for it, by (table, key): what init
-    found in the repository)."""
+                  setup: str = "", setup_inputs: tuple[str, ...] = (),
+                  notes: Mapping[tuple[str, str], str] | None = None) -> str:
+    """The commented drover.toml: every table, every key at its default (`base`, `setup` and
+    `setup_inputs` as given), its meaning beside it (or the note `notes` gives for it, by (table,
+    key): what init found in the repository)."""
     notes = notes or {}
-    given = {("run", "base"): base, **({("run", "setup"): setup} if setup else {})}
-    blocks = [HEADER]
+    given = {("run", "base"): base, **({("run", "setup"): setup} if setup else {}),
+             **({("run", "setup_inputs"): setup_inputs} if setup_inputs else {})}
+    blocks = [HEADER_WITH_INPUTS if setup_inputs else HEADER]
     tables = list(keys)
     # [verify] is an open table, not declared key by key; it sits before [review] as it always has
     tables.insert(tables.index("review") if "review" in tables else len(tables), "verify")
@@ -110,9 +119,10 @@ if __name__ == "__main__":
 
 
 def default_config_text(base: str = "main", verify: dict[str, str] | None = None,
-                        notes: dict[tuple[str, str], str] | None = None, setup: str = "") -> str:
+                        notes: dict[tuple[str, str], str] | None = None, setup: str = "",
+                        setup_inputs: tuple[str, ...] = ()) -> str:
     """The commented drover.toml `drover init` writes, every key at its default (base, `[run]
-    setup` and the verify commands as given); `notes`: comments for keys, by (table, key), in place
-    of their meaning."""
+    setup`, `[run] setup_inputs` and the verify commands as given); `notes`: comments for keys, by
+    (table, key), in place of their meaning."""
     return render_config(KEYS, VERIFY_DEFAULT if verify is None else verify, base=base, setup=setup,
-                         notes=notes or {})
+                         setup_inputs=setup_inputs, notes=notes or {})

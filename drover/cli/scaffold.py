@@ -81,11 +81,15 @@ def config_text_for(root: Path, detected: tuple[str, str] | None = None, setup: 
     install, why = setup or detect_setup(root, command)
     notes = {("verify", "default"): f"found: {found}" if command else NO_VERIFY}
     shared = shared_environment(root)
+    inputs = SETUP_INPUTS.get(install, ())
     if install:
         notes[("run", "setup")] = f"found: {why}"
     elif shared:
         notes[("run", "setup")] = SETUP_HINT.format(shared=shared)
-    return default_config_text(base=git.detect_base(root), verify={"default": command}, notes=notes, setup=install)
+    if inputs:
+        notes[("run", "setup_inputs")] = INPUTS_NOTE
+    return default_config_text(base=git.detect_base(root), verify={"default": command}, notes=notes, setup=install,
+                               setup_inputs=inputs)
 
 
 # The comment beside an empty verify command: what an empty one means (docs/configuration.md).
@@ -240,6 +244,18 @@ NODE_INSTALLS = {"npm test": ("package-lock.json", "npm ci", "npm install --no-p
                  "yarn test": ("yarn.lock", "yarn install --frozen-lockfile", "yarn install")}
 
 
+# The set-up init writes -> what it installs from: the lockfile it keeps to and the manifest beside
+# it (docs/decisions.md). A pooled worktree runs set-up again when one of them changes; left empty,
+# a branch that adds a package would meet the packages the worktree's first holder installed.
+SETUP_INPUTS = {"npm ci": ("package-lock.json", "package.json"),
+                "pnpm install --frozen-lockfile": ("pnpm-lock.yaml", "package.json"),
+                "yarn install --frozen-lockfile": ("yarn.lock", "package.json"),
+                "npm install --no-package-lock": ("package.json",), "pnpm install": ("package.json",),
+                "yarn install": ("package.json",),
+                "poetry install": ("poetry.lock", "pyproject.toml")}
+INPUTS_NOTE = "found: what [run] setup installs from: a change runs it again in a pooled worktree"
+
+
 # A rule for the target `test` (not a variable assignment `test := ...`).
 _MAKE_TEST = re.compile(r"^test[ \t]*::?(?!=)", re.M)
 
@@ -277,6 +293,9 @@ def _verify_said(root: Path, detected: tuple[str, str], setup: tuple[str, str]) 
                     "[verify] default and [run] setup yourself")
     if setup[0]:
         said.append(f"[run] setup: {setup[0]} ({setup[1]})")
+    if SETUP_INPUTS.get(setup[0]):
+        said.append(f"[run] setup_inputs: {', '.join(SETUP_INPUTS[setup[0]])} (a change runs [run] setup again "
+                    "in a pooled worktree)")
     problem = cannot_start(command, root) if command else ""
     if problem:
         said.append(f"warning: the verify command cannot run here: {problem}. drover's check runs it before each "
