@@ -279,6 +279,13 @@ def test_init_writes_the_setup_its_verify_command_needs_in_each_worktree(repo, f
     assert [line.split(" (")[0] for line in told] == ([f"[run] setup: {setup}"] if setup else [])
     told = [line for line in said.splitlines() if line.startswith("[run] setup_inputs: ")]
     assert [line.split(" (")[0] for line in told] == ([f"[run] setup_inputs: {', '.join(inputs)}"] if inputs else [])
+    # the first next step runs the verify command where nothing is installed yet (a fresh clone):
+    # after the set-up, or `npm test` fails on tools node_modules does not hold
+    lines = said.splitlines()
+    first = lines[lines.index("next steps:") + 1]
+    verify = config["verify"]["default"]
+    assert first.startswith(f"  {setup} && {verify}   # [run] setup, then the verify command" if setup else
+                            f"  {verify}   # the verify command"), first
     if setup:  # said in the file too, and no hint at another set-up beside it (poetry's .venv/)
         (line,) = [line for line in (repo / "drover.toml").read_text().splitlines() if line.startswith("setup = ")]
         assert "# found: " in line and "each new worktree" in line

@@ -65,7 +65,7 @@ def init_project(start: Path) -> list[str]:
     if not fresh:  # set up before: the first-time steps are behind the user
         return said if len(said) > 1 else said + ["drover is set up here: nothing changed "
                                                   "(`drover check` says whether all of it is sound)"]
-    steps = next_steps(config.prefix, config.verify.get("default", ""), config.items.rstrip("/"))
+    steps = next_steps(config.prefix, config.verify.get("default", ""), config.items.rstrip("/"), config.setup)
     up = os.path.relpath(os.path.realpath(root), os.path.realpath(start))
     if up != ".":  # run from a subfolder: the steps' paths, and the verify command, are the top's
         steps.insert(2, f"  cd {shlex.quote(up)}   # the repository's top, where {CONFIG_FILE} is: the steps below run there")
@@ -310,13 +310,16 @@ def _verify_said(root: Path, detected: tuple[str, str], setup: tuple[str, str]) 
     return said
 
 
-def next_steps(prefix: str, verify: str = "", items: str = "items") -> list[str]:
-    """What a person does after init, in order."""
+def next_steps(prefix: str, verify: str = "", items: str = "items", setup: str = "") -> list[str]:
+    """What a person does after init, in order: the verify command first, after the set-up init
+    wrote (`setup`), which a fresh clone needs before its tests can run (`npm ci && npm test`)."""
+    first = (f"  {setup} && {verify}   # [run] setup, then the verify command: see that it passes here, as "
+             "drover's check will need" if setup else
+             f"  {verify}   # the verify command: see that it passes here, as drover's check will need")
     return [
         "",
         "next steps:",
-        *([f"  {verify}   # the verify command: see that it passes here, as drover's check will need"]
-          if verify else []),
+        *([first] if verify else []),
         f"  git add {CONFIG_FILE} .gitignore && git commit -m 'Set up drover'",
         '  drover new "What the first item should do"',
         f"  drover draft {prefix}-1          # or write its requirements yourself",
