@@ -126,3 +126,38 @@ def test_each_worked_example_drives_an_item_to_done_as_written_and_is_idempotent
     if path.endswith(".py"):  # its review sends the first attempt back once
         assert notes == "round 0 (build)\nround 1 (revise)\n"
         assert f"{item}: changes requested (1 finding)" in done.stdout
+
+
+@pytest.mark.parametrize(("path", "command"), [("agents/agent.sh", "sh agents/agent.sh"),
+                                               ("agents/agent.py", "python3 agents/agent.py")])
+def test_each_worked_example_fails_rather_than_leave_a_conflicted_merge_of_base(repo, path, command):
+    """Posture `conflict`: the merge `drive --finish` started is in the worktree. The examples resolve
+    none, so they exit non-zero naming the files, never 0 with the merge unconcluded (their "already
+    committed" test would have said nothing to do)."""
+    script = repo / path
+    script.parent.mkdir()
+    script.write_text(doc_examples()[path])
+    drover(repo, "init", check=True)
+    config = (repo / "drover.toml").read_text()
+    config = config.replace('preset = "claude" ', 'preset = "script" ', 1)
+    config = config.replace('command = ""  ', f'command = "{command}"', 1)
+    config = re.sub(r'^default = ".*?"', 'default = "test -d notes"', config, count=1, flags=re.M)
+    (repo / "drover.toml").write_text(config)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "drover init, with a custom agent")
+    item = new_item(repo, "Keep notes")
+    drover(repo, "run", item, check=True)
+    # base writes the same file another way: the merge of base into the branch conflicts there
+    (repo / "notes").mkdir()
+    (repo / "notes" / f"{item}.md").write_text("written on base\n")
+    git(repo, "add", "notes")
+    git(repo, "commit", "-q", "-m", "notes on base")
+    done = drover(repo, "drive", "--finish")
+    said = done.stdout + done.stderr
+    assert done.returncode != 0, said
+    assert json.loads(drover(repo, "show", item, "--json", check=True).stdout)["state"] != "done"
+    runs_seen = json.loads(drover(repo, "show", item, "--json", check=True).stdout)["runs"]
+    log = (repo / runs_seen[-1]["log_path"]).read_text()
+    assert f"the merge of main conflicts in: notes/{item}.md" in log, said
+    # each implementing run since the merge (the retry's fresh one, posture `resume`, too) failed on it
+    assert "unconcluded" not in said and "nothing to do" not in log, said
