@@ -872,3 +872,12 @@ def test_an_item_keeps_its_branch_when_the_branch_template_changes(project):
     assert git(project, "branch", "--list", "work/*").strip() == ""
     later = new_item(project, "Add another")
     assert f"branch: work/{later.lower()}" in drover(project, "run", later, "--dry-run", check=True).stdout
+
+
+def test_a_dry_run_says_whether_the_items_worktree_is_there_or_made_at_launch(project):
+    item = new_item(project, "Add a thing")
+    first = drover(project, "run", item, "--dry-run", check=True).stdout
+    assert f"directory: .drover/worktrees/{item} (a worktree, created at launch)" in first, first
+    drover(project, "run", item, check=True)
+    again = drover(project, "run", item, "--dry-run", check=True).stdout
+    assert f"directory: .drover/worktrees/{item} (the item's worktree)" in again, again

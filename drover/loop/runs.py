@@ -234,8 +234,9 @@ def describe(project: Project, launch: Launch) -> list[str]:
     lines.append(f"branch: {launch.branch or '(none: drafts run in the main checkout)'}")
     where = project.relpath(launch.workdir) if launch.workdir != project.root else "."
     pooled = launch.worktree is not None and launch.worktree.parent == project.state_dir / pool.POOL_DIR
-    lines.append(f"directory: {where}" + (" (a pooled worktree: [run] pool)" if pooled
-                                          else " (a worktree, created at launch)" if launch.worktree else ""))
+    kind = (" (a pooled worktree: [run] pool)" if pooled else "" if launch.worktree is None
+            else " (the item's worktree)" if launch.worktree.is_dir() else " (a worktree, created at launch)")
+    lines.append(f"directory: {where}{kind}")
     limit = f"timeout {launch.agent.timeout}" if launch.agent.timeout_seconds else "no timeout"
     lines.append(f"agent: {launch.agent.identity} ({limit})")
     made = launch.provenance
