@@ -511,6 +511,20 @@ def test_driving_an_item_done_already_is_nothing_to_do_not_a_failure(project):
     assert mixed.returncode == 1 and "0 of 1 approved" in mixed.stdout
 
 
+def test_a_dry_run_of_an_item_done_or_parked_says_it_would_be_skipped_as_the_drive_does(project):
+    """drive --dry-run ID said `implement and review would run` of a done or parked item, which the
+    drive itself lists as skipped without a run."""
+    item = new_item(project, "one")
+    assert drover(project, "drive", item, "--finish").returncode == 0
+    other = new_item(project, "two")
+    drover(project, "park", other, "--why", "by hand", check=True)
+    plan = drover(project, "drive", item, other, "--dry-run", check=True).stdout
+    assert f"  {item}: would be skipped: done\n" in plan
+    assert f"  {other}: would be skipped: parked (by hand)\n" in plan and "would run" not in plan
+    steps = json.loads(drover(project, "drive", item, other, "--dry-run", "--json", check=True).stdout)["items"]
+    assert [(step["id"], step["next"]) for step in steps] == [(item, "skip"), (other, "skip")]
+
+
 def test_a_template_path_from_a_subfolder_that_does_not_read_says_the_path_is_the_roots(project):
     item = new_item(project, "one")
     here = project / "sub" / "deep"

@@ -11,7 +11,7 @@ from drover.ledger.itemstate import ItemState, item_state
 from drover.ledger.listing import Listed, is_ready, list_items
 from drover.ledger.ownfiles import shown_paths  # the one list of at most N "and K more"
 from drover.ledger.project import Project
-from drover.ledger.state import State
+from drover.ledger.state import NOT_DRIVEN, State
 from drover.loop.retry import header_lines as retry_header
 from drover.vocabulary import SLOTS, counted
 
@@ -202,7 +202,7 @@ def not_reached(rows: dict[str, Listed], then: list[str], started: set[str], sto
 
 class Step(NamedTuple):
     """One item's next step in a dry run: `next` is run (implement and review), finish, skip
-    (needs requirements) or blocked (it follows `waiting`, deps this drive takes); `said` the words."""
+    (needs requirements; done, parked, unreadable or running, given by id) or blocked (it follows `waiting`, deps this drive takes); `said` the words."""
 
     id: str
     next: str
@@ -221,6 +221,8 @@ def dry_run_plan(project: Project, queue: list[str], rows: dict[str, Listed], *,
             with Ledger(project.ledger_path) as ledger:
                 steps.append(Step(item_id, "skip", f"would be skipped: "
                                   f"{needs_requirements_note(project, item_state(project, ledger, item_id))}"))
+        elif row is not None and row.state in NOT_DRIVEN:  # the drive lists it skipped: done, parked, running
+            steps.append(Step(item_id, "skip", f"would be skipped: {row.state}" + (f" ({row.note})" if row.note else "")))
         elif row is not None and row.state == State.APPROVED:
             steps.append(Step(item_id, "finish", "finish would merge it"))
         elif row is not None and row.state == State.IN_REVIEW:  # its work is committed: no implementer first
