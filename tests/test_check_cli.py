@@ -257,8 +257,14 @@ def test_check_warns_of_shell_words_in_a_command_drover_runs_without_a_shell(pro
     line = line_of_key(project, "notify", "command")
     assert (f"warning: drover.toml:{line}: [notify] command: `>` is a plain word to its program, as drover runs "
             "the command without a shell; for a shell to read them: sh -c '...'") in said, done.output
-    assert ("warning: drover.toml: agent for implement: [agent] command: `2>&1`, `|` are plain words to its "
-            "program, as drover runs the command without a shell; for a shell to read them: sh -c '...'") in said
+    agent_line = line_of_key(project, "agent", "command")  # the agent's too (it said no line, as docs promise)
+    assert (f"warning: drover.toml:{agent_line}: agent for implement: [agent] command: `2>&1`, `|` are plain words "
+            "to its program, as drover runs the command without a shell; for a shell to read them: sh -c '...'") in said
+    config.write_text(config.read_text() + '\n[agent.review]\npreset = "script"\ncommand = "sh r.sh && true"\n')
+    said = invoke("check").output.splitlines()
+    review_line = line_of_key(project, "agent.review", "command")
+    assert (f"warning: drover.toml:{review_line}: agent for review: [agent.review] command: `&&` is a plain word to "
+            "its program, as drover runs the command without a shell; for a shell to read them: sh -c '...'") in said
     config.write_text(text.replace('[notify]\ncommand = ""', '''[notify]\ncommand = "sh -c 'cat > /tmp/night.json'"''', 1))
     assert "plain word" not in invoke("check").output
 

@@ -92,9 +92,8 @@ def uncommitted_agent_files(project: Project, slot: str, agent: AgentConfig) -> 
         missing = missing_from_base(presets.resolve_agent(agent).argv, project.root, project.config.base)
     except GitError:  # a base that does not exist: check says so of its own
         return []
-    config, base = project.config, project.config.base
-    own = slot in config.slot_agents and agent.command != config.agent.command  # [agent.<slot>]'s, not [agent]'s
-    line = config_line(project, f"agent.{slot}" if own else "agent", "command")
+    base = project.config.base
+    _, line = command_key(project, slot, agent)
     return [Finding.at(ProblemCode.AGENT_MISSING, CONFIG_FILE, f"agent for {slot}: {path} is not committed on {base}: "
                        f"the item's worktree, made from {base}, will not have it and the run fails (commit it)",
                        line=line, error=False) for path in missing]
@@ -139,14 +138,22 @@ def unshelled(project: Project, agents: "Iterable[tuple[str, AgentConfig]]") -> 
     """A command drover starts without a shell that holds words only a shell reads (runnable.py)."""
     from drover.loop.runnable import shell_only_words
 
-    named: list[tuple[str, str, int | None]] = [(f"agent for {slot}: [agent] command", agent.command, None)
-                                                for slot, agent in agents]
+    named: list[tuple[str, str, int | None]] = [(f"agent for {slot}: {key}", agent.command, line)
+                                                for slot, agent in agents for key, line in [command_key(project, slot, agent)]]
     named.append(("[notify] command", project.config.notify.command, config_line(project, "notify", "command")))
     return [Finding.at(ProblemCode.CONFIG, CONFIG_FILE, f"{what}: {', '.join(f'`{word}`' for word in words)} "
                        f"{'is a plain word' if len(words) == 1 else 'are plain words'} to its program, as drover "
                        "runs the command without a shell; for a shell to read them: sh -c '...'", line=line,
                        error=False)
             for what, command, line in named for words in [shell_only_words(command)] if words]
+
+
+def command_key(project: Project, slot: str, agent: AgentConfig) -> tuple[str, int | None]:
+    """Where drover.toml writes a slot's agent command: `[agent.<slot>] command` when the slot's own
+    table sets one, else `[agent] command`, and its line."""
+    config = project.config
+    table = f"agent.{slot}" if slot in config.slot_agents and agent.command != config.agent.command else "agent"
+    return f"[{table}] command", config_line(project, table, "command")
 
 
 def config_line(project: Project, table: str, key: str) -> int | None:
