@@ -897,3 +897,24 @@ def test_a_lock_gone_between_finding_it_held_and_reading_it_is_no_drover_out_of_
         monkeypatch.setattr(locks, "_open_lock", real)
         (run_dir / locks.ATTACHED).write_text("not a record\n")
         assert locks.launcher_of(run_dir).hidden()
+
+
+def test_the_demo_agent_implements_again_past_its_second_pass_without_a_traceback(repo):
+    """Its second pass writes the fix; a third (after a failed check, a crash, a drive again) has
+    nothing new to write and commits that it changed nothing, never a traceback."""
+    from helpers import AGENT, configure, drover, git, new_item
+
+    configure(repo)
+    config = (repo / "drover.toml").read_text()
+    config = config.replace('preset = "script" ', 'preset = "demo" ', 1)
+    config = config.replace(f'command = "{sys.executable} {AGENT}"', 'command = ""', 1)
+    assert 'preset = "demo" ' in config and f"{AGENT}" not in config
+    (repo / "drover.toml").write_text(config)
+    git(repo, "commit", "-qam", "the demo agent")
+    item = new_item(repo, "Add a thing")
+    for number in (1, 2, 3):
+        done = drover(repo, "run", item)
+        assert done.returncode == 0, (number, done.stdout + done.stderr)
+        assert "Traceback" not in done.stdout + done.stderr
+    subjects = git(repo, "log", "--format=%s", f"main..drover/{item.lower()}").splitlines()
+    assert subjects[0] == f"{item}: Add a thing (pass 3: nothing left to change)" and len(subjects) == 3, subjects
