@@ -945,3 +945,19 @@ def test_the_shared_attributes_of_more_paths_than_a_command_line_holds_are_read(
     assert sum(len(path) + 1 for path in paths) > os.sysconf("SC_ARG_MAX")
     found = dgit.shared_attributes(repo, paths, "merge")
     assert len(found) == 45_000 and found[paths[0]] == ["merge=union"] and "b.py" not in found
+
+
+def test_a_shared_macro_read_for_more_paths_than_a_command_line_holds_is_read(repo):
+    """changed_by_shared (hostile review 36) named every path on git's command line, as
+    shared_attributes did before hostile review 35: a branch adding 80,000 files, with a macro in
+    `.git/info/attributes` for a name base's `.gitattributes` sets, made finish fail `git: Argument
+    list too long` again. The paths go on standard input, as shared_attributes gives them."""
+    (repo / ".gitattributes").write_text("*.txt text\n")
+    git(repo, "add", ".gitattributes")
+    git(repo, "commit", "-q", "-m", "text files")
+    (repo / ".git" / "info").mkdir(exist_ok=True)
+    (repo / ".git" / "info" / "attributes").write_text("[attr]text merge=union\n")
+    paths = [f"a/folder/with/a/long/name/file_{number:06d}_padding.txt" for number in range(45_000)] + ["b.py"]
+    assert sum(len(path) + 1 for path in paths) > os.sysconf("SC_ARG_MAX")
+    found = dgit.changed_by_shared(repo, repo / ".git", "HEAD", paths, "merge")
+    assert len(found) == 45_000 and found[0] == paths[0] and "b.py" not in found

@@ -283,20 +283,27 @@ def shared_attributes(root: Path, paths: list[str], *names: str, named: str = ""
         return {}
     with tempfile.TemporaryDirectory(prefix="drover-attributes-") as empty:
         # an empty work tree and no index: git reads no `.gitattributes` at all, only `info/attributes`
-        # (and the system's file, which is no agent's to write); the user's file is off, `named` read instead.
-        # The paths on standard input: a branch adding 80,000 files passed the system's limit of a
-        # command line, and finish failed `git: Argument list too long` (hostile review 35)
-        done = run(["-c", "core.attributesFile=" + (named or os.devnull), f"--work-tree={empty}",
-                    "check-attr", "-z", "--stdin", *names], root, env_add={"GIT_INDEX_FILE": os.path.join(empty, "index")},
-                   stdin="".join(path + "\0" for path in paths))
-    if done.returncode != 0:
-        raise failure(["check-attr"], done)  # git's words on one line, as every git failure
-    fields = done.stdout.split("\0")
+        # (and the system's file, which is no agent's to write); the user's file is off, `named` read instead
+        read = _check_attr(root, ["-c", "core.attributesFile=" + (named or os.devnull), f"--work-tree={empty}"],
+                           paths, names, {"GIT_INDEX_FILE": os.path.join(empty, "index")})
     found: dict[str, list[str]] = {}
-    for path, name, value in zip(fields[0::3], fields[1::3], fields[2::3]):
+    for path, name, value in read:
         if value != "unspecified":
             found.setdefault(path, []).append(f"{name}={value}")
     return found
+
+
+def _check_attr(root: Path, options: list[str], paths: list[str], names: tuple[str, ...] | list[str],
+                env_add: dict[str, str], cached: bool = False) -> list[tuple[str, str, str]]:
+    """`git check-attr` of `names` for `paths` in `root` after git's `options`: (path, name, value)
+    each. The paths on standard input: a branch adding 80,000 files passed the system's limit of a
+    command line, and finish failed `git: Argument list too long` (hostile review 35)."""
+    done = run([*options, "check-attr", *(["--cached"] if cached else []), "-z", "--stdin", *names], root,
+               env_add=env_add, stdin="".join(path + "\0" for path in paths))
+    if done.returncode != 0:
+        raise failure(["check-attr"], done)  # git's words on one line, as every git failure
+    fields = done.stdout.split("\0")
+    return list(zip(fields[0::3], fields[1::3], fields[2::3]))
 
 
 def changed_by_shared(root: Path, common: Path, commit: str, paths: list[str], name: str, *, named: str = "") -> list[str]:
@@ -316,16 +323,12 @@ def changed_by_shared(root: Path, common: Path, commit: str, paths: list[str], n
         if done.returncode != 0:
             raise failure(["read-tree"], done)
         git(["init", "-q", "--bare", "--template=", bare], Path(scratch))
-        asked = ["--literal-pathspecs", "check-attr", "--cached", "-z", name, "--", *paths]
         values = []
         for user, env in ((named or os.devnull, {"GIT_INDEX_FILE": index}),
                           (os.devnull, {"GIT_INDEX_FILE": index, "GIT_DIR": bare,
                                         "GIT_ALTERNATE_OBJECT_DIRECTORIES": str(common / "objects")})):
-            done = run(["-c", "core.attributesFile=" + user, *asked], root, env_add=env)
-            if done.returncode != 0:
-                raise failure(["check-attr"], done)
-            fields = done.stdout.split("\0")
-            values.append(dict(zip(fields[0::3], fields[2::3])))
+            read = _check_attr(root, ["-c", "core.attributesFile=" + user], paths, [name], env, cached=True)
+            values.append({path: value for path, _, value in read})
     return [path for path in paths if values[0].get(path) != values[1].get(path)]
 
 
