@@ -961,3 +961,19 @@ def test_a_shared_macro_read_for_more_paths_than_a_command_line_holds_is_read(re
     assert sum(len(path) + 1 for path in paths) > os.sysconf("SC_ARG_MAX")
     found = dgit.changed_by_shared(repo, repo / ".git", "HEAD", paths, "merge")
     assert len(found) == 45_000 and found[0] == paths[0] and "b.py" not in found
+
+
+def test_an_index_past_the_cap_of_a_steering_file_is_still_read_for_a_review(repo):
+    """differing_in_index reads a checkout's index up to INDEX_BYTES (1 GB), but read it through
+    read_regular, whose cap for an item file, drover.toml or an override is 16 MB: a repository of
+    some 150,000 files (an index of 17 MB) had every review refused, 'index: larger than 16 MB'."""
+    blob = subprocess.run(["git", "hash-object", "-w", "--stdin"], cwd=repo, input="x\n", text=True,
+                          capture_output=True, check=True).stdout.strip()
+    entries = "".join(f"100644 {blob}\t{'d' * 900}/file_{number:05d}\n" for number in range(19_000))
+    subprocess.run(["git", "update-index", "--index-info"], cwd=repo, input=entries, text=True, check=True)
+    index = repo / ".git" / "index"
+    assert index.stat().st_size > 16 << 20
+    head = git(repo, "rev-parse", "HEAD").strip()
+    assert dgit.differing_in_index(repo, repo, index, head, (".gitattributes",)) == []
+    git(repo, "update-index", "--add", "--cacheinfo", f"100644,{blob},.gitattributes")
+    assert dgit.differing_in_index(repo, repo, index, head, (".gitattributes",)) == [".gitattributes"]

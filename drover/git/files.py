@@ -33,29 +33,32 @@ def regular_fd(path: Path | str, flags: int = os.O_RDONLY, *, follow: bool = Fal
 LARGEST_READ = 16 << 20
 
 
-def read_regular(path: Path | str, *, dir_fd: int | None = None, size: int = -1) -> bytes:
+def read_regular(path: Path | str, *, dir_fd: int | None = None, size: int = -1,
+                 largest: int | None = None) -> bytes:
     """All of the regular file `path` (links followed, as an editor follows them), with plain os
     calls (a third of open().read()'s cost per small file). A fifo, a device or a folder is
     OSError (EINVAL, EISDIR), never a wait or an endless read: a fifo in place of an item file held
     every `list`, `check` and drive (hostile review 25). `dir_fd`: an open folder that `path` names
     a file in (the name alone is looked up); `size`: what a stat gave, when known: a first read
     of one byte more that gives `size` bytes has reached the file's end, so a file whose size held
-    is read in one read. A file of more than LARGEST_READ bytes is OSError (EFBIG), read no further."""
+    is read in one read. A file of more than `largest` bytes (LARGEST_READ unless the caller reads a
+    file of its own kind, a checkout's index) is OSError (EFBIG), read no further."""
+    largest = LARGEST_READ if largest is None else largest  # read now: a test lowers the module's cap
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dir_fd)
-    too_large = OSError(errno.EFBIG, f"larger than {LARGEST_READ >> 20} MB", str(path))
+    too_large = OSError(errno.EFBIG, f"larger than {largest >> 20} MB", str(path))
     try:
         found = os.fstat(fd)
         if not stat.S_ISREG(found.st_mode):
             code = errno.EISDIR if stat.S_ISDIR(found.st_mode) else errno.EINVAL
             raise OSError(code, os.strerror(code) if code == errno.EISDIR else "not a regular file", str(path))
-        if found.st_size > LARGEST_READ:
+        if found.st_size > largest:
             raise too_large
-        chunks = [os.read(fd, min(size, LARGEST_READ) + 1 if size >= 0 else 1 << 16)]
+        chunks = [os.read(fd, min(size, largest) + 1 if size >= 0 else 1 << 16)]
         if chunks[0] and len(chunks[0]) != size:
             read = len(chunks[0])
             while chunk := os.read(fd, 1 << 16):  # a file that grows while it is read stops at the cap too
                 read += len(chunk)
-                if read > LARGEST_READ:
+                if read > largest:
                     raise too_large
                 chunks.append(chunk)
     except OSError as exc:

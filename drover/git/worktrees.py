@@ -352,7 +352,7 @@ def differing_in_index(root: Path, folder: Path, index: Path, commit: str, paths
     try:
         if os.stat(index).st_size > INDEX_BYTES:
             raise GitError(f"{index} holds more than {INDEX_BYTES:,} bytes: no index of a checkout")
-        data = read_regular(index)
+        data = read_regular(index, largest=INDEX_BYTES)  # not the 16 MB of a file drover's steering reads
     except FileNotFoundError:
         return []
     except OSError as exc:
