@@ -5,9 +5,10 @@ from drover.git.branches import (Refs, all_refs, branch_exists, branch_heads, br
                                  head_of, heads_of, local_ref, reads_as_ref, require_base,
                                  shadowing_refs, valid_branch_name)
 from drover.git.bundles import advance_branch, bundle_create, bundle_heads, clone_bundle, fetch_bundle
-from drover.git.history import (Commit, Recent, ahead_of, blobs_at, blobs_on_disk, changed_by_shared, changed_paths, commits_beyond,
-                                commits_paths, compare, configured_attributes, count_commits, merge_bases, modified_files,
-                                moved_only_under, recent_commits, shared_attributes, shown_as_binary)
+from drover.git.attributes import changed_by_shared, configured_attributes, shared_attributes
+from drover.git.history import (Commit, Recent, ahead_of, blobs_at, blobs_on_disk, changed_paths, commits_beyond,
+                                commits_paths, compare, count_commits, merge_bases, modified_files,
+                                moved_only_under, recent_commits, shown_as_binary)
 from drover.git.merges import (MergeConflict, conflict_markers, conflicts_merged, head_markers, merge, merge_base_into, merge_in_progress,
                                unmerged_files)
 from drover.git.plumbing import commit_file, set_index_entry
