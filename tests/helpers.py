@@ -13,6 +13,7 @@ import sqlite3
 import subprocess
 import sys
 from collections.abc import Callable
+from copy import deepcopy
 from pathlib import Path
 
 from hypothesis import strategies as st
@@ -150,7 +151,7 @@ def forget_caches() -> None:
         cache.clear() if isinstance(cache, dict) else cache.cache_clear()
 
 
-# --- the configured project, made once per session for each `extra` --------------------------
+# --- set-ups made once per test process, then copied (made_once) ---------------------------------
 # conftest's `repo` fixture records the repository it hands out (its files' state then); `configure`
 # on one still in that state copies what it made the first time for the same `extra` and settings:
 # init's migrations and a commit cost tens of milliseconds, a copy a few file writes. What a copy
@@ -209,7 +210,7 @@ def made_once(root: Path, what: tuple, make: Callable[[], object], rare: bool = 
             shutil.rmtree(path) if path.is_dir() and not path.is_symlink() else path.unlink()
         shutil.copytree(copy, root, symlinks=True, dirs_exist_ok=True)
         FRESH[root] = (files_state(root), key)
-        return value
+        return deepcopy(value)  # each test its own: one that changes it changes no later test's
     value = make()
     FRESH.pop(root, None)  # what a nested made_once knew is this one's to say
     if not fresh or not TEMPLATES:
@@ -220,7 +221,7 @@ def made_once(root: Path, what: tuple, make: Callable[[], object], rare: bool = 
     elif not any(str(root).encode() in path.read_bytes() for path in root.rglob("*") if path.is_file()):
         copy = TEMPLATES[0] / f"configured-{len(CONFIGURED)}"
         shutil.copytree(root, copy, symlinks=True)
-        CONFIGURED[key] = (copy, value)
+        CONFIGURED[key] = (copy, deepcopy(value))
     else:
         return value
     FRESH[root] = (files_state(root), key)
