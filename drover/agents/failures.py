@@ -83,15 +83,15 @@ def clean(text: str, limit: int = REASON_CHARS) -> str:
     return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
-def tail(path: Path, size: int = TAIL_BYTES) -> str:
-    """The last `size` bytes of a file as text ("" when it is missing)."""
+def tail(path: Path, size: int = TAIL_BYTES, *, start: int = 0) -> str:
+    """The last `size` bytes of a file as text, none before byte `start` ("" when it is missing)."""
     try:
         from drover.git.files import open_regular
 
         with open_regular(path, "rb") as handle:  # the agent can put a fifo in its log's place
             handle.seek(0, 2)
             end = handle.tell()
-            handle.seek(max(0, end - size))
+            handle.seek(max(start, end - size))
             return handle.read().decode("utf-8", errors="replace")
     except OSError:
         return ""

@@ -87,15 +87,10 @@ def last_said(log_path: Path, start: int) -> str:
     """The last non-empty line the set-up wrote to its log after byte `start` (npm's `npm ci can only
     install packages when ...`), as one printable line of at most SAID_CHARS: what its failure quotes,
     as a failed check's findings quote its tail; "" when it wrote nothing."""
-    try:
-        with open_regular(log_path, "rb") as handle:
-            handle.seek(0, 2)
-            handle.seek(max(start, handle.tell() - SAID_BYTES))
-            data = handle.read()
-    except OSError:
-        return ""
+    from drover.agents.failures import tail  # a run's failure reads its log's end so
+
     # not drover's own `[drover] timed out after ...` line below it: the status says that
-    lines = [line for line in data.decode("utf-8", "replace").split("\n")
+    lines = [line for line in tail(log_path, SAID_BYTES, start=start).split("\n")
              if line.strip() and not line.startswith("[drover] ")]
     said = printable(one_line(lines[-1])) if lines else ""
     return said if len(said) <= SAID_CHARS else said[:SAID_CHARS - 1] + "…"
