@@ -100,6 +100,11 @@ class PrintedWhole(jinja_errors.TemplateRuntimeError):
     """`{{ }}` was given one of drover's lists, maps or rows, which have no text of their own."""
 
 
+def a_row(row: type) -> str:
+    """A row type named with its article, as the field errors say it: `a Commit`, `an Origin`."""
+    return f"{'an' if row.__name__[0] in 'AEIOU' else 'a'} {row.__name__}"
+
+
 def no_text(kind: str, name: str | None = None, row: type | None = None) -> str:
     """Why a `kind` ("row", "list" or "map") printed whole is refused, and what to print instead.
 
@@ -107,7 +112,7 @@ def no_text(kind: str, name: str | None = None, row: type | None = None) -> str:
     """
     if kind == "row":
         assert row is not None
-        noun = f"{'an' if row.__name__[0] in 'AEIOU' else 'a'} {row.__name__}"
+        noun = a_row(row)
     else:
         noun = f"a {kind}" + (f" of {row.__name__}" if row is not None else "")
     called = name or kind.upper()

@@ -15,6 +15,7 @@ from jinja2 import meta, nodes
 
 from drover.errors import FieldError, TemplateError
 from drover.items.frontmatter_rules import OWN_KEYS
+from drover.prompts.env import a_row
 from drover.prompts.fields import FIELD_NAMES, TemplateData
 from drover.prompts.env import FUNCTIONS, environment, nearest, no_text, parse, syntax_error
 
@@ -109,7 +110,7 @@ def _walk_attributes(node: nodes.Node, scope: dict[str, Any], display: str, prob
             members = _members(struct)
             owner = node.node.name if isinstance(node.node, nodes.Name) else struct.__name__
             problems.append(FieldError(
-                f"unknown field {node.attr} on {owner}, {'an' if struct.__name__[0] in 'AEIOU' else 'a'} {struct.__name__} (did you mean "
+                f"unknown field {node.attr} on {owner}, {a_row(struct)} (did you mean "
                 f"{nearest(node.attr, members)}?); its fields: {', '.join(members)}",
                 path=display, line=node.lineno,
             ))
