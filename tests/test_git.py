@@ -977,3 +977,15 @@ def test_an_index_past_the_cap_of_a_steering_file_is_still_read_for_a_review(rep
     assert dgit.differing_in_index(repo, repo, index, head, (".gitattributes",)) == []
     git(repo, "update-index", "--add", "--cacheinfo", f"100644,{blob},.gitattributes")
     assert dgit.differing_in_index(repo, repo, index, head, (".gitattributes",)) == [".gitattributes"]
+
+
+def test_a_git_of_more_paths_than_a_command_line_holds_is_a_git_error_not_a_crash(tmp_path):
+    """Callers that give git a branch's paths as arguments (ls-tree, ls-files) read its failures as
+    GitError; more paths than one command line holds ended them with a raw OSError instead."""
+    from drover.errors import GitError
+    from drover.git.run import git as run_git
+
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    paths = [f"folder-{number:07d}/.gitattributes" for number in range(200_000)]  # ~5 MB of arguments
+    with pytest.raises(GitError, match="more than one command line holds"):
+        run_git(["ls-files", "--", *paths], tmp_path)

@@ -1,6 +1,7 @@
 """The one place git is started: subprocess.run, with drover's pinned config and environment."""
 from __future__ import annotations
 
+import errno
 import functools
 import os
 from pathlib import Path
@@ -162,6 +163,13 @@ def _ran(args: list[str], cwd: Path | None, stdin: bytes | str | None, text: boo
                 raise
     except (FileNotFoundError, NotADirectoryError) as exc:
         raise _cannot_start(exc, cwd, program) from None
+    except OSError as exc:
+        if exc.errno != errno.E2BIG:
+            raise
+        # a branch's paths past what one command line holds (a hostile branch of 100,000 folders):
+        # a git that cannot start, said in one line where every caller reads git's failures
+        raise GitError(f"git {args[0] if args else ''}: {len(args):,} arguments are more than one "
+                       "command line holds") from None
     except subprocess.TimeoutExpired:
         raise _timed_out(args, seconds) from None
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
