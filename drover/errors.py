@@ -256,6 +256,16 @@ def escaped(text: str) -> str:
     return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in text)
 
 
+def shown_paths(paths: list[str], most: int = 5) -> str:
+    """Paths for a one-line message: at most `most`, each on one line whatever its characters (a
+    path is an agent's to name: a line break in it would write a line of its own), then "and K
+    more". The project's one such list."""
+    def one(path: str) -> str:
+        return path if path.isprintable() else ascii(path)[1:-1]
+    listed = ", ".join(one(path) for path in paths[:most])
+    return listed + (f" and {len(paths) - most} more" if len(paths) > most else "")
+
+
 def headline(text: str) -> str:
     """One line of text someone else wrote (an issue's title, a label, a register row's headline):
     one_line(), and escaped() for the rest."""

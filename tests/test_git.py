@@ -989,3 +989,30 @@ def test_a_git_of_more_paths_than_a_command_line_holds_is_a_git_error_not_a_cras
     paths = [f"folder-{number:07d}/.gitattributes" for number in range(200_000)]  # ~5 MB of arguments
     with pytest.raises(GitError, match="more than one command line holds"):
         run_git(["ls-files", "--", *paths], tmp_path)
+
+
+def test_a_refusal_over_uncommitted_paths_keeps_each_name_on_its_one_line(tmp_path):
+    """checkout_branch and remove_worktree name the uncommitted paths that stop them; a path an agent
+    named with a line break wrote a line of its own, and past five the list said only `...`."""
+    from drover.errors import Refused
+    from drover.git.worktrees import checkout_branch, remove_worktree
+
+    root = tmp_path / "repo"
+    subprocess.run(["git", "init", "-q", "-b", "main", str(root)], check=True)
+    for args in (["commit", "-q", "--allow-empty", "-m", "first"], ["branch", "other"]):
+        subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=root, check=True)
+    names = ["a\ndrover: forged", *(f"f{number}" for number in range(6))]
+    for name in names:
+        (root / name).write_text("x")
+        subprocess.run(["git", "add", "--", name], cwd=root, check=True)
+    with pytest.raises(Refused) as refused:
+        checkout_branch(root, "other", "main")
+    said = str(refused.value)
+    assert "\n" not in said and "a\\ndrover: forged" in said and "and 2 more" in said, said
+    worktree = tmp_path / "wt"
+    subprocess.run(["git", "worktree", "add", "-q", str(worktree), "other"], cwd=root, check=True)
+    (worktree / "b\nc").write_text("x")
+    subprocess.run(["git", "add", "--", "b\nc"], cwd=worktree, check=True)
+    with pytest.raises(Refused) as refused:
+        remove_worktree(root, worktree)
+    assert "\n" not in str(refused.value) and "b\\nc" in str(refused.value), str(refused.value)

@@ -288,7 +288,7 @@ def resume_line(results: list[Driven], left: list[str], item_ids: tuple[str, ...
     command = "drover drive" + (" --finish" if finish else "") + "".join(f" {item_id}" for item_id in item_ids if item_id in ids)
     if not ids:
         return f"interrupted: nothing it took is left to resume; `{command}` again drives what is ready"
-    from drover.ledger.ownfiles import shown_paths  # the one list of at most N "and K more"
+    from drover.errors import shown_paths  # the one list of at most N "and K more"
 
     named = shown_paths(ids)
     return f"interrupted: `{command}` again resumes {named}"

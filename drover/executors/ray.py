@@ -21,7 +21,8 @@ from drover import git
 from drover.executors import outbox
 from drover.executors.base import Launch
 from drover.errors import DroverError, GitError, UsageError, printable
-from drover.ledger.ownfiles import shown_paths, state_paths
+from drover.errors import shown_paths
+from drover.ledger.ownfiles import state_paths
 from drover.ledger.project import STATE_DIR
 from drover.executors.base import Collected
 from drover.executors.worker import result_problem, worker_field

@@ -5,7 +5,7 @@ import re
 from pathlib import Path
 from typing import Callable
 
-from drover.errors import GitError, Refused
+from drover.errors import GitError, Refused, shown_paths
 from drover.git.branches import current_branch, heads_and_checked_out, heads_of, local_ref, require_base
 from drover.git.run import failure, git, one_line, run, succeeds
 from drover.git.worktrees import dirty_paths
@@ -34,8 +34,7 @@ def merge(root: Path, branch: str, base: str, message: str, *, commit: str = "",
     if original != base:
         dirty = [path for path in dirty_paths(root) if not carried(path)]
         if dirty:
-            shown = ", ".join(dirty[:5]) + (" ..." if len(dirty) > 5 else "")
-            raise Refused(f"{root} is on {original or 'a detached HEAD'} with uncommitted changes ({shown}): "
+            raise Refused(f"{root} is on {original or 'a detached HEAD'} with uncommitted changes ({shown_paths(dirty)}): "
                           f"switch it to {base} before merging")
     for attempt in range(MERGE_TRIES):
         if attempt:

@@ -6,7 +6,7 @@ from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any
 
-from drover.errors import GitError, Refused
+from drover.errors import GitError, Refused, shown_paths
 from drover.git.branches import branch_exists, current_branch, heads_of, local_ref, require_base
 from drover.git.run import failure, git, rev_parse, run
 
@@ -164,8 +164,7 @@ def remove_worktree(root: Path, path: Path, *, force: bool = False, common: Path
     if not force:
         changed = [changed for changed, _ in _status_entries(path, untracked=False)]
         if changed:
-            shown = ", ".join(changed[:5]) + (" ..." if len(changed) > 5 else "")
-            raise Refused(f"worktree {path} has uncommitted changes ({shown}): commit or discard them first")
+            raise Refused(f"worktree {path} has uncommitted changes ({shown_paths(changed)}): commit or discard them first")
     git(["worktree", "remove", "--force", str(path)], root)
 
 
@@ -198,8 +197,8 @@ def checkout_branch(root: Path, branch: str, base: str, *, ignore: list[str] | t
         return
     dirty = [path for path in dirty_paths(root) if not _under(path, ignore)]
     if dirty:
-        shown = ", ".join(dirty[:5]) + (" ..." if len(dirty) > 5 else "")
-        raise Refused(f"cannot switch {root} to {branch}: uncommitted changes ({shown}); commit or stash them first")
+        raise Refused(f"cannot switch {root} to {branch}: uncommitted changes ({shown_paths(dirty)}); "
+                      "commit or stash them first")
     if branch_exists(root, branch):
         git(["switch", "--quiet", branch], root)
     else:

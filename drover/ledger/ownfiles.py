@@ -66,11 +66,3 @@ def _prompt_keys(project: "Project") -> set[str]:
             except ValueError:
                 continue
     return keys
-
-
-def shown_paths(paths: list[str], most: int = 5) -> str:
-    """Paths for a one-line message: at most `most`, each on one line whatever its characters."""
-    def one(path: str) -> str:
-        return path if path.isprintable() else ascii(path)[1:-1]
-    listed = ", ".join(one(path) for path in paths[:most])
-    return listed + (f" and {len(paths) - most} more" if len(paths) > most else "")

@@ -8,7 +8,8 @@ from typing import Any
 from drover import git
 from drover.errors import Refused
 from drover.ledger.db import Ledger
-from drover.ledger.ownfiles import item_paths, shown_paths, state_paths, steering_paths
+from drover.errors import shown_paths
+from drover.ledger.ownfiles import item_paths, state_paths, steering_paths
 from drover.ledger.project import STATE_DIR, Project
 from drover.ledger.acting import actor
 from drover.ledger.itemstate import item_state

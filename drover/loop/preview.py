@@ -9,7 +9,7 @@ from drover.agents.presets import stream_of
 from drover.ledger.db import Ledger
 from drover.ledger.itemstate import ItemState, item_state
 from drover.ledger.listing import Listed, is_ready, list_items
-from drover.ledger.ownfiles import shown_paths  # the one list of at most N "and K more"
+from drover.errors import shown_paths  # the one list of at most N "and K more"
 from drover.ledger.project import Project
 from drover.ledger.state import NOT_DRIVEN, State
 from drover.loop.retry import header_lines as retry_header

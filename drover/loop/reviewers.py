@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from drover import git
 from drover.errors import GitError, Refused
-from drover.ledger.ownfiles import shown_paths
+from drover.errors import shown_paths
 
 if TYPE_CHECKING:
     from drover.executors import Launch
@@ -122,8 +122,7 @@ def refuse_from_the_branch(project: "Project", item_id: str, branch: str, argv: 
     changed = git.changed_paths(project.root, project.config.base, heads[branch], base_head=heads[project.config.base])
     named = _run_or_read(changed, _reviewer_files(argv))
     if named:
-        shown = ", ".join(named[:5])
-        raise Refused(f"{item_id}: {branch} changes what its reviewer would run or read ({shown}): the review "
+        raise Refused(f"{item_id}: {branch} changes what its reviewer would run or read ({shown_paths(named)}): the review "
                       "would run the branch's own; take those changes off the branch, or review by hand")
 
 
@@ -207,9 +206,8 @@ def refuse_from_the_worktree(project: "Project", launch: "Launch", head: str, se
                       "no review runs there") from None
     changed = _run_or_read(differing, files, settings)
     if changed:
-        shown = ", ".join(sorted(set(changed))[:5])
         raise Refused(f"{launch.item_id}: its worktree holds, uncommitted, what its reviewer would run or read "
-                      f"({shown}): the review would run the implementer's own; remove them from "
+                      f"({shown_paths(sorted(set(changed)))}): the review would run the implementer's own; remove them from "
                       f"{launch.workdir}, or review by hand")
     if in_a_worktree:
         _refuse_hidden_as_binary(project, launch, head, seen)
