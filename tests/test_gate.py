@@ -1177,14 +1177,17 @@ def test_attributes_left_uncommitted_below_the_top_of_the_worktree_stop_the_revi
     assert json.loads(drover(project, "show", "D-1", "--json", check=True).stdout)["state"] == "changes requested"
 
 
-@pytest.mark.parametrize("where, split", [(".gitattributes", False), ("sub/.gitattributes", False),
-                                          ("sub/.gitattributes", True)])
-def test_attributes_only_the_worktrees_index_holds_stop_the_review(project, where, split):
+@pytest.mark.parametrize("where, how", [(".gitattributes", ""), ("sub/.gitattributes", ""),
+                                        ("sub/.gitattributes", "split"), ("sub/.gitattributes", "sparse")])
+def test_attributes_only_the_worktrees_index_holds_stop_the_review(project, where, how):
     """Hostile review 36: git reads an attributes file from the index where the worktree has none on
     disk. The implementer put `* -diff` in its worktree's index alone (`git update-index --add
     --cacheinfo`), at a path neither the disk nor the commit holds: the reviewer's `git diff main`
     showed the branch's change as `Binary files ... differ`, and drover's byte-for-byte look at the
-    disk found nothing there. The review is refused, naming it."""
+    disk found nothing there. The review is refused, naming it. Hostile review 37: a sparse index
+    (its `sdir` extension) holds `sub/` as one entry, a tree, which git without sparse-checkout
+    settings expands on reading, attributes file included: drover's look at the index file, which
+    found no `sub/.gitattributes` spelled there, asked no git and let the review run."""
     (project / "agents").mkdir()
     (project / "agents" / "agent.sh").write_text(DIFF_READER.replace('"$DROVER_BASE...HEAD"', '"$DROVER_BASE"'))
     use_reviewer(project, "sh agents/agent.sh", "a reviewer that reads the diff against base")
@@ -1196,14 +1199,19 @@ def test_attributes_only_the_worktrees_index_holds_stop_the_review(project, wher
     blob = subprocess.run(["git", "hash-object", "-w", "--stdin"], cwd=worktree, input="* -diff\n", text=True,
                           capture_output=True, check=True).stdout.strip()
     git(worktree, "update-index", "--add", "--cacheinfo", f"100644,{blob},{where}")
-    if split:  # the entries then live in the private folder's sharedindex.<id>, not in the index file
+    if how == "split":  # the entries then live in the private folder's sharedindex.<id>, not in the index file
         git(worktree, "update-index", "--split-index")
+    if how == "sparse":  # sub/ becomes one entry, its tree (sdir); the settings that made it go, the index stays
+        git(worktree, "sparse-checkout", "set", "--cone", "--sparse-index", "agents")
+        assert "sub/.gitattributes" not in git(worktree, "ls-files", "--sparse")
+        for key in ("core.sparseCheckout", "core.sparseCheckoutCone", "index.sparse"):
+            git(worktree, "config", "--worktree", "--unset", key)
     assert not (worktree / where).exists()
     assert "Binary files" in git(worktree, "diff", "main")  # what the reviewer's git would show
     done = drover(project, "review", "D-1")
     assert done.returncode == 1, done.stdout + done.stderr
     assert (f"what its reviewer would run or read ({where})" in done.stderr
-            or split and "cannot compare its worktree" in done.stderr), done.stderr
+            or how == "split" and "cannot compare its worktree" in done.stderr), done.stderr
     assert json.loads(drover(project, "show", "D-1", "--json", check=True).stdout)["audits"] == []
 
 

@@ -356,8 +356,10 @@ def differing_in_index(root: Path, folder: Path, index: Path, commit: str, paths
         return []
     except OSError as exc:
         raise GitError(f"{index}: {exc.strerror}") from None
-    # a split index (its `link` extension) keeps entries in another file: git is asked then
-    spelled_whole = data[:4] == b"DIRC" and int.from_bytes(data[4:8], "big") in (2, 3) and b"link" not in data
+    # a split index (its `link` extension) keeps entries in another file, a sparse one (`sdir`) a
+    # folder's as one entry, its tree, which git expands on reading (hostile review 37): git is asked then
+    spelled_whole = (data[:4] == b"DIRC" and int.from_bytes(data[4:8], "big") in (2, 3)
+                     and b"link" not in data and b"sdir" not in data)
     if spelled_whole and not any(path.encode("utf-8", "surrogateescape") + b"\0" in data for path in paths):
         return []
     with tempfile.TemporaryDirectory(prefix="drover-index-") as scratch:
