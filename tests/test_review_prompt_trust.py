@@ -246,6 +246,34 @@ def test_a_branch_of_many_commits_or_a_subject_of_megabytes_keeps_the_review_pro
     assert len(done.stdout) < 20_000
 
 
+@pytest.mark.parametrize("mark", ["\u0301", "\u200b"])  # a combining acute accent, a zero-width space
+def test_a_subject_of_megabytes_of_characters_of_no_width_keeps_the_review_prompt_small(repo, mark):
+    """Hostile review 37: git's cut of a subject (`%<(300,trunc)`, review 35) counts columns, and a
+    combining mark or a zero-width space takes none: an implementer's commit whose subject was `a`
+    and 4,500,000 of them came out of git whole (9 MB), and every review of the item failed as
+    `review.tmpl: template failed` again. drover cuts what git gives to as many characters."""
+    from drover.git import history
+
+    configure(repo)
+    new_item(repo, "Quote CSV fields")
+    drover(repo, "run", "D-1", check=True)
+    worktree = Path(next(line.split(" ", 1)[1] for line in git(repo, "worktree", "list", "--porcelain").splitlines()
+                         if line.startswith("worktree ") and line.endswith("D-1")))
+    (worktree / "a.txt").write_text("a\n")
+    git(worktree, "add", "a.txt")
+    (repo.parent / "message").write_text("a" + mark * 4_500_000 + "\n", encoding="utf-8")
+    git(worktree, "commit", "-q", "-F", str(repo.parent / "message"))
+    done = drover(repo, "prompt", "D-1", "--slot", "review")
+    assert done.returncode == 0, done.stderr
+    head = git(repo, "rev-parse", "refs/heads/drover/d-1").strip()
+    listed = [line for line in done.stdout.splitlines() if line.startswith(f"- {head[:12]} ")]
+    # the prompt spells an invisible character as its escape (`\u200b`): 298 characters cut, either way
+    assert len(listed) == 1 and listed[0].endswith(".. (1 file, +1 -0)"), listed
+    shown = listed[0][len(f"- {head[:12]} a"):-len(".. (1 file, +1 -0)")]
+    assert shown in (mark * (history.SUBJECT_COLUMNS - 3), "\\u200b" * (history.SUBJECT_COLUMNS - 3)), shown[:40]
+    assert len(done.stdout) < 20_000
+
+
 def test_the_files_the_item_never_names_are_listed_up_to_a_count_and_the_rest_counted(repo, monkeypatch):
     """Hostile review 35: `Unnamed` listed every modified file the body never names; a branch that
     modifies 200,000 files made the prompt pass the render's cap and the review fail. The first

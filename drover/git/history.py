@@ -110,8 +110,13 @@ def recent_commits(root: Path, branch: str, base: str, *, compared: tuple[str, s
             # Binary files show "-" for both counts: a changed file with no line count.
             insertions += int(parts[0]) if parts[0].isdigit() else 0
             deletions += int(parts[1]) if parts[1].isdigit() else 0
-        # git pads a shorter subject to the columns with spaces: its own ends in none (commit strips them)
-        commits.append(Commit(Sha=sha[:12], Subject=subject.rstrip(" "), Files=files, Insertions=insertions,
+        # git pads a shorter subject to the columns with spaces: its own ends in none (commit strips them).
+        # git's cut counts columns, and a combining mark or a zero-width space takes none: megabytes of
+        # them came out whole (hostile review 37), so the subject is cut to as many characters too
+        subject = subject.rstrip(" ")
+        if len(subject) > SUBJECT_COLUMNS:
+            subject = subject[:SUBJECT_COLUMNS - 2] + ".."
+        commits.append(Commit(Sha=sha[:12], Subject=subject, Files=files, Insertions=insertions,
                               Deletions=deletions))
     omitted = max(0, len(commits) - LISTED_COMMITS)
     return Recent(Commits=tuple(commits[omitted:]), Omitted=omitted)
