@@ -1,6 +1,7 @@
 """drover.toml: every key's default, the commented file `init` writes, one-line errors naming the key."""
 from __future__ import annotations
 
+import json
 import tomllib
 from pathlib import Path
 
@@ -525,3 +526,20 @@ def test_a_problem_is_placed_at_the_line_that_writes_it_however_the_table_is_wri
         "drover.toml: [agent.implement] presett: unknown key (did you mean preset?) (line 9)",
         "drover.toml: [agent.draft] name: expected a string (line 10)",
     )
+
+
+def test_a_nul_in_an_item_body_given_as_the_prompt_argument_fails_the_run_in_one_line(repo):
+    """Hostile review 37: review 36 refused a NUL in drover.toml, but one reaches an argument through
+    the prompt too: an item body holding a NUL byte (a file any branch can commit), with an agent
+    command that takes the prompt as `{prompt}`, ended `drover run` in a traceback (`ValueError:
+    embedded null byte`) with its run row unfinished, the item `interrupted`. The run fails to start,
+    in one line, and is recorded so."""
+    configure(repo, '\n[agent.implement]\ncommand = "echo {prompt}"\n')
+    new_item(repo, "Add a thing")
+    item = repo / "items" / "D-1.md"
+    item.write_text(item.read_text().replace("## Requirements", "## Requirements\n\n1. Keep the \0 byte.", 1))
+    done = drover(repo, "run", "D-1")
+    assert done.returncode == 2, repr(done.stdout + done.stderr)  # as any agent that cannot start
+    assert "Traceback" not in done.stderr and "the prompt holds a NUL character" in done.stderr, done.stderr
+    shown = json.loads(drover(repo, "show", "D-1", "--json", check=True).stdout)
+    assert shown["state"] == "failed", shown

@@ -1,6 +1,7 @@
 """Agent presets, argv, environment, and launching an agent in its own process group."""
 from __future__ import annotations
 
+import errno
 import itertools
 import os
 import select
@@ -295,6 +296,9 @@ def launch(
             argv = [word.replace(PROMPT_TEXT, prompt) for word in argv]
         else:
             argv.append(prompt)
+        if "\0" in prompt:  # an item body's NUL byte: Popen's ValueError was a traceback and a run left unended
+            raise OSError(errno.EINVAL, "the prompt holds a NUL character (the item file's or its findings'), which "
+                          "no program's argument can pass: take it out, or give the prompt on stdin or in {prompt_file}")
     log_path = Path(log_path)
     log_path.parent.mkdir(parents=True, exist_ok=True)
     screen = out if out is not None else sys.stdout
