@@ -543,3 +543,21 @@ def test_a_nul_in_an_item_body_given_as_the_prompt_argument_fails_the_run_in_one
     assert "Traceback" not in done.stderr and "the prompt holds a NUL character" in done.stderr, done.stderr
     shown = json.loads(drover(repo, "show", "D-1", "--json", check=True).stdout)
     assert shown["state"] == "failed", shown
+
+
+def test_a_nul_in_an_items_title_rendered_into_the_branch_is_one_line(repo):
+    """Hostile review 37: a title holding a NUL (YAML's `"\\0"` escape), through a branch template that
+    names `{{ Title }}`, reached git's argument list when drover asked whether git takes the name: `drover
+    run` (even `--dry-run`) ended in a traceback, `ValueError: embedded null byte`. The name is refused
+    without asking git, in one line."""
+    configure(repo)
+    new_item(repo, "Add a thing")
+    config = repo / "drover.toml"
+    config.write_text(config.read_text().replace('branch = "drover/{{ Id | lower }}"', 'branch = "drover/{{ Title }}"', 1))
+    item = repo / "items" / "D-1.md"
+    item.write_text(item.read_text().replace("title: Add a thing", 'title: "Add\\0thing"', 1))
+    for args in (("run", "D-1", "--dry-run"), ("run", "D-1")):
+        done = drover(repo, *args)
+        assert done.returncode == 2, repr(done.stdout + done.stderr)
+        assert "Traceback" not in done.stderr and len(done.stderr.splitlines()) == 1, done.stderr
+        assert "renders 'drover/Add\\x00thing' for D-1, which is not a valid git branch name" in done.stderr, done.stderr

@@ -95,8 +95,10 @@ def detect_base(root: Path) -> str:
 @cache  # git's answer depends on the name alone: a drive asks it for every run
 def valid_branch_name(name: str) -> bool:
     """`name` is acceptable to git as a new branch name."""
-    # `@{-1}` and friends are expansions, not names; a leading dash would read as an option.
-    if not name or name.startswith("-") or "@{" in name or name == "HEAD":
+    # `@{-1}` and friends are expansions, not names; a leading dash would read as an option; a NUL
+    # (a title's `"\0"` in YAML, through `{{ Title }}`) no argument can hold, and git refuses control
+    # characters: asked, the launch ended in a traceback (hostile review 37)
+    if not name or name.startswith("-") or "@{" in name or name == "HEAD" or "\0" in name:
         return False
     if _PLAIN_BRANCH.fullmatch(name) and not any(part.endswith(".lock") for part in name.split("/")):
         return True  # `drover/d-1`: no git process for it, one a drive's item
