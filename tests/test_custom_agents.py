@@ -94,9 +94,9 @@ def test_the_page_shows_both_examples_and_how_to_point_agent_at_them():
     assert 'command = "sh agents/agent.sh"' in text and 'command = "python3 agents/agent.py"' in text
 
 
-@pytest.mark.parametrize(("path", "command"), [("agents/agent.sh", "sh agents/agent.sh"),
-                                               ("agents/agent.py", "python3 agents/agent.py")])
-def test_each_worked_example_drives_an_item_to_done_as_written_and_is_idempotent_on_a_resume(repo, path, command):
+def _with_the_worked_example(repo: Path, path: str, command: str, *, named: bool = False) -> None:
+    """docs/agents.md's example at `path`, `command` in every slot, a verify command, committed;
+    `named`: the implementer and the reviewer with names of their own."""
     script = repo / path
     script.parent.mkdir()
     script.write_text(doc_examples()[path])
@@ -104,12 +104,19 @@ def test_each_worked_example_drives_an_item_to_done_as_written_and_is_idempotent
     config = (repo / "drover.toml").read_text()
     config = config.replace('preset = "claude" ', 'preset = "script" ', 1)
     config = config.replace('command = ""  ', f'command = "{command}"', 1)
-    config = config.replace('name = ""     ', 'name = "script-agent"', 1)
+    if named:
+        config = config.replace('name = ""     ', 'name = "script-agent"', 1) + '\n[agent.review]\nname = "script-reviewer"\n'
     # the verify command drover checks each head with (init found none here: it wrote an empty one)
     config = re.sub(r'^default = ".*?"', 'default = "test -d notes"', config, count=1, flags=re.M)
-    (repo / "drover.toml").write_text(config + '\n[agent.review]\nname = "script-reviewer"\n')
+    (repo / "drover.toml").write_text(config)
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "-m", "drover init, with a custom agent")
+
+
+@pytest.mark.parametrize(("path", "command"), [("agents/agent.sh", "sh agents/agent.sh"),
+                                               ("agents/agent.py", "python3 agents/agent.py")])
+def test_each_worked_example_drives_an_item_to_done_as_written_and_is_idempotent_on_a_resume(repo, path, command):
+    _with_the_worked_example(repo, path, command, named=True)
     item = new_item(repo, "Keep notes")
     # run twice on the same round, as a resume does: the second run finds its commit and does nothing
     drover(repo, "run", item, check=True)
@@ -134,17 +141,7 @@ def test_each_worked_example_fails_rather_than_leave_a_conflicted_merge_of_base(
     """Posture `conflict`: the merge `drive --finish` started is in the worktree. The examples resolve
     none, so they exit non-zero naming the files, never 0 with the merge unconcluded (their "already
     committed" test would have said nothing to do)."""
-    script = repo / path
-    script.parent.mkdir()
-    script.write_text(doc_examples()[path])
-    drover(repo, "init", check=True)
-    config = (repo / "drover.toml").read_text()
-    config = config.replace('preset = "claude" ', 'preset = "script" ', 1)
-    config = config.replace('command = ""  ', f'command = "{command}"', 1)
-    config = re.sub(r'^default = ".*?"', 'default = "test -d notes"', config, count=1, flags=re.M)
-    (repo / "drover.toml").write_text(config)
-    git(repo, "add", "-A")
-    git(repo, "commit", "-q", "-m", "drover init, with a custom agent")
+    _with_the_worked_example(repo, path, command)
     item = new_item(repo, "Keep notes")
     drover(repo, "run", item, check=True)
     # base writes the same file another way: the merge of base into the branch conflicts there

@@ -1301,22 +1301,27 @@ def test_a_merge_driver_named_text_in_the_shared_config_never_runs_for_drovers_m
     assert not ran.exists()
 
 
-def test_a_merge_driver_the_shared_attributes_give_hides_no_conflict_from_finish(project):
-    """Hostile review 32: `* merge=union` in `.git/info/attributes` (every worktree's agent can
-    write it; git's built-in driver needs no config) merged both sides' lines where base and the
-    branch wrote the same file two ways: finish landed a conflict nobody saw. It is refused."""
+def _finish_refused_for_a_shared_driver(project: Path, attributes: str, said: str) -> None:
+    """D-1 approved, base writing the same file another way, `attributes` in the shared
+    `.git/info/attributes`: finish refuses in one line naming `said` and the file, base unmoved."""
     approved(project)
     (project / "d-1.txt").write_text("base's own\n")
     git(project, "add", "d-1.txt")
     git(project, "commit", "-q", "-m", "base writes the same file")
     before = git(project, "rev-parse", "main").strip()
     (project / ".git" / "info").mkdir(exist_ok=True)
-    (project / ".git" / "info" / "attributes").write_text("[attr]mine merge=union\n*.txt mine\n")
+    (project / ".git" / "info" / "attributes").write_text(attributes)
     done = drover(project, "finish", "D-1")
-    assert done.returncode != 0 and "d-1.txt merge=union" in done.stderr and "info/attributes" in done.stderr, \
-        done.stdout + done.stderr
+    assert done.returncode != 0 and said in done.stderr and "info/attributes" in done.stderr, done.stdout + done.stderr
     assert len(done.stderr.strip().splitlines()) == 1, done.stderr
     assert git(project, "rev-parse", "main").strip() == before
+
+
+def test_a_merge_driver_the_shared_attributes_give_hides_no_conflict_from_finish(project):
+    """Hostile review 32: `* merge=union` in `.git/info/attributes` (every worktree's agent can
+    write it; git's built-in driver needs no config) merged both sides' lines where base and the
+    branch wrote the same file two ways: finish landed a conflict nobody saw. It is refused."""
+    _finish_refused_for_a_shared_driver(project, "[attr]mine merge=union\n*.txt mine\n", "d-1.txt merge=union")
     # refused before anything changed, as finish's other refusals (docs/states.md): the worktree too
     assert (project / ".drover" / "worktrees" / "D-1" / "d-1.txt").is_file()
     (project / ".git" / "info" / "attributes").unlink()
@@ -1332,18 +1337,7 @@ def test_a_merge_driver_a_shared_macro_gives_through_bases_own_attributes_hides_
     (project / ".gitattributes").write_text("*.txt text\n")
     git(project, "add", ".gitattributes")
     git(project, "commit", "-q", "-m", "the project's own attributes")
-    approved(project)
-    (project / "d-1.txt").write_text("base's own\n")
-    git(project, "add", "d-1.txt")
-    git(project, "commit", "-q", "-m", "base writes the same file")
-    before = git(project, "rev-parse", "main").strip()
-    (project / ".git" / "info").mkdir(exist_ok=True)
-    (project / ".git" / "info" / "attributes").write_text("[attr]text merge=union\n")
-    done = drover(project, "finish", "D-1")
-    assert done.returncode != 0 and "d-1.txt merge" in done.stderr and "info/attributes" in done.stderr, \
-        done.stdout + done.stderr
-    assert len(done.stderr.strip().splitlines()) == 1, done.stderr
-    assert git(project, "rev-parse", "main").strip() == before
+    _finish_refused_for_a_shared_driver(project, "[attr]text merge=union\n", "d-1.txt merge")
 
 
 def test_a_merge_driver_an_attributes_file_the_shared_config_names_hides_no_conflict_from_finish(project, tmp_path):
