@@ -348,9 +348,7 @@ def differing_in_index(root: Path, folder: Path, index: Path, commit: str, paths
     paths = tuple(path for path in paths if not regular(path))
     if not paths:
         return []
-    try:
-        if os.stat(index).st_size > INDEX_BYTES:
-            raise GitError(f"{index} holds more than {INDEX_BYTES:,} bytes: no index of a checkout")
+    try:  # read_regular refuses an index past INDEX_BYTES by its size, before reading it
         data = read_regular(index, largest=INDEX_BYTES)  # not the 16 MB of a file drover's steering reads
     except FileNotFoundError:
         return []
