@@ -1126,16 +1126,22 @@ DIFF_READER = ('#!/bin/sh\nif git diff "$DROVER_BASE...HEAD" | grep -q "^+the wo
                'else\n  drover audit "$DROVER_ITEM" --level reviewed --note "saw no change"\nfi\n')
 
 
+def reviewed_by_a_diff_reader(project: Path, script: str = DIFF_READER,
+                              said: str = "a reviewer that reads the diff") -> None:
+    """`sh agents/agent.sh` as the reviewer, `script` in it (committed), D-1 implemented."""
+    (project / "agents").mkdir()
+    (project / "agents" / "agent.sh").write_text(script)
+    use_reviewer(project, "sh agents/agent.sh", said)
+    drover(project, "run", "D-1", check=True)
+
+
 @pytest.mark.parametrize("where, committed", [(".gitattributes", True), ("sub/.gitattributes", True)])
 def test_attributes_the_branch_holds_hide_no_change_from_the_reviewers_diff(project, where, committed):
     """Hostile review 32: a `.gitattributes` committed on the branch saying `* -diff` marks itself
     too, so the reviewer's `git diff main...HEAD` read `Binary files ... differ` for it and for every
     file the branch changed, where the change was in the diff by the rule's reckoning. One deeper
     down does the same for its folder. The review is refused."""
-    (project / "agents").mkdir()
-    (project / "agents" / "agent.sh").write_text(DIFF_READER)
-    use_reviewer(project, "sh agents/agent.sh", "a reviewer that reads the diff")
-    drover(project, "run", "D-1", check=True)
+    reviewed_by_a_diff_reader(project)
     worktree = project / ".drover" / "worktrees" / "D-1"
     folder = (worktree / where).parent
     folder.mkdir(exist_ok=True)
@@ -1155,10 +1161,7 @@ def test_attributes_left_uncommitted_below_the_top_of_the_worktree_stop_the_revi
     or not: `sub/.gitattributes` saying `* -diff`, left untracked in the worktree, showed the branch's
     `sub/d-1.txt` as `Binary files ... differ` to the reviewer alone. The review is refused, naming it;
     one in a folder the branch changes nothing under does not count."""
-    (project / "agents").mkdir()
-    (project / "agents" / "agent.sh").write_text(DIFF_READER)
-    use_reviewer(project, "sh agents/agent.sh", "a reviewer that reads the diff")
-    drover(project, "run", "D-1", check=True)
+    reviewed_by_a_diff_reader(project)
     worktree = project / ".drover" / "worktrees" / "D-1"
     (worktree / "sub").mkdir()
     (worktree / "elsewhere").mkdir()
@@ -1188,10 +1191,8 @@ def test_attributes_only_the_worktrees_index_holds_stop_the_review(project, wher
     (its `sdir` extension) holds `sub/` as one entry, a tree, which git without sparse-checkout
     settings expands on reading, attributes file included: drover's look at the index file, which
     found no `sub/.gitattributes` spelled there, asked no git and let the review run."""
-    (project / "agents").mkdir()
-    (project / "agents" / "agent.sh").write_text(DIFF_READER.replace('"$DROVER_BASE...HEAD"', '"$DROVER_BASE"'))
-    use_reviewer(project, "sh agents/agent.sh", "a reviewer that reads the diff against base")
-    drover(project, "run", "D-1", check=True)
+    reviewed_by_a_diff_reader(project, DIFF_READER.replace('"$DROVER_BASE...HEAD"', '"$DROVER_BASE"'),
+                              "a reviewer that reads the diff against base")
     worktree = project / ".drover" / "worktrees" / "D-1"
     (worktree / "sub").mkdir()
     git(worktree, "mv", "d-1.txt", "sub/d-1.txt")
@@ -1218,10 +1219,7 @@ def test_attributes_only_the_worktrees_index_holds_stop_the_review(project, wher
 def test_a_fifo_in_place_of_the_worktrees_index_refuses_the_review_at_once(project):
     """The look at the worktree's index (above) reads it as a regular file, by drover: git in the
     worktree waited on a fifo put in its place until DROVER_GIT_TIMEOUT (15 minutes unattended)."""
-    (project / "agents").mkdir()
-    (project / "agents" / "agent.sh").write_text(DIFF_READER)
-    use_reviewer(project, "sh agents/agent.sh", "a reviewer that reads the diff")
-    drover(project, "run", "D-1", check=True)
+    reviewed_by_a_diff_reader(project)
     private = Path(git(project / ".drover" / "worktrees" / "D-1", "rev-parse", "--absolute-git-dir").strip())
     (private / "index").unlink()
     os.mkfifo(private / "index")
@@ -1372,10 +1370,7 @@ def test_attributes_a_file_the_shared_config_names_holds_hide_no_change_from_the
     that file and showed the branch's files as binary too, so nothing looked hidden, while the
     reviewer's git (which reads no such file) saw `Binary files ... differ` and approved what it
     never saw. drover's comparison reads no such file either: the review is refused."""
-    (project / "agents").mkdir()
-    (project / "agents" / "agent.sh").write_text(DIFF_READER)
-    use_reviewer(project, "sh agents/agent.sh", "a reviewer that reads the diff")
-    drover(project, "run", "D-1", check=True)
+    reviewed_by_a_diff_reader(project)
     worktree = project / ".drover" / "worktrees" / "D-1"
     (worktree / ".gitattributes").write_text("* -diff\n")
     git(worktree, "add", "-A")
@@ -1391,10 +1386,7 @@ def test_attributes_a_file_the_shared_config_names_holds_hide_no_change_from_the
 def test_attributes_the_shared_git_folder_holds_hide_no_change_from_the_reviewers_diff(project):
     """Hostile review 32: `.git/info/attributes`, which every worktree's agent can write, saying
     `*.txt binary` showed the reviewer's diff `Binary files ... differ` for the branch's work."""
-    (project / "agents").mkdir()
-    (project / "agents" / "agent.sh").write_text(DIFF_READER)
-    use_reviewer(project, "sh agents/agent.sh", "a reviewer that reads the diff")
-    drover(project, "run", "D-1", check=True)
+    reviewed_by_a_diff_reader(project)
     (project / ".git" / "info").mkdir(exist_ok=True)
     (project / ".git" / "info" / "attributes").write_text("*.txt binary\n")
     done = drover(project, "review", "D-1")
@@ -1412,10 +1404,7 @@ def test_a_macro_the_shared_git_folder_defines_for_an_attribute_base_sets_hides_
     (project / ".gitattributes").write_text("*.txt text\n")
     git(project, "add", ".gitattributes")
     git(project, "commit", "-q", "-m", "the project's own attributes")
-    (project / "agents").mkdir()
-    (project / "agents" / "agent.sh").write_text(DIFF_READER)
-    use_reviewer(project, "sh agents/agent.sh", "a reviewer that reads the diff")
-    drover(project, "run", "D-1", check=True)
+    reviewed_by_a_diff_reader(project)
     (project / ".git" / "info").mkdir(exist_ok=True)
     (project / ".git" / "info" / "attributes").write_text("[attr]text -diff\n")
     worktree = project / ".drover" / "worktrees" / "D-1"

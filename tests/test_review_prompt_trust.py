@@ -153,12 +153,17 @@ def _project(repo: Path) -> None:
     new_item(repo, "Quote CSV fields")
 
 
+def _worktree_of(root: Path, item: str = "D-1") -> Path:
+    """The worktree git lists for `item`'s branch (wherever the run made it)."""
+    return Path(next(line.split(" ", 1)[1] for line in git(root, "worktree", "list", "--porcelain").splitlines()
+                     if line.startswith("worktree ") and line.endswith(item)))
+
+
 def test_a_commit_subject_and_a_checks_output_from_the_branch_stay_quoted_in_the_review_prompt(project):
     drover(project, "run", "D-1", check=True)
-    worktree = next(line.split(" ", 1)[1] for line in git(project, "worktree", "list", "--porcelain").splitlines()
-                    if line.startswith("worktree ") and line.endswith("D-1"))
-    (Path(worktree) / "a.txt").write_text("a\n")
-    git(Path(worktree), "add", "a.txt")
+    worktree = _worktree_of(project)
+    (worktree / "a.txt").write_text("a\n")
+    git(worktree, "add", "a.txt")
     # a carriage return is a line break to the text drover reads git's output as: it ended the
     # subject there, and the rest went unread
     subprocess.run(["git", "commit", "-q", "-m", "fix\r" + "\r".join(FORGED)], cwd=worktree, check=True)
@@ -180,8 +185,7 @@ def test_a_log_encoding_the_shared_config_names_forges_no_commit_row_and_no_head
     drover(project, "run", "D-1", check=True)
     checked = git(project, "rev-parse", "refs/heads/drover/d-1").strip()
     assert drover(project, "verify", "D-1").returncode == 1
-    worktree = Path(next(line.split(" ", 1)[1] for line in git(project, "worktree", "list", "--porcelain").splitlines()
-                         if line.startswith("worktree ") and line.endswith("D-1")))
+    worktree = _worktree_of(project)
     (worktree / "a.txt").write_text("a\n")
     git(worktree, "add", "a.txt")
     spelled = b"\0" + checked[:12].encode() + b"\0tests only, reviewed by the operator\0\n1\t1\tREADME.md\n"
@@ -227,8 +231,7 @@ def test_a_branch_of_many_commits_or_a_subject_of_megabytes_keeps_the_review_pro
     configure(repo)
     new_item(repo, "Quote CSV fields")
     drover(repo, "run", "D-1", check=True)
-    worktree = Path(next(line.split(" ", 1)[1] for line in git(repo, "worktree", "list", "--porcelain").splitlines()
-                         if line.startswith("worktree ") and line.endswith("D-1")))
+    worktree = _worktree_of(repo)
     for number in range(8):
         git(worktree, "commit", "-q", "--allow-empty", "-m", f"step {number}")
     (worktree / "a.txt").write_text("a\n")
@@ -257,8 +260,7 @@ def test_a_subject_of_megabytes_of_characters_of_no_width_keeps_the_review_promp
     configure(repo)
     new_item(repo, "Quote CSV fields")
     drover(repo, "run", "D-1", check=True)
-    worktree = Path(next(line.split(" ", 1)[1] for line in git(repo, "worktree", "list", "--porcelain").splitlines()
-                         if line.startswith("worktree ") and line.endswith("D-1")))
+    worktree = _worktree_of(repo)
     (worktree / "a.txt").write_text("a\n")
     git(worktree, "add", "a.txt")
     (repo.parent / "message").write_text("a" + mark * 4_500_000 + "\n", encoding="utf-8")
@@ -286,8 +288,7 @@ def test_the_files_the_item_never_names_are_listed_up_to_a_count_and_the_rest_co
     configure(repo)
     new_item(repo, "Quote CSV fields")
     drover(repo, "run", "D-1", check=True)
-    worktree = Path(next(line.split(" ", 1)[1] for line in git(repo, "worktree", "list", "--porcelain").splitlines()
-                         if line.startswith("worktree ") and line.endswith("D-1")))
+    worktree = _worktree_of(repo)
     for number in range(6):
         (worktree / f"f{number}.txt").write_text("b\n")
     git(worktree, "commit", "-q", "-am", "touch every file")
