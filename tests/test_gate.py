@@ -22,8 +22,8 @@ from drover.executors.ray import take_bundle
 from drover.ledger.db import Ledger
 from drover.errors import Refused
 from drover.ledger.project import open_project
-from helpers import (AGENT, BIN, TESTS, InlineExecutor, configure, drover, git, ledger_tables, made_once, new_item,
-                     one_line)
+from helpers import (AGENT, BIN, TESTS, InlineExecutor, configure, drover, git, ledger_rows, ledger_tables, made_once,
+                     new_item, one_line)
 
 GATE_AGENT = TESTS / "agents" / "gate_agent.py"
 
@@ -690,6 +690,23 @@ def test_an_item_file_grown_past_the_cap_is_unreadable_not_read_whole(project, m
     prompted = drover(project, "prompt", "D-1", "--slot", "implement")
     assert (prompted.returncode, prompted.stdout) == (2, "")  # as any unreadable item
     assert prompted.stderr == "drover: items/D-1.md: D-1 will not parse (cannot read: larger than 1 MB)\n"
+
+
+def test_an_item_past_what_a_prompt_carries_is_named_not_the_template(project, monkeypatch):
+    """An item file may be up to 16 MB, a prompt at most 4 MB (the render's cap): an item of 5 MB
+    failed its every prompt as `builtin_templates/implement.tmpl:151: template failed`, sending the
+    operator to a template nobody changed. The item is named, and no run starts (1 MB cap here)."""
+    from drover.prompts import limits
+
+    monkeypatch.setattr(limits, "OUTPUT_LIMIT", 1 << 20)
+    with (project / "items" / "D-1.md").open("a") as item:
+        item.write("\n" + "1. and again\n" * 120_000)  # 1.6 MB
+    for argv in (("prompt", "D-1", "--slot", "implement"), ("run", "D-1")):
+        done = drover(project, *argv)
+        assert (done.returncode, done.stdout) == (2, ""), done.stderr
+        assert done.stderr.startswith("drover: items/D-1.md: D-1's text is 1,5"), done.stderr
+        assert "more than a prompt carries (1,048,576): shorten the item" in done.stderr, done.stderr
+    assert ledger_rows(project, "runs") == []
 
 
 def test_a_fifo_the_implementer_names_as_its_worktrees_git_folder_refuses_the_review_at_once(project):

@@ -9,7 +9,7 @@ import jinja2
 from jinja2 import exceptions as jinja_errors
 
 from drover.config import Config
-from drover.errors import TemplateError
+from drover.errors import ItemError, TemplateError
 from drover.prompts.fields import Origin, TemplateData
 from drover.prompts.resources import builtin_dir
 from drover.vocabulary import BRANCH_SLOT
@@ -154,11 +154,22 @@ def render_template(template: jinja2.Template, data: TemplateData, displays: dic
         path, line = _location_or_file(exc, displays)
         raise TemplateError("template failed: it recursed too deeply", path=path, line=line) from None
     except (limits.LimitExceeded, MemoryError, OverflowError) as exc:
+        _refuse_an_item_past_the_cap(data)
         path, line = _location_or_file(exc, displays)
         raise TemplateError(f"template failed: {exc or 'out of memory'}", path=path, line=line) from None
     except (jinja_errors.TemplateError, TypeError, ValueError, ArithmeticError, LookupError, AttributeError) as exc:
         path, line = _location(exc, displays)
         raise TemplateError(f"template failed: {with_hint(str(exc))}", path=path, line=line) from None
+
+
+def _refuse_an_item_past_the_cap(data: TemplateData) -> None:
+    """An item whose own text is past the render's output cap is the item's fault, not the
+    template's: say so, naming its file (an item file may be up to 16 MB, a prompt 4 MB)."""
+    size = max(len(data.Body), len(data.Changes))
+    if size > limits.OUTPUT_LIMIT:
+        raise ItemError(f"{data.Id}'s text is {size:,} characters, more than a prompt carries "
+                        f"({limits.OUTPUT_LIMIT:,}): shorten the item, or keep the long part in a file it names",
+                        path=data.Path or None)
 
 
 def render(slot: str, data: TemplateData, *, root: Path, config: Config, explicit: str | None = None) -> Rendered:
