@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import BIN, configure, drover, gh_issue, git, new_item
+from helpers import BIN, configure, drover, gh_issue, git, ledger_rows, new_item
 
 
 def ok(root: Path, *args: str, stdin: str | None = None) -> str:
@@ -206,6 +206,20 @@ def test_round_headlines_drop_list_markers_and_hashes(project):
     ok(project, "request-changes", item, stdin="## 3. Parser drops keys\n")
     rounds = json.loads(ok(project, "show", item, "--json"))["rounds"]
     assert [row["headline"] for row in rounds] == ["Requirement 2 is not met", "Parser drops keys"]
+
+
+def test_a_round_headline_of_a_findings_line_of_megabytes_is_cut_where_it_is_stored_and_shown(project):
+    """Findings may be 1 MB on one line: the round's headline, its first line, was stored and
+    printed whole by request-changes and by every `show`, a megabyte of a terminal per round. It is
+    cut at 200 characters; the item's Changes section keeps the findings whole."""
+    item = new_item(project, "one")
+    long_line = "## " + "x" * 900_000 + "\n"
+    said = ok(project, "request-changes", item, stdin=long_line)
+    assert f"headline: {'x' * 199}…\n" in said and len(said) < 1_000, len(said)
+    assert [row["headline"] for row in ledger_rows(project, "rounds", "number")] == ["x" * 199 + "…"]
+    shown = ok(project, "show", item)
+    assert f"  1. {'x' * 199}…  (" in shown and len(shown) < 2_000, len(shown)
+    assert "x" * 900_000 in (project / "items" / f"{item}.md").read_text()
 
 
 # --- [run] setup ----------------------------------------------------------------------------------

@@ -7,6 +7,7 @@ import re
 from typing import IO, TYPE_CHECKING, Any
 
 from drover.errors import UsageError, printable
+from drover.items.sections import cut_headline
 
 RED, GREEN, BOLD, FAINT, NORMAL, RESET = "\x1b[31m", "\x1b[32m", "\x1b[1m", "\x1b[2m", "\x1b[22m", "\x1b[0m"
 _WORD = re.compile(r"\w+|\s+|[^\w\s]+")
@@ -79,7 +80,9 @@ def render_show(shown: dict[str, Any]) -> str:
         lines.append("rounds:")
         for round_ in shown["rounds"]:
             cleared = f", cleared {round_['cleared_at']}" if round_["cleared_at"] else ""
-            lines.append(f"  {round_['number']}. {round_['headline']}  ({round_['by']}, {round_['at']}{cleared})")
+            # cut again: a ledger written before headlines were cut, or imported, may hold one whole
+            lines.append(f"  {round_['number']}. {cut_headline(round_['headline'] or '')}  ({round_['by']}, "
+                         f"{round_['at']}{cleared})")
     if shown["audits"]:
         lines.append("audits:")
         for row in shown["audits"]:

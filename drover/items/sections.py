@@ -228,17 +228,27 @@ def cleared_block(round_number: int, when: str, by: str, note: str = "") -> str:
     return "\n".join(lines)
 
 
+HEADLINE_CHARS = 200  # of a round's headline: its findings' first line
+
+
 def is_cleared(changes: str) -> bool:
     return changes.strip().startswith(CLEARED_MARKER)
 
 
 def headline(findings: str) -> str:
-    """The first non-empty line, its heading hashes and list marker (`- `, `* `, `1. `) removed."""
+    """The first non-empty line, its heading hashes and list marker (`- `, `* `, `1. `) removed, cut
+    at HEADLINE_CHARS: a round's name in `show`, the ledger and the prompts, where the findings
+    (up to 1 MB, one line if their writer likes) are the text."""
     for line in findings.splitlines():
         if line.strip():
             text = line.strip().lstrip("#").strip()
-            return re.sub(r"^(?:[-*+]|[0-9]+[.)])[ \t]+", "", text).strip() or text
+            return cut_headline(re.sub(r"^(?:[-*+]|[0-9]+[.)])[ \t]+", "", text).strip() or text)
     return ""
+
+
+def cut_headline(text: str) -> str:
+    """`text` at most HEADLINE_CHARS long, a cut one ending in `…`."""
+    return text if len(text) <= HEADLINE_CHARS else text[:HEADLINE_CHARS - 1] + "…"
 
 
 def count_findings(findings: str) -> int:
