@@ -963,6 +963,69 @@ def test_a_shared_macro_read_for_more_paths_than_a_command_line_holds_is_read(re
     assert len(found) == 45_000 and found[0] == paths[0] and "b.py" not in found
 
 
+def _commit_of_many_paths(repo: Path, text: str, paths: list[str], *extra: str) -> str:
+    """A commit of base's tree plus `text` at each of `paths` (one blob, written through the index in
+    one git: a checkout of them would take minutes) and the `--index-info` lines `extra`."""
+    blob = subprocess.run(["git", "hash-object", "-w", "--stdin"], cwd=repo, input=text, text=True,
+                          capture_output=True, check=True).stdout.strip()
+    entries = "".join(f"100644 {blob}\t{path}\n" for path in paths) + "".join(line + "\n" for line in extra)
+    subprocess.run(["git", "update-index", "--index-info"], cwd=repo, input=entries, text=True, check=True)
+    tree = git(repo, "write-tree").strip()
+    git(repo, "reset", "-q")
+    return git(repo, "commit-tree", tree, "-p", "HEAD", "-m", "many paths").strip()
+
+
+def test_the_objects_at_more_paths_than_a_command_line_holds_are_read(repo):
+    """blobs_at named every path on git's command line (ls-tree reads none from standard input): a
+    branch of 100,000 files, which an agent makes in a minute, made finish fail `git ls-tree: ... more
+    than one command line holds`. Past that, the whole commit is listed once and the paths picked."""
+    paths = [f"a/folder/with/a/long/name/file_{number:06d}_padding.txt" for number in range(45_000)]
+    assert sum(len(path) + 1 for path in paths) > os.sysconf("SC_ARG_MAX")
+    gitlink = "160000 " + "1" * 40 + "\tvendor/lib"  # a submodule's commit: no object here, still held
+    commit = _commit_of_many_paths(repo, "x\n", paths, gitlink)
+    asked = [*paths, "vendor/lib", "a/folder", "nowhere.txt"]
+    found = dgit.blobs_at(repo, commit, asked)
+    blob = git(repo, "rev-parse", f"{commit}:{paths[0]}").strip()
+    assert len(found) == 45_002 and found[paths[-1]] == blob and found["vendor/lib"] == "1" * 40
+    assert found["a/folder"] == git(repo, "rev-parse", f"{commit}:a/folder").strip() and "nowhere.txt" not in found
+    # a few paths, on the command line as before: the same answers
+    assert dgit.blobs_at(repo, commit, [paths[0], "vendor/lib", "nowhere.txt"]) == {
+        path: found[path] for path in (paths[0], "vendor/lib")}
+
+
+def test_the_files_on_disk_at_more_paths_than_a_command_line_holds_are_hashed(repo):
+    """blobs_on_disk named every file on `git hash-object`'s command line: as many item files as a
+    branch adds (finish compares each with the checkout) passed the system's limit. They go on
+    standard input (`--stdin-paths`); a name with a line break, which that cannot give, on the
+    command line."""
+    folder = repo / ("f" * 200) / ("g" * 200)
+    folder.mkdir(parents=True)
+    paths = []
+    for number in range(11_000):
+        name = f"{number:05d}" + "n" * 200
+        (folder / name).write_text(f"{number}\n")
+        paths.append(f"{'f' * 200}/{'g' * 200}/{name}")
+    (repo / "line\nbreak").write_text("odd\n")
+    assert sum(len(path) + 1 for path in paths) > os.sysconf("SC_ARG_MAX")
+    found = dgit.blobs_on_disk(repo, [*paths, "line\nbreak", "missing.txt"])
+    assert len(found) == 11_001 and "missing.txt" not in found
+    assert found[paths[7]] == git(repo, "hash-object", "--", paths[7]).strip()
+    assert found["line\nbreak"] == git(repo, "hash-object", "--", "line\nbreak").strip()
+
+
+def test_conflict_markers_of_more_paths_than_a_command_line_holds_are_found(repo):
+    """conflict_markers named every conflicted path on `git grep`'s command line (grep reads none
+    from standard input): a merge of base that conflicted in 100,000 files made every check of the
+    branch fail. Past one command line, every file of the commit is grepped and those paths kept."""
+    paths = [f"a/folder/with/a/long/name/file_{number:06d}_padding.txt" for number in range(45_000)]
+    assert sum(len(path) + 1 for path in paths) > os.sysconf("SC_ARG_MAX")
+    text = "top\n<<<<<<< HEAD\nours\n=======\ntheirs\n>>>>>>> main\n"
+    commit = _commit_of_many_paths(repo, text, [*paths, "not/asked.md"])
+    found = dgit.conflict_markers(repo, commit, paths)
+    assert len(found) == 90_000 and found[:2] == [f"{paths[0]}:2", f"{paths[0]}:6"]
+    assert not any(line.startswith("not/asked.md") for line in found)
+
+
 def test_an_index_past_the_cap_of_a_steering_file_is_still_read_for_a_review(repo):
     """differing_in_index reads a checkout's index up to INDEX_BYTES (1 GB), but read it through
     read_regular, whose cap for an item file, drover.toml or an override is 16 MB: a repository of

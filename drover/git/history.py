@@ -11,7 +11,7 @@ from typing import Callable, NamedTuple
 
 from drover.errors import GitError
 from drover.git.branches import SHA, branch_exists, exact_heads, head_of
-from drover.git.run import git, run, succeeds
+from drover.git.run import failure, git, one_command_line, run, succeeds
 
 
 class Commit(NamedTuple):
@@ -277,12 +277,20 @@ def shown_as_binary(cwd: Path, base_head: str, head: str) -> set[str]:
 
 
 def blobs_at(root: Path, commit: str, paths: list[str]) -> dict[str, str]:
-    """path -> the object id `commit` holds at that path, for those of `paths` it holds."""
-    out = git(["ls-tree", "-z", "--full-tree", "--end-of-options", commit, "--", *paths], root)
+    """path -> the object id `commit` holds at that path, for those of `paths` it holds (a gitlink's
+    commit too). More paths than one command line holds (a branch of 100,000 files): the whole of
+    `commit` listed once and the paths picked from it (ls-tree reads no paths from standard input,
+    and cat-file, which does, has no answer for a gitlink, whose commit is no object here)."""
+    if not paths:
+        return {}
+    if one_command_line(paths):
+        out, wanted = git(["ls-tree", "-z", "--full-tree", "--end-of-options", commit, "--", *paths], root), None
+    else:
+        out, wanted = git(["ls-tree", "-r", "-t", "-z", "--full-tree", "--end-of-options", commit], root), set(paths)
     found: dict[str, str] = {}
     for entry in out.split("\0"):
         meta, _, path = entry.partition("\t")
-        if path:
+        if path and (wanted is None or path in wanted):
             found[path] = meta.split()[-1]
     return found
 
@@ -292,5 +300,15 @@ def blobs_on_disk(root: Path, paths: list[str]) -> dict[str, str]:
     present = [path for path in paths if (root / path).is_file() and not (root / path).is_symlink()]
     if not present:
         return {}
-    out = git(["hash-object", "--", *present], root)
-    return dict(zip(present, out.split()))
+    # the paths on standard input, one a line: as many as a branch changes (one with a line break on
+    # the command line, where it fits)
+    listed = [path for path in present if "\n" not in path]
+    named = [path for path in present if "\n" in path]
+    ids: list[str] = []
+    if listed:
+        done = run(["hash-object", "--stdin-paths"], root, stdin="".join(path + "\n" for path in listed))
+        if done.returncode != 0:
+            raise failure(["hash-object"], done)
+        ids = done.stdout.split()
+    ids += git(["hash-object", "--", *named], root).split() if named else []
+    return dict(zip(listed + named, ids))

@@ -7,7 +7,7 @@ from typing import Callable
 
 from drover.errors import GitError, Refused, shown_paths
 from drover.git.branches import current_branch, heads_and_checked_out, heads_of, local_ref, require_base
-from drover.git.run import failure, git, one_line, run, succeeds
+from drover.git.run import failure, git, one_command_line, one_line, run, succeeds
 from drover.git.worktrees import dirty_paths
 
 
@@ -169,14 +169,20 @@ def conflict_markers(checkout: Path, commit: str, paths: list[str]) -> list[str]
         return []
     # each path as named (a conflicted file may be called `:(glob)*`): no pathspec magic; and every
     # file as text (-a), whatever a committed .gitattributes says of it (`-diff` makes it binary)
-    done = run(["--literal-pathspecs", "grep", "-n", "-a", "-z", "-E", _MARKER, commit, "--", *paths], checkout)
+    # more paths than one command line holds (git grep reads none from standard input): every file of
+    # `commit` grepped, and the lines of those paths kept
+    named = ["--", *paths] if one_command_line(paths) else []
+    done = run(["--literal-pathspecs", "grep", "-n", "-a", "-z", "-E", _MARKER, commit, *named], checkout)
     if done.returncode not in (0, 1):  # 1: no line matched
         raise failure(["grep"], done)
+    wanted = set(paths)
     found = []
     for line in done.stdout.splitlines():
         # <commit>:<path> NUL <line number> NUL <text>
         where, number = (line.split("\0") + [""])[:2]
-        found.append(f"{where.removeprefix(commit + ':')}:{number}")
+        path = where.removeprefix(commit + ":")
+        if named or path in wanted:
+            found.append(f"{path}:{number}")
     return found
 
 

@@ -188,6 +188,18 @@ def run_bytes(args: list[str], cwd: Path, stdin: bytes = b"") -> subprocess.Comp
     return _ran(args, cwd, stdin, False)
 
 
+# The most bytes of paths drover puts on one git command line: far below the system's limit (2 MB of
+# arguments and environment on Linux, less elsewhere), whatever the environment holds. A git
+# command that cannot read its paths from standard input is given more another way (one_command_line).
+COMMAND_LINE_BYTES = 100_000
+
+
+def one_command_line(paths: list[str]) -> bool:
+    """`paths` fit on one git command line (COMMAND_LINE_BYTES): a branch can change 100,000 paths,
+    more than the system lets one command line hold (`Argument list too long`)."""
+    return sum(len(path.encode("utf-8", "surrogateescape")) + 1 for path in paths) <= COMMAND_LINE_BYTES
+
+
 def failure(args: list[str], done: subprocess.CompletedProcess[str]) -> GitError:
     """The GitError for a git that ran and failed, in git's own words."""
     said = one_line(done.stderr) or one_line(done.stdout) or f"exit status {done.returncode}"
