@@ -128,6 +128,20 @@ def test_item_fields(env):
     assert data.Is("migration") and not data.Is("flag") and not data.Is("undeclared")
 
 
+def test_a_frontmatter_value_that_is_yaml_null_prints_empty(env):
+    """`x:` and `x: ~` are YAML's null: `{{ Meta["x"] }}` printed `None`, where `Get("x")` and a key
+    the item does not set print nothing. Jinja's finalize prints None as nothing; a test for it
+    (`is none`) still sees None, and a list holding one prints as Jinja prints lists."""
+    path = env.item("D-1")
+    path.write_text(path.read_text().replace("kind: feature\n", "kind: feature\nowner:\nteam: ~\nlevels: [1, null]\n", 1))
+    data = env.build("D-1")
+    assert data.Meta["owner"] is None and data.Meta["team"] is None
+    source = ('[{{ Meta["owner"] }}][{{ Meta.team }}][{{ Get("owner") }}][{{ Meta["unset"] }}]'
+              '<% if Meta.owner is none %>null<% endif %>[{{ Meta.levels }}][{{ Meta.owner | default("x") }}]')
+    text = templates.render("implement", data, root=env.root, config=env.project.config, explicit=source).text
+    assert text == "[][][][]null[[1, None]][]"
+
+
 @pytest.mark.parametrize("value, expected", [("yes", True), ("true", True), (True, True), ("on", True),
                                              ("no", False), ("false", False), (False, False), ("", False)])
 def test_is_reads_yes_words_as_booleans(env, value, expected):

@@ -133,7 +133,10 @@ def _printable(value: typing.Any) -> typing.Any:
     """What `{{ }}` prints: a list, map or row of drover's data is refused rather than printed as a
     Python repr (`()`, `Recent(Commits=(), ...)`); the static check (fieldcheck.py) names the field
     where it can, this catches what it cannot see (`Deps[0]`, a `set` name). Jinja's own values, a
-    frontmatter list included, print as Jinja prints them."""
+    frontmatter list included, print as Jinja prints them; a frontmatter value that is YAML's null
+    (`x:`, `x: ~`) prints nothing, as `Get("x")` gives it and an unset key prints (docs/templates.md)."""
+    if value is None:
+        return ""
     if isinstance(value, MapField):
         raise PrintedWhole(no_text("map"))
     if isinstance(value, tuple):
