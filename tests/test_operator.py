@@ -241,6 +241,55 @@ def test_setup_runs_once_per_new_worktree_into_the_runs_log(project):
     assert len(logs) == 2 and sum("setting-up" in log.read_text() for log in logs) == 1
 
 
+NPM_10 = """npm error code EUSAGE
+npm error
+npm error `npm ci` can only install packages when your package.json and package-lock.json are in sync.
+npm error
+"""
+NPM_9 = """npm ERR! code ENOENT
+npm ERR! syscall open
+npm ERR! enoent ENOENT: no such file or directory, open '/w/package.json'
+npm ERR! enoent This is related to npm not being able to find a file.
+npm ERR! enoent
+npm ERR! A complete log of this run can be found in:
+npm ERR!     /root/.npm/_logs/2026-12-07T13_30_00_000Z-debug-0.log
+"""
+
+
+@pytest.mark.parametrize("output, quoted", [
+    (NPM_10, "npm error code EUSAGE / npm error `npm ci` can only install packages when your package.json and "
+             "package-lock.json are in sync."),
+    (NPM_9, "npm ERR! enoent This is related to npm not being able to find a file. / npm ERR! A complete log of "
+            "this run can be found in: / npm ERR! /root/.npm/_logs/2026-12-07T13_30_00_000Z-debug-0.log"),
+], ids=["npm-10", "npm-9"])
+def test_a_failing_npm_setup_is_quoted_by_what_it_said_not_its_bare_prefix(project, output, quoted):
+    """The failure quoted the set-up's last line, and npm ends with a bare `npm error` (npm 10) or the
+    path of its own log (npm 9): the line said `exit 1: npm error`. It now quotes the last lines that
+    say more than the words the others begin with, up to three within 200 characters."""
+    (project / "fake-npm.sh").write_text(f"cat <<'EOF'\n{output}EOF\nexit 1\n")
+    git(project, "add", "fake-npm.sh")
+    git(project, "commit", "-q", "-m", "a set-up that fails as npm does")
+    set_key(project, "setup", '"sh fake-npm.sh"')
+    item = new_item(project, "one")
+    said = one_line_error(drover(project, "run", item), 1)
+    assert said.startswith(f"drover: {item}: [run] setup failed (exit 1: {quoted}); log: "), said
+
+
+def test_the_setup_quote_keeps_its_last_line_whole_before_the_lines_above_it(tmp_path):
+    from drover.loop.worktree_setup import SAID_CHARS, last_said
+
+    log = tmp_path / "agent.log"
+    log.write_text("$ setup\n" + "".join(f"line {number} {'x' * 50}\n" for number in range(5)))
+    said = last_said(log, len("$ setup\n"))
+    assert said == " / ".join(f"line {number} {'x' * 50}" for number in (2, 3, 4))  # three at most
+    log.write_text("$ setup\n" + "a" * 150 + "\n" + "b" * 60 + "\n")
+    assert last_said(log, 8) == "b" * 60  # the two would pass SAID_CHARS: the last alone
+    log.write_text("$ setup\nfirst\n" + "c" * 300 + "\n")
+    assert last_said(log, 8) == "c" * (SAID_CHARS - 1) + "…"
+    log.write_text("$ setup\n\n  \n")
+    assert last_said(log, 8) == ""
+
+
 def test_a_failing_setup_stops_before_the_agent(project):
     set_key(project, "setup", '"echo no-network; exit 3"')
     item = new_item(project, "one")

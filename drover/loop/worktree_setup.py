@@ -18,7 +18,9 @@ from drover.git.files import open_regular
 from drover.errors import DroverError, one_line, printable
 
 MARKER = "drover-setup-done"
-SAID_CHARS = 200  # of the set-up's last line quoted in its failure's line
+SAID_CHARS = 200  # of the set-up's last lines quoted in its failure's line
+SAID_LINES = 3  # the most of its last lines quoted there
+PREFIX_WORDS = 3  # the most words a program's own prefix has (`npm error`, `npm ERR!`)
 SAID_BYTES = 64 * 1024  # of its output read back for that line
 # the operator's command lines (`[run] setup`, the verify command) run through it, like a Makefile recipe
 SHELL = "/bin/sh"
@@ -84,16 +86,30 @@ def run_setup(command: str, worktree: Path, log_path: Path, *, item_id: str, sho
 
 
 def last_said(log_path: Path, start: int) -> str:
-    """The last non-empty line the set-up wrote to its log after byte `start` (npm's `npm ci can only
-    install packages when ...`), as one printable line of at most SAID_CHARS: what its failure quotes,
-    as a failed check's findings quote its tail; "" when it wrote nothing."""
+    """What the set-up said last in its log after byte `start`: its last non-empty lines, up to
+    SAID_LINES of them and as many as fit SAID_CHARS, each folded to one printable line, joined by
+    ` / ` (`sh: 1: pip: not found / make: *** [Makefile:3: install] Error 127`); the last alone, cut,
+    when it is longer. What its failure quotes, as a failed check's findings quote its tail; "" when
+    it wrote nothing. A line that says no more than the words other lines begin with is the program's
+    prefix, not what it said, and is passed over: npm ends with a bare `npm error` (docs/configuration.md)."""
     from drover.agents.failures import tail  # a run's failure reads its log's end so
 
     # not drover's own `[drover] timed out after ...` line below it: the status says that
-    lines = [line for line in tail(log_path, SAID_BYTES, start=start).split("\n")
+    lines = [one_line(line) for line in tail(log_path, SAID_BYTES, start=start).split("\n")
              if line.strip() and not line.startswith("[drover] ")]
-    said = printable(one_line(lines[-1])) if lines else ""
-    return said if len(said) <= SAID_CHARS else said[:SAID_CHARS - 1] + "…"
+    prefixes = {" ".join(words[:count]) for words in (line.split(" ") for line in lines)
+                for count in range(1, min(len(words), PREFIX_WORDS + 1))}
+    said = [printable(line) for line in lines if line not in prefixes][-SAID_LINES:]
+    if not said:
+        return ""
+    quoted = said[-1]
+    if len(quoted) > SAID_CHARS:
+        return quoted[:SAID_CHARS - 1] + "…"
+    for line in reversed(said[:-1]):
+        if len(line) + 3 + len(quoted) > SAID_CHARS:
+            break
+        quoted = f"{line} / {quoted}"
+    return quoted
 
 
 def to_stderr(line: str) -> None:
