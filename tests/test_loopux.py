@@ -217,6 +217,30 @@ def test_init_writes_the_verify_command_the_repository_names(repo, files, comman
     assert "hint:" not in said  # no shared environment here
 
 
+@pytest.mark.parametrize("files, examples", [
+    ({"package.json": '{"name": "x", "scripts": {"test": "jest"}}'},
+     ('e.g. "npm ci"', 'e.g. ["node_modules"]', 'e.g. ["package-lock.json", "package.json"]')),
+    ({"package.json": '{"scripts": {"test": "vitest"}}', "pnpm-lock.yaml": "lockfileVersion: '9.0'\n"},
+     ('e.g. "pnpm install --frozen-lockfile"', 'e.g. ["node_modules"]', 'e.g. ["pnpm-lock.yaml", "package.json"]')),
+    ({"Cargo.toml": "[package]\nname = \"x\"\n"}, ('e.g. "cargo fetch --locked"', 'e.g. ["target"]', 'e.g. ["Cargo.lock"]')),
+    ({"go.mod": "module example.com/x\n"}, ('e.g. "go mod download"', "from its top: the next item", 'e.g. ["go.mod", "go.sum"]')),
+    # a Makefile's test target names no kind: the manifest beside it does
+    ({"Makefile": "test:\n\tgo test ./...\n", "go.mod": "module x\n"}, ('e.g. "go mod download"', "", "")),
+    ({"pyproject.toml": "[tool.pytest.ini_options]\n"}, ('e.g. "uv sync"', 'e.g. [".venv"]', 'e.g. ["uv.lock"]')),
+], ids=["npm", "pnpm", "cargo", "go", "make-go", "python"])
+def test_init_comments_give_examples_of_the_kind_of_project_it_found(repo, files, examples):
+    """drover.toml's comments beside [run] setup, keep and setup_inputs gave a Python project's
+    examples (`uv sync`, `.venv`, `uv.lock`) whatever the repository held: a Node, Rust or Go project
+    read of a virtual environment and a uv lockfile it has none of."""
+    _init_with(repo, files)
+    lines = {line.split(" = ", 1)[0]: line for line in (repo / "drover.toml").read_text().splitlines()
+             if line.startswith(("setup = ", "keep = ", "setup_inputs = "))}
+    for key, example in zip(("setup", "keep", "setup_inputs"), examples):
+        assert example in lines[key], lines[key]
+    if "pyproject.toml" not in files:
+        assert not any(word in line for line in lines.values() for word in ("uv", ".venv")), lines
+
+
 def test_init_without_a_test_command_leaves_verify_empty_and_check_warns(repo):
     config, said = _init_with(repo, {"package.json": '{"scripts": {"test": "echo \\"Error: no test specified\\" '
                                                      '&& exit 1"}}'})

@@ -11,7 +11,7 @@ from typing import Any
 
 from drover import git
 from drover.cli.config_text import default_config_text
-from drover.config import CONFIG_FILE, load_config, parse_config
+from drover.config import CONFIG_FILE, KEYS, load_config, parse_config
 from drover.errors import UsageError
 from drover.git.files import read_regular_text
 from drover.items.file import write_atomic
@@ -88,8 +88,51 @@ def config_text_for(root: Path, detected: tuple[str, str] | None = None, setup: 
         notes[("run", "setup")] = SETUP_HINT.format(shared=shared)
     if inputs:
         notes[("run", "setup_inputs")] = INPUTS_NOTE
+    for key, example in zip(("setup", "keep", "setup_inputs"), KIND_EXAMPLES.get(project_kind(root, command), ())):
+        notes.setdefault(("run", key), _with_example(KEYS["run"][key].meaning, example))
     return default_config_text(base=git.detect_base(root), verify={"default": command}, notes=notes, setup=install,
                                setup_inputs=inputs)
+
+
+# The examples the comments beside [run] setup, keep and setup_inputs give, by the kind of project
+# init finds (project_kind): the keys' own meanings mix a Python project's (`uv sync`, `.venv`,
+# `uv.lock`) with `node_modules`, and a Rust or Go project has none of them. "" leaves the example
+# out: Go keeps its modules and build cache outside the worktree, so nothing there is worth keeping.
+KIND_EXAMPLES = {
+    "python": ('"uv sync"', '[".venv"]', '["uv.lock"]'),
+    "npm": ('"npm ci"', '["node_modules"]', '["package-lock.json", "package.json"]'),
+    "pnpm": ('"pnpm install --frozen-lockfile"', '["node_modules"]', '["pnpm-lock.yaml", "package.json"]'),
+    "yarn": ('"yarn install --frozen-lockfile"', '["node_modules"]', '["yarn.lock", "package.json"]'),
+    "cargo": ('"cargo fetch --locked"', '["target"]', '["Cargo.lock"]'),
+    "go": ('"go mod download"', "", '["go.mod", "go.sum"]'),
+}
+_EXAMPLE = re.compile(r', e\.g\. (?:"[^"]*"|\[[^\]]*\])')
+PYTHON_FILES = ("pyproject.toml", "setup.py", "setup.cfg", "uv.lock", "poetry.lock", "requirements.txt")
+
+
+def project_kind(root: Path, verify: str) -> str:
+    """The kind of project whose examples drover.toml's comments give (KIND_EXAMPLES): the tool of
+    `verify`, init's verify command, else the manifest the repository holds (a Python one first,
+    as the keys' own examples are); "" when it holds none init knows."""
+    tool = verify.split(" ", 1)[0]
+    if tool in ("python", "uv", "poetry"):
+        return "python"
+    if tool in KIND_EXAMPLES:
+        return tool
+    if any((root / name).is_file() for name in PYTHON_FILES):
+        return "python"
+    if (root / "package.json").is_file():
+        tools = [command.split(" ", 1)[0] for lock, command in NODE_LOCKS if (root / lock).is_file()]
+        return tools[0] if tools else "npm"
+    for name, kind in (("Cargo.toml", "cargo"), ("go.mod", "go")):
+        if (root / name).is_file():
+            return kind
+    return ""
+
+
+def _with_example(meaning: str, example: str) -> str:
+    """A key's meaning with its `e.g. ...` in place of the one it gives ("": none)."""
+    return _EXAMPLE.sub(f", e.g. {example}" if example else "", meaning, count=1)
 
 
 # The comment beside an empty verify command: what an empty one means (docs/configuration.md).
