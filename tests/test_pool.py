@@ -346,6 +346,22 @@ def test_with_a_check_a_pool_of_two_a_job_sets_each_worktree_up_once_and_a_small
     assert len(pool_rows(pooled)) == 2
 
 
+def test_a_pool_under_two_a_job_is_warned_of_when_keep_alone_spares_a_build(pooled):
+    """A cargo crate keeps `target/` and needs no set-up (`cargo test` builds it): with pool = 2
+    and --jobs 2 each check took a worktree it could not keep and compiled the crate afresh, and
+    the drive's header said nothing, since the warning looked at [run] setup alone."""
+    set_run(pooled, pool="1", default='"true"')  # keep = ["cache"], no [run] setup
+    first, second = new_item(pooled, "first"), new_item(pooled, "second")
+    small = drive(pooled, first)
+    assert small.returncode == 0, small.stdout + small.stderr
+    assert ("warning: [run] pool = 1 is under two worktrees a job (2 for --jobs 1): an item and drover's check "
+            "of it each hold one, so checks would start without what [run] keep spares and build it again for "
+            "every item; set pool = 2") in small.stdout
+    set_run(pooled, pool="2")
+    done = drive(pooled, second)
+    assert done.returncode == 0 and "warning: [run] pool" not in done.stdout
+
+
 # --- a kill in the middle of a clean ---------------------------------------------------------------
 
 

@@ -90,14 +90,18 @@ def _unmetered(project: Project) -> list[str]:
 def _pool_warning(project: Project, jobs: int) -> list[str]:
     """A pool too small for the drive's jobs and their checks: an item holds its pooled worktree
     while drover's check holds another, so a pool under two a job hands each check a worktree it
-    cannot keep, and `[run] setup` runs in it again for every item (docs/worktrees.md)."""
+    cannot keep, and `[run] setup` runs in it again for every item (docs/worktrees.md). `[run] keep`
+    alone costs the same: what it spares (cargo's `target/`, a build cache the verify command fills
+    itself) is built again by every check, in a worktree that starts without it."""
     config = project.config
-    if not (config.worktree and config.pool and config.setup and any(config.verify.values())):
+    if not (config.worktree and config.pool and (config.setup or config.keep) and any(config.verify.values())):
         return []
     if config.pool >= 2 * jobs:
         return []
+    again = ("run [run] setup again" if config.setup else
+             "start without what [run] keep spares and build it again")
     return [f"  warning: [run] pool = {config.pool} is under two worktrees a job ({2 * jobs} for --jobs {jobs}): "
-            "an item and drover's check of it each hold one, so checks would run [run] setup again for every "
+            f"an item and drover's check of it each hold one, so checks would {again} for every "
             f"item; set pool = {2 * jobs}"]
 
 
