@@ -222,7 +222,7 @@ def test_init_writes_the_verify_command_the_repository_names(repo, files, comman
      ('e.g. "npm ci"', 'e.g. ["node_modules"]', 'e.g. ["package-lock.json", "package.json"]')),
     ({"package.json": '{"scripts": {"test": "vitest"}}', "pnpm-lock.yaml": "lockfileVersion: '9.0'\n"},
      ('e.g. "pnpm install --frozen-lockfile"', 'e.g. ["node_modules"]', 'e.g. ["pnpm-lock.yaml", "package.json"]')),
-    ({"Cargo.toml": "[package]\nname = \"x\"\n"}, ('e.g. "cargo fetch --locked"', 'e.g. ["target"]', 'e.g. ["Cargo.lock"]')),
+    ({"Cargo.toml": "[package]\nname = \"x\"\n"}, ("none needed, cargo test builds", '["target"] keeps cargo', 'e.g. ["Cargo.lock"]')),
     ({"go.mod": "module example.com/x\n"}, ('e.g. "go mod download"', "from its top: the next item", 'e.g. ["go.mod", "go.sum"]')),
     # a Makefile's test target names no kind: the manifest beside it does
     ({"Makefile": "test:\n\tgo test ./...\n", "go.mod": "module x\n"}, ('e.g. "go mod download"', "", "")),
@@ -239,6 +239,22 @@ def test_init_comments_give_examples_of_the_kind_of_project_it_found(repo, files
         assert example in lines[key], lines[key]
     if "pyproject.toml" not in files:
         assert not any(word in line for line in lines.values() for word in ("uv", ".venv")), lines
+
+
+def test_init_for_a_cargo_crate_says_it_needs_no_setup_and_that_a_pool_keeps_target(repo):
+    """A Rust crate's drover.toml said [run] setup was chosen for it while it held the default and
+    the generic `e.g. "uv sync"`, and keep's example was node_modules and .venv: nothing told a
+    Rust user that a pooled worktree's clean removes target/, so every item and every check
+    compiled the crate afresh. The two keys' comments now say it (values unchanged: keep trades
+    isolation for time, the operator's choice, docs/worktrees.md)."""
+    config, _ = _init_with(repo, {"Cargo.toml": "[package]\nname = \"x\"\n"})
+    assert config["run"]["setup"] == "" and config["run"]["keep"] == [] and config["run"]["pool"] == 0
+    lines = {line.split(" = ")[0]: line for line in (repo / "drover.toml").read_text().splitlines() if " = " in line}
+    assert lines["setup"].endswith("# found: Cargo.toml: none needed, cargo test builds the crate and its "
+                                   "dependencies itself")
+    assert lines["keep"].endswith('# with [run] pool, ["target"] keeps cargo\'s build: a pooled worktree builds '
+                                  "the dependencies once, then only what each item changed (drover help worktrees)")
+    assert drover(repo, "check").returncode == 0
 
 
 def test_init_without_a_test_command_leaves_verify_empty_and_check_warns(repo):

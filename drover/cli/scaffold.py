@@ -86,6 +86,8 @@ def config_text_for(root: Path, detected: tuple[str, str] | None = None, setup: 
         notes[("run", "setup")] = f"found: {why}"
     elif shared:
         notes[("run", "setup")] = SETUP_HINT.format(shared=shared)
+    elif command == "cargo test":  # cargo needs no install; what it does need is its build kept
+        notes[("run", "setup")], notes[("run", "keep")] = CARGO_NOTES
     if inputs:
         notes[("run", "setup_inputs")] = INPUTS_NOTE
     for key, example in zip(("setup", "keep", "setup_inputs"), KIND_EXAMPLES.get(project_kind(root, command), ())):
@@ -135,6 +137,12 @@ def _with_example(meaning: str, example: str) -> str:
     return _EXAMPLE.sub(f", e.g. {example}" if example else "", meaning, count=1)
 
 
+# The comments beside [run] setup and keep for a cargo crate (docs/worktrees.md, "A Rust crate"):
+# `cargo test` fetches and builds what it needs, into target/, which a pooled worktree's clean
+# removes unless keep names it: then every item and every check compiles the crate afresh.
+CARGO_NOTES = ("found: Cargo.toml: none needed, cargo test builds the crate and its dependencies itself",
+               "with [run] pool, [\"target\"] keeps cargo's build: a pooled worktree builds the dependencies once, "
+               "then only what each item changed (drover help worktrees)")
 # The comment beside an empty verify command: what an empty one means (docs/configuration.md).
 NO_VERIFY = "nothing runs before merge until this is set: the command that runs the tests, e.g. \"make test\""
 SETUP_HINT = ("{shared} found: worktrees otherwise import the main checkout's code; give each its own, "
