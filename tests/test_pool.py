@@ -474,6 +474,7 @@ def test_worktrees_lists_the_pool_and_prune_empties_it(pooled, tmp_path):
     assert text[0].split() == ["path", "held", "by", "state", "set", "up", "used"]
     assert any(line.split()[1:3] == [second, "held"] for line in text[1:])
     assert any(line.split()[1:3] == ["-", "free"] for line in text[1:])
+    assert {line.split()[3] for line in text[1:]} == {"-"}  # no [run] setup: nothing to set up, not `never`
     pruned = drover(pooled, "worktrees", "prune", check=True).stdout.splitlines()
     assert sorted(line.split()[0] for line in pruned) == ["kept", "removed"]
     kept = next(line for line in pruned if line.startswith("kept"))  # and how to remove it, should one wish

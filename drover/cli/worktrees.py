@@ -49,7 +49,10 @@ def worktrees_group(ctx: click.Context, as_json: bool) -> None:
     if not rows:
         click.echo("no pooled worktrees")
         return
-    lines = table([(row.path, row.holder or "-", row.state, _age(row.setup_at, at), _age(row.used, at))
+    # without a [run] setup there is nothing to set up: `never` there read as set-up still to come
+    # (a new user, on a Rust crate)
+    lines = table([(row.path, row.holder or "-", row.state,
+                    _age(row.setup_at, at) if row.setup_at or project.config.setup else "-", _age(row.used, at))
                    for row in rows], header=("path", "held by", "state", "set up", "used"))
     for line in lines:
         click.echo(line)
