@@ -232,6 +232,7 @@ def test_setup_runs_once_per_new_worktree_into_the_runs_log(project):
     ok(project, "run", item)
     worktree = project / ".drover" / "worktrees" / item
     assert (worktree / "built.txt").read_text() == "built\n"
+    assert f"  worktree: .drover/worktrees/{item}" in ok(project, "show", item).splitlines()
     logs = sorted((project / ".drover" / "runs").glob("*/agent.log"))
     assert len(logs) == 1 and "setting-up" in logs[0].read_text()
     (worktree / "built.txt").unlink()

@@ -472,6 +472,10 @@ def test_worktrees_lists_the_pool_and_prune_empties_it(pooled, tmp_path):
     assert holders == [("", "free"), (second, "held")]
     text = drover(pooled, "worktrees", check=True).stdout.splitlines()
     assert text[0].split() == ["path", "held", "by", "state", "set", "up", "used"]
+    # show names the worktree the item holds (where a parked item's conflict is resolved by hand)
+    held = next(row["path"] for row in listed["worktrees"] if row["holder"] == second)
+    assert f"  worktree: {held}" in drover(pooled, "show", second, check=True).stdout.splitlines()
+    assert json.loads(drover(pooled, "show", first, "--json", check=True).stdout)["worktree"] == ""  # done
     assert any(line.split()[1:3] == [second, "held"] for line in text[1:])
     assert any(line.split()[1:3] == ["-", "free"] for line in text[1:])
     assert {line.split()[3] for line in text[1:]} == {"-"}  # no [run] setup: nothing to set up, not `never`

@@ -21,6 +21,8 @@ def render_show(shown: dict[str, Any]) -> str:
     from drover.agents.usage import describe as usage_text  # here: every command imports this module for --color
 
     lines = [f"{shown['id']}  {shown['title']}".rstrip(), f"  state: {shown['state']}", f"  file:  {shown['path']}"]
+    if shown.get("worktree"):
+        lines.append(f"  worktree: {shown['worktree']}")
     if shown.get("reason"):
         lines.append(f"  why:   {shown['reason']}")
     if shown.get("approved_head"):

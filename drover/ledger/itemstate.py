@@ -3,6 +3,7 @@ the item's facts, with the rows they were read from) and show's plain data built
 its deps are described by depstate.py."""
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -128,7 +129,20 @@ def show_item(project: Project, ledger: Ledger, item_id: str) -> dict[str, Any]:
         "audits": [audit.as_json() for audit in ledger.audits(item_id)],
         "dispositions": ledger.dispositions(item_id),
         "checks": [check.as_json() for check in ledger.checks(item_id)],
+        "worktree": "" if row.get("done") else _worktree(project, ledger, item_id),
     }
+
+
+def _worktree(project: Project, ledger: Ledger, item_id: str) -> str:
+    """The worktree the item holds, relative to the root (the pooled one, else its own folder); ""
+    when it holds none: where an operator resolves a parked item's conflict by hand."""
+    if not project.config.worktree:
+        return ""
+    held = ledger.held_worktree(item_id)
+    if held is not None:
+        return held.path
+    own = project.worktrees_dir / item_id
+    return os.path.relpath(own, project.root) if own.is_dir() else ""
 
 
 def usage_total(runs: Sequence[Run], rates: dict[str, tuple[float, float]] | None = None) -> dict[str, Any]:
