@@ -198,6 +198,11 @@ class GitError(DroverError):
 # and so is a byte of C1's range that is not UTF-8 (surrogateescape keeps it as U+DC80-U+DC9F), which
 # a terminal that reads 8-bit controls would act on.
 CONTROL_CHARACTER = r"[\x00-\x08\x0b-\x1f\x7f-\x9f\udc80-\udc9f]"
+# The bidirectional controls (embeddings, overrides, isolates, the implicit marks, Arabic's letter mark):
+# on a terminal that orders text both ways, an agent's U+202E reorders the rest of the line it is in,
+# drover's own words after it too (hostile review 38)
+BIDI_CONTROL = r"[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]"
+_UNPRINTABLE = CONTROL_CHARACTER[:-1] + BIDI_CONTROL[1:]
 
 
 def one_line(text: str) -> str:
@@ -233,10 +238,11 @@ def on_screen(text: str, stream: TextIO | None = None) -> str:
 
 def printable(text: str) -> str:
     """`text` an agent may have written, safe for the operator's terminal: each control character but
-    tab and newline shown as `?`, so an escape it tried stays visible and does nothing."""
+    tab and newline, and each bidirectional control, shown as `?`, so an escape it tried stays
+    visible and does nothing, and nothing it wrote reorders the rest of the line."""
     import re
 
-    return re.sub(CONTROL_CHARACTER, "?", text)
+    return re.sub(_UNPRINTABLE, "?", text)
 
 
 def whole_text(text: str) -> str:

@@ -338,6 +338,25 @@ def test_a_failed_setup_quotes_its_last_line_printable_and_short(project):
         (done.stdout, done.stderr)
 
 
+def test_bidi_controls_an_agent_wrote_show_as_question_marks(project):
+    # hostile review 38: a set-up's last line (the branch's package.json or Makefile prints it) with
+    # U+202E, and a title and a park reason with U+2066 and U+200F: on a terminal that orders text both
+    # ways each reordered the rest of its line, drover's own words after it ("; log: ...", the note)
+    script = project / "setup.sh"
+    script.write_text("printf 'npm ERR! \\342\\200\\256deliaf\\n'\nexit 1\n")
+    set_key(project, "setup", '"sh setup.sh"')
+    git(project, "add", "setup.sh")
+    git(project, "commit", "-qm", "setup script")
+    item = new_item(project, "one \u2066two\u200f")
+    said = one_line_error(drover(project, "run", item), 1)
+    assert re.fullmatch(rf"drover: {item}: \[run\] setup failed \(exit 1: npm ERR! \?deliaf\); log: \S+", said), said
+    ok(project, "park", item, "--why", "ask \u202eme")
+    listed = ok(project, "list")
+    assert f"{item}  parked             one ?two?  (ask ?me)" in listed, listed
+    shown = ok(project, "show", item)
+    assert "\u202e" not in shown and "\u2066" not in shown and "one ?two?" in shown, shown
+
+
 # --- intake: new --issue ------------------------------------------------------------------------
 
 def use_tracker(root: Path, backend: str, extra: str = "") -> None:
