@@ -268,6 +268,27 @@ def test_setup_runs_again_only_when_a_setup_input_changed(pooled, tmp_path):
     assert row["setup_at"] and row["setup_digest"]
 
 
+def test_a_setup_input_an_agent_made_a_sparse_file_of_gigabytes_is_not_read_whole(pooled, tmp_path):
+    """Hostile review 38: the implementer truncates its lockfile to 64 GB (sparse: no disk used);
+    the item's next run in the worktree hashed it whole for its set-up digest, a minute a 64 GB and
+    hours a few terabytes, no timeout on drover's own read. It now counts by size and times past
+    INPUT_BYTES: the set-up runs again at once, as for any changed input."""
+    log = tmp_path / "setup-runs.log"
+    (pooled / "deps.lock").write_text("one\n")
+    git(pooled, "add", "deps.lock")
+    git(pooled, "commit", "-qm", "lock")
+    set_run(pooled, pool="1", setup=f'"echo ran >> {log}"', setup_inputs='["deps.lock"]')
+    item = new_item(pooled, "one")
+    assert drover(pooled, "run", item).returncode == 0
+    (row,) = pool_rows(pooled)
+    os.truncate(pooled / row["path"] / "deps.lock", 64 << 30)
+    started = time.monotonic()
+    done = drover(pooled, "run", item)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert time.monotonic() - started < 20
+    assert log.read_text().count("ran") == 2
+
+
 def test_a_setup_that_failed_leaves_no_half_made_kept_folder_to_the_next(pooled, tmp_path):
     """A set-up killed or failed half-way left a `.venv` without its `bin/pip` in a kept folder, and
     `python -m venv .venv` passed over it at every later set-up there: the worktree was poisoned

@@ -304,10 +304,17 @@ def rebind(launch: "Launch", path: Path) -> "Launch":
     return replace(launch, worktree=path, workdir=path, env_add=env_add)
 
 
+# of a `[run] setup_inputs` file read for its digest; a larger one counts by its size and times: an
+# implementer's lockfile made a sparse file of terabytes was read whole before each later run (hostile review 38)
+INPUT_BYTES = 64 << 20
+
+
 def inputs_digest(project: Project, worktree: Path) -> str:
     """sha256 over the setup command, `[run] keep` (what a clean spares of what set-up made) and each
     `[run] setup_inputs` file as the worktree has it (a link counts by what it names, never followed;
-    a missing file counts as missing)."""
+    a missing file, a fifo or a device counts as missing; one past INPUT_BYTES by its size and times)."""
+    from drover.git.files import regular_fd
+
     digest = hashlib.sha256(project.config.setup.encode() + b"\0")
     digest.update(b"keep\0" + "\0".join(project.config.keep).encode() + b"\0\0")
     for name in project.config.setup_inputs:
@@ -317,8 +324,13 @@ def inputs_digest(project: Project, worktree: Path) -> str:
             if path.is_symlink():
                 digest.update(b"link\0" + os.readlink(path).encode())
             elif path.is_file():
-                with open(path, "rb") as handle:
-                    digest.update(b"file\0" + hashlib.file_digest(handle, "sha256").digest())
+                # never a wait on a fifo put in its place since, nor a read past INPUT_BYTES
+                with open(regular_fd(path), "rb") as handle:
+                    status = os.fstat(handle.fileno())
+                    if status.st_size > INPUT_BYTES:
+                        digest.update(f"large\0{status.st_size}\0{status.st_mtime_ns}\0{status.st_ctime_ns}".encode())
+                    else:
+                        digest.update(b"file\0" + hashlib.file_digest(handle, "sha256").digest())
             else:
                 digest.update(b"absent")
         except OSError:
