@@ -483,6 +483,23 @@ def test_a_dry_run_names_the_pooled_worktree_the_launch_works_in(pooled, tmp_pat
     assert not (pooled / ".drover" / "worktrees").exists() and len(pool_rows(pooled)) == 1  # nothing made
 
 
+def test_a_dry_runs_mend_of_a_branch_behind_base_never_names_a_free_pooled_worktree(pooled):
+    """Hostile review 38: the dry run of an item whose branch lags base named the free pooled worktree
+    the launch would take: `git -C .drover/pool/w1 merge --ff-only main`, which, run, moved the
+    earlier item's branch that w1 still has checked out, and left the item's behind."""
+    set_run(pooled, pool="1")
+    first, second = new_item(pooled, "first"), new_item(pooled, "second")
+    git(pooled, "branch", f"drover/{second.lower()}")
+    (pooled / "moved").write_text("base moves\n")
+    git(pooled, "add", "moved")
+    git(pooled, "commit", "-qm", "base moves")
+    assert drive(pooled, first).returncode == 0
+    (row,) = pool_rows(pooled)
+    assert row["state"] == "free" and git(pooled / row["path"], "branch", "--show-current").strip() != f"drover/{second.lower()}"
+    said = drover(pooled, "run", second, "--dry-run", check=True).stderr
+    assert f"(`git branch -f drover/{second.lower()} main` first to start from main as it is now)" in said, said
+
+
 def test_worktrees_lists_the_pool_and_prune_empties_it(pooled, tmp_path):
     first, second = new_item(pooled, "first"), new_item(pooled, "second")
     assert drover(pooled, "run", second).returncode == 0  # implementing: second holds a worktree

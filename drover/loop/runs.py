@@ -137,6 +137,7 @@ def prepare(project: Project, ledger: Ledger, item_id: str, slot: str, *,
     agent = agent or project.config.agent_for(slot)  # `agent`: [agent.fallback] in the slot's place
     run_id = new_run_id(item_id, slot)
     run_dir = project.runs_dir / run_id
+    foreseen = False  # a free pooled worktree a dry run names: on an earlier item's branch until the launch
     if slot == "draft" or not project.config.worktree:
         worktree, workdir = None, project.root
     else:
@@ -145,6 +146,7 @@ def prepare(project: Project, ledger: Ledger, item_id: str, slot: str, *,
         worktree = pool.held_path(project, ledger, item_id) or worktree
         if preview and pool.pooling(project) and not worktree.is_dir():
             worktree = pool.foreseen(project, ledger)  # the launch takes a pooled one (item_worktree)
+            foreseen = True
         workdir = worktree
     argv, via = presets.agent_argv(agent, run_dir / "prompt.md")
     if slot == "review" and not preview:
@@ -155,7 +157,8 @@ def prepare(project: Project, ledger: Ledger, item_id: str, slot: str, *,
                                branch=branch if slot != "draft" else "", round_number=data.Rounds,
                                posture=data.Posture, verify=data.VerifyCommand)
     env_add.update(presets.sandbox_env(agent))
-    warnings = tuple(rendered.warnings) + _found_branch_warnings(project, record, branch, slot, data.Posture, workdir)
+    warnings = tuple(rendered.warnings) + _found_branch_warnings(project, record, branch, slot, data.Posture,
+                                                                 None if foreseen else workdir)
     if slot == "implement" and record.item.needs_requirements:  # run by hand, as for ready (docs/states.md)
         said = project.needs_requirements_words(item_id, lack=record.item.requirements_lack)
         warnings += (f"{said}, so the agent is given no requirements (write them, or `drover draft {item_id}` first)",)
@@ -169,12 +172,13 @@ def prepare(project: Project, ledger: Ledger, item_id: str, slot: str, *,
 
 
 def _found_branch_warnings(project: Project, record: template_data.ItemRecord, branch: str, slot: str,
-                           posture: str, workdir: Path) -> tuple[str, ...]:
+                           posture: str, workdir: Path | None) -> tuple[str, ...]:
     """What an implementing run says of the branch it finds made already, from one read of the
     branch's and base's heads: commits on it that no run of the item made (`_commits_no_run_made`,
     a first run only), or no commit of its own and behind base (`_behind_base`, a first run, a
     resumed one, or one that continues a branch whose runs committed nothing: the drive's `nothing
-    to review: implement again`). The run goes ahead either way."""
+    to review: implement again`). The run goes ahead either way. `workdir`: the checkout the branch is
+    in, None when it is in none yet (a dry run's free pooled worktree is another branch's until the launch)."""
     first = not any(run.slot == "implement" for run in record.runs)
     if slot != "implement" or not (first or posture in ("resume", "continue")):
         return ()
@@ -202,14 +206,14 @@ def _commits_no_run_made(record: template_data.ItemRecord, branch: str, base: st
             f"(`git branch -D {branch}` first to start from {base})",)
 
 
-def _behind_base(project: Project, branch: str, base: str, workdir: Path, behind: int) -> tuple[str, ...]:
+def _behind_base(project: Project, branch: str, base: str, workdir: Path | None, behind: int) -> tuple[str, ...]:
     """The branch holds no commit of its own and lacks `behind` commits of base (a new user's first run
     failed, their agent script not yet committed; they committed it on base, and the run again found
     the branch without it): the run starts from the older base, and the warning says how to catch up."""
     if not behind:
         return ()
-    where = project.relpath(workdir)
-    mend = (f"git branch -f {branch} {base}" if not workdir.is_dir() else f"git merge --ff-only {base}"
+    where = project.relpath(workdir) if workdir is not None else ""
+    mend = (f"git branch -f {branch} {base}" if workdir is None or not workdir.is_dir() else f"git merge --ff-only {base}"
             if where == "." else f"git -C {shlex.quote(where)} merge --ff-only {base}")
     return (f"{branch} holds no commit of its own and lacks {counted(behind, 'commit')} of {base}: this "
             f"run starts from the older {base} (`{mend}` first to start from {base} as it is now)",)
