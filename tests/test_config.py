@@ -13,7 +13,7 @@ from drover.cli.config_text import default_config_text
 from drover.config import SCHEMA, Config, load_config, parse_config
 from drover.config.keys import parse_duration
 from drover.errors import ConfigError
-from helpers import configure, drover, new_item
+from helpers import configure, drover, git, new_item
 from drover.agents.presets import PRESETS
 from drover.trackers import BACKENDS
 
@@ -561,3 +561,23 @@ def test_a_nul_in_an_items_title_rendered_into_the_branch_is_one_line(repo):
         assert done.returncode == 2, repr(done.stdout + done.stderr)
         assert "Traceback" not in done.stderr and len(done.stderr.splitlines()) == 1, done.stderr
         assert "renders 'drover/Add\\x00thing' for D-1, which is not a valid git branch name" in done.stderr, done.stderr
+
+
+def test_a_title_rendered_into_the_base_branchs_name_is_refused(repo):
+    """Hostile review 38: through a branch template that is the title alone, an item titled `main` (an
+    issue's title, through `new --issue`) made its branch base itself: the implementer committed
+    straight onto main, with no review, check or finish. The launch is refused in one line, nothing run."""
+    configure(repo)
+    new_item(repo, "main")
+    config = repo / "drover.toml"
+    config.write_text(config.read_text().replace('branch = "drover/{{ Id | lower }}"', 'branch = "{{ Title }}"', 1))
+    git(repo, "commit", "-qam", "branch from the title")
+    git(repo, "checkout", "-q", "-b", "elsewhere")  # main is checked out in no worktree: git would take it
+    base_before = git(repo, "rev-parse", "main")
+    for args in (("run", "D-1", "--dry-run"), ("run", "D-1"), ("prompt", "D-1", "--slot", "branch")):
+        done = drover(repo, *args)
+        assert done.returncode == 2, repr(done.stdout + done.stderr)
+        assert done.stderr == ("drover: drover.toml: [run] branch renders 'main' for D-1, which is [run] base: an "
+                               "item's work never goes on base but through its review and finish\n"), done.stderr
+    assert git(repo, "rev-parse", "main") == base_before
+    assert not (repo / ".drover" / "worktrees" / "D-1").exists()

@@ -54,7 +54,7 @@ def show_prompt(item_id: str, slot: str | None, *, guidance: str | None = None, 
                     click.echo(f"drover: warning: {warning}", err=True)
             branch = (templates.render_branch(built, text, display=display) if display
                       else templates.render_branch(built, project.config.branch))
-            branch = require_valid_branch(built.Id, branch, source=display)
+            branch = require_valid_branch(built.Id, branch, source=display, base=project.config.base)
             if as_json:
                 echo_json({"id": built.Id, "slot": slot, "text": branch})
             else:

@@ -93,13 +93,18 @@ def refuse_live(project: Project, item_id: str, runs: Sequence[Run]) -> None:
                           + (f": {orphaned}" if orphaned else ""))
 
 
-def require_valid_branch(item_id: str, branch: str, *, source: str = "") -> str:
+def require_valid_branch(item_id: str, branch: str, *, source: str = "", base: str = "") -> str:
     """The branch name `[run] branch` (or the template of `source`, as `--template` named it)
-    rendered, refused unless git accepts it as a branch name."""
+    rendered, refused unless git accepts it as a branch name, and when it is `base` itself: an item
+    titled `main` through `{{ Title }}` had its implementer commit straight onto base, with no
+    review, check or finish (hostile review 38)."""
+    what = "the branch template" if source else "[run] branch"
     if not git.valid_branch_name(branch):
-        what = "the branch template" if source else "[run] branch"
         raise TemplateError(f"{what} renders {branch!r} for {item_id}, which is not a valid git branch name",
                             path=source or "drover.toml")
+    if base and branch == base:
+        raise TemplateError(f"{what} renders {branch!r} for {item_id}, which is [run] base: an item's work "
+                            "never goes on base but through its review and finish", path=source or "drover.toml")
     return branch
 
 
@@ -130,7 +135,7 @@ def prepare(project: Project, ledger: Ledger, item_id: str, slot: str, *,
     if slot == "review" and not preview and not data.Recent.Commits and not data.Recent.Unavailable:
         raise Refused(f"{item_id}: {reviewers.NOTHING.format(branch=branch, base=project.config.base)}")
     if slot != "draft":
-        require_valid_branch(item_id, branch)
+        require_valid_branch(item_id, branch, base=project.config.base)
         if preview and not {branch, project.config.base} & set(git.heads_of(project.root, branch, project.config.base)):
             git.require_base(project.root, project.config.base)  # the launch would make the branch from base: it refuses
     rendered = templates.render(slot, data, root=project.root, config=project.config, explicit=explicit_template)
