@@ -581,3 +581,22 @@ def test_a_title_rendered_into_the_base_branchs_name_is_refused(repo):
                                "item's work never goes on base but through its review and finish\n"), done.stderr
     assert git(repo, "rev-parse", "main") == base_before
     assert not (repo / ".drover" / "worktrees" / "D-1").exists()
+
+
+def test_a_launchs_warnings_show_a_titles_controls_as_question_marks(repo):
+    """Hostile review 38: a launch's warnings (`run`, `run --dry-run`, `prompt`) were printed as they
+    came: a branch a title renders through `drover/{{ Title }}`, which git takes with a bidi override or
+    C1's CSI (U+009B) in it, reordered drover's own words after it on the terminal or started an escape."""
+    configure(repo)
+    new_item(repo, "x\u202ey\u009bz")
+    config = repo / "drover.toml"
+    config.write_text(config.read_text().replace('branch = "drover/{{ Id | lower }}"', 'branch = "drover/{{ Title }}"', 1))
+    git(repo, "commit", "-qam", "branch from the title")
+    git(repo, "branch", "drover/x\u202ey\u009bz")
+    (repo / "moved").write_text("base moves\n")
+    git(repo, "add", "moved")
+    git(repo, "commit", "-qm", "base moves")
+    done = drover(repo, "run", "D-1", "--dry-run")
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.startswith("drover: warning: drover/x?y?z holds no commit of its own and lacks 1 commit of main"), \
+        done.stderr

@@ -34,8 +34,8 @@ def _launch_command(item_id: str, slot: str, dry_run: bool, explicit: str | None
             warnings += [said for said in (unchecked(project, ledger, item_id),) if said]
         # a launch execute refuses (no such program, root) says that one line, none of what the run would meet
         refused = not dry_run and bool(launch.binary_missing or launch.root_refusal)
-        for warning in [] if refused else warnings:
-            click.echo(f"drover: warning: {warning}", err=True)
+        for warning in [] if refused else warnings:  # a branch a title renders, an item's words
+            click.echo(f"drover: warning: {printable(warning)}", err=True)
         if dry_run and as_json:
             from drover.cli.reports import launch_report
 

@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from drover.cli.parts import COLOR_CHOICES, ITEM_ID, NearChoice, complete_blocks, echo_json, example, json_option, opened, template_option
-from drover.errors import ProblemCode
+from drover.errors import ProblemCode, on_screen, printable
 from drover.vocabulary import GUIDANCE_LEVELS, SLOTS, TEMPLATE_SLOTS
 
 
@@ -51,14 +51,14 @@ def show_prompt(item_id: str, slot: str | None, *, guidance: str | None = None, 
             if explicit is not None:
                 text, display, warning = templates.branch_source(project.root, explicit, project.config.branch)
                 if warning:
-                    click.echo(f"drover: warning: {warning}", err=True)
+                    click.echo(f"drover: warning: {printable(warning)}", err=True)
             branch = (templates.render_branch(built, text, display=display) if display
                       else templates.render_branch(built, project.config.branch))
             branch = require_valid_branch(built.Id, branch, source=display, base=project.config.base)
             if as_json:
                 echo_json({"id": built.Id, "slot": slot, "text": branch})
             else:
-                click.echo(branch)
+                click.echo(on_screen(branch))  # a title's characters, git takes (a bidi control, U+009B)
             return
         if diff_guidance:
             dropped = templates.guidance_diff(slot, built, root=project.root, config=project.config)
@@ -74,8 +74,7 @@ def show_prompt(item_id: str, slot: str | None, *, guidance: str | None = None, 
         echo_json(prompt_report(built.Id, slot, rendered))
         return
     for warning in rendered.warnings:
-        click.echo(f"drover: warning: {warning}", err=True)
-    from drover.errors import on_screen
+        click.echo(f"drover: warning: {printable(warning)}", err=True)
 
     click.echo(on_screen(rendered.text), nl=False)
 
@@ -181,8 +180,6 @@ def say_check(findings: list[Any], as_json: bool, *, diff: bool = False, out_err
 
         echo_json(check_report(findings))
         sys.exit(1 if failed else 0)
-    from drover.errors import printable
-
     for found in findings:  # a finding quotes item files, which agents may write: no escape reaches a terminal
         if not (diff and found.code == ProblemCode.STALE_OVERRIDE):
             click.echo(printable(found.message if found.error else f"warning: {found.message}"), err=out_err)
