@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import BIN, configure, drover, git, new_item
+from helpers import BIN, configure, drover, git, ledger_rows, new_item
 
 MARKER = "<!-- drover: cleared -->"
 
@@ -261,6 +261,43 @@ def test_drive_finish_finishes_approved_items_an_earlier_drive_left(project):
     assert done.returncode == 0, done.stdout + done.stderr
     state = shown(project, item)
     assert state["state"] == "done" and len(state["runs"]) == runs
+
+
+@pytest.mark.parametrize("how", ["killed after its merge", "merged by hand"])
+def test_an_approved_commit_base_merged_already_is_recorded_as_done_by_the_next_finish(project, monkeypatch, how):
+    """A finish killed between its merge and its ledger write (or an operator's `git merge --no-ff`
+    of the branch) left the item approved with nothing beyond base: every later finish refused it,
+    `nothing to merge`, for ever. The next finish finds base's merge of the approved commit and
+    records the item done, merging nothing; a branch that never had anything beyond base is still
+    refused (test_a_branch_with_nothing_beyond_base_cannot_be_finished)."""
+    from drover.ledger.db import Ledger
+
+    item = new_item(project, "Add a thing")
+    drover(project, "run", item, check=True)
+    drover(project, "audit", item, "--level", "reviewed", "--by", "Ann", check=True)
+    approved = git(project, "rev-parse", "drover/d-1").strip()
+    if how == "merged by hand":
+        git(project, "merge", "-q", "--no-ff", "-m", "merged by hand", "drover/d-1")
+    else:
+        def killed(self: Ledger, item_id: str) -> None:
+            raise SystemExit(137)
+
+        with monkeypatch.context() as patched:
+            patched.setattr(Ledger, "mark_done", killed)
+            assert drover(project, "finish", item).returncode == 137
+    merge = git(project, "rev-parse", "main").strip()
+    assert git(project, "rev-parse", "main^2").strip() == approved
+    assert not shown(project, item)["done"]
+    done = drover(project, "finish", item)
+    assert (done.returncode, done.stderr) == (0, ""), done.stderr
+    assert done.stdout == (f"{item}: main holds the approved {approved[:12]} already, merged by {merge[:12]} (a finish "
+                           "stopped before it recorded it, or a merge by hand); recorded as done. Nothing was merged now.\n")
+    assert git(project, "rev-parse", "main").strip() == merge  # nothing merged again
+    state = shown(project, item)
+    assert state["done"] and state["state"] == "done"
+    events = [json.loads(row["detail"]) for row in ledger_rows(project, "events", "id") if row["command"] == "finish"]
+    assert events == [{"branch": "drover/d-1", "found": True, "merge": merge, "merged": approved}]
+    assert drover(project, "finish", item).stdout.endswith("already done; every disposition is applied: nothing to do\n")
 
 
 def test_drive_summary_says_approved_not_finished_with_the_reason(project):

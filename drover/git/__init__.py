@@ -7,7 +7,7 @@ from drover.git.branches import (Refs, all_refs, branch_exists, branch_heads, br
 from drover.git.bundles import advance_branch, bundle_create, bundle_heads, clone_bundle, fetch_bundle
 from drover.git.attributes import changed_by_shared, configured_attributes, shared_attributes
 from drover.git.history import (Commit, Recent, ahead_of, blobs_at, blobs_on_disk, changed_paths, commits_beyond,
-                                commits_paths, compare, count_commits, merge_bases, modified_files,
+                                commits_paths, compare, count_commits, merge_bases, merged_by, modified_files,
                                 moved_only_under, recent_commits, shown_as_binary)
 from drover.git.merges import (MergeConflict, conflict_markers, conflicts_merged, head_markers, merge, merge_base_into, merge_in_progress,
                                unmerged_files)
@@ -25,7 +25,7 @@ __all__ = [
     "checkout_branch", "clone_bundle", "conflict_markers", "conflicts_merged", "commit_file", "commits_beyond", "commits_paths", "compare", "configured_attributes", "count_commits",
     "current_branch", "detect_base", "differing_in_index", "differing_on_disk", "dirty_entries", "dirty_paths", "ensure_worktree", "fetch_bundle", "git",
     "head_markers", "head_of", "heads_of", "hidden_from_status", "housekeeping", "local_ref", "merge",
-    "merge_base_into", "merge_bases", "merge_in_progress",
+    "merge_base_into", "merge_bases", "merged_by", "merge_in_progress",
     "modified_files",
     "moved_only_under", "own_git_dir",
     "private_dir", "reads_as_ref", "recent_commits", "registered_worktrees", "remove_worktree", "require_base", "rev_parse",

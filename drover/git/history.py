@@ -202,6 +202,18 @@ def merge_bases(root: Path, base_head: str, commit: str) -> list[str]:
         ["merge-base", "--all", "--end-of-options", base_head, commit], root, check=False).split(), keep_empty=False)
 
 
+def merged_by(root: Path, base_head: str, commit: str) -> str:
+    """The commit on base's first-parent line that merged `commit` (one of its later parents): the
+    merge a finish makes, or one made by hand with a merge commit; "" when there is none."""
+    out = git(["rev-list", "--first-parent", "--parents", "--end-of-options", f"{commit}..{base_head}"], root,
+              check=False)
+    for line in out.splitlines():
+        ids = line.split()
+        if commit in ids[2:]:
+            return ids[0]
+    return ""
+
+
 def changed_paths(root: Path, base: str, commit: str, *, base_head: str = "", bases: list[str] | None = None) -> list[str]:
     """Every path `commit` changes since it left the branch `base` (the merge-base diff: what a
     merge would bring), both sides of a rename. `base_head`: base's head, when the caller has just

@@ -9,6 +9,7 @@ from drover import git
 from drover.errors import Refused
 from drover.ledger.db import Ledger
 from drover.errors import shown_paths
+from drover.items.file import Item
 from drover.ledger.ownfiles import item_paths, state_paths, steering_paths
 from drover.ledger.project import STATE_DIR, Project
 from drover.ledger.acting import actor
@@ -67,26 +68,9 @@ def finish(project: Project, ledger: Ledger, item_id: str, *, allow_drover_files
             git.require_base(project.root, base)
         # what the two refusals below ask of history, in one git call: where the branch left base
         bases = git.merge_bases(project.root, heads[base], heads[branch])
-        approved = _require_covered(project, ledger, item_id, branch, heads, bases)
-        changed = _require_own_files_kept(project, item_id, branch, approved, allow_drover_files, heads[base], bases)
-        _require_check(project, ledger, item_id, approved, heads[base])
-        ignored: list[str] = []
-        refuse_dirty(project, "before finishing", ignored=ignored)
-        _require_nothing_ignored_written_over(project, item_id, branch, changed, ignored)
-        _require_merge_as_committed(project, item_id, changed, (heads[base], approved))
-        _remove_worktrees(project, ledger, item_id)  # after every refusal: a refused finish leaves the worktree
-        # the commit the approval covers, by its id: no ref named like the branch can stand in
-        left: list[str] = []  # the branch the checkout was on, when the merge moved it to base
-        sha = git.merge(project.root, branch, project.config.base,
-                        f"drover: merge {item_id}: {item.title}", commit=approved,
-                        carried=lambda path: _tolerated(project, path), switched=left.append)
-        with ledger.write():
-            ledger.mark_done(item_id)
-            ledger.log_event("finish", item_id, by, branch=branch, merge=sha, merged=approved)
-        lines.append(f"{item_id}: merged {branch} into {project.config.base} ({sha[:12]}); done. Nothing was pushed.")
-        for was in left:
-            lines.append(f"{item_id}: the checkout was on {was or 'a detached HEAD'} and is now on "
-                         f"{project.config.base}, where the merge is")
+        found = _merged_already(project, ledger, item_id, branch, heads, bases, by) if bases == [heads[branch]] else ""
+        lines += [found] if found else _merge_approved(project, ledger, item, branch, heads, bases, by,
+                                                       allow_drover_files)
     applied: list[int] = []
     problems = _apply_dispositions(project, ledger, item_id, judged, lines, applied)
     if applied and row.get("done"):  # a finish again that told the tracker: it changed the ledger, so its event
@@ -94,6 +78,54 @@ def finish(project: Project, ledger: Ledger, item_id: str, *, allow_drover_files
     if not lines and not problems:
         lines.append(f"{item_id} is already done; every disposition is applied: nothing to do")
     return Finished(tuple(lines), tuple(problems))
+
+
+def _merge_approved(project: Project, ledger: Ledger, item: Item, branch: str, heads: dict[str, str],
+                    bases: list[str], by: str, allow_drover_files: bool) -> list[str]:
+    """Every refusal of a finish that merges, then the merge of the approved commit into base and
+    the item marked done; what it says. `heads`, `bases`: both heads and their merge bases."""
+    item_id, base = item.id, project.config.base
+    approved = _require_covered(project, ledger, item_id, branch, heads, bases)
+    changed = _require_own_files_kept(project, item_id, branch, approved, allow_drover_files, heads[base], bases)
+    _require_check(project, ledger, item_id, approved, heads[base])
+    ignored: list[str] = []
+    refuse_dirty(project, "before finishing", ignored=ignored)
+    _require_nothing_ignored_written_over(project, item_id, branch, changed, ignored)
+    _require_merge_as_committed(project, item_id, changed, (heads[base], approved))
+    _remove_worktrees(project, ledger, item_id)  # after every refusal: a refused finish leaves the worktree
+    # the commit the approval covers, by its id: no ref named like the branch can stand in
+    left: list[str] = []  # the branch the checkout was on, when the merge moved it to base
+    sha = git.merge(project.root, branch, base, f"drover: merge {item_id}: {item.title}", commit=approved,
+                    carried=lambda path: _tolerated(project, path), switched=left.append)
+    with ledger.write():
+        ledger.mark_done(item_id)
+        ledger.log_event("finish", item_id, by, branch=branch, merge=sha, merged=approved)
+    lines = [f"{item_id}: merged {branch} into {base} ({sha[:12]}); done. Nothing was pushed."]
+    for was in left:
+        lines.append(f"{item_id}: the checkout was on {was or 'a detached HEAD'} and is now on {base}, where the merge is")
+    return lines
+
+
+def _merged_already(project: Project, ledger: Ledger, item_id: str, branch: str, heads: dict[str, str],
+                    bases: list[str], by: str) -> str:
+    """Record as done an item whose approved commit base merged already, and say so; "" otherwise.
+    A finish killed after its merge and before its ledger write (or a merge by hand, with a merge
+    commit) left the item approved with nothing beyond base, which every later finish refused. Only
+    a merge commit on base's first-parent line whose later parent is the commit the approval covers
+    counts: a branch that never had anything beyond base is refused as before."""
+    covered = ledger.activity_for(item_id).get("approval_head") or ""
+    if covered != heads[branch] or not approval_current(ledger.activity_for(item_id)):
+        return ""
+    base = project.config.base
+    merge = git.merged_by(project.root, heads[base], covered)
+    if not merge:
+        return ""
+    _remove_worktrees(project, ledger, item_id)
+    with ledger.write():
+        ledger.mark_done(item_id)
+        ledger.log_event("finish", item_id, by, branch=branch, merge=merge, merged=covered, found=True)
+    return (f"{item_id}: {base} holds the approved {covered[:12]} already, merged by {merge[:12]} (a finish stopped "
+            "before it recorded it, or a merge by hand); recorded as done. Nothing was merged now.")
 
 
 def _remove_worktrees(project: Project, ledger: Ledger, item_id: str) -> None:
