@@ -996,8 +996,7 @@ def test_the_objects_at_more_paths_than_a_command_line_holds_are_read(repo):
 def test_the_files_on_disk_at_more_paths_than_a_command_line_holds_are_hashed(repo):
     """blobs_on_disk named every file on `git hash-object`'s command line: as many item files as a
     branch adds (finish compares each with the checkout) passed the system's limit. They go on
-    standard input (`--stdin-paths`); a name with a line break, which that cannot give, on the
-    command line."""
+    standard input (`--stdin-paths`), a name with a line break among them (each quoted as git does)."""
     folder = repo / ("f" * 200) / ("g" * 200)
     folder.mkdir(parents=True)
     paths = []
@@ -1011,6 +1010,30 @@ def test_the_files_on_disk_at_more_paths_than_a_command_line_holds_are_hashed(re
     assert len(found) == 11_001 and "missing.txt" not in found
     assert found[paths[7]] == git(repo, "hash-object", "--", paths[7]).strip()
     assert found["line\nbreak"] == git(repo, "hash-object", "--", "line\nbreak").strip()
+
+
+def test_the_files_on_disk_are_hashed_at_the_paths_named_whatever_their_characters(repo):
+    """Hostile review 39: blobs_on_disk gave hash-object its paths on standard input one a line, and
+    git drops a line's last CR and unquotes a line that begins with `"`: `items/D-1.md\\r` was hashed
+    as `items/D-1.md`, `"a"` as `a`, so finish compared another file with the commit's. And the
+    names with a line break went on the command line all at once: as many as a branch adds passed
+    the system's limit (`git hash-object: ... more than one command line holds`)."""
+    (repo / "items").mkdir()
+    for name, text in (("items/D-1.md", "base\n"), ("items/D-1.md\r", "branch\n"), ("a", "plain\n"),
+                       ('"a"', "quoted\n"), ('back\\slash', "slash\n")):
+        (repo / name).write_text(text)
+    asked = ["items/D-1.md\r", '"a"', "back\\slash", "items/D-1.md"]
+    found = dgit.blobs_on_disk(repo, asked)
+    assert found == {path: git(repo, "hash-object", "--", path).strip() for path in asked}
+    assert found["items/D-1.md\r"] != found["items/D-1.md"] and found['"a"'] != git(repo, "hash-object", "a").strip()
+    folder = repo / ("f" * 200)
+    folder.mkdir()
+    names = [f"{'f' * 200}/{number:05d}\n{'n' * 200}" for number in range(11_000)]
+    for number, name in enumerate(names):
+        (repo / name).write_text(f"{number}\n")
+    assert sum(len(name) + 1 for name in names) > os.sysconf("SC_ARG_MAX")
+    found = dgit.blobs_on_disk(repo, names)
+    assert len(found) == 11_000 and found[names[7]] == git(repo, "hash-object", "--", names[7]).strip()
 
 
 def test_conflict_markers_of_more_paths_than_a_command_line_holds_are_found(repo):

@@ -312,15 +312,28 @@ def blobs_on_disk(root: Path, paths: list[str]) -> dict[str, str]:
     present = [path for path in paths if (root / path).is_file() and not (root / path).is_symlink()]
     if not present:
         return {}
-    # the paths on standard input, one a line: as many as a branch changes (one with a line break on
-    # the command line, where it fits)
-    listed = [path for path in present if "\n" not in path]
-    named = [path for path in present if "\n" in path]
-    ids: list[str] = []
-    if listed:
-        done = run(["hash-object", "--stdin-paths"], root, stdin="".join(path + "\n" for path in listed))
-        if done.returncode != 0:
-            raise failure(["hash-object"], done)
-        ids = done.stdout.split()
-    ids += git(["hash-object", "--", *named], root).split() if named else []
-    return dict(zip(listed + named, ids))
+    # the paths on standard input, one a line, each quoted as git quotes a name: hash-object takes a
+    # line as a path unless it begins with `"`, and then unquotes it, and drops a line's last CR
+    # (`items/a.md\r` hashed `items/a.md`); quoted, a name with a line break goes there too, however
+    # many a branch adds (hostile review 39)
+    done = run(["hash-object", "--stdin-paths"], root, stdin="".join(c_quoted(path) + "\n" for path in present))
+    if done.returncode != 0:
+        raise failure(["hash-object"], done)
+    return dict(zip(present, done.stdout.split()))
+
+
+def c_quoted(path: str) -> str:
+    """`path` as git writes a name it quotes (`"a\\"b\\r"`): a backslash and a `"` escaped, every
+    control character (a line break, a CR) and each byte a name's non-UTF-8 holds (surrogateescape) as
+    its octal escape, and the rest as it is (UTF-8)."""
+    out = []
+    for char in path:
+        if char in '"\\':
+            out.append("\\" + char)
+        elif ord(char) < 0x20 or ord(char) == 0x7F:
+            out.append(f"\\{ord(char):03o}")
+        elif 0xDC80 <= ord(char) <= 0xDCFF:
+            out.append(f"\\{ord(char) - 0xDC00:03o}")
+        else:
+            out.append(char)
+    return '"' + "".join(out) + '"'
