@@ -1049,6 +1049,31 @@ def test_conflict_markers_of_more_paths_than_a_command_line_holds_are_found(repo
     assert not any(line.startswith("not/asked.md") for line in found)
 
 
+def test_conflict_markers_are_read_whatever_a_path_or_a_marker_line_holds(repo):
+    """Hostile review 39: conflict_markers split git grep's answer with splitlines, which breaks at
+    LF and at `\\x1c`, `\\x0c`, U+2028: a conflicted file named with one had its markers named as
+    `odd:` and `name.md:2`, and dropped altogether past one command line (every file grepped, the
+    asked paths kept), and a marker line's own text (`>>>>>>> main\\x1cforged.py\\x0099`) named a
+    file and a line that hold no marker."""
+    text = "top\n<<<<<<< HEAD\nours\n=======\ntheirs\n>>>>>>> main\x1cforged.py\x0099\n"
+    blob = subprocess.run(["git", "hash-object", "-w", "--stdin"], cwd=repo, input=text.encode(),
+                          capture_output=True, check=True).stdout.decode().strip()
+    odd = ["odd\nname.md", "odd\u2028name.md", "plain.md"]
+    entries = "".join(f"100644 {blob}\t{path}\0" for path in odd).encode()
+    subprocess.run(["git", "update-index", "-z", "--index-info"], cwd=repo, input=entries, check=True)
+    tree = git(repo, "write-tree").strip()
+    git(repo, "reset", "-q")
+    commit = git(repo, "commit-tree", tree, "-p", "HEAD", "-m", "odd names").strip()
+    expected = [f"{path}:{number}" for path in sorted(odd) for number in (2, 6)]
+    assert sorted(dgit.conflict_markers(repo, commit, odd)) == expected
+    # past one command line: the whole commit grepped, the same lines kept
+    from drover.git.run import one_command_line
+
+    many = [*odd, *(f"{'p' * 200}/{number:04d}" for number in range(600))]
+    assert not one_command_line(many)
+    assert sorted(dgit.conflict_markers(repo, commit, many)) == expected
+
+
 def test_an_index_past_the_cap_of_a_steering_file_is_still_read_for_a_review(repo):
     """differing_in_index reads a checkout's index up to INDEX_BYTES (1 GB), but read it through
     read_regular, whose cap for an item file, drover.toml or an override is 16 MB: a repository of

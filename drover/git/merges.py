@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Callable
 
@@ -177,13 +178,25 @@ def conflict_markers(checkout: Path, commit: str, paths: list[str]) -> list[str]
         raise failure(["grep"], done)
     wanted = set(paths)
     found = []
-    for line in done.stdout.splitlines():
-        # <commit>:<path> NUL <line number> NUL <text>
-        where, number = (line.split("\0") + [""])[:2]
+    for where, number in _grepped(done.stdout):
         path = where.removeprefix(commit + ":")
         if named or path in wanted:
             found.append(f"{path}:{number}")
     return found
+
+
+def _grepped(out: str) -> Iterator[tuple[str, str]]:
+    """(`<commit>:<path>`, line number) of each match `git grep -n -z` wrote: `<commit>:<path>` NUL
+    `<number>` NUL `<text>` LF, read in that order, since a path may hold a line break (or any of the
+    breaks splitlines takes: `\\x1c`, U+2028) and a matched line any character but LF, NUL among
+    them (hostile review 39: a path's markers were cut in two or dropped, a line's text gave names)."""
+    at = 0
+    while (name_end := out.find("\0", at)) >= 0 and (number_end := out.find("\0", name_end + 1)) >= 0:
+        yield out[at:name_end], out[name_end + 1:number_end]
+        text_end = out.find("\n", number_end + 1)
+        if text_end < 0:
+            return
+        at = text_end + 1
 
 
 def conflicts_merged(root: Path, base: str, head: str) -> list[str]:
