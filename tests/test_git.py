@@ -1043,10 +1043,11 @@ def test_conflict_markers_of_more_paths_than_a_command_line_holds_are_found(repo
     paths = [f"a/folder/with/a/long/name/file_{number:06d}_padding.txt" for number in range(45_000)]
     assert sum(len(path) + 1 for path in paths) > os.sysconf("SC_ARG_MAX")
     text = "top\n<<<<<<< HEAD\nours\n=======\ntheirs\n>>>>>>> main\n"
-    commit = _commit_of_many_paths(repo, text, [*paths, "not/asked.md"])
+    commit = _commit_of_many_paths(repo, text, [*paths, "0/not-asked.md"])  # grepped first
     found = dgit.conflict_markers(repo, commit, paths)
-    assert len(found) == 90_000 and found[:2] == [f"{paths[0]}:2", f"{paths[0]}:6"]
-    assert not any(line.startswith("not/asked.md") for line in found)
+    # the first MOST_MARKERS of the 90,000 (hostile review 39)
+    assert len(found) == dgit.merges.MOST_MARKERS and found[:2] == [f"{paths[0]}:2", f"{paths[0]}:6"]
+    assert not any(line.startswith("0/not-asked.md") for line in found)
 
 
 def test_conflict_markers_are_read_whatever_a_path_or_a_marker_line_holds(repo):
@@ -1072,6 +1073,27 @@ def test_conflict_markers_are_read_whatever_a_path_or_a_marker_line_holds(repo):
     many = [*odd, *(f"{'p' * 200}/{number:04d}" for number in range(600))]
     assert not one_command_line(many)
     assert sorted(dgit.conflict_markers(repo, commit, many)) == expected
+
+
+def test_a_file_of_millions_of_marker_lines_is_read_to_a_bound_not_whole(repo):
+    """Hostile review 39: before each check a drive looks for the conflict markers the branch adds
+    (head_markers: one diff) and names those of the files its merges conflicted in (conflict_markers:
+    one grep), each answer read whole. A file of gigabytes of marker lines packs in a few megabytes
+    of commit: 200 MB of them took 28 s and 2.6 GB of memory, then 41 s and 3.2 GB, and the drive
+    named each line in its event and its round. Each answer is now read to MARKERS_READ_BYTES, and
+    MOST_MARKERS lines are named."""
+    from drover.git.merges import MOST_MARKERS
+    from drover.git.run import run_capped
+
+    commit = _commit_of_many_paths(repo, "<<<<<<< HEAD\n>>>>>>> main\n" * 1_000_000, ["huge.txt"])
+    found = dgit.head_markers(repo, "main", commit)
+    assert len(found) == MOST_MARKERS and found[:2] == ["huge.txt:1", "huge.txt:3"]
+    found = dgit.conflict_markers(repo, commit, ["huge.txt"])
+    assert len(found) == MOST_MARKERS and found[:2] == ["huge.txt:1", "huge.txt:2"]
+    done, cut = run_capped(["cat-file", "blob", f"{commit}:huge.txt"], repo, 1000)
+    assert cut and done.stdout == "<<<<<<< HEAD\n>>>>>>> main\n" * 38
+    done, cut = run_capped(["cat-file", "blob", f"{commit}:huge.txt"], repo, 30 << 20)
+    assert not cut and done.returncode == 0 and len(done.stdout) == 26_000_000
 
 
 def test_an_index_past_the_cap_of_a_steering_file_is_still_read_for_a_review(repo):

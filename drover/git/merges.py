@@ -8,7 +8,7 @@ from typing import Callable
 
 from drover.errors import GitError, Refused, shown_paths
 from drover.git.branches import current_branch, heads_and_checked_out, heads_of, local_ref, require_base
-from drover.git.run import failure, git, one_command_line, one_line, run, succeeds
+from drover.git.run import failure, git, one_command_line, one_line, run, run_capped, succeeds
 from drover.git.worktrees import dirty_paths
 
 
@@ -160,6 +160,11 @@ def _conflicted(checkout: Path) -> list[str]:
 # its lines do (a real CR in the patterns). The `=======` between is left out, as it is also a
 # heading's underline in reStructuredText. _OPENING is a whole line, for grep and for re alike.
 _OPENING = "<+ HEAD\r?"
+# What the marker look reads of git's answer, and the most marker lines it names: a branch decides both
+# (a file of gigabytes of marker lines packs in a few megabytes), and read whole they took minutes and
+# gigabytes before each check (hostile review 39). The lines past them are there for the next round.
+MARKERS_READ_BYTES = 32 << 20
+MOST_MARKERS = 1000
 _MARKER = f"^(<{{7,}}|>{{7,}})( |\r?$)|^{_OPENING}$"
 
 
@@ -173,8 +178,11 @@ def conflict_markers(checkout: Path, commit: str, paths: list[str]) -> list[str]
     # more paths than one command line holds (git grep reads none from standard input): every file of
     # `commit` grepped, and the lines of those paths kept
     named = ["--", *paths] if one_command_line(paths) else []
-    done = run(["--literal-pathspecs", "grep", "-n", "-a", "-z", "-E", _MARKER, commit, *named], checkout)
-    if done.returncode not in (0, 1):  # 1: no line matched
+    # at most MOST_MARKERS lines a file (-m, git 2.38, as conflicts_merged needs): git grep holds a
+    # file's matches until the file ends
+    done, cut = run_capped(["--literal-pathspecs", "grep", "-n", "-a", "-z", "-m", str(MOST_MARKERS), "-E", _MARKER,
+                            commit, *named], checkout, MARKERS_READ_BYTES)
+    if not cut and done.returncode not in (0, 1):  # 1: no line matched
         raise failure(["grep"], done)
     wanted = set(paths)
     found = []
@@ -182,6 +190,8 @@ def conflict_markers(checkout: Path, commit: str, paths: list[str]) -> list[str]
         path = where.removeprefix(commit + ":")
         if named or path in wanted:
             found.append(f"{path}:{number}")
+            if len(found) == MOST_MARKERS:
+                break
     return found
 
 
@@ -222,8 +232,12 @@ def head_markers(root: Path, base: str, head: str) -> list[str]:
     """`path:line` of each `<<<<<<< HEAD` line that `head` adds to what `base` has, in any file: a
     merge's conflicts carried on under another name, or in a commit that is no longer a two-parent
     merge (squashed, an octopus). One diff, read hunk by hunk (every file as text)."""
-    out = git(["diff", "--no-renames", "--no-ext-diff", "--no-textconv", "--no-color", "-a", "-U0",
-               "--src-prefix=a/", "--dst-prefix=b/", "--end-of-options", local_ref(base), head], root)
+    args = ["diff", "--no-renames", "--no-ext-diff", "--no-textconv", "--no-color", "-a", "-U0",
+            "--src-prefix=a/", "--dst-prefix=b/", "--end-of-options", local_ref(base), head]
+    done, cut = run_capped(args, root, MARKERS_READ_BYTES)
+    if not cut and done.returncode != 0:
+        raise failure(args, done)
+    out = done.stdout
     found: list[str] = []
     path, removed, added, number = "", 0, 0, 0
     for line in out.split("\n"):
@@ -233,6 +247,8 @@ def head_markers(root: Path, base: str, head: str) -> list[str]:
             elif line.startswith("+"):
                 if _HEAD_MARKER.fullmatch(line[1:]):
                     found.append(f"{path}:{number}")
+                    if len(found) == MOST_MARKERS:
+                        return found
                 added, number = added - 1, number + 1
             continue
         if line.startswith("+++ "):

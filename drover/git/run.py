@@ -175,6 +175,62 @@ def _ran(args: list[str], cwd: Path | None, stdin: bytes | str | None, text: boo
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
 
+def run_capped(args: list[str], cwd: Path, most: int) -> tuple[subprocess.CompletedProcess[str], bool]:
+    """git `args` in `cwd` (no standard input), its output read as text up to `most` bytes, and True
+    when it went past them: git is then ended and what was read kept to its last whole line. For an
+    answer whose size a branch decides (a diff of a file of gigabytes that its commit packs in a few
+    megabytes): read whole, it held gigabytes in memory (hostile review 39). Its exit status is git's
+    own, or the signal's when cut; GitError as `run` raises it."""
+    import subprocess
+    import tempfile
+    import threading
+
+    program, seconds = _program(), _timeout()
+    chunks: list[bytes] = []
+    size, cut, late = 0, False, threading.Event()
+    with tempfile.TemporaryFile() as said:  # git's stderr: a file, which never fills as a pipe would
+        try:
+            proc = subprocess.Popen([program, *PINNED, *args], cwd=cwd, env=_env(), stdin=subprocess.DEVNULL,
+                                    stdout=subprocess.PIPE, stderr=said)
+        except (FileNotFoundError, NotADirectoryError) as exc:
+            raise _cannot_start(exc, cwd, program) from None
+
+        def end() -> None:
+            late.set()
+            proc.kill()
+
+        timer = threading.Timer(seconds, end) if seconds is not None else None
+        if timer is not None:
+            timer.start()
+        try:
+            assert proc.stdout is not None
+            while chunk := os.read(proc.stdout.fileno(), 1 << 16):
+                chunks.append(chunk)
+                size += len(chunk)
+                if size > most:
+                    cut = True
+                    proc.kill()
+                    break
+            proc.stdout.close()
+            proc.wait()  # git has closed its output: it ends (or the timer ends it)
+        except BaseException:
+            proc.kill()
+            proc.wait()
+            raise
+        finally:
+            if timer is not None:
+                timer.cancel()
+        if late.is_set() and not cut:
+            raise _timed_out(args, seconds)
+        said.seek(0)
+        err = said.read().decode("utf-8", "replace")
+    out = b"".join(chunks)
+    if cut:
+        out = out[:most]
+        out = out[:out.rfind(b"\n") + 1]
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out.decode("utf-8", "replace"), err), cut
+
+
 def run(args: list[str], cwd: Path | None, *, env_add: dict[str, str] | None = None,
         stdin: str | None = None) -> subprocess.CompletedProcess[str]:
     """git `args` in `cwd` (None: the working directory), its output as text; GitError only when
