@@ -196,6 +196,21 @@ def test_report_html_says_where_it_wrote_as_a_success_not_an_error(repo, tmp_pat
     assert_self_contained(out.read_text(encoding="utf-8"))
 
 
+def test_a_bidi_control_in_a_title_cannot_reorder_drovers_words_in_a_tooltip(repo, tmp_path):
+    """Hostile review 39: the page's tooltips (an item's node in the graph: `D-1: <title> (<status>)`;
+    a run's bar: its agent, model and reason) are one paragraph each, and a U+202E in the title
+    (`)devorppa(`) reversed the rest, drover's `(open)` included: it read `(approved)`. Each bidi
+    control is shown as ? there, as on the terminal; the table's cell keeps the title as written."""
+    configure(repo)
+    item = new_item(repo, "Title \u202e)devorppa(")
+    out = tmp_path / "page.html"
+    drover(repo, "report", "--html", str(out), check=True)
+    page = out.read_text(encoding="utf-8")
+    tips = re.findall(r"<title>([^<]*)</title>", page)
+    assert f"{item}: Title ?)devorppa( (open)" in tips
+    assert not any("\u202e" in tip for tip in tips) and "<td>Title \u202e)devorppa(</td>" in page
+
+
 def test_a_page_written_into_the_checkout_says_the_next_finish_refuses_it(repo):
     """README's `drover report --since 12h --html night.html`, run in the project as a new user (on
     markupsafe) did, left the page untracked in the checkout, and the next `drive --finish` refused

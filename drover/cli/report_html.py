@@ -59,6 +59,16 @@ def _e(text: object) -> str:
     return escape(str(text), quote=True)
 
 
+def _tip(text: str) -> str:
+    """A tooltip's text, escaped, each bidirectional control (and control character) an agent's words
+    bring shown as `?` (errors.printable): a tooltip is one paragraph, where a title's or a model's
+    U+202E reversed drover's words after it (`(open)` read as `(approved)`; hostile review 39). A
+    table cell is a paragraph of its own, which keeps the agent's reordering to its own words."""
+    from drover.errors import printable
+
+    return _e(printable(text))
+
+
 def money(cost: float | None, source: str) -> str:
     if cost is None:
         return "-"
@@ -192,7 +202,7 @@ def graph(items: "tuple[ItemLine, ...]") -> str:
         kind = "node" if found is not None else "node ghost"
         fill = STATUS_COLOURS.get(found.status, "#fff") if found is not None else "#fff"
         tip = f"{node}: {found.title} ({found.status})" if found is not None else f"{node}: not in this report"
-        nodes.append(f'<g class="{kind}" data-id="{_e(node)}"><title>{_e(tip)}</title>'
+        nodes.append(f'<g class="{kind}" data-id="{_e(node)}"><title>{_tip(tip)}</title>'
                      f'<rect x="{x}" y="{y}" width="{_NODE_W}" height="{_NODE_H}" rx="4" fill="{fill}"/>'
                      f'<text x="{x + 6}" y="{y + 17}">{_e(_short(node, 18))}</text></g>')
     return (f'<svg class="graph" width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img">'
@@ -250,7 +260,7 @@ def timeline(runs: "tuple[RunLine, ...]", generated: str) -> str:
         parts.append(f'<rect class="bar" data-run="{_e(run.id)}" data-item="{_e(run.item)}" '
                      f'data-outcome="{_e(what)}" x="{x:.1f}" y="{rows[run.item] * _ROW_H + 2}" '
                      f'width="{width:.1f}" height="{_ROW_H - 4}" fill="{colour_of(run)}">'
-                     f"<title>{_e(tip)}</title></rect>")
+                     f"<title>{_tip(tip)}</title></rect>")
     axis_y = len(rows) * _ROW_H + 20
     parts.append(f'<text x="{_LABEL_W}" y="{axis_y}">{_e(_stamp(first))}</text>')
     parts.append(f'<text x="{_LABEL_W + _TRACK_W}" y="{axis_y}" text-anchor="end">{_e(_stamp(last))}</text>')
