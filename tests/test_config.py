@@ -600,3 +600,22 @@ def test_a_launchs_warnings_show_a_titles_controls_as_question_marks(repo):
     assert done.returncode == 0, done.stderr
     assert done.stderr.startswith("drover: warning: drover/x?y?z holds no commit of its own and lacks 1 commit of main"), \
         done.stderr
+
+
+def test_a_title_rendered_into_a_case_variant_of_the_base_branchs_name_is_refused(repo):
+    """Hostile review 39: hostile review 38 refused a branch rendered `main` and let `MAIN` through.
+    Where the file system ignores case (macOS, Windows), git keeps loose refs as files and
+    `refs/heads/MAIN` is `refs/heads/main`: the implementer's commits moved base. Refused as base is."""
+    configure(repo)
+    new_item(repo, "MAIN")
+    config = repo / "drover.toml"
+    config.write_text(config.read_text().replace('branch = "drover/{{ Id | lower }}"', 'branch = "{{ Title }}"', 1))
+    git(repo, "commit", "-qam", "branch from the title")
+    base_before = git(repo, "rev-parse", "main")
+    for args in (("run", "D-1", "--dry-run"), ("run", "D-1"), ("prompt", "D-1", "--slot", "branch")):
+        done = drover(repo, *args)
+        assert done.returncode == 2, repr(done.stdout + done.stderr)
+        assert done.stderr == ("drover: drover.toml: [run] branch renders 'MAIN' for D-1, which is [run] base 'main' to "
+                               "a file system that ignores case: an item's work never goes on base but through its "
+                               "review and finish\n"), done.stderr
+    assert git(repo, "rev-parse", "main") == base_before and "MAIN" not in git(repo, "branch", "--list")

@@ -102,10 +102,20 @@ def require_valid_branch(item_id: str, branch: str, *, source: str = "", base: s
     if not git.valid_branch_name(branch):
         raise TemplateError(f"{what} renders {branch!r} for {item_id}, which is not a valid git branch name",
                             path=source or "drover.toml")
-    if base and branch == base:
-        raise TemplateError(f"{what} renders {branch!r} for {item_id}, which is [run] base: an item's work "
+    if base and _same_file_name(branch, base):
+        # a case variant (`Main`, `MAIN`) is base's own ref file where the file system ignores case and
+        # normalisation (macOS, Windows): git's `refs/heads/Main` opens `refs/heads/main` (hostile review 39)
+        said = "[run] base" if branch == base else f"[run] base {base!r} to a file system that ignores case"
+        raise TemplateError(f"{what} renders {branch!r} for {item_id}, which is {said}: an item's work "
                             "never goes on base but through its review and finish", path=source or "drover.toml")
     return branch
+
+
+def _same_file_name(one: str, other: str) -> bool:
+    """`one` and `other` name one file where the file system folds case and Unicode normalisation."""
+    import unicodedata
+
+    return unicodedata.normalize("NFC", one).casefold() == unicodedata.normalize("NFC", other).casefold()
 
 
 def prepare(project: Project, ledger: Ledger, item_id: str, slot: str, *,
