@@ -1096,6 +1096,20 @@ def test_a_file_of_millions_of_marker_lines_is_read_to_a_bound_not_whole(repo):
     assert not cut and done.returncode == 0 and len(done.stdout) == 26_000_000
 
 
+
+def test_a_git_read_to_a_bound_still_ends_at_the_time_limit(repo, monkeypatch):
+    """run_capped (above) reads git's answer as it comes; a git that waits on a fifo in the git
+    folder's place of a file ends at DROVER_GIT_TIMEOUT, in one line, as every git of drover's."""
+    from drover.git.run import run_capped
+
+    os.mkfifo(repo / ".git" / "waits")
+    with (repo / ".git" / "config").open("a") as config:
+        config.write("[include]\n\tpath = waits\n")
+    monkeypatch.setenv("DROVER_GIT_TIMEOUT", "0.5")
+    with pytest.raises(GitError, match="git status did not end within 0.5s"):
+        run_capped(["status"], repo, 1000)
+
+
 def test_an_index_past_the_cap_of_a_steering_file_is_still_read_for_a_review(repo):
     """differing_in_index reads a checkout's index up to INDEX_BYTES (1 GB), but read it through
     read_regular, whose cap for an item file, drover.toml or an override is 16 MB: a repository of

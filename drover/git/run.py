@@ -220,7 +220,7 @@ def run_capped(args: list[str], cwd: Path, most: int) -> tuple[subprocess.Comple
         finally:
             if timer is not None:
                 timer.cancel()
-        if late.is_set() and not cut:
+        if late.is_set() and not cut and proc.returncode < 0:  # ended by the timer, not on its own a moment before
             raise _timed_out(args, seconds)
         said.seek(0)
         err = said.read().decode("utf-8", "replace")
