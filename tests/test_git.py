@@ -1097,6 +1097,16 @@ def test_a_file_of_millions_of_marker_lines_is_read_to_a_bound_not_whole(repo):
 
 
 
+def test_a_marker_is_found_behind_a_change_larger_than_the_bound(repo):
+    """The bound above (MARKERS_READ_BYTES) would let a branch put a marker past it: 40 MB of other
+    lines in `aaa.txt`, diffed first, then `zzz.txt` with its `<<<<<<< HEAD`. head_markers diffs only
+    the files whose changes hold such a line (git's -G), so the marker is found, its line named."""
+    blob = subprocess.run(["git", "hash-object", "-w", "--stdin"], cwd=repo, input="x\n" * 20_000_000, text=True,
+                          capture_output=True, check=True).stdout.strip()
+    commit = _commit_of_many_paths(repo, "a\n<<<<<<< HEAD\nb\n", ["zzz.txt"], f"100644 {blob}\taaa.txt")
+    assert dgit.head_markers(repo, "main", commit) == ["zzz.txt:2"]
+
+
 def test_a_git_read_to_a_bound_still_ends_at_the_time_limit(repo, monkeypatch):
     """run_capped (above) reads git's answer as it comes; a git that waits on a fifo in the git
     folder's place of a file ends at DROVER_GIT_TIMEOUT, in one line, as every git of drover's."""

@@ -231,12 +231,21 @@ _HUNK = re.compile(r"@@ -\d+(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 def head_markers(root: Path, base: str, head: str) -> list[str]:
     """`path:line` of each `<<<<<<< HEAD` line that `head` adds to what `base` has, in any file: a
     merge's conflicts carried on under another name, or in a commit that is no longer a two-parent
-    merge (squashed, an octopus). One diff, read hunk by hunk (every file as text)."""
-    args = ["diff", "--no-renames", "--no-ext-diff", "--no-textconv", "--no-color", "-a", "-U0",
-            "--src-prefix=a/", "--dst-prefix=b/", "--end-of-options", local_ref(base), head]
+    merge (squashed, an octopus). The files whose changes add or remove such a line first (git's
+    `-G`, no text read here), then their diff, read hunk by hunk (every file as text): what a branch
+    adds elsewhere, however large, neither costs the read nor pushes a marker past its bound."""
+    common = ["--no-renames", "--no-ext-diff", "--no-textconv", "--no-color", "-a"]
+    marked = git(["diff", *common, "--name-only", "-z", f"-G^{_OPENING}$", "--end-of-options", local_ref(base), head],
+                 root)
+    paths = [path for path in marked.split("\0") if path]
+    if not paths:
+        return []
+    named = ["--", *paths] if one_command_line(paths) else []
+    args = ["--literal-pathspecs", "diff", *common, "-U0", "--src-prefix=a/", "--dst-prefix=b/", "--end-of-options",
+            local_ref(base), head, *named]
     done, cut = run_capped(args, root, MARKERS_READ_BYTES)
     if not cut and done.returncode != 0:
-        raise failure(args, done)
+        raise failure(["diff"], done)
     out = done.stdout
     found: list[str] = []
     path, removed, added, number = "", 0, 0, 0
