@@ -405,6 +405,52 @@ def test_the_command_runs_through_the_shell_and_the_ledger_keeps_its_last_forty_
     assert (project / row["log_path"]).read_text().count("\n") == 101  # drover's header line, then all of it
 
 
+# a compiler's output when a header breaks: the cause first, then a cascade longer than the tail
+CASCADE = ("test:\n"
+           "\t@if [ -e BROKEN ]; then echo 'cc -c lib.c'; echo 'In file included from lib.c:3:'; "
+           "echo \"lib.h:7:5: error: unknown type name 'widget_t'\"; echo '    7 | widget_t make_widget(void);'; "
+           "echo '      |     ^~~~~~~~'; i=1; while [ $$i -le 60 ]; do "
+           "echo \"lib.c:$$i:9: error: 'widget' undeclared (first use in this function)\"; i=$$((i+1)); done; "
+           "exit 1; fi\n")
+
+
+def test_a_failed_builds_findings_quote_its_first_error_that_the_tail_does_not_hold(project, tmp_path):
+    (project / "Makefile").write_text(CASCADE)
+    git(project, "commit", "-q", "-am", "a build whose first error is far from its end")
+    done = drover(project, "drive", "--finish")
+    assert done.returncode == 0, done.stdout + done.stderr
+    first = checks(project)[0]
+    assert "lib.h:7:5" not in first["tail"] and first["tail"].endswith("Error 1")  # make's own last line
+    # the implementer is told the cause, with the lines gcc printed around it, above the tail
+    prompt = (tmp_path / "prompts" / "implement-2.md").read_text()
+    quoted = ("The first error it printed, at line 4 of its log (what comes after may only follow from it):\n\n"
+              "    In file included from lib.c:3:\n"
+              "    lib.h:7:5: error: unknown type name 'widget_t'\n"
+              "        7 | widget_t make_widget(void);\n"
+              "          |     ^~~~~~~~\n\n"
+              "The end of its output:\n\n    lib.c:22:9: error:")
+    assert quoted in prompt
+
+
+def test_verify_by_hand_prints_the_first_error_above_the_tail(project):
+    (project / "Makefile").write_text(CASCADE)
+    git(project, "commit", "-q", "-am", "a build whose first error is far from its end")
+    drover(project, "run", "D-1", check=True)
+    failed = drover(project, "verify", "D-1")
+    assert failed.returncode == 1
+    lines = failed.stdout.splitlines()
+    at = lines.index("the first error, at line 4 of the log:")
+    assert lines[at + 1:at + 6] == ["In file included from lib.c:3:", "lib.h:7:5: error: unknown type name 'widget_t'",
+                                    "    7 | widget_t make_widget(void);", "      |     ^~~~~~~~",
+                                    "the end of the output:"]
+    assert lines[at + 6] == "lib.c:22:9: error: 'widget' undeclared (first use in this function)"
+    # a tail that holds the first error quotes it once, as before
+    (project / "Makefile").write_text(MAKEFILE.replace("echo 'FAIL: BROKEN is here'", "echo 'x.c:1:1: error: BROKEN'"))
+    git(project, "commit", "-q", "-am", "a short failure")
+    again = drover(project, "verify", "D-1")
+    assert again.returncode == 1 and "the first error" not in again.stdout and "x.c:1:1: error: BROKEN" in again.stdout
+
+
 # --- drive, the cap, show ------------------------------------------------------------------------
 
 

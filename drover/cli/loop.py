@@ -169,6 +169,7 @@ def finish(item_id: str, allow_drover_files: bool, as_json: bool) -> None:
 @json_option
 def verify(item_id: str, as_json: bool) -> None:
     """Run the item's verify command on its branch head with base merged in; record the check."""
+    from drover.loop.firsterror import first_error
     from drover.loop.verify import describe, run_check
 
     with opened(operator="verify") as (project, ledger):
@@ -181,6 +182,10 @@ def verify(item_id: str, as_json: bool) -> None:
         click.echo(f"{item_id}: {describe(check)} on {check.head[:12]} with {project.config.base} "
                    f"({check.base[:12]}) merged in; log: {check.log_path}")
         if not check.passed:
+            found = first_error(project.root / check.log_path, check.tail or "") if check.outcome == "exited" else None
+            if found:  # a compiler's cause, above the consequences the tail ends with
+                click.echo(on_screen("\n".join([f"the first error, at line {found[0]} of the log:", *found[1],
+                                                 "the end of the output:"])))
             click.echo(on_screen(check.tail))
     sys.exit(0 if check is None or check.passed else 1)
 

@@ -32,6 +32,7 @@ from drover.ledger.connection import now
 from drover.ledger.db import Ledger
 from drover.ledger.project import Project
 from drover.ledger.rows import Check
+from drover.loop.firsterror import first_error
 from drover.loop.worktree_setup import SHELL
 from drover.vocabulary import CHECKER
 
@@ -335,6 +336,9 @@ def findings(project: Project, ledger: Ledger, item_id: str, check: Check) -> st
                   # the main checkout's path: an agent in a worktree has no `.drover/` of its own
                   log=str(project.root / check.log_path), tail="\n".join("    " + line for line in (check.tail or "(no output)").split("\n")))
     values["ending"] = _fill(words["ending"].get(check.outcome, check.outcome), values)
+    found = first_error(project.root / check.log_path, check.tail or "") if check.outcome == "exited" else None
+    values["first"] = "\n" + _fill(words["first_error"], {"line": str(found[0]), "lines": "\n".join(
+        "    " + line for line in found[1])}).strip("\n") + "\n\n" if found else ""
     return _with_still_open(project, ledger, item_id, _fill(words["findings"], values).strip("\n") + "\n")
 
 
