@@ -170,6 +170,10 @@ def _init_with(repo, files: dict[str, str]) -> tuple[dict, str]:
     return tomllib.loads((repo / "drover.toml").read_text()), said
 
 
+# what init writes for a CMake project: the command configures build/ itself (docs/worktrees.md)
+CMAKE_TEST = "cmake -S . -B build && cmake --build build && ctest --test-dir build --output-on-failure --no-tests=error"
+
+
 @pytest.mark.parametrize("files, command", [
     ({"Makefile": "build:\n\tcc x.c\n\ntest: build\n\t./run-tests\n"}, "make test"),
     ({"pyproject.toml": "[project]\nname = 'x'\n\n[tool.pytest.ini_options]\ntestpaths = ['tests']\n"},
@@ -203,6 +207,10 @@ def _init_with(repo, files: dict[str, str]) -> tuple[dict, str]:
     ({"uv.lock": "version = 1\n", "yarn.lock": ""}, ""),  # a lockfile alone names no tests
     ({"package.json": "[" * 100_000, "go.mod": "module x\n"}, "go test ./..."),  # past the parser's depth: no script
     ({"package.json": '[{"scripts": {"test": "jest"}}]'}, ""),  # not an object
+    # a C library built with CMake: configured, built and tested with ctest in build/, no set-up needed
+    ({"CMakeLists.txt": "project(x C)\nenable_testing()\n"}, CMAKE_TEST),
+    ({"Makefile": "all:\n\tcc x.c\n", "CMakeLists.txt": "project(x C)\n"}, CMAKE_TEST),  # no test target
+    ({"Makefile": "test:\n\t./t\n", "CMakeLists.txt": "project(x C)\n"}, "make test"),  # the Makefile's first
 ])
 def test_init_writes_the_verify_command_the_repository_names(repo, files, command):
     config, said = _init_with(repo, files)
@@ -227,7 +235,11 @@ def test_init_writes_the_verify_command_the_repository_names(repo, files, comman
     # a Makefile's test target names no kind: the manifest beside it does
     ({"Makefile": "test:\n\tgo test ./...\n", "go.mod": "module x\n"}, ('e.g. "go mod download"', "", "")),
     ({"pyproject.toml": "[tool.pytest.ini_options]\n"}, ('e.g. "uv sync"', 'e.g. [".venv"]', 'e.g. ["uv.lock"]')),
-], ids=["npm", "pnpm", "cargo", "go", "make-go", "python"])
+    # a C library's Makefile (cJSON's): no Python or Node example
+    ({"Makefile": "test: t\n\t./t\n", "cJSON.c": ""}, ('e.g. "./configure"', 'e.g. ["build"]', 'e.g. ["configure"]')),
+    ({"CMakeLists.txt": "project(x C)\n"}, ("none needed, the verify command configures build/ itself",
+                                             '["build"] keeps CMake\'s build folder', 'e.g. ["CMakeLists.txt"]')),
+], ids=["npm", "pnpm", "cargo", "go", "make-go", "python", "make-c", "cmake"])
 def test_init_comments_give_examples_of_the_kind_of_project_it_found(repo, files, examples):
     """drover.toml's comments beside [run] setup, keep and setup_inputs gave a Python project's
     examples (`uv sync`, `.venv`, `uv.lock`) whatever the repository held: a Node, Rust or Go project
@@ -239,6 +251,8 @@ def test_init_comments_give_examples_of_the_kind_of_project_it_found(repo, files
         assert example in lines[key], lines[key]
     if "pyproject.toml" not in files:
         assert not any(word in line for line in lines.values() for word in ("uv", ".venv")), lines
+    if "package.json" not in files:
+        assert not any("node_modules" in line for line in lines.values()), lines
 
 
 def test_init_for_a_cargo_crate_says_it_needs_no_setup_and_that_a_pool_keeps_target(repo):

@@ -88,6 +88,8 @@ def config_text_for(root: Path, detected: tuple[str, str] | None = None, setup: 
         notes[("run", "setup")] = SETUP_HINT.format(shared=shared)
     elif command == "cargo test":  # cargo needs no install; what it does need is its build kept
         notes[("run", "setup")], notes[("run", "keep")] = CARGO_NOTES
+    elif command == CMAKE_TEST:  # the command configures its build folder itself; a pool may keep it
+        notes[("run", "setup")], notes[("run", "keep")] = CMAKE_NOTES
     if inputs:
         notes[("run", "setup_inputs")] = INPUTS_NOTE
     for key, example in zip(("setup", "keep", "setup_inputs"), KIND_EXAMPLES.get(project_kind(root, command), ())):
@@ -107,6 +109,9 @@ KIND_EXAMPLES = {
     "yarn": ('"yarn install --frozen-lockfile"', '["node_modules"]', '["yarn.lock", "package.json"]'),
     "cargo": ('"cargo fetch --locked"', '["target"]', '["Cargo.lock"]'),
     "go": ('"go mod download"', "", '["go.mod", "go.sum"]'),
+    # a C or C++ project: what its Makefile builds beside the sources no path in keep can spare
+    "make": ('"./configure"', '["build"]', '["configure"]'),
+    "cmake": ('"cmake -S . -B build"', '["build"]', '["CMakeLists.txt"]'),
 }
 _EXAMPLE = re.compile(r', e\.g\. (?:"[^"]*"|\[[^\]]*\])')
 PYTHON_FILES = ("pyproject.toml", "setup.py", "setup.cfg", "uv.lock", "poetry.lock", "requirements.txt")
@@ -119,7 +124,7 @@ def project_kind(root: Path, verify: str) -> str:
     tool = verify.split(" ", 1)[0]
     if tool in ("python", "uv", "poetry"):
         return "python"
-    if tool in KIND_EXAMPLES:
+    if tool in KIND_EXAMPLES and tool != "make":  # a Makefile's test target runs any language's tests
         return tool
     if any((root / name).is_file() for name in PYTHON_FILES):
         return "python"
@@ -129,7 +134,9 @@ def project_kind(root: Path, verify: str) -> str:
     for name, kind in (("Cargo.toml", "cargo"), ("go.mod", "go")):
         if (root / name).is_file():
             return kind
-    return ""
+    if tool == "make":  # no manifest of another language: a C or C++ project's Makefile
+        return "make"
+    return "cmake" if (root / "CMakeLists.txt").is_file() else ""
 
 
 def _with_example(meaning: str, example: str) -> str:
@@ -143,6 +150,14 @@ def _with_example(meaning: str, example: str) -> str:
 CARGO_NOTES = ("found: Cargo.toml: none needed, cargo test builds the crate and its dependencies itself",
                "with [run] pool, [\"target\"] keeps cargo's build: a pooled worktree builds the dependencies once, "
                "then only what each item changed (drover help worktrees)")
+# A CMake project's tests (docs/worktrees.md, "A C library"): the command configures build/ itself, so
+# no [run] setup is needed, and a pooled worktree whose clean removed build/ configures it again;
+# ctest's --no-tests=error fails a build that declares no tests rather than pass it (CMake 3.20+).
+CMAKE_TEST = "cmake -S . -B build && cmake --build build && ctest --test-dir build --output-on-failure --no-tests=error"
+CMAKE_NOTES = ("found: CMakeLists.txt: none needed, the verify command configures build/ itself (its options, "
+               "e.g. -DBUILD_TESTING=ON, go into [verify] default)",
+               "with [run] pool, [\"build\"] keeps CMake's build folder: a pooled worktree configures and compiles "
+               "once, then only what each item changed (drover help worktrees)")
 # The comment beside an empty verify command: what an empty one means (docs/configuration.md).
 NO_VERIFY = "nothing runs before merge until this is set: the command that runs the tests, e.g. \"make test\""
 SETUP_HINT = ("{shared} found: worktrees otherwise import the main checkout's code; give each its own, "
@@ -152,7 +167,7 @@ SETUP_HINT = ("{shared} found: worktrees otherwise import the main checkout's co
 def detect_verify(root: Path) -> tuple[str, str]:
     """The command that runs this repository's tests, as its files name it, and where it was found;
     ("", "") when none does. The first that applies: a Makefile `test` target, pytest
-    configuration, an npm `test` script, a Cargo.toml, a go.mod; pytest and the `test` script run
+    configuration, an npm `test` script, a Cargo.toml, a go.mod, a CMakeLists.txt; pytest and the `test` script run
     through the tool whose lockfile the repository commits (_through_lock)."""
     for name in ("GNUmakefile", "makefile", "Makefile"):
         if _MAKE_TEST.search(_text(root / name)):
@@ -173,6 +188,8 @@ def detect_verify(root: Path) -> tuple[str, str]:
         return "cargo test", "Cargo.toml"
     if (root / "go.mod").is_file():
         return "go test ./...", "go.mod"
+    if (root / "CMakeLists.txt").is_file():
+        return CMAKE_TEST, "CMakeLists.txt, built in build/ and tested with ctest"
     return "", ""
 
 
@@ -338,7 +355,7 @@ def _verify_said(root: Path, detected: tuple[str, str], setup: tuple[str, str]) 
     command, found = detected
     said = [f"verify command: {command} ({found})" if command else
             "verify command: none found; nothing runs before merge until [verify] default is set"]
-    unread = package_json_problem(root) if command in ("", "cargo test", "go test ./...") else ""
+    unread = package_json_problem(root) if command in ("", "cargo test", "go test ./...", CMAKE_TEST) else ""
     if unread:  # "none found" alone would hide the test script a JavaScript project sees there
         said.append(f"warning: {unread}: its test script and packages were not read; mend it, or set "
                     "[verify] default and [run] setup yourself")
