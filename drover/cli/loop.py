@@ -169,8 +169,7 @@ def finish(item_id: str, allow_drover_files: bool, as_json: bool) -> None:
 @json_option
 def verify(item_id: str, as_json: bool) -> None:
     """Run the item's verify command on its branch head with base merged in; record the check."""
-    from drover.loop.firsterror import first_error
-    from drover.loop.verify import describe, run_check
+    from drover.loop.verify import describe, first_error_of, run_check
 
     with opened(operator="verify") as (project, ledger):
         check = run_check(project, ledger, item_id, echo=sys.stdout.isatty() and not as_json)
@@ -182,7 +181,7 @@ def verify(item_id: str, as_json: bool) -> None:
         click.echo(f"{item_id}: {describe(check)} on {check.head[:12]} with {project.config.base} "
                    f"({check.base[:12]}) merged in; log: {check.log_path}")
         if not check.passed:
-            found = first_error(project.root / check.log_path, check.tail or "") if check.outcome == "exited" else None
+            found = first_error_of(project, check)
             if found:  # a compiler's cause, above the consequences the tail ends with
                 click.echo(on_screen("\n".join([f"the first error, at line {found[0]} of the log:", *found[1],
                                                  "the end of the output:"])))

@@ -327,6 +327,11 @@ def _fill(text: str, values: dict[str, str]) -> str:
     return re.sub(r"\{([a-z_]+)\}", lambda found: values.get(found.group(1), found.group(0)), text)
 
 
+def first_error_of(project: Project, check: Check) -> tuple[int, list[str]] | None:
+    """firsterror.first_error of a check whose command ran to its exit (its line number, the lines)."""
+    return first_error(project.root / check.log_path, check.tail or "") if check.outcome == "exited" else None
+
+
 def findings(project: Project, ledger: Ledger, item_id: str, check: Check) -> str:
     """The findings a failed check writes into the Changes section (builtin_templates/checks.toml):
     the command and the end of its output, and the review's findings that were still open."""
@@ -336,7 +341,7 @@ def findings(project: Project, ledger: Ledger, item_id: str, check: Check) -> st
                   # the main checkout's path: an agent in a worktree has no `.drover/` of its own
                   log=str(project.root / check.log_path), tail="\n".join("    " + line for line in (check.tail or "(no output)").split("\n")))
     values["ending"] = _fill(words["ending"].get(check.outcome, check.outcome), values)
-    found = first_error(project.root / check.log_path, check.tail or "") if check.outcome == "exited" else None
+    found = first_error_of(project, check)
     values["first"] = "\n" + _fill(words["first_error"], {"line": str(found[0]), "lines": "\n".join(
         "    " + line for line in found[1])}).strip("\n") + "\n\n" if found else ""
     return _with_still_open(project, ledger, item_id, _fill(words["findings"], values).strip("\n") + "\n")
