@@ -414,8 +414,19 @@ CASCADE = ("test:\n"
            "exit 1; fi\n")
 
 
-def test_a_failed_builds_findings_quote_its_first_error_that_the_tail_does_not_hold(project, tmp_path):
+@pytest.fixture
+def cascade(project, monkeypatch):
+    """A project whose `make test` prints CASCADE's compiler output, and a make of its own: under
+    `make test` the suite's make passes MAKELEVEL down, and the check's make then prints `Entering
+    directory` and `Leaving directory` lines around its output."""
+    for name in ("MAKELEVEL", "MAKEFLAGS", "MFLAGS"):
+        monkeypatch.delenv(name, raising=False)
     (project / "Makefile").write_text(CASCADE)
+    return project
+
+
+def test_a_failed_builds_findings_quote_its_first_error_that_the_tail_does_not_hold(cascade, tmp_path):
+    project = cascade
     git(project, "commit", "-q", "-am", "a build whose first error is far from its end")
     done = drover(project, "drive", "--finish")
     assert done.returncode == 0, done.stdout + done.stderr
@@ -432,8 +443,8 @@ def test_a_failed_builds_findings_quote_its_first_error_that_the_tail_does_not_h
     assert quoted in prompt
 
 
-def test_verify_by_hand_prints_the_first_error_above_the_tail(project):
-    (project / "Makefile").write_text(CASCADE)
+def test_verify_by_hand_prints_the_first_error_above_the_tail(cascade):
+    project = cascade
     git(project, "commit", "-q", "-am", "a build whose first error is far from its end")
     drover(project, "run", "D-1", check=True)
     failed = drover(project, "verify", "D-1")
