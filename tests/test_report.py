@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import (REPORT_HOSTILE, TESTS, configure, drover, git, new_item, one_line,
+from helpers import (REPORT_HOSTILE, TESTS, configure, drover, git, made_once, new_item, one_line,
                      seed_report_ledger)
 
 RECORDER = TESTS / "agents" / "notify_recorder.py"
@@ -150,7 +150,9 @@ def test_the_demo_report_page_has_every_item_dep_and_run_and_nothing_from_outsid
 
 @pytest.fixture
 def big(repo) -> dict:
-    return seed_report_ledger(repo)
+    """The 200-item project and what its report must find (made once per test process, then
+    copied: helpers.made_once)."""
+    return made_once(repo, ("test_report", "big"), lambda: seed_report_ledger(repo))
 
 
 def test_the_report_of_200_items_counts_each_outcome_and_failure_class(repo, big):
