@@ -366,7 +366,9 @@ def test_drive_finishes_an_item_while_another_items_agent_runs(project):
     still runs, is the operator's, never refused as a process descending from a launcher."""
     first = new_item(project, "Fast")
     second = new_item(project, "Slow")
-    done = drover(project, "drive", "--jobs", "2", "--finish", env={"AGENT_SLOW_ITEM": f"{second}:3"})
+    # the slow one's agent works till the fast one is merged (a minute at most)
+    done = drover(project, "drive", "--jobs", "2", "--finish",
+                  env={"AGENT_SLOW_ITEM": f"{second}:60", "AGENT_SLOW_UNTIL": f"merged:{first}"})
     assert done.returncode == 0, done.stdout + done.stderr
     assert "cannot act for a run" not in done.stdout + done.stderr
     for item in (first, second):

@@ -957,8 +957,10 @@ def test_prune_held_keeps_the_worktree_of_a_live_run_in_its_setup_and_while_its_
     configure(repo)
     set_run(repo, pool="2", setup=waiting_setup(tmp_path))
     item = new_item(repo, "first")
-    marker = tmp_path / "agent.started"
-    first, go = held_in_setup(repo, tmp_path, item, env={"AGENT_MARKER": str(marker), "AGENT_SLOW_ITEM": f"{item}:3"})
+    marker, release = tmp_path / "agent.started", tmp_path / "agent.go"
+    # the agent works till the test lets it go (a minute at most)
+    first, go = held_in_setup(repo, tmp_path, item, env={"AGENT_MARKER": str(marker), "AGENT_SLOW_ITEM": f"{item}:60",
+                                                         "AGENT_SLOW_UNTIL": str(release)})
     try:
         (row,) = pool_rows(repo)
         pruned = drover(repo, "worktrees", "prune", "--held", check=True).stdout
@@ -972,6 +974,7 @@ def test_prune_held_keeps_the_worktree_of_a_live_run_in_its_setup_and_while_its_
         pruned = drover(repo, "worktrees", "prune", "--held", check=True).stdout
         assert re.fullmatch(rf"kept {row['path']}: {item} has a live run \S+ \(pid \d+\)\n", pruned), pruned
     finally:
+        release.touch()
         status, said = ended(first, go)
     assert status == 0, said
     assert (repo / row["path"]).is_dir() and [r["holder"] for r in pool_rows(repo)] == [item]

@@ -8,7 +8,9 @@ unconcluded), `markers` (in posture conflict, commit the files as they are, conf
 all, and exit $AGENT_MARKERS_EXIT; on its next pass, take the marker lines out), `idle` (implementing, exit 0 having done nothing),
 `breaks-check` (its first implementing pass deletes tests.sh, the verify command; the next puts it back). AGENT_QUIET=N: the first implementing pass says nothing for N seconds first;
 AGENT_FINDINGS: the findings of a request for changes. AGENT_SLOW_ITEM=ID:N: every implementing pass
-of item ID sleeps N seconds first (another item's finish then comes while this agent runs).
+of item ID sleeps N seconds first (another item's finish then comes while this agent runs), or
+less: till the file AGENT_SLOW_UNTIL names is there, or, given `merged:OTHER`, till item OTHER's
+first pass is on main (merged).
 """
 import json
 import os
@@ -43,8 +45,21 @@ def drover(*args, stdin=None):
 
 
 slow_item, _, slow_seconds = os.environ.get("AGENT_SLOW_ITEM", "").partition(":")
+
+
+def slow_done() -> bool:
+    """Whether what AGENT_SLOW_UNTIL waits for has come (never, when it names nothing)."""
+    until = os.environ.get("AGENT_SLOW_UNTIL", "")
+    if until.startswith("merged:"):
+        merged = subprocess.run(["git", "log", "--format=%s", "main"], capture_output=True, text=True).stdout
+        return f"{until.removeprefix('merged:')}: pass 1" in merged.splitlines()
+    return bool(until) and Path(until).exists()
+
+
 if slot == "implement" and slow_item == item:
-    time.sleep(float(slow_seconds))
+    slow_until = time.monotonic() + float(slow_seconds)
+    while time.monotonic() < slow_until and not slow_done():
+        time.sleep(0.1)
 
 if os.environ.get("AGENT_SAY"):  # a line of output, as the agent chose it (escapes and all)
     print(os.environ["AGENT_SAY"], flush=True)
