@@ -294,7 +294,7 @@ def test_drive_under_a_wrapper_that_waits_on_it_is_the_operators(project):
     """`/usr/bin/time drover drive` (what `time` is under sh, as in cron) forks drover and waits: the
     wrapper's command line names drover drive, but it is no drover, and the drive goes on."""
     item = new_item(project, "Add a thing")
-    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}", "AGENT_MODE": "approving"}
     done = subprocess.run(["/usr/bin/time", "drover", "drive", "--finish"], cwd=project, env=env,
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
@@ -367,8 +367,8 @@ def test_drive_finishes_an_item_while_another_items_agent_runs(project):
     first = new_item(project, "Fast")
     second = new_item(project, "Slow")
     # the slow one's agent works till the fast one is merged (a minute at most)
-    done = drover(project, "drive", "--jobs", "2", "--finish",
-                  env={"AGENT_SLOW_ITEM": f"{second}:60", "AGENT_SLOW_UNTIL": f"merged:{first}"})
+    done = drover(project, "drive", "--jobs", "2", "--finish", env={
+        "AGENT_SLOW_ITEM": f"{second}:60", "AGENT_SLOW_UNTIL": f"merged:{first}", "AGENT_MODE": "approving"})
     assert done.returncode == 0, done.stdout + done.stderr
     assert "cannot act for a run" not in done.stdout + done.stderr
     for item in (first, second):
@@ -404,7 +404,7 @@ def test_a_signal_while_the_drive_looks_for_ready_items_still_ends_the_agents_in
 def test_drive_takes_a_dependent_item_once_its_dep_is_finished(project):
     first = new_item(project, "First thing")
     second = new_item(project, "Second thing", "--dep", first)
-    done = drover(project, "drive", "--finish")
+    done = drover(project, "drive", "--finish", env={"AGENT_MODE": "approving"})
     assert done.returncode == 0, done.stdout + done.stderr
     assert json.loads(drover(project, "show", second, "--json").stdout)["state"] == "done"
 

@@ -17,6 +17,9 @@ from helpers import (REPORT_HOSTILE, TESTS, configure, drover, git, made_once, n
                      seed_report_ledger)
 
 RECORDER = TESTS / "agents" / "notify_recorder.py"
+# the loop agent's reviewer approves at once: a drive these tests read the report or notify of
+# needs no send-back round
+APPROVING = {"AGENT_MODE": "approving"}
 
 
 class Page(HTMLParser):
@@ -388,7 +391,7 @@ def test_notify_gets_the_report_json_on_stdin_and_its_argv_split_like_a_shell_wi
     record = tmp_path / "record.json"
     notify_config(repo, "--flag", "'two words'", "$HOME", ";", "touch", "pwned")
     item = new_item(repo, "Add a thing")
-    done = drover(repo, "drive", "--finish", env={"NOTIFY_RECORD": str(record)})
+    done = drover(repo, "drive", "--finish", env={"NOTIFY_RECORD": str(record), **APPROVING})
     assert done.returncode == 0, done.stdout + done.stderr
     got = json.loads(record.read_text())
     assert got["argv"] == ["--flag", "two words", "$HOME", ";", "touch", "pwned"]  # no shell saw them
@@ -404,7 +407,7 @@ def test_a_notify_command_that_fails_is_one_warning_and_the_drive_still_succeeds
     record = tmp_path / "record.json"
     notify_config(repo, "--exit", "7")
     new_item(repo, "Add a thing")
-    done = drover(repo, "drive", "--finish", env={"NOTIFY_RECORD": str(record)})
+    done = drover(repo, "drive", "--finish", env={"NOTIFY_RECORD": str(record), **APPROVING})
     assert done.returncode == 0, done.stdout + done.stderr
     warnings = [line for line in (done.stdout + done.stderr).splitlines() if "warning: [notify]" in line]
     assert len(warnings) == 1 and "exited 7" in warnings[0] and "told to exit 7" in warnings[0]
@@ -415,7 +418,7 @@ def test_a_notify_command_that_hangs_is_ended_with_its_children_and_the_drive_st
     record = tmp_path / "record.json"
     notify_config(repo, "--hang", timeout="1s")
     new_item(repo, "Add a thing")
-    done = drover(repo, "drive", "--finish", env={"NOTIFY_RECORD": str(record)})
+    done = drover(repo, "drive", "--finish", env={"NOTIFY_RECORD": str(record), **APPROVING})
     assert done.returncode == 0, done.stdout + done.stderr
     assert "warning: [notify]" in done.stdout + done.stderr and "no end after 1s" in done.stdout + done.stderr
     assert record.exists()  # it ran; the fixture fails the test if it or its grandchild is left running
@@ -427,7 +430,7 @@ def test_a_notify_timeout_longer_than_poll_counts_still_runs_the_command(repo, t
     record = tmp_path / "record.json"
     notify_config(repo, timeout=timeout)
     item = new_item(repo, "Add a thing")
-    done = drover(repo, "drive", "--finish", env={"NOTIFY_RECORD": str(record)})
+    done = drover(repo, "drive", "--finish", env={"NOTIFY_RECORD": str(record), **APPROVING})
     assert done.returncode == 0 and "warning" not in done.stderr, done.stdout + done.stderr
     assert json.loads(json.loads(record.read_text())["stdin"])["merged"] == [item]
 
@@ -436,7 +439,7 @@ def test_a_notify_command_that_does_not_exist_is_a_warning(repo):
     configure(repo)
     set_notify(repo, 'command = "/nonexistent/notify-me --now"')
     new_item(repo, "Add a thing")
-    done = drover(repo, "drive")
+    done = drover(repo, "drive", env=APPROVING)
     assert done.returncode == 0 and "warning: [notify] /nonexistent/notify-me: could not start" in done.stdout
 
 
@@ -455,10 +458,10 @@ def test_a_bad_notify_table_names_the_key_and_exits_2(repo, table, problem):
 def test_drive_report_writes_the_page_of_the_drives_own_runs(repo, tmp_path):
     configure(repo)
     old = new_item(repo, "Done before")
-    drover(repo, "drive", "--finish", check=True)
+    drover(repo, "drive", "--finish", env=APPROVING, check=True)
     item = new_item(repo, "Add a thing")
     out = tmp_path / "night" / "report.html"
-    done = drover(repo, "drive", "--finish", "--report", str(out))
+    done = drover(repo, "drive", "--finish", "--report", str(out), env=APPROVING)
     assert done.returncode == 0, done.stdout + done.stderr
     assert f"report written to {out}" in done.stdout.splitlines()  # a success, not a `drover:` line
     page = assert_self_contained(out.read_text(encoding="utf-8"))
@@ -471,7 +474,7 @@ def test_drive_report_to_a_place_that_cannot_be_written_warns_and_the_drive_stan
     new_item(repo, "Add a thing")
     blocker = tmp_path / "file"
     blocker.write_text("")
-    done = drover(repo, "drive", "--report", str(blocker / "report.html"))
+    done = drover(repo, "drive", "--report", str(blocker / "report.html"), env=APPROVING)
     assert done.returncode == 0, done.stdout + done.stderr
     assert f"drover: warning: the report was not written to {blocker / 'report.html'}: {blocker} is a file, not a folder" \
         in done.stdout.splitlines(), done.stdout

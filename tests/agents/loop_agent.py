@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """A scripted agent for the loop tests: it edits, commits, and calls drover through PATH.
 
-AGENT_MODE steers it: `normal` (request changes once, then approve), `stubborn` (always
+AGENT_MODE steers it: `normal` (request changes once, then approve), `approving` (approve at the
+first review: one round, where a send-back is not what the test is about), `stubborn` (always
 request changes), `fail` (exit 3), `sleep` (start a grandchild and sleep), `silent` (review
 records nothing), `unmerged` (in posture conflict, resolve the files and leave the merge
 unconcluded), `markers` (in posture conflict, commit the files as they are, conflict markers and
@@ -97,7 +98,7 @@ elif slot == "review":
     rounds = int(os.environ["DROVER_ROUND"])  # the rounds recorded so far, as `drover show` counts them
     if mode == "silent":
         sys.exit(0)
-    if mode == "stubborn" or not rounds:
+    if mode == "stubborn" or (not rounds and mode != "approving"):
         findings = os.environ.get("AGENT_FINDINGS") or f"# Pass {rounds + 1} is not enough\n\nDo it again.\n"
         done = drover("request-changes", item, stdin=findings)
         sys.exit(done.returncode)
