@@ -382,14 +382,14 @@ def test_a_check_timeout_of_its_own_stands_apart_from_the_agents(project):
     """The check had only the implementing agent's timeout: set low to catch a hanging agent, it cut a
     slow test suite short and sent the work back, round after round, for the operator's setting."""
     config = project / "drover.toml"
-    config.write_text(re.sub(r'^check_timeout = ""', 'check_timeout = "2s"', config.read_text(), count=1, flags=re.M)
+    config.write_text(re.sub(r'^check_timeout = ""', 'check_timeout = "1s"', config.read_text(), count=1, flags=re.M)
                       .replace('default = "make test"', 'default = "sleep 60"'))
     drover(project, "run", "D-1", check=True)
     done = drover(project, "verify", "D-1")
     assert done.returncode == 1 and "D-1: check failed (sleep 60, timeout, " in done.stdout
     (row,) = checks(project)
     assert row["outcome"] == "timeout" and row["duration"] < 30
-    config.write_text(config.read_text().replace('check_timeout = "2s"', 'check_timeout = "2h"')
+    config.write_text(config.read_text().replace('check_timeout = "1s"', 'check_timeout = "2h"')
                       .replace('timeout = "2h"', 'timeout = "1s"', 1).replace('"sleep 60"', '"sleep 2"'))
     assert drover(project, "verify", "D-1").returncode == 0  # past the agent's timeout, within its own
 
