@@ -329,7 +329,7 @@ def test_an_item_whose_drive_breaks_fails_alone_and_the_drive_goes_on_to_its_sum
         return drive(self, ledger, item_id)
 
     monkeypatch.setattr(Driver, "_drive", breaks_on_the_first)
-    done = drover(project, "drive", "--jobs", "2", "--finish", "--json")
+    done = drover(project, "drive", "--jobs", "2", "--finish", "--json", env={"AGENT_MODE": "approving"})
     assert done.returncode == 1, done.stdout + done.stderr
     assert "Traceback" not in done.stdout + done.stderr
     report = {row["id"]: row for row in json.loads(done.stdout)["items"]}
@@ -394,7 +394,8 @@ def test_a_signal_while_the_drive_looks_for_ready_items_still_ends_the_agents_in
         raise Interrupted(signal.SIGINT)
 
     monkeypatch.setattr(driving, "ready_ids", signalled)
-    done = drover(project, "drive", "--jobs", "2", "--finish", env={"AGENT_SLOW_ITEM": f"{second}:60"})
+    done = drover(project, "drive", "--jobs", "2", "--finish",
+                  env={"AGENT_SLOW_ITEM": f"{second}:60", "AGENT_MODE": "approving"})
     assert done.returncode == 130, done.stdout + done.stderr
     runs = json.loads(drover(project, "show", second, "--json", check=True).stdout)["runs"]
     assert runs[-1]["outcome"] == "interrupted", runs  # ended with the drive, not left to run its minute
