@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import BIN, configure, drover, git, ledger_rows, new_item
+from helpers import APPROVING, BIN, configure, drover, git, ledger_rows, new_item
 
 MARKER = "<!-- drover: cleared -->"
 
@@ -442,11 +442,11 @@ def test_a_verify_command_the_branch_took_away_is_a_round_for_the_implementer(pr
 def test_a_finish_that_moves_the_checkout_to_base_says_so(project):
     item = new_item(project, "Add a thing")
     git(project, "switch", "-q", "-c", "feature-x")
-    done = drover(project, "drive", "--finish", item)
+    done = drover(project, "drive", "--finish", item, env=APPROVING)
     assert done.returncode == 0, done.stdout + done.stderr
     assert f"{item}: the checkout was on feature-x and is now on main, where the merge is" in done.stdout
     assert git(project, "branch", "--show-current").strip() == "main"
-    again = drover(project, "drive", "--finish", new_item(project, "Another"))  # on main already: nothing said
+    again = drover(project, "drive", "--finish", new_item(project, "Another"), env=APPROVING)  # on main: nothing said
     assert again.returncode == 0 and "the checkout was on" not in again.stdout
 
 
@@ -636,7 +636,7 @@ def test_every_state_is_in_the_state_table_and_the_list_docs():
 def test_a_finish_refused_in_a_drive_names_what_blocks_it_in_progress_and_summary(project):
     item = new_item(project, "Add a thing")
     # each agent run leaves an untracked file in the main checkout, after drive's own dirty check
-    done = drover(project, "drive", "--finish", env={"AGENT_MARKER": str(project / "notes.txt")})
+    done = drover(project, "drive", "--finish", env={"AGENT_MARKER": str(project / "notes.txt"), **APPROVING})
     assert done.returncode == 1
     lines = [line for line in done.stdout.splitlines() if "approved, not finished" in line]
     assert len(lines) == 2, done.stdout  # the progress line and the summary's

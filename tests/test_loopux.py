@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from helpers import configure, drover, git, ledger_rows, new_item, write_requirements
+from helpers import APPROVING, configure, drover, git, ledger_rows, new_item, write_requirements
 
 
 @pytest.fixture
@@ -786,13 +786,13 @@ def test_a_drive_without_finish_says_what_merges_the_items_it_approved(project):
     `nothing is ready`, `nothing to drive`, with no word of `finish`. The summary of a drive that
     approved an item and its next drive's header both name the command that merges it."""
     item = new_item(project, "Add a thing")
-    done = drover(project, "drive", check=True)
+    done = drover(project, "drive", env=APPROVING, check=True)
     assert done.stdout.splitlines()[-2:] == [
         "1 of 1 approved", f"approved, not merged: {item}: `drover finish {item}` merges it (or `drover drive --finish`)"]
-    again = drover(project, "drive", check=True).stdout
+    again = drover(project, "drive", env=APPROVING, check=True).stdout
     assert "  items: nothing is ready\n" in again
     assert f"  approved, not merged: {item}: `drover finish {item}` merges it (or `drover drive --finish`)\n" in again
-    finished = drover(project, "drive", "--finish", check=True).stdout
+    finished = drover(project, "drive", "--finish", env=APPROVING, check=True).stdout
     assert "not merged" not in finished and finished.splitlines()[-1] == "1 of 1 approved, 1 finished"
 
 

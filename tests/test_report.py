@@ -13,13 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from helpers import (REPORT_HOSTILE, TESTS, configure, drover, git, made_once, new_item, one_line,
+from helpers import (APPROVING, REPORT_HOSTILE, TESTS, configure, drover, git, made_once, new_item, one_line,
                      seed_report_ledger)
 
 RECORDER = TESTS / "agents" / "notify_recorder.py"
-# the loop agent's reviewer approves at once: a drive these tests read the report or notify of
-# needs no send-back round
-APPROVING = {"AGENT_MODE": "approving"}
 
 
 class Page(HTMLParser):
