@@ -601,6 +601,25 @@ def test_show_lists_the_checks_in_text_and_json(project):
     assert check["log_path"].endswith("/check.log") and "FAIL: BROKEN is here" in check["tail"]
 
 
+def test_log_of_an_item_whose_check_failed_after_its_run_names_the_checks_log(project):
+    """`drover log D-6` of an item parked by failing checks printed its last agent log, which reads
+    as if the agent had the last word (a new user, on cJSON): a note on standard error names the
+    check that failed after the run and the command that prints its output."""
+    drover(project, "run", "D-1", check=True)
+    quiet = drover(project, "log", "D-1")
+    assert quiet.returncode == 0 and quiet.stderr == ""  # no check yet: nothing to say
+    drover(project, "verify", "D-1")
+    (check,) = checks(project)
+    done = drover(project, "log", "D-1")
+    assert done.returncode == 0 and done.stdout == quiet.stdout  # the run's log, as before
+    assert done.stderr == (f"drover: note: D-1's check {check['id']} failed after this run; its output: "
+                           f"drover log D-1 --run {check['id']}\n")
+    assert "FAIL: BROKEN is here" in drover(project, "log", "D-1", "--run", check["id"], check=True).stdout
+    named = drover(project, "log", "D-1", "--run", json.loads(
+        drover(project, "show", "D-1", "--json", check=True).stdout)["runs"][-1]["id"])
+    assert named.stderr == ""  # a run asked for by its id is that run's log alone
+
+
 def test_verify_changes_the_ledger_so_it_records_an_event_with_its_check(project):
     drover(project, "run", "D-1", check=True)
     before = len(ledger_rows(project, "events", order="id"))

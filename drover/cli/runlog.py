@@ -12,7 +12,7 @@ from drover.git.files import open_regular
 from drover.ledger.db import Ledger
 from drover.agents.locks import run_live
 from drover.ledger.project import Project
-from drover.ledger.rows import Run
+from drover.ledger.rows import Check, Run
 from drover.ledger.itemstate import item_state
 
 FOLLOW_POLL = 0.25
@@ -104,6 +104,10 @@ def show_log(project: Project, item_id: str, run_id: str | None, *, follow: bool
             write(b"", final=True)
             return
         run = pick_run(project, ledger, item_id, run_id)
+        failed = _check_failed_since(ledger, item_id, run) if run_id is None else None
+    if failed is not None:  # the item's newest word is a check's: its log is not the run's (a new user, on cJSON)
+        print(f"drover: note: {item_id}'s check {failed.id} failed after this run; its output: "
+              f"drover log {item_id} --run {failed.id}", file=sys.stderr, flush=True)
     path = project.root / (run.log_path or "")
     if not _in_runs(project, path):  # a row an import brought may name any file
         raise UsageError(f"{run.id}: its log {run.log_path} is not under {project.relpath(project.runs_dir)}")
@@ -123,6 +127,12 @@ def show_log(project: Project, item_id: str, run_id: str | None, *, follow: bool
     except KeyboardInterrupt:
         pass
     write(b"", final=True)  # a last byte held for a character that never came
+
+
+def _check_failed_since(ledger: Ledger, item_id: str, run: Run) -> Check | None:
+    """The item's newest check, when it failed and started after `run` did."""
+    newest = max(ledger.checks(item_id), key=lambda check: check.started, default=None)
+    return newest if newest is not None and not newest.passed and newest.started > run.started else None
 
 
 def log_writer(out: BinaryIO) -> Callable[..., None]:
