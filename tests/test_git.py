@@ -1173,3 +1173,14 @@ def test_a_refusal_over_uncommitted_paths_keeps_each_name_on_its_one_line(tmp_pa
     with pytest.raises(Refused) as refused:
         remove_worktree(root, worktree)
     assert "\n" not in str(refused.value) and "b\\nc" in str(refused.value), str(refused.value)
+
+
+def test_a_git_read_to_a_bound_of_more_arguments_than_a_command_line_holds_is_a_git_error(tmp_path):
+    """run_capped starts git as run does (git.run._started): more arguments than one command line
+    holds are a GitError in one line there too, where its own start let the raw OSError through."""
+    from drover.git.run import run_capped
+
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    paths = [f"folder-{number:07d}/.gitattributes" for number in range(200_000)]  # ~5 MB of arguments
+    with pytest.raises(GitError, match="git grep: 200,003 arguments are more than one command line holds"):
+        run_capped(["grep", "x", "--", *paths], tmp_path, 1000)

@@ -70,6 +70,24 @@ def _env() -> dict[str, str]:
     return dict(os.environ, GIT_TERMINAL_PROMPT="0", GIT_EDITOR="true", GIT_MERGE_AUTOEDIT="no", **AS_COMMITTED)
 
 
+def _started(args: list[str], cwd: Path | None, popen: type[subprocess.Popen[Any]],
+             env_add: dict[str, str] | None = None, **streams: Any) -> subprocess.Popen[Any]:
+    """git `args` started by `popen` in `cwd`: the program PATH finds, PINNED, drover's environment
+    with `env_add` over it, and `streams` (stdin, stdout, stderr, decoding) as Popen takes them. A git
+    that cannot start raises GitError in one line, as every caller reads git's failures."""
+    program = _program()
+    try:
+        return popen([program, *PINNED, *args], cwd=cwd, env={**_env(), **(env_add or {})}, **streams)
+    except (FileNotFoundError, NotADirectoryError) as exc:
+        raise _cannot_start(exc, cwd, program) from None
+    except OSError as exc:
+        if exc.errno != errno.E2BIG:
+            raise
+        # a branch's paths past what one command line holds (a hostile branch of 100,000 folders)
+        raise GitError(f"git {args[0] if args else ''}: {len(args):,} arguments are more than one "
+                       "command line holds") from None
+
+
 def _cannot_start(exc: OSError, cwd: Path | None, program: str = "git") -> GitError:
     if isinstance(exc, NotADirectoryError):
         return GitError(f"not a directory: {cwd}")
@@ -146,32 +164,19 @@ def _ran(args: list[str], cwd: Path | None, stdin: bytes | str | None, text: boo
     `stdin`, or this process's own when None; `env_add` over drover's environment for git."""
     import subprocess  # here: a command that never runs git does not pay for the import
 
-    program, seconds = _program(), _timeout()
+    seconds = _timeout()
     decoding: dict[str, Any] = {"encoding": "utf-8", "errors": "replace"} if text else {}
-    try:
-        with _popen()([program, *PINNED, *args], cwd=cwd, env={**_env(), **(env_add or {})}, stdout=subprocess.PIPE,
-                      stderr=subprocess.PIPE, stdin=None if stdin is None else subprocess.PIPE,
-                      **decoding) as proc:
-            try:
-                out, err = proc.communicate(stdin, timeout=seconds)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-                raise
-            except BaseException:
-                proc.kill()
-                raise
-    except (FileNotFoundError, NotADirectoryError) as exc:
-        raise _cannot_start(exc, cwd, program) from None
-    except OSError as exc:
-        if exc.errno != errno.E2BIG:
+    with _started(args, cwd, _popen(), env_add, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                  stdin=None if stdin is None else subprocess.PIPE, **decoding) as proc:
+        try:
+            out, err = proc.communicate(stdin, timeout=seconds)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+            raise _timed_out(args, seconds) from None
+        except BaseException:
+            proc.kill()
             raise
-        # a branch's paths past what one command line holds (a hostile branch of 100,000 folders):
-        # a git that cannot start, said in one line where every caller reads git's failures
-        raise GitError(f"git {args[0] if args else ''}: {len(args):,} arguments are more than one "
-                       "command line holds") from None
-    except subprocess.TimeoutExpired:
-        raise _timed_out(args, seconds) from None
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
 
@@ -185,15 +190,11 @@ def run_capped(args: list[str], cwd: Path, most: int) -> tuple[subprocess.Comple
     import tempfile
     import threading
 
-    program, seconds = _program(), _timeout()
+    seconds = _timeout()
     chunks: list[bytes] = []
     size, cut, late = 0, False, threading.Event()
     with tempfile.TemporaryFile() as said:  # git's stderr: a file, which never fills as a pipe would
-        try:
-            proc = subprocess.Popen([program, *PINNED, *args], cwd=cwd, env=_env(), stdin=subprocess.DEVNULL,
-                                    stdout=subprocess.PIPE, stderr=said)
-        except (FileNotFoundError, NotADirectoryError) as exc:
-            raise _cannot_start(exc, cwd, program) from None
+        proc = _started(args, cwd, subprocess.Popen, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=said)
 
         def end() -> None:
             late.set()
