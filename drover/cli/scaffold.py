@@ -86,10 +86,8 @@ def config_text_for(root: Path, detected: tuple[str, str] | None = None, setup: 
         notes[("run", "setup")] = f"found: {why}"
     elif shared:
         notes[("run", "setup")] = SETUP_HINT.format(shared=shared)
-    elif command == "cargo test":  # cargo needs no install; what it does need is its build kept
-        notes[("run", "setup")], notes[("run", "keep")] = CARGO_NOTES
-    elif command == CMAKE_TEST:  # the command configures its build folder itself; a pool may keep it
-        notes[("run", "setup")], notes[("run", "keep")] = CMAKE_NOTES
+    elif command in BUILDS_ITSELF:  # no install to name; what the command needs is its build kept
+        notes[("run", "setup")], notes[("run", "keep")] = BUILDS_ITSELF[command]
     if inputs:
         notes[("run", "setup_inputs")] = INPUTS_NOTE
     for key, example in zip(("setup", "keep", "setup_inputs"), KIND_EXAMPLES.get(project_kind(root, command), ())):
@@ -144,20 +142,22 @@ def _with_example(meaning: str, example: str) -> str:
     return _EXAMPLE.sub(f", e.g. {example}" if example else "", meaning, count=1)
 
 
-# The comments beside [run] setup and keep for a cargo crate (docs/worktrees.md, "A Rust crate"):
-# `cargo test` fetches and builds what it needs, into target/, which a pooled worktree's clean
-# removes unless keep names it: then every item and every check compiles the crate afresh.
-CARGO_NOTES = ("found: Cargo.toml: none needed, cargo test builds the crate and its dependencies itself",
-               "with [run] pool, [\"target\"] keeps cargo's build: a pooled worktree builds the dependencies once, "
-               "then only what each item changed (drover help worktrees)")
-# A CMake project's tests (docs/worktrees.md, "A C library"): the command configures build/ itself, so
-# no [run] setup is needed, and a pooled worktree whose clean removed build/ configures it again;
+# A CMake project's tests (docs/worktrees.md, "A C library"): the command configures build/ itself;
 # ctest's --no-tests=error fails a build that declares no tests rather than pass it (CMake 3.20+).
 CMAKE_TEST = "cmake -S . -B build && cmake --build build && ctest --test-dir build --output-on-failure --no-tests=error"
-CMAKE_NOTES = ("found: CMakeLists.txt: none needed, the verify command configures build/ itself (its options, "
-               "e.g. -DBUILD_TESTING=ON, go into [verify] default)",
-               "with [run] pool, [\"build\"] keeps CMake's build folder: a pooled worktree configures and compiles "
-               "once, then only what each item changed (drover help worktrees)")
+# The comments beside [run] setup and keep, by the verify command init found, for a command that
+# builds everything it needs itself: no [run] setup is needed, but a pooled worktree's clean removes
+# the build folder unless keep names it, and every item and every check then builds afresh
+# (docs/worktrees.md, "A Rust crate" and "A C library").
+BUILDS_ITSELF = {
+    "cargo test": ("found: Cargo.toml: none needed, cargo test builds the crate and its dependencies itself",
+                   "with [run] pool, [\"target\"] keeps cargo's build: a pooled worktree builds the dependencies "
+                   "once, then only what each item changed (drover help worktrees)"),
+    CMAKE_TEST: ("found: CMakeLists.txt: none needed, the verify command configures build/ itself (its options, "
+                 "e.g. -DBUILD_TESTING=ON, go into [verify] default)",
+                 "with [run] pool, [\"build\"] keeps CMake's build folder: a pooled worktree configures and "
+                 "compiles once, then only what each item changed (drover help worktrees)"),
+}
 # The comment beside an empty verify command: what an empty one means (docs/configuration.md).
 NO_VERIFY = "nothing runs before merge until this is set: the command that runs the tests, e.g. \"make test\""
 SETUP_HINT = ("{shared} found: worktrees otherwise import the main checkout's code; give each its own, "
