@@ -66,9 +66,10 @@ def finish(project: Project, ledger: Ledger, item_id: str, *, allow_drover_files
             raise Refused(f"{item_id} has no branch to merge (no implementing run made one)")
         if base not in heads:
             git.require_base(project.root, base)
-        # what the two refusals below ask of history, in one git call: where the branch left base
+        # where the branch left base, in one git call: what _merge_approved's refusals ask of history
         bases = git.merge_bases(project.root, heads[base], heads[branch])
-        found = _merged_already(project, ledger, item_id, branch, heads, bases, by) if bases == [heads[branch]] else ""
+        # a branch with nothing beyond base (its head is the merge base) may be one base merged already
+        found = _record_merged_already(project, ledger, item_id, branch, heads, by) if bases == [heads[branch]] else ""
         lines += [found] if found else _merge_approved(project, ledger, item, branch, heads, bases, by,
                                                        allow_drover_files)
     applied: list[int] = []
@@ -106,15 +107,16 @@ def _merge_approved(project: Project, ledger: Ledger, item: Item, branch: str, h
     return lines
 
 
-def _merged_already(project: Project, ledger: Ledger, item_id: str, branch: str, heads: dict[str, str],
-                    bases: list[str], by: str) -> str:
+def _record_merged_already(project: Project, ledger: Ledger, item_id: str, branch: str, heads: dict[str, str],
+                           by: str) -> str:
     """Record as done an item whose approved commit base merged already, and say so; "" otherwise.
     A finish killed after its merge and before its ledger write (or a merge by hand, with a merge
     commit) left the item approved with nothing beyond base, which every later finish refused. Only
     a merge commit on base's first-parent line whose later parent is the commit the approval covers
     counts: a branch that never had anything beyond base is refused as before."""
-    covered = ledger.activity_for(item_id).get("approval_head") or ""
-    if covered != heads[branch] or not approval_current(ledger.activity_for(item_id)):
+    activity = ledger.activity_for(item_id)
+    covered = activity.get("approval_head") or ""
+    if covered != heads[branch] or not approval_current(activity):
         return ""
     base = project.config.base
     merge = git.merged_by(project.root, heads[base], covered)
