@@ -97,9 +97,19 @@ def last_said(log_path: Path, start: int) -> str:
     # not drover's own `[drover] timed out after ...` line below it: the status says that
     lines = [one_line(line) for line in tail(log_path, SAID_BYTES, start=start).split("\n")
              if line.strip() and not line.startswith("[drover] ")]
+    return _joined([printable(line) for line in _past_prefixes(lines)][-SAID_LINES:])
+
+
+def _past_prefixes(lines: list[str]) -> list[str]:
+    """`lines` but those that say no more than the first words (up to PREFIX_WORDS) of any of them."""
     prefixes = {" ".join(words[:count]) for words in (line.split(" ") for line in lines)
                 for count in range(1, min(len(words), PREFIX_WORDS + 1))}
-    said = [printable(line) for line in lines if line not in prefixes][-SAID_LINES:]
+    return [line for line in lines if line not in prefixes]
+
+
+def _joined(said: list[str]) -> str:
+    """The last of `said`, and as many of those before it as fit SAID_CHARS, joined by ` / `; the
+    last alone, cut, when it is longer; "" for none."""
     if not said:
         return ""
     quoted = said[-1]
