@@ -963,24 +963,36 @@ def test_a_shared_macro_read_for_more_paths_than_a_command_line_holds_is_read(re
     assert len(found) == 45_000 and found[0] == paths[0] and "b.py" not in found
 
 
+def _blob(repo: Path, text: str) -> str:
+    """The id of `text` written as a blob of `repo`'s."""
+    return subprocess.run(["git", "hash-object", "-w", "--stdin"], cwd=repo, input=text, encoding="utf-8",
+                          capture_output=True, check=True).stdout.strip()
+
+
 def _commit_of_many_paths(repo: Path, text: str, paths: list[str], *extra: str) -> str:
     """A commit of base's tree plus `text` at each of `paths` (one blob, written through the index in
-    one git: a checkout of them would take minutes) and the `--index-info` lines `extra`."""
-    blob = subprocess.run(["git", "hash-object", "-w", "--stdin"], cwd=repo, input=text, text=True,
-                          capture_output=True, check=True).stdout.strip()
-    entries = "".join(f"100644 {blob}\t{path}\n" for path in paths) + "".join(line + "\n" for line in extra)
-    subprocess.run(["git", "update-index", "--index-info"], cwd=repo, input=entries, text=True, check=True)
+    one git: a checkout of them would take minutes; a path may hold any character but NUL) and the
+    `--index-info` entries `extra`."""
+    blob = _blob(repo, text)
+    entries = "".join(f"100644 {blob}\t{path}\0" for path in paths) + "".join(line + "\0" for line in extra)
+    subprocess.run(["git", "update-index", "-z", "--index-info"], cwd=repo, input=entries, encoding="utf-8", check=True)
     tree = git(repo, "write-tree").strip()
     git(repo, "reset", "-q")
     return git(repo, "commit-tree", tree, "-p", "HEAD", "-m", "many paths").strip()
+
+
+def _more_paths_than_a_command_line_holds() -> list[str]:
+    """45,000 paths in a commit's folders: more bytes than the system lets one command line hold."""
+    paths = [f"a/folder/with/a/long/name/file_{number:06d}_padding.txt" for number in range(45_000)]
+    assert sum(len(path) + 1 for path in paths) > os.sysconf("SC_ARG_MAX")
+    return paths
 
 
 def test_the_objects_at_more_paths_than_a_command_line_holds_are_read(repo):
     """blobs_at named every path on git's command line (ls-tree reads none from standard input): a
     branch of 100,000 files, which an agent makes in a minute, made finish fail `git ls-tree: ... more
     than one command line holds`. Past that, the whole commit is listed once and the paths picked."""
-    paths = [f"a/folder/with/a/long/name/file_{number:06d}_padding.txt" for number in range(45_000)]
-    assert sum(len(path) + 1 for path in paths) > os.sysconf("SC_ARG_MAX")
+    paths = _more_paths_than_a_command_line_holds()
     gitlink = "160000 " + "1" * 40 + "\tvendor/lib"  # a submodule's commit: no object here, still held
     commit = _commit_of_many_paths(repo, "x\n", paths, gitlink)
     asked = [*paths, "vendor/lib", "a/folder", "nowhere.txt"]
@@ -1040,8 +1052,7 @@ def test_conflict_markers_of_more_paths_than_a_command_line_holds_are_found(repo
     """conflict_markers named every conflicted path on `git grep`'s command line (grep reads none
     from standard input): a merge of base that conflicted in 100,000 files made every check of the
     branch fail. Past one command line, every file of the commit is grepped and those paths kept."""
-    paths = [f"a/folder/with/a/long/name/file_{number:06d}_padding.txt" for number in range(45_000)]
-    assert sum(len(path) + 1 for path in paths) > os.sysconf("SC_ARG_MAX")
+    paths = _more_paths_than_a_command_line_holds()
     text = "top\n<<<<<<< HEAD\nours\n=======\ntheirs\n>>>>>>> main\n"
     commit = _commit_of_many_paths(repo, text, [*paths, "0/not-asked.md"])  # grepped first
     found = dgit.conflict_markers(repo, commit, paths)
@@ -1057,14 +1068,8 @@ def test_conflict_markers_are_read_whatever_a_path_or_a_marker_line_holds(repo):
     asked paths kept), and a marker line's own text (`>>>>>>> main\\x1cforged.py\\x0099`) named a
     file and a line that hold no marker."""
     text = "top\n<<<<<<< HEAD\nours\n=======\ntheirs\n>>>>>>> main\x1cforged.py\x0099\n"
-    blob = subprocess.run(["git", "hash-object", "-w", "--stdin"], cwd=repo, input=text.encode(),
-                          capture_output=True, check=True).stdout.decode().strip()
     odd = ["odd\nname.md", "odd\u2028name.md", "plain.md"]
-    entries = "".join(f"100644 {blob}\t{path}\0" for path in odd).encode()
-    subprocess.run(["git", "update-index", "-z", "--index-info"], cwd=repo, input=entries, check=True)
-    tree = git(repo, "write-tree").strip()
-    git(repo, "reset", "-q")
-    commit = git(repo, "commit-tree", tree, "-p", "HEAD", "-m", "odd names").strip()
+    commit = _commit_of_many_paths(repo, text, odd)
     expected = [f"{path}:{number}" for path in sorted(odd) for number in (2, 6)]
     assert sorted(dgit.conflict_markers(repo, commit, odd)) == expected
     # past one command line: the whole commit grepped, the same lines kept
@@ -1096,14 +1101,12 @@ def test_a_file_of_millions_of_marker_lines_is_read_to_a_bound_not_whole(repo):
     assert not cut and done.returncode == 0 and len(done.stdout) == 26_000_000
 
 
-
 def test_a_marker_is_found_behind_a_change_larger_than_the_bound(repo):
     """The bound above (MARKERS_READ_BYTES) would let a branch put a marker past it: 40 MB of other
     lines in `aaa.txt`, diffed first, then `zzz.txt` with its `<<<<<<< HEAD`. head_markers diffs only
     the files whose changes hold such a line (git's -G), so the marker is found, its line named."""
-    blob = subprocess.run(["git", "hash-object", "-w", "--stdin"], cwd=repo, input="x\n" * 20_000_000, text=True,
-                          capture_output=True, check=True).stdout.strip()
-    commit = _commit_of_many_paths(repo, "a\n<<<<<<< HEAD\nb\n", ["zzz.txt"], f"100644 {blob}\taaa.txt")
+    other = _blob(repo, "x\n" * 20_000_000)
+    commit = _commit_of_many_paths(repo, "a\n<<<<<<< HEAD\nb\n", ["zzz.txt"], f"100644 {other}\taaa.txt")
     assert dgit.head_markers(repo, "main", commit) == ["zzz.txt:2"]
 
 
