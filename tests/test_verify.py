@@ -416,18 +416,18 @@ CASCADE = ("test:\n"
 
 @pytest.fixture
 def cascade(project, monkeypatch):
-    """A project whose `make test` prints CASCADE's compiler output, and a make of its own: under
-    `make test` the suite's make passes MAKELEVEL down, and the check's make then prints `Entering
-    directory` and `Leaving directory` lines around its output."""
+    """A project whose `make test` prints CASCADE's compiler output, committed, and a make of its
+    own: under `make test` the suite's make passes MAKELEVEL down, and the check's make then prints
+    `Entering directory` and `Leaving directory` lines around its output."""
     for name in ("MAKELEVEL", "MAKEFLAGS", "MFLAGS"):
         monkeypatch.delenv(name, raising=False)
     (project / "Makefile").write_text(CASCADE)
+    git(project, "commit", "-q", "-am", "a build whose first error is far from its end")
     return project
 
 
 def test_a_failed_builds_findings_quote_its_first_error_that_the_tail_does_not_hold(cascade, tmp_path):
     project = cascade
-    git(project, "commit", "-q", "-am", "a build whose first error is far from its end")
     done = drover(project, "drive", "--finish")
     assert done.returncode == 0, done.stdout + done.stderr
     first = checks(project)[0]
@@ -445,7 +445,6 @@ def test_a_failed_builds_findings_quote_its_first_error_that_the_tail_does_not_h
 
 def test_verify_by_hand_prints_the_first_error_above_the_tail(cascade):
     project = cascade
-    git(project, "commit", "-q", "-am", "a build whose first error is far from its end")
     drover(project, "run", "D-1", check=True)
     failed = drover(project, "verify", "D-1")
     assert failed.returncode == 1
