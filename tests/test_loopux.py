@@ -225,6 +225,12 @@ def test_init_writes_the_verify_command_the_repository_names(repo, files, comman
     assert "hint:" not in said  # no shared environment here
 
 
+def _setup_lines(repo) -> dict[str, str]:
+    """drover.toml's lines of [run] setup, keep and setup_inputs, by key: each value with its comment."""
+    return {line.split(" = ", 1)[0]: line for line in (repo / "drover.toml").read_text().splitlines()
+            if line.startswith(("setup = ", "keep = ", "setup_inputs = "))}
+
+
 @pytest.mark.parametrize("files, examples", [
     ({"package.json": '{"name": "x", "scripts": {"test": "jest"}}'},
      ('e.g. "npm ci"', 'e.g. ["node_modules"]', 'e.g. ["package-lock.json", "package.json"]')),
@@ -245,8 +251,7 @@ def test_init_comments_give_examples_of_the_kind_of_project_it_found(repo, files
     examples (`uv sync`, `.venv`, `uv.lock`) whatever the repository held: a Node, Rust or Go project
     read of a virtual environment and a uv lockfile it has none of."""
     _init_with(repo, files)
-    lines = {line.split(" = ", 1)[0]: line for line in (repo / "drover.toml").read_text().splitlines()
-             if line.startswith(("setup = ", "keep = ", "setup_inputs = "))}
+    lines = _setup_lines(repo)
     for key, example in zip(("setup", "keep", "setup_inputs"), examples):
         assert example in lines[key], lines[key]
     if "pyproject.toml" not in files:
@@ -263,7 +268,7 @@ def test_init_for_a_cargo_crate_says_it_needs_no_setup_and_that_a_pool_keeps_tar
     isolation for time, the operator's choice, docs/worktrees.md)."""
     config, _ = _init_with(repo, {"Cargo.toml": "[package]\nname = \"x\"\n"})
     assert config["run"]["setup"] == "" and config["run"]["keep"] == [] and config["run"]["pool"] == 0
-    lines = {line.split(" = ")[0]: line for line in (repo / "drover.toml").read_text().splitlines() if " = " in line}
+    lines = _setup_lines(repo)
     assert lines["setup"].endswith("# found: Cargo.toml: none needed, cargo test builds the crate and its "
                                    "dependencies itself")
     assert lines["keep"].endswith('# with [run] pool, ["target"] keeps cargo\'s build: a pooled worktree builds '
