@@ -29,7 +29,7 @@ ANY_ID_PATTERN = PREFIX_PATTERN + r"-[0-9]+"
 # higher (anyone can name a file): `ids_met` then holds this number, and `new` refuses.
 MAX_ITEM_NUMBER = 2**53
 
-# The `by` of a round drover's own failed check sent back (loop/verify.py): not a review's.
+# The `by` of a round drover's own failed check sent back (loop/sendback.py): not a review's.
 CHECKER = "drover verify"
 # The `by` of drover's own park of an item (a token budget, a [retry] policy): not an agent's, nor the operator's.
 DROVER = "drover"

@@ -169,7 +169,8 @@ def finish(item_id: str, allow_drover_files: bool, as_json: bool) -> None:
 @json_option
 def verify(item_id: str, as_json: bool) -> None:
     """Run the item's verify command on its branch head with base merged in; record the check."""
-    from drover.loop.verify import describe, first_error_of, run_check
+    from drover.loop.sendback import first_error_of
+    from drover.loop.verify import describe, run_check
 
     with opened(operator="verify") as (project, ledger):
         check = run_check(project, ledger, item_id, echo=sys.stdout.isatty() and not as_json)

@@ -181,7 +181,7 @@ _RULES: dict[str, Callable[[Any], str]] = {
 
 
 # Arguments of the operations that no command an agent calls passes: drover's own check names a
-# round's `by` and `log` (verify.send_back), and `new --issue` (origin, scaffold: a body with its
+# round's `by` and `log` (sendback.send_back), and `new --issue` (origin, scaffold: a body with its
 # Requirements written) is no outbox operation. From a worker they would record a round as drover's
 # check, or an item ready to implement on requirements the agent wrote.
 _DROVERS_OWN: dict[str, tuple[str, ...]] = {"request-changes": ("by", "log"), "new": ("origin", "scaffold")}

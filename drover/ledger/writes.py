@@ -198,7 +198,7 @@ def request_changes(project: Project, ledger: Ledger, item_id: str, findings: st
     """Replace the Changes section with the findings and record a round; refuse past the cap.
 
     `by` and `log` name who sent the work back and the log the round points at, when that is not
-    the acting run (drover's own failed check, verify.py)."""
+    the acting run (drover's own failed check, sendback.py)."""
     from drover.ledger.catalogue import read_item  # the frontmatter from the cache, as audit's
 
     _reviewer_only(verdict_run(ledger, item_id, "request-changes"), item_id, "request-changes",

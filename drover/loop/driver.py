@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 from drover import git
-from drover.loop import basecheck, budgets, pool, reviewers, runs, verify
+from drover.loop import basecheck, budgets, pool, reviewers, runs, sendback, verify
 from drover.loop.preview import needs_requirements_note
 from drover.loop.retry import Retries
 from drover.loop.verdict import NO_VERDICT_SHORT, describe_verdict, no_verdict, review_verdict
@@ -298,7 +298,7 @@ class Driver:
                 return self._ended(ledger, item_id, "failed", f"{check.tail}: with [run] worktree = false, "
                                    "merge it into the branch by hand, then drive again")
             return CONFLICTED if self._merge_base(ledger, item_id) else AGAIN
-        return self._send_back(ledger, item_id, lambda: verify.send_back(self.project, ledger, item_id, check),
+        return self._send_back(ledger, item_id, lambda: sendback.send_back(self.project, ledger, item_id, check),
                                log=check.log_path) or AGAIN
 
     def _send_back(self, ledger: Ledger, item_id: str, send: Callable[[], Any], log: str = "") -> Driven | None:
@@ -373,7 +373,7 @@ class Driver:
         lines = git.conflict_markers(root, head, git.conflicts_merged(root, base, head))
         lines += [line for line in opened if line not in lines]
         self.event(item_id, f"the merge of base was committed with conflict markers in {', '.join(lines)}")
-        return self._send_back(ledger, item_id, lambda: verify.send_back_markers(
+        return self._send_back(ledger, item_id, lambda: sendback.send_back_markers(
             self.project, ledger, item_id, branch, lines)) or AGAIN
 
     def _merge_left(self, ledger: Ledger, item_id: str) -> str:

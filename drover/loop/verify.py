@@ -14,14 +14,12 @@ nothing runs before its merge (docs/verify.md).
 from __future__ import annotations
 
 import errno
-import functools
 import os
-import re
 import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Callable
 
 from drover.agents import launch as agents
 from drover import git
@@ -32,12 +30,8 @@ from drover.ledger.connection import now
 from drover.ledger.db import Ledger
 from drover.ledger.project import Project
 from drover.ledger.rows import Check
-from drover.loop.firsterror import first_error
 from drover.loop.worktree_setup import SHELL
 from drover.vocabulary import CHECKER
-
-if TYPE_CHECKING:
-    from drover.ledger.writes import Outcome
 
 TAIL_LINES = 40
 TAIL_BYTES = 4096
@@ -307,90 +301,6 @@ def tail_of(log_path: Path, start: int = 0, lines: int = TAIL_LINES, size: int =
     while len("\n".join(kept).encode()) > size and len(kept) > 1:
         kept.pop(0)
     return "\n".join(kept)[-size:]
-
-
-# --- a failed check goes back to the implementer --------------------------------------------
-
-
-@functools.cache
-def _words() -> dict[str, Any]:
-    """builtin_templates/checks.toml, read once a process (every round of drover's reads it twice)."""
-    from drover.config.toml import parse_toml
-    from drover.prompts.resources import builtin_dir
-
-    path = builtin_dir() / "checks.toml"
-    return parse_toml(path, path.read_text(encoding="utf-8"), kind="checks")
-
-
-def _fill(text: str, values: dict[str, str]) -> str:
-    """`{name}` replaced by its value in one pass, so a value's own braces stay as they are."""
-    return re.sub(r"\{([a-z_]+)\}", lambda found: values.get(found.group(1), found.group(0)), text)
-
-
-def first_error_of(project: Project, check: Check) -> tuple[int, list[str]] | None:
-    """firsterror.first_error of a check whose command ran to its exit (its line number, the lines)."""
-    return first_error(project.root / check.log_path, check.tail or "") if check.outcome == "exited" else None
-
-
-def findings(project: Project, ledger: Ledger, item_id: str, check: Check) -> str:
-    """The findings a failed check writes into the Changes section (builtin_templates/checks.toml):
-    the command and the end of its output, and the review's findings that were still open."""
-    words = _words()
-    values = {key: str(value) for key, value in check.as_row().items()}
-    values.update(head=check.head[:12], base=f"{project.config.base} ({check.base[:12]})",
-                  # the main checkout's path: an agent in a worktree has no `.drover/` of its own
-                  log=str(project.root / check.log_path), tail="\n".join("    " + line for line in (check.tail or "(no output)").split("\n")))
-    values["ending"] = _fill(words["ending"].get(check.outcome, check.outcome), values)
-    found = first_error_of(project, check)
-    values["first"] = "\n" + _fill(words["first_error"], {"line": str(found[0]), "lines": "\n".join(
-        "    " + line for line in found[1])}).strip("\n") + "\n\n" if found else ""
-    return _with_still_open(project, ledger, item_id, _fill(words["findings"], values).strip("\n") + "\n")
-
-
-def _with_still_open(project: Project, ledger: Ledger, item_id: str, text: str) -> str:
-    """`text`, a round of drover's own, and below it the review's findings the Changes section still
-    held (the section is replaced whole, so they travel with it)."""
-    still_open = _still_open(project, ledger, item_id)
-    if still_open:
-        text += "\n" + _fill(_words()["still_open"], {"changes": still_open}).strip("\n") + "\n"
-    return text
-
-
-def _still_open(project: Project, ledger: Ledger, item_id: str) -> str:
-    """The review findings the Changes section still holds: the whole section, or when a check wrote
-    it, only the review findings that check carried (the new check's own replace its)."""
-    item = project.require_item(item_id)
-    changes = item.changes.strip("\n")
-    if not item.outstanding or not changes.strip():
-        return ""
-    rounds = ledger.rounds(item_id)
-    if not rounds or rounds[-1].by != CHECKER:
-        return changes
-    from drover.items.file import headline
-
-    marker = headline(_words()["still_open"])
-    lines = changes.split("\n")
-    at = next((number for number, line in enumerate(lines) if headline(line) == marker), None)
-    return "" if at is None else "\n".join(lines[at + 1:]).strip("\n")
-
-
-def send_back(project: Project, ledger: Ledger, item_id: str, check: Check) -> "Outcome":
-    """A failed check as a round of changes, through request-changes: it counts against
-    `max_rounds`, and past the cap it is refused and the item parked (Refused)."""
-    from drover.ledger.writes import request_changes
-
-    return request_changes(project, ledger, item_id, findings(project, ledger, item_id, check), by=CHECKER,
-                           log=check.log_path)
-
-
-def send_back_markers(project: Project, ledger: Ledger, item_id: str, branch: str, lines: list[str]) -> "Outcome":
-    """A merge of base concluded with conflict markers left in (`path:line` each) as a round of
-    changes, as send_back sends a failed check."""
-    from drover.ledger.writes import request_changes
-
-    text = _fill(_words()["markers"], {"base": project.config.base, "branch": branch,
-                                       "lines": "\n".join("    " + line for line in lines)}).strip("\n") + "\n"
-    return request_changes(project, ledger, item_id, _with_still_open(project, ledger, item_id, text), by=CHECKER)
 
 
 @dataclass(frozen=True)
