@@ -183,9 +183,11 @@ def as_findings(findings: str) -> str:
 
     Headings are demoted and open fences closed (demote_headings), and a line that opens like a
     drover marker (the cleared block's) is escaped with a backslash, so findings that begin with
-    it still read as findings, not as a discharged round.
+    it still read as findings, not as a discharged round. A lone carriage return is a line break
+    first: the file is read back with universal newlines, where a line after one was a heading
+    nothing demoted (hostile review 40).
     """
-    lines = demote_headings(findings).split("\n")
+    lines = demote_headings(findings.replace("\r\n", "\n").replace("\r", "\n")).split("\n")
     return "\n".join("\\" + line if line.lstrip().startswith(_MARKER_PREFIX) else line for line in lines)
 
 

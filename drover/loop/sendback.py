@@ -46,12 +46,20 @@ def findings(project: Project, ledger: Ledger, item_id: str, check: Check) -> st
     values = {key: str(value) for key, value in check.as_row().items()}
     values.update(head=check.head[:12], base=f"{project.config.base} ({check.base[:12]})",
                   # the main checkout's path: an agent in a worktree has no `.drover/` of its own
-                  log=str(project.root / check.log_path), tail="\n".join("    " + line for line in (check.tail or "(no output)").split("\n")))
+                  log=str(project.root / check.log_path), tail=_quoted(check.tail or "(no output)"))
     values["ending"] = _fill(words["ending"].get(check.outcome, check.outcome), values)
     found = first_error_of(project, check)
-    values["first"] = "\n" + _fill(words["first_error"], {"line": str(found[0]), "lines": "\n".join(
-        "    " + line for line in found[1])}).strip("\n") + "\n\n" if found else ""
+    values["first"] = "\n" + _fill(words["first_error"], {"line": str(found[0]), "lines": _quoted(
+        "\n".join(found[1]))}).strip("\n") + "\n\n" if found else ""
     return _with_still_open(project, ledger, item_id, _fill(words["findings"], values).strip("\n") + "\n")
+
+
+def _quoted(output: str) -> str:
+    """The check's output indented as a block: each line at every break a reader of the item file
+    can see (a carriage return, which it reads with universal newlines; U+2028, \\x1c and the rest
+    splitlines breaks at), so no line the branch's code printed starts a line of drover's own, a
+    heading or a list entry (hostile review 40)."""
+    return "\n".join("    " + line for line in output.splitlines() or [""])
 
 
 def _with_still_open(project: Project, ledger: Ledger, item_id: str, text: str) -> str:
@@ -77,7 +85,9 @@ def _still_open(project: Project, ledger: Ledger, item_id: str) -> str:
 
     marker = headline(_words()["still_open"])
     lines = changes.split("\n")
-    at = next((number for number, line in enumerate(lines) if headline(line) == marker), None)
+    # drover's own heading, at the start of its line: the output it quoted is indented (_quoted)
+    at = next((number for number, line in enumerate(lines) if line.startswith("#") and headline(line) == marker),
+              None)
     return "" if at is None else "\n".join(lines[at + 1:]).strip("\n")
 
 
