@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
+import time
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -1121,6 +1123,34 @@ def test_a_git_read_to_a_bound_still_ends_at_the_time_limit(repo, monkeypatch):
     monkeypatch.setenv("DROVER_GIT_TIMEOUT", "0.5")
     with pytest.raises(GitError, match="git status did not end within 0.5s"):
         run_capped(["status"], repo, 1000)
+
+
+def test_a_git_read_to_a_bound_ends_at_the_time_limit_whatever_holds_its_output(repo, monkeypatch):
+    """Hostile review 40: run_capped ended git at the time limit, then read its output to the end. A
+    process git started holds that output too: in a partial clone (the shared config is an agent's to
+    write) a missing object is fetched, through the transport the config names, which here waits
+    30 s; the read waited with it, past DROVER_GIT_TIMEOUT."""
+    from drover.git.run import run_capped
+
+    (repo / "m.txt").write_text("a\n<<<<<<< HEAD\n")
+    git(repo, "add", "m.txt")
+    git(repo, "commit", "-q", "-m", "a marker")
+    blob = git(repo, "rev-parse", "HEAD:m.txt").strip()
+    (repo / ".git" / "objects" / blob[:2] / blob[2:]).unlink()
+    waiting = repo.parent / "transport.pid"
+    for key, value in (("core.repositoryformatversion", "1"), ("extensions.partialClone", "origin"),
+                       ("remote.origin.url", str(repo)), ("remote.origin.promisor", "true"),
+                       ("remote.origin.uploadpack", f"echo $$ > {waiting}; exec sleep 30 #")):
+        git(repo, "config", key, value)
+    monkeypatch.setenv("DROVER_GIT_TIMEOUT", "1")
+    started = time.monotonic()
+    try:
+        with pytest.raises(GitError, match="git grep did not end within 1s"):
+            run_capped(["grep", "-n", "-a", "HEAD", "HEAD"], repo, 1000)
+        assert time.monotonic() - started < 10
+    finally:
+        if waiting.exists() and waiting.read_text().strip():
+            os.kill(int(waiting.read_text()), signal.SIGKILL)
 
 
 def test_an_index_past_the_cap_of_a_steering_file_is_still_read_for_a_review(repo):

@@ -11,6 +11,7 @@ from drover.errors import GitError
 
 if TYPE_CHECKING:
     import subprocess
+    from collections.abc import Callable
 
 # Config that would change what drover parses (quoted paths, missing a/ b/ prefixes, colour,
 # external diff drivers) is pinned per call, whatever the user's git config says. So is config
@@ -189,6 +190,7 @@ def run_capped(args: list[str], cwd: Path, most: int) -> tuple[subprocess.Comple
     import subprocess
     import tempfile
     import threading
+    import time
 
     seconds = _timeout()
     chunks: list[bytes] = []
@@ -200,12 +202,13 @@ def run_capped(args: list[str], cwd: Path, most: int) -> tuple[subprocess.Comple
             late.set()
             proc.kill()
 
+        deadline = None if seconds is None else time.monotonic() + seconds
         timer = threading.Timer(seconds, end) if seconds is not None else None
         if timer is not None:
             timer.start()
         try:
             assert proc.stdout is not None
-            while chunk := os.read(proc.stdout.fileno(), 1 << 16):
+            while chunk := _read_by(proc.stdout.fileno(), deadline, end):
                 chunks.append(chunk)
                 size += len(chunk)
                 if size > most:
@@ -230,6 +233,24 @@ def run_capped(args: list[str], cwd: Path, most: int) -> tuple[subprocess.Comple
         out = out[:most]
         out = out[:out.rfind(b"\n") + 1]
     return subprocess.CompletedProcess(proc.args, proc.returncode, out.decode("utf-8", "replace"), err), cut
+
+
+def _read_by(fd: int, deadline: float | None, end: Callable[[], None]) -> bytes:
+    """The next bytes git wrote to `fd` (b"" at its end), or b"" once `deadline` (time.monotonic)
+    has passed, git then ended by `end`. Ending git does not end its output: a process git started
+    (the fetch of a partial clone's missing object, through a transport the shared config names)
+    holds it open, and a read until its end waited for that process, past the time limit
+    (hostile review 40)."""
+    import select
+    import time
+
+    if deadline is not None:
+        watch = select.poll()
+        watch.register(fd, select.POLLIN)
+        if not watch.poll(max(deadline - time.monotonic(), 0.0) * 1000):
+            end()
+            return b""
+    return os.read(fd, 1 << 16)
 
 
 def run(args: list[str], cwd: Path | None, *, env_add: dict[str, str] | None = None,
