@@ -1112,6 +1112,18 @@ def test_a_marker_is_found_behind_a_change_larger_than_the_bound(repo):
     assert dgit.head_markers(repo, "main", commit) == ["zzz.txt:2"]
 
 
+def test_a_marker_is_named_by_its_files_name_whatever_the_name_holds(repo):
+    """Hostile review 40: head_markers took a file's name from the patch's `+++ ` line, where git ends
+    a name holding a space with a tab and quotes one holding `"`, a backslash or a line break: the
+    implementer was sent to `a b.txt<TAB>:2` and `q\\"x.txt":1`, files that do not exist."""
+    names = ["a b.txt", 'q"x.txt', "back\\slash.txt", "é t.txt"]
+    blob = subprocess.run(["git", "hash-object", "-w", "--stdin"], cwd=repo, input="<<<<<<< HEAD\n", text=True,
+                          capture_output=True, check=True).stdout.strip()  # the line break's file: line 1
+    commit = _commit_of_many_paths(repo, "a\n<<<<<<< HEAD\n", names, f'100644 {blob}\t"line\\nbreak.txt"')
+    found = dgit.head_markers(repo, "main", commit)
+    assert sorted(found) == sorted([f"{name}:2" for name in names] + ["line\nbreak.txt:1"])
+
+
 def test_a_git_read_to_a_bound_still_ends_at_the_time_limit(repo, monkeypatch):
     """run_capped (above) reads git's answer as it comes; a git that waits on a fifo in the git
     folder's place of a file ends at DROVER_GIT_TIMEOUT, in one line, as every git of drover's."""

@@ -261,10 +261,35 @@ def head_markers(root: Path, base: str, head: str) -> list[str]:
                 added, number = added - 1, number + 1
             continue
         if line.startswith("+++ "):
-            name = line[4:]
-            path = (name[1:-1] if name.startswith('"') else name).removeprefix("b/")
+            path = _diff_name(line[4:]).removeprefix("b/")
         elif hunk := _HUNK.match(line):
             removed = int(hunk.group(1) if hunk.group(1) is not None else 1)
             number = int(hunk.group(2))
             added = int(hunk.group(3) if hunk.group(3) is not None else 1)
     return found
+
+
+def _diff_name(name: str) -> str:
+    """A file's name as a patch's `+++ ` line writes it: git ends a name holding a space with a tab,
+    and quotes one holding `"`, `\\` or a control character, escaped as C does (hostile review 40:
+    `a b.txt` was named `a b.txt<TAB>`, `q"x.txt` as `q\\"x.txt"`)."""
+    if name.endswith("\t"):
+        name = name[:-1]
+    if not (len(name) > 1 and name.startswith('"') and name.endswith('"')):
+        return name
+    simple = {"a": 7, "b": 8, "t": 9, "n": 10, "v": 11, "f": 12, "r": 13, '"': 34, "\\": 92}
+    out, at, text = bytearray(), 0, name[1:-1]
+    while at < len(text):
+        char = text[at]
+        if char == "\\" and at + 1 < len(text):
+            if text[at + 1] in simple:
+                out.append(simple[text[at + 1]])
+                at += 2
+                continue
+            if re.fullmatch("[0-3][0-7][0-7]", text[at + 1:at + 4]):
+                out.append(int(text[at + 1:at + 4], 8))
+                at += 4
+                continue
+        out += char.encode()
+        at += 1
+    return out.decode("utf-8", "replace")
