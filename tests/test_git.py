@@ -1124,6 +1124,18 @@ def test_a_marker_is_named_by_its_files_name_whatever_the_name_holds(repo):
     assert sorted(found) == sorted([f"{name}:2" for name in names] + ["line\nbreak.txt:1"])
 
 
+def test_colour_asked_in_the_shared_config_does_not_reach_the_marker_looks(repo):
+    """Hostile review 40: `color.ui = false` (drover's pin) is the default of `color.grep` and
+    `color.diff`, not a pin of them: `color.grep = always` in the shared config (an agent's to write)
+    wrapped each path and line number drover's grep for conflict markers reads in escapes, and named
+    `\\x1b[35m<commit>:m.txt\\x1b[m:\\x1b[32m2\\x1b[m`."""
+    commit = _commit_of_many_paths(repo, "a\n<<<<<<< HEAD\n>>>>>>> main\n", ["m.txt"])
+    for key in ("color.grep", "color.diff", "color.ui"):
+        git(repo, "config", key, "always")
+    assert dgit.conflict_markers(repo, commit, ["m.txt"]) == ["m.txt:2", "m.txt:3"]
+    assert dgit.head_markers(repo, "main", commit) == ["m.txt:2"]
+
+
 def test_a_git_read_to_a_bound_still_ends_at_the_time_limit(repo, monkeypatch):
     """run_capped (above) reads git's answer as it comes; a git that waits on a fifo in the git
     folder's place of a file ends at DROVER_GIT_TIMEOUT, in one line, as every git of drover's."""

@@ -44,8 +44,13 @@ if TYPE_CHECKING:
 # which an agent can make a link to another repository: finish's switch wrote that repository's
 # `core.worktree` and moved its HEAD, and every new worktree's reset failed on a submodule base
 # holds (hostile review 33). A fetch (a bundle's) recurses into none either.
+# And no colour: `color.ui = false` is only the default of each command's own key, and `color.grep =
+# always` in the shared config wrote escapes around the path and line number of each match drover's
+# grep for conflict markers reads (hostile review 40).
 # A reviewer's git gets the program pins of these, not the output ones (agents/environment.REVIEW_GIT).
-PINNED = ("-c", "core.quotePath=false", "-c", "color.ui=false", "-c", "core.hooksPath=/dev/null",
+_NO_COLOR = tuple(word for command in ("diff", "grep", "branch", "status", "showBranch", "interactive", "remote", "push",
+                                         "transport", "advice") for word in ("-c", f"color.{command}=false"))
+PINNED = ("-c", "core.quotePath=false", "-c", "color.ui=false", *_NO_COLOR, "-c", "core.hooksPath=/dev/null",
           "-c", "core.fsmonitor=false", "-c", "commit.gpgSign=false", "-c", "log.showSignature=false",
           "-c", "merge.verifySignatures=false", "-c", "maintenance.auto=false",
           "-c", "advice.graftFileDeprecated=false", "-c", "core.trustctime=true", "-c", "core.checkStat=default",
