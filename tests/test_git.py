@@ -1119,7 +1119,7 @@ def test_a_marker_is_named_by_its_files_name_whatever_the_name_holds(repo):
     names = ["a b.txt", 'q"x.txt', "back\\slash.txt", "é t.txt"]
     blob = subprocess.run(["git", "hash-object", "-w", "--stdin"], cwd=repo, input="<<<<<<< HEAD\n", text=True,
                           capture_output=True, check=True).stdout.strip()  # the line break's file: line 1
-    commit = _commit_of_many_paths(repo, "a\n<<<<<<< HEAD\n", names, f'100644 {blob}\t"line\\nbreak.txt"')
+    commit = _commit_of_many_paths(repo, "a\n<<<<<<< HEAD\n", names, f"100644 {blob}\tline\nbreak.txt")  # -z: the name as it is
     found = dgit.head_markers(repo, "main", commit)
     assert sorted(found) == sorted([f"{name}:2" for name in names] + ["line\nbreak.txt:1"])
 
