@@ -511,7 +511,11 @@ def test_check_reports_item_problems_and_warns_without_failing(project):
     for name in ("D-1", "D-2", "D-3", "D-4", "D-5"):
         (project / "items" / f"{name}.md").unlink()
     new_item(project, "Clean")
-    # the scripted project has no verify command (helpers.configure), which check would warn about
+    # the scripted project has no verify command (helpers.configure), which check would warn about;
+    # nor a Makefile, which check warns a `make` verify command of
+    (project / "Makefile").write_text("test:\n\ttrue\n")
+    git(project, "add", "Makefile")
+    git(project, "commit", "-qm", "a Makefile")
     edit_config(project, 'default = ""', 'default = "make test"')
     done, lines = check_lines(project)
     assert (done.returncode, lines) == (0, ["no problems found"])
@@ -533,7 +537,7 @@ def test_check_diff_shows_the_change_since_the_recorded_default(project):
     old_hash, old_text = old_default("implement/scope")
     today = blocks()["implement/scope"]
     use_kickoff(project, f"<% block scope %>\n<# drover-base: {old_hash} #>\n- Only this package.\n<% endblock %>\n")
-    edit_config(project, 'default = ""', 'default = "make test"')  # no warning of an empty verify command
+    edit_config(project, 'default = ""', 'default = "true"')  # no warning of an empty verify command, nor of a make with no Makefile
 
     done = drover(project, "check", "--diff", "--color", "never")
     assert done.returncode == 1
@@ -597,7 +601,7 @@ def test_drive_refuses_an_id_that_names_no_item_before_starting(project):
 def test_check_reports_a_base_branch_the_repository_lacks(project):
     new_item(project, "Add a thing")
     assert check_lines(project)[0].returncode == 0
-    edit_config(project, 'default = ""', 'default = "make test"')  # no warning of an empty verify command
+    edit_config(project, 'default = ""', 'default = "true"')  # no warning of an empty verify command, nor of a make with no Makefile
     edit_config(project, 'base = "main"', 'base = "trunk"')
     done, lines = check_lines(project)
     assert done.returncode == 1

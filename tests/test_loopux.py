@@ -429,6 +429,33 @@ def test_check_warns_of_each_verify_command_that_cannot_run_here(repo, tmp_path)
     assert len(left) == 1 and "`pytset` is not on PATH" in left[0]
 
 
+@pytest.mark.parametrize("files, warned", [
+    ({}, True),  # an older init's default, in a repository with no Makefile
+    ({"Makefile": "test:\n\ttrue\n"}, False),
+    ({"configure": "#!/bin/sh\n"}, False),  # a set-up of ./configure makes one
+    ({"CMakeLists.txt": "project(x)\n"}, False),
+])
+def test_check_warns_of_a_make_verify_command_where_no_makefile_is(repo, files, warned):
+    """An upgraded project kept `[verify] default = "make test"`, which a week-old init wrote for
+    every repository: check said nothing, and every item's check then failed (`No rule to make
+    target 'test'`), sending approved items back as rounds."""
+    drover(repo, "init", check=True)
+    for name, text in files.items():
+        (repo / name).write_text(text)
+    config = re.sub(r'(?m)^default = .*$', 'default = "make test"\nother = "make -C build test"',
+                    (repo / "drover.toml").read_text(), count=1)
+    (repo / "drover.toml").write_text(config)
+    done = drover(repo, "check", "--json")
+    assert done.returncode == 0, done.stdout + done.stderr  # a warning
+    said = [problem["message"] for problem in json.loads(done.stdout)["problems"]
+            if problem["code"] == "verify-cannot-run"]
+    if warned:
+        (line,) = said  # not `make -C build test`: its option names the folder
+        assert "[verify] default cannot run here: `make` finds no Makefile here" in line, line
+    else:
+        assert said == []
+
+
 def _environment(tmp_path, installs: list[str]) -> str:
     """A PATH of git and a virtual environment's bin whose site-packages holds a `.pth` naming each of
     `installs`, as `pip install -e .` of a src layout writes one, and this interpreter's packages

@@ -50,6 +50,9 @@ def cannot_start(command: str, root: Path) -> str:
         return ""
     if program is None:
         return f"`{words[0]}` is not on PATH"
+    if words[0] in ("make", "gmake") and not _makefile_here(words, root):
+        return (f"`{words[0]}` finds no Makefile here (GNUmakefile, makefile, Makefile), nor a configure script, "
+                "Makefile.in or CMakeLists.txt that would make one")
     if _python_module(words):
         found = _ask(program, root, _FINDS_MODULE, words[2])
         if found is not None and found.returncode == 1:
@@ -89,6 +92,20 @@ def tests_this_checkout(command: str, root: Path) -> str:
                 "worktree its own environment ([run] setup), or have pytest put the worktree's code first "
                 f"(pythonpath = [\"{'.' if at_top else 'src'}\"])")
     return ""
+
+
+# What make reads when no option names its file or folder, and what writes one (a `[run] setup` of
+# `./configure` or `cmake -S . -B .`): a `make test` where none is, an older init's default, fails
+# every check (a user upgrading from a week-old drover)
+_MAKEFILES = ("GNUmakefile", "makefile", "Makefile")
+_MAKEFILE_MAKERS = ("configure", "configure.ac", "Makefile.in", "Makefile.am", "CMakeLists.txt")
+_ELSEWHERE = re.compile(r"-[fC].*|--(?:file|makefile|directory)(?:=.*)?")
+
+
+def _makefile_here(words: Sequence[str], root: Path) -> bool:
+    """make would find a Makefile in `root` (or its options name one elsewhere, or one is made)."""
+    return any(_ELSEWHERE.fullmatch(word) for word in words[1:]) or any(
+        (root / name).is_file() for name in _MAKEFILES + _MAKEFILE_MAKERS)
 
 
 _OPERATORS = re.compile(r"[0-9&]?>>?.*|<|\|\|?|&&|;|&")  # `>out.json`, `2>&1`, `<`, `|`, `&&`...
