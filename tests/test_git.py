@@ -771,6 +771,21 @@ def test_head_markers_are_the_opening_markers_the_branch_adds_in_any_file(repo):
     assert dgit.head_markers(repo, "main", "HEAD") == ["moved.txt:2", "plus.txt:2", "win.txt:2"]
 
 
+def test_hunks_the_shared_config_joins_with_context_hide_no_marker_of_the_next_file(repo):
+    """Hostile review 41: `diff.interHunkContext` in the shared `.git/config` (which an agent writes)
+    joined two changes three lines apart into one hunk with the lines between them as context; the
+    hunk's counts include those, the read took none for them, and went on into `b.txt`'s header and
+    hunk as if they were `a.txt`'s lines: b.txt's marker unseen, a.txt's named at the wrong line."""
+    commit_file(repo, "a.txt", "1\n2\n3\n4\n5\n6\n", "base")
+    commit_file(repo, "b.txt", "x\n", "base b")
+    git(repo, "switch", "-q", "-c", "branch")
+    (repo / "a.txt").write_text("1\nX\n3\n<<<<<<< HEAD\n5\n6\n")
+    (repo / "b.txt").write_text("x\n<<<<<<< HEAD\n")
+    git(repo, "commit", "-q", "-a", "-m", "markers")
+    git(repo, "config", "diff.interHunkContext", "5")
+    assert dgit.head_markers(repo, "main", "HEAD") == ["a.txt:4", "b.txt:2"]
+
+
 def test_a_folder_that_cannot_be_listed_is_never_taken_for_an_empty_one(repo, tmp_path):
     """Hostile review 13: `.claude/` left untracked with mode 0311 can be entered but not listed, so
     a walk of it finds nothing, while the CLI opens `.claude/settings.json` by its name and runs the

@@ -241,7 +241,11 @@ def head_markers(root: Path, base: str, head: str) -> list[str]:
     if not paths:
         return []
     named = ["--", *paths] if one_command_line(paths) else []
-    args = ["--literal-pathspecs", "diff", *common, "-U0", "--src-prefix=a/", "--dst-prefix=b/", "--end-of-options",
+    # no context between hunks either: `diff.interHunkContext` in the shared config joined nearby hunks
+    # with context lines, which the hunk's counts include and the read below takes for none, so it read
+    # on into the next file's header and hunks, a marker there unseen (hostile review 41)
+    args = ["--literal-pathspecs", "diff", *common, "-U0", "--inter-hunk-context=0", "--src-prefix=a/",
+            "--dst-prefix=b/", "--end-of-options",
             local_ref(base), head, *named]
     done, cut = run_capped(args, root, MARKERS_READ_BYTES)
     if not cut and done.returncode != 0:
