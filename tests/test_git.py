@@ -127,6 +127,28 @@ def test_a_merge_names_each_conflicted_file_as_it_is_and_its_markers_are_found_w
         "back\\slash.txt:1", 'notes"draft.md:1', 'notes"draft.md:5']  # `>>> side` alone is no marker
 
 
+def test_a_resolution_an_agent_recorded_in_the_shared_rr_cache_resolves_no_conflict_of_drovers_merge(repo):
+    """Hostile review 41: with `rerere.enabled` and `rerere.autoUpdate` in the shared `.git/config` and
+    a resolution recorded in the shared `rr-cache` (an agent's merge of the same conflict), git's merge
+    of base into the item branch staged that resolution: no conflict left, and drover's merge failed as
+    an error (`Staged 'f.txt' using previous resolution`). The conflict is reported, its markers there."""
+    commit_file(repo, "f.txt", "base\n", "base")
+    git(repo, "switch", "-q", "-c", "item")
+    commit_file(repo, "f.txt", "item\n", "item")
+    git(repo, "switch", "-q", "main")
+    commit_file(repo, "f.txt", "main\n", "main")
+    git(repo, "config", "rerere.enabled", "true")
+    git(repo, "config", "rerere.autoUpdate", "true")
+    git(repo, "switch", "-q", "-c", "agents", "item")
+    subprocess.run(["git", "merge", "-q", "main"], cwd=repo, capture_output=True)  # conflicts
+    (repo / "f.txt").write_text("the agent's own text\n")
+    git(repo, "commit", "-q", "-am", "resolved")  # recorded in the shared rr-cache
+    git(repo, "switch", "-q", "item")
+    assert dgit.merge_base_into(repo, "main") == ["f.txt"]
+    assert (repo / "f.txt").read_text().startswith("<<<<<<< HEAD\n")
+    assert "f.txt" in git(repo, "diff", "--name-only", "--diff-filter=U")
+
+
 def test_merge_bases_are_the_commit_alone_exactly_when_it_has_nothing_beyond_base(repo):
     base_head = git(repo, "rev-parse", "HEAD").strip()
     assert dgit.merge_bases(repo, base_head, base_head) == [base_head]

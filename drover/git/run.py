@@ -47,6 +47,10 @@ if TYPE_CHECKING:
 # And no colour: `color.ui = false` is only the default of each command's own key, and `color.grep =
 # always` in the shared config wrote escapes around the path and line number of each match drover's
 # grep for conflict markers reads (hostile review 40).
+# And no recorded resolutions: `rerere.enabled` and `rerere.autoUpdate` in the shared config, with a
+# resolution an agent left in the shared `rr-cache`, had git's merge of base into a branch take that
+# resolution and stage it: no conflict left to report, and the merge failed as an error, the drive's
+# and the check's (hostile review 41). A conflict drover's merge meets is the agents' to resolve.
 # A reviewer's git gets the program pins of these, not the output ones (agents/environment.REVIEW_GIT).
 _NO_COLOR = tuple(word for command in ("diff", "grep", "branch", "status", "showBranch", "interactive", "remote", "push",
                                          "transport", "advice") for word in ("-c", f"color.{command}=false"))
@@ -56,7 +60,7 @@ PINNED = ("-c", "core.quotePath=false", "-c", "color.ui=false", *_NO_COLOR, "-c"
           "-c", "advice.graftFileDeprecated=false", "-c", "core.trustctime=true", "-c", "core.checkStat=default",
           "-c", "core.ignoreStat=false", "-c", "core.splitIndex=false", "-c", "core.bigFileThreshold=512m",
           "-c", "diff.ignoreSubmodules=none", "-c", "i18n.logOutputEncoding=UTF-8", "-c", "merge.default=git's\ntext merge",
-          "-c", "submodule.recurse=false", "-c", "fetch.recurseSubmodules=false")
+          "-c", "submodule.recurse=false", "-c", "fetch.recurseSubmodules=false", "-c", "rerere.enabled=false")
 
 
 def one_line(text: str) -> str:
