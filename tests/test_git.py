@@ -149,6 +149,25 @@ def test_a_resolution_an_agent_recorded_in_the_shared_rr_cache_resolves_no_confl
     assert "f.txt" in git(repo, "diff", "--name-only", "--diff-filter=U")
 
 
+@pytest.mark.parametrize("setting", ["true", "false"])
+def test_a_file_base_adds_in_a_folder_the_branch_renamed_conflicts_whatever_the_shared_config_says(repo, setting):
+    """Hostile review 41: base adds `old/c.txt` after the branch renamed `old/` to `new/`, which git
+    reports as a conflict (where should the file go?). `merge.directoryRenames` in the shared
+    `.git/config` (an agent's to write) made the merge clean, base's file moved to `new/c.txt`
+    (`true`) or left in the folder the branch moved away (`false`), and the merge landed on main."""
+    commit_file(repo, "old/a.txt", "a\n", "old folder")
+    git(repo, "switch", "-q", "-c", "drover/d-1")
+    git(repo, "mv", "old", "new")
+    git(repo, "commit", "-q", "-m", "renamed")
+    git(repo, "switch", "-q", "main")
+    commit_file(repo, "old/c.txt", "c\n", "base adds a file there")
+    git(repo, "config", "merge.directoryRenames", setting)
+    before = git(repo, "rev-parse", "main")
+    with pytest.raises(dgit.MergeConflict, match="new/c.txt"):
+        dgit.merge(repo, "drover/d-1", "main", "merge")
+    assert git(repo, "rev-parse", "main") == before
+
+
 def test_merge_bases_are_the_commit_alone_exactly_when_it_has_nothing_beyond_base(repo):
     base_head = git(repo, "rev-parse", "HEAD").strip()
     assert dgit.merge_bases(repo, base_head, base_head) == [base_head]

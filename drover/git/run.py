@@ -51,6 +51,10 @@ if TYPE_CHECKING:
 # resolution an agent left in the shared `rr-cache`, had git's merge of base into a branch take that
 # resolution and stage it: no conflict left to report, and the merge failed as an error, the drive's
 # and the check's (hostile review 41). A conflict drover's merge meets is the agents' to resolve.
+# And a file one side adds in a folder the other side renamed is a conflict (git's default):
+# `merge.directoryRenames = true` (or `false`) in the shared config made the merge clean, base's file
+# moved into the branch's new folder (or left in the one it moved away), and finish landed a tree
+# nobody approved where git would have stopped (hostile review 41).
 # A reviewer's git gets the program pins of these, not the output ones (agents/environment.REVIEW_GIT).
 _NO_COLOR = tuple(word for command in ("diff", "grep", "branch", "status", "showBranch", "interactive", "remote", "push",
                                          "transport", "advice") for word in ("-c", f"color.{command}=false"))
@@ -60,7 +64,8 @@ PINNED = ("-c", "core.quotePath=false", "-c", "color.ui=false", *_NO_COLOR, "-c"
           "-c", "advice.graftFileDeprecated=false", "-c", "core.trustctime=true", "-c", "core.checkStat=default",
           "-c", "core.ignoreStat=false", "-c", "core.splitIndex=false", "-c", "core.bigFileThreshold=512m",
           "-c", "diff.ignoreSubmodules=none", "-c", "i18n.logOutputEncoding=UTF-8", "-c", "merge.default=git's\ntext merge",
-          "-c", "submodule.recurse=false", "-c", "fetch.recurseSubmodules=false", "-c", "rerere.enabled=false")
+          "-c", "submodule.recurse=false", "-c", "fetch.recurseSubmodules=false", "-c", "rerere.enabled=false",
+          "-c", "merge.directoryRenames=conflict")
 
 
 def one_line(text: str) -> str:
