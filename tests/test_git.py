@@ -168,6 +168,24 @@ def test_a_file_base_adds_in_a_folder_the_branch_renamed_conflicts_whatever_the_
     assert git(repo, "rev-parse", "main") == before
 
 
+def test_a_sparse_checkout_the_shared_config_asks_for_leaves_no_file_out_of_drovers_worktrees(repo, tmp_path):
+    """Hostile review 41: `core.sparseCheckout = true` in the shared `.git/config` and patterns in the
+    main checkout's `.git/info/sparse-checkout` (both an agent's to write): `git worktree add` copies
+    the patterns into each new worktree, so the check's worktree and an item's lacked every file they
+    leave out (a failing test: the check passed), marked skip-worktree. Each is whole."""
+    commit_file(repo, "src/app.py", "x = 1\n", "app")
+    commit_file(repo, "tests/test_app.py", "assert False\n", "a failing test")
+    git(repo, "config", "core.sparseCheckout", "true")
+    (repo / ".git" / "info").mkdir(exist_ok=True)
+    (repo / ".git" / "info" / "sparse-checkout").write_text("/src/\n")
+    head = git(repo, "rev-parse", "HEAD").strip()
+    check = dgit.add_detached_worktree(repo, tmp_path / "check", head)
+    item = dgit.ensure_worktree(repo, tmp_path / "item", "drover/d-1", "main")
+    for worktree in (check, item):
+        assert (worktree / "tests" / "test_app.py").read_text() == "assert False\n"
+        assert "S " not in git(worktree, "ls-files", "-v")
+
+
 def test_merge_bases_are_the_commit_alone_exactly_when_it_has_nothing_beyond_base(repo):
     base_head = git(repo, "rev-parse", "HEAD").strip()
     assert dgit.merge_bases(repo, base_head, base_head) == [base_head]

@@ -993,3 +993,17 @@ def test_a_check_that_prints_drovers_heading_does_not_pass_for_a_reviews_open_fi
     prompt = (tmp_path / "prompts" / "implement-3.md").read_text()
     assert prompt.count("    # Findings of the last review, still open") == 2  # the last check's tail, in the body and the Changes
     assert not re.search(r"^#+ Findings of the last review", prompt, re.M), prompt
+
+
+def test_a_sparse_checkout_an_agent_turns_on_leaves_no_file_out_of_the_check(project):
+    """Hostile review 41: `core.sparseCheckout = true` in the shared `.git/config` and a pattern in the
+    main checkout's `.git/info/sparse-checkout` that leaves out the file the branch's tests fail on
+    (both an agent's to write): `git worktree add` copied the pattern into the check's worktree,
+    which then lacked the file, and the check of a failing branch passed. The check has every file."""
+    drover(project, "run", "D-1", check=True)
+    git(project, "config", "core.sparseCheckout", "true")
+    (project / ".git" / "info").mkdir(exist_ok=True)
+    (project / ".git" / "info" / "sparse-checkout").write_text("/*\n!/BROKEN\n")
+    failed = drover(project, "verify", "D-1")
+    assert failed.returncode == 1, failed.stdout
+    assert "FAIL: BROKEN is here" in failed.stdout

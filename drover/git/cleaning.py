@@ -12,7 +12,7 @@ from pathlib import Path
 from drover.errors import GitError
 from drover.git.files import folder_fd, open_regular, read_small_file, remove_at, remove_below, remove_path, replace_at
 from drover.git.branches import heads_of, require_base
-from drover.git.run import git, one_line, run
+from drover.git.run import WHOLE, git, one_line, run
 
 # An operation in progress, as a worktree's private git folder shows it: work not on the branch yet.
 IN_PROGRESS = ("MERGE_HEAD", "CHERRY_PICK_HEAD", "REVERT_HEAD", "BISECT_LOG", "rebase-merge", "rebase-apply",
@@ -191,7 +191,7 @@ def _literal(path: str) -> str:
 
 # A pooled checkout writes every tracked file: with a sparse checkout (which the shared config may
 # turn on) git would mark the files it leaves out skip-worktree, in the index keep_index keeps.
-_WHOLE = ("-c", "core.sparseCheckout=false")
+_WHOLE = WHOLE
 
 
 def _as_the_disk_is(worktree: Path) -> tuple[str, ...]:

@@ -68,6 +68,15 @@ PINNED = ("-c", "core.quotePath=false", "-c", "color.ui=false", *_NO_COLOR, "-c"
           "-c", "merge.directoryRenames=conflict")
 
 
+# Every tracked file written where drover makes or checks out a worktree: with `core.sparseCheckout`
+# in the shared config (an agent's to write) git leaves out of the checkout what the patterns of the
+# current worktree (`.git/info/sparse-checkout`, also an agent's) leave out, and `worktree add` copies
+# those patterns into each new worktree: the check's worktree then lacked the files they name (a
+# failing test), and the check passed (hostile review 41). Not pinned on every git of drover's: the
+# operator's main checkout may be a sparse one, and stays so.
+WHOLE = ("-c", "core.sparseCheckout=false")
+
+
 def one_line(text: str) -> str:
     """git's message on one line: its non-blank lines joined by `; `."""
     return "; ".join(line.strip() for line in text.splitlines() if line.strip())

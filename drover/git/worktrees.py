@@ -8,7 +8,7 @@ from typing import Any
 
 from drover.errors import GitError, Refused, shown_paths
 from drover.git.branches import branch_exists, current_branch, heads_of, local_ref, require_base
-from drover.git.run import failure, git, rev_parse, run
+from drover.git.run import WHOLE, failure, git, rev_parse, run
 
 
 # What git reads of each worktree's private folder when it lists worktrees or checks whether a
@@ -88,14 +88,14 @@ def ensure_worktree(root: Path, path: Path, branch: str, base: str, *,
         if branch in heads:
             # the short name on purpose: an existing branch's name is checked out as that branch,
             # where `refs/heads/...` would give a detached HEAD
-            git(["worktree", "add", "--quiet", "--no-checkout", str(path), branch], root)
+            git([*WHOLE, "worktree", "add", "--quiet", "--no-checkout", str(path), branch], root)
         else:
             if base not in heads:
                 require_base(root, base)
-            git(["worktree", "add", "--quiet", "--no-checkout", "-b", branch, str(path), heads[base]], root)
+            git([*WHOLE, "worktree", "add", "--quiet", "--no-checkout", "-b", branch, str(path), heads[base]], root)
             if made is not None:
                 made.append(heads[base])
-    done = run(["reset", "--hard", "--quiet"], path)
+    done = run([*WHOLE, "reset", "--hard", "--quiet"], path)
     if done.returncode != 0:  # a half-written worktree is never handed out: the next call makes it again
         git(["worktree", "remove", "--force", str(path)], root, check=False)
         raise failure(["worktree", "add"], done)
@@ -145,7 +145,7 @@ def add_detached_worktree(root: Path, path: Path, commit: str) -> Path:
     path = Path(os.path.realpath(path))
     path.parent.mkdir(parents=True, exist_ok=True)
     require_no_fifo_in_worktree_folders(root)
-    git(["worktree", "add", "--quiet", "--detach", str(path), f"{commit}^{{commit}}"], root)
+    git([*WHOLE, "worktree", "add", "--quiet", "--detach", str(path), f"{commit}^{{commit}}"], root)
     return path
 
 
