@@ -186,6 +186,20 @@ def test_a_sparse_checkout_the_shared_config_asks_for_leaves_no_file_out_of_drov
         assert "S " not in git(worktree, "ls-files", "-v")
 
 
+def test_drovers_merge_commit_is_labelled_the_utf8_it_holds_whatever_the_shared_config_says(repo):
+    """Hostile review 41: `i18n.commitEncoding = UTF-16` in the shared `.git/config` (an agent's to
+    write) put `encoding UTF-16` in the header of finish's merge commit on main, whose message is
+    UTF-8: once the key was gone, every git read the title `Ünïcode` as UTF-16, garbled for good."""
+    git(repo, "switch", "-q", "-c", "drover/d-1")
+    commit_file(repo, "b.txt", "b\n", "b")
+    git(repo, "switch", "-q", "main")
+    git(repo, "config", "i18n.commitEncoding", "UTF-16")
+    sha = dgit.merge(repo, "drover/d-1", "main", "drover: merge D-1: Ünïcode")
+    git(repo, "config", "--unset", "i18n.commitEncoding")
+    assert "\nencoding " not in git(repo, "cat-file", "commit", sha)
+    assert git(repo, "log", "--format=%s", "-1", sha) == "drover: merge D-1: Ünïcode\n"
+
+
 def test_merge_bases_are_the_commit_alone_exactly_when_it_has_nothing_beyond_base(repo):
     base_head = git(repo, "rev-parse", "HEAD").strip()
     assert dgit.merge_bases(repo, base_head, base_head) == [base_head]
