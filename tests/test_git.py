@@ -200,6 +200,21 @@ def test_drovers_merge_commit_is_labelled_the_utf8_it_holds_whatever_the_shared_
     assert git(repo, "log", "--format=%s", "-1", sha) == "drover: merge D-1: Ünïcode\n"
 
 
+def test_finish_writes_the_checkout_not_the_folder_core_worktree_in_the_shared_config_names(repo, tmp_path):
+    """Hostile review 41: `core.worktree` in the shared `.git/config` (an agent's to write) names the
+    main checkout's files to git: drover's merge of an approved branch into main wrote its new file
+    into that folder (any folder the operator can write), and the checkout never got it."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    git(repo, "switch", "-q", "-c", "drover/d-1")
+    commit_file(repo, "new.txt", "approved\n", "new")
+    git(repo, "switch", "-q", "main")
+    git(repo, "config", "core.worktree", str(elsewhere))
+    dgit.merge(repo, "drover/d-1", "main", "merge")
+    assert list(elsewhere.iterdir()) == []
+    assert (repo / "new.txt").read_text() == "approved\n"
+
+
 def test_merge_bases_are_the_commit_alone_exactly_when_it_has_nothing_beyond_base(repo):
     base_head = git(repo, "rev-parse", "HEAD").strip()
     assert dgit.merge_bases(repo, base_head, base_head) == [base_head]

@@ -584,8 +584,9 @@ def test_the_drive_summary_aligns_its_columns_and_right_aligns_the_counts():
 
 
 def trace_starts(trace: Path) -> list[tuple[str, list[str]]]:
-    """(session id, argv without `-c` pairs) of each git process GIT_TRACE2_EVENT recorded; a
-    process git started has its parent's session id before a `/`."""
+    """(session id, argv without `-c` pairs or a `--work-tree=` drover gives a main checkout's git)
+    of each git process GIT_TRACE2_EVENT recorded; a process git started has its parent's session id
+    before a `/`."""
     found = []
     for line in trace.read_text().splitlines():
         event = json.loads(line)
@@ -594,6 +595,9 @@ def trace_starts(trace: Path) -> list[tuple[str, list[str]]]:
             while words:
                 if words[0] == "-c":
                     words = words[2:]
+                    continue
+                if words[0].startswith("--work-tree="):
+                    words = words[1:]
                     continue
                 argv.append(words.pop(0))
             found.append((event["sid"], argv))

@@ -104,15 +104,24 @@ def _started(args: list[str], cwd: Path | None, popen: type[subprocess.Popen[Any
     that cannot start raises GitError in one line, as every caller reads git's failures."""
     program = _program()
     try:
-        return popen([program, *PINNED, *args], cwd=cwd, env={**_env(), **(env_add or {})}, **streams)
+        return popen([program, *PINNED, *_own_work_tree(cwd), *args], cwd=cwd, env={**_env(), **(env_add or {})}, **streams)
     except (FileNotFoundError, NotADirectoryError) as exc:
         raise _cannot_start(exc, cwd, program) from None
     except OSError as exc:
         if exc.errno != errno.E2BIG:
             raise
         # a branch's paths past what one command line holds (a hostile branch of 100,000 folders)
-        raise GitError(f"git {args[0] if args else ''}: {len(args):,} arguments are more than one "
+        raise GitError(f"git {_command(args)}: {len(args):,} arguments are more than one "
                        "command line holds") from None
+
+
+def _own_work_tree(cwd: Path | None) -> tuple[str, ...]:
+    """`--work-tree=<cwd>` where `cwd` is a main checkout (its `.git` a folder): git takes the
+    checkout's files from `core.worktree` in the shared `.git/config` (an agent's to write) before
+    the folder it runs in, so finish's merge wrote the branch's files into whatever folder an agent
+    named there, as the operator, and not into the checkout (hostile review 41). A linked worktree's
+    git reads no `core.worktree` from the shared config."""
+    return (f"--work-tree={cwd}",) if cwd is not None and os.path.isdir(os.path.join(cwd, ".git")) else ()
 
 
 def _cannot_start(exc: OSError, cwd: Path | None, program: str = "git") -> GitError:
@@ -137,7 +146,7 @@ def _timeout() -> float | None:
 
 
 def _timed_out(args: list[str], seconds: float | None) -> GitError:
-    return GitError(f"git {args[0]} did not end within {seconds:g}s: a fifo in place of a file of the git "
+    return GitError(f"git {_command(args)} did not end within {seconds:g}s: a fifo in place of a file of the git "
                     "folder makes git wait for ever (`find .git -type p` lists any; DROVER_GIT_TIMEOUT sets the limit)")
 
 
@@ -307,7 +316,18 @@ def one_command_line(paths: list[str]) -> bool:
 def failure(args: list[str], done: subprocess.CompletedProcess[str]) -> GitError:
     """The GitError for a git that ran and failed, in git's own words."""
     said = one_line(done.stderr) or one_line(done.stdout) or f"exit status {done.returncode}"
-    return GitError(f"git {args[0]}: {said}")
+    return GitError(f"git {_command(args)}: {said}")
+
+
+def _command(args: list[str]) -> str:
+    """The git command `args` run, past the options before it (`-c key=value`, WHOLE's)."""
+    words = iter(args)
+    for word in words:
+        if word == "-c":
+            next(words, None)
+        elif not word.startswith("-"):
+            return word
+    return args[0] if args else ""
 
 
 def git(args: list[str], cwd: Path, *, check: bool = True) -> str:
