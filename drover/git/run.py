@@ -104,7 +104,7 @@ def _started(args: list[str], cwd: Path | None, popen: type[subprocess.Popen[Any
     that cannot start raises GitError in one line, as every caller reads git's failures."""
     program = _program()
     try:
-        return popen([program, *PINNED, *_own_work_tree(cwd), *args], cwd=cwd, env={**_env(), **(env_add or {})}, **streams)
+        return popen([program, *PINNED, *_own_work_tree(cwd, args), *args], cwd=cwd, env={**_env(), **(env_add or {})}, **streams)
     except (FileNotFoundError, NotADirectoryError) as exc:
         raise _cannot_start(exc, cwd, program) from None
     except OSError as exc:
@@ -115,13 +115,16 @@ def _started(args: list[str], cwd: Path | None, popen: type[subprocess.Popen[Any
                        "command line holds") from None
 
 
-def _own_work_tree(cwd: Path | None) -> tuple[str, ...]:
+def _own_work_tree(cwd: Path | None, args: list[str]) -> tuple[str, ...]:
     """`--work-tree=<cwd>` where `cwd` is a main checkout (its `.git` a folder): git takes the
     checkout's files from `core.worktree` in the shared `.git/config` (an agent's to write) before
     the folder it runs in, so finish's merge wrote the branch's files into whatever folder an agent
     named there, as the operator, and not into the checkout (hostile review 41). A linked worktree's
-    git reads no `core.worktree` from the shared config."""
-    return (f"--work-tree={cwd}",) if cwd is not None and os.path.isdir(os.path.join(cwd, ".git")) else ()
+    git reads no `core.worktree` from the shared config. Not for a `clone` or an `init`, which would
+    take it for the new repository's work tree."""
+    if cwd is None or _command(args) in ("clone", "init") or not os.path.isdir(os.path.join(cwd, ".git")):
+        return ()
+    return (f"--work-tree={cwd}",)
 
 
 def _cannot_start(exc: OSError, cwd: Path | None, program: str = "git") -> GitError:
