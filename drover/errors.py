@@ -205,6 +205,12 @@ BIDI_CONTROL = r"[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]"
 _UNPRINTABLE = CONTROL_CHARACTER[:-1] + BIDI_CONTROL[1:]
 
 
+def shortened(text: str, most: int) -> str:
+    """`text` at most `most` characters long, a cut one ending in `…`: a headline, a quoted line, a
+    label that must fit its place."""
+    return text if len(text) <= most else text[:most - 1] + "…"
+
+
 def one_line(text: str) -> str:
     """`text` kept as one line, its whitespace (every line break among it) folded to single spaces:
     a name or a reason drover prints inside a line of its own (a title, a kind, a park reason, an

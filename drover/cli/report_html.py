@@ -10,6 +10,8 @@ from datetime import datetime
 from html import escape
 from typing import TYPE_CHECKING
 
+from drover.errors import shortened
+
 if TYPE_CHECKING:
     from drover.ledger.report import GroupLine, ItemLine, Report, RunLine
 
@@ -204,13 +206,9 @@ def graph(items: "tuple[ItemLine, ...]") -> str:
         tip = f"{node}: {found.title} ({found.status})" if found is not None else f"{node}: not in this report"
         nodes.append(f'<g class="{kind}" data-id="{_e(node)}"><title>{_tip(tip)}</title>'
                      f'<rect x="{x}" y="{y}" width="{_NODE_W}" height="{_NODE_H}" rx="4" fill="{fill}"/>'
-                     f'<text x="{x + 6}" y="{y + 17}">{_e(_short(node, 18))}</text></g>')
+                     f'<text x="{x + 6}" y="{y + 17}">{_e(shortened(node, 18))}</text></g>')
     return (f'<svg class="graph" width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img">'
             + "".join(edges) + "".join(nodes) + "</svg>")
-
-
-def _short(text: str, most: int) -> str:
-    return text if len(text) <= most else text[: most - 1] + "…"
 
 
 def _seconds(stamp: str | None) -> float | None:
@@ -250,7 +248,7 @@ def timeline(runs: "tuple[RunLine, ...]", generated: str) -> str:
     height = 30 + len(rows) * _ROW_H
     parts = [f'<svg class="timeline" width="{_LABEL_W + _TRACK_W + 20}" height="{height}" role="img">']
     for item, row in rows.items():
-        parts.append(f'<text class="row" x="4" y="{row * _ROW_H + 13}">{_e(_short(item, 16))}</text>')
+        parts.append(f'<text class="row" x="4" y="{row * _ROW_H + 13}">{_e(shortened(item, 16))}</text>')
     for run, start, end in spans:
         x = _LABEL_W + (start - first) * scale
         width = max((end - start) * scale, 2.0)

@@ -8,6 +8,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+from drover.errors import shortened
+
 # One constant for the heading both request-changes (the writer) and templates (the readers) use.
 CHANGES_HEADING = "## Changes requested"
 GUARANTEES_HEADING = "## Guarantees"
@@ -250,7 +252,7 @@ def headline(findings: str) -> str:
 
 def cut_headline(text: str) -> str:
     """`text` at most HEADLINE_CHARS long, a cut one ending in `…`."""
-    return text if len(text) <= HEADLINE_CHARS else text[:HEADLINE_CHARS - 1] + "…"
+    return shortened(text, HEADLINE_CHARS)
 
 
 def count_findings(findings: str) -> int:

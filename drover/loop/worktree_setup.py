@@ -15,7 +15,7 @@ from typing import Callable
 
 from drover import git
 from drover.git.files import open_regular
-from drover.errors import DroverError, one_line, printable
+from drover.errors import DroverError, one_line, printable, shortened
 
 MARKER = "drover-setup-done"
 SAID_CHARS = 200  # of the set-up's last lines quoted in its failure's line
@@ -114,7 +114,7 @@ def _joined(said: list[str]) -> str:
         return ""
     quoted = said[-1]
     if len(quoted) > SAID_CHARS:
-        return quoted[:SAID_CHARS - 1] + "…"
+        return shortened(quoted, SAID_CHARS)
     for line in reversed(said[:-1]):
         if len(line) + 3 + len(quoted) > SAID_CHARS:
             break
