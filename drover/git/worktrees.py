@@ -206,13 +206,17 @@ def checkout_branch(root: Path, branch: str, base: str, *, ignore: list[str] | t
         git(["switch", "--quiet", "--no-track", "-c", branch, local_ref(base)], root)
 
 
-def _status_entries(cwd: Path, *, untracked: bool, ignored: list[str] | None = None) -> list[tuple[str, bool]]:
+def _status_entries(cwd: Path, *, untracked: bool, ignored: list[str] | None = None,
+                    submodules: bool = True) -> list[tuple[str, bool]]:
     """(path, whether git tracks nothing of it) for each path `git status` names; `ignored`, when
     given, gets each ignored path that matches an ignore rule (an ignored folder once, with its
-    slash, and nothing in it), in the same git."""
+    slash, and nothing in it), in the same git. Without `submodules`, a submodule whose only change
+    is in its own checkout (another commit checked out, edits or untracked files inside it) is
+    left out (_submodule_checkouts); a staged change of its commit still counts."""
     args = ["status", "--porcelain", "-z", "--untracked-files=" + ("all" if untracked else "no")]
     out = git(args + (["--ignored=matching"] if ignored is not None else []), cwd)
     paths: list[tuple[str, bool]] = []
+    unstaged: list[str] = []  # changed in the checkout only: a submodule's own checkout among them
     entries = out.split("\0")
     index = 0
     while index < len(entries):
@@ -226,12 +230,27 @@ def _status_entries(cwd: Path, *, untracked: bool, ignored: list[str] | None = N
                 ignored.append(path)
             continue
         paths.append((path, code == "??"))
+        if code == " M":
+            unstaged.append(path)
         # A rename or copy is followed by the path it came from, which changed too.
         if "R" in code or "C" in code:
             if index < len(entries) and entries[index]:
                 paths.append((entries[index], False))
             index += 1
+    if not submodules and unstaged:
+        inside = _submodule_checkouts(cwd, unstaged)
+        return [entry for entry in paths if entry[0] not in inside]
     return paths
+
+
+def _submodule_checkouts(cwd: Path, paths: list[str]) -> set[str]:
+    """Those of `paths` the index records as a submodule (a gitlink, mode 160000): `status` names
+    one when the commit checked out in its folder is not the recorded one, or the folder holds
+    edits or untracked files. drover's merge never writes inside a submodule's folder (no
+    recursion, run.py), so none of that is a change a merge would trip on or lose; and a merge that
+    moves the recorded commit leaves the folder at the old one, which `status` then names."""
+    out = git(["--literal-pathspecs", "ls-files", "--stage", "-z", "--", *paths], cwd)
+    return {entry.partition("\t")[2] for entry in out.split("\0") if entry.startswith("160000 ")}
 
 
 def dirty_paths(root: Path) -> list[str]:
@@ -239,9 +258,9 @@ def dirty_paths(root: Path) -> list[str]:
     return [path for path, _ in _status_entries(root, untracked=True)]
 
 
-def dirty_entries(root: Path, *, ignored: list[str] | None = None) -> list[tuple[str, bool]]:
-    """dirty_paths, each with whether it is untracked; `ignored` as _status_entries fills it."""
-    return _status_entries(root, untracked=True, ignored=ignored)
+def dirty_entries(root: Path, *, ignored: list[str] | None = None, submodules: bool = True) -> list[tuple[str, bool]]:
+    """dirty_paths, each with whether it is untracked; `ignored` and `submodules` as _status_entries takes them."""
+    return _status_entries(root, untracked=True, ignored=ignored, submodules=submodules)
 
 
 def hidden_from_status(root: Path, pathspecs: list[str]) -> dict[str, str]:

@@ -275,9 +275,11 @@ def _require_check(project: Project, ledger: Ledger, item_id: str, commit: str, 
 
 
 def dirty_blockers(project: Project, *, ignored: list[str] | None = None) -> list[tuple[str, bool]]:
-    """Uncommitted paths that would stop a finish (drover's own item edits do not), each with
-    whether it is untracked; `ignored`, when given, gets the ignored paths (git.dirty_entries)."""
-    return [(path, untracked) for path, untracked in git.dirty_entries(project.root, ignored=ignored)
+    """Uncommitted paths that would stop a finish (drover's own item edits do not, nor a submodule's
+    own checkout: a finish that merged a new submodule commit leaves the folder at the old one, and
+    every later finish of the drive was refused on it), each with whether it is untracked;
+    `ignored`, when given, gets the ignored paths (git.dirty_entries)."""
+    return [(path, untracked) for path, untracked in git.dirty_entries(project.root, ignored=ignored, submodules=False)
             if not _tolerated(project, path)]
 
 
