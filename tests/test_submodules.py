@@ -3,11 +3,16 @@ a real submodule made from a local repository, the scripted loop agent."""
 from __future__ import annotations
 
 import json
+import re
+import sys
 from pathlib import Path
 
 import pytest
 
-from helpers import APPROVING, configure, drover, git, new_item
+from helpers import AGENT, APPROVING, TESTS, configure, drover, git, new_item
+
+SUBMODULE_AGENT = TESTS / "agents" / "submodule_agent.py"
+SETUP = "git -c protocol.file.allow=always submodule update --init"
 
 FILE_PROTOCOL = ("-c", "protocol.file.allow=always")
 
@@ -99,3 +104,39 @@ def test_what_the_operator_left_inside_a_submodule_stops_no_finish(repo, tmp_pat
     assert done.returncode == 0, done.stdout + done.stderr
     assert mine.read_text() == "the operator's own\n"
 
+
+def _pooled(repo: Path, tmp_path: Path) -> list[str]:
+    """_with_submodule, the submodule agent in every slot, `pool = 2` and a set-up that checks the
+    submodule out in each worktree, as docs/worktrees.md tells a project with submodules."""
+    commits = _with_submodule(repo, tmp_path)
+    path = repo / "drover.toml"
+    text = path.read_text().replace(f"{sys.executable} {AGENT}", f"{sys.executable} {SUBMODULE_AGENT}")
+    for key, value in (("setup", f'"{SETUP}"'), ("pool", "2")):
+        text, count = re.subn(rf"^{key} = .*$", f"{key} = {value}", text, count=1, flags=re.M)
+        assert count == 1, key
+    path.write_text(text)
+    git(repo, "commit", "-qam", "a pool, the submodule set up")
+    return commits
+
+
+def test_a_pooled_worktree_hands_no_holder_what_the_last_one_left_in_a_submodule(repo, tmp_path, monkeypatch):
+    """The pool's forced checkout and clean go into no submodule: an implementer's commit in the
+    submodule `lib`, its edit and its untracked file there, were what the next item in that
+    worktree found in `lib/` (and built and tested against), not the commit its branch records;
+    docs/worktrees.md says nothing an item left survives outside `keep`. Each holder now finds the
+    submodule as `[run] setup` checks it out afresh."""
+    seen_file = tmp_path / "seen.jsonl"
+    monkeypatch.setenv("SUBMODULE_SEEN", str(seen_file))
+    commits = _pooled(repo, tmp_path)
+    new_item(repo, "One thing")
+    new_item(repo, "Another thing")
+
+    done = drover(repo, "drive", "--finish", "--jobs", "1", "D-1", "D-2")
+
+    assert done.returncode == 0, done.stdout + done.stderr
+    seen = [json.loads(line) for line in seen_file.read_text().splitlines()]
+    assert [row["item"] for row in seen] == ["D-1", "D-2"]
+    for row in seen:  # each as the recorded commit has it, the one before's leftovers gone
+        assert row == {"item": row["item"], "files": ["lib.h"], "head": commits[0], "lib.h": "// version 1\n"}, row
+    rows = json.loads(drover(repo, "worktrees", "--json", check=True).stdout)
+    assert len(rows["worktrees"]) == 1, rows  # D-2 took the worktree D-1 gave back

@@ -165,6 +165,40 @@ def clean_worktree(worktree: Path, keep: tuple[str, ...]) -> None:
         raise Unfit(f"git clean in {worktree} left files: {said.strip().splitlines()[0]}")
 
 
+def empty_submodules(worktree: Path, private: Path) -> bool:
+    """After the clean: each submodule's folder (a gitlink the index records) emptied, as `git
+    worktree add` leaves it, and the submodules' own git folders (`modules/` in the worktree's
+    private folder) removed; True when there was anything to remove. Neither the forced checkout
+    nor the clean goes into a submodule (no recursion, run.py): the commit a holder checked out
+    there, its edits and builds, and its git folder's hooks and config reached the next holder and
+    its check. A `[run] setup` (`git submodule update --init`) checks them out again. Unfit when
+    git or the removal fails."""
+    listed = _must(["ls-files", "--stage", "-z"], worktree, "ls-files", out=True)
+    gitlinks = [entry.partition("\t")[2] for entry in listed.split("\0") if entry.startswith("160000 ")]
+    emptied = False
+    try:
+        top = folder_fd(worktree)
+        try:
+            for path in gitlinks:
+                inside = worktree / path
+                if inside.is_symlink() or inside.exists() and not (inside.is_dir() and not os.listdir(inside)):
+                    remove_below(top, path)
+                    inside.mkdir(parents=True, exist_ok=True)
+                    emptied = True
+        finally:
+            os.close(top)
+        folder = folder_fd(private.parent.parent, private.parent.name, private.name)
+        try:
+            if os.path.lexists(private / "modules"):
+                remove_at(folder, "modules")
+                emptied = True
+        finally:
+            os.close(folder)
+    except OSError as exc:
+        raise Unfit(f"a submodule's folder in {worktree}: {exc.strerror}") from None
+    return emptied
+
+
 def clean_would_remove(worktree: Path, keep: tuple[str, ...]) -> list[str]:
     """What clean_worktree would remove from `worktree` now, as `git clean -n` names it (a folder
     once, with its slash; an odd name in git's quotes). Unfit when git fails."""

@@ -21,7 +21,7 @@ from drover import git
 from drover.agents.locks import claimed_by, run_live
 from drover.agents.procs import pid_alive, process_start
 from drover.git.cleaning import (IN_PROGRESS, Unfit, clean_worktree, clean_would_remove, clear_kept, clear_leftovers,
-                                 detach_worktree, discard_worktree, keep_index, kept_index_of, private_git_dir,
+                                 detach_worktree, discard_worktree, empty_submodules, keep_index, kept_index_of, private_git_dir,
                                  switch_worktree)
 from drover.errors import GitError
 from drover.ledger.connection import now, seconds_since
@@ -168,8 +168,8 @@ def acquire(project: Project, ledger: "Ledger", holder: str, *, branch: str = ""
             created: list[str] = []  # not `made` until the worktree is handed out: another may be tried
             if new:
                 _add(project, path, branch, commit, created)
-            else:
-                _make_ready(project, path, branch, commit, created)
+            elif _make_ready(project, path, branch, commit, created):
+                ledger.set_pooled(row.path, setup_digest="")  # set-up again: its submodules are gone
             _keep_index(project, path)
         except Unfit as exc:  # this worktree's fault: another may be fit
             problems.append(str(exc))
@@ -232,8 +232,9 @@ def _add(project: Project, path: Path, branch: str, commit: str, made: list[str]
         git.add_detached_worktree(project.root, path, commit)
 
 
-def _make_ready(project: Project, path: Path, branch: str, commit: str, made: list[str]) -> None:
-    """Clean a free pooled worktree (marked `cleaning` already) and switch it; Unfit when it cannot be."""
+def _make_ready(project: Project, path: Path, branch: str, commit: str, made: list[str]) -> bool:
+    """Clean a free pooled worktree (marked `cleaning` already) and switch it; True when a submodule
+    was emptied (cleaning.empty_submodules), which `[run] setup` must check out again. Unfit when it cannot be."""
     if not path.is_dir():
         raise Unfit(f"{path} is gone")
     private = private_git_dir(path, project.git_common_dir)
@@ -244,6 +245,7 @@ def _make_ready(project: Project, path: Path, branch: str, commit: str, made: li
     else:
         detach_worktree(path, commit)
     clean_worktree(path, project.config.keep)
+    return empty_submodules(path, private)
 
 
 def _keep_index(project: Project, path: Path) -> None:
