@@ -312,6 +312,7 @@ def test_init_says_nothing_of_a_package_json_it_did_not_need(repo):
 
 
 _PACKAGES = '{"scripts": {"test": "ava"}, "devDependencies": {"ava": "^6.0.0"}}'
+_SUBMODULE = '[submodule "lib"]\n\tpath = lib\n\turl = https://example.invalid/lib.git\n'
 
 
 @pytest.mark.parametrize("files, setup, inputs", [
@@ -325,6 +326,10 @@ _PACKAGES = '{"scripts": {"test": "ava"}, "devDependencies": {"ava": "^6.0.0"}}'
     ({"package.json": '{"scripts": {"test": "node test.js"}, "dependencies": {}}'}, "", []),  # no packages to install
     ({"pyproject.toml": "[tool.pytest.ini_options]\n", "uv.lock": ""}, "", []),  # `uv run` makes its own environment
     ({"Makefile": "test:\n\tnpm test\n", "package.json": _PACKAGES}, "", []),  # the project's own recipe
+    # `git worktree add` checks out no submodule (docs/worktrees.md, "A repository with submodules")
+    ({".gitmodules": _SUBMODULE, "CMakeLists.txt": "add_subdirectory(lib)\n"}, "git submodule update --init", []),
+    ({".gitmodules": _SUBMODULE, "package.json": _PACKAGES, "package-lock.json": "{}"},
+     "git submodule update --init && npm ci", ["package-lock.json", "package.json"]),
 ])
 def test_init_writes_the_setup_its_verify_command_needs_in_each_worktree(repo, files, setup, inputs):
     """A worktree holds the tracked files alone: a test script's tools (node_modules) and a poetry

@@ -81,13 +81,15 @@ def config_text_for(root: Path, detected: tuple[str, str] | None = None, setup: 
     install, why = setup or detect_setup(root, command)
     notes = {("verify", "default"): f"found: {found}" if command else NO_VERIFY}
     shared = shared_environment(root)
-    inputs = SETUP_INPUTS.get(install, ())
+    inputs = SETUP_INPUTS.get(_installs(install), ())
     if install:
         notes[("run", "setup")] = f"found: {why}"
     elif shared:
         notes[("run", "setup")] = SETUP_HINT.format(shared=shared)
-    elif command in BUILDS_ITSELF:  # no install to name; what the command needs is its build kept
-        notes[("run", "setup")], notes[("run", "keep")] = BUILDS_ITSELF[command]
+    if command in BUILDS_ITSELF and not _installs(install) and not shared:
+        # no install to name; what the command needs is its build kept
+        notes.setdefault(("run", "setup"), BUILDS_ITSELF[command][0])
+        notes[("run", "keep")] = BUILDS_ITSELF[command][1]
     if inputs:
         notes[("run", "setup_inputs")] = INPUTS_NOTE
     for key, example in zip(("setup", "keep", "setup_inputs"), KIND_EXAMPLES.get(project_kind(root, command), ())):
@@ -261,9 +263,28 @@ NODE_LOCKS = (("pnpm-lock.yaml", "pnpm test"), ("yarn.lock", "yarn test"))
 
 def detect_setup(root: Path, verify: str) -> tuple[str, str]:
     """The `[run] setup` each new worktree needs before `verify` (detect_verify's command) can run
-    there, and why; ("", "") when it needs none. A worktree holds the tracked files alone: a Node
-    project's packages (node_modules, where its test script finds its tools) and a poetry project's
-    environment are made in it by the tool's own install. uv needs none: `uv run` makes its own."""
+    there, and why; ("", "") when it needs none. A worktree holds the tracked files alone: the
+    submodules `.gitmodules` declares (`git worktree add` checks out none: docs/worktrees.md), a
+    Node project's packages (node_modules, where its test script finds its tools) and a poetry
+    project's environment are made in it by the tool's own install. uv needs none: `uv run` makes its own."""
+    install, why = _install(root, verify)
+    if not re.search(r'^\s*\[submodule\s+"', _text(root / ".gitmodules"), re.M):
+        return install, why
+    said = "the submodules .gitmodules declares: git worktree add checks out none in each new worktree"
+    return (f"{SUBMODULES} && {install}", f"{said}; then {why}") if install else (SUBMODULES, said)
+
+
+# The set-up's first step in a repository with submodules (detect_setup).
+SUBMODULES = "git submodule update --init"
+
+
+def _installs(setup: str) -> str:
+    """The install part of a set-up detect_setup wrote: without its submodules' step."""
+    return setup.removeprefix(SUBMODULES).removeprefix(" && ")
+
+
+def _install(root: Path, verify: str) -> tuple[str, str]:
+    """detect_setup's install of what `verify` needs, without the submodules."""
     if verify == "poetry run pytest":
         return "poetry install", "the environment poetry.lock pins: each new worktree makes its own"
     install = NODE_INSTALLS.get(verify)
@@ -361,8 +382,8 @@ def _verify_said(root: Path, detected: tuple[str, str], setup: tuple[str, str]) 
                     "[verify] default and [run] setup yourself")
     if setup[0]:
         said.append(f"[run] setup: {setup[0]} ({setup[1]})")
-    if SETUP_INPUTS.get(setup[0]):
-        said.append(f"[run] setup_inputs: {', '.join(SETUP_INPUTS[setup[0]])} (a change runs [run] setup again "
+    if SETUP_INPUTS.get(_installs(setup[0])):
+        said.append(f"[run] setup_inputs: {', '.join(SETUP_INPUTS[_installs(setup[0])])} (a change runs [run] setup again "
                     "in a pooled worktree)")
     problem = cannot_start(command, root) if command else ""
     if problem:
@@ -372,7 +393,7 @@ def _verify_said(root: Path, detected: tuple[str, str], setup: tuple[str, str]) 
     if wrong:
         said.append(f"warning: the verify command tests the wrong code: {wrong}")
     shared = shared_environment(root)
-    if shared and not setup[0] and not wrong:  # the warning above says it of this very python
+    if shared and not _installs(setup[0]) and not wrong:  # the warning above says it of this very python
         said.append(f"hint: {shared} found: an agent's worktree would import the main checkout's code through it; "
                     "set [run] setup to give each worktree its own environment (drover help configuration)")
     return said
