@@ -40,6 +40,12 @@ def _with_submodule(repo: Path, tmp_path: Path) -> list[str]:
     git(repo, "add", "lib")
     git(repo, "commit", "-q", "-m", "vendor the library")
     configure(repo)
+    # what init wrote, `git submodule update --init`, with git's leave to clone from a local path
+    path = repo / "drover.toml"
+    text = path.read_text()
+    assert 'setup = "git submodule update --init"' in text
+    path.write_text(text.replace('setup = "git submodule update --init"', f'setup = "{SETUP}"', 1))
+    git(repo, "commit", "-qam", "the submodule's set-up")
     return commits
 
 
@@ -62,7 +68,8 @@ def test_a_finish_that_moved_a_submodule_stops_no_later_finish(repo, tmp_path):
     new_item(repo, "Another thing")
     drover(repo, "run", "D-1", env=APPROVING, check=True)
     worktree = repo / ".drover" / "worktrees" / "D-1"
-    git(worktree, "update-index", "--cacheinfo", f"160000,{commits[1]},lib")
+    git(worktree / "lib", "checkout", "-q", commits[1])  # as its [run] setup checked it out
+    git(worktree, "add", "lib")
     git(worktree, "commit", "-q", "-m", "D-1: bump the library")
     drover(repo, "review", "D-1", env=APPROVING, check=True)
     drover(repo, "finish", "D-1", check=True)
@@ -106,12 +113,12 @@ def test_what_the_operator_left_inside_a_submodule_stops_no_finish(repo, tmp_pat
 
 
 def _pooled(repo: Path, tmp_path: Path) -> list[str]:
-    """_with_submodule, the submodule agent in every slot, `pool = 2` and a set-up that checks the
-    submodule out in each worktree, as docs/worktrees.md tells a project with submodules."""
+    """_with_submodule (whose set-up checks the submodule out in each worktree), the submodule
+    agent in every slot, `pool = 2`."""
     commits = _with_submodule(repo, tmp_path)
     path = repo / "drover.toml"
     text = path.read_text().replace(f"{sys.executable} {AGENT}", f"{sys.executable} {SUBMODULE_AGENT}")
-    for key, value in (("setup", f'"{SETUP}"'), ("pool", "2")):
+    for key, value in (("pool", "2"),):
         text, count = re.subn(rf"^{key} = .*$", f"{key} = {value}", text, count=1, flags=re.M)
         assert count == 1, key
     path.write_text(text)

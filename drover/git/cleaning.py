@@ -172,7 +172,10 @@ def empty_submodules(worktree: Path, private: Path) -> bool:
     nor the clean goes into a submodule (no recursion, run.py): the commit a holder checked out
     there, its edits and builds, and its git folder's hooks and config reached the next holder and
     its check. A `[run] setup` (`git submodule update --init`) checks them out again. Unfit when
-    git or the removal fails."""
+    git or the removal fails. A repository with no `.gitmodules` (and no submodule git folder left)
+    costs no git: a gitlink no `.gitmodules` declares is no submodule git checks out."""
+    if not os.path.lexists(worktree / ".gitmodules") and not os.path.lexists(private / "modules"):
+        return False
     listed = _must(["ls-files", "--stage", "-z"], worktree, "ls-files", out=True)
     gitlinks = [entry.partition("\t")[2] for entry in listed.split("\0") if entry.startswith("160000 ")]
     emptied = False
