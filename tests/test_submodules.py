@@ -147,3 +147,61 @@ def test_a_pooled_worktree_hands_no_holder_what_the_last_one_left_in_a_submodule
         assert row == {"item": row["item"], "files": ["lib.h"], "head": commits[0], "lib.h": "// version 1\n"}, row
     rows = json.loads(drover(repo, "worktrees", "--json", check=True).stdout)
     assert len(rows["worktrees"]) == 1, rows  # D-2 took the worktree D-1 gave back
+
+
+def _hidden_in_gitmodules(root: Path, worktree: Path) -> None:
+    with open(worktree / ".gitmodules", "a") as gitmodules:
+        gitmodules.write("\tignore = all\n")
+    git(worktree, "add", ".gitmodules")
+
+
+def _hidden_in_the_shared_config(root: Path, worktree: Path) -> None:
+    git(worktree, "config", "submodule.lib.ignore", "all")  # the shared .git/config, any agent's to write
+
+
+@pytest.mark.parametrize("hide", [_hidden_in_gitmodules, _hidden_in_the_shared_config])
+def test_a_reviewer_sees_the_submodule_commit_the_branch_moved(repo, tmp_path, monkeypatch, hide):
+    """An implementer moves the submodule `lib` to another commit (code nobody reviewed, the
+    library's or its own fork's) and says `ignore = all` for it, in the branch's `.gitmodules` or in
+    the shared `.git/config`: the reviewer's `git diff`, `git show` and `git log -p` showed nothing
+    of the move (diff.ignoreSubmodules = none, which drover gives the reviewer's git, overrides
+    neither), and finish merged it. The reviewer's git now shows it."""
+    reviewed = tmp_path / "reviewed.txt"
+    monkeypatch.setenv("SUBMODULE_REVIEWED", str(reviewed))
+    monkeypatch.setenv("SUBMODULE_SEEN", str(tmp_path / "seen.jsonl"))
+    commits = _pooled(repo, tmp_path)
+    new_item(repo, "A thing")
+    drover(repo, "run", "D-1", check=True)
+    worktree = repo / ".drover" / "pool" / "w1"
+    git(worktree / "lib", "reset", "-q", "--hard", commits[1])
+    git(worktree / "lib", "clean", "-qfdx")
+    git(worktree, "add", "lib")
+    hide(repo, worktree)
+    git(worktree, "commit", "-q", "-m", "D-1: tidy the build")
+
+    drover(repo, "review", "D-1", check=True)
+
+    shown = reviewed.read_text()
+    assert " lib " in shown and f"+Subproject commit {commits[1]}" in shown, shown
+
+
+def test_a_review_is_refused_where_the_worktree_hides_gitmodules_from_it(repo, tmp_path, monkeypatch):
+    """The reviewer's git reads `.gitmodules` from the worktree, or, with none there, from the index:
+    an implementer that staged one saying `ignore = all` and deleted the file, uncommitted, had the
+    reviewer's git read the staged one. `.gitmodules` is compared with the commit, as
+    `.gitattributes` is, and the review refused."""
+    monkeypatch.setenv("SUBMODULE_SEEN", str(tmp_path / "seen.jsonl"))
+    commits = _pooled(repo, tmp_path)
+    new_item(repo, "A thing")
+    drover(repo, "run", "D-1", check=True)
+    worktree = repo / ".drover" / "pool" / "w1"
+    git(worktree / "lib", "reset", "-q", "--hard", commits[1])
+    git(worktree, "add", "lib")
+    git(worktree, "commit", "-q", "-m", "D-1: tidy the build")
+    _hidden_in_gitmodules(repo, worktree)
+    (worktree / ".gitmodules").unlink()
+
+    done = drover(repo, "review", "D-1")
+
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert ".gitmodules" in done.stderr and "no review" not in done.stdout, done.stderr

@@ -11,6 +11,8 @@ import threading
 from collections.abc import Mapping
 from pathlib import Path
 
+from drover.errors import Refused
+
 
 def drover_bin_dir() -> Path | None:
     """The folder holding the `drover` program that is running now, if one can be found."""
@@ -141,12 +143,21 @@ REVIEW_GIT = (("core.fsmonitor", "false"), ("core.hooksPath", os.devnull), ("cor
 REVIEW_GIT_ENV = {"GIT_ALLOW_PROTOCOL": "", "GIT_NO_LAZY_FETCH": "1"}
 
 
-def agent_git(environ: Mapping[str, str], slot: str) -> dict[str, str]:
-    """The variables of an agent's git: AGENT_GIT, and for a review REVIEW_GIT, REVIEW_GIT_ENV and the
-    commits as committed, each after the config `environ` passes already (GIT_CONFIG_COUNT)."""
+def agent_git(environ: Mapping[str, str], slot: str, workdir: Path | None = None) -> dict[str, str]:
+    """The variables of an agent's git: AGENT_GIT, and for a review REVIEW_GIT, REVIEW_GIT_ENV, the
+    commits as committed and `submodule.<name>.ignore = none` for each submodule the `.gitmodules`
+    of `workdir` names (history.submodule_names), each after the config `environ` passes already
+    (GIT_CONFIG_COUNT)."""
+    from drover.git.history import submodule_names
     from drover.git.run import AS_COMMITTED
 
     pins = (*AGENT_GIT, *REVIEW_GIT) if slot == "review" else AGENT_GIT
+    if slot == "review" and workdir is not None:
+        names = submodule_names(workdir)
+        if len(names) > MOST_SUBMODULES:
+            raise Refused(f"{workdir / '.gitmodules'} names {len(names):,} submodules, more than a reviewer's git "
+                          "can be told to show: no review runs there")
+        pins = (*pins, *((f"submodule.{name}.ignore", "none") for name in names))
     try:
         count = max(0, int(environ.get("GIT_CONFIG_COUNT", "0")))
     except ValueError:
@@ -156,6 +167,10 @@ def agent_git(environ: Mapping[str, str], slot: str) -> dict[str, str]:
     for number, (key, value) in enumerate(pins, count):
         variables[f"GIT_CONFIG_KEY_{number}"], variables[f"GIT_CONFIG_VALUE_{number}"] = key, value
     return variables
+
+
+# Submodules whose changes a reviewer's git can be told to show, one variable pair each (agent_git).
+MOST_SUBMODULES = 10_000
 
 
 # The variables that name places on the machine the agent runs on: a worker fills them in afresh.
@@ -168,4 +183,4 @@ def on_this_machine(env_add: Mapping[str, str], *, prompt_file: Path, repo: Path
     (agent_git, for the run's slot)."""
     return {**env_add, "DROVER_PROMPT_FILE": str(prompt_file), "DROVER_REPO": str(repo),
             "DROVER_WORKTREE": str(workdir), "PATH": _agent_path(),
-            **agent_git(os.environ, env_add.get("DROVER_SLOT", ""))}
+            **agent_git(os.environ, env_add.get("DROVER_SLOT", ""), workdir)}

@@ -48,6 +48,24 @@ LISTED_COMMITS = 1000
 # drover's own files: the merge's checkout made it an empty folder, the ledger gone (hostile review
 # 31). The option on the command line overrides both; `-c diff.ignoreSubmodules` would not the second.
 SUBMODULES = "--ignore-submodules=none"
+
+
+def submodule_names(worktree: Path) -> list[str]:
+    """The names the `.gitmodules` of `worktree` gives its submodules ([] with none, or one git
+    cannot read). A reviewer's git is told `submodule.<name>.ignore = none` for each
+    (agents/environment.agent_git): `ignore = all` there, or in the shared config, hid from its
+    `git diff`, `git show` and `git log -p` a submodule commit the branch moved, and
+    `diff.ignoreSubmodules = none` overrides neither. No git runs where there is no `.gitmodules`."""
+    path = worktree / ".gitmodules"
+    if not os.path.lexists(path):
+        return []
+    done = run(["config", "--file", str(path), "--null", "--name-only", "--get-regexp", r"^submodule\..*\.path$"],
+               worktree)
+    if done.returncode != 0:
+        return []
+    return [key[len("submodule."):-len(".path")] for key in done.stdout.split("\0") if key.count(".") >= 2]
+
+
 # No user attributes file, as a reviewer's git reads none (agents/environment.REVIEW_GIT): one the
 # shared config names (`* -diff`) made drover's views differ from the reviewer's (hostile review 34).
 NO_USER_ATTRIBUTES = ("-c", "core.attributesFile=" + os.devnull)

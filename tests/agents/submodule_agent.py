@@ -4,7 +4,8 @@
 Implementing, it notes what it finds in `lib/` (one JSON line to $SUBMODULE_SEEN: the commit
 checked out there, its files and `lib.h`), then commits its own `<item>.txt` and leaves behind, in
 the submodule, an edit of `lib.h`, an untracked `planted.txt`, and a commit of its own there (the
-submodule's HEAD moved, the recorded commit not). Reviewing, it approves.
+submodule's HEAD moved, the recorded commit not). Reviewing, it writes what its own git shows of
+the branch (`git diff --stat` and `git log -p` from base) to $SUBMODULE_REVIEWED, and approves.
 """
 import json
 import os
@@ -21,6 +22,10 @@ def git(*args: str, cwd: Path = here) -> str:
 
 
 if slot == "review":
+    # what the reviewer's own git shows of the branch ($SUBMODULE_REVIEWED names where it goes)
+    shown = git("diff", "--stat", f"{os.environ['DROVER_BASE']}...HEAD") + "\n---\n" + git("log", "-p", "--format=%s",
+                                                                                        f"{os.environ['DROVER_BASE']}..HEAD")
+    Path(os.environ.get("SUBMODULE_REVIEWED", os.devnull)).write_text(shown)
     subprocess.run(["drover", "audit", item, "--level", "reviewed", "--note", "looked"], check=True)
     raise SystemExit(0)
 files = sorted(path.name for path in lib.iterdir()) if lib.is_dir() else []
