@@ -103,6 +103,24 @@ def test_init_prefers_origin_head(tmp_path):
     assert 'base = "trunk"' in (clone / "drover.toml").read_text()
 
 
+def test_init_passes_over_an_origin_head_the_clone_has_no_branch_of(tmp_path):
+    """`git clone -b develop` of a project published from master (git-flow's layout): origin/HEAD
+    names master, which the clone has no branch of. init wrote `base = "master"`, and `drover
+    check` then refused it (`no branch 'master' in this repository`); the branch checked out is
+    the one the clone works from."""
+    upstream = tmp_path / "upstream"
+    upstream.mkdir()
+    git(upstream, "init", "-q", "-b", "master")
+    git(upstream, "commit", "-q", "--allow-empty", "-m", "first")
+    git(upstream, "branch", "develop")
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", "-b", "develop", str(upstream), str(clone))
+    assert git(clone, "symbolic-ref", "refs/remotes/origin/HEAD").strip() == "refs/remotes/origin/master"
+    out = ok(clone, "init")
+    assert 'base = "develop"' in (clone / "drover.toml").read_text()
+    assert "base branch: develop" in out
+
+
 def test_init_on_a_detached_head_falls_back_to_an_existing_master(tmp_path):
     root = tmp_path / "lib"
     root.mkdir()

@@ -76,10 +76,13 @@ def require_base(root: Path, base: str) -> None:
 
 
 def detect_base(root: Path) -> str:
-    """The branch items should start from: origin/HEAD, else the current branch, else main or master."""
+    """The branch items should start from: origin/HEAD when the clone has a branch of that name, else
+    the current branch, else main or master. (`git clone -b develop` of a project published from
+    master has no `master`: a base it has no branch of was refused by `drover check`.)"""
     done = run(["symbolic-ref", "--quiet", "refs/remotes/origin/HEAD"], root)
-    if done.returncode == 0 and done.stdout.strip():
-        return done.stdout.strip().removeprefix("refs/remotes/origin/")
+    published = done.stdout.strip().removeprefix("refs/remotes/origin/") if done.returncode == 0 else ""
+    if published and branch_exists(root, published):
+        return published
     try:
         current = current_branch(root)
     except GitError:
