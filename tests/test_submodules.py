@@ -72,7 +72,9 @@ def test_a_finish_that_moved_a_submodule_stops_no_later_finish(repo, tmp_path):
     git(worktree, "add", "lib")
     git(worktree, "commit", "-q", "-m", "D-1: bump the library")
     drover(repo, "review", "D-1", env=APPROVING, check=True)
-    drover(repo, "finish", "D-1", check=True)
+    said = drover(repo, "finish", "D-1", check=True).stdout
+    assert "the merge moved the submodule lib; this checkout's folder still holds the commit before: " \
+           "`git submodule update` checks out the new one" in said, said
     assert git(repo, "ls-tree", "HEAD", "lib").split()[2] == commits[1]
     assert git(repo, "status", "--porcelain") == " M lib\n"  # the folder is still at the old commit
     _approved(repo, "D-2")

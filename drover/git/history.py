@@ -325,6 +325,15 @@ def blobs_at(root: Path, commit: str, paths: list[str]) -> dict[str, str]:
     return found
 
 
+def gitlinks_at(root: Path, commit: str, paths: list[str]) -> list[str]:
+    """Those of `paths` that `commit` records as a submodule (a gitlink); [] for more paths than one
+    command line holds (what finish says of them is a courtesy, not a check)."""
+    if not paths or not one_command_line(paths):
+        return []
+    out = git(["--literal-pathspecs", "ls-tree", "-z", "--full-tree", "--end-of-options", commit, "--", *paths], root)
+    return [entry.partition("\t")[2] for entry in out.split("\0") if entry.startswith("160000 ")]
+
+
 def blobs_on_disk(root: Path, paths: list[str]) -> dict[str, str]:
     """path -> the object id git would give the file at that path in the checkout, for those that are files."""
     present = [path for path in paths if (root / path).is_file() and not (root / path).is_symlink()]

@@ -104,6 +104,10 @@ def _merge_approved(project: Project, ledger: Ledger, item: Item, branch: str, h
     lines = [f"{item_id}: merged {branch} into {base} ({sha[:12]}); done. Nothing was pushed."]
     for was in left:
         lines.append(f"{item_id}: the checkout was on {was or 'a detached HEAD'} and is now on {base}, where the merge is")
+    moved = git.gitlinks_at(project.root, sha, changed) if os.path.lexists(project.root / ".gitmodules") else []
+    if moved:  # drover's git goes into no submodule (git/run.py): the folder keeps the commit it had
+        lines.append(f"{item_id}: the merge moved the submodule {shown_paths(moved)}; this checkout's folder still "
+                     "holds the commit before: `git submodule update` checks out the new one")
     return lines
 
 
