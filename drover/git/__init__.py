@@ -20,7 +20,7 @@ from drover.git.worktrees import (add_detached_worktree, checkout_branch, dirty_
 
 __all__ = [
     "Commit", "MergeConflict", "Recent", "Refs", "add_detached_worktree", "advance_branch", "ahead_of", "all_refs",
-    "blobs_at", "blobs_on_disk", "gitlinks_at", "branch_exists", "branch_heads", "branch_refs", "bundle_create", "bundle_heads",
+    "blobs_at", "blobs_on_disk", "branch_exists", "branch_heads", "branch_refs", "bundle_create", "bundle_heads",
     "changed_by_shared", "changed_paths",
     "checkout_branch", "clone_bundle", "conflict_markers", "conflicts_merged", "commit_file", "commits_beyond", "commits_paths", "compare", "configured_attributes", "count_commits",
     "current_branch", "detect_base", "differing_in_index", "differing_on_disk", "dirty_entries", "dirty_paths", "ensure_worktree", "fetch_bundle", "git", "gitlinks_at",
