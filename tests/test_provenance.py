@@ -854,3 +854,23 @@ def test_an_agents_leftover_does_not_outlive_the_drover_that_adopted_it(project)
     assert said(project) == [] and not Path(f"/proc/{pid}").exists()
     assert verdict_rows(project)["audits"] == before["audits"]
     assert listed(project)["D-1"] != "approved"
+
+
+@pytest.mark.parametrize("command", ["override review checks --file .drover/worktrees/D-1/review.tmpl",
+                                     "override implement scope", "override --update", "check --update"])
+def test_an_implementing_run_cannot_write_the_prompts_configuration(project, command):
+    """`drover override` writes drover.toml's [prompts] and the override file: an implementer named a
+    file in its own worktree there, wrote its words into a block of it, and every later review (of
+    its item and of others) read them as drover's own (hostile review 42). The operator's alone;
+    `--update --dry-run` writes nothing and stays open."""
+    config = (project / "drover.toml").read_bytes()
+    drover(project, "run", "D-1", env=agent_env(project, "operator", HOSTILE_COMMAND=command), check=True)
+    [attempt] = said(project)
+    assert attempt["code"] == 1 and "Traceback" not in attempt["err"], attempt
+    [line] = attempt["err"].splitlines()
+    assert line.startswith("drover: override refused: this process acts for run "), line
+    assert (project / "drover.toml").read_bytes() == config
+    assert not (project / ".drover" / "worktrees" / "D-1" / "review.tmpl").exists()
+    assert not (project / "prompts").exists()
+    dry = drover(project, "run", "D-1", env=agent_env(project, "operator", HOSTILE_COMMAND="override --update --dry-run"))
+    assert dry.returncode == 0 and said(project)[-1]["code"] == 0, said(project)[-1]

@@ -193,7 +193,10 @@ def say_check(findings: list[Any], as_json: bool, *, diff: bool = False, out_err
 def _override(slot: str | None = None, block: str | None = None, **options: Any) -> None:
     from drover.prompts.update import override_command
 
-    with opened() as (project, _ledger):
+    # the operator's: it writes drover.toml's [prompts] and the override files, which steer every
+    # later review; an implementer named a file in its own worktree there (hostile review 42).
+    # `--update --dry-run` writes nothing and stays open
+    with opened(operator="" if options.get("dry_run") else "override") as (project, _ledger):
         lines, code = override_command(project, slot, block, **options)
     for line in lines:
         click.echo(line)

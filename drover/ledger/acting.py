@@ -133,8 +133,9 @@ def verdict_run(ledger: Ledger, item_id: str, command: str) -> Run | None:
 def require_operator(ledger: Ledger, command: str) -> None:
     """Refuse `command` unless the operator gives it, outside every run: the commands that launch
     agents or checks, merge, unpark or stop (run, review, draft, drive, verify, finish, unpark,
-    stop, ledger import). Inside a run an agent gives verdicts on its own item, nothing else: a
-    review it launched would run an agent in the environment it chose (its PATH, its
+    stop, ledger import), and the one that writes what the prompts say (override: drover.toml's
+    [prompts] and the override files). Inside a run an agent gives verdicts on its own item, nothing
+    else: a review it launched would run an agent in the environment it chose (its PATH, its
     ANTHROPIC_BASE_URL), whose audit opens the gate (docs/security.md)."""
     run_id = acting_run(ledger)  # refuses a process under a launching drover but under none of its agents
     if run_id:
