@@ -544,6 +544,22 @@ def test_python_m_drover_demo_help_prints_help_and_builds_nothing(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+def test_the_demo_builds_its_own_project_whatever_drover_repo_names(project, tmp_path, monkeypatch):
+    """An agent's environment names its project in $DROVER_REPO: `drover demo` called there (or by an
+    operator who exported it) ran its init against that project, then failed on the drover.toml it
+    never wrote in the demo's folder (hostile review 42)."""
+    from drover.cli.demo import build_project
+
+    monkeypatch.setenv("DROVER_REPO", str(project))
+    before = {path: path.read_bytes() for path in project.rglob("*") if path.is_file() and ".git" not in path.parts}
+    folder = tmp_path / "demo"
+    build_project(folder)
+    assert (folder / "drover.toml").is_file()
+    assert sorted(path.name for path in (folder / "items").iterdir()) == ["D-1.md", "D-2.md", "D-3.md"]
+    after = {path: path.read_bytes() for path in project.rglob("*") if path.is_file() and ".git" not in path.parts}
+    assert after == before
+
+
 def test_drover_demo_drives_three_items_with_fitting_findings(demo_run, tmp_path):
     ran, done = demo_run  # `drover demo`, run once for the whole test run
     folder = tmp_path / "demo"

@@ -129,7 +129,12 @@ def _review(work: Path, item_id: str, shown: dict[str, Any]) -> int:
 
 
 def build_project(root: Path) -> None:
-    """A git repository with a tiny program and three items: one depends on another, one is a finding."""
+    """A git repository with a tiny program and three items: one depends on another, one is a finding.
+
+    The drover commands here and after (main's list, drive and show) are the demo project's: a
+    $DROVER_REPO the caller has (an agent's run, an operator's export) named another project, whose
+    checkout the demo's init wrote to before the demo failed on a drover.toml it never wrote."""
+    os.environ.pop("DROVER_REPO", None)
     root.mkdir(parents=True, exist_ok=True)
     env_git = ["git", "-c", "user.name=drover demo", "-c", "user.email=demo@drover.invalid"]
     _run(["git", "init", "-q", "-b", "main"], root)
