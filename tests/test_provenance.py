@@ -874,3 +874,29 @@ def test_an_implementing_run_cannot_write_the_prompts_configuration(project, com
     assert not (project / "prompts").exists()
     dry = drover(project, "run", "D-1", env=agent_env(project, "operator", HOSTILE_COMMAND="override --update --dry-run"))
     assert dry.returncode == 0 and said(project)[-1]["code"] == 0, said(project)[-1]
+
+
+@pytest.mark.parametrize("command", ["ledger export -o .drover/ledger.db", "report --html .drover/ledger.db",
+                                     "ledger export -o {link}", "report --html .DROVER/../.drover/runs/x.html"])
+def test_an_agent_cannot_write_over_drovers_state_through_a_file_a_command_writes(project, tmp_path, command):
+    """`ledger export -o` and `report --html` write the file they are given: from inside its run an
+    implementer named the ledger itself, which became its own export, and every run, round and
+    audit was gone, every later command refused (hostile review 42). drover's state folder is
+    refused (through a link too), to the operator as well; nothing is written."""
+    link = tmp_path / "backup.jsonl"
+    link.symlink_to(project / ".drover" / "ledger.db")
+    before = ledger_tables(project / ".drover" / "ledger.db")
+    words = command.format(link=link)
+    drover(project, "run", "D-1", env=agent_env(project, "operator", HOSTILE_COMMAND=words), check=True)
+    [attempt] = said(project)
+    assert attempt["code"] == 2 and "Traceback" not in attempt["err"], attempt
+    [line] = attempt["err"].splitlines()
+    assert "inside .drover/, drover's own state" in line, line
+    after = ledger_tables(project / ".drover" / "ledger.db")
+    kept = ("audits", "rounds", "dispositions", "items", "checks", "ids_met")
+    assert {name: after[name] for name in kept} == {name: before[name] for name in kept}
+    assert len(after["runs"]) == len(before["runs"]) + 1  # the run the agent was in, and every one before it
+    assert not (project / ".drover" / "runs" / "x.html").exists()
+    operator = drover(project, *shlex.split(words))  # the operator's slip is refused the same way
+    assert operator.returncode == 2 and "drover's own state" in operator.stderr
+    assert drover(project, "list").returncode == 0

@@ -28,7 +28,7 @@ def ledger_export(output: str | None) -> None:
 
             buffer = io.StringIO()
             counts = export(ledger, buffer)
-            write_output(Path(output), buffer.getvalue(), "ledger.jsonl")
+            write_output(Path(output), buffer.getvalue(), "ledger.jsonl", project.state_dir)
             click.echo(f"exported {sum(counts.values())} rows of {len(counts)} tables to {output}", err=True)
         else:
             export(ledger, sys.stdout)

@@ -92,9 +92,12 @@ def opened(operator: str = "") -> Iterator[tuple[Project, Ledger]]:
         ledger.close()
 
 
-def write_output(path: Path, text: str, example: str) -> None:
+def write_output(path: Path, text: str, example: str, state_dir: Path) -> None:
     """A file the operator named (`--html`, `-o`), written whole or not at all; a refusal names
-    that file and why (UsageError: one line, exit 2), not the temporary file beside it."""
+    that file and why (UsageError: one line, exit 2), not the temporary file beside it. Never in
+    `state_dir` (.drover/, the ledger and the runs' logs): `ledger export -o .drover/ledger.db`, from
+    an agent inside its run or an operator's slip, replaced the ledger with its own export, every
+    run, round and audit gone and every later command refused (hostile review 42)."""
     import errno
 
     from drover.errors import UsageError
@@ -102,6 +105,12 @@ def write_output(path: Path, text: str, example: str) -> None:
 
     if path.is_dir():  # `--html ''` too: click makes it the current folder
         raise UsageError(f"a folder, not a file: name the file to write, e.g. {example}", path=path)
+    # as the write would reach it: through links, compared without case (`.DROVER` is `.drover` on
+    # macOS's and Windows' file systems)
+    state = os.path.realpath(state_dir).casefold()
+    if Path(os.path.realpath(path).casefold()).is_relative_to(state):
+        raise UsageError(f"inside {state_dir.name}/, drover's own state (the ledger, the runs' logs): name a file "
+                         f"outside it, e.g. {example}", path=path)
     try:
         write_atomic(path, text)
     except OSError as exc:

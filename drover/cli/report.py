@@ -44,7 +44,7 @@ def report(since: str | None, as_json: bool, html_file: Path | None) -> None:
     if as_json:
         echo_json(report_json(made))
     elif html_file is not None:
-        write_page(made, html_file)
+        write_page(made, html_file, project.state_dir)
         click.echo(f"report written to {html_file}")
         said = blocks_finish(project, html_file)
         if said:
@@ -61,12 +61,12 @@ def report_for(project: "Project", ledger: "Ledger", since: str | None,
     return build_report(project, ledger, since=since, rates=project.config.budget.rate_card, also=also)
 
 
-def write_page(made: "Report", path: Path) -> None:
-    """The HTML page, written whole or not at all."""
+def write_page(made: "Report", path: Path, state_dir: Path) -> None:
+    """The HTML page, written whole or not at all, never in drover's state folder (parts.write_output)."""
     from drover.cli.parts import write_output
     from drover.cli.report_html import page
 
-    write_output(path, page(made), "report.html")
+    write_output(path, page(made), "report.html", state_dir)
 
 
 def blocks_finish(project: "Project", path: Path) -> str:
@@ -122,7 +122,7 @@ def drive_ended(project: "Project", since: str, report_file: Path | None, say: C
         return
     if report_file is not None:
         try:
-            write_page(made, report_file)
+            write_page(made, report_file, project.state_dir)
             say(f"report written to {report_file}")
             said = blocks_finish(project, report_file)
             if said:
