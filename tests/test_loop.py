@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import AGENT, BIN, configure, drover, git, ledger_rows, ledger_tables, new_item  # noqa: F401
+from helpers import AGENT, BIN, configure, drover, git, ledger_rows, ledger_tables, new_item, one_line  # noqa: F401
 
 def snapshot(root: Path) -> dict:
     """Everything a dry run must leave alone: ledger rows, git refs and worktrees, the file tree."""
@@ -451,6 +451,42 @@ def test_finish_refuses_a_dirty_checkout(project):
     assert done.returncode == 1 and "uncommitted" in done.stderr
     assert git(project, "rev-parse", "main") == head
     assert (project / "README.md").read_text() == "edited by hand\n"
+
+
+def test_finish_removes_the_items_worktree_never_what_a_link_in_its_place_leads_to(project, tmp_path):
+    """An agent (any of them: it is a folder under .drover/) moved an item's worktree away and put a
+    link to another registered worktree in its place, the operator's own here; finish removed that
+    one, with the untracked notes in it (hostile review 42). The link goes, the worktree it names stays."""
+    item = new_item(project, "Add a thing")
+    drover(project, "run", item, check=True)
+    drover(project, "audit", item, "--level", "reviewed", check=True)
+    mine = tmp_path / "mine"
+    git(project, "worktree", "add", "-q", str(mine), "-b", "mine")
+    (mine / "notes.txt").write_text("the operator's notes, never committed\n")
+    own = project / ".drover" / "worktrees" / item
+    own.rename(tmp_path / "moved")
+    own.symlink_to(mine)
+    done = drover(project, "finish", item)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (mine / "notes.txt").read_text() == "the operator's notes, never committed\n"
+    assert str(mine) in git(project, "worktree", "list")
+    assert not os.path.lexists(own)
+    assert json.loads(drover(project, "show", item, "--json").stdout)["state"] == "done"
+
+
+def test_a_link_in_place_of_an_items_worktree_is_refused_never_followed(project, tmp_path):
+    """A link an agent put where an item's worktree goes (before its first run, or in place of the
+    one it had) had drover check the branch out in the folder the link named, outside the project,
+    and run the next agent there (hostile review 42): refused in one line, nothing made there."""
+    item = new_item(project, "Add a thing")
+    elsewhere = tmp_path / "elsewhere" / "w"
+    own = project / ".drover" / "worktrees" / item
+    own.parent.mkdir(parents=True, exist_ok=True)
+    own.symlink_to(elsewhere)
+    done = drover(project, "run", item)
+    assert done.returncode != 0 and "Traceback" not in done.stderr
+    assert "is a link, not a worktree drover made" in one_line(done, done.returncode)
+    assert not elsewhere.parent.exists()
 
 
 def test_finish_refuses_an_undisposed_closes_issue(project):

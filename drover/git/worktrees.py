@@ -66,7 +66,11 @@ def ensure_worktree(root: Path, path: Path, branch: str, base: str, *,
     are written: under `drive --jobs N` a prune must not meet another thread's `worktree add`
     halfway, but the checkout of a big tree need not keep the others waiting.
     """
-    path = Path(os.path.realpath(path))
+    # the folder drover names, never what a link in its place leads to: an agent's link there had
+    # the branch checked out (and the next agent run) in a folder it chose (hostile review 42)
+    path = Path(os.path.realpath(path.parent)) / path.name
+    if path.is_symlink():
+        raise GitError(f"{path} is a link, not a worktree drover made: remove the link (`rm {path}`)")
     if common is not None and _on_branch(path, common, branch):
         return path
     with lock:
@@ -156,7 +160,14 @@ def remove_worktree(root: Path, path: Path, *, force: bool = False, common: Path
     repository's common git folder, when the caller knows it: a worktree whose own files say it is
     registered there (_registered) needs no `worktree list` to say so.
     """
-    path = Path(os.path.realpath(path))
+    # the folder drover made, never what a link in its place leads to: an agent made the item's
+    # worktree a link to another registered worktree (the operator's own, another item's while its
+    # agent worked there), and finish removed that one, its untracked files with it (hostile review 42)
+    path = Path(os.path.realpath(path.parent)) / path.name
+    if path.is_symlink():
+        path.unlink()
+        git(["worktree", "prune"], root)  # the registration of the folder the link took the place of
+        return
     known = common is not None and _registered(path, common) is not None
     if not path.is_dir() or not (known or path in registered_worktrees(root)):
         git(["worktree", "prune"], root)
