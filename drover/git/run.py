@@ -333,9 +333,10 @@ def _command(args: list[str]) -> str:
     return args[0] if args else ""
 
 
-def git(args: list[str], cwd: Path, *, check: bool = True) -> str:
-    """Run git with `args` in `cwd` and return its stdout; a failure raises GitError with git's words."""
-    done = run(args, cwd)
+def git(args: list[str], cwd: Path, *, check: bool = True, env_add: dict[str, str] | None = None) -> str:
+    """Run git with `args` in `cwd` and return its stdout; a failure raises GitError with git's words.
+    `env_add`: variables for this git alone (run's)."""
+    done = run(args, cwd, env_add=env_add)
     if check and done.returncode != 0:
         raise failure(args, done)
     return done.stdout
