@@ -336,11 +336,12 @@ def _start(project: Project, ledger: Ledger, launch: Launch, cancel: threading.E
         else:
             head_start = git.head_of(project.root, launch.branch) if launch.branch else ""
         launch.prompt_path.write_text(launch.prompt, encoding="utf-8")
+        set_up = False  # whether `[run] setup` ran now: a pooled worktree's runs only when its inputs changed
         if launch.worktree is not None and project.config.setup:
             from drover.loop.worktree_setup import SetupFailed, SetupInterrupted
 
             try:
-                pool.setup_worktree(project, ledger, launch.worktree, launch.log_path, item_id=launch.item_id,
+                set_up = pool.setup_worktree(project, ledger, launch.worktree, launch.log_path, item_id=launch.item_id,
                                     shown_log=project.relpath(launch.log_path),
                                     timeout=launch.agent.timeout_seconds or None, cancel=cancel, progress=progress)
             except SetupFailed as exc:  # on record as the run that could not start, its log the setup's
@@ -358,7 +359,7 @@ def _start(project: Project, ledger: Ledger, launch: Launch, cancel: threading.E
                 return RunResult(launch.run_id, None, "interrupted", 0.0, launch.log_path, failure=failure,
                                  in_setup=True)
         if launch.slot == "review":
-            _refuse_unjudged_review(project, launch, head_start, seen)
+            _refuse_unjudged_review(project, launch, head_start, seen, set_up)
     except BaseException:
         ledger.withdraw_run(launch.run_id)  # a no-op once the set-up's end is recorded
         raise
@@ -366,14 +367,17 @@ def _start(project: Project, ledger: Ledger, launch: Launch, cancel: threading.E
     return launch, head_start
 
 
-def _refuse_unjudged_review(project: Project, launch: Launch, head_start: str, seen: git.Refs | None) -> None:
+def _refuse_unjudged_review(project: Project, launch: Launch, head_start: str, seen: git.Refs | None,
+                            set_up: bool) -> None:
     """Refuse a review about to start on what its checks did not judge: a branch that moved from the
     head its prompt was built on (`prepare`), or a worktree holding what its reviewer would run or read.
-    `seen`: the refs read with `head_start`; read again after a set-up."""
+    `seen`: the refs read with `head_start`; read again when a set-up ran since (`set_up`)."""
     # the branch check (prepare) judged the head the prompt was built on: a branch moved since
     # (a process the implementer left running) would be reviewed unjudged, its own reviewer with it
-    # read again after the set-up: it ran the branch's code, which can move the branch (and make refs) too
-    if seen is None or project.config.setup:
+    # read again after a set-up that ran: it ran the branch's code, which can move the branch (and
+    # make refs) too; one that did not run (a pooled worktree's inputs unchanged, a worktree set up
+    # before) ran nothing since `seen` was read, so its answer stands (a git call a review fewer)
+    if seen is None or set_up:
         seen = reviewers.seen_refs(project, launch.branch)
     now = seen.heads.get(launch.branch, "")
     moved = next((head for head in (head_start, now) if head != launch.reviewed_head), None)
