@@ -162,7 +162,9 @@ def forget_caches() -> None:
 # test file's project fixture, or an earlier `new_item`) left it copies what the same steps made.
 
 FRESH: dict[Path, tuple] = {}  # a repository -> (its files' state, the set-ups that made it) when last known
-CONFIGURED: dict[tuple, tuple[Path, object]] = {}  # (set-ups, settings) -> a copy of what they made, and what make returned
+# (set-ups, settings) -> a copy of what they made, what make returned, the folder they were made in and
+# the files that name it (its worktrees' links, made_once)
+CONFIGURED: dict[tuple, tuple[Path, object, bytes, list[Path]]] = {}
 TEMPLATES: list[Path] = []  # where conftest keeps the copies (one folder, set per session)
 MADE: set[tuple] = set()  # the set-ups made once without a copy kept (made_once's `rare`)
 
@@ -208,10 +210,13 @@ def made_once(root: Path, what: tuple, make: Callable[[], object], rare: bool = 
     fresh = known is not None and known[0] == files_state(root)
     key = (known[1] if known else None, *what, _settings())
     if fresh and key in CONFIGURED:
-        copy, value = CONFIGURED[key]
+        copy, value, made_in, links = CONFIGURED[key]
         for path in root.iterdir():  # the same files as the copy's start: none is left over
             shutil.rmtree(path) if path.is_dir() and not path.is_symlink() else path.unlink()
         shutil.copytree(copy, root, symlinks=True, dirs_exist_ok=True)
+        for name in links:  # the worktrees' links, as `git worktree repair` would write them
+            link = root / name
+            link.write_bytes(link.read_bytes().replace(made_in, str(root).encode()))
         FRESH[root] = (files_state(root), key)
         return deepcopy(value)  # each test its own: one that changes it changes no later test's
     value = make()
@@ -220,15 +225,30 @@ def made_once(root: Path, what: tuple, make: Callable[[], object], rare: bool = 
         return value
     if rare and key not in MADE:
         MADE.add(key)
-    # a project that names its own folder anywhere is no copy for another folder
-    elif not any(str(root).encode() in path.read_bytes() for path in root.rglob("*") if path.is_file()):
-        copy = TEMPLATES[0] / f"configured-{len(CONFIGURED)}"
-        shutil.copytree(root, copy, symlinks=True)
-        CONFIGURED[key] = (copy, deepcopy(value))
-    else:
+        FRESH[root] = (files_state(root), key)
         return value
+    # a project that names its own folder is no copy for another folder, unless only its git
+    # worktrees' links name it (a drive's set-up: each worktree's `.git` file and its gitdir in the
+    # repository's .git/worktrees/): those are rewritten for the folder each copy goes to
+    naming = [path.relative_to(root) for path in root.rglob("*")
+              if path.is_file() and str(root).encode() in path.read_bytes()]
+    if not all(_worktree_link(root, name) for name in naming):
+        return value
+    copy = TEMPLATES[0] / f"configured-{len(CONFIGURED)}"
+    shutil.copytree(root, copy, symlinks=True)
+    CONFIGURED[key] = (copy, deepcopy(value), str(root).encode(), naming)
     FRESH[root] = (files_state(root), key)
     return value
+
+
+def _worktree_link(root: Path, name: Path) -> bool:
+    """`name` (under `root`) is one of git's links between the repository and a worktree of it: a
+    worktree's `.git` file, or the `gitdir` file of .git/worktrees/<name>/, and holds nothing else."""
+    text = (root / name).read_text(errors="replace")
+    if name.name == ".git" and name.parent != Path("."):
+        return text.startswith("gitdir: ") and text.count("\n") == 1
+    return name.parts[:2] == (".git", "worktrees") and name.name == "gitdir" and len(name.parts) == 4 \
+        and text.count("\n") == 1
 
 
 def _configure(root: Path, extra: str) -> None:

@@ -46,7 +46,13 @@ def _project(repo: Path) -> None:
 
 
 def approved(root: Path, attack: str = "") -> str:
-    """D-1 implemented (with `attack`), then approved by a review run; the head it covers."""
+    """D-1 implemented (with `attack`), then approved by a review run; the head it covers. Made once
+    per test process and copied (its worktree and all: helpers.made_once) where the project is
+    still as the `project` fixture left it."""
+    return made_once(root, ("approved", attack), lambda: _approved(root, attack), rare=bool(attack))
+
+
+def _approved(root: Path, attack: str) -> str:
     env = {"GATE_ATTACK": attack}
     drover(root, "run", "D-1", env=env, check=True)
     drover(root, "review", "D-1", check=True)

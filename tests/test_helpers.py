@@ -5,7 +5,7 @@ import shutil
 from pathlib import Path
 
 import helpers
-from helpers import made_once
+from helpers import git, made_once
 
 
 def _fresh_copy(repo_template: Path, root: Path) -> Path:
@@ -30,3 +30,28 @@ def test_made_once_hands_each_copy_its_own_value(repo, repo_template, tmp_path):
     second.append("D-3")
     third = made_once(_fresh_copy(repo_template, tmp_path / "third"), ("test_helpers", "value"), make)
     assert third == ["D-1"]
+
+
+def test_made_once_copies_a_set_up_with_a_worktree_and_points_its_links_at_the_copy(repo, repo_template, tmp_path):
+    """A drive's set-up leaves a worktree, whose links (its `.git` file, the repository's
+    .git/worktrees/<name>/gitdir) name the folder it was made in: the copy is kept all the same,
+    and each copy's links name the copy's folder, so git finds the worktree where it is."""
+    made = []
+
+    def make(root: Path) -> str:
+        made.append(root)
+        git(root, "worktree", "add", "-q", "-b", "side", str(root / ".drover" / "wt"))
+        return "value"
+
+    assert made_once(repo, ("test_helpers", "worktree"), lambda: make(repo)) == "value"
+    second = _fresh_copy(repo_template, tmp_path / "second")
+    assert made_once(second, ("test_helpers", "worktree"), lambda: make(second)) == "value"
+    assert made == [repo]  # copied, not made again
+    worktree = second / ".drover" / "wt"
+    assert (worktree / ".git").read_text() == f"gitdir: {second}/.git/worktrees/wt\n"
+    assert git(worktree, "rev-parse", "--show-toplevel").strip() == str(worktree)
+    assert git(worktree, "status", "--porcelain") == ""
+    assert f"{worktree} " in git(second, "worktree", "list")
+    assert str(repo) not in git(second, "worktree", "list")
+    # the first repository's worktree is its own still
+    assert git(repo / ".drover" / "wt", "rev-parse", "--show-toplevel").strip() == str(repo / ".drover" / "wt")
