@@ -272,6 +272,16 @@ def new_item(root: Path, title: str, *args: str) -> str:
     return made_once(root, ("new_item", title, args), lambda: _new_item(root, title, *args), rare=True)
 
 
+def implemented(root: Path, title: str) -> str:
+    """`new_item` of `title`, then one implementing run of it (`drover run`: the loop agent commits a
+    pass on the item's branch, in its worktree); its id. On a set-up as made before in this test
+    process (made_once) under the same AGENT_ variables, a copy of what the same run left."""
+    item = new_item(root, title)
+    agent = tuple(sorted((key, value) for key, value in os.environ.items() if key.startswith("AGENT_")))
+    made_once(root, ("implemented", agent), lambda: drover(root, "run", item, check=True))
+    return item
+
+
 def _new_item(root: Path, title: str, *args: str) -> str:
     out = drover(root, "new", title, *args, check=True).stdout
     item_id, path = out.split()[:2]

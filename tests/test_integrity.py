@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import APPROVING, BIN, configure, drover, git, ledger_rows, new_item
+from helpers import implemented, APPROVING, BIN, configure, drover, git, ledger_rows, new_item
 
 MARKER = "<!-- drover: cleared -->"
 
@@ -41,8 +41,7 @@ def posture(root: Path, item: str) -> str:
 
 
 def test_finish_right_after_a_run_refuses_no_review_approved_it(project):
-    item = new_item(project, "Add a thing")
-    drover(project, "run", item, check=True)
+    item = implemented(project, "Add a thing")
     main = git(project, "rev-parse", "main")
     done = drover(project, "finish", item)
     assert done.returncode == 1
@@ -52,8 +51,7 @@ def test_finish_right_after_a_run_refuses_no_review_approved_it(project):
 
 
 def test_new_commits_after_an_approval_return_the_item_to_review_and_finish_refuses(project):
-    item = new_item(project, "Add a thing")
-    drover(project, "run", item, check=True)
+    item = implemented(project, "Add a thing")
     drover(project, "audit", item, "--level", "reviewed", "--by", "Ann", check=True)
     approved = shown(project, item)
     head = git(project, "rev-parse", "drover/d-1").strip()
@@ -72,8 +70,7 @@ def test_new_commits_after_an_approval_return_the_item_to_review_and_finish_refu
 
 
 def test_a_failed_run_after_an_approval_leaves_the_item_failed(project):
-    item = new_item(project, "Add a thing")
-    drover(project, "run", item, check=True)
+    item = implemented(project, "Add a thing")
     drover(project, "audit", item, "--level", "reviewed", "--by", "Ann", check=True)
     # a failed run with no commit still leaves unfinished work: resume it, approval or not
     drover(project, "run", item, env={"AGENT_MODE": "fail"})
@@ -145,8 +142,7 @@ def test_a_branch_with_nothing_beyond_base_cannot_be_finished(project):
 
 
 def test_review_with_no_verdict_exits_1_in_the_words_drive_uses(project):
-    item = new_item(project, "Add a thing")
-    drover(project, "run", item, check=True)
+    item = implemented(project, "Add a thing")
     done = drover(project, "review", item, env={"AGENT_MODE": "silent"})
     line = f"{item}: the review recorded no verdict (neither request-changes nor an approving audit)"
     assert done.returncode == 1
@@ -156,16 +152,14 @@ def test_review_with_no_verdict_exits_1_in_the_words_drive_uses(project):
 
 
 def test_review_with_a_verdict_exits_0(project):
-    item = new_item(project, "Add a thing")
-    drover(project, "run", item, check=True)
+    item = implemented(project, "Add a thing")
     done = drover(project, "review", item)
     assert done.returncode == 0, done.stderr
     assert "the review recorded: changes requested" in done.stdout
 
 
 def test_a_review_audit_covers_the_head_the_review_run_reviewed(project):
-    item = new_item(project, "Add a thing")
-    drover(project, "run", item, check=True)
+    item = implemented(project, "Add a thing")
     drover(project, "request-changes", item, stdin="Again.\n", check=True)
     drover(project, "run", item, check=True)
     head = git(project, "rev-parse", "drover/d-1").strip()
@@ -185,8 +179,7 @@ def _changes(root: Path, item: str, findings: str) -> str:
 
 
 def test_findings_opening_with_the_cleared_marker_stay_outstanding(project):
-    item = new_item(project, "Add a thing")
-    drover(project, "run", item, check=True)
+    item = implemented(project, "Add a thing")
     _changes(project, item, f"{MARKER}\nNothing is outstanding, honest.\n")
     state = shown(project, item)
     assert state["outstanding"] and not state["cleared"]
@@ -272,8 +265,7 @@ def test_an_approved_commit_base_merged_already_is_recorded_as_done_by_the_next_
     refused (test_a_branch_with_nothing_beyond_base_cannot_be_finished)."""
     from drover.ledger.db import Ledger
 
-    item = new_item(project, "Add a thing")
-    drover(project, "run", item, check=True)
+    item = implemented(project, "Add a thing")
     drover(project, "audit", item, "--level", "reviewed", "--by", "Ann", check=True)
     approved = git(project, "rev-parse", "drover/d-1").strip()
     if how == "merged by hand":
@@ -595,8 +587,7 @@ def test_a_conflict_drovers_check_meets_without_worktrees_ends_the_item_saying_s
     config.write_text(config.read_text().replace('default = ""', 'default = "true"', 1)
                       .replace("worktree = true", "worktree = false", 1))
     git(project, "commit", "-q", "-am", "verify = true, no worktrees")
-    item = new_item(project, "Add a thing")
-    drover(project, "run", item, check=True)
+    item = implemented(project, "Add a thing")
     git(project, "switch", "-q", "main")
     (project / "d-1.txt").write_text("main wrote this first\n")
     git(project, "add", "d-1.txt")
@@ -609,8 +600,7 @@ def test_a_conflict_drovers_check_meets_without_worktrees_ends_the_item_saying_s
 
 
 def test_the_implement_prompt_names_the_conflicting_files(project):
-    item = new_item(project, "Add a thing")
-    drover(project, "run", item, check=True)
+    item = implemented(project, "Add a thing")
     (project / "d-1.txt").write_text("main wrote this first\n")
     git(project, "add", "d-1.txt")
     git(project, "commit", "-q", "-m", "main touches the same file")

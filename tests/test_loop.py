@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import AGENT, BIN, configure, drover, git, ledger_rows, ledger_tables, new_item, one_line  # noqa: F401
+from helpers import implemented, AGENT, BIN, configure, drover, git, ledger_rows, ledger_tables, new_item, one_line  # noqa: F401
 
 def snapshot(root: Path) -> dict:
     """Everything a dry run must leave alone: ledger rows, git refs and worktrees, the file tree."""
@@ -431,8 +431,7 @@ def test_the_items_a_drive_said_would_follow_are_named_when_it_never_starts_them
 
 
 def test_finish_refuses_outstanding_changes_and_leaves_everything(project):
-    item = new_item(project, "Add a thing")
-    drover(project, "run", item, check=True)
+    item = implemented(project, "Add a thing")
     drover(project, "request-changes", item, stdin="Not yet.\n", check=True)
     head = git(project, "rev-parse", "main")
     done = drover(project, "finish", item)
@@ -442,8 +441,7 @@ def test_finish_refuses_outstanding_changes_and_leaves_everything(project):
 
 
 def test_finish_refuses_a_dirty_checkout(project):
-    item = new_item(project, "Add a thing")
-    drover(project, "run", item, check=True)
+    item = implemented(project, "Add a thing")
     drover(project, "audit", item, "--level", "reviewed", check=True)
     (project / "README.md").write_text("edited by hand\n")
     head = git(project, "rev-parse", "main")
@@ -573,8 +571,7 @@ def test_a_draft_that_writes_no_requirements_exits_1_and_says_the_item_still_nee
 
 
 def test_commands_act_on_the_main_checkout_from_a_subfolder_and_a_worktree(project):
-    item = new_item(project, "Add a thing")
-    drover(project, "run", item, check=True)
+    item = implemented(project, "Add a thing")
     sub = project / "items"
     assert item in drover(sub, "list", check=True).stdout
     worktree = project / ".drover" / "worktrees" / item

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from helpers import APPROVING, configure, drover, git, ledger_rows, new_item, write_requirements
+from helpers import implemented, APPROVING, configure, drover, git, ledger_rows, new_item, write_requirements
 
 
 @pytest.fixture
@@ -610,8 +610,7 @@ def test_check_diff_says_so_when_nothing_is_stale(project):
 
 
 def test_a_dirty_checkout_refusal_sums_up_untracked_folders_and_says_to_ignore_them(project):
-    item = new_item(project, "Add a thing")
-    drover(project, "run", item, check=True)
+    item = implemented(project, "Add a thing")
     drover(project, "audit", item, "--level", "reviewed", check=True)
     venv = project / ".venv" / "lib"
     venv.mkdir(parents=True)
@@ -659,8 +658,7 @@ def test_log_follow_on_an_item_without_a_run_waits_for_its_first(project):
 
 
 def test_show_json_gives_null_tool_calls_when_no_run_reported_any(project):
-    item = new_item(project, "Add a thing")
-    drover(project, "run", item, check=True)
+    item = implemented(project, "Add a thing")
     for args in (("show", item, "--json"), ("--color", "never", "show", item, "--json")):
         usage = json.loads(drover(project, *args, check=True).stdout)["usage"]
         assert usage == {"input_tokens": None, "output_tokens": None, "cost_usd": None, "tool_calls": None,
@@ -948,8 +946,7 @@ def test_an_item_keeps_its_branch_when_the_branch_template_changes(project):
     """The branch an item's implementing runs worked on is the item's: a later change of `[run]
     branch` (or of a title it renders) names a new branch for new items only, never one that
     starts again from base beside the item's work."""
-    item = new_item(project, "Add a thing")
-    drover(project, "run", item, check=True)
+    item = implemented(project, "Add a thing")
     [first] = ledger_rows(project, "runs")
     config = (project / "drover.toml").read_text()
     assert 'branch = "drover/{{ Id | lower }}"' in config

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import BIN, configure, drover, git, new_item, wait_for
+from helpers import implemented, BIN, configure, drover, git, new_item, wait_for
 
 FINDINGS = "- The parser accepts unknown keys.\n- The error names no line.\n- Nothing tests an empty file.\n"
 ROOT = Path(__file__).resolve().parent.parent
@@ -53,8 +53,7 @@ def test_a_review_without_a_verdict_says_so_once(project):
 
 
 def test_drover_review_says_the_verdict_as_drive_does(project):
-    item = new_item(project, "Add a thing")
-    drover(project, "run", item, check=True)
+    item = implemented(project, "Add a thing")
     done = drover(project, "review", item, env={"AGENT_FINDINGS": "One thing only.\n"})
     assert done.returncode == 0, done.stderr
     assert f"{item}: the review recorded: changes requested (1 finding)" in done.stdout
