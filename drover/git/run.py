@@ -11,7 +11,6 @@ from drover.errors import GitError
 
 if TYPE_CHECKING:
     import subprocess
-    from collections.abc import Callable
 
 # Config that would change what drover parses (quoted paths, missing a/ b/ prefixes, colour,
 # external diff drivers) is pinned per call, whatever the user's git config says. So is config
@@ -227,42 +226,31 @@ def run_capped(args: list[str], cwd: Path, most: int) -> tuple[subprocess.Comple
     own, or the signal's when cut; GitError as `run` raises it."""
     import subprocess
     import tempfile
-    import threading
     import time
 
     seconds = _timeout()
+    deadline = None if seconds is None else time.monotonic() + seconds
     chunks: list[bytes] = []
-    size, cut, late = 0, False, threading.Event()
+    size, cut = 0, False
     with tempfile.TemporaryFile() as said:  # git's stderr: a file, which never fills as a pipe would
-        proc = _started(args, cwd, subprocess.Popen, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=said)
-
-        def end() -> None:
-            late.set()
-            proc.kill()
-
-        deadline = None if seconds is None else time.monotonic() + seconds
-        timer = threading.Timer(seconds, end) if seconds is not None else None
-        if timer is not None:
-            timer.start()
+        proc = _started(args, cwd, _popen(), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=said)
+        assert proc.stdout is not None
         try:
-            assert proc.stdout is not None
-            while chunk := _read_by(proc.stdout.fileno(), deadline, end):
+            while not cut and (chunk := _read_by(proc.stdout.fileno(), deadline)):
                 chunks.append(chunk)
                 size += len(chunk)
-                if size > most:
-                    cut = True
-                    proc.kill()
-                    break
-            proc.stdout.close()
-            proc.wait()  # git has closed its output: it ends (or the timer ends it)
-        except BaseException:
+                cut = size > most
+            late = chunk is None
+            if not (cut or late):  # git has closed its output: it ends, by the same deadline
+                try:
+                    proc.wait(None if deadline is None else max(deadline - time.monotonic(), 0.0))
+                except subprocess.TimeoutExpired:
+                    late = True
+        finally:  # cut, late, Ctrl-C or any error: git is ended (not a git that has ended on its own) and reaped
             proc.kill()
+            proc.stdout.close()
             proc.wait()
-            raise
-        finally:
-            if timer is not None:
-                timer.cancel()
-        if late.is_set() and not cut and proc.returncode < 0:  # ended by the timer, not on its own a moment before
+        if late and proc.returncode < 0:  # ended here, not on its own a moment before
             raise _timed_out(args, seconds)
         said.seek(0)
         err = said.read().decode("utf-8", "replace")
@@ -273,11 +261,11 @@ def run_capped(args: list[str], cwd: Path, most: int) -> tuple[subprocess.Comple
     return subprocess.CompletedProcess(proc.args, proc.returncode, out.decode("utf-8", "replace"), err), cut
 
 
-def _read_by(fd: int, deadline: float | None, end: Callable[[], None]) -> bytes:
-    """The next bytes git wrote to `fd` (b"" at its end), or b"" once `deadline` (time.monotonic)
-    has passed, git then ended by `end`. Ending git does not end its output: a process git started
-    (the fetch of a partial clone's missing object, through a transport the shared config names)
-    holds it open, and a read until its end waited for that process, past the time limit
+def _read_by(fd: int, deadline: float | None) -> bytes | None:
+    """The next bytes git wrote to `fd` (b"" at its end), or None once `deadline` (time.monotonic)
+    has passed. The deadline is kept while reading, not by ending git: a process git started (the
+    fetch of a partial clone's missing object, through a transport the shared config names) holds
+    its output open, and a read until its end waited for that process, past the time limit
     (hostile review 40)."""
     import select
     import time
@@ -286,8 +274,7 @@ def _read_by(fd: int, deadline: float | None, end: Callable[[], None]) -> bytes:
         watch = select.poll()
         watch.register(fd, select.POLLIN)
         if not watch.poll(max(deadline - time.monotonic(), 0.0) * 1000):
-            end()
-            return b""
+            return None
     return os.read(fd, 1 << 16)
 
 
