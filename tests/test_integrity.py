@@ -292,6 +292,26 @@ def test_an_approved_commit_base_merged_already_is_recorded_as_done_by_the_next_
     assert drover(project, "finish", item).stdout.endswith("already done; every disposition is applied: nothing to do\n")
 
 
+def test_a_dry_run_says_finish_records_an_approved_commit_base_merged_already(project):
+    """drive --dry-run said `finish would merge it` of an approved item whose approved commit base
+    had merged already (a merge by hand, or a finish stopped before its ledger write), where the
+    finish only records it done (above): it says that, and the drive then does it."""
+    item = new_item(project, "Add a thing")
+    drover(project, "run", item, check=True)
+    drover(project, "audit", item, "--level", "reviewed", "--by", "Ann", check=True)
+    assert f"  {item}: finish would merge it\n" in drover(project, "drive", "--dry-run", "--finish", check=True).stdout
+    git(project, "merge", "-q", "--no-ff", "-m", "merged by hand", "drover/d-1")
+    merge = git(project, "rev-parse", "main").strip()
+    for args in (("--finish",), ("--finish", item), (item,)):
+        done = drover(project, "drive", "--dry-run", *args)
+        assert done.returncode == 0, done.stderr
+        assert (f"  {item}: finish would record it done: main holds its approved commit already, merged by "
+                f"{merge[:12]}; nothing would be merged\n") in done.stdout, done.stdout
+    done = drover(project, "drive", "--finish")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert shown(project, item)["state"] == "done" and git(project, "rev-parse", "main").strip() == merge
+
+
 def test_drive_summary_says_approved_not_finished_with_the_reason(project):
     item = new_item(project, "Add a thing")
     drover(project, "run", item, env={"AGENT_MODE": "fail"})

@@ -118,12 +118,9 @@ def _record_merged_already(project: Project, ledger: Ledger, item_id: str, branc
     commit) left the item approved with nothing beyond base, which every later finish refused. Only
     a merge commit on base's first-parent line whose later parent is the commit the approval covers
     counts: a branch that never had anything beyond base is refused as before."""
-    activity = ledger.activity_for(item_id)
-    covered = activity.get("approval_head") or ""
-    if covered != heads[branch] or not approval_current(activity):
-        return ""
     base = project.config.base
-    merge = git.merged_by(project.root, heads[base], covered)
+    covered = heads[branch]
+    merge = _merge_of_approved(project, ledger, item_id, covered, heads[base])
     if not merge:
         return ""
     _remove_worktrees(project, ledger, item_id)
@@ -132,6 +129,26 @@ def _record_merged_already(project: Project, ledger: Ledger, item_id: str, branc
         ledger.log_event("finish", item_id, by, branch=branch, merge=merge, merged=covered, found=True)
     return (f"{item_id}: {base} holds the approved {covered[:12]} already, merged by {merge[:12]} (a finish stopped "
             "before it recorded it, or a merge by hand); recorded as done. Nothing was merged now.")
+
+
+def _merge_of_approved(project: Project, ledger: Ledger, item_id: str, head: str, base_head: str) -> str:
+    """The merge on base's first-parent line of the item's approved commit, when the approval is
+    current and covers the branch `head`; "" otherwise."""
+    activity = ledger.activity_for(item_id)
+    if activity.get("approval_head") != head or not approval_current(activity):
+        return ""
+    return git.merged_by(project.root, base_head, head)
+
+
+def merged_already(project: Project, ledger: Ledger, item_id: str) -> str:
+    """The merge commit by which base holds the item's approved commit already, with nothing of
+    its branch beyond base ("" when not): finish then records the item done and merges nothing
+    (_record_merged_already), what a drive's dry run says it will do."""
+    branch, base = ledger.item_branch(item_id), project.config.base
+    heads = git.heads_of(project.root, branch, base) if branch else {}
+    if branch not in heads or base not in heads or git.merge_bases(project.root, heads[base], heads[branch]) != [heads[branch]]:
+        return ""
+    return _merge_of_approved(project, ledger, item_id, heads[branch], heads[base])
 
 
 def _remove_worktrees(project: Project, ledger: Ledger, item_id: str) -> None:

@@ -214,6 +214,19 @@ class Step(NamedTuple):
     waiting: tuple[str, ...] = ()
 
 
+def _finish_would(project: Project, item_id: str) -> str:
+    """What a finish of an approved item would do: merge it, or record it done where base merged
+    its approved commit already (a finish stopped before it recorded it, or a merge by hand)."""
+    from drover.loop.finish import merged_already
+
+    with Ledger(project.ledger_path) as ledger:
+        merge = merged_already(project, ledger, item_id)
+    if not merge:
+        return "finish would merge it"
+    return (f"finish would record it done: {project.config.base} holds its approved commit already, merged by "
+            f"{merge[:12]}; nothing would be merged")
+
+
 def dry_run_plan(project: Project, queue: list[str], rows: dict[str, Listed], *, explicit: bool, finish: bool,
                  where: str) -> list[Step]:
     """The work ahead of a drive: each item's next step, and the blocked items that follow a dep
@@ -228,7 +241,7 @@ def dry_run_plan(project: Project, queue: list[str], rows: dict[str, Listed], *,
         elif row is not None and row.state in NOT_DRIVEN:  # the drive lists it skipped: done, parked, running
             steps.append(Step(item_id, "skip", f"would be skipped: {row.state}" + (f" ({row.note})" if row.note else "")))
         elif row is not None and row.state == State.APPROVED:
-            steps.append(Step(item_id, "finish", "finish would merge it"))
+            steps.append(Step(item_id, "finish", _finish_would(project, item_id)))
         elif row is not None and row.state == State.IN_REVIEW:  # its work is committed: no implementer first
             steps.append(Step(item_id, "run", f"review would run on {where} (implement again only if it sends back)"))
         else:
