@@ -106,6 +106,28 @@ def test_the_exit_decides_before_the_words():
     assert crashed == Failure("crashed", "exited 3: ValueError: fell over")
 
 
+def test_a_crashed_runs_reason_is_gits_error_not_the_hint_after_it(repo):
+    """A run that ended on a failed git kept git's last line as its reason, and git writes its advice
+    after its error: `crashed: exited 1: hint: run "git cherry-pick --abort".`, where the log said what
+    failed. The reason passes over the `hint:` lines (coloured or not) to git's error."""
+    configure(repo)
+    item = new_item(repo, "Add a thing")
+    agent = ("sh -c 'echo 1 > f; git add f; git commit -qm one; git switch -qc side; echo 2 > f; git commit -qam two; "
+             "git switch -q -; echo 3 > f; git commit -qam three; git cherry-pick side'")
+    config = repo / "drover.toml"
+    config.write_text(config.read_text().replace(f'command = "{sys.executable} ', f'command = "{agent} #', 1))
+    git(repo, "commit", "-qam", "an agent whose git fails")
+    done = drover(repo, "run", item)
+    assert done.returncode == 1 and 'hint: run "git cherry-pick --abort".' in done.stdout, done.stdout
+    [run] = runs_of(repo)
+    assert run["failure"] == "crashed", run
+    assert re.fullmatch(r"exited 1: error: could not apply [0-9a-f]{7,}\.\.\. two", run["reason"]), run["reason"]
+    coloured = classify(outcome="exited", exit_code=1, log="fatal: bad object\n\x1b[33mhint: try again\x1b[m\n", now=NOW)
+    assert coloured == Failure("crashed", "exited 1: fatal: bad object")
+    assert classify(outcome="exited", exit_code=1, log="hint: all advice\n", now=NOW) == Failure(
+        "crashed", "exited 1: hint: all advice")
+
+
 def test_kept_words_lose_escapes_and_control_characters_and_are_cut_short():
     said = clean("\x1b[2J\x1b]0;owned\x07429 \x1b[31mred\x00" + "x" * 5000)
     assert "\x1b" not in said and "\x00" not in said and "\x07" not in said

@@ -44,6 +44,8 @@ _TRY_IN = re.compile(r"(?:try again|retry|resets?) (?:in|after) (\d+(?:\.\d+)?) 
 _ISO = re.compile(r"(?:resets?|until|again)(?: at)?:? (\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2})?(?:\.\d+)?"
                   r"(?:Z|[+-]\d{2}:?\d{2})?)", re.I)
 _EPOCH = re.compile(r"limit reached\|(\d{10})\b", re.I)
+# git's advice after its error (`hint: run "git cherry-pick --abort".`): what to do next, never what failed
+_ADVICE = re.compile(r"\s*hint:")
 
 
 def with_reason(what: str, reason: str) -> str:
@@ -247,7 +249,8 @@ def classify(*, outcome: str, exit_code: int | None, stalled: str = "", reason: 
             return Failure("auth", clean(words))
         if _RATE.search(words):
             return Failure("rate_limited", clean(words), reset_named(words, now))
-    last = said[0] if said else ""
+    # the newest words that say what failed: past git's hints, which follow its error
+    last = next((words for words in said if not _ADVICE.match(_CONTROL.sub("", words))), said[0] if said else "")
     return Failure("crashed", clean(f"{ending}: {last}" if last else ending))
 
 
