@@ -833,6 +833,42 @@ def test_a_signal_during_the_setup_ends_it_and_the_run_is_interrupted_with_no_ag
     assert "agent interrupted" not in out and "implement interrupted after" not in out
 
 
+def test_a_signal_another_thread_of_drovers_takes_during_the_setup_still_ends_the_drive(pooled, tmp_path):
+    """The kernel hands a signal sent to drover to any of its threads that does not block it, and a
+    thread that changes its mask at that moment (one starting, one that just started a process) takes
+    it from the main thread it was meant for: Python then runs the handler only when the main thread
+    runs again, and the drive's main thread slept on a lock until the item's job ended. Under load,
+    once in some 40 drives, a SIGTERM during the set-up went unheard until the setup's minute was
+    over. Here the signal goes to another thread on purpose (tgkill): the drive ends at once."""
+    import ctypes
+
+    pids = tmp_path / "setup.pids"
+    set_run(pooled, setup=json.dumps(f"echo $$ >> {pids}; sleep 60 & echo $! >> {pids}; wait"))
+    item = new_item(pooled, "first")
+    driving = subprocess.Popen([str(BIN / "drover"), "drive", item], cwd=pooled, text=True,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+                               env={**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"})
+    try:
+        deadline = time.monotonic() + 60
+        while len(pids.read_text().split()) < 2 if pids.exists() else True:
+            assert time.monotonic() < deadline and driving.poll() is None, "the setup never started"
+            time.sleep(0.05)
+        others = sorted(int(tid) for tid in os.listdir(f"/proc/{driving.pid}/task") if int(tid) != driving.pid)
+        assert others, "the drive runs its item in a thread of its own"
+        assert ctypes.CDLL(None, use_errno=True).syscall(234, driving.pid, others[0], signal.SIGTERM) == 0  # tgkill
+        out, err = driving.communicate(timeout=30)
+    finally:
+        if driving.poll() is None:
+            driving.kill()
+            driving.communicate()
+        for pid in map(int, pids.read_text().split()) if pids.exists() else ():
+            if os.path.exists(f"/proc/{pid}"):
+                os.kill(pid, signal.SIGKILL)
+    assert driving.returncode == 128 + signal.SIGTERM, out + err
+    assert f"{item}: implement: [run] setup interrupted; no agent started" in out
+    assert [entry for entry in seen(tmp_path) if entry["item"] == item] == []  # no agent started
+
+
 # --- an item's run is claimed before its worktree and set-up ----------------------------------------
 
 

@@ -108,6 +108,14 @@ def drive(project: Project, ids: list[str], *, jobs: int = 1, finish: bool = Fal
     return results + [row for row in orphaned if row.item_id not in {done.item_id for done in results}]
 
 
+# How long the drive's main thread sleeps at most between two looks for a signal. The kernel hands a
+# signal sent to drover to any thread that does not block it, and a thread that changes its mask just
+# then (one starting, one that has just started a process) can take it from the main thread it woke:
+# Python runs the handler only when its main thread runs again, and a wait on the jobs' futures alone
+# slept on until the item's job ended (a SIGTERM during a minute's set-up went unheard for the minute).
+HEARS_SIGNALS_EVERY = 0.5
+
+
 def _drive_queue(project: Project, queue: list[str], explicit: bool, *, jobs: int, finish: bool,
                  say: Callable[[str], None], echo: bool, runner: "Executor") -> tuple[list[Driven], KeyboardInterrupt | None]:
     lock = threading.Lock()
@@ -136,7 +144,9 @@ def _drive_queue(project: Project, queue: list[str], explicit: bool, *, jobs: in
                     if queue and driver.retries.stopped.is_set():
                         say(f"drive stopped: {driver.retries.stop_note}; not started: {', '.join(queue)}")
                     break
-                done, _ = wait(running, return_when=FIRST_COMPLETED)
+                done, _ = wait(running, timeout=HEARS_SIGNALS_EVERY, return_when=FIRST_COMPLETED)
+                if not done:
+                    continue  # no job ended: the main thread only looked for a signal
                 for future in done:
                     results.append(future.result())
                     running.pop(future)
