@@ -797,6 +797,26 @@ def test_putting_back_the_kept_index_replaces_a_link_the_holder_left_in_its_plac
     assert kept.read_bytes() == b"DIRC kept"  # kept for the next holder too
 
 
+def driving_in_setup(root: Path, tmp_path: Path) -> tuple[subprocess.Popen, str, Path]:
+    """`drover drive` of a new item as a process of its own, in a session of its own, returned with
+    the item and the file of the set-up's pids once its `[run] setup` (a shell waiting on a minute's
+    sleep) has started."""
+    pids = tmp_path / "setup.pids"
+    set_run(root, setup=json.dumps(f"echo $$ >> {pids}; sleep 60 & echo $! >> {pids}; wait"))
+    item = new_item(root, "first")
+    driving = subprocess.Popen([str(BIN / "drover"), "drive", item], cwd=root, text=True,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+                               env={**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"})
+    deadline = time.monotonic() + 60
+    while len(pids.read_text().split()) < 2 if pids.exists() else True:
+        if time.monotonic() > deadline or driving.poll() is not None:
+            driving.kill()
+            driving.communicate()
+            raise AssertionError("the setup never started")
+        time.sleep(0.05)
+    return driving, item, pids
+
+
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
 def test_a_signal_during_the_setup_ends_it_and_the_run_is_interrupted_with_no_agent_started(pooled, tmp_path, signum):
     """The setup ran as a plain child in drover's process group: SIGTERM left it to run its course
@@ -805,17 +825,8 @@ def test_a_signal_during_the_setup_ends_it_and_the_run_is_interrupted_with_no_ag
     The report read the run as an unclassified failure while `show` said interrupted, and the
     progress said the agent was interrupted though none had started: now the run is classed
     `interrupted`, as an agent a signal ended is, and the progress names the set-up."""
-    pids = tmp_path / "setup.pids"
-    set_run(pooled, setup=json.dumps(f"echo $$ >> {pids}; sleep 60 & echo $! >> {pids}; wait"))
-    item = new_item(pooled, "first")
-    driving = subprocess.Popen([str(BIN / "drover"), "drive", item], cwd=pooled, text=True,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
-                               env={**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"})
+    driving, item, pids = driving_in_setup(pooled, tmp_path)
     try:
-        deadline = time.monotonic() + 60
-        while len(pids.read_text().split()) < 2 if pids.exists() else True:
-            assert time.monotonic() < deadline and driving.poll() is None, "the setup never started"
-            time.sleep(0.05)
         os.kill(driving.pid, signum)
         out, err = driving.communicate(timeout=30)
     finally:
@@ -842,17 +853,8 @@ def test_a_signal_another_thread_of_drovers_takes_during_the_setup_still_ends_th
     over. Here the signal goes to another thread on purpose (tgkill): the drive ends at once."""
     import ctypes
 
-    pids = tmp_path / "setup.pids"
-    set_run(pooled, setup=json.dumps(f"echo $$ >> {pids}; sleep 60 & echo $! >> {pids}; wait"))
-    item = new_item(pooled, "first")
-    driving = subprocess.Popen([str(BIN / "drover"), "drive", item], cwd=pooled, text=True,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
-                               env={**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"})
+    driving, item, pids = driving_in_setup(pooled, tmp_path)
     try:
-        deadline = time.monotonic() + 60
-        while len(pids.read_text().split()) < 2 if pids.exists() else True:
-            assert time.monotonic() < deadline and driving.poll() is None, "the setup never started"
-            time.sleep(0.05)
         others = sorted(int(tid) for tid in os.listdir(f"/proc/{driving.pid}/task") if int(tid) != driving.pid)
         assert others, "the drive runs its item in a thread of its own"
         tgkill = getattr(ctypes.CDLL(None, use_errno=True), "tgkill", None)  # glibc 2.30 and later

@@ -161,6 +161,19 @@ def _hidden_in_the_shared_config(root: Path, worktree: Path) -> None:
     git(worktree, "config", "submodule.lib.ignore", "all")  # the shared .git/config, any agent's to write
 
 
+def _lib_moved_in_d1(repo: Path, tmp_path: Path) -> tuple[Path, list[str]]:
+    """D-1 run once in a pool, then `lib` moved to the submodule's second commit and staged in its
+    worktree (not committed): the worktree, and the submodule's commits."""
+    commits = _pooled(repo, tmp_path)
+    new_item(repo, "A thing")
+    drover(repo, "run", "D-1", check=True)
+    worktree = repo / ".drover" / "pool" / "w1"
+    git(worktree / "lib", "reset", "-q", "--hard", commits[1])
+    git(worktree / "lib", "clean", "-qfdx")
+    git(worktree, "add", "lib")
+    return worktree, commits
+
+
 @pytest.mark.parametrize("hide", [_hidden_in_gitmodules, _hidden_in_the_shared_config])
 def test_a_reviewer_sees_the_submodule_commit_the_branch_moved(repo, tmp_path, monkeypatch, hide):
     """An implementer moves the submodule `lib` to another commit (code nobody reviewed, the
@@ -171,13 +184,7 @@ def test_a_reviewer_sees_the_submodule_commit_the_branch_moved(repo, tmp_path, m
     reviewed = tmp_path / "reviewed.txt"
     monkeypatch.setenv("SUBMODULE_REVIEWED", str(reviewed))
     monkeypatch.setenv("SUBMODULE_SEEN", str(tmp_path / "seen.jsonl"))
-    commits = _pooled(repo, tmp_path)
-    new_item(repo, "A thing")
-    drover(repo, "run", "D-1", check=True)
-    worktree = repo / ".drover" / "pool" / "w1"
-    git(worktree / "lib", "reset", "-q", "--hard", commits[1])
-    git(worktree / "lib", "clean", "-qfdx")
-    git(worktree, "add", "lib")
+    worktree, commits = _lib_moved_in_d1(repo, tmp_path)
     hide(repo, worktree)
     git(worktree, "commit", "-q", "-m", "D-1: tidy the build")
 
@@ -193,12 +200,7 @@ def test_a_review_is_refused_where_the_worktree_hides_gitmodules_from_it(repo, t
     reviewer's git read the staged one. `.gitmodules` is compared with the commit, as
     `.gitattributes` is, and the review refused."""
     monkeypatch.setenv("SUBMODULE_SEEN", str(tmp_path / "seen.jsonl"))
-    commits = _pooled(repo, tmp_path)
-    new_item(repo, "A thing")
-    drover(repo, "run", "D-1", check=True)
-    worktree = repo / ".drover" / "pool" / "w1"
-    git(worktree / "lib", "reset", "-q", "--hard", commits[1])
-    git(worktree, "add", "lib")
+    worktree, commits = _lib_moved_in_d1(repo, tmp_path)
     git(worktree, "commit", "-q", "-m", "D-1: tidy the build")
     _hidden_in_gitmodules(repo, worktree)
     (worktree / ".gitmodules").unlink()
