@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -617,6 +619,50 @@ def test_log_of_an_item_whose_check_failed_after_its_run_names_the_checks_log(pr
     named = drover(project, "log", "D-1", "--run", json.loads(
         drover(project, "show", "D-1", "--json", check=True).stdout)["runs"][-1]["id"])
     assert named.stderr == ""  # a run asked for by its id is that run's log alone
+
+
+def test_logs_note_of_a_later_failed_check_passes_over_base_own_check(project):
+    """In the "mend base" case base's own check is recorded under the item, after the item's: it said
+    nothing of the item, so `drover log`'s note names the item's own failed check, as `report` counts
+    it (Check.judged), not base's."""
+    (project / "Makefile").write_text(MAKEFILE.replace("-e BROKEN ]", "-e BROKEN ] || [ -e BASE_BROKEN ]"))
+    (project / "BASE_BROKEN").write_text("base's own tests fail\n")
+    git(project, "add", "-A")
+    git(project, "commit", "-qm", "main: its own tests fail")
+    assert drover(project, "drive", "D-1").returncode == 1
+    rows = sorted(checks(project), key=lambda row: row["started"])
+    assert [row["head"] == row["base"] for row in rows] == [False, False, True], rows
+    done = drover(project, "log", "D-1")
+    assert done.returncode == 0
+    assert done.stderr == (f"drover: note: D-1's check {rows[1]['id']} failed after this run; its output: "
+                           f"drover log D-1 --run {rows[1]['id']}\n")
+
+
+def test_logs_note_of_a_later_failed_check_passes_over_one_ctrl_c_ended(project):
+    """A check Ctrl-C ended judged nothing: the note names the failed check before it."""
+    drover(project, "run", "D-1", check=True)
+    drover(project, "verify", "D-1")
+    (failed,) = checks(project)
+    started = project.parent / "check-started"
+    (project / "Makefile").write_text(MAKEFILE.replace(
+        "\t@echo 'running the tests'\n",
+        "\t@echo 'running the tests'\n\t@if [ -n \"$$SLOW_CHECK\" ]; then touch \"$$SLOW_CHECK\"; sleep 60; fi\n"))
+    git(project, "commit", "-qam", "a check that can be slow")
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}", "SLOW_CHECK": str(started)}
+    proc = subprocess.Popen([str(BIN / "drover"), "verify", "D-1"], cwd=project, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 30
+    while not started.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert started.exists(), proc.poll()
+    proc.send_signal(signal.SIGINT)
+    proc.communicate(timeout=30)
+    cut = next(row for row in checks(project) if row["id"] != failed["id"])
+    assert cut["outcome"] == "interrupted", cut
+    done = drover(project, "log", "D-1")
+    assert done.returncode == 0
+    assert done.stderr == (f"drover: note: D-1's check {failed['id']} failed after this run; its output: "
+                           f"drover log D-1 --run {failed['id']}\n")
 
 
 def test_verify_changes_the_ledger_so_it_records_an_event_with_its_check(project):

@@ -130,8 +130,10 @@ def show_log(project: Project, item_id: str, run_id: str | None, *, follow: bool
 
 
 def _check_failed_since(ledger: Ledger, item_id: str, run: Run) -> Check | None:
-    """The item's newest check, when it failed and started after `run` did."""
-    newest = max(ledger.checks(item_id), key=lambda check: check.started, default=None)
+    """The item's newest check that judged the branch (Check.judged: not base's own, not interrupted),
+    when it failed and started after `run` did."""
+    newest = max((check for check in ledger.checks(item_id) if check.judged), key=lambda check: check.started,
+                 default=None)
     return newest if newest is not None and not newest.passed and newest.started > run.started else None
 
 

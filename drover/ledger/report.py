@@ -382,8 +382,7 @@ def _item_line(item_id: str, entry: Entry | None, row: dict[str, Any], runs: lis
     first = reviews[0][1] if reviews else None
     to_approval = None if approval is None else sum(1 for one in rounds if one.at < approval)
     cost, source = _cost(runs)
-    # neither the checks of base itself nor those a Ctrl-C or a stop ended, which judged nothing
-    checks = [check for check in checks if check.head != check.base and check.outcome != "interrupted"]
+    checks = [check for check in checks if check.judged]  # not base's own, nor one a Ctrl-C ended
     passed = sum(1 for check in checks if check.passed)
     title, kind, deps = (entry.title, entry.kind, entry.deps) if entry is not None else ("", "", ())
     return ItemLine(item_id, title, kind, tuple(deps), status, reason, len(rounds), passed, len(checks) - passed,

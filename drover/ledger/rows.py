@@ -156,6 +156,13 @@ class Check(NamedTuple):
     def passed(self) -> bool:
         return self.outcome == "exited" and self.exit_status == 0
 
+    @property
+    def judged(self) -> bool:
+        """Whether the check said anything of the item's branch: not one of base's own commit recorded
+        under the item (head is base: basecheck.BaseChecks.of_base), nor one a Ctrl-C or a stop ended.
+        What `report` counts and `log`'s note of a later failed check reads."""
+        return self.head != self.base and self.outcome != "interrupted"
+
     def as_row(self) -> dict[str, Any]:
         """The `checks` columns by name, as Ledger.add_check writes them."""
         return _plain(self, _CHECK_NAMES)
