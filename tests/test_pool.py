@@ -347,6 +347,25 @@ def test_what_setup_leaves_outside_keep_is_warned_of_and_a_changed_keep_sets_eac
     assert "evil" in warned and ".ready" not in warned and "the next clean removes it," in warned
 
 
+def test_a_check_of_base_without_what_setup_left_outside_keep_names_the_set_up_not_base(pooled):
+    """A set-up that makes build/ outside `keep`: the next check in that pooled worktree finds it gone
+    and fails, and so does base's own check there, so the drive said "mend main", while the warning
+    after set-up went only to an earlier drive's output. Now the advice names the set-up as the
+    likelier cause, from the warning kept with the set-up's event."""
+    set_run(pooled, pool="4", setup='"mkdir -p build && echo fresh > build/stamp"', default='"test -f build/stamp"')
+    first, second = new_item(pooled, "first"), new_item(pooled, "second")
+    assert drive(pooled, first).returncode == 0  # set-up ran for its check: build/ was there
+    done = drover(pooled, "drive", second)
+    assert done.returncode == 1 and f"{second}: checking main itself" in done.stdout, done.stdout
+    (row,) = [line for line in done.stdout.splitlines() if line.startswith(f"{second} ") and " failed " in line]
+    assert "fails on main itself too" in row and "mend main" not in row, row
+    assert "the likelier cause is [run] setup, not main: after [run] setup, .drover/pool/" in row, row
+    assert "holds build/ outside [run] keep" in row and "add what set-up makes to [run] keep" in row, row
+    (of_base,) = [check for check in ledger_rows(pooled, "checks") if check["head"] == check["base"]]
+    assert "# [run] setup ran here before, not for this check: after [run] setup" in \
+        (pooled / of_base["log_path"]).read_text()
+
+
 def test_with_a_check_a_pool_of_two_a_job_sets_each_worktree_up_once_and_a_smaller_one_is_warned(pooled, tmp_path):
     log = tmp_path / "setup-runs.log"
     set_run(pooled, pool="1", setup=f'"pwd >> {log}"', default='"true"')  # [verify] default: a check that passes

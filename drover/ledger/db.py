@@ -75,6 +75,10 @@ class Ledger(Verdicts, FileCache, ActivityReads, PoolTable):
             self.db.table("events").insert({"at": now(), "command": command, "item": item, "by": by,
                                             "detail": json.dumps(detail, sort_keys=True, default=str)})
 
+    def events_of(self, command: str) -> list[dict[str, Any]]:
+        """Every item's events of one command, oldest first."""
+        return self._rows("SELECT * FROM events WHERE command = ? ORDER BY id", (command,))
+
     def events(self, item_id: str | None = None) -> list[dict[str, Any]]:
         if item_id is None:
             return self._rows("SELECT * FROM events ORDER BY id")

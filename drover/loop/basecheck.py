@@ -8,7 +8,7 @@ from typing import Any, Callable
 from drover.ledger.db import Ledger
 from drover.ledger.project import Project
 from drover.ledger.rows import Check
-from drover.loop.verify import cannot_run, describe, names_changed, run_check
+from drover.loop.verify import cannot_run, describe, names_changed, run_check, setup_left
 
 
 class BaseChecks:
@@ -54,9 +54,14 @@ class BaseChecks:
             # another failure than the item's (pytest: 5, no tests collected, against 1), or no exit
             # status at all (cut short at the timeout, a set-up that failed): hostile review 23
             return ""
-        return (f"the verify command fails on {base} itself too ({found.base[:12]}: {describe(found)}; "
-                f"`drover log {found.item} --run {found.id}`): no round of changes can mend that, so none was "
-                f"sent; mend {base}, then drive again")
+        said = (f"the verify command fails on {base} itself too ({found.base[:12]}: {describe(found)}; "
+                f"`drover log {found.item} --run {found.id}`)")
+        left = setup_left(ledger, found)
+        if left:  # base was checked without what an earlier set-up made there: the set-up is the likelier cause
+            return (f"{said}, but in a worktree set up before, without what set-up made there, so the likelier "
+                    f"cause is [run] setup, not {base}: {left}; no round of changes can mend that, so none was "
+                    "sent; add what set-up makes to [run] keep, then drive again")
+        return f"{said}: no round of changes can mend that, so none was sent; mend {base}, then drive again"
 
     def of_base(self, ledger: Ledger, item_id: str, check: Check, *, echo: bool = False,
                 cancel: threading.Event | None = None, progress: Callable[[str], None] | None = None) -> Check | None:

@@ -11,6 +11,7 @@ the digest of `[run] setup_inputs` (and the command, and `[run] keep`) differs f
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import threading
 from dataclasses import replace
@@ -365,8 +366,9 @@ def setup_worktree(project: Project, ledger: "Ledger", worktree: Path, log_path:
     run_setup(project.config.setup, worktree, log_path, item_id=item_id, shown_log=shown_log, timeout=timeout,
               once=False, cancel=cancel, progress=progress, label=label)
     ledger.set_pooled(rel, setup_digest=digest, setup_at=now())
-    ledger.log_event("pool-setup", item_id, path=rel)
     warning = _outside_keep(project, worktree, rel)
+    # the warning kept with the event: a later check there that fails reads it (setup_left_outside)
+    ledger.log_event("pool-setup", item_id, path=rel, **({"outside_keep": warning} if warning else {}))
     if warning:
         from drover.git.files import open_regular
 
@@ -374,6 +376,17 @@ def setup_worktree(project: Project, ledger: "Ledger", worktree: Path, log_path:
             log.write(f"# {warning}\n".encode())
         (progress or to_stderr)(f"{item_id}: warning: {warning}")
     return True
+
+
+def setup_left_outside(ledger: "Ledger", rel: str, since: str) -> str:
+    """The outside-keep warning of the set-up in force in the pooled worktree `rel` when it ran
+    before `since` (a check that found it done, so ran without what it left there: a clean removed
+    it), or "": none warned, or set-up ran again since (what it made is there)."""
+    for event in reversed(ledger.events_of("pool-setup")):
+        detail = json.loads(event["detail"])
+        if detail.get("path") == rel:
+            return str(detail.get("outside_keep") or "") if event["at"] < since else ""
+    return ""
 
 
 SHOWN_LEFT = 3  # paths a warning names of what set-up left outside keep

@@ -14,6 +14,7 @@ nothing runs before its merge (docs/verify.md).
 from __future__ import annotations
 
 import errno
+import json
 import os
 import threading
 import time
@@ -181,9 +182,16 @@ def run_check(project: Project, ledger: Ledger, item_id: str, *, echo: bool = Fa
             what = f"{base} itself at {head[:12]}" if of_base else \
                 f"{branch} at {head[:12]} with {base} ({base_head[:12]}) merged in"
             log.write(f"$ {command}    # drover's check of {what}, in {scratch}\n".encode())
+        left = ""
         try:
             exit_status, outcome, tail = _run_in(project, item_id, command, scratch, "" if of_base else base_head, log_path,
                                                  echo=echo, cancel=cancel, progress=progress, ledger=ledger)
+            # a failure in a pooled worktree whose set-up, done before, left files a clean removed since
+            left = pool.setup_left_outside(ledger, project.relpath(scratch), started) \
+                if pooled and outcome == "exited" and exit_status != 0 else ""
+            if left:
+                with open_regular(log_path, "ab") as log:
+                    log.write(f"# [run] setup ran here before, not for this check: {left}\n".encode())
         finally:
             if pooled:
                 pool.release(project, ledger, pool.check_holder(item_id))
@@ -196,8 +204,18 @@ def run_check(project: Project, ledger: Ledger, item_id: str, *, echo: bool = Fa
     with ledger.write():  # the row and its event, one transaction: a command that changed anything has its event
         ledger.add_check(check)
         ledger.log_event("verify", item_id, CHECKER, check=check_id, head=head, verify_command=command,
-                         passed=check.passed)
+                         passed=check.passed, **({"setup_left": left} if left else {}))
     return check
+
+
+def setup_left(ledger: Ledger, check: Check) -> str:
+    """The outside-keep warning of the set-up the failed `check` ran after (run_check: done before
+    in its pooled worktree, what it left there removed by a clean since), or ""."""
+    for event in ledger.events(check.item):
+        detail = json.loads(event["detail"]) if event["command"] == "verify" else {}
+        if detail.get("check") == check.id:
+            return str(detail.get("setup_left") or "")
+    return ""
 
 
 def sweep_checks(project: Project) -> list[str]:
