@@ -209,3 +209,32 @@ def test_a_review_is_refused_where_the_worktree_hides_gitmodules_from_it(repo, t
 
     assert done.returncode == 1, done.stdout + done.stderr
     assert ".gitmodules" in done.stderr and "no review" not in done.stdout, done.stderr
+
+
+def test_a_review_is_refused_where_only_the_index_holds_a_gitmodules_the_commit_has_not(repo, tmp_path):
+    """Hostile review 43: in a repository without submodules, an implementer committed a gitlink
+    (`vendor/lib`, any commit), then staged a `.gitmodules` mapping it with `ignore = all` and
+    deleted the file. The commit has no `.gitmodules` and the disk none, so the comparison with
+    the commit found nothing, and the reviewer's git read the index's: its `git diff`, `git show`
+    and `git log -p` showed nothing of the gitlink, and drover named no submodule to show. The
+    index's `.gitmodules` is compared with the commit, as the attributes files' are."""
+    configure(repo)
+    new_item(repo, "A thing")
+    drover(repo, "run", "D-1", check=True)
+    worktree = repo / ".drover" / "worktrees" / "D-1"
+    assert worktree.is_dir()
+    lib, commits = _library(tmp_path)
+    git(worktree, "update-index", "--add", "--cacheinfo", f"160000,{commits[1]},vendor/lib")
+    git(worktree, "commit", "-q", "-m", "D-1: tidy the build")
+    (worktree / ".gitmodules").write_text('[submodule "lib"]\n\tpath = vendor/lib\n\tignore = all\n')
+    git(worktree, "add", ".gitmodules")
+    (worktree / ".gitmodules").unlink()
+    # what the reviewer's git would show: nothing of the gitlink
+    assert "vendor/lib" not in git(worktree, "diff", "--stat", "main...HEAD")
+
+    done = drover(repo, "review", "D-1")
+
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert ".gitmodules" in done.stderr, done.stderr
+    rounds = json.loads(drover(repo, "show", "D-1", "--json", check=True).stdout)
+    assert rounds["state"] != "approved", rounds["state"]

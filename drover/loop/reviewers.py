@@ -201,8 +201,9 @@ def refuse_from_the_worktree(project: "Project", launch: "Launch", head: str, se
         within = sorted({word for word in below if word not in in_folders or word in held} | folders)
         looked_at = (*within, *settings)
         differing = git.differing_on_disk(project.root, launch.workdir, head, looked_at) if looked_at else []
-        # an attributes file the index alone holds: git reads it where the disk has none (hostile review 36)
-        attributes = tuple(path for path in settings if posixpath.basename(path) == ".gitattributes")
+        # an attributes file (or a `.gitmodules`) the index alone holds: git reads it where the disk has
+        # none (hostile reviews 36, 43: one staged where the commit has none hid a gitlink the branch added)
+        attributes = tuple(path for path in settings if posixpath.basename(path) in GIT_READS)
         differing += git.differing_in_index(project.root, launch.workdir, index, head, attributes)
     except GitError as exc:
         raise Refused(f"{launch.item_id}: cannot compare its worktree with {head[:12]} ({exc}): "
