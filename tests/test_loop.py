@@ -487,6 +487,24 @@ def test_a_link_in_place_of_an_items_worktree_is_refused_never_followed(project,
     assert not elsewhere.parent.exists()
 
 
+def test_a_link_in_place_of_the_worktrees_folder_is_refused_never_followed(project, tmp_path):
+    """A link an agent put in place of `.drover/worktrees` itself (hostile review 43): the item's
+    worktree was made in the folder the link named, outside the project, the branch checked out
+    and the next agent run there. Refused in one line, nothing made there."""
+    item = new_item(project, "Add a thing")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    folder = project / ".drover" / "worktrees"
+    if folder.exists():
+        shutil.rmtree(folder)
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    folder.symlink_to(elsewhere)
+    done = drover(project, "run", item)
+    assert done.returncode != 0 and "Traceback" not in done.stderr
+    assert "is a link, not a folder drover made" in one_line(done, done.returncode)
+    assert list(elsewhere.iterdir()) == []
+
+
 def test_finish_refuses_an_undisposed_closes_issue(project):
     item = new_item(project, "Add a thing")
     path = project / "items" / f"{item}.md"

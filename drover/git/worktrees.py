@@ -53,6 +53,26 @@ def registered_worktrees(root: Path) -> dict[Path, str]:
     return found
 
 
+def _as_named(root: Path, path: Path) -> Path:
+    """`path`, a folder drover names below `root` (`.drover/worktrees/D-1`), with the links above
+    `root` resolved (a project under a linked folder) and none between `root` and it followed:
+    GitError naming a link in place of a folder on the way. A link an agent put in place of
+    `.drover/worktrees` itself had the branch checked out, and the next agent run, in a folder it
+    chose, outside the project (hostile review 43). A path not below `root`: its folder resolved."""
+    try:
+        parts = path.relative_to(root).parts
+    except ValueError:
+        parts = ()
+    if not parts:
+        return Path(os.path.realpath(path.parent)) / path.name
+    here = Path(os.path.realpath(root))
+    for part in parts[:-1]:
+        here = here / part
+        if here.is_symlink():
+            raise GitError(f"{here} is a link, not a folder drover made: remove the link (`rm {here}`)")
+    return here / parts[-1]
+
+
 def ensure_worktree(root: Path, path: Path, branch: str, base: str, *,
                     lock: AbstractContextManager[Any] = nullcontext(), made: list[str] | None = None,
                     common: Path | None = None) -> Path:
@@ -68,7 +88,7 @@ def ensure_worktree(root: Path, path: Path, branch: str, base: str, *,
     """
     # the folder drover names, never what a link in its place leads to: an agent's link there had
     # the branch checked out (and the next agent run) in a folder it chose (hostile review 42)
-    path = Path(os.path.realpath(path.parent)) / path.name
+    path = _as_named(root, path)
     if path.is_symlink():
         raise GitError(f"{path} is a link, not a worktree drover made: remove the link (`rm {path}`)")
     if common is not None and _on_branch(path, common, branch):
@@ -163,7 +183,7 @@ def remove_worktree(root: Path, path: Path, *, force: bool = False, common: Path
     # the folder drover made, never what a link in its place leads to: an agent made the item's
     # worktree a link to another registered worktree (the operator's own, another item's while its
     # agent worked there), and finish removed that one, its untracked files with it (hostile review 42)
-    path = Path(os.path.realpath(path.parent)) / path.name
+    path = _as_named(root, path)
     if path.is_symlink():
         path.unlink()
         git(["worktree", "prune"], root)  # the registration of the folder the link took the place of
