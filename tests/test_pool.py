@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -1040,3 +1041,27 @@ def test_prune_held_keeps_the_worktree_of_a_live_run_in_its_setup_and_while_its_
     assert (repo / row["path"]).is_dir() and [r["holder"] for r in pool_rows(repo)] == [item]
     # with the run over and its drover gone, --held removes it as before
     assert drover(repo, "worktrees", "prune", "--held", check=True).stdout == f"removed {row['path']}\n"
+
+
+def test_a_link_in_place_of_a_free_pooled_worktree_never_leads_the_pool_into_another(pooled, tmp_path):
+    """Hostile review 43: an agent put a link in place of a free pooled worktree (`.drover/pool/w1`)
+    to the operator's own linked worktree (`git worktree add ../mine`): its `.git` names this
+    repository's folder for it, which names it back, so the next taking found it fit, forced it
+    onto the next item's branch and cleaned it, the operator's untracked notes gone, and the agent
+    ran there. A link there is no pooled worktree: discarded as a link, the worktree it names whole."""
+    first, second = new_item(pooled, "first"), new_item(pooled, "second")
+    assert drive(pooled, first).returncode == 0
+    (row,) = pool_rows(pooled)
+    assert row["state"] == "free"
+    mine = tmp_path / "mine"
+    git(pooled, "worktree", "add", "-q", "-b", "mine", str(mine))
+    (mine / "notes.txt").write_text("the operator's own\n")
+    pooled_path = pooled / row["path"]
+    shutil.rmtree(pooled_path)
+    pooled_path.symlink_to(mine)
+
+    drive(pooled, second)
+
+    assert (mine / "notes.txt").read_text() == "the operator's own\n"
+    assert git(mine, "branch", "--show-current").strip() == "mine"
+    assert not any(entry["worktree"] == str(mine.resolve()) for entry in seen(tmp_path))

@@ -39,6 +39,12 @@ def private_git_dir(worktree: Path, common: Path) -> Path:
     """The worktree's own git folder, read from its `.git` file without running git in it; Unfit
     unless the file is a plain file naming a folder of `common`/worktrees/ that names it back (an
     agent may rewrite `.git` so that git in it works on another repository)."""
+    # a link in place of the worktree (or of the pool's folder) leads wherever the holder chose: to
+    # the operator's own linked worktree, whose `.git` names this repository's folder for it, which
+    # names it back, and the next taking forced and cleaned that one (hostile review 43)
+    linked = next((place for place in (worktree, worktree.parent) if os.path.islink(place)), None)
+    if linked is not None:
+        raise Unfit(f"{linked} is a link, not a worktree drover made")
     dot_git = worktree / ".git"
     try:
         if not stat.S_ISREG(os.lstat(dot_git).st_mode):
@@ -278,7 +284,15 @@ def _must(args: list[str], cwd: Path, what: str, *, out: bool = False) -> str:
 
 
 def discard_worktree(root: Path, worktree: Path) -> None:
-    """Remove a pooled worktree whatever it holds (a locked one, unwritable folders) and forget it."""
+    """Remove a pooled worktree whatever it holds (a locked one, unwritable folders) and forget it.
+    A link in its place (or in place of the pool's folder) is removed as a link: git's `worktree
+    remove` would remove the worktree it leads to, the operator's own (hostile review 43)."""
+    linked = next((place for place in (worktree.parent, worktree) if os.path.islink(place)), None)
+    if linked is not None:
+        remove_path(linked)
+        kept_index_of(worktree).unlink(missing_ok=True)
+        git(["worktree", "prune"], root)
+        return
     done = run(["worktree", "remove", "--force", "--force", str(worktree)], root)
     if done.returncode != 0 or worktree.exists():
         remove_path(worktree)
