@@ -194,6 +194,28 @@ def test_a_reviewer_sees_the_submodule_commit_the_branch_moved(repo, tmp_path, m
     assert " lib " in shown and f"+Subproject commit {commits[1]}" in shown, shown
 
 
+def test_a_review_is_refused_in_one_line_where_gitmodules_names_more_submodules_than_git_can_be_told_of(
+        repo, tmp_path, monkeypatch):
+    """The reviewer's git is told to show each submodule `.gitmodules` names, one pair of variables
+    each: 9,000 names of 300 bytes (the branch's to write) passed the count's bound and made more
+    environment than a process may have, and the review stopped on `could not start ...: Argument
+    list too long` (hostile review 43). The bound counts bytes: the review is refused in drover's
+    one line, naming the file."""
+    monkeypatch.setenv("SUBMODULE_SEEN", str(tmp_path / "seen.jsonl"))
+    worktree, _commits = _lib_moved_in_d1(repo, tmp_path)
+    entries = "".join(f'[submodule "{index:05d}{"x" * 295}"]\n\tpath = lib\n\turl = ../x\n' for index in range(9000))
+    (worktree / ".gitmodules").write_text((worktree / ".gitmodules").read_text() + entries)
+    git(worktree, "add", ".gitmodules")
+    git(worktree, "commit", "-q", "-m", "D-1: name the vendored parts")
+
+    done = drover(repo, "review", "D-1")
+
+    assert done.returncode == 1, done.stdout + done.stderr
+    (line,) = done.stderr.strip().splitlines()
+    assert ".gitmodules names 9,001 submodules" in line and "no review runs there" in line, line
+    assert "Argument list too long" not in done.stdout + done.stderr
+
+
 def test_a_review_is_refused_where_the_worktree_hides_gitmodules_from_it(repo, tmp_path, monkeypatch):
     """The reviewer's git reads `.gitmodules` from the worktree, or, with none there, from the index:
     an implementer that staged one saying `ignore = all` and deleted the file, uncommitted, had the

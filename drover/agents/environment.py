@@ -154,7 +154,7 @@ def agent_git(environ: Mapping[str, str], slot: str, workdir: Path | None = None
     pins = (*AGENT_GIT, *REVIEW_GIT) if slot == "review" else AGENT_GIT
     if slot == "review" and workdir is not None:
         names = submodule_names(workdir)
-        if len(names) > MOST_SUBMODULES:
+        if sum(len(name.encode()) + PIN_BYTES for name in names) > SUBMODULE_PINS_BYTES:
             raise Refused(f"{workdir / '.gitmodules'} names {len(names):,} submodules, more than a reviewer's git "
                           "can be told to show: no review runs there")
         pins = (*pins, *((f"submodule.{name}.ignore", "none") for name in names))
@@ -169,8 +169,12 @@ def agent_git(environ: Mapping[str, str], slot: str, workdir: Path | None = None
     return variables
 
 
-# Submodules whose changes a reviewer's git can be told to show, one variable pair each (agent_git).
-MOST_SUBMODULES = 10_000
+# The bytes of the variables that tell a reviewer's git to show each submodule's changes, one pair
+# each (agent_git): a quarter of what Linux gives a process's arguments and environment together
+# (2 MiB). Past it the agent could not start (9,000 names of 300 bytes: `Argument list too long`,
+# hostile review 43); PIN_BYTES is a pair's own words beside the name.
+SUBMODULE_PINS_BYTES = 512 * 1024
+PIN_BYTES = len("GIT_CONFIG_KEY_99999=submodule..ignore") + len("GIT_CONFIG_VALUE_99999=none") + 2
 
 
 # The variables that name places on the machine the agent runs on: a worker fills them in afresh.
