@@ -602,6 +602,16 @@ def test_show_lists_the_checks_in_text_and_json(project):
     assert check["log_path"].endswith("/check.log") and "FAIL: BROKEN is here" in check["tail"]
 
 
+def logged_with_a_note_of(project: Path, check_id: str) -> subprocess.CompletedProcess:
+    """`drover log D-1`, which must succeed with one note on standard error: the check `check_id`
+    failed after the run it prints, and the command that prints that check's output."""
+    done = drover(project, "log", "D-1")
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == (f"drover: note: D-1's check {check_id} failed after this run; its output: "
+                           f"drover log D-1 --run {check_id}\n")
+    return done
+
+
 def test_log_of_an_item_whose_check_failed_after_its_run_names_the_checks_log(project):
     """`drover log D-6` of an item parked by failing checks printed its last agent log, which reads
     as if the agent had the last word (a new user, on cJSON): a note on standard error names the
@@ -611,10 +621,8 @@ def test_log_of_an_item_whose_check_failed_after_its_run_names_the_checks_log(pr
     assert quiet.returncode == 0 and quiet.stderr == ""  # no check yet: nothing to say
     drover(project, "verify", "D-1")
     (check,) = checks(project)
-    done = drover(project, "log", "D-1")
-    assert done.returncode == 0 and done.stdout == quiet.stdout  # the run's log, as before
-    assert done.stderr == (f"drover: note: D-1's check {check['id']} failed after this run; its output: "
-                           f"drover log D-1 --run {check['id']}\n")
+    done = logged_with_a_note_of(project, check["id"])
+    assert done.stdout == quiet.stdout  # the run's log, as before
     assert "FAIL: BROKEN is here" in drover(project, "log", "D-1", "--run", check["id"], check=True).stdout
     named = drover(project, "log", "D-1", "--run", json.loads(
         drover(project, "show", "D-1", "--json", check=True).stdout)["runs"][-1]["id"])
@@ -632,10 +640,7 @@ def test_logs_note_of_a_later_failed_check_passes_over_base_own_check(project):
     assert drover(project, "drive", "D-1").returncode == 1
     rows = sorted(checks(project), key=lambda row: row["started"])
     assert [row["head"] == row["base"] for row in rows] == [False, False, True], rows
-    done = drover(project, "log", "D-1")
-    assert done.returncode == 0
-    assert done.stderr == (f"drover: note: D-1's check {rows[1]['id']} failed after this run; its output: "
-                           f"drover log D-1 --run {rows[1]['id']}\n")
+    logged_with_a_note_of(project, rows[1]["id"])
 
 
 def test_logs_note_of_a_later_failed_check_passes_over_one_ctrl_c_ended(project):
@@ -659,10 +664,7 @@ def test_logs_note_of_a_later_failed_check_passes_over_one_ctrl_c_ended(project)
     proc.communicate(timeout=30)
     cut = next(row for row in checks(project) if row["id"] != failed["id"])
     assert cut["outcome"] == "interrupted", cut
-    done = drover(project, "log", "D-1")
-    assert done.returncode == 0
-    assert done.stderr == (f"drover: note: D-1's check {failed['id']} failed after this run; its output: "
-                           f"drover log D-1 --run {failed['id']}\n")
+    logged_with_a_note_of(project, failed["id"])
 
 
 def test_verify_changes_the_ledger_so_it_records_an_event_with_its_check(project):

@@ -12,6 +12,7 @@ from pathlib import Path
 from drover.errors import GitError
 from drover.git.files import folder_fd, open_regular, read_small_file, remove_at, remove_below, remove_path, replace_at
 from drover.git.branches import heads_of, require_base
+from drover.git.history import gitlinks_in
 from drover.git.run import WHOLE, git, one_line, run
 
 # An operation in progress, as a worktree's private git folder shows it: work not on the branch yet.
@@ -183,7 +184,7 @@ def empty_submodules(worktree: Path, private: Path) -> bool:
     if not os.path.lexists(worktree / ".gitmodules") and not os.path.lexists(private / "modules"):
         return False
     listed = _must(["ls-files", "--stage", "-z"], worktree, "ls-files", out=True)
-    gitlinks = [entry.partition("\t")[2] for entry in listed.split("\0") if entry.startswith("160000 ")]
+    gitlinks = gitlinks_in(listed)
     emptied = False
     try:
         top = folder_fd(worktree)

@@ -330,8 +330,14 @@ def gitlinks_at(root: Path, commit: str, paths: list[str]) -> list[str]:
     command line holds (what finish says of them is a courtesy, not a check)."""
     if not paths or not one_command_line(paths):
         return []
-    out = git(["--literal-pathspecs", "ls-tree", "-z", "--full-tree", "--end-of-options", commit, "--", *paths], root)
-    return [entry.partition("\t")[2] for entry in out.split("\0") if entry.startswith("160000 ")]
+    return gitlinks_in(git(["--literal-pathspecs", "ls-tree", "-z", "--full-tree", "--end-of-options", commit, "--",
+                            *paths], root))
+
+
+def gitlinks_in(listing: str) -> list[str]:
+    """The paths a `-z` listing of `ls-tree` or `ls-files --stage` names as a submodule (a gitlink,
+    mode 160000)."""
+    return [entry.partition("\t")[2] for entry in listing.split("\0") if entry.startswith("160000 ")]
 
 
 def blobs_on_disk(root: Path, paths: list[str]) -> dict[str, str]:

@@ -8,6 +8,7 @@ from typing import Any
 
 from drover.errors import GitError, Refused, shown_paths
 from drover.git.branches import branch_exists, current_branch, heads_of, local_ref, require_base
+from drover.git.history import gitlinks_in
 from drover.git.run import WHOLE, failure, git, rev_parse, run
 
 
@@ -289,7 +290,7 @@ def _submodule_checkouts(cwd: Path, paths: list[str]) -> set[str]:
     recursion, run.py), so none of that is a change a merge would trip on or lose; and a merge that
     moves the recorded commit leaves the folder at the old one, which `status` then names."""
     out = git(["--literal-pathspecs", "ls-files", "--stage", "-z", "--", *paths], cwd)
-    return {entry.partition("\t")[2] for entry in out.split("\0") if entry.startswith("160000 ")}
+    return set(gitlinks_in(out))
 
 
 def dirty_paths(root: Path) -> list[str]:
