@@ -349,6 +349,20 @@ def test_a_crash_gets_one_fresh_run_then_parks(repo):
     assert json.loads(drover(repo, "show", item, "--json").stdout)["parked"]
 
 
+def test_a_park_for_a_used_fresh_run_names_the_class_that_used_it(repo):
+    """fresh_max counts an item's fresh runs, whatever each was for: a review without a verdict after
+    the implementer's crash took the one fresh run parks the item, and says the crash took it, not
+    that the reviewer failed again."""
+    [item] = project(repo)
+    code, report, progress = drive_json(repo, plan="implement=crash review=silent")
+    assert code == 1
+    [row] = report["items"]
+    assert [(entry["class"], entry["action"]) for entry in row["failures"]] == [
+        ("crashed", "fresh run 1 of 1"),
+        ("no_verdict", "parked: no verdict, and the item's 1 fresh run went to crashed ([retry] fresh_max)")]
+    shown = json.loads(drover(repo, "show", item, "--json").stdout)
+    assert "went to crashed" in shown["parked_reason"]
+
 def test_a_silent_agent_is_stalled_its_processes_end_and_a_fresh_run_follows(repo):
     [item] = project(repo, agent__stall='"1s"')
     code, report, progress = drive_json(repo, plan="implement=stall")

@@ -46,6 +46,7 @@ class Tried:
     """What the policies did for one item in this drive."""
 
     fresh: int = 0  # fresh runs
+    fresh_for: list[str] = field(default_factory=list)  # the class each fresh run was for
     waits: int = 0
     fallback: set[str] = field(default_factory=set)  # slots now run by [agent.fallback]
     failures: list[dict[str, Any]] = field(default_factory=list)  # {run, class, reason, action}
@@ -80,6 +81,13 @@ def decide(failure: Failure, slot: str, tried: Tried, config: "Config", now: dat
         note = f"waiting {short_elapsed((until - now).total_seconds())}"
         return Action("wait", note + (" (bounded by [retry] wait_max)" if bounded else ""), until)
     if policy == "fresh" and tried.fresh >= retry.fresh_max:
+        # the count is the item's, whatever class each fresh run was for: a park after a crash's
+        # fresh run says so, not that this class came again (the operator looks at the other agent)
+        spent = list(dict.fromkeys(tried.fresh_for))
+        if set(spent) - {failure.failure}:
+            went = ", ".join(name.replace("_", " ") for name in spent)
+            return Action("park", f"parked: {what}, and the item's {counted(tried.fresh, 'fresh run')} went to {went} "
+                                  "([retry] fresh_max)")
         return Action("park", f"parked: {what} again after {counted(tried.fresh, 'fresh run')} ([retry] fresh_max)")
     if policy == "fresh":
         return Action("fresh", f"fresh run {tried.fresh + 1} of {retry.fresh_max}")
@@ -167,6 +175,7 @@ class Retries:
                 continue
             if action.policy == "fresh":
                 tried.fresh += 1
+                tried.fresh_for.append(failure.failure)
                 continue
             if action.policy == "fallback":
                 tried.fallback.add(slot)
