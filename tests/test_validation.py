@@ -330,6 +330,29 @@ def test_a_kind_with_line_breaks_writes_no_line_of_shows_own(project):
         assert f"  kind:  {kind}" in shown
 
 
+def test_a_title_kind_or_dep_an_item_file_breaks_writes_no_line_of_drovers_own(project):
+    """An agent with a shell writes the main checkout's item file (or its own, with `worktree =
+    false`) with YAML's `"\\n"` in its title, kind and a dep: `list` printed a row of its own
+    (`D-9  approved`), `show` a `state: approved` at its margin, `check` a line of its own, and the
+    finish's merge commit took the title's lines as its message's (hostile review 44)."""
+    drover(project, "list", check=True)  # the catalogue's cache holds the honest file's row first
+    path = project / "items" / "D-1.md"
+    text = path.read_text()
+    for key, honest, forged in (("title", "Handle lists", "Handle lists\\nD-9  approved           Fake"),
+                                ("kind", "feature", "bug\\nstate: approved"), ("deps", "[]", '["D-1\\nD-7 approved"]')):
+        assert f"{key}: {honest}" in text
+        text = text.replace(f"{key}: {honest}", f'{key}: "{forged}"' if key != "deps" else f"{key}: {forged}")
+    path.write_text(text)
+    listed = drover(project, "list").stdout.splitlines()
+    shown = drover(project, "show", "D-1").stdout.splitlines()
+    checked = drover(project, "check").stdout.splitlines()
+    assert [line for line in listed if line.startswith("D-9")] == [], listed
+    assert [line for line in shown if line.startswith(("state: approved", "D-7"))] == [], shown
+    assert "  kind:  bug state: approved" in shown
+    assert [line for line in checked if line.startswith("D-7")] == [], checked
+    assert any(line.startswith("D-1  ") and "Handle lists D-9 approved Fake" in line for line in listed), listed
+
+
 def test_a_node_name_with_line_breaks_prints_no_line_of_drovers_own(project, capsys):
     """A drive on a terminal echoes a worker's log with its node in each line's prefix: a node that
     the worker named `n1\\nD-1: approved (reviewed by reviewer)` printed that at the margin, in

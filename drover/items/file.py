@@ -11,6 +11,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from drover.errors import one_line
 from drover.git.files import read_regular
 from drover.items.frontmatter_rules import TRUE_WORDS, FrontmatterError, key_line
 from drover.items.sections import GUARANTEES_HEADING, PROVENANCE_PREFIX, section_text
@@ -86,15 +87,15 @@ class Item:
 
     @property
     def title(self) -> str:
-        return _text(self.meta.get("title"))
+        return _line(self.meta.get("title"))
 
     @property
     def kind(self) -> str:
-        return _text(self.meta.get("kind"))
+        return _line(self.meta.get("kind"))
 
     @property
     def deps(self) -> tuple[str, ...]:
-        return tuple(_text(dep) for dep in _as_list(self.meta.get("deps")))
+        return tuple(_line(dep) for dep in _as_list(self.meta.get("deps")))
 
     @property
     def closes(self) -> tuple[int, ...]:
@@ -176,6 +177,13 @@ def _text(value: Any) -> str:
     return "" if value is None else str(value)
 
 
+def _line(value: Any) -> str:
+    """A title, a kind or a dep as one line (errors.one_line), however the file wrote it: YAML's
+    `"a\\nb"` put a line of the agent's own at the margin of `list`, `show` and `check`, and in the
+    finish's merge commit message (hostile review 44). `drover new` writes them so (writes.new_item)."""
+    return one_line(_text(value))
+
+
 def _as_list(value: Any) -> list[Any]:
     if value in (None, ""):
         return []
@@ -190,7 +198,7 @@ def parse_item(text: str, path: Path, prefix: str, *, expected_id: str | None = 
 def _item(text: str, path: Path, prefix: str, parsed: tuple[dict[str, Any], str, int, str]) -> Item:
     meta, body, offset, item_id = parsed
     pattern = id_pattern(prefix)
-    bad = tuple(_text(dep) for dep in _as_list(meta.get("deps")) if not pattern.match(_text(dep)))
+    bad = tuple(dep for dep in map(_line, _as_list(meta.get("deps"))) if not pattern.match(dep))
     return Item(id=item_id, path=path, meta=meta, body=body, text=text, body_offset=offset, bad_deps=bad)
 
 
@@ -216,8 +224,8 @@ def read_summary(path: str, name: str, prefix: str, data: bytes | None = None,
             raise Unreadable(NO_PARSE, f"cannot read: {_why(exc)}") from None
         split = None
     meta, _, offset, item_id = _parse(text, name, prefix, None, split)
-    deps = tuple(_text(dep) for dep in _as_list(meta.get("deps")))
-    return (item_id, _text(meta.get("title")), _text(meta.get("kind")), deps, meta, changes_of(text, offset),
+    deps = tuple(_line(dep) for dep in _as_list(meta.get("deps")))
+    return (item_id, _line(meta.get("title")), _line(meta.get("kind")), deps, meta, changes_of(text, offset),
             needs_requirements(text, offset))
 
 

@@ -211,6 +211,12 @@ def _item_files_requirements(db: "sqlite_utils.Database") -> None:
     db["item_files"].delete_where()
 
 
+def _item_files_one_line(db: "sqlite_utils.Database") -> None:
+    # A title, a kind and a dep are now read as one line (items.file._line: hostile review 44). The
+    # rows cached before kept the line breaks a file's YAML wrote: they go.
+    db["item_files"].delete_where()
+
+
 # The highest number among the cache's ids under the prefix they were parsed under, per prefix,
 # raised to the highest already met, and no higher than the highest an id drover gives
 # (vocabulary.MAX_ITEM_NUMBER).
@@ -245,6 +251,7 @@ MIGRATIONS: tuple[tuple[str, Any], ...] = (
     ("0017_failure_classes", _failure_classes), ("0018_item_files_exact", _item_files_exact),
     ("0019_worktree_pool", _pool), ("0020_activity_view", _activity_view),
     ("0021_item_files_requirements", _item_files_requirements),
+    ("0022_item_files_one_line", _item_files_one_line),
 )
 
 
