@@ -12,7 +12,7 @@ from drover.loop import basecheck, budgets, pool, reviewers, runs, sendback, ver
 from drover.loop.preview import needs_requirements_note
 from drover.loop.retry import Retries
 from drover.loop.verdict import NO_VERDICT_SHORT, describe_verdict, no_verdict, review_verdict
-from drover.errors import DroverError, Refused
+from drover.errors import DroverError, Refused, escaped
 from drover.ledger.db import Ledger
 from drover.ledger.project import Project
 from drover.ledger.connection import now
@@ -352,7 +352,7 @@ class Driver:
         base, branch = self.project.config.base, ledger.item_branch(item_id)
         conflicts = git.merge_base_into(pool.item_worktree(self.project, ledger, item_id, branch), base)
         if conflicts:
-            self.event(item_id, f"merging {base} into {branch} conflicts in {', '.join(conflicts)}: "
+            self.event(item_id, f"merging {base} into {branch} conflicts in {', '.join(map(escaped, conflicts))}: "
                        "back to the implementing agent")
         else:
             self.event(item_id, f"merged {base} into {branch}: checked and reviewed again")
@@ -372,6 +372,9 @@ class Driver:
         head = git.head_of(root, branch)
         lines = git.conflict_markers(root, head, git.conflicts_merged(root, base, head))
         lines += [line for line in opened if line not in lines]
+        # a path is the branch's to name: its line break wrote a line of drover's own in the progress,
+        # and at the margin of the Changes section, a heading that cut the findings (hostile review 44)
+        lines = [escaped(line) for line in lines]
         self.event(item_id, f"the merge of base was committed with conflict markers in {', '.join(lines)}")
         return self._send_back(ledger, item_id, lambda: sendback.send_back_markers(
             self.project, ledger, item_id, branch, lines)) or AGAIN

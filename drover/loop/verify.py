@@ -26,7 +26,7 @@ from drover.agents import launch as agents
 from drover import git
 from drover.git.files import open_regular, regular_fd
 from drover.prompts.data import verify_command, verify_key
-from drover.errors import DroverError, GitError, Refused
+from drover.errors import DroverError, GitError, Refused, escaped
 from drover.ledger.connection import now
 from drover.ledger.db import Ledger
 from drover.ledger.project import Project
@@ -274,7 +274,7 @@ def _run_in(project: Project, item_id: str, command: str, scratch: Path, base_he
     conflicts = git.merge_base_into(scratch, project.config.base, commit=base_head) if base_head else []
     if conflicts:
         said = (f"merging {project.config.base} ({base_head[:12]}) into the branch conflicts in "
-                f"{', '.join(conflicts)}")
+                f"{', '.join(map(escaped, conflicts))}")
         with open_regular(log_path, "ab") as log:
             log.write(f"# {said}\n".encode())
         return None, "conflict", said
