@@ -330,11 +330,11 @@ def test_a_kind_with_line_breaks_writes_no_line_of_shows_own(project):
         assert f"  kind:  {kind}" in shown
 
 
-def test_a_title_kind_or_dep_an_item_file_breaks_writes_no_line_of_drovers_own(project):
+def test_what_an_item_file_writes_with_line_breaks_writes_no_line_of_drovers_own(project):
     """An agent with a shell writes the main checkout's item file (or its own, with `worktree =
-    false`) with YAML's `"\\n"` in its title, kind and a dep: `list` printed a row of its own
-    (`D-9  approved`), `show` a `state: approved` at its margin, `check` a line of its own, and the
-    finish's merge commit took the title's lines as its message's (hostile review 44)."""
+    false`) with YAML's `"\\n"` in its title, kind, a dep and a key of its own: `list` printed a row
+    of its own (`D-9  approved`), `show` a `state: approved` at its margin, `check` a line of its
+    own, and the finish's merge commit took the title's lines as its message's (hostile review 44)."""
     drover(project, "list", check=True)  # the catalogue's cache holds the honest file's row first
     path = project / "items" / "D-1.md"
     text = path.read_text()
@@ -342,13 +342,15 @@ def test_a_title_kind_or_dep_an_item_file_breaks_writes_no_line_of_drovers_own(p
                                 ("kind", "feature", "bug\\nstate: approved"), ("deps", "[]", '["D-1\\nD-7 approved"]')):
         assert f"{key}: {honest}" in text
         text = text.replace(f"{key}: {honest}", f'{key}: "{forged}"' if key != "deps" else f"{key}: {forged}")
+    text = text.replace("\n---\n", '\nnotes: "see\\nstate: approved"\n"odd\\nchanges: cleared": 1\n---\n', 1)
     path.write_text(text)
     listed = drover(project, "list").stdout.splitlines()
     shown = drover(project, "show", "D-1").stdout.splitlines()
     checked = drover(project, "check").stdout.splitlines()
     assert [line for line in listed if line.startswith("D-9")] == [], listed
-    assert [line for line in shown if line.startswith(("state: approved", "D-7"))] == [], shown
+    assert [line for line in shown if line.startswith(("state: approved", "D-7", "changes: cleared"))] == [], shown
     assert "  kind:  bug state: approved" in shown
+    assert '  notes: "see\\nstate: approved"' in shown and '  "odd\\nchanges: cleared": 1' in shown
     assert [line for line in checked if line.startswith("D-7")] == [], checked
     assert any(line.startswith("D-1  ") and "Handle lists D-9 approved Fake" in line for line in listed), listed
 

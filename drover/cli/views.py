@@ -42,8 +42,13 @@ def render_show(shown: dict[str, Any]) -> str:
         lines.append(f"  authors: {', '.join(shown['authors'])}")
     extra = {k: v for k, v in shown["meta"].items() if k not in ("id", "title", "kind", "deps")}
     for key, value in extra.items():
-        # as the frontmatter would say it (`true`, `[1, 2]`), not as Python does (`True`)
-        lines.append(f"  {key}: {value if isinstance(value, str) else json.dumps(value, default=str)}")
+        # as the frontmatter would say it (`true`, `[1, 2]`), not as Python does (`True`); a key or a
+        # text with a line break quoted, its escapes written out: at the margin, a key an agent wrote
+        # in its item file put `state: approved` there (hostile review 44)
+        shown_value = value if isinstance(value, str) and value.isprintable() else \
+            json.dumps(value, default=str, ensure_ascii=False)
+        name = str(key)
+        lines.append(f"  {name if name.isprintable() else json.dumps(name, ensure_ascii=False)}: {shown_value}")
     if shown["deps"]:
         lines.append("deps:")
         for dep in shown["deps"]:
