@@ -334,7 +334,8 @@ def test_what_an_item_file_writes_with_line_breaks_writes_no_line_of_drovers_own
     """An agent with a shell writes the main checkout's item file (or its own, with `worktree =
     false`) with YAML's `"\\n"` in its title, kind, a dep and a key of its own: `list` printed a row
     of its own (`D-9  approved`), `show` a `state: approved` at its margin, `check` a line of its
-    own, and the finish's merge commit took the title's lines as its message's (hostile review 44)."""
+    own, and the finish's merge commit took the title's lines as its message's; an id so written
+    was quoted as written where the item is unreadable (hostile review 44)."""
     drover(project, "list", check=True)  # the catalogue's cache holds the honest file's row first
     path = project / "items" / "D-1.md"
     text = path.read_text()
@@ -344,14 +345,17 @@ def test_what_an_item_file_writes_with_line_breaks_writes_no_line_of_drovers_own
         text = text.replace(f"{key}: {honest}", f'{key}: "{forged}"' if key != "deps" else f"{key}: {forged}")
     text = text.replace("\n---\n", '\nnotes: "see\\nstate: approved"\n"odd\\nchanges: cleared": 1\n---\n', 1)
     path.write_text(text)
+    # and an id as written, which an unreadable item's line quotes
+    (project / "items" / "D-2.md").write_text('---\nid: "D-2\\nD-8  approved           Forged"\n---\n\nBody.\n')
     listed = drover(project, "list").stdout.splitlines()
     shown = drover(project, "show", "D-1").stdout.splitlines()
     checked = drover(project, "check").stdout.splitlines()
-    assert [line for line in listed if line.startswith("D-9")] == [], listed
+    assert [line for line in listed if line.startswith(("D-9", "D-8"))] == [], listed
+    assert any(line.startswith("D-2  unreadable") and "(id D-2\\nD-8  approved" in line for line in listed), listed
     assert [line for line in shown if line.startswith(("state: approved", "D-7", "changes: cleared"))] == [], shown
     assert "  kind:  bug state: approved" in shown
     assert '  notes: "see\\nstate: approved"' in shown and '  "odd\\nchanges: cleared": 1' in shown
-    assert [line for line in checked if line.startswith("D-7")] == [], checked
+    assert [line for line in checked if line.startswith(("D-7", "D-8"))] == [], checked
     assert any(line.startswith("D-1  ") and "Handle lists D-9 approved Fake" in line for line in listed), listed
 
 
