@@ -168,4 +168,4 @@ def test_an_origin_issue_and_another_items_title_stay_quoted_in_the_draft_prompt
         assert line not in own, f"{line!r} reads as the prompt's own"
     assert "----- end of items/D-1.md -----" not in own
     assert "\n".join(FORGED) in text  # the issue's body, whole
-    assert "- D-9: Other\\n\\n" + "\\n".join(FORGED) in text  # the title, on one line
+    assert "- D-9: Other " + " ".join(FORGED) in text  # the title, on one line (read so: hostile review 44)
