@@ -351,7 +351,7 @@ def test_what_an_item_file_writes_with_line_breaks_writes_no_line_of_drovers_own
     shown = drover(project, "show", "D-1").stdout.splitlines()
     checked = drover(project, "check").stdout.splitlines()
     assert [line for line in listed if line.startswith(("D-9", "D-8"))] == [], listed
-    assert any(line.startswith("D-2  unreadable") and "(id D-2\\nD-8  approved" in line for line in listed), listed
+    assert any(line.startswith("D-2  unreadable") and "(id D-2 D-8 approved Forged in a file" in line for line in listed), listed
     assert [line for line in shown if line.startswith(("state: approved", "D-7", "changes: cleared"))] == [], shown
     assert "  kind:  bug state: approved" in shown
     assert '  notes: "see\\nstate: approved"' in shown and '  "odd\\nchanges: cleared": 1' in shown

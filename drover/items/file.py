@@ -11,7 +11,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from drover.errors import escaped, one_line
+from drover.errors import one_line
 from drover.git.files import read_regular
 from drover.items.frontmatter_rules import TRUE_WORDS, FrontmatterError, key_line
 from drover.items.sections import GUARANTEES_HEADING, PROVENANCE_PREFIX, section_text
@@ -251,14 +251,13 @@ def _checked(text: str, meta: dict[str, Any], body: str, offset: int, name: str,
     item_id = _text(meta.get("id"))
     expected = expected_id if expected_id is not None else name.rpartition(".")[0] or name
     if item_id != expected:
-        # the id as written, its escapes written out: a line break in it wrote a line of `list`'s own
-        raise Unreadable(ID_MISMATCH, f"id {escaped(item_id) or '(none)'} in a file named {escaped(name)}",
-                         line=_key_line(text, "id"))
+        # the id as written, on one line: a line break in it wrote a row of `list`'s own
+        raise Unreadable(ID_MISMATCH, f"id {one_line(item_id) or '(none)'} in a file named {name}", line=_key_line(text, "id"))
     pattern = _ID_PATTERNS.get(prefix)
     if pattern is None:
         pattern = _ID_PATTERNS[prefix] = id_pattern(prefix)
     if not pattern.match(item_id):
-        raise Unreadable(NOT_AN_ID, f"id {escaped(item_id)} is not {prefix}-<number>", line=_key_line(text, "id"))
+        raise Unreadable(NOT_AN_ID, f"id {one_line(item_id)} is not {prefix}-<number>", line=_key_line(text, "id"))
     if truthy(meta.get("shelved")):
         raise Unreadable(SHELVED, "shelved: yes", line=_key_line(text, "shelved"))
     if not body or body.isspace():  # body.strip() without the copy

@@ -213,7 +213,7 @@ def _item_files_requirements(db: "sqlite_utils.Database") -> None:
 
 def _item_files_one_line(db: "sqlite_utils.Database") -> None:
     # A title, a kind and a dep are now read as one line (items.file._line: hostile review 44), and
-    # an unreadable item's detail quotes its id with its escapes written out. The rows cached before
+    # an unreadable item's detail quotes its id on one line. The rows cached before
     # kept the line breaks a file's YAML wrote: they go.
     db["item_files"].delete_where()
 
