@@ -216,6 +216,8 @@ def test_durations(text, seconds):
     ("[agent]\nreview = \"codex\"\n", "drover.toml: [agent.review]: expected a table (line 2)"),
     ("[tracker]\nbackend = \"jira\"\n", f"drover.toml: [tracker] backend: expected one of {BACKEND_LIST}, not 'jira' (line 2)"),
     ("[verify]\nmigration = 1\n", "drover.toml: [verify] migration: expected a string (line 2)"),
+    # an entry of a table of strings is named, as a [budget.rates] model is
+    ("[tracker.kinds]\nwontfix = 1\n", "drover.toml: [tracker] kinds: expected a string for 'wontfix', not 1 (line 1)"),
     ("[revew]\nmax_rounds = 2\n", "drover.toml: [revew]: unknown table (did you mean review?) (line 1)"),
     ("review = 3\n", "drover.toml: [review]: expected a table (line 1)"),
     ("prefix = \"X\"\n", "drover.toml: prefix: unknown key (did you mean [project] prefix?) (line 1)"),

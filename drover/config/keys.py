@@ -172,4 +172,8 @@ def at_least_one(value: int) -> str:
 
 
 def table_of_strings(value: dict[str, Any]) -> str:
-    return "" if all(isinstance(word, str) for word in value.values()) else "a table of strings"
+    """Each entry's value a string; the first that is not is named (SPEC 3: the error names the key)."""
+    for name, word in value.items():
+        if not isinstance(word, str):
+            return f"a string for {name!r}, not {word!r}"
+    return ""
