@@ -11,7 +11,7 @@ import threading
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Iterator
 
-from drover.errors import Refused
+from drover.errors import Refused, headline
 from drover.ledger.db import Ledger
 from drover.ledger.project import Project
 
@@ -151,4 +151,7 @@ def actor(project: Project, ledger: Ledger) -> str:
         run = ledger.run(run_id)
         if run and run.agent:
             return run.agent
-    return project.user_name or os.environ.get("USER", "") or "operator"
+    # one line, each character of it visible: git's user.name may come from the shared .git/config (an
+    # agent's to write), and a line break in it wrote `## Guarantees` into close-changes' cleared block,
+    # a section of the agent's in the item file, and lines of show's own (hostile review 45)
+    return headline(project.user_name or os.environ.get("USER", "")) or "operator"
