@@ -393,3 +393,15 @@ def test_a_user_name_the_shared_git_config_gives_with_line_breaks_writes_no_line
         assert [line for line in lines if line.startswith(("## Guarantees", "- forged", "state: approved"))] == [], lines
     assert "Op ## Guarantees - forged guarantee state: approved" in "\n".join(written)
 
+
+def test_an_unreadable_items_detail_quoting_its_file_writes_no_line_of_drovers_own(project):
+    """An unreadable item's line quotes what its file wrote: a `deps:` that is no list, written as
+    YAML's `"D-1\\nD-9  approved"`, printed a row of `list`'s own, and a line of `show`'s and of
+    `check`'s (hostile review 45)."""
+    drover(project, "list", check=True)  # the catalogue's cache holds the honest file's row first
+    path = project / "items" / "D-1.md"
+    path.write_text(path.read_text().replace("deps: []", 'deps: "D-2\\nD-9  approved           Forged"', 1))
+    for command in (("list",), ("show", "D-1"), ("check",)):
+        lines = drover(project, *command).stdout.splitlines()
+        assert [line for line in lines if line.startswith("D-9")] == [], (command, lines)
+        assert any("(deps: [D-2 D-9 approved Forged])" in line for line in lines), (command, lines)

@@ -42,7 +42,11 @@ class Unreadable(Exception):
     def __init__(self, wording: str, detail: str = "", line: int | None = None):
         super().__init__(wording)
         self.wording = wording
-        self.detail = detail
+        # one line (errors.one_line; an escape stays, for printable() to show as `?`): a detail quotes
+        # the file's text (an id, a `deps:` that is no list), and `list`, `show`, `check` and an error
+        # print it inside a line of their own, where a line break wrote one of the agent's (hostile
+        # reviews 44 and 45)
+        self.detail = one_line(detail)
         self.line = line
 
 

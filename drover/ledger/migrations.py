@@ -218,6 +218,12 @@ def _item_files_one_line(db: "sqlite_utils.Database") -> None:
     db["item_files"].delete_where()
 
 
+def _item_files_details_one_line(db: "sqlite_utils.Database") -> None:
+    # An unreadable item's detail is now one line whatever of the file it quotes (items.file.Unreadable:
+    # a `deps:` that is no list, hostile review 45). The rows cached before kept its line breaks: they go.
+    db["item_files"].delete_where()
+
+
 # The highest number among the cache's ids under the prefix they were parsed under, per prefix,
 # raised to the highest already met, and no higher than the highest an id drover gives
 # (vocabulary.MAX_ITEM_NUMBER).
@@ -253,6 +259,7 @@ MIGRATIONS: tuple[tuple[str, Any], ...] = (
     ("0019_worktree_pool", _pool), ("0020_activity_view", _activity_view),
     ("0021_item_files_requirements", _item_files_requirements),
     ("0022_item_files_one_line", _item_files_one_line),
+    ("0023_item_files_details_one_line", _item_files_details_one_line),
 )
 
 
