@@ -272,9 +272,9 @@ def import_file(ledger: Ledger, path: Path, merge: bool = False, by: str = "") -
         if prefixes != 1:
             ledger.drop_cache()
         meet_cached(ledger.db)  # an export from before 0011 has the cache's ids but no mark
-        if not isinstance(exported_by, list) or "0023_item_files_details_one_line" not in exported_by:
+        if not isinstance(exported_by, list) or "0022_item_files_one_line" not in exported_by:
             # its rows' `placeholder` predates the empty Requirements section (0021), their titles,
-            # kinds and deps one line (0022), their details one line (0023)
+            # kinds, deps and unreadable details one line (0022)
             ledger.drop_cache()
         create_activity_triggers(ledger.conn.execute)
         if merge and added:

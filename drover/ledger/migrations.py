@@ -213,14 +213,9 @@ def _item_files_requirements(db: "sqlite_utils.Database") -> None:
 
 def _item_files_one_line(db: "sqlite_utils.Database") -> None:
     # A title, a kind and a dep are now read as one line (items.file._line: hostile review 44), and
-    # an unreadable item's detail quotes its id on one line. The rows cached before
-    # kept the line breaks a file's YAML wrote: they go.
-    db["item_files"].delete_where()
-
-
-def _item_files_details_one_line(db: "sqlite_utils.Database") -> None:
-    # An unreadable item's detail is now one line whatever of the file it quotes (items.file.Unreadable:
-    # a `deps:` that is no list, hostile review 45). The rows cached before kept its line breaks: they go.
+    # an unreadable item's detail is one line whatever of the file it quotes (its id, a `deps:` that is
+    # no list: items.file.Unreadable, hostile review 45). The rows cached before kept the line breaks
+    # a file's YAML wrote: they go.
     db["item_files"].delete_where()
 
 
@@ -259,7 +254,6 @@ MIGRATIONS: tuple[tuple[str, Any], ...] = (
     ("0019_worktree_pool", _pool), ("0020_activity_view", _activity_view),
     ("0021_item_files_requirements", _item_files_requirements),
     ("0022_item_files_one_line", _item_files_one_line),
-    ("0023_item_files_details_one_line", _item_files_details_one_line),
 )
 
 
