@@ -322,11 +322,32 @@ def test_github_owned_names_the_configured_repo_in_the_api_path(gh, repo):
     assert gh.calls()[0] == ["api", "repos/acme/widgets/issues/7/sub_issues?per_page=100"]
 
 
-def test_github_owned_fails_when_the_sub_issues_cannot_be_read(gh, repo):
-    gh.fail("api", "gh: Not Found (HTTP 404)\n")
+def test_github_owned_fails_when_the_sub_issues_cannot_be_read_and_keeps_what_the_search_found(gh, repo):
+    gh.fail("api", "gh: Not Found (HTTP 404)\n")  # a GitHub with no sub-issues: the Owner lines still count
+    gh.answer("api-graphql", search_result(gh_issue(41, "crash", "Owner: D-3")))
     with pytest.raises(TrackerUnavailable) as failed:
         github_tracker(repo).owned("D-3", 7)
     assert failed.value.reason == "gh api failed: gh: Not Found (HTTP 404)"
+    assert [issue.number for issue in failed.value.found] == [41]
+    assert [call[:2] for call in gh.calls()] == [["api", "repos/{owner}/{repo}/issues/7/sub_issues?per_page=100"],
+                                                 ["api", "graphql"]]
+
+
+def test_github_owned_keeps_the_sub_issues_when_the_search_fails(gh, repo):
+    gh.answer("api", [rest_issue(31, "a sub-issue")])
+    gh.fail("api-graphql", "HTTP 502: Bad Gateway (https://api.github.com/graphql)\n")
+    with pytest.raises(TrackerUnavailable) as failed:
+        github_tracker(repo).owned("D-3", 7)
+    assert failed.value.reason == "gh api graphql failed: HTTP 502: Bad Gateway (https://api.github.com/graphql)"
+    assert [issue.number for issue in failed.value.found] == [31]
+
+
+def test_github_owned_names_both_reads_when_both_fail(gh, repo):
+    gh.fail("api", "HTTP 502: Bad Gateway\n")
+    with pytest.raises(TrackerUnavailable) as failed:
+        github_tracker(repo).owned("D-3", 7)
+    assert failed.value.reason == "gh api failed: HTTP 502: Bad Gateway; gh api graphql failed: HTTP 502: Bad Gateway"
+    assert failed.value.found == ()
 
 
 # --- backend = "github": issue and apply --------------------------------------------------
@@ -468,7 +489,8 @@ def test_github_failure_without_words_reports_the_exit_status(gh, repo):
         ("issue-view", '{"number": 12, "body": 5}', "gh issue view returned JSON that is not an issue"),
         ("issue-view", '{"number": 99, "title": "another", "body": "", "state": "OPEN", "url": "", "labels": []}',
          "gh issue view returned issue #99, not #12"),
-        ("api", '{"message": "Not Found"}', "gh api returned JSON that is not a list of issues"),
+        ("api", '{"message": "Not Found"}', "gh api returned JSON that is not a list of issues; "
+                                           "gh api graphql returned JSON that is not a search's result"),
         # what Python's json raises past JSONDecodeError: nesting past its depth, a number past its digits
         ("issue-list", "[" * 100_000, "gh issue list returned output that is not JSON"),
         ("issue-view", '{"number": ' + "9" * 5000 + "}", "gh issue view returned output that is not JSON"),

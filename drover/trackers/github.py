@@ -69,14 +69,23 @@ class GitHubTracker:
         issue saying `Owner: D-1`, while a sub-issue link or a label takes triage access.
         """
         found: dict[int, Issue] = {}
+        reasons: list[str] = []  # each read that failed; the other's rows still come back, in `found`
         if origin:
             where = self.repo or "{owner}/{repo}"  # gh fills the placeholders from the checkout
             path = f"repos/{where}/issues/{origin}/sub_issues?per_page={SUB_ISSUES_PAGE}"
-            for issue in self._issues(self._json(["api", path], "gh api"), "gh api"):
+            try:
+                subs = self._issues(self._json(["api", path], "gh api"), "gh api")
+            except TrackerUnavailable as exc:  # a host with no sub-issues (404) still has the search
+                subs, reasons = [], [exc.reason]
+            for issue in subs:
                 if issue.state == "open":
                     found.setdefault(issue.number, issue)
         # GitHub's search matches words, not lines: D-3 can match D-31; the Owner lines decide.
-        searched, cut = self._search(item_id)
+        try:
+            searched, cut = self._search(item_id)
+        except TrackerUnavailable as exc:
+            searched, cut = [], exc.reason
+        reasons += [cut] if cut and cut not in reasons else []  # gh missing says so once
         for issue, association in searched:
             if item_id in issue.owners and issue.number not in found:
                 trusted = self.authors == "anyone" or association in MEMBERS
@@ -87,8 +96,8 @@ class GitHubTracker:
             for number, issue in sorted(found.items())
             if label not in (name.casefold() for name in issue.labels)
         ]
-        if cut:
-            raise TrackerUnavailable(cut, found=owned)
+        if reasons:
+            raise TrackerUnavailable("; ".join(reasons), found=owned)
         return owned
 
     def _search(self, item_id: str) -> tuple[list[tuple[Issue, str]], str]:
