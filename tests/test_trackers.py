@@ -400,6 +400,18 @@ def test_github_apply_writes_nothing_without_the_repository_named_in_drover_toml
     assert gh.calls() == []
 
 
+@pytest.mark.parametrize("disposition, key", [("close", "issue-close"), ("comment", "issue-comment")])
+def test_github_apply_that_does_not_answer_says_it_may_have_written(gh, repo, disposition, key):
+    """gh killed at its timeout may have closed or commented already: finish again would write the
+    comment a second time, so the reason says to look first."""
+    gh.slow(key, 5)
+    gh.answer(key, "")
+    with pytest.raises(TrackerUnavailable) as slow:
+        github_tracker(repo, repo_name="acme/widgets", timeout=0.5).apply(12, disposition, "Fixed in D-3")
+    assert slow.value.reason == (f"gh {key.replace('-', ' ')} did not answer within 0.5s, and GitHub may have taken "
+                                 "it all the same: look at issue #12 before finish writes it again")
+
+
 def test_github_apply_keep_writes_nothing(gh, repo):
     assert github_tracker(repo).apply(12, "keep", "still relevant") == ""
     assert gh.calls() == []

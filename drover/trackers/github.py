@@ -147,13 +147,15 @@ class GitHubTracker:
             # operator's token goes only where drover.toml says (hostile review 15)
             raise TrackerUnavailable(f"cannot {disposition} issue #{number}: set [tracker] repo = \"owner/name\" in "
                                      "drover.toml (gh would take the repository from .git/config, which agents can write)")
+        # a write that did not answer may have been made: finish again would make a comment twice
+        late = f", and GitHub may have taken it all the same: look at issue #{number} before finish writes it again"
         if disposition == "close":
             comment = ["--comment", note] if note else []
-            self._run(["issue", "close", str(number), *comment, *self._repo()], "gh issue close")
+            self._run(["issue", "close", str(number), *comment, *self._repo()], "gh issue close", late=late)
             return "closed with comment" if note else "closed"
         if not note:
             raise TrackerUnavailable(f"cannot comment on issue #{number}: the disposition carries no note")
-        self._run(["issue", "comment", str(number), "--body", note, *self._repo()], "gh issue comment")
+        self._run(["issue", "comment", str(number), "--body", note, *self._repo()], "gh issue comment", late=late)
         return "commented"
 
     def probe(self) -> str:
@@ -184,8 +186,9 @@ class GitHubTracker:
         except (ValueError, RecursionError):  # past JSONDecodeError: a number of too many digits, nesting too deep
             raise TrackerUnavailable(f"{what} returned output that is not JSON") from None
 
-    def _run(self, args: list[str], what: str) -> str:
-        """gh's stdout; every way gh can fail becomes TrackerUnavailable naming the call."""
+    def _run(self, args: list[str], what: str, *, late: str = "") -> str:
+        """gh's stdout; every way gh can fail becomes TrackerUnavailable naming the call (`late` added
+        when it did not answer in time)."""
         import subprocess  # here: a project whose tracker is not gh never loads it
 
         try:
@@ -203,7 +206,7 @@ class GitHubTracker:
         except FileNotFoundError:
             raise TrackerUnavailable("gh is not installed") from None
         except subprocess.TimeoutExpired:
-            raise TrackerUnavailable(f"{what} did not answer within {self.timeout:g}s") from None
+            raise TrackerUnavailable(f"{what} did not answer within {self.timeout:g}s{late}") from None
         except OSError as exc:
             raise TrackerUnavailable(f"gh could not be run: {exc.strerror}") from None
         if done.returncode != 0:
