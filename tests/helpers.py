@@ -312,7 +312,9 @@ class FakeGh:
         self.data = data
         self.log = log
 
-    def answer(self, key: str, value) -> None:
+    def answer(self, key: str, value, *, stderr: str = "") -> None:
+        if stderr:
+            (self.data / f"{key}.err").write_text(stderr)
         if isinstance(value, str):
             (self.data / f"{key}.txt").write_text(value)
         else:

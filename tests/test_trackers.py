@@ -400,6 +400,15 @@ def test_github_apply_writes_nothing_without_the_repository_named_in_drover_toml
     assert gh.calls() == []
 
 
+@pytest.mark.parametrize("note, applied", [("Fixed in D-3", "already closed, its comment not written"),
+                                           ("", "already closed")])
+def test_github_close_of_an_issue_closed_already_says_so(gh, repo, note, applied):
+    """gh closes nothing and writes no comment on an issue closed already (someone closed it by hand),
+    and exits 0 saying so on stderr: finish recorded 'closed with comment', a comment GitHub never had."""
+    gh.answer("issue-close", "", stderr="! Issue acme/widgets#12 (Widgets forget) is already closed\n")
+    assert github_tracker(repo, repo_name="acme/widgets").apply(12, "close", note) == applied
+
+
 @pytest.mark.parametrize("disposition, key", [("close", "issue-close"), ("comment", "issue-comment")])
 def test_github_apply_that_does_not_answer_says_it_may_have_written(gh, repo, disposition, key):
     """gh killed at its timeout may have closed or commented already: finish again would write the

@@ -4,10 +4,13 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from drover.errors import headline, whole_text
 from drover.trackers.base import Issue, TrackerUnavailable, check_disposition, owners_in, TrackerSettings
+
+if TYPE_CHECKING:
+    import subprocess
 
 GH_TIMEOUT = 30.0  # seconds per gh call; a hung network must not hang a prompt
 LIST_LIMIT = 1000  # gh issue list pages up to this many; reaching it means the list may be cut
@@ -151,11 +154,13 @@ class GitHubTracker:
         late = f", and GitHub may have taken it all the same: look at issue #{number} before finish writes it again"
         if disposition == "close":
             comment = ["--comment", note] if note else []
-            self._run(["issue", "close", str(number), *comment, *self._repo()], "gh issue close", late=late)
+            said = self._call(["issue", "close", str(number), *comment, *self._repo()], "gh issue close", late=late).stderr
+            if said.rstrip().endswith("is already closed"):  # gh then closes nothing, comments nothing, exits 0
+                return "already closed, its comment not written" if note else "already closed"
             return "closed with comment" if note else "closed"
         if not note:
             raise TrackerUnavailable(f"cannot comment on issue #{number}: the disposition carries no note")
-        self._run(["issue", "comment", str(number), "--body", note, *self._repo()], "gh issue comment", late=late)
+        self._call(["issue", "comment", str(number), "--body", note, *self._repo()], "gh issue comment", late=late)
         return "commented"
 
     def probe(self) -> str:
@@ -186,9 +191,13 @@ class GitHubTracker:
         except (ValueError, RecursionError):  # past JSONDecodeError: a number of too many digits, nesting too deep
             raise TrackerUnavailable(f"{what} returned output that is not JSON") from None
 
-    def _run(self, args: list[str], what: str, *, late: str = "") -> str:
-        """gh's stdout; every way gh can fail becomes TrackerUnavailable naming the call (`late` added
-        when it did not answer in time)."""
+    def _run(self, args: list[str], what: str) -> str:
+        """gh's stdout; every way gh can fail becomes TrackerUnavailable naming the call."""
+        return self._call(args, what).stdout
+
+    def _call(self, args: list[str], what: str, *, late: str = "") -> subprocess.CompletedProcess[str]:
+        """gh's run, ended well; every way gh can fail becomes TrackerUnavailable naming the call (`late`
+        added when it did not answer in time)."""
         import subprocess  # here: a project whose tracker is not gh never loads it
 
         try:
@@ -211,7 +220,7 @@ class GitHubTracker:
             raise TrackerUnavailable(f"gh could not be run: {exc.strerror}") from None
         if done.returncode != 0:
             raise TrackerUnavailable(f"{what} failed: {_first_sentence(done.stderr or done.stdout, done.returncode)}")
-        return done.stdout
+        return done
 
 
 def _first_sentence(output: str, status: int) -> str:
