@@ -215,6 +215,13 @@ def test_durations(text, seconds):
     ("[agent.review]\npresett = \"codex\"\n", "drover.toml: [agent.review] presett: unknown key (did you mean preset?) (line 2)"),
     ("[agent]\nreview = \"codex\"\n", "drover.toml: [agent.review]: expected a table (line 2)"),
     ("[tracker]\nbackend = \"jira\"\n", f"drover.toml: [tracker] backend: expected one of {BACKEND_LIST}, not 'jira' (line 2)"),
+    # gh's --repo would take a URL, but the sub-issues' API path and the search's `repo:` do not: reads failed
+    ("[tracker]\nrepo = \"https://github.com/acme/widgets\"\n", "drover.toml: [tracker] repo: expected owner/name "
+     "such as acme/widgets (or \"\": gh infers it), not 'https://github.com/acme/widgets' (line 2)"),
+    ("[tracker]\nrepo = \"acme\"\n",
+     "drover.toml: [tracker] repo: expected owner/name such as acme/widgets (or \"\": gh infers it), not 'acme' (line 2)"),
+    ("[tracker]\nrepo = \"acme/widgets \"\n", "drover.toml: [tracker] repo: expected owner/name such as "
+     "acme/widgets (or \"\": gh infers it), not 'acme/widgets ' (line 2)"),
     ("[verify]\nmigration = 1\n", "drover.toml: [verify] migration: expected a string (line 2)"),
     # an entry of a table of strings is named, as a [budget.rates] model is
     ("[tracker.kinds]\nwontfix = 1\n", "drover.toml: [tracker] kinds: expected a string for 'wontfix', not 1 (line 1)"),

@@ -128,6 +128,15 @@ def check_prefix(value: str) -> str:
     return "" if re.fullmatch(PREFIX_PATTERN, value) else "letters and digits, starting with a letter"
 
 
+def check_repo(value: str) -> str:
+    """[tracker] repo: "" (gh infers it) or owner/name, the one form every use of it takes: gh's
+    `--repo`, the REST path `repos/<repo>/...` and the search's `repo:` qualifier (a URL suits the first alone)."""
+    parts = value.split("/")
+    if not value or (re.fullmatch(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+", value) and not {".", ".."} & set(parts)):
+        return ""
+    return f"owner/name such as acme/widgets (or \"\": gh infers it), not {value!r}"
+
+
 def as_seconds(value: Any) -> Any:
     """`timeout = 45` is seconds, as the documentation says."""
     return f"{value}s" if isinstance(value, int) and not isinstance(value, bool) else value
