@@ -415,6 +415,20 @@ def test_new_from_an_issue_takes_the_kind_from_default_labels(project, gh):
     assert said.startswith("drover: issue #9: ") and "Could not resolve" in said
 
 
+def test_new_from_a_closed_issue_says_it_is_closed(project, gh):
+    """An item made from an issue someone closed already, a typo for the open one as likely as not:
+    made as asked, and the issue said to be closed, on stderr after the id."""
+    use_tracker(project, "github")
+    gh.answer("issue-view-45", gh_issue(45, "Fixed long ago", "", state="CLOSED"))
+    gh.answer("issue-view-46", gh_issue(46, "Still open", ""))
+    done = drover(project, "new", "--issue", "45")
+    assert done.returncode == 0 and done.stdout == "D-1 items/D-1.md\n", done.stdout + done.stderr
+    assert done.stderr == ("drover: warning: issue #45 (https://github.com/acme/widgets/issues/45) is closed: "
+                           "D-1 is made from it all the same\n")
+    done = drover(project, "new", "--issue", "46")
+    assert done.returncode == 0 and done.stdout == "D-2 items/D-2.md\n" and done.stderr == ""
+
+
 def test_new_from_a_register_row(project):
     use_tracker(project, "file")
     (project / "follow-ups.md").write_text("# Follow-ups\n\n- [ ] D-9: Cache the parsed config\n")

@@ -31,11 +31,12 @@ def new(title: str | None, kind: str | None, deps: tuple[str, ...], finding: str
     if issue is None and title is None:
         raise UsageError("Missing argument 'TITLE': drover new \"What the item should do\" (or --issue N)")
     deps = tuple(dict.fromkeys(deps))  # each id once, where first given: `--dep D-1 --dep 1` both name D-1
+    warning = ""  # a closed issue is taken, and said to be closed
     with opened() as (project, ledger):
         if issue is not None:
             from drover.ledger.intake import new_from_issue
 
-            item_id = new_from_issue(project, ledger, issue, kind, list(deps))
+            item_id, warning = new_from_issue(project, ledger, issue, kind, list(deps))
         else:
             item_id = perform(project, ledger, "new", title=title or "", kind=kind or "feature", deps=list(deps),
                               finding_source=finding)
@@ -45,6 +46,8 @@ def new(title: str | None, kind: str | None, deps: tuple[str, ...], finding: str
             echo_json(new_report(project, item_id, finding))
         else:
             click.echo(f"{item_id} {project.relpath(project.item_path(item_id))}")
+        if warning:
+            click.echo(f"drover: warning: {warning}", err=True)
 
 
 @click.command(name="list", epilog=example("drover list --state approved --state parked"))

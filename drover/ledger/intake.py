@@ -20,6 +20,7 @@ class Intake:
     issue: Issue
     kind: str
     scaffold: str
+    named: str  # how the tracker names the row: `issue #42 (<url>)`, `the register row follow-ups.md:6`
 
 
 def existing_item(project: Project, number: int) -> str:
@@ -68,13 +69,17 @@ def read_issue(project: Project, number: int) -> Intake:
         issue, label = tracker.intake(number)
     except TrackerUnavailable as exc:
         raise UsageError(f"issue #{number}: {exc.reason}") from None
-    return Intake(issue, kind_for(issue.labels, tracker_config.kinds), quoted(issue, label))
+    return Intake(issue, kind_for(issue.labels, tracker_config.kinds), quoted(issue, label), label)
 
 
-def new_from_issue(project: Project, ledger: Ledger, number: int, kind: str | None, deps: list[str]) -> str:
-    """Create the item for issue `number`; returns its id."""
+def new_from_issue(project: Project, ledger: Ledger, number: int, kind: str | None,
+                   deps: list[str]) -> tuple[str, str]:
+    """Create the item for issue `number`; returns its id, and a warning ("" when none): a closed issue (a
+    ticked row) is taken as asked, and said to be closed (docs/trackers.md, "Intake")."""
     from drover.ledger.writes import new_item
 
     intake = read_issue(project, number)
     title = intake.issue.title or f"Issue #{number}"
-    return new_item(project, ledger, title, kind or intake.kind, deps, origin=number, scaffold=intake.scaffold)
+    item_id = new_item(project, ledger, title, kind or intake.kind, deps, origin=number, scaffold=intake.scaffold)
+    closed = intake.issue.state == "closed"
+    return item_id, f"{intake.named} is closed: {item_id} is made from it all the same" if closed else ""
