@@ -452,6 +452,55 @@ def test_jobs_two_never_put_two_items_in_one_worktree(pooled, tmp_path):
     assert len(spans) >= 2 and len({entry["worktree"] for entry in entries}) <= 2 + 1
 
 
+def test_a_check_worktree_a_killed_drover_left_is_discarded_by_its_holder_alone_while_another_job_takes_one(
+        pooled, monkeypatch):
+    # a drive killed in D-1's check leaves the check's worktree held by a dead drover; the next
+    # drive's D-1 job discards it while another job's check claims a worktree at that moment: the
+    # other once took that very row (its holder dead), and D-1's discard removed it from under it
+    # (a new user on tkem/cachetools: a FileNotFoundError, then `w1 already exists`)
+    import threading
+
+    from drover.ledger.db import Ledger
+    from drover.ledger.project import open_project
+    from drover.loop import pool
+
+    monkeypatch.chdir(pooled)
+    project = open_project()
+    head = git(pooled, "rev-parse", "HEAD").strip()
+    with Ledger(project.ledger_path) as ledger:
+        killed = pool.acquire(project, ledger, pool.check_holder("D-1"), commit=head)
+        ledger.set_pooled(project.relpath(killed), pid=1 << 30, pid_start="")  # above any pid_max: no process
+        assert not pool.holder_alive(ledger.pool_rows()[0])
+    claimed, taken, jobs = threading.Event(), [], []
+    claim, discard = Ledger.claim_pooled, pool.discard_worktree
+
+    def claim_and_say(self, holder, *args, **kwargs):
+        row = claim(self, holder, *args, **kwargs)
+        if holder == pool.check_holder("D-2"):
+            claimed.set()
+        return row
+
+    def another_job_takes() -> None:
+        with Ledger(project.ledger_path) as ledger:
+            taken.append(pool.acquire(project, ledger, pool.check_holder("D-2"), commit=head))
+
+    def discard_as_another_job_claims(root: Path, worktree: Path) -> None:
+        if not claimed.is_set():
+            jobs.append(threading.Thread(target=another_job_takes))
+            jobs[0].start()
+            assert claimed.wait(60)
+        discard(root, worktree)
+
+    monkeypatch.setattr(Ledger, "claim_pooled", claim_and_say)
+    monkeypatch.setattr(pool, "discard_worktree", discard_as_another_job_claims)
+    with Ledger(project.ledger_path) as ledger:
+        mine = pool.acquire(project, ledger, pool.check_holder("D-1"), commit=head)
+        jobs[0].join(60)
+        (other,) = taken
+        assert mine != other and mine.is_dir() and other.is_dir()
+        assert {row.holder: project.root / row.path for row in ledger.pool_rows()} == {
+            "D-1:check": mine, "D-2:check": other}
+
 # --- drover worktrees and prune ---------------------------------------------------------------------
 
 

@@ -88,6 +88,11 @@ def _stale(row: PoolRow) -> bool:
     return row.state == CLEANING and not holder_alive(row)
 
 
+def _left_by_a_dead_drover(holder: str) -> Callable[[PoolRow], bool]:
+    """Whether `holder` still holds the row, for a drover that is gone (claim_stale's test)."""
+    return lambda row: row.holder == holder and not holder_alive(row)
+
+
 def held_path(project: Project, ledger: "Ledger", item_id: str) -> Path | None:
     """The pooled worktree the item holds, if any."""
     row = ledger.held_worktree(item_id)
@@ -152,7 +157,9 @@ def acquire(project: Project, ledger: "Ledger", holder: str, *, branch: str = ""
                 ledger.set_pooled(held.path, pid=pid, pid_start=start, used=now())
             return path
         _discard(project, ledger, held.path)
-    elif held is not None and not holder_alive(held):
+    elif held is not None and ledger.claim_stale(held.path, *_me(), _left_by_a_dead_drover(holder)):
+        # claimed first, as reap does: another job's check takes a row whose holder is dead, and
+        # the discard would remove the worktree from under it
         _discard(project, ledger, held.path)
     reap(project, ledger)
     pid, start = _me()
