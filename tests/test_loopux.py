@@ -179,6 +179,13 @@ CMAKE_TEST = "cmake -S . -B build && cmake --build build && ctest --test-dir bui
     ({"pyproject.toml": "[project]\nname = 'x'\n\n[tool.pytest.ini_options]\ntestpaths = ['tests']\n"},
      "python -m pytest"),
     ({"setup.cfg": "[metadata]\nname = x\n\n[tool:pytest]\naddopts = -q\n"}, "python -m pytest"),
+    # a tox.ini whose commands run pytest, with no pytest table (tkem/cachetools); deps naming it do not count
+    ({"tox.ini": "[tox]\nenvlist = py\n\n[testenv]\ndeps =\n    pytest\ncommands =\n    py.test --basetemp={envtmpdir}\n"},
+     "python -m pytest"),
+    ({"tox.ini": "[testenv]\ncommands = - python3 -m pytest {posargs}\n"}, "python -m pytest"),
+    ({"tox.ini": "[testenv]\ndeps =\n    pytest\n    pytest-cov\ncommands = python -m unittest\n"}, ""),
+    ({"tox.ini": "[testenv]\ncommands = pytest-benchmark compare\n"}, ""),
+    ({"tox.ini": "commands = pytest\n"}, ""),  # no section: no INI tox reads
     ({"package.json": '{"name": "x", "scripts": {"test": "jest"}}'}, "npm test"),
     ({"Cargo.toml": "[package]\nname = \"x\"\n"}, "cargo test"),
     ({"go.mod": "module example.com/x\n"}, "go test ./..."),

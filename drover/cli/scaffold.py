@@ -1,6 +1,7 @@
 """`drover init`: the files a project starts with."""
 from __future__ import annotations
 
+import configparser
 import json
 import os
 import re
@@ -202,7 +203,26 @@ def _pytest_configuration(root: Path) -> str:
     for name, table in (("setup.cfg", "tool:pytest"), ("pytest.ini", "pytest"), ("tox.ini", "pytest")):
         if re.search(rf"^\[{re.escape(table)}\]", _text(root / name), re.M):
             return f"pytest configuration in {name}"
+    if _TOX_RUNS_PYTEST.search(_tox_commands(_text(root / "tox.ini"))):
+        return "pytest in tox.ini's commands"
     return ""
+
+
+# A tox command that starts pytest: `pytest`, `py.test`, `python -m pytest` (tox's `-` prefix, which
+# ignores its exit status, allowed), not `pytest-cov` nor a word that only ends in pytest.
+_TOX_RUNS_PYTEST = re.compile(r"^-?\s*(?:python[\d.]*\s+-m\s+)?(?:py\.test|pytest)(?![\w.-])", re.M)
+
+
+def _tox_commands(text: str) -> str:
+    """The lines of every `commands` key of a tox.ini, one command a line; "" when it reads as no INI
+    (tox.ini with no pytest table still names how the project runs its tests: tkem/cachetools)."""
+    parser = configparser.ConfigParser(interpolation=None, strict=False)
+    try:
+        parser.read_string(text)
+    except configparser.Error:
+        return ""
+    return "\n".join(line.strip() for section in parser.sections()
+                     for line in parser.get(section, "commands", fallback="").splitlines())
 
 
 def _through_lock(root: Path, found: str, plain: str, locks: tuple[tuple[str, str], ...]) -> tuple[str, str]:
