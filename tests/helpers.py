@@ -444,6 +444,12 @@ HOSTILE_FRONTMATTER = [
     (BOMB, "aliases expand to more than 100000 values"),
     ("title: [a, b]\n", "title: must be text, not a list"),
     ("title: t\ncloses: seven\n", "closes: 'seven' is not an issue number"),
+    # str.isdigit takes these; an issue number is ASCII digits above 0 (the one "²" fell out of
+    # closes without a word, "٣" read as issue 3, "0" reached the tracker)
+    ("title: t\ncloses: ['²']\n", "closes: '²' is not an issue number"),
+    ("title: t\ncloses: ['#٣']\n", "closes: '#٣' is not an issue number"),
+    ("title: t\ncloses: ['0']\n", "closes: '0' is not an issue number"),
+    ("title: t\norigin: '٣'\n", "origin: '٣' is not an issue number"),
     ("title: t\nshelved: maybe\n", "shelved: 'maybe' is not yes or no"),
     ("title: t\ndeps: D-1\n", "deps: must be a list of ids (deps: [D-1])"),
     ("title: t\ntitle: u\n", "duplicate key 'title'"),

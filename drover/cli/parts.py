@@ -203,7 +203,7 @@ class IssueNumber(_ParamType):
         if isinstance(value, int):
             return value
         text = str(value).strip().removeprefix("#")
-        if text.isascii() and text.isdigit():
+        if text.isascii() and text.isdigit() and int(text) > 0:  # issue 0 reached the tracker
             return int(text)
         self.fail(f"{value!r} is not an issue number (write 12 or #12)", param, ctx)
 

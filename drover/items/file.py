@@ -13,7 +13,7 @@ from typing import Any
 
 from drover.errors import one_line
 from drover.git.files import read_regular
-from drover.items.frontmatter_rules import TRUE_WORDS, FrontmatterError, key_line
+from drover.items.frontmatter_rules import TRUE_WORDS, FrontmatterError, issue_number, key_line
 from drover.items.sections import GUARANTEES_HEADING, PROVENANCE_PREFIX, section_text
 
 # Named as items.file's by their callers: the frontmatter's split and the body's section API.
@@ -52,11 +52,7 @@ class Unreadable(Exception):
 
 def origin_of(meta: dict[str, Any]) -> int | None:
     """The `origin` issue number a frontmatter names (`41` or `#41`); None when absent or not a number."""
-    value = meta.get("origin")
-    try:
-        return int(str(value).lstrip("#")) if value not in (None, "") else None
-    except ValueError:
-        return None
+    return issue_number(meta.get("origin"))
 
 
 def id_pattern(prefix: str) -> re.Pattern[str]:
@@ -103,13 +99,8 @@ class Item:
 
     @property
     def closes(self) -> tuple[int, ...]:
-        numbers = []
-        for value in _as_list(self.meta.get("closes")):
-            try:
-                numbers.append(int(str(value).lstrip("#")))
-            except ValueError:
-                continue
-        return tuple(numbers)
+        numbers = (issue_number(value) for value in _as_list(self.meta.get("closes")))
+        return tuple(number for number in numbers if number is not None)
 
     @property
     def origin(self) -> int | None:

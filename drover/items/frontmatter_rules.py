@@ -92,11 +92,21 @@ def check_types(meta: dict[Any, Any], source: str) -> None:
 
 
 def _issue_number(value: Any) -> bool:
+    return issue_number(value) is not None
+
+
+def issue_number(value: Any) -> int | None:
+    """The issue number a frontmatter writes (`12`, `"12"`, `"#12"`); None for anything else. ASCII
+    digits only, and above 0: `"²"` passed str.isdigit, then int() refused it and the issue fell out
+    of `closes` without a word; `"٣"` read as issue 3, and `"0"` reached the tracker."""
     if isinstance(value, bool):
-        return False
+        return None
     if isinstance(value, int):
-        return value > 0
-    return isinstance(value, str) and value.lstrip("#").isdigit()
+        return value if value > 0 else None
+    if not isinstance(value, str):
+        return None
+    digits = value.lstrip("#")
+    return int(digits) if digits.isascii() and digits.isdigit() and int(digits) > 0 else None
 
 
 def _type_name(value: Any) -> str:

@@ -214,8 +214,9 @@ def _item_files_requirements(db: "sqlite_utils.Database") -> None:
 def _item_files_one_line(db: "sqlite_utils.Database") -> None:
     # A title, a kind and a dep are now read as one line (items.file._line: hostile review 44), and
     # an unreadable item's detail is one line whatever of the file it quotes (its id, a `deps:` that is
-    # no list: items.file.Unreadable, hostile review 45). The rows cached before kept the line breaks
-    # a file's YAML wrote: they go.
+    # no list: items.file.Unreadable, hostile review 45), and an issue number in `closes` or `origin`
+    # is ASCII digits above 0 (frontmatter_rules.issue_number). The rows cached before kept the line
+    # breaks a file's YAML wrote, and took "²" or "0" as readable: they go.
     db["item_files"].delete_where()
 
 
