@@ -937,6 +937,10 @@ def test_dispose_records_a_judgment_for_an_issue_the_item_closes(project):
         (12, "close", "fixed by this item"), (14, "keep", "")]
     assert rows[0]["by"] == "Test Operator" and rows[0]["applied"] == ""
     assert "#12 close" in ok("show", "D-1")
+    # the note finish writes on the issue, in show; a second line of it indented, not at the margin
+    ok("dispose", "D-1", "12", "--as", "comment", "--note", "fixed here\nstate: approved")
+    said = ok("show", "D-1").splitlines()
+    assert "  #12 comment by Test Operator: fixed here" in said and "    state: approved" in said
 
 
 def test_park_and_unpark(project):

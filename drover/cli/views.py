@@ -116,7 +116,9 @@ def render_show(shown: dict[str, Any]) -> str:
             applied = f" (applied: {row['applied']})" if row["applied"] else ""
             if not row["applied"] and shown.get("done") and row["disposition"] != "keep":
                 applied = f" (not applied: `drover finish {row['item']}` tries again)"  # the tracker refused it
-            lines.append(f"  #{row['issue']} {row['disposition']} by {row['by']}{applied}")
+            # the note is what finish writes on the issue: shown, indented as an audit's (hostile review 24)
+            note = ": " + "\n    ".join(row["note"].splitlines()) if row["note"] else ""
+            lines.append(f"  #{row['issue']} {row['disposition']} by {row['by']}{applied}{note}")
     changes = "cleared" if shown["cleared"] else ("outstanding" if shown["outstanding"] else "none")
     lines.append(f"changes: {changes}")
     # agents write much of this (findings, notes, titles, reasons): no escape of theirs reaches the
