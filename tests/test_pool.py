@@ -263,8 +263,12 @@ def test_setup_runs_again_only_when_a_setup_input_changed(pooled, tmp_path):
     assert log.read_text().count("ran") == 1  # same inputs, same worktree: no set-up
     (pooled / "deps.lock").write_text("two\n")
     git(pooled, "commit", "-qam", "lock changed")
-    assert drive(pooled, items[2]).returncode == 0
+    done = drive(pooled, items[2])
+    assert done.returncode == 0
     assert log.read_text().count("ran") == 2
+    # and it says why it runs again
+    assert f"{items[2]}: [run] setup (the set-up command, keep or a setup_inputs file changed since it ran in this worktree) ..." \
+        in done.stdout + done.stderr
     (row,) = pool_rows(pooled)
     assert row["setup_at"] and row["setup_digest"]
 

@@ -368,10 +368,13 @@ def setup_worktree(project: Project, ledger: "Ledger", worktree: Path, log_path:
     if not row.setup_at:
         # no set-up ended well here since the last that started (a new worktree: nothing is kept yet)
         clear_kept(worktree, project.config.keep)
+    # said when it ran here before: a set-up again, minutes of an install, for no visible reason
+    # puzzled a new user (tkem/cachetools: the branch had changed pyproject.toml)
+    why = "the set-up command, keep or a setup_inputs file changed since it ran in this worktree" if row.setup_at else ""
     # forgotten first: a setup that fails or is killed half-way runs again next time
     ledger.set_pooled(rel, setup_digest="", setup_at="")
     run_setup(project.config.setup, worktree, log_path, item_id=item_id, shown_log=shown_log, timeout=timeout,
-              once=False, cancel=cancel, progress=progress, label=label)
+              once=False, cancel=cancel, progress=progress, label=label, why=why)
     ledger.set_pooled(rel, setup_digest=digest, setup_at=now())
     warning = _outside_keep(project, worktree, rel)
     # the warning kept with the event: a later check there that fails reads it (setup_left_outside)

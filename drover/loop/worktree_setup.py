@@ -38,9 +38,10 @@ class SetupInterrupted(SetupFailed):
 
 def run_setup(command: str, worktree: Path, log_path: Path, *, item_id: str, shown_log: str,
               timeout: float | None = None, once: bool = True, cancel: threading.Event | None = None,
-              progress: Callable[[str], None] | None = None, label: str = "") -> bool:
+              progress: Callable[[str], None] | None = None, label: str = "", why: str = "") -> bool:
     """Run `command` in `worktree` unless it already ran there (`once`); True when it ran now.
-    `label` begins its progress lines (`D-1: [run] setup`, the default, for the item's own run).
+    `label` begins its progress lines (`D-1: [run] setup`, the default, for the item's own run); `why`,
+    when given, says on the first why it runs (a pooled worktree's inputs changed).
 
     Its output goes to `log_path` (the run's log, which the agent then appends to). The marker
     lives in the worktree's private git folder, so a worktree removed and made again runs it again.
@@ -63,7 +64,7 @@ def run_setup(command: str, worktree: Path, log_path: Path, *, item_id: str, sho
 
     say = progress or to_stderr  # an install may take minutes: said before, so no one waits on silence
     label = label or f"{item_id}: [run] setup"
-    say(f"{label} ...")
+    say(f"{label} ({why}) ..." if why else f"{label} ...")
     clock = time.monotonic()
     ended = agents.launch([SHELL, "-c", command], cwd=worktree,
                           env_add={"DROVER_ITEM": item_id, "DROVER_WORKTREE": str(worktree)}, prompt="",
