@@ -109,7 +109,7 @@ class _Signs:
     reset: datetime | None = None
 
 
-def _stream_signs(jsonl: str, now: datetime) -> _Signs:
+def _stream_signs(jsonl: str) -> _Signs:
     signs = _Signs(words=[])
     for line in jsonl.splitlines():
         if not line.startswith("{"):
@@ -120,13 +120,13 @@ def _stream_signs(jsonl: str, now: datetime) -> _Signs:
             continue
         if isinstance(event, dict):
             try:
-                _read_event(event, signs, now)
+                _read_event(event, signs)
             except (AttributeError, TypeError, ValueError, ArithmeticError):
                 continue  # an event shaped unlike the ones we know says nothing of the failure
     return signs
 
 
-def _read_event(event: dict[str, Any], signs: _Signs, now: datetime) -> None:
+def _read_event(event: dict[str, Any], signs: _Signs) -> None:
     kind = event.get("type")
     if kind == "rate_limit_event":  # claude with a subscription: rate_limit_info {status, resetsAt}
         info = event.get("rate_limit_info") or {}
@@ -234,7 +234,7 @@ def classify(*, outcome: str, exit_code: int | None, stalled: str = "", reason: 
     if outcome != "exited" and reason:
         # an end drover itself explains (a worker's result refused, say): its words stay whole
         return Failure("crashed", clean(reason, 4000))
-    signs = _stream_signs(jsonl, now)
+    signs = _stream_signs(jsonl)
     lines = [line for line in log.splitlines() if line.strip() and not line.startswith("[drover]")]
     # the newest words first: the stream's error messages, then the log's last lines
     said = list(reversed(signs.words)) + list(reversed(lines[-40:]))

@@ -26,11 +26,6 @@ class Finished:
     problems: tuple[str, ...] = ()
 
 
-def newest_dispositions(ledger: Ledger, item_id: str) -> dict[int, dict[str, Any]]:
-    """The judgment in force per issue: the newest disposition recorded for it."""
-    return ledger.newest_dispositions(item_id)
-
-
 def finish(project: Project, ledger: Ledger, item_id: str, *, allow_drover_files: bool = False,
            by: str | None = None) -> Finished:
     """Refuse while anything is outstanding; merge the approved commit locally (never a push); mark done.
@@ -41,12 +36,12 @@ def finish(project: Project, ledger: Ledger, item_id: str, *, allow_drover_files
     """
     item = project.require_item(item_id)
     row = ledger.item_row(item_id)
-    judged = newest_dispositions(ledger, item_id)
+    judged = ledger.newest_dispositions(item_id)  # the judgment in force per issue
     if item.outstanding:
         raise Refused(f"{item_id} has outstanding changes in {project.relpath(item.path)}: "
                       "clear them (a review audit or `drover close-changes`) before finishing")
     if not row.get("done"):
-        _require_approval(project, ledger, item_id)
+        _require_approval(ledger, item_id)
     undisposed = [number for number in item.closes if number not in judged]
     if undisposed:
         listed = ", ".join(f"#{n}" for n in undisposed)
@@ -165,7 +160,7 @@ def _remove_worktrees(project: Project, ledger: Ledger, item_id: str) -> None:
     pool.release(project, ledger, item_id)
 
 
-def _require_approval(project: Project, ledger: Ledger, item_id: str) -> None:
+def _require_approval(ledger: Ledger, item_id: str) -> None:
     """Refuse unless an approving audit is newer than the newest round."""
     activity = ledger.activity_for(item_id)
     if not approval_current(activity):

@@ -24,7 +24,6 @@ if TYPE_CHECKING:
     from drover.ledger.db import Ledger
     from drover.loop.runs import RunResult
 
-AGAIN = ("wait", "fresh", "fallback")  # the policies after which the slot runs again
 VERDICT_STANDS = "its verdict stands: not run again"  # a failed review that recorded its verdict first
 # The longest wait drover counts: drover.toml takes any number of hours, and a wait_max or
 # wait_default past what a datetime or a thread's wait holds (about 292 years) was an OverflowError
