@@ -352,12 +352,12 @@ def _start(project: Project, ledger: Ledger, launch: Launch, cancel: threading.E
                     _record_start(project, ledger, launch, head_start)  # the agent starts: the branch broke it
                     return launch, head_start
                 _record_start(project, ledger, launch, head_start)
-                stopped = isinstance(exc, SetupInterrupted)  # a run cut short, as an agent Ctrl-C ends
+                interrupted = isinstance(exc, SetupInterrupted)  # a run cut short, as an agent Ctrl-C ends
                 reason = str(exc).removeprefix(f"{launch.item_id}: ")
                 with ledger.write():
                     ledger.set_run_node(launch.run_id, "", reason)
-                    ledger.finish_run(launch.run_id, None, "interrupted" if stopped else "failed to start")
-                if not stopped:
+                    ledger.finish_run(launch.run_id, None, "interrupted" if interrupted else "failed to start")
+                if not interrupted:
                     raise
                 # classified as an agent's end is (class `interrupted`), so that the report, the
                 # drive's policies and `show` read the one run alike
