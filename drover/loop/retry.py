@@ -48,7 +48,7 @@ class Tried:
     fresh_for: list[str] = field(default_factory=list)  # the class each fresh run was for
     waits: int = 0
     fallback: set[str] = field(default_factory=set)  # slots now run by [agent.fallback]
-    failures: list[dict[str, Any]] = field(default_factory=list)  # {run, class, reason, action}
+    failures: list[dict[str, Any]] = field(default_factory=list)  # {run, class, reason, reset_at, action}
 
 
 def describe(failure: Failure) -> str:

@@ -30,7 +30,7 @@ AGENT_CONFIG = (".claude", ".codex", ".gemini", ".aider.conf.yml", ".aider.model
 # What the reviewer's git reads of the worktree beside the commit: `install.sh -diff` left there,
 # uncommitted, showed the reviewer's `git diff` a binary file where the branch added a script. A
 # branch may change it, but not so as to hide its change: `* -diff` marks the attributes file
-# itself too, and the diff then shows nothing of either (hostile review 32: _hidden_as_binary).
+# itself too, and the diff then shows nothing of either (hostile review 32: _refuse_hidden_as_binary).
 # `.gitmodules` likewise: the reviewer's git reads each submodule's `ignore` there, and drover tells
 # it `none` for the names the worktree's copy gives (agents/environment.agent_git), so that copy
 # must be the commit's (one deleted, uncommitted, had git read the index's).

@@ -6,8 +6,7 @@ points at, so the branch never moves, and the worktree goes when the check ends.
 conflicts is a failed check that says so. The command is the operator's own line from
 drover.toml (`make test && make migrate-check`), so it runs through `/bin/sh -c`, like
 `[run] setup`; in its own process group, with `[run] check_timeout` (else the implementing agent's
-timeout), ended on
-Ctrl-C. Each check is a `checks` row (rows.Check); its whole output stays in
+timeout), ended on Ctrl-C. Each check is a `checks` row (rows.Check); its whole output stays in
 `.drover/runs/<check-id>/check.log`. An item whose verify command is empty has nothing to run:
 nothing runs before its merge (docs/verify.md).
 """
