@@ -17,8 +17,9 @@ TEMPLATE_SLOTS = SLOTS + (BRANCH_SLOT,)
 # How much coaching the built-in prompts carry (`[agent] guidance`, `--guidance`).
 GUIDANCE_LEVELS = ("lean", "detailed")
 
-# Audit levels, weakest first; an audit at `reviewed` or above approves.
+# Audit levels, weakest first; an audit at `reviewed` or above approves (APPROVING_LEVELS).
 LEVELS = ("claimed", "reviewed", "verified")
+APPROVING_LEVELS = LEVELS[LEVELS.index("reviewed"):]
 
 # An item id is `<prefix>-<number>`; the prefix is letters and digits, starting with a letter.
 # (items.id_pattern matches one project's ids; this is the shape any project's id has.)

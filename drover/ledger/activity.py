@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from drover.ledger.connection import Connection
-from drover.vocabulary import LEVELS
+from drover.vocabulary import APPROVING_LEVELS
 
 if TYPE_CHECKING:
     from drover.ledger.rows import Run
@@ -35,7 +35,7 @@ def gate_shut(item_id: str, level: str, run: str, acting: "Run | None", by: str,
     also not by one of the item's `authors` (a Weak approval). An implementing or draft run's
     audit, or one in a run the ledger does not know, is recorded and opens nothing.
     """
-    if LEVELS.index(level) < LEVELS.index("reviewed"):
+    if level not in APPROVING_LEVELS:
         return f"a {level} audit approves nothing"
     if run and acting is None:
         return f"run {run!r} is no run in this ledger"

@@ -19,7 +19,7 @@ from drover.ledger.connection import now
 from drover.ledger.db import Ledger
 from drover.ledger.project import Project
 from drover.ledger.rows import AUDIT_COLUMNS, CHECK_COLUMNS, ROUND_COLUMNS, RUN_COLUMNS, Audit, Check, Round, Run
-from drover.vocabulary import CHECKER, DROVER, LEVELS, OVER_BUDGET, PARKED_ITS_ITEM
+from drover.vocabulary import APPROVING_LEVELS, CHECKER, DROVER, OVER_BUDGET, PARKED_ITS_ITEM
 
 SCHEMA = 1
 UNCLASSIFIED = "unclassified"  # a run that did not end well and has no failure class (yet)
@@ -350,7 +350,7 @@ def _run_line(run: Run, rates: dict[str, tuple[float, float]]) -> RunLine:
 
 def _approves(audit: Audit) -> bool:
     """Whether an audit approved: it opened the gate, or (recorded before that was kept) its level does."""
-    return bool(audit.opens) if audit.opens is not None else audit.level in LEVELS[1:]
+    return bool(audit.opens) if audit.opens is not None else audit.level in APPROVING_LEVELS
 
 
 def _item_line(item_id: str, entry: Entry | None, row: dict[str, Any], runs: list[RunLine], rounds: list[Round],

@@ -27,7 +27,7 @@ from drover.ledger.activity import gate_shut
 from drover.ledger.connection import now
 from drover.ledger.db import Ledger
 from drover.ledger.project import Project, missing_item, not_an_id
-from drover.vocabulary import CHECKER, DISPOSITIONS, DROVER, LEVELS, counted
+from drover.vocabulary import APPROVING_LEVELS, CHECKER, DISPOSITIONS, DROVER, LEVELS, counted
 
 if TYPE_CHECKING:
     from drover.ledger.rows import Run
@@ -358,7 +358,7 @@ def audit(project: Project, ledger: Ledger, item_id: str, level: str, by: str = 
         # "outstanding" read under the lock, from the file's text; its frontmatter from the
         # metadata cache when the file is as the cache knew it (no YAML import for a review's verdict)
         item = read_item(project, ledger, item_id)
-        approving = LEVELS.index(level) >= LEVELS.index("reviewed")
+        approving = level in APPROVING_LEVELS
         # only an audit that opens the gate discharges the changes (Ledger.add_audit decides the
         # same under this lock)
         shut = gate_shut(item_id, level, run.id if run else "", run, by, ledger.authors(item_id), independent)

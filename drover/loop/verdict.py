@@ -6,7 +6,7 @@ from __future__ import annotations
 from drover.ledger.db import Ledger
 from drover.ledger.project import Project
 from drover.ledger.state import State
-from drover.vocabulary import counted
+from drover.vocabulary import APPROVING_LEVELS, counted
 
 
 NO_VERDICT = "the review recorded no verdict (neither request-changes nor an approving audit)"
@@ -17,7 +17,7 @@ def no_verdict(ledger: Ledger, run_id: str) -> str:
     """Why a review run gave no verdict, in words: NO_VERDICT, or, when it approved and the approval
     opened nothing, that `[review] require_independent` refused it (the reviewer is an author)."""
     run = ledger.run(run_id)
-    refused = [row for row in ledger.audits(run.item) if row.run == run_id and row.level in ("reviewed", "verified")
+    refused = [row for row in ledger.audits(run.item) if row.run == run_id and row.level in APPROVING_LEVELS
                and not row.opens] if run is not None else []
     if not refused:
         return NO_VERDICT
@@ -63,7 +63,7 @@ def describe_verdict(project: Project, ledger: Ledger, run_id: str) -> str:
         return f"{verdict} ({counted(count, 'finding')})"
     if verdict == State.APPROVED:
         approving = [row for row in ledger.audits(run.item)
-                     if run.started <= (row.at or "") and row.level in ("reviewed", "verified")]
+                     if run.started <= (row.at or "") and row.level in APPROVING_LEVELS]
         best = approving[-1]
         return f"{verdict} ({best.level} by {best.by or 'nobody named'})"
     reason = ledger.item_row(run.item).get("parked_reason") or ""
