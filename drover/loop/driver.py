@@ -166,7 +166,7 @@ class Driver:
             note = known.reason or str(state)
             skipped = ORPHANED if known.reason.startswith(ORPHANED) else "skipped"
             if state == State.NEEDS_REQUIREMENTS:
-                note = needs_requirements_note(project, known)
+                note = needs_requirements_note(project, item_id)
                 self.say(f"{item_id}: skipped: {note}")
             return Driven(item_id, skipped, len(known.rounds), len(known.runs), note,
                           done_before=state == State.DONE)
