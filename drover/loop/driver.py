@@ -218,19 +218,10 @@ class Driver:
             if (halted := self._halted(ledger, item_id, state)) is not None:
                 return halted
             if state != State.APPROVED:
-                result = self._launch(ledger, item_id, "review")
-                known = item_state(project, ledger, item_id, heads=result.heads)  # where the review left its branch
-                state = known.state
-                # a capped send-back parks the item and may fail the agent's command: parked wins
-                if state == State.PARKED:
-                    return self._ended(ledger, item_id, "parked", known.parked_reason, known)
-                verdict = review_verdict(ledger, result.run_id)
-                if (result.outcome != "exited" or result.exit_code != 0) and not verdict:
-                    return self._ended(ledger, item_id, *self.retries.ending(
-                        item_id, "failed", result.ended_as("review")))
-                if not verdict:
-                    return self._ended(ledger, item_id, *self.retries.ending(item_id, "no verdict",
-                                                                             no_verdict(ledger, result.run_id)))
+                reviewed = self._review(ledger, item_id)
+                if isinstance(reviewed, Driven):
+                    return reviewed
+                state = reviewed
             if state == State.APPROVED:
                 if not self.finish:
                     return self._ended(ledger, item_id, "approved", "")
@@ -247,6 +238,22 @@ class Driver:
             if state not in IMPLEMENT_NEXT and state != State.IN_REVIEW:
                 return self._ended(ledger, item_id, "failed", f"the item is {state}")
         return self._ended(ledger, item_id, "failed", "the loop did not settle")
+
+    def _review(self, ledger: Ledger, item_id: str) -> Driven | State:
+        """Review the branch head: the item's state after the review's verdict, or how the drive
+        ended when the review parked the item, failed, or recorded no verdict."""
+        result = self._launch(ledger, item_id, "review")
+        known = item_state(self.project, ledger, item_id, heads=result.heads)  # where the review left its branch
+        # a capped send-back parks the item and may fail the agent's command: parked wins
+        if known.state == State.PARKED:
+            return self._ended(ledger, item_id, "parked", known.parked_reason, known)
+        verdict = review_verdict(ledger, result.run_id)
+        if (result.outcome != "exited" or result.exit_code != 0) and not verdict:
+            return self._ended(ledger, item_id, *self.retries.ending(item_id, "failed", result.ended_as("review")))
+        if not verdict:
+            return self._ended(ledger, item_id, *self.retries.ending(item_id, "no verdict",
+                                                                     no_verdict(ledger, result.run_id)))
+        return known.state
 
     def _spent(self, item_runs: Sequence[Run]) -> dict[str, Any]:
         """Tokens, cost and tool calls of the item's runs this drive started (not its whole life)."""
