@@ -334,9 +334,9 @@ MAX_NAMED = 10  # paths (or untracked top folders) a dirty-checkout refusal name
 
 
 def _tolerated(project: Project, path: str) -> bool:
-    """drover's own uncommitted edits to item files do not block a finish."""
+    """drover's own uncommitted edits (item files, its state under .drover/) do not block a finish."""
     items = project.config.items.rstrip("/") + "/"
-    return path.startswith(items) or path.startswith(".drover/")
+    return path.startswith(items) or path.startswith(STATE_DIR + "/")
 
 
 def _apply_dispositions(project: Project, ledger: Ledger, item_id: str, judged: dict[int, dict[str, Any]],
