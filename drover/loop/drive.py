@@ -94,8 +94,9 @@ def drive(project: Project, ids: list[str], *, jobs: int = 1, finish: bool = Fal
         with Ledger(project.ledger_path):
             results, interrupted = _drive_queue(project, queue, explicit, jobs=jobs, finish=finish, say=say, echo=echo,
                                                 runner=runner)
-        started, stopped = {row.item_id for row in results} | set(queue), bool(queue) or interrupted is not None
-        unreached = not_reached(rows or {}, then, started, stopped)  # then: [] unless --finish took them; Ctrl-C too
+        # the items the drive started, and those left on its queue, which its stop or Ctrl-C named already
+        accounted, stopped = {row.item_id for row in results} | set(queue), bool(queue) or interrupted is not None
+        unreached = not_reached(rows or {}, then, accounted, stopped)  # then: [] unless --finish took them; Ctrl-C too
         results += [Driven(item_id, "skipped", 0, 0, note) for item_id, note in unreached]
     finally:
         runner.close()

@@ -191,16 +191,17 @@ def following_ids(rows: dict[str, Listed], queue: list[str]) -> list[str]:
     return [item_id for item_id, _ in _following(rows, queue)]
 
 
-def not_reached(rows: dict[str, Listed], then: list[str], started: set[str], stopped: bool) -> list[tuple[str, str]]:
+def not_reached(rows: dict[str, Listed], then: list[str], accounted: set[str], stopped: bool) -> list[tuple[str, str]]:
     """The items the header said a `drive --finish` would take once their deps were finished
     (`then`), and that it never started (a dep failed or was parked, or the drive stopped): (id,
-    why), for the summary, the report and `[notify]`, which named them nowhere."""
+    why), for the summary, the report and `[notify]`, which named them nowhere. `accounted`: the
+    items it started, and those it named as not started when it stopped (its queue's)."""
     def waits(item_id: str) -> str:
         return ", ".join(dep for dep in rows[item_id].entry.deps if dep in rows and rows[dep].state != State.DONE)
 
     return [(item_id, "not started: " + ("the drive stopped" if stopped else
                                          f"it waits on {waits(item_id)}, which this drive did not finish"))
-            for item_id in then if item_id not in started and item_id in rows]
+            for item_id in then if item_id not in accounted and item_id in rows]
 
 
 class Step(NamedTuple):
