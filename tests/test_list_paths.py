@@ -255,7 +255,7 @@ def test_disagreements_name_what_every_round_summary_names(tmp_path, monkeypatch
     project = _rounds_project(tmp_path)
     with Ledger(project.ledger_path) as ledger:
         entries = catalogue(project, ledger)
-        lines = [said for _, _, said in agreement.disagreeing(project, ledger, entries)]
+        lines = [said for _, _, said in agreement.disagreeing(ledger, entries)]
         expected = plain_disagreements(ledger, entries)
     said = [f"{line.split()[0]} {'outstanding' if 'holds findings' in line else 'cleared'} "
             f"{re.search(r'round ([0-9]+)', line)[1]}" for line in lines]
@@ -387,7 +387,7 @@ def test_each_kind_of_disagreement_has_its_own_code(tmp_path):
             ledger.add_intent("request-changes", "D-7", project.root / "items" / "D-7.md", "text", None)
             owed = ledger.owe_commit("D-8", project.root, project.root / "items" / "D-8.md", "text", "drover: x")
             ledger.conn.execute("UPDATE owed_commits SET failed = 'git said no' WHERE id = ?", (owed,))
-        found = agreement.disagreeing(project, ledger, entries)
+        found = agreement.disagreeing(ledger, entries)
     codes = {code for code, _, _ in found}
     assert codes == {ProblemCode.CHANGES_DISAGREE, ProblemCode.WRITE_INTERRUPTED, ProblemCode.COMMIT_OWED}
     assert {path for code, path, _ in found if code != ProblemCode.CHANGES_DISAGREE} == {

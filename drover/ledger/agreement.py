@@ -11,7 +11,6 @@ from drover.errors import ProblemCode
 
 if TYPE_CHECKING:
     from drover.ledger.db import Ledger
-    from drover.ledger.project import Project
     from drover.ledger.catalogue import Entry
 
 
@@ -19,8 +18,7 @@ if TYPE_CHECKING:
 FEW = 500
 
 
-def disagreeing(project: "Project", ledger: "Ledger",
-                entries: dict[str, "Entry"]) -> list[tuple[ProblemCode, str, str]]:
+def disagreeing(ledger: "Ledger", entries: dict[str, "Entry"]) -> list[tuple[ProblemCode, str, str]]:
     """One line per item whose file and ledger tell different stories, with the command that
     repairs it, as (what kind, the file, what is wrong with it): check gives the kind and the file
     apart (`check --json`)."""

@@ -88,7 +88,7 @@ def _check_items(project: Project, ledger: Ledger) -> tuple[list[Finding], Conta
     findings.extend(_without_file(project, ledger, entries))
     from drover.ledger.agreement import disagreeing
 
-    findings.extend(Finding.at(code, path, said) for code, path, said in disagreeing(project, ledger, entries))
+    findings.extend(Finding.at(code, path, said) for code, path, said in disagreeing(ledger, entries))
     findings.extend(_needs_requirements(project, ledger, entries))
     # Every dep earlier in one order (numbered items on lower numbers, the common case): no cycle.
     if forward:
