@@ -59,7 +59,7 @@ def _launch_command(item_id: str, slot: str, dry_run: bool, explicit: str | None
         click.echo(f"drover: {printable(note)}", err=True)
     ended = f"{result.ending}, no agent started" if result.in_setup else f"{result.ending} after {result.elapsed:.1f}s"
     click.echo(f"{item_id}: {slot} run {result.run_id} {ended} (log: {project.relpath(result.log_path)})")
-    if result.outcome != "exited" or result.exit_code != 0:
+    if not result.exited_zero:
         sys.exit(1)
     if slot == "review":
         from drover.loop.verdict import describe_verdict, no_verdict, review_verdict

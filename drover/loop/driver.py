@@ -138,7 +138,7 @@ class Driver:
                               admitted=lambda: self.event(item_id, f"{slot} by {launch.agent.identity} ..."))
         for note in result.notes:
             self.say(note)
-        if slot == "review" and result.outcome == "exited" and result.exit_code == 0:
+        if slot == "review" and result.exited_zero:
             verdict = describe_verdict(self.project, ledger, result.run_id)
             # no verdict: said in the words `drover review` uses, once per review ([retry] may run another)
             self.event(item_id, verdict if verdict != NO_VERDICT_SHORT else no_verdict(ledger, result.run_id))
@@ -185,7 +185,7 @@ class Driver:
                 result = ran = self._launch(ledger, item_id, "implement")
                 implemented = result.heads
                 moved = result.head_start not in implemented.values()
-                if result.outcome != "exited" or result.exit_code != 0:
+                if not result.exited_zero:
                     return self._ended(ledger, item_id, *self.retries.ending(
                         item_id, "failed", result.ended_as("implement")))
                 if merging:  # its task was to conclude the merge of base: going round would only start it again
@@ -248,7 +248,7 @@ class Driver:
         if known.state == State.PARKED:
             return self._ended(ledger, item_id, "parked", known.parked_reason, known)
         verdict = review_verdict(ledger, result.run_id)
-        if (result.outcome != "exited" or result.exit_code != 0) and not verdict:
+        if not result.exited_zero and not verdict:
             return self._ended(ledger, item_id, *self.retries.ending(item_id, "failed", result.ended_as("review")))
         if not verdict:
             return self._ended(ledger, item_id, *self.retries.ending(item_id, "no verdict",

@@ -70,6 +70,11 @@ class RunResult:
         return self.ending if self.in_setup else f"{slot} agent {self.ending}"
 
     @property
+    def exited_zero(self) -> bool:
+        """The agent exited 0: what `drover run` and a drive count as a run that ended well."""
+        return self.outcome == "exited" and self.exit_code == 0
+
+    @property
     def stalled(self) -> bool:
         """drover ended it for silence ([agent] stall), long before its timeout (its outcome says timeout)."""
         return self.failure is not None and self.failure.failure == "stalled"
