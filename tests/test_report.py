@@ -421,6 +421,32 @@ def test_a_notify_command_that_hangs_is_ended_with_its_children_and_the_drive_st
     assert record.exists()  # it ran; the fixture fails the test if it or its grandchild is left running
 
 
+def test_a_notify_command_whose_child_left_its_group_holding_stderr_ends_at_its_timeout(tmp_path):
+    """A child in a session of its own outlives the group's end and holds the command's stderr open:
+    the drive's end waited for it to exit (a daemon's lifetime), where the timeout says 1 s."""
+    import os
+    import signal
+    import time
+
+    from drover.loop.notify import run_notify
+
+    pid_file, child = tmp_path / "child.pid", tmp_path / "child.py"
+    child.write_text(f"import os, time\nos.setsid()\nopen({str(pid_file)!r}, 'w').write(str(os.getpid()))\n"
+                     "time.sleep(60)\n")
+    command = f"sh -c '{sys.executable} {child} & exit 0'"
+    started = time.monotonic()
+    try:
+        said = run_notify(command, 1.0, "{}", cwd=tmp_path)
+        took = time.monotonic() - started
+    finally:
+        for _ in range(100):  # the child writes its pid as it starts
+            if pid_file.exists() and pid_file.read_text():
+                os.kill(int(pid_file.read_text()), signal.SIGKILL)
+                break
+            time.sleep(0.05)
+    assert took < 10 and "no end after 1s" in said, (took, said)
+
+
 @pytest.mark.parametrize("timeout", ["600h", "99999999999999999999h"])
 def test_a_notify_timeout_longer_than_poll_counts_still_runs_the_command(repo, tmp_path, timeout):
     # past 596h (2^31 ms) the wait for the command was an OverflowError traceback as the drive ended

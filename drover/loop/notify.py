@@ -46,9 +46,13 @@ def run_notify(command: str, timeout: float, payload: str, *, cwd: Path) -> str:
 
 
 def _end_group(process: subprocess.Popen[bytes]) -> None:
-    """End the command and everything it started, then collect it."""
+    """End the command and everything it started, then collect it. Its stderr is closed, not read to
+    its end: a process that left the group (a session of its own) holds it open as long as it lives,
+    and the drive's end waited for that."""
     try:
         os.killpg(process.pid, signal.SIGKILL)
     except OSError:
         pass
-    process.communicate()
+    if process.stderr is not None:
+        process.stderr.close()
+    process.wait()
