@@ -711,6 +711,20 @@ def test_merge_conflict_is_aborted_and_leaves_the_repository_as_it_was(repo):
     assert not (repo / "clean.txt").exists()
 
 
+def test_a_merge_conflict_names_a_path_with_a_line_break_on_one_line(repo):
+    """A path is the branch's to name: a line break in it wrote a line of its own into finish's
+    refusal, and into the note a drive keeps of it with `[run] worktree = false`."""
+    path = "a\nD-7: finished, merged into main"
+    commit_file(repo, path, "base\n", "base's")
+    git(repo, "switch", "-q", "-c", "drover/d-1")
+    commit_file(repo, path, "branch\n", "the branch's")
+    git(repo, "switch", "-q", "main")
+    commit_file(repo, path, "base again\n", "base's again")
+    with pytest.raises(dgit.MergeConflict) as caught:
+        dgit.merge(repo, "drover/d-1", "main", "merge")
+    assert "\n" not in str(caught.value) and "a\\nD-7: finished" in str(caught.value)
+
+
 def test_merge_conflict_switches_back_to_the_original_branch(repo):
     _conflicting_branch(repo)
     git(repo, "switch", "-q", "-c", "elsewhere")

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Callable
 
-from drover.errors import GitError, Refused, shown_paths
+from drover.errors import GitError, Refused, escaped, shown_paths
 from drover.git.branches import current_branch, heads_and_checked_out, heads_of, local_ref, require_base
 from drover.git.run import failure, git, one_command_line, one_line, run, run_capped, succeeds
 from drover.git.worktrees import dirty_paths
@@ -52,7 +52,7 @@ def merge(root: Path, branch: str, base: str, message: str, *, commit: str = "",
             return _merge_in_checkout(root, branch, base, message, head, original, switched)
         tree, conflicted = made
         if conflicted:
-            raise MergeConflict(f"merging {branch} into {base} conflicts in {', '.join(conflicted)}: "
+            raise MergeConflict(f"merging {branch} into {base} conflicts in {', '.join(map(escaped, conflicted))}: "
                                 f"nothing was merged and {root} is as it was; resolve on {branch} and finish again")
         merged = git(["commit-tree", "-p", heads[base], "-p", head, "-m", message, tree], root).strip()
         if original != base and attempt == 0:
@@ -115,7 +115,7 @@ def _merge_in_checkout(root: Path, branch: str, base: str, message: str, head: s
         # Back where the operator left it: their branch, or the very commit if HEAD was detached.
         git(["switch", "--quiet", original] if original else ["switch", "--quiet", "--detach", original_head], root)
     if conflicted:
-        raise MergeConflict(f"merging {branch} into {base} conflicts in {', '.join(conflicted)}: "
+        raise MergeConflict(f"merging {branch} into {base} conflicts in {', '.join(map(escaped, conflicted))}: "
                             f"the merge was aborted and {root} is as it was; resolve on {branch} and finish again")
     raise failure(args, done)
 
