@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Callable
 
 from drover.agents import launch as agents
+from drover.agents.failures import tail
 from drover import git
 from drover.git.files import open_regular, regular_fd
 from drover.prompts.data import verify_command, verify_key
@@ -332,14 +333,8 @@ def _timeout(project: Project) -> float | None:
 
 def tail_of(log_path: Path, start: int = 0, lines: int = TAIL_LINES, size: int = TAIL_BYTES) -> str:
     """The last `lines` lines of the log after byte `start`, at most `size` bytes of them."""
-    try:
-        with open_regular(log_path, "rb") as handle:  # the branch's tests can put a fifo there
-            handle.seek(0, 2)
-            handle.seek(max(start, handle.tell() - size * 4))
-            data = handle.read()
-    except OSError:
-        return ""
-    text = data.decode("utf-8", "replace").rstrip("\n")
+    # read as a run's log is read (never through a fifo the branch's tests put there), four times the bytes kept
+    text = tail(log_path, size * 4, start=start).rstrip("\n")
     kept = text.split("\n")[-lines:]
     while len("\n".join(kept).encode()) > size and len(kept) > 1:
         kept.pop(0)
