@@ -413,7 +413,8 @@ def park(project: Project, ledger: Ledger, item_id: str, why: str) -> Outcome:
 
 
 def park_by_drover(ledger: Ledger, item_id: str, why: str) -> None:
-    """drover's own park of an item (a token budget, a retry policy), recorded as drover's event."""
+    """drover's own park of an item (a token budget, a retry policy, a worktree changed under its
+    review), recorded as drover's event."""
     with ledger.write():
         ledger.park(item_id, why)
         ledger.log_event("park", item_id, DROVER, why=why)
