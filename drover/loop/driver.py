@@ -146,9 +146,9 @@ class Driver:
         ending = f"exit {result.exit_code}" if result.outcome == "exited" else result.ending
         said = f"{slot}: {ending}; no agent started" if result.in_setup else f"{slot} {ending} after {result.elapsed:.1f}s"
         if slot == "review" and result.failure is None and result.outcome == "exited":
-            parked = ledger.item_row(item_id)
-            if parked.get("parked"):  # its send-back past the cap (refused: the agent may exit 1 for it)
-                said += f"; {PARKED_ITS_ITEM}{parked.get('parked_reason') or ''}"
+            row = ledger.item_row(item_id)
+            if row.get("parked"):  # its send-back past the cap (refused: the agent may exit 1 for it)
+                said += f"; {PARKED_ITS_ITEM}{row.get('parked_reason') or ''}"
         elif slot == "review" and review_verdict(ledger, result.run_id):
             said += f"; it recorded: {describe_verdict(self.project, ledger, result.run_id)}"
         self.event(item_id, said)
