@@ -4,15 +4,18 @@ a real subprocess) failing each way, hostile ones included."""
 from __future__ import annotations
 
 import json
+import os
 import re
+import signal
 import sqlite3
+import subprocess
 import sys
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
 
-from helpers import TESTS, configure, drover, git, ledger_rows, line_of_key, made_once, new_item, with_settings
+from helpers import BIN, TESTS, configure, drover, git, ledger_rows, line_of_key, made_once, new_item, with_settings
 from drover.agents.failures import Failure, classify, clean, reset_named
 from drover.config import parse_config
 from drover.loop.retry import Tried, decide
@@ -348,6 +351,28 @@ def test_a_crash_gets_one_fresh_run_then_parks(repo):
     assert "crashed: parked" in row["note"]
     assert json.loads(drover(repo, "show", item, "--json").stdout)["parked"]
 
+
+def test_a_ctrl_c_during_a_wait_records_the_wait_cut_short(repo):
+    """The drive's Ctrl-C while it waits out a rate limit ends the wait at once, and the record says
+    the wait was cut short: it said `waiting 9m59s`, a wait that never ran its course."""
+    [item] = project(repo)
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}", "FAIL_PLAN": "implement=rate",
+           "FAIL_RESET_IN": "600"}
+    proc = subprocess.Popen([str(BIN / "drover"), "drive", "--json"], cwd=repo, env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    said = []
+    for line in proc.stderr:  # the progress, till the drive says it waits
+        said.append(line)
+        if ", waiting " in line:
+            break
+    assert said and ", waiting " in said[-1], "".join(said)
+    proc.send_signal(signal.SIGINT)
+    out, _ = proc.communicate(timeout=30)
+    [row] = json.loads(out)["items"]
+    [failure] = row["failures"]
+    assert failure["class"] == "rate_limited"
+    assert failure["action"].startswith("waiting ") and failure["action"].endswith(", cut short: the drive is ending")
+    assert row["id"] == item and row["result"] != "approved"
 
 def test_a_park_for_a_used_fresh_run_names_the_class_that_used_it(repo):
     """fresh_max counts an item's fresh runs, whatever each was for: a review without a verdict after

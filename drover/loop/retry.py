@@ -170,7 +170,10 @@ class Retries:
                 tried.waits += 1
                 seconds = (action.until - datetime.now(timezone.utc)).total_seconds() if action.until else 0
                 if seconds > 0 and self.cancel.wait(seconds):
-                    return result  # interrupted while waiting: the drive ends as Ctrl-C says
+                    # interrupted while waiting: the drive ends as Ctrl-C says, and the record says
+                    # the wait was cut short, not that the item went on waiting
+                    tried.failures[-1]["action"] = f"{action.note}, cut short: the drive is ending"
+                    return result
                 continue
             if action.policy == "fresh":
                 tried.fresh += 1
