@@ -18,9 +18,6 @@ from typing import Any
 from drover.items.file import REQUIREMENTS_PLACEHOLDER
 
 
-DEMO_DIR = "demo"
-
-
 def _run(argv: list[str], cwd: Path, stdin: str | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
     return subprocess.run(argv, cwd=cwd, input=stdin, text=True, capture_output=True, check=check)
 

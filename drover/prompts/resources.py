@@ -17,10 +17,6 @@ def builtin_dir() -> Path:
     raise FileNotFoundError("drover's builtin_templates folder is missing from this install")
 
 
-def read_resource(name: str) -> str:
-    return (builtin_dir() / name).read_text(encoding="utf-8")
-
-
 # `drover help TOPIC`: the reference pages of docs/, shipped in the wheel as drover/help/.
 # A new topic also joins pyproject.toml's force-include list (tests/test_packaging.py checks the wheel).
 HELP_TOPICS = ("configuration", "items", "states", "templates", "fields", "agents", "trackers", "executors",
