@@ -450,6 +450,12 @@ HOSTILE_FRONTMATTER = [
     ("title: t\ncloses: ['#٣']\n", "closes: '#٣' is not an issue number"),
     ("title: t\ncloses: ['0']\n", "closes: '0' is not an issue number"),
     ("title: t\norigin: '٣'\n", "origin: '٣' is not an issue number"),
+    # past the highest issue number (past SQLite's integers: dispose was a traceback), and past the
+    # 4300 digits int() reads, quoted or not, and a date no month has: each a traceback of every list
+    ("title: t\ncloses: [12345678901234567890123]\n", "closes: 12345678901234567890123 is not an issue number"),
+    ("title: t\ncloses: ['#" + "9" * 5000 + "']\n", "99' is not an issue number"),
+    ("title: t\ncloses: [" + "9" * 5000 + "]\n", "no value can be made of it (Exceeds the limit (4300 digits)"),
+    ("title: t\ndue: 2024-02-30\n", "no value can be made of it (day is out of range for month)"),
     ("title: t\nshelved: maybe\n", "shelved: 'maybe' is not yes or no"),
     ("title: t\ndeps: D-1\n", "deps: must be a list of ids (deps: [D-1])"),
     ("title: t\ntitle: u\n", "duplicate key 'title'"),

@@ -932,6 +932,8 @@ def test_dispose_records_a_judgment_for_an_issue_the_item_closes(project):
     ok("dispose", "D-1", "#14", "--as", "keep")  # as GitHub writes an issue's number
     assert "'x14' is not an issue number (write 12 or #12)" in fails(drover("dispose", "D-1", "x14", "--as", "keep"), 2)
     assert "'0' is not an issue number (write 12 or #12)" in fails(drover("dispose", "D-1", "0", "--as", "keep"), 2)
+    # past the highest issue number: 5000 digits were a traceback (int() reads at most 4300)
+    assert "99' is not an issue number (write 12 or #12)" in fails(drover("dispose", "D-1", "9" * 5000, "--as", "keep"), 2)
     rows = shown("D-1")["dispositions"]
     assert [(row["issue"], row["disposition"], row["note"]) for row in rows] == [
         (12, "close", "fixed by this item"), (14, "keep", "")]

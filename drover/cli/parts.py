@@ -202,9 +202,13 @@ class IssueNumber(_ParamType):
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         if isinstance(value, int):
             return value
+        from drover.items.frontmatter_rules import issue_number
+
         text = str(value).strip().removeprefix("#")
-        if text.isascii() and text.isdigit() and int(text) > 0:  # issue 0 reached the tracker
-            return int(text)
+        # the frontmatter's rule: issue 0 reached the tracker, and 5000 digits were a traceback
+        number = None if text.startswith("#") else issue_number(text)
+        if number is not None:
+            return number
         self.fail(f"{value!r} is not an issue number (write 12 or #12)", param, ctx)
 
 

@@ -95,18 +95,26 @@ def _issue_number(value: Any) -> bool:
     return issue_number(value) is not None
 
 
+# The highest issue number drover takes, as the highest item number (vocabulary.MAX_ITEM_NUMBER):
+# past it a number is no longer exact as JSON's, nor, past SQLite's integers, stored (a disposition's
+# row); and its digits are counted before int() reads them, which refuses more than 4300 (hostile review 46)
+MAX_ISSUE_NUMBER = 2**53
+
+
 def issue_number(value: Any) -> int | None:
     """The issue number a frontmatter writes (`12`, `"12"`, `"#12"`); None for anything else. ASCII
-    digits only, and above 0: `"²"` passed str.isdigit, then int() refused it and the issue fell out
-    of `closes` without a word; `"٣"` read as issue 3, and `"0"` reached the tracker."""
+    digits only, above 0 and at most MAX_ISSUE_NUMBER: `"²"` passed str.isdigit, then int() refused it
+    and the issue fell out of `closes` without a word; `"٣"` read as issue 3, and `"0"` reached the tracker."""
     if isinstance(value, bool):
         return None
     if isinstance(value, int):
-        return value if value > 0 else None
+        return value if 0 < value <= MAX_ISSUE_NUMBER else None
     if not isinstance(value, str):
         return None
     digits = value.lstrip("#")
-    return int(digits) if digits.isascii() and digits.isdigit() and int(digits) > 0 else None
+    if not (digits.isascii() and digits.isdigit()) or len(digits) > len(str(MAX_ISSUE_NUMBER)):
+        return None
+    return issue_number(int(digits))
 
 
 def _type_name(value: Any) -> str:

@@ -133,8 +133,31 @@ def _load(source: str, loader: type) -> Any:
         raise FrontmatterError(f"YAML: {problem}", line=line) from None
     except RecursionError:
         raise FrontmatterError("YAML: nested too deeply", line=2) from None
+    except ValueError as exc:
+        # a value YAML's own types cannot hold: `due: 2024-02-30` (no such day), a number of more than
+        # 4300 digits; each was a traceback of every list, show and drive (hostile review 46)
+        raise FrontmatterError(f"YAML: no value can be made of it ({str(exc).split(';')[0]})",
+                               line=_unmade_line(loader, node)) from None
     finally:
         parser.dispose()
+
+
+def _unmade_line(loader: type, node: Any) -> int:
+    """The frontmatter line of the first scalar under `node` that `loader` makes no value of."""
+    maker = loader("")
+    nodes = [node]  # a stack, the first of the file on top
+    while nodes:
+        found = nodes.pop()
+        if isinstance(found, yaml.ScalarNode):
+            try:
+                maker.construct_object(found)
+            except ValueError:
+                return int(found.start_mark.line) + 2
+        elif isinstance(found, yaml.MappingNode):
+            nodes += reversed([part for pair in found.value for part in pair])
+        elif isinstance(found, yaml.SequenceNode):
+            nodes += reversed(found.value)
+    return 2
 
 
 def _flow_depth(source: str) -> int:
