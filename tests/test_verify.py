@@ -1076,3 +1076,27 @@ def test_a_sparse_checkout_an_agent_turns_on_leaves_no_file_out_of_the_check(pro
     failed = drover(project, "verify", "D-1")
     assert failed.returncode == 1, failed.stdout
     assert "FAIL: BROKEN is here" in failed.stdout
+
+
+def test_the_word_that_an_implementer_starts_without_its_setup_shows_no_bidi_control_of_a_title(project):
+    """The warning names the branch, which `[run] branch` may render from the item's title (an
+    agent's or an issue author's to write): `drover run` printed it as it came, a right-to-left
+    override that reorders the operator's line included (hostile review 46)."""
+    (project / "setup.sh").write_text('test ! -e BROKEN || { echo "BROKEN breaks the set-up"; exit 1; }\n')
+    config = project / "drover.toml"
+    text = config.read_text().replace('setup = ""', 'setup = "sh setup.sh"', 1).replace("pool = 0", "pool = 4", 1)
+    text = text.replace('setup_inputs = []', 'setup_inputs = ["BROKEN"]', 1)
+    config.write_text(re.sub(r'(?m)^branch = .*$', 'branch = "drover/{{ Title }}"', text, count=1))
+    item = project / "items" / "D-1.md"
+    item.write_text(item.read_text().replace("title: Add work", 'title: "Add\\u202ework"', 1))
+    git(project, "add", "-A")
+    git(project, "commit", "-q", "-m", "a pooled set-up that BROKEN breaks, branches named by title")
+    git(project, "switch", "-q", "-c", "drover/Add\u202ework")
+    (project / "BROKEN").write_text("the branch breaks its set-up\n")
+    git(project, "add", "BROKEN")
+    git(project, "commit", "-q", "-m", "the branch changes a set-up input")
+    git(project, "switch", "-q", "main")
+    done = drover(project, "run", "D-1")
+    said = done.stdout + done.stderr
+    assert "[run] setup failed, and drover/Add\\u202ework changed BROKEN" in said, said
+    assert "\u202e" not in said

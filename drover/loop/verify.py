@@ -132,8 +132,10 @@ def mends_its_setup(project: Project, item_id: str, branch: str, head: str, log_
     changed = changed_names(project, f"{config.setup} {' '.join(config.setup_inputs)}", head) if head else []
     if not changed:
         return False
-    said = (f"[run] setup failed, and {branch} changed {changed[0]}, which it reads: the implementer starts "
-            "without it, to mend the branch")
+    # each with its escapes written out: `drover run` prints the line as it comes, and a branch may
+    # be rendered from a title (a right-to-left override reordered the line: hostile review 46)
+    said = (f"[run] setup failed, and {escaped(branch)} changed {escaped(changed[0])}, which it reads: the "
+            "implementer starts without it, to mend the branch")
     with open_regular(log_path, "ab") as log:
         log.write(f"# {said}\n".encode())
     (progress or to_stderr)(f"{item_id}: warning: {said}")
