@@ -67,8 +67,10 @@ def installed(tmp_path_factory):
             _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "-w", str(dist), str(SOURCE)])
             venv.EnvBuilder(with_pip=False).create(env_dir)  # this pip installs into it: no ensurepip, seconds saved
             (wheel,) = dist.glob("drover_cli-*.whl")
+            # no bytecode compiled at the install: pip's compiles every module of drover and its
+            # dependencies (a second of CPU), where the tests import a few, each compiled at its first import
             _run([sys.executable, "-m", "pip", "--python", str(env_dir / "bin" / "python"), "install", "--quiet",
-                  "--disable-pip-version-check", str(wheel)], env=clean_env)
+                  "--disable-pip-version-check", "--no-compile", str(wheel)], env=clean_env)
             (tmp_path / "installed").touch()
     (wheel,) = (tmp_path / "dist").glob("drover_cli-*.whl")
     return wheel, env_dir, clean_env
