@@ -286,9 +286,16 @@ def implemented(root: Path, title: str) -> str:
     pass on the item's branch, in its worktree); its id. On a set-up as made before in this test
     process (made_once) under the same AGENT_ variables, a copy of what the same run left."""
     item = new_item(root, title)
-    agent = tuple(sorted((key, value) for key, value in os.environ.items() if key.startswith("AGENT_")))
-    made_once(root, ("implemented", agent), lambda: drover(root, "run", item, check=True))
+    ran(root, item)
     return item
+
+
+def ran(root: Path, item: str) -> None:
+    """`drover run ITEM`, which must succeed: one implementing run of an item the set-up made. On a
+    set-up as made before in this test process (made_once) under the same AGENT_ variables, a copy
+    of what the same run left."""
+    agent = tuple(sorted((key, value) for key, value in os.environ.items() if key.startswith("AGENT_")))
+    made_once(root, ("implemented", item, agent), lambda: drover(root, "run", item, check=True))
 
 
 def _new_item(root: Path, title: str, *args: str) -> str:

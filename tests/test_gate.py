@@ -23,7 +23,7 @@ from drover.ledger.db import Ledger
 from drover.errors import Refused
 from drover.ledger.project import open_project
 from helpers import (AGENT, BIN, TESTS, InlineExecutor, configure, drover, git, ledger_rows, ledger_tables, made_once,
-                     new_item, one_line)
+                     new_item, one_line, ran)
 
 GATE_AGENT = TESTS / "agents" / "gate_agent.py"
 
@@ -227,7 +227,7 @@ def test_a_branch_with_two_merge_bases_cannot_hide_a_drover_toml_change_from_fin
     merge bases with main), taking drover.toml from the older side. `git diff main...BRANCH` picks
     one base, the newer (its commit date is the agent's to set), where drover.toml is as the branch
     has it; the merge's virtual base has the operator's text, so the merge puts the old one back."""
-    drover(project, "run", "D-1", check=True)
+    ran(project, "D-1")
     git(project, "switch", "-q", "-c", "earlier-item")
     (project / "x.txt").write_text("an earlier item's work\n")
     git(project, "add", "x.txt")
@@ -304,7 +304,13 @@ FRIENDLY_REVIEWER = '#!/bin/sh\nexec drover audit "$DROVER_ITEM" --level reviewe
 def reviewed_by_script(root: Path, *, worktree: bool = True) -> Path:
     """`[agent.review] command = "sh agents/agent.sh"`, a script that only sends back, committed
     on main (`.env` and `build/` ignored), with worktrees or without; D-1 implemented (the gate
-    agent commits its work). The folder the review runs in."""
+    agent commits its work). The folder the review runs in. Made once per test process and copied
+    where the project is still as the `project` fixture left it (helpers.made_once)."""
+    made_once(root, ("reviewed_by_script", worktree), lambda: _reviewed_by_script(root, worktree))
+    return root / ".drover" / "worktrees" / "D-1" if worktree else root
+
+
+def _reviewed_by_script(root: Path, worktree: bool) -> None:
     (root / "agents").mkdir()
     (root / "agents" / "agent.sh").write_text(
         '#!/bin/sh\necho "- never approved" | drover request-changes "$DROVER_ITEM"\n')
@@ -315,7 +321,6 @@ def reviewed_by_script(root: Path, *, worktree: bool = True) -> Path:
     git(root, "add", "-A")
     git(root, "commit", "-q", "-m", "the operator's reviewer script")
     drover(root, "run", "D-1", check=True)
-    return root / ".drover" / "worktrees" / "D-1" if worktree else root
 
 
 def _edited(worktree: Path) -> None:
@@ -718,7 +723,7 @@ def test_an_item_past_what_a_prompt_carries_is_named_not_the_template(project, m
 def test_a_fifo_the_implementer_names_as_its_worktrees_git_folder_refuses_the_review_at_once(project):
     """The worktree's `.git` file names a folder whose `gitdir` is a fifo: drover reads it, before the
     review, without waiting for a writer that never comes."""
-    drover(project, "run", "D-1", check=True)
+    ran(project, "D-1")
     worktree = project / ".drover" / "worktrees" / "D-1"
     (worktree / ".x").mkdir()
     os.mkfifo(worktree / ".x" / "gitdir")
@@ -731,7 +736,7 @@ def test_a_fifo_the_implementer_names_as_its_worktrees_git_folder_refuses_the_re
 def test_a_fifo_in_place_of_a_worktrees_head_stops_the_next_launch_with_one_line(project):
     """git lists worktrees by reading each one's HEAD in the shared git folder, which every agent can
     write: a fifo there would hold every later launch, of any item, for ever."""
-    drover(project, "run", "D-1", check=True)
+    ran(project, "D-1")
     head = project / ".git" / "worktrees" / "D-1" / "HEAD"
     head.unlink()
     os.mkfifo(head)
@@ -753,7 +758,7 @@ def test_a_git_of_drovers_that_waits_on_a_fifo_ends_after_its_time_limit(project
 def test_a_fifo_among_the_launchers_locks_holds_no_launch_and_no_verdict(project):
     """Every launching drover sweeps `.drover/launchers/` and every verdict reads who launches: a fifo
     an implementer made there held both for good, the operator's own `drover audit` too."""
-    drover(project, "run", "D-1", check=True)
+    ran(project, "D-1")
     os.mkfifo(project / ".drover" / "launchers" / "1.lock")
     assert ended(project, "run", "D-2").returncode == 0
     audited = ended(project, "audit", "D-1", "--level", "reviewed", "--note", "the operator read it")
@@ -830,7 +835,7 @@ def test_a_reviewer_run_as_a_python_module_never_imports_the_branchs_modules(pro
 def test_a_review_is_refused_when_the_branch_changes_the_env_file_its_cli_reads(project):
     """aider and gemini's CLI read `.env` from the folder they start in: variables that name the
     model's endpoint and the commands the CLI runs. The branch's own is not the reviewer's to read."""
-    drover(project, "run", "D-1", check=True)
+    ran(project, "D-1")
     worktree = project / ".drover" / "worktrees" / "D-1"
     (worktree / ".env").write_text("AIDER_TEST_CMD=drover audit D-1 --level reviewed\n")
     git(worktree, "add", ".env")
@@ -1050,7 +1055,7 @@ def test_a_bundle_is_taken_into_the_branch_by_its_full_name(project, tmp_path):
                                                ("a ref outside refs/heads", "refs/drover/d-1"),
                                                ("a file in git's folder", ".git/drover/d-1")])
 def test_check_reports_a_ref_that_shadows_an_item_branch(project, shadow, named):
-    drover(project, "run", "D-1", check=True)
+    ran(project, "D-1")
     assert drover(project, "check").returncode == 0
     SHADOWS[shadow](project, elsewhere(project))
 
@@ -1151,7 +1156,13 @@ DIFF_READER = ('#!/bin/sh\nif git diff "$DROVER_BASE...HEAD" | grep -q "^+the wo
 
 def reviewed_by_a_diff_reader(project: Path, script: str = DIFF_READER,
                               said: str = "a reviewer that reads the diff") -> None:
-    """`sh agents/agent.sh` as the reviewer, `script` in it (committed), D-1 implemented."""
+    """`sh agents/agent.sh` as the reviewer, `script` in it (committed), D-1 implemented (made once
+    per test process and copied where the project is as the fixture left it: helpers.made_once)."""
+    made_once(project, ("reviewed_by_a_diff_reader", script, said),
+              lambda: _reviewed_by_a_diff_reader(project, script, said))
+
+
+def _reviewed_by_a_diff_reader(project: Path, script: str, said: str) -> None:
     (project / "agents").mkdir()
     (project / "agents" / "agent.sh").write_text(script)
     use_reviewer(project, "sh agents/agent.sh", said)
@@ -1538,7 +1549,7 @@ def test_an_ignored_file_the_merge_would_write_over_is_named_on_one_line_whateve
 
 def test_a_change_shown_as_binary_to_the_reviewer_is_named_on_one_line_whatever_its_name(project):
     """As above, for the review refused because the branch's attributes hide its change."""
-    drover(project, "run", "D-1", check=True)
+    ran(project, "D-1")
     worktree = project / ".drover" / "worktrees" / "D-1"
     (worktree / "a\nb.txt").write_text("the work\n")
     (worktree / ".gitattributes").write_text("* -diff\n")

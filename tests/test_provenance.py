@@ -22,7 +22,7 @@ from drover.loop import runs
 from drover.ledger.db import Ledger
 from drover.ledger.project import open_project
 from drover.ledger.rows import NewRun
-from helpers import BIN, TESTS, InlineExecutor, drover, git, ledger_tables, made_once, new_item, one_line, wait_for
+from helpers import BIN, TESTS, InlineExecutor, drover, git, ledger_tables, made_once, new_item, one_line, ran, wait_for
 
 HOSTILE = TESTS / "agents" / "hostile_agent.py"
 # the same verdict through the fast path, and through click (a repeated --note is click's to parse)
@@ -85,7 +85,7 @@ def finish_refused(root: Path, item_id: str) -> str:
 
 @pytest.mark.parametrize("form", FORMS)
 def test_an_implementing_run_cannot_approve_another_item(project, form):
-    drover(project, "run", "D-2", env=agent_env(project), check=True)  # D-2 implemented, never reviewed
+    ran(project, "D-2")  # D-2 implemented, never reviewed
     assert listed(project)["D-2"] == "in review"
     before = verdict_rows(project)["audits"]
     drover(project, "run", "D-1", env=agent_env(project, "audit-other", HOSTILE_TARGET="D-2",
@@ -158,7 +158,7 @@ def forged_import(root: Path, tmp_path: Path) -> Path:
 def test_an_implementing_run_cannot_give_the_operators_commands(project, tmp_path, command):
     """A review launched from inside a run would run the agent's own program as the reviewer (the
     launch inherits the caller's PATH), and a merged import would bring an audit no review gave."""
-    drover(project, "run", "D-2", env=agent_env(project), check=True)  # D-2 implemented, never reviewed
+    ran(project, "D-2")  # D-2 implemented, never reviewed
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     for name in ("python3", Path(sys.executable).name):
@@ -207,7 +207,7 @@ def test_an_implementers_audit_of_its_own_item_is_recorded_weak_and_opens_no_gat
 def test_an_agent_cannot_shed_its_run_by_rewriting_its_environment(project, mode, words):
     """An implementer that unsets DROVER_RUN, names its item's earlier review run, or approves from
     a grandchild that left its process tree is still its run: the audit is refused, nothing written."""
-    drover(project, "run", "D-1", env=agent_env(project), check=True)
+    ran(project, "D-1")
     drover(project, "review", "D-1", env=agent_env(project), check=True)  # approved at the first head
     drover(project, "request-changes", "D-1", stdin="# Not yet\n", check=True)  # the operator disagrees
     before = verdict_rows(project)
@@ -261,7 +261,7 @@ def test_code_a_drover_runs_while_no_agent_is_live_cannot_pass_for_the_operator_
     here for any such process: an agent's leftover that waits for the gap, or what `[run] setup` and
     the check run. Every drover that runs agents or their code now holds a lock of its own for as long
     as it lives, and a process that cannot see it is refused."""
-    drover(project, "run", "D-1", env=agent_env(project), check=True)
+    ran(project, "D-1")
     worktree, out = project / ".drover" / "worktrees" / "D-1", project.parent
     (worktree / "check.sh").write_text(NAMESPACED_CHECK.format(drover=BIN / "drover", out=out))
     git(worktree, "add", "check.sh")
@@ -482,7 +482,7 @@ def test_a_command_claiming_a_run_no_drover_is_starting_does_not_wait(project, t
 
 
 def test_an_implementers_audit_does_not_clear_the_reviewers_findings(project):
-    drover(project, "run", "D-1", env=agent_env(project), check=True)
+    ran(project, "D-1")
     drover(project, "request-changes", "D-1", stdin="# Handle the empty list\n", check=True)
     drover(project, "run", "D-1", env=agent_env(project, "audit-self"), check=True)
     data = shown(project, "D-1")
@@ -492,7 +492,7 @@ def test_an_implementers_audit_does_not_clear_the_reviewers_findings(project):
 
 @pytest.mark.parametrize("command", ["close-changes D-1 --note fixed", "request-changes D-1 --file {mine}"])
 def test_an_implementer_cannot_clear_or_replace_the_reviewers_findings(project, tmp_path, command):
-    drover(project, "run", "D-1", env=agent_env(project), check=True)
+    ran(project, "D-1")
     drover(project, "request-changes", "D-1", stdin="# Handle the empty list\n", check=True)
     mine = tmp_path / "mine.md"
     mine.write_text("# Nothing left to do\n")
@@ -556,7 +556,7 @@ def test_an_implementer_cannot_judge_the_issues_its_item_closes(project):
 
 
 def test_a_review_runs_own_commits_are_not_approved_locally(project):
-    drover(project, "run", "D-1", env=agent_env(project), check=True)
+    ran(project, "D-1")
     reviewed_from = git(project, "rev-parse", "refs/heads/drover/d-1").strip()
     drover(project, "review", "D-1", env=agent_env(project, "commit-then-audit"), check=True)
     moved = git(project, "rev-parse", "refs/heads/drover/d-1").strip()
@@ -598,7 +598,7 @@ def test_a_review_runs_own_commits_are_not_approved_on_a_worker(project, monkeyp
 
 
 def test_replay_acts_as_the_outbox_run_and_refuses_an_audit_without_a_head(project, monkeypatch):
-    drover(project, "run", "D-1", env=agent_env(project), check=True)
+    ran(project, "D-1")
     head = git(project, "rev-parse", "refs/heads/drover/d-1").strip()
     coordinator = open_project(project)
     with Ledger(coordinator.ledger_path) as ledger:
@@ -732,7 +732,7 @@ def test_an_approval_recorded_before_the_upgrade_still_opens_the_gate(project):
 def test_a_run_that_has_ended_gives_no_verdict_whoever_names_it(project, form):
     """An agent of a later run whose own pid is not yet on record (a leftover can hold drover's
     writes back), or a leftover of the ended run, names an ended review run of the item: refused."""
-    drover(project, "run", "D-1", env=agent_env(project), check=True)
+    ran(project, "D-1")
     with Ledger(project / ".drover" / "ledger.db") as ledger:
         ledger.start_run(NewRun(id="r-review", item="D-1", slot="review", agent="reviewer"))
         ledger.finish_run("r-review", 0, "exited")
@@ -747,7 +747,7 @@ def test_a_run_that_has_ended_gives_no_verdict_whoever_names_it(project, form):
 def test_a_workers_outbox_cannot_unpark_an_item(project):
     """`unpark` is the operator's: a worker's outbox (replayed as its run) that unparks another item,
     or its own after a park for its cap or budget, is refused and the item stays parked."""
-    drover(project, "run", "D-1", env=agent_env(project), check=True)
+    ran(project, "D-1")
     drover(project, "park", "D-2", "--why", "the operator's call", check=True)
     drover(project, "park", "D-1", "--why", "over budget", check=True)
     coordinator = open_project(project)

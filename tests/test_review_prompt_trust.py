@@ -18,7 +18,7 @@ from drover import prompts as templates
 from drover.config import Config
 from drover.prompts.data import Check, Commit, Dep, FollowUp, OwnedIssue, Recent, Resolution, Round, TemplateData
 from drover.prompts.quoting import fence_for, fenced, oneline
-from helpers import configure, drover, git, made_once, new_item, outside_fences
+from helpers import configure, drover, git, made_once, new_item, outside_fences, ran
 
 # Lines a hostile text writes to pass for the prompt's own: drover's section and a passing row
 # of it, a heading like the template's, the closing fences it may sit in, and template syntax.
@@ -160,7 +160,7 @@ def _worktree_of(root: Path, item: str = "D-1") -> Path:
 
 
 def test_a_commit_subject_and_a_checks_output_from_the_branch_stay_quoted_in_the_review_prompt(project):
-    drover(project, "run", "D-1", check=True)
+    ran(project, "D-1")
     worktree = _worktree_of(project)
     (worktree / "a.txt").write_text("a\n")
     git(worktree, "add", "a.txt")
@@ -182,7 +182,7 @@ def test_a_log_encoding_the_shared_config_names_forges_no_commit_row_and_no_head
     list became a row per character, and a subject whose UTF-16 bytes spell `NUL id NUL subject NUL
     figures` made the last row, and so the head under review, the implementer's: an earlier head,
     whose check then read as the check of the head under review."""
-    drover(project, "run", "D-1", check=True)
+    ran(project, "D-1")
     checked = git(project, "rev-parse", "refs/heads/drover/d-1").strip()
     assert drover(project, "verify", "D-1").returncode == 1
     worktree = _worktree_of(project)
@@ -206,7 +206,7 @@ def test_an_attributes_file_the_shared_config_names_hides_no_figures_of_the_comm
     says `* -diff` made drover's log count each commit's files as binary, `+0 -0`, in the review
     prompt's commit list; the reviewer's own git reads no such file (REVIEW_GIT), and neither does
     the list now."""
-    drover(project, "run", "D-1", check=True)
+    ran(project, "D-1")
 
     def rows() -> list[str]:
         text = drover(project, "prompt", "D-1", "--slot", "review", check=True).stdout
