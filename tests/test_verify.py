@@ -36,6 +36,13 @@ def project(repo, tmp_path, monkeypatch):
     return repo
 
 
+def first_pass(root: Path) -> None:
+    """`drover run D-1`: the broken agent's first implementing pass, which commits BROKEN whatever
+    BROKEN_MODE says. Made once per test process and copied where the project is as the fixture
+    left it (helpers.made_once): a copy's $AGENT_PROMPTS holds no implement-1.md."""
+    made_once(root, ("first pass",), lambda: drover(root, "run", "D-1", check=True))
+
+
 def _project(repo: Path) -> None:
     configure(repo)
     config = repo / "drover.toml"
@@ -109,7 +116,7 @@ def test_drive_finish_sends_a_failing_check_back_and_merges_only_the_fix(project
 
 
 def test_finish_by_hand_refuses_an_approved_first_attempt_until_a_check_of_it_passes(project):
-    drover(project, "run", "D-1", check=True)
+    first_pass(project)
     drover(project, "audit", "D-1", "--level", "reviewed", "--note", "operator read it", check=True)
     before = head(project, "main")
     refused = drover(project, "finish", "D-1")
@@ -328,7 +335,7 @@ def test_the_check_merges_base_in_a_scratch_worktree_and_never_moves_the_branch(
 
 
 def test_a_scratch_merge_that_conflicts_is_a_failed_check_that_says_so(project):
-    drover(project, "run", "D-1", check=True)
+    first_pass(project)
     drover(project, "run", "D-1", check=True)  # work.txt on the branch
     (project / "work.txt").write_text("main's own\n")
     git(project, "add", "work.txt")
@@ -350,7 +357,7 @@ def test_a_scratch_merge_that_conflicts_is_a_failed_check_that_says_so(project):
 def test_the_command_a_conflicted_finish_names_hands_the_merge_to_the_implementer(project):
     """SPEC 9.2: the command the refusal names starts the merge of base, so the implementer's
     prompt has posture `conflict` and names the file (`drover run` alone merges nothing)."""
-    drover(project, "run", "D-1", check=True)
+    first_pass(project)
     drover(project, "run", "D-1", check=True)  # work.txt on the branch
     (project / "work.txt").write_text("main's own\n")
     git(project, "add", "work.txt")
@@ -588,7 +595,7 @@ def test_a_verify_command_that_names_the_items_own_files_never_asks_base(project
 
 
 def test_show_lists_the_checks_in_text_and_json(project):
-    drover(project, "run", "D-1", check=True)
+    first_pass(project)
     drover(project, "verify", "D-1")
     for args in (("show", "D-1"), ("show", "--color", "never", "D-1")):
         done = drover(project, *args)
@@ -616,7 +623,7 @@ def test_log_of_an_item_whose_check_failed_after_its_run_names_the_checks_log(pr
     """`drover log D-6` of an item parked by failing checks printed its last agent log, which reads
     as if the agent had the last word (a new user, on cJSON): a note on standard error names the
     check that failed after the run and the command that prints its output."""
-    drover(project, "run", "D-1", check=True)
+    first_pass(project)
     quiet = drover(project, "log", "D-1")
     assert quiet.returncode == 0 and quiet.stderr == ""  # no check yet: nothing to say
     drover(project, "verify", "D-1")
@@ -645,7 +652,7 @@ def test_logs_note_of_a_later_failed_check_passes_over_base_own_check(project):
 
 def test_logs_note_of_a_later_failed_check_passes_over_one_ctrl_c_ended(project):
     """A check Ctrl-C ended judged nothing: the note names the failed check before it."""
-    drover(project, "run", "D-1", check=True)
+    first_pass(project)
     drover(project, "verify", "D-1")
     (failed,) = checks(project)
     started = project.parent / "check-started"
@@ -668,7 +675,7 @@ def test_logs_note_of_a_later_failed_check_passes_over_one_ctrl_c_ended(project)
 
 
 def test_verify_changes_the_ledger_so_it_records_an_event_with_its_check(project):
-    drover(project, "run", "D-1", check=True)
+    first_pass(project)
     before = len(ledger_rows(project, "events", order="id"))
     assert drover(project, "verify", "D-1").returncode == 1  # the first attempt fails its check: still a row
     (check,) = checks(project)
@@ -681,7 +688,7 @@ def test_verify_changes_the_ledger_so_it_records_an_event_with_its_check(project
 
 
 def test_the_review_prompt_carries_the_newest_failing_tail(project):
-    drover(project, "run", "D-1", check=True)
+    first_pass(project)
     drover(project, "verify", "D-1")
     prompt = drover(project, "prompt", "D-1", "--slot", "review", check=True).stdout
     assert "## Checks drover ran" in prompt
@@ -1010,7 +1017,7 @@ def test_a_review_started_by_hand_says_when_no_check_covers_the_head_it_reads(pr
     """`drive` checks the head before each review; `drover review` alone does not, and a new user's
     reviewer then saw no check, approved, and finish refused (`it was never checked`). The review
     started by hand says so before it starts, and says it no more once a check covers the head."""
-    drover(project, "run", "D-1", check=True)
+    first_pass(project)
     first = drover(project, "review", "D-1")
     branch_head = head(project, "drover/d-1")
     assert (f"drover: warning: D-1: no passing check of `make test` covers {branch_head[:7]}, the head under "
@@ -1069,7 +1076,7 @@ def test_a_sparse_checkout_an_agent_turns_on_leaves_no_file_out_of_the_check(pro
     main checkout's `.git/info/sparse-checkout` that leaves out the file the branch's tests fail on
     (both an agent's to write): `git worktree add` copied the pattern into the check's worktree,
     which then lacked the file, and the check of a failing branch passed. The check has every file."""
-    drover(project, "run", "D-1", check=True)
+    first_pass(project)
     git(project, "config", "core.sparseCheckout", "true")
     (project / ".git" / "info").mkdir(exist_ok=True)
     (project / ".git" / "info" / "sparse-checkout").write_text("/*\n!/BROKEN\n")
