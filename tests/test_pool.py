@@ -55,6 +55,20 @@ def _pooled(repo: Path) -> None:
     set_run(repo, pool="2", keep='["cache"]')
 
 
+def first_driven(root: Path) -> tuple[str, str]:
+    """Items "first" and "second", the first driven and finished (its worktree back in the pool, free);
+    their ids. Made once per test process and copied where the project is as the fixture left it
+    (helpers.made_once): a copy's $POOL_SEEN holds nothing of the first item's runs."""
+    return made_once(root, ("first driven",), lambda: _first_driven(root))
+
+
+def _first_driven(root: Path) -> tuple[str, str]:
+    first, second = new_item(root, "first"), new_item(root, "second")
+    done = drive(root, first)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return first, second
+
+
 def seen(tmp_path: Path) -> list[dict]:
     path = tmp_path / "seen.jsonl"
     return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
@@ -72,9 +86,7 @@ def drive(root: Path, *args: str, env: dict | None = None, process: bool = False
 
 
 def test_the_next_item_sees_only_what_keep_spares_in_a_reused_worktree(pooled, tmp_path):
-    first, second = new_item(pooled, "first"), new_item(pooled, "second")
-    done = drive(pooled, first)
-    assert done.returncode == 0, done.stdout + done.stderr
+    first, second = first_driven(pooled)
     (row,) = pool_rows(pooled)
     assert row["holder"] is None and row["state"] == "free"
     done = drive(pooled, second)
@@ -191,8 +203,7 @@ def test_a_worktree_whose_clean_fails_is_discarded_and_the_item_gets_another(poo
 
 
 def test_a_kept_folder_replaced_by_a_link_is_removed(pooled, tmp_path):
-    first, second = new_item(pooled, "first"), new_item(pooled, "second")
-    assert drive(pooled, first).returncode == 0
+    first, second = first_driven(pooled)
     (row,) = pool_rows(pooled)
     worktree = pooled / row["path"]
     outside = tmp_path / "outside"
@@ -411,8 +422,7 @@ def test_a_pool_under_two_a_job_is_warned_of_when_keep_alone_spares_a_build(pool
 
 
 def test_a_worktree_a_killed_drover_left_half_cleaned_is_discarded_by_the_next_drive(pooled, tmp_path):
-    first, second = new_item(pooled, "first"), new_item(pooled, "second")
-    assert drive(pooled, first).returncode == 0
+    first, second = first_driven(pooled)
     (row,) = pool_rows(pooled)
     killed = drive(pooled, second, env={"DROVER_FAILPOINT": "pool-cleaning"}, process=True)
     assert killed.returncode == -9
@@ -1102,8 +1112,7 @@ def test_a_link_in_place_of_a_free_pooled_worktree_never_leads_the_pool_into_ano
     repository's folder for it, which names it back, so the next taking found it fit, forced it
     onto the next item's branch and cleaned it, the operator's untracked notes gone, and the agent
     ran there. A link there is no pooled worktree: discarded as a link, the worktree it names whole."""
-    first, second = new_item(pooled, "first"), new_item(pooled, "second")
-    assert drive(pooled, first).returncode == 0
+    first, second = first_driven(pooled)
     (row,) = pool_rows(pooled)
     assert row["state"] == "free"
     mine = tmp_path / "mine"
