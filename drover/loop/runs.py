@@ -350,7 +350,7 @@ def _start(project: Project, ledger: Ledger, launch: Launch, cancel: threading.E
                                     shown_log=project.relpath(launch.log_path),
                                     timeout=launch.agent.timeout_seconds or None, cancel=cancel, progress=progress)
             except SetupFailed as exc:  # on record as the run that could not start, its log the setup's
-                from drover.loop.verify import mends_its_setup
+                from drover.loop.worktree_setup import mends_its_setup
 
                 if (launch.slot == "implement" and not isinstance(exc, SetupInterrupted)
                         and mends_its_setup(project, launch.item_id, launch.branch, head_start, launch.log_path, progress)):

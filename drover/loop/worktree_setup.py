@@ -7,15 +7,19 @@ worktree itself, so the agent's verify command tests the branch it is on.
 """
 from __future__ import annotations
 
+import os
 import sys
 import threading
 import time
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from drover import git
 from drover.git.files import open_regular
-from drover.errors import DroverError, one_line, printable, shortened
+from drover.errors import DroverError, escaped, one_line, printable, shortened
+
+if TYPE_CHECKING:
+    from drover.ledger.project import Project
 
 MARKER = "drover-setup-done"
 SAID_CHARS = 200  # of the set-up's last lines quoted in its failure's line
@@ -126,3 +130,38 @@ def _joined(said: list[str]) -> str:
 def to_stderr(line: str) -> None:
     """Progress where the caller gives no function of its own."""
     print(line, file=sys.stderr, flush=True)
+
+
+def mends_its_setup(project: Project, item_id: str, branch: str, head: str, log_path: Path,
+                    progress: Callable[[str], None] | None) -> bool:
+    """Whether an implementing run whose `[run] setup` failed starts without it, saying so: when its
+    branch changed what the set-up reads (a `[run] setup_inputs` file, or one its words name). The
+    branch broke it, drover's check sent that back as a round (verify.cannot_run), and the set-up would fail
+    before every later run (a new user on tkem/cachetools: a pooled worktree set up again after the
+    branch added a dependency no index has, and the item failed with its round unanswered)."""
+    config = project.config
+    changed = changed_names(project, f"{config.setup} {' '.join(config.setup_inputs)}", head) if head else []
+    if not changed:
+        return False
+    # each with its escapes written out: `drover run` prints the line as it comes, and a branch may
+    # be rendered from a title (a right-to-left override reordered the line: hostile review 46)
+    said = (f"[run] setup failed, and {escaped(branch)} changed {escaped(changed[0])}, which it reads: the "
+            "implementer starts without it, to mend the branch")
+    with open_regular(log_path, "ab") as log:
+        log.write(f"# {said}\n".encode())
+    (progress or to_stderr)(f"{item_id}: warning: {said}")
+    return True
+
+
+def changed_names(project: Project, command: str, head: str, *, base_head: str = "") -> list[str]:
+    """The files a word of `command` names that `head` changed against base, sorted."""
+    import shlex
+
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return []
+    named = {os.path.normpath(word) for word in words if not word.startswith("-") and "=" not in word}
+    named = {path for path in named if not os.path.isabs(path) and not path.startswith("..")}
+    changed = git.changed_paths(project.root, project.config.base, head, base_head=base_head)
+    return sorted(named.intersection(changed))
