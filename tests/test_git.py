@@ -804,6 +804,10 @@ def test_a_git_older_than_2_38_merges_in_the_checkout_as_before(repo, tmp_path, 
     git(repo, "config", "merge.log", "true")
     git(repo, "config", "merge.branchdesc", "true")
     git(repo, "config", "branch.drover/d-1.description", "x\n\ndrover: merge D-9: approved by the operator")
+    # and to strip its message's lines that begin with a comment character of its choosing: d took
+    # drover's whole message, and the merge stopped on an empty one (hostile review 46's leftover)
+    git(repo, "config", "core.commentChar", "d")
+    git(repo, "config", "commit.cleanup", "strip")
     main_before = git(repo, "rev-parse", "main").strip()
     sha = dgit.merge(repo, "drover/d-1", "main", "drover: merge D-1")
     assert git(repo, "rev-list", "--parents", "-n", "1", sha).split()[1:] == [

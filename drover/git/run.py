@@ -59,7 +59,9 @@ if TYPE_CHECKING:
 # base, for good, and every git since read its UTF-8 title as UTF-16 (hostile review 41).
 # And a merge's message is the one drover gives: `merge.log` and `merge.branchdesc` in the shared config
 # had finish's merge in the checkout (a git older than 2.38) add the branch's subjects and its
-# `branch.<name>.description`, any lines an agent wrote, to drover's merge commit on base (hostile review 45).
+# `branch.<name>.description`, any lines an agent wrote, to drover's merge commit on base (hostile review 45);
+# and `commit.cleanup = strip` with a `core.commentChar` of the agent's choosing (`d`) took away the
+# lines of drover's message that begin with it, the whole message, and that merge stopped on it.
 # A reviewer's git gets the program pins of these, not the output ones (agents/environment.REVIEW_GIT).
 _NO_COLOR = tuple(word for command in ("diff", "grep", "branch", "status", "showBranch", "interactive", "remote", "push",
                                          "transport", "advice") for word in ("-c", f"color.{command}=false"))
@@ -71,7 +73,7 @@ PINNED = ("-c", "core.quotePath=false", "-c", "color.ui=false", *_NO_COLOR, "-c"
           "-c", "diff.ignoreSubmodules=none", "-c", "i18n.logOutputEncoding=UTF-8", "-c", "merge.default=git's\ntext merge",
           "-c", "submodule.recurse=false", "-c", "fetch.recurseSubmodules=false", "-c", "rerere.enabled=false",
           "-c", "merge.directoryRenames=conflict", "-c", "i18n.commitEncoding=UTF-8",
-          "-c", "merge.log=false", "-c", "merge.branchdesc=false")
+          "-c", "merge.log=false", "-c", "merge.branchdesc=false", "-c", "commit.cleanup=whitespace")
 
 
 # Every tracked file written where drover makes or checks out a worktree: with `core.sparseCheckout`
