@@ -315,6 +315,24 @@ def test_a_stop_ends_the_items_in_flight_at_their_next_step(repo):
     assert not json.loads(drover(repo, "show", first, "--json").stdout)["done"]
 
 
+def test_a_stop_ends_a_rate_limit_wait_of_another_item(repo):
+    """auth = "stop" under --jobs 2 while the other item waits out a rate limit (ten minutes named):
+    the wait ends with the stop, where it ran its whole course and held the drive that long."""
+    first, second = project(repo, "First", "Second")
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}", "FAIL_RESET_IN": "600",
+           "FAIL_PLAN": f"{first}/implement=rate {second}/implement=auth_after_rate", "FAIL_AFTER_RATE": first}
+    proc = subprocess.Popen([str(BIN / "drover"), "drive", "--json", "--jobs", "2"], cwd=repo, env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        out, progress = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    assert proc.returncode == 1, progress
+    results = {row["id"]: row for row in json.loads(out)["items"]}
+    assert results[second]["failures"][0]["class"] == "auth"
+    [waited] = results[first]["failures"]
+    assert waited["class"] == "rate_limited" and waited["action"].endswith("the drive is ending"), results
+
 def test_a_stop_leaves_an_approved_item_in_flight_approved_and_unmerged(repo):
     """The stop comes while the first item's review runs: its approval stands, and nothing merges."""
     first, second = project(repo, "First", "Second")

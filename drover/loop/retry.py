@@ -9,6 +9,7 @@ was done about it for the progress lines, the summary and `drive --json`.
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any, Callable
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
     from drover.ledger.db import Ledger
     from drover.loop.runs import RunResult
 
+STOP_HEARD_EVERY = 0.5  # seconds: how soon a wait hears another item's stop (a Ctrl-C it hears at once)
 VERDICT_STANDS = "its verdict stands: not run again"  # a failed review that recorded its verdict first
 # The longest wait drover counts: drover.toml takes any number of hours, and a wait_max or
 # wait_default past what a datetime or a thread's wait holds (about 292 years) was an OverflowError
@@ -169,7 +171,7 @@ class Retries:
             if action.policy == "wait":
                 tried.waits += 1
                 seconds = (action.until - datetime.now(timezone.utc)).total_seconds() if action.until else 0
-                if seconds > 0 and self.cancel.wait(seconds):
+                if seconds > 0 and self._wait(seconds):
                     # interrupted while waiting: the drive ends as Ctrl-C says, and the record says
                     # the wait was cut short, not that the item went on waiting
                     tried.failures[-1]["action"] = f"{action.note}, cut short: the drive is ending"
@@ -188,6 +190,16 @@ class Retries:
             else:
                 self.park(ledger, item_id, f"{failure.said} ({action.note})")
             return result
+
+    def _wait(self, seconds: float) -> bool:
+        """Sleep `seconds`, or less: True when the drive is ending meanwhile, by Ctrl-C or SIGTERM
+        (`cancel`) or by another item's `stop` policy, which ended a wait of hours no sooner than
+        its course (a refused key under --jobs 2 beside a rate limit's wait: the drive held for it)."""
+        deadline = time.monotonic() + seconds
+        while (left := deadline - time.monotonic()) > 0:
+            if self.cancel.wait(min(left, STOP_HEARD_EVERY)) or self.stopped.is_set():
+                return True
+        return self.cancel.is_set() or self.stopped.is_set()
 
     def park(self, ledger: "Ledger", item_id: str, why: str) -> None:
         """Park the item, unless something parked it already (a capped round, the budgets): that reason stands."""

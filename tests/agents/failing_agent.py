@@ -13,6 +13,7 @@ item's slot takes the n-th entry for it, and `ok` once the entries run out. Mode
   (only the timeout ends it); escape: a reason full of terminal escapes;
 - after_auth: wait until a run of item FAIL_AFTER has the failure class auth on record, then ok;
 - auth_after_review: wait until item FAIL_AFTER_REVIEW has a review run, then auth;
+- auth_after_rate: wait until a run of item FAIL_AFTER_RATE has the failure class rate_limited, then auth;
 - lines: print the line FAIL_LINE (a hostile agent's, the classifier's to read), then exit 1;
 - changes_crash / approve_crash (review): record a request for changes / an approving audit, then
   fall over as crash does (a CLI that exits 1 past its turns, its verdict already given).
@@ -47,6 +48,16 @@ if mode == "auth_after_review":
         other = json.loads(subprocess.run(["drover", "show", os.environ["FAIL_AFTER_REVIEW"], "--json"],
                                           capture_output=True, text=True, check=True).stdout)
         if any(run["slot"] == "review" for run in other["runs"]):
+            break
+        time.sleep(0.1)
+    mode = "auth"
+
+if mode == "auth_after_rate":  # a refused key once item FAIL_AFTER_RATE waits out a rate limit
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        other = json.loads(subprocess.run(["drover", "show", os.environ["FAIL_AFTER_RATE"], "--json"],
+                                          capture_output=True, text=True, check=True).stdout)
+        if any(run.get("failure") == "rate_limited" for run in other["runs"]):
             break
         time.sleep(0.1)
     mode = "auth"
