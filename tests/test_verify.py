@@ -912,20 +912,22 @@ def test_a_setup_the_branch_broke_through_a_file_no_word_names_gets_a_round(proj
     assert len(of_base) == 1 and of_base[0]["exit_status"] == 0, of_base
 
 
-def test_an_implementer_whose_branch_broke_its_pooled_setup_starts_without_it_and_mends_it(project):
+@pytest.mark.parametrize("broken", ["BROKEN", "MY BROKEN"])
+def test_an_implementer_whose_branch_broke_its_pooled_setup_starts_without_it_and_mends_it(project, broken):
     """A pooled worktree sets up again when the branch changed a `[run] setup_inputs` file: a branch
     that broke its set-up (a dependency no index has) was sent back by the check's failed set-up,
     then its implementer's set-up failed the same way before the agent started, the item failed
-    with the round unanswered, and every later run would too (a new user on tkem/cachetools)."""
-    (project / "setup.sh").write_text('test ! -e BROKEN || { echo "BROKEN breaks the set-up"; exit 1; }\n')
+    with the round unanswered, and every later run would too (a new user on tkem/cachetools). An
+    input whose name holds a space counts as one file, not two words."""
+    (project / "setup.sh").write_text(f'test ! -e "{broken}" || {{ echo "{broken} breaks the set-up"; exit 1; }}\n')
     config = project / "drover.toml"
     text = config.read_text().replace('setup = ""', 'setup = "sh setup.sh"', 1).replace("pool = 0", "pool = 4", 1)
-    config.write_text(text.replace("setup_inputs = []", 'setup_inputs = ["BROKEN"]', 1))
+    config.write_text(text.replace("setup_inputs = []", f'setup_inputs = ["{broken}"]', 1))
     git(project, "add", "setup.sh")
     git(project, "commit", "-q", "-am", "a pooled set-up that the branch's BROKEN breaks")
-    done = drover(project, "drive", "D-1")
+    done = drover(project, "drive", "D-1", env={"BROKEN_FILE": broken})
     assert done.returncode == 0, done.stdout + done.stderr
-    said = ("D-1: warning: [run] setup failed, and drover/d-1 changed BROKEN, which it reads: the implementer "
+    said = (f"D-1: warning: [run] setup failed, and drover/d-1 changed {broken}, which it reads: the implementer "
             "starts without it, to mend the branch")
     assert said in done.stdout + done.stderr and "D-1: approved" in done.stdout, done.stdout + done.stderr
     implement = [run for run in ledger_rows(project, "runs", order="rowid") if run["slot"] == "implement"]

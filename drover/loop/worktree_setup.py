@@ -139,8 +139,11 @@ def mends_its_setup(project: Project, item_id: str, branch: str, head: str, log_
     branch broke it, drover's check sent that back as a round (verify.cannot_run), and the set-up would fail
     before every later run (a new user on tkem/cachetools: a pooled worktree set up again after the
     branch added a dependency no index has, and the item failed with its round unanswered)."""
+    import shlex
+
     config = project.config
-    changed = changed_names(project, f"{config.setup} {' '.join(config.setup_inputs)}", head) if head else []
+    read = f"{config.setup} {' '.join(map(shlex.quote, config.setup_inputs))}"  # an input's name may hold a space
+    changed = changed_names(project, read, head) if head else []
     if not changed:
         return False
     # each with its escapes written out: `drover run` prints the line as it comes, and a branch may

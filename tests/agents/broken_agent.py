@@ -2,7 +2,8 @@
 """A scripted agent for tests/test_verify.py: its first implementing pass commits a file BROKEN
 (the project's `make test` fails while it exists), its second removes it; its review approves.
 
-BROKEN_MODE=stubborn keeps BROKEN on every pass; BROKEN_MODE=stuck commits nothing after its first. Each prompt is kept in $AGENT_PROMPTS as
+BROKEN_MODE=stubborn keeps BROKEN on every pass; BROKEN_MODE=stuck commits nothing after its first;
+BROKEN_FILE names the file in BROKEN's place. Each prompt is kept in $AGENT_PROMPTS as
 <slot>-<n>.md, so a test can read what the agent was told.
 """
 import os
@@ -16,6 +17,7 @@ from passes import pass_number  # noqa: E402 - beside this file
 prompt = sys.stdin.read()
 item, slot = os.environ["DROVER_ITEM"], os.environ["DROVER_SLOT"]
 passes = pass_number()
+broken = os.environ.get("BROKEN_FILE", "BROKEN")
 kept = os.environ.get("AGENT_PROMPTS")
 if kept:
     Path(kept, f"{slot}-{passes}.md").write_text(prompt)
@@ -31,10 +33,10 @@ elif slot == "implement":
     Path("work.txt").open("a").write(f"pass {passes}\n")
     git("add", "work.txt")
     if passes == 1 or os.environ.get("BROKEN_MODE") == "stubborn":
-        Path("BROKEN").write_text(f"pass {passes} left this\n")
-        git("add", "BROKEN")
-    elif Path("BROKEN").exists():
-        git("rm", "-q", "BROKEN")
+        Path(broken).write_text(f"pass {passes} left this\n")
+        git("add", broken)
+    elif Path(broken).exists():
+        git("rm", "-q", broken)
     git("commit", "-q", "-m", f"{item}: pass {passes}")
     print(f"broken agent: pass {passes} committed")
 elif slot == "review":
