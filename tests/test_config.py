@@ -218,6 +218,9 @@ def test_durations(text, seconds):
     # gh's --repo would take a URL, but the sub-issues' API path and the search's `repo:` do not: reads failed
     ("[tracker]\nrepo = \"https://github.com/acme/widgets\"\n", "drover.toml: [tracker] repo: expected owner/name "
      "such as acme/widgets (or \"\": gh infers it), not 'https://github.com/acme/widgets' (line 2)"),
+    ("[tracker]\nfollow_up_label = \"\"\n", "drover.toml: [tracker] follow_up_label: expected one label, not '' (line 2)"),
+    ("[tracker]\nfollow_up_label = \"later,maybe\"\n",
+     "drover.toml: [tracker] follow_up_label: expected one label, not 'later,maybe' (line 2)"),
     ("[tracker]\nrepo = \"acme\"\n",
      "drover.toml: [tracker] repo: expected owner/name such as acme/widgets (or \"\": gh infers it), not 'acme' (line 2)"),
     ("[tracker]\nrepo = \"acme/widgets \"\n", "drover.toml: [tracker] repo: expected owner/name such as "

@@ -137,6 +137,14 @@ def check_repo(value: str) -> str:
     return f"owner/name such as acme/widgets (or \"\": gh infers it), not {value!r}"
 
 
+def check_label(value: str) -> str:
+    """[tracker] follow_up_label: one label. An empty one made `gh issue list --label ""` list every
+    open issue as a follow-up, and gh splits a comma's two sides into two labels."""
+    if value.strip() and "," not in value:
+        return ""
+    return f"one label, not {value!r}"
+
+
 def as_seconds(value: Any) -> Any:
     """`timeout = 45` is seconds, as the documentation says."""
     return f"{value}s" if isinstance(value, int) and not isinstance(value, bool) else value

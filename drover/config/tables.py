@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Any, NamedTuple
 
-from drover.config.keys import (Live, at_least_one, as_seconds, check_duration, check_repo, key, keyed, parse_duration,
+from drover.config.keys import (Live, at_least_one, as_seconds, check_duration, check_label, check_repo, key, keyed, parse_duration,
                                 table_of_strings)
 from drover.vocabulary import GUIDANCE_LEVELS, ISSUE_AUTHORS, RETRY_POLICIES
 
@@ -74,7 +74,8 @@ class TrackerConfig(NamedTuple):
     backend: str = key("tracker", "none", "where issues live", choices=Live(_backends))
     repo: str = key("tracker", "", "owner/name for github; \"\" lets gh read issues from this checkout's remote, "
                                    "and finish then closes and comments on none", check=check_repo)
-    follow_up_label: str = key("tracker", "follow-up", "the label that marks follow-up issues (github)")
+    follow_up_label: str = key("tracker", "follow-up", "the label that marks follow-up issues (github)",
+                               check=check_label)
     register: str = key("tracker", "follow-ups.md", "the follow-up register file (backend file)")
     authors: str = key("tracker", "members", "whose issues an `Owner:` line puts in a prompt with their text (github): "
                        "members (the repository's owner, members, collaborators) or anyone", choices=ISSUE_AUTHORS)
