@@ -111,7 +111,7 @@ def build(project: Project, ledger: Ledger, item_id: str, slot: str, *, guidance
         from drover.trackers import open_tracker
 
         tracker = open_tracker(project.config.tracker, project.root)
-    values.update(_follow_ups(project, item, dep_entries, tracker))
+    values.update(_follow_ups(item, dep_entries, tracker))
     implementing = [run for run in runs if run.slot == "implement"]
     last = implementing[-1] if implementing else None
     if slot == "implement":
@@ -229,7 +229,7 @@ def destinations(item_id: str, tracker: Any = None) -> tuple[Destination, ...]:
     return tuple(rows)
 
 
-def _follow_ups(project: Project, item: Item, dep_entries: dict[str, Any], tracker: Tracker) -> dict[str, Any]:
+def _follow_ups(item: Item, dep_entries: dict[str, Any], tracker: Tracker) -> dict[str, Any]:
     """FollowUps and Owned for this item and its direct deps (one hop), through the tracker."""
     from drover.trackers import TrackerUnavailable
 
