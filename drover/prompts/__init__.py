@@ -6,10 +6,12 @@
 - overrides.py: override files, staleness, resolution of a slot's source
 - quoting.py: the filters that quote text others wrote (`oneline`, `fenced`)
 - fieldcheck.py: the static field check
-- render.py: rendering a slot, the branch template, guidance diff
+- rendering.py: rendering a slot, the branch template, guidance diff
 - check.py: `drover check` for templates, the `--diff` views, `schema --prompts`
 - history.py: the shipped history of every default (`python -m drover.prompts.history --record`)
-- update.py: `drover override` and the three-way merge of `--update`
+- update.py: `drover override` and `--update`, through merge.py's line-wise three-way merge
+- resources.py: where the shipped templates and help pages are
+- fields.py, data.py: the template data (`TemplateData`, its rows, the field schema) and its builder
 """
 from __future__ import annotations
 
