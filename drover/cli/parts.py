@@ -69,12 +69,8 @@ def opened(operator: str = "") -> Iterator[tuple[Project, Ledger]]:
     `operator` names a command only the operator gives (acting.require_operator): refused
     inside a run before the command does anything."""
     from drover.ledger.db import Ledger
-    from drover.ledger.project import open_project
 
-    ctx = click.get_current_context(silent=True)
-    project = ctx.meta.get(PROJECT_KEY) if ctx is not None else None
-    if project is None:
-        project = open_project()
+    project = _project(click.get_current_context(silent=True))
     ledger = Ledger(project.ledger_path)
     try:
         if operator:
@@ -138,20 +134,25 @@ def echo_outcome(outcome: Any) -> None:
 # --- item ids --------------------------------------------------------------------------------
 
 
-def _prefix(ctx: click.Context | None) -> str | None:
-    """The project's id prefix, or None outside a project (the command then says what is wrong).
-    The project opened here is kept in the context's meta, where the command's `opened()` takes it."""
-    from drover.errors import DroverError
+def _project(ctx: click.Context | None) -> Project:
+    """The project the item-id parameter kept in the context's meta, else the one found now."""
     from drover.ledger.project import open_project
 
     project = ctx.meta.get(PROJECT_KEY) if ctx is not None else None
-    if project is None:
-        try:
-            project = open_project()
-        except DroverError:
-            return None
-        if ctx is not None:
-            ctx.meta[PROJECT_KEY] = project
+    return project if project is not None else open_project()
+
+
+def _prefix(ctx: click.Context | None) -> str | None:
+    """The project's id prefix, or None outside a project (the command then says what is wrong).
+    The project is kept in the context's meta, where the command's `opened()` takes it."""
+    from drover.errors import DroverError
+
+    try:
+        project = _project(ctx)
+    except DroverError:
+        return None
+    if ctx is not None:
+        ctx.meta[PROJECT_KEY] = project
     return project.config.prefix
 
 
@@ -181,10 +182,9 @@ class ItemId(_ParamType):
 
         from drover.errors import DroverError
         from drover.items.ids import existing_ids
-        from drover.ledger.project import open_project
 
         try:
-            project = open_project()
+            project = _project(ctx)
         except DroverError:
             return []
         ids = existing_ids(project.items_dir, project.config.prefix)
