@@ -228,7 +228,7 @@ def drive(item_ids: tuple[str, ...], jobs: int, finish_items: bool, executor: st
     """Implement and review ready items (or the ids given) until approved, parked or failed."""
     from drover.cli.views import drive_summary
     from drover.loop.drive import DriveInterrupted, drive as run_drive, exit_status
-    from drover.errors import Refused, printable
+    from drover.errors import Refused
     from drover.ledger.connection import now
     from pathlib import Path
 
