@@ -33,7 +33,7 @@ def prompt(item_id: str, slot: str | None, guidance: str | None, diff_guidance: 
 def show_prompt(item_id: str, slot: str | None, *, guidance: str | None = None, explicit: str | None = None,
                 diff_guidance: bool = False, as_json: bool = False) -> None:
     """Render one item's prompt and print it (or, with diff_guidance, what lean drops); slot None:
-    the slot the item is at (status.slot_at)."""
+    the slot the item is at (state.slot_at)."""
     from drover import prompts as templates
     from drover.prompts import data
 
