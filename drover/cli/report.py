@@ -110,8 +110,8 @@ def drive_ended(project: "Project", since: str, report_file: Path | None, say: C
     from drover.ledger.db import Ledger
     from drover.ledger.report import as_json as report_json
 
-    notify = getattr(project.config, "notify", None)
-    command = notify.command.strip() if notify is not None else ""
+    notify = project.config.notify
+    command = notify.command.strip()
     if report_file is None and not command:
         return
     try:
@@ -129,7 +129,7 @@ def drive_ended(project: "Project", since: str, report_file: Path | None, say: C
                 say(f"drover: warning: {said}")
         except DroverError as exc:
             say(f"drover: warning: the report was not written to {report_file}: {exc.message}")
-    if command and notify is not None:
+    if command:
         from drover.loop.notify import run_notify
 
         warning = run_notify(command, notify.timeout_seconds, json.dumps(report_json(made), indent=2),
