@@ -44,9 +44,8 @@ def report(since: str | None, as_json: bool, html_file: Path | None) -> None:
     if as_json:
         echo_json(report_json(made))
     elif html_file is not None:
-        write_page(made, html_file, project.state_dir)
+        said = write_page(made, html_file, project)
         click.echo(f"report written to {html_file}")
-        said = blocks_finish(project, html_file)
         if said:
             click.echo(f"drover: warning: {said}", err=True)
     else:
@@ -61,12 +60,14 @@ def report_for(project: "Project", ledger: "Ledger", since: str | None,
     return build_report(project, ledger, since=since, rates=project.config.budget.rate_card, also=also)
 
 
-def write_page(made: "Report", path: Path, state_dir: Path) -> None:
-    """The HTML page, written whole or not at all, never in drover's state folder (parts.write_output)."""
+def write_page(made: "Report", path: Path, project: "Project") -> str:
+    """The HTML page, written whole or not at all, never in drover's state folder (parts.write_output);
+    returns why the page stops the next merge ("" when it does not: blocks_finish)."""
     from drover.cli.parts import write_output
     from drover.cli.report_html import page
 
-    write_output(path, page(made), "report.html", state_dir)
+    write_output(path, page(made), "report.html", project.state_dir)
+    return blocks_finish(project, path)
 
 
 def blocks_finish(project: "Project", path: Path) -> str:
@@ -122,9 +123,8 @@ def drive_ended(project: "Project", since: str, report_file: Path | None, say: C
         return
     if report_file is not None:
         try:
-            write_page(made, report_file, project.state_dir)
+            said = write_page(made, report_file, project)
             say(f"report written to {report_file}")
-            said = blocks_finish(project, report_file)
             if said:
                 say(f"drover: warning: {said}")
         except DroverError as exc:
