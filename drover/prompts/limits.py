@@ -43,9 +43,9 @@ class LimitExceeded(Exception):
     """A render went over a limit; the renderer turns it into a TemplateError."""
 
 
-def start(seconds: float | None = None) -> None:
+def start() -> None:
     """Open the deadline for a render on this thread."""
-    _state.deadline = time.monotonic() + (RENDER_SECONDS if seconds is None else seconds)
+    _state.deadline = time.monotonic() + RENDER_SECONDS
     _state.steps = 0
 
 
