@@ -254,12 +254,10 @@ def classify(*, outcome: str, exit_code: int | None, stalled: str = "", reason: 
     return Failure("crashed", clean(f"{ending}: {last}" if last else ending))
 
 
-def classify_run(run_dir: Path, *, outcome: str, exit_code: int | None, reason: str = "",
-                 now: datetime | None = None) -> Failure | None:
+def classify_run(run_dir: Path, *, outcome: str, exit_code: int | None, reason: str = "") -> Failure | None:
     """`classify` over a finished run's folder: agent.jsonl (the stream; else the log, where a
     command that prints a CLI's events leaves them) and agent.log's tail."""
     stalled = reason if reason.startswith(STALLED_PREFIX) else ""
     log = tail(run_dir / "agent.log", 16 * 1024)
     jsonl = tail(run_dir / "agent.jsonl") if (run_dir / "agent.jsonl").exists() else log
-    return classify(outcome=outcome, exit_code=exit_code, stalled=stalled, reason=reason, jsonl=jsonl, log=log,
-                    now=now)
+    return classify(outcome=outcome, exit_code=exit_code, stalled=stalled, reason=reason, jsonl=jsonl, log=log)

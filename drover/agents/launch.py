@@ -131,10 +131,10 @@ def _columns(screen: TextIO) -> int:
         return 80
 
 
-def say_above_status(say: Callable[[str], None], screen: TextIO | None = None) -> Callable[[str], None]:
+def say_above_status(say: Callable[[str], None]) -> Callable[[str], None]:
     """`say`, its lines put above the status block (drive's progress on a terminal)."""
     def said(line: str) -> None:
-        STATUS.around(lambda: say(line), screen if screen is not None else sys.stdout)
+        STATUS.around(lambda: say(line), sys.stdout)
     return said
 
 

@@ -74,10 +74,10 @@ def _most(seen: int | None, reported: int | None) -> int | None:
     return reported if seen is None else max(seen, reported)
 
 
-def _clip(text: str, limit: int = OUTPUT_LINES) -> list[str]:
+def _clip(text: str) -> list[str]:
     lines = text.rstrip("\n").splitlines()
-    if len(lines) > limit:
-        lines = lines[:limit] + [f"... ({len(lines) - limit} more lines)"]
+    if len(lines) > OUTPUT_LINES:
+        lines = lines[:OUTPUT_LINES] + [f"... ({len(lines) - OUTPUT_LINES} more lines)"]
     return lines
 
 

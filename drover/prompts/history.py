@@ -40,16 +40,16 @@ def current_defaults() -> dict[str, tuple[str, str]]:
     return defaults
 
 
-def missing_history(path: Path | None = None) -> list[str]:
+def missing_history() -> list[str]:
     """Today's defaults the history file does not hold, as 'slot/block hash'."""
-    history = load_history(path)
+    history = load_history()
     return [f"{key} {digest}" for key, (digest, _) in current_defaults().items() if digest not in history.get(key, {})]
 
 
-def history_problems(path: Path | None = None) -> list[str]:
+def history_problems() -> list[str]:
     """Entries whose text is missing or does not hash to its key (the merge would trust them)."""
     problems = []
-    for key, texts in load_history(path).items():
+    for key, texts in load_history().items():
         for digest, text in texts.items():
             if not isinstance(text, str) or not text.strip():
                 problems.append(f"{key} {digest}: no text")
