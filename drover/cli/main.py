@@ -60,11 +60,11 @@ class DroverGroup(click.Group):
         """click's lookup, and for a name that is no command the nearest one, as click's options do."""
         name = click.utils.make_str(args[0]) if args else ""
         if args and self.get_command(ctx, name) is None and not name.startswith("-"):
-            from difflib import get_close_matches
+            from drover.errors import did_you_mean
 
-            near = get_close_matches(name, self.list_commands(ctx), n=1)
+            near = did_you_mean(name, self.list_commands(ctx))
             if near:
-                raise click.UsageError(f"No such command '{name}'. Did you mean '{near[0]}'?", ctx)
+                raise click.UsageError(f"No such command '{name}'. Did you mean '{near}'?", ctx)
         return super().resolve_command(ctx, args)
 
     def main(self, args: Any = None, prog_name: str | None = None, complete_var: str | None = None,

@@ -23,7 +23,7 @@ def init() -> None:
 @click.pass_context
 def help_command(ctx: click.Context, topic: str | None) -> None:
     """Print a reference page (configuration, items, templates, ...) or a command's help."""
-    from drover.errors import UsageError
+    from drover.errors import UsageError, did_you_mean
     from drover.prompts.resources import HELP_TOPICS, help_page
 
     if not topic:
@@ -42,11 +42,8 @@ def help_command(ctx: click.Context, topic: str | None) -> None:
         with click.Context(command, info_name=topic, parent=root) as sub:
             click.echo(command.get_help(sub))
         return
-    import difflib
-
-    choices = [*HELP_TOPICS, *root.command.list_commands(root)]
-    close = difflib.get_close_matches(topic, choices, n=1)
-    hint = f" (did you mean {close[0]}?)" if close else f" (topics: {', '.join(HELP_TOPICS)})"
+    close = did_you_mean(topic, [*HELP_TOPICS, *root.command.list_commands(root)])
+    hint = f" (did you mean {close}?)" if close else f" (topics: {', '.join(HELP_TOPICS)})"
     raise UsageError(f"no help topic {topic!r}{hint}")
 
 
