@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from drover.errors import Refused, TemplateError, UsageError
 from drover.items.file import write_atomic
 from drover.ledger.project import Project
-from drover.vocabulary import SLOTS
+from drover.vocabulary import CONFIG_FILE, SLOTS
 from drover.prompts.check import StaleBlock, stale_overrides
 from drover.prompts.env import base_hash, builtin_blocks, check_slot, find_blocks, nearest, normalise
 from drover.prompts.merge import conflict_lines, merge3
@@ -88,8 +88,8 @@ def start_override(project: Project, slot: str, block: str, *, file: str | None 
     write_atomic(path, existing.rstrip("\n") + ("\n" if existing.strip() else "") + separator + text)
     said.append(f"wrote {kind} {slot}/{block} to {written}")
     if not configured:
-        _add_prompts_key(project.root / "drover.toml", slot, written)
-        said.append(f'added [prompts] {slot} = "{written}" to drover.toml')
+        _add_prompts_key(project.root / CONFIG_FILE, slot, written)
+        said.append(f'added [prompts] {slot} = "{written}" to {CONFIG_FILE}')
     return said
 
 
