@@ -40,7 +40,7 @@ def provenance_report(provenance: Any) -> dict[str, Any]:
 def prompt_report(item_id: str, slot: str, rendered: Any) -> dict[str, Any]:
     """`prompt --json`: the text, where it came from, and its size in (estimated) tokens."""
     return {"id": item_id, "slot": slot, "text": rendered.text, "template": provenance_report(rendered.provenance),
-            "tokens": (len(rendered.text) + 3) // 4, "warnings": list(rendered.warnings)}
+            "tokens": rendered.tokens, "warnings": list(rendered.warnings)}
 
 
 def launch_report(launch: Any, cwd: str, setup: str) -> dict[str, Any]:

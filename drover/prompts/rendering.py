@@ -45,12 +45,21 @@ class Provenance(NamedTuple):
     prompt_sha256: str
 
 
+def estimated_tokens(text: str) -> int:
+    """A text's size in tokens as drover estimates it: 4 characters a token, rounded up."""
+    return (len(text) + 3) // 4
+
+
 class Rendered(NamedTuple):
     """A rendered prompt, its provenance, and the warnings a launch prints."""
 
     text: str
     provenance: Provenance
     warnings: tuple[str, ...] = ()
+
+    @property
+    def tokens(self) -> int:
+        return estimated_tokens(self.text)
 
 
 class Prepared(NamedTuple):
@@ -235,7 +244,7 @@ def branch_source(root: Path, explicit: str, configured: str) -> tuple[str, str,
 
 
 def guidance_diff(slot: str, data: TemplateData, *, root: Path, config: Config) -> list[tuple[str, int]]:
-    """The lines the lean prompt drops, each with an approximate token count (characters / 4)."""
+    """The lines the lean prompt drops, each with its estimated tokens."""
     import difflib  # here: a prompt never diffs
     lean = render(slot, data._replace(Guidance="lean"), root=root, config=config).text.splitlines()
     detailed = render(slot, data._replace(Guidance="detailed"), root=root, config=config).text.splitlines()
@@ -243,4 +252,4 @@ def guidance_diff(slot: str, data: TemplateData, *, root: Path, config: Config) 
     for op, _, _, j1, j2 in difflib.SequenceMatcher(None, lean, detailed, autojunk=False).get_opcodes():
         if op in ("insert", "replace"):
             dropped.extend(line for line in detailed[j1:j2] if line.strip())
-    return [(line, (len(line) + 3) // 4) for line in dropped]
+    return [(line, estimated_tokens(line)) for line in dropped]
