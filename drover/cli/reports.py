@@ -1,5 +1,5 @@
 """The JSON each reporting command prints with --json: one documented shape per command
-(docs/commands.md), built here from what the core returns, so cli.py only prints it."""
+(docs/commands.md), built here from what the core returns, so the command only prints it."""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
