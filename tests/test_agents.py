@@ -17,7 +17,8 @@ import pytest
 
 from drover.agents import launch as agents, presets
 from drover.agents.environment import agent_env, drover_bin_dir
-from drover.agents.launch import launch, pid_alive
+from drover.agents.launch import launch
+from drover.agents.procs import pid_alive
 from drover.agents.presets import PRESETS, PROMPT_FILE, agent_argv, binary_missing
 from drover.config import AgentConfig
 from drover.errors import ConfigError

@@ -153,7 +153,7 @@ def test_the_ids_a_cache_met_before_0011_stay_taken(tmp_path):
 
 def test_a_reused_pid_is_not_a_live_run():
 
-    from drover.agents.launch import process_start, run_alive
+    from drover.agents.procs import process_start, run_alive
     from drover.ledger.rows import Run
 
     me = Run(id="r", item="D-1", slot="implement", agent="a", pid=os.getpid(), pid_start=process_start(os.getpid()))

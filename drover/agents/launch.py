@@ -18,10 +18,8 @@ from drover.agents.failures import STALLED_PREFIX
 from drover.errors import is_terminal, printable
 from drover.agents.presets import PROMPT_TEXT
 from drover.agents.usage import StreamReader, Usage
-# pid_alive, process_start and run_alive are read through this module too (runs.py, state.py, tests)
 from drover.agents.locks import launching
 from drover.agents.procs import end_run_processes
-from drover.agents.procs import pid_alive as pid_alive, process_start as process_start, run_alive as run_alive
 
 PROMPT_VIAS = ("stdin", "file", "arg")
 GRACE_SECONDS = 5.0
