@@ -1,4 +1,5 @@
-"""Agent presets, argv, environment, and launching an agent in its own process group."""
+"""Launching an agent in its own process group, with its logs, timeouts and signs of life (its argv
+from presets.py, its environment from environment.py)."""
 from __future__ import annotations
 
 import errno
