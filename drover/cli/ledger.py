@@ -1,4 +1,4 @@
-"""`drover ledger export` and `drover ledger import`: the click commands over ledger_io."""
+"""`drover ledger export` and `drover ledger import`: the click commands over drover/ledger/jsonl.py."""
 from __future__ import annotations
 
 import sys
