@@ -22,7 +22,8 @@ from drover.items.sections import (
     CHANGES_HEADING as CHANGES_HEADING, CLEARED_MARKER as CLEARED_MARKER, REQUIREMENTS_HEADING as REQUIREMENTS_HEADING,
     REQUIREMENTS_PLACEHOLDER as REQUIREMENTS_PLACEHOLDER, as_findings as as_findings, changes_of as changes_of,
     cleared_block as cleared_block, count_findings as count_findings, demote_headings as demote_headings,
-    headline as headline, is_cleared as is_cleared, needs_requirements as needs_requirements,
+    headline as headline, is_cleared as is_cleared, is_outstanding as is_outstanding,
+    needs_requirements as needs_requirements,
     requirements_lack as requirements_lack,
     replace_section as replace_section, section_span as section_span,
 )
@@ -126,7 +127,7 @@ class Item:
     @property
     def outstanding(self) -> bool:
         """The Changes section holds findings nobody has discharged."""
-        return bool(self.changes.strip()) and not self.cleared
+        return is_outstanding(self.changes)
 
     @property
     def needs_requirements(self) -> bool:

@@ -91,9 +91,8 @@ def fields(path: str, name: str, prefix: str, data: bytes | None = None,
         item_id, title, kind, deps, meta, changes, placeholder = itemfile.read_summary(path, name, prefix, data, known)
     except Unreadable as exc:
         return Fields(name[:-3] or name, unreadable=exc.wording, detail=exc.detail, line=exc.line)
-    cleared = itemfile.is_cleared(changes)
-    return Fields(item_id, title, kind, deps, _meta_json(meta), outstanding=bool(changes.strip()) and not cleared,
-                  cleared=cleared, placeholder=placeholder, exact=plain_data(meta))
+    return Fields(item_id, title, kind, deps, _meta_json(meta), outstanding=itemfile.is_outstanding(changes),
+                  cleared=itemfile.is_cleared(changes), placeholder=placeholder, exact=plain_data(meta))
 
 
 _JSON_SCALARS = (str, int, float, bool, type(None))
@@ -149,8 +148,7 @@ def parse_one(within: str, job: Job, prefix: str, at: int | None = None) -> Outc
         body = text[offset:]
         if body and not body.isspace():
             changes = itemfile.changes_of(text, offset)
-            cleared = itemfile.is_cleared(changes)
-            return BodyRead(found, front, bool(changes.strip()) and not cleared, cleared,
+            return BodyRead(found, front, itemfile.is_outstanding(changes), itemfile.is_cleared(changes),
                             itemfile.needs_requirements(text, offset))
     return Parsed(fields(within + job.name, job.name, prefix, data, (text, split)), found, front)
 

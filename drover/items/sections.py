@@ -239,6 +239,11 @@ def is_cleared(changes: str) -> bool:
     return changes.strip().startswith(CLEARED_MARKER)
 
 
+def is_outstanding(changes: str) -> bool:
+    """The Changes section `changes` holds findings nobody has discharged."""
+    return bool(changes.strip()) and not is_cleared(changes)
+
+
 def headline(findings: str) -> str:
     """The first non-empty line, its heading hashes and list marker (`- `, `* `, `1. `) removed, cut
     at HEADLINE_CHARS: a round's name in `show`, the ledger and the prompts, where the findings
