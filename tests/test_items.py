@@ -201,6 +201,13 @@ def test_a_file_whose_name_is_not_an_id():
     assert problem.wording == NOT_AN_ID
 
 
+def test_an_id_that_ends_in_a_line_break_is_not_an_id():
+    # a file named `D-5\n.md` whose id is "D-5\n" read as the item D-5\n, which wrote a line of its own into `list`
+    problem = unreadable(GOOD.replace("id: D-4", 'id: "D-5\\n"'), name="D-5\n")
+    assert problem.wording == NOT_AN_ID
+    assert itemfile.id_number("D-5\n", "D") is None
+
+
 def test_a_dep_that_is_not_an_id_leaves_the_item_readable_but_names_the_dep():
     item = parse(GOOD.replace("deps: [D-1, D-2]", "deps: [D-1, the-lexer, 7]"))
     assert item.bad_deps == ("the-lexer", "7")

@@ -57,7 +57,8 @@ def origin_of(meta: dict[str, Any]) -> int | None:
 
 
 def id_pattern(prefix: str) -> re.Pattern[str]:
-    return re.compile(rf"^{re.escape(prefix)}-([1-9][0-9]*)$")
+    # \Z, not $: $ also matches before a final line break, and "D-1\n" is no id
+    return re.compile(rf"^{re.escape(prefix)}-([1-9][0-9]*)\Z")
 
 
 def id_number(item_id: str, prefix: str) -> int | None:
