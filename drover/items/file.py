@@ -16,8 +16,9 @@ from drover.git.files import read_regular
 from drover.items.frontmatter_rules import TRUE_WORDS, FrontmatterError, issue_number, key_line
 from drover.items.sections import GUARANTEES_HEADING, PROVENANCE_PREFIX, section_text
 
-# Named as items.file's by their callers: the frontmatter's split and the body's section API.
+# Named as items.file's by their callers: the frontmatter's split, ids and the body's section API.
 from drover.items.frontmatter_rules import split_frontmatter as split_frontmatter
+from drover.items.ids import id_number as id_number, id_pattern as id_pattern
 from drover.items.sections import (
     CHANGES_HEADING as CHANGES_HEADING, CLEARED_MARKER as CLEARED_MARKER, REQUIREMENTS_HEADING as REQUIREMENTS_HEADING,
     REQUIREMENTS_PLACEHOLDER as REQUIREMENTS_PLACEHOLDER, as_findings as as_findings, changes_of as changes_of,
@@ -54,16 +55,6 @@ class Unreadable(Exception):
 def origin_of(meta: dict[str, Any]) -> int | None:
     """The `origin` issue number a frontmatter names (`41` or `#41`); None when absent or not a number."""
     return issue_number(meta.get("origin"))
-
-
-def id_pattern(prefix: str) -> re.Pattern[str]:
-    # \Z, not $: $ also matches before a final line break, and "D-1\n" is no id
-    return re.compile(rf"^{re.escape(prefix)}-([1-9][0-9]*)\Z")
-
-
-def id_number(item_id: str, prefix: str) -> int | None:
-    match = id_pattern(prefix).match(item_id)
-    return int(match.group(1)) if match else None
 
 
 def truthy(value: Any) -> bool:

@@ -1,4 +1,4 @@
-"""Item ids as people type them: `D-1`, `d-1`, `D1`, `1`, `#1` all name D-1; a miss suggests the nearest id."""
+"""Item ids: a project's (`<prefix>-<number>`), and as people type them: `D-1`, `d-1`, `D1`, `1`, `#1` all name D-1; a miss suggests the nearest id."""
 from __future__ import annotations
 
 import re
@@ -19,22 +19,28 @@ def resolve(word: str, prefix: str) -> str:
     return f"{prefix}-{match.group(1)}" if match else word
 
 
-def number_of(item_id: str, prefix: str) -> int | None:
-    match = re.fullmatch(rf"{re.escape(prefix)}-([1-9][0-9]*)", item_id)
+def id_pattern(prefix: str) -> re.Pattern[str]:
+    """`<prefix>-<number>`, the number without a leading zero: the ids of a project."""
+    # \Z, not $: $ also matches before a final line break, and "D-1\n" is no id
+    return re.compile(rf"^{re.escape(prefix)}-([1-9][0-9]*)\Z")
+
+
+def id_number(item_id: str, prefix: str) -> int | None:
+    match = id_pattern(prefix).match(item_id)
     return int(match.group(1)) if match else None
 
 
 def existing_ids(items_dir: Path, prefix: str, extra: Iterable[str] = ()) -> list[str]:
     """Ids with an item file (plus `extra`, e.g. ids the ledger knows), in number order."""
-    found = {path.stem for path in items_dir.glob(f"{prefix}-*.md") if number_of(path.stem, prefix)}
-    found.update(item_id for item_id in extra if number_of(item_id, prefix))
-    return sorted(found, key=lambda item_id: number_of(item_id, prefix) or 0)
+    found = {path.stem for path in items_dir.glob(f"{prefix}-*.md") if id_number(path.stem, prefix)}
+    found.update(item_id for item_id in extra if id_number(item_id, prefix))
+    return sorted(found, key=lambda item_id: id_number(item_id, prefix) or 0)
 
 
 def nearest(item_id: str, known: Iterable[str], prefix: str) -> str:
     """The known id closest in number to `item_id` (the lower one on a tie); "" when none."""
-    wanted = number_of(item_id, prefix)
-    candidates = [(number_of(known_id, prefix), known_id) for known_id in known]
+    wanted = id_number(item_id, prefix)
+    candidates = [(id_number(known_id, prefix), known_id) for known_id in known]
     numbered = [(number, known_id) for number, known_id in candidates if number is not None]
     if wanted is None or not numbered:
         return ""
