@@ -1,6 +1,6 @@
 """The SQLite ledger: opening it, applying its migrations (migrations.py) here and nowhere else, events.
 
-Each table's reads and writes live with the table (itemtable, filecache, runtable, verdicts,
+Each table's reads and writes live with the table (itemtable, filecache, runtable, verdicts, pooltable,
 activity); Ledger is all of them over one connection. Reads are plain SQL; every row is written
 through sqlite-utils' table API (Connection.db). Write transactions take the writers' lock
 (journal.py), then begin IMMEDIATE; numbers such as a round's are allocated inside the transaction.
