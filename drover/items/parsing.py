@@ -28,7 +28,7 @@ class Fields(NamedTuple):
     kind: str = ""
     deps: tuple[str, ...] = ()
     meta_json: str = "{}"  # the frontmatter as JSON (dates and other values as text)
-    outstanding: bool = False  # the Changes section holds findings
+    outstanding: bool = False  # the Changes section holds findings nobody has discharged (sections.is_outstanding)
     cleared: bool = False  # the Changes section says its findings were discharged
     unreadable: str = ""  # why it cannot be read (file.MISSING, ...); "" when it reads
     detail: str = ""

@@ -68,7 +68,7 @@ class ItemFacts(NamedTuple):
     parked: str | None = None  # why it is parked (perhaps ""); None when it is not
     running: str | None = None  # its live run's note (an orphan's, or ""); None when no run is live
     activity: Verdict = NO_ACTIVITY
-    outstanding: bool = False  # its Changes section holds findings
+    outstanding: bool = False  # its Changes section holds findings nobody has discharged
     placeholder: bool = False  # its requirements are still `drover new`'s placeholder
     deps_done: bool = True  # every dep is an id and done
 
