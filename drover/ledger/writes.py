@@ -297,7 +297,7 @@ def close_changes(project: Project, ledger: Ledger, item_id: str, note: str = ""
     with ledger.locked():
         # "outstanding" is read under the lock: two racing close-changes cannot both clear
         item = project.require_item(item_id)
-        if item.cleared and not item.outstanding:
+        if item.cleared:  # a cleared Changes section is never outstanding (sections.is_outstanding)
             repaired = _clear_ledger_only(ledger, item_id, by)
             if repaired:
                 return Outcome((f"{item_id}: round {repaired} cleared in the ledger, as the file already says",))
