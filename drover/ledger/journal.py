@@ -212,15 +212,15 @@ class Journal(Connection):
         with self.write():
             self.db.table("intents").delete_where(f"id IN ({', '.join('?' for _ in ids)})", ids)
 
-    def recover(self) -> list[str]:
-        """Finish every interrupted write (under the lock): the ledger already counts on it.
+    def recover(self) -> None:
+        """Finish every interrupted write (under the lock): the ledger already counts on it. What each
+        finished or left is a `recover` event.
 
         A file edited by hand since the write began is left as it is (the edit wins); `check`
         then reports any disagreement it leaves.
         """
         from drover.items.file import write_atomic
 
-        said = []
         for intent in self.pending_intents():
             path = Path(intent["path"])
             try:
@@ -244,10 +244,8 @@ class Journal(Connection):
                     # the file never held the text: no commit may say it did
                     self._drop_owed(path, intent["text"])
                 if line:
-                    said.append(line)
                     self.db.table("events").insert({"at": now(), "command": "recover", "item": intent["item"],
                                                      "by": "drover", "detail": json.dumps({"said": line})})
-        return said
 
     # commits owed by writes ([project] commit_items) ------------------------------------------
 
