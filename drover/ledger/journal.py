@@ -231,16 +231,18 @@ class Journal(Connection):
                 current = ""
             expected = intent["old_sha256"]
             ours = current is None if expected is None else current is not None and sha256(current) == expected
+            edited = False
             if current == intent["text"]:
                 line = ""  # the rename happened; only the journal entry was left
             elif ours and not path.is_symlink():
                 write_atomic(path, intent["text"], tmp=self.staging(path))
                 line = f"finished an interrupted {intent['command']}: {path.name}"
             else:
+                edited = True
                 line = f"an interrupted {intent['command']} left {path.name} as edited since"
             with self.write():
                 self.db.table("intents").delete_where("id = ?", [intent["id"]])
-                if line.endswith("as edited since"):
+                if edited:
                     # the file never held the text: no commit may say it did
                     self._drop_owed(path, intent["text"])
                 if line:
