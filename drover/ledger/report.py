@@ -339,7 +339,7 @@ def _run_line(run: Run, rates: dict[str, tuple[float, float]]) -> RunLine:
         outcome, failure = "unfinished", ""
     elif not run.failure and (run.reason or "").startswith(PARKED_ITS_ITEM):
         outcome, failure = "parked", ""  # a review that ended by parking its item: no failure, whatever it exited
-    elif run.outcome == "exited" and run.exit_status == 0 and not run.failure:
+    elif run.exited_zero and not run.failure:
         outcome, failure = "ok", ""
     else:
         outcome, failure = "failed", run.failure or UNCLASSIFIED

@@ -9,6 +9,11 @@ import json
 from typing import Any, NamedTuple
 
 
+def exited_zero(outcome: str | None, exit_status: Any) -> bool:
+    """A run or a check that ended with its process exiting 0 (not a timeout, not a Ctrl-C)."""
+    return outcome == "exited" and exit_status == 0
+
+
 class Run(NamedTuple):
     """One row of `runs`; argv and base_hashes decoded from their JSON text."""
 
@@ -52,6 +57,10 @@ class Run(NamedTuple):
         values[_ARGV] = json.loads(argv) if argv else []
         values[_BASE_HASHES] = json.loads(hashes) if hashes else {}
         return cls(*values)
+
+    @property
+    def exited_zero(self) -> bool:
+        return exited_zero(self.outcome, self.exit_status)
 
     def as_json(self) -> dict[str, Any]:
         """Every column by name, in the table's order, as `show --json` prints it."""
@@ -154,7 +163,7 @@ class Check(NamedTuple):
 
     @property
     def passed(self) -> bool:
-        return self.outcome == "exited" and self.exit_status == 0
+        return exited_zero(self.outcome, self.exit_status)
 
     @property
     def judged(self) -> bool:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
+from drover.ledger.rows import exited_zero
 from drover.vocabulary import State
 
 if TYPE_CHECKING:
@@ -167,7 +168,7 @@ def run_trouble(run: RunEnd, approval_at: str = "") -> Trouble:
         state, why = State.INTERRUPTED, f"implementing run {run.id} timed out"
     elif outcome == "interrupted":
         state, why = State.INTERRUPTED, f"implementing run {run.id} was interrupted"
-    elif outcome == "exited" and run.exit_status == 0:
+    elif exited_zero(outcome, run.exit_status):
         return Trouble()
     elif outcome == "exited":
         state, why = State.FAILED, f"implementing run {run.id} exited {run.exit_status}"
