@@ -22,7 +22,7 @@ LEVELS = ("claimed", "reviewed", "verified")
 APPROVING_LEVELS = LEVELS[LEVELS.index("reviewed"):]
 
 # An item id is `<prefix>-<number>`; the prefix is letters and digits, starting with a letter.
-# (items.id_pattern matches one project's ids; this is the shape any project's id has.)
+# (items.ids.id_pattern matches one project's ids; this is the shape any project's id has.)
 PREFIX_PATTERN = r"[A-Za-z][A-Za-z0-9]*"
 ANY_ID_PATTERN = PREFIX_PATTERN + r"-[0-9]+"
 # The highest item number `new` gives and the ledger's `ids_met` holds: an id above it is no longer
