@@ -18,7 +18,7 @@ from drover.trackers import Issue, TrackerUnavailable, open_tracker
 @dataclass(frozen=True)
 class Intake:
     issue: Issue
-    kind: str
+    kind: str  # "" when no label maps to one (new_item then gives its default)
     scaffold: str
     named: str  # how the tracker names the row: `issue #42 (<url>)`, `the register row follow-ups.md:6`
 
@@ -37,13 +37,14 @@ def existing_item(project: Project, number: int) -> str:
     return ""
 
 
-def kind_for(labels: tuple[str, ...], kinds: dict[str, str], fallback: str = "feature") -> str:
-    """The kind of the first label `[tracker] kinds` maps (labels compared without case)."""
+def kind_for(labels: tuple[str, ...], kinds: dict[str, str]) -> str:
+    """The kind of the first label `[tracker] kinds` maps (labels compared without case); "" when
+    none does, which new_item reads as its default kind."""
     lowered = {label.lower(): kind for label, kind in kinds.items()}
     for label in labels:
         if label.lower() in lowered:
             return lowered[label.lower()]
-    return fallback
+    return ""
 
 
 def quoted(issue: Issue, label: str) -> str:
