@@ -71,7 +71,7 @@ def traced_run(ledger: Ledger, claimed: str = "") -> str:
         for run_id, agent, started in live:
             if agent == pid and (not started or process_start(pid) == started):
                 return run_id
-    runs_dir = ledger.path.parent / "runs"
+    runs_dir = ledger.runs_dir
     if os.path.isdir("/proc"):
         # a drover that runs an agent now is alive (it holds its run's lock), and so is one that runs
         # agents between its runs (its launcher lock, locks.hold_launcher): a process that does not see

@@ -81,6 +81,7 @@ class Journal(Connection):
         super().__init__(path)
         self.lock_path = path.with_name(path.name + ".lock")
         self.tmp_dir = path.parent / "tmp"  # staged item-file writes; any left here is a kill's
+        self.runs_dir = path.parent / "runs"  # Project.runs_dir: the ledger lies in the state folder
 
     def close(self) -> None:
         super().close()

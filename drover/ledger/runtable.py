@@ -128,7 +128,7 @@ class RunTable(ItemTable):
 
         pending = self.conn.execute("SELECT 1 FROM runs WHERE id = ? AND finished IS NULL AND pid IS NULL",
                                     (run_id,)).fetchone()
-        return pending is not None and drover_attached(self.path.parent / "runs" / run_id, unlocked=False)
+        return pending is not None and drover_attached(self.runs_dir / run_id, unlocked=False)
 
     def add_check(self, check: Check) -> None:
         with self.write():
