@@ -298,10 +298,6 @@ def report_of(entries: dict[str, Entry], tables: Tables, *, since: str | None,
                              checks.get(item_id, []), tables.unapplied.get(item_id, []), also.get(item_id),
                              tables.parked_by.get(item_id, DROVER))
                   for item_id in sorted(ids, key=_id_key))
-    implementers: dict[str, set[str]] = {}
-    for line in run_lines:
-        if line.slot == "implement":
-            implementers.setdefault(line.item, set()).add(line.agent)
     item_of = {item.id: item for item in items}
     agents = _groups(run_lines, item_of, lambda line: line.agent)
     models = _groups(run_lines, item_of, lambda line: line.model)
