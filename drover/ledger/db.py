@@ -40,7 +40,7 @@ class Ledger(Verdicts, FileCache, ActivityReads, PoolTable):
     def _migrate(self) -> None:
         """The one place migrations are applied; a ledger from a newer drover is refused."""
         known = {name for name, _ in MIGRATIONS}
-        applied = self._applied_migrations()
+        applied = set(self.applied_migrations())
         newer = sorted(applied - known)
         if newer:
             raise DroverError(
@@ -51,14 +51,15 @@ class Ledger(Verdicts, FileCache, ActivityReads, PoolTable):
         with self.write():
             migrations().apply(self.db)
 
-    def _applied_migrations(self) -> set[str]:
+    def applied_migrations(self) -> list[str]:
+        """The names of the migrations applied, oldest first (none in a blank ledger)."""
         try:
             rows = self.conn.execute(
-                "SELECT name FROM _sqlite_migrations WHERE migration_set = ?", (MIGRATION_SET,)
+                "SELECT name FROM _sqlite_migrations WHERE migration_set = ? ORDER BY id", (MIGRATION_SET,)
             ).fetchall()
         except sqlite3.OperationalError:  # no migrations table yet: a blank ledger
-            return set()
-        return {row["name"] for row in rows}
+            return []
+        return [row["name"] for row in rows]
 
     def snapshot(self, dest: Path) -> None:
         """A consistent copy of the whole ledger in `dest`: what a worker validates against."""

@@ -41,13 +41,6 @@ class Imported:
     conflicts: list[str]
 
 
-def applied(ledger: Ledger) -> list[str]:
-    rows = ledger.conn.execute(
-        "SELECT name FROM _sqlite_migrations WHERE migration_set = 'drover' ORDER BY id"
-    ).fetchall()
-    return [row["name"] for row in rows]
-
-
 # JSON needs only the C0 controls escaped; DEL and C1 (the one-character CSI among them) are
 # escaped too, so an export printed to a terminal carries no escape an agent wrote into the ledger.
 _C1 = re.compile("[\x7f-\x9f]")
@@ -63,7 +56,7 @@ def export(ledger: Ledger, out: IO[str]) -> dict[str, int]:
     counts: dict[str, int] = {}
     ledger.conn.execute("BEGIN")
     try:
-        names = applied(ledger)
+        names = ledger.applied_migrations()
         out.write(json.dumps({"format": FORMAT, "version": VERSION, "schema": names[-1] if names else "",
                               "migrations": names}) + "\n")
         for table in tables(ledger):
