@@ -328,8 +328,8 @@ def _clear_ledger_only(ledger: Ledger, item_id: str, by: str) -> int | None:
 
 
 def audit(project: Project, ledger: Ledger, item_id: str, level: str, by: str = "", note: str = "") -> Outcome:
-    """Record an audit, bound to the commit it covers; at reviewed or above it also clears
-    outstanding changes."""
+    """Record an audit, bound to the commit it covers; one at reviewed or above that opens the gate
+    (activity.gate_shut says none shuts it) also clears outstanding changes."""
     from drover.ledger.catalogue import read_item
 
     if level not in LEVELS:
