@@ -22,7 +22,7 @@ from drover.errors import ItemError, Refused, UsageError, one_line
 from drover.git import head_of
 from drover.ledger.journal import failpoint as _failpoint
 from drover.items.ids import highest_number
-from drover.ledger.acting import acting_run, actor, verdict_run
+from drover.ledger.acting import acting_run, actor, require_operator, verdict_run
 from drover.ledger.activity import gate_shut
 from drover.ledger.connection import now
 from drover.ledger.db import Ledger
@@ -427,8 +427,6 @@ def rounds_of_changes(count: int) -> str:
 def unpark(project: Project, ledger: Ledger, item_id: str) -> Outcome:
     """Take an item back from the operator: the operator's own word, never a run's (a worker's
     outbox included), which would undo a park for its cap or its budget."""
-    from drover.ledger.acting import require_operator
-
     require_operator(ledger, "unpark")
     _require_known(project, ledger, item_id)
     if not ledger.item_row(item_id).get("parked"):
