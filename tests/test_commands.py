@@ -965,6 +965,17 @@ def test_park_and_unpark(project):
     assert events == ["new", "park", "unpark"]
 
 
+def test_park_takes_an_item_whose_file_is_gone_and_that_has_only_rounds(project):
+    """An item with history (a round, no run) whose file is gone is one list names (`has no file`):
+    park and unpark took only a run for history, and said `no item D-1` of it."""
+    ok("new", "x")
+    ok("request-changes", "D-1", input="# Wrong\n")
+    (project / "items" / "D-1.md").unlink()
+    assert listed()["D-1"]["state"] == "unreadable"
+    assert "parked" in ok("park", "D-1", "--why", "its file is gone")
+    assert ok("unpark", "D-1").startswith("D-1: unparked")
+
+
 def test_park_refuses_a_done_item_and_writes_nothing(project):
     ok("new", "x")
     with Ledger(project / ".drover" / "ledger.db") as ledger:

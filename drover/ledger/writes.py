@@ -445,7 +445,11 @@ def unpark(project: Project, ledger: Ledger, item_id: str) -> Outcome:
 
 
 def _require_known(project: Project, ledger: Ledger, item_id: str) -> None:
+    """An item with a file, or one whose file is gone with history (catalogue.with_history: what
+    list and show name `has no file`); else the usage error."""
+    from drover.ledger.catalogue import with_history
+
     if itemfile.id_number(item_id, project.config.prefix) is None:
         raise not_an_id(project, item_id)
-    if not project.item_path(item_id).exists() and not ledger.runs(item_id):
+    if not project.item_path(item_id).exists() and not with_history(ledger, [item_id]):
         raise missing_item(project, ledger, item_id)
