@@ -38,22 +38,22 @@ CHOICES: dict[tuple[str, str], tuple[str, ...]] = {
     ("audits", "level"): LEVELS, ("runs", "slot"): SLOTS, ("runs", "failure"): FAILURE_CLASSES,
     ("dispositions", "disposition"): DISPOSITIONS,
 }
+ITEM_COLUMNS = {("runs", "item"), ("audits", "item"), ("rounds", "item"), ("dispositions", "item"),
+                ("checks", "item"), ("items", "id")}
+_ANY_ID = re.compile(ANY_ID_PATTERN).fullmatch
 # Names drover compares as well as prints (who wrote the work, who gave a verdict, where a run
 # ran): one line with no control character (errors.is_one_line, the rule a worker's node is held
 # to), or the row is refused; folded (as an import folds jsonl.FOLDED's text) they would name
 # someone else, an author not the reviewer.
 NAMES = {("runs", "agent"), ("runs", "node"), ("audits", "by"), ("rounds", "by"), ("rounds", "cleared_by"),
          ("dispositions", "by")}
-ITEM_COLUMNS = {("runs", "item"), ("audits", "item"), ("rounds", "item"), ("dispositions", "item"),
-                ("checks", "item"), ("items", "id")}
-_ANY_ID = re.compile(ANY_ID_PATTERN).fullmatch
 # A time drover wrote (connection.now, or a rate limit's reset in seconds): ISO 8601 in UTC. Times
 # are compared as text (the newest approval, a run's end), so "x" or "9999" would sort after them all.
 _TIME = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,6})?(?:Z|\+00:00)").fullmatch
 INT64 = (-(2**63), 2**63 - 1)
+COUNT = (0, math.inf)  # and within SQLite's integers, as every integer
 # An item number `new` gives, and the highest an item file's name raises ids_met to, is at most
 # MAX_ITEM_NUMBER (vocabulary).
-COUNT = (0, math.inf)  # and within SQLite's integers, as every integer
 RANGES: dict[tuple[str, str], tuple[float, float]] = {
     ("runs", "pid"): (1, 2**31 - 1), ("runs", "input_tokens"): COUNT, ("runs", "output_tokens"): COUNT,
     ("runs", "tool_calls"): COUNT, ("runs", "cost_usd"): (0, math.inf),
