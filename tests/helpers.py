@@ -465,6 +465,7 @@ HOSTILE_FRONTMATTER = [
     ("title: t\ncloses: ['²']\n", "closes: '²' is not an issue number"),
     ("title: t\ncloses: ['#٣']\n", "closes: '#٣' is not an issue number"),
     ("title: t\ncloses: ['0']\n", "closes: '0' is not an issue number"),
+    ("title: t\ncloses: ['##12']\n", "closes: '##12' is not an issue number"),
     ("title: t\norigin: '٣'\n", "origin: '٣' is not an issue number"),
     # past the highest issue number (past SQLite's integers: dispose was a traceback), and past the
     # 4300 digits int() reads, quoted or not, and a date no month has: each a traceback of every list

@@ -111,7 +111,7 @@ def issue_number(value: Any) -> int | None:
         return value if 0 < value <= MAX_ISSUE_NUMBER else None
     if not isinstance(value, str):
         return None
-    digits = value.lstrip("#")
+    digits = value.removeprefix("#")  # one, as GitHub writes it: "##12" is no number
     if not (digits.isascii() and digits.isdigit()) or len(digits) > len(str(MAX_ISSUE_NUMBER)):
         return None
     return issue_number(int(digits))

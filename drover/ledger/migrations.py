@@ -215,8 +215,10 @@ def _item_files_one_line(db: "sqlite_utils.Database") -> None:
     # A title, a kind and a dep are now read as one line (items.file._line: hostile review 44), and
     # an unreadable item's detail is one line whatever of the file it quotes (its id, a `deps:` that is
     # no list: items.file.Unreadable, hostile review 45), and an issue number in `closes` or `origin`
-    # is ASCII digits above 0 and at most 2^53 (frontmatter_rules.issue_number). The rows cached before
-    # kept the line breaks a file's YAML wrote, and took "²", "0" or 23 digits as readable: they go.
+    # is ASCII digits above 0 and at most 2^53, after one `#` (frontmatter_rules.issue_number), and an
+    # id ends at its last digit (a final line break matched `$`: ids.id_pattern). The rows cached
+    # before kept the line breaks a file's YAML wrote, and took "²", "0", 23 digits or "D-2\n" as
+    # readable: they go.
     db["item_files"].delete_where()
 
 
