@@ -111,24 +111,25 @@ def _makefile_here(words: Sequence[str], root: Path) -> bool:
 _OPERATORS = re.compile(r"[0-9&]?>>?.*|<|\|\|?|&&|;|&")  # `>out.json`, `2>&1`, `<`, `|`, `&&`...
 
 
+def command_words(command: str) -> list[str]:
+    """The words of an operator's command line as the shell splits them; none when it cannot."""
+    try:
+        return shlex.split(command)
+    except ValueError:
+        return []
+
+
 def shell_only_words(command: str) -> list[str]:
     """The words of a command drover starts without a shell (`[agent] command`, `[notify] command`)
     that only a shell reads: a redirection, a pipe, `&&`, `;`. Without a shell they are the
     program's arguments (a new user's `cat > report.json` ran cat on a file named `>`)."""
-    try:
-        words = shlex.split(command)
-    except ValueError:
-        return []
-    return list(dict.fromkeys(word for word in words[1:] if _OPERATORS.fullmatch(word)))
+    return list(dict.fromkeys(word for word in command_words(command)[1:] if _OPERATORS.fullmatch(word)))
 
 
 def _program(command: str) -> tuple[list[str], str | None]:
     """The command's words from its program on (past `VAR=value`), and where PATH finds the program;
     ([], None) for a line the shell alone can read, a shell word, or a program named by a path."""
-    try:
-        words = shlex.split(command)
-    except ValueError:
-        return [], None
+    words = command_words(command)
     while words and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=.*", words[0]):  # VAR=value before the program
         words.pop(0)
     if not words or "/" in words[0] or not re.fullmatch(r"[\w.+-]+", words[0]) or words[0] in _SHELL_WORDS:

@@ -31,6 +31,7 @@ from drover.ledger.connection import now
 from drover.ledger.db import Ledger
 from drover.ledger.project import Project
 from drover.ledger.rows import Check
+from drover.loop.runnable import command_words
 from drover.loop.worktree_setup import SHELL, changed_names
 from drover.vocabulary import CHECKER
 
@@ -116,7 +117,7 @@ def _key_run(project: Project, check: Check) -> str:
 
 def names_changed(project: Project, check: Check, command: str) -> bool:
     """A word of `command` names a file the branch `check` ran on changed against base."""
-    return bool(changed_names(project, command, check.head, base_head=check.base))
+    return bool(changed_names(project, command_words(command), check.head, base_head=check.base))
 
 
 def describe(check: Check) -> str:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Callable
 from drover import git
 from drover.git.files import open_regular
 from drover.errors import DroverError, escaped, one_line, printable, shortened
+from drover.loop.runnable import command_words
 
 if TYPE_CHECKING:
     from drover.ledger.project import Project
@@ -139,11 +140,8 @@ def mends_its_setup(project: Project, item_id: str, branch: str, head: str, log_
     branch broke it, drover's check sent that back as a round (verify.cannot_run), and the set-up would fail
     before every later run (a new user on tkem/cachetools: a pooled worktree set up again after the
     branch added a dependency no index has, and the item failed with its round unanswered)."""
-    import shlex
-
     config = project.config
-    read = f"{config.setup} {' '.join(map(shlex.quote, config.setup_inputs))}"  # an input's name may hold a space
-    changed = changed_names(project, read, head) if head else []
+    changed = changed_names(project, [*command_words(config.setup), *config.setup_inputs], head) if head else []
     if not changed:
         return False
     # each with its escapes written out: `drover run` prints the line as it comes, and a branch may
@@ -156,14 +154,8 @@ def mends_its_setup(project: Project, item_id: str, branch: str, head: str, log_
     return True
 
 
-def changed_names(project: Project, command: str, head: str, *, base_head: str = "") -> list[str]:
-    """The files a word of `command` names that `head` changed against base, sorted."""
-    import shlex
-
-    try:
-        words = shlex.split(command)
-    except ValueError:
-        return []
+def changed_names(project: Project, words: list[str], head: str, *, base_head: str = "") -> list[str]:
+    """The files `words` (a command's, files' names) name that `head` changed against base, sorted."""
     named = {os.path.normpath(word) for word in words if not word.startswith("-") and "=" not in word}
     named = {path for path in named if not os.path.isabs(path) and not path.startswith("..")}
     changed = git.changed_paths(project.root, project.config.base, head, base_head=base_head)
