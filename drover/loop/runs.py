@@ -23,7 +23,7 @@ from drover.ledger.db import Ledger
 from drover.ledger.project import Project
 from drover.agents.locks import attached, claimed_by, run_live
 from drover.agents.procs import process_start
-from drover.ledger.rows import NewRun, Run
+from drover.ledger.rows import NewRun, Run, exited_zero
 
 from drover.vocabulary import PARKED_ITS_ITEM, SLOTS as LAUNCH_SLOTS, counted
 
@@ -72,7 +72,7 @@ class RunResult:
     @property
     def exited_zero(self) -> bool:
         """The agent exited 0: what `drover run` and a drive count as a run that ended well."""
-        return self.outcome == "exited" and self.exit_code == 0
+        return exited_zero(self.outcome, self.exit_code)
 
     @property
     def stalled(self) -> bool:
