@@ -157,7 +157,7 @@ class Retries:
             failure = result.failure
             if failure is None:
                 return result
-            if self.cancel.is_set() or self.stopped.is_set():
+            if self._ending():
                 # the drive is ending: nothing more is tried, and the class is on record
                 tried.failures.append(_entry(result.run_id, failure, "not tried again: the drive is ending"))
                 return result
@@ -197,8 +197,13 @@ class Retries:
         its course (a refused key under --jobs 2 beside a rate limit's wait: the drive held for it)."""
         deadline = time.monotonic() + seconds
         while (left := deadline - time.monotonic()) > 0:
-            if self.cancel.wait(min(left, STOP_HEARD_EVERY)) or self.stopped.is_set():
+            self.cancel.wait(min(left, STOP_HEARD_EVERY))
+            if self._ending():
                 return True
+        return self._ending()
+
+    def _ending(self) -> bool:
+        """The drive is ending: Ctrl-C or SIGTERM (`cancel`), or a `stop` policy (`stopped`)."""
         return self.cancel.is_set() or self.stopped.is_set()
 
     def park(self, ledger: "Ledger", item_id: str, why: str) -> None:
