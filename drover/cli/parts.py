@@ -204,9 +204,9 @@ class IssueNumber(_ParamType):
             return value
         from drover.items.frontmatter_rules import issue_number
 
-        text = str(value).strip().removeprefix("#")
-        # the frontmatter's rule: issue 0 reached the tracker, and 5000 digits were a traceback
-        number = None if text.startswith("#") else issue_number(text)
+        # the frontmatter's rule (one `#`, ASCII digits above 0): issue 0 reached the tracker, and 5000
+        # digits were a traceback
+        number = issue_number(str(value).strip())
         if number is not None:
             return number
         self.fail(f"{value!r} is not an issue number (write 12 or #12)", param, ctx)

@@ -9,6 +9,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from drover.vocabulary import MAX_ITEM_NUMBER
+
 TRUE_WORDS = ("yes", "true", "on", "y")
 
 # drover's own frontmatter keys, each with what drover reads it for (docs/items.md's table); any
@@ -95,10 +97,10 @@ def _issue_number(value: Any) -> bool:
     return issue_number(value) is not None
 
 
-# The highest issue number drover takes, as the highest item number (vocabulary.MAX_ITEM_NUMBER):
-# past it a number is no longer exact as JSON's, nor, past SQLite's integers, stored (a disposition's
-# row); and its digits are counted before int() reads them, which refuses more than 4300 (hostile review 46)
-MAX_ISSUE_NUMBER = 2**53
+# The highest issue number drover takes, the highest item number's bound: past it a number is no
+# longer exact as JSON's, nor, past SQLite's integers, stored (a disposition's row); and its digits
+# are counted before int() reads them, which refuses more than 4300 (hostile review 46)
+MAX_ISSUE_NUMBER = MAX_ITEM_NUMBER
 
 
 def issue_number(value: Any) -> int | None:
