@@ -43,7 +43,7 @@ def private_git_dir(worktree: Path, common: Path) -> Path:
     # a link in place of the worktree (or of the pool's folder) leads wherever the holder chose: to
     # the operator's own linked worktree, whose `.git` names this repository's folder for it, which
     # names it back, and the next taking forced and cleaned that one (hostile review 43)
-    linked = next((place for place in (worktree, worktree.parent) if os.path.islink(place)), None)
+    linked = _linked(worktree)
     if linked is not None:
         raise Unfit(f"{linked} is a link, not a worktree drover made")
     dot_git = worktree / ".git"
@@ -284,11 +284,16 @@ def _must(args: list[str], cwd: Path, what: str, *, out: bool = False) -> str:
     return done.stdout if out else done.stderr
 
 
+def _linked(worktree: Path) -> Path | None:
+    """The pool's folder or the pooled worktree, the first of them that is a link; None when neither is."""
+    return next((place for place in (worktree.parent, worktree) if os.path.islink(place)), None)
+
+
 def discard_worktree(root: Path, worktree: Path) -> None:
     """Remove a pooled worktree whatever it holds (a locked one, unwritable folders) and forget it.
     A link in its place (or in place of the pool's folder) is removed as a link: git's `worktree
     remove` would remove the worktree it leads to, the operator's own (hostile review 43)."""
-    linked = next((place for place in (worktree.parent, worktree) if os.path.islink(place)), None)
+    linked = _linked(worktree)
     if linked is not None:
         remove_path(linked)
         kept_index_of(worktree).unlink(missing_ok=True)
