@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Any, NamedTuple
 
-from drover.config.keys import (Live, at_least_one, as_seconds, check_duration, check_label, check_repo, key, keyed, parse_duration,
-                                table_of_strings)
+from drover.config.keys import (Live, at_least_one, as_seconds, check_duration, check_label, check_repo, key, keyed,
+                                parse_duration, table_of_strings)
 from drover.vocabulary import GUIDANCE_LEVELS, ISSUE_AUTHORS, RETRY_POLICIES
 
 
