@@ -252,3 +252,23 @@ def test_gh_words_in_a_reason_are_one_line_with_no_escape_acting(gh, repo):
         hub(repo).issue(12)
     assert failed.value.reason == "gh issue view failed: HTTP 404: \\x1b]0;owned\\x07Not Found"
     assert json.dumps(failed.value.reason).isascii()
+
+
+def test_a_template_that_names_no_follow_up_field_asks_the_tracker_for_none(github_project, gh):
+    """The built-in draft shows the item's origin issue and never a follow-up or an owned issue, yet
+    its data asked gh for the register and for the item's owned issues (sub-issues and a search) on
+    every draft: each a call that can hang, and text of strangers read for nothing. A template that
+    names none of those fields has them empty and gh is asked only what it shows."""
+    root, item = github_project
+    drover(root, "prompt", item, "--slot", "draft", check=True)
+    asked = [call[:2] for call in gh.calls()]
+    assert asked == [["issue", "view"]], asked  # the origin, #7
+    gh.log.unlink()
+    text = drover(root, "prompt", item, "--slot", "draft", "--template", "{{ Title }}: {{ Owned | length }} owned",
+                  check=True).stdout
+    assert text.strip() == "Refuse empty names: 0 owned"
+    asked = [call[0] for call in gh.calls()]
+    assert "issue" in asked and "api" in asked, asked  # the register's list and the owned reads
+    gh.log.unlink()
+    drover(root, "prompt", item, "--slot", "implement", check=True)
+    assert len(gh.calls()) >= 3  # the built-in implement template shows both

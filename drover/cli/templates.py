@@ -43,7 +43,8 @@ def show_prompt(item_id: str, slot: str | None, *, guidance: str | None = None, 
             from drover.ledger.state import slot_at
 
             slot = slot_at(item_state(project, ledger, item_id).state)
-        built = data.build(project, ledger, item_id, slot, guidance=guidance)
+        follow_ups = templates.names_follow_ups(slot, root=project.root, config=project.config, explicit=explicit)
+        built = data.build(project, ledger, item_id, slot, guidance=guidance, follow_ups=follow_ups)
         if slot == "branch":
             from drover.loop.runs import require_valid_branch
 

@@ -145,7 +145,8 @@ def prepare(project: Project, ledger: Ledger, item_id: str, slot: str, *,
             raise Refused(f"{item_id} has no implementing run to review: `drover run {item_id}` first")
         _refuse_unfinished_work(record)
     heads: dict[str, str] = {}  # a review's branch and base heads, as its prompt's data read them
-    data = template_data.build(project, ledger, item_id, slot, record=record, heads=heads)
+    follow_ups = templates.names_follow_ups(slot, root=project.root, config=project.config, explicit=explicit_template)
+    data = template_data.build(project, ledger, item_id, slot, record=record, heads=heads, follow_ups=follow_ups)
     branch = data.Branch
     if slot == "review" and not preview and not data.Recent.Commits and not data.Recent.Unavailable:
         raise Refused(f"{item_id}: {reviewers.NOTHING.format(branch=branch, base=project.config.base)}")

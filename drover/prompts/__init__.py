@@ -29,8 +29,8 @@ if TYPE_CHECKING:
     from drover.prompts.history import record_history
     from drover.prompts.overrides import (INLINE, REPO_TEMPLATES_ENV, Override, OverrideBlock, parse_override, repo_path,
                                           untrusted_setting)
-    from drover.prompts.rendering import (Provenance, Rendered, branch_source, guidance_diff, launch_warnings, render,
-                                       render_branch)
+    from drover.prompts.rendering import (Provenance, Rendered, branch_source, guidance_diff, launch_warnings,
+                                       names_follow_ups, render, render_branch)
 
 # Each name is loaded from its module on first use: the package's row types and data (fields.py,
 # data.py) are read by commands that never render, and must not pay for jinja2; `python -m
@@ -43,7 +43,8 @@ _MODULES = {
     "history": ("HISTORY_FILE", "current_defaults", "history_path", "load_history", "missing_history", "record_history"),
     "overrides": ("INLINE", "REPO_TEMPLATES_ENV", "Override", "OverrideBlock", "parse_override", "repo_path",
                   "untrusted_setting"),
-    "rendering": ("Provenance", "Rendered", "branch_source", "guidance_diff", "launch_warnings", "render", "render_branch"),
+    "rendering": ("Provenance", "Rendered", "branch_source", "guidance_diff", "launch_warnings", "names_follow_ups",
+                  "render", "render_branch"),
 }
 _HOME = {name: module for module, names in _MODULES.items() for name in names}
 
@@ -74,7 +75,7 @@ __all__ = [
     "Finding", "Override", "OverrideBlock", "Provenance", "Rendered",
     "base_hash", "branch_source", "builtin_blocks", "builtin_display", "builtin_name", "builtin_source", "check_templates",
     "current_defaults", "default_hash", "described_source", "diff_stale", "diff_unified", "environment", "field_problems", "find_blocks",
-    "guidance_diff", "history_path", "key_problems", "launch_warnings", "load_history", "missing_history",
+    "guidance_diff", "history_path", "key_problems", "launch_warnings", "load_history", "missing_history", "names_follow_ups",
     "parse_override", "record_history", "render", "render_branch", "repo_path",
     "sample_data", "schema_prompts", "stale_overrides", "unknown_field_error", "untrusted_setting",
 ]

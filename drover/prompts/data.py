@@ -7,7 +7,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any, NamedTuple, Sequence, TYPE_CHECKING
 
-from drover.prompts.fields import FIELD_NAMES, AuditNote, Check, Commit, Dep, Destination, FollowUp, Origin, OwnedIssue, Recent, Resolution, Round, Sibling, TemplateData, field_schema  # noqa: F401 - FIELD_NAMES, field_schema, Commit, Recent are read through this module too
+from drover.prompts.fields import FIELD_NAMES, AuditNote, Check, Commit, Dep, Destination, FollowUp, NO_FOLLOW_UPS, Origin, OwnedIssue, Recent, Resolution, Round, Sibling, TemplateData, field_schema  # noqa: F401 - FIELD_NAMES, field_schema, Commit, Recent are read through this module too
 from drover.errors import escaped
 from drover.items.file import CHANGES_HEADING, origin_of, truthy
 from drover.vocabulary import TEMPLATE_SLOTS as SLOTS
@@ -78,12 +78,13 @@ class ItemRecord(NamedTuple):
 
 def build(project: Project, ledger: Ledger, item_id: str, slot: str, *, guidance: str | None = None,
           tracker: Tracker | None = None, record: ItemRecord | None = None,
-          heads: dict[str, str] | None = None) -> TemplateData:
+          heads: dict[str, str] | None = None, follow_ups: bool = True) -> TemplateData:
     """The template data for one item in one slot (implement, review, draft or branch).
 
     `record` is the item's file and rows when the caller has read them (ItemRecord.read).
     `heads`, when given, gets the branch and base heads (name -> sha) a review's data was built
     on, when both exist: the launch's refusals judge the same commits without asking git again.
+    `follow_ups` false: the template names no field of fields.NO_FOLLOW_UPS, which stay empty.
     """
     from drover.vocabulary import GUIDANCE_LEVELS
     from drover.errors import UsageError
@@ -111,7 +112,7 @@ def build(project: Project, ledger: Ledger, item_id: str, slot: str, *, guidance
         from drover.trackers import open_tracker
 
         tracker = open_tracker(project.config.tracker, project.root)
-    values.update(_follow_ups(item, dep_entries, tracker))
+    values.update(_follow_ups(item, dep_entries, tracker) if follow_ups else NO_FOLLOW_UPS)
     implementing = [run for run in runs if run.slot == "implement"]
     last = implementing[-1] if implementing else None
     if slot == "implement":

@@ -50,6 +50,12 @@ class OwnedIssue(NamedTuple):
     Labels: tuple[str, ...] = ()
 
 
+# The fields read from the tracker's register and owned issues (one call for the register, one for
+# each of the item and its direct deps), empty. A template that names none of them (the built-in
+# draft's) gets these and the tracker is not asked (rendering.names_follow_ups).
+NO_FOLLOW_UPS: dict[str, object] = {"FollowUps": (), "RegisterUnreadable": "", "Owned": (), "OwnedUnreadable": ""}
+
+
 class Destination(NamedTuple):
     """A place a finding can be sent, with this item's command."""
 

@@ -10,7 +10,7 @@ from jinja2 import exceptions as jinja_errors
 
 from drover.config import Config
 from drover.errors import ItemError, TemplateError
-from drover.prompts.fields import Origin, TemplateData
+from drover.prompts.fields import NO_FOLLOW_UPS, Origin, TemplateData
 from drover.prompts.resources import builtin_dir
 from drover.vocabulary import BRANCH_SLOT
 from drover.prompts import limits
@@ -25,10 +25,7 @@ BRANCH_DISPLAY = "drover.toml: [run] branch"
 # Fields read from the tracker: the branch template sees them empty, so a branch name never
 # depends on whether gh answered.
 _TRACKER_EMPTY: dict[str, Any] = {
-    "FollowUps": (),
-    "RegisterUnreadable": "",
-    "Owned": (),
-    "OwnedUnreadable": "",
+    **NO_FOLLOW_UPS,
     "Origin": Origin(),
     "Closes": (),
     "UndisposedCloses": (),
@@ -210,6 +207,19 @@ def launch_warnings(slot: str, *, root: Path, config: Config, explicit: str | No
     if source.text is not None:
         warnings.extend(override_warnings(parse_override(source.text, slot, source.display)))
     return warnings
+
+
+def names_follow_ups(slot: str, *, root: Path, config: Config, explicit: str | None = None) -> bool:
+    """Whether the slot's template may read a follow-up field (fields.NO_FOLLOW_UPS). A template in
+    the sandbox reaches a field only by writing its name, so a name in neither the built-in nor the
+    override's text is never read, and its tracker calls (one for the register, one for each of the
+    item and its deps) are not made: the built-in draft names none."""
+    if slot == BRANCH_SLOT:
+        return False
+    source = resolve(slot, Path(root), config, explicit)
+    texts = (builtin_source(slot), source.text or "")
+    # "Owned" is in "OwnedUnreadable" too
+    return any(name in text for text in texts for name in ("FollowUps", "RegisterUnreadable", "Owned"))
 
 
 def render_branch(data: TemplateData, template: str, display: str = BRANCH_DISPLAY) -> str:
