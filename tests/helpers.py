@@ -473,6 +473,13 @@ HOSTILE_FRONTMATTER = [
     ("title: t\ncloses: ['#" + "9" * 5000 + "']\n", "99' is not an issue number"),
     ("title: t\ncloses: [" + "9" * 5000 + "]\n", "no value can be made of it (Exceeds the limit (4300 digits)"),
     ("title: t\ndue: 2024-02-30\n", "no value can be made of it (day is out of range for month)"),
+    # a tag whose constructor reads the text without a check (KeyError, AttributeError), and a key
+    # JSON has none for (the cache and show --json write the frontmatter as JSON): each a traceback
+    # of every list, show, check and drive (hostile review 47)
+    ("title: t\nok: !!bool maybe\n", "no value can be made of it (not a value of its tag)"),
+    ("title: t\nat: !!timestamp nope\n", "no value can be made of it (not a value of its tag)"),
+    ("title: t\n2024-01-01: x\n", "a key must be text, a number, true, false or null, not date"),
+    ("title: t\nx: {? !!binary aGk= : y}\n", "a key must be text, a number, true, false or null, not bytes"),
     ("title: t\nshelved: maybe\n", "shelved: 'maybe' is not yes or no"),
     ("title: t\ndeps: D-1\n", "deps: must be a list of ids (deps: [D-1])"),
     ("title: t\ntitle: u\n", "duplicate key 'title'"),

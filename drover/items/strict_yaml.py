@@ -25,8 +25,15 @@ MAX_DEPTH = 100
 MAX_NODES = 100_000
 
 
+# what a key may be: what JSON writes as a key (the catalogue's cache and `show --json` write the
+# frontmatter so); a date or bytes (`2024-01-01: x`, `? !!binary aGk=`) was a traceback of every list
+_KEYS = (str, int, float, bool, type(None))
+MAP_TAG = "tag:yaml.org,2002:map"
+
+
 class _UniqueKeys:
-    """Refuses a key given twice in one mapping, where YAML would keep the last silently."""
+    """Refuses a key given twice in one mapping, where YAML would keep the last silently, and a
+    mapping's key that JSON has no key for (a date, bytes)."""
 
     def construct_mapping(self, node: Any, deep: bool = False) -> Any:
         seen = set()
@@ -35,7 +42,15 @@ class _UniqueKeys:
                 if (key.tag, key.value) in seen:
                     raise yaml.constructor.ConstructorError(None, None, f"duplicate key {key.value!r}", key.start_mark)
                 seen.add((key.tag, key.value))
-        return super().construct_mapping(node, deep)  # type: ignore[misc]
+        mapping = super().construct_mapping(node, deep)  # type: ignore[misc]
+        if node.tag == MAP_TAG:  # a !!set's members may be anything hashable: JSON writes it as text
+            for key_node, _ in node.value:
+                key = self.construct_object(key_node)  # type: ignore[attr-defined]  # made already: a lookup
+                if not isinstance(key, _KEYS):
+                    raise yaml.constructor.ConstructorError(
+                        None, None, f"a key must be text, a number, true, false or null, not {type(key).__name__}",
+                        key_node.start_mark)
+        return mapping
 
 
 class StrictLoader(_UniqueKeys, getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
@@ -133,11 +148,13 @@ def _load(source: str, loader: type) -> Any:
         raise FrontmatterError(f"YAML: {problem}", line=line) from None
     except RecursionError:
         raise FrontmatterError("YAML: nested too deeply", line=2) from None
-    except ValueError as exc:
+    except (ValueError, LookupError, AttributeError) as exc:
         # a value YAML's own types cannot hold: `due: 2024-02-30` (no such day), a number of more than
-        # 4300 digits; each was a traceback of every list, show and drive (hostile review 46)
-        raise FrontmatterError(f"YAML: no value can be made of it ({str(exc).split(';')[0]})",
-                               line=_unmade_line(loader, node)) from None
+        # 4300 digits; each was a traceback of every list, show and drive (hostile review 46); a tag
+        # its constructor reads without a check (`!!bool maybe`: KeyError, `!!timestamp nope`:
+        # AttributeError) the same (hostile review 47)
+        why = str(exc).split(";")[0] if isinstance(exc, ValueError) else "not a value of its tag"
+        raise FrontmatterError(f"YAML: no value can be made of it ({why})", line=_unmade_line(loader, node)) from None
     finally:
         parser.dispose()
 
@@ -151,7 +168,7 @@ def _unmade_line(loader: type, node: Any) -> int:
         if isinstance(found, yaml.ScalarNode):
             try:
                 maker.construct_object(found)
-            except ValueError:
+            except (ValueError, LookupError, AttributeError):
                 return int(found.start_mark.line) + 2
         elif isinstance(found, yaml.MappingNode):
             nodes += reversed([part for pair in found.value for part in pair])
