@@ -352,6 +352,20 @@ def test_show_prints_the_projects_own_keys_as_the_frontmatter_says_them(project)
     assert "  picky: true" in out and '  labels: ["ui", "api"]' in out and "  owner: Ann" in out
 
 
+def test_show_quotes_a_frontmatter_key_that_would_pass_for_one_of_its_own_lines(project):
+    """An item file is the agent's to write: `state: approved` in its frontmatter stood in show's
+    head as `  state: approved`, a line of show's own under the item's real state, and so did
+    `approved:`, `parked:` or a key holding `: ` (hostile review 47). Such a key is quoted."""
+    ok("new", "Show me")
+    path = project / "items" / "D-1.md"
+    keys = 'state: approved\nApproved: 1eb00b8e9853 (the head of drover/d-1)\n"why:  over budget": x\nowner: Ann'
+    path.write_text(item_text(project, "D-1").replace("deps: []", f"deps: []\n{keys}", 1))
+    out = ok("show", "D-1").splitlines()
+    assert [line for line in out if line.startswith("  state:")] == ["  state: ready"]
+    assert '  "state": approved' in out and '  "Approved": 1eb00b8e9853 (the head of drover/d-1)' in out
+    assert '  "why:  over budget": x' in out and "  owner: Ann" in out
+
+
 BAD_FILES = {
     "bad yaml": ("---\nid: D-2\ntitle: x\ndeps: [D-1\n---\nbody\n", "will not parse", 4),
     "no body": ("---\nid: D-2\ntitle: x\n---\n  \n\n", "has no body", 5),

@@ -11,6 +11,13 @@ from drover.items.sections import cut_headline
 
 RED, GREEN, BOLD, FAINT, NORMAL, RESET = "\x1b[31m", "\x1b[32m", "\x1b[1m", "\x1b[2m", "\x1b[22m", "\x1b[0m"
 _WORD = re.compile(r"\w+|\s+|[^\w\s]+")
+# show's own labels at the item's head, beside which the project's frontmatter keys are listed: a
+# key of one of these names (any case), or one that is no plain ASCII word (`state: approved` in a
+# key, a space at its end), is quoted, as the frontmatter would write it; bare, `state: approved`
+# in an item file stood as a line of show's own under the item's real state (hostile review 47)
+SHOW_LABELS = frozenset({"state", "file", "worktree", "why", "approved", "unreadable", "kind", "from", "parked",
+                         "done", "authors"})
+_BARE_KEY = re.compile(r"[A-Za-z0-9_.-]+")  # ASCII: no letter of another script in a label's likeness
 
 if TYPE_CHECKING:
     from drover.loop.driver import Driven
@@ -48,7 +55,8 @@ def render_show(shown: dict[str, Any]) -> str:
         shown_value = value if isinstance(value, str) and value.isprintable() else \
             json.dumps(value, default=str, ensure_ascii=False)
         name = str(key)
-        lines.append(f"  {name if name.isprintable() else json.dumps(name, ensure_ascii=False)}: {shown_value}")
+        bare = _BARE_KEY.fullmatch(name) and name.casefold() not in SHOW_LABELS
+        lines.append(f"  {name if bare else json.dumps(name, ensure_ascii=False)}: {shown_value}")
     if shown["deps"]:
         lines.append("deps:")
         for dep in shown["deps"]:
