@@ -366,6 +366,21 @@ def test_show_quotes_a_frontmatter_key_that_would_pass_for_one_of_its_own_lines(
     assert '  "why:  over budget": x' in out and "  owner: Ann" in out
 
 
+def test_show_json_is_json_every_reader_takes_whatever_numbers_the_frontmatter_holds(project):
+    """YAML reads `.nan` and `-.inf` as floats, and json.dumps wrote them as `NaN` and `-Infinity`,
+    which RFC 8259 has no word for: an item file (the agent's to write) made `show --json` output
+    that jq or a browser refuses (hostile review 47). Each is its text."""
+    ok("new", "Show me")
+    path = project / "items" / "D-1.md"
+    path.write_text(item_text(project, "D-1").replace("deps: []", "deps: []\nx: .nan\ny: [-.inf, 1.5]\n.inf: z", 1))
+
+    def refused(constant: str) -> None:
+        raise ValueError(f"{constant} is no JSON")
+
+    meta = json.loads(ok("show", "D-1", "--json"), parse_constant=refused)["meta"]
+    assert (meta["x"], meta["y"]) == ("nan", ["-inf", 1.5]) and "z" in meta.values()
+
+
 BAD_FILES = {
     "bad yaml": ("---\nid: D-2\ntitle: x\ndeps: [D-1\n---\nbody\n", "will not parse", 4),
     "no body": ("---\nid: D-2\ntitle: x\n---\n  \n\n", "has no body", 5),

@@ -2,6 +2,7 @@
 command works on, JSON output, and shell completion of ids, blocks, presets and topics."""
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -119,9 +120,27 @@ def write_output(path: Path, text: str, example: str, state_dir: Path) -> None:
 
 
 def echo_json(value: Any) -> None:
+    """`value` as JSON, as RFC 8259 has it: a number YAML reads as no finite one (an item file's
+    `x: .nan`, `y: -.inf`, the agent's to write) is its text, where json.dumps wrote `NaN` and
+    `-Infinity`, which no other reader of JSON takes (hostile review 47); a date is its text too."""
     import json
 
-    click.echo(json.dumps(value, indent=2, default=str))
+    try:
+        said = json.dumps(value, indent=2, default=str, allow_nan=False)
+    except ValueError:
+        said = json.dumps(_finite(value), indent=2, default=str, allow_nan=False)
+    click.echo(said)
+
+
+def _finite(value: Any) -> Any:
+    """`value` with each float that is not finite (NaN, an infinity) as its text, at any depth, keys too."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else str(value)
+    if isinstance(value, dict):
+        return {_finite(key): _finite(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(item) for item in value]
+    return value
 
 
 def echo_outcome(outcome: Any) -> None:
