@@ -574,3 +574,17 @@ def test_a_park_reason_with_line_breaks_writes_no_line_of_drovers_own(repo, tmp_
     for shown in (done.stdout, drover(repo, "list").stdout, drover(repo, "show", item).stdout):
         assert not re.search(r"^(D-9 |D-1: approved)", shown, re.M), shown
         assert "needs a look D-9 finished 0 2 D-1: approved (by x)" in shown, shown
+
+
+def test_an_item_made_by_new_and_deleted_before_any_run_is_in_no_report(repo):
+    # a new user tried `drover new "probe"`, deleted items/D-1.md, and then found "items 2" and a
+    # titleless `D-1 open` in every report, where list, check and show leave it out (docs/items.md)
+    configure(repo)
+    probe = new_item(repo, "probe")
+    (repo / "items" / f"{probe}.md").unlink()
+    kept = new_item(repo, "Reject blank names")
+    done = drover(repo, "report", check=True)
+    assert "items 1: merged 0, over budget 0, parked 0, failed 0" in done.stdout
+    value = json.loads(drover(repo, "report", "--json", check=True).stdout)
+    assert [item["id"] for item in value["items"]] == [kept]
+    assert value["totals"]["items"] == 1

@@ -288,11 +288,13 @@ def report_of(entries: dict[str, Entry], tables: Tables, *, since: str | None,
     checks = _grouped(tables.checks)
     also = also or {}
     ids = set(by_item) | set(rounds) | set(audits) | set(checks) | set(also)
+    # an item the ledger knows with neither a file nor a row of history (made by `drover new`,
+    # deleted before any run) is no item, as in list, check and show (docs/items.md)
     if since is None:
-        ids |= set(entries) | set(tables.items)
+        ids |= set(entries)
     else:
-        ids |= {item for item, row in tables.items.items()
-                if any((row.get(column) or "") >= since for column in ("done_at", "parked_at"))}
+        ids |= {item for item, row in tables.items.items() if (item in entries or row.get("done_at"))
+                and any((row.get(column) or "") >= since for column in ("done_at", "parked_at"))}
     items = tuple(_item_line(item_id, entries.get(item_id), tables.items.get(item_id) or {},
                              by_item.get(item_id, []), rounds.get(item_id, []), audits.get(item_id, []),
                              checks.get(item_id, []), tables.unapplied.get(item_id, []), also.get(item_id),
