@@ -1127,3 +1127,37 @@ def test_a_link_in_place_of_a_free_pooled_worktree_never_leads_the_pool_into_ano
     assert (mine / "notes.txt").read_text() == "the operator's own\n"
     assert git(mine, "branch", "--show-current").strip() == "mine"
     assert not any(entry["worktree"] == str(mine.resolve()) for entry in seen(tmp_path))
+
+
+def _still_runs(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except OSError:
+        return False
+
+
+def test_a_setup_a_killed_drover_left_running_is_ended_before_the_setup_runs_there_again(pooled, tmp_path):
+    """A new user killed a drive with `kill -9` during `npm ci` and drove again at once: the new
+    set-up ran in the same worktree beside the orphaned one, two installs writing one node_modules,
+    and the digest then called whatever they left set up. The orphan is ended first, and said."""
+    started, go = tmp_path / "setup.started", tmp_path / "setup.go"
+    # the first set-up waits for setup.go; the one after it, in the same worktree, does not
+    setup = f"echo $$ >> {started}; [ -e {go}.again ] && exit 0; touch {go}.again; while [ ! -e {go} ]; do sleep 0.05; done"
+    set_run(pooled, setup=json.dumps(setup))
+    item = new_item(pooled, "first")
+    first, _ = held_in_setup(pooled, tmp_path, item)
+    orphan = int(started.read_text().split()[0])
+    try:
+        first.kill()  # kill -9 of drover alone: its set-up runs on in a session of its own
+        first.communicate(timeout=30)
+        assert _still_runs(orphan)
+        again = drover(pooled, "run", item)
+        assert again.returncode == 0, again.stdout + again.stderr
+        assert not _still_runs(orphan)
+        worktree = pooled / ".drover" / "pool" / "w1"
+        assert (f"{item}: ended a [run] setup a killed drover left running in {worktree} (pid {orphan}"
+                in again.stdout + again.stderr)
+        assert len(started.read_text().split()) == 2  # the set-up ran again, alone
+    finally:
+        go.touch()

@@ -29,6 +29,9 @@ PREFIX_WORDS = 3  # the most words a program's own prefix has (`npm error`, `npm
 SAID_BYTES = 64 * 1024  # of its output read back for that line
 # the operator's command lines (`[run] setup`, the verify command) run through it, like a Makefile recipe
 SHELL = "/bin/sh"
+# in the set-up's environment, naming its worktree: the mark a later set-up there finds an orphan by
+SETUP_MARK = "DROVER_SETUP"
+ORPHAN_GRACE = 5.0  # seconds an orphaned set-up has to end on SIGTERM before SIGKILL
 
 
 class SetupFailed(DroverError):
@@ -69,10 +72,21 @@ def run_setup(command: str, worktree: Path, log_path: Path, *, item_id: str, sho
 
     say = progress or to_stderr  # an install may take minutes: said before, so no one waits on silence
     label = label or f"{item_id}: [run] setup"
+    # a set-up a drover killed with SIGKILL left running here (nothing of that drover was left to end
+    # it): one run beside it would write the same files (two `npm ci` in one node_modules), and the
+    # digest would then call their mixture set up. This drover holds the worktree now, so whatever
+    # carries its mark is an orphan (docs/worktrees.md, "Set-up")
+    from drover.agents.procs import end_marked
+
+    orphans = end_marked(SETUP_MARK, str(worktree), ORPHAN_GRACE)
+    if orphans:
+        say(f"{item_id}: ended a [run] setup a killed drover left running in {escaped(str(worktree))} "
+            f"(pid {orphans[0]}{f' and {len(orphans) - 1} more' if len(orphans) > 1 else ''})")
     say(f"{label} ({why}) ..." if why else f"{label} ...")
     clock = time.monotonic()
     ended = agents.launch([SHELL, "-c", command], cwd=worktree,
-                          env_add={"DROVER_ITEM": item_id, "DROVER_WORKTREE": str(worktree)}, prompt="",
+                          env_add={"DROVER_ITEM": item_id, "DROVER_WORKTREE": str(worktree),
+                                   SETUP_MARK: str(worktree)}, prompt="",
                           prompt_via="file", log_path=log_path, timeout=timeout, label=f"{item_id} setup",
                           echo=False, cancel=cancel, progress=progress, progress_label=label)
     status = f"exit {ended.exit_code}" if ended.outcome == "exited" else ended.outcome.replace("timeout", "timed out")
