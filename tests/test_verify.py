@@ -1109,3 +1109,22 @@ def test_the_word_that_an_implementer_starts_without_its_setup_shows_no_bidi_con
     said = done.stdout + done.stderr
     assert "[run] setup failed, and drover/Add\\u202ework changed BROKEN" in said, said
     assert "\u202e" not in said
+
+
+def test_a_checks_figure_is_its_commands_own_time_not_the_setup_before_it(project):
+    """A new user on a Node library read `check passed (npm test, 26.7s)` for a suite of 2 s: the
+    figure counted the `npm ci` before it, whose own line had just said `done in 18.3s`. The figure
+    is now the command's own; `started` to `at` still spans the whole check."""
+    from datetime import datetime
+
+    first_pass(project)
+    config = project / "drover.toml"
+    config.write_text(config.read_text().replace('setup = ""', 'setup = "sleep 1"', 1))
+    done = drover(project, "verify", "D-1")
+    assert "D-1: [run] setup for drover's check done in" in done.stdout + done.stderr
+    (row,) = checks(project)
+    assert row["outcome"] == "exited"
+    whole = (datetime.fromisoformat(row["at"].replace("Z", "+00:00"))
+             - datetime.fromisoformat(row["started"].replace("Z", "+00:00"))).total_seconds()
+    assert whole - row["duration"] >= 1.0  # the set-up's `sleep 1` is outside the figure
+    assert f"({row['command']}, exit 2, {row['duration']:.1f}s)" in done.stdout

@@ -176,8 +176,9 @@ def run_check(project: Project, ledger: Ledger, item_id: str, *, echo: bool = Fa
             log.write(f"$ {command}    # drover's check of {what}, in {scratch}\n".encode())
         left = ""
         try:
-            exit_status, outcome, tail = _run_in(project, item_id, command, scratch, "" if of_base else base_head, log_path,
-                                                 echo=echo, cancel=cancel, progress=progress, ledger=ledger)
+            exit_status, outcome, tail, ran_for = _run_in(project, item_id, command, scratch, "" if of_base else base_head,
+                                                          log_path, echo=echo, cancel=cancel, progress=progress,
+                                                          ledger=ledger)
             # a failure in a pooled worktree whose set-up, done before, left files a clean removed since
             left = pool.setup_left_outside(ledger, project.relpath(scratch), started) \
                 if pooled and outcome == "exited" and exit_status != 0 else ""
@@ -191,7 +192,11 @@ def run_check(project: Project, ledger: Ledger, item_id: str, *, echo: bool = Fa
                 with pool.WORKTREE_LOCK:
                     git.remove_worktree(project.root, scratch, force=True, common=project.git_common_dir)
     check = Check(id=check_id, item=item_id, head=head, base=base_head, command=command, exit_status=exit_status,
-                  outcome=outcome, started=started, duration=round(time.monotonic() - clock, 3),
+                  outcome=outcome, started=started,
+                  # the command's own time, what `check passed (npm test, 2.1s)` labels it with: a set-up
+                  # before it has its own line (an `npm ci` of 18 s read as a slow suite); `started` to
+                  # `at` spans the whole check, and one whose command never ran is timed whole
+                  duration=round(time.monotonic() - clock if ran_for is None else ran_for, 3),
                   tail=tail, log_path=project.relpath(log_path), at=now())
     with ledger.write():  # the row and its event, one transaction: a command that changed anything has its event
         ledger.add_check(check)
@@ -260,16 +265,16 @@ def sweep_checks(project: Project) -> list[str]:
 
 def _run_in(project: Project, item_id: str, command: str, scratch: Path, base_head: str, log_path: Path, *,
             echo: bool, cancel: threading.Event | None,
-            progress: Callable[[str], None] | None, ledger: Ledger) -> tuple[int | None, str, str]:
-    """(exit status, outcome, tail) of the merge of `base_head` (none when "") and the command in the
-    scratch worktree."""
+            progress: Callable[[str], None] | None, ledger: Ledger) -> tuple[int | None, str, str, float | None]:
+    """(exit status, outcome, tail, the command's seconds) of the merge of `base_head` (none when "")
+    and the command in the scratch worktree; the seconds are None when the command never ran."""
     conflicts = git.merge_base_into(scratch, project.config.base, commit=base_head) if base_head else []
     if conflicts:
         said = (f"merging {project.config.base} ({base_head[:12]}) into the branch conflicts in "
                 f"{', '.join(map(escaped, conflicts))}")
         with open_regular(log_path, "ab") as log:
             log.write(f"# {said}\n".encode())
-        return None, "conflict", said
+        return None, "conflict", said, None
     start = log_path.stat().st_size  # the tail is the output's, not drover's header line
     if project.config.setup:
         from drover.loop.pool import setup_worktree
@@ -280,16 +285,18 @@ def _run_in(project: Project, item_id: str, command: str, scratch: Path, base_he
                            timeout=_timeout(project), cancel=cancel, progress=progress,
                            label=f"{item_id}: [run] setup for drover's check")  # not the item's own worktree
         except SetupInterrupted:
-            return None, "interrupted", tail_of(log_path, start)
+            return None, "interrupted", tail_of(log_path, start), None
         except SetupFailed:
-            return None, "setup failed", tail_of(log_path, start)
+            return None, "setup failed", tail_of(log_path, start), None
+    clock = time.monotonic()
     ended = agents.launch(
         [SHELL, "-c", command], cwd=scratch, env_add={"DROVER_ITEM": item_id, "DROVER_WORKTREE": str(scratch)},
         prompt="", prompt_via="file", log_path=log_path, timeout=_timeout(project),
         label=f"{item_id} check", echo=echo, cancel=cancel, progress=progress,
         progress_label=f"{item_id}: check ({command})",
     )
-    return ended.exit_code if ended.outcome == "exited" else None, ended.outcome, tail_of(log_path, start)
+    ran_for = time.monotonic() - clock
+    return ended.exit_code if ended.outcome == "exited" else None, ended.outcome, tail_of(log_path, start), ran_for
 
 
 def _timeout(project: Project) -> float | None:
