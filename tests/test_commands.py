@@ -191,6 +191,29 @@ def test_a_gitignore_that_already_ignores_drover_is_left_alone(repo):
     assert (repo / ".gitignore").read_text() == "/.drover\n"
 
 
+@pytest.mark.parametrize("kind", ["not UTF-8", "a folder"])
+def test_init_refuses_a_gitignore_it_cannot_add_to_before_writing_anything(repo, kind):
+    """A .gitignore that was not UTF-8 ended init in a traceback, and one that was a folder in a
+    line: each after drover.toml, items/ and the ledger were written. Either is now said first,
+    on one line naming the file, and the checkout is left as it was."""
+    if kind == "a folder":
+        (repo / ".gitignore").mkdir()
+    else:
+        (repo / ".gitignore").write_bytes(b"*.pyc\ncaf\xe9/\n")
+    before = files(repo), sorted(path.name for path in repo.iterdir())
+    said = fails(drover("init"), 2)
+    assert ".gitignore" in said
+    if kind == "not UTF-8":
+        assert said.startswith("drover: .gitignore line 2: not UTF-8 text")
+    assert (files(repo), sorted(path.name for path in repo.iterdir())) == before
+
+
+def test_a_gitignore_that_is_not_utf8_but_ignores_drover_is_left_alone(repo):
+    (repo / ".gitignore").write_bytes(b"caf\xe9/\n.drover/\n")
+    ok("init")
+    assert (repo / ".gitignore").read_bytes() == b"caf\xe9/\n.drover/\n"
+
+
 # --- new ------------------------------------------------------------------------------------------------------
 
 

@@ -14,7 +14,7 @@ from drover import git
 from drover.cli.config_text import default_config_text
 from drover.config import CONFIG_FILE, KEYS, load_config, parse_config
 from drover.errors import UsageError
-from drover.git.files import read_regular_text
+from drover.git.files import read_regular, read_regular_text
 from drover.items.file import write_atomic
 from drover.ledger.project import STATE_DIR, check_state, find_root, trusted_stat
 from drover.loop.runnable import cannot_start, tests_this_checkout
@@ -39,6 +39,8 @@ def init_project(start: Path) -> list[str]:
     for path, what in ((items, config.items), (root / STATE_DIR, STATE_DIR)):
         if path.exists() and not path.is_dir():
             raise UsageError(f"{what} exists and is not a folder: move it aside first")
+    gitignore = root / ".gitignore"
+    ignores = _gitignore_adding(gitignore)
     if fresh:
         write_atomic(config_path, text)
         said.append(f"wrote {CONFIG_FILE} (base branch: {config.base})")
@@ -56,12 +58,8 @@ def init_project(start: Path) -> list[str]:
 
         Ledger(ledger_path).close()
         said.append(f"created {STATE_DIR}/ledger.db")
-    gitignore = root / ".gitignore"
-    existing = gitignore.read_bytes().decode("utf-8") if gitignore.exists() else ""
-    ignored = {line.strip().strip("/") for line in existing.splitlines()}
-    if STATE_DIR not in ignored:
-        text = existing + ("" if not existing or existing.endswith("\n") else "\n") + IGNORE_LINE + "\n"
-        write_atomic(gitignore, text)
+    if ignores is not None:
+        write_atomic(gitignore, ignores)
         said.append(f"added {IGNORE_LINE} to .gitignore")
     if not fresh:  # set up before: the first-time steps are behind the user
         return said if len(said) > 1 else said + ["drover is set up here: nothing changed "
@@ -71,6 +69,25 @@ def init_project(start: Path) -> list[str]:
     if up != ".":  # run from a subfolder: the steps' paths, and the verify command, are the top's
         steps.insert(2, f"  cd {shlex.quote(up)}   # the repository's top, where {CONFIG_FILE} is: the steps below run there")
     return said + steps
+
+
+def _gitignore_adding(path: Path) -> str | None:
+    """The text of the .gitignore at `path` with IGNORE_LINE added, or None when it ignores STATE_DIR
+    already. Read before init writes anything: a .gitignore that cannot take the line (a folder, a
+    fifo, text that is not UTF-8) refuses the init in one line, the checkout as it was."""
+    try:
+        existing = read_regular(path)  # never waits on a fifo
+    except FileNotFoundError:
+        existing = b""
+    if STATE_DIR.encode() in {line.strip().strip(b"/") for line in existing.splitlines()}:
+        return None
+    try:
+        text = existing.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = existing[:exc.start].count(b"\n") + 1
+        raise UsageError(f".gitignore line {line}: not UTF-8 text, which init does not rewrite: add the line "
+                         f"{IGNORE_LINE} to it yourself, then run init again") from None
+    return text + ("" if not text or text.endswith("\n") else "\n") + IGNORE_LINE + "\n"
 
 
 def config_text_for(root: Path, detected: tuple[str, str] | None = None, setup: tuple[str, str] | None = None) -> str:
