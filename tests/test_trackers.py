@@ -390,12 +390,13 @@ def test_github_apply_runs_the_matching_gh_command(gh, repo, disposition, note, 
     assert gh.calls() == [argv]
 
 
-@pytest.mark.parametrize("disposition", ["close", "comment"])
-def test_github_apply_writes_nothing_without_the_repository_named_in_drover_toml(gh, repo, disposition):
+@pytest.mark.parametrize(("disposition", "verb"), [("close", "close"), ("comment", "comment on")])
+def test_github_apply_writes_nothing_without_the_repository_named_in_drover_toml(gh, repo, disposition, verb):
     """Hostile review 15: with `repo = ""` gh takes the repository from `.git/config`, which an agent
     can write (a remote marked `gh-resolved`): finish closed another repository's issue with the
-    operator's token. A write names its repository from drover.toml, or does not happen."""
-    with pytest.raises(TrackerUnavailable, match=r"set \[tracker\] repo"):
+    operator's token. A write names its repository from drover.toml, or does not happen; the
+    refusal reads as every backend's (`cannot comment on`, where it said `cannot comment issue`)."""
+    with pytest.raises(TrackerUnavailable, match=rf"^cannot {verb} issue #12: set \[tracker\] repo"):
         github_tracker(repo).apply(12, disposition, "Fixed in D-3")
     assert gh.calls() == []
 

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
 from drover.errors import headline, whole_text
-from drover.trackers.base import Issue, TrackerUnavailable, check_disposition, owners_in, TrackerSettings
+from drover.trackers.base import Issue, TrackerUnavailable, cannot_apply, check_disposition, owners_in, TrackerSettings
 
 if TYPE_CHECKING:
     import subprocess
@@ -148,8 +148,8 @@ class GitHubTracker:
             # gh would take the repository from .git/config (a remote marked `gh-resolved`, then
             # upstream, github, origin), which every agent can write: a close or a comment with the
             # operator's token goes only where drover.toml says (hostile review 15)
-            raise TrackerUnavailable(f"cannot {disposition} issue #{number}: set [tracker] repo = \"owner/name\" in "
-                                     "drover.toml (gh would take the repository from .git/config, which agents can write)")
+            raise cannot_apply(number, disposition, "set [tracker] repo = \"owner/name\" in drover.toml (gh would "
+                               "take the repository from .git/config, which agents can write)")
         # a write that did not answer may have been made: finish again would make a comment twice
         late = f", and GitHub may have taken it all the same: look at issue #{number} before finish writes it again"
         if disposition == "close":
