@@ -1,8 +1,9 @@
 """Executors: where a prepared run's agent runs. `local` (this machine) or `ray` (a cluster).
 
-An executor is one small interface: `submit` a prepared run and get a `Handle`; the handle
-streams the agent's log, can be cancelled, and `collect`s the result. runs.execute does
-everything around it (branch, worktree, ledger rows), so a new engine is one module here.
+An executor is one small interface: `submit` a prepared run and get a `Handle`, which can be
+cancelled and `collect`s the result; the agent's log is written to the run's folder (as it runs
+here, when it ends on a cluster), where `drover log` reads it. runs.execute does everything around
+it (branch, worktree, ledger rows), so a new engine is one module here.
 """
 from __future__ import annotations
 

@@ -1,11 +1,11 @@
-"""The executor interface: a prepared `Launch` in, a `Handle` to stream, cancel and collect, `Collected` out."""
+"""The executor interface: a prepared `Launch` in, a `Handle` to cancel and collect, `Collected` out."""
 
 from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 
 if TYPE_CHECKING:
@@ -65,10 +65,6 @@ class Collected:
 
 class Handle(Protocol):
     """One submitted run."""
-
-    def stream(self) -> Iterator[str]:
-        """The agent's log lines as far as they are known."""
-        ...
 
     def cancel(self) -> None:
         """End the run's agent (its whole process group) wherever it runs."""

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING, Callable, Iterator
+from typing import TYPE_CHECKING, Callable
 
 from drover.agents import launch as agents
 from drover.executors.base import Collected, Launch
@@ -22,10 +22,6 @@ class LocalHandle:
         self.echo = echo
         self.on_start = on_start
         self._cancel = threading.Event()
-
-    def stream(self) -> Iterator[str]:
-        if self.launch.log_path.exists():
-            yield from self.launch.log_path.read_text(encoding="utf-8", errors="replace").splitlines()
 
     def cancel(self) -> None:
         self._cancel.set()

@@ -14,7 +14,7 @@ import os
 import tempfile
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable
 
 from drover.agents import environment
 from drover import git
@@ -73,11 +73,6 @@ class RayHandle:
         self.ref = ref
         self.echo = echo
         self.cancelled = False
-
-    def stream(self) -> Iterator[str]:
-        # The log arrives with the result (see docs/executors.md); until then there is nothing.
-        if self.launch.log_path.exists():
-            yield from self.launch.log_path.read_text(encoding="utf-8", errors="replace").splitlines()
 
     def cancel(self) -> None:
         if not self.cancelled:
