@@ -52,7 +52,9 @@ class Launch:
 
 @dataclass(frozen=True)
 class Collected:
-    """How a run ended wherever it ran: `exited` (with its code), `timeout` or `interrupted`."""
+    """How a run ended wherever it ran: `exited` (with its code), `timeout`, `interrupted`, `over
+    budget` (ended at its token ceiling), or `failed` (a remote run whose result or commits were
+    refused, `reason` saying why)."""
 
     exit_code: int | None
     outcome: str
