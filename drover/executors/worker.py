@@ -20,8 +20,6 @@ from drover.git.files import open_regular
 from drover.executors.outbox import ENV as OUTBOX_ENV, collect
 
 
-# What a worker's result holds (what _work returns, and "node", which the task adds): each field's
-# check answers "" or what is wrong. The coordinator takes nothing of a result that fails one.
 _INT64 = 2**63
 # The most of an agent's log a worker sends home: its end, where a run's failure shows. The log
 # comes home in the result, held whole in the worker's, Ray's and the coordinator's memory; an agent
@@ -85,6 +83,8 @@ def _usage(value: Any) -> str:
     return ""
 
 
+# What a worker's result holds (what _work returns, and "node", which the task adds): each field's
+# check answers "" or what is wrong. The coordinator takes nothing of a result that fails one.
 RESULT: dict[str, Any] = {
     "exit_code": lambda value: "" if value is None or (type(value) is int and -(2**31) <= value < 2**31)
     else "a whole number, or null",
