@@ -1,8 +1,9 @@
 """Tracker backends behind one small interface; `BACKENDS` names them and `open_tracker` picks one.
 
 Adding a backend: its module (a class with `name`, `writes_back`, `reads_issues`, `from_config`
-and the Tracker methods) and one entry in BACKENDS. config.py validates `[tracker] backend`
-against it, and nothing else asks a backend's name (docs/architecture.md).
+and the Tracker methods) and one entry in BACKENDS. `[tracker] backend` is checked against it
+(TrackerConfig in drover/config/tables.py), and nothing else asks a backend's name
+(docs/architecture.md).
 """
 from __future__ import annotations
 
@@ -22,5 +23,5 @@ BACKENDS: dict[str, type[Tracker]] = {backend.name: backend for backend in (NoTr
 
 def open_tracker(config: TrackerSettings, root: Path) -> Tracker:
     """The backend `[tracker] backend` names, rooted at the main checkout."""
-    # config.py accepts only the names in BACKENDS, so a KeyError here is a bug, not a user error
+    # drover.toml is read accepting only the names in BACKENDS, so a KeyError here is a bug, not a user error
     return BACKENDS[config.backend].from_config(config, root)
