@@ -9,13 +9,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from drover.vocabulary import DISPOSITIONS
 from drover.trackers.base import Issue, Tracker, TrackerUnavailable, owners_in, TrackerSettings
 from drover.trackers.file import FileTracker
 from drover.trackers.github import GitHubTracker
 from drover.trackers.none import NoTracker
 
-__all__ = ["BACKENDS", "DISPOSITIONS", "Issue", "Tracker", "TrackerUnavailable", "open_tracker", "owners_in"]
+__all__ = ["BACKENDS", "Issue", "Tracker", "TrackerUnavailable", "open_tracker", "owners_in"]
 
 # name -> backend class, in the order docs and error messages list them
 BACKENDS: dict[str, type[Tracker]] = {backend.name: backend for backend in (NoTracker, FileTracker, GitHubTracker)}
