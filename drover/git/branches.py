@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from drover.errors import GitError
-from drover.git.run import git, one_line, run, succeeds
+from drover.git.run import failure, git, run, succeeds
 
 SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 # Branch names that git's rules (`git check-ref-format --branch`) accept whatever git's version:
@@ -55,11 +55,12 @@ def shadowing_refs(name: str) -> tuple[str, str]:
 def current_branch(cwd: Path) -> str:
     """The branch checked out in `cwd`; "" when HEAD is detached."""
     # not --short: that says `heads/x` when a tag or other ref is also called x
-    done = run(["symbolic-ref", "--quiet", "HEAD"], cwd)
+    args = ["symbolic-ref", "--quiet", "HEAD"]
+    done = run(args, cwd)
     if done.returncode == 1:
         return ""
     if done.returncode != 0:
-        raise GitError(f"git symbolic-ref: {one_line(done.stderr)}")
+        raise failure(args, done)
     ref = done.stdout.strip()
     return ref.removeprefix("refs/heads/") if ref.startswith("refs/heads/") else ""
 

@@ -3,9 +3,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from drover.errors import GitError
 from drover.git.branches import current_branch, local_ref
-from drover.git.run import git, one_line, run
+from drover.git.run import failure, git, run
 
 
 def bundle_create(root: Path, path: Path, ref: str, *, exclude: str = "") -> bool:
@@ -16,7 +15,7 @@ def bundle_create(root: Path, path: Path, ref: str, *, exclude: str = "") -> boo
         return True
     if "empty bundle" in done.stderr:
         return False
-    raise GitError(f"git bundle: {one_line(done.stderr)}")
+    raise failure(args, done)
 
 
 def bundle_heads(root: Path, path: Path) -> list[tuple[str, str]]:
