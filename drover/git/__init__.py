@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from drover.git.branches import (Refs, all_refs, branch_exists, branch_heads, branch_refs, current_branch, detect_base,
-                                 head_of, heads_of, local_ref, reads_as_ref, require_base,
+                                 head_of, heads_of, local_ref, no_base, reads_as_ref, require_base,
                                  shadowing_refs, valid_branch_name)
 from drover.git.bundles import advance_branch, bundle_create, bundle_heads, clone_bundle, fetch_bundle
 from drover.git.attributes import changed_by_shared, configured_attributes, shared_attributes
@@ -25,7 +25,7 @@ __all__ = [
     "checkout_branch", "clone_bundle", "conflict_markers", "conflicts_merged", "commit_file", "commits_beyond", "commits_paths", "compare", "configured_attributes", "count_commits",
     "current_branch", "detect_base", "differing_in_index", "differing_on_disk", "dirty_entries", "dirty_paths", "ensure_worktree", "fetch_bundle", "git", "gitlinks_at",
     "head_markers", "head_of", "heads_of", "hidden_from_status", "housekeeping", "local_ref", "merge",
-    "merge_base_into", "merge_bases", "merged_by", "merge_in_progress",
+    "merge_base_into", "merge_bases", "merged_by", "merge_in_progress", "no_base",
     "modified_files",
     "moved_only_under", "own_git_dir",
     "private_dir", "reads_as_ref", "recent_commits", "registered_worktrees", "remove_worktree", "require_base", "rev_parse",

@@ -73,7 +73,13 @@ def branch_exists(root: Path, name: str) -> bool:
 def require_base(root: Path, base: str) -> None:
     """GitError unless the base branch exists."""
     if not branch_exists(root, base):
-        raise GitError(f"base branch {base!r} does not exist in {root}: check [run] base in drover.toml")
+        raise no_base(root, base)
+
+
+def no_base(root: Path, base: str) -> GitError:
+    """The failure of a step that needs the base branch `base` and finds none, in the words every
+    command says it."""
+    return GitError(f"base branch {base!r} does not exist in {root}: check [run] base in drover.toml")
 
 
 def detect_base(root: Path) -> str:

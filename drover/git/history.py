@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Callable, NamedTuple
 
 from drover.errors import GitError
-from drover.git.branches import SHA, branch_exists, exact_heads, head_of
+from drover.git.branches import SHA, branch_exists, exact_heads, head_of, no_base
 from drover.git.run import failure, git, one_command_line, run, succeeds
 
 
@@ -238,7 +238,7 @@ def changed_paths(root: Path, base: str, commit: str, *, base_head: str = "", ba
     read it; `bases`: merge_bases(base_head, commit), when the caller has just asked them."""
     base_head = base_head or head_of(root, base)
     if not base_head:
-        raise GitError(f"base branch {base!r} does not exist in {root}: check [run] base in drover.toml")
+        raise no_base(root, base)
     return _of_ids("changed", root, base_head, commit, lambda: _changed_paths(root, base_head, commit, bases))
 
 

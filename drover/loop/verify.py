@@ -26,7 +26,7 @@ from drover.agents.failures import tail
 from drover import git
 from drover.git.files import open_regular, regular_fd
 from drover.prompts.data import verify_command, verify_key
-from drover.errors import DroverError, GitError, Refused, escaped
+from drover.errors import DroverError, Refused, escaped
 from drover.ledger.connection import now
 from drover.ledger.db import Ledger
 from drover.ledger.project import Project
@@ -150,7 +150,7 @@ def run_check(project: Project, ledger: Ledger, item_id: str, *, echo: bool = Fa
         raise Refused(f"{item_id} has no branch to check (no implementing run made one)")
     base_head = of_base or git.head_of(project.root, base)
     if not base_head:
-        raise GitError(f"base branch {base!r} does not exist in {project.root}: check [run] base in drover.toml")
+        raise git.no_base(project.root, base)
     check_id = new_run_id(item_id, "check")
     log_path = project.runs_dir / check_id / LOG_NAME
     log_path.parent.mkdir(parents=True, exist_ok=True)
