@@ -8,7 +8,7 @@ from typing import Any, NamedTuple
 
 from drover.config.keys import (Live, at_least_one, as_seconds, check_duration, check_label, check_repo, key, keyed,
                                 parse_duration, table_of_strings)
-from drover.vocabulary import GUIDANCE_LEVELS, ISSUE_AUTHORS, RETRY_POLICIES
+from drover.vocabulary import FAILURE_CLASSES, GUIDANCE_LEVELS, ISSUE_AUTHORS, RETRY_POLICIES
 
 
 def _presets() -> Collection[str]:
@@ -192,7 +192,8 @@ class RetryConfig(NamedTuple):
 
     def policy(self, failure: str) -> str:
         """The policy for a failure class; park for a class without a key (over_budget)."""
-        return str(getattr(self, failure, "park")) if failure in RETRY_CLASSES else "park"
+        return str(getattr(self, failure)) if failure in RETRY_CLASSES else "park"
 
 
-RETRY_CLASSES = ("rate_limited", "auth", "timeout", "stalled", "crashed", "no_verdict", "interrupted")
+# The failure classes a [retry] key names a policy for, in vocabulary's order: all but over_budget.
+RETRY_CLASSES = tuple(failure for failure in FAILURE_CLASSES if failure in RetryConfig._fields)
