@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Callable
 import click
 
 from drover.cli.parts import echo_json, example
-from drover.cli.report_html import money, token_totals, tokens, unpriced
+from drover.cli.report_html import mean, money, share, token_totals, tokens, unpriced
 from drover.errors import DroverError, printable
 
 if TYPE_CHECKING:
@@ -146,14 +146,6 @@ def clean(text: str) -> str:
     return printable(" ".join(str(text).split("\n")))
 
 
-def _share(value: float | None) -> str:
-    return "-" if value is None else f"{value:.0%}"
-
-
-def _mean(value: float | None) -> str:
-    return "-" if value is None else f"{value:.1f}"
-
-
 def _failures(found: dict[str, int]) -> str:
     return ", ".join(f"{clean(name)} {count}" for name, count in found.items()) or "-"
 
@@ -199,7 +191,7 @@ def report_lines(made: "Report") -> list[str]:
 
 
 def _group_row(group: "GroupLine") -> tuple[str, ...]:
-    return (clean(group.name), str(group.items), str(group.runs), _share(group.first_review_share),
-            _mean(group.mean_rounds_to_approval), _failures(group.failures),
+    return (clean(group.name), str(group.items), str(group.runs), share(group.first_review_share),
+            mean(group.mean_rounds_to_approval), _failures(group.failures),
             tokens(group.input_tokens + group.output_tokens), money(group.cost_usd, group.cost_source))
 

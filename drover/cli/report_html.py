@@ -89,6 +89,16 @@ def tokens(count: int) -> str:
     return f"{count:,}" if count else "-"
 
 
+def share(value: float | None) -> str:
+    """A share as a whole percentage; "-" when there is nothing to share out."""
+    return "-" if value is None else f"{value:.0%}"
+
+
+def mean(value: float | None) -> str:
+    """A mean to one decimal; "-" when there is nothing to average."""
+    return "-" if value is None else f"{value:.1f}"
+
+
 def token_totals(tokens_in: int, tokens_out: int) -> str:
     if not tokens_in and not tokens_out:
         return "tokens: none reported"
@@ -140,11 +150,10 @@ def _items(items: "tuple[ItemLine, ...]") -> str:
 def _groups(heading: str, word: str, groups: "tuple[GroupLine, ...]") -> str:
     rows = []
     for group in groups:
-        share = "-" if group.first_review_share is None else f"{group.first_review_share:.0%}"
-        mean = "-" if group.mean_rounds_to_approval is None else f"{group.mean_rounds_to_approval:.1f}"
         failures = ", ".join(f"{_e(name)} {count}" for name, count in group.failures.items()) or "-"
         rows.append(f"<tr><td>{_e(group.name)}</td><td class=n>{group.items}</td><td class=n>{group.runs}</td>"
-                    f"<td class=n>{share}</td><td class=n>{mean}</td><td>{failures}</td>"
+                    f"<td class=n>{share(group.first_review_share)}</td>"
+                    f"<td class=n>{mean(group.mean_rounds_to_approval)}</td><td>{failures}</td>"
                     f"<td class=n>{tokens(group.input_tokens)}</td><td class=n>{tokens(group.output_tokens)}</td>"
                     f"<td class=n>{_e(money(group.cost_usd, group.cost_source))}</td></tr>")
     return (f"<h2>{heading}</h2><table><tr><th>{word}</th><th>items</th><th>runs</th><th>approved at first review</th>"
