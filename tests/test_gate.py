@@ -1031,6 +1031,32 @@ def test_a_worker_bundle_moves_only_the_item_branch_never_the_checked_out_one(pr
     assert git(project, "status", "--porcelain", "--untracked-files=no") == ""
 
 
+@pytest.mark.parametrize("planted", ["link", "folder"])
+def test_what_an_agent_puts_in_place_of_a_remote_runs_log_is_never_written_through(project, tmp_path, planted):
+    """A remote run's log comes home appended to the run's agent.log, which an agent on a node of
+    this machine can reach: a link there had drover write the log, the agent's own words, into the
+    file it led to (one of the operator's), and a folder there ended the drive in a traceback. The
+    log is opened as every log is (files.open_regular), whatever stands in its place removed first."""
+    outside = tmp_path / "operator.txt"
+    outside.write_text("the operator's\n")
+
+    def plant() -> None:
+        (run_dir,) = (project / ".drover" / "runs").glob("*-D-1-implement-*")
+        log = run_dir / "agent.log"
+        log.unlink(missing_ok=True)
+        if planted == "link":
+            log.symlink_to(outside)
+        else:
+            (log / "inside").mkdir(parents=True)
+
+    result = remote(project, "implement", between=plant)
+
+    assert outside.read_text() == "the operator's\n"
+    assert result.outcome == "exited", result
+    (log,) = (project / ".drover" / "runs").glob("*-D-1-implement-*/agent.log")
+    assert log.is_file() and not log.is_symlink() and log.read_bytes()
+
+
 def test_a_bundle_is_taken_into_the_branch_by_its_full_name(project, tmp_path):
     git(project, "branch", "drover/d-1")
     other = tmp_path / "other"

@@ -22,6 +22,7 @@ from drover.executors import outbox
 from drover.executors.base import Launch
 from drover.errors import DroverError, GitError, UsageError, printable
 from drover.errors import shown_paths
+from drover.git.files import open_regular, remove_path
 from drover.ledger.ownfiles import state_paths
 from drover.ledger.project import STATE_DIR
 from drover.executors.base import Collected
@@ -191,8 +192,16 @@ def take_bundle(workdir: Path, branch: str, data: bytes) -> str:
 
 
 def _append(path: Path, data: bytes) -> None:
+    """`data` at the end of the run's log, opened as every log is (open_regular: never through a
+    link, never waiting on a fifo). An agent on a node of this machine can reach the run's folder:
+    whatever it put in the log's place is removed first, never written through."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "ab") as handle:
+    try:
+        handle = open_regular(path, "ab")
+    except OSError:
+        remove_path(path)
+        handle = open_regular(path, "ab")
+    with handle:
         handle.write(data)
 
 
