@@ -1057,6 +1057,29 @@ def test_what_an_agent_puts_in_place_of_a_remote_runs_log_is_never_written_throu
     assert log.is_file() and not log.is_symlink() and log.read_bytes()
 
 
+def test_a_link_in_place_of_a_remote_runs_kept_outbox_is_never_written_through(project, tmp_path):
+    """A worker's outbox is kept in the run's folder as it came: a link an agent put at
+    outbox.jsonl had drover write the outbox, the agent's own lines, into the file it led to."""
+    outside = tmp_path / "operator.txt"
+    outside.write_text("the operator's\n")
+
+    def plant() -> None:
+        (run_dir,) = (project / ".drover" / "runs").glob("*-D-1-implement-*")
+        (run_dir / "outbox.jsonl").symlink_to(outside)
+
+    def tamper(result: dict) -> None:
+        result["outbox"] = "the agent's line\n"
+
+    project_ = open_project(project)
+    with Ledger(project_.ledger_path) as ledger:
+        launch = runs.prepare(project_, ledger, "D-1", "implement")
+        runs.execute(project_, ledger, launch, echo=False, executor=InlineExecutor(plant, tamper))
+
+    assert outside.read_text() == "the operator's\n"
+    kept = launch.run_dir / "outbox.jsonl"
+    assert not kept.is_symlink() and kept.read_text() == "the agent's line\n"
+
+
 def test_a_bundle_is_taken_into_the_branch_by_its_full_name(project, tmp_path):
     git(project, "branch", "drover/d-1")
     other = tmp_path / "other"

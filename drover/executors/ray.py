@@ -22,7 +22,7 @@ from drover.executors import outbox
 from drover.executors.base import Launch
 from drover.errors import DroverError, GitError, UsageError, printable
 from drover.errors import shown_paths
-from drover.git.files import open_regular, remove_path
+from drover.git.files import folder_fd, open_regular, remove_path, replace_at
 from drover.ledger.ownfiles import state_paths
 from drover.ledger.project import STATE_DIR
 from drover.executors.base import Collected
@@ -133,7 +133,7 @@ def bring_home(project: "Project", ledger: "Ledger", launch: "Launch", result: d
     # an outbox past its caps (outbox.OUTBOX_BYTES and the rest) is kept and replayed not at all
     unread = result.get("outbox_refused") or outbox.over_cap(result["outbox"])
     if result["outbox"] and not unread:
-        kept.write_text(result["outbox"], encoding="utf-8")
+        _keep(kept, result["outbox"].encode("utf-8"))
     root = project.root
     try:
         if unread:
@@ -203,6 +203,16 @@ def _append(path: Path, data: bytes) -> None:
         handle = open_regular(path, "ab")
     with handle:
         handle.write(data)
+
+
+def _keep(path: Path, data: bytes) -> None:
+    """A new file at `path` in the run's folder holding `data`, in place of whatever an agent put
+    there (files.replace_at: a link is replaced, never written through)."""
+    folder = folder_fd(path.parent)
+    try:
+        replace_at(folder, path.name, data)
+    finally:
+        os.close(folder)
 
 
 def _first_line(text: str) -> str:
