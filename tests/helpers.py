@@ -532,9 +532,6 @@ class _InlineHandle:
         self.executor = executor
         self.args = (project, ledger, launch)
 
-    def stream(self):
-        return iter(())
-
     def cancel(self) -> None:
         pass
 
