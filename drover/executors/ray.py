@@ -286,8 +286,9 @@ class RayExecutor:
             raise UsageError(f"no Ray cluster at {self.settings.address}: {_first_line(str(exc))}") from None
         self._task = ray.remote(_on_worker)
 
-    def _base_ref(self, root: Path, base: str) -> Any:
-        """The base branch as a bundle in the object store: once per base commit, not per run."""
+    def _base_ref(self, root: Path, base: str) -> tuple[str, Any]:
+        """The base branch's head, and its bundle in the object store: put there once per base
+        commit, not per run."""
         sha = git.rev_parse(root, f"refs/heads/{base}")
         with self._lock:
             if sha not in self._base:
