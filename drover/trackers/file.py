@@ -116,11 +116,11 @@ class FileTracker:
             if isinstance(parsed, str):
                 problems.append((number, parsed))
                 continue
-            owners, text, state = parsed
+            owners, title, state = parsed
             rows.append(
                 Issue(
                     number=number,
-                    title=headline(text),  # one line, its escapes and bidi overrides written out
+                    title=headline(title),  # one line, its escapes and bidi overrides written out
                     state=state,
                     url=f"{self.register}:{number}",
                     owners=owners,
