@@ -208,9 +208,9 @@ def moved_only_under(root: Path, since: str, until: str, folder: str, *, head: s
 
 def count_commits(root: Path, since: str, until: str) -> int | None:
     """Commits `until` has that `since` lacks; None when `since` is not an ancestor (history rewritten)."""
-    if not succeeds(["merge-base", "--is-ancestor", since, until], root):
+    if not succeeds(["merge-base", "--is-ancestor", "--end-of-options", since, until], root):
         return None
-    return int(git(["rev-list", "--count", f"{since}..{until}"], root).strip() or 0)
+    return commits_beyond(root, until, since)
 
 
 def merge_bases(root: Path, base_head: str, commit: str) -> list[str]:
