@@ -128,10 +128,10 @@ def _write(path: Path, data: bytes | str) -> Path:
     return path
 
 
-def work(payload: dict[str, Any], base_bundle: bytes, *, scratch_parent: str | None = None) -> dict[str, Any]:
+def work(payload: dict[str, Any], base_bundle: bytes) -> dict[str, Any]:
     """Run one prepared run in a scratch clone; returns log, exit, timings, outbox and new commits."""
     started = time.monotonic()
-    scratch = Path(tempfile.mkdtemp(prefix="drover-worker-", dir=scratch_parent))
+    scratch = Path(tempfile.mkdtemp(prefix="drover-worker-"))
     try:
         return _work(payload, base_bundle, scratch, started)
     finally:
