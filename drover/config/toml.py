@@ -14,7 +14,8 @@ from typing import Any, Callable
 
 
 def parse_toml(path: Path, text: str, kind: str = "config") -> dict[str, Any]:
-    """`text` (the file at `path`) parsed as TOML, through the cache; raises tomllib.TOMLDecodeError."""
+    """`text` (the file at `path`) parsed as TOML, through the cache; ValueError when it is not TOML
+    (tomllib.TOMLDecodeError, or nesting too deep for tomllib, its line named)."""
     data = _cached_toml(path, text, kind)
     if data is None:
         import tomllib
