@@ -25,6 +25,7 @@ from drover.errors import shown_paths
 from drover.git.files import folder_fd, open_regular, remove_path, replace_at
 from drover.ledger.ownfiles import state_paths
 from drover.ledger.project import STATE_DIR
+from drover.vocabulary import CONFIG_FILE
 from drover.executors.base import Collected
 from drover.executors.worker import result_problem, worker_field
 
@@ -239,9 +240,9 @@ def make_payload(project: "Project", ledger: "Ledger", launch: "Launch", base_sh
         ledger_bytes = snapshot.read_bytes()
     files = {project.relpath(path): path.read_text(encoding="utf-8")
              for path in sorted(project.items_dir.glob("*.md"))} if project.items_dir.is_dir() else {}
-    config = root / "drover.toml"
+    config = root / CONFIG_FILE
     if config.exists():
-        files["drover.toml"] = config.read_text(encoding="utf-8")
+        files[CONFIG_FILE] = config.read_text(encoding="utf-8")
     return {
         "item_id": launch.item_id, "slot": launch.slot, "run_id": launch.run_id,
         "base": project.config.base, "branch": launch.branch, "item_bundle": item_bytes,
