@@ -28,6 +28,19 @@ def launch_remote(root: Path, slot: str) -> runs.RunResult:
         return runs.execute(project, ledger, launch, echo=False, executor=InlineExecutor())
 
 
+@pytest.mark.parametrize("odd", ["a folder", "not UTF-8"])
+def test_an_items_entry_that_is_no_readable_item_file_stops_no_remote_run(project, odd):
+    """The payload carries the item files to the worker: a folder called `notes.md` among them
+    failed every remote run as `could not start <agent>: Is a directory`, and a file that is not
+    UTF-8 in a traceback. Such an entry is no item file (list calls it unreadable) and stays home."""
+    if odd == "a folder":
+        (project / "items" / "notes.md").mkdir()
+    else:
+        (project / "items" / "latin.md").write_bytes(b"caf\xe9\n")
+    implemented = launch_remote(project, "implement")
+    assert (implemented.outcome, implemented.exit_code, implemented.notes) == ("exited", 0, ())
+
+
 def test_a_worker_runs_in_a_scratch_clone_and_its_commits_and_verdicts_come_home(project):
     implemented = launch_remote(project, "implement")
     assert (implemented.outcome, implemented.exit_code, implemented.notes) == ("exited", 0, ())

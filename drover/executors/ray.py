@@ -22,7 +22,7 @@ from drover.executors import outbox
 from drover.executors.base import Launch
 from drover.errors import DroverError, GitError, UsageError, printable
 from drover.errors import shown_paths
-from drover.git.files import folder_fd, open_regular, remove_path, replace_at
+from drover.git.files import folder_fd, open_regular, read_regular_text, remove_path, replace_at
 from drover.ledger.ownfiles import state_paths
 from drover.ledger.project import STATE_DIR
 from drover.vocabulary import CONFIG_FILE
@@ -238,8 +238,12 @@ def make_payload(project: "Project", ledger: "Ledger", launch: "Launch", base_sh
         snapshot = Path(tmp) / "ledger.db"
         ledger.snapshot(snapshot)
         ledger_bytes = snapshot.read_bytes()
-    files = {project.relpath(path): path.read_text(encoding="utf-8")
-             for path in sorted(project.items_dir.glob("*.md"))} if project.items_dir.is_dir() else {}
+    files = {}
+    for path in sorted(project.items_dir.glob("*.md")) if project.items_dir.is_dir() else ():
+        try:
+            files[project.relpath(path)] = read_regular_text(path)  # never waits on a fifo
+        except (OSError, UnicodeDecodeError):
+            continue  # no item file (a folder, not text): it stays home, as the run's item is readable
     config = root / CONFIG_FILE
     if config.exists():
         files[CONFIG_FILE] = config.read_text(encoding="utf-8")
