@@ -60,7 +60,7 @@ class Collected:
     outcome: str
     elapsed: float
     node: str = "local"
-    reason: str = ""  # why an interrupted run ended, when the agent's exit cannot say
+    reason: str = ""  # why the run ended so, when the agent's exit cannot say (a stall, a cancel, a refusal)
     notes: tuple[str, ...] = field(default_factory=tuple)  # e.g. outbox operations refused on replay
     usage: dict[str, Any] | None = None  # the ledger row of what the run cost (usage.Usage.as_row), if known
 
