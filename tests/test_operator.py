@@ -7,6 +7,7 @@ import re
 import shutil
 import sqlite3
 import subprocess
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -43,6 +44,28 @@ def test_init_outside_a_repository_refuses_and_writes_nothing(tmp_path):
     said = one_line_error(drover(folder, "init"), 2)
     assert "not inside a git repository" in said
     assert list(folder.iterdir()) == []
+
+
+def test_init_agent_names_the_preset_and_says_what_to_install(repo):
+    """`init --agent codex` writes the preset into the file init makes, and init says which agent
+    it set and what to install when its program is not on PATH (the first run said it before)."""
+    git_dir = Path(shutil.which("git") or "/usr/bin/git").parent
+    if (git_dir / "codex").exists():
+        pytest.skip(f"codex is installed beside git in {git_dir}")
+    said = drover(repo, "init", "--agent", "codex", env={"PATH": str(git_dir)}, check=True).stdout
+    assert tomllib.loads((repo / "drover.toml").read_text())["agent"]["preset"] == "codex"
+    assert "agent: codex (codex is not installed: npm install -g @openai/codex)" in said.splitlines()
+    written = (repo / "drover.toml").read_text()
+    assert one_line_error(drover(repo, "init", "--agent", "aider"), 2) == (
+        "drover: --agent aider: drover.toml exists already, and init leaves it as it is: set [agent] preset there")
+    assert (repo / "drover.toml").read_text() == written
+
+
+def test_init_agent_refuses_a_preset_it_does_not_know_writing_nothing(repo):
+    before = sorted(path.name for path in repo.iterdir())
+    said = one_line_error(drover(repo, "init", "--agent", "cladue"), 2)
+    assert said.startswith("drover: --agent: no preset 'cladue': expected one of claude, codex,")
+    assert sorted(path.name for path in repo.iterdir()) == before
 
 
 def test_a_drover_repo_outside_any_repository_is_named_as_the_cause(repo, tmp_path):

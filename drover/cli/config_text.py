@@ -68,14 +68,15 @@ def _comment(info: KeyInfo) -> str:
 
 
 def render_config(keys: Mapping[str, Mapping[str, Any]], verify: Mapping[str, str], *, base: str = "main",
-                  setup: str = "", setup_inputs: tuple[str, ...] = (),
+                  setup: str = "", setup_inputs: tuple[str, ...] = (), preset: str = "",
                   notes: Mapping[tuple[str, str], str] | None = None) -> str:
-    """The commented drover.toml: every table, every key at its default (`base`, `setup` and
-    `setup_inputs` as given), its meaning beside it (or the note `notes` gives for it, by (table,
-    key): what init found in the repository)."""
+    """The commented drover.toml: every table, every key at its default (`base`, `setup`,
+    `setup_inputs` and `[agent] preset` as given), its meaning beside it (or the note `notes` gives
+    for it, by (table, key): what init found in the repository)."""
     notes = notes or {}
     given = {("run", "base"): base, **({("run", "setup"): setup} if setup else {}),
-             **({("run", "setup_inputs"): setup_inputs} if setup_inputs else {})}
+             **({("run", "setup_inputs"): setup_inputs} if setup_inputs else {}),
+             **({("agent", "preset"): preset} if preset else {})}
     blocks = [HEADER_WITH_INPUTS if setup_inputs else HEADER]
     tables = list(keys)
     # [verify] is an open table, not declared key by key; it sits before [review] as it always has
@@ -120,9 +121,9 @@ if __name__ == "__main__":
 
 def default_config_text(base: str = "main", verify: dict[str, str] | None = None,
                         notes: dict[tuple[str, str], str] | None = None, setup: str = "",
-                        setup_inputs: tuple[str, ...] = ()) -> str:
+                        setup_inputs: tuple[str, ...] = (), preset: str = "") -> str:
     """The commented drover.toml `drover init` writes, every key at its default (base, `[run]
-    setup`, `[run] setup_inputs` and the verify commands as given); `notes`: comments for keys, by
-    (table, key), in place of their meaning."""
+    setup`, `[run] setup_inputs`, `[agent] preset` and the verify commands as given); `notes`:
+    comments for keys, by (table, key), in place of their meaning."""
     return render_config(KEYS, VERIFY_DEFAULT if verify is None else verify, base=base, setup=setup,
-                         setup_inputs=setup_inputs, notes=notes or {})
+                         setup_inputs=setup_inputs, preset=preset, notes=notes or {})

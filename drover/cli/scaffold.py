@@ -12,7 +12,7 @@ from typing import Any
 
 from drover import git
 from drover.cli.config_text import default_config_text
-from drover.config import CONFIG_FILE, KEYS, load_config, parse_config
+from drover.config import CONFIG_FILE, KEYS, Config, load_config, parse_config
 from drover.errors import UsageError
 from drover.git.files import read_regular, read_regular_text
 from drover.items.file import write_atomic
@@ -22,16 +22,20 @@ from drover.loop.runnable import cannot_start, tests_this_checkout
 IGNORE_LINE = f"{STATE_DIR}/"
 
 
-def init_project(start: Path) -> list[str]:
-    """Create drover.toml (unless present), the items folder, .drover/ and its ignore line."""
+def init_project(start: Path, preset: str = "") -> list[str]:
+    """Create drover.toml (unless present), the items folder, .drover/ and its ignore line;
+    `preset`, when given, is the file's `[agent] preset` (`init --agent`)."""
     root = find_root(start)  # refuses outside git
     said = []
     config_path = root / CONFIG_FILE
     trusted_stat(root, root)
     fresh = trusted_stat(config_path, root) is None
+    if preset and not fresh:
+        raise UsageError(f"--agent {preset}: {CONFIG_FILE} exists already, and init leaves it as it is: set "
+                         "[agent] preset there")
     detected = detect_verify(root) if fresh else ("", "")
     setup = detect_setup(root, detected[0]) if fresh else ("", "")
-    text = config_text_for(root, detected, setup) if fresh else ""
+    text = config_text_for(root, detected, setup, preset) if fresh else ""
     config = parse_config(tomllib.loads(text)) if fresh else load_config(config_path)
     items = root / config.items
     check_state(root, config.items)
@@ -45,6 +49,7 @@ def init_project(start: Path) -> list[str]:
         write_atomic(config_path, text)
         said.append(f"wrote {CONFIG_FILE} (base branch: {config.base})")
         said += _verify_said(root, detected, setup)
+        said += _agent_said(config)
     else:
         said.append(f"{CONFIG_FILE} already exists; left as it is")
     if not items.is_dir():
@@ -90,7 +95,17 @@ def _gitignore_adding(path: Path) -> str | None:
     return text + ("" if not text or text.endswith("\n") else "\n") + IGNORE_LINE + "\n"
 
 
-def config_text_for(root: Path, detected: tuple[str, str] | None = None, setup: tuple[str, str] | None = None) -> str:
+def _agent_said(config: Config) -> list[str]:
+    """`agent: codex`, and what to install where its program is not on PATH: the first run would
+    otherwise be the first to say so."""
+    from drover.agents.presets import binary_missing
+
+    missing = binary_missing(config.agent)
+    return [f"agent: {config.agent.preset}" + (f" ({missing})" if missing else "")]
+
+
+def config_text_for(root: Path, detected: tuple[str, str] | None = None, setup: tuple[str, str] | None = None,
+                    preset: str = "") -> str:
     """The commented drover.toml: its `base` the branch this repository works from, its verify
     command the one the repository's files name (`detected`, or detect_verify now), its `[run]
     setup` the install that command needs in each worktree (`setup`, or detect_setup now), else a
@@ -113,7 +128,7 @@ def config_text_for(root: Path, detected: tuple[str, str] | None = None, setup: 
     for key, example in zip(("setup", "keep", "setup_inputs"), KIND_EXAMPLES.get(project_kind(root, command), ())):
         notes.setdefault(("run", key), _with_example(KEYS["run"][key].meaning, example))
     return default_config_text(base=git.detect_base(root), verify={"default": command}, notes=notes, setup=install,
-                               setup_inputs=inputs)
+                               setup_inputs=inputs, preset=preset)
 
 
 # The examples the comments beside [run] setup, keep and setup_inputs give, by the kind of project

@@ -6,15 +6,23 @@ from pathlib import Path
 
 import click
 
-from drover.cli.parts import complete_help_topics, example
+from drover.cli.parts import complete_help_topics, complete_presets, example
 
 
-@click.command(epilog=example("drover init"))
-def init() -> None:
+@click.command(epilog=example("drover init --agent codex"))
+@click.option("--agent", "preset", default="", metavar="PRESET", shell_complete=complete_presets,
+              help="The agent preset drover.toml names (default: claude; `drover help agents` lists them).")
+def init(preset: str) -> None:
     """Write drover.toml, items/ and .drover/, and git-ignore .drover/."""
     from drover.cli.scaffold import init_project
 
-    for line in init_project(Path.cwd()):
+    if preset:
+        from drover.agents.presets import PRESETS
+        from drover.errors import UsageError
+
+        if preset not in PRESETS:
+            raise UsageError(f"--agent: no preset {preset!r}: expected one of {', '.join(PRESETS)}")
+    for line in init_project(Path.cwd(), preset):
         click.echo(line)
 
 
