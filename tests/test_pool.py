@@ -545,6 +545,23 @@ def test_a_later_run_in_the_worktree_an_item_holds_is_its_last_use(pooled):
     assert shown.splitlines()[1].split()[-1].endswith("s"), shown  # used seconds ago
 
 
+def test_an_item_goes_on_in_its_worktree_whose_git_file_names_its_folder_by_a_relative_path(pooled):
+    """git reads a relative `gitdir:` in a worktree's `.git` from the worktree (git 2.48 writes one so
+    with worktree.useRelativePaths), and so does the pool's fitness check; the check that an item's
+    held worktree is still on its branch read it from drover's own folder instead, found no HEAD, and
+    refused the item's next run there as on "a detached HEAD"."""
+    item = new_item(pooled, "relative")
+    drover(pooled, "run", item, check=True)
+    (row,) = pool_rows(pooled)
+    worktree = pooled / row["path"]
+    private = Path((worktree / ".git").read_text().strip().removeprefix("gitdir: "))
+    (worktree / ".git").write_text(f"gitdir: {os.path.relpath(private, worktree)}\n")
+    assert git(worktree, "rev-parse", "--abbrev-ref", "HEAD").strip() == f"drover/{item.lower()}"
+    done = drover(pooled, "run", item)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert [again["path"] for again in pool_rows(pooled)] == [row["path"]]
+
+
 def test_a_dry_run_names_the_pooled_worktree_the_launch_works_in(pooled, tmp_path):
     """`drover run D-5 --dry-run` said `directory: .drover/worktrees/D-5 (a worktree, created at
     launch)` and `DROVER_WORKTREE=.../.drover/worktrees/D-5`; the run then worked in

@@ -148,8 +148,9 @@ def acquire(project: Project, ledger: "Ledger", holder: str, *, branch: str = ""
     held = ledger.held_worktree(holder)
     if held is not None and held.state == HELD and not holder.endswith(CHECK_SUFFIX):
         path = root / held.path
-        if path.is_dir() and _still_registered(project, path):
-            _require_on(path, branch)
+        private = _still_registered(project, path) if path.is_dir() else None
+        if private is not None:
+            _require_on(private, path, branch)
             if (held.pid, held.pid_start) != _me() or _older_than(held.used, USED_STEP):
                 # this drover uses it now: no other may take it (_spare); and `drover worktrees` says
                 # when it was last used (within a minute: a drive's review right after its run is one use)
@@ -178,6 +179,7 @@ def acquire(project: Project, ledger: "Ledger", holder: str, *, branch: str = ""
                 _add(project, path, branch, commit, created)
             elif _make_ready(project, path, branch, commit, created):
                 ledger.set_pooled(row.path, setup_digest="")  # set-up again: its submodules are gone
+            # the folder `.git` names checked again (the worktree is anyone's to write) before the index is copied
             _keep_index(project, path)
         except Unfit as exc:  # this worktree's fault: another may be fit
             problems.append(str(exc))
@@ -222,7 +224,7 @@ def _only_the_branch(project: Project, path: Path, branch: str) -> bool:
     uncommitted (tracked or untracked, outside `[run] keep`; ignored files are no one's work)."""
     try:
         private = private_git_dir(path, project.git_common_dir)
-        if _head_file(path) != f"ref: refs/heads/{branch}" or any((private / name).exists() for name in IN_PROGRESS):
+        if _head_of(private) != f"ref: refs/heads/{branch}" or any((private / name).exists() for name in IN_PROGRESS):
             return False
         entries = git.dirty_entries(path)
     except (Unfit, GitError, OSError):
@@ -264,28 +266,30 @@ def _keep_index(project: Project, path: Path) -> None:
         raise Unfit(f"{path}: the index could not be kept: {exc.strerror}") from None
 
 
-def _still_registered(project: Project, path: Path) -> bool:
+def _still_registered(project: Project, path: Path) -> Path | None:
+    """The worktree's private git folder (cleaning.private_git_dir), None when it is not this
+    repository's worktree any more."""
     try:
-        private_git_dir(path, project.git_common_dir)
+        return private_git_dir(path, project.git_common_dir)
     except Unfit:
-        return False
-    return True
+        return None
 
 
-def _require_on(path: Path, branch: str) -> None:
-    """An item's own worktree is on its branch: the agent may not have moved it elsewhere."""
-    head = _head_file(path)
+def _require_on(private: Path, path: Path, branch: str) -> None:
+    """An item's own worktree is on its branch: the agent may not have moved it elsewhere. `private`:
+    its private git folder as _still_registered just checked it (its `.git` file is not read again)."""
+    head = _head_of(private)
     if branch and head != f"ref: refs/heads/{branch}":
         on = head.removeprefix("ref: refs/heads/") if head.startswith("ref: ") else "a detached HEAD"
         raise GitError(f"worktree {path} is on {on}, not {branch}: `drover worktrees prune --held` frees it")
 
 
-def _head_file(path: Path) -> str:
+def _head_of(private: Path) -> str:
+    """What a worktree's private git folder says its HEAD is ("" when unreadable)."""
     from drover.git.files import read_small_file
 
     try:
-        text = read_small_file(path / ".git").strip()
-        return read_small_file(Path(text.removeprefix("gitdir: ")) / "HEAD").strip()
+        return read_small_file(private / "HEAD").strip()
     except OSError:
         return ""
 
