@@ -10,7 +10,9 @@ setup_inputs `deps.lock`), items reuse worktrees and set-up runs once per pooled
 Per-item overhead is drive's wall time times the jobs, less the agents' own time (each run's
 start to end, as the ledger records it) and the set-up time, over the items: what drover itself
 spends per item. The pooled side then drives as many new items again on the pool it kept (its
-worktrees filled and set up by the first drive), a pool's state from its second drive on.
+worktrees filled and set up by the first drive), a pool's state from its second drive on. Each
+row also gives the CPU of the drive and all it ran (agents included) over the items, and the git
+processes the drive itself started, over the items (not its agents', nor a reviewer's `drover audit`'s).
 Nothing asserts; the goals are printed with PASS or MISS.
 
     python benchmarks/pool_bench.py [--items 20] [--jobs 2] [--files 20000] [--setup 5] [--pool 4] [--keep] [--only pooled]
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import resource
 import shutil
 import sqlite3
 import subprocess
@@ -83,8 +86,13 @@ def configure(root: Path, environ: dict[str, str], *, pool: int, seconds: float)
     return log
 
 
-def git_time(trace: Path) -> dict[str, tuple[int, float]]:
-    """From a GIT_TRACE2_EVENT file: git's top-level commands (config options left out) -> (count, seconds)."""
+LAUNCHER = "drover-launch"  # the name a drover takes once it has launched an agent (agents/procs.py)
+
+
+def git_time(trace: Path, own: list[int] | None = None) -> dict[str, tuple[int, float]]:
+    """From a GIT_TRACE2_EVENT file: git's top-level commands (config options left out) -> (count, seconds).
+    `own` gets 1 for each git process the drive itself started after its first launch (its parent is
+    the marked launcher, where an agent's is its shell and a reviewer's `drover audit` is `drover`)."""
     names: dict[str, str] = {}
     found: dict[str, tuple[int, float]] = {}
     for line in trace.read_text().splitlines():
@@ -92,6 +100,8 @@ def git_time(trace: Path) -> dict[str, tuple[int, float]]:
         sid = event["sid"]
         if "/" in sid:
             continue  # a git run by git
+        if event["event"] == "cmd_ancestry" and own is not None and event.get("ancestry", [""])[0] == LAUNCHER:
+            own.append(1)
         if event["event"] == "start":
             words, index = event["argv"][1:], 0
             shown = []
@@ -115,10 +125,13 @@ def measure(root: Path, log: Path, environ: dict[str, str], drover: list[str], *
     trace = root.parent / f"git-trace-{first}.json"
     ids = [f"D-{n}" for n in range(first, first + items)]
     before = len(log.read_text().splitlines()) if log.exists() else 0
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     done = subprocess.run([*drover, "drive", "--finish", "--jobs", str(jobs), *ids], cwd=root,
                           env={**environ, "GIT_TRACE2_EVENT": str(trace)}, capture_output=True, text=True)
     wall = time.perf_counter() - start
+    ended = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = ended.ru_utime + ended.ru_stime - used.ru_utime - used.ru_stime  # the drive and all it ran, agents too
     if done.returncode != 0:
         raise SystemExit(f"drive failed ({done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-2000:]}")
     conn = sqlite3.connect(root / ".drover" / "ledger.db")
@@ -130,14 +143,16 @@ def measure(root: Path, log: Path, environ: dict[str, str], drover: list[str], *
     setups = log.read_text().splitlines()[before:] if log.exists() else []
     setup = len(setups) * seconds
     per_worktree = {path: setups.count(path) for path in set(setups)}
-    gits = git_time(trace) if trace.exists() else {}
+    own: list[int] = []
+    gits = git_time(trace, own) if trace.exists() else {}
     print(f"-- {root.parent.name}, items {ids[0]}..{ids[-1]}: git's time by command (every process of the drive, "
           "agents' included)")
     for name, (count, total) in sorted(gits.items(), key=lambda pair: -pair[1][1])[:12]:
         print(f"   {total:7.2f} s  {count:4d} x  git {name}")
     return {"wall": wall, "agent": agent, "runs": len(spans), "setups": len(setups), "setup": setup,
             "worktrees": len(per_worktree), "most": max(per_worktree.values(), default=0),
-            "overhead": (wall * jobs - agent - setup) / items, "merged": merged}
+            "overhead": (wall * jobs - agent - setup) / items, "merged": merged, "cpu": cpu / items,
+            "gits": len(own) / items}
 
 
 def main() -> int:
@@ -171,10 +186,10 @@ def main() -> int:
         print(f"items: {args.items}, jobs: {args.jobs}, tracked files: {args.files}, set-up: {args.setup:g} s, "
               f"pool: {args.pool}")
         print(f"{'':<13} {'wall s':>8} {'agents s':>9} {'set-ups':>8} {'worktrees':>10} {'most/wt':>8} "
-              f"{'overhead/item s':>16} {'merged':>7}")
+              f"{'overhead/item s':>16} {'merged':>7} {'cpu/item s':>11} {'drive gits/item':>16}")
         for name, row in results.items():
             print(f"{name:<13} {row['wall']:>8.1f} {row['agent']:>9.1f} {row['setups']:>8.0f} {row['worktrees']:>10.0f} "
-                  f"{row['most']:>8.0f} {row['overhead']:>16.2f} {row['merged']:>7.0f}")
+                  f"{row['most']:>8.0f} {row['overhead']:>16.2f} {row['merged']:>7.0f} {row['cpu']:>11.2f} {row['gits']:>16.1f}")
         pooled = results.get("pooled")
         if pooled is None:
             return 0
