@@ -127,7 +127,7 @@ def test_cache_rows_from_before_the_prefix_was_recorded_are_dropped(tmp_path):
     old["items"].insert({"id": "D-1", "number": 1, "created_at": "2026-01-01T00:00:00.000Z"})
     old.conn.close()
     with Ledger(project.ledger_path) as upgraded:
-        assert upgraded.cached_files() == {} and "D-1" in upgraded.item_rows()
+        assert upgraded.cached_files() == {} and upgraded.has_item("D-1")
         assert catalogue(project, upgraded)["D-1"].title == "one"
     assert dump(project.ledger_path)["item_files_prefix"] == [("D",)]
 

@@ -241,22 +241,6 @@ def test_new_refuses_unknown_deps_and_findings_writing_nothing(project):
     assert ok(project, "new", "y", "--dep", "1", "-f", "#1").split()[0] == "D-2"
 
 
-def test_new_refuses_a_dep_on_an_item_whose_file_went_before_any_history(project):
-    """An item `new` made whose file was deleted before any run is no item (show: `no item D-1`);
-    a dep on it was taken for its items row and the new item then waited `(no such item)` forever.
-    With history (a round) the item stays one whose file is gone, and a dep on it is taken."""
-    gone = new_item(project, "made and deleted")
-    (project / "items" / f"{gone}.md").unlink()
-    before = sorted(path.name for path in (project / "items").iterdir())
-    assert one_line_error(drover(project, "new", "x", "--dep", gone), 2).startswith(f"drover: no item {gone}")
-    assert sorted(path.name for path in (project / "items").iterdir()) == before
-    kept = new_item(project, "sent back, then deleted")
-    ok(project, "request-changes", kept, stdin="## fix it\n")
-    (project / "items" / f"{kept}.md").unlink()
-    made = ok(project, "new", "y", "--dep", kept).split()[0]
-    assert kept in (project / "items" / f"{made}.md").read_text()
-
-
 def test_round_headlines_drop_list_markers_and_hashes(project):
     item = new_item(project, "one")
     ok(project, "request-changes", item, stdin="- Requirement 2 is not met\n- and more\n")

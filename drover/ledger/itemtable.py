@@ -82,6 +82,10 @@ class ItemTable(Journal):
         rows = self._rows("SELECT * FROM items WHERE id = ?", (item_id,))
         return rows[0] if rows else {"id": item_id, "done": 0, "parked": 0}
 
+    def has_item(self, item_id: str) -> bool:
+        """Whether the items table has a row for `item_id` (one lookup, not item_rows' every row)."""
+        return self.conn.execute("SELECT 1 FROM items WHERE id = ?", (item_id,)).fetchone() is not None
+
     def item_rows(self) -> dict[str, dict[str, Any]]:
         return {row["id"]: row for row in self._rows("SELECT * FROM items")}
 

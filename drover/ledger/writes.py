@@ -123,7 +123,7 @@ def new_item(project: Project, ledger: Ledger, title: str, kind: str, deps: list
     for dep in [*deps, *([finding_source] if finding_source else [])]:
         if not pattern.match(dep):
             raise not_an_id(project, dep)
-        if not _known_dep(project, ledger, dep):
+        if not project.item_path(dep).exists() and not ledger.has_item(dep):
             # a dep on nothing would block the new item forever; say so before writing anything
             raise missing_item(project, ledger, dep)
     by = actor(project, ledger)
@@ -442,17 +442,6 @@ def unpark(project: Project, ledger: Ledger, item_id: str) -> Outcome:
                     f"([review] max_rounds = {cap}): its next request for changes parks it again; raise the cap "
                     "to give it more rounds")
     return Outcome(tuple(said))
-
-
-def _known_dep(project: Project, ledger: Ledger, item_id: str) -> bool:
-    """Whether `item_id` names an item a dep can wait on: one with a file, one done (its file may be
-    gone), or one whose file is gone with history (what list names `has no file`). An items row
-    alone, an item `new` made whose file was deleted before any run, is no item: list notes a dep
-    on it `(no such item)` and nothing would ever do it."""
-    from drover.ledger.catalogue import with_history
-
-    return (project.item_path(item_id).exists() or bool(ledger.item_row(item_id)["done"])
-            or bool(with_history(ledger, [item_id])))
 
 
 def _require_known(project: Project, ledger: Ledger, item_id: str) -> None:
