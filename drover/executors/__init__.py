@@ -7,15 +7,16 @@ it (branch, worktree, ledger rows), so a new engine is one module here.
 """
 from __future__ import annotations
 
-import importlib.util
 from typing import TYPE_CHECKING
 
 from drover.errors import UsageError
-from drover.executors.base import Collected as Collected, Executor as Executor, Handle as Handle, Launch as Launch
 from drover.vocabulary import EXECUTORS
 
+# The interface (base.py) is imported from its module, not from here: every writing command an
+# agent calls imports outbox.py, so this package, and base.py's dataclasses were 2 ms of each.
 if TYPE_CHECKING:
     from drover.config import Config
+    from drover.executors.base import Executor
     from drover.ledger.project import Project
 
 NAMES = EXECUTORS
@@ -44,6 +45,8 @@ def open_executor(project: "Project", name: str | None = None) -> Executor:
 def unavailable(config: "Config") -> str:
     """Why `[run] executor` cannot run on this machine ("" when it can): ray chosen, Ray not
     installed. `drover check` says so; run and drive refuse (open_executor)."""
+    import importlib.util  # here: only check, run and drive ask; 0.3 ms of every writing command
+
     if config.executor != "ray" or importlib.util.find_spec("ray") is not None:
         return ""
     from drover.executors.ray import INSTALL

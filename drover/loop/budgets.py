@@ -22,7 +22,7 @@ from drover.ledger.writes import park_by_drover
 from drover.vocabulary import OVER_BUDGET
 
 if TYPE_CHECKING:
-    from drover.executors import Collected, Launch
+    from drover.executors.base import Collected, Launch
     from drover.ledger.db import Ledger
     from drover.ledger.project import Project
 

@@ -18,7 +18,8 @@ from drover.ledger.itemstate import item_state
 from drover.agents.launch import say_above_status
 from drover.agents.procs import run_alive
 from drover.ledger.state import ORPHANED, orphan_note
-from drover.executors import Executor, open_executor
+from drover.executors import open_executor
+from drover.executors.base import Executor
 
 __all__ = ["DriveInterrupted", "Driven", "drive", "exit_status", "orphans"]
 

@@ -19,7 +19,7 @@ from drover.ledger.connection import now
 from drover.ledger.rows import Run
 from drover.ledger.itemstate import ItemState, item_state, newest_log, usage_total
 from drover.ledger.state import IMPLEMENT_NEXT, NOT_DRIVEN, ORPHANED, State
-from drover.executors import Executor
+from drover.executors.base import Executor
 from drover.vocabulary import PARKED_ITS_ITEM
 
 APPROVED = ("approved", "finished")

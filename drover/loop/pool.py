@@ -32,7 +32,7 @@ from drover.ledger.pooltable import CHECK_SUFFIX, CLEANING, FREE, HELD, PoolRow
 from drover.ledger.project import Project
 
 if TYPE_CHECKING:
-    from drover.executors import Launch
+    from drover.executors.base import Launch
     from drover.ledger.db import Ledger
 
 # One at a time with every other worktree add and prune of this process: a prune during another

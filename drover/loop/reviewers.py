@@ -13,7 +13,7 @@ from drover.errors import GitError, Refused
 from drover.errors import shown_paths
 
 if TYPE_CHECKING:
-    from drover.executors import Launch
+    from drover.executors.base import Launch
     from drover.ledger.db import Ledger
     from drover.ledger.project import Project
 

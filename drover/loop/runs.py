@@ -27,7 +27,7 @@ from drover.ledger.rows import NewRun, Run, exited_zero
 
 from drover.vocabulary import PARKED_ITS_ITEM, SLOTS as LAUNCH_SLOTS, counted
 
-from drover.executors import Executor, Launch
+from drover.executors.base import Executor, Launch
 from drover.loop import budgets
 from drover.loop.budgets import DriveBudget
 from drover.loop import pool, reviewers
