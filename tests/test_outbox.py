@@ -91,6 +91,25 @@ def test_replaying_a_workers_outbox_equals_running_the_commands_here(project, tm
     assert view(project)["audits"] == [("D-1", "reviewed", "Test Operator", "looks right")]
 
 
+def test_the_writing_commands_import_neither_the_executor_interface_nor_the_replays_reader(project):
+    """An agent's writing command (a review's audit, above all) is a whole drover process, and a
+    drive starts one for each review: it loads the outbox's writing side, not the executor interface
+    (base.py) nor the ledger export's line reader that only a replay needs (docs/decisions.md)."""
+    import subprocess
+    import sys
+
+    code = ("import sys\nfrom drover.cli.main import cli\n"
+            "try:\n    cli(sys.argv[1:], prog_name='drover')\n"
+            "finally:\n    print(' '.join(sorted(sys.modules)), file=sys.stderr)\n")
+    for args in SEQUENCE[:5]:
+        done = subprocess.run([sys.executable, "-c", code, *args], cwd=project, capture_output=True, text=True,
+                              input=FINDINGS if args[0] == "request-changes" else None)
+        assert done.returncode == 0, done.stderr[-2000:]
+        modules = done.stderr.split()
+        assert "drover.executors.outbox" in modules and "drover.ledger.writes" in modules
+        assert [name for name in ("drover.executors.base", "drover.ledger.jsonl") if name in modules] == [], args
+
+
 def test_outbox_mode_validates_as_today_and_records_nothing_refused(project, tmp_path):
     box = tmp_path / "outbox.jsonl"
     env = {"DROVER_OUTBOX": str(box)}
