@@ -409,6 +409,7 @@ def test_each_declared_default_is_the_value_a_config_without_the_key_holds():
 @pytest.mark.parametrize("data, imported", [
     ({"project": {"prefix": "D"}}, []),
     ({"agent": {"preset": "codex"}, "tracker": {"backend": "file"}}, ["drover.agents.presets", "drover.trackers"]),
+    ({"agent": {"preset": "claude"}, "tracker": {"backend": "none"}}, []),  # the defaults, as `drover init` writes them
 ])
 def test_the_preset_and_backend_registries_are_imported_only_to_check_a_value(data, imported):
     """[agent] preset and [tracker] backend are checked against the live registries, read when a file sets them."""
@@ -426,6 +427,15 @@ def test_the_preset_and_backend_registries_are_imported_only_to_check_a_value(da
     assert (preset, backend) == (data.get("agent", {}).get("preset", "claude"),
                                  data.get("tracker", {}).get("backend", "none"))
     assert modules == imported
+
+
+def test_every_keys_default_is_one_of_its_choices():
+    """A value equal to its key's default is taken without asking the key's choices (config.py)."""
+    from drover.config import KEYS
+
+    chosen = [info for table in KEYS.values() for info in table.values() if info.choices]
+    assert {(info.table, info.name) for info in chosen} >= {("agent", "preset"), ("tracker", "backend")}
+    assert [(info.table, info.name) for info in chosen if info.default not in info.choices] == []
 
 # --- the parsed-TOML cache (config.py, docs/decisions.md) --------------------------------------
 
