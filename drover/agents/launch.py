@@ -7,6 +7,7 @@ import itertools
 import os
 import select
 import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -20,7 +21,7 @@ from drover.errors import is_terminal, printable
 from drover.agents.presets import PROMPT_TEXT
 from drover.agents.usage import StreamReader, Usage
 from drover.agents.locks import launching
-from drover.agents.procs import end_run_processes
+from drover.agents.procs import end_run_processes, failpoint
 
 PROMPT_VIAS = ("stdin", "file", "arg")
 GRACE_SECONDS = 5.0
@@ -331,6 +332,7 @@ def launch(
             # terminal reaches drover alone, which then decides.
             start_new_session=True,
         )
+        failpoint("launched", signal.SIGINT)  # tests: a Ctrl-C landing as soon as the process exists
         assert proc.stdout is not None  # stdout=PIPE
         exited = _exit_watch(proc.pid)
         output = _Output(log, raw_log, reader, show if echo else None)

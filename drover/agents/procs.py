@@ -32,6 +32,13 @@ class RunProcess(Protocol):
     def finished(self) -> str | None: ...
 
 
+def failpoint(name: str, signum: int = signal.SIGKILL) -> None:
+    """$DROVER_FAILPOINT=<name> sends this process `signum` here (SIGKILL: killed; SIGINT: a Ctrl-C
+    landing just then), so tests reach each window of a write or a launch."""
+    if os.environ.get("DROVER_FAILPOINT") == name:
+        os.kill(os.getpid(), signum)
+
+
 def _stat_fields(pid: int | str) -> list[str] | None:
     """/proc/<pid>/stat after the command name (state, ppid, pgrp, ...); None when unreadable."""
     try:

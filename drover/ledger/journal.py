@@ -20,6 +20,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
 
+from drover.agents.procs import failpoint
 from drover.errors import DroverError
 from drover.ledger.connection import Connection, now
 
@@ -60,14 +61,6 @@ def _owed_commits(db: Any) -> None:
         "CREATE TABLE IF NOT EXISTS owed_commits (id INTEGER PRIMARY KEY, item TEXT, root TEXT NOT NULL, "
         "path TEXT NOT NULL, text TEXT NOT NULL, message TEXT NOT NULL, at TEXT NOT NULL, failed TEXT)"
     )
-
-
-def failpoint(name: str) -> None:
-    """$DROVER_FAILPOINT=<name> kills this process here, so tests reach each window of a write."""
-    if os.environ.get("DROVER_FAILPOINT") == name:
-        import signal
-
-        os.kill(os.getpid(), signal.SIGKILL)
 
 
 class Journal(Connection):

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Callable, TypeVar
 from drover.items import file as itemfile
 from drover.errors import ItemError, Refused, UsageError, one_line
 from drover.git import head_of
-from drover.ledger.journal import failpoint as _failpoint
+from drover.agents.procs import failpoint as _failpoint
 from drover.items.ids import highest_number
 from drover.ledger.acting import acting_run, actor, require_operator, verdict_run
 from drover.ledger.activity import gate_shut

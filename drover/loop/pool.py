@@ -26,7 +26,7 @@ from drover.git.cleaning import (IN_PROGRESS, Unfit, clean_worktree, clean_would
                                  switch_worktree)
 from drover.errors import GitError
 from drover.ledger.connection import now, seconds_since
-from drover.ledger.journal import failpoint
+from drover.agents.procs import failpoint
 from drover.errors import shown_paths  # the one list of at most N "and K more"
 from drover.ledger.pooltable import CHECK_SUFFIX, CLEANING, FREE, HELD, PoolRow
 from drover.ledger.project import Project
