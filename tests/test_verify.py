@@ -674,6 +674,20 @@ def test_logs_note_of_a_later_failed_check_passes_over_one_ctrl_c_ended(project)
     logged_with_a_note_of(project, failed["id"])
 
 
+def test_a_ctrl_c_as_soon_as_the_checks_command_starts_is_a_check_on_record_as_interrupted(project):
+    """A Ctrl-C that lands as the check's process is started, before drover watches it (on a loaded
+    machine the command ran on while `drover verify` waited for the CPU there): the check is on
+    record as interrupted, as one a Ctrl-C ended later is; it was lost, the command left running."""
+    first_pass(project)
+    cut = drover(project, "verify", "D-1", env={"DROVER_FAILPOINT": "launched"}, process=True)
+    assert cut.returncode == 130, cut.stdout + cut.stderr
+    assert cut.stdout.startswith("D-1: check interrupted (make test, ") and "Traceback" not in cut.stderr
+    (check,) = checks(project)
+    assert (check["outcome"], check["exit_status"]) == ("interrupted", None), check
+    assert "[drover] interrupted after " in (project / check["log_path"]).read_text()
+    assert [line for line in worktrees(project) if "/.drover/checks/" in line] == []
+
+
 def test_verify_changes_the_ledger_so_it_records_an_event_with_its_check(project):
     first_pass(project)
     before = len(ledger_rows(project, "events", order="id"))

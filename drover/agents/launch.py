@@ -12,9 +12,10 @@ import subprocess
 import sys
 import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, Callable, TextIO
+from typing import Any, BinaryIO, Callable, Iterator, TextIO
 
 from drover.agents.failures import STALLED_PREFIX
 from drover.errors import is_terminal, printable
@@ -324,29 +325,34 @@ def launch(
 
     raw_log = open_regular(log_path.with_name("agent.jsonl"), "ab") if reader is not None else None
     with open_regular(log_path, "ab") as log:
-        proc = subprocess.Popen(
-            argv, cwd=cwd, env={**os.environ, **env_add},
-            stdin=subprocess.PIPE if prompt_via == "stdin" else subprocess.DEVNULL,
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-            # Its own session: one signal reaches everything it spawns, and a Ctrl-C on the
-            # terminal reaches drover alone, which then decides.
-            start_new_session=True,
-        )
-        failpoint("launched", signal.SIGINT)  # tests: a Ctrl-C landing as soon as the process exists
-        assert proc.stdout is not None  # stdout=PIPE
-        exited = _exit_watch(proc.pid)
-        output = _Output(log, raw_log, reader, show if echo else None)
+        proc: subprocess.Popen[bytes] | None = None
+        exited: int | None = None
         stop = threading.Event()
-        pump = threading.Thread(target=_pump, args=(proc.stdout.fileno(), output, stop), daemon=True)
-        pump.start()
-        if prompt_via == "stdin":
-            threading.Thread(target=_feed, args=(proc.stdin, prompt.encode("utf-8")), daemon=True).start()
-        deadline = start + timeout if timeout else None
-        every = progress_seconds()
-        next_progress = start + every
         outcome = "exited"
         stalled = ""
         try:
+            # a Ctrl-C waits from the process's start until drover watches it: raised in between, it
+            # left the process running unwatched (and a check's row unwritten); it arrives here instead
+            with _signals_held():
+                proc = subprocess.Popen(
+                    argv, cwd=cwd, env={**os.environ, **env_add},
+                    stdin=subprocess.PIPE if prompt_via == "stdin" else subprocess.DEVNULL,
+                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                    # Its own session: one signal reaches everything it spawns, and a Ctrl-C on the
+                    # terminal reaches drover alone, which then decides.
+                    start_new_session=True,
+                )
+                failpoint("launched", signal.SIGINT)  # tests: a Ctrl-C landing as soon as the process exists
+                assert proc.stdout is not None  # stdout=PIPE
+                exited = _exit_watch(proc.pid)
+                output = _Output(log, raw_log, reader, show if echo else None)
+                pump = threading.Thread(target=_pump, args=(proc.stdout.fileno(), output, stop), daemon=True)
+                pump.start()
+                if prompt_via == "stdin":
+                    threading.Thread(target=_feed, args=(proc.stdin, prompt.encode("utf-8")), daemon=True).start()
+            deadline = start + timeout if timeout else None
+            every = progress_seconds()
+            next_progress = start + every
             if on_start is not None:
                 on_start(proc.pid)
             while proc.poll() is None:
@@ -381,15 +387,19 @@ def launch(
                 wait = 0.2 if deadline is None else max(0.0, min(0.2, deadline - now))
                 _wait_exit(proc, exited, wait)
         except KeyboardInterrupt:
+            if proc is None:  # before its process was started: nothing to end
+                raise
             outcome = "interrupted"
         except BaseException:
-            end_run_processes(proc, grace, marker)
+            if proc is not None:
+                end_run_processes(proc, grace, marker)
             stop.set()
             raise
         finally:
             STATUS.drop(status_key, screen)
             if exited is not None:
                 os.close(exited)
+        assert proc is not None and proc.stdout is not None  # only a raise leaves the try without them
         end_run_processes(proc, grace, marker)
         stop.set()
         pump.join()
@@ -405,6 +415,30 @@ def launch(
                       "ended its processes\n".encode())
     return LaunchResult(exit_code=proc.returncode, outcome=outcome, elapsed=elapsed,
                         usage=reader.usage if reader is not None else None, stalled=stalled)
+
+
+HELD_SIGNALS = (signal.SIGINT, signal.SIGTERM)  # the two a drover command ends on (cli/exits.py)
+
+
+@contextmanager
+def _signals_held() -> Iterator[None]:
+    """Hold Ctrl-C and SIGTERM for the block, then let the first that came arrive as it would have
+    (its handler raises where the block ends). Python runs signal handlers in the main thread only:
+    elsewhere (a drive's job, ended through its `cancel`) nothing needs holding."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    came: list[int] = []
+    before: dict[signal.Signals, Any] = {}
+    try:  # one that lands between the two is held or raised, and whichever was replaced is put back
+        for signum in HELD_SIGNALS:
+            before[signum] = signal.signal(signum, lambda number, frame: came.append(number))
+        yield
+    finally:
+        for signum, handler in before.items():
+            signal.signal(signum, handler)
+        if came:
+            signal.raise_signal(came[0])
 
 
 def _exit_watch(pid: int) -> int | None:
