@@ -674,17 +674,20 @@ def test_logs_note_of_a_later_failed_check_passes_over_one_ctrl_c_ended(project)
     logged_with_a_note_of(project, failed["id"])
 
 
-def test_a_ctrl_c_as_soon_as_the_checks_command_starts_is_a_check_on_record_as_interrupted(project):
+@pytest.mark.parametrize("point, said", [("launched", "[drover] interrupted after "),
+                                          ("check-merging", "# interrupted: the command did not run to its end")])
+def test_a_ctrl_c_as_a_check_starts_its_command_or_before_is_a_check_on_record_as_interrupted(project, point, said):
     """A Ctrl-C that lands as the check's process is started, before drover watches it (on a loaded
-    machine the command ran on while `drover verify` waited for the CPU there): the check is on
-    record as interrupted, as one a Ctrl-C ended later is; it was lost, the command left running."""
+    machine the command ran on while `drover verify` waited for the CPU there), or before it
+    started (merging base): the check is on record as interrupted, as one a Ctrl-C ended later is.
+    It was lost: no row, though its log said the check began."""
     first_pass(project)
-    cut = drover(project, "verify", "D-1", env={"DROVER_FAILPOINT": "launched"}, process=True)
+    cut = drover(project, "verify", "D-1", env={"DROVER_FAILPOINT": point}, process=True)
     assert cut.returncode == 130, cut.stdout + cut.stderr
     assert cut.stdout.startswith("D-1: check interrupted (make test, ") and "Traceback" not in cut.stderr
     (check,) = checks(project)
     assert (check["outcome"], check["exit_status"]) == ("interrupted", None), check
-    assert "[drover] interrupted after " in (project / check["log_path"]).read_text()
+    assert said in (project / check["log_path"]).read_text()
     assert [line for line in worktrees(project) if "/.drover/checks/" in line] == []
 
 

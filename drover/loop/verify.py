@@ -15,6 +15,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import signal
 import threading
 import time
 from dataclasses import dataclass
@@ -23,6 +24,7 @@ from typing import Callable
 
 from drover.agents import launch as agents
 from drover.agents.failures import tail
+from drover.agents.procs import failpoint
 from drover import git
 from drover.git.files import open_regular, regular_fd
 from drover.prompts.data import verify_command, verify_key
@@ -38,6 +40,7 @@ from drover.vocabulary import CHECKER
 TAIL_LINES = 40
 TAIL_BYTES = 4096
 LOG_NAME = "check.log"
+INTERRUPTED_BEFORE = "interrupted: the command did not run to its end"  # a check's tail, and its log's last line
 
 
 def command_for(project: Project, item_id: str) -> str:
@@ -176,9 +179,14 @@ def run_check(project: Project, ledger: Ledger, item_id: str, *, echo: bool = Fa
             log.write(f"$ {command}    # drover's check of {what}, in {scratch}\n".encode())
         left = ""
         try:
-            exit_status, outcome, tail, ran_for = _run_in(project, item_id, command, scratch, "" if of_base else base_head,
-                                                          log_path, echo=echo, cancel=cancel, progress=progress,
-                                                          ledger=ledger)
+            try:
+                exit_status, outcome, tail, ran_for = _run_in(project, item_id, command, scratch, "" if of_base else base_head,
+                                                              log_path, echo=echo, cancel=cancel, progress=progress,
+                                                              ledger=ledger)
+            except KeyboardInterrupt:  # before its command or set-up started (merging base): its log says it began
+                exit_status, outcome, tail, ran_for = None, "interrupted", INTERRUPTED_BEFORE, None
+                with open_regular(log_path, "ab") as log:
+                    log.write(f"# {INTERRUPTED_BEFORE}\n".encode())
             # a failure in a pooled worktree whose set-up, done before, left files a clean removed since
             left = pool.setup_left_outside(ledger, project.relpath(scratch), started) \
                 if pooled and outcome == "exited" and exit_status != 0 else ""
@@ -268,6 +276,7 @@ def _run_in(project: Project, item_id: str, command: str, scratch: Path, base_he
             progress: Callable[[str], None] | None, ledger: Ledger) -> tuple[int | None, str, str, float | None]:
     """(exit status, outcome, tail, the command's seconds) of the merge of `base_head` (none when "")
     and the command in the scratch worktree; the seconds are None when the command never ran."""
+    failpoint("check-merging", signal.SIGINT)  # tests: a Ctrl-C before the command
     conflicts = git.merge_base_into(scratch, project.config.base, commit=base_head) if base_head else []
     if conflicts:
         said = (f"merging {project.config.base} ({base_head[:12]}) into the branch conflicts in "
