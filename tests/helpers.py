@@ -94,7 +94,7 @@ def in_process(root: Path, args: tuple[str, ...], stdin: str | None, env: dict) 
     from drover.cli.main import cli
 
     if "DROVER_FAILPOINT" in env or "DROVER_FAILPOINT" in os.environ:
-        raise AssertionError("a failpoint kills the process it is in: run this drover with process=True")
+        raise AssertionError("a failpoint signals the process it is in: run this drover with process=True")
     here = os.getcwd()
     os.chdir(root)
     try:
