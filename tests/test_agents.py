@@ -511,6 +511,53 @@ def test_processes_are_found_by_their_run_marker(tmp_path):
     assert child.pid not in marked_processes("DROVER_RUN", "marker-test")
 
 
+# A process that writes NULs over its own environment (its memory, /proc/self/mem), all but the
+# first entry: megabytes of empty entries, as one under an agent can leave on the machine.
+_NUL_ENVIRON = """
+import sys, time
+with open("/proc/self/stat") as f:
+    fields = f.read().rsplit(")", 1)[1].split()
+start, end = int(fields[47]), int(fields[48])
+with open("/proc/self/environ", "rb") as f:
+    first = len(f.read().split(b"\\0")[0]) + 1
+with open("/proc/self/mem", "r+b", buffering=0) as mem:
+    mem.seek(start + first)
+    mem.write(bytes(end - start - first))
+print(end - start, flush=True)
+time.sleep(60)
+"""
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="processes are found through /proc")
+def test_an_environment_of_a_million_empty_entries_is_searched_without_a_list_of_them(tmp_path):
+    """Hostile review 48: the mark was looked for among the environment's entries split into a list,
+    a Python object each: an agent's processes with megabytes of NULs made every look at the
+    machine's processes (each set-up's, each run's end) seconds per hundred of them."""
+    import tracemalloc
+
+    from drover.agents.procs import marked_processes
+
+    padding = {f"PAD{n}": "x" * 100_000 for n in range(12)}
+    child = subprocess.Popen([sys.executable, "-c", _NUL_ENVIRON], stdout=subprocess.PIPE,
+                             env={"DROVER_SETUP": "nul-test", **padding}, start_new_session=True)
+    try:
+        assert child.stdout is not None
+        size = int(child.stdout.readline())
+        assert size > 1_000_000
+        tracemalloc.start()
+        try:
+            found = marked_processes("DROVER_SETUP", "nul-test")
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+        assert found == [child.pid]
+        # the environment read, and a copy: not a list of a million entries (8 bytes each)
+        assert peak < 4 * size, peak
+    finally:
+        child.kill()
+        child.wait()
+
+
 def test_a_program_that_cannot_start_raises_oserror(tmp_path):
     with pytest.raises(FileNotFoundError):
         run([tmp_path / "no-such-agent"], tmp_path)

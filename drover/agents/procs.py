@@ -333,8 +333,10 @@ def _running(pid: int) -> bool:
 
 
 def marked_processes(key: str, value: str) -> list[int]:
-    """Running processes (not this one) whose environment holds key=value; [] without /proc."""
-    needle = f"{key}={value}".encode()
+    """Running processes (not this one) whose environment holds key=value; [] without /proc.
+    The entry is looked for between NULs in the text as read, never in a list of its entries: a
+    process may write megabytes of NULs over its own environment, each an entry (hostile review 48)."""
+    needle = os.fsencode(f"\0{key}={value}\0")  # a path as the environment holds it, undecodable bytes too
     found = []
     for pid in map(int, _pids()):
         if pid == os.getpid():
@@ -344,7 +346,7 @@ def marked_processes(key: str, value: str) -> list[int]:
                 environ = handle.read()
         except OSError:
             continue  # gone, or another user's
-        if needle in environ.split(b"\0") and _running(pid):
+        if needle in b"\0" + environ + b"\0" and _running(pid):
             found.append(pid)
     return found
 
