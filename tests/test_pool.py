@@ -284,6 +284,37 @@ def test_setup_runs_again_only_when_a_setup_input_changed(pooled, tmp_path):
     assert row["setup_at"] and row["setup_digest"]
 
 
+def test_a_server_a_finished_setup_started_is_not_taken_for_the_orphan_of_a_killed_drover(pooled, tmp_path):
+    """Hostile review 48: a set-up may start a server that outlives it by design and serves every
+    worktree (a Gradle daemon, a compiler cache's server: started once, shared by user), and it
+    carries the set-up's DROVER_SETUP. The next set-up in that worktree ended it, saying a killed
+    drover had left it running, under the builds of every other worktree that used it. Only what a
+    set-up its drover never saw end left running is an orphan."""
+    log, pidfile = tmp_path / "setup-runs.log", tmp_path / "server.pid"
+    (pooled / "deps.lock").write_text("one\n")
+    git(pooled, "add", "deps.lock")
+    git(pooled, "commit", "-qm", "lock")
+    # the server starts with the first set-up and is shared by every later one, wherever it runs
+    # (in a session of its own before the set-up exits, as a daemon is: the set-up's group is ended then)
+    setup = (f"[ -e {pidfile} ] || {{ setsid sh -c 'echo $$ > {pidfile}.new; exec sleep 120' </dev/null >/dev/null 2>&1 & "
+             f"while [ ! -s {pidfile}.new ]; do sleep 0.01; done; mv {pidfile}.new {pidfile}; }}; echo ran >> {log}")
+    set_run(pooled, pool="1", setup=json.dumps(setup), setup_inputs='["deps.lock"]')
+    first, second = new_item(pooled, "first"), new_item(pooled, "second")
+    assert drive(pooled, first).returncode == 0
+    server = int(pidfile.read_text())
+    try:
+        assert _still_runs(server)
+        (pooled / "deps.lock").write_text("two\n")
+        git(pooled, "commit", "-qam", "lock changed")
+        done = drive(pooled, second)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert log.read_text().count("ran") >= 2  # the set-up ran again in the same worktree
+        assert "a killed drover left running" not in done.stdout + done.stderr
+        assert _still_runs(server)
+    finally:
+        os.kill(server, signal.SIGKILL)
+
+
 def test_a_setup_input_an_agent_made_a_sparse_file_of_gigabytes_is_not_read_whole(pooled, tmp_path):
     """Hostile review 38: the implementer truncates its lockfile to 64 GB (sparse: no disk used);
     the item's next run in the worktree hashed it whole for its set-up digest, a minute a 64 GB and

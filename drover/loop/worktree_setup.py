@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 from drover import git
-from drover.git.files import open_regular
-from drover.errors import DroverError, escaped, one_line, printable, shortened
+from drover.git.files import open_regular, regular_fd, remove_at, replace_at
+from drover.errors import DroverError, GitError, escaped, one_line, printable, shortened
 from drover.loop.runnable import command_words
 
 if TYPE_CHECKING:
@@ -29,8 +29,12 @@ PREFIX_WORDS = 3  # the most words a program's own prefix has (`npm error`, `npm
 SAID_BYTES = 64 * 1024  # of its output read back for that line
 # the operator's command lines (`[run] setup`, the verify command) run through it, like a Makefile recipe
 SHELL = "/bin/sh"
-# in the set-up's environment, naming its worktree: the mark a later set-up there finds an orphan by
-SETUP_MARK = "DROVER_SETUP"
+# in the set-up's environment: its worktree, and a token of this set-up's own, the mark a later set-up
+# there finds an orphan by
+SETUP_MARK, SETUP_RUN_MARK = "DROVER_SETUP", "DROVER_SETUP_RUN"
+# in the worktree's private git folder while a set-up runs there: its token, removed when it exits of
+# itself, so left only by a set-up whose drover was killed (or that a timeout or signal ended)
+RUNNING = "drover-setup-running"
 ORPHAN_GRACE = 5.0  # seconds an orphaned set-up has to end on SIGTERM before SIGKILL
 
 
@@ -75,20 +79,18 @@ def run_setup(command: str, worktree: Path, log_path: Path, *, item_id: str, sho
     # a set-up a drover killed with SIGKILL left running here (nothing of that drover was left to end
     # it): one run beside it would write the same files (two `npm ci` in one node_modules), and the
     # digest would then call their mixture set up. This drover holds the worktree now, so whatever
-    # carries its mark is an orphan (docs/worktrees.md, "Set-up")
-    from drover.agents.procs import end_marked
-
-    orphans = end_marked(SETUP_MARK, str(worktree), ORPHAN_GRACE)
-    if orphans:
-        say(f"{item_id}: ended a [run] setup a killed drover left running in {escaped(str(worktree))} "
-            f"(pid {orphans[0]}{f' and {len(orphans) - 1} more' if len(orphans) > 1 else ''})")
+    # carries the token of a set-up that never exited of itself is an orphan; a server a set-up that
+    # exited started (a Gradle daemon, shared by every worktree) is not (docs/worktrees.md, "Set-up")
+    token, private = _orphans_ended(worktree, item_id, say)
     say(f"{label} ({why}) ..." if why else f"{label} ...")
     clock = time.monotonic()
     ended = agents.launch([SHELL, "-c", command], cwd=worktree,
                           env_add={"DROVER_ITEM": item_id, "DROVER_WORKTREE": str(worktree),
-                                   SETUP_MARK: str(worktree)}, prompt="",
+                                   SETUP_MARK: str(worktree), SETUP_RUN_MARK: token}, prompt="",
                           prompt_via="file", log_path=log_path, timeout=timeout, label=f"{item_id} setup",
                           echo=False, cancel=cancel, progress=progress, progress_label=label)
+    if ended.outcome == "exited" and private is not None:
+        _in_folder(private, lambda folder: remove_at(folder, RUNNING))
     status = f"exit {ended.exit_code}" if ended.outcome == "exited" else ended.outcome.replace("timeout", "timed out")
     failed = ended.outcome != "exited" or ended.exit_code != 0
     said = last_said(log_path, start) if failed else ""  # read before drover's line below
@@ -103,6 +105,56 @@ def run_setup(command: str, worktree: Path, log_path: Path, *, item_id: str, sho
         marker.write_text(command + "\n", encoding="utf-8")
     say(f"{label} done in {time.monotonic() - clock:.1f}s")
     return True
+
+
+def _orphans_ended(worktree: Path, item_id: str, say: Callable[[str], None]) -> tuple[str, Path | None]:
+    """End what the set-up whose token RUNNING names left running in `worktree` (SIGTERM, then
+    SIGKILL), saying so; (the token of the set-up about to run there, written in its place, and the
+    folder it is written in: None where git cannot name it)."""
+    from drover.agents.procs import end_marked
+
+    token = os.urandom(16).hex()
+    try:
+        private: Path | None = git.private_dir(worktree)
+    except GitError:
+        private = None
+    if private is None:
+        return token, None
+    left = _left_token(private / RUNNING)
+    orphans = end_marked(SETUP_RUN_MARK, left, ORPHAN_GRACE) if left else []
+    if orphans:
+        say(f"{item_id}: ended a [run] setup a killed drover left running in {escaped(str(worktree))} "
+            f"(pid {orphans[0]}{f' and {len(orphans) - 1} more' if len(orphans) > 1 else ''})")
+    _in_folder(private, lambda folder: replace_at(folder, RUNNING, token.encode()))
+    return token, private
+
+
+def _left_token(path: Path) -> str:
+    """The token in `path`, "" for none or for anything else there (the file is the agent's to
+    write): read as a regular file, never through a link, never waiting on a fifo."""
+    try:
+        fd = regular_fd(path)
+    except OSError:
+        return ""
+    try:
+        found = os.read(fd, 64).decode("ascii", errors="replace")
+    finally:
+        os.close(fd)
+    return found if len(found) == 32 and all(c in "0123456789abcdef" for c in found) else ""
+
+
+def _in_folder(path: Path, act: Callable[[int], None]) -> None:
+    """`act` on the folder `path` opened (never through a link); nothing where it cannot be opened."""
+    try:
+        folder = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return
+    try:
+        act(folder)
+    except OSError:
+        pass
+    finally:
+        os.close(folder)
 
 
 def last_said(log_path: Path, start: int) -> str:
