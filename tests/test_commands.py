@@ -208,6 +208,22 @@ def test_init_refuses_a_gitignore_it_cannot_add_to_before_writing_anything(repo,
     assert (files(repo), sorted(path.name for path in repo.iterdir())) == before
 
 
+def test_init_never_reads_a_gitignore_through_a_link(repo, tmp_path):
+    """Hostile review 48: a repository's `.gitignore` may be a link (git keeps links, and reads no
+    .gitignore through one), to `/proc/self/environ` or to a key. init read through it and wrote
+    what it led to, with `.drover/` added, into a file in its place, which its next step tells the
+    operator to commit: drover's environment, API keys and all, in the repository's history."""
+    secret = tmp_path / "credentials"
+    secret.write_text("TOKEN=hunter2\n")
+    (repo / ".gitignore").symlink_to(secret)
+    before = files(repo), sorted(path.name for path in repo.iterdir())
+    said = fails(drover("init"), 2)
+    assert said.startswith("drover: .gitignore is a link"), said
+    assert (files(repo), sorted(path.name for path in repo.iterdir())) == before
+    assert os.readlink(repo / ".gitignore") == str(secret)
+    assert secret.read_text() == "TOKEN=hunter2\n"
+
+
 def test_a_gitignore_that_is_not_utf8_but_ignores_drover_is_left_alone(repo):
     (repo / ".gitignore").write_bytes(b"caf\xe9/\n.drover/\n")
     ok("init")

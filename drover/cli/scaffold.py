@@ -79,7 +79,13 @@ def init_project(start: Path, preset: str = "") -> list[str]:
 def _gitignore_adding(path: Path) -> str | None:
     """The text of the .gitignore at `path` with IGNORE_LINE added, or None when it ignores STATE_DIR
     already. Read before init writes anything: a .gitignore that cannot take the line (a folder, a
-    fifo, text that is not UTF-8) refuses the init in one line, the checkout as it was."""
+    fifo, text that is not UTF-8) refuses the init in one line, the checkout as it was. So does a
+    link, which git does not read as .gitignore: read through and written back as a file, a link a
+    cloned repository holds (to `/proc/self/environ`, to a key) put what it led to into the
+    .gitignore that init's next step commits (hostile review 48)."""
+    if path.is_symlink():
+        raise UsageError(f".gitignore is a link, which git does not read as one and init does not follow: make it "
+                         f"a file holding the line {IGNORE_LINE}, then run init again")
     try:
         existing = read_regular(path)  # never waits on a fifo
     except FileNotFoundError:
