@@ -473,6 +473,11 @@ HOSTILE_FRONTMATTER = [
     ("title: t\ncloses: ['#" + "9" * 5000 + "']\n", "99' is not an issue number"),
     ("title: t\ncloses: [" + "9" * 5000 + "]\n", "no value can be made of it (Exceeds the limit (4300 digits)"),
     ("title: t\ndue: 2024-02-30\n", "no value can be made of it (day is out of range for month)"),
+    # an integer int() reads in another base, with no decimal limit, or that YAML makes of base-60
+    # parts: past 4300 digits, a traceback where JSON or show wrote it (hostile review 48)
+    ("title: t\nx: 0x" + "f" * 4000 + "\n", "no value can be made of it (Exceeds the limit (4300 digits)"),
+    ("title: t\nx: 0b" + "1" * 15000 + "\n", "no value can be made of it (Exceeds the limit (4300 digits)"),
+    ("title: t\nx: 1" + ":1" * 3000 + "\n", "no value can be made of it (Exceeds the limit (4300 digits)"),
     # a tag whose constructor reads the text without a check (KeyError, AttributeError), and a key
     # JSON has none for (the cache and show --json write the frontmatter as JSON): each a traceback
     # of every list, show, check and drive (hostile review 47)

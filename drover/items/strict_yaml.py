@@ -10,6 +10,7 @@ python-frontmatter): file.py imports it only where a file is parsed or written.
 """
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import frontmatter
@@ -59,6 +60,31 @@ class StrictLoader(_UniqueKeys, getattr(yaml, "CSafeLoader", yaml.SafeLoader)): 
 
 class PureStrictLoader(_UniqueKeys, yaml.SafeLoader):  # type: ignore[misc]
     """The strict loader in pure Python: the tests hold both to the same rules."""
+
+
+# the digits int() reads and str() writes (Python's own limit; 0 would mean none)
+INT_DIGITS = sys.get_int_max_str_digits() or 4300
+# a base-60 integer of more parts has more digits than that (60 ** 2400 has 4,268)
+SEXAGESIMAL_PARTS = 2400
+
+
+def _construct_int(loader: Any, node: Any) -> int:
+    """YAML's integer, held to the digits int() reads in decimal: a hex, octal or binary one
+    (`0xfff...`) or a base-60 one (`1:1:1:...`) is not read through int()'s decimal limit, and of
+    more digits made every list, show and drive a traceback where JSON or `show` wrote it, a base-60
+    one of a million parts hours of work first (each part a multiplication of the whole) (hostile
+    review 48)."""
+    if str(node.value).count(":") >= SEXAGESIMAL_PARTS:
+        raise ValueError(f"Exceeds the limit ({INT_DIGITS} digits) for integer string conversion")
+    value = yaml.SafeLoader.construct_yaml_int(loader, node)
+    if abs(value) >= _TOO_MANY_DIGITS:
+        raise ValueError(f"Exceeds the limit ({INT_DIGITS} digits) for integer string conversion")
+    return int(value)
+
+
+_TOO_MANY_DIGITS = 10 ** INT_DIGITS
+for _loader in (StrictLoader, PureStrictLoader):
+    _loader.add_constructor("tag:yaml.org,2002:int", _construct_int)
 
 
 class StrictYAMLHandler(YAMLHandler):
