@@ -167,7 +167,9 @@ def test_pipx_install_from_a_checkout_gives_the_drover_command(tmp_path):
     home, bin_dir = tmp_path / "pipx-home", tmp_path / "pipx-bin"
     env = {key: value for key, value in os.environ.items() if not key.startswith(("PYTHON", "VIRTUAL_ENV"))}
     env.update(PIPX_HOME=str(home), PIPX_BIN_DIR=str(bin_dir), PIPX_MAN_DIR=str(tmp_path / "pipx-man"))
-    _run([sys.executable, "-m", "pipx", "install", "--python", sys.executable, str(SOURCE)], env=env)
+    # no bytecode compiled at the install, as `installed` (5.5 -> 4.7 s of CPU): pipx's install is the point
+    _run([sys.executable, "-m", "pipx", "install", "--python", sys.executable, "--pip-args=--no-compile", str(SOURCE)],
+         env=env)
     drover = bin_dir / "drover"
     assert drover.is_file()
     assert Path(os.path.realpath(drover)).is_relative_to(home), "the command is not pipx's own"
