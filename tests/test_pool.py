@@ -277,11 +277,16 @@ def test_setup_runs_again_only_when_a_setup_input_changed(pooled, tmp_path):
     done = drive(pooled, items[2])
     assert done.returncode == 0
     assert log.read_text().count("ran") == 2
-    # and it says why it runs again
-    assert f"{items[2]}: [run] setup (the set-up command, keep or a setup_inputs file changed since it ran in this worktree) ..." \
-        in done.stdout + done.stderr
+    # and it says why it runs again: which of its inputs changed (a new user's set-up ran again, an
+    # install of minutes, saying only that one of them had)
+    assert f"{items[2]}: [run] setup (deps.lock changed since it ran in this worktree) ..." in done.stdout + done.stderr
     (row,) = pool_rows(pooled)
     assert row["setup_at"] and row["setup_digest"]
+    set_run(pooled, pool="1", setup=f'"echo ran again >> {log}"', setup_inputs='["deps.lock"]')
+    later = new_item(pooled, "item 3")
+    done = drive(pooled, later)
+    assert done.returncode == 0 and log.read_text().count("ran") == 3
+    assert f"{later}: [run] setup (the set-up command changed since it ran in this worktree) ..." in done.stdout + done.stderr
 
 
 def test_a_server_a_finished_setup_started_is_not_taken_for_the_orphan_of_a_killed_drover(pooled, tmp_path):

@@ -10,7 +10,6 @@ the digest of `[run] setup_inputs` (and the command, and `[run] keep`) differs f
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import threading
@@ -30,6 +29,7 @@ from drover.agents.procs import failpoint
 from drover.errors import shown_paths  # the one list of at most N "and K more"
 from drover.ledger.pooltable import CHECK_SUFFIX, CLEANING, FREE, HELD, PoolRow
 from drover.ledger.project import Project
+from drover.loop.worktree_setup import changed_parts, input_parts, inputs_digest, part_digests
 
 if TYPE_CHECKING:
     from drover.executors.base import Launch
@@ -318,41 +318,6 @@ def rebind(launch: "Launch", path: Path) -> "Launch":
     return replace(launch, worktree=path, workdir=path, env_add=env_add)
 
 
-# of a `[run] setup_inputs` file read for its digest; a larger one counts by its size and times: an
-# implementer's lockfile made a sparse file of terabytes was read whole before each later run (hostile review 38)
-INPUT_BYTES = 64 << 20
-
-
-def inputs_digest(project: Project, worktree: Path) -> str:
-    """sha256 over the setup command, `[run] keep` (what a clean spares of what set-up made) and each
-    `[run] setup_inputs` file as the worktree has it (a link counts by what it names, never followed;
-    a missing file, a fifo or a device counts as missing; one past INPUT_BYTES by its size and times)."""
-    from drover.git.files import regular_fd
-
-    digest = hashlib.sha256(project.config.setup.encode() + b"\0")
-    digest.update(b"keep\0" + "\0".join(project.config.keep).encode() + b"\0\0")
-    for name in project.config.setup_inputs:
-        path = worktree / name
-        digest.update(name.encode() + b"\0")
-        try:
-            if path.is_symlink():
-                digest.update(b"link\0" + os.readlink(path).encode())
-            elif path.is_file():
-                # never a wait on a fifo put in its place since, nor a read past INPUT_BYTES
-                with open(regular_fd(path), "rb") as handle:
-                    status = os.fstat(handle.fileno())
-                    if status.st_size > INPUT_BYTES:
-                        digest.update(f"large\0{status.st_size}\0{status.st_mtime_ns}\0{status.st_ctime_ns}".encode())
-                    else:
-                        digest.update(b"file\0" + hashlib.file_digest(handle, "sha256").digest())
-            else:
-                digest.update(b"absent")
-        except OSError:
-            digest.update(b"unreadable")
-        digest.update(b"\0")
-    return digest.hexdigest()
-
-
 def setup_worktree(project: Project, ledger: "Ledger", worktree: Path, log_path: Path, *, item_id: str,
                    shown_log: str, timeout: float | None, cancel: threading.Event | None = None,
                    progress: Callable[[str], None] | None = None, label: str = "") -> bool:
@@ -366,7 +331,8 @@ def setup_worktree(project: Project, ledger: "Ledger", worktree: Path, log_path:
     if row is None:
         return run_setup(project.config.setup, worktree, log_path, item_id=item_id, shown_log=shown_log,
                          timeout=timeout, cancel=cancel, progress=progress, label=label)
-    digest = inputs_digest(project, worktree)
+    parts = input_parts(project.config, worktree)
+    digest = inputs_digest(parts)
     if row.setup_at and row.setup_digest == digest:
         return False
     if not row.setup_at:
@@ -374,7 +340,7 @@ def setup_worktree(project: Project, ledger: "Ledger", worktree: Path, log_path:
         clear_kept(worktree, project.config.keep)
     # said when it ran here before: a set-up again, minutes of an install, for no visible reason
     # puzzled a new user (tkem/cachetools: the branch had changed pyproject.toml)
-    why = "the set-up command, keep or a setup_inputs file changed since it ran in this worktree" if row.setup_at else ""
+    why = _changed_since(ledger, rel, parts) if row.setup_at else ""
     # forgotten first: a setup that fails or is killed half-way runs again next time
     ledger.set_pooled(rel, setup_digest="", setup_at="")
     run_setup(project.config.setup, worktree, log_path, item_id=item_id, shown_log=shown_log, timeout=timeout,
@@ -382,7 +348,8 @@ def setup_worktree(project: Project, ledger: "Ledger", worktree: Path, log_path:
     ledger.set_pooled(rel, setup_digest=digest, setup_at=now())
     warning = _outside_keep(project, worktree, rel)
     # the warning kept with the event: a later check there that fails reads it (setup_left_outside)
-    ledger.log_event("pool-setup", item_id, path=rel, **({"outside_keep": warning} if warning else {}))
+    ledger.log_event("pool-setup", item_id, path=rel, inputs=part_digests(parts),
+                     **({"outside_keep": warning} if warning else {}))
     if warning:
         from drover.git.files import open_regular
 
@@ -390,6 +357,19 @@ def setup_worktree(project: Project, ledger: "Ledger", worktree: Path, log_path:
             log.write(f"# {warning}\n".encode())
         (progress or to_stderr)(f"{item_id}: warning: {warning}")
     return True
+
+
+def _changed_since(ledger: "Ledger", rel: str, parts: dict[str, bytes]) -> str:
+    """Why set-up runs again in the pooled worktree `rel`: what changed since it last ran there, by
+    the part digests that set-up's event kept (changed_parts), or in general words where none was kept."""
+    for event in reversed(ledger.events_of("pool-setup")):
+        detail = json.loads(event["detail"])
+        if detail.get("path") == rel:
+            changed = changed_parts(detail.get("inputs"), parts)
+            if changed:
+                return f"{changed} changed since it ran in this worktree"
+            break
+    return "the set-up command, keep or a setup_inputs file changed since it ran in this worktree"
 
 
 def setup_left_outside(ledger: "Ledger", rel: str, since: str) -> str:

@@ -7,6 +7,7 @@ worktree itself, so the agent's verify command tests the branch it is on.
 """
 from __future__ import annotations
 
+import hashlib
 import os
 import sys
 import threading
@@ -20,6 +21,7 @@ from drover.errors import DroverError, GitError, escaped, one_line, printable, s
 from drover.loop.runnable import command_words
 
 if TYPE_CHECKING:
+    from drover.config import Config
     from drover.ledger.project import Project
 
 MARKER = "drover-setup-done"
@@ -36,6 +38,69 @@ SETUP_MARK, SETUP_RUN_MARK = "DROVER_SETUP", "DROVER_SETUP_RUN"
 # itself, so left only by a set-up whose drover was killed (or that a timeout or signal ended)
 RUNNING = "drover-setup-running"
 ORPHAN_GRACE = 5.0  # seconds an orphaned set-up has to end on SIGTERM before SIGKILL
+
+
+# of a `[run] setup_inputs` file read for its digest; a larger one counts by its size and times: an
+# implementer's lockfile made a sparse file of terabytes was read whole before each later run (hostile review 38)
+INPUT_BYTES = 64 << 20
+COMMAND_PART, KEEP_PART = "\0command", "\0keep"  # no file's name: a path holds no NUL
+
+
+def input_parts(config: "Config", worktree: Path) -> dict[str, bytes]:
+    """What a pooled worktree's set-up depends on, part by part, as its digest reads them: the setup
+    command, `[run] keep` (what a clean spares of what set-up made), and each `[run] setup_inputs`
+    file as the worktree has it (a link counts by what it names, never followed; a missing file, a
+    fifo or a device counts as missing; one past INPUT_BYTES by its size and times)."""
+    parts = {COMMAND_PART: config.setup.encode() + b"\0",
+             KEEP_PART: b"keep\0" + "\0".join(config.keep).encode() + b"\0\0"}
+    for name in config.setup_inputs:
+        path = worktree / name
+        try:
+            if path.is_symlink():
+                part = b"link\0" + os.readlink(path).encode()
+            elif path.is_file():
+                # never a wait on a fifo put in its place since, nor a read past INPUT_BYTES
+                with open(regular_fd(path), "rb") as handle:
+                    status = os.fstat(handle.fileno())
+                    if status.st_size > INPUT_BYTES:
+                        part = f"large\0{status.st_size}\0{status.st_mtime_ns}\0{status.st_ctime_ns}".encode()
+                    else:
+                        part = b"file\0" + hashlib.file_digest(handle, "sha256").digest()
+            else:
+                part = b"absent"
+        except OSError:
+            part = b"unreadable"
+        parts[name] = name.encode() + b"\0" + part + b"\0"
+    return parts
+
+
+def inputs_digest(parts: dict[str, bytes]) -> str:
+    """sha256 over input_parts in their order: the digest a pooled worktree's ledger row keeps."""
+    digest = hashlib.sha256()
+    for part in parts.values():
+        digest.update(part)
+    return digest.hexdigest()
+
+
+def part_digests(parts: dict[str, bytes]) -> dict[str, str]:
+    """A short digest of each part, kept with the set-up's event so a later one can say what changed."""
+    return {name: hashlib.sha256(part).hexdigest()[:16] for name, part in parts.items()}
+
+
+def changed_parts(kept: object, parts: dict[str, bytes]) -> str:
+    """The parts that differ from `kept` (a set-up event's part_digests), in words: `package-lock.json`,
+    `the set-up command`; "" when `kept` is not such a record (an event from before it was kept) or
+    nothing differs by it."""
+    if not isinstance(kept, dict):
+        return ""
+    now = part_digests(parts)
+    words = {COMMAND_PART: "the set-up command", KEEP_PART: "[run] keep"}
+    changed = [words.get(name) or escaped(name) for name, value in now.items() if kept.get(name) != value]
+    changed += [escaped(name) for name in kept if name not in now and name not in words]  # an input no longer listed
+    return ", ".join(changed[:SHOWN_PARTS]) + (f" and {len(changed) - SHOWN_PARTS} more" if len(changed) > SHOWN_PARTS else "")
+
+
+SHOWN_PARTS = 3  # changed parts a set-up's reason names
 
 
 class SetupFailed(DroverError):
