@@ -354,14 +354,13 @@ def marked_processes(key: str, value: str) -> list[int]:
 def end_marked(key: str, value: str, grace: float) -> list[int]:
     """End every running process (not this one) whose environment holds key=value: SIGTERM, then
     SIGKILL after `grace` seconds; the pids found at first ([] when none, or without /proc)."""
-    found = marked_processes(key, value)
+    found = left = marked_processes(key, value)  # each scan reads every process's environment: one a wait
     for signum, patience in ((signal.SIGTERM, grace), (signal.SIGKILL, 2.0)):
-        left = marked_processes(key, value)
         if not left:
             break
         _signal(left, signum)
         deadline = time.monotonic() + patience
-        while marked_processes(key, value) and time.monotonic() < deadline:
+        while (left := marked_processes(key, value)) and time.monotonic() < deadline:
             time.sleep(0.05)
     return found
 
