@@ -26,6 +26,10 @@ MAX_DEPTH = 100
 MAX_NODES = 100_000
 
 
+# what a constructor raises of a value it cannot make: ValueError (`due: 2024-02-30`, a number past
+# int()'s digits), and, of a tag whose text it reads unchecked, KeyError (`!!bool maybe`) and
+# AttributeError (`!!timestamp nope`)
+_UNMADE = (ValueError, LookupError, AttributeError)
 # what a key may be: what JSON writes as a key (the catalogue's cache and `show --json` write the
 # frontmatter so); a date or bytes (`2024-01-01: x`, `? !!binary aGk=`) was a traceback of every list
 _KEYS = (str, int, float, bool, type(None))
@@ -68,6 +72,10 @@ INT_DIGITS = sys.get_int_max_str_digits() or 4300
 SEXAGESIMAL_PARTS = 2400
 
 
+_TOO_MANY_DIGITS = 10 ** INT_DIGITS
+_OVER_THE_LIMIT = f"Exceeds the limit ({INT_DIGITS} digits) for integer string conversion"  # int()'s words
+
+
 def _construct_int(loader: Any, node: Any) -> int:
     """YAML's integer, held to the digits int() reads in decimal: a hex, octal or binary one
     (`0xfff...`) or a base-60 one (`1:1:1:...`) is not read through int()'s decimal limit, and of
@@ -75,14 +83,13 @@ def _construct_int(loader: Any, node: Any) -> int:
     one of a million parts hours of work first (each part a multiplication of the whole) (hostile
     review 48)."""
     if str(node.value).count(":") >= SEXAGESIMAL_PARTS:
-        raise ValueError(f"Exceeds the limit ({INT_DIGITS} digits) for integer string conversion")
+        raise ValueError(_OVER_THE_LIMIT)
     value = yaml.SafeLoader.construct_yaml_int(loader, node)
     if abs(value) >= _TOO_MANY_DIGITS:
-        raise ValueError(f"Exceeds the limit ({INT_DIGITS} digits) for integer string conversion")
+        raise ValueError(_OVER_THE_LIMIT)
     return int(value)
 
 
-_TOO_MANY_DIGITS = 10 ** INT_DIGITS
 for _loader in (StrictLoader, PureStrictLoader):
     _loader.add_constructor("tag:yaml.org,2002:int", _construct_int)
 
@@ -174,7 +181,7 @@ def _load(source: str, loader: type) -> Any:
         raise FrontmatterError(f"YAML: {problem}", line=line) from None
     except RecursionError:
         raise FrontmatterError("YAML: nested too deeply", line=2) from None
-    except (ValueError, LookupError, AttributeError) as exc:
+    except _UNMADE as exc:
         # a value YAML's own types cannot hold: `due: 2024-02-30` (no such day), a number of more than
         # 4300 digits; each was a traceback of every list, show and drive (hostile review 46); a tag
         # its constructor reads without a check (`!!bool maybe`: KeyError, `!!timestamp nope`:
@@ -194,7 +201,7 @@ def _unmade_line(loader: type, node: Any) -> int:
         if isinstance(found, yaml.ScalarNode):
             try:
                 maker.construct_object(found)
-            except (ValueError, LookupError, AttributeError):
+            except _UNMADE:
                 return int(found.start_mark.line) + 2
         elif isinstance(found, yaml.MappingNode):
             nodes += reversed([part for pair in found.value for part in pair])
