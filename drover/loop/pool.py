@@ -15,7 +15,7 @@ import os
 import threading
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from drover import git
 from drover.agents.locks import claimed_by, run_live
@@ -362,25 +362,28 @@ def setup_worktree(project: Project, ledger: "Ledger", worktree: Path, log_path:
 def _changed_since(ledger: "Ledger", rel: str, parts: dict[str, bytes]) -> str:
     """Why set-up runs again in the pooled worktree `rel`: what changed since it last ran there, by
     the part digests that set-up's event kept (changed_parts), or in general words where none was kept."""
+    _, detail = _last_setup(ledger, rel)
+    changed = changed_parts(detail.get("inputs"), parts)
+    if changed:
+        return f"{changed} changed since it ran in this worktree"
+    return "the set-up command, keep or a setup_inputs file changed since it ran in this worktree"
+
+
+def _last_setup(ledger: "Ledger", rel: str) -> tuple[str, dict[str, Any]]:
+    """When the newest set-up in the pooled worktree `rel` ran, and its event's detail ("", {}: none)."""
     for event in reversed(ledger.events_of("pool-setup")):
         detail = json.loads(event["detail"])
         if detail.get("path") == rel:
-            changed = changed_parts(detail.get("inputs"), parts)
-            if changed:
-                return f"{changed} changed since it ran in this worktree"
-            break
-    return "the set-up command, keep or a setup_inputs file changed since it ran in this worktree"
+            return event["at"], detail
+    return "", {}
 
 
 def setup_left_outside(ledger: "Ledger", rel: str, since: str) -> str:
     """The outside-keep warning of the set-up in force in the pooled worktree `rel` when it ran
     before `since` (a check that found it done, so ran without what it left there: a clean removed
     it), or "": none warned, or set-up ran again since (what it made is there)."""
-    for event in reversed(ledger.events_of("pool-setup")):
-        detail = json.loads(event["detail"])
-        if detail.get("path") == rel:
-            return str(detail.get("outside_keep") or "") if event["at"] < since else ""
-    return ""
+    at, detail = _last_setup(ledger, rel)
+    return str(detail.get("outside_keep") or "") if at and at < since else ""
 
 
 SHOWN_LEFT = 3  # paths a warning names of what set-up left outside keep
