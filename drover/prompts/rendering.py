@@ -1,6 +1,7 @@
 """Rendering a slot's prompt: resolve the source, compile it over the built-in, render in limits."""
 from __future__ import annotations
 
+import functools
 import re
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -216,10 +217,18 @@ def names_follow_ups(slot: str, *, root: Path, config: Config, explicit: str | N
     item and its deps) are not made: the built-in draft names none."""
     if slot == BRANCH_SLOT:
         return False
-    source = resolve(slot, Path(root), config, explicit)
-    texts = (builtin_source(slot), source.text or "")
-    # "Owned" is in "OwnedUnreadable" too
-    return any(name in text for text in texts for name in ("FollowUps", "RegisterUnreadable", "Owned"))
+    # the built-in's answer first, once a process: the implement and review templates name them, so
+    # their prompts (a drive's every launch) resolve no override here that the render resolves again
+    return _builtin_names_follow_ups(slot) or _names_follow_ups(resolve(slot, Path(root), config, explicit).text or "")
+
+
+@functools.cache
+def _builtin_names_follow_ups(slot: str) -> bool:
+    return _names_follow_ups(builtin_source(slot))
+
+
+def _names_follow_ups(text: str) -> bool:
+    return any(name in text for name in ("FollowUps", "RegisterUnreadable", "Owned"))  # "Owned" in "OwnedUnreadable" too
 
 
 def render_branch(data: TemplateData, template: str, display: str = BRANCH_DISPLAY) -> str:
