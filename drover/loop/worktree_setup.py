@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 from drover import git
-from drover.git.files import open_regular, regular_fd, remove_at, replace_at
+from drover.git.files import folder_fd, open_regular, regular_fd, remove_at, replace_at
 from drover.errors import DroverError, GitError, escaped, one_line, printable, shortened
 from drover.loop.runnable import command_words
 
@@ -211,7 +211,7 @@ def _left_token(path: Path) -> str:
 def _in_folder(path: Path, act: Callable[[int], None]) -> None:
     """`act` on the folder `path` opened (never through a link); nothing where it cannot be opened."""
     try:
-        folder = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        folder = folder_fd(path.parent, path.name)
     except OSError:
         return
     try:
