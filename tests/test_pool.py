@@ -1190,6 +1190,29 @@ def _still_runs(pid: int) -> bool:
         return False
 
 
+def test_a_setup_a_killed_drover_left_running_is_ended_when_its_worktree_is_removed(pooled, tmp_path):
+    """The orphan's token lives in the worktree's private git folder, which goes with the worktree:
+    a `worktrees prune --held` after the kill removed it with the install still running, and the
+    worktree made again at the same path ran its set-up beside that install (writing by path into
+    the new folder), nothing left to name it. The prune ends it first, and says so."""
+    started, go = tmp_path / "setup.started", tmp_path / "setup.go"
+    set_run(pooled, setup=json.dumps(f"echo $$ >> {started}; while [ ! -e {go} ]; do sleep 0.05; done"))
+    item = new_item(pooled, "first")
+    first, _ = held_in_setup(pooled, tmp_path, item)
+    orphan = int(started.read_text().split()[0])
+    try:
+        first.kill()  # kill -9 of drover alone: its set-up runs on in a session of its own
+        first.communicate(timeout=30)
+        assert _still_runs(orphan)
+        pruned = drover(pooled, "worktrees", "prune", "--held", check=True).stdout
+        assert re.fullmatch(rf"removed \.drover/pool/w1 \(ended a \[run\] setup a killed drover left running "
+                            rf"there \(pid {orphan}( and \d+ more)?\)\)\n", pruned), pruned
+        assert not _still_runs(orphan)
+        assert not (pooled / ".drover" / "pool" / "w1").exists()
+    finally:
+        go.touch()
+
+
 def test_a_setup_a_killed_drover_left_running_is_ended_before_the_setup_runs_there_again(pooled, tmp_path):
     """A new user killed a drive with `kill -9` during `npm ci` and drove again at once: the new
     set-up ran in the same worktree beside the orphaned one, two installs writing one node_modules,

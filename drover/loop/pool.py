@@ -29,7 +29,7 @@ from drover.agents.procs import failpoint
 from drover.errors import shown_paths  # the one list of at most N "and K more"
 from drover.ledger.pooltable import CHECK_SUFFIX, CLEANING, FREE, HELD, PoolRow
 from drover.ledger.project import Project
-from drover.loop.worktree_setup import changed_parts, input_parts, inputs_digest, part_digests
+from drover.loop.worktree_setup import changed_parts, end_setup_orphans, input_parts, inputs_digest, part_digests, to_stderr
 
 if TYPE_CHECKING:
     from drover.executors.base import Launch
@@ -113,16 +113,21 @@ def reap(project: Project, ledger: "Ledger") -> list[str]:
     gone = []
     for row in ledger.pool_rows():
         if _stale(row) and ledger.claim_stale(row.path, pid, start, _stale):
-            _discard(project, ledger, row.path)
+            ended = _discard(project, ledger, row.path)
+            if ended:
+                to_stderr(f"{row.path}: {ended}")
             gone.append(row.path)
     return gone
 
 
-def _discard(project: Project, ledger: "Ledger", rel: str) -> None:
+def _discard(project: Project, ledger: "Ledger", rel: str) -> str:
+    """Remove the pooled worktree `rel` and its row; what was ended of a set-up left running there, or ""."""
+    ended = end_setup_orphans(project.root / rel)
     with WORKTREE_LOCK:
         discard_worktree(project.root, project.root / rel)
     ledger.drop_pooled(rel)
     ledger.log_event("pool-discard", None, path=rel)
+    return ended
 
 
 def _fresh_path(project: Project) -> Callable[[set[str]], str]:
@@ -324,7 +329,7 @@ def setup_worktree(project: Project, ledger: "Ledger", worktree: Path, log_path:
     """`[run] setup` in `worktree`, True when it ran now: in a pooled worktree when its inputs
     changed since it last ran there, in any other once (worktree_setup.run_setup's marker);
     `label`: run_setup's."""
-    from drover.loop.worktree_setup import run_setup, to_stderr
+    from drover.loop.worktree_setup import run_setup
 
     rel = project.relpath(worktree)
     row = ledger.pool_row(rel) if pooling(project) else None
@@ -425,8 +430,8 @@ def prune(project: Project, ledger: "Ledger", *, held: bool = False) -> list[str
         if not ledger.claim_stale(row.path, pid, start, lambda found: found.holder == row.holder
                                   and found.state == row.state and not _in_use(project, ledger, found, held)):
             continue
-        _discard(project, ledger, row.path)
-        lines.append(f"removed {row.path}")
+        ended = _discard(project, ledger, row.path)
+        lines.append(f"removed {row.path}{f' ({ended})' if ended else ''}")
     return lines
 
 

@@ -176,22 +176,45 @@ def _orphans_ended(worktree: Path, item_id: str, say: Callable[[str], None]) -> 
     """End what the set-up whose token RUNNING names left running in `worktree` (SIGTERM, then
     SIGKILL), saying so; (the token of the set-up about to run there, written in its place, and the
     folder it is written in: None where git cannot name it)."""
-    from drover.agents.procs import end_marked
-
     token = os.urandom(16).hex()
-    try:
-        private: Path | None = git.private_dir(worktree)
-    except GitError:
-        private = None
+    private = _private_dir(worktree)
     if private is None:
         return token, None
-    left = _left_token(private / RUNNING)
-    orphans = end_marked(SETUP_RUN_MARK, left, ORPHAN_GRACE) if left else []
+    orphans = _end_left(private)
     if orphans:
         say(f"{item_id}: ended a [run] setup a killed drover left running in {escaped(str(worktree))} "
-            f"(pid {orphans[0]}{f' and {len(orphans) - 1} more' if len(orphans) > 1 else ''})")
+            f"({_pids_shown(orphans)})")
     _in_folder(private, lambda folder: replace_at(folder, RUNNING, token.encode()))
     return token, private
+
+
+def end_setup_orphans(worktree: Path) -> str:
+    """Before `worktree` is removed: end what a set-up a killed drover left running there (its token
+    goes with the worktree's private folder, and an install running on would write into the worktree
+    made again at the same path, beside that one's own set-up); what was ended, "" for nothing."""
+    # a link in its place leads to no worktree of the pool's (git/cleaning.discard_worktree)
+    private = None if os.path.islink(worktree) or os.path.islink(worktree.parent) else _private_dir(worktree)
+    orphans = _end_left(private) if private is not None else []
+    return f"ended a [run] setup a killed drover left running there ({_pids_shown(orphans)})" if orphans else ""
+
+
+def _private_dir(worktree: Path) -> Path | None:
+    try:
+        return git.private_dir(worktree)
+    except GitError:
+        return None
+
+
+def _end_left(private: Path) -> list[int]:
+    """End every process carrying the token a set-up left in `private` (SIGTERM, then SIGKILL)."""
+    from drover.agents.procs import end_marked
+
+    left = _left_token(private / RUNNING)
+    return end_marked(SETUP_RUN_MARK, left, ORPHAN_GRACE) if left else []
+
+
+def _pids_shown(pids: list[int]) -> str:
+    return f"pid {pids[0]}{f' and {len(pids) - 1} more' if len(pids) > 1 else ''}"
 
 
 def _left_token(path: Path) -> str:
