@@ -198,7 +198,8 @@ class Walk:
         except DroverError:
             # an approved item with commits to merge and a clean checkout is never refused
             assert not (before["state"] == State.APPROVED and before["branch"]
-                        and drover_git.ahead_of(self.project.root, before["branch"], self.project.config.base)), before
+                        and drover_git.commits_beyond(self.project.root, drover_git.head_of(self.project.root, before["branch"]),
+                                                      base)), before
             return
         if before["done"]:
             assert finished.lines

@@ -19,14 +19,11 @@ if TYPE_CHECKING:
     from drover.executors.base import Executor
     from drover.ledger.project import Project
 
-NAMES = EXECUTORS
-
-
 def choose(config: "Config", name: str | None = None) -> str:
     """The executor a command uses: `--executor`, else `[run] executor`."""
     chosen = name or config.executor
-    if chosen not in NAMES:
-        raise UsageError(f"--executor must be one of {', '.join(NAMES)}, not {chosen!r}")
+    if chosen not in EXECUTORS:
+        raise UsageError(f"--executor must be one of {', '.join(EXECUTORS)}, not {chosen!r}")
     return chosen
 
 

@@ -168,14 +168,6 @@ def modified_files(root: Path, branch: str, base: str, *,
     return sorted(paths), ""
 
 
-def ahead_of(root: Path, branch: str, base: str) -> int:
-    """Commits on the branch `branch` that the branch `base` lacks."""
-    head, base_head, problem = compare(root, branch, base)
-    if problem:
-        raise GitError(problem)
-    return commits_beyond(root, head, base_head)
-
-
 def commits_beyond(root: Path, head: str, base_head: str) -> int:
     """Commits the commit `head` has that the commit `base_head` lacks."""
     return int(git(["rev-list", "--count", "--end-of-options", f"{base_head}..{head}"], root).strip() or 0)
