@@ -13,7 +13,7 @@ from drover.errors import GitError
 from drover.git.files import folder_fd, open_regular, read_small_file, remove_at, remove_below, remove_path, replace_at
 from drover.git.branches import heads_of, require_base
 from drover.git.history import gitlinks_in
-from drover.git.run import WHOLE, git, one_line, run
+from drover.git.run import WHOLE, git, said_line, run
 
 # An operation in progress, as a worktree's private git folder shows it: work not on the branch yet.
 IN_PROGRESS = ("MERGE_HEAD", "CHERRY_PICK_HEAD", "REVERT_HEAD", "BISECT_LOG", "rebase-merge", "rebase-apply",
@@ -279,7 +279,7 @@ def _must(args: list[str], cwd: Path, what: str, *, out: bool = False) -> str:
     """Run git; Unfit with git's words when it fails; else what it said on stderr (on stdout, with `out`)."""
     done = run(args, cwd)
     if done.returncode != 0:
-        said = one_line(done.stderr or done.stdout)
+        said = said_line(done.stderr or done.stdout)
         raise Unfit(f"git {what} in {cwd} failed: {said or f'exit status {done.returncode}'}")
     return done.stdout if out else done.stderr
 

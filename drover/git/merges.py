@@ -8,7 +8,7 @@ from typing import Callable
 
 from drover.errors import GitError, Refused, escaped, shown_paths
 from drover.git.branches import current_branch, heads_and_checked_out, heads_of, local_ref, require_base
-from drover.git.run import failure, git, one_command_line, one_line, run, run_capped, succeeds
+from drover.git.run import failure, git, one_command_line, said_line, run, run_capped, succeeds
 from drover.git.worktrees import dirty_paths
 
 
@@ -60,7 +60,7 @@ def merge(root: Path, branch: str, base: str, message: str, *, commit: str = "",
             moved = run(["switch", "--quiet", "--no-overwrite-ignore", base], root)
             if moved.returncode != 0:
                 raise Refused(f"{root} is on {original or 'a detached HEAD'} and git would not switch it to "
-                              f"{base} ({one_line(moved.stderr)}): switch it to {base} before merging")
+                              f"{base} ({said_line(moved.stderr)}): switch it to {base} before merging")
             switched(original)
         # no ignored file is written over (git takes one for expendable): finish refused any first
         # (hostile review 33), and this holds where one appeared since

@@ -5,7 +5,7 @@ from pathlib import Path
 from typing import Callable, TypeVar
 
 from drover.errors import GitError
-from drover.git.run import one_line, run, run_bytes
+from drover.git.run import said_line, run, run_bytes
 
 T = TypeVar("T")
 
@@ -19,7 +19,7 @@ def _plumb(args: list[str], root: Path, *, stdin: bytes = b"") -> bytes:
     """One plumbing step of a commit: its stdout, or GitError with the step and git's words."""
     done = run_bytes(args, root, stdin)
     if done.returncode != 0:
-        said = one_line(done.stderr.decode("utf-8", "replace")) or f"exit status {done.returncode}"
+        said = said_line(done.stderr.decode("utf-8", "replace")) or f"exit status {done.returncode}"
         raise GitError(f"git {args[0]}: {said}")
     return done.stdout
 

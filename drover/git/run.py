@@ -85,8 +85,9 @@ PINNED = ("-c", "core.quotePath=false", "-c", "color.ui=false", *_NO_COLOR, "-c"
 WHOLE = ("-c", "core.sparseCheckout=false")
 
 
-def one_line(text: str) -> str:
-    """git's message on one line: its non-blank lines joined by `; `."""
+def said_line(text: str) -> str:
+    """git's message on one line: its non-blank lines joined by `; ` (errors.one_line folds a name's
+    whitespace instead)."""
     return "; ".join(line.strip() for line in text.splitlines() if line.strip())
 
 
@@ -311,7 +312,7 @@ def one_command_line(paths: list[str]) -> bool:
 
 def failure(args: list[str], done: subprocess.CompletedProcess[str]) -> GitError:
     """The GitError for a git that ran and failed, in git's own words."""
-    said = one_line(done.stderr) or one_line(done.stdout) or f"exit status {done.returncode}"
+    said = said_line(done.stderr) or said_line(done.stdout) or f"exit status {done.returncode}"
     return GitError(f"git {_command(args)}: {said}")
 
 
