@@ -478,6 +478,10 @@ HOSTILE_FRONTMATTER = [
     ("title: t\nx: 0x" + "f" * 4000 + "\n", "no value can be made of it (Exceeds the limit (4300 digits)"),
     ("title: t\nx: 0b" + "1" * 15000 + "\n", "no value can be made of it (Exceeds the limit (4300 digits)"),
     ("title: t\nx: 1" + ":1" * 3000 + "\n", "no value can be made of it (Exceeds the limit (4300 digits)"),
+    # a base-60 float YAML adds up in an integer it turns into a float each part: past 60 ** 173 no
+    # float holds it (OverflowError), a traceback of every list, show, check and drive (hostile review 49)
+    ("title: t\nx: 1" + ":1" * 200 + ".5\n", "no value can be made of it (int too large to convert to float)"),
+    ("title: t\nx: [!!float 1" + ":0" * 200 + "]\n", "no value can be made of it (int too large to convert to float)"),
     # a tag whose constructor reads the text without a check (KeyError, AttributeError), and a key
     # JSON has none for (the cache and show --json write the frontmatter as JSON): each a traceback
     # of every list, show, check and drive (hostile review 47)

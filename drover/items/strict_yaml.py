@@ -28,8 +28,9 @@ MAX_NODES = 100_000
 
 # what a constructor raises of a value it cannot make: ValueError (`due: 2024-02-30`, a number past
 # int()'s digits), and, of a tag whose text it reads unchecked, KeyError (`!!bool maybe`) and
-# AttributeError (`!!timestamp nope`)
-_UNMADE = (ValueError, LookupError, AttributeError)
+# AttributeError (`!!timestamp nope`), and OverflowError (a base-60 float, `1:1:...:1.5`, of more
+# than 173 parts: YAML adds it up in an integer it turns into a float each part)
+_UNMADE = (ValueError, LookupError, AttributeError, OverflowError)
 # what a key may be: what JSON writes as a key (the catalogue's cache and `show --json` write the
 # frontmatter so); a date or bytes (`2024-01-01: x`, `? !!binary aGk=`) was a traceback of every list
 _KEYS = (str, int, float, bool, type(None))
@@ -185,8 +186,8 @@ def _load(source: str, loader: type) -> Any:
         # a value YAML's own types cannot hold: `due: 2024-02-30` (no such day), a number of more than
         # 4300 digits; each was a traceback of every list, show and drive (hostile review 46); a tag
         # its constructor reads without a check (`!!bool maybe`: KeyError, `!!timestamp nope`:
-        # AttributeError) the same (hostile review 47)
-        why = str(exc).split(";")[0] if isinstance(exc, ValueError) else "not a value of its tag"
+        # AttributeError) the same (hostile review 47), a base-60 float no float holds (hostile review 49)
+        why = str(exc).split(";")[0] if isinstance(exc, (ValueError, OverflowError)) else "not a value of its tag"
         raise FrontmatterError(f"YAML: no value can be made of it ({why})", line=_unmade_line(loader, node)) from None
     finally:
         parser.dispose()
