@@ -353,6 +353,26 @@ def test_a_failing_setup_stops_before_the_agent(project):
     assert f"    why: [run] setup failed (exit 3: no-network); log: {match.group(1)}\n" in shown_text
 
 
+def test_the_setup_done_marker_is_never_written_through_a_link(project, tmp_path):
+    """The worktree's private git folder is the agent's to write: a link left there as the set-up's
+    done marker, naming a file that does not exist, had the next set-up's success create that file
+    (drover's write followed the link) wherever the operator's user can write (hostile review 49)."""
+    allowed = tmp_path / "setup-may-pass"
+    set_key(project, "setup", json.dumps(f"[ -e {allowed} ] || exit 3"))
+    item = new_item(project, "one")
+    one_line_error(drover(project, "run", item), 1)  # the set-up failed: no marker yet
+    worktree = project / ".drover" / "worktrees" / item
+    private = Path(git(worktree, "rev-parse", "--absolute-git-dir").strip())
+    planted = tmp_path / "elsewhere" / "planted"
+    planted.parent.mkdir()
+    (private / "drover-setup-done").symlink_to(planted)
+    allowed.touch()
+    assert drover(project, "run", item).returncode == 0
+    assert not planted.exists()
+    assert not (private / "drover-setup-done").is_symlink()
+    assert drover(project, "run", item).returncode == 0  # set up once: the marker counts
+
+
 def test_a_failed_setup_quotes_its_last_line_printable_and_short(project):
     # npm's reason comes last but one, then blank lines; an escape in it shows as `?`, a tab folds;
     # a long line is cut; a set-up that said nothing says so

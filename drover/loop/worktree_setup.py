@@ -166,8 +166,8 @@ def run_setup(command: str, worktree: Path, log_path: Path, *, item_id: str, sho
     if failed:
         raise SetupFailed(f"{item_id}: [run] setup failed ({status}: {said or 'it printed nothing'}); "
                           f"log: {shown_log}")
-    if marker is not None:
-        marker.write_text(command + "\n", encoding="utf-8")
+    if marker is not None:  # in place of what an agent left there: a link was written through (hostile review 49)
+        _in_folder(marker.parent, lambda folder: replace_at(folder, MARKER, (command + "\n").encode()))
     say(f"{label} done in {time.monotonic() - clock:.1f}s")
     return True
 
