@@ -227,3 +227,15 @@ def test_show_prints_no_terminal_escape_an_agent_wrote(project):
     refused = drover(project, "run", "D-1", "--dry-run")
     assert refused.returncode != 0 and "(id D-1?]0;owned? in a file named D-1.md)" in refused.stderr, refused.stderr
     assert not any(ord(char) < 32 and char not in "\n\t" or 0x7f <= ord(char) <= 0x9f for char in refused.stderr)
+
+
+def test_an_argument_that_is_not_utf8_is_refused_in_one_line_of_visible_characters(project):
+    """The refusal quoted the argument as it came but for its undecodable bytes: a line break in it
+    wrote a line of its own, an escape and a right-to-left override acted on the terminal
+    (hostile review 49)."""
+    done = subprocess.run([str(BIN / "drover"), "show", b"D-1\ndrover: approved \x1b[31m\xe2\x80\xae \xff"],
+                          cwd=project, capture_output=True)
+    line = one_line(subprocess.CompletedProcess(done.args, done.returncode, done.stdout.decode(),
+                                                done.stderr.decode("utf-8", "surrogateescape")))
+    assert "not UTF-8 text" in line and "\\n" in line and "\\xff" in line
+    assert line.isprintable(), line

@@ -25,7 +25,10 @@ def not_utf8(argv: list[str]) -> str:
         try:
             arg.encode("utf-8")
         except UnicodeEncodeError:
-            shown = arg.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+            from drover.errors import escaped  # here: only a refused command line needs it
+
+            # every character visible, on one line: a line break or an escape in it acted (hostile review 49)
+            shown = escaped(arg.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace"))
             return f"argument {number} '{shown[:60]}' is not UTF-8 text; drover takes UTF-8 only"
     return ""
 
