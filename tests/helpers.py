@@ -458,6 +458,12 @@ HOSTILE_FRONTMATTER = [
     ("x: " + "[" * 5000 + "]" * 5000 + "\n", "nested more than 100 levels deep"),
     ("x:\n" + "".join("  " * n + "- \n" for n in range(1, 1200)), "nest"),  # libyaml: "maximum nesting depth"
     (BOMB, "aliases expand to more than 100000 values"),
+    # block nesting libyaml reads (to 1,000 levels) and drover's JSON and checks recursed through:
+    # a traceback of every list, show, check and report from 500 levels on (hostile review 49); one
+    # that nests only through an alias of a nested anchor
+    ("title: t\nx:\n" + "".join("  " * n + "- \n" for n in range(1, 600)), "YAML: nested"),
+    ("title: t\na: &a " + "[" * 60 + "]" * 60 + "\nb: " + "[" * 60 + "*a" + "]" * 60 + "\n",
+     "YAML: nested more than 100 levels deep"),
     ("title: [a, b]\n", "title: must be text, not a list"),
     ("title: t\ncloses: seven\n", "closes: 'seven' is not an issue number"),
     # str.isdigit takes these; an issue number is ASCII digits above 0 (the one "²" fell out of

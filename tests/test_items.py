@@ -150,7 +150,10 @@ def test_hostile_frontmatter_is_refused_by_both_yaml_parsers(frontmatter, reason
 
 @pytest.mark.parametrize("frontmatter, line", [("title: t\ntitle: u\n", 4), ("title: t\ndeps: D-1\n", 4),
                                                ("title: t\nkind: [a]\n", 4), ("title: [x\n", 3),
-                                               ("title: t\ncloses: [1, 2]\ndue: 2024-02-30\n", 5)])
+                                               ("title: t\ncloses: [1, 2]\ndue: 2024-02-30\n", 5),
+                                               ("title: t\na: &a " + "[" * 60 + "]" * 60 + "\nb: " + "[" * 60 + "*a"
+                                                + "]" * 60 + "\n", 5),
+                                               ("title: t\nx:\n" + "".join("  " * n + "- \n" for n in range(1, 400)), 4)])
 def test_a_refused_frontmatter_names_its_line_in_the_file(frontmatter, line):
     problem = unreadable(f"---\nid: D-4\n{frontmatter}---\nbody\n")
     assert (problem.wording, problem.line) == (NO_PARSE, line)

@@ -19,9 +19,10 @@ from frontmatter.default_handlers import YAMLHandler
 
 from drover.items.frontmatter_rules import FrontmatterError, check_types, split_frontmatter
 
-# Flow brackets deeper than this, or more nodes than this once aliases are expanded, make the
-# item unreadable. (Block nesting is capped by the parsers: libyaml at 1,000 levels, the pure
-# Python one by the recursion limit.)
+# Collections nested deeper than this (flow or block, through aliases too), or more nodes than this
+# once aliases are expanded, make the item unreadable. libyaml reads block nesting to 1,000 levels,
+# and what reads the data after it (the catalogue's JSON, show, the type checks) recursed through
+# it: from 500 levels on, a traceback of every list, show, check and report (hostile review 49).
 MAX_DEPTH = 100
 MAX_NODES = 100_000
 
@@ -171,8 +172,14 @@ def _load(source: str, loader: type) -> Any:
         node = parser.get_single_node()
         if node is None:
             return None
-        if "*" in source and _expanded_size(node, {}) > MAX_NODES:
-            raise FrontmatterError(f"YAML: aliases expand to more than {MAX_NODES} values", line=2)
+        if "*" in source or sum(map(source.count, _OPENERS)) > MAX_DEPTH:
+            measures: dict[int, tuple[int, int]] = {}
+            size, depth = _measured(node, measures)
+            if size > MAX_NODES:
+                raise FrontmatterError(f"YAML: aliases expand to more than {MAX_NODES} values", line=2)
+            if depth > MAX_DEPTH + 1:  # the frontmatter's own mapping is a level of its own
+                raise FrontmatterError(f"YAML: nested more than {MAX_DEPTH} levels deep",
+                                       line=_deep_line(node, measures))
         return parser.construct_document(node)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
@@ -223,22 +230,39 @@ def _flow_depth(source: str) -> int:
     return deepest
 
 
-def _expanded_size(node: Any, sizes: dict[int, int]) -> int:
-    """How many nodes the document holds once every alias is copied out (memoised per node)."""
-    known = sizes.get(id(node))
-    if known is not None:
-        return known
-    sizes[id(node)] = MAX_NODES + 1  # a node that contains itself expands without end
-    total = 1
+# what begins a collection, one of them each level: a block sequence's `-`, a mapping's `:` or `?`, a
+# flow bracket; only a source with more of them (or an alias) can nest past MAX_DEPTH
+_OPENERS = ("-", ":", "?", "[", "{")
+
+
+def _measured(node: Any, known: dict[int, tuple[int, int]]) -> tuple[int, int]:
+    """(how many nodes the document under `node` holds once every alias is copied out, how many
+    collections deep it nests), memoised per node; the walk stops counting past either limit."""
+    found = known.get(id(node))
+    if found is not None:
+        return found
+    known[id(node)] = (MAX_NODES + 1, MAX_DEPTH + 2)  # a node that contains itself is endless both ways
     if isinstance(node, yaml.SequenceNode):
-        for child in node.value:
-            total += _expanded_size(child, sizes)
-            if total > MAX_NODES:
-                break
+        children = node.value
     elif isinstance(node, yaml.MappingNode):
+        children = [part for pair in node.value for part in pair]
+    else:
+        known[id(node)] = (1, 0)
+        return 1, 0
+    size, depth = 1, 0
+    for child in children:
+        child_size, child_depth = _measured(child, known)
+        size, depth = size + child_size, max(depth, child_depth)
+        if size > MAX_NODES or depth > MAX_DEPTH:
+            break
+    known[id(node)] = (size, depth + 1)
+    return size, depth + 1
+
+
+def _deep_line(node: Any, known: dict[int, tuple[int, int]]) -> int:
+    """The frontmatter line of the first key whose key or value nests past MAX_DEPTH (2 for none)."""
+    if isinstance(node, yaml.MappingNode):
         for key, value in node.value:
-            total += _expanded_size(key, sizes) + _expanded_size(value, sizes)
-            if total > MAX_NODES:
-                break
-    sizes[id(node)] = total
-    return total
+            if max(_measured(key, known)[1], _measured(value, known)[1]) > MAX_DEPTH:
+                return int(key.start_mark.line) + 2
+    return 2
