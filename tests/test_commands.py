@@ -230,6 +230,18 @@ def test_a_gitignore_that_is_not_utf8_but_ignores_drover_is_left_alone(repo):
     assert (repo / ".gitignore").read_bytes() == b"caf\xe9/\n.drover/\n"
 
 
+
+def test_init_adds_the_line_where_the_gitignore_names_drover_but_git_does_not_ignore_it(repo):
+    """Hostile review 49: a repository's .gitignore (a stranger's to write) that names `.drover/`
+    and then takes it back (`!.drover/`) passed for one that ignores it: init added nothing, and
+    the ledger, the run logs and every worktree showed as files to commit (`git add -A`)."""
+    (repo / ".gitignore").write_text(".drover/\n!.drover/\n")
+    said = ok("init")
+    assert "added .drover/ to .gitignore" in said
+    assert (repo / ".gitignore").read_text() == ".drover/\n!.drover/\n.drover/\n"
+    assert ".drover" not in git(repo, "status", "--porcelain", "--untracked-files=all")
+
+
 # --- new ------------------------------------------------------------------------------------------------------
 
 

@@ -77,8 +77,8 @@ def init_project(start: Path, preset: str = "") -> list[str]:
 
 
 def _gitignore_adding(path: Path) -> str | None:
-    """The text of the .gitignore at `path` with IGNORE_LINE added, or None when it ignores STATE_DIR
-    already. Read before init writes anything: a .gitignore that cannot take the line (a folder, a
+    """The text of the .gitignore at `path` with IGNORE_LINE added, or None when it names STATE_DIR
+    already and git ignores it. Read before init writes anything: a .gitignore that cannot take the line (a folder, a
     fifo, text that is not UTF-8) refuses the init in one line, the checkout as it was. So does a
     link, which git does not read as .gitignore: read through and written back as a file, a link a
     cloned repository holds (to `/proc/self/environ`, to a key) put what it led to into the
@@ -90,7 +90,10 @@ def _gitignore_adding(path: Path) -> str | None:
         existing = read_regular(path)  # never waits on a fifo
     except FileNotFoundError:
         existing = b""
-    if STATE_DIR.encode() in {line.strip().strip(b"/") for line in existing.splitlines()}:
+    # named, and not taken back after (`!.drover/`: a stranger's .gitignore passed for one that ignores it,
+    # and the ledger and run logs were files to commit; hostile review 49)
+    if STATE_DIR.encode() in {line.strip().strip(b"/") for line in existing.splitlines()} \
+            and git.ignores(path.parent, IGNORE_LINE):
         return None
     try:
         text = existing.decode("utf-8")

@@ -14,7 +14,7 @@ from drover.git.merges import (MergeConflict, conflict_markers, conflicts_merged
 from drover.git.plumbing import commit_file, set_index_entry
 from drover.git.run import git, housekeeping, rev_parse, user_name
 from drover.git.worktrees import (add_detached_worktree, checkout_branch, dirty_entries, dirty_paths, ensure_worktree,
-                                  hidden_from_status,
+                                  hidden_from_status, ignores,
                                   own_git_dir, private_dir, registered_worktrees, remove_worktree, differing_on_disk,
                                   differing_in_index)
 
@@ -24,7 +24,7 @@ __all__ = [
     "changed_by_shared", "changed_paths",
     "checkout_branch", "clone_bundle", "conflict_markers", "conflicts_merged", "commit_file", "commits_beyond", "commits_paths", "compare", "configured_attributes", "count_commits",
     "current_branch", "detect_base", "differing_in_index", "differing_on_disk", "dirty_entries", "dirty_paths", "ensure_worktree", "fetch_bundle", "git", "gitlinks_at",
-    "head_markers", "head_of", "heads_of", "hidden_from_status", "housekeeping", "local_ref", "merge",
+    "head_markers", "head_of", "heads_of", "hidden_from_status", "housekeeping", "ignores", "local_ref", "merge",
     "merge_base_into", "merge_bases", "merged_by", "merge_in_progress", "no_base",
     "modified_files",
     "moved_only_under", "own_git_dir",

@@ -303,6 +303,12 @@ def dirty_entries(root: Path, *, ignored: list[str] | None = None, submodules: b
     return _status_entries(root, untracked=True, ignored=ignored, submodules=submodules)
 
 
+def ignores(root: Path, path: str) -> bool:
+    """Whether git ignores `path` in the checkout at `root` (every ignore file it reads, negations
+    too), tracked or not: what a line of the .gitignore cannot say by itself."""
+    return run(["check-ignore", "--no-index", "-q", "--", path], root).returncode == 0  # it takes no pathspec magic
+
+
 def hidden_from_status(root: Path, pathspecs: list[str]) -> dict[str, str]:
     """path -> `assume-unchanged` or `skip-worktree`, for each file under `pathspecs` (literal) that
     the index of `root` marks so: git's status, and so a dirty check, passes over an edit of it.
