@@ -64,6 +64,16 @@ def test_the_pure_python_parser_refuses_the_same_inputs():
     assert load("id: D-1\ndeps: [D-2]\n") == {"id": "D-1", "deps": ["D-2"]}
 
 
+def test_a_long_list_without_aliases_is_no_bomb():
+    """The depth walk (hostile review 49) reads frontmatters without aliases too: a list of more
+    than MAX_NODES entries of its own is read, as before, not taken for an alias bomb."""
+    from drover.items.strict_yaml import MAX_NODES, PureStrictLoader, StrictLoader, StrictYAMLHandler
+
+    source = "title: t\nx:\n" + "- 1\n" * (MAX_NODES + 1)
+    for loader in (StrictLoader, PureStrictLoader):
+        assert len(StrictYAMLHandler(loader).load(source)["x"]) == MAX_NODES + 1
+
+
 def test_non_utf8_findings_on_stdin(project):
     before = state(project)
     done = subprocess.run([str(BIN / "drover"), "request-changes", "D-1"], cwd=project,

@@ -175,7 +175,7 @@ def _load(source: str, loader: type) -> Any:
         if "*" in source or sum(map(source.count, _OPENERS)) > MAX_DEPTH:
             measures: dict[int, tuple[int, int]] = {}
             size, depth = _measured(node, measures)
-            if size > MAX_NODES:
+            if "*" in source and size > MAX_NODES:  # a long list of its own is no bomb
                 raise FrontmatterError(f"YAML: aliases expand to more than {MAX_NODES} values", line=2)
             if depth > MAX_DEPTH + 1:  # the frontmatter's own mapping is a level of its own
                 raise FrontmatterError(f"YAML: nested more than {MAX_DEPTH} levels deep",
@@ -236,8 +236,9 @@ _OPENERS = ("-", ":", "?", "[", "{")
 
 
 def _measured(node: Any, known: dict[int, tuple[int, int]]) -> tuple[int, int]:
-    """(how many nodes the document under `node` holds once every alias is copied out, how many
-    collections deep it nests), memoised per node; the walk stops counting past either limit."""
+    """(how many nodes the document under `node` holds once every alias is copied out, counted to
+    MAX_NODES + 1, how many collections deep it nests), memoised per node, so each node is read once
+    however many aliases name it; the walk of a collection stops once it is too deep."""
     found = known.get(id(node))
     if found is not None:
         return found
@@ -252,8 +253,8 @@ def _measured(node: Any, known: dict[int, tuple[int, int]]) -> tuple[int, int]:
     size, depth = 1, 0
     for child in children:
         child_size, child_depth = _measured(child, known)
-        size, depth = size + child_size, max(depth, child_depth)
-        if size > MAX_NODES or depth > MAX_DEPTH:
+        size, depth = min(size + child_size, MAX_NODES + 1), max(depth, child_depth)
+        if depth > MAX_DEPTH:
             break
     known[id(node)] = (size, depth + 1)
     return size, depth + 1
