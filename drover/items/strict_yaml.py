@@ -239,25 +239,23 @@ def _measured(node: Any, known: dict[int, tuple[int, int]]) -> tuple[int, int]:
     """(how many nodes the document under `node` holds once every alias is copied out, counted to
     MAX_NODES + 1, how many collections deep it nests), memoised per node, so each node is read once
     however many aliases name it; the walk of a collection stops once it is too deep."""
+    if isinstance(node, yaml.ScalarNode):
+        return 1, 0
     found = known.get(id(node))
     if found is not None:
         return found
     known[id(node)] = (MAX_NODES + 1, MAX_DEPTH + 2)  # a node that contains itself is endless both ways
-    if isinstance(node, yaml.SequenceNode):
-        children = node.value
-    elif isinstance(node, yaml.MappingNode):
-        children = [part for pair in node.value for part in pair]
-    else:
-        known[id(node)] = (1, 0)
-        return 1, 0
-    size, depth = 1, 0
+    children = node.value if isinstance(node, yaml.SequenceNode) else [part for pair in node.value for part in pair]
+    # the scalars counted in one step, the collections walked: a long list of scalars is the common case
+    size, depth = 1 + sum(isinstance(child, yaml.ScalarNode) for child in children), 0
     for child in children:
-        child_size, child_depth = _measured(child, known)
-        size, depth = min(size + child_size, MAX_NODES + 1), max(depth, child_depth)
-        if depth > MAX_DEPTH:
-            break
-    known[id(node)] = (size, depth + 1)
-    return size, depth + 1
+        if not isinstance(child, yaml.ScalarNode):
+            child_size, child_depth = _measured(child, known)
+            size, depth = min(size + child_size, MAX_NODES + 1), max(depth, child_depth)
+            if depth > MAX_DEPTH:
+                break
+    known[id(node)] = (min(size, MAX_NODES + 1), depth + 1)
+    return known[id(node)]
 
 
 def _deep_line(node: Any, known: dict[int, tuple[int, int]]) -> int:
