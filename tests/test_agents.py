@@ -497,6 +497,35 @@ def test_ctrl_c_and_sigterm_end_a_process_in_its_own_session(tmp_path, pidfile, 
     assert wait_until(lambda: gone(agent_pid) and gone(grandchild_pid) and gone(escaped_pid))
 
 
+# Ctrl-C lands while _signals_held puts the handlers back, right after SIGINT's: the moment a
+# timing would have to hit, made certain by a signal.signal that sends it there.
+_CTRL_C_AMID_RESTORE = """
+import os, signal
+from drover.agents import launch
+real = signal.signal
+def signal_then_ctrl_c(signum, handler):
+    before = real(signum, handler)
+    if signum == signal.SIGINT and handler is signal.default_int_handler:
+        os.kill(os.getpid(), signal.SIGINT)
+    return before
+sigterm = signal.getsignal(signal.SIGTERM)
+try:
+    with launch._signals_held():
+        signal.signal = signal_then_ctrl_c
+except KeyboardInterrupt:
+    print("interrupted")
+signal.signal = real
+print("sigterm put back" if signal.getsignal(signal.SIGTERM) is sigterm else "sigterm still held")
+"""
+
+
+def test_a_ctrl_c_while_held_signals_are_put_back_leaves_none_held():
+    """Hostile review 49: a Ctrl-C between the two handlers' return raised there, and SIGTERM stayed
+    held for the rest of the command (the operator's `kill` swallowed). Both are put back first."""
+    done = subprocess.run([sys.executable, "-c", _CTRL_C_AMID_RESTORE], capture_output=True, text=True, timeout=60)
+    assert done.stdout.split("\n")[:2] == ["interrupted", "sigterm put back"], done.stdout + done.stderr
+
+
 def test_processes_are_found_by_their_run_marker(tmp_path):
     from drover.agents.procs import marked_processes
 

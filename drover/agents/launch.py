@@ -435,8 +435,14 @@ def _signals_held() -> Iterator[None]:
             before[signum] = signal.signal(signum, lambda number, frame: came.append(number))
         yield
     finally:
-        for signum, handler in before.items():
-            signal.signal(signum, handler)
+        # blocked while they are put back: one that landed between two of them raised there, and the
+        # other stayed held for good (a SIGTERM swallowed for the rest of the command; hostile review 49)
+        blocked = signal.pthread_sigmask(signal.SIG_BLOCK, HELD_SIGNALS)
+        try:
+            for signum, handler in before.items():
+                signal.signal(signum, handler)
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, blocked)  # one that came meanwhile arrives now
         if came:
             signal.raise_signal(came[0])
 
