@@ -208,7 +208,7 @@ def count_commits(root: Path, since: str, until: str) -> int | None:
 def merge_bases(root: Path, base_head: str, commit: str) -> list[str]:
     """Every merge base of the commits `base_head` and `commit` ([] when they share no history).
     `[commit]` exactly when `commit` is `base_head` or one of its ancestors: nothing of it to merge."""
-    return _of_ids("merge-base", root, base_head, commit, lambda: git(
+    return of_ids("merge-base", root, (base_head, commit), lambda: git(
         ["merge-base", "--all", "--end-of-options", base_head, commit], root, check=False).split(), keep_empty=False)
 
 
@@ -231,24 +231,27 @@ def changed_paths(root: Path, base: str, commit: str, *, base_head: str = "", ba
     base_head = base_head or head_of(root, base)
     if not base_head:
         raise no_base(root, base)
-    return _of_ids("changed", root, base_head, commit, lambda: _changed_paths(root, base_head, commit, bases))
+    return of_ids("changed", root, (base_head, commit), lambda: _changed_paths(root, base_head, commit, bases))
 
 
-# What git says of two commits named by their ids never changes: an id names a commit's content and
-# parents, and drover's git reads no replacements or grafts (run.AS_COMMITTED). A drive asks the
-# same of each item before its review and again at its finish: the answers are kept for the process.
-_ANSWERS: dict[tuple[str, Path, str, str], list[str]] = {}
+# What git says of commits named by their ids never changes: an id names a commit's content and
+# parents (and so its tree), and drover's git reads no replacements or grafts (run.AS_COMMITTED). A
+# drive asks the same of each item before its review and again at its finish (the merge base, the
+# paths changed, the markers the branch adds, what the reviewer's files are in the commit): the
+# answers are kept for the process. Never an answer of a question by a ref's name, which an agent
+# moves at will.
+_ANSWERS: dict[tuple[object, ...], list[str]] = {}
 _MOST_ANSWERS = 2048
 
 
-def _of_ids(question: str, root: Path, first: str, second: str, ask: Callable[[], list[str]], *,
-            keep_empty: bool = True) -> list[str]:
-    """ask(), or the answer it gave before for the same two commits named by their ids. An empty
-    answer is kept only when `keep_empty`: "no merge base" may be a git that failed, or objects
-    that arrive later (a worker's bundle)."""
-    if not (SHA.fullmatch(first) and SHA.fullmatch(second)):
+def of_ids(question: str, root: Path, ids: tuple[str, ...], ask: Callable[[], list[str]], *,
+           about: tuple[str, ...] = (), keep_empty: bool = True) -> list[str]:
+    """ask(), or the answer it gave before for the same commits named by their ids (`about`: the
+    rest of the question, its paths). An empty answer is kept only when `keep_empty`: "no merge
+    base" may be a git that failed, or objects that arrive later (a worker's bundle)."""
+    if not all(SHA.fullmatch(commit) for commit in ids):
         return ask()
-    key = (question, root, first, second)
+    key = (question, root, ids, about)
     known = _ANSWERS.get(key)
     if known is None:
         known = ask()

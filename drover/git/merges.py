@@ -8,6 +8,7 @@ from typing import Callable
 
 from drover.errors import GitError, Refused, escaped, shown_paths
 from drover.git.branches import current_branch, heads_and_checked_out, heads_of, local_ref, require_base
+from drover.git.history import of_ids
 from drover.git.run import failure, git, one_command_line, said_line, run, run_capped, succeeds
 from drover.git.worktrees import dirty_paths
 
@@ -228,14 +229,20 @@ _HEAD_MARKER = re.compile(_OPENING)  # the opening marker (above), whatever its 
 _HUNK = re.compile(r"@@ -\d+(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 
 
-def head_markers(root: Path, base: str, head: str) -> list[str]:
+def head_markers(root: Path, base: str, head: str, *, base_head: str = "") -> list[str]:
     """`path:line` of each `<<<<<<< HEAD` line that `head` adds to what `base` has, in any file: a
     merge's conflicts carried on under another name, or in a commit that is no longer a two-parent
     merge (squashed, an octopus). The files whose changes add or remove such a line first (git's
     `-G`, no text read here), then their diff, read hunk by hunk (every file as text): what a branch
-    adds elsewhere, however large, neither costs the read nor pushes a marker past its bound."""
+    adds elsewhere, however large, neither costs the read nor pushes a marker past its bound.
+    `base_head`: base's head, when the caller has just read it; with `head` an id too, the answer is
+    kept for the process (a drive asks before its review and again at its finish)."""
+    return of_ids("markers", root, (base_head, head), lambda: _head_markers(root, base_head or local_ref(base), head))
+
+
+def _head_markers(root: Path, base: str, head: str) -> list[str]:
     common = ["--no-renames", "--no-ext-diff", "--no-textconv", "--no-color", "-a"]
-    marked = git(["diff", *common, "--name-only", "-z", f"-G^{_OPENING}$", "--end-of-options", local_ref(base), head],
+    marked = git(["diff", *common, "--name-only", "-z", f"-G^{_OPENING}$", "--end-of-options", base, head],
                  root)
     paths = [path for path in marked.split("\0") if path]
     if not paths:
@@ -246,7 +253,7 @@ def head_markers(root: Path, base: str, head: str) -> list[str]:
     # on into the next file's header and hunks, a marker there unseen (hostile review 41)
     args = ["--literal-pathspecs", "diff", *common, "-U0", "--inter-hunk-context=0", "--src-prefix=a/",
             "--dst-prefix=b/", "--end-of-options",
-            local_ref(base), head, *named]
+            base, head, *named]
     done, cut = run_capped(args, root, MARKERS_READ_BYTES)
     if not cut and done.returncode != 0:
         raise failure(["diff"], done)

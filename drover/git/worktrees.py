@@ -8,7 +8,7 @@ from typing import Any
 
 from drover.errors import GitError, Refused, shown_paths
 from drover.git.branches import branch_exists, current_branch, heads_of, local_ref, require_base
-from drover.git.history import gitlinks_in
+from drover.git.history import gitlinks_in, of_ids
 from drover.git.run import WHOLE, failure, git, rev_parse, run
 
 
@@ -367,9 +367,12 @@ def differing_on_disk(root: Path, folder: Path, commit: str, paths: tuple[str, .
     `commit` is read in the repository at `root`; no filter program runs."""
     found, odd = _on_disk(folder, paths)
     held: dict[str, tuple[str, str]] = {}
-    listed = git(["--literal-pathspecs", "ls-tree", "-r", "-z", "--full-tree", "--end-of-options", commit, "--", *paths],
-                 root)
-    for entry in listed.split("\0"):
+    # the commit's side, by its id, asked once a process: a review compares its worktree with the
+    # commit before it starts and again once it ended, most often the same commit (tests/test_git_calls.py)
+    listed = of_ids("ls-tree", root, (commit,), lambda: git(
+        ["--literal-pathspecs", "ls-tree", "-r", "-z", "--full-tree", "--end-of-options", commit, "--", *paths],
+        root).split("\0"), about=paths)
+    for entry in listed:
         meta, _, path = entry.partition("\t")
         if path:
             mode, _, object_id = meta.split()
