@@ -177,6 +177,26 @@ def test_a_check_of_an_older_base_does_not_cover_a_finish_after_base_moved(proje
     assert again and again[0]["exit_status"] != 0 and "D-1: check failed (make test" in driven.stdout
 
 
+def test_a_check_that_moves_base_at_a_drives_finish_leaves_the_finish_to_read_base_again(project):
+    """A drive reads both heads once under its merge lock, for the marker check and the finish's
+    refusals. The check between runs the branch's code, which can move base: the finish then reads
+    the heads again, and refuses a merge into a base no check covered. Handed the heads read before
+    the check, it found the check covering them, and the merge went into base as the check left it."""
+    for _ in range(2):  # the first attempt leaves BROKEN, the second removes it
+        drover(project, "run", "D-1", check=True)
+    drover(project, "audit", "D-1", "--level", "reviewed", check=True)
+    # each check passes and then commits to main in the operator's checkout (a clean checkout on a moved base)
+    moving = (f"\t@cd '{project}' && date +%s%N > moved.txt && git add moved.txt && "
+              "git -c user.name=check -c user.email=check@example.com commit -qm 'main: moved by a check'\n")
+    (project / "Makefile").write_text(MAKEFILE + moving)
+    git(project, "commit", "-qam", "main: a check that moves main")
+    driven = drover(project, "drive", "--finish", "D-1")
+    assert driven.returncode == 1, driven.stdout
+    assert "no passing check covers" in driven.stdout, driven.stdout
+    assert not [subject for subject in git(project, "log", "--format=%s", "main").splitlines() if "merge D-1" in subject]
+    assert len({check["base"] for check in checks(project)}) == 2  # the check ran before the lock and under it
+
+
 @pytest.mark.parametrize("commit_items", ["false", "true"])
 def test_a_commit_whose_check_failed_is_not_checked_again_after_an_implementer_that_changed_nothing(
         project, commit_items):

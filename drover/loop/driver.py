@@ -120,16 +120,20 @@ class Driver:
                               said, usage=self._spent(known.runs), log="" if known.parked else known.log,
                               failures=self.retries.failures(item_id))
 
-    def _launch(self, ledger: Ledger, item_id: str, slot: str) -> runs.RunResult:
-        """Run the slot, and again while the [retry] policy of a failed run's class says so."""
+    def _launch(self, ledger: Ledger, item_id: str, slot: str, heads: dict[str, str] | None = None) -> runs.RunResult:
+        """Run the slot, and again while the [retry] policy of a failed run's class says so. `heads`:
+        runs.prepare's, for the first launch only (an agent ran before any other)."""
+        given = [heads] if heads else []
         # a review that recorded its verdict and then failed (claude's exit 1 past its turns) is not
         # reviewed again: a second review of the same head met the first one's findings still
         # outstanding, and approved them unaddressed or spent another round of the cap
-        return self.retries.run(ledger, item_id, slot, lambda agent: self._launch_once(ledger, item_id, slot, agent),
+        return self.retries.run(ledger, item_id, slot,
+                                lambda agent: self._launch_once(ledger, item_id, slot, agent, given.pop() if given else None),
                                 settled=lambda result: slot == "review" and bool(review_verdict(ledger, result.run_id)))
 
-    def _launch_once(self, ledger: Ledger, item_id: str, slot: str, agent: Any = None) -> runs.RunResult:
-        launch = runs.prepare(self.project, ledger, item_id, slot, agent=agent)
+    def _launch_once(self, ledger: Ledger, item_id: str, slot: str, agent: Any = None,
+                     heads: dict[str, str] | None = None) -> runs.RunResult:
+        launch = runs.prepare(self.project, ledger, item_id, slot, agent=agent, heads=heads)
         for warning in launch.warnings:
             self.say(f"{item_id}: warning: {warning}")
         # said once the budgets let it go ahead: a refused launch starts no agent
@@ -205,10 +209,13 @@ class Driver:
                     return self._ended(ledger, item_id, "failed", empty)
                 again = True
                 continue
+            # the heads this round's implementing run left, read at its end with nothing run since: the
+            # marker check's and the review prompt's (emptied when the check runs the branch's code)
+            ends = {**ran.heads, project.config.base: ran.base_head} if ran is not None else None
             if state != State.APPROVED or self.finish:
                 # drover's own check of the head a review or a finish would see: a failure goes
                 # back to the implementer as a round of changes, and only a pass goes on
-                checked = self._check(ledger, item_id, unmoved=implemented is not None and not moved)
+                checked = self._check(ledger, item_id, unmoved=implemented is not None and not moved, heads=ends)
                 if isinstance(checked, Driven):
                     return checked
                 if checked != PASSED:
@@ -218,7 +225,7 @@ class Driver:
             if (halted := self._halted(ledger, item_id, state)) is not None:
                 return halted
             if state != State.APPROVED:
-                reviewed = self._review(ledger, item_id)
+                reviewed = self._review(ledger, item_id, ends)
                 if isinstance(reviewed, Driven):
                     return reviewed
                 state = reviewed
@@ -239,10 +246,10 @@ class Driver:
                 return self._ended(ledger, item_id, "failed", f"the item is {state}")
         return self._ended(ledger, item_id, "failed", "the loop did not settle")
 
-    def _review(self, ledger: Ledger, item_id: str) -> Driven | State:
+    def _review(self, ledger: Ledger, item_id: str, heads: dict[str, str] | None = None) -> Driven | State:
         """Review the branch head: the item's state after the review's verdict, or how the drive
-        ended when the review parked the item, failed, or recorded no verdict."""
-        result = self._launch(ledger, item_id, "review")
+        ended when the review parked the item, failed, or recorded no verdict. `heads`: _launch's."""
+        result = self._launch(ledger, item_id, "review", heads)
         known = item_state(self.project, ledger, item_id, heads=result.heads)  # where the review left its branch
         # a capped send-back parks the item and may fail the agent's command: parked wins
         if known.state == State.PARKED:
@@ -274,20 +281,26 @@ class Driver:
             return self._ended(ledger, item_id, "approved", NOT_FINISHED + why if self.finish else "")
         return self._ended(ledger, item_id, "failed", why)
 
-    def _check(self, ledger: Ledger, item_id: str, unmoved: bool = False) -> Driven | str:
+    def _check(self, ledger: Ledger, item_id: str, unmoved: bool = False,
+               heads: dict[str, str] | None = None) -> Driven | str:
         """PASSED when a passing check covers the branch head (run now unless one was recorded) or
         the item has no verify command; AGAIN when the loop goes round again (the failure went back as
         a round of changes, or base, which the check could not merge, merged cleanly in the worktree);
         CONFLICTED when base would not merge into the branch, and that merge now waits in the
         item's worktree for the implementing agent (no round: nothing was wrong with the work
         itself); how the drive ended when the check was interrupted, the round parked the item,
-        or a conflict has no worktree to go to. `unmoved`: verify.check_head's."""
+        or a conflict has no worktree to go to. `unmoved`: verify.check_head's. `heads`: the branch's
+        and base's heads, when the caller has just read them (nothing of an agent's or the branch's
+        run since): the marker check asks by their ids. Emptied when the check runs the verify
+        command, the branch's code: the caller reads them again after it."""
         # markers a merge of base was concluded with (by this drive's run or an earlier one's), still there
-        marked = self._markers_left(ledger, item_id)
+        marked = self._markers_left(ledger, item_id, heads or {})
         if marked != PASSED:
             return marked
         gate = verify.check_head(self.project, ledger, item_id, echo=self.echo, cancel=self.cancel,
                                  progress=self.say, unmoved=unmoved)
+        if gate.ran and heads:
+            heads.clear()
         check = gate.check
         if check is None or not gate.ran:
             return PASSED if gate.passed else AGAIN
@@ -330,14 +343,18 @@ class Driver:
 
         try:
             with self.merge_lock:  # base stays where the check saw it until the merge
-                checked = self._check(ledger, item_id)
+                # both heads read once under the lock, for the marker check and the finish's refusals:
+                # nothing runs between the two unless the check runs its command (it empties them)
+                branch = ledger.item_branch(item_id)
+                heads = git.heads_of(self.project.root, branch, self.project.config.base) if branch else {}
+                checked = self._check(ledger, item_id, heads=heads)
                 if checked != PASSED:
                     return checked if isinstance(checked, Driven) else None
                 if self.finisher is None:
                     from drover.ledger.acting import actor
 
                     self.finisher = actor(self.project, ledger)
-                finished = finish(self.project, ledger, item_id, by=self.finisher)
+                finished = finish(self.project, ledger, item_id, by=self.finisher, heads=heads or None)
         except git.MergeConflict as exc:
             if not self.project.config.worktree:
                 return self._ended(ledger, item_id, "approved", NOT_FINISHED + _one_line(exc, item_id))
@@ -365,14 +382,19 @@ class Driver:
             self.event(item_id, f"merged {base} into {branch}: checked and reviewed again")
         return bool(conflicts)
 
-    def _markers_left(self, ledger: Ledger, item_id: str) -> Driven | str:
+    def _markers_left(self, ledger: Ledger, item_id: str, heads: dict[str, str]) -> Driven | str:
         """Before each check: AGAIN when the files that conflicted in a merge of base the branch holds
         (git.conflicts_merged) still hold conflict markers in its head (sent back as a round), how the
-        drive ended if that parked the item, else PASSED."""
+        drive ended if that parked the item, else PASSED. `heads`: _check's."""
         root, base, branch = self.project.root, self.project.config.base, ledger.item_branch(item_id)
         # every opening marker the branch adds, in any file (one diff: a conflict git's merge wrote
-        # opens with `<<<<<<< HEAD`, whatever became of the merge since: renamed, squashed, an octopus)
-        opened = git.head_markers(root, base, git.local_ref(branch)) if branch else []
+        # opens with `<<<<<<< HEAD`, whatever became of the merge since: renamed, squashed, an octopus);
+        # by the heads' ids when the caller read them, an answer then kept for the process (the finish
+        # asks it again of the same two commits, unless base or the branch moved)
+        if heads.get(branch) and heads.get(base):
+            opened = git.head_markers(root, base, heads[branch], base_head=heads[base])
+        else:
+            opened = git.head_markers(root, base, git.local_ref(branch)) if branch else []
         if not opened:
             return PASSED
         # then each marker line of the files the branch's merges conflicted in, to name them all

@@ -27,12 +27,14 @@ class Finished:
 
 
 def finish(project: Project, ledger: Ledger, item_id: str, *, allow_drover_files: bool = False,
-           by: str | None = None) -> Finished:
+           by: str | None = None, heads: dict[str, str] | None = None) -> Finished:
     """Refuse while anything is outstanding; merge the approved commit locally (never a push); mark done.
 
     `allow_drover_files`: the operator accepts a branch that changes drover.toml, a prompt
     override file or item files (never one that writes under .drover/). `by`: who finishes, when
     the caller knows it (a drive: its operator, acting.actor asked once a drive); else asked here.
+    `heads`: the branch's and base's heads, when the caller read them a moment before with no code
+    of an agent's or of the branch's run since (a drive, under its merge lock); else read here.
     """
     item = project.require_item(item_id)
     row = ledger.item_row(item_id)
@@ -56,7 +58,8 @@ def finish(project: Project, ledger: Ledger, item_id: str, *, allow_drover_files
         branch = ledger.item_branch(item_id)
         base = project.config.base
         # both heads read once for the refusals below (the merge reads them again when it merges)
-        heads = git.heads_of(project.root, branch, base) if branch else {}
+        if heads is None:
+            heads = git.heads_of(project.root, branch, base) if branch else {}
         if branch not in heads:
             raise Refused(f"{item_id} has no branch to merge (no implementing run made one)")
         if base not in heads:

@@ -125,8 +125,10 @@ def _same_file_name(one: str, other: str) -> bool:
 
 def prepare(project: Project, ledger: Ledger, item_id: str, slot: str, *,
             explicit_template: str | None = None, agent: AgentConfig | None = None,
-            preview: bool = False) -> Launch:
+            preview: bool = False, heads: dict[str, str] | None = None) -> Launch:
     """Render the prompt and work out argv, environment, branch and directory. Writes nothing.
+    `heads`: a review's branch and base heads, when the caller read them with nothing run since
+    (a drive, at its implementing run's end); else read here.
 
     `preview` (a dry run): a review prompt may be shown before any implementing run, to see a
     template; a review launched then would judge base itself, and is refused."""
@@ -144,7 +146,7 @@ def prepare(project: Project, ledger: Ledger, item_id: str, slot: str, *,
         if not preview and not any(run.slot == "implement" for run in record.runs):
             raise Refused(f"{item_id} has no implementing run to review: `drover run {item_id}` first")
         _refuse_unfinished_work(record)
-    heads: dict[str, str] = {}  # a review's branch and base heads, as its prompt's data read them
+    heads = dict(heads or {})  # a review's branch and base heads, as its prompt's data read them
     follow_ups = templates.names_follow_ups(slot, root=project.root, config=project.config, explicit=explicit_template)
     data = template_data.build(project, ledger, item_id, slot, record=record, heads=heads, follow_ups=follow_ups)
     branch = data.Branch

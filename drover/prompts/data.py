@@ -84,6 +84,8 @@ def build(project: Project, ledger: Ledger, item_id: str, slot: str, *, guidance
     `record` is the item's file and rows when the caller has read them (ItemRecord.read).
     `heads`, when given, gets the branch and base heads (name -> sha) a review's data was built
     on, when both exist: the launch's refusals judge the same commits without asking git again.
+    When it holds both already (a drive's implementing run read them at its end, and nothing of an
+    agent's or of the branch's ran since), the review's data is built on those.
     `follow_ups` false: the template names no field of fields.NO_FOLLOW_UPS, which stay empty.
     """
     from drover.vocabulary import GUIDANCE_LEVELS
@@ -314,9 +316,12 @@ def _review(project: Project, ledger: Ledger, record: ItemRecord, last_run: Run 
     # run's own audit is recorded, but its note would reach the review unattributed (docs/security.md)
     slots = {run.id: run.slot for run in record.runs}
     notes = [row.note for row in record.audits if row.note and (not row.run or slots.get(row.run) == "review")]
-    compared = git.compare(root, branch, base)  # both heads read once for the two questions below
-    if heads is not None and not compared[2]:
-        heads.update({branch: compared[0], base: compared[1]})
+    if heads and heads.get(branch) and heads.get(base):  # read a moment ago by the caller
+        compared = (heads[branch], heads[base], "")
+    else:
+        compared = git.compare(root, branch, base)  # both heads read once for the two questions below
+        if heads is not None and not compared[2]:
+            heads.update({branch: compared[0], base: compared[1]})
     recent = git.recent_commits(root, branch, base, compared=compared)
     modified, scope_unavailable = git.modified_files(root, branch, base, compared=compared)
     closes = _closes(ledger, item, tracker)
