@@ -72,8 +72,7 @@ def prompt(root: Path, item: str, slot: str, *extra: str, env: dict | None = Non
 
 def blocks() -> dict[str, dict]:
     """`drover schema --prompts`, keyed by "slot/block"."""
-    listed = json.loads(subprocess.run([str(BIN / "drover"), "schema", "--prompts"], capture_output=True,
-                                       text=True, check=True).stdout)
+    listed = json.loads(drover(Path.cwd(), "schema", "--prompts", check=True).stdout)
     return {f"{entry['slot']}/{entry['block']}": entry for entry in listed}
 
 

@@ -524,12 +524,10 @@ def test_demo_runs_the_whole_loop(demo_run, tmp_path):
     folder, done = demo_run  # `drover demo`, run once for the whole test run
     root = tmp_path / "demo"
     shutil.copytree(folder, root, symlinks=True)
-    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
     assert done.returncode == 0, done.stdout + done.stderr
     for item in ("D-1", "D-2", "D-3"):
         assert f"$ drover show {item}" in done.stdout
-        shown = json.loads(subprocess.run([str(BIN / "drover"), "show", item, "--json"], cwd=root,
-                                          capture_output=True, text=True, env=env).stdout)
+        shown = json.loads(drover(root, "show", item, "--json").stdout)
         assert shown["state"] == "done"
         assert len(shown["rounds"]) == 1 and shown["rounds"][0]["cleared_at"]
         assert [audit["level"] for audit in shown["audits"]][-1] == "reviewed"
@@ -537,8 +535,7 @@ def test_demo_runs_the_whole_loop(demo_run, tmp_path):
         assert shown["checks"] and shown["checks"][-1]["passed"]
         assert shown["checks"][-1]["head"] == shown["approved_head"]
     assert (root / "greet" / "d_1.py").exists()
-    shown = json.loads(subprocess.run([str(BIN / "drover"), "show", "D-3", "--json"], cwd=root,
-                                      capture_output=True, text=True, env=env).stdout)
+    shown = json.loads(drover(root, "show", "D-3", "--json").stdout)
     assert shown["finding"].startswith("Finding: D-1")
     assert "from:  Finding: D-1" in done.stdout
 
