@@ -502,6 +502,9 @@ def test_ctrl_c_and_sigterm_end_a_process_in_its_own_session(tmp_path, pidfile, 
 _CTRL_C_AMID_RESTORE = """
 import os, signal
 from drover.agents import launch
+# as a drover on a terminal starts: a test runner's worker may have left Ctrl-C ignored or blocked
+signal.signal(signal.SIGINT, signal.default_int_handler)
+signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
 real = signal.signal
 def signal_then_ctrl_c(signum, handler):
     before = real(signum, handler)
