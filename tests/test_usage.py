@@ -61,6 +61,17 @@ def test_a_claude_run_of_one_turn_ends_in_one_turn_not_one_turns():
         shown, _ = feed("claude", [{key: value for key, value in event.items() if value is not None}])
         assert shown == [f"[result] done after {said}"], turns
 
+def test_a_claude_run_an_api_error_ended_reads_failed_not_failed_success():
+    """claude 2.1.197 ends a run it could not start (no API key, the service refused the connection)
+    with `is_error` true and the subtype `success`: the log read `[result] failed (success)`."""
+    ended = {"type": "result", "subtype": "success", "is_error": True, "num_turns": 1,
+             "result": "API Error: Unable to connect to API (ConnectionRefused)"}
+    shown, _ = feed("claude", [ended])
+    assert shown == ["[result] failed after 1 turn"]
+    shown, _ = feed("claude", [{**ended, "subtype": "error_max_turns"}])
+    assert shown == ["[result] failed (error_max_turns) after 1 turn"]
+
+
 def test_codex_stream_reads_as_text_with_its_usage_summed_over_turns():
     shown, reader = feed("codex", CODEX + CODEX[1:])
     assert shown[:4] == ["$ /bin/bash -c 'ls'", "a", "b", "(exit 0)"] and shown[4] == "All done."

@@ -165,7 +165,11 @@ class StreamReader:
             cost = money(event.get("total_cost_usd"))
             if cost is not None:
                 self.usage.cost_usd = cost if self.usage.cost_usd is None else max(self.usage.cost_usd, cost)
-            ending = "done" if not event.get("is_error") else f"failed ({event.get('subtype', 'error')})"
+            # claude marks a run an API error ended (no key, a refused connection) is_error with the
+            # subtype `success`: "failed (success)" read as a contradiction (a new user, on wcwidth)
+            subtype = event.get("subtype")
+            ending = "done" if not event.get("is_error") else (
+                f"failed ({subtype})" if subtype and subtype != "success" else "failed")
             turns = event.get("num_turns", "?")  # the stream's word: shown as it is unless a count
             return [f"[result] {ending} after {counted(turns, 'turn') if type(turns) is int else f'{turns} turns'}"]
         return []
