@@ -369,6 +369,29 @@ def test_money_comes_from_the_rate_card_else_the_clis_figure_labelled_as_the_cli
         project.drover("show", item).stdout
 
 
+def test_a_total_over_runs_some_with_no_cost_says_how_many_tokens_it_leaves_out(repo, tmp_path):
+    """claude implementing and codex reviewing (a new user, on wcwidth): codex reports no cost, and
+    `show`'s total read `14,400 in / 408 out tokens, $0.0548 (CLI's figure)`, a price for every
+    token shown where the report said the same cost left 9,872 tokens unpriced."""
+    project = streaming_project(repo, tmp_path)
+    codex = tmp_path / "bin" / "codex"  # the stand-in codex prints codex's stream, which has no cost
+    codex.write_text(f"#!/bin/sh\nSTREAM_KIND=codex exec {sys.executable} {STREAM_AGENT} \"$@\"\n")
+    config = (repo / "drover.toml").read_text()
+    (repo / "drover.toml").write_text(config.replace('[agent.review]\n', '[agent.review]\npreset = "codex"\n', 1))
+    git(repo, "commit", "-qam", "codex reviews")
+    item = new_item(repo, "Add a thing")
+    project.script = {"messages": [[1000, 100]], "cost": 0.25}
+    out = project.drover("drive", item).stdout
+    assert [json.loads(run["argv"])[0] for run in runs_of(repo, item)] == ["claude", "codex"]
+    spent = "2,000 in / 200 out tokens, $0.2500 (CLI's figure), 1,100 tokens unpriced"
+    assert f"{item}: {spent}" in out and f"total: {spent}" in out, out
+    assert f"total: {spent}" in project.drover("show", item).stdout
+    data = json.loads(project.drover("show", item, "--json").stdout)
+    assert (data["usage"]["usd"], data["usage"]["unpriced_tokens"]) == (0.25, 1100)
+    report = json.loads(project.drover("report", "--json").stdout)
+    assert report["totals"]["unpriced_tokens"] == 1100  # the report said so already: show agrees
+
+
 def test_the_drive_summary_labels_the_clis_figure(repo, tmp_path):
     project = streaming_project(repo, tmp_path)
     item = new_item(repo, "Add a thing")

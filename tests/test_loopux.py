@@ -669,7 +669,7 @@ def test_show_json_gives_null_tool_calls_when_no_run_reported_any(project):
     for args in (("show", item, "--json"), ("--color", "never", "show", item, "--json")):
         usage = json.loads(drover(project, *args, check=True).stdout)["usage"]
         assert usage == {"input_tokens": None, "output_tokens": None, "cost_usd": None, "tool_calls": None,
-                         "usd": None, "usd_source": ""}
+                         "usd": None, "usd_source": "", "unpriced_tokens": 0}
 
 
 def test_drive_dry_run_says_a_blocked_item_follows_its_dep(project):

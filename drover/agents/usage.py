@@ -243,6 +243,10 @@ def describe(usage: dict[str, Any]) -> str:
     money = money_text(usage)
     if money:
         parts.append(money)
+        # a total whose cost leaves some runs out (codex reports no cost, and names no model a
+        # rate card could price): said as the report says it, not a figure for every token shown
+        if usage.get("unpriced_tokens"):
+            parts.append(f"{usage['unpriced_tokens']:,} tokens unpriced")
     if usage.get("tool_calls"):
         parts.append(counted(usage['tool_calls'], 'tool call'))
     return ", ".join(parts)
@@ -272,7 +276,9 @@ def priced(row: dict[str, Any], rates: dict[str, tuple[float, float]]) -> dict[s
 
 def total(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """The sum of runs' usage; a figure no run reported stays None. Priced rows (`priced`) also sum
-    to `usd`, whose `usd_source` is "rates", "cli", "mixed" (some of each) or "" (none known)."""
+    to `usd`, whose `usd_source` is "rates", "cli", "mixed" (some of each) or "" (none known), and
+    `unpriced_tokens`, the tokens (in and out) of the runs `usd` leaves out; rows that are totals
+    themselves (a drive's items) add theirs."""
     keys = ("input_tokens", "output_tokens", "cost_usd", "tool_calls")
     summed: dict[str, Any] = dict.fromkeys(keys)
     for row in rows:
@@ -281,6 +287,10 @@ def total(rows: list[dict[str, Any]]) -> dict[str, Any]:
                 summed[key] = (summed[key] or 0) + row[key]
     if rows and all("usd_source" in row for row in rows):
         summed["usd"], summed["usd_source"] = sum_costs((row.get("usd"), row["usd_source"]) for row in rows)
+        summed["unpriced_tokens"] = sum(row["unpriced_tokens"] if "unpriced_tokens" in row else
+                                        0 if row.get("usd") is not None else
+                                        (row.get("input_tokens") or 0) + (row.get("output_tokens") or 0)
+                                        for row in rows)
     return summed
 
 
