@@ -134,3 +134,13 @@ def test_the_message_claude_makes_up_for_an_api_error_names_no_model_that_ran():
     assert reader.usage.model == "claude-sonnet-4-5"
     _, alone = feed("claude", events[1:])
     assert alone.usage.model == ""
+
+
+def test_a_claude_run_that_ended_before_a_message_records_the_model_without_its_context_suffix():
+    """claude's session names `claude-opus-4-8[1m]`, its messages `claude-opus-4-8`: a run the
+    service never answered was recorded under the first name, a model of its own in the report."""
+    session = {"type": "system", "subtype": "init", "model": "claude-opus-4-8[1m]", "cwd": "/w"}
+    ended = {"type": "result", "subtype": "success", "is_error": True, "num_turns": 1}
+    shown, reader = feed("claude", [session, ended])
+    assert shown[0] == "[session] claude-opus-4-8[1m] in /w"  # shown as the CLI said it
+    assert reader.usage.model == "claude-opus-4-8"

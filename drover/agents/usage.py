@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import asdict, dataclass
 from typing import Any, Iterable
 
@@ -126,7 +127,11 @@ class StreamReader:
     def _claude(self, event: dict[str, Any]) -> list[str]:
         kind = event.get("type")
         if kind == "system" and event.get("subtype") == "init":
-            self.usage.model = self.usage.model or whole_text(str(event.get("model", "")))
+            # the session names the model with claude's context-size suffix (`claude-opus-4-8[1m]`),
+            # the messages without it: a run that failed before a message was a model of its own
+            # in the report's Models table (a new user, on wcwidth), and no rate card's key
+            named = re.sub(r"\[[^\[\]]*\]$", "", str(event.get("model", "")))
+            self.usage.model = self.usage.model or whole_text(named)
             return [f"[session] {event.get('model', '')} in {event.get('cwd', '')}"]
         if kind == "assistant":
             message = event.get("message") or {}
