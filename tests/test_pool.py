@@ -413,6 +413,12 @@ def test_a_check_of_base_without_what_setup_left_outside_keep_names_the_set_up_n
     assert "fails on main itself too" in row and "mend main" not in row, row
     assert "the likelier cause is [run] setup, not main: after [run] setup, .drover/pool/" in row, row
     assert "holds build/ outside [run] keep" in row and "add what set-up makes to [run] keep" in row, row
+    # the item's own failed check said so as it failed, not only in its log (its round went to the
+    # implementer as if the work had broken the tests: a new user, on wcwidth)
+    lines = done.stdout.splitlines()
+    failed = lines.index(next(line for line in lines if line.startswith(f"{second}: check failed (test -f")))
+    assert lines[failed + 1].startswith(f"{second}: the check ran without what an earlier [run] setup made there: "
+                                        "after [run] setup, .drover/pool/"), lines[failed:failed + 2]
     (of_base,) = [check for check in ledger_rows(pooled, "checks") if check["head"] == check["base"]]
     assert "# [run] setup ran here before, not for this check: after [run] setup" in \
         (pooled / of_base["log_path"]).read_text()

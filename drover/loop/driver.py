@@ -308,6 +308,9 @@ class Driver:
                                                       if gate.again else ""))
         if gate.passed:
             return PASSED
+        left = verify.setup_left(ledger, check)
+        if left:  # said in its log alone, the round it sends back read as the work's fault (a new user, on wcwidth)
+            self.event(item_id, f"the check ran without what an earlier [run] setup made there: {left}")
         # a command that cannot start, or a set-up or command that fails on base itself: no agent can fix that
         unrunnable = self.base_checks.no_round(ledger, item_id, check, echo=self.echo, cancel=self.cancel,
                                                progress=self.say)
