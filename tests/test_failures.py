@@ -420,6 +420,35 @@ def test_a_silent_agent_is_stalled_its_processes_end_and_a_fresh_run_follows(rep
     assert f"{item}: implement stalled after " in progress and f"{item}: implement timeout after " not in progress
 
 
+def test_codex_retrying_an_unreachable_service_for_ever_is_stalled_not_alive(repo, tmp_path):
+    """codex 0.171.0 with a wrong base_url prints `Reconnecting... waiting for network` with pauses of
+    a minute at most and never gives up (request_max_retries = 0 notwithstanding): each notice kept
+    `[agent] stall` from ending a run that never reached the model, so a reviewer misconfigured
+    held each item for the whole `[agent] timeout`, two hours by default (a new user, on wcwidth)."""
+    configure(repo)
+    path = repo / "drover.toml"
+    text = path.read_text().replace(f'command = "{sys.executable} {TESTS / "agents" / "loop_agent.py"}"',
+                                    'command = ""', 1).replace('preset = "script" ', 'preset = "codex" ', 1)
+    path.write_text(with_settings(text, {"agent__stall": '"2s"', "agent__timeout": '"90s"',
+                                         "retry__stalled": '"park"', "retry__timeout": '"park"'}))
+    git(repo, "commit", "-qam", "codex")
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (bindir / "codex").write_text(
+        "#!/bin/sh\ncat >/dev/null\nwhile :; do\n"
+        "  echo '{\"type\":\"error\",\"message\":\"Reconnecting... waiting for network (Connection failed)\"}'\n"
+        "  sleep 0.3\ndone\n")
+    (bindir / "codex").chmod(0o755)
+    item = new_item(repo, "Add work")
+    done = drover(repo, "drive", "--json", item, env={"PATH": f"{bindir}{os.pathsep}{os.environ['PATH']}"})
+    [row] = json.loads(done.stdout)["items"]
+    assert row["result"] == "parked", done.stderr
+    assert [failure["class"] for failure in row["failures"]] == ["stalled"], row["failures"]
+    [run] = ledger_rows(repo, "runs")
+    assert (run["outcome"], run["failure"]) == ("timeout", "stalled")
+    assert "[error] Reconnecting... waiting for network" in (repo / run["log_path"]).read_text()  # still logged
+
+
 def test_a_stalled_run_parked_by_its_policy_names_the_class_once(repo):
     [item] = project(repo, agent__stall='"1s"', retry__stalled='"park"')
     code, report, progress = drive_json(repo, plan="implement=stall")

@@ -175,7 +175,7 @@ class _Output:
             pass  # keep draining even with a full disk, or the agent would block on its output
 
     def chunk(self, data: bytes) -> None:
-        self.last_output = time.monotonic()
+        before, self.last_output = self.last_output, time.monotonic()
         if self.reader is None or self.raw is None:
             self._write(self.log, data)
             self.size += len(data)
@@ -192,10 +192,12 @@ class _Output:
             return
         *lines, rest = (bytes(self.pending) + data).split(b"\n")
         self.pending = bytearray(rest)
-        for line in lines:
-            self.line(line)
+        retries = [self.line(line) for line in lines]
+        if all(retries) and not rest:
+            self.last_output = before  # only the CLI's notices that it retries the service: still silent
 
-    def line(self, raw: bytes) -> None:
+    def line(self, raw: bytes) -> bool:
+        """Log and show one line; True when it was the CLI's notice of a retry (StreamReader.retrying)."""
         text = raw.decode("utf-8", errors="replace").rstrip("\r")
         shown = [text] if self.reader is None else self.reader.feed(text)
         for each in shown:
@@ -208,6 +210,7 @@ class _Output:
                 self.last_line = printable(each.strip())
             if self.show is not None:
                 self.show(each)
+        return self.reader is not None and self.reader.retrying
 
     def close(self) -> None:
         if self.pending:

@@ -27,6 +27,7 @@ MAX_USD = 10**9
 OUTPUT_LINES = 8  # of a tool's output shown to people; the whole stream is kept in agent.jsonl
 
 
+RECONNECTING = "Reconnecting..."  # how codex's notice of a retry of the service begins
 SYNTHETIC = "<synthetic>"  # the model claude names on the messages it writes itself
 
 
@@ -93,6 +94,11 @@ class StreamReader:
         # claude: each model message's usage by message id (its events repeat it, growing)
         self._messages: dict[str, tuple[int, int]] = {}
         self._sums = (0, 0)
+        # the line fed last was the CLI's own notice that it is trying the service again (codex's
+        # `Reconnecting... waiting for network`), no sign of the model's work: codex 0.171.0 given a
+        # wrong base_url retries for ever with pauses of a minute at most, and its notices kept
+        # `[agent] stall` from ever ending a run that had not reached the model (a new user, on wcwidth)
+        self.retrying = False
 
     @property
     def usage_at_the_end(self) -> bool:
@@ -106,6 +112,7 @@ class StreamReader:
         return (self.usage.input_tokens or 0) + (self.usage.output_tokens or 0)
 
     def feed(self, line: str) -> list[str]:
+        self.retrying = False
         try:
             event = json.loads(line)
         except (ValueError, RecursionError):  # RecursionError: a line of ten thousand "["
@@ -206,7 +213,9 @@ class StreamReader:
             return []
         if kind in ("turn.failed", "error"):
             error = event.get("error") or event
-            return [f"[error] {error.get('message', '')}"]
+            message = str(error.get("message", ""))
+            self.retrying = kind == "error" and message.startswith(RECONNECTING)
+            return [f"[error] {message}"]
         if kind == "session.configured" and event.get("model"):
             self.usage.model = whole_text(str(event["model"]))
             return []
