@@ -376,6 +376,17 @@ def test_init_hints_at_run_setup_when_worktrees_would_share_an_environment(repo,
     assert seen in setup and "main checkout's code" in setup
 
 
+def test_init_hints_at_a_python_set_up_that_the_pytest_verify_command_runs_in(repo):
+    """A checkout with .venv/ and pytest configured: the hint's example installed the package
+    without pytest, and the verify command stayed `python -m pytest`, PATH's python, outside the
+    environment the set-up makes (a new user, on wcwidth)."""
+    _, said = _init_with(repo, {".venv/pyvenv.cfg": "home = /usr/bin\n", "tox.ini": "[pytest]\naddopts = -q\n"})
+    config = (repo / "drover.toml").read_text()
+    assert re.search(r'^default = "python -m pytest" ', config, re.M), config
+    (setup,) = [line for line in config.splitlines() if line.startswith("setup = ")]
+    assert '.venv/bin/pip install -e . pytest' in setup and '.venv/bin/python -m pytest' in setup, setup
+
+
 def _bin(tmp_path, python: str) -> str:
     """A PATH of git and a `python` that runs `python` (the shell line after the interpreter), no make."""
     import shutil

@@ -127,7 +127,8 @@ def config_text_for(root: Path, detected: tuple[str, str] | None = None, setup: 
     if install:
         notes[("run", "setup")] = f"found: {why}"
     elif shared:
-        notes[("run", "setup")] = SETUP_HINT.format(shared=shared)
+        hint = PYTEST_SETUP_HINT if command == "python -m pytest" else SETUP_HINT
+        notes[("run", "setup")] = hint.format(shared=shared)
     if command in BUILDS_ITSELF and not _installs(install) and not shared:
         # no install to name; what the command needs is its build kept
         notes.setdefault(("run", "setup"), BUILDS_ITSELF[command][0])
@@ -206,6 +207,12 @@ BUILDS_ITSELF = {
 NO_VERIFY = "nothing runs before merge until this is set: the command that runs the tests, e.g. \"make test\""
 SETUP_HINT = ("{shared} found: worktrees otherwise import the main checkout's code; give each its own, "
               "e.g. \"python -m venv .venv && .venv/bin/pip install -e .\"")
+# ... and when the verify command is a plain `python -m pytest`: the set-up's environment needs
+# pytest, and the command must run in it; the hint alone gave neither, so the check ran PATH's
+# python, outside the worktree's .venv (a new user, on wcwidth)
+PYTEST_SETUP_HINT = ("{shared} found: worktrees otherwise import the main checkout's code; give each its own, "
+                     "e.g. \"python -m venv .venv && .venv/bin/pip install -e . pytest\", with [verify] default "
+                     "= \".venv/bin/python -m pytest\" (drover help worktrees)")
 
 
 def detect_verify(root: Path) -> tuple[str, str]:
