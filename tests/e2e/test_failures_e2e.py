@@ -150,3 +150,21 @@ def test_the_fallback_agent_takes_a_rate_limited_slot(name, service, repo, tmp_p
         ("implement", name, "rate_limited"), ("implement", other, None),
         ("review", name, "rate_limited"), ("review", other, None)]
     assert (repo / ".drover" / "worktrees" / item / "feature.txt").exists()
+
+
+def test_codex_at_an_address_nothing_answers_is_stalled_not_kept_alive_by_its_retries(service, repo, tmp_path):
+    """codex with a base_url nothing listens on never gives up (request_max_retries = 0 and all): it
+    prints `Reconnecting... waiting for network` with pauses growing to a minute. Those notices are
+    no sign of work, so `[agent] stall` ends the run; before, each one kept the run alive until
+    `[agent] timeout` (docs/failures.md). The stall is longer than codex's longest pause."""
+    env, item = project_with_one_item("codex", cli_binary("codex"), service, repo, tmp_path)
+    config = tmp_path / "codex" / "config.toml"
+    config.write_text(config.read_text().replace(service.base_url, "http://127.0.0.1:9", 1))
+    settle(repo, env, agent__stall='"75s"', retry__stalled='"park"', retry__timeout='"park"')
+    code, report, progress = drive(repo, env)
+    [row] = report["items"]
+    assert row["result"] == "parked", progress
+    assert [failure["class"] for failure in row["failures"]] == ["stalled"], row["failures"]
+    [run] = runs_table(repo)
+    assert "Reconnecting... waiting for network" in (repo / run["log_path"]).read_text()
+    assert not service.requests  # it never reached the stand-in
