@@ -503,3 +503,11 @@ def test_check_warns_of_a_file_an_agent_command_names_that_base_does_not_hold(pr
     git(project, "add", "agents")
     git(project, "commit", "-qm", "the agents")
     assert "not committed" not in invoke("check").output
+
+
+def test_diff_guidance_diffs_the_template_given_with_template_not_the_built_in(project):
+    fenced = '{{ Id }}\n<% if Guidance == "detailed" %>\nA coaching line of this template alone.\n<% endif %>\n'
+    done = invoke("prompt", "D-1", "--slot", "implement", "--diff-guidance", "--template", fenced)
+    assert done.exit_code == 0, done.output
+    assert done.stdout.splitlines() == ["- [~10 tokens] A coaching line of this template alone.",
+                                        "lean drops 1 lines, about 10 tokens (4 characters a token)"]

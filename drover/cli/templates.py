@@ -62,7 +62,8 @@ def show_prompt(item_id: str, slot: str | None, *, guidance: str | None = None, 
                 click.echo(on_screen(branch))  # a title's characters, git takes (a bidi control, U+009B)
             return
         if diff_guidance:
-            dropped = templates.guidance_diff(slot, built, root=project.root, config=project.config)
+            dropped = templates.guidance_diff(slot, built, root=project.root, config=project.config,
+                                              explicit=explicit)
             for line, tokens in dropped:
                 click.echo(f"- [~{tokens} tokens] {line}")
             total = sum(tokens for _, tokens in dropped)

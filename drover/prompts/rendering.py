@@ -262,11 +262,14 @@ def branch_source(root: Path, explicit: str, configured: str) -> tuple[str, str,
     return explicit, INLINE, ""
 
 
-def guidance_diff(slot: str, data: TemplateData, *, root: Path, config: Config) -> list[tuple[str, int]]:
-    """The lines the lean prompt drops, each with its estimated tokens."""
+def guidance_diff(slot: str, data: TemplateData, *, root: Path, config: Config,
+                  explicit: str | None = None) -> list[tuple[str, int]]:
+    """The lines the lean prompt drops, each with its estimated tokens (of `explicit`, `--template SRC`,
+    when given: the template render would use)."""
     import difflib  # here: a prompt never diffs
-    lean = render(slot, data._replace(Guidance="lean"), root=root, config=config).text.splitlines()
-    detailed = render(slot, data._replace(Guidance="detailed"), root=root, config=config).text.splitlines()
+    lean = render(slot, data._replace(Guidance="lean"), root=root, config=config, explicit=explicit).text.splitlines()
+    detailed = render(slot, data._replace(Guidance="detailed"), root=root, config=config,
+                      explicit=explicit).text.splitlines()
     dropped: list[str] = []
     for op, _, _, j1, j2 in difflib.SequenceMatcher(None, lean, detailed, autojunk=False).get_opcodes():
         if op in ("insert", "replace"):
