@@ -5,7 +5,6 @@ sections are sections.py's.
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -185,8 +184,8 @@ def parse_item(text: str, path: Path, prefix: str, *, expected_id: str | None = 
 
 def _item(text: str, path: Path, prefix: str, parsed: tuple[dict[str, Any], str, int, str]) -> Item:
     meta, body, offset, item_id = parsed
-    pattern = id_pattern(prefix)
-    bad = tuple(dep for dep in map(_line, _as_list(meta.get("deps"))) if not pattern.match(dep))
+    match = id_pattern(prefix).match
+    bad = tuple(dep for dep in map(_line, _as_list(meta.get("deps"))) if not match(dep))
     return Item(id=item_id, path=path, meta=meta, body=body, text=text, body_offset=offset, bad_deps=bad)
 
 
@@ -217,9 +216,6 @@ def read_summary(path: str, name: str, prefix: str, data: bytes | None = None,
             needs_requirements(text, offset))
 
 
-_ID_PATTERNS: dict[str, re.Pattern[str]] = {}
-
-
 def _parse(text: str, name: str, prefix: str, expected_id: str | None,
            split: tuple[str, int] | None = None) -> tuple[dict[str, Any], str, int, str]:
     """(frontmatter, body, body offset, id) of a readable item's text (`split`: its
@@ -241,10 +237,7 @@ def _checked(text: str, meta: dict[str, Any], body: str, offset: int, name: str,
     if item_id != expected:
         # the id as written, on one line: a line break in it wrote a row of `list`'s own
         raise Unreadable(ID_MISMATCH, f"id {one_line(item_id) or '(none)'} in a file named {name}", line=_key_line(text, "id"))
-    pattern = _ID_PATTERNS.get(prefix)
-    if pattern is None:
-        pattern = _ID_PATTERNS[prefix] = id_pattern(prefix)
-    if not pattern.match(item_id):
+    if not id_pattern(prefix).match(item_id):
         raise Unreadable(NOT_AN_ID, f"id {one_line(item_id)} is not {prefix}-<number>", line=_key_line(text, "id"))
     if truthy(meta.get("shelved")):
         raise Unreadable(SHELVED, "shelved: yes", line=_key_line(text, "shelved"))

@@ -1,6 +1,7 @@
 """Item ids: a project's (`<prefix>-<number>`), and as people type them: `D-1`, `d-1`, `D1`, `1`, `#1` all name D-1; a miss suggests the nearest id."""
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable
 from pathlib import Path
@@ -19,6 +20,7 @@ def resolve(word: str, prefix: str) -> str:
     return f"{prefix}-{match.group(1)}" if match else word
 
 
+@functools.cache  # asked once per item file parsed, and once per id read
 def id_pattern(prefix: str) -> re.Pattern[str]:
     """`<prefix>-<number>`, the number without a leading zero: the ids of a project."""
     # \Z, not $: $ also matches before a final line break, and "D-1\n" is no id
