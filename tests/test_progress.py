@@ -67,6 +67,9 @@ def test_the_findings_count_reads_list_entries_then_headings():
     assert count_findings("### One\ntext\n### Two\nmore\n") == 2
     assert count_findings("```\n- not an entry\n- nor this\n```\n- one\n") == 1
     assert count_findings("Just prose.\n") == 1
+    # fences as the section's headings read them: a shorter run, or one with words after it, closes none
+    assert count_findings("````\n```\n- not an entry\n```\n````\n- one\n") == 1
+    assert count_findings("```\n- not an entry\n```python\n- nor this\n```\n- one\n- two\n") == 2
     assert count_findings("\n") == 0
 
 

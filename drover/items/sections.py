@@ -64,12 +64,8 @@ def requirements_lack(text: str, body_offset: int) -> str:
 
 
 def _headings(text: str, start: int, open_fence: list[str] | None = None) -> Iterator[tuple[int, int, str]]:
-    """(offset, level, line) for every ATX heading at or after `start`, outside code fences.
-
-    A fence closes only on a bare run of its own character at least as long as the opening
-    (as Markdown has it), so a ``` line inside a ```` block stays text. `open_fence`, when
-    given, receives the fence still open at the end of the text.
-    """
+    """(offset, level, line) for every ATX heading at or after `start`, outside code fences
+    (_unfenced_lines; `open_fence` as there)."""
     if _unfenced(text, start):
         # no fence can open: only lines that start with # can be headings (a list of 50,000
         # changed files asks this of each)
@@ -81,6 +77,20 @@ def _headings(text: str, start: int, open_fence: list[str] | None = None) -> Ite
             if heading:
                 yield offset, len(heading.group(1) or heading.group(2)), stripped
         return
+    for offset, stripped in _unfenced_lines(text, start, open_fence):
+        heading = _HEADING.match(stripped)
+        if heading:
+            yield offset, len(heading.group(1) or heading.group(2)), stripped
+
+
+def _unfenced_lines(text: str, start: int, open_fence: list[str] | None = None) -> Iterator[tuple[int, str]]:
+    """(offset, line without its CR) for every line at or after `start` that is neither inside a code
+    fence nor a fence's own: the one reading of fences, for headings and for counting findings.
+
+    A fence closes only on a bare run of its own character at least as long as the opening (as
+    Markdown has it), so a ``` line inside a ```` block stays text. `open_fence`, when given,
+    receives the fence still open at the end of the text.
+    """
     fence = None
     offset = start
     for line in text[start:].split("\n"):
@@ -93,9 +103,7 @@ def _headings(text: str, start: int, open_fence: list[str] | None = None) -> Ite
             if run[0] == fence[0] and len(run) >= len(fence) and not stripped[marker.end():].strip():
                 fence = None
         elif fence is None:
-            heading = _HEADING.match(stripped)
-            if heading:
-                yield offset, len(heading.group(1) or heading.group(2)), stripped
+            yield offset, stripped
         offset += len(line) + 1
     if open_fence is not None and fence is not None:
         open_fence.append(fence)
@@ -262,17 +270,11 @@ def cut_headline(text: str) -> str:
 
 def count_findings(findings: str) -> int:
     """How many findings a Changes section holds: its top-level list entries outside code fences,
-    else its headings, else 1 for any text at all (0 for none)."""
+    else its headings, else 1 for any text at all (0 for none). Fences as the section's own
+    headings read them (_unfenced_lines)."""
     entries = headings = 0
-    fence = ""
-    for line in findings.splitlines():
-        stripped = line.strip()
-        if fence:
-            fence = "" if stripped.startswith(fence) else fence
-            continue
-        if stripped.startswith(("```", "~~~")):
-            fence = stripped[:3]
-        elif re.match(r"(?:[-*+]|[0-9]+[.)])[ \t]+\S", line):
+    for _, line in _unfenced_lines(findings, 0):
+        if re.match(r"(?:[-*+]|[0-9]+[.)])[ \t]+\S", line):
             entries += 1
         elif re.match(r"#{1,6}[ \t]+\S", line):
             headings += 1
