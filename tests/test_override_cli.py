@@ -599,3 +599,18 @@ def test_override_adds_the_prompts_table_when_drover_toml_has_none(project):
     assert result.exit_code == 0, result.output
     assert config.read_text().endswith('\n[prompts]\ndraft = "docs/draft.tmpl"\n')
     assert invoke("check").exit_code == 0
+
+
+@pytest.mark.parametrize("header", ["[prompts]                 # override files", "[prompts]"], ids=["commented", "bare"])
+def test_override_keeps_a_crlf_drover_toml_crlf_and_finds_its_prompts_table(project, header):
+    config = project / "drover.toml"
+    lines = config.read_text().splitlines()
+    lines[next(at for at, line in enumerate(lines) if line.startswith("[prompts]"))] = header
+    config.write_bytes("".join(line + "\r\n" for line in lines).encode())
+    result = invoke("override", "implement", "scope")
+    assert result.exit_code == 0, result.output
+    written = config.read_bytes().decode()
+    assert written.count("[prompts]") == 1
+    assert written.replace("\r\n", "").count("\n") == 0  # every line, the new one too, ends as the file's did
+    assert 'implement = "prompts/implement.tmpl"' in written
+    assert invoke("check").exit_code == 0

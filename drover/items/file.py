@@ -22,7 +22,7 @@ from drover.items.sections import (
     CHANGES_HEADING as CHANGES_HEADING, CLEARED_MARKER as CLEARED_MARKER, REQUIREMENTS_HEADING as REQUIREMENTS_HEADING,
     REQUIREMENTS_PLACEHOLDER as REQUIREMENTS_PLACEHOLDER, as_findings as as_findings, changes_of as changes_of,
     cleared_block as cleared_block, count_findings as count_findings, demote_headings as demote_headings,
-    headline as headline, is_cleared as is_cleared, is_outstanding as is_outstanding,
+    headline as headline, is_cleared as is_cleared, is_outstanding as is_outstanding, line_ending as line_ending,
     needs_requirements as needs_requirements,
     requirements_lack as requirements_lack,
     replace_section as replace_section, section_span as section_span,

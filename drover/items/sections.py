@@ -206,8 +206,7 @@ def replace_section(text: str, heading: str, content: str, body_offset: int) -> 
 
     The new text takes the file's own line endings (CRLF stays CRLF), judged by its first line.
     """
-    first_end = text.find("\n")
-    nl = "\r\n" if first_end > 0 and text[first_end - 1] == "\r" else "\n"
+    nl = line_ending(text)
     content = content.replace("\r\n", "\n").strip("\n").replace("\n", nl)
     block = f"{heading}{nl}{nl}{content}{nl}" if content else f"{heading}{nl}"
     span = section_span(text, heading, body_offset)
@@ -226,6 +225,12 @@ def replace_section(text: str, heading: str, content: str, body_offset: int) -> 
     if end < len(text):
         block += nl
     return text[:start] + block + text[end:]
+
+
+def line_ending(text: str) -> str:
+    """The line ending a file's new lines take: CRLF when its first line ends so, else LF."""
+    first_end = text.find("\n")
+    return "\r\n" if first_end > 0 and text[first_end - 1] == "\r" else "\n"
 
 
 def cleared_block(round_number: int, when: str, by: str, note: str = "") -> str:

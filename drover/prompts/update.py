@@ -11,7 +11,8 @@ from pathlib import Path
 
 from dataclasses import dataclass
 from drover.errors import Refused, TemplateError, UsageError
-from drover.items.file import write_atomic
+from drover.git.files import read_regular
+from drover.items.file import line_ending, write_atomic
 from drover.ledger.project import Project
 from drover.vocabulary import CONFIG_FILE, SLOTS
 from drover.prompts.check import StaleBlock, stale_overrides
@@ -34,12 +35,16 @@ def block_text(name: str, body: str, base: str | None) -> str:
 
 
 def _add_prompts_key(config_path: Path, slot: str, written: str) -> None:
-    """Set `<slot> = "<path>"` under [prompts], creating the table; other lines stay as they are."""
-    text = config_path.read_text(encoding="utf-8")
+    """Set `<slot> = "<path>"` under [prompts], creating the table; other lines stay as they are, byte
+    for byte, and the new ones take the file's line ending."""
+    # bytes, then decode: read_text turned a CRLF file's every line into LF (the header's pattern
+    # takes CRLF: unfound, a second [prompts] table would make drover.toml unreadable)
+    text = read_regular(config_path).decode("utf-8")
+    nl = line_ending(text)
     value = '"' + written.replace("\\", "\\\\").replace('"', '\\"') + '"'
-    header = re.search(r"(?m)^\[prompts\][ \t]*(#.*)?(\n|\Z)", text)
+    header = re.search(r"(?m)^\[prompts\][ \t]*(#[^\r\n]*)?(\r?\n|\Z)", text)
     if header is None:
-        text = text.rstrip("\n") + f"\n\n[prompts]\n{slot} = {value}\n"
+        text = text.rstrip("\r\n") + f"{nl}{nl}[prompts]{nl}{slot} = {value}{nl}"
     else:
         following = re.search(r"(?m)^\[", text[header.end():])
         end = header.end() + following.start() if following else len(text)
@@ -48,7 +53,7 @@ def _add_prompts_key(config_path: Path, slot: str, written: str) -> None:
         if key.search(table):
             table = key.sub(lambda m: m.group(1) + value, table, count=1)
         else:
-            table = f"{slot} = {value}\n" + table
+            table = f"{slot} = {value}{nl}" + table
         text = text[: header.end()] + table + text[end:]
     write_atomic(config_path, text)
 
