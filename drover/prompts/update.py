@@ -31,6 +31,16 @@ def block_text(name: str, body: str, base: str | None) -> str:
     return f"<% block {name} %>\n{head}{body.rstrip()}\n<% endblock %>\n"
 
 
+def _write_override(path: Path, text: str) -> None:
+    """Write an override file's `text`, read with universal newlines (read_repo_file), in the line
+    ending the file has: a CRLF file written back in LF had every line changed."""
+    try:
+        nl = line_ending(read_regular(path).decode("utf-8", "replace"))
+    except FileNotFoundError:
+        nl = "\n"
+    write_atomic(path, text.replace("\n", nl))
+
+
 # ---------------------------------------------------------------------------- drover override SLOT BLOCK
 
 
@@ -90,7 +100,7 @@ def start_override(project: Project, slot: str, block: str, *, file: str | None 
         kind = f"today's default (base {base_hash(default)}) of"
     separator = "\n" if existing.strip() else ""
     path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(path, existing.rstrip("\n") + ("\n" if existing.strip() else "") + separator + text)
+    _write_override(path, existing.rstrip("\n") + ("\n" if existing.strip() else "") + separator + text)
     said.append(f"wrote {kind} {slot}/{block} to {written}")
     if not configured:
         _add_prompts_key(project.root / CONFIG_FILE, slot, written)
@@ -183,7 +193,7 @@ def update_overrides(project: Project, *, dry_run: bool = False) -> UpdateResult
             if dry_run:
                 lines.extend([f"==> {stale.key} in {stale.written}", merged])
         if changed and not dry_run:
-            write_atomic(repo_path(project.root, override.display), text)
+            _write_override(repo_path(project.root, override.display), text)
     if not lines:
         lines.append("every override is up to date")
     return UpdateResult(tuple(lines), failed)
