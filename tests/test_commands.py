@@ -224,6 +224,17 @@ def test_init_never_reads_a_gitignore_through_a_link(repo, tmp_path):
     assert secret.read_text() == "TOKEN=hunter2\n"
 
 
+@pytest.mark.parametrize(("before", "after"), [
+    (b"*.log\r\nbuild/\r\n", b"*.log\r\nbuild/\r\n.drover/\r\n"),
+    (b"*.log\r\nbuild/", b"*.log\r\nbuild/\r\n.drover/\r\n"),
+    (b"*.log\nbuild/", b"*.log\nbuild/\n.drover/\n"),
+], ids=["crlf", "crlf-unended", "lf-unended"])
+def test_init_adds_its_line_to_a_gitignore_in_the_file_s_line_ending(repo, before, after):
+    (repo / ".gitignore").write_bytes(before)
+    ok("init")
+    assert (repo / ".gitignore").read_bytes() == after
+
+
 def test_a_gitignore_that_is_not_utf8_but_ignores_drover_is_left_alone(repo):
     (repo / ".gitignore").write_bytes(b"caf\xe9/\n.drover/\n")
     ok("init")

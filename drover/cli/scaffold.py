@@ -15,7 +15,7 @@ from drover.cli.config_text import default_config_text
 from drover.config import CONFIG_FILE, KEYS, Config, load_config, parse_config
 from drover.errors import UsageError
 from drover.git.files import read_regular, read_regular_text
-from drover.items.file import write_atomic
+from drover.items.file import line_ending, write_atomic
 from drover.ledger.project import STATE_DIR, check_state, find_root, trusted_stat
 from drover.loop.runnable import cannot_start, tests_this_checkout
 
@@ -101,7 +101,8 @@ def _gitignore_adding(path: Path) -> str | None:
         line = existing[:exc.start].count(b"\n") + 1
         raise UsageError(f".gitignore line {line}: not UTF-8 text, which init does not rewrite: add the line "
                          f"{IGNORE_LINE} to it yourself, then run init again") from None
-    return text + ("" if not text or text.endswith("\n") else "\n") + IGNORE_LINE + "\n"
+    nl = line_ending(text)  # a CRLF file's new line in CRLF, as drover writes an item file's
+    return text + ("" if not text or text.endswith("\n") else nl) + IGNORE_LINE + nl
 
 
 def _agent_said(config: Config) -> list[str]:
