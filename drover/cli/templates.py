@@ -5,6 +5,7 @@ import sys
 from typing import Any
 
 import click
+from click.core import ParameterSource
 
 from drover.cli.parts import COLOR_CHOICES, ITEM_ID, NearChoice, complete_blocks, echo_json, example, json_option, opened, template_option
 from drover.errors import ProblemCode, on_screen, printable
@@ -101,6 +102,11 @@ def check(diff: bool, diff_format: str, color: str, update: bool, dry_run: bool,
         # stdout under --json is one JSON document; a diff or the merge's lines are text
         raise UsageError(f"--json prints the problems as JSON; {'--diff' if diff else '--update'} prints text: "
                          "give one of them")
+    if not diff and click.get_current_context().get_parameter_source("diff_format") == ParameterSource.COMMANDLINE:
+        from drover.errors import UsageError
+
+        # as --dry-run goes with --update: a view asked for and never shown would read as no stale override
+        raise UsageError("--format goes with --diff: it chooses the diff's view")
     if update or dry_run:
         _override(update=update, dry_run=dry_run)
     if as_json:
