@@ -74,7 +74,7 @@ def record_history(path: Path | None = None) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     """`python -m drover.prompts.history --record`: add today's block defaults to the history."""
     args = sys.argv[1:] if argv is None else argv
-    if args not in (["--record"], ["--record-history"], ["--check"]):
+    if args not in (["--record"], ["--check"]):
         print("usage: python -m drover.prompts.history --record | --check", file=sys.stderr)
         return 2
     if args == ["--check"]:
