@@ -511,6 +511,7 @@ def test_diff_guidance_diffs_the_template_given_with_template_not_the_built_in(p
     assert done.exit_code == 0, done.output
     assert done.stdout.splitlines() == ["- [~10 tokens] A coaching line of this template alone.",
                                         "lean drops 1 lines, about 10 tokens (4 characters a token)"]
+    assert done.stderr.splitlines() == ["drover: warning: WHOLE TEMPLATE implement in --template"]  # as the prompt says
 
 
 def test_check_format_without_diff_is_a_usage_error_not_ignored(project):

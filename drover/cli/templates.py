@@ -65,6 +65,9 @@ def show_prompt(item_id: str, slot: str | None, *, guidance: str | None = None, 
         if diff_guidance:
             dropped = templates.guidance_diff(slot, built, root=project.root, config=project.config,
                                               explicit=explicit)
+            # the prompt's own warnings (a stale or whole override): the lines are of that template
+            for warning in templates.launch_warnings(slot, root=project.root, config=project.config, explicit=explicit):
+                click.echo(f"drover: warning: {printable(warning)}", err=True)
             for line, tokens in dropped:
                 click.echo(f"- [~{tokens} tokens] {line}")
             total = sum(tokens for _, tokens in dropped)
