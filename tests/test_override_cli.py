@@ -618,10 +618,11 @@ def test_override_keeps_a_crlf_drover_toml_crlf_and_finds_its_prompts_table(proj
 
 def test_override_and_update_write_a_crlf_override_file_in_crlf(project):
     path = use_override(project, "")
-    path.write_bytes(scope_block(OLD_SCOPE, old_scope_lines()).replace("\n", "\r\n").encode())
+    path.write_bytes(("\ufeff" + scope_block(OLD_SCOPE, old_scope_lines()).replace("\n", "\r\n")).encode())
     assert invoke("override", "implement", "done").exit_code == 0  # a block added to the file
     assert invoke("override", "--update").exit_code == 0  # a stale one merged in it
     written = path.read_bytes().decode()
+    assert written.startswith("\ufeff<% block scope %>\r\n")  # its byte-order mark kept
     assert "<% block done %>" in written and f"drover-base: {templates.default_hash('implement', 'scope')}" in written
     assert written.replace("\r\n", "").count("\n") == 0  # every line ends as the file's did
     assert invoke("check").exit_code == 0

@@ -32,13 +32,15 @@ def block_text(name: str, body: str, base: str | None) -> str:
 
 
 def _write_override(path: Path, text: str) -> None:
-    """Write an override file's `text`, read with universal newlines (read_repo_file), in the line
-    ending the file has: a CRLF file written back in LF had every line changed."""
+    """Write an override file's `text`, read with universal newlines and no byte-order mark
+    (read_repo_file), in the line ending the file has and with its mark: a CRLF file written back in
+    LF had every line changed."""
     try:
-        nl = line_ending(read_regular(path).decode("utf-8", "replace"))
+        was = read_regular(path).decode("utf-8", "replace")
     except FileNotFoundError:
-        nl = "\n"
-    write_atomic(path, text.replace("\n", nl))
+        was = ""
+    mark = "\ufeff" if was.startswith("\ufeff") else ""
+    write_atomic(path, mark + text.replace("\n", line_ending(was)))
 
 
 # ---------------------------------------------------------------------------- drover override SLOT BLOCK
