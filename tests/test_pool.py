@@ -1196,6 +1196,18 @@ def _still_runs(pid: int) -> bool:
         return False
 
 
+def _setup_orphaned(pooled: Path, tmp_path: Path, started: Path) -> tuple[str, int]:
+    """A new item's run killed with SIGKILL (drover alone) during its set-up, which runs on in a
+    session of its own: (the item, the set-up's pid, which it wrote to `started`)."""
+    item = new_item(pooled, "first")
+    first, _ = held_in_setup(pooled, tmp_path, item)
+    orphan = int(started.read_text().split()[0])
+    first.kill()
+    first.communicate(timeout=30)
+    assert _still_runs(orphan)
+    return item, orphan
+
+
 def test_a_setup_a_killed_drover_left_running_is_ended_when_its_worktree_is_removed(pooled, tmp_path):
     """The orphan's token lives in the worktree's private git folder, which goes with the worktree:
     a `worktrees prune --held` after the kill removed it with the install still running, and the
@@ -1203,13 +1215,8 @@ def test_a_setup_a_killed_drover_left_running_is_ended_when_its_worktree_is_remo
     the new folder), nothing left to name it. The prune ends it first, and says so."""
     started, go = tmp_path / "setup.started", tmp_path / "setup.go"
     set_run(pooled, setup=json.dumps(f"echo $$ >> {started}; while [ ! -e {go} ]; do sleep 0.05; done"))
-    item = new_item(pooled, "first")
-    first, _ = held_in_setup(pooled, tmp_path, item)
-    orphan = int(started.read_text().split()[0])
     try:
-        first.kill()  # kill -9 of drover alone: its set-up runs on in a session of its own
-        first.communicate(timeout=30)
-        assert _still_runs(orphan)
+        _, orphan = _setup_orphaned(pooled, tmp_path, started)
         pruned = drover(pooled, "worktrees", "prune", "--held", check=True).stdout
         assert re.fullmatch(rf"removed \.drover/pool/w1 \(ended a \[run\] setup a killed drover left running "
                             rf"there \(pid {orphan}( and \d+ more)?\)\)\n", pruned), pruned
@@ -1227,13 +1234,8 @@ def test_a_setup_a_killed_drover_left_running_is_ended_before_the_setup_runs_the
     # the first set-up waits for setup.go; the one after it, in the same worktree, does not
     setup = f"echo $$ >> {started}; [ -e {go}.again ] && exit 0; touch {go}.again; while [ ! -e {go} ]; do sleep 0.05; done"
     set_run(pooled, setup=json.dumps(setup))
-    item = new_item(pooled, "first")
-    first, _ = held_in_setup(pooled, tmp_path, item)
-    orphan = int(started.read_text().split()[0])
     try:
-        first.kill()  # kill -9 of drover alone: its set-up runs on in a session of its own
-        first.communicate(timeout=30)
-        assert _still_runs(orphan)
+        item, orphan = _setup_orphaned(pooled, tmp_path, started)
         again = drover(pooled, "run", item)
         assert again.returncode == 0, again.stdout + again.stderr
         assert not _still_runs(orphan)
