@@ -6,6 +6,7 @@ codex-cli 0.171.0 (`exec --json`) print them; tests/e2e runs the real CLIs.
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -122,6 +123,20 @@ def test_a_drives_total_is_priced_by_the_rate_card_when_an_item_had_no_run_in_it
                            Driven("D-2", "finished", 0, 2, "", usage=ran)], finish=True)
     assert "D-2: 15,000 in / 1,300 out tokens, $0.0163, 2 tool calls" in lines
     assert "total: 15,000 in / 1,300 out tokens, $0.0163, 2 tool calls" in lines, lines
+
+
+def test_a_drives_spending_lines_say_they_are_of_its_runs_beside_the_tables_whole_life_counts():
+    """The summary's table counts each item's rounds and runs over its whole life, the spending
+    lines after it only the runs this drive started: a new user read an item's 6 runs (its draft
+    among them) beside the tokens of 2. A line before them says which runs they are."""
+    from drover.cli.views import drive_summary
+    from drover.loop.driver import Driven
+
+    ran = total([{"input_tokens": 1_000, "output_tokens": 10, "cost_usd": 0.5, "usd": 0.5, "usd_source": "cli"}])
+    lines = drive_summary([Driven("D-1", "finished", 1, 6, "", usage=ran)], finish=True)
+    said = lines.index("spent by the runs this drive started (`drover show ID` has an item's whole life):")
+    assert lines[said + 1].startswith("D-1: 1,000 in / 10 out tokens") and lines[said + 2].startswith("total: "), lines
+    assert re.fullmatch(r"D-1 +finished +1 +6 *", lines[1]), lines  # the table before it: the whole life
 
 
 def test_the_message_claude_makes_up_for_an_api_error_names_no_model_that_ran():

@@ -274,6 +274,9 @@ def drive_summary(results: list[Driven], finish: bool = False) -> list[str]:
             lines.append(f"{row.item_id}: {said} (run {failure['run']})")
     spent = [(row.item_id, usage_text(row.usage or {})) for row in results]
     if any(text for _, text in spent):
+        # the table's rounds and runs are each item's whole life; these, the runs this drive started
+        # (a new user read an item's 6 runs beside the tokens of its 2)
+        lines.append("spent by the runs this drive started (`drover show ID` has an item's whole life):")
         lines += [f"{item_id}: {text}" for item_id, text in spent if text]
         # the items with runs in this drive: one without (merged only, or never started) has no
         # cost source, and counted it made the total the CLIs' figure whatever the rate card said
