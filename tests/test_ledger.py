@@ -318,6 +318,29 @@ def test_concurrent_first_opens_migrate_once(tmp_path):
     assert len(rows) == len(MIGRATIONS)
 
 
+def test_a_drover_killed_mid_migration_leaves_the_ledger_as_it_was_and_the_next_open_migrates_it(tmp_path):
+    """Every pending migration and its record commit together: a drover SIGKILLed after applying
+    them, before the commit, leaves the old schema and rows, and the next open applies them once."""
+    path = tmp_path / "ledger.db"
+    old = sqlite_utils.Database(path)
+    migrations().apply(old, stop_before="0012_audit_run")
+    old["audits"].insert({"item": "D-1", "level": "reviewed", "by": "op", "note": "", "at": "2026-01-01T00:00:00.000Z",
+                          "authors": "[]", "head": "a" * 40})
+    old.conn.close()
+    before = dump(path)
+    code = "import sys; from pathlib import Path; from drover.ledger.db import Ledger; Ledger(Path(sys.argv[1]))"
+    killed = subprocess.run([sys.executable, "-c", code, str(path)], env={**os.environ, "DROVER_FAILPOINT": "migrated"},
+                            capture_output=True, text=True, timeout=120)
+    assert killed.returncode == -9, killed.stderr
+    assert dump(path) == before
+    with Ledger(path) as upgraded:
+        (audit,) = upgraded.audits("D-1")
+        assert audit.opens == 1 and audit.head == "a" * 40
+        assert upgraded.activity_for("D-1")["approval_head"] == "a" * 40
+    assert schema(path) == EXPECTED_COLUMNS
+    assert [row[2] for row in sorted(dump(path)["_sqlite_migrations"])] == [name for name, _ in MIGRATIONS]
+
+
 # A process whose first write this is: does it hold the writers' lock while sqlite-utils imports?
 _FIRST_WRITE = """
 import sys

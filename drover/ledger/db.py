@@ -12,6 +12,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+from drover.agents.procs import failpoint
 from drover.errors import DroverError
 from drover.ledger.activity import ActivityReads
 from drover.ledger.connection import now
@@ -48,8 +49,9 @@ class Ledger(Verdicts, FileCache, ActivityReads, PoolTable):
             )
         if applied >= known:
             return  # the common case, answered without importing sqlite-utils
-        with self.write():
+        with self.write():  # every pending migration in one transaction: a kill leaves none applied
             migrations().apply(self.db)
+            failpoint("migrated")
 
     def applied_migrations(self) -> list[str]:
         """The names of the migrations applied, oldest first (none in a blank ledger)."""
