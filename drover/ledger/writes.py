@@ -26,6 +26,7 @@ from drover.ledger.acting import acting_run, actor, require_operator, verdict_ru
 from drover.ledger.activity import gate_shut
 from drover.ledger.connection import now
 from drover.ledger.db import Ledger
+from drover.ledger.journal import sha256
 from drover.ledger.project import Project, missing_item, not_an_id
 from drover.vocabulary import APPROVING_LEVELS, CHECKER, DISPOSITIONS, DROVER, LEVELS, counted
 
@@ -209,9 +210,7 @@ def request_changes(project: Project, ledger: Ledger, item_id: str, findings: st
     _writable(project, project.item_path(item_id))
     by = by or actor(project, ledger)
     written = itemfile.as_findings(findings.strip("\n") + "\n")
-    import hashlib  # here: it loads OpenSSL, which the writes that hash nothing need not pay for
-
-    digest = hashlib.sha256(written.encode("utf-8")).hexdigest()
+    digest = sha256(written)
     cap = project.config.max_rounds
     log = log or _review_log(ledger)
     with ledger.locked():
