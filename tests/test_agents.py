@@ -213,6 +213,19 @@ def test_agent_env_adds_the_drover_variables(tmp_path, monkeypatch):
     assert "PYTHONSAFEPATH" not in implementing and "GIT_NO_REPLACE_OBJECTS" not in implementing
 
 
+def test_docs_agents_md_names_every_variable_an_agent_is_given(tmp_path, monkeypatch):
+    """docs/agents.md's table of the agent's environment says what agent_env adds, for either slot
+    (a GIT_CONFIG_KEY_n and its value are named by the row of GIT_CONFIG_COUNT)."""
+    monkeypatch.delenv("GIT_CONFIG_COUNT", raising=False)
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "agents.md").read_text(encoding="utf-8")
+    table = doc.split("## The agent's environment", 1)[1].split("\n## ", 1)[0]
+    named = set(re.findall(r"^\| `([A-Z_]+)`", table, re.M)) | set(re.findall(r"`([A-Z_]+)(?:_n)?`", table))
+    for slot in ("implement", "review"):
+        added = agent_env(item_id="D-1", slot=slot, run_id="r1", prompt_file=tmp_path / "prompt.md", repo=tmp_path)
+        unnamed = sorted(key for key in added if re.sub(r"_\d+$", "", key) not in named)
+        assert unnamed == [], slot
+
+
 def own_run() -> str:
     """A run id no other test uses: a run's end ends every process carrying its `DROVER_RUN`, and
     tests on other workers run git under their own marks meanwhile."""
