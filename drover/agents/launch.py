@@ -34,7 +34,8 @@ CEILING_GRACE = 1.0  # seconds a codex run past its token ceiling has to exit on
 
 @dataclass(frozen=True)
 class LaunchResult:
-    """How an agent run ended: `exited` (with its code), `timeout` or `interrupted`."""
+    """How an agent run ended: `exited` (with its code), `timeout` (a stall too: `stalled` says so),
+    `interrupted` or `over budget` (OVER_BUDGET: ended at its token ceiling)."""
 
     exit_code: int | None
     outcome: str
