@@ -240,6 +240,24 @@ def test_a_failed_write_rolls_back_every_row(ledger, tmp_path):
     assert not ledger.db.conn.in_transaction
 
 
+def test_a_write_sqlite_rolled_back_itself_says_why_and_the_next_write_goes_through(ledger):
+    """SQLite ends the transaction itself on a full disk: the error is that, not the ROLLBACK after it
+    ("cannot rollback - no transaction is active", which is what a command printed on a full disk)."""
+    ledger.log_event("new", "D-1", "me")
+    before = dump(ledger.path)
+    (pages,) = ledger.conn.execute("PRAGMA page_count").fetchone()
+    ledger.conn.execute(f"PRAGMA max_page_count = {pages}")  # this connection's disk is full
+    with pytest.raises(sqlite3.OperationalError, match="full"):
+        with ledger.write():
+            ledger.add_round("D-1", "a" * 64, "one", "", "me")
+            ledger.log_event("request-changes", "D-1", "me", findings="x" * 100_000)
+    assert not ledger.conn.in_transaction
+    assert dump(ledger.path) == before
+    ledger.conn.execute("PRAGMA max_page_count = 1073741823")
+    ledger.log_event("request-changes", "D-1", "me")
+    assert [event["command"] for event in ledger.events("D-1")] == ["new", "request-changes"]
+
+
 def test_writes_begin_immediate_so_a_second_writer_waits_instead_of_failing(tmp_path):
     path = tmp_path / "ledger.db"
     Ledger(path).close()

@@ -94,7 +94,10 @@ class Journal(Connection):
             try:
                 yield
             except BaseException:
-                conn.execute("ROLLBACK")
+                # SQLite may have ended the transaction itself (a full disk, an I/O error): a
+                # ROLLBACK then fails, and its error would stand in for the one that says why
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
                 raise
             else:
                 conn.execute("COMMIT")
