@@ -258,6 +258,24 @@ def test_a_write_sqlite_rolled_back_itself_says_why_and_the_next_write_goes_thro
     assert [event["command"] for event in ledger.events("D-1")] == ["new", "request-changes"]
 
 
+def test_a_commit_sqlite_refuses_leaves_no_transaction_for_the_next_write_to_join(ledger):
+    """A refused COMMIT (here a deferred foreign key; a full disk at the commit too) keeps SQLite's
+    transaction open: the next write joined it, outside the writers' lock, and was never committed."""
+    ledger.conn.execute("CREATE TABLE parent (id INTEGER PRIMARY KEY)")
+    ledger.conn.execute("CREATE TABLE child (parent INTEGER REFERENCES parent (id) DEFERRABLE INITIALLY DEFERRED)")
+    with pytest.raises(sqlite3.IntegrityError):
+        with ledger.write():
+            ledger.log_event("new", "D-1", "me")
+            ledger.conn.execute("INSERT INTO child VALUES (5)")
+    assert not ledger.conn.in_transaction
+    ledger.log_event("park", "D-1", "me")
+    other = sqlite3.connect(ledger.path)
+    try:
+        assert [row[0] for row in other.execute("SELECT command FROM events")] == ["park"]
+    finally:
+        other.close()
+
+
 def test_writes_begin_immediate_so_a_second_writer_waits_instead_of_failing(tmp_path):
     path = tmp_path / "ledger.db"
     Ledger(path).close()

@@ -99,8 +99,14 @@ class Journal(Connection):
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
                 raise
-            else:
+            try:
                 conn.execute("COMMIT")
+            except BaseException:
+                # a COMMIT SQLite refused leaves the transaction open: the next write would join it,
+                # outside the lock, and nothing would ever commit it
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
 
     def _insert_row(self, table: str, row: dict[str, Any]) -> int:
         """Insert one row (inside the caller's transaction); its rowid."""
