@@ -327,6 +327,8 @@ def is_marked_launcher(pid: int) -> bool:
             return handle.read().rstrip(b"\n") == LAUNCHER_NAME
     except OSError:
         return False
+
+
 def _running(pid: int) -> bool:
     fields = _stat_fields(pid)
     return fields is not None and fields[0] not in ("Z", "X")
