@@ -216,9 +216,6 @@ class StreamReader:
             message = str(error.get("message", ""))
             self.retrying = kind == "error" and message.startswith(RECONNECTING)
             return [f"[error] {message}"]
-        if kind == "session.configured" and event.get("model"):
-            self.usage.model = whole_text(str(event["model"]))
-            return []
         if kind not in ("item.started", "item.completed"):
             return []
         item = event.get("item") or {}
