@@ -569,6 +569,19 @@ def test_a_review_runs_own_commits_are_not_approved_locally(project):
     assert "since the approval" in finish_refused(project, "D-1")
 
 
+def test_an_approved_item_whose_branch_is_gone_says_so_not_that_the_branch_moved(project):
+    ran(project, "D-1")
+    drover(project, "audit", "D-1", "--level", "reviewed", check=True)
+    assert shown(project, "D-1")["state"] == "approved"
+    git(project, "worktree", "remove", "--force", str(project / ".drover" / "worktrees" / "D-1"))
+    git(project, "branch", "-D", "drover/d-1")
+    data = shown(project, "D-1")
+    assert data["state"] == "in review"
+    assert "moved" not in data["reason"] and "drover/d-1 is gone" in data["reason"]
+    assert [row["note"] for row in json.loads(drover(project, "list", "--json", check=True).stdout)
+            if row["id"] == "D-1"] == [data["reason"]]
+
+
 def launch_remote(root: Path, item_id: str, slot: str) -> runs.RunResult:
     """A run on the ray executor's two halves without Ray: payload, worker, bring home (outbox replay)."""
     project = open_project(root)

@@ -55,7 +55,7 @@ class Verdict(NamedTuple):
     why: str = ""  # why, naming that run
     approved: str = ""  # the short sha an approval covers, when it covers the branch's head
     ran: bool = False  # an implementing run was recorded
-    moved: str = ""  # of a current approval: that the branch moved since the commit it covers
+    moved: str = ""  # of a current approval: that the branch moved since the commit it covers, or is gone
 
 
 NO_ACTIVITY = Verdict()  # an item without runs, rounds or audits
@@ -121,8 +121,15 @@ def verdict_of(activity: Activity | None, head: str) -> Verdict:
         trouble=trouble.state, why=trouble.why,
         approved=covered[:7] if current and head and covered == head else "",
         ran=bool(activity.last_id),
-        moved=f"the branch moved since the approval at {covered[:7]}" if current and covered else "",
+        moved=_moved(activity.branch or "", head, covered) if current and covered else "",
     )
+
+
+def _moved(branch: str, head: str, covered: str) -> str:
+    """Why a current approval does not cover the branch's head: it moved, or there is no branch."""
+    if not head:
+        return f"its branch {branch} is gone since the approval at {covered[:7]}"
+    return f"the branch moved since the approval at {covered[:7]}"
 
 
 class RunEnd(Protocol):
