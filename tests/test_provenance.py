@@ -580,6 +580,8 @@ def test_an_approved_item_whose_branch_is_gone_says_so_not_that_the_branch_moved
     assert "moved" not in data["reason"] and "drover/d-1 is gone" in data["reason"]
     assert [row["note"] for row in json.loads(drover(project, "list", "--json", check=True).stdout)
             if row["id"] == "D-1"] == [data["reason"]]
+    checked = drover(project, "check").stdout + drover(project, "check").stderr
+    assert f"D-1: {data['reason']}: finish has nothing to merge" in checked
 
 
 def launch_remote(root: Path, item_id: str, slot: str) -> runs.RunResult:

@@ -222,9 +222,10 @@ def check_refs(project: Project, ledger: Ledger, refs: dict[str, str]) -> list[F
         verdict = verdict_of(activity, heads.get(branch, ""))
         if verdict.moved and not verdict.approved:
             now = heads.get(branch, "")
-            where = f"is at {now[:7]}" if now else "is gone"
-            findings.append(Finding(f"{item_id}: {verdict.moved} ({branch} {where}): finish refuses it until a "
-                                    "review approves the new head", error=False, code=ProblemCode.APPROVAL_MOVED))
+            # verdict.moved names a branch that is gone itself (state._moved)
+            said = (f"{verdict.moved} ({branch} is at {now[:7]}): finish refuses it until a review approves the new head"
+                    if now else f"{verdict.moved}: finish has nothing to merge")
+            findings.append(Finding(f"{item_id}: {said}", error=False, code=ProblemCode.APPROVAL_MOVED))
     return findings
 
 
