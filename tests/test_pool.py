@@ -1245,3 +1245,32 @@ def test_a_setup_a_killed_drover_left_running_is_ended_before_the_setup_runs_the
         assert len(started.read_text().split()) == 2  # the set-up ran again, alone
     finally:
         go.touch()
+
+
+def test_a_rewritten_git_file_never_leads_prune_to_end_a_setup_elsewhere(pooled, tmp_path):
+    """Hostile review 50: the prune's ender of a set-up left running read the token in whatever
+    folder the pooled worktree's `.git` file names, and that file is the agent's to rewrite. An
+    agent pointed a free pooled worktree's `.git` at the operator's own linked worktree's private
+    folder, where a set-up of another drive kept its token: the operator's next `worktrees prune`
+    ended that live set-up, long after the agent's run. Only a process that carries the mark of a
+    set-up in the worktree removed is ended, whatever token the folder holds."""
+    first_driven(pooled)
+    (row,) = pool_rows(pooled)
+    assert row["state"] == "free"
+    mine = tmp_path / "mine"
+    git(pooled, "worktree", "add", "-q", "-b", "mine", str(mine))
+    private = pooled / ".git" / "worktrees" / "mine"
+    token = os.urandom(16).hex()
+    (private / "drover-setup-running").write_text(token)
+    # a set-up of another drive running in the operator's worktree, with the marks a set-up there carries
+    live = subprocess.Popen(["sleep", "600"], env={**os.environ, "DROVER_SETUP": str(mine), "DROVER_SETUP_RUN": token},
+                            start_new_session=True)
+    try:
+        (pooled / row["path"] / ".git").write_text(f"gitdir: {private}\n")
+        pruned = drover(pooled, "worktrees", "prune", check=True).stdout
+        assert pruned == f"removed {row['path']}\n", pruned
+        assert live.poll() is None
+        assert (mine / ".git").read_text() == f"gitdir: {private}\n"
+    finally:
+        live.kill()
+        live.wait()

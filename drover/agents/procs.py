@@ -334,11 +334,13 @@ def _running(pid: int) -> bool:
     return fields is not None and fields[0] not in ("Z", "X")
 
 
-def marked_processes(key: str, value: str) -> list[int]:
-    """Running processes (not this one) whose environment holds key=value; [] without /proc.
-    The entry is looked for between NULs in the text as read, never in a list of its entries: a
-    process may write megabytes of NULs over its own environment, each an entry (hostile review 48)."""
-    needle = os.fsencode(f"\0{key}={value}\0")  # a path as the environment holds it, undecodable bytes too
+def marked_processes(key: str, value: str, also: tuple[tuple[str, str], ...] = ()) -> list[int]:
+    """Running processes (not this one) whose environment holds key=value (and each key=value of
+    `also`); [] without /proc. The entry is looked for between NULs in the text as read, never in a
+    list of its entries: a process may write megabytes of NULs over its own environment, each an
+    entry (hostile review 48)."""
+    # a path as the environment holds it, undecodable bytes too
+    needles = [os.fsencode(f"\0{name}={held}\0") for name, held in ((key, value), *also)]
     found = []
     for pid in map(int, _pids()):
         if pid == os.getpid():
@@ -348,21 +350,23 @@ def marked_processes(key: str, value: str) -> list[int]:
                 environ = handle.read()
         except OSError:
             continue  # gone, or another user's
-        if needle in b"\0" + environ + b"\0" and _running(pid):
+        environ = b"\0" + environ + b"\0"
+        if all(needle in environ for needle in needles) and _running(pid):
             found.append(pid)
     return found
 
 
-def end_marked(key: str, value: str, grace: float) -> list[int]:
-    """End every running process (not this one) whose environment holds key=value: SIGTERM, then
-    SIGKILL after `grace` seconds; the pids found at first ([] when none, or without /proc)."""
-    found = left = marked_processes(key, value)  # each scan reads every process's environment: one a wait
+def end_marked(key: str, value: str, grace: float, also: tuple[tuple[str, str], ...] = ()) -> list[int]:
+    """End every running process (not this one) whose environment holds key=value (and `also`, as
+    marked_processes): SIGTERM, then SIGKILL after `grace` seconds; the pids found at first ([]
+    when none, or without /proc)."""
+    found = left = marked_processes(key, value, also)  # each scan reads every process's environment: one a wait
     for signum, patience in ((signal.SIGTERM, grace), (signal.SIGKILL, 2.0)):
         if not left:
             break
         _signal(left, signum)
         deadline = time.monotonic() + patience
-        while (left := marked_processes(key, value)) and time.monotonic() < deadline:
+        while (left := marked_processes(key, value, also)) and time.monotonic() < deadline:
             time.sleep(0.05)
     return found
 

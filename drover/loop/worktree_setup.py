@@ -180,7 +180,7 @@ def _orphans_ended(worktree: Path, item_id: str, say: Callable[[str], None]) -> 
     private = _private_dir(worktree)
     if private is None:
         return token, None
-    orphans = _end_left(private)
+    orphans = _end_left(private, worktree)
     if orphans:
         say(f"{item_id}: ended a [run] setup a killed drover left running in {escaped(str(worktree))} "
             f"({_pids_shown(orphans)})")
@@ -194,7 +194,7 @@ def end_setup_orphans(worktree: Path) -> str:
     made again at the same path, beside that one's own set-up); what was ended, "" for nothing."""
     # a link in its place leads to no worktree of the pool's (git/cleaning.discard_worktree)
     private = None if os.path.islink(worktree) or os.path.islink(worktree.parent) else _private_dir(worktree)
-    orphans = _end_left(private) if private is not None else []
+    orphans = _end_left(private, worktree) if private is not None else []
     return f"ended a [run] setup a killed drover left running there ({_pids_shown(orphans)})" if orphans else ""
 
 
@@ -205,12 +205,15 @@ def _private_dir(worktree: Path) -> Path | None:
         return None
 
 
-def _end_left(private: Path) -> list[int]:
-    """End every process carrying the token a set-up left in `private` (SIGTERM, then SIGKILL)."""
+def _end_left(private: Path, worktree: Path) -> list[int]:
+    """End every process carrying the token a set-up left in `private` and the mark of a set-up in
+    `worktree` (SIGTERM, then SIGKILL). Both: `private` is the folder the worktree's `.git` file
+    names, which the agent can rewrite to name another worktree's, whose live set-up's token is
+    there (hostile review 50); a set-up elsewhere carries its own worktree's path."""
     from drover.agents.procs import end_marked
 
     left = _left_token(private / RUNNING)
-    return end_marked(SETUP_RUN_MARK, left, ORPHAN_GRACE) if left else []
+    return end_marked(SETUP_RUN_MARK, left, ORPHAN_GRACE, also=((SETUP_MARK, str(worktree)),)) if left else []
 
 
 def _pids_shown(pids: list[int]) -> str:
