@@ -184,7 +184,7 @@ def test_agent_env_adds_the_drover_variables(tmp_path, monkeypatch):
         "DROVER_WORKTREE": str(tmp_path), "DROVER_BASE": "", "DROVER_BRANCH": "", "DROVER_ROUND": "0",
         "DROVER_POSTURE": "", "DROVER_VERIFY": "", "PYTHONSAFEPATH": "1",
         # a review's git reads the commits themselves and runs none of the shared config's programs
-        "GIT_NO_REPLACE_OBJECTS": "1", "GIT_GRAFT_FILE": os.devnull, "GIT_CONFIG_COUNT": "14",
+        "GIT_NO_REPLACE_OBJECTS": "1", "GIT_GRAFT_FILE": os.devnull, "GIT_CONFIG_COUNT": "15",
         "GIT_CONFIG_KEY_0": "maintenance.auto", "GIT_CONFIG_VALUE_0": "false",
         "GIT_CONFIG_KEY_1": "core.fsmonitor", "GIT_CONFIG_VALUE_1": "false",
         "GIT_CONFIG_KEY_2": "core.hooksPath", "GIT_CONFIG_VALUE_2": os.devnull,
@@ -199,6 +199,7 @@ def test_agent_env_adds_the_drover_variables(tmp_path, monkeypatch):
         "GIT_CONFIG_KEY_11": "core.bigFileThreshold", "GIT_CONFIG_VALUE_11": "512m",
         "GIT_CONFIG_KEY_12": "diff.ignoreSubmodules", "GIT_CONFIG_VALUE_12": "none",
         "GIT_CONFIG_KEY_13": "i18n.logOutputEncoding", "GIT_CONFIG_VALUE_13": "UTF-8",
+        "GIT_CONFIG_KEY_14": "core.useReplaceRefs", "GIT_CONFIG_VALUE_14": "false",
         "GIT_ALLOW_PROTOCOL": "", "GIT_NO_LAZY_FETCH": "1",
     }
     # a worker fills in its own machine's part of what the coordinator prepared: a review's pins too
@@ -339,6 +340,28 @@ def test_a_reviewers_git_reads_the_commits_themselves(tmp_path, monkeypatch):
                                               prompt_file=tmp_path / "p", repo=repo)}
     assert subprocess.run(["git", "log", "-1", "--format=%s", real], cwd=repo, env=implementing, capture_output=True,
                           text=True, check=True).stdout == "a harmless stand-in\n"  # the replacement is live
+
+
+def test_replacements_the_shared_config_turns_back_on_stay_off_for_drovers_git_and_the_reviewers(tmp_path):
+    """Hostile review 50: `core.useReplaceRefs = true` in the shared `.git/config` (the implementer's
+    to write) turns git's replacements back on over GIT_NO_REPLACE_OBJECTS, so `git replace` showed
+    drover's git and the reviewer's another commit under the id under review again, and an answer
+    about that id kept for the process (history.of_ids) held what the replacement showed."""
+    from drover.git.run import git
+
+    repo = tmp_path / "repo"
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    for subject in ("the real work", "a harmless stand-in"):
+        subprocess.run(["git", "commit", "-q", "--allow-empty", "-m", subject], cwd=repo, check=True)
+    real, stand_in = (subprocess.run(["git", "rev-parse", ref], cwd=repo, capture_output=True, text=True,
+                                     check=True).stdout.strip() for ref in ("HEAD~1", "HEAD"))
+    subprocess.run(["git", "replace", real, stand_in], cwd=repo, check=True)
+    subprocess.run(["git", "config", "core.useReplaceRefs", "true"], cwd=repo, check=True)
+    env = {**os.environ, **agent_env(item_id="D-1", slot="review", run_id=own_run(), prompt_file=tmp_path / "p", repo=repo)}
+    shown = subprocess.run(["git", "log", "-1", "--format=%s", real], cwd=repo, env=env, capture_output=True,
+                           text=True, check=True).stdout
+    assert shown == "the real work\n"
+    assert git(["log", "-1", "--format=%s", real], repo) == "the real work\n"
 
 
 def test_the_agent_sees_the_environment_additions(tmp_path, monkeypatch):

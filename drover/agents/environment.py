@@ -135,7 +135,10 @@ REVIEW_GIT = (("core.fsmonitor", "false"), ("core.hooksPath", os.devnull), ("cor
               # git's default: `all` hid from the reviewer's diff a gitlink the branch adds (review 31)
               ("diff.ignoreSubmodules", "none"),
               # what git's log says in UTF-8: in UTF-16 a subject spelled lines of the reviewer's log (review 31)
-              ("i18n.logOutputEncoding", "UTF-8"))
+              ("i18n.logOutputEncoding", "UTF-8"),
+              # GIT_NO_REPLACE_OBJECTS is not enough: the shared config's `core.useReplaceRefs = true`
+              # turns replacements back on over it (hostile review 50)
+              ("core.useReplaceRefs", "false"))
 # A reviewer's git fetches nothing: no transport at all, so a promisor remote the shared config names
 # (`extensions.partialClone`, `remote.<name>.uploadpack`) never runs its program when the reviewer's
 # `git log` misses an object, such as a note's blob (hostile review 14); `protocol.<name>.allow` in

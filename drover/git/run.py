@@ -73,7 +73,8 @@ PINNED = ("-c", "core.quotePath=false", "-c", "color.ui=false", *_NO_COLOR, "-c"
           "-c", "diff.ignoreSubmodules=none", "-c", "i18n.logOutputEncoding=UTF-8", "-c", "merge.default=git's\ntext merge",
           "-c", "submodule.recurse=false", "-c", "fetch.recurseSubmodules=false", "-c", "rerere.enabled=false",
           "-c", "merge.directoryRenames=conflict", "-c", "i18n.commitEncoding=UTF-8",
-          "-c", "merge.log=false", "-c", "merge.branchdesc=false", "-c", "commit.cleanup=whitespace")
+          "-c", "merge.log=false", "-c", "merge.branchdesc=false", "-c", "commit.cleanup=whitespace",
+          "-c", "core.useReplaceRefs=false")
 
 
 # Every tracked file written where drover makes or checks out a worktree: with `core.sparseCheckout`
@@ -94,7 +95,9 @@ def said_line(text: str) -> str:
 # No replacement objects and no grafts: `refs/replace/` and `info/grafts` are the repository's
 # common ones, which an agent can write (`git replace`), and either would show other content, or
 # other parents, under the id of the commit a review approved (docs/security.md). drover's git
-# reads the commits as they are, and so does a reviewer's (agents/environment.py).
+# reads the commits as they are, and so does a reviewer's (agents/environment.py). The shared
+# config's `core.useReplaceRefs = true` turns replacements back on over the variable (hostile review
+# 50): PINNED and REVIEW_GIT say false after it.
 AS_COMMITTED = {"GIT_NO_REPLACE_OBJECTS": "1", "GIT_GRAFT_FILE": os.devnull}
 
 
