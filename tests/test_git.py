@@ -1368,3 +1368,35 @@ def test_a_git_read_to_a_bound_of_more_arguments_than_a_command_line_holds_is_a_
     paths = [f"folder-{number:07d}/.gitattributes" for number in range(200_000)]  # ~5 MB of arguments
     with pytest.raises(GitError, match="git grep: 200,003 arguments are more than one command line holds"):
         run_capped(["grep", "x", "--", *paths], tmp_path, 1000)
+
+
+def test_an_answer_a_shallow_file_cut_is_not_kept_for_the_process(tmp_path):
+    """Hostile review 50: `.git/shallow` (the implementer's to write, like the rest of the shared
+    folder) cuts a commit from its parents, which neither GIT_GRAFT_FILE nor GIT_NO_REPLACE_OBJECTS
+    turns off. A branch that sets drover.toml back to an older base commit's text and merges that
+    commit in, its first commit listed there, left the old commit its merge base: the paths it
+    changes lacked drover.toml, and that answer was kept for the process (history.of_ids) after
+    the file went, where the merge, asked afresh, brought the old drover.toml into base."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    (repo / "drover.toml").write_text('verify = "make test"\n')
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "X")
+    older = git(repo, "rev-parse", "HEAD").strip()
+    (repo / "drover.toml").write_text('verify = "make test && make lint"\n')
+    git(repo, "commit", "-qam", "M")
+    base_head = git(repo, "rev-parse", "HEAD").strip()
+    git(repo, "switch", "-qc", "item")
+    (repo / "drover.toml").write_text('verify = "make test"\n')
+    (repo / "work.txt").write_text("work\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "B1")
+    first = git(repo, "rev-parse", "HEAD").strip()
+    head = git(repo, "commit-tree", f"{first}^{{tree}}", "-p", first, "-p", older, "-m", "B2").strip()
+    shallow = repo / ".git" / "shallow"
+    shallow.write_text(first + "\n")
+    assert dgit.changed_paths(repo, "main", head, base_head=base_head) == ["work.txt"]  # what git says, cut
+    shallow.unlink()
+    assert dgit.changed_paths(repo, "main", head, base_head=base_head) == ["drover.toml", "work.txt"]
+    assert dgit.merge_bases(repo, base_head, head) == [base_head]

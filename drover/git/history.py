@@ -239,7 +239,10 @@ def changed_paths(root: Path, base: str, commit: str, *, base_head: str = "", ba
 # drive asks the same of each item before its review and again at its finish (the merge base, the
 # paths changed, the markers the branch adds, what the reviewer's files are in the commit): the
 # answers are kept for the process. Never an answer of a question by a ref's name, which an agent
-# moves at will.
+# moves at will; nor one asked while a shallow file (`shallow` in the common git folder, which an
+# agent can write too, and which no variable of git's turns off without breaking a true shallow
+# clone) cuts commits from their parents: a merge base it leaves, and the paths changed since that
+# base, would stand after the file went, when the merge, asked afresh, brings more (hostile review 50).
 _ANSWERS: dict[tuple[object, ...], list[str]] = {}
 _MOST_ANSWERS = 2048
 
@@ -249,7 +252,7 @@ def of_ids(question: str, root: Path, ids: tuple[str, ...], ask: Callable[[], li
     """ask(), or the answer it gave before for the same commits named by their ids (`about`: the
     rest of the question, its paths). An empty answer is kept only when `keep_empty`: "no merge
     base" may be a git that failed, or objects that arrive later (a worker's bundle)."""
-    if not all(SHA.fullmatch(commit) for commit in ids):
+    if not all(SHA.fullmatch(commit) for commit in ids) or _cut(root):
         return ask()
     key = (question, root, ids, about)
     known = _ANSWERS.get(key)
@@ -260,6 +263,13 @@ def of_ids(question: str, root: Path, ids: tuple[str, ...], ask: Callable[[], li
                 _ANSWERS.clear()
             _ANSWERS[key] = known
     return list(known)
+
+
+def _cut(root: Path) -> bool:
+    """Whether history at `root` may be cut (a shallow file), or where it is kept is not known here
+    (no `.git` folder: a linked worktree's common folder is elsewhere)."""
+    dot_git = root / ".git"
+    return not dot_git.is_dir() or os.path.lexists(dot_git / "shallow")
 
 
 def _changed_paths(root: Path, base_head: str, commit: str, bases: list[str] | None) -> list[str]:
