@@ -616,6 +616,25 @@ def test_override_keeps_a_crlf_drover_toml_crlf_and_finds_its_prompts_table(proj
     assert invoke("check").exit_code == 0
 
 
+def test_override_finds_the_prompts_table_on_the_first_line_after_a_byte_order_mark(project):
+    """Hostile review 50: the [prompts] header was looked for at a line's start, and a drover.toml
+    saved with a byte-order mark (which drover reads) whose first line is `[prompts]` has the mark
+    before it: override added a second [prompts] table, and every command then refused the file."""
+    config = project / "drover.toml"
+    lines = config.read_text().splitlines()
+    at = next(at for at, line in enumerate(lines) if line.startswith("[prompts]"))
+    table = [lines[at]] + [line for line in lines[at + 1:] if line.split(" ", 1)[0] in ("implement", "review", "draft")]
+    rest = [line for line in lines if line not in table]
+    config.write_bytes(("\ufeff" + "".join(line + "\n" for line in table + [""] + rest)).encode())
+    assert invoke("check").exit_code == 0
+    result = invoke("override", "implement", "scope")
+    assert result.exit_code == 0, result.output
+    written = config.read_bytes().decode()
+    assert written.startswith("\ufeff[prompts]") and written.count("[prompts]") == 1
+    assert 'implement = "prompts/implement.tmpl"' in written
+    assert invoke("check").exit_code == 0
+
+
 def test_override_and_update_write_a_crlf_override_file_in_crlf(project):
     path = use_override(project, "")
     path.write_bytes(("\ufeff" + scope_block(OLD_SCOPE, old_scope_lines()).replace("\n", "\r\n")).encode())

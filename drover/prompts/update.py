@@ -52,6 +52,10 @@ def _add_prompts_key(config_path: Path, slot: str, written: str) -> None:
     # bytes, then decode: read_text turned a CRLF file's every line into LF (the header's pattern
     # takes CRLF: unfound, a second [prompts] table would make drover.toml unreadable)
     text = read_regular(config_path).decode("utf-8")
+    # a byte-order mark (read as drover.toml is, config.load) stood before a `[prompts]` on the first line:
+    # unfound, a second table was added (hostile review 50)
+    mark = "\ufeff" if text.startswith("\ufeff") else ""
+    text = text[len(mark):]
     nl = line_ending(text)
     value = '"' + written.replace("\\", "\\\\").replace('"', '\\"') + '"'
     header = re.search(r"(?m)^\[prompts\][ \t]*(#[^\r\n]*)?(\r?\n|\Z)", text)
@@ -67,7 +71,7 @@ def _add_prompts_key(config_path: Path, slot: str, written: str) -> None:
         else:
             table = f"{slot} = {value}{nl}" + table
         text = text[: header.end()] + table + text[end:]
-    write_atomic(config_path, text)
+    write_atomic(config_path, mark + text)
 
 
 def start_override(project: Project, slot: str, block: str, *, file: str | None = None,
