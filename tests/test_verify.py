@@ -354,6 +354,40 @@ def test_the_check_merges_base_in_a_scratch_worktree_and_never_moves_the_branch(
     assert not any((project / ".drover" / "checks").iterdir())
 
 
+def test_a_shallow_file_that_cuts_the_merge_the_check_would_test_refuses_the_check(project, tmp_path):
+    """Hostile review 50: `.git/shallow` (every agent's to write) cuts the commits it lists from
+    their parents. A branch that puts back a file base removed (BROKEN, as an older base commit had
+    it) and merges that older commit in, its first commit listed there, has the older commit for
+    its merge base while the cut stands: the check's merge kept base's removal and passed, where
+    the merge a finish makes once the file is gone brings BROKEN back. The check is refused while
+    the cut changes the merge base, and no passing check is recorded."""
+    first_pass(project)
+    (project / "BROKEN").write_text("old\n")
+    git(project, "add", "BROKEN")
+    git(project, "commit", "-q", "-m", "X: base had BROKEN")
+    older = head(project, "main")
+    git(project, "rm", "-q", "BROKEN")
+    git(project, "commit", "-q", "-m", "M: base removes BROKEN")
+    scratch = tmp_path / "scratch"
+    git(project, "worktree", "add", "-q", "--detach", str(scratch), "main")
+    (scratch / "BROKEN").write_text("old\n")
+    (scratch / "work.txt").write_text("work\n")
+    git(scratch, "add", "-A")
+    git(scratch, "commit", "-q", "-m", "B1: the work, and BROKEN back")
+    first = head(scratch, "HEAD")
+    git(project, "worktree", "remove", "--force", str(scratch))
+    merged = git(project, "commit-tree", f"{first}^{{tree}}", "-p", first, "-p", older, "-m", "B2: merge X").strip()
+    git(project, "update-ref", "refs/heads/drover/d-1", merged)
+    before = len(checks(project))
+    (project / ".git" / "shallow").write_text(first + "\n")
+    done = drover(project, "verify", "D-1")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert ".git/shallow" in done.stderr and done.stderr.count("\n") == 1, done.stderr
+    assert not any(check["passed"] for check in checks(project)[before:])
+    (project / ".git" / "shallow").unlink()
+    assert drover(project, "verify", "D-1").returncode == 1  # the true merge brings BROKEN back: it fails
+
+
 def test_a_scratch_merge_that_conflicts_is_a_failed_check_that_says_so(project):
     first_pass(project)
     drover(project, "run", "D-1", check=True)  # work.txt on the branch

@@ -7,7 +7,7 @@ from drover.git.branches import (Refs, all_refs, branch_exists, branch_heads, br
 from drover.git.bundles import advance_branch, bundle_create, bundle_heads, clone_bundle, fetch_bundle
 from drover.git.attributes import changed_by_shared, configured_attributes, shared_attributes
 from drover.git.history import (Commit, Recent, blobs_at, blobs_on_disk, changed_paths, commits_beyond, gitlinks_at,
-                                commits_paths, compare, count_commits, merge_bases, merged_by, modified_files,
+                                commits_paths, compare, count_commits, cut_merge_bases, merge_bases, merged_by, modified_files,
                                 moved_only_under, recent_commits, shown_as_binary)
 from drover.git.merges import (MergeConflict, conflict_markers, conflicts_merged, head_markers, merge, merge_base_into, merge_in_progress,
                                unmerged_files)
@@ -22,7 +22,7 @@ __all__ = [
     "Commit", "MergeConflict", "Recent", "Refs", "add_detached_worktree", "advance_branch", "all_refs",
     "blobs_at", "blobs_on_disk", "branch_exists", "branch_heads", "branch_refs", "bundle_create", "bundle_heads",
     "changed_by_shared", "changed_paths",
-    "checkout_branch", "clone_bundle", "conflict_markers", "conflicts_merged", "commit_file", "commits_beyond", "commits_paths", "compare", "configured_attributes", "count_commits",
+    "checkout_branch", "clone_bundle", "conflict_markers", "conflicts_merged", "commit_file", "commits_beyond", "commits_paths", "compare", "configured_attributes", "count_commits", "cut_merge_bases",
     "current_branch", "detect_base", "differing_in_index", "differing_on_disk", "dirty_entries", "dirty_paths", "ensure_worktree", "fetch_bundle", "git", "gitlinks_at",
     "head_markers", "head_of", "heads_of", "hidden_from_status", "housekeeping", "ignores", "local_ref", "merge",
     "merge_base_into", "merge_bases", "merged_by", "merge_in_progress", "no_base",

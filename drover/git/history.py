@@ -265,6 +265,19 @@ def of_ids(question: str, root: Path, ids: tuple[str, ...], ask: Callable[[], li
     return list(known)
 
 
+def cut_merge_bases(root: Path, base_head: str, commit: str) -> bool:
+    """Whether the repository's shallow file gives `base_head` and `commit` other merge bases than
+    their whole history does: what a merge of them brings then depends on the file, which an agent
+    can write and remove (hostile review 50). False without the file, and where the history past
+    the cut is not there to read (a true shallow clone): git's merge reads the cut there as well."""
+    if not os.path.lexists(root / ".git" / "shallow"):
+        return False
+    whole = run(["merge-base", "--all", "--end-of-options", base_head, commit], root, env_add={"GIT_SHALLOW_FILE": ""})
+    if whole.returncode != 0:
+        return False
+    return sorted(whole.stdout.split()) != sorted(merge_bases(root, base_head, commit))
+
+
 def _cut(root: Path) -> bool:
     """Whether history at `root` may be cut (a shallow file), or where it is kept is not known here
     (no `.git` folder: a linked worktree's common folder is elsewhere)."""

@@ -154,6 +154,11 @@ def run_check(project: Project, ledger: Ledger, item_id: str, *, echo: bool = Fa
     base_head = of_base or git.head_of(project.root, base)
     if not base_head:
         raise git.no_base(project.root, base)
+    if not of_base and git.cut_merge_bases(project.root, base_head, head):
+        # the check's merge would be the cut's, a finish's (once the file is gone) another (hostile review 50)
+        raise Refused(f"{item_id}: {project.relpath(project.git_common_dir / 'shallow')} cuts the history where {branch} "
+                      f"left {base}: a merge would bring other changes than the whole history does; remove the "
+                      "lines it lists that a shallow clone did not write, then check again")
     check_id = new_run_id(item_id, "check")
     log_path = project.runs_dir / check_id / LOG_NAME
     log_path.parent.mkdir(parents=True, exist_ok=True)
