@@ -360,7 +360,8 @@ def test_a_shallow_file_that_cuts_the_merge_the_check_would_test_refuses_the_che
     it) and merges that older commit in, its first commit listed there, has the older commit for
     its merge base while the cut stands: the check's merge kept base's removal and passed, where
     the merge a finish makes once the file is gone brings BROKEN back. The check is refused while
-    the cut changes the merge base, and no passing check is recorded."""
+    the cut changes the merge base, and no passing check is recorded; so is a review, whose
+    reviewer's diff from the merge base would hide BROKEN the same way."""
     first_pass(project)
     (project / "BROKEN").write_text("old\n")
     git(project, "add", "BROKEN")
@@ -384,6 +385,9 @@ def test_a_shallow_file_that_cuts_the_merge_the_check_would_test_refuses_the_che
     assert done.returncode == 1, done.stdout + done.stderr
     assert ".git/shallow" in done.stderr and done.stderr.count("\n") == 1, done.stderr
     assert not any(check["passed"] for check in checks(project)[before:])
+    # the reviewer's `git diff main...HEAD` would start from the cut's merge base too: no review either
+    reviewed = drover(project, "review", "D-1")
+    assert reviewed.returncode == 1 and ".git/shallow" in reviewed.stderr, reviewed.stdout + reviewed.stderr
     (project / ".git" / "shallow").unlink()
     assert drover(project, "verify", "D-1").returncode == 1  # the true merge brings BROKEN back: it fails
 

@@ -122,6 +122,12 @@ def refuse_from_the_branch(project: "Project", item_id: str, branch: str, argv: 
         heads.update(git.heads_of(project.root, branch, project.config.base))
     if branch not in heads or project.config.base not in heads:
         return
+    base = project.config.base
+    if git.cut_merge_bases(project.root, heads[base], heads[branch]):
+        # the reviewer's `git diff <base>...HEAD` would start from the cut's merge base (hostile review 50)
+        raise Refused(f"{item_id}: {project.relpath(project.git_common_dir / 'shallow')} cuts the history where {branch} "
+                      f"left {base}: the reviewer's diff would start from another merge base than a merge does; "
+                      "remove the lines it lists that a shallow clone did not write, then review")
     changed = git.changed_paths(project.root, project.config.base, heads[branch], base_head=heads[project.config.base])
     named = _run_or_read(changed, _reviewer_files(argv))
     if named:
