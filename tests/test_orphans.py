@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import BIN, configure, drover, new_item, wait_for
+from helpers import BIN, configure, drover, ledger_rows, new_item, wait_for
 
 
 @pytest.fixture
@@ -48,6 +48,11 @@ def orphan(project):
     pidfile = project.parent / "pids"
     proc = _start_run(project, item, pidfile)
     agent, grandchild = map(int, wait_for(pidfile).split())
+    # killed once its run records the agent's pid, as an orphan's does: the agent can write its pids
+    # first, and a drover killed in between leaves a run no pid names (on a loaded machine, now and then)
+    deadline = time.monotonic() + 60
+    while [row["pid"] for row in ledger_rows(project, "runs")] != [agent] and time.monotonic() < deadline:
+        time.sleep(0.02)
     proc.kill()
     proc.communicate(timeout=30)
     assert _alive(agent)
@@ -189,6 +194,35 @@ def _stop_within(project: Path, item: str, seconds: float = 60) -> subprocess.Co
     env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
     return subprocess.run([str(BIN / "drover"), "stop", item], cwd=project, env=env, capture_output=True, text=True,
                           timeout=seconds)
+
+
+def test_stop_ends_the_agent_of_a_drover_killed_before_it_recorded_the_agents_pid(project):
+    """A drover SIGKILLed between starting its agent and recording the agent's pid (a moment a loaded
+    machine widens) left a run no pid names: `drover stop` said there was no live run, and the agent
+    ran on. The agent carries the run's mark: stop finds it by that, ends it and records the run."""
+    item = new_item(project, "Add a thing")
+    pidfile = project.parent / "pids"
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}", "AGENT_MODE": "sleep",
+           "AGENT_PIDFILE": str(pidfile), "DROVER_FAILPOINT": "agent-started"}
+    killed = subprocess.run([str(BIN / "drover"), "run", item], cwd=project, env=env, capture_output=True, timeout=60)
+    assert killed.returncode == -signal.SIGKILL
+    agent, grandchild = map(int, wait_for(pidfile).split())
+    try:
+        (run,) = ledger_rows(project, "runs")
+        assert run["pid"] is None and run["finished"] is None and _alive(agent)
+        done = _stop_within(project, item)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert done.stdout == (f"{item}: stopped orphaned run {run['id']} (agent pid {agent} (its pid never recorded)); "
+                               "recorded as interrupted\n")
+        assert _gone(agent, grandchild)
+        (ended,) = json.loads(drover(project, "show", item, "--json", check=True).stdout)["runs"]
+        assert ended["outcome"] == "interrupted" and "drover stop" in ended["reason"]
+    finally:
+        for pid in (agent, grandchild):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
 
 
 @pytest.mark.parametrize("planted", ["link", "fifo", "folder"])

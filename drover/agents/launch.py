@@ -357,6 +357,7 @@ def launch(
             deadline = start + timeout if timeout else None
             every = progress_seconds()
             next_progress = start + every
+            failpoint("agent-started")  # tests: killed with the agent running and its pid not yet recorded
             if on_start is not None:
                 on_start(proc.pid)
             while proc.poll() is None:

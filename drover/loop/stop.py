@@ -12,10 +12,11 @@ from typing import Iterator
 from drover import git
 from drover.agents.launch import GRACE_SECONDS
 from drover.agents.locks import claimed_by, run_attached, run_live
-from drover.agents.procs import end_orphan, run_alive
+from drover.agents.procs import end_orphan, marked_processes, run_alive
 from drover.errors import Refused
 from drover.git.files import folder_fd, regular_fd, replace_at
 from drover.ledger.db import Ledger
+from drover.ledger.rows import Run
 from drover.ledger.project import Project
 
 # `drover stop` leaves this file in the run's folder, so the drover attached to it records the
@@ -91,24 +92,21 @@ def stop(project: Project, ledger: Ledger, item_id: str) -> list[str]:
         if claimed is not None:  # its drover makes the worktree ready or runs `[run] setup`: no agent yet
             raise Refused(f"{item_id}: run {claimed.id} is being set up ({claimed_by(claimed, project.runs_dir)}): "
                           "no agent to stop yet; Ctrl-C or SIGTERM to that drover ends the set-up")
+        unrecorded = [_stop_orphan(project, ledger, item_id, run, pid, " (its pid never recorded)")
+                      for run in runs if run.finished is None and run.pid is None
+                      for pid in _leader(marked_processes("DROVER_RUN", run.id))]
+        if unrecorded:
+            return unrecorded
         raise Refused(f"{item_id} has no live run: nothing to stop")
     lines = []
     for run in live:
         assert run.pid is not None  # run_alive
-        orphan = not run_attached(run, project.runs_dir)
+        if not run_attached(run, project.runs_dir):
+            lines.append(_stop_orphan(project, ledger, item_id, run, run.pid))
+            continue
         with _run_folder(project, run.id) as folder:
             _mark_stopped(folder)
             end_orphan(run.pid, run.id, GRACE_SECONDS)
-            if orphan:
-                note_in_log(folder, f"{STOPPED_REASON}: its drover was gone; ended the agent's processes")
-        if orphan:
-            head = git.head_of(project.root, run.branch) if run.slot == "implement" and run.branch else None
-            ledger.set_run_node(run.id, run.node or "local", f"{STOPPED_REASON} (its drover was gone)")
-            ledger.finish_run(run.id, None, "interrupted", head)
-            ledger.set_failure(run.id, "interrupted", f"{STOPPED_REASON} (its drover was gone)")
-            ledger.log_event("stop", item_id, run=run.id, pid=run.pid, orphaned=True)
-            lines.append(f"{item_id}: stopped orphaned run {run.id} (agent pid {run.pid}); recorded as interrupted")
-            continue
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             ended = ledger.run(run.id)
@@ -118,3 +116,32 @@ def stop(project: Project, ledger: Ledger, item_id: str) -> list[str]:
         ledger.log_event("stop", item_id, run=run.id, pid=run.pid, orphaned=False)
         lines.append(f"{item_id}: stopped run {run.id} (agent pid {run.pid}); its drover recorded the end")
     return lines
+
+
+def _stop_orphan(project: Project, ledger: Ledger, item_id: str, run: Run, pid: int, unknown: str = "") -> str:
+    """End a run whose drover is gone (its agent's group, `pid`, and every process carrying its
+    DROVER_RUN) and record it interrupted; the line `stop` says of it."""
+    with _run_folder(project, run.id) as folder:
+        _mark_stopped(folder)
+        end_orphan(pid, run.id, GRACE_SECONDS)
+        note_in_log(folder, f"{STOPPED_REASON}: its drover was gone; ended the agent's processes")
+    head = git.head_of(project.root, run.branch) if run.slot == "implement" and run.branch else None
+    ledger.set_run_node(run.id, run.node or "local", f"{STOPPED_REASON} (its drover was gone)")
+    ledger.finish_run(run.id, None, "interrupted", head)
+    ledger.set_failure(run.id, "interrupted", f"{STOPPED_REASON} (its drover was gone)")
+    ledger.log_event("stop", item_id, run=run.id, pid=pid, orphaned=True)
+    return f"{item_id}: stopped orphaned run {run.id} (agent pid {pid}{unknown}); recorded as interrupted"
+
+
+def _leader(pids: list[int]) -> list[int]:
+    """Of the processes carrying a run's mark, the agent: the one leading its own process group (an
+    agent starts in a session of its own); [] when none is. A drover killed between starting the
+    agent and recording its pid left a run no pid names, whose agent runs on."""
+    return [pid for pid in pids if _pgid(pid) == pid][:1]
+
+
+def _pgid(pid: int) -> int:
+    try:
+        return os.getpgid(pid)
+    except OSError:
+        return -1

@@ -23,7 +23,10 @@ from pathlib import Path
 mode = os.environ.get("AGENT_MODE", "normal")
 prompt = sys.stdin.read()
 item, slot = os.environ["DROVER_ITEM"], os.environ["DROVER_SLOT"]
-print(f"script agent: {slot} {item} in {Path.cwd().name}; prompt of {len(prompt)} characters", flush=True)
+try:
+    print(f"script agent: {slot} {item} in {Path.cwd().name}; prompt of {len(prompt)} characters", flush=True)
+except BrokenPipeError:  # its drover died as it started this agent: an orphan goes on all the same
+    sys.stdout = open(os.devnull, "w")
 marker = os.environ.get("AGENT_MARKER")
 if marker:
     Path(marker).write_text(json.dumps({key: value for key, value in os.environ.items() if key.startswith("DROVER_")}))
