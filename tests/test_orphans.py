@@ -297,3 +297,16 @@ def test_a_run_stop_ends_while_its_drover_runs_has_drovers_last_line_in_its_log(
     (run,) = json.loads(drover(project, "show", item, "--json", check=True).stdout)["runs"]
     last = (project / run["log_path"]).read_text().rstrip("\n").splitlines()[-1]
     assert last == "[drover] stopped by `drover stop`: ended the agent's processes", last
+
+
+def test_report_gives_an_orphan_the_drives_status_and_reason_not_open(project, orphan):
+    """The morning `drover report` after a drive was SIGKILLed: the item whose agent runs on is failed,
+    with the orphan's note and the way to end it, as the drive that met it said; not `open` and silent."""
+    item, agent, _ = orphan
+    note = f"orphaned: agent pid {agent} runs with no drover attached (`drover stop {item}` ends it)"
+    data = json.loads(drover(project, "report", "--json", check=True).stdout)
+    (line,) = [one for one in data["items"] if one["id"] == item]
+    assert (line["status"], line["reason"]) == ("failed", note)
+    assert data["failed"] == [item]
+    text = drover(project, "report", "--since", "1h", check=True).stdout
+    assert f"{item}  Add a thing: {note}" in text

@@ -225,7 +225,18 @@ def build_report(project: Project, ledger: Ledger, *, since: str | None = None,
     each with how the drive said it ended."""
     with collector_paused():
         entries = catalogue(project, ledger)
+    also = {**_orphaned(project, ledger), **(also or {})}
     return report_of(entries, read_tables(ledger, since), since=since, rates=rates or {}, also=also)
+
+
+def _orphaned(project: Project, ledger: Ledger) -> dict[str, Ended]:
+    """Each item whose run's drover is gone while its agent runs on (a drive SIGKILLed in the night),
+    failed with the orphan's note, as the drive that met it reports it: the ledger alone shows it open,
+    and the morning report said nothing of it."""
+    from drover.ledger.state import running_notes
+
+    notes = running_notes(ledger.unfinished_runs(), project.runs_dir)
+    return {item: Ended("failed", note) for item, note in notes.items() if note}
 
 
 class Ended(NamedTuple):
