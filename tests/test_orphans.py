@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import time
@@ -310,3 +311,35 @@ def test_report_gives_an_orphan_the_drives_status_and_reason_not_open(project, o
     assert data["failed"] == [item]
     text = drover(project, "report", "--since", "1h", check=True).stdout
     assert f"{item}  Add a thing: {note}" in text
+
+
+def test_a_drive_after_a_sigkilled_one_reports_the_night_from_the_killed_drives_start(project):
+    """A new user's night: `drive --finish --report night.html` was SIGKILLed after it merged D-1, and
+    `drover drive` again resumed D-2. The page (and [notify]) covered only the second drive: D-1's merge,
+    the killed drive's work, was missing from the morning's record. The drive that follows a drive
+    which never ended covers from that drive's start, and says so."""
+    first, second = new_item(project, "First thing"), new_item(project, "Second thing")
+    until = project.parent / "go-on"
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}", "AGENT_MODE": "approving",
+           "AGENT_SLOW_ITEM": f"{second}:120", "AGENT_SLOW_UNTIL": str(until)}
+    page = project.parent / "night.html"
+    killed = subprocess.Popen([str(BIN / "drover"), "drive", "--finish", "--report", str(page)], cwd=project,
+                              env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        shown = json.loads(drover(project, "show", second, "--json", check=True).stdout)
+        if shown["runs"]:
+            break
+        time.sleep(0.1)
+    assert json.loads(drover(project, "show", first, "--json", check=True).stdout)["done"]
+    killed.kill()
+    killed.communicate(timeout=30)
+    drover(project, "stop", second)  # its agent, when it outlived its drover
+    until.write_text("go on\n")
+    done = subprocess.run([str(BIN / "drover"), "drive", "--finish", "--report", str(page)], cwd=project, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    merged = re.findall(r"<tr><td>merged</td><td>(D-\d)</td>", page.read_text())
+    assert merged == [first, second], page.read_text()
+    said = [line for line in done.stdout.splitlines() if line.startswith("report written to")]
+    assert len(said) == 1 and "an earlier drive that ended without its report" in said[0], done.stdout

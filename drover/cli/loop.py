@@ -11,6 +11,9 @@ from drover.cli.parts import ITEM_ID, Decorated, echo_json, example, json_option
 from drover.vocabulary import EXECUTORS
 
 if TYPE_CHECKING:
+    from typing import Callable
+
+    from drover.ledger.project import Project
     from drover.loop.preview import Step
 
 
@@ -226,11 +229,8 @@ def log_command(item_id: str, run_id: str | None, follow: bool) -> None:
 def drive(item_ids: tuple[str, ...], jobs: int, finish_items: bool, executor: str | None, dry_run: bool,
           as_json: bool, report_file: str | None = None) -> None:
     """Implement and review ready items (or the ids given) until approved, parked or failed."""
-    from drover.cli.views import drive_summary
-    from drover.loop.drive import DriveInterrupted, drive as run_drive, exit_status
-    from drover.errors import Refused
+    from drover.cli.report import drive_began, drive_finished
     from drover.ledger.connection import now
-    from pathlib import Path
 
     with opened(operator="" if dry_run else "drive") as (project, _):
         pass  # the project, refused inside a run; the drive opens a ledger for each of its threads
@@ -245,6 +245,24 @@ def drive(item_ids: tuple[str, ...], jobs: int, finish_items: bool, executor: st
             echo_json(plan_report(steps, executor_name, where, finish_items))
 
     started = now()
+    since = started if dry_run else drive_began(project, started)
+    try:
+        _drive(project, item_ids, jobs, finish_items, executor, dry_run, as_json, report_file, say, planned,
+               started, since)
+    finally:  # a drive that records no end was SIGKILLed: the next one's report covers it (drive_began)
+        if not dry_run:
+            drive_finished(project, started)
+
+
+def _drive(project: Project, item_ids: tuple[str, ...], jobs: int, finish_items: bool, executor: str | None,
+           dry_run: bool, as_json: bool, report_file: str | None, say: Callable[[str], None],
+           planned: Callable[[list[Step], str, str], None], started: str, since: str) -> None:
+    """The drive, its summary, report and [notify], and its exit status."""
+    from drover.cli.views import drive_summary
+    from drover.loop.drive import DriveInterrupted, drive as run_drive, exit_status
+    from drover.errors import Refused
+    from pathlib import Path
+
     interrupted: DriveInterrupted | None = None
     left: list[str] = []  # what it never started: the morning's report names those too
     try:
@@ -271,7 +289,8 @@ def drive(item_ids: tuple[str, ...], jobs: int, finish_items: bool, executor: st
         click.echo(printable(line))
     from drover.cli.report import as_ended, drive_ended
 
-    drive_ended(project, started, Path(report_file) if report_file else None, say, as_ended(results, left))
+    drive_ended(project, since, Path(report_file) if report_file else None, say, as_ended(results, left),
+                resumed=since != started)
     if interrupted is not None:
         from drover.cli.views import resume_line
 

@@ -2,6 +2,7 @@
 does when it ends (`drive --report FILE`, `[notify] command`)."""
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
@@ -99,15 +100,52 @@ def as_ended(results: "Iterable[Driven]", left: "Iterable[str]") -> "dict[str, E
     return ended
 
 
+# the ledger's events of a drive's start and end: a start with no end is a drive that was SIGKILLed
+DRIVE_STARTED, DRIVE_ENDED = "drive", "drive-ended"
+
+
+def drive_began(project: "Project", started: str) -> str:
+    """Record that a drive started at `started`; return where its report begins: `started`, or, when the
+    drive before it never recorded its end and its drover is gone (SIGKILLed, the machine died), where
+    that drive's report began, so the morning's page and [notify] hold the whole night."""
+    from drover.agents.procs import pid_alive
+    from drover.ledger.db import Ledger
+    from drover.vocabulary import DROVER
+
+    with Ledger(project.ledger_path) as ledger:
+        ended = {json.loads(row["detail"] or "{}").get("started") for row in ledger.events_of(DRIVE_ENDED)}
+        began = ledger.events_of(DRIVE_STARTED)
+        since = started
+        if began:
+            last = json.loads(began[-1]["detail"] or "{}")
+            pid = last.get("pid")
+            gone = not isinstance(pid, int) or pid == os.getpid() or not pid_alive(pid)
+            if last.get("started") not in ended and gone and isinstance(last.get("since"), str):
+                since = min(last["since"], started)
+        ledger.log_event(DRIVE_STARTED, None, DROVER, started=started, since=since, pid=os.getpid())
+    return since
+
+
+def drive_finished(project: "Project", started: str) -> None:
+    """Record that the drive that started at `started` ended (however: summary, refusal, Ctrl-C)."""
+    from drover.ledger.db import Ledger
+    from drover.vocabulary import DROVER
+
+    try:
+        with Ledger(project.ledger_path) as ledger:
+            ledger.log_event(DRIVE_ENDED, None, DROVER, started=started)
+    except Exception:  # bookkeeping only: the next drive's report then starts earlier, no more
+        pass
+
+
 def drive_ended(project: "Project", since: str, report_file: Path | None, say: Callable[[str], None],
-                driven: "Mapping[str, Ended] | None" = None) -> None:
+                driven: "Mapping[str, Ended] | None" = None, resumed: bool = False) -> None:
     """When a drive ends: the page `--report FILE` asked for, then `[notify] command` with the JSON.
 
-    Both cover what happened since the drive started, and every item the drive took (`driven`),
-    those it never launched for (a spent drive ceiling, a stop, a blocked dep) too. Neither fails
-    the drive: a problem is one warning line."""
-    import json
-
+    Both cover what happened since `since` (the drive's start, or the start of the drive before it
+    that never ended: `resumed`), and every item the drive took (`driven`), those it never launched
+    for (a spent drive ceiling, a stop, a blocked dep) too. Neither fails the drive: a problem is one
+    warning line."""
     from drover.ledger.db import Ledger
     from drover.ledger.report import as_json as report_json
 
@@ -124,7 +162,8 @@ def drive_ended(project: "Project", since: str, report_file: Path | None, say: C
     if report_file is not None:
         try:
             said = write_page(made, report_file, project)
-            say(f"report written to {report_file}")
+            say(f"report written to {report_file}" + (f" (since {since}, the start of an earlier drive that "
+                                                      "ended without its report)" if resumed else ""))
             if said:
                 say(f"drover: warning: {said}")
         except DroverError as exc:
