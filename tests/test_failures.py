@@ -10,6 +10,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -579,3 +580,31 @@ def _maybe_runs(repo: Path) -> list[dict]:
         return runs_of(repo)
     except sqlite3.Error:
         return []
+
+
+def test_a_drive_after_a_sigkilled_one_waits_out_the_rate_limit_its_predecessor_met(repo):
+    """A night's drive was SIGKILLed while it waited out a rate limit whose reset it had on record; the
+    `drover drive` that resumed the item launched at once, into the same limit (another failed run, and
+    another wait). The resumed item waits for the recorded reset first, as a policy of `wait` would
+    have, and says so."""
+    [item] = project(repo)
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}", "FAIL_PLAN": "implement=rate",
+           "FAIL_RESET_IN": "5"}
+    killed = subprocess.Popen([str(BIN / "drover"), "drive"], cwd=repo, env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
+    deadline = datetime.now() + timedelta(seconds=60)
+    while datetime.now() < deadline and not any(run["failure"] == "rate_limited" for run in runs_of(repo)):
+        time.sleep(0.05)
+    killed.kill()
+    killed.communicate(timeout=30)
+    [limited] = runs_of(repo)
+    assert limited["failure"] == "rate_limited" and limited["reset_at"]
+    code, report, progress = drive_json(repo, plan="implement=rate", FAIL_RESET_IN="5")
+    assert code == 0, progress
+    said = [line for line in progress.splitlines() if line.startswith(f"{item} implement: rate_limited")]
+    assert len(said) == 1 and f"run {limited['id']} of an earlier drive" in said[0] and "waiting" in said[0], progress
+    again = [run for run in runs_of(repo) if run["slot"] == "implement"][1]
+    started = datetime.fromisoformat(again["started"].replace("Z", "+00:00"))
+    assert started >= datetime.fromisoformat(limited["reset_at"]), (again["started"], limited["reset_at"])
+    [row] = report["items"]
+    assert [failure["run"] for failure in row["failures"]] == [limited["id"]], row["failures"]

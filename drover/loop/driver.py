@@ -177,6 +177,7 @@ class Driver:
         conflicted = again = False
         implemented: dict[str, str] | None = None  # where this drive's last implementing run left the branch,
         moved = True  # and whether it moved it
+        self.retries.wait_out_earlier(ledger, item_id)  # a limit an earlier drive met, its reset still ahead
         # One implement and one review per round, plus the first pass (and a merge of base).
         for _ in range(project.config.max_rounds + 2):
             # this round's implementing run, whose heads at its end nothing of the round has moved yet

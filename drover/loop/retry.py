@@ -191,6 +191,33 @@ class Retries:
                 self.park(ledger, item_id, f"{failure.said} ({action.note})")
             return result
 
+    def wait_out_earlier(self, ledger: "Ledger", item_id: str) -> None:
+        """Before a resumed item's first launch: when its newest run, an earlier drive's (one SIGKILLed
+        in its wait), met a rate limit whose reset is still ahead, wait for it as the `wait` policy
+        would have (bounded by wait_max, counted against waits_max), instead of launching into the
+        same limit; said, and kept among the item's failures."""
+        tried = self.of(item_id)
+        found = ledger.runs(item_id)
+        last = found[-1] if found else None
+        if tried.failures or last is None or last.failure != "rate_limited" or not last.reset_at:
+            return
+        try:
+            failure = Failure("rate_limited", last.reason or "", datetime.fromisoformat(last.reset_at))
+        except ValueError:  # a reset the ledger does not hold as a time: nothing to wait for
+            return
+        now = datetime.now(timezone.utc)
+        if failure.reset_at is None or failure.reset_at <= now:
+            return
+        action = decide(failure, last.slot, tried, self.config, now)
+        if action.policy != "wait":
+            return
+        tried.waits += 1
+        tried.failures.append(_entry(last.id, failure, action.note))
+        self.say(f"{item_id} {last.slot}: {describe(failure)}, run {last.id} of an earlier drive, {action.note}")
+        seconds = (action.until - now).total_seconds() if action.until else 0
+        if seconds > 0 and self._wait(seconds):
+            tried.failures[-1]["action"] = f"{action.note}, cut short: the drive is ending"
+
     def _wait(self, seconds: float) -> bool:
         """Sleep `seconds`, or less: True when the drive is ending meanwhile, by Ctrl-C or SIGTERM
         (`cancel`) or by another item's `stop` policy, which ended a wait of hours no sooner than
