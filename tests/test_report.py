@@ -2,6 +2,7 @@
 on a generated 200-item one."""
 from __future__ import annotations
 
+import html
 import json
 import re
 import shutil
@@ -588,3 +589,23 @@ def test_an_item_made_by_new_and_deleted_before_any_run_is_in_no_report(repo):
     value = json.loads(drover(repo, "report", "--json", check=True).stdout)
     assert [item["id"] for item in value["items"]] == [kept]
     assert value["totals"]["items"] == 1
+
+
+def test_the_morning_report_names_an_item_that_waits_for_requirements_and_the_way_on(repo, tmp_path):
+    """A new user imported a vague issue and left its requirements unwritten: the drive's header said so,
+    and then nothing did. The drive's page (and [notify]'s JSON) listed the merged items only, and the
+    item waiting on a person was in no record of the morning. The page names it, with what to do."""
+    configure(repo)
+    item = new_item(repo, "Add a thing")
+    vague = drover(repo, "new", "it's slow", check=True).stdout.split()[0]
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "a vague item")
+    out = tmp_path / "night.html"
+    done = drover(repo, "drive", "--finish", "--report", str(out), env=APPROVING)
+    assert done.returncode == 0, done.stdout + done.stderr
+    note = (f"needs requirements: items/{vague}.md still holds the placeholder; write them there or run "
+            f"`drover draft {vague}`")
+    assert f"  {vague}: {note}" in done.stdout  # the header's words, which the morning's records now repeat
+    rows = [tuple(html.unescape(cell) for cell in row) for row in
+            re.findall(r"<tr><td>([^<]*)</td><td>(D-\d)</td><td>[^<]*</td><td>([^<]*)</td></tr>", out.read_text())]
+    assert ("merged", item, "") in rows and ("open", vague, note) in rows, rows

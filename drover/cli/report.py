@@ -58,7 +58,8 @@ def report_for(project: "Project", ledger: "Ledger", since: str | None,
                also: "Mapping[str, Ended] | None" = None) -> "Report":
     from drover.ledger.report import build_report
 
-    return build_report(project, ledger, since=since, rates=project.config.budget.rate_card, also=also)
+    return build_report(project, ledger, since=since, rates=project.config.budget.rate_card, also=also,
+                        waiting=also is not None)
 
 
 def write_page(made: "Report", path: Path, project: "Project") -> str:

@@ -125,6 +125,9 @@ def _outcomes(report: "Report") -> str:
             item = by_id[item_id]
             rows.append(f"<tr><td>{_e(heading)}</td><td>{_e(item.id)}</td><td>{_e(item.title)}</td>"
                         f"<td>{_e(item.reason)}</td></tr>")
+    for item in report.items:  # open with a reason: not started, or waiting on a person (requirements)
+        if item.status == "open" and item.reason:
+            rows.append(f"<tr><td>open</td><td>{_e(item.id)}</td><td>{_e(item.title)}</td><td>{_e(item.reason)}</td></tr>")
     if not rows:
         return "<h2>Outcomes</h2><p>Nothing merged, parked or failed.</p>"
     return ("<h2>Outcomes</h2><table><tr><th>outcome</th><th>item</th><th>title</th><th>why</th></tr>"

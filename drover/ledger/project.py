@@ -115,6 +115,11 @@ class Project:
             lack = ""
         return f"{subject or self.item_rel(item_id + '.md')} {lack or 'asks nothing'}"
 
+    def needs_requirements_note(self, item_id: str) -> str:
+        """Why drive does not take an item whose Requirements section asks nothing, and the way on: the
+        drive's header, its dry run and the morning's report say it in these words."""
+        return f"needs requirements: {self.requirements_lack_words(item_id)}; write them there or run `drover draft {item_id}`"
+
 
 def not_an_id(project: Project, word: str) -> UsageError:
     """The usage error for a word that is not an item id of this project."""

@@ -219,13 +219,17 @@ def since_of(text: str, at: datetime | None = None) -> str:
 
 
 def build_report(project: Project, ledger: Ledger, *, since: str | None = None,
-                 rates: dict[str, tuple[float, float]] | None = None, also: Mapping[str, Ended] | None = None) -> Report:
+                 rates: dict[str, tuple[float, float]] | None = None, also: Mapping[str, Ended] | None = None,
+                 waiting: bool = False) -> Report:
     """The report over the whole ledger, or over what happened since `since` (as since_of gives it);
     `also`: items it names whatever happened to them (a drive's items, those it never started too),
-    each with how the drive said it ended."""
+    each with how the drive said it ended; `waiting` (a drive's report): the items that need
+    requirements too, which the drive's header named and left for a person, with the way on."""
     with collector_paused():
         entries = catalogue(project, ledger)
-    also = {**_orphaned(project, ledger), **(also or {})}
+    left = {item_id: Ended("", project.needs_requirements_note(item_id))
+            for item_id, entry in entries.items() if waiting and entry.placeholder}
+    also = {**left, **_orphaned(project, ledger), **(also or {})}
     return report_of(entries, read_tables(ledger, since), since=since, rates=rates or {}, also=also)
 
 

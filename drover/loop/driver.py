@@ -9,7 +9,6 @@ from typing import Any, Callable, Sequence
 
 from drover import git
 from drover.loop import basecheck, budgets, pool, reviewers, runs, sendback, verify
-from drover.loop.preview import needs_requirements_note
 from drover.loop.retry import Retries
 from drover.loop.verdict import NO_VERDICT_SHORT, describe_verdict, no_verdict, review_verdict
 from drover.errors import DroverError, Refused, escaped
@@ -170,7 +169,7 @@ class Driver:
             note = known.reason or str(state)
             skipped = ORPHANED if known.reason.startswith(ORPHANED) else "skipped"
             if state == State.NEEDS_REQUIREMENTS:
-                note = needs_requirements_note(project, item_id)
+                note = project.needs_requirements_note(item_id)
                 self.say(f"{item_id}: skipped: {note}")
             return Driven(item_id, skipped, len(known.rounds), len(known.runs), note,
                           done_before=state == State.DONE)

@@ -113,17 +113,11 @@ def unmerged_hint(ids: list[str]) -> str:
     return f"approved, not merged: {named}: `drover finish ID` merges each (or `drover drive --finish` all)"
 
 
-def needs_requirements_note(project: Project, item_id: str) -> str:
-    """Why drive does not take an item whose Requirements section asks nothing, and the way on."""
-    said = project.requirements_lack_words(item_id)
-    return f"needs requirements: {said}; write them there or run `drover draft {item_id}`"
-
-
 def _left_lines(project: Project, rows: dict[str, Listed], taken: list[str], finish: bool) -> list[str]:
     """What a drive of the ready items leaves for a person, and the way on: each item that needs
     requirements, and without --finish the approved ones (a new user's `drover new`, then `drover
     drive`, said `nothing is ready` and `nothing to drive`, and no more)."""
-    lines = [f"  {item_id}: {needs_requirements_note(project, item_id)}" for item_id, row in rows.items()
+    lines = [f"  {item_id}: {project.needs_requirements_note(item_id)}" for item_id, row in rows.items()
              if row.state == State.NEEDS_REQUIREMENTS and item_id not in taken]
     if len(lines) > MAX_WAITING:
         lines = lines[:MAX_WAITING] + [f"  ... and {len(lines) - MAX_WAITING} more that need requirements "
@@ -235,7 +229,7 @@ def dry_run_plan(project: Project, queue: list[str], rows: dict[str, Listed], *,
     for item_id in queue:
         row = rows.get(item_id)
         if row is not None and row.state == State.NEEDS_REQUIREMENTS:
-            steps.append(Step(item_id, "skip", f"would be skipped: {needs_requirements_note(project, item_id)}"))
+            steps.append(Step(item_id, "skip", f"would be skipped: {project.needs_requirements_note(item_id)}"))
         elif row is not None and row.state in NOT_DRIVEN:  # the drive lists it skipped: done, parked, running
             steps.append(Step(item_id, "skip", f"would be skipped: {row.state}" + (f" ({row.note})" if row.note else "")))
         elif row is not None and row.state == State.APPROVED:
