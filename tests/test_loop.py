@@ -267,6 +267,18 @@ def test_drive_takes_an_item_through_a_send_back_to_approval_and_finish(project)
     assert "finished" in done.stdout and "1 of 1 approved" in done.stdout
 
 
+def test_a_drive_that_parked_items_ends_saying_they_wait_for_a_person_and_the_way_back(project):
+    """A new user's morning: the summary's rows said `parked` and why, and nothing said what to do
+    about it (the interrupted and the approved-not-merged each have a last line with their command)."""
+    config = project / "drover.toml"
+    config.write_text(config.read_text().replace("max_rounds = 3", "max_rounds = 1"))
+    first, second = new_item(project, "Add a thing"), new_item(project, "Add another")
+    done = drover(project, "drive", env={"AGENT_MODE": "stubborn"})
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert done.stdout.splitlines()[-1] == (f"parked: {first}, {second} wait for a person: `drover show ID` says "
+                                            "why; `drover unpark ID` once it is mended, and the next drive takes it")
+
+
 def test_drive_parks_an_item_that_does_not_converge(project):
     config = project / "drover.toml"
     config.write_text(config.read_text().replace("max_rounds = 3", "max_rounds = 2"))
@@ -426,7 +438,9 @@ def test_the_items_a_drive_said_would_follow_are_named_when_it_never_starts_them
     assert rows[second].split()[1] == "skipped" and rows[second].endswith(
         f"not started: it waits on {first}, which this drive did not finish"), done.stdout
     assert rows[third].endswith(f"not started: it waits on {second}, which this drive did not finish")
-    assert done.stdout.splitlines()[-2] == "0 of 3 approved, 0 finished"
+    # the count, then the parked line (D-1 crashed twice: [retry] parked it), then the page's line
+    assert done.stdout.splitlines()[-3] == "0 of 3 approved, 0 finished"
+    assert done.stdout.splitlines()[-2].startswith(f"parked: {first} waits for a person: ")
     assert second in page.read_text() and third in page.read_text()
 
 

@@ -292,6 +292,12 @@ def drive_summary(results: list[Driven], finish: bool = False) -> list[str]:
             from drover.loop.preview import unmerged_hint
 
             lines.append(unmerged_hint(unmerged))
+        parked = [row.item_id for row in results if row.result == "parked"]
+        if parked:  # the rows say why; this says what a person does about it (a round cap's unpark alone parks again)
+            from drover.errors import shown_paths  # the one list of at most N "and K more"
+
+            lines.append(f"parked: {shown_paths(parked)} wait{'s' if len(parked) == 1 else ''} for a person: "
+                         "`drover show ID` says why; `drover unpark ID` once it is mended, and the next drive takes it")
     elif all(row.done_before for row in results):  # every id given was done already
         done = [row.item_id for row in results]
         lines.append(f"nothing to drive: {', '.join(done)} {'is' if len(done) == 1 else 'are'} done")
