@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import BIN, configure, drover, ledger_rows, new_item, wait_for
+from helpers import BIN, configure, drover, git, ledger_rows, new_item, wait_for
 
 
 @pytest.fixture
@@ -343,3 +343,19 @@ def test_a_drive_after_a_sigkilled_one_reports_the_night_from_the_killed_drives_
     assert merged == [first, second], page.read_text()
     said = [line for line in done.stdout.splitlines() if line.startswith("report written to")]
     assert len(said) == 1 and "an earlier drive that ended without its report" in said[0], done.stdout
+
+
+def test_a_worktree_whose_making_a_kill_cut_short_is_checked_out_before_an_agent_works_in_it(project):
+    """A drive SIGKILLed between `git worktree add --no-checkout` and the checkout that follows left
+    D-2's worktree registered with no index and no files; the next drive reused it as it was, the
+    agent's `git add` of its one file made a commit deleting every other file of the repository, and
+    the finish refused it for changing drover's own files. A worktree never checked out is checked
+    out before anything runs in it."""
+    item = new_item(project, "Add a thing")
+    worktree = project / ".drover" / "worktrees" / item
+    git(project, "worktree", "add", "--quiet", "--no-checkout", "-b", f"drover/{item.lower()}", str(worktree), "main")
+    assert not (worktree / "drover.toml").exists()  # what the kill left: registered, nothing checked out
+    drover(project, "run", item, check=True)
+    changed = git(project, "diff", "--name-only", "main", f"drover/{item.lower()}").split()
+    assert changed == [f"{item.lower()}.txt"], changed
+    assert (worktree / "drover.toml").exists()

@@ -93,7 +93,7 @@ def ensure_worktree(root: Path, path: Path, branch: str, base: str, *,
     if path.is_symlink():
         raise GitError(f"{path} is a link, not a worktree drover made: remove the link (`rm {path}`)")
     if common is not None and _on_branch(path, common, branch):
-        return path
+        return _checked_out(root, path) if _never_checked_out(path) else path
     with lock:
         registered = registered_worktrees(root)
         if path in registered:
@@ -101,7 +101,7 @@ def ensure_worktree(root: Path, path: Path, branch: str, base: str, *,
                 on = registered[path] or "a detached HEAD"
                 raise GitError(f"worktree {path} is on {on}, not {branch}: remove it with `git worktree remove {path}`")
             if path.is_dir():
-                return path
+                return _checked_out(root, path) if _never_checked_out(path) else path
         # A worktree whose folder was deleted by hand is still registered; forget it, then recreate.
         # Only then is there anything to prune: skipping the call otherwise saves a git process per run.
         if any(not known.is_dir() for known in registered):
@@ -120,11 +120,34 @@ def ensure_worktree(root: Path, path: Path, branch: str, base: str, *,
             git([*WHOLE, "worktree", "add", "--quiet", "--no-checkout", "-b", branch, str(path), heads[base]], root)
             if made is not None:
                 made.append(heads[base])
+    return _checked_out(root, path)
+
+
+def _checked_out(root: Path, path: Path) -> Path:
+    """`path`, a worktree added with --no-checkout, with its branch's files and index written."""
     done = run([*WHOLE, "reset", "--hard", "--quiet"], path)
     if done.returncode != 0:  # a half-written worktree is never handed out: the next call makes it again
         git(["worktree", "remove", "--force", str(path)], root, check=False)
         raise failure(["worktree", "add"], done)
     return path
+
+
+def _never_checked_out(path: Path) -> bool:
+    """The worktree at `path` has no index: `worktree add --no-checkout` made it and the checkout
+    that follows never ran (its drover was SIGKILLed between the two). Handed out as it was, its
+    agent's `git add` of one file made a commit deleting every other one. Any checkout, and any
+    `git add` since, writes an index, so a worktree that has one is left as it is."""
+    from drover.git.files import read_small_file
+
+    try:
+        said = read_small_file(path / ".git").strip()
+    except (OSError, ValueError):
+        return False
+    if not said.startswith("gitdir: "):
+        return False
+    private = Path(said.removeprefix("gitdir: "))
+    private = private if private.is_absolute() else path / private
+    return private.is_dir() and not (private / "index").exists()
 
 
 def _registered(path: Path, common: Path) -> Path | None:
