@@ -314,9 +314,9 @@ def test_a_relative_path_entry_is_drovers_folder_not_the_agents(tmp_path, monkey
     assert result.exit_code == 0 and "from the operator" in log.read_text() and "planted" not in log.read_text()
 
 
-def test_a_reviewers_git_reads_the_commits_themselves(tmp_path, monkeypatch):
-    """`git replace` (refs the implementer can write) showed the reviewer's git another commit under
-    the id under review; and a monitor the shared config names would run inside the review run."""
+def _replaced(tmp_path: Path) -> tuple[Path, str]:
+    """A repository whose commit "the real work" a `git replace` shows as "a harmless stand-in", its
+    newer commit: (the repository, the real commit's id)."""
     repo = tmp_path / "repo"
     subprocess.run(["git", "init", "-q", str(repo)], check=True)
     for subject in ("the real work", "a harmless stand-in"):
@@ -324,6 +324,13 @@ def test_a_reviewers_git_reads_the_commits_themselves(tmp_path, monkeypatch):
     real, stand_in = (subprocess.run(["git", "rev-parse", ref], cwd=repo, capture_output=True, text=True,
                                      check=True).stdout.strip() for ref in ("HEAD~1", "HEAD"))
     subprocess.run(["git", "replace", real, stand_in], cwd=repo, check=True)
+    return repo, real
+
+
+def test_a_reviewers_git_reads_the_commits_themselves(tmp_path, monkeypatch):
+    """`git replace` (refs the implementer can write) showed the reviewer's git another commit under
+    the id under review; and a monitor the shared config names would run inside the review run."""
+    repo, real = _replaced(tmp_path)
     monitor = tmp_path / "monitored"
     subprocess.run(["git", "config", "core.fsmonitor", f"touch {monitor}; true"], cwd=repo, check=True)
     env = {**os.environ, **agent_env(item_id="D-1", slot="review", run_id=own_run(), prompt_file=tmp_path / "p", repo=repo)}
@@ -349,13 +356,7 @@ def test_replacements_the_shared_config_turns_back_on_stay_off_for_drovers_git_a
     about that id kept for the process (history.of_ids) held what the replacement showed."""
     from drover.git.run import git
 
-    repo = tmp_path / "repo"
-    subprocess.run(["git", "init", "-q", str(repo)], check=True)
-    for subject in ("the real work", "a harmless stand-in"):
-        subprocess.run(["git", "commit", "-q", "--allow-empty", "-m", subject], cwd=repo, check=True)
-    real, stand_in = (subprocess.run(["git", "rev-parse", ref], cwd=repo, capture_output=True, text=True,
-                                     check=True).stdout.strip() for ref in ("HEAD~1", "HEAD"))
-    subprocess.run(["git", "replace", real, stand_in], cwd=repo, check=True)
+    repo, real = _replaced(tmp_path)
     subprocess.run(["git", "config", "core.useReplaceRefs", "true"], cwd=repo, check=True)
     env = {**os.environ, **agent_env(item_id="D-1", slot="review", run_id=own_run(), prompt_file=tmp_path / "p", repo=repo)}
     shown = subprocess.run(["git", "log", "-1", "--format=%s", real], cwd=repo, env=env, capture_output=True,
