@@ -92,8 +92,12 @@ def ensure_worktree(root: Path, path: Path, branch: str, base: str, *,
     path = _as_named(root, path)
     if path.is_symlink():
         raise GitError(f"{path} is a link, not a worktree drover made: remove the link (`rm {path}`)")
-    if common is not None and _on_branch(path, common, branch):
-        return _checked_out(root, path) if _never_checked_out(path) else path
+    # a worktree whose making a kill cut short (between `worktree add --no-checkout` and the checkout)
+    # has no index: handed out as it was, its agent's `git add` of one file made a commit deleting
+    # every other one. Any checkout, and any `git add` since, writes an index.
+    private = _registered(path, common) if common is not None else None
+    if private is not None and _head_is(private, branch):
+        return path if (private / "index").exists() else _checked_out(root, path)
     with lock:
         registered = registered_worktrees(root)
         if path in registered:
@@ -101,7 +105,8 @@ def ensure_worktree(root: Path, path: Path, branch: str, base: str, *,
                 on = registered[path] or "a detached HEAD"
                 raise GitError(f"worktree {path} is on {on}, not {branch}: remove it with `git worktree remove {path}`")
             if path.is_dir():
-                return _checked_out(root, path) if _never_checked_out(path) else path
+                private = own_git_dir(path)
+                return _checked_out(root, path) if private is not None and not (private / "index").exists() else path
         # A worktree whose folder was deleted by hand is still registered; forget it, then recreate.
         # Only then is there anything to prune: skipping the call otherwise saves a git process per run.
         if any(not known.is_dir() for known in registered):
@@ -132,24 +137,6 @@ def _checked_out(root: Path, path: Path) -> Path:
     return path
 
 
-def _never_checked_out(path: Path) -> bool:
-    """The worktree at `path` has no index: `worktree add --no-checkout` made it and the checkout
-    that follows never ran (its drover was SIGKILLed between the two). Handed out as it was, its
-    agent's `git add` of one file made a commit deleting every other one. Any checkout, and any
-    `git add` since, writes an index, so a worktree that has one is left as it is."""
-    from drover.git.files import read_small_file
-
-    try:
-        said = read_small_file(path / ".git").strip()
-    except (OSError, ValueError):
-        return False
-    if not said.startswith("gitdir: "):
-        return False
-    private = Path(said.removeprefix("gitdir: "))
-    private = private if private.is_absolute() else path / private
-    return private.is_dir() and not (private / "index").exists()
-
-
 def _registered(path: Path, common: Path) -> Path | None:
     """The private folder of the worktree at `path`, registered in `common` as its own files say
     (cleaning.private_git_dir), each file git reads there (_ADMIN_FILES) a regular file or none; None
@@ -173,16 +160,14 @@ def _registered(path: Path, common: Path) -> Path | None:
     return private
 
 
-def _on_branch(path: Path, common: Path, branch: str) -> bool:
-    """The worktree at `path` is registered in `common` (its `.git` file names a folder of
-    `common`/worktrees/ that names it back, sharing `common`: cleaning.private_git_dir) and its HEAD
-    there is `branch`: what `worktree list` would say of it, read from the files git reads for it.
-    False when any of that is not so, or cannot be read (then git is asked, and says why)."""
+def _head_is(private: Path, branch: str) -> bool:
+    """The HEAD in a worktree's private folder (_registered) is `branch`: what `worktree list` would
+    say of it, read from the file git reads for it. False when it cannot be read (then git is
+    asked, and says why)."""
     from drover.git.files import read_small_file
 
-    private = _registered(path, common)
     try:
-        return private is not None and read_small_file(private / "HEAD").strip() == f"ref: {local_ref(branch)}"
+        return read_small_file(private / "HEAD").strip() == f"ref: {local_ref(branch)}"
     except OSError:
         return False
 
