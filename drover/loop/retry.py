@@ -169,14 +169,9 @@ class Retries:
             tried.failures.append(_entry(result.run_id, failure, action.note))
             self.say(f"{item_id} {slot}: {describe(failure)}, {action.note}")
             if action.policy == "wait":
-                tried.waits += 1
-                seconds = (action.until - datetime.now(timezone.utc)).total_seconds() if action.until else 0
-                if seconds > 0 and self._wait(seconds):
-                    # interrupted while waiting: the drive ends as Ctrl-C says, and the record says
-                    # the wait was cut short, not that the item went on waiting
-                    tried.failures[-1]["action"] = f"{action.note}, cut short: the drive is ending"
-                    return result
-                continue
+                if self._waited_out(tried, action):
+                    continue
+                return result  # interrupted while waiting: the drive ends as Ctrl-C says
             if action.policy == "fresh":
                 tried.fresh += 1
                 tried.fresh_for.append(failure.failure)
@@ -211,12 +206,20 @@ class Retries:
         action = decide(failure, last.slot, tried, self.config, now)
         if action.policy != "wait":
             return
-        tried.waits += 1
         tried.failures.append(_entry(last.id, failure, action.note))
         self.say(f"{item_id} {last.slot}: {describe(failure)}, run {last.id} of an earlier drive, {action.note}")
-        seconds = (action.until - now).total_seconds() if action.until else 0
+        self._waited_out(tried, action)
+
+    def _waited_out(self, tried: Tried, action: Action) -> bool:
+        """The `wait` policy's wait (counted against waits_max) until `action`'s time, the newest of
+        `tried`'s failures its record: False when the drive ended meanwhile, and the record then
+        says the wait was cut short, not that the item went on waiting."""
+        tried.waits += 1
+        seconds = (action.until - datetime.now(timezone.utc)).total_seconds() if action.until else 0
         if seconds > 0 and self._wait(seconds):
             tried.failures[-1]["action"] = f"{action.note}, cut short: the drive is ending"
+            return False
+        return True
 
     def _wait(self, seconds: float) -> bool:
         """Sleep `seconds`, or less: True when the drive is ending meanwhile, by Ctrl-C or SIGTERM
