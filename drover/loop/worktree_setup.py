@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Callable
 
 from drover import git
 from drover.git.files import folder_fd, open_regular, regular_fd, remove_at, replace_at
-from drover.errors import DroverError, GitError, escaped, one_line, printable, shortened
+from drover.errors import DroverError, GitError, escaped, one_line, printable, shortened, shown_paths
 from drover.loop.runnable import command_words
 
 if TYPE_CHECKING:
@@ -217,7 +217,7 @@ def _end_left(private: Path, worktree: Path) -> list[int]:
 
 
 def _pids_shown(pids: list[int]) -> str:
-    return f"pid {pids[0]}{f' and {len(pids) - 1} more' if len(pids) > 1 else ''}"
+    return f"pid {shown_paths(list(map(str, pids)), most=1)}"  # `pid 26019 and 1 more`
 
 
 def _left_token(path: Path) -> str:
