@@ -394,10 +394,8 @@ class Driver:
         # opens with `<<<<<<< HEAD`, whatever became of the merge since: renamed, squashed, an octopus);
         # by the heads' ids when the caller read them, an answer then kept for the process (the finish
         # asks it again of the same two commits, unless base or the branch moved)
-        if heads.get(branch) and heads.get(base):
-            opened = git.head_markers(root, base, heads[branch], base_head=heads[base])
-        else:
-            opened = git.head_markers(root, base, git.local_ref(branch)) if branch else []
+        opened = git.head_markers(root, base, heads.get(branch) or git.local_ref(branch),
+                                  base_head=heads.get(base, "")) if branch else []
         if not opened:
             return PASSED
         # then each marker line of the files the branch's merges conflicted in, to name them all
