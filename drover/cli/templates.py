@@ -8,7 +8,7 @@ import click
 from click.core import ParameterSource
 
 from drover.cli.parts import COLOR_CHOICES, ITEM_ID, NearChoice, complete_blocks, echo_json, example, json_option, opened, template_option
-from drover.errors import ProblemCode, on_screen, printable
+from drover.errors import ProblemCode, UsageError, on_screen, printable
 from drover.vocabulary import GUIDANCE_LEVELS, SLOTS, TEMPLATE_SLOTS
 
 
@@ -25,8 +25,6 @@ def prompt(item_id: str, slot: str | None, guidance: str | None, diff_guidance: 
            as_json: bool) -> None:
     """Print the rendered prompt for one item and slot; changes nothing."""
     if diff_guidance and as_json:
-        from drover.errors import UsageError
-
         raise UsageError("--diff-guidance lists the lines lean drops as text; --json prints the prompt: give one of them")
     show_prompt(item_id, slot, guidance=guidance, explicit=explicit, diff_guidance=diff_guidance, as_json=as_json)
 
@@ -100,14 +98,10 @@ def check(diff: bool, diff_format: str, color: str, update: bool, dry_run: bool,
     from drover.loop.checks import run_check
 
     if as_json and (diff or update):
-        from drover.errors import UsageError
-
         # stdout under --json is one JSON document; a diff or the merge's lines are text
         raise UsageError(f"--json prints the problems as JSON; {'--diff' if diff else '--update'} prints text: "
                          "give one of them")
     if not diff and click.get_current_context().get_parameter_source("diff_format") == ParameterSource.COMMANDLINE:
-        from drover.errors import UsageError
-
         # as --dry-run goes with --update: a view asked for and never shown would read as no stale override
         raise UsageError("--format goes with --diff: it chooses the diff's view")
     if update or dry_run:
@@ -233,8 +227,6 @@ def override(slot: str | None, block: str | None, file: str | None, addition: bo
 @json_option
 def schema(prompts: bool, fields: bool, as_json: bool) -> None:
     """Describe the template blocks (--prompts) or the template fields (--fields)."""
-    from drover.errors import UsageError
-
     if prompts == fields:
         raise UsageError("say which: --prompts or --fields")
     if prompts:
