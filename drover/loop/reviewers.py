@@ -128,7 +128,7 @@ def refuse_from_the_branch(project: "Project", item_id: str, branch: str, argv: 
         raise Refused(f"{item_id}: {project.relpath(project.git_common_dir / 'shallow')} cuts the history where {branch} "
                       f"left {base}: the reviewer's diff would start from another merge base than a merge does; "
                       "remove the lines it lists that a shallow clone did not write, then review")
-    changed = git.changed_paths(project.root, project.config.base, heads[branch], base_head=heads[project.config.base])
+    changed = git.changed_paths(project.root, base, heads[branch], base_head=heads[base])
     named = _run_or_read(changed, _reviewer_files(argv))
     if named:
         raise Refused(f"{item_id}: {branch} changes what its reviewer would run or read ({shown_paths(named)}): the review "
